@@ -1,0 +1,3 @@
+from kai_scheduler.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""Names that KAI users put in their manifests: labels, annotations, resource names, defaults.
+
+They are part of the compatibility promise: a manifest written for KAI Scheduler must work unchanged.
+"""
+
+from typing import Final
+
+SCHEDULER_NAME: Final = "kai-scheduler"
+
+# Labels and annotations on pods and their owners.
+QUEUE_LABEL: Final = "kai.scheduler/queue"
+DEFAULT_QUEUE: Final = "default-queue"
+POD_GROUP_ANNOTATION: Final = "pod-group-name"
+SUBGROUP_LABEL: Final = "kai.scheduler/subgroup-name"
+PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
+TASK_PRIORITY_LABEL: Final = "kai.scheduler/task-priority"
+GPU_FRACTION_ANNOTATION: Final = "gpu-fraction"
+GPU_MEMORY_ANNOTATION: Final = "gpu-memory"
+GPU_FRACTION_NUM_DEVICES_ANNOTATION: Final = "gpu-fraction-num-devices"
+GPU_FRACTION_CONTAINER_ANNOTATION: Final = "gpu-fraction-container-name"
+MPS_ANNOTATION: Final = "mps"
+GPU_GROUP_LABEL: Final = "runai-gpu-group"
+RECEIVED_RESOURCE_TYPE_ANNOTATION: Final = "received-resource-type"
+LAST_START_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-start-timestamp"
+STALE_PODGROUP_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/stale-podgroup-timestamp"
+TOPOLOGY_ANNOTATION: Final = "kai.scheduler/topology"
+TOPOLOGY_REQUIRED_ANNOTATION: Final = "kai.scheduler/topology-required-placement"
+TOPOLOGY_PREFERRED_ANNOTATION: Final = "kai.scheduler/topology-preferred-placement"
+NODE_POOL_LABEL: Final = "kai.scheduler/node-pool"
+
+# Node labels.
+GPU_MEMORY_LABEL: Final = "nvidia.com/gpu.memory"
+MIG_STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
+MIG_ENABLED_LABEL: Final = "node-role.kubernetes.io/mig-enabled"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+
+# Resource names.
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
+CPU_RESOURCE: Final = "cpu"
+MEMORY_RESOURCE: Final = "memory"
+PODS_RESOURCE: Final = "pods"
+
+# Priority classes that the deployment ships (name -> value).
+BUILTIN_PRIORITY_CLASSES: Final = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+DEFAULT_PRIORITY: Final = 50
+# Jobs at or above this priority are non-preemptible unless they say otherwise.
+NON_PREEMPTIBLE_PRIORITY_THRESHOLD: Final = 100
+DEFAULT_QUEUE_PRIORITY: Final = 100
+
+# Queue quota units: KAI's queue spec gives CPU in millicores and memory in MB (10^6 bytes).
+QUEUE_MEMORY_UNIT_BYTES: Final = 1_000_000
+QUEUE_CPU_UNIT_CORES: Final = 0.001
+UNLIMITED: Final = -1.0
+
+# Simulation-only annotations, ignored by a real cluster.
+SIM_ARRIVAL_ANNOTATION: Final = "simulation.kai.scheduler/arrival"
+SIM_DURATION_ANNOTATION: Final = "simulation.kai.scheduler/duration"

@@ -1,0 +1,347 @@
+"""The Kubernetes and KAI objects the scheduler reads, as typed, validated models.
+
+Each model mirrors the part of the real object's structure that scheduling needs, with the real
+camelCase field names, so a validation error's location is the manifest's own path
+(`spec.containers[0].resources.requests.cpu`). Fields the scheduler does not read are ignored, so
+any manifest written for a real cluster loads unchanged.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fractions import Fraction
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from kai_scheduler.api.quantity import parse_quantity
+
+
+def _quantity(value: Any) -> Fraction:
+    return parse_quantity(value)
+
+
+Quantity = Annotated[Fraction, BeforeValidator(_quantity)]
+"""A Kubernetes quantity (`500m`, `1Gi`, `2e3`), held exactly."""
+
+ResourceList = dict[str, Quantity]
+
+
+class K8sModel(BaseModel):
+    """Base of every model: camelCase names, unknown fields ignored, immutable once loaded."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
+        arbitrary_types_allowed=True,
+    )
+
+
+# --- metadata -----------------------------------------------------------------------------------
+
+
+class OwnerReference(K8sModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(K8sModel):
+    name: str = Field(min_length=1)
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+# --- selectors, affinity, taints ----------------------------------------------------------------
+
+NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+LabelSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+class NodeSelectorRequirement(K8sModel):
+    key: str
+    operator: NodeSelectorOperator
+    values: list[str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(K8sModel):
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(K8sModel):
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(K8sModel):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class LabelSelectorRequirement(K8sModel):
+    key: str
+    operator: LabelSelectorOperator
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(K8sModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class PodAffinityTerm(K8sModel):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = Field(min_length=1)
+
+
+class WeightedPodAffinityTerm(K8sModel):
+    weight: int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+
+class Affinity(K8sModel):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(K8sModel):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(K8sModel):
+    key: str = ""
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+
+# --- Node ---------------------------------------------------------------------------------------
+
+
+class NodeSpec(K8sModel):
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class NodeStatus(K8sModel):
+    allocatable: ResourceList = Field(default_factory=dict)
+    capacity: ResourceList = Field(default_factory=dict)
+
+
+class Node(K8sModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Node"] = "Node"
+    metadata: ObjectMeta
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+
+# --- Pod ----------------------------------------------------------------------------------------
+
+
+class ResourceRequirements(K8sModel):
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+
+    def effective_requests(self) -> dict[str, Fraction]:
+        """Requests, with limits standing in for the resources that have no request (as Kubernetes does)."""
+        merged = dict(self.limits)
+        merged.update(self.requests)
+        return merged
+
+
+class Container(K8sModel):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+
+
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+class PodSpec(K8sModel):
+    scheduler_name: str = "default-scheduler"
+    node_name: str | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: ResourceList = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+
+
+class PodStatus(K8sModel):
+    phase: PodPhase | None = None
+
+
+class Pod(K8sModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.metadata.name}"
+
+    def resource_requests(self) -> dict[str, Fraction]:
+        """What the pod needs on its node: the containers' sum, or the largest init container if larger,
+        plus the pod overhead (the Kubernetes rule for a pod's effective request)."""
+        total: dict[str, Fraction] = {}
+        for container in self.spec.containers:
+            for name, amount in container.resources.effective_requests().items():
+                total[name] = total.get(name, Fraction(0)) + amount
+        for container in self.spec.init_containers:
+            for name, amount in container.resources.effective_requests().items():
+                if amount > total.get(name, Fraction(0)):
+                    total[name] = amount
+        for name, amount in self.spec.overhead.items():
+            total[name] = total.get(name, Fraction(0)) + amount
+        return total
+
+
+# --- Queue (scheduling.run.ai/v2) ---------------------------------------------------------------
+
+
+class QueueResource(K8sModel):
+    """One resource of a queue. `-1` is unlimited; a limit of 0 allows nothing."""
+
+    quota: float = 0.0
+    limit: float = -1.0
+    over_quota_weight: float = 1.0
+
+
+class QueueResources(K8sModel):
+    gpu: QueueResource = Field(default_factory=QueueResource)
+    cpu: QueueResource = Field(default_factory=QueueResource)
+    memory: QueueResource = Field(default_factory=QueueResource)
+
+
+class QueueSpec(K8sModel):
+    display_name: str = ""
+    parent_queue: str = ""
+    priority: int | None = None
+    resources: QueueResources = Field(default_factory=QueueResources)
+    preempt_min_runtime: str | None = None
+    reclaim_min_runtime: str | None = None
+
+
+class Queue(K8sModel):
+    api_version: Literal["scheduling.run.ai/v2"] = "scheduling.run.ai/v2"
+    kind: Literal["Queue"] = "Queue"
+    metadata: ObjectMeta
+    spec: QueueSpec = Field(default_factory=QueueSpec)
+
+
+# --- PodGroup (scheduling.run.ai/v2alpha2) ------------------------------------------------------
+
+
+class TopologyConstraint(K8sModel):
+    topology: str = ""
+    required_topology_level: str = ""
+    preferred_topology_level: str = ""
+
+
+class SubGroup(K8sModel):
+    name: str = Field(min_length=1)
+    min_member: int = Field(default=1, ge=0)
+    parent: str | None = None
+    topology_constraint: TopologyConstraint | None = None
+
+
+class PodGroupSpec(K8sModel):
+    min_member: int = Field(default=1, ge=1)
+    queue: str = ""
+    priority_class_name: str = ""
+    preemptibility: Literal["", "preemptible", "non-preemptible"] = ""
+    topology_constraint: TopologyConstraint | None = None
+    sub_groups: list[SubGroup] = Field(default_factory=list)
+    mark_unschedulable: bool | None = None
+    scheduling_backoff: int | None = None
+
+
+class PodGroup(K8sModel):
+    api_version: Literal["scheduling.run.ai/v2alpha2"] = "scheduling.run.ai/v2alpha2"
+    kind: Literal["PodGroup"] = "PodGroup"
+    metadata: ObjectMeta
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.metadata.name}"
+
+
+# --- PriorityClass (scheduling.k8s.io/v1) -------------------------------------------------------
+
+
+class PriorityClass(K8sModel):
+    api_version: Literal["scheduling.k8s.io/v1"] = "scheduling.k8s.io/v1"
+    kind: Literal["PriorityClass"] = "PriorityClass"
+    metadata: ObjectMeta
+    value: int
+    global_default: bool = False
+
+
+# --- Topology (kai.scheduler/v1alpha1) ----------------------------------------------------------
+
+
+class TopologyLevel(K8sModel):
+    node_label: str = Field(min_length=1)
+
+
+class TopologySpec(K8sModel):
+    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
+
+
+class Topology(K8sModel):
+    api_version: Literal["kai.scheduler/v1alpha1"] = "kai.scheduler/v1alpha1"
+    kind: Literal["Topology"] = "Topology"
+    metadata: ObjectMeta
+    spec: TopologySpec
+
+
+ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology
