@@ -7,8 +7,10 @@ The value is returned as a `Fraction` so that `100m` is exactly 1/10 and sums ne
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -26,8 +28,11 @@ _DECIMAL = {
 }
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exponent>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))$"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exponent>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))$",
+    re.ASCII,  # `\d` must not accept other scripts' digits, which Kubernetes rejects
 )
+# Far beyond any real amount; a typo such as `1e99999999` would otherwise build a huge integer and hang.
+_MAX_EXPONENT = 64
 
 
 def parse_quantity(value: Any) -> Fraction:
@@ -37,10 +42,19 @@ def parse_quantity(value: Any) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):  # YAML spells these `.inf` / `.nan`
+            raise ValueError(f"expected a finite quantity, got {value!r}")
         # YAML numbers such as 0.5 are written in decimal; go through their shortest repr to stay exact.
         return Fraction(repr(value))
     if not isinstance(value, str):
         raise ValueError(f"expected a quantity, got {type(value).__name__}")
+    return _parse_text(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """Cached: manifests repeat the same few quantities (`500m`, `1Gi`) thousands of times, and parsing a
+    Fraction from text is the slowest step of loading a pod. Fractions are immutable, so sharing is safe."""
     text = value.strip()
     match = _QUANTITY.match(text)
     if match is None:
@@ -49,11 +63,21 @@ def parse_quantity(value: Any) -> Fraction:
     if match["binary"]:
         return number * _BINARY[match["binary"]]
     if match["exponent"]:
-        return number * Fraction(10) ** int(match["exponent"][1:])
+        exponent = int(match["exponent"][1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise ValueError(f"{value!r} is not a valid quantity (exponent out of range)")
+        return number * Fraction(10) ** exponent
     return number * _DECIMAL[match["decimal"] or ""]
 
 
 def format_quantity(value: Fraction | float) -> str:
     """A short human form for messages: whole numbers bare, others to three decimals."""
-    number = float(value)
-    return str(int(number)) if number.is_integer() else f"{number:.3f}".rstrip("0")
+    try:
+        number = float(value)
+    except OverflowError:  # a manifest may spell a number of hundreds of digits; messages must not crash
+        return "-huge" if value < 0 else "huge"
+    if number.is_integer():
+        return str(int(number))
+    text = f"{number:.3f}".rstrip("0")
+    # Below a thousandth three decimals would print "0."; show the significant digits instead.
+    return f"{number:.3g}" if text.endswith(".") else text

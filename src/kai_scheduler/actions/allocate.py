@@ -1,0 +1,103 @@
+"""allocate: place pending jobs on free (or releasing) capacity, queue by queue, gang by gang.
+
+Jobs come out of the queue tree in fair-share order. Each attempt takes a gang's missing members (or one
+more pod of a satisfied elastic job), checks the queue's limits and non-preemptible quota, and places the
+pods one by one on a statement; if any pod does not fit, the whole attempt is rolled back. A gang with
+any pod on releasing capacity is pipelined as a whole: it binds together in a later cycle or not at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, session: Session) -> None:
+        candidates = []
+        for candidate in session.snapshot.jobs.values():
+            if not candidate.has_pending():
+                continue
+            if candidate.invalid_reason is not None:
+                session.unschedulable[candidate.key] = candidate.invalid_reason
+                continue
+            candidates.append(candidate)
+        queue = QueueOrderedJobs(session, candidates)
+        failed_shapes: dict[tuple[Any, ...], str] = {}
+        use_signatures = session.config.use_scheduling_signatures
+        while (job := queue.pop()) is not None:
+            tasks = tasks_to_allocate(session, job)
+            signature = _signature(job, tasks) if use_signatures else None
+            if signature is not None and signature in failed_shapes:
+                first = failed_shapes[signature]
+                session.unschedulable[job.key] = session.unschedulable.get(first, "does not fit")
+                continue
+            if allocate_job(session, job, tasks, self.name):
+                if job.has_pending():
+                    queue.push(job)
+            elif signature is not None:
+                failed_shapes[signature] = job.key
+
+
+def _signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]:
+    """Jobs with equal signatures succeed or fail alike in one cycle (same queue, same gang, same pods)."""
+    return (
+        job.queue,
+        job.preemptible,
+        job.is_gang_satisfied(),
+        tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
+    )
+
+
+def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
+    """One all-or-nothing attempt for `tasks` of `job`; records why it failed."""
+    if not tasks:
+        return False
+    if not job.is_gang_satisfied():
+        missing = job.min_member - job.active_allocated()
+        if len(tasks) < missing or any(
+            len(p.pending()) < p.min_member - p.active_allocated() for p in job.podsets.values()
+        ):
+            session.unschedulable[job.key] = (
+                f"waiting for pods: the gang needs {missing} more but has fewer pending"
+            )
+            return False
+    reason = session.check_job_capacity(job, request_of(session, tasks))
+    if reason is not None:
+        session.unschedulable[job.key] = reason
+        return False
+    statement = session.statement(action)
+    pipelined = False
+    for task in tasks:
+        placed = session.choose_node(task)
+        if placed is None:
+            statement.discard()
+            gang = f"gang of {len(tasks)} pods: " if len(tasks) > 1 else ""
+            session.unschedulable[job.key] = (
+                f"{gang}pod {task.name} does not fit: {session.explain_no_fit(task)}"
+            )
+            return False
+        node_name = session.snapshot.nodes.names[placed.node]
+        if placed.now:
+            statement.allocate(
+                task, placed.node, placed.gpu_groups, f"{job.key} (queue {job.queue}) fits on {node_name}"
+            )
+        else:
+            pipelined = True
+            statement.pipeline(
+                task,
+                placed.node,
+                placed.gpu_groups,
+                f"{job.key} (queue {job.queue}) waits for resources being released on {node_name}",
+            )
+    if pipelined:
+        statement.convert_to_pipeline(0)
+    statement.commit()
+    session.unschedulable.pop(job.key, None)
+    return True

@@ -1,0 +1,420 @@
+"""From one parsed YAML document to a typed, validated API object (pure: no file I/O).
+
+Two layers of checks run here. The schema (the pydantic models in `objects.py`) rejects what the API server
+would: wrong types, missing names, bad quantities. The semantic checks reject what KAI's admission webhooks
+and the API server's own validation would: a `gpu-fraction` of 1.5, a GPU fraction together with a whole-GPU
+request, a PodGroup whose subGroups form a cycle. Catching both at load time means the simulator never runs
+a workload that a real cluster would refuse, and every error names the file, document and field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.objects import (
+    ApiObject,
+    Container,
+    Node,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    ResourceList,
+    Topology,
+)
+from kai_scheduler.api.quantity import format_quantity
+
+SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
+    ("v1", "Node"): Node,
+    ("v1", "Pod"): Pod,
+    ("scheduling.run.ai/v2", "Queue"): Queue,
+    ("scheduling.run.ai/v2alpha2", "PodGroup"): PodGroup,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    ("kai.scheduler/v1alpha1", "Topology"): Topology,
+}
+"""(apiVersion, kind) -> model, for every kind the simulator reads."""
+
+_NAMESPACED_KINDS = frozenset({"Pod", "PodGroup"})
+_EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_KINDS)
+
+# Go's strconv is stricter than Python's int()/float() (no `1_000`, no `nan`); mirror it.
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+_UNSIGNED = re.compile(r"\d+", re.ASCII)
+
+_SHARED_GPU_ANNOTATIONS = (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
+_SIMULATION_DURATIONS = (c.SIM_ARRIVAL_ANNOTATION, c.SIM_DURATION_ANNOTATION)
+_MAX_SHOWN_INPUT = 60
+
+
+class _Invalid(Exception):
+    """A problem found at `field` (a dotted path inside the object); `parse_object` adds file and document."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --- public API ---------------------------------------------------------------------------------
+
+
+def parse_object(doc: Any, source: str, index: int, item: int | None = None) -> ApiObject:
+    """Validate one document (index = its 1-based position in `source`; item = position in a `kind: List`).
+
+    Raises ManifestError, never anything else, for any input a real cluster would reject.
+    """
+    try:
+        if not isinstance(doc, dict):
+            raise _Invalid(None, f"expected a mapping with apiVersion and kind, got {_type_name(doc)}")
+        model = _model_for(doc)
+        try:
+            obj = model.model_validate(doc)
+        except ValidationError as exc:
+            raise _from_validation_error(exc) from None
+        _check_object(obj)
+        return obj
+    except _Invalid as problem:
+        raise ManifestError(
+            source,
+            problem.message,
+            document=index,
+            item=item,
+            object_ref=_raw_ref(doc),
+            field=problem.field,
+        ) from None
+
+
+def object_ref(obj: ApiObject) -> str:
+    """How messages name an object: `Pod default/a-0` for namespaced kinds, `Queue team-a` otherwise."""
+    kind, namespace, name = object_key(obj)
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def object_key(obj: ApiObject) -> tuple[str, str, str]:
+    """Identity of an object in a cluster: (kind, namespace or "" when cluster-scoped, name)."""
+    namespace = (obj.metadata.namespace or "default") if obj.kind in _NAMESPACED_KINDS else ""
+    return obj.kind, namespace, obj.metadata.name
+
+
+# --- dispatch and schema errors -----------------------------------------------------------------
+
+
+def _model_for(doc: dict[Any, Any]) -> type[ApiObject]:
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if kind is None:
+        raise _Invalid("kind", f"required field is missing; expected one of: {_EXPECTED_KINDS}")
+    if not isinstance(kind, str):
+        raise _Invalid("kind", f"expected a string, got {_short(kind)}")
+    if api_version is not None and not isinstance(api_version, str):
+        raise _Invalid("apiVersion", f"expected a string, got {_short(api_version)}")
+    model = SUPPORTED_KINDS.get((api_version or "", kind))
+    if model is not None:
+        return model
+    versions = [version for version, known in SUPPORTED_KINDS if known == kind]
+    if not versions:
+        raise _Invalid(
+            None, f"unsupported kind {api_version or ''} {kind}; expected one of: {_EXPECTED_KINDS}"
+        )
+    if api_version is None:
+        raise _Invalid("apiVersion", f"required field is missing; {kind} is {versions[0]}")
+    raise _Invalid(
+        "apiVersion", f"unsupported apiVersion {api_version} for kind {kind}; expected {versions[0]}"
+    )
+
+
+def _from_validation_error(exc: ValidationError) -> _Invalid:
+    """The first schema error, with the manifest path (`spec.containers[0].resources.requests.cpu`)."""
+    error = exc.errors(include_url=False)[0]
+    return _Invalid(_format_loc(error["loc"]) or None, _describe(error))
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    """`('spec', 'containers', 0, 'name')` -> `spec.containers[0].name`; keys with dots stay readable."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def _describe(error: ErrorDetails) -> str:
+    """A user's wording for a pydantic error: no class names, and the offending value shown."""
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "value_error" and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])  # our own validators' messages (quantities) are already worded
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        return f"expected a mapping, got {_type_name(value)}"
+    if kind == "list_type":
+        return f"expected a list, got {_type_name(value)}"
+    if kind == "string_type" and isinstance(value, bool | int | float):
+        # YAML turns unquoted `0.5`, `5` or `true` into numbers and booleans; Kubernetes wants strings.
+        return f'expected a string, got {_short(value)} (quote it: "{_yaml_text(value)}")'
+    message = error["msg"]
+    return f"{message[:1].lower()}{message[1:]}, got {_short(value)}"
+
+
+def _raw_ref(doc: Any) -> str | None:
+    """Name the object from the raw document, so even an invalid object is named in its error."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return None
+    kind: str = doc["kind"]
+    metadata = doc.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        return kind
+    if kind not in _NAMESPACED_KINDS:
+        return f"{kind} {name}"
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return f"{kind} {namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return _short(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
+
+
+def _yaml_text(value: bool | int | float) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# --- semantic checks ----------------------------------------------------------------------------
+
+
+def _check_object(obj: ApiObject) -> None:
+    _check_simulation_annotations(obj.metadata)
+    if isinstance(obj, Pod):
+        _check_pod(obj)
+    elif isinstance(obj, Node):
+        _check_resource_list("status.allocatable", obj.status.allocatable)
+        _check_resource_list("status.capacity", obj.status.capacity)
+    elif isinstance(obj, Queue):
+        _check_queue(obj)
+    elif isinstance(obj, PodGroup):
+        _check_sub_groups(obj)
+    elif isinstance(obj, Topology):
+        _check_topology_levels(obj)
+
+
+def _check_simulation_annotations(metadata: ObjectMeta) -> None:
+    for key in _SIMULATION_DURATIONS:
+        text = metadata.annotations.get(key)
+        if text is not None:
+            _check_non_negative_duration(f"metadata.annotations.{key}", text)
+
+
+def _check_non_negative_duration(field: str, text: str) -> None:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise _Invalid(field, str(exc)) from None
+    if seconds < 0:
+        raise _Invalid(field, f"must not be negative, got {text!r}")
+
+
+# Pods.
+
+
+def _check_pod(pod: Pod) -> None:
+    priority = pod.metadata.labels.get(c.TASK_PRIORITY_LABEL)
+    if priority is not None and not _INTEGER.fullmatch(priority):
+        raise _Invalid(f"metadata.labels.{c.TASK_PRIORITY_LABEL}", f"must be an integer, got {priority!r}")
+    _check_gpu_sharing(pod)
+    for path, container in _containers(pod):
+        _check_resource_list(f"{path}.resources.requests", container.resources.requests)
+        _check_resource_list(f"{path}.resources.limits", container.resources.limits)
+        _check_requests_within_limits(path, container)
+    _check_resource_list("spec.overhead", pod.spec.overhead)
+
+
+def _containers(pod: Pod) -> Iterator[tuple[str, Container]]:
+    for index, container in enumerate(pod.spec.containers):
+        yield f"spec.containers[{index}]", container
+    for index, container in enumerate(pod.spec.init_containers):
+        yield f"spec.initContainers[{index}]", container
+
+
+def _check_gpu_sharing(pod: Pod) -> None:
+    """The GPU-sharing annotations, as KAI's admission webhook checks them."""
+    annotations = pod.metadata.annotations
+    fraction = annotations.get(c.GPU_FRACTION_ANNOTATION)
+    if fraction is not None:
+        _check_gpu_fraction(fraction)
+    memory = annotations.get(c.GPU_MEMORY_ANNOTATION)
+    if memory is not None and not _is_positive_integer(memory):
+        raise _Invalid(
+            f"metadata.annotations.{c.GPU_MEMORY_ANNOTATION}",
+            f"must be a positive whole number of MiB, got {memory!r}",
+        )
+    if fraction is not None and memory is not None:
+        raise _Invalid(
+            "metadata.annotations",
+            f"{c.GPU_FRACTION_ANNOTATION} and {c.GPU_MEMORY_ANNOTATION} cannot both be set; use one of them",
+        )
+    shared = next((key for key in _SHARED_GPU_ANNOTATIONS if key in annotations), None)
+    _check_shared_gpu_companions(annotations, shared)
+    if shared is not None:
+        _check_no_whole_gpus(pod, shared)
+
+
+def _check_gpu_fraction(text: str) -> None:
+    field = f"metadata.annotations.{c.GPU_FRACTION_ANNOTATION}"
+    if not _DECIMAL.fullmatch(text):
+        raise _Invalid(field, f"must be a number between 0 and 1 (exclusive), got {text!r}")
+    if not 0 < float(text) < 1:
+        raise _Invalid(
+            field,
+            f"must be between 0 and 1 (exclusive), got {text!r}; request whole GPUs with nvidia.com/gpu",
+        )
+
+
+def _check_shared_gpu_companions(annotations: Mapping[str, str], shared: str | None) -> None:
+    """Annotations that only make sense on a pod that asks for a shared GPU."""
+    devices = annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION)
+    if devices is not None:
+        field = f"metadata.annotations.{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}"
+        if not _is_positive_integer(devices):
+            raise _Invalid(field, f"must be a positive whole number, got {devices!r}")
+        if shared is None:
+            raise _Invalid(
+                field, f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation"
+            )
+    if annotations.get(c.MPS_ANNOTATION) == "true" and shared is None:
+        raise _Invalid(
+            f"metadata.annotations.{c.MPS_ANNOTATION}",
+            f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation",
+        )
+
+
+def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
+    """A pod asks for whole GPUs or a share of one, never both."""
+    for path, container in _containers(pod):
+        for section, resources in (
+            ("requests", container.resources.requests),
+            ("limits", container.resources.limits),
+        ):
+            if c.GPU_RESOURCE in resources:
+                raise _Invalid(
+                    f"{path}.resources.{section}.{c.GPU_RESOURCE}",
+                    f"cannot be combined with the {annotation} annotation; ask for whole GPUs or for a share",
+                )
+
+
+def _is_positive_integer(text: str) -> bool:
+    return _UNSIGNED.fullmatch(text) is not None and int(text) > 0
+
+
+# Resources.
+
+
+def _is_extended(resource: str) -> bool:
+    """Extended resources (`nvidia.com/gpu`, `nvidia.com/mig-1g.5gb`) are counted in whole units."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
+def _check_resource_list(path: str, resources: ResourceList) -> None:
+    for name, amount in resources.items():
+        if amount < 0:
+            raise _Invalid(f"{path}.{name}", f"must not be negative, got {format_quantity(amount)}")
+        if _is_extended(name) and amount.denominator != 1:
+            hint = (
+                f"; for part of a GPU use the {c.GPU_FRACTION_ANNOTATION} annotation"
+                if name == c.GPU_RESOURCE
+                else ""
+            )
+            raise _Invalid(f"{path}.{name}", f"must be a whole number, got {format_quantity(amount)}{hint}")
+
+
+def _check_requests_within_limits(path: str, container: Container) -> None:
+    """The API server's rule: requests never exceed limits, and extended resources cannot be overcommitted."""
+    limits = container.resources.limits
+    for name, request in container.resources.requests.items():
+        limit = limits.get(name)
+        if limit is None:
+            continue
+        field = f"{path}.resources.requests.{name}"
+        shown = f"{format_quantity(request)} vs limit {format_quantity(limit)}"
+        if _is_extended(name) and request != limit:
+            raise _Invalid(field, f"must equal the limit for an extended resource ({shown})")
+        if request > limit:
+            raise _Invalid(field, f"must not exceed the limit ({shown})")
+
+
+# Queues, PodGroups, Topologies.
+
+
+def _check_queue(queue: Queue) -> None:
+    if queue.spec.parent_queue and queue.spec.parent_queue == queue.metadata.name:
+        raise _Invalid("spec.parentQueue", f"a queue cannot be its own parent ({queue.metadata.name!r})")
+    for field, value in (
+        ("spec.preemptMinRuntime", queue.spec.preempt_min_runtime),
+        ("spec.reclaimMinRuntime", queue.spec.reclaim_min_runtime),
+    ):
+        if value is not None:
+            _check_non_negative_duration(field, value)
+
+
+def _check_sub_groups(group: PodGroup) -> None:
+    """Sub-gangs form a forest: unique names, parents that exist, no cycles."""
+    subs = group.spec.sub_groups
+    position: dict[str, int] = {}
+    for index, sub in enumerate(subs):
+        if sub.name in position:
+            raise _Invalid(
+                f"spec.subGroups[{index}].name",
+                f"duplicate subGroup name {sub.name!r} (also spec.subGroups[{position[sub.name]}])",
+            )
+        position[sub.name] = index
+    for index, sub in enumerate(subs):
+        if sub.parent and sub.parent not in position:
+            raise _Invalid(
+                f"spec.subGroups[{index}].parent", f"no subGroup named {sub.parent!r} in this PodGroup"
+            )
+    parent_of = {sub.name: sub.parent for sub in subs if sub.parent}
+    for index, sub in enumerate(subs):
+        chain = [sub.name]
+        while (parent := parent_of.get(chain[-1])) is not None:
+            if parent == sub.name:
+                raise _Invalid(
+                    f"spec.subGroups[{index}].parent",
+                    f"subGroup parents form a cycle: {' -> '.join([*chain, parent])}",
+                )
+            if parent in chain:
+                break  # a cycle further up, reported at one of its own members
+            chain.append(parent)
+
+
+def _check_topology_levels(topology: Topology) -> None:
+    levels = topology.spec.levels
+    position: dict[str, int] = {}
+    for index, level in enumerate(levels):
+        label, field = level.node_label, f"spec.levels[{index}].nodeLabel"
+        if label in position:
+            raise _Invalid(field, f"duplicate level {label!r} (also spec.levels[{position[label]}])")
+        if label == c.HOSTNAME_LABEL and index != len(levels) - 1:
+            raise _Invalid(field, f"{c.HOSTNAME_LABEL} can only be the last (narrowest) level")
+        position[label] = index

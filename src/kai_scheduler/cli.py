@@ -1,0 +1,162 @@
+"""Command line: `kai-scheduler simulate ...` (see docs and the simulate contract).
+
+Every user error (bad flags, bad manifests, bad configuration) ends as one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from rich.console import Console
+
+from kai_scheduler import __version__
+from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.framework.config import ConfigError, SchedulerConfig, parse_config
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.loader import load_manifests
+from kai_scheduler.sim.report import render
+from kai_scheduler.sim.results import result_document
+
+DEFAULT_START = "2026-01-01T00:00:00Z"
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kai-scheduler", description="A KAI-compatible scheduler for shared GPU clusters.")
+    parser.add_argument("--version", action="version", version=f"kai-scheduler {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    simulate = commands.add_parser(
+        "simulate",
+        help="run the scheduler against an in-memory cluster built from Kubernetes manifests",
+        description="Run the scheduler against an in-memory cluster built from Kubernetes manifests. "
+        "With no PATH, runs the built-in demo.",
+    )
+    simulate.add_argument("paths", nargs="*", metavar="PATH", help="YAML files or folders of them")
+    simulate.add_argument("--config", metavar="FILE", help="scheduler configuration (KAI's format)")
+    simulate.add_argument("--cycles", type=int, metavar="N", help="run exactly N cycles")
+    simulate.add_argument("--until", metavar="DURATION", help="stop at this simulated time (90s, 10m, 2h)")
+    simulate.add_argument(
+        "--max-cycles", type=int, default=1000, metavar="N", help="cap for the steady-state run"
+    )
+    simulate.add_argument(
+        "--start", default=DEFAULT_START, metavar="RFC3339", help="wall-clock time of second 0"
+    )
+    simulate.add_argument("--output", choices=("text", "json"), default="text")
+    simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return _simulate(args)
+    except (UsageError, ManifestError, ConfigError) as error:
+        print(f"kai-scheduler: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    options = SimulationOptions(
+        start=_start(args.start),
+        cycles=_positive("--cycles", args.cycles),
+        until=_until(args.until),
+        max_cycles=_positive("--max-cycles", args.max_cycles) or 1000,
+    )
+    config = _config(args.config)
+    demo = not args.paths
+    paths = [str(_demo_folder())] if demo else list(args.paths)
+    objects = [loaded.obj for loaded in load_manifests(paths)]
+    result = Simulation(objects, config, options).run()
+    document = result_document(result)
+    if args.output == "json":
+        _write(args.out, json.dumps(document, indent=2) + "\n")
+        return 0
+    title = (
+        "kai-scheduler demo: three teams share four racks of 8-GPU nodes"
+        if demo
+        else "kai-scheduler simulate"
+    )
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            render(document, Console(file=handle, width=140), title=title, skipped=result.skipped)
+    else:
+        render(document, Console(width=140), title=title, skipped=result.skipped)
+    return 0
+
+
+def _demo_folder() -> Path:
+    return Path(str(resources.files("kai_scheduler.sim").joinpath("demo")))
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--out {path}: {error.strerror}") from None
+
+
+def _start(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--start: {text!r} is not an RFC 3339 time such as {DEFAULT_START}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _until(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = parse_duration(text)
+    except ValueError as error:
+        raise UsageError(f"--until: {error}") from None
+    if value < 0:
+        raise UsageError(f"--until: must not be negative, got {text!r}")
+    return value
+
+
+def _positive(flag: str, value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise UsageError(f"{flag}: must be at least 1, got {value}")
+    return value
+
+
+def _config(path: str | None) -> SchedulerConfig:
+    if path is None:
+        return SchedulerConfig()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--config {path}: {error.strerror}") from None
+    try:
+        document: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise UsageError(f"{path}:{where} invalid YAML") from None
+    try:
+        return parse_config(document)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None

@@ -1,0 +1,31 @@
+"""What a session decides: the only thing that leaves the scheduling core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+DecisionType = Literal["bind", "pipeline", "evict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One bind, pipeline or evict, with the action that took it and a reason a person can read.
+
+    `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict)."""
+
+    action: str
+    type: DecisionType
+    pod: str  # namespace/name
+    node: str
+    gpu_groups: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult:
+    """Decisions in the order they were taken, why jobs still wait, and the fair share computed."""
+
+    decisions: list[Decision]
+    unschedulable: dict[str, str]  # job key -> reason
+    fair_share: dict[str, tuple[float, float, float]]  # queue -> (gpu, cpu millicores, memory bytes)

@@ -1,0 +1,46 @@
+"""Which pods of a job the next allocation attempt is about: a gang's missing members, or one more.
+
+KAI allocates a job in passes: while a pod set is below its minMember, the attempt takes exactly the
+missing members (all or nothing); once every pod set is satisfied, an elastic job grows one pod per pass.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.resources import Resources
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import Session
+
+
+def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
+    podsets = sorted(job.podsets.values(), key=session.podset_order_key)
+    if not job.is_gang_satisfied():
+        chosen: list[TaskInfo] = []
+        for podset in podsets:
+            missing = podset.min_member - podset.active_allocated()
+            if missing > 0:
+                chosen.extend(sorted(podset.pending(), key=session.task_order_key)[:missing])
+        # The group-level minMember may ask for more pods than the pod sets do.
+        shortfall = job.min_member - job.active_allocated() - len(chosen)
+        if shortfall > 0:
+            taken = {task.key for task in chosen}
+            rest = sorted((t for t in job.pending_tasks() if t.key not in taken), key=session.task_order_key)
+            chosen.extend(rest[:shortfall])
+        return chosen
+    for podset in podsets:
+        pending = podset.pending()
+        if pending:
+            return [min(pending, key=session.task_order_key)]
+    return []
+
+
+def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
+    """Queue-accounting resources of pending tasks (gpu-memory converted with the smallest GPU)."""
+    total = Resources()
+    gpu_memory = session.snapshot.min_gpu_memory_mib
+    for task in tasks:
+        total.add(task.request.queue_resources(gpu_memory))
+    return total

@@ -1,0 +1,286 @@
+"""The Session: one scheduling cycle's state, and the extension points plugins register on.
+
+Plugins never call each other; they register callbacks here when the session opens (orders, predicates,
+node scores, capacity checks, event handlers), and actions drive the session through those callbacks. A
+session is pure: it reads a snapshot and produces decisions, with no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable
+from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.model.resources import EPSILON, Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, session: Session) -> None: ...
+
+    def on_session_close(self, session: Session) -> None: ...
+
+
+class Action(Protocol):
+    name: str
+
+    def execute(self, session: Session) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NamedPredicate:
+    """A node filter with the words a person reads when it rejects nodes ("had untolerated taint")."""
+
+    name: str
+    rejection: str
+    nodes_passing: Callable[[TaskInfo], BoolArray]
+
+
+StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
+NodeScorer = Callable[[TaskInfo, BoolArray], FloatArray]
+JobCapacityCheck = Callable[[JobInfo, Resources], str | None]
+QueueOrderKey = Callable[[QueueInfo, JobInfo | None], tuple[Any, ...]]
+# Chooses the shared GPUs for a pod on a node: existing groups, or None for "open a new one".
+GpuChooser = Callable[[NodeTable, int, float, int, bool], list[GpuGroup | None]]
+TaskHandler = Callable[[TaskInfo], None]
+
+
+@dataclass(slots=True)
+class ExtensionPoints:
+    job_order: list[Callable[[JobInfo], Any]] = field(default_factory=list)
+    task_order: list[Callable[[TaskInfo], Any]] = field(default_factory=list)
+    podset_order: list[Callable[[PodSet], Any]] = field(default_factory=list)
+    queue_order: QueueOrderKey | None = None
+    static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
+    task_predicates: list[NamedPredicate] = field(default_factory=list)
+    node_scorers: list[NodeScorer] = field(default_factory=list)
+    job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
+    gpu_chooser: GpuChooser | None = None
+    on_allocate: list[TaskHandler] = field(default_factory=list)
+    on_deallocate: list[TaskHandler] = field(default_factory=list)
+
+
+class SessionState:
+    """Applies placements and evictions to the snapshot and tells the event handlers, so that every
+    plugin's view (queue allocations, node usage) moves in step."""
+
+    def __init__(self, snapshot: ClusterSnapshot, points: ExtensionPoints) -> None:
+        self._snapshot = snapshot
+        self._points = points
+
+    def place(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus) -> None:
+        nodes = self._snapshot.nodes
+        nodes.hold(node, task.request, releasing=False)
+        if task.request.is_shared_gpu:
+            portion = float(nodes.portion_for(task.request)[node])
+            for group_id in gpu_groups:
+                nodes.join_group(node, group_id, task.key, portion, releasing=False)
+        task.status, task.node, task.gpu_groups = status, node, gpu_groups
+        for handler in self._points.on_allocate:
+            handler(task)
+
+    def unplace(self, task: TaskInfo, status: TaskStatus, node: int, gpu_groups: tuple[str, ...]) -> None:
+        for handler in self._points.on_deallocate:
+            handler(task)
+        nodes = self._snapshot.nodes
+        nodes.unhold(task.node, task.request, releasing=False)
+        for group_id in task.gpu_groups:
+            nodes.leave_group(group_id, task.key, releasing=False)
+        task.status, task.node, task.gpu_groups = status, node, gpu_groups
+
+    def release(self, task: TaskInfo) -> None:
+        for handler in self._points.on_deallocate:
+            handler(task)
+        self._snapshot.nodes.mark_releasing(task.node, task.request, task.key, task.gpu_groups)
+        task.status = TaskStatus.RELEASING
+
+    def unrelease(self, task: TaskInfo, status: TaskStatus) -> None:
+        self._snapshot.nodes.unmark_releasing(task.node, task.request, task.key, task.gpu_groups)
+        task.status = status
+        for handler in self._points.on_allocate:
+            handler(task)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    node: int
+    gpu_groups: tuple[str, ...]
+    now: bool  # fits the idle resources (bind) rather than only idle + releasing (pipeline)
+
+
+class Session:
+    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, *, cycle: int, now: float) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.cycle = cycle
+        self.now = now
+        self.points = ExtensionPoints()
+        self.state = SessionState(snapshot, self.points)
+        self.decisions: list[Decision] = []
+        self.unschedulable: dict[str, str] = {}
+        self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
+        self._group_counter = 0
+
+    # --- orders ----------------------------------------------------------------------------------
+
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        return (*(key(job) for key in self.points.job_order), job.rank, job.key)
+
+    def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        return (*(key(task) for key in self.points.task_order), task.rank, task.key)
+
+    def podset_order_key(self, podset: PodSet) -> tuple[Any, ...]:
+        return (*(key(podset) for key in self.points.podset_order), podset.name)
+
+    def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
+        if self.points.queue_order is None:
+            return (queue.rank,)
+        return self.points.queue_order(queue, job)
+
+    # --- capacity --------------------------------------------------------------------------------
+
+    def check_job_capacity(self, job: JobInfo, request: Resources) -> str | None:
+        """The first reason the job's queue cannot take `request` more (limits, non-preemptible quota)."""
+        for check in self.points.job_capacity_checks:
+            reason = check(job, request)
+            if reason is not None:
+                return reason
+        return None
+
+    # --- placement -------------------------------------------------------------------------------
+
+    def _static(self, placement: Placement) -> tuple[BoolArray, list[tuple[str, BoolArray]]]:
+        """Nodes passing every static predicate for a placement, computed once per distinct placement."""
+        cached = self._static_masks.get(placement.key)
+        if cached is None:
+            nodes = self.snapshot.nodes
+            ok = np.ones(nodes.size, dtype=np.bool_)
+            parts = []
+            for _, rejection, predicate in self.points.static_predicates:
+                passing = predicate(placement, nodes)
+                parts.append((rejection, passing))
+                ok &= passing
+            cached = (ok, parts)
+            self._static_masks[placement.key] = cached
+        return cached
+
+    def candidate_nodes(self, task: TaskInfo) -> BoolArray:
+        """Nodes where the task could run now or once releasing pods are gone."""
+        ok = self._static(task.placement)[0].copy()
+        for predicate in self.points.task_predicates:
+            if not ok.any():
+                return ok
+            ok &= predicate.nodes_passing(task)
+        return ok & self.snapshot.nodes.fit(task.request, soon=True)
+
+    def choose_node(self, task: TaskInfo) -> Placed | None:
+        """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
+        nodes = self.snapshot.nodes
+        candidates = self.candidate_nodes(task)
+        if not candidates.any():
+            return None
+        scores = np.zeros(nodes.size)
+        for scorer in self.points.node_scorers:
+            scores += scorer(task, candidates)
+        scores = np.where(candidates, scores, -np.inf)
+        node = int(np.argmax(scores))
+        now = bool(nodes.fit(task.request, soon=False)[node])
+        groups = self._choose_gpu_groups(task, node, soon=not now)
+        return Placed(node, groups, now)
+
+    def _choose_gpu_groups(self, task: TaskInfo, node: int, *, soon: bool) -> tuple[str, ...]:
+        if not task.request.is_shared_gpu:
+            return ()
+        nodes = self.snapshot.nodes
+        portion = float(nodes.portion_for(task.request)[node])
+        chooser = self.points.gpu_chooser or pack_gpus
+        chosen = chooser(nodes, node, portion, task.request.gpu_devices, soon)
+        return tuple(group.group_id if group else self.new_gpu_group_id(node) for group in chosen)
+
+    def new_gpu_group_id(self, node: int) -> str:
+        """A GPU group id unique in the cluster, stable for a given input (simulations are reproducible)."""
+        name = self.snapshot.nodes.names[node]
+        while True:
+            self._group_counter += 1
+            candidate = f"{name}-gpu-c{self.cycle}-{self._group_counter}"
+            if candidate not in self.snapshot.existing_gpu_groups:
+                self.snapshot.existing_gpu_groups.add(candidate)
+                return candidate
+
+    def explain_no_fit(self, task: TaskInfo) -> str:
+        """Kubernetes-style: how many nodes each filter rejected."""
+        nodes = self.snapshot.nodes
+        remaining = np.ones(nodes.size, dtype=np.bool_)
+        counts: list[str] = []
+
+        def account(rejection: str, passing: BoolArray) -> None:
+            nonlocal remaining
+            rejected = int((remaining & ~passing).sum())
+            if rejected:
+                counts.append(f"{rejected} {rejection}")
+            remaining &= passing
+
+        for rejection, passing in self._static(task.placement)[1]:
+            account(rejection, passing)
+        for predicate in self.points.task_predicates:
+            account(predicate.rejection, predicate.nodes_passing(task))
+        for rejection, passing in resource_shortfalls(nodes, task):
+            account(rejection, passing)
+        detail = ", ".join(counts) if counts else "no node fits"
+        return f"0/{nodes.size} nodes are available for {task.request.describe()}: {detail}"
+
+    # --- decisions -------------------------------------------------------------------------------
+
+    def statement(self, action: str) -> Statement:
+        return Statement(self, action)
+
+    def record(self, decisions: Sequence[Decision]) -> None:
+        self.decisions.extend(decisions)
+
+    def result(self) -> SessionResult:
+        fair_share = {q.name: q.fair_share.values() for q in self.snapshot.queues}
+        return SessionResult(list(self.decisions), dict(self.unschedulable), fair_share)
+
+
+def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:
+    """Per resource, which nodes have enough of it (idle + releasing), for messages."""
+    request = task.request
+    soon_free = [
+        ("Insufficient cpu", nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu, request.cpu),
+        ("Insufficient memory", nodes.cap_memory - nodes.used_memory + nodes.rel_memory, request.memory),
+        ("Too many pods", nodes.cap_pods - nodes.used_pods + nodes.rel_pods, 1.0),
+    ]
+    parts = [(label, free >= need - EPSILON) for label, free, need in soon_free]
+    if request.uses_gpu:
+        parts.append(("Insufficient GPUs", nodes.fit(request, soon=True) | ~_gpu_blind_fit(nodes, task)))
+    return parts
+
+
+def _gpu_blind_fit(nodes: NodeTable, task: TaskInfo) -> BoolArray:
+    """Nodes that would fit the request if GPUs were not asked for (so GPU is the missing piece)."""
+    request = task.request
+    return (
+        (nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu >= request.cpu - EPSILON)
+        & (nodes.cap_memory - nodes.used_memory + nodes.rel_memory >= request.memory - EPSILON)
+        & (nodes.cap_pods - nodes.used_pods + nodes.rel_pods >= 1 - EPSILON)
+    )
+
+
+def pack_gpus(nodes: NodeTable, node: int, portion: float, devices: int, soon: bool) -> list[GpuGroup | None]:
+    """gpupack: the most-used shared GPUs that still fit first, then new ones."""
+    candidates = sorted(
+        nodes.shared_candidates(node, portion, soon=soon), key=lambda g: (-g.used, g.group_id)
+    )
+    chosen: list[GpuGroup | None] = list(candidates[:devices])
+    chosen.extend([None] * (devices - len(chosen)))
+    return chosen

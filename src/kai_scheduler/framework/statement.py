@@ -1,0 +1,96 @@
+"""A Statement records a group of placements and evictions so they can be committed or undone together.
+
+Gangs are all-or-nothing because allocate places a gang's pods on one statement and rolls it back when a
+pod does not fit; reclaim tries a scenario the same way. Every operation updates the session's state at
+once (so the next pod sees the node as it would be) and is undone in reverse order on rollback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kai_scheduler.framework.decisions import Decision, DecisionType
+from kai_scheduler.model.jobs import TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import Session
+
+
+@dataclass(slots=True)
+class _Operation:
+    type: DecisionType
+    task: TaskInfo
+    node: int
+    gpu_groups: tuple[str, ...]
+    previous_status: TaskStatus
+    previous_node: int
+    previous_groups: tuple[str, ...]
+    reason: str
+
+
+class Statement:
+    def __init__(self, session: Session, action: str) -> None:
+        self._session = session
+        self._action = action
+        self._operations: list[_Operation] = []
+
+    @property
+    def operations(self) -> int:
+        return len(self._operations)
+
+    def allocate(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
+        self._place(task, node, gpu_groups, TaskStatus.ALLOCATED, reason)
+
+    def pipeline(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
+        self._place(task, node, gpu_groups, TaskStatus.PIPELINED, reason)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Mark a running (or just placed) pod as releasing: its resources stay held until it is gone,
+        but others may be pipelined onto them."""
+        op = _Operation(
+            "evict", task, task.node, task.gpu_groups, task.status, task.node, task.gpu_groups, reason
+        )
+        self._session.state.release(task)
+        self._operations.append(op)
+
+    def _place(
+        self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus, reason: str
+    ) -> None:
+        op_type: DecisionType = "bind" if status is TaskStatus.ALLOCATED else "pipeline"
+        op = _Operation(op_type, task, node, gpu_groups, task.status, task.node, task.gpu_groups, reason)
+        self._session.state.place(task, node, gpu_groups, status)
+        self._operations.append(op)
+
+    def convert_to_pipeline(self, since: int) -> None:
+        """Pipeline every bind made since a checkpoint: a gang binds together or not at all."""
+        for op in self._operations[since:]:
+            if op.type == "bind":
+                op.type = "pipeline"
+                op.task.status = TaskStatus.PIPELINED
+                op.reason += "; pipelined with the rest of its gang"
+
+    def checkpoint(self) -> int:
+        return len(self._operations)
+
+    def rollback(self, checkpoint: int = 0) -> None:
+        while len(self._operations) > checkpoint:
+            op = self._operations.pop()
+            if op.type == "evict":
+                self._session.state.unrelease(op.task, op.previous_status)
+            else:
+                self._session.state.unplace(op.task, op.previous_status, op.previous_node, op.previous_groups)
+
+    def discard(self) -> None:
+        self.rollback(0)
+
+    def commit(self) -> list[Decision]:
+        """Hand the operations to the session as decisions; the state changes are already in place."""
+        nodes = self._session.snapshot.nodes
+        decisions = [
+            Decision(self._action, op.type, op.task.key, nodes.names[op.node], op.gpu_groups, op.reason)
+            for op in self._operations
+        ]
+        self._session.record(decisions)
+        self._operations = []
+        return decisions

@@ -1,0 +1,388 @@
+"""Builds a `ClusterSnapshot` from a `ClusterState`.
+
+What a pod needs (its request, its placement constraints) never changes while the pod exists, so the
+builder derives it once per pod object and keeps it across cycles; pods with equal constraints share one
+`Placement`, which lets a session evaluate static predicates once per distinct placement.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
+from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
+from kai_scheduler.model.queues import QueueInfo, QueueTree
+from kai_scheduler.model.resources import PodRequest, Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
+
+# Resources that placement does not model as countable node capacity.
+_NOT_SCALAR = frozenset(
+    {c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.PODS_RESOURCE, c.GPU_RESOURCE, "ephemeral-storage"}
+)
+_DEFAULT_MAX_PODS = 110
+_GPU_MEMORY_GRANULARITY_MIB = 100
+
+
+def implicit_pod_group_name(pod: Pod) -> str:
+    """The PodGroup the pod grouper would make for a pod that names none."""
+    return f"pg-{pod.metadata.name}"
+
+
+def pod_request(pod: Pod) -> PodRequest:
+    """Split a pod's effective requests into what placement needs (see `PodRequest`)."""
+    requests = pod.resource_requests()
+    annotations = pod.metadata.annotations
+    portion = (
+        float(annotations[c.GPU_FRACTION_ANNOTATION]) if c.GPU_FRACTION_ANNOTATION in annotations else 0.0
+    )
+    memory_mib = int(annotations[c.GPU_MEMORY_ANNOTATION]) if c.GPU_MEMORY_ANNOTATION in annotations else 0
+    devices = 0
+    if portion > 0 or memory_mib > 0:
+        devices = int(annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION, "1"))
+    scalars = tuple(
+        sorted(
+            (name, float(amount))
+            for name, amount in requests.items()
+            if name not in _NOT_SCALAR and amount > 0
+        )
+    )
+    return PodRequest(
+        cpu=float(requests.get(c.CPU_RESOURCE, Fraction(0)) * 1000),
+        memory=float(requests.get(c.MEMORY_RESOURCE, Fraction(0))),
+        whole_gpus=int(requests.get(c.GPU_RESOURCE, Fraction(0))),
+        gpu_portion=portion,
+        gpu_memory_mib=memory_mib,
+        gpu_devices=devices,
+        scalars=scalars,
+    )
+
+
+def pod_placement(pod: Pod) -> Placement:
+    spec = pod.spec
+    affinity = spec.affinity
+    node_affinity = affinity.node_affinity if affinity else None
+    has_pod_affinity = bool(affinity and (affinity.pod_affinity or affinity.pod_anti_affinity))
+    key = json.dumps(
+        [
+            sorted(spec.node_selector.items()),
+            node_affinity.model_dump(mode="json") if node_affinity else None,
+            [t.model_dump(mode="json") for t in spec.tolerations],
+        ],
+        sort_keys=True,
+    )
+    if has_pod_affinity:
+        # Pod affinity depends on the pod's own labels and namespace: such placements are never shared.
+        key += f"|{pod.key}"
+    return Placement(key, dict(spec.node_selector), affinity, tuple(spec.tolerations), has_pod_affinity)
+
+
+def _quantity(node: Node, name: str, default: float = 0.0) -> float:
+    value = node.status.allocatable.get(name)
+    return float(value) if value is not None else default
+
+
+def _mig_mode(node: Node) -> int:
+    strategy = node.metadata.labels.get(c.MIG_STRATEGY_LABEL, "")
+    if strategy == "mixed":
+        return MIG_MIXED
+    if strategy == "single":
+        return MIG_SINGLE
+    has_mig = any(name.startswith(c.MIG_RESOURCE_PREFIX) for name in node.status.allocatable)
+    if node.metadata.labels.get(c.MIG_ENABLED_LABEL) == "true" and has_mig:
+        return MIG_MIXED
+    return MIG_NONE
+
+
+def _gpu_memory_mib(node: Node) -> float:
+    raw = node.metadata.labels.get(c.GPU_MEMORY_LABEL)
+    if raw is None or not raw.isdigit():
+        return 0.0
+    # KAI floors device memory to 100 MiB so that nearly-equal devices compare equal.
+    return float(int(raw) // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB)
+
+
+def build_node_table(nodes: list[Node]) -> NodeTable:
+    nodes = sorted(nodes, key=lambda n: n.metadata.name)
+    scalar_names = sorted({name for n in nodes for name in n.status.allocatable if name not in _NOT_SCALAR})
+    scalars = np.zeros((len(nodes), len(scalar_names)))
+    for i, node in enumerate(nodes):
+        for j, name in enumerate(scalar_names):
+            scalars[i, j] = _quantity(node, name)
+    return NodeTable(
+        [
+            NodeSpecInfo(n.metadata.name, dict(n.metadata.labels), n.spec.unschedulable, tuple(n.spec.taints))
+            for n in nodes
+        ],
+        cpu=np.array([_quantity(n, c.CPU_RESOURCE) * 1000 for n in nodes], dtype=np.float64),
+        memory=np.array([_quantity(n, c.MEMORY_RESOURCE) for n in nodes], dtype=np.float64),
+        pods=np.array([_quantity(n, c.PODS_RESOURCE, _DEFAULT_MAX_PODS) for n in nodes], dtype=np.float64),
+        gpus=np.array([_quantity(n, c.GPU_RESOURCE) for n in nodes], dtype=np.float64),
+        gpu_memory_mib=np.array([_gpu_memory_mib(n) for n in nodes], dtype=np.float64),
+        mig_mode=np.array([_mig_mode(n) for n in nodes], dtype=np.int8),
+        scalar_names=scalar_names,
+        scalars=scalars,
+    )
+
+
+def _queue_resources(queue: Queue, field: str) -> Resources:
+    spec = queue.spec.resources
+
+    def convert(value: float, unit: float) -> float:
+        # -1 (unlimited) keeps its meaning whatever the unit.
+        return value if value < 0 else value * unit
+
+    return Resources(
+        gpu=getattr(spec.gpu, field),
+        cpu=getattr(spec.cpu, field),  # KAI's queue CPU is already in millicores
+        memory=convert(getattr(spec.memory, field), c.QUEUE_MEMORY_UNIT_BYTES)
+        if field != "over_quota_weight"
+        else spec.memory.over_quota_weight,
+    )
+
+
+def build_queue_tree(queues: list[Queue]) -> QueueTree:
+    infos = [
+        QueueInfo(
+            name=q.metadata.name,
+            parent=q.spec.parent_queue or None,
+            priority=q.spec.priority if q.spec.priority is not None else c.DEFAULT_QUEUE_PRIORITY,
+            rank=rank,
+            deserved=_queue_resources(q, "quota"),
+            limit=_queue_resources(q, "limit"),
+            weight=_queue_resources(q, "over_quota_weight"),
+        )
+        for rank, q in enumerate(queues)
+    ]
+    return QueueTree(infos)
+
+
+def _task_status(state: PodState) -> TaskStatus | None:
+    if state.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if state.phase == "Failed":
+        return TaskStatus.FAILED
+    if state.node_name is None:
+        return None if state.terminating else TaskStatus.PENDING
+    return TaskStatus.RELEASING if state.terminating else TaskStatus.RUNNING
+
+
+class SnapshotBuilder:
+    """Keeps per-pod derivations across cycles; `build` is called once per cycle."""
+
+    def __init__(self) -> None:
+        self._requests: dict[int, tuple[Pod, PodRequest, Placement]] = {}
+        self._placements: dict[str, Placement] = {}
+
+    def _derived(self, pod: Pod) -> tuple[PodRequest, Placement]:
+        cached = self._requests.get(id(pod))
+        if cached is None or cached[0] is not pod:
+            placement = pod_placement(pod)
+            placement = self._placements.setdefault(placement.key, placement)
+            cached = (pod, pod_request(pod), placement)
+            self._requests[id(pod)] = cached
+        return cached[1], cached[2]
+
+    def forget(self, pod: Pod) -> None:
+        """Drop the cache entry of a pod that is gone for good."""
+        self._requests.pop(id(pod), None)
+
+    def build(self, state: ClusterState) -> ClusterSnapshot:
+        nodes = build_node_table(list(state.nodes))
+        queues = build_queue_tree(list(state.queues))
+        gpu_memories = nodes.gpu_memory_mib[nodes.cap_gpus > 0]
+        min_gpu_memory = float(gpu_memories[gpu_memories > 0].min()) if (gpu_memories > 0).any() else 0.0
+        capacity = Resources(
+            gpu=nodes.gpu_units(),
+            cpu=float(nodes.cap_cpu.sum()),
+            memory=float(nodes.cap_memory.sum()),
+        )
+        jobs = self._jobs(state, queues)
+        tasks: dict[str, TaskInfo] = {}
+        snapshot = ClusterSnapshot(nodes, queues, jobs, tasks, capacity, min_gpu_memory)
+        for pod_state in state.pods:
+            if pod_state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
+                self._add_task(snapshot, pod_state)
+            else:
+                self._add_foreign_pod(snapshot, pod_state)
+        for job in jobs.values():
+            job.tasks.sort(key=lambda t: t.rank)
+            if job.invalid_reason is None and len(job.tasks) - job.count(_TERMINAL) < job.min_member:
+                alive = len(job.tasks) - job.count(_TERMINAL)
+                job.invalid_reason = f"waiting for pods: {alive} of minMember {job.min_member} exist"
+        return snapshot
+
+    def _jobs(self, state: ClusterState, queues: QueueTree) -> dict[str, JobInfo]:
+        explicit = {pg.pod_group.key: pg for pg in state.pod_groups}
+        first_pod: dict[str, Pod] = {}
+        for pod_state in state.pods:
+            group_name = pod_state.pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+            if group_name is not None:
+                first_pod.setdefault(f"{pod_state.pod.namespace}/{group_name}", pod_state.pod)
+        jobs: dict[str, JobInfo] = {}
+        for pg_state in state.pod_groups:
+            key = pg_state.pod_group.key
+            jobs[key] = self._job_from_pod_group(pg_state, state, first_pod.get(key))
+        for pod_state in state.pods:
+            pod = pod_state.pod
+            if pod.spec.scheduler_name != c.SCHEDULER_NAME:
+                continue
+            name = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+            key = f"{pod.namespace}/{name or implicit_pod_group_name(pod)}"
+            if key in jobs:
+                continue
+            if name is not None and key not in explicit:
+                job = self._implicit_job(pod_state, state, name)
+                job.invalid_reason = f"PodGroup {key} does not exist"
+            else:
+                job = self._implicit_job(pod_state, state, implicit_pod_group_name(pod))
+            jobs[key] = job
+        for job in jobs.values():
+            if job.invalid_reason is None:
+                job.invalid_reason = self._queue_problem(job.queue, queues)
+        return dict(sorted(jobs.items(), key=lambda item: item[1].rank))
+
+    @staticmethod
+    def _queue_problem(queue: str, queues: QueueTree) -> str | None:
+        if queue in queues.orphans:
+            return f"QueueDoesNotExist: the parent {queues.orphans[queue]} of queue {queue} does not exist"
+        if queue not in queues:
+            return f"QueueDoesNotExist: queue {queue} does not exist"
+        if not queues[queue].is_leaf:
+            return f"queue {queue} is not a leaf queue; jobs must be submitted to leaf queues"
+        return None
+
+    def _priority(self, state: ClusterState, class_name: str | None, pod_priority: int | None) -> int:
+        if class_name and class_name in state.priority_classes:
+            return state.priority_classes[class_name]
+        if pod_priority is not None:
+            return pod_priority
+        return state.default_priority
+
+    def _job_from_pod_group(
+        self, pg_state: PodGroupState, state: ClusterState, first_pod: Pod | None
+    ) -> JobInfo:
+        """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
+        pg: PodGroup = pg_state.pod_group
+        spec = pg.spec
+        labels = pg.metadata.labels
+        class_name = (
+            spec.priority_class_name
+            or labels.get("priorityClassName")
+            or (first_pod.spec.priority_class_name if first_pod else None)
+        )
+        priority = self._priority(
+            state, class_name, first_pod.spec.priority if first_pod and not class_name else None
+        )
+        queue = (
+            spec.queue
+            or labels.get(c.QUEUE_LABEL)
+            or (first_pod.metadata.labels.get(c.QUEUE_LABEL) if first_pod else None)
+            or c.DEFAULT_QUEUE
+        )
+        preemptibility = spec.preemptibility or labels.get(c.PREEMPTIBILITY_LABEL, "")
+        job = JobInfo(
+            namespace=pg.namespace,
+            name=pg.metadata.name,
+            queue=queue,
+            priority=priority,
+            preemptible=_preemptible(preemptibility, priority),
+            min_member=spec.min_member,
+            rank=pg_state.rank,
+        )
+        leaves = {g.name for g in spec.sub_groups} - {g.parent for g in spec.sub_groups if g.parent}
+        for group in spec.sub_groups:
+            if group.name in leaves:
+                job.podsets[group.name] = PodSet(group.name, group.min_member)
+        if not job.podsets:
+            job.podsets[""] = PodSet("", spec.min_member)
+        return job
+
+    def _implicit_job(self, pod_state: PodState, state: ClusterState, name: str) -> JobInfo:
+        pod = pod_state.pod
+        labels = pod.metadata.labels
+        class_name = pod.spec.priority_class_name or labels.get("priorityClassName")
+        priority = self._priority(state, class_name, pod.spec.priority)
+        job = JobInfo(
+            namespace=pod.namespace,
+            name=name,
+            queue=labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE),
+            priority=priority,
+            preemptible=_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
+            min_member=1,
+            rank=pod_state.rank,
+        )
+        job.podsets[""] = PodSet("", 1)
+        return job
+
+    def _add_task(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
+        status = _task_status(pod_state)
+        if status is None:
+            return
+        pod = pod_state.pod
+        name = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(pod)
+        job = snapshot.jobs[f"{pod.namespace}/{name}"]
+        podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
+            iter(job.podsets.values())
+        )
+        request, placement = self._derived(pod)
+        nodes = snapshot.nodes
+        node = nodes.index.get(pod_state.node_name, -1) if pod_state.node_name else -1
+        if pod_state.node_name and node < 0:
+            return  # bound to a node that is not in the cluster: it holds nothing we schedule
+        task = TaskInfo(
+            namespace=pod.namespace,
+            name=pod.metadata.name,
+            job=job,
+            podset=podset,
+            request=request,
+            status=status,
+            placement=placement,
+            labels=pod.metadata.labels,
+            rank=pod_state.rank,
+            task_priority=int(pod.metadata.labels.get(c.TASK_PRIORITY_LABEL, "0")),
+            node=node,
+            gpu_groups=pod_state.gpu_groups,
+            nominated_node=nodes.index.get(pod_state.nominated_node, -1) if pod_state.nominated_node else -1,
+        )
+        job.tasks.append(task)
+        podset.tasks.append(task)
+        snapshot.tasks[task.key] = task
+        if node >= 0 and status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
+            self._occupy(snapshot, task, releasing=status is TaskStatus.RELEASING)
+
+    @staticmethod
+    def _occupy(snapshot: ClusterSnapshot, task: TaskInfo, *, releasing: bool) -> None:
+        nodes = snapshot.nodes
+        nodes.hold(task.node, task.request, releasing=releasing)
+        if task.request.is_shared_gpu:
+            portion = float(nodes.portion_for(task.request)[task.node])
+            for group_id in task.gpu_groups:
+                nodes.join_group(task.node, group_id, task.key, min(portion, 1.0), releasing=releasing)
+                snapshot.existing_gpu_groups.add(group_id)
+
+    def _add_foreign_pod(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
+        """A pod of another scheduler holds capacity on its node, and that capacity is not ours to share."""
+        if pod_state.node_name is None or pod_state.phase in ("Succeeded", "Failed"):
+            return
+        node = snapshot.nodes.index.get(pod_state.node_name)
+        if node is None:
+            return
+        request, _ = self._derived(pod_state.pod)
+        snapshot.nodes.hold(node, request, releasing=pod_state.terminating)
+        snapshot.capacity.sub(request.queue_resources(float(snapshot.nodes.gpu_memory_mib[node])))
+
+
+_TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+def _preemptible(preemptibility: str, priority: int) -> bool:
+    if preemptibility == "preemptible":
+        return True
+    if preemptibility == "non-preemptible":
+        return False
+    return priority < c.NON_PREEMPTIBLE_PRIORITY_THRESHOLD

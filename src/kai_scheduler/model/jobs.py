@@ -1,0 +1,159 @@
+"""Jobs (pod groups), their pod sets (gang units) and tasks (pods), as one scheduling session sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final
+
+from kai_scheduler.api.objects import Affinity, Toleration
+from kai_scheduler.model.resources import PodRequest
+
+
+class TaskStatus(Enum):
+    """KAI's pod statuses, reduced to the ones a snapshot and a session produce."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"  # placed in this session, to be bound
+    PIPELINED = "Pipelined"  # placed on resources that are still being released
+    RUNNING = "Running"  # bound to a node (Bound/Running)
+    RELEASING = "Releasing"  # terminating or evicted: still holds its node's resources
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+# Statuses whose pods occupy node resources, and those counted as the queue's allocation.
+OCCUPYING: Final = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+ALLOCATED: Final = frozenset({TaskStatus.ALLOCATED, TaskStatus.RUNNING})
+# Active-allocated: counts toward a gang's minMember (KAI: allocated, pipelined, bound, running).
+ACTIVE_ALLOCATED: Final = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A pod's placement constraints. Pods with equal placements pass the same static predicates, so the
+    session computes those once per distinct placement (`key`)."""
+
+    key: str
+    node_selector: dict[str, str]
+    affinity: Affinity | None
+    tolerations: tuple[Toleration, ...]
+    has_pod_affinity: bool
+
+
+class TaskInfo:
+    """One pod. Mutable: a session changes its status and node as actions place or evict it."""
+
+    __slots__ = (
+        "gpu_groups",
+        "job",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node",
+        "nominated_node",
+        "placement",
+        "podset",
+        "rank",
+        "request",
+        "status",
+        "task_priority",
+    )
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        job: JobInfo,
+        podset: PodSet,
+        request: PodRequest,
+        status: TaskStatus,
+        placement: Placement,
+        labels: dict[str, str],
+        rank: int,
+        task_priority: int = 0,
+        node: int = -1,
+        gpu_groups: tuple[str, ...] = (),
+        nominated_node: int = -1,
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.key = f"{namespace}/{name}"
+        self.job = job
+        self.podset = podset
+        self.request = request
+        self.status = status
+        self.placement = placement
+        self.labels = labels
+        self.rank = rank
+        self.task_priority = task_priority
+        self.node = node
+        self.gpu_groups = gpu_groups
+        self.nominated_node = nominated_node
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status.value}, node={self.node})"
+
+
+@dataclass(eq=False, slots=True)
+class PodSet:
+    """A gang unit: a PodGroup without sub-groups has one (named ""); otherwise one per leaf sub-group."""
+
+    name: str
+    min_member: int
+    tasks: list[TaskInfo] = field(default_factory=list)
+
+    def count(self, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for task in self.tasks if task.status in statuses)
+
+    def active_allocated(self) -> int:
+        return self.count(ACTIVE_ALLOCATED)
+
+    def is_satisfied(self) -> bool:
+        return self.active_allocated() >= self.min_member
+
+    def pending(self) -> list[TaskInfo]:
+        return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+
+
+@dataclass(eq=False, slots=True)
+class JobInfo:
+    """A pod group: the unit that queues order and gangs allocate."""
+
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    preemptible: bool
+    min_member: int
+    rank: int  # creation order: smaller is older
+    podsets: dict[str, PodSet] = field(default_factory=dict)
+    tasks: list[TaskInfo] = field(default_factory=list)
+    # Why the job could not be scheduled as-is, before any action ran (queue missing, not enough pods).
+    invalid_reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def count(self, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for task in self.tasks if task.status in statuses)
+
+    def active_allocated(self) -> int:
+        return self.count(ACTIVE_ALLOCATED)
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+
+    def has_pending(self) -> bool:
+        return any(task.status is TaskStatus.PENDING for task in self.tasks)
+
+    def is_gang_satisfied(self) -> bool:
+        """Every pod set has its minMember, and the group as a whole has its minMember."""
+        return self.active_allocated() >= self.min_member and all(
+            p.is_satisfied() for p in self.podsets.values()
+        )

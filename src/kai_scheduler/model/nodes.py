@@ -1,0 +1,300 @@
+"""Nodes as columns: every node's capacity and usage in numpy arrays, so that filtering and scoring one
+pod against thousands of nodes is a handful of vector operations.
+
+Usage is split the way KAI splits it: *used* counts every pod that occupies the node (including the
+*releasing* ones that are terminating); *releasing* is the part that will free up soon. A pod fits a node
+now when it fits the idle resources (capacity - used), and can be *pipelined* there when it fits idle +
+releasing.
+
+Whole GPUs and shared GPUs: a fractional (gpu-fraction / gpu-memory) pod lives on a *GPU group*, one
+physical GPU shared by several pods. A group takes one whole GPU out of the node's free whole GPUs while it
+has any pod, and gives it back when its last pod leaves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kai_scheduler.api.objects import Taint
+from kai_scheduler.model.resources import EPSILON, PodRequest, mig_gpu_units
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+MIG_NONE: Final = 0
+MIG_SINGLE: Final = 1
+MIG_MIXED: Final = 2
+
+
+@dataclass(slots=True)
+class GpuGroup:
+    """One physical GPU shared by fractional pods (KAI's `runai-gpu-group`)."""
+
+    group_id: str
+    node: int
+    used: float = 0.0  # portion held by its pods, releasing ones included
+    releasing: float = 0.0  # portion that terminating pods will give back
+    holders: dict[str, float] = field(default_factory=dict)  # pod key -> portion
+
+    @property
+    def free_now(self) -> float:
+        return 1.0 - self.used
+
+    @property
+    def free_soon(self) -> float:
+        return 1.0 - self.used + self.releasing
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpecInfo:
+    """The static facts of one node that placement reads outside the arrays."""
+
+    name: str
+    labels: dict[str, str]
+    unschedulable: bool
+    taints: tuple[Taint, ...] = ()
+
+
+class NodeTable:
+    """All nodes of a snapshot, sorted by name so that index order is name order (KAI breaks score ties by
+    node name)."""
+
+    def __init__(
+        self,
+        specs: list[NodeSpecInfo],
+        *,
+        cpu: FloatArray,
+        memory: FloatArray,
+        pods: FloatArray,
+        gpus: FloatArray,
+        gpu_memory_mib: FloatArray,
+        mig_mode: npt.NDArray[np.int8],
+        scalar_names: list[str],
+        scalars: FloatArray,
+    ) -> None:
+        self.specs = specs
+        self.names = [spec.name for spec in specs]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.size = len(specs)
+        n = self.size
+        self.cap_cpu = cpu
+        self.cap_memory = memory
+        self.cap_pods = pods
+        self.cap_gpus = gpus
+        self.gpu_memory_mib = gpu_memory_mib
+        self.mig_mode = mig_mode
+        self.scalar_names = scalar_names
+        self.scalar_index = {name: j for j, name in enumerate(scalar_names)}
+        self.cap_scalars = scalars
+        self.used_cpu = np.zeros(n)
+        self.used_memory = np.zeros(n)
+        self.used_pods = np.zeros(n)
+        self.used_scalars = np.zeros_like(scalars)
+        self.rel_cpu = np.zeros(n)
+        self.rel_memory = np.zeros(n)
+        self.rel_pods = np.zeros(n)
+        self.rel_scalars = np.zeros_like(scalars)
+        # Whole GPUs not held by any pod or group, and whole GPUs that releasing pods will give back.
+        self.free_gpus = gpus.copy()
+        self.rel_gpus = np.zeros(
+            n
+        )  # = whole GPUs of releasing pods + shared GPUs all of whose holders release
+        self._rel_group_gpus = np.zeros(n)
+        # Best free portion among the node's shared GPUs, now and once releasing pods are gone.
+        self.shared_free_now = np.zeros(n)
+        self.shared_free_soon = np.zeros(n)
+        self.groups: dict[int, list[GpuGroup]] = {}
+        self.group_by_id: dict[str, GpuGroup] = {}
+
+    # --- queries ---------------------------------------------------------------------------------
+
+    def gpu_units(self) -> float:
+        """All GPUs of the nodes in queue-accounting units (MIG instances count their compute slices)."""
+        mig = sum(
+            mig_gpu_units(name) * float(self.cap_scalars[:, j].sum())
+            for j, name in enumerate(self.scalar_names)
+            if name.startswith("nvidia.com/mig-")
+        )
+        return float(self.cap_gpus.sum()) + mig
+
+    def idle_cpu(self) -> FloatArray:
+        return self.cap_cpu - self.used_cpu
+
+    def idle_gpus_total(self) -> FloatArray:
+        """Free GPU capacity including the unused parts of shared GPUs (for spread/binpack scoring)."""
+        shared_free = np.zeros(self.size)
+        for node, groups in self.groups.items():
+            shared_free[node] = sum(group.free_now for group in groups)
+        return self.free_gpus + shared_free
+
+    def portion_for(self, request: PodRequest) -> FloatArray:
+        """The portion of one GPU that a shared-GPU request takes on each node (gpu-memory depends on the
+        node's device memory; nodes without a known memory size cannot take a gpu-memory pod)."""
+        if request.gpu_portion > 0:
+            return np.full(self.size, request.gpu_portion)
+        with np.errstate(divide="ignore"):
+            portion = np.where(
+                self.gpu_memory_mib > 0, request.gpu_memory_mib / np.maximum(self.gpu_memory_mib, 1), np.inf
+            )
+        return np.asarray(portion, dtype=np.float64)
+
+    def fit(self, request: PodRequest, *, soon: bool) -> BoolArray:
+        """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request."""
+        cpu_free = self.cap_cpu - self.used_cpu
+        mem_free = self.cap_memory - self.used_memory
+        pods_free = self.cap_pods - self.used_pods
+        gpus_free = self.free_gpus
+        if soon:
+            cpu_free = cpu_free + self.rel_cpu
+            mem_free = mem_free + self.rel_memory
+            pods_free = pods_free + self.rel_pods
+            gpus_free = gpus_free + self.rel_gpus
+        ok = (
+            (cpu_free >= request.cpu - EPSILON)
+            & (mem_free >= request.memory - EPSILON)
+            & (pods_free >= 1 - EPSILON)
+        )
+        if request.whole_gpus:
+            ok &= gpus_free >= request.whole_gpus - EPSILON
+        if request.is_shared_gpu:
+            ok &= self._shared_fit(request, gpus_free, soon=soon)
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is None:
+                return np.zeros(self.size, dtype=np.bool_)
+            free = self.cap_scalars[:, j] - self.used_scalars[:, j]
+            if soon:
+                free = free + self.rel_scalars[:, j]
+            ok &= free >= amount - EPSILON
+        return ok
+
+    def _shared_fit(self, request: PodRequest, gpus_free: FloatArray, *, soon: bool) -> BoolArray:
+        portion = self.portion_for(request)
+        if request.gpu_devices == 1:
+            best = self.shared_free_soon if soon else self.shared_free_now
+            return (portion <= 1.0 + EPSILON) & ((best >= portion - EPSILON) | (gpus_free >= 1 - EPSILON))
+        ok = np.zeros(self.size, dtype=np.bool_)
+        for node in range(self.size):
+            if portion[node] > 1.0 + EPSILON:
+                continue
+            devices = len(self.shared_candidates(node, float(portion[node]), soon=soon)) + int(
+                gpus_free[node]
+            )
+            ok[node] = devices >= request.gpu_devices
+        return ok
+
+    def shared_candidates(self, node: int, portion: float, *, soon: bool) -> list[GpuGroup]:
+        return [
+            group
+            for group in self.groups.get(node, ())
+            if (group.free_soon if soon else group.free_now) >= portion - EPSILON
+        ]
+
+    # --- changes ---------------------------------------------------------------------------------
+
+    def hold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
+        """Account a pod's non-GPU resources and whole GPUs on a node."""
+        self.used_cpu[node] += request.cpu
+        self.used_memory[node] += request.memory
+        self.used_pods[node] += 1
+        self.free_gpus[node] -= request.whole_gpus
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is not None:
+                self.used_scalars[node, j] += amount
+                if releasing:
+                    self.rel_scalars[node, j] += amount
+        if releasing:
+            self.rel_cpu[node] += request.cpu
+            self.rel_memory[node] += request.memory
+            self.rel_pods[node] += 1
+            self.rel_gpus[node] += request.whole_gpus
+
+    def unhold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
+        self.used_cpu[node] -= request.cpu
+        self.used_memory[node] -= request.memory
+        self.used_pods[node] -= 1
+        self.free_gpus[node] += request.whole_gpus
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is not None:
+                self.used_scalars[node, j] -= amount
+                if releasing:
+                    self.rel_scalars[node, j] -= amount
+        if releasing:
+            self.rel_cpu[node] -= request.cpu
+            self.rel_memory[node] -= request.memory
+            self.rel_pods[node] -= 1
+            self.rel_gpus[node] -= request.whole_gpus
+
+    def mark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
+        """A pod on the node starts terminating: its resources stay used but become releasing."""
+        self.rel_cpu[node] += request.cpu
+        self.rel_memory[node] += request.memory
+        self.rel_pods[node] += 1
+        self.rel_gpus[node] += request.whole_gpus
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is not None:
+                self.rel_scalars[node, j] += amount
+        for group_id in groups:
+            group = self.group_by_id[group_id]
+            group.releasing += group.holders.get(pod_key, 0.0)
+        self._refresh_shared(node)
+
+    def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
+        self.rel_cpu[node] -= request.cpu
+        self.rel_memory[node] -= request.memory
+        self.rel_pods[node] -= 1
+        self.rel_gpus[node] -= request.whole_gpus
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is not None:
+                self.rel_scalars[node, j] -= amount
+        for group_id in groups:
+            group = self.group_by_id[group_id]
+            group.releasing -= group.holders.get(pod_key, 0.0)
+        self._refresh_shared(node)
+
+    def join_group(self, node: int, group_id: str, pod_key: str, portion: float, *, releasing: bool) -> None:
+        """Put a pod's portion on a shared GPU, opening the group (taking a whole GPU) if it is new."""
+        group = self.group_by_id.get(group_id)
+        if group is None:
+            group = GpuGroup(group_id, node)
+            self.group_by_id[group_id] = group
+            self.groups.setdefault(node, []).append(group)
+            self.free_gpus[node] -= 1
+        group.used += portion
+        group.holders[pod_key] = group.holders.get(pod_key, 0.0) + portion
+        if releasing:
+            group.releasing += portion
+        self._refresh_shared(node)
+
+    def leave_group(self, group_id: str, pod_key: str, *, releasing: bool) -> None:
+        """Take a pod off a shared GPU; the last pod out closes the group and frees the whole GPU."""
+        group = self.group_by_id[group_id]
+        node = group.node
+        portion = group.holders.pop(pod_key, 0.0)
+        group.used -= portion
+        if releasing:
+            group.releasing -= portion
+        if not group.holders:
+            self.free_gpus[node] += 1
+            del self.group_by_id[group_id]
+            self.groups[node].remove(group)
+            if not self.groups[node]:
+                del self.groups[node]
+        self._refresh_shared(node)
+
+    def _refresh_shared(self, node: int) -> None:
+        groups = self.groups.get(node, ())
+        self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
+        self.shared_free_soon[node] = max((g.free_soon for g in groups), default=0.0)
+        # A shared GPU all of whose holders are releasing comes back as a whole GPU.
+        fully_releasing = sum(1 for g in groups if g.used - g.releasing <= EPSILON)
+        self.rel_gpus[node] += fully_releasing - self._rel_group_gpus[node]
+        self._rel_group_gpus[node] = fully_releasing

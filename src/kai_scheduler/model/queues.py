@@ -1,0 +1,111 @@
+"""The queue tree: quotas from the Queue objects, and the live accounting that fair share works on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from kai_scheduler.model.resources import RESOURCE_NAMES, Resources
+
+UNLIMITED = -1.0
+
+
+@dataclass(eq=False, slots=True)
+class QueueInfo:
+    """One queue. `deserved`, `limit` and `weight` come from its spec (-1 = unlimited); `allocated`,
+    `allocated_non_preemptible`, `request` and `fair_share` are computed for the session."""
+
+    name: str
+    parent: str | None
+    priority: int
+    rank: int  # creation order: smaller is older
+    deserved: Resources
+    limit: Resources
+    weight: Resources
+    children: list[str] = field(default_factory=list)
+    allocated: Resources = field(default_factory=Resources)
+    allocated_non_preemptible: Resources = field(default_factory=Resources)
+    request: Resources = field(default_factory=Resources)
+    fair_share: Resources = field(default_factory=Resources)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+
+class QueueTree:
+    """Queues by name, with parent links resolved. Queues whose parent is missing are dropped with their
+    descendants (as KAI does), and remembered so jobs in them can say why they wait."""
+
+    def __init__(self, queues: list[QueueInfo]) -> None:
+        by_name = {queue.name: queue for queue in queues}
+        self.orphans: dict[str, str] = {}
+        kept: dict[str, QueueInfo] = {}
+        for queue in queues:
+            missing = self._missing_ancestor(queue, by_name)
+            if missing is None:
+                kept[queue.name] = queue
+            else:
+                self.orphans[queue.name] = missing
+        self.queues = kept
+        for queue in kept.values():
+            queue.children.clear()
+        for queue in sorted(kept.values(), key=lambda q: q.rank):
+            if queue.parent is not None:
+                kept[queue.parent].children.append(queue.name)
+        self.roots = [q.name for q in sorted(kept.values(), key=lambda q: q.rank) if q.parent is None]
+
+    @staticmethod
+    def _missing_ancestor(queue: QueueInfo, by_name: dict[str, QueueInfo]) -> str | None:
+        seen = {queue.name}
+        current = queue
+        while current.parent is not None:
+            parent = by_name.get(current.parent)
+            if parent is None or parent.name in seen:
+                return current.parent
+            seen.add(parent.name)
+            current = parent
+        return None
+
+    def __getitem__(self, name: str) -> QueueInfo:
+        return self.queues[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.queues
+
+    def __iter__(self) -> Iterator[QueueInfo]:
+        return iter(self.queues.values())
+
+    def __len__(self) -> int:
+        return len(self.queues)
+
+    def ancestry(self, name: str) -> list[QueueInfo]:
+        """The queue itself, then its parent, up to the root."""
+        chain = []
+        current: str | None = name
+        while current is not None:
+            queue = self.queues[current]
+            chain.append(queue)
+            current = queue.parent
+        return chain
+
+    def depth_first(self) -> Iterator[QueueInfo]:
+        stack = list(reversed(self.roots))
+        while stack:
+            queue = self.queues[stack.pop()]
+            yield queue
+            stack.extend(reversed(queue.children))
+
+
+def effective_limit(queue: QueueInfo, resource: str) -> float:
+    """The limit as a number: unlimited is infinity."""
+    value = queue.limit.get(resource)
+    return float("inf") if value < 0 else value
+
+
+def effective_deserved(queue: QueueInfo, resource: str, total: float) -> float:
+    value = queue.deserved.get(resource)
+    return total if value < 0 else value
+
+
+__all__ = ["RESOURCE_NAMES", "UNLIMITED", "QueueInfo", "QueueTree", "effective_deserved", "effective_limit"]

@@ -1,0 +1,61 @@
+"""The cluster as one scheduling cycle sees it, and the state an edge hands in to build it.
+
+An edge (the simulator, or the live mode's informers) describes the cluster as a `ClusterState`: the API
+objects plus what the edge knows about each pod at runtime (its node, phase, shared GPUs). The
+`SnapshotBuilder` turns that into a `ClusterSnapshot` of model objects that a session mutates freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.queues import QueueTree
+from kai_scheduler.model.resources import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class PodState:
+    """A pod and what is known of it at runtime. `rank` is its creation order (smaller is older)."""
+
+    pod: Pod
+    rank: int
+    node_name: str | None = None
+    phase: str = "Pending"
+    gpu_groups: tuple[str, ...] = ()
+    terminating: bool = False
+    nominated_node: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupState:
+    pod_group: PodGroup
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    """Everything a cycle starts from. Sequences are in creation order where order matters."""
+
+    nodes: Sequence[Node]
+    pods: Sequence[PodState]
+    pod_groups: Sequence[PodGroupState]
+    queues: Sequence[Queue]
+    priority_classes: Mapping[str, int]
+    default_priority: int = 50
+
+
+@dataclass(eq=False)
+class ClusterSnapshot:
+    nodes: NodeTable
+    queues: QueueTree
+    jobs: dict[str, JobInfo]
+    tasks: dict[str, TaskInfo]
+    # What fair share divides: ready nodes' allocatable, minus what other schedulers' pods hold.
+    capacity: Resources
+    # Smallest GPU memory among GPU nodes, to convert pending gpu-memory requests into GPU units.
+    min_gpu_memory_mib: float
+    existing_gpu_groups: set[str] = field(default_factory=set)

@@ -1,0 +1,96 @@
+"""Plugins that only order things: jobs (priority, elastic) and pods within a job (taskorder, kubeflow, ray)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo
+
+
+class _OrderingPlugin:
+    name = ""
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, session: Session) -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, session: Session) -> None:
+        return None
+
+
+class PriorityPlugin(_OrderingPlugin):
+    """Higher-priority jobs first."""
+
+    name = "priority"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.job_order.append(lambda job: -job.priority)
+
+
+def elastic_rank(job: JobInfo) -> int:
+    """Jobs below their minMember first, then jobs exactly at it, then jobs above it."""
+    allocated = job.active_allocated()
+    if allocated < job.min_member:
+        return 0
+    return 1 if allocated == job.min_member else 2
+
+
+class ElasticPlugin(_OrderingPlugin):
+    name = "elastic"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.job_order.append(elastic_rank)
+
+
+class TaskOrderPlugin(_OrderingPlugin):
+    """Pods with a higher `kai.scheduler/task-priority` label are placed first within their job."""
+
+    name = "taskorder"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.task_order.append(lambda task: -task.task_priority)
+
+
+_KUBEFLOW_LEADERS = frozenset({"master", "launcher", "chief"})
+
+
+def kubeflow_rank(task: TaskInfo) -> int:
+    """Kubeflow's master/launcher/chief replica is placed before its workers."""
+    replica = task.labels.get("training.kubeflow.org/replica-type", "").lower()
+    return 0 if replica in _KUBEFLOW_LEADERS else 1
+
+
+class KubeflowPlugin(_OrderingPlugin):
+    name = "kubeflow"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.task_order.append(kubeflow_rank)
+
+
+def ray_rank(task: TaskInfo) -> int:
+    """Ray's head pod is placed before its workers."""
+    return 0 if task.labels.get("ray.io/node-type") == "head" else 1
+
+
+class RayPlugin(_OrderingPlugin):
+    name = "ray"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.task_order.append(ray_rank)
+
+
+def podset_rank(podset: PodSet) -> tuple[int, float]:
+    """Unsatisfied pod sets first, then the lowest allocated/minMember ratio."""
+    allocated = podset.active_allocated()
+    ratio = allocated / podset.min_member if podset.min_member else float("inf")
+    return (0 if allocated < podset.min_member else 1, ratio)
+
+
+class SubGroupOrderPlugin(_OrderingPlugin):
+    name = "subgrouporder"
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.podset_order.append(podset_rank)

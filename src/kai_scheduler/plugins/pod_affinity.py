@@ -1,0 +1,104 @@
+"""Inter-pod affinity for the predicates plugin: a live index of where pods are in this session.
+
+Most clusters have few pods with pod (anti-)affinity, so the index is only built once a pod that has such
+rules is being placed, or is already placed (its anti-affinity repels others); until then every node
+passes and nothing is tracked.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import OCCUPYING, TaskInfo
+from kai_scheduler.model.matching import PlacedPod, PlacedPodIndex, normalize_scores
+from kai_scheduler.model.nodes import BoolArray, FloatArray
+
+# KAI's score constant for Kubernetes' scoring plugins (pod affinity among them).
+K8S_PLUGINS_SCORE: Final = 100_000.0
+
+
+def _placed_pod(session: Session, task: TaskInfo) -> PlacedPod:
+    spec = session.snapshot.nodes.specs[task.node]
+    affinity = task.placement.affinity
+    pod_affinity = affinity.pod_affinity if affinity else None
+    anti_affinity = affinity.pod_anti_affinity if affinity else None
+    return PlacedPod(
+        namespace=task.namespace,
+        labels=task.labels,
+        node_labels=spec.labels,
+        node_name=spec.name,
+        anti_affinity=tuple(anti_affinity.required_during_scheduling_ignored_during_execution)
+        if anti_affinity
+        else (),
+        affinity=tuple(pod_affinity.required_during_scheduling_ignored_during_execution)
+        if pod_affinity
+        else (),
+        preferred_affinity=tuple(pod_affinity.preferred_during_scheduling_ignored_during_execution)
+        if pod_affinity
+        else (),
+        preferred_anti_affinity=tuple(anti_affinity.preferred_during_scheduling_ignored_during_execution)
+        if anti_affinity
+        else (),
+    )
+
+
+class PodAffinityIndex:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._index: PlacedPodIndex | None = None
+        self._by_task: dict[str, PlacedPod] = {}
+        nodes = session.snapshot.nodes
+        self._node_list = [(spec.name, spec.labels) for spec in nodes.specs]
+        self._all_nodes = np.ones(nodes.size, dtype=np.bool_)
+        self._no_scores = np.zeros(nodes.size)
+        self._placed_with_rules = any(
+            task.placement.has_pod_affinity
+            for task in session.snapshot.tasks.values()
+            if task.status in OCCUPYING
+        )
+
+    def _relevant(self, task: TaskInfo) -> bool:
+        return task.placement.has_pod_affinity or self._placed_with_rules
+
+    def _ensure_index(self) -> PlacedPodIndex:
+        if self._index is None:
+            self._index = PlacedPodIndex()
+            for task in self._session.snapshot.tasks.values():
+                if task.status in OCCUPYING and task.node >= 0:
+                    self.placed(task)
+        return self._index
+
+    def allowed_nodes(self, task: TaskInfo) -> BoolArray:
+        if not self._relevant(task):
+            return self._all_nodes
+        index = self._ensure_index()
+        check = index.required(task.namespace, task.labels, task.placement.affinity)
+        return np.array([check.allows(labels) for _, labels in self._node_list], dtype=np.bool_)
+
+    def preferred_scores(self, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+        if not self._relevant(task):
+            return self._no_scores
+        index = self._ensure_index()
+        raw = index.preferred_scores_for_nodes(
+            task.namespace, task.labels, task.placement.affinity, self._node_list
+        )
+        if not any(raw):
+            return self._no_scores
+        return np.array(normalize_scores(raw), dtype=np.float64) / 100.0 * K8S_PLUGINS_SCORE
+
+    def placed(self, task: TaskInfo) -> None:
+        if task.placement.has_pod_affinity:
+            self._placed_with_rules = True
+        if self._index is None or task.key in self._by_task:
+            return
+        pod = _placed_pod(self._session, task)
+        self._by_task[task.key] = pod
+        self._index.add(pod)
+
+    def removed(self, task: TaskInfo) -> None:
+        pod = self._by_task.pop(task.key, None)
+        if pod is not None and self._index is not None:
+            self._index.remove(pod)

@@ -1,0 +1,136 @@
+"""predicates: which nodes a pod may run on at all.
+
+Static filters (cordoned nodes, nodeSelector and required node affinity, taints) depend only on a pod's
+placement constraints and the nodes, so the session evaluates them once per distinct placement. The
+GPU-kind rules (MIG modes, shared GPUs, GPU memory) depend only on the request. Inter-pod affinity
+depends on where other pods are, so it is evaluated per pod against an index kept live through the
+session. Preferred node affinity and PreferNoSchedule taints add node scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+from kai_scheduler.framework.session import NamedPredicate, Session
+from kai_scheduler.model.jobs import Placement, TaskInfo
+from kai_scheduler.model.matching import (
+    node_affinity_preferred_score,
+    node_affinity_required_matches,
+    prefer_no_schedule_count,
+    untolerated_taint,
+)
+from kai_scheduler.model.nodes import MIG_MIXED, MIG_SINGLE, BoolArray, FloatArray, NodeTable
+from kai_scheduler.model.resources import PodRequest
+from kai_scheduler.plugins.pod_affinity import PodAffinityIndex
+
+# KAI scales the scores of Kubernetes' own scoring plugins by this constant.
+K8S_PLUGINS_SCORE: Final = 100_000.0
+
+
+def schedulable_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+    return np.array([not spec.unschedulable for spec in nodes.specs], dtype=np.bool_)
+
+
+def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+    return np.array(
+        [
+            node_affinity_required_matches(
+                placement.affinity, placement.node_selector, spec.labels, spec.name
+            )
+            for spec in nodes.specs
+        ],
+        dtype=np.bool_,
+    )
+
+
+def make_taint_filter(taints: list[list[Any]]) -> Any:
+    def tolerated_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+        return np.array(
+            [untolerated_taint(node_taints, placement.tolerations) is None for node_taints in taints],
+            dtype=np.bool_,
+        )
+
+    return tolerated_nodes
+
+
+def gpu_kind_nodes(nodes: NodeTable, request: PodRequest) -> BoolArray:
+    """KAI's GPU-type rules: `mixed` MIG nodes take only MIG-instance pods; `single` MIG nodes take no
+    fractions; gpu-memory pods need nodes whose GPU memory is known."""
+    ok = np.ones(nodes.size, dtype=np.bool_)
+    if not request.mig_instances:
+        ok &= nodes.mig_mode != MIG_MIXED if request.uses_gpu else ok
+    if request.is_shared_gpu:
+        ok &= nodes.mig_mode != MIG_SINGLE
+        if request.gpu_memory_mib:
+            ok &= nodes.gpu_memory_mib > 0
+    return ok
+
+
+class PredicatesPlugin:
+    name = "predicates"
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, session: Session) -> None:
+        nodes = session.snapshot.nodes
+        taints = [list(spec.taints) for spec in nodes.specs]
+        points = session.points
+        points.static_predicates.append(("unschedulable", "node(s) were unschedulable", schedulable_nodes))
+        points.static_predicates.append(
+            ("nodeaffinity", "node(s) didn't match Pod's node affinity/selector", affinity_nodes)
+        )
+        points.static_predicates.append(
+            ("taints", "node(s) had untolerated taint", make_taint_filter(taints))
+        )
+
+        kind_cache: dict[tuple[object, ...], BoolArray] = {}
+
+        def gpu_kind(task: TaskInfo) -> BoolArray:
+            shape = task.request.shape()
+            if shape not in kind_cache:
+                kind_cache[shape] = gpu_kind_nodes(nodes, task.request)
+            return kind_cache[shape]
+
+        points.task_predicates.append(
+            NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)
+        )
+        index = PodAffinityIndex(session)
+        points.task_predicates.append(
+            NamedPredicate(
+                "podaffinity", "node(s) didn't match pod affinity/anti-affinity rules", index.allowed_nodes
+            )
+        )
+        points.on_allocate.append(index.placed)
+        points.on_deallocate.append(index.removed)
+
+        preference_cache: dict[str, FloatArray] = {}
+
+        def preferences(task: TaskInfo, candidates: BoolArray) -> FloatArray:
+            placement = task.placement
+            if placement.key not in preference_cache:
+                preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
+            return preference_cache[placement.key]
+
+        points.node_scorers.append(preferences)
+        points.node_scorers.append(index.preferred_scores)
+
+    @staticmethod
+    def _preference_scores(placement: Placement, nodes: NodeTable, taints: list[list[Any]]) -> FloatArray:
+        """Preferred node affinity minus PreferNoSchedule taints, each normalised to 0..1 across nodes."""
+        affinity = np.array(
+            [node_affinity_preferred_score(placement.affinity, s.labels, s.name) for s in nodes.specs],
+            dtype=float,
+        )
+        avoided = np.array([prefer_no_schedule_count(t, placement.tolerations) for t in taints], dtype=float)
+        score = np.zeros(nodes.size)
+        if affinity.max(initial=0) > 0:
+            score += affinity / affinity.max()
+        if avoided.max(initial=0) > 0:
+            score += 1.0 - avoided / avoided.max()
+        return score * K8S_PLUGINS_SCORE
+
+    def on_session_close(self, session: Session) -> None:
+        return None

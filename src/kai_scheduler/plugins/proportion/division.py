@@ -1,0 +1,255 @@
+"""Fair-share division of one resource over a queue tree (KAI ``proportion`` plugin, resource division).
+
+Implements kai-reference §5.2 for a single resource (callers run it once per resource):
+
+1. Deserved phase: every queue of a level gets ``min(deserved (-1 => level total), request, limit)``.
+2. Over-quota phase: what is left of the level total is handed out by priority bucket, highest first.
+   Inside a bucket, rounds offer ``amount_at_round_start * normalised share weight`` to every unsatisfied
+   queue; a queue whose remaining request fits in its offer gets it, otherwise it gets whole units and the
+   fractional leftover is recorded.  When rounds stop making progress, the rest is handed out one unit (or
+   the fractional rest) per queue, largest recorded leftover first.
+3. A lower-priority bucket only sees what the higher buckets did not request.
+
+The division is top-down: top-level queues share ``total``; each parent's fair share is then divided
+among its children with the same algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+UNLIMITED = -1.0
+
+# Relative tolerance (in units) for float noise: an offer of 2.9999999999999996 GPUs is 3 whole GPUs, and a
+# remaining request of 4.000000000000001 is "satisfied" by an offer of 4.
+_EPSILON = 1e-9
+# Leftovers are compared at this many decimals so that float noise cannot override the documented
+# tie-breakers (older queue, then name).
+_LEFTOVER_DECIMALS = 9
+
+
+@dataclass(frozen=True)
+class QueueShareInput:
+    """One queue's inputs for one resource (Queue CRD ``resources.<r>`` + cluster state, §2.1 / §5.1)."""
+
+    name: str
+    parent: str | None
+    priority: int
+    creation_rank: int
+    deserved: float
+    limit: float
+    over_quota_weight: float
+    request: float
+    usage: float = 0.0
+
+
+@dataclass
+class _LevelQueue:
+    """Mutable per-level bookkeeping of one sibling while its level is being divided."""
+
+    queue: QueueShareInput
+    # min(request, limit): the most this queue may ever be given (KAI's "requestable share").
+    requestable: float
+    fair_share: float = 0.0
+    leftover: float = 0.0
+
+    @property
+    def missing(self) -> float:
+        return self.requestable - self.fair_share
+
+    def wants_over_quota(self, unit: float) -> bool:
+        # §5.2 candidate rule: request > fairShare, fairShare < limit (both folded into `requestable`), and a
+        # positive over-quota weight (weight 0 => never any share above deserved, §2.1).
+        return self.queue.over_quota_weight > 0 and self.missing > _EPSILON * unit
+
+
+def divide(
+    total: float,
+    queues: Sequence[QueueShareInput],
+    *,
+    k_value: float = 1.0,
+    unit: float = 1.0,
+) -> dict[str, float]:
+    """Return the fair share of one resource for every queue of the tree.
+
+    ``unit`` is the granularity of the whole-unit rounding of the over-quota phase.  Parent requests are the
+    sum of their children's requests; a queue's own ``request`` is only used when it has no children.
+    Raises ``ValueError`` on duplicate names, unknown parents, cycles or a non-positive unit.
+    """
+    if unit <= 0:
+        raise ValueError(f"unit must be positive, got {unit}")
+    children = _children_by_parent(queues)
+    requests = _subtree_requests(children)
+    shares: dict[str, float] = {}
+    pending: list[tuple[float, list[QueueShareInput]]] = [(total, children.get(None, []))]
+    while pending:
+        level_total, siblings = pending.pop()
+        level_shares = _divide_level(level_total, siblings, requests, k_value, unit)
+        shares.update(level_shares)
+        for queue in siblings:
+            if queue.name in children:
+                pending.append((level_shares[queue.name], children[queue.name]))
+    return shares
+
+
+def _children_by_parent(queues: Sequence[QueueShareInput]) -> dict[str | None, list[QueueShareInput]]:
+    by_name: dict[str, QueueShareInput] = {}
+    for queue in queues:
+        if queue.name in by_name:
+            raise ValueError(f"duplicate queue {queue.name!r}")
+        by_name[queue.name] = queue
+    children: dict[str | None, list[QueueShareInput]] = {}
+    for queue in queues:
+        if queue.parent is not None and queue.parent not in by_name:
+            raise ValueError(f"queue {queue.name!r} has unknown parent {queue.parent!r}")
+        children.setdefault(queue.parent, []).append(queue)
+    _check_acyclic(by_name, children)
+    return children
+
+
+def _check_acyclic(
+    by_name: dict[str, QueueShareInput], children: dict[str | None, list[QueueShareInput]]
+) -> None:
+    # Every queue must be reachable from the top level; queues on a parent cycle never are.
+    reachable = 0
+    stack = list(children.get(None, []))
+    while stack:
+        queue = stack.pop()
+        reachable += 1
+        stack.extend(children.get(queue.name, []))
+    if reachable != len(by_name):
+        raise ValueError("queue hierarchy contains a cycle")
+
+
+def _subtree_requests(children: dict[str | None, list[QueueShareInput]]) -> dict[str, float]:
+    """Request of every queue: leaves carry requests, parents sum their children's (§5.1 propagation)."""
+    requests: dict[str, float] = {}
+    # Iterative post-order so that deep hierarchies cannot hit the recursion limit.
+    stack: list[tuple[QueueShareInput, bool]] = [(queue, False) for queue in children.get(None, [])]
+    while stack:
+        queue, expanded = stack.pop()
+        kids = children.get(queue.name)
+        if not kids:
+            requests[queue.name] = queue.request
+        elif expanded:
+            requests[queue.name] = sum(requests[kid.name] for kid in kids)
+        else:
+            stack.append((queue, True))
+            stack.extend((kid, False) for kid in kids)
+    return requests
+
+
+def _divide_level(
+    total: float,
+    siblings: Sequence[QueueShareInput],
+    requests: dict[str, float],
+    k_value: float,
+    unit: float,
+) -> dict[str, float]:
+    # Sorted so that the result never depends on input order (ties are broken by age, then name).
+    level = [
+        _LevelQueue(queue, _requestable(requests[queue.name], queue.limit))
+        for queue in sorted(siblings, key=lambda q: (q.creation_rank, q.name))
+    ]
+    remaining = _give_deserved(total, level)
+    if remaining > 0:
+        _give_over_quota(remaining, level, k_value, unit)
+    return {entry.queue.name: entry.fair_share for entry in level}
+
+
+def _requestable(request: float, limit: float) -> float:
+    # limit -1 is unlimited; limit 0 really means "nothing allowed" (reference gotcha 2).
+    if limit == UNLIMITED:
+        return max(float(request), 0.0)
+    return max(float(min(request, limit)), 0.0)
+
+
+def _give_deserved(total: float, level: list[_LevelQueue]) -> float:
+    """§5.2 step 1.  The result can be negative when deserved quotas are oversubscribed."""
+    remaining = total
+    for entry in level:
+        deserved = total if entry.queue.deserved == UNLIMITED else entry.queue.deserved
+        entry.fair_share = max(float(min(deserved, entry.requestable)), 0.0)
+        remaining -= entry.fair_share
+    return remaining
+
+
+def _give_over_quota(remaining: float, level: list[_LevelQueue], k_value: float, unit: float) -> None:
+    """§5.2 steps 2-3: a bucket is fully served (rounds, then leftovers) before the next one sees anything."""
+    for priority in sorted({entry.queue.priority for entry in level}, reverse=True):
+        if remaining <= _EPSILON * unit:
+            return
+        bucket = [entry for entry in level if entry.queue.priority == priority]
+        remaining = _run_rounds(remaining, bucket, k_value, unit)
+        remaining = _hand_out_leftovers(remaining, bucket, unit)
+
+
+def _run_rounds(remaining: float, bucket: list[_LevelQueue], k_value: float, unit: float) -> float:
+    """Weighted rounds over the unsatisfied queues of one priority bucket.
+
+    A new round runs only if some queue got less than offered (so something is left to re-offer) *and*
+    this round handed something out; otherwise the remainder is left for the leftover hand-out.  Each
+    continuing round either satisfies a queue or hands out at least one whole unit, which bounds the loop.
+    """
+    while remaining > _EPSILON * unit:
+        candidates = [entry for entry in bucket if entry.wants_over_quota(unit)]
+        if not candidates:
+            break
+        amount = remaining
+        handed_out = 0.0
+        someone_got_less = False
+        for entry, weight in zip(candidates, _normalised_share_weights(candidates, k_value), strict=True):
+            offer = amount * weight
+            granted = min(_grant(entry, offer, unit), remaining)
+            entry.fair_share += granted
+            remaining -= granted
+            handed_out += granted
+            someone_got_less = someone_got_less or granted < offer - _EPSILON * unit
+        if handed_out <= 0 or not someone_got_less:
+            break
+    return remaining
+
+
+def _grant(entry: _LevelQueue, offer: float, unit: float) -> float:
+    """What a queue takes from its offer: its whole remaining request if that fits, else whole units."""
+    missing = entry.missing
+    if missing <= offer + _EPSILON * unit:
+        return missing
+    whole = math.floor(offer / unit + _EPSILON) * unit
+    # Recorded per round (the latest round wins): it decides the order of the final hand-out.
+    entry.leftover = max(offer - whole, 0.0)
+    return whole
+
+
+def _normalised_share_weights(candidates: list[_LevelQueue], k_value: float) -> list[float]:
+    """§5.2: w' = weight / Σ weights(unsatisfied); shareWeight = max(0, w' + k·(w' − usage')), normalised."""
+    total_weight = sum(entry.queue.over_quota_weight for entry in candidates)
+    relative = [entry.queue.over_quota_weight / total_weight for entry in candidates]
+    share = [max(0.0, w + k_value * (w - e.queue.usage)) for w, e in zip(relative, candidates, strict=True)]
+    share_total = sum(share)
+    if share_total <= 0:
+        # Usage so high that every shareWeight clamps to 0: fall back to the plain weights rather than
+        # offering nothing to anybody.
+        return relative
+    return [s / share_total for s in share]
+
+
+def _hand_out_leftovers(remaining: float, bucket: list[_LevelQueue], unit: float) -> float:
+    """Final hand-out: one unit (or the fractional rest) per queue, largest recorded leftover first.
+
+    Ties go to the older queue (smaller creation rank), then the smaller name.  When the rounds stop making
+    progress every candidate was offered less than a unit, so a single pass is enough to hand out the rest.
+    """
+    candidates = [entry for entry in bucket if entry.wants_over_quota(unit)]
+    candidates.sort(
+        key=lambda e: (-round(e.leftover / unit, _LEFTOVER_DECIMALS), e.queue.creation_rank, e.queue.name)
+    )
+    for entry in candidates:
+        if remaining <= _EPSILON * unit:
+            break
+        granted = min(unit, entry.missing, remaining)
+        entry.fair_share += granted
+        remaining -= granted
+    return remaining

@@ -1,0 +1,241 @@
+"""proportion: queue accounting, fair share, queue order, and the queue capacity checks.
+
+At session open it sums each queue's allocation and requests from the snapshot (up the tree), divides
+the cluster among the queues per resource (`division.divide`), then keeps allocations live as actions
+place and evict pods, so that queue order and the capacity checks always see the current state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.queues import QueueInfo, QueueTree
+from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
+
+# A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
+_ZERO_SHARE_PENALTY: Final = 1000.0
+
+
+class ProportionPlugin:
+    name = "proportion"
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.k_value = float(arguments.get("kValue", 1.0))
+        multiplier = float(arguments.get("relcaimerSaturationMultiplier", 1.0))
+        if multiplier < 1.0:
+            raise ValueError(
+                f"proportion.arguments.relcaimerSaturationMultiplier: must be >= 1, got {multiplier}"
+            )
+        self.reclaimer_saturation_multiplier = multiplier
+        self._session: Session | None = None
+        self._next_request: dict[str, tuple[int, Resources]] = {}
+
+    # --- session hooks ---------------------------------------------------------------------------
+
+    def on_session_open(self, session: Session) -> None:
+        self._session = session
+        snapshot = session.snapshot
+        account_queues(snapshot)
+        compute_fair_shares(
+            snapshot.queues, snapshot.capacity, self.k_value, session.config.full_hierarchy_fairness
+        )
+        points = session.points
+        points.queue_order = self.queue_order_key
+        points.job_capacity_checks.append(self.over_limit)
+        points.job_capacity_checks.append(self.non_preemptible_over_quota)
+        points.on_allocate.append(self._on_allocate)
+        points.on_deallocate.append(self._on_deallocate)
+
+    def on_session_close(self, session: Session) -> None:
+        self._session = None
+
+    # --- live accounting -------------------------------------------------------------------------
+
+    def _task_resources(self, task: TaskInfo) -> Resources:
+        assert self._session is not None
+        nodes = self._session.snapshot.nodes
+        return task.request.queue_resources(float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else 0.0)
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        self._shift(task, self._task_resources(task), 1.0)
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        self._shift(task, self._task_resources(task), -1.0)
+
+    def _shift(self, task: TaskInfo, amount: Resources, sign: float) -> None:
+        assert self._session is not None
+        queues = self._session.snapshot.queues
+        if task.job.queue not in queues:
+            return
+        delta = Resources(amount.gpu * sign, amount.cpu * sign, amount.memory * sign)
+        for queue in queues.ancestry(task.job.queue):
+            queue.allocated.add(delta)
+            if not task.job.preemptible:
+                queue.allocated_non_preemptible.add(delta)
+
+    # --- queue order -----------------------------------------------------------------------------
+
+    def _job_request(self, job: JobInfo) -> Resources:
+        """What the job's next attempt would add to its queue (cached until its allocation changes)."""
+        assert self._session is not None
+        version = job.active_allocated()
+        cached = self._next_request.get(job.key)
+        if cached is None or cached[0] != version:
+            cached = (version, request_of(self._session, tasks_to_allocate(self._session, job)))
+            self._next_request[job.key] = cached
+        return cached[1]
+
+    def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
+        """KAI's queue order as a sort key (smaller first)."""
+        assert self._session is not None
+        total = self._session.snapshot.capacity
+        request = self._job_request(job) if job is not None else Resources()
+        allocated = queue.allocated
+        over_utilised = all(queue.fair_share.get(r) < allocated.get(r) - EPSILON for r in RESOURCE_NAMES)
+        starved = all(
+            queue.deserved.get(r) < 0 or allocated.get(r) + request.get(r) <= queue.deserved.get(r) + EPSILON
+            for r in RESOURCE_NAMES
+        )
+        shares = {r: allocatable_share(queue, r, total.get(r)) for r in RESOURCE_NAMES}
+        zero_share_use = any(shares[r] <= EPSILON and request.get(r) > EPSILON for r in RESOURCE_NAMES)
+        with_job = dominant_share(allocated.plus(request), shares)
+        without_job = dominant_share(allocated, shares)
+        return (
+            over_utilised,
+            not starved,
+            -queue.priority,
+            zero_share_use,
+            with_job,
+            without_job,
+            queue.rank,
+        )
+
+    # --- capacity checks -------------------------------------------------------------------------
+
+    def over_limit(self, job: JobInfo, request: Resources) -> str | None:
+        """OverLimit: no queue on the job's path may go above its limit."""
+        assert self._session is not None
+        for queue in self._session.snapshot.queues.ancestry(job.queue):
+            for r in RESOURCE_NAMES:
+                limit = queue.limit.get(r)
+                if (
+                    limit >= 0
+                    and request.get(r) > EPSILON
+                    and queue.allocated.get(r) + request.get(r) > limit + EPSILON
+                ):
+                    return (
+                        f"OverLimit: queue {queue.name} would exceed its {r} limit "
+                        f"({_amount(r, queue.allocated.get(r))} allocated + {_amount(r, request.get(r))} requested "
+                        f"> limit {_amount(r, limit)})"
+                    )
+        return None
+
+    def non_preemptible_over_quota(self, job: JobInfo, request: Resources) -> str | None:
+        """NonPreemptibleOverQuota: non-preemptible jobs live within deserved quota on the whole path."""
+        assert self._session is not None
+        if job.preemptible:
+            return None
+        for queue in self._session.snapshot.queues.ancestry(job.queue):
+            for r in RESOURCE_NAMES:
+                deserved = queue.deserved.get(r)
+                used = queue.allocated_non_preemptible.get(r)
+                if deserved >= 0 and request.get(r) > EPSILON and used + request.get(r) > deserved + EPSILON:
+                    return (
+                        f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} above its "
+                        f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
+                        f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})"
+                    )
+        return None
+
+
+def _amount(resource: str, value: float) -> str:
+    if resource == "cpu":
+        return f"{value / 1000:g} CPU"
+    if resource == "memory":
+        return f"{value / 2**30:.3g}Gi memory"
+    return f"{value:g} GPU"
+
+
+def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
+    """min(limit, max(deserved, fairShare)); unlimited counts as the cluster's total."""
+    deserved = queue.deserved.get(resource)
+    limit = queue.limit.get(resource)
+    deserved_value = total if deserved < 0 else deserved
+    share = max(deserved_value, queue.fair_share.get(resource))
+    return share if limit < 0 else min(limit, share)
+
+
+def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
+    dominant = 0.0
+    for r in RESOURCE_NAMES:
+        used = amount.get(r)
+        share = shares[r]
+        ratio = used * _ZERO_SHARE_PENALTY if share <= EPSILON else used / share
+        dominant = max(dominant, ratio)
+    return dominant
+
+
+def account_queues(snapshot: ClusterSnapshot) -> None:
+    """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree."""
+    queues = snapshot.queues
+    nodes = snapshot.nodes
+    for queue in queues:
+        queue.allocated = Resources()
+        queue.allocated_non_preemptible = Resources()
+        queue.request = Resources()
+    for job in snapshot.jobs.values():
+        if job.queue not in queues:
+            continue
+        allocated = Resources()
+        pending = Resources()
+        for task in job.tasks:
+            if task.status in ALLOCATED:
+                allocated.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
+            elif task.status is TaskStatus.PENDING:
+                pending.add(task.request.queue_resources(snapshot.min_gpu_memory_mib))
+        for queue in queues.ancestry(job.queue):
+            queue.allocated.add(allocated)
+            queue.request.add(allocated)
+            queue.request.add(pending)
+            if not job.preemptible:
+                queue.allocated_non_preemptible.add(allocated)
+
+
+def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float, full_hierarchy: bool) -> None:
+    """Fair share per resource through the whole tree, or flat across leaf queues when
+    fullHierarchyFairness is off (parents then report the sum of their leaves)."""
+    for resource in RESOURCE_NAMES:
+        inputs = [
+            QueueShareInput(
+                name=q.name,
+                parent=q.parent if full_hierarchy else None,
+                priority=q.priority,
+                creation_rank=q.rank,
+                deserved=q.deserved.get(resource),
+                limit=q.limit.get(resource),
+                over_quota_weight=q.weight.get(resource),
+                request=q.request.get(resource),
+            )
+            for q in queues
+            if full_hierarchy or q.is_leaf
+        ]
+        shares = divide(max(capacity.get(resource), 0.0), inputs, k_value=k_value, unit=1.0)
+        for queue in queues:
+            queue.fair_share.set(resource, shares.get(queue.name, 0.0))
+        if not full_hierarchy:
+            for queue in queues.depth_first():
+                if not queue.is_leaf:
+                    leaves = _leaves(queues, queue.name)
+                    queue.fair_share.set(resource, sum(shares.get(q.name, 0.0) for q in leaves))
+
+
+def _leaves(queues: QueueTree, name: str) -> list[QueueInfo]:
+    queue = queues[name]
+    if queue.is_leaf:
+        return [queue]
+    return [leaf for child in queue.children for leaf in _leaves(queues, child)]

@@ -1,0 +1,115 @@
+"""The simulation loop: cycles on a simulated clock, the cluster's effects between them, and when to stop."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.scheduler import Scheduler
+from kai_scheduler.sim.cluster import SimCluster, build_cluster
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationOptions:
+    start: datetime
+    cycles: int | None = None
+    until: float | None = None
+    max_cycles: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    cycle: int
+    time: float
+    decisions: list[Decision]
+    seconds: float
+
+
+@dataclass(eq=False)
+class SimulationResult:
+    cluster: SimCluster
+    cycles: list[CycleRecord]
+    steady: bool
+    time: float
+    fair_share: dict[str, tuple[float, float, float]]
+    # Why each job that still has pending pods waits, as of the last cycle that considered it.
+    reasons: dict[str, str]
+    skipped: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    def __init__(
+        self, objects: Sequence[ApiObject], config: SchedulerConfig, options: SimulationOptions
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.scheduler = Scheduler(config)
+        self.cluster = build_cluster(objects, options.start)
+        self.builder = SnapshotBuilder()
+
+    def run(self) -> SimulationResult:
+        options, cluster = self.options, self.cluster
+        period = self.config.period
+        records: list[CycleRecord] = []
+        fair_share: dict[str, tuple[float, float, float]] = {}
+        reasons: dict[str, str] = {}
+        steady = False
+        now = 0.0
+        while True:
+            if options.cycles is not None and len(records) >= options.cycles:
+                break
+            if options.until is not None and now > options.until + 1e-9:
+                break
+            if options.cycles is None and options.until is None and len(records) >= options.max_cycles:
+                break
+            cluster.now = now
+            cluster.complete_due()
+            started = time.perf_counter()
+            snapshot = self.builder.build(cluster.state())
+            result = self.scheduler.run(snapshot, cycle=len(records) + 1, now=now)
+            seconds = time.perf_counter() - started
+            cluster.apply(result.decisions)
+            cluster.remove_terminated()
+            records.append(CycleRecord(len(records) + 1, now, result.decisions, seconds))
+            fair_share = result.fair_share
+            reasons = {**reasons, **result.unschedulable}
+            acted = any(d.type in ("bind", "evict") for d in result.decisions)
+            if not acted and not cluster.has_future_events():
+                steady = True
+                if options.cycles is None:
+                    # Nothing can change any more; with --until the clock simply runs out at D.
+                    break
+            now = self._next_time(now, period, idle=not result.decisions)
+        pending_jobs = {p.job_key for p in cluster.arrived_pods() if p.phase == "Pending"}
+        return SimulationResult(
+            cluster=cluster,
+            cycles=records,
+            steady=steady,
+            time=self._final_time(records, steady),
+            fair_share=fair_share,
+            reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
+            skipped=self.scheduler.skipped,
+        )
+
+    def _final_time(self, records: list[CycleRecord], steady: bool) -> float:
+        last = records[-1].time if records else 0.0
+        if self.options.until is not None and steady and self.options.cycles is None:
+            return max(last, self.options.until)
+        return last
+
+    def _next_time(self, now: float, period: float, *, idle: bool) -> float:
+        """The next cycle's time; after a cycle that decided nothing, skip to the next event (on the
+        period grid), since nothing can change before it."""
+        following = now + period
+        if idle:
+            event = self.cluster.next_event_after(now)
+            if event is not None:
+                following = max(following, math.ceil(event / period - 1e-9) * period)
+        return following

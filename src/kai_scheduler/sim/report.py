@@ -1,0 +1,107 @@
+"""The human summary of a simulation (`--output text`): queues, pods, why pods wait, cycle timings."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_MAX_WAITING_ROWS = 25
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2**30:.1f}Gi"
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+def render(document: dict[str, Any], console: Console, *, title: str, skipped: list[str]) -> None:
+    summary = document["summary"]
+    pods = summary["pods"]
+    gpu = summary["gpu"]
+    state = "steady" if summary["steady"] else "stopped before the steady state"
+    console.print(f"[bold]{title}[/bold]")
+    console.print(
+        f"{summary['cycles']} cycles, {summary['time']:g}s simulated ({state}); "
+        f"pods: {pods['Running']} running, {pods['Pending']} pending, {pods['Succeeded']} succeeded, "
+        f"{pods['Failed']} failed; GPUs: {_num(gpu['allocated'])} of {_num(gpu['capacity'])} allocated"
+    )
+    if skipped:
+        console.print(f"[dim]not available in this version, skipped: {', '.join(sorted(set(skipped)))}[/dim]")
+    console.print(_queues_table(document))
+    waiting = _waiting_table(document)
+    if waiting is not None:
+        console.print(waiting)
+    console.print(_decisions_line(document))
+    console.print(_timings_line(document))
+
+
+def _queues_table(document: dict[str, Any]) -> Table:
+    table = Table(title="Queues", title_justify="left")
+    for column in (
+        "queue",
+        "parent",
+        "GPU fair share",
+        "GPU allocated",
+        "GPU requested",
+        "CPU alloc/fair",
+        "memory alloc/fair",
+    ):
+        table.add_column(column, justify="left" if column in ("queue", "parent") else "right")
+    for queue in document["queues"]:
+        fair, allocated, requested = queue["fairShare"], queue["allocated"], queue["requested"]
+        table.add_row(
+            queue["name"],
+            queue["parent"] or "",
+            _num(fair["gpu"]),
+            _num(allocated["gpu"]),
+            _num(requested["gpu"]),
+            f"{_num(allocated['cpu'])}/{_num(fair['cpu'])}",
+            f"{_gib(allocated['memory'])}/{_gib(fair['memory'])}",
+        )
+    return table
+
+
+def _waiting_table(document: dict[str, Any]) -> Table | None:
+    waiting = [g for g in document["podGroups"] if g["pending"]]
+    if not waiting:
+        return None
+    table = Table(title=f"Waiting pod groups ({len(waiting)})", title_justify="left")
+    table.add_column("pod group")
+    table.add_column("queue")
+    table.add_column("pending", justify="right")
+    table.add_column("why it waits")
+    for group in waiting[:_MAX_WAITING_ROWS]:
+        table.add_row(
+            f"{group['namespace']}/{group['name']}",
+            group["queue"],
+            str(group["pending"]),
+            group["unschedulableReason"] or "not considered yet",
+        )
+    if len(waiting) > _MAX_WAITING_ROWS:
+        table.caption = f"... and {len(waiting) - _MAX_WAITING_ROWS} more (see --output json)"
+    return table
+
+
+def _decisions_line(document: dict[str, Any]) -> str:
+    counts = Counter((d["action"], d["type"]) for d in document["decisions"])
+    if not counts:
+        return "decisions: none"
+    parts = [f"{n} {kind} ({action})" for (action, kind), n in sorted(counts.items())]
+    return "decisions: " + ", ".join(parts)
+
+
+def _timings_line(document: dict[str, Any]) -> str:
+    seconds = document["cycleSeconds"]
+    if not seconds:
+        return "cycle timings: no cycles"
+    ms = [s * 1000 for s in seconds]
+    return (
+        f"cycle timings: mean {statistics.fmean(ms):.1f}ms, median {statistics.median(ms):.1f}ms, "
+        f"max {max(ms):.1f}ms over {len(ms)} cycles"
+    )

@@ -1,0 +1,137 @@
+"""The result document of `simulate --output json` (see the simulate contract), built from the final state.
+
+Units: cpu in cores, memory in bytes, gpu in GPU units, times in simulated seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kai_scheduler.api.constants import SCHEDULER_NAME
+from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.proportion.plugin import account_queues
+from kai_scheduler.sim.engine import SimulationResult
+
+PHASES = ("Running", "Pending", "Succeeded", "Failed")
+
+
+def final_snapshot(result: SimulationResult) -> ClusterSnapshot:
+    """The cluster after the last cycle's effects, with queue usage accounted."""
+    snapshot = SnapshotBuilder().build(result.cluster.state())
+    account_queues(snapshot)
+    return snapshot
+
+
+def resources_json(resources: Resources | tuple[float, float, float]) -> dict[str, float]:
+    gpu, cpu, memory = resources.values() if isinstance(resources, Resources) else resources
+    return {"gpu": _clean(gpu), "cpu": _clean(cpu / 1000.0), "memory": _clean(memory)}
+
+
+def _clean(value: float) -> float:
+    """Round away float noise (0.30000000000000004) without hiding real fractions."""
+    rounded = round(value, 9)
+    return 0.0 if rounded == 0 else rounded
+
+
+def result_document(result: SimulationResult) -> dict[str, Any]:
+    snapshot = final_snapshot(result)
+    cluster = result.cluster
+    nodes = snapshot.nodes
+    pods = []
+    phases = dict.fromkeys(PHASES, 0)
+    gpu_allocated = 0.0
+    for sim_pod in cluster.arrived_pods():
+        if sim_pod.pod.spec.scheduler_name != SCHEDULER_NAME:
+            continue
+        job = snapshot.jobs.get(sim_pod.job_key)
+        task = snapshot.tasks.get(sim_pod.key)
+        running = sim_pod.phase == "Running" and sim_pod.node is not None
+        gpu = 0.0
+        if task is not None:
+            memory = float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else snapshot.min_gpu_memory_mib
+            gpu = task.request.gpu_units(memory)
+        if running:
+            gpu_allocated += gpu
+        phases[sim_pod.phase] = phases.get(sim_pod.phase, 0) + 1
+        pods.append(
+            {
+                "namespace": sim_pod.pod.namespace,
+                "name": sim_pod.pod.metadata.name,
+                "podGroup": sim_pod.job_key,
+                "queue": job.queue if job else None,
+                "phase": sim_pod.phase,
+                "node": sim_pod.node if running else None,
+                "gpuGroups": list(sim_pod.gpu_groups) if running else [],
+                "gpu": _clean(gpu),
+                "scheduledAt": sim_pod.scheduled_at,
+                "evictions": sim_pod.evictions,
+            }
+        )
+    return {
+        "summary": {
+            "cycles": len(result.cycles),
+            "time": result.time,
+            "steady": result.steady,
+            "pods": phases,
+            "gpu": {"capacity": _clean(snapshot.nodes.gpu_units()), "allocated": _clean(gpu_allocated)},
+        },
+        "pods": pods,
+        "podGroups": _pod_groups(result, snapshot),
+        "queues": _queues(result, snapshot),
+        "decisions": [
+            {
+                "cycle": record.cycle,
+                "time": record.time,
+                "action": d.action,
+                "type": d.type,
+                "pod": d.pod,
+                "node": d.node,
+                "gpuGroups": list(d.gpu_groups),
+                "reason": d.reason,
+            }
+            for record in result.cycles
+            for d in record.decisions
+        ],
+        "cycleSeconds": [record.seconds for record in result.cycles],
+    }
+
+
+def _pod_groups(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+    groups = []
+    for job in snapshot.jobs.values():
+        running = sum(1 for t in job.tasks if t.status.value == "Running")
+        pending = sum(1 for t in job.tasks if t.status.value == "Pending")
+        reason = result.reasons.get(job.key) if pending else None
+        if pending and reason is None and job.invalid_reason:
+            reason = job.invalid_reason
+        groups.append(
+            {
+                "namespace": job.namespace,
+                "name": job.name,
+                "queue": job.queue,
+                "minMember": job.min_member,
+                "running": running,
+                "pending": pending,
+                "unschedulableReason": reason,
+            }
+        )
+    return groups
+
+
+def _queues(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+    queues = []
+    for queue in result.cluster.queues:
+        name = queue.metadata.name
+        info = snapshot.queues.queues.get(name)
+        queues.append(
+            {
+                "name": name,
+                "parent": queue.spec.parent_queue or None,
+                "fairShare": resources_json(result.fair_share.get(name, (0.0, 0.0, 0.0))),
+                "allocated": resources_json(info.allocated if info else Resources()),
+                "requested": resources_json(info.request if info else Resources()),
+            }
+        )
+    return queues
