@@ -85,7 +85,11 @@ def _simulate(args: argparse.Namespace) -> int:
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
     objects = [loaded.obj for loaded in load_manifests(paths)]
-    result = Simulation(objects, config, options).run()
+    try:
+        simulation = Simulation(objects, config, options)
+    except ConfigError as error:
+        raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
+    result = simulation.run()
     document = result_document(result)
     if args.output == "json":
         _write(args.out, json.dumps(document, indent=2) + "\n")

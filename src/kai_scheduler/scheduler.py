@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kai_scheduler.actions.allocate import Allocate
+from kai_scheduler.actions.preempt import Preempt
+from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.session import Action, Plugin, Session
@@ -47,15 +49,17 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "gpupack": GpuPackPlugin,
     "gpuspread": GpuSpreadPlugin,
 }
-ACTIONS: Final[dict[str, Callable[[], Action]]] = {"allocate": Allocate}
+ACTIONS: Final[dict[str, Callable[[], Action]]] = {
+    "allocate": Allocate,
+    "reclaim": Reclaim,
+    "preempt": Preempt,
+}
 
 # KAI names that a configuration may list but that this version does not run yet; they are skipped
 # and reported, so that a KAI configuration loads unchanged.
 NOT_YET_AVAILABLE: Final = frozenset(
     {
         "consolidation",
-        "reclaim",
-        "preempt",
         "stalegangeviction",
         "minruntime",
         "topology",

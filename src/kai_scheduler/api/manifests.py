@@ -337,10 +337,11 @@ def _is_extended(resource: str) -> bool:
 
 
 def _check_resource_list(path: str, resources: ResourceList) -> None:
+    # Numerator and denominator tests instead of Fraction comparisons: this runs for every pod loaded.
     for name, amount in resources.items():
-        if amount < 0:
+        if amount.numerator < 0:
             raise _Invalid(f"{path}.{name}", f"must not be negative, got {format_quantity(amount)}")
-        if _is_extended(name) and amount.denominator != 1:
+        if amount.denominator != 1 and _is_extended(name):
             hint = (
                 f"; for part of a GPU use the {c.GPU_FRACTION_ANNOTATION} annotation"
                 if name == c.GPU_RESOURCE
@@ -352,13 +353,15 @@ def _check_resource_list(path: str, resources: ResourceList) -> None:
 def _check_requests_within_limits(path: str, container: Container) -> None:
     """The API server's rule: requests never exceed limits, and extended resources cannot be overcommitted."""
     limits = container.resources.limits
+    if not limits:
+        return
     for name, request in container.resources.requests.items():
         limit = limits.get(name)
-        if limit is None:
+        if limit is None or request == limit:
             continue
         field = f"{path}.resources.requests.{name}"
         shown = f"{format_quantity(request)} vs limit {format_quantity(limit)}"
-        if _is_extended(name) and request != limit:
+        if _is_extended(name):
             raise _Invalid(field, f"must equal the limit for an extended resource ({shown})")
         if request > limit:
             raise _Invalid(field, f"must not exceed the limit ({shown})")

@@ -66,6 +66,12 @@ class ExtensionPoints:
     node_scorers: list[NodeScorer] = field(default_factory=list)
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
     gpu_chooser: GpuChooser | None = None
+    # Reclaim: may the job take resources from other queues, and is a scenario (victims evicted,
+    # preemptor placed) fair? Both see the session state with the scenario applied.
+    reclaim_eligibility: list[JobCapacityCheck] = field(default_factory=list)
+    reclaim_validators: list[Callable[[JobInfo, Resources, Sequence[TaskInfo]], bool]] = field(
+        default_factory=list
+    )
     on_allocate: list[TaskHandler] = field(default_factory=list)
     on_deallocate: list[TaskHandler] = field(default_factory=list)
 

@@ -1,4 +1,5 @@
-"""Plugins that only order things: jobs (priority, elastic) and pods within a job (taskorder, kubeflow, ray)."""
+"""Plugins that only order things: jobs (priority, elastic), pods within a job (taskorder, kubeflow,
+ray) and pod sets within a job (subgrouporder)."""
 
 from __future__ import annotations
 

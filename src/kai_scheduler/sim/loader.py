@@ -7,8 +7,10 @@ simulator creates objects in that order and creation order breaks scheduling tie
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,44 @@ from kai_scheduler.api.objects import ApiObject
 
 # The C loader is several times faster, which matters for 10,000+ pod documents; the pure-Python one is a
 # fallback for Python builds without libyaml. Both are "safe": no arbitrary Python objects from YAML tags.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+class _Loader(_SafeLoader):
+    """The safe loader with a faster tag resolver, which the parser calls for every node of every document.
+
+    Safe YAML has no path resolvers, so the per-node path bookkeeping is skipped; and a file repeats the same
+    plain scalars (`name`, `cpu`, `500m`, `kai-scheduler`) thousands of times, so each one's implicit tag
+    (str, int, bool, ...) is resolved once per file. The tags are exactly those of the safe loader.
+    """
+
+    def __init__(self, stream: bytes) -> None:
+        super().__init__(stream)
+        self._plain_tags: dict[str, str] = {}
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode:
+            return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
+        if not implicit[0]:  # quoted, or otherwise not plain: always a string
+            return _STR_TAG
+        tag = self._plain_tags.get(value)
+        if tag is None:
+            tag = self._plain_tags[value] = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        return tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +101,27 @@ def load_manifests(paths: Sequence[str]) -> list[LoadedObject]:
     """
     loaded: list[LoadedObject] = []
     first_seen: dict[tuple[str, str, str], LoadedObject] = {}
-    for file in _expand(paths):
-        for entry in _load_file(file):
-            previous = first_seen.setdefault(object_key(entry.obj), entry)
-            if previous is not entry:
-                raise _duplicate(entry, previous)
-            loaded.append(entry)
+    with _garbage_collection_paused():
+        for file in _expand(paths):
+            for entry in _load_file(file):
+                previous = first_seen.setdefault(object_key(entry.obj), entry)
+                if previous is not entry:
+                    raise _duplicate(entry, previous)
+                loaded.append(entry)
     return loaded
+
+
+@contextmanager
+def _garbage_collection_paused() -> Iterator[None]:
+    """Loading creates millions of small objects and no reference cycles; the cyclic collector would scan
+    the growing heap again and again for nothing (about a fifth of the load time for 20,000 pods)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- paths --------------------------------------------------------------------------------------
@@ -136,6 +184,8 @@ def _documents(source: str, content: bytes) -> Iterator[_Document]:
         index = 0
         while loader.check_node():
             node = loader.get_node()
+            if node is None:  # not after check_node(); the check narrows the type
+                break
             index += 1
             data = _construct(loader, node)
             if data is not None:

@@ -7,12 +7,13 @@ place and evict pods, so that queue order and the capacity checks always see the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
-from kai_scheduler.model.queues import QueueInfo, QueueTree
+from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
@@ -48,6 +49,8 @@ class ProportionPlugin:
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
+        points.reclaim_eligibility.append(self.can_reclaim)
+        points.reclaim_validators.append(self.reclaim_is_fair)
         points.on_allocate.append(self._on_allocate)
         points.on_deallocate.append(self._on_deallocate)
 
@@ -130,7 +133,8 @@ class ProportionPlugin:
                 ):
                     return (
                         f"OverLimit: queue {queue.name} would exceed its {r} limit "
-                        f"({_amount(r, queue.allocated.get(r))} allocated + {_amount(r, request.get(r))} requested "
+                        f"({_amount(r, queue.allocated.get(r))} allocated + "
+                        f"{_amount(r, request.get(r))} requested "
                         f"> limit {_amount(r, limit)})"
                     )
         return None
@@ -146,11 +150,106 @@ class ProportionPlugin:
                 used = queue.allocated_non_preemptible.get(r)
                 if deserved >= 0 and request.get(r) > EPSILON and used + request.get(r) > deserved + EPSILON:
                     return (
-                        f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} above its "
+                        f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
+                        "above its "
                         f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
                         f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})"
                     )
         return None
+
+    # --- reclaim ---------------------------------------------------------------------------------
+
+    def can_reclaim(self, job: JobInfo, request: Resources) -> str | None:
+        """A queue may reclaim only while it stays within its fair share (and a non-preemptible job
+        within deserved quota)."""
+        assert self._session is not None
+        queue = self._session.snapshot.queues[job.queue]
+        for r in RESOURCE_NAMES:
+            if (
+                request.get(r) > EPSILON
+                and queue.allocated.get(r) + request.get(r) > queue.fair_share.get(r) + EPSILON
+            ):
+                return f"queue {queue.name} would go above its {r} fair share"
+        return self.non_preemptible_over_quota(job, request)
+
+    def reclaim_is_fair(self, reclaimer: JobInfo, request: Resources, victims: Sequence[TaskInfo]) -> bool:
+        """KAI's reclaim rules, compared where the two queues' branches of the tree split: each victim
+        must come from a queue above its allocatable share (MaintainFairShare) or, when the reclaimer is
+        still within its deserved quota, above its deserved quota (GuaranteeDeservedQuota); and the
+        reclaimer may not end up more saturated than a sibling it took from."""
+        assert self._session is not None
+        queues = self._session.snapshot.queues
+        total = self._session.snapshot.capacity
+        reclaimer_path = list(reversed(queues.ancestry(reclaimer.queue)))
+        # The session already applied the scenario; rebuild the allocations from before it.
+        before = {q.name: q.allocated.copy() for q in queues}
+        for task in victims:
+            for q in queues.ancestry(task.job.queue):
+                before[q.name].add(self._task_resources(task))
+        for q in reclaimer_path:
+            before[q.name].sub(request)
+        remaining = {name: amount.copy() for name, amount in before.items()}
+        losers: dict[str, tuple[QueueInfo, QueueInfo]] = {}
+        for task in victims:
+            reclaimer_side, victim_side = _split(
+                reclaimer_path, list(reversed(queues.ancestry(task.job.queue)))
+            )
+            if victim_side is None or reclaimer_side is None:
+                return False
+            left = remaining[victim_side.name]
+            share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
+            maintain = not _all_le(left, share)
+            reclaimer_before = before[reclaimer_side.name]
+            within_deserved = _all_le(reclaimer_before.plus(request), _deserved(reclaimer_side, total))
+            guarantee = within_deserved and not _all_le(left, _deserved(victim_side, total))
+            if not (maintain or guarantee):
+                return False
+            amount = self._task_resources(task)
+            for q in queues.ancestry(task.job.queue):
+                remaining[q.name].sub(amount)
+            losers[victim_side.name] = (reclaimer_side, victim_side)
+        for reclaimer_side, victim_side in losers.values():
+            if self._more_saturated(
+                before[reclaimer_side.name].plus(request), reclaimer_side, remaining, victim_side
+            ):
+                return False
+        return True
+
+    def _more_saturated(
+        self,
+        reclaimer_after: Resources,
+        reclaimer: QueueInfo,
+        remaining: dict[str, Resources],
+        sibling: QueueInfo,
+    ) -> bool:
+        for r in RESOURCE_NAMES:
+            fair, sibling_fair = reclaimer.fair_share.get(r), sibling.fair_share.get(r)
+            if fair <= EPSILON or sibling_fair <= EPSILON or reclaimer_after.get(r) <= EPSILON:
+                continue
+            ratio = reclaimer_after.get(r) / fair
+            if (
+                ratio > 1 + EPSILON
+                and ratio * self.reclaimer_saturation_multiplier
+                >= remaining[sibling.name].get(r) / sibling_fair
+            ):
+                return True
+        return False
+
+
+def _split(path_a: list[QueueInfo], path_b: list[QueueInfo]) -> tuple[QueueInfo | None, QueueInfo | None]:
+    """The two queues just below the lowest common ancestor of two root-first paths."""
+    for a, b in zip(path_a, path_b, strict=False):
+        if a.name != b.name:
+            return a, b
+    return None, None
+
+
+def _deserved(queue: QueueInfo, total: Resources) -> Resources:
+    return Resources(*(effective_deserved(queue, r, total.get(r)) for r in RESOURCE_NAMES))
+
+
+def _all_le(a: Resources, b: Resources) -> bool:
+    return all(a.get(r) <= b.get(r) + EPSILON for r in RESOURCE_NAMES)
 
 
 def _amount(resource: str, value: float) -> str:

@@ -1,0 +1,51 @@
+"""preempt: within one queue, a pending job evicts preemptible jobs of strictly lower priority.
+
+E.g. build (100) and inference (125) jobs preempt train (50) jobs of their own queue; non-preemptible
+jobs are never victims. The victim solver does the search (see `victims`).
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.victims import order_victims, solve
+from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+
+
+class Preempt:
+    name = "preempt"
+
+    def execute(self, session: Session) -> None:
+        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
+        queue = QueueOrderedJobs(session, pending)
+        while (job := queue.pop()) is not None:
+            tasks = tasks_to_allocate(session, job)
+            if not tasks or session.check_job_capacity(job, request_of(session, tasks)) is not None:
+                continue
+            if self._attempt(session, job, tasks):
+                session.unschedulable.pop(job.key, None)
+                queue.refresh()
+                if job.has_pending():
+                    queue.push(job)
+
+    def _attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        victims = order_victims(session, _victim_jobs(session, job))
+        if not victims:
+            return False
+
+        def reason(victim: TaskInfo) -> str:
+            return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
+
+        return solve(session, self.name, job, tasks, victims, lambda _job, _evicted: True, reason)
+
+
+def _victim_jobs(session: Session, preemptor: JobInfo) -> list[JobInfo]:
+    return [
+        job
+        for job in session.snapshot.jobs.values()
+        if job.queue == preemptor.queue
+        and job.preemptible
+        and job.priority < preemptor.priority
+        and any(t.status is TaskStatus.RUNNING for t in job.tasks)
+    ]

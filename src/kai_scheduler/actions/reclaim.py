@@ -1,0 +1,65 @@
+"""reclaim: a queue below its fair share takes back resources that other queues borrowed.
+
+Each pending job whose queue would stay within its fair share looks for victims among the preemptible
+running jobs of other queues; the victim solver evicts them in victim order until the job fits (pipelined
+onto the releasing capacity), and proportion's reclaim rules decide whether that scenario is fair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.victims import order_victims, solve
+from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+
+
+class Reclaim:
+    name = "reclaim"
+
+    def execute(self, session: Session) -> None:
+        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
+        queue = QueueOrderedJobs(session, pending)
+        while (job := queue.pop()) is not None:
+            tasks = tasks_to_allocate(session, job)
+            if not tasks or self._blocked(session, job, tasks):
+                continue
+            if self._attempt(session, job, tasks):
+                session.unschedulable.pop(job.key, None)
+                queue.refresh()
+                if job.has_pending():
+                    queue.push(job)
+
+    def _attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        victims = order_victims(session, _victim_jobs(session, job))
+        if not victims:
+            return False
+        request = request_of(session, tasks)
+
+        def fair(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
+            return all(check(preemptor, request, evicted) for check in session.points.reclaim_validators)
+
+        def reason(victim: TaskInfo) -> str:
+            return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
+
+        return solve(session, self.name, job, tasks, victims, fair, reason)
+
+    @staticmethod
+    def _blocked(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        request = request_of(session, tasks)
+        if session.check_job_capacity(job, request) is not None:
+            return True
+        return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
+
+
+def _victim_jobs(session: Session, reclaimer: JobInfo) -> list[JobInfo]:
+    return [
+        job
+        for job in session.snapshot.jobs.values()
+        if job.queue != reclaimer.queue
+        and job.preemptible
+        and job.queue in session.snapshot.queues
+        and any(t.status is TaskStatus.RUNNING for t in job.tasks)
+    ]

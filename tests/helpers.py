@@ -1,0 +1,390 @@
+"""Small builders for tests: tiny manifests as dicts, turned into API objects, and shortcuts to run one
+scheduling cycle (through the simulator or by driving a Session by hand).
+
+Everything is built the way a user writes it (camelCase manifests validated by the API models), so the
+tests exercise the same path as real input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue
+from kai_scheduler.framework.config import SchedulerConfig, parse_config
+from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
+from kai_scheduler.scheduler import PLUGINS
+from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
+from kai_scheduler.sim.results import result_document
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+SCHEDULER = "kai-scheduler"
+
+
+# --- manifests -----------------------------------------------------------------------------------
+
+
+def node_manifest(
+    name: str,
+    *,
+    gpus: int = 8,
+    cpu: str | int = "64",
+    memory: str = "512Gi",
+    pods: str | int = "110",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+    gpu_memory: int | None = None,
+    extra: dict[str, str | int] | None = None,
+) -> dict[str, Any]:
+    allocatable: dict[str, Any] = {"cpu": str(cpu), "memory": memory, "pods": str(pods)}
+    if gpus:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    allocatable.update({k: str(v) for k, v in (extra or {}).items()})
+    node_labels = dict(labels or {})
+    if gpu_memory is not None:
+        node_labels["nvidia.com/gpu.memory"] = str(gpu_memory)
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels},
+        "spec": spec,
+        "status": {"allocatable": allocatable},
+    }
+
+
+def node(name: str, **kwargs: Any) -> Node:
+    return Node.model_validate(node_manifest(name, **kwargs))
+
+
+def pod_manifest(
+    name: str,
+    queue: str | None = "q",
+    *,
+    gpus: int = 0,
+    cpu: str | None = "1",
+    memory: str | None = "1Gi",
+    group: str | None = None,
+    priority_class: str | None = None,
+    node_name: str | None = None,
+    phase: str | None = None,
+    fraction: float | None = None,
+    gpu_memory: int | None = None,
+    num_devices: int | None = None,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    node_selector: dict[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    terminating: bool = False,
+    arrival: str | int | None = None,
+    duration: str | int | None = None,
+    namespace: str | None = None,
+    scheduler: str = SCHEDULER,
+    extra_requests: dict[str, str | int] | None = None,
+    task_priority: int | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    requests: dict[str, Any] = {}
+    if cpu is not None:
+        requests["cpu"] = cpu
+    if memory is not None:
+        requests["memory"] = memory
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    requests.update({k: str(v) for k, v in (extra_requests or {}).items()})
+    pod_labels = dict(labels or {})
+    if queue is not None:
+        pod_labels["kai.scheduler/queue"] = queue
+    if task_priority is not None:
+        pod_labels["kai.scheduler/task-priority"] = str(task_priority)
+    pod_annotations = dict(annotations or {})
+    if group is not None:
+        pod_annotations["pod-group-name"] = group
+    if fraction is not None:
+        pod_annotations["gpu-fraction"] = str(fraction)
+    if gpu_memory is not None:
+        pod_annotations["gpu-memory"] = str(gpu_memory)
+    if num_devices is not None:
+        pod_annotations["gpu-fraction-num-devices"] = str(num_devices)
+    if arrival is not None:
+        pod_annotations["simulation.kai.scheduler/arrival"] = str(arrival)
+    if duration is not None:
+        pod_annotations["simulation.kai.scheduler/duration"] = str(duration)
+    metadata: dict[str, Any] = {"name": name, "labels": pod_labels, "annotations": pod_annotations}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if terminating:
+        metadata["deletionTimestamp"] = "2025-12-31T23:59:00Z"
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    container: dict[str, Any] = {"name": "main", "image": "busybox"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [container]}
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
+    if node_name is not None:
+        spec["nodeName"] = node_name
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if affinity:
+        spec["affinity"] = affinity
+    if tolerations:
+        spec["tolerations"] = tolerations
+    manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    if phase is not None:
+        manifest["status"] = {"phase": phase}
+    elif node_name is not None:
+        manifest["status"] = {"phase": "Running"}
+    return manifest
+
+
+def pod(name: str, queue: str | None = "q", **kwargs: Any) -> Pod:
+    return Pod.model_validate(pod_manifest(name, queue, **kwargs))
+
+
+def _resource(quota: float, limit: float, weight: float) -> dict[str, float]:
+    return {"quota": quota, "limit": limit, "overQuotaWeight": weight}
+
+
+def queue_manifest(
+    name: str,
+    *,
+    gpu: float = -1,
+    gpu_limit: float = -1,
+    gpu_weight: float = 1,
+    cpu: float = -1,
+    cpu_limit: float = -1,
+    cpu_weight: float = 1,
+    memory: float = -1,
+    memory_limit: float = -1,
+    memory_weight: float = 1,
+    parent: str | None = None,
+    priority: int | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    """A queue; quotas default to -1 (unlimited) so tests only state what matters. CPU is in millicores
+    and memory in MB, as in KAI's Queue spec."""
+    spec: dict[str, Any] = {
+        "resources": {
+            "gpu": _resource(gpu, gpu_limit, gpu_weight),
+            "cpu": _resource(cpu, cpu_limit, cpu_weight),
+            "memory": _resource(memory, memory_limit, memory_weight),
+        }
+    }
+    if parent is not None:
+        spec["parentQueue"] = parent
+    if priority is not None:
+        spec["priority"] = priority
+    metadata: dict[str, Any] = {"name": name}
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": metadata, "spec": spec}
+
+
+def queue(name: str, **kwargs: Any) -> Queue:
+    return Queue.model_validate(queue_manifest(name, **kwargs))
+
+
+def pod_group_manifest(
+    name: str,
+    queue: str | None = "q",
+    *,
+    min_member: int = 1,
+    priority_class: str | None = None,
+    preemptibility: str | None = None,
+    sub_groups: list[dict[str, Any]] | None = None,
+    arrival: str | int | None = None,
+    namespace: str | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if queue is not None:
+        spec["queue"] = queue
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
+    if preemptibility is not None:
+        spec["preemptibility"] = preemptibility
+    if sub_groups is not None:
+        spec["subGroups"] = sub_groups
+    metadata: dict[str, Any] = {"name": name, "annotations": {}}
+    if arrival is not None:
+        metadata["annotations"]["simulation.kai.scheduler/arrival"] = str(arrival)
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": metadata, "spec": spec}
+
+
+def pod_group(name: str, queue: str | None = "q", **kwargs: Any) -> PodGroup:
+    return PodGroup.model_validate(pod_group_manifest(name, queue, **kwargs))
+
+
+def priority_class(name: str, value: int, *, global_default: bool = False) -> PriorityClass:
+    return PriorityClass.model_validate(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "globalDefault": global_default,
+        }
+    )
+
+
+def gang(
+    name: str, queue: str = "q", *, size: int, min_member: int | None = None, **pod_kwargs: Any
+) -> list[ApiObject]:
+    """A PodGroup and its `size` pods `<name>-0` ... (minMember defaults to size)."""
+    objects: list[ApiObject] = [pod_group(name, queue, min_member=size if min_member is None else min_member)]
+    objects += [pod(f"{name}-{i}", queue, group=name, **pod_kwargs) for i in range(size)]
+    return objects
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+def config(**document: Any) -> SchedulerConfig:
+    """A configuration from a KAI-format document given as keyword arguments (empty: the defaults)."""
+    return parse_config(document or None)
+
+
+def config_with(plugin_arguments: dict[str, dict[str, Any]] | None = None, **document: Any) -> SchedulerConfig:
+    """The default plugin list with some plugins' arguments replaced (or plugins swapped: gpupack ->
+    gpuspread when `gpuspread` is given)."""
+    from kai_scheduler.framework.config import DEFAULT_PLUGIN_ARGUMENTS, DEFAULT_PLUGINS
+
+    plugin_arguments = plugin_arguments or {}
+    names = list(DEFAULT_PLUGINS)
+    if "gpuspread" in plugin_arguments:
+        names[names.index("gpupack")] = "gpuspread"
+    plugins = [
+        {"name": name, "arguments": plugin_arguments.get(name, DEFAULT_PLUGIN_ARGUMENTS.get(name, {}))}
+        for name in names
+    ]
+    return parse_config({"tiers": [{"plugins": plugins}], **document})
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run(
+    objects: Sequence[ApiObject],
+    scheduler_config: SchedulerConfig | None = None,
+    *,
+    cycles: int | None = None,
+    until: float | None = None,
+    max_cycles: int = 1000,
+    start: datetime = START,
+) -> SimulationResult:
+    options = SimulationOptions(start=start, cycles=cycles, until=until, max_cycles=max_cycles)
+    return Simulation(list(objects), scheduler_config or SchedulerConfig(), options).run()
+
+
+def simulate(
+    objects: Sequence[ApiObject], scheduler_config: SchedulerConfig | None = None, **options: Any
+) -> dict[str, Any]:
+    """The result document (as `simulate --output json` prints it)."""
+    return result_document(run(objects, scheduler_config, **options))
+
+
+def one_cycle(objects: Sequence[ApiObject], scheduler_config: SchedulerConfig | None = None) -> list[Decision]:
+    """The decisions of the first cycle."""
+    return run(objects, scheduler_config, cycles=1).cycles[0].decisions
+
+
+def binds(decisions: Iterable[Decision]) -> dict[str, str]:
+    """pod name (without namespace) -> node, for bind decisions."""
+    return {d.pod.split("/", 1)[1]: d.node for d in decisions if d.type == "bind"}
+
+
+def pipelines(decisions: Iterable[Decision]) -> dict[str, str]:
+    return {d.pod.split("/", 1)[1]: d.node for d in decisions if d.type == "pipeline"}
+
+
+def bound_order(decisions: Iterable[Decision]) -> list[str]:
+    return [d.pod.split("/", 1)[1] for d in decisions if d.type == "bind"]
+
+
+def pods_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in document["pods"]}
+
+
+def groups_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {g["name"]: g for g in document["podGroups"]}
+
+
+def queues_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {q["name"]: q for q in document["queues"]}
+
+
+# --- driving a session by hand -------------------------------------------------------------------
+
+
+def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = False) -> ClusterState:
+    """A ClusterState from objects in creation order: pods with nodeName are running there (terminating
+    when they carry a deletionTimestamp), the others pending; shared-GPU pods name their GPU by the
+    `runai-gpu-group` label."""
+    from kai_scheduler.api import constants as c
+
+    nodes = [o for o in objects if isinstance(o, Node)]
+    queues = [o for o in objects if isinstance(o, Queue)]
+    classes = dict(c.BUILTIN_PRIORITY_CLASSES)
+    for o in objects:
+        if isinstance(o, PriorityClass):
+            classes[o.metadata.name] = o.value
+    pods = []
+    groups = []
+    for rank, o in enumerate(objects):
+        if isinstance(o, Pod):
+            bound = o.spec.node_name is not None
+            group = o.metadata.labels.get(c.GPU_GROUP_LABEL)
+            pods.append(
+                PodState(
+                    o,
+                    rank,
+                    node_name=o.spec.node_name,
+                    phase=(o.status.phase or "Running") if bound else (o.status.phase or "Pending"),
+                    gpu_groups=(group,) if group else (),
+                    terminating=o.metadata.deletion_timestamp is not None,
+                )
+            )
+        elif isinstance(o, PodGroup):
+            groups.append(PodGroupState(o, rank))
+    return ClusterState(nodes=nodes, pods=pods, pod_groups=groups, queues=queues, priority_classes=classes)
+
+
+def snapshot_of(objects: Sequence[ApiObject]) -> ClusterSnapshot:
+    return SnapshotBuilder().build(cluster_state(objects))
+
+
+def open_session(
+    objects: Sequence[ApiObject] | ClusterSnapshot,
+    scheduler_config: SchedulerConfig | None = None,
+    *,
+    plugins: Sequence[str] | None = None,
+) -> Session:
+    """A session on a fresh snapshot with the configuration's plugins opened (or just `plugins`)."""
+    scheduler_config = scheduler_config or SchedulerConfig()
+    snapshot = objects if isinstance(objects, ClusterSnapshot) else snapshot_of(objects)
+    session = Session(snapshot, scheduler_config, cycle=1, now=0.0)
+    options = scheduler_config.plugins()
+    if plugins is not None:
+        by_name = {o.name: o for o in options}
+        chosen = [(name, by_name[name].arguments if name in by_name else {}) for name in plugins]
+    else:
+        chosen = [(o.name, o.arguments) for o in options if o.name in PLUGINS]
+    for name, arguments in chosen:
+        PLUGINS[name](arguments).on_session_open(session)
+    return session
