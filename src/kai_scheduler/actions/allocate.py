@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
-from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 
@@ -33,7 +33,7 @@ class Allocate:
         use_signatures = session.config.use_scheduling_signatures
         while (job := queue.pop()) is not None:
             tasks = tasks_to_allocate(session, job)
-            signature = _signature(job, tasks) if use_signatures else None
+            signature = scheduling_signature(job, tasks) if use_signatures else None
             if signature is not None and signature in failed_shapes:
                 first = failed_shapes[signature]
                 session.unschedulable[job.key] = session.unschedulable.get(first, "does not fit")
@@ -43,16 +43,6 @@ class Allocate:
                     queue.push(job)
             elif signature is not None:
                 failed_shapes[signature] = job.key
-
-
-def _signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]:
-    """Jobs with equal signatures succeed or fail alike in one cycle (same queue, same gang, same pods)."""
-    return (
-        job.queue,
-        job.preemptible,
-        job.is_gang_satisfied(),
-        tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
-    )
 
 
 def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:

@@ -6,30 +6,19 @@ jobs are never victims. The victim solver does the search (see `victims`).
 
 from __future__ import annotations
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
-from kai_scheduler.actions.victims import order_victims, solve
-from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.actions.victims import VictimAction, order_victims, solve
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.resources import Resources
 
 
-class Preempt:
+class Preempt(VictimAction):
     name = "preempt"
 
-    def execute(self, session: Session) -> None:
-        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
-        queue = QueueOrderedJobs(session, pending)
-        while (job := queue.pop()) is not None:
-            tasks = tasks_to_allocate(session, job)
-            if not tasks or session.check_job_capacity(job, request_of(session, tasks)) is not None:
-                continue
-            if self._attempt(session, job, tasks):
-                session.unschedulable.pop(job.key, None)
-                queue.refresh()
-                if job.has_pending():
-                    queue.push(job)
+    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+        return session.check_job_capacity(job, request) is not None
 
-    def _attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         victims = order_victims(session, _victim_jobs(session, job))
         if not victims:
             return False

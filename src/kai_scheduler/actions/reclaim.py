@@ -9,30 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
-from kai_scheduler.actions.victims import order_victims, solve
-from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.actions.victims import VictimAction, order_victims, solve
+from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.resources import Resources
 
 
-class Reclaim:
+class Reclaim(VictimAction):
     name = "reclaim"
 
-    def execute(self, session: Session) -> None:
-        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
-        queue = QueueOrderedJobs(session, pending)
-        while (job := queue.pop()) is not None:
-            tasks = tasks_to_allocate(session, job)
-            if not tasks or self._blocked(session, job, tasks):
-                continue
-            if self._attempt(session, job, tasks):
-                session.unschedulable.pop(job.key, None)
-                queue.refresh()
-                if job.has_pending():
-                    queue.push(job)
+    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+        if session.check_job_capacity(job, request) is not None:
+            return True
+        return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
 
-    def _attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         victims = order_victims(session, _victim_jobs(session, job))
         if not victims:
             return False
@@ -45,13 +37,6 @@ class Reclaim:
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
         return solve(session, self.name, job, tasks, victims, fair, reason)
-
-    @staticmethod
-    def _blocked(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        request = request_of(session, tasks)
-        if session.check_job_capacity(job, request) is not None:
-            return True
-        return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
 
 
 def _victim_jobs(session: Session, reclaimer: JobInfo) -> list[JobInfo]:

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from kai_scheduler.framework.gang import request_of
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+
+# Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
+MAX_SCENARIOS = 64
 
 # Checks a scenario (victims already evicted, preemptor placed) before it is committed.
 ScenarioValidator = Callable[[JobInfo, Sequence[TaskInfo]], bool]
@@ -84,17 +88,31 @@ def solve(
     validate: ScenarioValidator,
     reason: Callable[[TaskInfo], str],
 ) -> bool:
-    """Find and commit the smallest prefix of victims (in order) that lets `tasks` of `preemptor` run."""
+    """Find and commit the smallest prefix of victims (in order) that lets `tasks` of `preemptor` run.
+
+    Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
+    the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
     statement = session.statement(action)
     evicted: list[TaskInfo] = []
+    needed = request_of(session, tasks).gpu
+    nodes = session.snapshot.nodes
+    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
+    simulated = 0
     for victim in victims:
         for step in victim_steps(victim):
             for task in step:
                 statement.evict(task, reason(task))
             evicted.extend(step)
+            available += request_of(session, step).gpu
+            if available + EPSILON < needed:
+                continue
+            simulated += 1
             if _try_place(session, statement, preemptor, tasks, evicted, validate):
                 statement.commit()
                 return True
+            if simulated >= MAX_SCENARIOS:
+                statement.discard()
+                return False
     statement.discard()
     return False
 
@@ -120,3 +138,35 @@ def _try_place(
         statement.rollback(checkpoint)
         return False
     return True
+
+
+class VictimAction:
+    """The loop reclaim and preempt share: pending jobs in queue order, one attempt each (again while
+    an elastic job keeps growing), skipping jobs shaped like one that already failed in this action."""
+
+    name = ""
+
+    def execute(self, session: Session) -> None:
+        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
+        queue = QueueOrderedJobs(session, pending)
+        failed: set[tuple[object, ...]] = set()
+        while (job := queue.pop()) is not None:
+            tasks = tasks_to_allocate(session, job)
+            if not tasks:
+                continue
+            signature = scheduling_signature(job, tasks) if session.config.use_scheduling_signatures else None
+            if signature in failed or self.blocked(session, job, request_of(session, tasks)):
+                continue
+            if self.attempt(session, job, tasks):
+                session.unschedulable.pop(job.key, None)
+                queue.refresh()
+                if job.has_pending():
+                    queue.push(job)
+            elif signature is not None:
+                failed.add(signature)
+
+    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+        raise NotImplementedError
+
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        raise NotImplementedError

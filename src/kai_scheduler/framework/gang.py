@@ -6,7 +6,7 @@ missing members (all or nothing); once every pod set is satisfied, an elastic jo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -44,3 +44,15 @@ def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
     for task in tasks:
         total.add(task.request.queue_resources(gpu_memory))
     return total
+
+
+def scheduling_signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]:
+    """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
+    same preemptibility and priority, same pods to place), so a failed one need not be tried again."""
+    return (
+        job.queue,
+        job.preemptible,
+        job.priority,
+        job.is_gang_satisfied(),
+        tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
+    )

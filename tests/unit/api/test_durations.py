@@ -37,7 +37,9 @@ def test_yaml_numbers_are_seconds(number: float, seconds: float) -> None:
     assert parse_duration(number) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "10x", "1d", "m", "1m-5s", "1.2.3s", "h1", "nan", "inf", "1e999", "ten"])
+@pytest.mark.parametrize(
+    "text", ["", "10x", "1d", "m", "1m-5s", "1.2.3s", "h1", "nan", "inf", "1e999", "ten"]
+)
 def test_rejects_invalid_text_naming_it_and_the_accepted_forms(text: str) -> None:
     with pytest.raises(ValueError) as caught:
         parse_duration(text)

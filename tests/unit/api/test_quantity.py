@@ -40,7 +40,9 @@ def test_exact_arithmetic_does_not_drift() -> None:
     assert sum((parse_quantity("100m") for _ in range(10)), Fraction(0)) == 1
 
 
-@pytest.mark.parametrize(("number", "expected"), [(2, Fraction(2)), (0.5, Fraction(1, 2)), (0.1, Fraction(1, 10))])
+@pytest.mark.parametrize(
+    ("number", "expected"), [(2, Fraction(2)), (0.5, Fraction(1, 2)), (0.1, Fraction(1, 10))]
+)
 def test_accepts_yaml_numbers(number: float, expected: Fraction) -> None:
     assert parse_quantity(number) == expected
 
