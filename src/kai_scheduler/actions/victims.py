@@ -9,6 +9,7 @@ the gang itself is taken, and gangs are taken whole.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -140,7 +141,7 @@ def _try_place(
     return True
 
 
-class VictimAction:
+class VictimAction(ABC):
     """The loop reclaim and preempt share: pending jobs in queue order, one attempt each (again while
     an elastic job keeps growing), skipping jobs shaped like one that already failed in this action."""
 
@@ -165,8 +166,10 @@ class VictimAction:
             elif signature is not None:
                 failed.add(signature)
 
+    @abstractmethod
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        raise NotImplementedError
+        """Whether the job may not even try (limits, fair share, quota)."""
 
+    @abstractmethod
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        raise NotImplementedError
+        """Search victims for the job's next pods and commit the first valid scenario."""

@@ -17,7 +17,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable
+from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable, PipelineTake
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import EPSILON, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -83,10 +83,14 @@ class SessionState:
     def __init__(self, snapshot: ClusterSnapshot, points: ExtensionPoints) -> None:
         self._snapshot = snapshot
         self._points = points
+        self._pipelined: dict[str, PipelineTake] = {}
 
     def place(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus) -> None:
         nodes = self._snapshot.nodes
-        nodes.hold(node, task.request, releasing=False)
+        if status is TaskStatus.PIPELINED:
+            self._pipelined[task.key] = nodes.hold_pipelined(node, task.request)
+        else:
+            nodes.hold(node, task.request, releasing=False)
         if task.request.is_shared_gpu:
             portion = float(nodes.portion_for(task.request)[node])
             for group_id in gpu_groups:
@@ -99,7 +103,11 @@ class SessionState:
         for handler in self._points.on_deallocate:
             handler(task)
         nodes = self._snapshot.nodes
-        nodes.unhold(task.node, task.request, releasing=False)
+        take = self._pipelined.pop(task.key, None)
+        if take is not None:
+            nodes.unhold_pipelined(task.node, task.request, take)
+        else:
+            nodes.unhold(task.node, task.request, releasing=False)
         for group_id in task.gpu_groups:
             nodes.leave_group(group_id, task.key, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups

@@ -50,6 +50,16 @@ class GpuGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class PipelineTake:
+    """The part of a pipelined pod's request that comes out of resources being released."""
+
+    cpu: float
+    memory: float
+    pods: float
+    gpus: float
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSpecInfo:
     """The static facts of one node that placement reads outside the arrays."""
 
@@ -213,6 +223,34 @@ class NodeTable:
             self.rel_memory[node] += request.memory
             self.rel_pods[node] += 1
             self.rel_gpus[node] += request.whole_gpus
+
+    def hold_pipelined(self, node: int, request: PodRequest) -> PipelineTake:
+        """Account a pod pipelined onto the node: it takes what is being released first and only the rest
+        from the idle resources, so pods that fit the idle part can still bind now."""
+        take = PipelineTake(
+            cpu=min(max(self.rel_cpu[node], 0.0), request.cpu),
+            memory=min(max(self.rel_memory[node], 0.0), request.memory),
+            pods=min(max(self.rel_pods[node], 0.0), 1.0),
+            gpus=min(max(self.rel_gpus[node], 0.0), float(request.whole_gpus)),
+        )
+        self.hold(node, request, releasing=False)
+        self._shift_releasing(node, take, -1.0)
+        return take
+
+    def unhold_pipelined(self, node: int, request: PodRequest, take: PipelineTake) -> None:
+        self._shift_releasing(node, take, 1.0)
+        self.unhold(node, request, releasing=False)
+
+    def _shift_releasing(self, node: int, take: PipelineTake, sign: float) -> None:
+        # What a pipelined pod takes from releasing stays "used" but no longer frees up for others.
+        self.used_cpu[node] += sign * take.cpu
+        self.rel_cpu[node] += sign * take.cpu
+        self.used_memory[node] += sign * take.memory
+        self.rel_memory[node] += sign * take.memory
+        self.used_pods[node] += sign * take.pods
+        self.rel_pods[node] += sign * take.pods
+        self.free_gpus[node] -= sign * take.gpus
+        self.rel_gpus[node] += sign * take.gpus
 
     def unhold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
         self.used_cpu[node] -= request.cpu

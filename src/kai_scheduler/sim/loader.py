@@ -192,7 +192,9 @@ def _documents(source: str, content: bytes) -> Iterator[_Document]:
                 yield _Document(data, index, node.start_mark.line + 1, _item_lines(node))
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(source, exc) from None
-    except yaml.YAMLError as exc:  # e.g. bytes that are not UTF-8/16: the reader error carries no mark
+    except yaml.reader.ReaderError as exc:  # bytes that are not text in UTF-8/16: located by byte, not line
+        raise ManifestError(source, f"not a text file: {exc.reason} at byte {exc.position}") from None
+    except yaml.YAMLError as exc:
         raise ManifestError(source, f"invalid YAML: {exc}") from None
     except RecursionError:  # absurd nesting, or an alias that contains itself
         raise ManifestError(source, "invalid YAML: nested too deeply") from None
@@ -244,7 +246,7 @@ def _objects_in(document: _Document, source: str) -> Iterator[LoadedObject]:
     if not isinstance(items, list):
         raise ManifestError(
             source,
-            f"expected a list, got {type(items).__name__}",
+            "expected a list of objects",
             document=document.index,
             line=document.line,
             object_ref=str(data["kind"]),

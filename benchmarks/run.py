@@ -1,0 +1,708 @@
+"""Scheduler benchmark: one large cluster, one large backlog, the first cycle and the steady cycle.
+
+`make bench` runs this file. It builds, in memory and deterministically, a cluster of 1,000 nodes x 8 GPUs
+and a backlog of 10,000 pending pods of mixed shapes in 20 leaf queues, runs the simulator for a few
+cycles and reports:
+
+* the first cycle's placement rate: pods bound or pipelined in cycle 1 / cycle 1's wall time (the
+  simulator's `cycleSeconds`, which covers the snapshot build and the scheduling session);
+* the steady cycle time: the median time of the later cycles in which nothing more was placed (the
+  backlog still waits, so each of them walks every pending job and finds that nothing fits);
+* the share of the first cycle spent building the snapshot, and in the cyclic garbage collector;
+* once, the YAML path end to end (write the same workload as YAML, load it, simulate to the steady state),
+  as a secondary figure.
+
+Results are printed as a table and written to `benchmarks/results/latest.json`. The goal is a first-cycle
+placement rate of at least 1,000 pods/s on the 2-core reference machine.
+
+The workload (fixed by SEED below; change the seed and every figure may move a little):
+
+* nodes `node-0000`..`node-0999`: `nvidia.com/gpu: 8`, cpu 128, memory 1Ti, pods 110, label
+  `nvidia.com/gpu.memory: "81920"`, 5 zones (`topology.kubernetes.io/zone`) of 10 racks
+  (`topology.kubernetes.io/rack`) of 20 nodes;
+* 4 department queues with 5 leaf queues each; GPU quotas sum to the cluster (8,000 GPUs), a few leaves
+  (and one department) have GPU limits, over-quota weights vary 1..4; CPU and memory quotas are -1
+  (unlimited deserved), so only GPUs are rationed;
+* 10,000 pending pods (`schedulerName: kai-scheduler`, label `kai.scheduler/queue`) in these shares:
+  whole-GPU pods of 1/2/4/8 GPUs, gangs (PodGroups of minMember 4..16 whose pods take 1..8 GPUs each,
+  some with an extra elastic pod or two), fractional pods (`gpu-fraction` 0.5 / 0.25) and CPU-only pods;
+  about 8% of the single pods select a rack or a zone with a nodeSelector; priority classes
+  train / build / inference. GPU demand is about 1.3x the cluster, so a backlog remains.
+
+Usage:
+
+    .venv/bin/python benchmarks/run.py                   # the benchmark (what `make bench` runs)
+    .venv/bin/python benchmarks/run.py --write-yaml DIR  # write the workload as YAML and exit
+    .venv/bin/kai-scheduler simulate DIR                 # ... then run it through the CLI
+    .venv/bin/python benchmarks/run.py --profile         # cProfile the first cycle (results/*.prof, *.txt)
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
+from kai_scheduler.sim.loader import load_manifests
+
+# --- workload parameters ------------------------------------------------------------------------
+
+SEED = 20260101
+"""The one random seed: same seed, same workload, byte for byte."""
+
+NODES = 1_000
+GPUS_PER_NODE = 8
+NODES_PER_RACK = 20
+RACKS_PER_ZONE = 10
+PENDING_PODS = 10_000
+GOAL_PODS_PER_SECOND = 1_000.0
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+# Pod shares of the backlog (fractions of PENDING_PODS), by shape. Gang pods are the rest.
+SINGLE_SHARES = {
+    "gpu-1": 0.30,
+    "gpu-2": 0.07,
+    "gpu-4": 0.03,
+    "gpu-8": 0.01,
+    "fraction-0.5": 0.07,
+    "fraction-0.25": 0.07,
+    "cpu": 0.22,
+}
+GANG_GPUS_PER_POD = {1: 0.7, 2: 0.2, 4: 0.07, 8: 0.03}
+GANG_MIN_MEMBER = (4, 16)
+ELASTIC_EXTRA_PODS = 0.2  # share of gangs that have 1-2 pods beyond minMember
+NODE_SELECTOR_SHARE = 0.08  # of single pods: half select a rack, half a zone
+
+# Department -> (GPU quota, GPU limit or -1, leaf count). Quotas sum to NODES * GPUS_PER_NODE.
+DEPARTMENTS = {
+    "research": (3200, -1, 5),
+    "product": (2400, -1, 5),
+    "platform": (1600, 2400, 5),
+    "ops": (800, -1, 5),
+}
+# Priority class of a job by kind: (train, build, inference) weights.
+PRIORITY_WEIGHTS = {
+    "gang": (0.85, 0.15, 0.0),
+    "single": (0.55, 0.2, 0.25),
+    "cpu": (0.3, 0.6, 0.1),
+}
+
+SCHEDULER = "kai-scheduler"
+QUEUE_LABEL = "kai.scheduler/queue"
+POD_GROUP_ANNOTATION = "pod-group-name"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "topology.kubernetes.io/rack"
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+def zone_of(rack: int) -> str:
+    return f"zone-{chr(ord('a') + rack // RACKS_PER_ZONE)}"
+
+
+def node_docs() -> list[dict[str, Any]]:
+    docs = []
+    for i in range(NODES):
+        rack = i // NODES_PER_RACK
+        resources = {
+            "cpu": "128",
+            "memory": "1Ti",
+            "pods": "110",
+            "nvidia.com/gpu": str(GPUS_PER_NODE),
+        }
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": f"node-{i:04d}",
+                    "labels": {
+                        "kubernetes.io/hostname": f"node-{i:04d}",
+                        "nvidia.com/gpu.memory": "81920",
+                        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                        ZONE_LABEL: zone_of(rack),
+                        RACK_LABEL: f"rack-{rack:02d}",
+                    },
+                },
+                "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+            }
+        )
+    return docs
+
+
+def queue_docs(rng: random.Random) -> list[dict[str, Any]]:
+    """Departments first (parents before children), then their leaves."""
+
+    def queue(name: str, parent: str, quota: float, limit: float, weight: float) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "displayName": name,
+            "resources": {
+                "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight},
+                "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+                "memory": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+            },
+        }
+        if parent:
+            spec["parentQueue"] = parent
+        return {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    parents, leaves = [], []
+    for department, (quota, limit, count) in DEPARTMENTS.items():
+        parents.append(queue(department, "", quota, limit, 1))
+        # Split the department's quota into `count` positive integers with random proportions.
+        weights = [rng.uniform(0.5, 1.5) for _ in range(count)]
+        shares = [int(quota * w / sum(weights)) for w in weights]
+        shares[0] += quota - sum(shares)
+        for j, share in enumerate(shares):
+            leaf_limit = -1 if rng.random() < 0.75 else round(share * rng.choice((1.25, 1.5, 2.0)))
+            leaves.append(queue(f"{department}-{j + 1}", department, share, leaf_limit, rng.choice((1, 2, 3, 4))))
+    return parents + leaves
+
+
+def _priority(rng: random.Random, kind: str) -> str:
+    train, build, inference = PRIORITY_WEIGHTS[kind]
+    return rng.choices(("train", "build", "inference"), weights=(train, build, inference))[0]
+
+
+def _container(gpus: int, cpu: float, memory_gi: int) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": f"{cpu:g}", "memory": f"{memory_gi}Gi"}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    resources: dict[str, Any] = {"requests": requests}
+    if gpus:
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    return {"name": "main", "image": "registry.example.com/bench:1", "resources": resources}
+
+
+def _pod(
+    name: str,
+    queue: str,
+    priority_class: str,
+    container: dict[str, Any],
+    *,
+    annotations: dict[str, str] | None = None,
+    node_selector: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER,
+        "priorityClassName": priority_class,
+        "containers": [container],
+    }
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    metadata: dict[str, Any] = {"name": name, "namespace": queue, "labels": {QUEUE_LABEL: queue}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def _single_job(rng: random.Random, index: int, shape: str, queue: str) -> list[dict[str, Any]]:
+    name = f"{shape.replace('.', '')}-{index:05d}"
+    annotations: dict[str, str] = {}
+    selector: dict[str, str] | None = None
+    if shape == "cpu":
+        priority = _priority(rng, "cpu")
+        container = _container(0, rng.choice((1, 2, 4, 8, 16)), rng.choice((4, 8, 16, 32, 64)))
+    elif shape.startswith("fraction-"):
+        priority = _priority(rng, "single")
+        annotations["gpu-fraction"] = shape.removeprefix("fraction-")
+        container = _container(0, rng.choice((1, 2, 4)), rng.choice((8, 16, 32)))
+    else:
+        priority = _priority(rng, "single")
+        gpus = int(shape.removeprefix("gpu-"))
+        container = _container(gpus, gpus * rng.choice((4, 8, 12)), gpus * rng.choice((32, 64, 96)))
+    if shape != "cpu" and rng.random() < NODE_SELECTOR_SHARE:
+        rack = rng.randrange(NODES // NODES_PER_RACK)
+        selector = {RACK_LABEL: f"rack-{rack:02d}"} if rng.random() < 0.5 else {ZONE_LABEL: zone_of(rack)}
+    return [_pod(name, queue, priority, container, annotations=annotations, node_selector=selector)]
+
+
+def _gang_job(rng: random.Random, index: int, size: int, min_member: int, queue: str) -> list[dict[str, Any]]:
+    name = f"gang-{index:04d}"
+    gpus = rng.choices(list(GANG_GPUS_PER_POD), weights=list(GANG_GPUS_PER_POD.values()))[0]
+    priority = _priority(rng, "gang")
+    container = _container(gpus, gpus * rng.choice((4, 8, 12)), gpus * rng.choice((32, 64, 96)))
+    group = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": queue, "labels": {QUEUE_LABEL: queue}},
+        "spec": {"minMember": min_member, "queue": queue, "priorityClassName": priority},
+    }
+    pods = [
+        _pod(
+            f"{name}-{i:02d}",
+            queue,
+            priority,
+            container,
+            annotations={POD_GROUP_ANNOTATION: name},
+        )
+        for i in range(size)
+    ]
+    return [group, *pods]
+
+
+def _gang_sizes(rng: random.Random, budget: int) -> list[tuple[int, int]]:
+    """(pods, minMember) per gang, adding up to exactly `budget` pods (budget >= the smallest gang)."""
+    low, high = GANG_MIN_MEMBER
+    sizes: list[tuple[int, int]] = []
+    left = budget
+    while left > 0:
+        min_member = rng.randint(low, high)
+        size = min_member + (rng.randint(1, 2) if rng.random() < ELASTIC_EXTRA_PODS else 0)
+        if left - size < low:  # what would be left is too small for a gang: this one takes it all
+            size, min_member = left, min(min_member, left)
+        sizes.append((size, min_member))
+        left -= size
+    return sizes
+
+
+def workload_docs(seed: int = SEED) -> list[dict[str, Any]]:
+    """Every object of the workload as a Kubernetes-style dict, in creation order."""
+    rng = random.Random(seed)
+    queues = queue_docs(rng)
+    leaves = [q["metadata"]["name"] for q in queues if q["spec"].get("parentQueue")]
+    leaf_weights = [q["spec"]["resources"]["gpu"]["quota"] for q in queues if q["spec"].get("parentQueue")]
+
+    single_counts = {shape: round(share * PENDING_PODS) for shape, share in SINGLE_SHARES.items()}
+    gang_budget = PENDING_PODS - sum(single_counts.values())
+    jobs: list[tuple[str, Any]] = [(shape, None) for shape, n in single_counts.items() for _ in range(n)]
+    jobs += [("gang", size) for size in _gang_sizes(rng, gang_budget)]
+    rng.shuffle(jobs)  # creation order interleaves every kind of job
+
+    groups: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    for index, (shape, size) in enumerate(jobs):
+        # Demand follows quota roughly, with noise: some queues ask for far more than their share.
+        queue = rng.choices(leaves, weights=[w * rng.uniform(0.5, 1.5) for w in leaf_weights])[0]
+        if shape == "gang":
+            group, *members = _gang_job(rng, index, size[0], size[1], queue)
+            groups.append(group)
+            pods.extend(members)
+        else:
+            pods.extend(_single_job(rng, index, shape, queue))
+    return [*node_docs(), *queues, *groups, *pods]
+
+
+_MODELS: dict[str, Callable[[dict[str, Any]], ApiObject]] = {
+    "Node": Node.model_validate,
+    "Pod": Pod.model_validate,
+    "Queue": Queue.model_validate,
+    "PodGroup": PodGroup.model_validate,
+}
+
+
+def to_objects(docs: list[dict[str, Any]]) -> list[ApiObject]:
+    return [_MODELS[doc["kind"]](doc) for doc in docs]
+
+
+def describe_workload(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    kinds = Counter(doc["kind"] for doc in docs)
+    pods = [doc for doc in docs if doc["kind"] == "Pod"]
+    gpu_demand = 0.0
+    shapes: Counter[str] = Counter()
+    for pod in pods:
+        annotations = pod["metadata"].get("annotations", {})
+        requests = pod["spec"]["containers"][0]["resources"]["requests"]
+        if "gpu-fraction" in annotations:
+            gpu_demand += float(annotations["gpu-fraction"])
+            shape = f"fraction {annotations['gpu-fraction']}"
+        elif "nvidia.com/gpu" in requests:
+            gpu_demand += int(requests["nvidia.com/gpu"])
+            shape = f"{requests['nvidia.com/gpu']} GPU"
+        else:
+            shape = "cpu only"
+        if POD_GROUP_ANNOTATION in annotations:
+            shape = "gang pod, " + shape
+        shapes[shape] += 1
+    capacity = NODES * GPUS_PER_NODE
+    return {
+        "seed": SEED,
+        "nodes": kinds["Node"],
+        "gpus": capacity,
+        "queues": kinds["Queue"],
+        "leafQueues": sum(1 for d in docs if d["kind"] == "Queue" and d["spec"].get("parentQueue")),
+        "podGroups": kinds["PodGroup"],
+        "pendingPods": len(pods),
+        "gpuDemand": gpu_demand,
+        "demandOverCapacity": round(gpu_demand / capacity, 3),
+        "podShapes": dict(sorted(shapes.items())),
+        "withNodeSelector": sum(1 for p in pods if p["spec"].get("nodeSelector")),
+    }
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+class GcTimer:
+    """Wall time spent in the cyclic garbage collector while active (via gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = 0
+        self._started = 0.0
+        self.active = False
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if not self.active:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.collections += 1
+
+    def __enter__(self) -> GcTimer:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def _timed(log: list[float], function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            log.append(time.perf_counter() - started)
+
+    return wrapper
+
+
+def placed(decisions: list[Any]) -> int:
+    return sum(1 for d in decisions if d.type in ("bind", "pipeline"))
+
+
+def run_in_memory(objects: list[ApiObject], cycles: int) -> dict[str, Any]:
+    """Run `cycles` cycles on the in-memory objects; time each cycle's snapshot build and session."""
+    started = time.perf_counter()
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
+    setup_seconds = time.perf_counter() - started
+    # Instance-level wrappers: the simulator calls these once per cycle inside its own timing.
+    build_times: list[float] = []
+    session_times: list[float] = []
+    simulation.builder.build = _timed(build_times, simulation.builder.build)  # type: ignore[method-assign]
+    simulation.scheduler.run = _timed(session_times, simulation.scheduler.run)  # type: ignore[method-assign]
+    gc_timer = GcTimer()
+    with gc_timer:
+        gc_timer.active = True
+        started = time.perf_counter()
+        result = simulation.run()
+        run_seconds = time.perf_counter() - started
+        gc_timer.active = False
+    return _summarise(result, setup_seconds, run_seconds, build_times, session_times, gc_timer)
+
+
+def _summarise(
+    result: SimulationResult,
+    setup_seconds: float,
+    run_seconds: float,
+    build_times: list[float],
+    session_times: list[float],
+    gc_timer: GcTimer,
+) -> dict[str, Any]:
+    records = result.cycles
+    first = records[0]
+    first_placed = placed(first.decisions)
+    kinds = Counter(d.type for d in first.decisions)
+    # Steady: the cycles after the last one that placed anything.
+    last_active = max((r.cycle for r in records if placed(r.decisions)), default=0)
+    steady = [r.seconds for r in records if r.cycle > last_active]
+    later_placed = sum(placed(r.decisions) for r in records[1:])
+    pending = sum(1 for p in result.cluster.arrived_pods() if p.phase == "Pending")
+    return {
+        "setupSeconds": setup_seconds,
+        "runSeconds": run_seconds,
+        "cycleSeconds": [r.seconds for r in records],
+        "firstCycle": {
+            "seconds": first.seconds,
+            "placed": first_placed,
+            "binds": kinds.get("bind", 0),
+            "pipelines": kinds.get("pipeline", 0),
+            "podsPerSecond": first_placed / first.seconds if first.seconds > 0 else None,
+            "snapshotSeconds": build_times[0],
+            "sessionSeconds": session_times[0],
+            "snapshotShare": build_times[0] / first.seconds,
+        },
+        "steady": {
+            "cycles": len(steady),
+            "medianSeconds": statistics.median(steady) if steady else None,
+            "minSeconds": min(steady) if steady else None,
+            "maxSeconds": max(steady) if steady else None,
+            "snapshotMedianSeconds": (
+                statistics.median(build_times[last_active:]) if steady else None
+            ),
+        },
+        "placedAfterFirstCycle": later_placed,
+        "pendingAtEnd": pending,
+        "unschedulableJobs": len(result.reasons),
+        "gcSecondsAllCycles": gc_timer.seconds,
+        "gcCollectionsAllCycles": gc_timer.collections,
+    }
+
+
+def write_yaml(docs: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """One file per kind, named so that the loader's sorted order is the in-memory creation order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    files = []
+    for position, kind in enumerate(("Node", "Queue", "PodGroup", "Pod"), start=1):
+        path = folder / f"{position:02d}-{kind.lower()}s.yaml"
+        with path.open("w", encoding="utf-8") as handle:
+            yaml.dump_all(
+                (doc for doc in docs if doc["kind"] == kind),
+                handle,
+                Dumper=dumper,
+                sort_keys=False,
+                default_flow_style=False,
+            )
+        files.append(path)
+    return files
+
+
+def run_yaml(docs: list[dict[str, Any]], cli: bool) -> dict[str, Any]:
+    """The YAML path once: write, load, simulate to the steady state (as `kai-scheduler simulate` does)."""
+    folder = Path(tempfile.mkdtemp(prefix="kai-bench-yaml-"))
+    try:
+        started = time.perf_counter()
+        files = write_yaml(docs, folder)
+        write_seconds = time.perf_counter() - started
+        size = sum(f.stat().st_size for f in files)
+        started = time.perf_counter()
+        objects = [loaded.obj for loaded in load_manifests([str(folder)])]
+        load_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        result = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START)).run()
+        simulate_seconds = time.perf_counter() - started
+        summary: dict[str, Any] = {
+            "bytes": size,
+            "writeSeconds": write_seconds,
+            "loadSeconds": load_seconds,
+            "simulateSeconds": simulate_seconds,
+            "loadAndSimulateSeconds": load_seconds + simulate_seconds,
+            "cycles": len(result.cycles),
+            "firstCyclePlaced": placed(result.cycles[0].decisions),
+            "firstCycleSeconds": result.cycles[0].seconds,
+        }
+        del objects, result
+        if cli:
+            summary["cli"] = _run_cli(folder)
+        return summary
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_cli(folder: Path) -> dict[str, Any]:
+    """`kai-scheduler simulate DIR --output json` as a user runs it: process start to exit."""
+    executable = Path(sys.executable).with_name("kai-scheduler")
+    command = [str(executable)] if executable.exists() else [sys.executable, "-m", "kai_scheduler"]
+    out = folder / "result.json"
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [*command, "simulate", str(folder), "--output", "json", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    if completed.returncode != 0:
+        return {"seconds": seconds, "error": completed.stderr.strip()[-500:]}
+    document = json.loads(out.read_text(encoding="utf-8"))
+    return {
+        "seconds": seconds,
+        "cycles": document["summary"]["cycles"],
+        "pods": document["summary"]["pods"],
+        "cycleSeconds": document["cycleSeconds"],
+    }
+
+
+def profile_first_cycle(objects: list[ApiObject], folder: Path, top: int) -> Path:
+    """cProfile of cycle 1 (snapshot build + session), saved as .prof and as text sorted two ways."""
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=1))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    simulation.run()
+    profiler.disable()
+    folder.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(folder / "first-cycle.prof")
+    text = io.StringIO()
+    for order in ("cumulative", "tottime"):
+        text.write(f"===== sorted by {order} =====\n")
+        stats = pstats.Stats(profiler, stream=text)
+        stats.strip_dirs().sort_stats(order).print_stats(top)
+    report = folder / "first-cycle-profile.txt"
+    report.write_text(text.getvalue(), encoding="utf-8")
+    return report
+
+
+# --- reporting ----------------------------------------------------------------------------------
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+
+def _s(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds:,.2f} s"
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    workload, memory = report["workload"], report["inMemory"]
+    first, steady = memory["firstCycle"], memory["steady"]
+    rate = first["podsPerSecond"]
+    goal_met = rate is not None and rate >= GOAL_PODS_PER_SECOND
+
+    table = Table(title="kai-scheduler benchmark", show_header=True, header_style="bold")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("nodes", f"{workload['nodes']:,}")
+    table.add_row("GPUs", f"{workload['gpus']:,}")
+    table.add_row("pending pods", f"{workload['pendingPods']:,} ({workload['podGroups']} gangs)")
+    table.add_row("queues (leaf)", f"{workload['queues']} ({workload['leafQueues']})")
+    table.add_row("GPU demand / capacity", f"{workload['demandOverCapacity']:.2f}x")
+    table.add_section()
+    table.add_row("first cycle wall time", _s(first["seconds"]))
+    table.add_row("  snapshot build", f"{_s(first['snapshotSeconds'])} ({first['snapshotShare']:.0%})")
+    table.add_row("  scheduling session", _s(first["sessionSeconds"]))
+    table.add_row("pods placed in first cycle", f"{first['placed']:,} ({first['pipelines']} pipelined)")
+    table.add_row("placement rate", "n/a" if rate is None else f"{rate:,.0f} pods/s")
+    table.add_row(
+        "steady cycle time (median)",
+        f"{_ms(steady['medianSeconds'])} (of {steady['cycles']}, "
+        f"{_ms(steady['minSeconds'])}..{_ms(steady['maxSeconds'])})",
+    )
+    table.add_row("  steady snapshot build (median)", _ms(steady["snapshotMedianSeconds"]))
+    table.add_row("placed after the first cycle", f"{memory['placedAfterFirstCycle']:,}")
+    table.add_row("pods still pending", f"{memory['pendingAtEnd']:,}")
+    table.add_row("GC time, all cycles", f"{_s(memory['gcSecondsAllCycles'])}")
+    yaml_path = report.get("yaml")
+    if yaml_path:
+        table.add_section()
+        table.add_row("YAML: size", f"{yaml_path['bytes'] / 2**20:,.1f} MiB")
+        table.add_row("YAML: load", _s(yaml_path["loadSeconds"]))
+        table.add_row(
+            "YAML: simulate to steady", f"{_s(yaml_path['simulateSeconds'])} ({yaml_path['cycles']} cycles)"
+        )
+        table.add_row("YAML: load + simulate", _s(yaml_path["loadAndSimulateSeconds"]))
+        cli = yaml_path.get("cli")
+        if cli:
+            table.add_row("CLI: simulate --output json", cli.get("error") or _s(cli["seconds"]))
+    table.add_section()
+    table.add_row(
+        f"goal: >= {GOAL_PODS_PER_SECOND:,.0f} pods/s",
+        "[green]yes[/green]" if goal_met else "[red]no[/red]",
+    )
+    console.print(table)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write-yaml", metavar="DIR", help="write the workload as YAML to DIR and exit")
+    parser.add_argument("--cycles", type=int, default=5, help="cycles to run in memory (default 5)")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"workload seed (default {SEED})")
+    parser.add_argument("--no-yaml", action="store_true", help="skip the YAML end-to-end figure")
+    parser.add_argument("--cli", action="store_true", help="also time `kai-scheduler simulate` as a process")
+    parser.add_argument("--profile", action="store_true", help="cProfile the first cycle and exit")
+    parser.add_argument("--top", type=int, default=40, help="rows per profile listing (default 40)")
+    parser.add_argument("--out", default=str(RESULTS / "latest.json"), help="where to write the JSON")
+    args = parser.parse_args(argv)
+    console = Console(width=120)
+
+    started = time.perf_counter()
+    docs = workload_docs(args.seed)
+    generate_seconds = time.perf_counter() - started
+
+    if args.write_yaml:
+        files = write_yaml(docs, Path(args.write_yaml))
+        console.print(f"wrote {len(docs):,} objects to {', '.join(str(f) for f in files)}")
+        console.print(f"run it with: .venv/bin/kai-scheduler simulate {args.write_yaml}")
+        return 0
+
+    started = time.perf_counter()
+    objects = to_objects(docs)
+    validate_seconds = time.perf_counter() - started
+
+    if args.profile:
+        report = profile_first_cycle(objects, RESULTS, args.top)
+        console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
+        console.print(f"saved {report} and {RESULTS / 'first-cycle.prof'}")
+        return 0
+
+    workload = describe_workload(docs)
+    console.print(
+        f"workload: seed {args.seed}, {workload['pendingPods']:,} pods, generated in {generate_seconds:.1f}s, "
+        f"validated in {validate_seconds:.1f}s; running {args.cycles} cycles in memory ..."
+    )
+    in_memory = run_in_memory(objects, args.cycles)
+    del objects
+    gc.collect()
+    report: dict[str, Any] = {
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "workload": workload,
+        "setup": {"generateSeconds": generate_seconds, "validateSeconds": validate_seconds},
+        "inMemory": in_memory,
+        "goal": {
+            "podsPerSecond": GOAL_PODS_PER_SECOND,
+            "met": (in_memory["firstCycle"]["podsPerSecond"] or 0) >= GOAL_PODS_PER_SECOND,
+        },
+    }
+    if not args.no_yaml:
+        console.print("YAML path: write, load, simulate to the steady state ...")
+        report["yaml"] = run_yaml(docs, args.cli)
+    render(report, console)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

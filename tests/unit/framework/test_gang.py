@@ -1,0 +1,103 @@
+"""Which pods one allocation attempt is about.
+
+Reference: kai-reference §4.3 allocate (c): "unsatisfied podsets ask for minMember − allocated tasks;
+satisfied elastic podsets ask for 1 more task"; §4.2 task order (taskorder label desc, then creation);
+§4.2 subgrouporder (unsatisfied podsets first, then lower allocated/minMember).
+"""
+
+from __future__ import annotations
+
+from helpers import gang, node, open_session, pod, pod_group, queue
+
+from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+
+
+def _names(tasks: list) -> list[str]:  # type: ignore[type-arg]
+    return [t.name for t in tasks]
+
+
+def test_an_unsatisfied_gang_asks_for_exactly_its_missing_members() -> None:
+    session = open_session([node("n0"), queue("q"), *gang("g", size=5, min_member=3, gpus=1)])
+    job = session.snapshot.jobs["default/g"]
+    assert _names(tasks_to_allocate(session, job)) == ["g-0", "g-1", "g-2"]
+
+
+def test_a_partly_running_gang_asks_for_the_rest_of_its_min_member() -> None:
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group("g", min_member=3),
+        pod("g-0", group="g", node_name="n0"),
+        pod("g-1", group="g"),
+        pod("g-2", group="g"),
+        pod("g-3", group="g"),
+    ]
+    session = open_session(objects)
+    job = session.snapshot.jobs["default/g"]
+    assert _names(tasks_to_allocate(session, job)) == ["g-1", "g-2"]
+
+
+def test_a_satisfied_elastic_job_asks_for_one_more() -> None:
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group("g", min_member=2),
+        pod("g-0", group="g", node_name="n0"),
+        pod("g-1", group="g", node_name="n0"),
+        pod("g-2", group="g"),
+        pod("g-3", group="g"),
+    ]
+    session = open_session(objects)
+    job = session.snapshot.jobs["default/g"]
+    assert _names(tasks_to_allocate(session, job)) == ["g-2"]
+
+
+def test_task_priority_label_orders_the_pods_chosen() -> None:
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group("g", min_member=2),
+        pod("g-0", group="g", task_priority=0),
+        pod("g-1", group="g", task_priority=5),
+        pod("g-2", group="g", task_priority=1),
+    ]
+    session = open_session(objects)
+    job = session.snapshot.jobs["default/g"]
+    assert _names(tasks_to_allocate(session, job)) == ["g-1", "g-2"]
+
+
+def test_without_task_priority_creation_order_decides() -> None:
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group("g", min_member=1),
+        pod("z", group="g"),
+        pod("a", group="g"),
+    ]
+    session = open_session(objects)
+    assert _names(tasks_to_allocate(session, session.snapshot.jobs["default/g"])) == ["z"]
+
+
+def test_sub_groups_each_ask_for_their_own_missing_members() -> None:
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group(
+            "g", min_member=3, sub_groups=[{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 2}]
+        ),
+        pod("w0", group="g", labels={"kai.scheduler/subgroup-name": "workers"}),
+        pod("w1", group="g", labels={"kai.scheduler/subgroup-name": "workers"}),
+        pod("w2", group="g", labels={"kai.scheduler/subgroup-name": "workers"}),
+        pod("l", group="g", labels={"kai.scheduler/subgroup-name": "leader"}),
+    ]
+    session = open_session(objects)
+    chosen = _names(tasks_to_allocate(session, session.snapshot.jobs["default/g"]))
+    assert sorted(chosen) == ["l", "w0", "w1"]
+
+
+def test_request_of_sums_queue_resources() -> None:
+    objects = [node("n0", gpu_memory=40000), queue("q"), *gang("g", size=2, gpus=1, cpu="500m", memory="1Gi")]
+    session = open_session(objects)
+    job = session.snapshot.jobs["default/g"]
+    total = request_of(session, job.tasks)
+    assert total.values() == (2.0, 1000.0, 2.0 * 2**30)

@@ -1,0 +1,279 @@
+"""NodeTable: fit now (idle) vs soon (idle + releasing), whole GPUs vs shared GPU groups.
+
+Reference: kai-reference §4.1 (active-used statuses occupy node resources; Releasing pods still hold them),
+§4.3 allocate (d) (fit idle -> allocate, fit idle+releasing -> pipeline), §6 (a fractional pod lives on a
+GPU group that consumes one idle whole GPU; gpu-memory is converted per node).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import node, pod, queue, snapshot_of
+
+from kai_scheduler.model.builder import build_node_table, pod_request
+from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.resources import PodRequest
+
+GI = 2**30
+
+
+def table(*nodes_: object) -> NodeTable:
+    return build_node_table(list(nodes_))  # type: ignore[arg-type]
+
+
+def at(table_: NodeTable, name: str, mask: np.ndarray) -> bool:
+    return bool(mask[table_.index[name]])
+
+
+# --- construction ----------------------------------------------------------------------------------
+
+
+def test_nodes_are_sorted_by_name_and_capacities_converted() -> None:
+    t = table(node("b", gpus=2, cpu="8", memory="16Gi"), node("a", gpus=4, cpu="500m", memory="1Gi"))
+    assert t.names == ["a", "b"]
+    assert t.index == {"a": 0, "b": 1}
+    assert list(t.cap_cpu) == [500.0, 8000.0]  # millicores
+    assert list(t.cap_memory) == [GI, 16 * GI]
+    assert list(t.cap_gpus) == [4.0, 2.0]
+    assert list(t.free_gpus) == [4.0, 2.0]
+
+
+def test_max_pods_defaults_to_110_when_allocatable_omits_pods() -> None:
+    manifest_node = node("n", pods=3)
+    t = table(manifest_node)
+    assert t.cap_pods[0] == 3
+    from kai_scheduler.api.objects import Node
+
+    bare = Node.model_validate({"metadata": {"name": "bare"}, "status": {"allocatable": {"cpu": "1"}}})
+    assert table(bare).cap_pods[0] == 110
+
+
+def test_gpu_memory_label_is_floored_to_100_mib_and_missing_is_zero() -> None:
+    t = table(node("a", gpu_memory=40536), node("b"))
+    assert t.gpu_memory_mib[t.index["a"]] == 40500
+    assert t.gpu_memory_mib[t.index["b"]] == 0
+
+
+# --- fit now vs soon -------------------------------------------------------------------------------
+
+
+def test_fit_now_vs_soon_with_a_terminating_pod() -> None:
+    snap = snapshot_of(
+        [
+            node("n0", gpus=4, cpu="8", memory="32Gi"),
+            queue("q"),
+            pod("running", gpus=2, cpu="2", memory="4Gi", node_name="n0"),
+            pod("leaving", gpus=2, cpu="2", memory="4Gi", node_name="n0", terminating=True),
+        ]
+    )
+    t = snap.nodes
+    assert t.free_gpus[0] == 0
+    assert t.rel_gpus[0] == 2
+    assert t.used_cpu[0] == 4000 and t.rel_cpu[0] == 2000
+    two = PodRequest(cpu=1000, memory=GI, whole_gpus=2)
+    three = PodRequest(cpu=1000, memory=GI, whole_gpus=3)
+    assert not t.fit(two, soon=False)[0]
+    assert t.fit(two, soon=True)[0]
+    assert not t.fit(three, soon=True)[0]
+
+
+@pytest.mark.parametrize(
+    ("request_", "now", "soon"),
+    [
+        (PodRequest(cpu=5000), False, True),  # 8 - 4 used = 4 idle, +2 releasing = 6
+        (PodRequest(cpu=7000), False, False),
+        (PodRequest(memory=30 * GI), False, True),  # 34 - 10 = 24Gi idle, +6 releasing = 30
+        (PodRequest(cpu=4000), True, True),
+    ],
+)
+def test_fit_checks_cpu_and_memory_now_and_soon(request_: PodRequest, now: bool, soon: bool) -> None:
+    snap = snapshot_of(
+        [
+            node("n0", gpus=0, cpu="8", memory="34Gi"),
+            queue("q"),
+            pod("running", cpu="2", memory="4Gi", node_name="n0"),
+            pod("leaving", cpu="2", memory="6Gi", node_name="n0", terminating=True),
+        ]
+    )
+    t = snap.nodes
+    assert bool(t.fit(request_, soon=False)[0]) is now
+    assert bool(t.fit(request_, soon=True)[0]) is soon
+
+
+def test_pod_slots_count_and_releasing_slots_come_back() -> None:
+    snap = snapshot_of(
+        [
+            node("n0", gpus=0, pods=2),
+            queue("q"),
+            pod("a", node_name="n0"),
+            pod("b", node_name="n0", terminating=True),
+        ]
+    )
+    t = snap.nodes
+    best_effort = PodRequest()
+    assert not t.fit(best_effort, soon=False)[0]
+    assert t.fit(best_effort, soon=True)[0]
+
+
+def test_succeeded_and_failed_pods_hold_nothing() -> None:
+    snap = snapshot_of(
+        [
+            node("n0", gpus=2),
+            queue("q"),
+            pod("done", gpus=2, node_name="n0", phase="Succeeded"),
+            pod("broken", gpus=2, node_name="n0", phase="Failed"),
+        ]
+    )
+    assert snap.nodes.free_gpus[0] == 2
+    assert snap.nodes.used_pods[0] == 0
+
+
+def test_hold_and_unhold_are_inverse() -> None:
+    t = table(node("n0", gpus=4, cpu="8", memory="8Gi"))
+    request = PodRequest(cpu=1500, memory=GI, whole_gpus=2, scalars=())
+    before = (t.used_cpu.copy(), t.used_memory.copy(), t.used_pods.copy(), t.free_gpus.copy(), t.rel_gpus.copy())
+    t.hold(0, request, releasing=True)
+    assert t.free_gpus[0] == 2 and t.rel_gpus[0] == 2 and t.rel_cpu[0] == 1500
+    t.unhold(0, request, releasing=True)
+    after = (t.used_cpu, t.used_memory, t.used_pods, t.free_gpus, t.rel_gpus)
+    for a, b in zip(before, after, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_mark_and_unmark_releasing_are_inverse() -> None:
+    t = table(node("n0", gpus=4))
+    request = PodRequest(cpu=1000, whole_gpus=1)
+    t.hold(0, request, releasing=False)
+    t.mark_releasing(0, request, "default/p", ())
+    assert t.rel_gpus[0] == 1 and t.rel_cpu[0] == 1000 and t.rel_pods[0] == 1
+    assert t.fit(PodRequest(whole_gpus=4), soon=True)[0]
+    assert not t.fit(PodRequest(whole_gpus=4), soon=False)[0]
+    t.unmark_releasing(0, request, "default/p", ())
+    assert t.rel_gpus[0] == 0 and t.rel_cpu[0] == 0 and t.rel_pods[0] == 0
+
+
+# --- shared GPU groups ----------------------------------------------------------------------------
+
+
+def test_a_group_takes_one_whole_gpu_and_the_last_pod_out_returns_it() -> None:
+    t = table(node("n0", gpus=2))
+    t.join_group(0, "g1", "default/a", 0.5, releasing=False)
+    assert t.free_gpus[0] == 1
+    assert t.shared_free_now[0] == pytest.approx(0.5)
+    t.join_group(0, "g1", "default/b", 0.25, releasing=False)
+    assert t.free_gpus[0] == 1  # joining an existing group takes no further GPU
+    assert t.group_by_id["g1"].used == pytest.approx(0.75)
+    t.leave_group("g1", "default/a", releasing=False)
+    assert t.free_gpus[0] == 1
+    assert t.group_by_id["g1"].holders == {"default/b": 0.25}
+    t.leave_group("g1", "default/b", releasing=False)
+    assert t.free_gpus[0] == 2  # the GPU comes back whole
+    assert "g1" not in t.group_by_id
+    assert 0 not in t.groups
+    assert t.shared_free_now[0] == 0
+
+
+def test_fractional_fit_uses_a_shared_gpu_with_room_or_a_free_whole_gpu() -> None:
+    t = table(node("n0", gpus=1))
+    half = PodRequest(gpu_portion=0.5, gpu_devices=1)
+    big = PodRequest(gpu_portion=0.6, gpu_devices=1)
+    assert t.fit(half, soon=False)[0]  # a whole free GPU would open a group
+    t.join_group(0, "g1", "default/a", 0.5, releasing=False)
+    assert t.free_gpus[0] == 0
+    assert t.fit(half, soon=False)[0]  # room on the shared GPU
+    assert not t.fit(big, soon=False)[0]
+    assert not t.fit(PodRequest(whole_gpus=1), soon=False)[0]
+
+
+def test_a_shared_gpu_whose_pods_all_release_comes_back_whole_soon() -> None:
+    t = table(node("n0", gpus=1))
+    t.hold(0, PodRequest(), releasing=True)
+    t.join_group(0, "g1", "default/a", 0.5, releasing=True)
+    assert t.rel_gpus[0] == 1
+    assert not t.fit(PodRequest(whole_gpus=1), soon=False)[0]
+    assert t.fit(PodRequest(whole_gpus=1), soon=True)[0]
+    big = PodRequest(gpu_portion=0.75, gpu_devices=1)
+    assert not t.fit(big, soon=False)[0]
+    assert t.fit(big, soon=True)[0]
+    # Once someone else joins and stays, the GPU no longer comes back whole.
+    t.join_group(0, "g1", "default/b", 0.25, releasing=False)
+    assert t.rel_gpus[0] == 0
+
+
+def test_releasing_part_of_a_shared_gpu() -> None:
+    t = table(node("n0", gpus=1))
+    t.join_group(0, "g1", "default/a", 0.5, releasing=False)
+    t.join_group(0, "g1", "default/b", 0.5, releasing=False)
+    assert t.shared_free_now[0] == pytest.approx(0.0)
+    t.mark_releasing(0, PodRequest(gpu_portion=0.5, gpu_devices=1), "default/b", ("g1",))
+    assert t.shared_free_soon[0] == pytest.approx(0.5)
+    assert t.shared_free_now[0] == pytest.approx(0.0)
+    assert t.rel_gpus[0] == 0  # a still holds part of it
+    t.unmark_releasing(0, PodRequest(gpu_portion=0.5, gpu_devices=1), "default/b", ("g1",))
+    assert t.shared_free_soon[0] == pytest.approx(0.0)
+
+
+def test_multi_device_fraction_needs_that_many_gpus() -> None:
+    t = table(node("n0", gpus=2))
+    two_halves = PodRequest(gpu_portion=0.5, gpu_devices=2)
+    three_halves = PodRequest(gpu_portion=0.5, gpu_devices=3)
+    assert t.fit(two_halves, soon=False)[0]
+    assert not t.fit(three_halves, soon=False)[0]
+    t.join_group(0, "g1", "default/a", 0.5, releasing=False)
+    # one shared GPU with room + one whole GPU
+    assert t.fit(two_halves, soon=False)[0]
+    assert len(t.shared_candidates(0, 0.5, soon=False)) == 1
+
+
+def test_idle_gpus_total_counts_free_parts_of_shared_gpus() -> None:
+    t = table(node("n0", gpus=4))
+    t.join_group(0, "g1", "default/a", 0.25, releasing=False)
+    assert t.idle_gpus_total()[0] == pytest.approx(3.75)
+
+
+# --- gpu-memory converted per node ---------------------------------------------------------------
+
+
+def test_gpu_memory_request_is_a_portion_of_each_nodes_device_memory() -> None:
+    t = table(node("a40", gpus=1, gpu_memory=40000), node("a80", gpus=1, gpu_memory=80000), node("nomem", gpus=1))
+    request = PodRequest(gpu_memory_mib=20000, gpu_devices=1)
+    portions = t.portion_for(request)
+    assert portions[t.index["a40"]] == pytest.approx(0.5)
+    assert portions[t.index["a80"]] == pytest.approx(0.25)
+    assert np.isinf(portions[t.index["nomem"]])
+    fits = t.fit(request, soon=False)
+    assert at(t, "a40", fits) and at(t, "a80", fits) and not at(t, "nomem", fits)
+    too_big = PodRequest(gpu_memory_mib=60000, gpu_devices=1)
+    fits = t.fit(too_big, soon=False)
+    assert not at(t, "a40", fits) and at(t, "a80", fits)
+
+
+def test_pod_request_from_annotations() -> None:
+    fractional = pod_request(pod("f", fraction=0.25, num_devices=2))
+    assert fractional.gpu_portion == 0.25 and fractional.gpu_devices == 2 and fractional.whole_gpus == 0
+    assert fractional.gpu_units(0) == pytest.approx(0.5)
+    memory = pod_request(pod("m", gpu_memory=10000))
+    assert memory.gpu_memory_mib == 10000 and memory.gpu_devices == 1
+    assert memory.gpu_units(40000) == pytest.approx(0.25)
+    whole = pod_request(pod("w", gpus=2, cpu="500m", memory="1Gi"))
+    assert (whole.whole_gpus, whole.cpu, whole.memory) == (2, 500.0, float(GI))
+    best_effort = pod_request(pod("b", cpu=None, memory=None))
+    assert best_effort == PodRequest()
+    assert not best_effort.uses_gpu
+
+
+# --- scalars (MIG instances) ---------------------------------------------------------------------
+
+
+def test_mig_instances_fit_only_nodes_offering_that_profile() -> None:
+    t = table(
+        node("mig", gpus=0, extra={"nvidia.com/mig-1g.5gb": 2}, labels={"nvidia.com/mig.strategy": "mixed"}),
+        node("plain", gpus=4),
+    )
+    request = PodRequest(scalars=(("nvidia.com/mig-1g.5gb", 1.0),))
+    fits = t.fit(request, soon=False)
+    assert at(t, "mig", fits) and not at(t, "plain", fits)
+    assert not t.fit(PodRequest(scalars=(("nvidia.com/mig-1g.5gb", 3.0),)), soon=False).any()
+    unknown = PodRequest(scalars=(("nvidia.com/mig-7g.40gb", 1.0),))
+    assert not t.fit(unknown, soon=False).any()
