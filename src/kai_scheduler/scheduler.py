@@ -9,11 +9,13 @@ from typing import Any, Final
 from kai_scheduler.actions.allocate import Allocate
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
+from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.session import Action, Plugin, Session
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.gpu_order import GpuPackPlugin, GpuSpreadPlugin
+from kai_scheduler.plugins.minruntime import MinRuntimePlugin
 from kai_scheduler.plugins.ordering import (
     ElasticPlugin,
     KubeflowPlugin,
@@ -48,11 +50,13 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "nodeplacement": NodePlacementPlugin,
     "gpupack": GpuPackPlugin,
     "gpuspread": GpuSpreadPlugin,
+    "minruntime": MinRuntimePlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,
     "reclaim": Reclaim,
     "preempt": Preempt,
+    "stalegangeviction": StaleGangEviction,
 }
 
 # KAI names that a configuration may list but that this version does not run yet; they are skipped
@@ -60,8 +64,6 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
 NOT_YET_AVAILABLE: Final = frozenset(
     {
         "consolidation",
-        "stalegangeviction",
-        "minruntime",
         "topology",
         "dynamicresources",
         "snapshot",

@@ -67,11 +67,13 @@ def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: 
     for task in tasks:
         placed = session.choose_node(task)
         if placed is None:
-            statement.discard()
-            gang = f"gang of {len(tasks)} pods: " if len(tasks) > 1 else ""
-            session.unschedulable[job.key] = (
-                f"{gang}pod {task.name} does not fit: {session.explain_no_fit(task)}"
+            # Explain before rolling back: the pods already placed are part of why this one does not fit.
+            detail = session.explain_no_fit(task)
+            gang = (
+                f"gang of {len(tasks)} pods, {statement.operations} placed before " if len(tasks) > 1 else ""
             )
+            statement.discard()
+            session.unschedulable[job.key] = f"{gang}pod {task.name} does not fit: {detail}"
             return False
         node_name = session.snapshot.nodes.names[placed.node]
         if placed.now:

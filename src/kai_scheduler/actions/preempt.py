@@ -19,7 +19,7 @@ class Preempt(VictimAction):
         return session.check_job_capacity(job, request) is not None
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        victims = order_victims(session, _victim_jobs(session, job))
+        victims = order_victims(session, self.name, job, _victim_jobs(session, job))
         if not victims:
             return False
 

@@ -25,7 +25,7 @@ class Reclaim(VictimAction):
         return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        victims = order_victims(session, _victim_jobs(session, job))
+        victims = order_victims(session, self.name, job, _victim_jobs(session, job))
         if not victims:
             return False
         request = request_of(session, tasks)

@@ -31,16 +31,17 @@ ScenarioValidator = Callable[[JobInfo, Sequence[TaskInfo]], bool]
 class VictimJob:
     job: JobInfo
     running: list[TaskInfo]  # its running pods, newest first
+    protected: bool = False  # only the pods above minMember may be taken (minimum runtime)
 
 
 def victim_steps(victim: VictimJob) -> Iterator[list[TaskInfo]]:
     """The pods to take from one victim job, step by step: first the pods above minMember, one at a
-    time (newest first), then the rest of the gang at once."""
+    time (newest first), then the rest of the gang at once unless the job is protected."""
     above = len(victim.running) - victim.job.min_member
     for i in range(max(above, 0)):
         yield [victim.running[i]]
     rest = victim.running[max(above, 0) :]
-    if rest:
+    if rest and not victim.protected:
         yield rest
 
 
@@ -48,11 +49,19 @@ def running_tasks(job: JobInfo) -> list[TaskInfo]:
     return sorted((t for t in job.tasks if t.status is TaskStatus.RUNNING), key=lambda t: -t.rank)
 
 
-def order_victims(session: Session, jobs: Sequence[JobInfo]) -> list[VictimJob]:
+def order_victims(
+    session: Session, action: str, preemptor: JobInfo, jobs: Sequence[JobInfo]
+) -> list[VictimJob]:
     """Victim order: repeatedly the queue furthest above its fair share, and within it the lowest
-    priority, newest job (the reverse of the order jobs are scheduled in)."""
+    priority, newest job (the reverse of the order jobs are scheduled in). Jobs protected by their
+    minimum runtime are kept only if they run pods above their minMember."""
     by_queue: dict[str, list[JobInfo]] = {}
+    protected: set[str] = set()
     for job in jobs:
+        if session.is_protected(action, preemptor, job):
+            if len(running_tasks(job)) <= job.min_member:
+                continue
+            protected.add(job.key)
         by_queue.setdefault(job.queue, []).append(job)
     for queue_jobs in by_queue.values():
         queue_jobs.sort(key=lambda j: (j.priority, -j.rank), reverse=True)
@@ -65,7 +74,7 @@ def order_victims(session: Session, jobs: Sequence[JobInfo]) -> list[VictimJob]:
         )
         job = by_queue[name].pop()
         tasks = running_tasks(job)
-        ordered.append(VictimJob(job, tasks))
+        ordered.append(VictimJob(job, tasks, job.key in protected))
         remaining[name].sub(request_of(session, tasks))
     return ordered
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 DecisionType = Literal["bind", "pipeline", "evict"]
@@ -29,3 +29,4 @@ class SessionResult:
     decisions: list[Decision]
     unschedulable: dict[str, str]  # job key -> reason
     fair_share: dict[str, tuple[float, float, float]]  # queue -> (gpu, cpu millicores, memory bytes)
+    stale_since: dict[str, float | None] = field(default_factory=dict)  # job -> stale since (None: not stale)

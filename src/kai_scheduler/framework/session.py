@@ -72,6 +72,11 @@ class ExtensionPoints:
     reclaim_validators: list[Callable[[JobInfo, Resources, Sequence[TaskInfo]], bool]] = field(
         default_factory=list
     )
+    # Per action ("reclaim", "preempt"): is a victim job protected for now (minimum runtime)? A
+    # protected job may only lose the pods it runs above its minMember.
+    victim_protection: dict[str, list[Callable[[JobInfo, JobInfo], bool]]] = field(default_factory=dict)
+    # Job key -> new stale-since time (None clears it), for the edge to remember across cycles.
+    stale_updates: dict[str, float | None] = field(default_factory=dict)
     on_allocate: list[TaskHandler] = field(default_factory=list)
     on_deallocate: list[TaskHandler] = field(default_factory=list)
 
@@ -261,9 +266,14 @@ class Session:
     def record(self, decisions: Sequence[Decision]) -> None:
         self.decisions.extend(decisions)
 
+    def is_protected(self, action: str, preemptor: JobInfo, victim: JobInfo) -> bool:
+        return any(check(preemptor, victim) for check in self.points.victim_protection.get(action, ()))
+
     def result(self) -> SessionResult:
         fair_share = {q.name: q.fair_share.values() for q in self.snapshot.queues}
-        return SessionResult(list(self.decisions), dict(self.unschedulable), fair_share)
+        return SessionResult(
+            list(self.decisions), dict(self.unschedulable), fair_share, dict(self.points.stale_updates)
+        )
 
 
 def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:

@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
@@ -145,6 +146,10 @@ def _queue_resources(queue: Queue, field: str) -> Resources:
     )
 
 
+def _seconds(duration: str | None) -> float | None:
+    return None if duration is None else parse_duration(duration)
+
+
 def build_queue_tree(queues: list[Queue]) -> QueueTree:
     infos = [
         QueueInfo(
@@ -155,6 +160,8 @@ def build_queue_tree(queues: list[Queue]) -> QueueTree:
             deserved=_queue_resources(q, "quota"),
             limit=_queue_resources(q, "limit"),
             weight=_queue_resources(q, "over_quota_weight"),
+            preempt_min_runtime=_seconds(q.spec.preempt_min_runtime),
+            reclaim_min_runtime=_seconds(q.spec.reclaim_min_runtime),
         )
         for rank, q in enumerate(queues)
     ]
@@ -241,9 +248,12 @@ class SnapshotBuilder:
             else:
                 job = self._implicit_job(pod_state, state, implicit_pod_group_name(pod))
             jobs[key] = job
-        for job in jobs.values():
+        for key, job in jobs.items():
             if job.invalid_reason is None:
                 job.invalid_reason = self._queue_problem(job.queue, queues)
+            times = state.job_times.get(key)
+            if times is not None:
+                job.last_start, job.stale_since = times.last_start, times.stale_since
         return dict(sorted(jobs.items(), key=lambda item: item[1].rank))
 
     @staticmethod

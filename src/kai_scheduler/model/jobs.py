@@ -135,6 +135,10 @@ class JobInfo:
     tasks: list[TaskInfo] = field(default_factory=list)
     # Why the job could not be scheduled as-is, before any action ran (queue missing, not enough pods).
     invalid_reason: str | None = None
+    # Session-clock seconds: when the job last started running (min-runtime protection), and since
+    # when it has been a stale gang (running below its minMember).
+    last_start: float | None = None
+    stale_since: float | None = None
 
     @property
     def key(self) -> str:

@@ -22,6 +22,8 @@ class QueueInfo:
     deserved: Resources
     limit: Resources
     weight: Resources
+    preempt_min_runtime: float | None = None
+    reclaim_min_runtime: float | None = None
     children: list[str] = field(default_factory=list)
     allocated: Resources = field(default_factory=Resources)
     allocated_non_preemptible: Resources = field(default_factory=Resources)

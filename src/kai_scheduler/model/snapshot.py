@@ -37,6 +37,15 @@ class PodGroupState:
 
 
 @dataclass(frozen=True, slots=True)
+class JobTimes:
+    """Bookkeeping a cluster keeps on PodGroups (KAI's last-start and stale-podgroup timestamps), in
+    session-clock seconds."""
+
+    last_start: float | None = None
+    stale_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterState:
     """Everything a cycle starts from. Sequences are in creation order where order matters."""
 
@@ -46,6 +55,8 @@ class ClusterState:
     queues: Sequence[Queue]
     priority_classes: Mapping[str, int]
     default_priority: int = 50
+    # Per job key: what the edge remembers across cycles (see `JobTimes`).
+    job_times: Mapping[str, JobTimes] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

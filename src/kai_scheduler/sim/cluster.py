@@ -12,7 +12,7 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.builder import implicit_pod_group_name
-from kai_scheduler.model.snapshot import ClusterState, PodGroupState, PodState
+from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 # Objects without a creation timestamp are created just before second 0, in input order.
 _BEFORE_START = -1e-9
@@ -53,6 +53,11 @@ class SimCluster:
     pod_groups: list[tuple[PodGroup, int, float]]  # object, rank, arrival
     pods: list[SimPod] = field(default_factory=list)
     now: float = 0.0
+    # What a real cluster keeps on PodGroups across cycles, by job key.
+    last_start: dict[str, float] = field(default_factory=dict)
+    stale_since: dict[str, float] = field(default_factory=dict)
+    # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
+    stale_grace: float = -1.0
 
     def state(self) -> ClusterState:
         """The cluster as the scheduler sees it now: only what has arrived."""
@@ -69,12 +74,34 @@ class SimCluster:
             queues=self.queues,
             priority_classes=self.priority_classes,
             default_priority=self.default_priority,
+            job_times={
+                key: JobTimes(self.last_start.get(key), self.stale_since.get(key))
+                for key in self.last_start.keys() | self.stale_since.keys()
+            },
         )
 
     def arrived_pods(self) -> list[SimPod]:
         return [p for p in self.pods if p.arrival <= self.now]
 
     # --- effects ---------------------------------------------------------------------------------
+
+    def remember_stale(self, updates: dict[str, float | None]) -> None:
+        for job, since in updates.items():
+            if since is None:
+                self.stale_since.pop(job, None)
+            else:
+                self.stale_since[job] = since
+
+    def running_jobs(self) -> set[str]:
+        return {p.job_key for p in self.pods if p.phase == "Running"}
+
+    def stamp_starts(self, running_before: set[str]) -> None:
+        """A job that went from no running pod to some has (re)started now: min-runtime counts from here."""
+        running_now = self.running_jobs()
+        for job in running_now - running_before:
+            self.last_start[job] = self.now
+        for job in set(self.last_start) - running_now:
+            del self.last_start[job]
 
     def apply(self, decisions: Sequence[Decision]) -> None:
         """Carry out a cycle's decisions as a real cluster would, instantly."""
@@ -108,6 +135,8 @@ class SimCluster:
         times = [p.arrival for p in self.pods if p.arrival > time]
         times += [arrival for _, _, arrival in self.pod_groups if arrival > time]
         times += [p.finish_at for p in self.pods if p.phase == "Running" and p.finish_at is not None]
+        if self.stale_grace >= 0:
+            times += [since + self.stale_grace for since in self.stale_since.values()]
         later = [t for t in times if t > time + 1e-9]
         return min(later) if later else None
 

@@ -52,6 +52,7 @@ class Simulation:
         self.options = options
         self.scheduler = Scheduler(config)
         self.cluster = build_cluster(objects, options.start)
+        self.cluster.stale_grace = config.default_staleness_grace_period
         self.builder = SnapshotBuilder()
 
     def run(self) -> SimulationResult:
@@ -75,7 +76,10 @@ class Simulation:
             snapshot = self.builder.build(cluster.state())
             result = self.scheduler.run(snapshot, cycle=len(records) + 1, now=now)
             seconds = time.perf_counter() - started
+            running_before = cluster.running_jobs()
             cluster.apply(result.decisions)
+            cluster.stamp_starts(running_before)
+            cluster.remember_stale(result.stale_since)
             cluster.remove_terminated()
             records.append(CycleRecord(len(records) + 1, now, result.decisions, seconds))
             fair_share = result.fair_share

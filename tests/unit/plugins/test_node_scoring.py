@@ -1,0 +1,220 @@
+"""Node-order plugins: nodeplacement (binpack / spread, for GPU and CPU pods), nodeavailability,
+resourcetype, gpusharingorder, nominatednode.
+
+Reference: kai-reference §4.2 ("Node order: sum of every plugin's node score; highest first; ties by node
+name ascending"), §4.4 plugin table and score constants (MaxHighDensity 9, ResourceType 10, Availability
+100, GpuSharing 1000, NominatedNode 1 000 000), §2.6 (placementStrategy gpu/cpu binpack|spread).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import (
+    binds,
+    cluster_state,
+    config,
+    config_with,
+    node,
+    one_cycle,
+    open_session,
+    pipelines,
+    pod,
+    queue,
+)
+
+from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig
+from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.snapshot import ClusterState, PodState
+
+ALLOCATE = config(actions="allocate")
+
+
+def placement_config(gpu: str = "binpack", cpu: str = "binpack", *, without: tuple[str, ...] = ()) -> SchedulerConfig:
+    plugins = [
+        {"name": name, "arguments": {"gpu": gpu, "cpu": cpu} if name == "nodeplacement" else {}}
+        for name in DEFAULT_PLUGINS
+        if name not in without
+    ]
+    return config(actions="allocate", tiers=[{"plugins": plugins}])
+
+
+def gpu_nodes() -> list[Any]:
+    # a: 8 GPUs free; b: 2 of 8 free (6 held by a running pod); c: 5 of 8 free.
+    return [
+        node("a"),
+        node("b"),
+        node("c"),
+        queue("q"),
+        pod("busy-b", gpus=6, node_name="b"),
+        pod("busy-c", gpus=3, node_name="c"),
+    ]
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [("binpack", "b"), ("spread", "a")])
+def test_gpu_placement(strategy: str, expected: str) -> None:
+    decisions = one_cycle([*gpu_nodes(), pod("p", gpus=1)], placement_config(gpu=strategy))
+    assert binds(decisions) == {"p": expected}
+
+
+def cpu_nodes() -> list[Any]:
+    return [
+        node("a", gpus=0, cpu="16"),
+        node("b", gpus=0, cpu="16"),
+        node("c", gpus=0, cpu="16"),
+        queue("q"),
+        pod("busy-b", cpu="12", node_name="b"),
+        pod("busy-c", cpu="4", node_name="c"),
+    ]
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [("binpack", "b"), ("spread", "a")])
+def test_cpu_placement(strategy: str, expected: str) -> None:
+    decisions = one_cycle([*cpu_nodes(), pod("p", cpu="2")], placement_config(cpu=strategy))
+    assert binds(decisions) == {"p": expected}
+
+
+def test_gpu_and_cpu_strategies_are_independent() -> None:
+    objects = [
+        *gpu_nodes(),
+        node("x", gpus=0, cpu="16"),
+        node("y", gpus=0, cpu="16"),
+        pod("busy-y", cpu="12", node_name="y"),
+        pod("g", gpus=1),
+        pod("k", cpu="2", memory="1Gi"),
+    ]
+    decisions = binds(one_cycle(objects, placement_config(gpu="binpack", cpu="spread")))
+    assert decisions["g"] == "b"  # GPU pods pack
+    assert decisions["k"] == "x"  # CPU pods spread (x is the emptiest CPU-only node)
+
+
+def test_binpack_spreads_nothing_when_all_nodes_are_equal_and_breaks_ties_by_name() -> None:
+    objects = [node("z"), node("m"), node("b"), queue("q"), pod("p", gpus=1)]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"p": "b"}
+
+
+def test_binpack_fills_one_node_before_the_next() -> None:
+    objects = [node("a", gpus=4), node("b", gpus=4), queue("q"), *[pod(f"p{i}", gpus=1) for i in range(5)]]
+    decisions = binds(one_cycle(objects, ALLOCATE))
+    assert [decisions[f"p{i}"] for i in range(5)] == ["a", "a", "a", "a", "b"]
+
+
+def test_spread_alternates_between_nodes() -> None:
+    objects = [node("a", gpus=4), node("b", gpus=4), queue("q"), *[pod(f"p{i}", gpus=1) for i in range(4)]]
+    decisions = binds(one_cycle(objects, placement_config(gpu="spread")))
+    assert [decisions[f"p{i}"] for i in range(4)] == ["a", "b", "a", "b"]
+
+
+# --- nodeavailability ----------------------------------------------------------------------------
+
+
+def _releasing_vs_free() -> list[Any]:
+    # a is full but its pod is terminating (binpack prefers it: fewer free GPUs); b has room now.
+    return [
+        node("a", gpus=2),
+        node("b", gpus=8),
+        queue("q"),
+        pod("leaving", gpus=2, node_name="a", terminating=True),
+        pod("p", gpus=1),
+    ]
+
+
+def test_nodeavailability_prefers_a_node_where_the_pod_fits_now() -> None:
+    decisions = one_cycle(_releasing_vs_free(), ALLOCATE)
+    assert binds(decisions) == {"p": "b"}
+
+
+def test_without_nodeavailability_binpack_pipelines_onto_releasing_capacity() -> None:
+    decisions = one_cycle(_releasing_vs_free(), placement_config(without=("nodeavailability",)))
+    assert pipelines(decisions) == {"p": "a"}
+    assert binds(decisions) == {}
+
+
+# --- resourcetype --------------------------------------------------------------------------------
+
+
+def test_resourcetype_keeps_cpu_pods_on_cpu_only_nodes() -> None:
+    objects = [node("a-gpu", cpu="64"), node("b-cpu", gpus=0, cpu="64"), queue("q"), pod("cpu", cpu="1")]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"cpu": "b-cpu"}
+    assert binds(one_cycle(objects, placement_config(without=("resourcetype",)))) == {"cpu": "a-gpu"}
+
+
+def test_resourcetype_does_not_pull_gpu_pods_anywhere() -> None:
+    objects = [node("a", gpus=4), node("b", gpus=4), queue("q"), pod("g", gpus=1)]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"g": "a"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="resourcetype treats a MIG node without nvidia.com/gpu in allocatable as CPU-only "
+    "(scoring.py ResourceTypePlugin.score checks only cap_gpus <= 0), so CPU pods are pulled onto MIG GPU nodes",
+)
+def test_resourcetype_does_not_count_a_mig_node_as_cpu_only() -> None:
+    mig = node(
+        "a-mig", gpus=0, cpu="64", labels={"nvidia.com/mig.strategy": "mixed"}, extra={"nvidia.com/mig-1g.10gb": 7}
+    )
+    objects = [mig, node("b-cpu", gpus=0, cpu="64"), queue("q"), pod("cpu", cpu="1")]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"cpu": "b-cpu"}
+
+
+# --- gpusharingorder -----------------------------------------------------------------------------
+
+
+def _sharing_objects() -> list[Any]:
+    # big: 8 GPUs, one shared at 0.5 (7.5 idle); small: 2 whole GPUs free. binpack alone prefers small.
+    return [
+        node("big", gpus=8),
+        node("small", gpus=2),
+        queue("q"),
+        pod("half", fraction=0.5, node_name="big", labels={"runai-gpu-group": "big-g1"}),
+        pod("f", fraction=0.5),
+    ]
+
+
+def test_gpusharingorder_sends_a_fraction_to_a_shared_gpu_with_room() -> None:
+    decisions = one_cycle(_sharing_objects(), ALLOCATE)
+    assert binds(decisions) == {"f": "big"}
+    assert decisions[0].gpu_groups == ("big-g1",)
+
+
+def test_without_gpusharingorder_binpack_decides() -> None:
+    decisions = one_cycle(_sharing_objects(), placement_config(without=("gpusharingorder",)))
+    assert binds(decisions) == {"f": "small"}
+
+
+def test_gpusharingorder_ignores_shared_gpus_without_enough_room() -> None:
+    objects = _sharing_objects()
+    objects[-1] = pod("f", fraction=0.75)
+    assert binds(one_cycle(objects, ALLOCATE)) == {"f": "small"}
+
+
+# --- nominatednode -------------------------------------------------------------------------------
+
+
+def test_nominated_node_beats_every_other_score() -> None:
+    objects = [node("a", gpus=2), node("b", gpus=8), queue("q"), pod("p", gpus=1)]
+    state = cluster_state(objects)
+    pods = [PodState(s.pod, s.rank, nominated_node="b") for s in state.pods]
+    state = ClusterState(state.nodes, pods, state.pod_groups, state.queues, state.priority_classes)
+    session = open_session(SnapshotBuilder().build(state))
+    placed = session.choose_node(session.snapshot.tasks["default/p"])
+    assert placed is not None and session.snapshot.nodes.names[placed.node] == "b"
+
+
+def test_scores_add_up_with_the_documented_constants() -> None:
+    objects = [node("a", gpus=4), node("b-cpu", gpus=0), queue("q"), pod("cpu", cpu="1")]
+    session = open_session(objects, plugins=["resourcetype", "nodeavailability"])
+    task = session.snapshot.tasks["default/cpu"]
+    candidates = session.candidate_nodes(task)
+    total = np.zeros(2)
+    for scorer in session.points.node_scorers:
+        total += scorer(task, candidates)
+    assert list(total) == [100.0, 110.0]
+
+
+def test_config_with_swaps_gpupack_for_gpuspread() -> None:
+    swapped = config_with({"gpuspread": {}})
+    names = [p.name for p in swapped.plugins()]
+    assert "gpuspread" in names and "gpupack" not in names
