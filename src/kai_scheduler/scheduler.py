@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kai_scheduler.actions.allocate import Allocate
+from kai_scheduler.actions.consolidation import Consolidation
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
@@ -54,6 +55,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,
+    "consolidation": Consolidation,
     "reclaim": Reclaim,
     "preempt": Preempt,
     "stalegangeviction": StaleGangEviction,
@@ -63,7 +65,6 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
 # and reported, so that a KAI configuration loads unchanged.
 NOT_YET_AVAILABLE: Final = frozenset(
     {
-        "consolidation",
         "topology",
         "dynamicresources",
         "snapshot",

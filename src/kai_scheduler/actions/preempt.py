@@ -6,7 +6,9 @@ jobs are never victims. The victim solver does the search (see `victims`).
 
 from __future__ import annotations
 
-from kai_scheduler.actions.victims import VictimAction, order_victims, solve
+from collections.abc import Sequence
+
+from kai_scheduler.actions.victims import Scenario, VictimAction, order_victims, solve
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import Resources
@@ -26,7 +28,12 @@ class Preempt(VictimAction):
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
 
-        return solve(session, self.name, job, tasks, victims, lambda _job, _evicted: True, reason)
+        return solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
+
+
+def _no_rule(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
+    """Preempt has no fairness rule of its own: priority already decided who may go."""
+    return True
 
 
 def _victim_jobs(session: Session, preemptor: JobInfo) -> list[JobInfo]:

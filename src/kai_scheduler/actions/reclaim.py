@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kai_scheduler.actions.victims import VictimAction, order_victims, solve
+from kai_scheduler.actions.victims import Relocation, Scenario, VictimAction, order_victims, solve
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
@@ -36,7 +36,8 @@ class Reclaim(VictimAction):
         def reason(victim: TaskInfo) -> str:
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
-        return solve(session, self.name, job, tasks, victims, fair, reason)
+        relocation = Relocation.TRY if session.config.allow_consolidating_reclaim else Relocation.NONE
+        return solve(session, Scenario(self.name, job, tasks, fair, reason, relocation), victims)
 
 
 def _victim_jobs(session: Session, reclaimer: JobInfo) -> list[JobInfo]:

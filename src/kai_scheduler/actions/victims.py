@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
@@ -89,35 +90,51 @@ def _over_share(session: Session, queue_name: str, allocated: Resources) -> floa
     return max(ratios, default=0.0)
 
 
-def solve(
-    session: Session,
-    action: str,
-    preemptor: JobInfo,
-    tasks: list[TaskInfo],
-    victims: Sequence[VictimJob],
-    validate: ScenarioValidator,
-    reason: Callable[[TaskInfo], str],
-) -> bool:
-    """Find and commit the smallest prefix of victims (in order) that lets `tasks` of `preemptor` run.
+class Relocation(Enum):
+    """What happens to victims once the preemptor is placed."""
+
+    NONE = "none"  # they stop
+    TRY = "try"  # those that fit elsewhere move there; the rest stop (consolidating reclaim)
+    ALL = "all"  # every one must move, or the scenario is invalid (consolidation)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """How one preemptor's scenarios are built and judged."""
+
+    action: str
+    preemptor: JobInfo
+    tasks: list[TaskInfo]
+    validate: ScenarioValidator
+    reason: Callable[[TaskInfo], str]
+    relocation: Relocation = Relocation.NONE
+    max_victims: int = -1  # most pods evicted in one scenario; -1: no bound
+
+
+def solve(session: Session, scenario: Scenario, victims: Sequence[VictimJob]) -> bool:
+    """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
     the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
-    statement = session.statement(action)
+    statement = session.statement(scenario.action)
     evicted: list[TaskInfo] = []
-    needed = request_of(session, tasks).gpu
+    needed = request_of(session, scenario.tasks).gpu
     nodes = session.snapshot.nodes
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0
     for victim in victims:
         for step in victim_steps(victim):
+            if 0 <= scenario.max_victims < len(evicted) + len(step):
+                statement.discard()
+                return False
             for task in step:
-                statement.evict(task, reason(task))
+                statement.evict(task, scenario.reason(task))
             evicted.extend(step)
             available += request_of(session, step).gpu
             if available + EPSILON < needed:
                 continue
             simulated += 1
-            if _try_place(session, statement, preemptor, tasks, evicted, validate):
+            if _try_scenario(session, statement, scenario, evicted):
                 statement.commit()
                 return True
             if simulated >= MAX_SCENARIOS:
@@ -127,16 +144,12 @@ def solve(
     return False
 
 
-def _try_place(
-    session: Session,
-    statement: Statement,
-    preemptor: JobInfo,
-    tasks: list[TaskInfo],
-    evicted: list[TaskInfo],
-    validate: ScenarioValidator,
+def _try_scenario(
+    session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
 ) -> bool:
     checkpoint = statement.checkpoint()
-    for task in tasks:
+    preemptor = scenario.preemptor
+    for task in scenario.tasks:
         placed = session.choose_node(task)
         if placed is None:
             statement.rollback(checkpoint)
@@ -144,10 +157,32 @@ def _try_place(
         node = session.snapshot.nodes.names[placed.node]
         message = f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
         statement.pipeline(task, placed.node, placed.gpu_groups, message)
-    if not validate(preemptor, evicted):
+    stopped = _relocate(session, statement, scenario, evicted)
+    if stopped is None or not scenario.validate(preemptor, stopped):
         statement.rollback(checkpoint)
         return False
     return True
+
+
+def _relocate(
+    session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
+) -> list[TaskInfo] | None:
+    """Move the victims that fit elsewhere; the ones left are stopped. None: a required move failed."""
+    if scenario.relocation is Relocation.NONE:
+        return list(evicted)
+    stopped = []
+    for victim in evicted:
+        moved = victim.recreated()
+        placed = session.choose_node(moved, avoid=victim.node)
+        if placed is None:
+            if scenario.relocation is Relocation.ALL:
+                return None
+            stopped.append(victim)
+            continue
+        node = session.snapshot.nodes.names[placed.node]
+        reason = f"moved to {node} to make room for {scenario.preemptor.key}"
+        statement.pipeline(moved, placed.node, placed.gpu_groups, reason)
+    return stopped
 
 
 class VictimAction(ABC):

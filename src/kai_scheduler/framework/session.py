@@ -202,10 +202,13 @@ class Session:
             ok &= predicate.nodes_passing(task)
         return ok & self.snapshot.nodes.fit(task.request, soon=True)
 
-    def choose_node(self, task: TaskInfo) -> Placed | None:
-        """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
+    def choose_node(self, task: TaskInfo, *, avoid: int = -1) -> Placed | None:
+        """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there;
+        `avoid` excludes one node (a pod being moved does not move back onto its own node)."""
         nodes = self.snapshot.nodes
         candidates = self.candidate_nodes(task)
+        if avoid >= 0:
+            candidates[avoid] = False
         if not candidates.any():
             return None
         scores = np.zeros(nodes.size)

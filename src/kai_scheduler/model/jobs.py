@@ -95,6 +95,22 @@ class TaskInfo:
         self.gpu_groups = gpu_groups
         self.nominated_node = nominated_node
 
+    def recreated(self) -> TaskInfo:
+        """The pod as its controller recreates it after an eviction: pending, same name, same job. Used
+        to place a moved pod on its new node while the evicted one still releases the old node."""
+        return TaskInfo(
+            namespace=self.namespace,
+            name=self.name,
+            job=self.job,
+            podset=self.podset,
+            request=self.request,
+            status=TaskStatus.PENDING,
+            placement=self.placement,
+            labels=self.labels,
+            rank=self.rank,
+            task_priority=self.task_priority,
+        )
+
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.value}, node={self.node})"
 

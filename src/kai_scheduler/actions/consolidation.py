@@ -1,0 +1,81 @@
+"""consolidation: make room for a pending job by moving running pods, never by stopping them.
+
+When a preemptible job does not fit anywhere although the cluster has enough free GPUs in total (the free
+GPUs are scattered), consolidation looks for preemptible running jobs to move: each scenario evicts
+victims, places the pending job, and re-places every victim on another node (pipelined there); a
+scenario in which any victim would have to stop is invalid. At most `maxConsolidationPreemptees` pods
+move for one job (0 turns consolidation off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kai_scheduler.actions.victims import (
+    Relocation,
+    Scenario,
+    VictimAction,
+    VictimJob,
+    order_victims,
+    running_tasks,
+    solve,
+)
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.resources import EPSILON, Resources
+
+
+class Consolidation(VictimAction):
+    name = "consolidation"
+
+    def execute(self, session: Session) -> None:
+        if session.config.max_consolidation_preemptees == 0:
+            return
+        super().execute(session)
+
+    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+        if not job.preemptible or session.check_job_capacity(job, request) is not None:
+            return True
+        nodes = session.snapshot.nodes
+        # Moving pods only helps when the GPUs exist, just not together.
+        free = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
+        return free + EPSILON < request.gpu
+
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        candidates = [
+            other
+            for other in session.snapshot.jobs.values()
+            if other is not job and other.preemptible and running_tasks(other)
+        ]
+        victims = _closest_to_room_first(session, order_victims(session, self.name, job, candidates))
+        if not victims:
+            return False
+
+        def reason(victim: TaskInfo) -> str:
+            return f"consolidated to make room for {job.key} (queue {job.queue})"
+
+        scenario = Scenario(
+            self.name,
+            job,
+            tasks,
+            _all_moved,
+            reason,
+            Relocation.ALL,
+            session.config.max_consolidation_preemptees,
+        )
+        return solve(session, scenario, victims)
+
+
+def _all_moved(preemptor: JobInfo, stopped: Sequence[TaskInfo]) -> bool:
+    """Valid only if no victim stops (relocation ALL already guarantees it; this states the rule)."""
+    return not stopped
+
+
+def _closest_to_room_first(session: Session, victims: list[VictimJob]) -> list[VictimJob]:
+    """Victims on the nodes with the most free GPUs first: moving them frees a whole node soonest."""
+    free = session.snapshot.nodes.idle_gpus_total()
+
+    def room(victim: VictimJob) -> float:
+        return max(float(free[t.node]) for t in victim.running)
+
+    return sorted(victims, key=room, reverse=True)

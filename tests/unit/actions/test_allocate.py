@@ -1,0 +1,267 @@
+"""allocate: gangs all-or-nothing, elastic growth, pipelining onto releasing capacity, scheduling
+signatures, best-effort pods, jobs that cannot be considered.
+
+Reference: kai-reference §4.3 allocate ((c) podsets ask for minMember − allocated, satisfied elastic
+podsets for 1 more; (d) fit idle → Binding, fit idle+releasing → Pipelined, "if any task of a gang is
+pipelined the whole gang is pipelined; all-or-nothing per gang"; (e) pushed back while it has pending
+tasks), "Scheduling signatures", §4.2 "Jobs filtered out before actions" (not ready, queue missing, not a
+leaf), §4.1 (Releasing pods occupy node resources); simulate-contract "Rules" (terminating pods; missing
+queues wait with QueueDoesNotExist) and "Cycles and effects" (pipeline: placed in a later cycle, on the
+pipelined node when it still fits there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import (
+    binds,
+    bound_order,
+    config,
+    gang,
+    groups_by_name,
+    node,
+    one_cycle,
+    pipelines,
+    pod,
+    pod_group,
+    queue,
+    run,
+    simulate,
+)
+
+from kai_scheduler.framework.session import Session
+
+ALLOCATE = config(actions="allocate")
+
+
+def cycles(objects: list[Any], n: int) -> list[list[Any]]:
+    return [record.decisions for record in run(objects, ALLOCATE, cycles=n).cycles]
+
+
+# --- gangs ---------------------------------------------------------------------------------------
+
+
+def test_a_gang_of_four_with_room_for_three_places_none() -> None:
+    objects = [node("n0", gpus=3), queue("q"), *gang("g", size=4, gpus=1)]
+    result = run(objects, ALLOCATE, cycles=1)
+    assert result.cycles[0].decisions == []
+    assert "gang of 4 pods" in result.reasons["default/g"]
+    assert "Insufficient GPUs" in result.reasons["default/g"]
+
+
+def test_a_failed_gang_leaves_its_room_to_the_next_job() -> None:
+    objects = [node("n0", gpus=3), queue("q"), *gang("big", size=4, gpus=1), pod("small", gpus=3)]
+    assert bound_order(one_cycle(objects, ALLOCATE)) == ["small"]
+
+
+def test_a_gang_spans_nodes() -> None:
+    objects = [node("a", gpus=2), node("b", gpus=2), queue("q"), *gang("g", size=4, gpus=1)]
+    decided = binds(one_cycle(objects, ALLOCATE))
+    assert sorted(decided.values()) == ["a", "a", "b", "b"]
+
+
+def test_a_gang_whose_pods_do_not_all_exist_yet_waits() -> None:
+    objects = [node("n0", gpus=8), queue("q"), pod_group("g", min_member=3), pod("g-0", group="g", gpus=1)]
+    result = run(objects, ALLOCATE, cycles=1)
+    assert result.cycles[0].decisions == []
+    assert "minMember 3" in result.reasons["default/g"]
+
+
+def test_min_member_then_one_more_per_pass_up_to_the_room() -> None:
+    objects = [node("n0", gpus=5), queue("q"), *gang("g", size=8, min_member=3, gpus=1)]
+    decisions = one_cycle(objects, ALLOCATE)
+    assert bound_order(decisions) == ["g-0", "g-1", "g-2", "g-3", "g-4"]
+
+
+def test_an_elastic_job_that_cannot_reach_min_member_gets_nothing() -> None:
+    objects = [node("n0", gpus=2), queue("q"), *gang("g", size=5, min_member=3, gpus=1)]
+    assert one_cycle(objects, ALLOCATE) == []
+
+
+# --- pipelining ----------------------------------------------------------------------------------
+
+
+def test_a_pod_is_pipelined_onto_a_terminating_pod_and_bound_there_next_cycle() -> None:
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        pod("leaving", gpus=2, node_name="n0", terminating=True),
+        pod("next", gpus=2),
+    ]
+    first, second = cycles(objects, 2)
+    assert pipelines(first) == {"next": "n0"}
+    assert binds(first) == {}
+    assert "being released" in first[0].reason
+    assert binds(second) == {"next": "n0"}
+
+
+def test_pipelining_needs_the_releasing_capacity_to_be_enough() -> None:
+    objects = [
+        node("n0", gpus=4),
+        queue("q"),
+        pod("staying", gpus=3, node_name="n0"),
+        pod("leaving", gpus=1, node_name="n0", terminating=True),
+        pod("big", gpus=2),
+    ]
+    assert one_cycle(objects, ALLOCATE) == []
+
+
+def test_a_gang_with_one_pod_on_releasing_capacity_is_pipelined_whole() -> None:
+    objects = [
+        node("a", gpus=1),
+        node("b", gpus=1),
+        queue("q"),
+        pod("leaving", gpus=1, node_name="a", terminating=True),
+        *gang("g", size=2, gpus=1),
+    ]
+    first, second = cycles(objects, 2)
+    assert binds(first) == {}
+    assert pipelines(first) == {"g-0": "b", "g-1": "a"} or pipelines(first) == {"g-0": "a", "g-1": "b"}
+    assert sorted(binds(second)) == ["g-0", "g-1"]
+    assert binds(second) == pipelines(first)  # back on the pipelined nodes
+
+
+def test_pipelined_resources_are_not_given_away_again_in_the_same_cycle() -> None:
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        pod("leaving", gpus=2, node_name="n0", terminating=True),
+        pod("first", gpus=2),
+        pod("second", gpus=1),
+    ]
+    decisions = one_cycle(objects, ALLOCATE)
+    assert pipelines(decisions) == {"first": "n0"}
+    assert binds(decisions) == {}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="double booking: a whole-GPU pod pipelined onto a shared GPU whose only holder is terminating "
+    "does not claim that GPU group (nodes.py hold() only lowers free_gpus; the group stays joinable), so "
+    "a fractional pod is then bound onto the same GPU in the same cycle",
+)
+def test_a_gpu_pipelined_to_a_whole_gpu_pod_is_not_shared_out_in_the_same_cycle() -> None:
+    objects = [
+        node("n0", gpus=1),
+        queue("q"),
+        pod("leaving", fraction=0.5, node_name="n0", terminating=True, labels={"runai-gpu-group": "g1"}),
+        pod("whole", gpus=1),
+        pod("frac", fraction=0.5),
+    ]
+    decisions = one_cycle(objects, ALLOCATE)
+    assert pipelines(decisions) == {"whole": "n0"}
+    assert binds(decisions) == {}
+
+
+def test_a_fraction_may_join_a_shared_gpu_whose_other_holder_is_terminating() -> None:
+    objects = [
+        node("n0", gpus=1),
+        queue("q"),
+        pod("leaving", fraction=0.5, node_name="n0", terminating=True, labels={"runai-gpu-group": "g1"}),
+        pod("frac", fraction=0.5),
+    ]
+    decisions = one_cycle(objects, ALLOCATE)
+    assert [(d.type, d.pod, d.gpu_groups) for d in decisions] == [("bind", "default/frac", ("g1",))]
+
+
+# --- scheduling signatures -----------------------------------------------------------------------
+
+
+def _count_choose_node(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    original = Session.choose_node
+
+    def counting(self: Session, task: Any) -> Any:
+        calls.append(task.name)
+        return original(self, task)
+
+    monkeypatch.setattr(Session, "choose_node", counting)
+    return calls
+
+
+def _signature_objects() -> list[Any]:
+    return [
+        node("n0", gpus=1),
+        queue("q"),
+        *[pod(f"big{i}", gpus=2) for i in range(3)],
+        pod("other-shape", gpus=2, node_selector={"x": "y"}),
+        pod("small", gpus=1),
+    ]
+
+
+def test_jobs_shaped_like_a_failed_one_are_skipped_for_the_rest_of_the_cycle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _count_choose_node(monkeypatch)
+    result = run(_signature_objects(), ALLOCATE, cycles=1)
+    assert bound_order(result.cycles[0].decisions) == ["small"]
+    assert calls == ["big0", "other-shape", "small"]
+    assert result.reasons["default/pg-big1"] == result.reasons["default/pg-big0"]
+    assert result.reasons["default/pg-big2"] == result.reasons["default/pg-big0"]
+
+
+def test_without_signatures_every_job_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_choose_node(monkeypatch)
+    decisions = one_cycle(_signature_objects(), config(actions="allocate", useSchedulingSignatures=False))
+    assert bound_order(decisions) == ["small"]
+    assert calls == ["big0", "big1", "big2", "other-shape", "small"]
+
+
+def test_signatures_distinguish_queues() -> None:
+    objects = [
+        node("n0", gpus=2),
+        queue("limited", gpu_limit=1),
+        queue("free"),
+        pod("a", "limited", gpus=2),
+        pod("b", "free", gpus=2),
+    ]
+    assert bound_order(one_cycle(objects, ALLOCATE)) == ["b"]
+
+
+# --- best-effort pods ----------------------------------------------------------------------------
+
+
+def test_best_effort_pods_need_only_a_pod_slot() -> None:
+    objects = [
+        node("a", gpus=0, cpu="1", memory="1Gi", pods=2),
+        queue("q", gpu=0, cpu=0, memory=0, gpu_limit=0, cpu_limit=0, memory_limit=0),
+        *[pod(f"be{i}", cpu=None, memory=None) for i in range(3)],
+        pod("busy", cpu="1", memory="1Gi", node_name="a", scheduler="default-scheduler", queue=None),
+    ]
+    # The node's CPU and memory are all taken by another scheduler's pod, and the queue allows nothing,
+    # but a pod that asks for nothing still fits (one slot is left).
+    result = run(objects, ALLOCATE, cycles=1)
+    assert bound_order(result.cycles[0].decisions) == ["be0"]
+    assert "Too many pods" in result.reasons["default/pg-be1"]
+
+
+def test_best_effort_pods_count_nothing_against_their_queue() -> None:
+    document = simulate([node("a", gpus=0), queue("q"), pod("be", cpu=None, memory=None)], ALLOCATE)
+    (q,) = document["queues"]
+    assert q["allocated"] == {"gpu": 0.0, "cpu": 0.0, "memory": 0.0}
+    assert document["pods"][0]["phase"] == "Running"
+
+
+# --- jobs that are not considered ----------------------------------------------------------------
+
+
+def test_jobs_of_missing_queues_wait_with_queue_does_not_exist() -> None:
+    document = simulate([node("n0"), queue("q"), pod("lost", "nowhere", gpus=1), pod("fine", gpus=1)], ALLOCATE)
+    groups = groups_by_name(document)
+    assert groups["pg-lost"]["unschedulableReason"].startswith("QueueDoesNotExist")
+    assert groups["pg-lost"]["pending"] == 1
+    assert groups["pg-fine"]["unschedulableReason"] is None
+    assert groups["pg-fine"]["running"] == 1
+
+
+def test_jobs_in_a_parent_queue_are_not_scheduled() -> None:
+    result = run([node("n0"), queue("dept"), queue("team", parent="dept"), pod("p", "dept", gpus=1)], ALLOCATE, cycles=1)
+    assert result.cycles[0].decisions == []
+    assert "leaf" in result.reasons["default/pg-p"]
+
+
+def test_pods_of_other_schedulers_are_never_scheduled() -> None:
+    objects = [node("n0"), queue("q"), pod("theirs", gpus=1, scheduler="default-scheduler")]
+    assert one_cycle(objects, ALLOCATE) == []
