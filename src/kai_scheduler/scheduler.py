@@ -25,6 +25,7 @@ from kai_scheduler.plugins.ordering import (
     SubGroupOrderPlugin,
     TaskOrderPlugin,
 )
+from kai_scheduler.plugins.pod_affinity import PodAffinityPlugin
 from kai_scheduler.plugins.predicates import PredicatesPlugin
 from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
 from kai_scheduler.plugins.scoring import (
@@ -52,6 +53,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "gpupack": GpuPackPlugin,
     "gpuspread": GpuSpreadPlugin,
     "minruntime": MinRuntimePlugin,
+    "podaffinity": PodAffinityPlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,
@@ -68,7 +70,6 @@ NOT_YET_AVAILABLE: Final = frozenset(
         "topology",
         "dynamicresources",
         "snapshot",
-        "podaffinity",
         "reflectjoborder",
     }
 )

@@ -147,6 +147,8 @@ class Session:
         self.state = SessionState(snapshot, self.points)
         self.decisions: list[Decision] = []
         self.unschedulable: dict[str, str] = {}
+        # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.
+        self.scratch: dict[str, Any] = {}
         self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
         self._group_counter = 0
 

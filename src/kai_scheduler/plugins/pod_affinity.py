@@ -7,17 +7,13 @@ passes and nothing is tracked.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import OCCUPYING, TaskInfo
 from kai_scheduler.model.matching import PlacedPod, PlacedPodIndex, normalize_scores
 from kai_scheduler.model.nodes import BoolArray, FloatArray
-
-# KAI's score constant for Kubernetes' scoring plugins (pod affinity among them).
-K8S_PLUGINS_SCORE: Final = 100_000.0
+from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 
 
 def _placed_pod(session: Session, task: TaskInfo) -> PlacedPod:
@@ -102,3 +98,30 @@ class PodAffinityIndex:
         pod = self._by_task.pop(task.key, None)
         if pod is not None and self._index is not None:
             self._index.remove(pod)
+
+
+def shared_index(session: Session) -> PodAffinityIndex:
+    """The session's one index, created by whichever plugin asks first and kept live through events."""
+    index = session.scratch.get("pod-affinity-index")
+    if not isinstance(index, PodAffinityIndex):
+        index = PodAffinityIndex(session)
+        session.scratch["pod-affinity-index"] = index
+        session.points.on_allocate.append(index.placed)
+        session.points.on_deallocate.append(index.removed)
+    return index
+
+
+class PodAffinityPlugin:
+    """podaffinity: score nodes by preferred inter-pod (anti-)affinity (Kubernetes' InterPodAffinity
+    score, scaled as KAI scales Kubernetes' scoring plugins)."""
+
+    name = "podaffinity"
+
+    def __init__(self, arguments: dict[str, object]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, session: Session) -> None:
+        session.points.node_scorers.append(shared_index(session).preferred_scores)
+
+    def on_session_close(self, session: Session) -> None:
+        return None

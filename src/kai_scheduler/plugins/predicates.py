@@ -9,7 +9,7 @@ session. Preferred node affinity and PreferNoSchedule taints add node scores.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
@@ -23,10 +23,8 @@ from kai_scheduler.model.matching import (
 )
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_SINGLE, BoolArray, FloatArray, NodeTable
 from kai_scheduler.model.resources import PodRequest
-from kai_scheduler.plugins.pod_affinity import PodAffinityIndex
-
-# KAI scales the scores of Kubernetes' own scoring plugins by this constant.
-K8S_PLUGINS_SCORE: Final = 100_000.0
+from kai_scheduler.plugins.pod_affinity import shared_index
+from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 
 
 def schedulable_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
@@ -97,14 +95,12 @@ class PredicatesPlugin:
         points.task_predicates.append(
             NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)
         )
-        index = PodAffinityIndex(session)
+        index = shared_index(session)
         points.task_predicates.append(
             NamedPredicate(
                 "podaffinity", "node(s) didn't match pod affinity/anti-affinity rules", index.allowed_nodes
             )
         )
-        points.on_allocate.append(index.placed)
-        points.on_deallocate.append(index.removed)
 
         preference_cache: dict[str, FloatArray] = {}
 
@@ -115,7 +111,6 @@ class PredicatesPlugin:
             return preference_cache[placement.key]
 
         points.node_scorers.append(preferences)
-        points.node_scorers.append(index.preferred_scores)
 
     @staticmethod
     def _preference_scores(placement: Placement, nodes: NodeTable, taints: list[list[Any]]) -> FloatArray:
