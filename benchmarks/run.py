@@ -443,10 +443,15 @@ def _summarise(
     first = records[0]
     first_placed = placed(first.decisions)
     kinds = Counter(d.type for d in first.decisions)
-    # Steady: the cycles after the last one that placed anything.
-    last_active = max((r.cycle for r in records if placed(r.decisions)), default=0)
-    steady = [r.seconds for r in records if r.cycle > last_active]
-    later_placed = sum(placed(r.decisions) for r in records[1:])
+    # Steady: the cycles after the first in which nothing was placed or evicted. If the cluster never
+    # settles (e.g. reclaim and allocate keep undoing each other), every cycle after the first stands in,
+    # and the report says so.
+    later = records[1:]
+    settled = [r for r in later if not r.decisions]
+    steady_records = settled or later
+    steady = [r.seconds for r in steady_records]
+    steady_builds = [build_times[r.cycle - 1] for r in steady_records]
+    later_kinds = Counter(d.type for r in later for d in r.decisions)
     pending = sum(1 for p in result.cluster.arrived_pods() if p.phase == "Pending")
     return {
         "setupSeconds": setup_seconds,
@@ -463,15 +468,20 @@ def _summarise(
             "snapshotShare": build_times[0] / first.seconds,
         },
         "steady": {
+            "settled": bool(settled),
             "cycles": len(steady),
             "medianSeconds": statistics.median(steady) if steady else None,
             "minSeconds": min(steady) if steady else None,
             "maxSeconds": max(steady) if steady else None,
-            "snapshotMedianSeconds": (
-                statistics.median(build_times[last_active:]) if steady else None
-            ),
+            "snapshotMedianSeconds": statistics.median(steady_builds) if steady else None,
         },
-        "placedAfterFirstCycle": later_placed,
+        "afterFirstCycle": {
+            "cycles": len(later),
+            "binds": later_kinds.get("bind", 0),
+            "pipelines": later_kinds.get("pipeline", 0),
+            "evictions": later_kinds.get("evict", 0),
+            "decisionsPerCycle": [len(r.decisions) for r in later],
+        },
         "pendingAtEnd": pending,
         "unschedulableJobs": len(result.reasons),
         "gcSecondsAllCycles": gc_timer.seconds,

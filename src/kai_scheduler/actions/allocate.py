@@ -36,7 +36,10 @@ class Allocate:
             signature = scheduling_signature(job, tasks) if use_signatures else None
             if signature is not None and signature in failed_shapes:
                 first = failed_shapes[signature]
-                session.unschedulable[job.key] = session.unschedulable.get(first, "does not fit")
+                session.unschedulable[job.key] = (
+                    f"a job of the same shape, {first}, could not be scheduled in this cycle: "
+                    f"{session.unschedulable.get(first, 'it did not fit')}"
+                )
                 continue
             if allocate_job(session, job, tasks, self.name):
                 if job.has_pending():

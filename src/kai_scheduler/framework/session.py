@@ -229,7 +229,21 @@ class Session:
         portion = float(nodes.portion_for(task.request)[node])
         chooser = self.points.gpu_chooser or pack_gpus
         chosen = chooser(nodes, node, portion, task.request.gpu_devices, soon)
-        return tuple(group.group_id if group else self.new_gpu_group_id(node) for group in chosen)
+        # A pod pipelined onto a new shared GPU keeps that GPU's id when it binds there.
+        reusable = (
+            [g for g in task.nominated_groups if g not in nodes.group_by_id]
+            if node == task.nominated_node
+            else []
+        )
+        ids = []
+        for group in chosen:
+            if group is not None:
+                ids.append(group.group_id)
+            elif reusable:
+                ids.append(reusable.pop(0))
+            else:
+                ids.append(self.new_gpu_group_id(node))
+        return tuple(ids)
 
     def new_gpu_group_id(self, node: int) -> str:
         """A GPU group id unique in the cluster, stable for a given input (simulations are reproducible)."""

@@ -358,6 +358,7 @@ class SnapshotBuilder:
             node=node,
             gpu_groups=pod_state.gpu_groups,
             nominated_node=nodes.index.get(pod_state.nominated_node, -1) if pod_state.nominated_node else -1,
+            nominated_groups=pod_state.nominated_gpu_groups,
         )
         job.tasks.append(task)
         podset.tasks.append(task)

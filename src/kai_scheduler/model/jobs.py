@@ -54,6 +54,7 @@ class TaskInfo:
         "name",
         "namespace",
         "node",
+        "nominated_groups",
         "nominated_node",
         "placement",
         "podset",
@@ -79,6 +80,7 @@ class TaskInfo:
         node: int = -1,
         gpu_groups: tuple[str, ...] = (),
         nominated_node: int = -1,
+        nominated_groups: tuple[str, ...] = (),
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -94,6 +96,7 @@ class TaskInfo:
         self.node = node
         self.gpu_groups = gpu_groups
         self.nominated_node = nominated_node
+        self.nominated_groups = nominated_groups
 
     def recreated(self) -> TaskInfo:
         """The pod as its controller recreates it after an eviction: pending, same name, same job. Used

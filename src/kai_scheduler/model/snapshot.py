@@ -28,6 +28,7 @@ class PodState:
     gpu_groups: tuple[str, ...] = ()
     terminating: bool = False
     nominated_node: str | None = None
+    nominated_gpu_groups: tuple[str, ...] = ()  # the shared GPUs it was pipelined onto
 
 
 @dataclass(frozen=True, slots=True)

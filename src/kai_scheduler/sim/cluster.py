@@ -29,6 +29,7 @@ class SimPod:
     gpu_groups: tuple[str, ...] = ()
     terminating: bool = False
     nominated_node: str | None = None
+    nominated_gpu_groups: tuple[str, ...] = ()
     scheduled_at: float | None = None
     finish_at: float | None = None
     evictions: int = 0
@@ -65,7 +66,16 @@ class SimCluster:
         return ClusterState(
             nodes=self.nodes,
             pods=[
-                PodState(p.pod, p.rank, p.node, p.phase, p.gpu_groups, p.terminating, p.nominated_node)
+                PodState(
+                    p.pod,
+                    p.rank,
+                    p.node,
+                    p.phase,
+                    p.gpu_groups,
+                    p.terminating,
+                    p.nominated_node,
+                    p.nominated_gpu_groups,
+                )
                 for p in arrived
             ],
             pod_groups=[
@@ -110,15 +120,16 @@ class SimCluster:
             pod = by_key[decision.pod]
             if decision.type == "bind":
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
-                pod.nominated_node = None
+                pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at = self.now
                 pod.finish_at = None if pod.duration is None else self.now + pod.duration
             elif decision.type == "pipeline":
-                pod.nominated_node = decision.node
+                pod.nominated_node, pod.nominated_gpu_groups = decision.node, decision.gpu_groups
             else:
                 # Terminated, and recreated by its workload controller as a pending pod of the same name.
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
-                pod.nominated_node, pod.scheduled_at, pod.finish_at = None, None, None
+                pod.nominated_node, pod.nominated_gpu_groups = None, ()
+                pod.scheduled_at, pod.finish_at = None, None
                 pod.evictions += 1
 
     def remove_terminated(self) -> None:

@@ -96,15 +96,16 @@ class Simulation:
             cluster=cluster,
             cycles=records,
             steady=steady,
-            time=self._final_time(records, steady),
+            time=self._final_time(records),
             fair_share=fair_share,
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
             skipped=self.scheduler.skipped,
         )
 
-    def _final_time(self, records: list[CycleRecord], steady: bool) -> float:
+    def _final_time(self, records: list[CycleRecord]) -> float:
         last = records[-1].time if records else 0.0
-        if self.options.until is not None and steady and self.options.cycles is None:
+        if self.options.until is not None and self.options.cycles is None:
+            # The clock ran to D (possibly through idle time with nothing left to do).
             return max(last, self.options.until)
         return last
 

@@ -34,6 +34,9 @@ def render(document: dict[str, Any], console: Console, *, title: str, skipped: l
     if skipped:
         console.print(f"[dim]not available in this version, skipped: {', '.join(sorted(set(skipped)))}[/dim]")
     console.print(_queues_table(document))
+    timeline = _timeline_table(document)
+    if timeline is not None:
+        console.print(timeline)
     waiting = _waiting_table(document)
     if waiting is not None:
         console.print(waiting)
@@ -64,6 +67,30 @@ def _queues_table(document: dict[str, Any]) -> Table:
             f"{_num(allocated['cpu'])}/{_num(fair['cpu'])}",
             f"{_gib(allocated['memory'])}/{_gib(fair['memory'])}",
         )
+    return table
+
+
+_MAX_TIMELINE_ROWS = 20
+
+
+def _timeline_table(document: dict[str, Any]) -> Table | None:
+    """What each cycle that acted did, in a line: the story of the run."""
+    by_cycle: dict[int, list[dict[str, Any]]] = {}
+    for decision in document["decisions"]:
+        by_cycle.setdefault(decision["cycle"], []).append(decision)
+    if not by_cycle:
+        return None
+    table = Table(title="Timeline (cycles that decided something)", title_justify="left")
+    table.add_column("cycle", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column("what happened")
+    for cycle in sorted(by_cycle)[:_MAX_TIMELINE_ROWS]:
+        decisions = by_cycle[cycle]
+        counts = Counter((d["action"], d["type"]) for d in decisions)
+        story = ", ".join(f"{action} {kind} {n}" for (action, kind), n in counts.items())
+        table.add_row(str(cycle), f"{decisions[0]['time']:g}s", story)
+    if len(by_cycle) > _MAX_TIMELINE_ROWS:
+        table.caption = f"... and {len(by_cycle) - _MAX_TIMELINE_ROWS} more cycles (see --output json)"
     return table
 
 

@@ -1,0 +1,261 @@
+"""The built-in demo and the manifests in examples/ run, and show what their comments say they show.
+
+Each run goes through the CLI entry point (`kai_scheduler.cli.main`) with `--output json --out FILE`, the
+way a user runs them, and the assertions read the result document of the simulate contract.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kai_scheduler.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CONFIG = EXAMPLES / "scheduler-config.yaml"
+MANIFEST_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml") if p != CONFIG)
+
+
+def simulate(out_dir: Path, *args: str) -> dict[str, Any]:
+    """Run `kai-scheduler simulate ARGS --output json --out FILE` and return the result document."""
+    out = out_dir / "result.json"
+    status = main(["simulate", *args, "--output", "json", "--out", str(out)])
+    assert status == 0
+    document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return document
+
+
+def pods_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{p['namespace']}/{p['name']}": p for p in document["pods"]}
+
+
+def groups_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{g['namespace']}/{g['name']}": g for g in document["podGroups"]}
+
+
+def queues_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {q["name"]: q for q in document["queues"]}
+
+
+def decisions(document: dict[str, Any], **match: Any) -> list[dict[str, Any]]:
+    return [d for d in document["decisions"] if all(d[k] == v for k, v in match.items())]
+
+
+# --- the built-in demo ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    started = time.perf_counter()
+    document = simulate(tmp_path_factory.mktemp("demo"))
+    document["_wall_seconds"] = time.perf_counter() - started
+    return document
+
+
+def test_demo_reaches_the_steady_state_quickly(demo: dict[str, Any]) -> None:
+    summary = demo["summary"]
+    assert summary["steady"] is True
+    assert summary["gpu"]["capacity"] == 128.0
+    assert summary["pods"]["Failed"] == 0
+    assert summary["pods"]["Succeeded"] > 0  # durations end jobs and free their GPUs
+    assert len(demo["cycleSeconds"]) == summary["cycles"] < 100
+    assert demo["_wall_seconds"] < 5.0  # loading, 20-odd cycles and the report: well under a second
+
+
+def test_demo_binds_pods_of_all_three_teams(demo: dict[str, Any]) -> None:
+    pods = pods_by_name(demo)
+    bound_queues = {pods[d["pod"]]["queue"] for d in decisions(demo, type="bind")}
+    assert bound_queues == {"vision", "language", "speech"}
+    queues = queues_by_name(demo)
+    assert queues["research"]["parent"] is None
+    assert {queues[q]["parent"] for q in ("vision", "language", "speech")} == {"research"}
+
+
+def test_demo_vision_borrows_above_its_quota_while_the_others_are_idle(demo: dict[str, Any]) -> None:
+    pods = pods_by_name(demo)
+    first_cycle = decisions(demo, cycle=1, type="bind")
+    vision_gpus = sum(pods[d["pod"]]["gpu"] for d in first_cycle if pods[d["pod"]]["queue"] == "vision")
+    assert vision_gpus > 40  # vision's quota is 40 GPUs
+
+
+def test_demo_fractional_pods_share_one_gpu(demo: dict[str, Any]) -> None:
+    binds = {d["pod"]: d for d in decisions(demo, type="bind")}
+    alice, bob = binds["language/notebook-alice"], binds["language/notebook-bob"]
+    assert alice["gpuGroups"] and alice["gpuGroups"] == bob["gpuGroups"]
+    assert alice["node"] == bob["node"]
+    pods = pods_by_name(demo)
+    # gpu-memory: 16384 MiB of a GPU labelled 81920 MiB (counted as 81900, KAI's 100 MiB granularity).
+    assert pods["language/notebook-bob"]["gpu"] == pytest.approx(16384 / 81900)
+    assert pods["language/notebook-bob"]["phase"] == "Succeeded"
+    # dave arrives after bob finished and takes his place on the same GPU, next to alice and carol.
+    shared = pods["language/notebook-alice"]["gpuGroups"]
+    for name in ("speech/notebook-carol", "vision/notebook-dave"):
+        assert pods[name]["phase"] == "Running"
+        assert pods[name]["gpuGroups"] == shared
+    assert pods["vision/notebook-dave"]["scheduledAt"] >= 25 * 60
+
+
+def test_demo_over_limit_job_waits_with_its_reason(demo: dict[str, Any]) -> None:
+    tts = groups_by_name(demo)["speech/tts-train"]
+    assert tts["running"] == 0 and tts["pending"] == 3
+    assert "OverLimit" in tts["unschedulableReason"]
+    assert "speech" in tts["unschedulableReason"]
+
+
+def test_demo_gangs_start_whole(demo: dict[str, Any]) -> None:
+    groups = groups_by_name(demo)
+    bind_cycles: dict[str, set[int]] = defaultdict(set)
+    binds_per_group: dict[str, int] = defaultdict(int)
+    pods = pods_by_name(demo)
+    for d in decisions(demo, type="bind"):
+        group = pods[d["pod"]]["podGroup"]
+        bind_cycles[group].add(d["cycle"])
+        binds_per_group[group] += 1
+    for name in ("vision/detr-train", "language/llm-pretrain", "speech/whisper-train"):
+        minimum = groups[name]["minMember"]
+        cycles = sorted(bind_cycles[name])
+        assert cycles, name
+        for cycle in cycles:  # every start of the gang binds at least minMember pods at once
+            in_cycle = [
+                d for d in decisions(demo, cycle=cycle, type="bind") if pods[d["pod"]]["podGroup"] == name
+            ]
+            assert len(in_cycle) >= minimum, (name, cycle)
+
+
+def test_demo_language_reclaims_the_gpus_vision_borrowed(demo: dict[str, Any]) -> None:
+    pods = pods_by_name(demo)
+    reclaimed = decisions(demo, action="reclaim", type="evict")
+    assert reclaimed
+    assert {pods[d["pod"]]["queue"] for d in reclaimed} == {"vision"}
+    assert all("language/llm-pretrain" in d["reason"] for d in reclaimed)
+    pretrain = [p for p in demo["pods"] if p["podGroup"] == "language/llm-pretrain"]
+    # Bound within seconds of its arrival at 2m, long before any of vision's jobs completes (15m).
+    assert all(p["scheduledAt"] is not None and 120 <= p["scheduledAt"] < 180 for p in pretrain)
+    # The evicted gang was recreated, waited, and ran again later.
+    detr = [p for p in demo["pods"] if p["podGroup"] == "vision/detr-train"]
+    assert all(p["evictions"] == 1 and p["scheduledAt"] > 120 for p in detr)
+
+
+def test_demo_inference_preempts_training_in_its_own_queue(demo: dict[str, Any]) -> None:
+    pods = pods_by_name(demo)
+    preempted = decisions(demo, action="preempt", type="evict")
+    assert preempted
+    assert {pods[d["pod"]]["podGroup"] for d in preempted} == {"vision/vit-train"}
+    assert pods["vision/detector-serve"]["phase"] == "Running"
+    assert 300 <= pods["vision/detector-serve"]["scheduledAt"] < 360
+
+
+def test_demo_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "kai-scheduler demo" in captured.out
+    assert "(steady)" in captured.out
+    for queue in ("research", "vision", "language", "speech"):
+        assert queue in captured.out
+    assert "speech/tts-train" in captured.out and "OverLimit" in captured.out
+
+
+# --- examples/ -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", MANIFEST_EXAMPLES, ids=lambda p: p.name)
+def test_every_example_runs_to_the_steady_state(path: Path, tmp_path: Path) -> None:
+    for extra in ([], ["--config", str(CONFIG)]):
+        document = simulate(tmp_path, str(path), *extra)
+        assert document["summary"]["steady"] is True
+        assert document["summary"]["pods"]["Running"] > 0
+
+
+def test_examples_folder_holds_the_documented_files() -> None:
+    names = {p.name for p in EXAMPLES.iterdir()}
+    expected = {"two-teams.yaml", "gang-training.yaml", "gpu-sharing.yaml", "queue-hierarchy.yaml"}
+    assert expected | {"scheduler-config.yaml", "README.md"} <= names
+    readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    for name in expected | {"scheduler-config.yaml"}:
+        assert name in readme
+
+
+def test_two_teams_is_the_contract_worked_example(tmp_path: Path) -> None:
+    document = simulate(tmp_path, str(EXAMPLES / "two-teams.yaml"))
+    table = [(d["cycle"], d["action"], d["type"], d["pod"], d["node"]) for d in document["decisions"]]
+    assert table == [
+        (1, "reclaim", "evict", "default/a-3", "node0"),
+        (1, "reclaim", "pipeline", "default/b-0", "node0"),
+        (1, "reclaim", "evict", "default/a-2", "node0"),
+        (1, "reclaim", "pipeline", "default/b-1", "node0"),
+        (2, "allocate", "bind", "default/b-0", "node0"),
+        (2, "allocate", "bind", "default/b-1", "node0"),
+    ]
+    pods = pods_by_name(document)
+    for name in ("a-0", "a-1", "b-0", "b-1"):
+        assert pods[f"default/{name}"]["phase"] == "Running"
+    for name in ("a-2", "a-3"):
+        assert pods[f"default/{name}"]["phase"] == "Pending"
+        assert pods[f"default/{name}"]["evictions"] == 1
+    queues = queues_by_name(document)
+    assert queues["team-a"]["fairShare"]["gpu"] == queues["team-b"]["fairShare"]["gpu"] == 2.0
+    assert document["summary"]["cycles"] == 3
+
+
+def test_gang_training_waits_whole_then_starts_whole(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "gang-training.yaml")
+    waiting = simulate(tmp_path, path, "--until", "15m")
+    gpt = groups_by_name(waiting)["ml/gpt-train"]
+    assert gpt["running"] == 0 and gpt["pending"] == 3
+    assert gpt["unschedulableReason"].startswith("gang of 3 pods")
+    assert waiting["summary"]["gpu"]["allocated"] == 16.0  # 16 GPUs idle, yet none of gpt-train runs
+
+    final = simulate(tmp_path, path)
+    pods = pods_by_name(final)
+    llama = [p for p in final["pods"] if p["podGroup"] == "ml/llama-finetune"]
+    assert len(llama) == 4 and all(p["scheduledAt"] == 0.0 for p in llama)
+    gpt_pods = [pods[f"ml/gpt-train-{i}"] for i in range(3)]
+    assert {p["scheduledAt"] for p in gpt_pods} == {20 * 60.0}  # together, when llama-finetune ends
+    assert all(p["phase"] == "Running" for p in gpt_pods)
+    assert len({p["node"] for p in gpt_pods}) == 3
+
+
+def test_gpu_sharing_packs_fractions(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "gpu-sharing.yaml")
+    document = simulate(tmp_path, path)
+    pods = pods_by_name(document)
+
+    def group(name: str) -> list[str]:
+        groups: list[str] = pods[f"default/{name}"]["gpuGroups"]
+        return groups
+
+    assert pods["default/llm-serve"]["node"] == "node-a" and group("llm-serve") == []
+    assert group("embed-serve") == group("nb-3") == group("nb-5") != []
+    assert group("nb-2") == group("nb-4") != []
+    assert group("nb-2") != group("nb-3")
+    assert pods["default/nb-5"]["scheduledAt"] == 600.0  # when nb-1 completes
+    assert pods["default/embed-serve"]["gpu"] == pytest.approx(20000 / 81900)
+
+    waiting = simulate(tmp_path, path, "--until", "6m")
+    nb5 = groups_by_name(waiting)["default/pg-nb-5"]
+    assert nb5["pending"] == 1 and "does not fit" in nb5["unschedulableReason"]
+
+    spread = simulate(tmp_path, path, "--config", str(CONFIG))
+    binds = {d["pod"]: d for d in decisions(spread, type="bind")}
+    embed, nb1 = binds["default/embed-serve"]["gpuGroups"], binds["default/nb-1"]["gpuGroups"]
+    assert embed and nb1 and embed != nb1  # gpuspread: a GPU of its own while whole GPUs are free
+
+
+def test_queue_hierarchy_divides_by_quota_and_weight(tmp_path: Path) -> None:
+    document = simulate(tmp_path, str(EXAMPLES / "queue-hierarchy.yaml"))
+    queues = queues_by_name(document)
+    expected = {"eng": 20, "search": 12, "ads": 8, "science": 12, "bio": 8, "climate": 4}
+    assert {name: queues[name]["fairShare"]["gpu"] for name in expected} == expected
+    assert {name: queues[name]["allocated"]["gpu"] for name in expected} == expected
+    assert queues["search"]["parent"] == "eng" and queues["climate"]["parent"] == "science"
+    groups = groups_by_name(document)
+    assert groups["eng/pg-ads-serve"]["unschedulableReason"].startswith("NonPreemptibleOverQuota")
+    finetune = groups["science/bio-finetune"]["unschedulableReason"]
+    assert finetune.startswith("OverLimit") and "science" in finetune
