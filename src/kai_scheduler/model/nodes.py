@@ -39,14 +39,20 @@ class GpuGroup:
     used: float = 0.0  # portion held by its pods, releasing ones included
     releasing: float = 0.0  # portion that terminating pods will give back
     holders: dict[str, float] = field(default_factory=dict)  # pod key -> portion
+    # All holders release, and a whole-GPU pod has been pipelined onto the GPU: nobody may join it.
+    claimed: bool = False
+
+    @property
+    def fully_releasing(self) -> bool:
+        return self.used - self.releasing <= EPSILON
 
     @property
     def free_now(self) -> float:
-        return 1.0 - self.used
+        return 0.0 if self.claimed else 1.0 - self.used
 
     @property
     def free_soon(self) -> float:
-        return 1.0 - self.used + self.releasing
+        return 0.0 if self.claimed else 1.0 - self.used + self.releasing
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ class PipelineTake:
     memory: float
     pods: float
     gpus: float
+    claimed_groups: tuple[str, ...] = ()  # shared GPUs whose release the pod takes as whole GPUs
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +115,12 @@ class NodeTable:
         self.rel_memory = np.zeros(n)
         self.rel_pods = np.zeros(n)
         self.rel_scalars = np.zeros_like(scalars)
-        # Whole GPUs not held by any pod or group, and whole GPUs that releasing pods will give back.
+        # Whole GPUs not held by any pod or group, and whole GPUs that releasing pods will give back
+        # (GPUs of releasing whole-GPU pods plus shared GPUs all of whose holders release).
         self.free_gpus = gpus.copy()
-        self.rel_gpus = np.zeros(
-            n
-        )  # = whole GPUs of releasing pods + shared GPUs all of whose holders release
+        self.rel_gpus = np.zeros(n)
+        mig_columns = [j for j, name in enumerate(scalar_names) if name.startswith("nvidia.com/mig-")]
+        self.has_gpus = (gpus > 0) | (scalars[:, mig_columns].sum(axis=1) > 0 if mig_columns else False)
         self._rel_group_gpus = np.zeros(n)
         # Best free portion among the node's shared GPUs, now and once releasing pods are gone.
         self.shared_free_now = np.zeros(n)
@@ -227,11 +235,13 @@ class NodeTable:
     def hold_pipelined(self, node: int, request: PodRequest) -> PipelineTake:
         """Account a pod pipelined onto the node: it takes what is being released first and only the rest
         from the idle resources, so pods that fit the idle part can still bind now."""
+        gpus = min(max(self.rel_gpus[node], 0.0), float(request.whole_gpus))
         take = PipelineTake(
             cpu=min(max(self.rel_cpu[node], 0.0), request.cpu),
             memory=min(max(self.rel_memory[node], 0.0), request.memory),
             pods=min(max(self.rel_pods[node], 0.0), 1.0),
-            gpus=min(max(self.rel_gpus[node], 0.0), float(request.whole_gpus)),
+            gpus=gpus,
+            claimed_groups=self._claim_releasing_groups(node, gpus),
         )
         self.hold(node, request, releasing=False)
         self._shift_releasing(node, take, -1.0)
@@ -240,6 +250,22 @@ class NodeTable:
     def unhold_pipelined(self, node: int, request: PodRequest, take: PipelineTake) -> None:
         self._shift_releasing(node, take, 1.0)
         self.unhold(node, request, releasing=False)
+        for group_id in take.claimed_groups:
+            self.group_by_id[group_id].claimed = False
+        self._refresh_shared(node)
+
+    def _claim_releasing_groups(self, node: int, gpus: float) -> tuple[str, ...]:
+        """Whole GPUs taken from what is being released come first from releasing whole-GPU pods, then
+        from shared GPUs whose holders all release; those shared GPUs are then closed to newcomers."""
+        from_whole_pods = self.rel_gpus[node] - self._rel_group_gpus[node]
+        needed = round(max(0.0, gpus - from_whole_pods))
+        if needed == 0:
+            return ()
+        claimed = [g for g in self.groups.get(node, ()) if g.fully_releasing and not g.claimed][:needed]
+        for group in claimed:
+            group.claimed = True
+        self._refresh_shared(node)
+        return tuple(g.group_id for g in claimed)
 
     def _shift_releasing(self, node: int, take: PipelineTake, sign: float) -> None:
         # What a pipelined pod takes from releasing stays "used" but no longer frees up for others.
@@ -333,6 +359,6 @@ class NodeTable:
         self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
         self.shared_free_soon[node] = max((g.free_soon for g in groups), default=0.0)
         # A shared GPU all of whose holders are releasing comes back as a whole GPU.
-        fully_releasing = sum(1 for g in groups if g.used - g.releasing <= EPSILON)
+        fully_releasing = sum(1 for g in groups if g.fully_releasing)
         self.rel_gpus[node] += fully_releasing - self._rel_group_gpus[node]
         self._rel_group_gpus[node] = fully_releasing

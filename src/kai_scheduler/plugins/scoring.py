@@ -61,7 +61,7 @@ class ResourceTypePlugin(_ScoringPlugin):
     def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
         if task.request.uses_gpu:
             return np.zeros(nodes.size)
-        return np.where(nodes.cap_gpus <= 0, RESOURCE_TYPE, 0.0)
+        return np.where(nodes.has_gpus, 0.0, RESOURCE_TYPE)
 
 
 class GpuSharingOrderPlugin(_ScoringPlugin):

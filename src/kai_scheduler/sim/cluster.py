@@ -174,6 +174,8 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
         seconds = (stamp - start).total_seconds() if stamp is not None else _BEFORE_START
         return (max(seconds, arrival) if arrival > 0 else seconds, order[id(obj)])
 
+    # Older queues win fair-share ties: order them by creation time, then by input order.
+    queues.sort(key=lambda queue: created(queue, 0.0))
     group_arrivals: dict[str, float] = {}
     ranked_groups = []
     for o in objects:
@@ -216,7 +218,8 @@ def _sim_pod(pod: Pod, rank: int, arrival: float) -> SimPod:
     duration_text = pod.metadata.annotations.get(c.SIM_DURATION_ANNOTATION)
     duration = parse_duration(duration_text) if duration_text is not None else None
     phase = pod.status.phase or "Pending"
-    bound = pod.spec.node_name is not None and phase in ("Running", "Pending")
+    # Bound to a node and not finished: it holds its resources there (Unknown included, as Kubernetes).
+    bound = pod.spec.node_name is not None and phase not in ("Succeeded", "Failed")
     sim_pod = SimPod(
         pod=pod,
         rank=rank,

@@ -84,7 +84,8 @@ class Simulation:
             records.append(CycleRecord(len(records) + 1, now, result.decisions, seconds))
             fair_share = result.fair_share
             reasons = {**reasons, **result.unschedulable}
-            acted = any(d.type in ("bind", "evict") for d in result.decisions)
+            # A pipeline promises a bind in a later cycle, so the run is not steady yet.
+            acted = bool(result.decisions)
             if not acted and not cluster.has_future_events():
                 steady = True
                 if options.cycles is None:

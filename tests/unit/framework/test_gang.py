@@ -8,7 +8,6 @@ satisfied elastic podsets ask for 1 more task"; §4.2 task order (taskorder labe
 from __future__ import annotations
 
 from helpers import gang, node, open_session, pod, pod_group, queue
-
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 
 

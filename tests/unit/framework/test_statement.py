@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import node, open_session, pod, queue
 
+from helpers import node, open_session, pod, queue
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskStatus
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import node, pod, queue, snapshot_of
 
+from helpers import node, pod, queue, snapshot_of
 from kai_scheduler.model.builder import build_node_table, pod_request
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.resources import PodRequest

@@ -9,8 +9,8 @@ simulate-contract "Rules".
 from __future__ import annotations
 
 import pytest
-from helpers import gang, node, pod, pod_group, priority_class, queue, snapshot_of
 
+from helpers import gang, node, pod, pod_group, priority_class, queue, snapshot_of
 from kai_scheduler.model.jobs import TaskStatus
 
 
@@ -76,7 +76,6 @@ def test_preemptibility_label_and_spec_override_the_priority_rule() -> None:
 
 def test_a_redefined_priority_class_takes_its_new_value() -> None:
     from helpers import cluster_state
-
     from kai_scheduler.model.builder import SnapshotBuilder
 
     objects = [node("n0"), queue("q"), priority_class("train", 200), pod("p", priority_class="train")]

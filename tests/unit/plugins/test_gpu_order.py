@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import config, config_with, node, one_cycle, pod, queue, simulate
-
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
 
 PACK = config(actions="allocate")

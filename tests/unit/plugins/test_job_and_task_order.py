@@ -10,7 +10,6 @@ simulate-contract "Rules" (document order is creation order when there is no cre
 from __future__ import annotations
 
 from helpers import bound_order, config, gang, node, one_cycle, open_session, pod, pod_group, queue
-
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.plugins.ordering import elastic_rank
 

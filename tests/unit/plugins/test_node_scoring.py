@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from helpers import (
     binds,
     cluster_state,
@@ -24,7 +25,6 @@ from helpers import (
     pod,
     queue,
 )
-
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig
 from kai_scheduler.model.builder import SnapshotBuilder
 from kai_scheduler.model.snapshot import ClusterState, PodState
@@ -146,11 +146,6 @@ def test_resourcetype_does_not_pull_gpu_pods_anywhere() -> None:
     assert binds(one_cycle(objects, ALLOCATE)) == {"g": "a"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="resourcetype treats a MIG node without nvidia.com/gpu in allocatable as CPU-only "
-    "(scoring.py ResourceTypePlugin.score checks only cap_gpus <= 0), so CPU pods are pulled onto MIG GPU nodes",
-)
 def test_resourcetype_does_not_count_a_mig_node_as_cpu_only() -> None:
     mig = node(
         "a-mig", gpus=0, cpu="64", labels={"nvidia.com/mig.strategy": "mixed"}, extra={"nvidia.com/mig-1g.10gb": 7}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from helpers import binds, config, node, one_cycle, open_session, pod, queue, run
 
 ALLOCATE = config(actions="allocate")
@@ -236,6 +238,33 @@ def test_max_pods_per_node() -> None:
     ]
     assert sorted(placed(objects)) == ["p0", "p1"]
     assert "Too many pods" in reason(objects, "pg-p2")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="max pods ignores the GPU reservation pod: KAI counts one reservation pod per new shared GPU group "
+    "(kai-reference §4.4 predicates 'max pods (reservation pod counted)', §1 binder), but NodeTable.fit "
+    "only asks for one free pod slot (pods_free >= 1) and join_group never takes a slot",
+)
+def test_a_fraction_that_opens_a_shared_gpu_needs_a_slot_for_the_reservation_pod() -> None:
+    objects = [node("a", gpus=1, pods=1), queue("q"), pod("f", fraction=0.5, cpu=None, memory=None)]
+    assert placed(objects) == {}
+    assert "Too many pods" in reason(objects, "pg-f")
+
+
+def test_a_fraction_joining_an_existing_shared_gpu_needs_one_slot() -> None:
+    objects = [
+        node("a", gpus=1, pods=3),
+        queue("q"),
+        pod("old", fraction=0.5, node_name="a", labels={"runai-gpu-group": "g"}),
+        pod("f", fraction=0.5),
+    ]
+    assert placed(objects) == {"f": "a"}
+
+
+def test_no_execute_taints_repel_too() -> None:
+    objects = [node("a", taints=[{"key": "k", "effect": "NoExecute"}]), queue("q"), pod("p", gpus=1)]
+    assert placed(objects) == {}
 
 
 def test_predicate_masks_are_shared_by_pods_with_equal_placements() -> None:

@@ -12,8 +12,8 @@ Allocated/Binding/Bound/Running; in-session events update shares), gotcha 2.
 from __future__ import annotations
 
 import pytest
-from helpers import bound_order, config, node, one_cycle, open_session, pod, queue, run
 
+from helpers import bound_order, config, node, one_cycle, open_session, pod, queue, run
 from kai_scheduler.plugins.proportion.plugin import allocatable_share, dominant_share
 
 ALLOCATE = config(actions="allocate")
@@ -128,11 +128,6 @@ def test_queue_creation_breaks_the_last_tie() -> None:
     assert bound_order(one_cycle(objects, ALLOCATE)) == ["zeta-0"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="queue creationTimestamp is ignored: builder.build_queue_tree ranks queues by input order "
-    "(`enumerate(queues)`), and sim/cluster.build_cluster never orders queues by creation time",
-)
 def test_queue_creation_timestamp_beats_document_order() -> None:
     objects = [
         node("n0", gpus=1),

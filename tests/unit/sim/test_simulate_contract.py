@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
+
 from helpers import (
     node_manifest,
     pod_group_manifest,
     pod_manifest,
     queue_manifest,
 )
-
 from kai_scheduler.cli import main
 
 ALLOCATE_ONLY = {"actions": "allocate"}
@@ -437,6 +437,17 @@ def test_bound_pods_hold_their_resources_and_other_schedulers_pods_too(sim: Sim)
     assert pods["too-many"]["phase"] == "Pending"
 
 
+def test_another_schedulers_pod_in_phase_unknown_still_occupies_its_node(sim: Sim) -> None:
+    documents = [
+        node_manifest("n0", gpus=1),
+        queue_manifest("q"),
+        pod_manifest("theirs", None, gpus=1, node_name="n0", phase="Unknown", scheduler="default-scheduler"),
+        pod_manifest("mine", gpus=1),
+    ]
+    doc = sim(documents, config=ALLOCATE_ONLY)
+    assert by_name(doc["pods"])["mine"]["phase"] == "Pending"
+
+
 def test_a_running_shared_gpu_pod_keeps_its_gpu_group_id_and_others_can_join_it(sim: Sim) -> None:
     documents = [
         node_manifest("n0", gpus=1),
@@ -461,12 +472,6 @@ def test_a_terminating_pod_is_gone_after_the_next_cycle_and_not_recreated(sim: S
     assert "leaving" not in by_name(doc["pods"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the run is declared steady after a cycle whose only decision is a pipeline onto a terminating "
-    "pod (sim/engine.py: `acted` counts only bind/evict, and has_future_events ignores the terminating pod "
-    "that remove_terminated() just deleted), so the pipelined pod is never bound",
-)
 def test_a_pod_pipelined_onto_a_terminating_pod_is_bound_before_the_steady_state(sim: Sim) -> None:
     documents = [
         node_manifest("n0", gpus=1),
