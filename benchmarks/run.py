@@ -66,7 +66,8 @@ from rich.table import Table
 
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
+from kai_scheduler.sim.cluster import SimCluster
+from kai_scheduler.sim.engine import CycleRecord, Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
 
 # --- workload parameters ------------------------------------------------------------------------
@@ -411,35 +412,73 @@ def placed(decisions: list[Any]) -> int:
     return sum(1 for d in decisions if d.type in ("bind", "pipeline"))
 
 
-def run_in_memory(objects: list[ApiObject], cycles: int) -> dict[str, Any]:
-    """Run `cycles` cycles on the in-memory objects; time each cycle's snapshot build and session."""
+class _OutOfTime(Exception):
+    """Raised between cycles once the wall-time budget is spent, to stop the simulation early."""
+
+
+def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -> dict[str, Any]:
+    """Run up to `cycles` cycles on the in-memory objects, timing each cycle's snapshot build and session.
+
+    Once `budget` seconds have passed (and at least two cycles ran), the run stops before the next cycle;
+    the figures then come from the same two timers the simulator's own cycle timing spans.
+    """
     started = time.perf_counter()
     simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
     setup_seconds = time.perf_counter() - started
-    # Instance-level wrappers: the simulator calls these once per cycle inside its own timing.
     build_times: list[float] = []
     session_times: list[float] = []
-    simulation.builder.build = _timed(build_times, simulation.builder.build)  # type: ignore[method-assign]
-    simulation.scheduler.run = _timed(session_times, simulation.scheduler.run)  # type: ignore[method-assign]
+    decisions: list[list[Any]] = []
+    build, schedule = simulation.builder.build, simulation.scheduler.run
+    run_started = time.perf_counter()
+
+    # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
+    def timed_build(state: Any) -> Any:
+        if budget is not None and len(decisions) >= 2 and time.perf_counter() - run_started > budget:
+            raise _OutOfTime
+        begin = time.perf_counter()
+        snapshot = build(state)
+        build_times.append(time.perf_counter() - begin)
+        return snapshot
+
+    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
+        begin = time.perf_counter()
+        result = schedule(snapshot, cycle=cycle, now=now)
+        session_times.append(time.perf_counter() - begin)
+        decisions.append(result.decisions)
+        return result
+
+    simulation.builder.build = timed_build  # type: ignore[method-assign]
+    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
     gc_timer = GcTimer()
+    stopped_early = False
     with gc_timer:
         gc_timer.active = True
-        started = time.perf_counter()
-        result = simulation.run()
-        run_seconds = time.perf_counter() - started
+        try:
+            records = simulation.run().cycles
+        except _OutOfTime:
+            stopped_early = True
+            records = [
+                CycleRecord(i + 1, float(i), decisions[i], build_times[i] + session_times[i])
+                for i in range(len(decisions))
+            ]
         gc_timer.active = False
-    return _summarise(result, setup_seconds, run_seconds, build_times, session_times, gc_timer)
+    run_seconds = time.perf_counter() - run_started
+    summary = _summarise(records, simulation.cluster, build_times, session_times)
+    summary.update(
+        setupSeconds=setup_seconds,
+        runSeconds=run_seconds,
+        budgetSeconds=budget,
+        stoppedAtBudget=stopped_early,
+        cycleTiming="build+session timers" if stopped_early else "simulator cycleSeconds",
+        gcSeconds=gc_timer.seconds,
+        gcCollections=gc_timer.collections,
+    )
+    return summary
 
 
 def _summarise(
-    result: SimulationResult,
-    setup_seconds: float,
-    run_seconds: float,
-    build_times: list[float],
-    session_times: list[float],
-    gc_timer: GcTimer,
+    records: list[CycleRecord], cluster: SimCluster, build_times: list[float], session_times: list[float]
 ) -> dict[str, Any]:
-    records = result.cycles
     first = records[0]
     first_placed = placed(first.decisions)
     kinds = Counter(d.type for d in first.decisions)
@@ -452,16 +491,14 @@ def _summarise(
     steady = [r.seconds for r in steady_records]
     steady_builds = [build_times[r.cycle - 1] for r in steady_records]
     later_kinds = Counter(d.type for r in later for d in r.decisions)
-    pending = sum(1 for p in result.cluster.arrived_pods() if p.phase == "Pending")
+    pending = sum(1 for p in cluster.arrived_pods() if p.phase == "Pending")
     return {
-        "setupSeconds": setup_seconds,
-        "runSeconds": run_seconds,
-        "cycleSeconds": [r.seconds for r in records],
         "firstCycle": {
             "seconds": first.seconds,
             "placed": first_placed,
             "binds": kinds.get("bind", 0),
             "pipelines": kinds.get("pipeline", 0),
+            "evictions": kinds.get("evict", 0),
             "podsPerSecond": first_placed / first.seconds if first.seconds > 0 else None,
             "snapshotSeconds": build_times[0],
             "sessionSeconds": session_times[0],
@@ -483,9 +520,9 @@ def _summarise(
             "decisionsPerCycle": [len(r.decisions) for r in later],
         },
         "pendingAtEnd": pending,
-        "unschedulableJobs": len(result.reasons),
-        "gcSecondsAllCycles": gc_timer.seconds,
-        "gcCollectionsAllCycles": gc_timer.collections,
+        "cycles": len(records),
+        "cycleSeconds": [r.seconds for r in records],
+        "snapshotSeconds": build_times[: len(records)],
     }
 
 
@@ -508,8 +545,8 @@ def write_yaml(docs: list[dict[str, Any]], folder: Path) -> list[Path]:
     return files
 
 
-def run_yaml(docs: list[dict[str, Any]], cli: bool) -> dict[str, Any]:
-    """The YAML path once: write, load, simulate to the steady state (as `kai-scheduler simulate` does)."""
+def run_yaml(docs: list[dict[str, Any]], cycles: int, cli: bool) -> dict[str, Any]:
+    """The YAML path once: write the workload, load it as `kai-scheduler simulate` does, simulate `cycles`."""
     folder = Path(tempfile.mkdtemp(prefix="kai-bench-yaml-"))
     try:
         started = time.perf_counter()
@@ -520,34 +557,36 @@ def run_yaml(docs: list[dict[str, Any]], cli: bool) -> dict[str, Any]:
         objects = [loaded.obj for loaded in load_manifests([str(folder)])]
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        result = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START)).run()
+        options = SimulationOptions(start=START, cycles=cycles)
+        result = Simulation(objects, SchedulerConfig(), options).run()
         simulate_seconds = time.perf_counter() - started
         summary: dict[str, Any] = {
             "bytes": size,
+            "objects": len(objects),
             "writeSeconds": write_seconds,
             "loadSeconds": load_seconds,
+            "cycles": len(result.cycles),
             "simulateSeconds": simulate_seconds,
             "loadAndSimulateSeconds": load_seconds + simulate_seconds,
-            "cycles": len(result.cycles),
             "firstCyclePlaced": placed(result.cycles[0].decisions),
             "firstCycleSeconds": result.cycles[0].seconds,
         }
         del objects, result
         if cli:
-            summary["cli"] = _run_cli(folder)
+            summary["cli"] = _run_cli(folder, cycles)
         return summary
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_cli(folder: Path) -> dict[str, Any]:
-    """`kai-scheduler simulate DIR --output json` as a user runs it: process start to exit."""
+def _run_cli(folder: Path, cycles: int) -> dict[str, Any]:
+    """`kai-scheduler simulate DIR --cycles N --output json` as a user runs it: process start to exit."""
     executable = Path(sys.executable).with_name("kai-scheduler")
     command = [str(executable)] if executable.exists() else [sys.executable, "-m", "kai_scheduler"]
     out = folder / "result.json"
     started = time.perf_counter()
     completed = subprocess.run(
-        [*command, "simulate", str(folder), "--output", "json", "--out", str(out)],
+        [*command, "simulate", str(folder), "--cycles", str(cycles), "--output", "json", "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,

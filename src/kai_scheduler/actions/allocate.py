@@ -28,7 +28,7 @@ class Allocate:
                 session.unschedulable[candidate.key] = candidate.invalid_reason
                 continue
             candidates.append(candidate)
-        queue = QueueOrderedJobs(session, candidates)
+        queue = QueueOrderedJobs(session, candidates, session.config.queue_depth_per_action.get(self.name))
         failed_shapes: dict[tuple[Any, ...], str] = {}
         use_signatures = session.config.use_scheduling_signatures
         while (job := queue.pop()) is not None:

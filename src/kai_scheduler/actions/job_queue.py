@@ -17,8 +17,12 @@ from kai_scheduler.model.jobs import JobInfo
 
 
 class QueueOrderedJobs:
-    def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
+    """`depth` (KAI's queueDepthPerAction) bounds how many distinct jobs of one queue are handed out."""
+
+    def __init__(self, session: Session, jobs: Iterable[JobInfo], depth: int | None = None) -> None:
         self._session = session
+        self._depth = depth
+        self._handed_out: dict[str, set[str]] = {}
         self._queues = session.snapshot.queues
         self._heaps: dict[str, list[tuple[tuple[Any, ...], int, JobInfo]]] = {}
         self._counter = 0
@@ -42,6 +46,7 @@ class QueueOrderedJobs:
             queue = self._queues[best]
             if queue.is_leaf:
                 job = heapq.heappop(self._heaps[best])[2]
+                self._handed_out.setdefault(best, set()).add(job.key)
                 self._invalidate(best)
                 return job
             level = queue.children
@@ -74,7 +79,13 @@ class QueueOrderedJobs:
         queue = self._queues[name]
         if queue.is_leaf:
             heap = self._heaps.get(name)
-            return heap[0][2] if heap else None
+            if not heap:
+                return None
+            job = heap[0][2]
+            handed_out = self._handed_out.get(name, set())
+            if self._depth is not None and len(handed_out) >= self._depth and job.key not in handed_out:
+                return None
+            return job
         child = self._best_child(queue.children)
         return None if child is None else self._next_job(child)
 

@@ -193,7 +193,7 @@ class VictimAction(ABC):
 
     def execute(self, session: Session) -> None:
         pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
-        queue = QueueOrderedJobs(session, pending)
+        queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
         while (job := queue.pop()) is not None:
             tasks = tasks_to_allocate(session, job)

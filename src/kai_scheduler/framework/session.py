@@ -298,12 +298,17 @@ class Session:
 def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     """Per resource, which nodes have enough of it (idle + releasing), for messages."""
     request = task.request
+    pod_slots: float | FloatArray = 1.0
+    if request.is_shared_gpu:
+        # Opening a new shared GPU also needs a slot for its reservation pod.
+        joins = nodes.shared_free_soon >= nodes.portion_for(request) - EPSILON
+        pod_slots = np.where(joins, 1.0, 2.0)
     soon_free = [
         ("Insufficient cpu", nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu, request.cpu),
         ("Insufficient memory", nodes.cap_memory - nodes.used_memory + nodes.rel_memory, request.memory),
-        ("Too many pods", nodes.cap_pods - nodes.used_pods + nodes.rel_pods, 1.0),
+        ("Too many pods", nodes.cap_pods - nodes.used_pods + nodes.rel_pods, pod_slots),
     ]
-    parts = [(label, free >= need - EPSILON) for label, free, need in soon_free]
+    parts = [(label, np.asarray(free >= need - EPSILON, dtype=np.bool_)) for label, free, need in soon_free]
     if request.uses_gpu:
         parts.append(("Insufficient GPUs", nodes.fit(request, soon=True) | ~_gpu_blind_fit(nodes, task)))
     return parts

@@ -179,7 +179,7 @@ class NodeTable:
         if request.whole_gpus:
             ok &= gpus_free >= request.whole_gpus - EPSILON
         if request.is_shared_gpu:
-            ok &= self._shared_fit(request, gpus_free, soon=soon)
+            ok &= self._shared_fit(request, gpus_free, pods_free, soon=soon)
         for name, amount in request.scalars:
             j = self.scalar_index.get(name)
             if j is None:
@@ -190,19 +190,26 @@ class NodeTable:
             ok &= free >= amount - EPSILON
         return ok
 
-    def _shared_fit(self, request: PodRequest, gpus_free: FloatArray, *, soon: bool) -> BoolArray:
+    def _shared_fit(
+        self, request: PodRequest, gpus_free: FloatArray, pods_free: FloatArray, *, soon: bool
+    ) -> BoolArray:
+        """A shared-GPU pod joins GPUs that have room, or opens new ones; each new shared GPU also takes a
+        pod slot for its reservation pod (KAI's binder pins the GPU with one)."""
         portion = self.portion_for(request)
         if request.gpu_devices == 1:
             best = self.shared_free_soon if soon else self.shared_free_now
-            return (portion <= 1.0 + EPSILON) & ((best >= portion - EPSILON) | (gpus_free >= 1 - EPSILON))
+            joins = best >= portion - EPSILON
+            opens = (gpus_free >= 1 - EPSILON) & (pods_free >= 2 - EPSILON)
+            return (portion <= 1.0 + EPSILON) & (joins | opens)
         ok = np.zeros(self.size, dtype=np.bool_)
         for node in range(self.size):
             if portion[node] > 1.0 + EPSILON:
                 continue
-            devices = len(self.shared_candidates(node, float(portion[node]), soon=soon)) + int(
-                gpus_free[node]
+            joined = min(
+                len(self.shared_candidates(node, float(portion[node]), soon=soon)), request.gpu_devices
             )
-            ok[node] = devices >= request.gpu_devices
+            opened = request.gpu_devices - joined
+            ok[node] = gpus_free[node] >= opened - EPSILON and pods_free[node] >= 1 + opened - EPSILON
         return ok
 
     def shared_candidates(self, node: int, portion: float, *, soon: bool) -> list[GpuGroup]:
@@ -332,6 +339,7 @@ class NodeTable:
             self.group_by_id[group_id] = group
             self.groups.setdefault(node, []).append(group)
             self.free_gpus[node] -= 1
+            self.used_pods[node] += 1  # the GPU's reservation pod
         group.used += portion
         group.holders[pod_key] = group.holders.get(pod_key, 0.0) + portion
         if releasing:
@@ -348,6 +356,7 @@ class NodeTable:
             group.releasing -= portion
         if not group.holders:
             self.free_gpus[node] += 1
+            self.used_pods[node] -= 1
             del self.group_by_id[group_id]
             self.groups[node].remove(group)
             if not self.groups[node]:
@@ -358,7 +367,10 @@ class NodeTable:
         groups = self.groups.get(node, ())
         self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
         self.shared_free_soon[node] = max((g.free_soon for g in groups), default=0.0)
-        # A shared GPU all of whose holders are releasing comes back as a whole GPU.
+        # A shared GPU all of whose holders are releasing comes back as a whole GPU, and its reservation
+        # pod's slot with it.
         fully_releasing = sum(1 for g in groups if g.fully_releasing)
-        self.rel_gpus[node] += fully_releasing - self._rel_group_gpus[node]
+        change = fully_releasing - self._rel_group_gpus[node]
+        self.rel_gpus[node] += change
+        self.rel_pods[node] += change
         self._rel_group_gpus[node] = fully_releasing

@@ -264,12 +264,6 @@ def test_pods_of_other_schedulers_are_never_scheduled() -> None:
     assert one_cycle(objects, ALLOCATE) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="queueDepthPerAction is parsed (framework/config.py) but never used: allocate considers every "
-    "job of a queue (kai-reference §4.3: 'queueDepthPerAction bounds how many jobs per queue an action "
-    "considers')",
-)
 def test_queue_depth_per_action_bounds_the_jobs_considered_per_queue() -> None:
     objects = [node("n0", gpus=8), queue("q"), *[pod(f"p{i}", gpus=1) for i in range(3)]]
     decisions = one_cycle(objects, config(actions="allocate", queueDepthPerAction={"allocate": 1}))

@@ -240,12 +240,6 @@ def test_max_pods_per_node() -> None:
     assert "Too many pods" in reason(objects, "pg-p2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="max pods ignores the GPU reservation pod: KAI counts one reservation pod per new shared GPU group "
-    "(kai-reference §4.4 predicates 'max pods (reservation pod counted)', §1 binder), but NodeTable.fit "
-    "only asks for one free pod slot (pods_free >= 1) and join_group never takes a slot",
-)
 def test_a_fraction_that_opens_a_shared_gpu_needs_a_slot_for_the_reservation_pod() -> None:
     objects = [node("a", gpus=1, pods=1), queue("q"), pod("f", fraction=0.5, cpu=None, memory=None)]
     assert placed(objects) == {}
