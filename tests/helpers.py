@@ -224,7 +224,12 @@ def pod_group_manifest(
         metadata["namespace"] = namespace
     if created is not None:
         metadata["creationTimestamp"] = created
-    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
 def pod_group(name: str, queue: str | None = "q", **kwargs: Any) -> PodGroup:
@@ -260,7 +265,9 @@ def config(**document: Any) -> SchedulerConfig:
     return parse_config(document or None)
 
 
-def config_with(plugin_arguments: dict[str, dict[str, Any]] | None = None, **document: Any) -> SchedulerConfig:
+def config_with(
+    plugin_arguments: dict[str, dict[str, Any]] | None = None, **document: Any
+) -> SchedulerConfig:
     """The default plugin list with some plugins' arguments replaced (or plugins swapped: gpupack ->
     gpuspread when `gpuspread` is given)."""
     from kai_scheduler.framework.config import DEFAULT_PLUGIN_ARGUMENTS, DEFAULT_PLUGINS
@@ -299,7 +306,9 @@ def simulate(
     return result_document(run(objects, scheduler_config, **options))
 
 
-def one_cycle(objects: Sequence[ApiObject], scheduler_config: SchedulerConfig | None = None) -> list[Decision]:
+def one_cycle(
+    objects: Sequence[ApiObject], scheduler_config: SchedulerConfig | None = None
+) -> list[Decision]:
     """The decisions of the first cycle."""
     return run(objects, scheduler_config, cycles=1).cycles[0].decisions
 

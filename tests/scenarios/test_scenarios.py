@@ -13,6 +13,8 @@ expected.yaml keys (all optional except where noted):
 - `podGroups`: pod group name -> subset of its fields; `reason` matches when the
   unschedulableReason starts with it (null: no reason)
 - `queues`: queue name -> subset of its fields (numbers compared with a small tolerance)
+- `moves`: pod name -> node: the pod gets an evict decision followed, in the same cycle, by a pipeline
+  decision naming that node (contract: "A pod that an action moves ...")
 - `absent`: pod names that must not be in the final `pods` (gone for good)
 - `sameGpu`: lists of pod names; the pods of a list share exactly one GPU group, and different
   lists use different GPU groups
@@ -74,7 +76,9 @@ def check(document: dict[str, Any], expected: dict[str, Any]) -> None:
         assert_subset(document["summary"], expected["summary"], "summary")
     if "decisions" in expected:
         wanted = expected["decisions"]
-        actual = [{key: d[key] for key in want} for d, want in zip(document["decisions"], wanted, strict=False)]
+        actual = [
+            {key: d[key] for key in want} for d, want in zip(document["decisions"], wanted, strict=False)
+        ]
         table = "\n".join(
             f"  {d['cycle']} {d['time']:g}s {d['action']} {d['type']} {d['pod']} {d['node']}"
             for d in document["decisions"]
@@ -85,6 +89,16 @@ def check(document: dict[str, Any], expected: dict[str, Any]) -> None:
     for name, fields in (expected.get("pods") or {}).items():
         assert name in pods, f"pod {name} missing from the result"
         assert_subset(pods[name], fields, f"pods.{name}")
+    for name, target in (expected.get("moves") or {}).items():
+        mine = [d for d in document["decisions"] if d["pod"].split("/")[1] == name]
+        evicts = [i for i, d in enumerate(mine) if d["type"] == "evict"]
+        assert evicts, f"{name} was not evicted"
+        after = [
+            d
+            for d in mine[evicts[0] + 1 :]
+            if d["type"] == "pipeline" and d["cycle"] == mine[evicts[0]]["cycle"]
+        ]
+        assert after and after[0]["node"] == target, f"{name} was not moved to {target}: {mine}"
     for name in expected.get("absent") or []:
         assert name not in pods, f"pod {name} should be gone"
     groups = {g["name"]: g for g in document["podGroups"]}

@@ -139,6 +139,9 @@ class Placed:
 
 class Session:
     def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, *, cycle: int, now: float) -> None:
+        if not config.full_hierarchy_fairness:
+            # KAI re-parents every leaf queue to one synthetic root: fairness is decided among leaves.
+            snapshot.queues = snapshot.queues.flattened()
         self.snapshot = snapshot
         self.config = config
         self.cycle = cycle
@@ -289,7 +292,9 @@ class Session:
         return any(check(preemptor, victim) for check in self.points.victim_protection.get(action, ()))
 
     def result(self) -> SessionResult:
-        fair_share = {q.name: q.fair_share.values() for q in self.snapshot.queues}
+        queues = self.snapshot.queues
+        fair_share = {q.name: q.fair_share.values() for q in queues}
+        fair_share.update({name: parent.fair_share.values() for name, (parent, _) in queues.detached.items()})
         return SessionResult(
             list(self.decisions), dict(self.unschedulable), fair_share, dict(self.points.stale_updates)
         )

@@ -42,6 +42,8 @@ class QueueTree:
     def __init__(self, queues: list[QueueInfo]) -> None:
         by_name = {queue.name: queue for queue in queues}
         self.orphans: dict[str, str] = {}
+        # Parent queues taken out of the tree by `flattened`, with the leaves that were under them.
+        self.detached: dict[str, tuple[QueueInfo, list[str]]] = {}
         kept: dict[str, QueueInfo] = {}
         for queue in queues:
             missing = self._missing_ancestor(queue, by_name)
@@ -90,6 +92,25 @@ class QueueTree:
             chain.append(queue)
             current = queue.parent
         return chain
+
+    def flattened(self) -> QueueTree:
+        """The tree as KAI sees it with fullHierarchyFairness off: every leaf queue directly under one
+        synthetic root. Parent queues leave the tree but are remembered, to report their leaves' sums."""
+        leaves_under = {q.name: [leaf.name for leaf in self.leaves(q.name)] for q in self if not q.is_leaf}
+        parents = {q.name: q for q in self if not q.is_leaf}
+        leaves = [q for q in self if q.is_leaf]
+        for leaf in leaves:
+            leaf.parent = None
+        flat = QueueTree(leaves)
+        flat.orphans = dict(self.orphans)
+        flat.detached = {name: (parents[name], names) for name, names in leaves_under.items()}
+        return flat
+
+    def leaves(self, name: str) -> list[QueueInfo]:
+        queue = self.queues[name]
+        if queue.is_leaf:
+            return [queue]
+        return [leaf for child in queue.children for leaf in self.leaves(child)]
 
     def depth_first(self) -> Iterator[QueueInfo]:
         stack = list(reversed(self.roots))

@@ -245,7 +245,9 @@ def test_best_effort_pods_count_nothing_against_their_queue() -> None:
 
 
 def test_jobs_of_missing_queues_wait_with_queue_does_not_exist() -> None:
-    document = simulate([node("n0"), queue("q"), pod("lost", "nowhere", gpus=1), pod("fine", gpus=1)], ALLOCATE)
+    document = simulate(
+        [node("n0"), queue("q"), pod("lost", "nowhere", gpus=1), pod("fine", gpus=1)], ALLOCATE
+    )
     groups = groups_by_name(document)
     assert groups["pg-lost"]["unschedulableReason"].startswith("QueueDoesNotExist")
     assert groups["pg-lost"]["pending"] == 1
@@ -254,7 +256,11 @@ def test_jobs_of_missing_queues_wait_with_queue_does_not_exist() -> None:
 
 
 def test_jobs_in_a_parent_queue_are_not_scheduled() -> None:
-    result = run([node("n0"), queue("dept"), queue("team", parent="dept"), pod("p", "dept", gpus=1)], ALLOCATE, cycles=1)
+    result = run(
+        [node("n0"), queue("dept"), queue("team", parent="dept"), pod("p", "dept", gpus=1)],
+        ALLOCATE,
+        cycles=1,
+    )
     assert result.cycles[0].decisions == []
     assert "leaf" in result.reasons["default/pg-p"]
 
@@ -268,3 +274,23 @@ def test_queue_depth_per_action_bounds_the_jobs_considered_per_queue() -> None:
     objects = [node("n0", gpus=8), queue("q"), *[pod(f"p{i}", gpus=1) for i in range(3)]]
     decisions = one_cycle(objects, config(actions="allocate", queueDepthPerAction={"allocate": 1}))
     assert bound_order(decisions) == ["p0"]
+
+
+def test_a_gang_with_sub_groups_needs_every_sub_group_minimum() -> None:
+    sub_groups = [{"name": "workers", "minMember": 2}, {"name": "leader", "minMember": 1}]
+
+    def objects(gpus: int) -> list[Any]:
+        return [
+            node("n0", gpus=gpus),
+            queue("q"),
+            pod_group("g", min_member=3, sub_groups=sub_groups),
+            *[
+                pod(f"w{i}", group="g", gpus=1, labels={"kai.scheduler/subgroup-name": "workers"})
+                for i in range(3)
+            ],
+            pod("l", group="g", gpus=1, labels={"kai.scheduler/subgroup-name": "leader"}),
+        ]
+
+    assert bound_order(one_cycle(objects(2), ALLOCATE)) == []
+    assert bound_order(one_cycle(objects(3), ALLOCATE)) == ["l", "w0", "w1"]
+    assert bound_order(one_cycle(objects(4), ALLOCATE)) == ["l", "w0", "w1", "w2"]

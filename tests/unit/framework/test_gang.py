@@ -82,7 +82,9 @@ def test_sub_groups_each_ask_for_their_own_missing_members() -> None:
         node("n0"),
         queue("q"),
         pod_group(
-            "g", min_member=3, sub_groups=[{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 2}]
+            "g",
+            min_member=3,
+            sub_groups=[{"name": "leader", "minMember": 1}, {"name": "workers", "minMember": 2}],
         ),
         pod("w0", group="g", labels={"kai.scheduler/subgroup-name": "workers"}),
         pod("w1", group="g", labels={"kai.scheduler/subgroup-name": "workers"}),

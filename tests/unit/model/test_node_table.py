@@ -132,7 +132,13 @@ def test_succeeded_and_failed_pods_hold_nothing() -> None:
 def test_hold_and_unhold_are_inverse() -> None:
     t = table(node("n0", gpus=4, cpu="8", memory="8Gi"))
     request = PodRequest(cpu=1500, memory=GI, whole_gpus=2, scalars=())
-    before = (t.used_cpu.copy(), t.used_memory.copy(), t.used_pods.copy(), t.free_gpus.copy(), t.rel_gpus.copy())
+    before = (
+        t.used_cpu.copy(),
+        t.used_memory.copy(),
+        t.used_pods.copy(),
+        t.free_gpus.copy(),
+        t.rel_gpus.copy(),
+    )
     t.hold(0, request, releasing=True)
     assert t.free_gpus[0] == 2 and t.rel_gpus[0] == 2 and t.rel_cpu[0] == 1500
     t.unhold(0, request, releasing=True)
@@ -236,7 +242,9 @@ def test_idle_gpus_total_counts_free_parts_of_shared_gpus() -> None:
 
 
 def test_gpu_memory_request_is_a_portion_of_each_nodes_device_memory() -> None:
-    t = table(node("a40", gpus=1, gpu_memory=40000), node("a80", gpus=1, gpu_memory=80000), node("nomem", gpus=1))
+    t = table(
+        node("a40", gpus=1, gpu_memory=40000), node("a80", gpus=1, gpu_memory=80000), node("nomem", gpus=1)
+    )
     request = PodRequest(gpu_memory_mib=20000, gpu_devices=1)
     portions = t.portion_for(request)
     assert portions[t.index["a40"]] == pytest.approx(0.5)

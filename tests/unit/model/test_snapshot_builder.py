@@ -48,7 +48,9 @@ def test_pod_group_wins_over_its_pods_on_queue_and_priority() -> None:
     ("class_name", "priority", "preemptible"),
     [("train", 50, True), ("build-preemptible", 75, True), ("build", 100, False), ("inference", 125, False)],
 )
-def test_builtin_priority_classes_and_preemptibility(class_name: str, priority: int, preemptible: bool) -> None:
+def test_builtin_priority_classes_and_preemptibility(
+    class_name: str, priority: int, preemptible: bool
+) -> None:
     snap = snapshot_of([node("n0"), queue("q"), pod("p", priority_class=class_name)])
     job = snap.jobs["default/pg-p"]
     assert (job.priority, job.preemptible) == (priority, preemptible)
@@ -65,7 +67,9 @@ def test_preemptibility_label_and_spec_override_the_priority_rule() -> None:
         [
             node("n0"),
             queue("q"),
-            pod("np-train", priority_class="train", labels={"kai.scheduler/preemptibility": "non-preemptible"}),
+            pod(
+                "np-train", priority_class="train", labels={"kai.scheduler/preemptibility": "non-preemptible"}
+            ),
             pod_group("pre-inf", priority_class="inference", preemptibility="preemptible"),
             pod("i0", group="pre-inf"),
         ]
@@ -113,7 +117,13 @@ def test_a_pod_naming_a_missing_pod_group_is_invalid() -> None:
 
 
 def test_a_gang_with_fewer_pods_than_min_member_is_not_ready() -> None:
-    objects = [node("n0"), queue("q"), pod_group("g", min_member=3), pod("g-0", group="g"), pod("g-1", group="g")]
+    objects = [
+        node("n0"),
+        queue("q"),
+        pod_group("g", min_member=3),
+        pod("g-0", group="g"),
+        pod("g-1", group="g"),
+    ]
     snap = snapshot_of(objects)
     assert "2 of minMember 3" in snap.jobs["default/g"].invalid_reason
 

@@ -59,7 +59,12 @@ def test_gpuspread_joins_the_least_used_shared_gpu_when_no_whole_gpu_is_free() -
 
 
 def test_fractions_pack_onto_one_gpu_then_open_the_next() -> None:
-    objects = [node("n0", gpus=2), queue("q"), *[pod(f"f{i}", fraction=0.5) for i in range(4)], pod("x", fraction=0.5)]
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        *[pod(f"f{i}", fraction=0.5) for i in range(4)],
+        pod("x", fraction=0.5),
+    ]
     document = simulate(objects, PACK, cycles=1)
     groups = {p["name"]: tuple(p["gpuGroups"]) for p in document["pods"]}
     assert groups["f0"] == groups["f1"]

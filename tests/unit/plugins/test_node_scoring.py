@@ -32,7 +32,9 @@ from kai_scheduler.model.snapshot import ClusterState, PodState
 ALLOCATE = config(actions="allocate")
 
 
-def placement_config(gpu: str = "binpack", cpu: str = "binpack", *, without: tuple[str, ...] = ()) -> SchedulerConfig:
+def placement_config(
+    gpu: str = "binpack", cpu: str = "binpack", *, without: tuple[str, ...] = ()
+) -> SchedulerConfig:
     plugins = [
         {"name": name, "arguments": {"gpu": gpu, "cpu": cpu} if name == "nodeplacement" else {}}
         for name in DEFAULT_PLUGINS
@@ -148,7 +150,11 @@ def test_resourcetype_does_not_pull_gpu_pods_anywhere() -> None:
 
 def test_resourcetype_does_not_count_a_mig_node_as_cpu_only() -> None:
     mig = node(
-        "a-mig", gpus=0, cpu="64", labels={"nvidia.com/mig.strategy": "mixed"}, extra={"nvidia.com/mig-1g.10gb": 7}
+        "a-mig",
+        gpus=0,
+        cpu="64",
+        labels={"nvidia.com/mig.strategy": "mixed"},
+        extra={"nvidia.com/mig-1g.10gb": 7},
     )
     objects = [mig, node("b-cpu", gpus=0, cpu="64"), queue("q"), pod("cpu", cpu="1")]
     assert binds(one_cycle(objects, ALLOCATE)) == {"cpu": "b-cpu"}

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from helpers import binds, config, node, one_cycle, open_session, pod, queue, run
 
 ALLOCATE = config(actions="allocate")
@@ -41,7 +39,9 @@ def _required(key: str, operator: str, values: list[str]) -> dict[str, Any]:
     return {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": operator, "values": values}]}]
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": operator, "values": values}]}
+                ]
             }
         }
     }
@@ -107,7 +107,13 @@ def test_prefer_no_schedule_taint_is_avoided_but_not_forbidden() -> None:
 
 
 def test_unschedulable_nodes_are_skipped() -> None:
-    objects = [node("a", unschedulable=True), node("b", gpus=1), queue("q"), pod("p", gpus=1), pod("r", gpus=1)]
+    objects = [
+        node("a", unschedulable=True),
+        node("b", gpus=1),
+        queue("q"),
+        pod("p", gpus=1),
+        pod("r", gpus=1),
+    ]
     assert placed(objects) == {"p": "b"}
     assert "1 node(s) were unschedulable" in reason(objects, "pg-r")
 
@@ -273,3 +279,21 @@ def test_predicate_masks_are_shared_by_pods_with_equal_placements() -> None:
     p, r = session.snapshot.tasks["default/p"], session.snapshot.tasks["default/r"]
     assert p.placement is r.placement
     assert list(session.candidate_nodes(p)) == [False, True]
+
+
+def test_every_open_shared_gpu_holds_a_pod_slot_for_its_reservation_pod() -> None:
+    # pods=3: f0 and the reservation pod of its new GPU take two slots; f1 cannot join f0's GPU (0.5 left)
+    # and would need a new GPU, i.e. two more slots.
+    objects = [node("a", gpus=2, pods=3), queue("q"), pod("f0", fraction=0.5), pod("f1", fraction=0.75)]
+    assert placed(objects) == {"f0": "a"}
+    # A running shared GPU's reservation pod counts too: pods=2 is already full.
+    running = [
+        node("a", gpus=2, pods=2),
+        queue("q"),
+        pod("old", fraction=0.5, node_name="a", labels={"runai-gpu-group": "g"}),
+        pod("f", fraction=0.5),
+    ]
+    assert placed(running) == {}
+    # Whole-GPU and CPU pods take one slot each, next to the reservation pod.
+    mixed = [node("a", gpus=2, pods=3), queue("q"), pod("f0", fraction=0.5), pod("w", gpus=1), pod("x")]
+    assert placed(mixed) == {"f0": "a", "w": "a"}

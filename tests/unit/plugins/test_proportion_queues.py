@@ -300,3 +300,40 @@ def test_queue_allocation_counts_running_pods_up_the_tree_and_requests_include_p
     assert dept.allocated.gpu == pytest.approx(team.allocated.gpu)
     assert team.request.gpu == pytest.approx(2 + 0.5 + 0.25 + 1)
     assert team.allocated_non_preemptible.gpu == 0
+
+
+# --- fullHierarchyFairness: false ----------------------------------------------------------------
+
+
+def _departments() -> list:  # type: ignore[type-arg]
+    return [
+        node("n0", gpus=4),
+        queue("dept-a", gpu=1),
+        queue("dept-b", gpu=3),
+        queue("a1", gpu=2, parent="dept-a"),
+        queue("a2", gpu=2, parent="dept-a"),
+        queue("b1", gpu=0, parent="dept-b"),
+        *[pod(f"{q}-{i}", q, gpus=1) for q in ("a1", "a2", "b1") for i in range(4)],
+    ]
+
+
+def test_full_hierarchy_fairness_divides_through_the_departments() -> None:
+    # dept-a 1, dept-b 3 at the top; b1 inherits dept-b's 3. Departments are ordered first: dept-b is
+    # starved with the lower share (1/3, 2/3), then tie and dept-a's lower share without the job, then
+    # only dept-b is still starved.
+    decisions = one_cycle(_departments(), ALLOCATE)
+    assert bound_order(decisions) == ["b1-0", "b1-1", "a1-0", "b1-2"]
+    session = open_session(_departments())
+    assert session.snapshot.queues["b1"].fair_share.gpu == pytest.approx(3)
+
+
+def test_flat_fairness_divides_among_leaf_queues() -> None:
+    session = open_session(_departments(), config(fullHierarchyFairness=False))
+    shares = {q.name: q.fair_share.gpu for q in session.snapshot.queues}
+    assert shares["a1"] == pytest.approx(2) and shares["a2"] == pytest.approx(2)
+    assert shares["b1"] == pytest.approx(0)
+
+
+def test_flat_fairness_orders_leaf_queues_directly() -> None:
+    decisions = one_cycle(_departments(), config(actions="allocate", fullHierarchyFairness=False))
+    assert bound_order(decisions) == ["a1-0", "a2-0", "a1-1", "a2-1"]

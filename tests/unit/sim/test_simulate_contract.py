@@ -153,7 +153,15 @@ def test_every_field_of_the_result_document(sim: Sim) -> None:
 
     groups = by_name(doc["podGroups"])
     for entry in doc["podGroups"]:
-        assert set(entry) == {"namespace", "name", "queue", "minMember", "running", "pending", "unschedulableReason"}
+        assert set(entry) == {
+            "namespace",
+            "name",
+            "queue",
+            "minMember",
+            "running",
+            "pending",
+            "unschedulableReason",
+        }
     assert groups["g"]["minMember"] == 2
     assert (groups["g"]["running"], groups["g"]["pending"]) == (0, 2)
     assert isinstance(groups["g"]["unschedulableReason"], str) and groups["g"]["unschedulableReason"]
@@ -221,7 +229,12 @@ def test_a_pod_group_wins_over_its_pods_queue(sim: Sim) -> None:
 
 
 def _one_gpu_race(first: str, second: str) -> list[dict[str, Any]]:
-    return [node_manifest("n0", gpus=1), queue_manifest("q"), pod_manifest(first, gpus=1), pod_manifest(second, gpus=1)]
+    return [
+        node_manifest("n0", gpus=1),
+        queue_manifest("q"),
+        pod_manifest(first, gpus=1),
+        pod_manifest(second, gpus=1),
+    ]
 
 
 def test_an_earlier_document_is_older_and_wins_ties(sim: Sim) -> None:
@@ -229,7 +242,9 @@ def test_an_earlier_document_is_older_and_wins_ties(sim: Sim) -> None:
     assert decision_rows(sim(_one_gpu_race("y", "x"))) == [(1, "bind", "y", "n0")]
 
 
-def test_files_of_a_folder_are_read_in_sorted_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_files_of_a_folder_are_read_in_sorted_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "input"
     folder.mkdir()
     write(folder, "b-pods.yaml", [pod_manifest("from-b", gpus=1)])
@@ -584,3 +599,36 @@ def test_bad_input_from_the_real_command_prints_no_traceback(tmp_path: Path) -> 
     assert completed.stdout == ""
     assert len(completed.stderr.splitlines()) == 1
     assert "Traceback" not in completed.stderr
+
+
+# --- configuration keys of the contract ----------------------------------------------------------
+
+
+def _stale_gang() -> list[dict[str, Any]]:
+    return [
+        node_manifest("n0", gpus=1),
+        queue_manifest("q"),
+        pod_group_manifest("g", min_member=2),
+        pod_manifest("g-0", group="g", gpus=1, node_name="n0"),
+        pod_manifest("g-1", group="g", gpus=1),
+    ]
+
+
+@pytest.mark.parametrize(("grace", "evicted_at"), [("10s", 10.0), (None, 60.0), ("-1s", None)])
+def test_default_staleness_grace_period(sim: Sim, grace: str | None, evicted_at: float | None) -> None:
+    config = {} if grace is None else {"defaultStalenessGracePeriod": grace}
+    doc = sim(_stale_gang(), "--until", "2m", config=config)
+    evictions = [d["time"] for d in doc["decisions"] if d["type"] == "evict"]
+    assert evictions == ([] if evicted_at is None else [evicted_at])
+
+
+def test_use_scheduling_signatures_false_changes_no_outcome(sim: Sim) -> None:
+    documents = [
+        node_manifest("n0", gpus=1),
+        queue_manifest("q"),
+        *[pod_manifest(f"big{i}", gpus=2) for i in range(3)],
+        pod_manifest("small", gpus=1),
+    ]
+    with_signatures = sim(documents)
+    without = sim(documents, config={"useSchedulingSignatures": False})
+    assert decision_rows(with_signatures) == decision_rows(without) == [(1, "bind", "small", "n0")]

@@ -105,6 +105,9 @@ def _children_by_parent(queues: Sequence[QueueShareInput]) -> dict[str | None, l
         if queue.parent is not None and queue.parent not in by_name:
             raise ValueError(f"queue {queue.name!r} has unknown parent {queue.parent!r}")
         children.setdefault(queue.parent, []).append(queue)
+    for siblings in children.values():
+        # Fixed order (age, then name) so that neither float sums nor tie-breaks depend on the input order.
+        siblings.sort(key=lambda q: (q.creation_rank, q.name))
     _check_acyclic(by_name, children)
     return children
 
@@ -148,11 +151,7 @@ def _divide_level(
     k_value: float,
     unit: float,
 ) -> dict[str, float]:
-    # Sorted so that the result never depends on input order (ties are broken by age, then name).
-    level = [
-        _LevelQueue(queue, _requestable(requests[queue.name], queue.limit))
-        for queue in sorted(siblings, key=lambda q: (q.creation_rank, q.name))
-    ]
+    level = [_LevelQueue(queue, _requestable(requests[queue.name], queue.limit)) for queue in siblings]
     remaining = _give_deserved(total, level)
     if remaining > 0:
         _give_over_quota(remaining, level, k_value, unit)

@@ -42,9 +42,7 @@ class ProportionPlugin:
         self._session = session
         snapshot = session.snapshot
         account_queues(snapshot)
-        compute_fair_shares(
-            snapshot.queues, snapshot.capacity, self.k_value, session.config.full_hierarchy_fairness
-        )
+        compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value)
         points = session.points
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
@@ -305,14 +303,14 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
                 queue.allocated_non_preemptible.add(allocated)
 
 
-def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float, full_hierarchy: bool) -> None:
-    """Fair share per resource through the whole tree, or flat across leaf queues when
-    fullHierarchyFairness is off (parents then report the sum of their leaves)."""
+def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) -> None:
+    """Fair share per resource, top-down through the tree; queues detached by a flattened tree report
+    the sum of their leaves."""
     for resource in RESOURCE_NAMES:
         inputs = [
             QueueShareInput(
                 name=q.name,
-                parent=q.parent if full_hierarchy else None,
+                parent=q.parent,
                 priority=q.priority,
                 creation_rank=q.rank,
                 deserved=q.deserved.get(resource),
@@ -321,20 +319,9 @@ def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float, 
                 request=q.request.get(resource),
             )
             for q in queues
-            if full_hierarchy or q.is_leaf
         ]
         shares = divide(max(capacity.get(resource), 0.0), inputs, k_value=k_value, unit=1.0)
         for queue in queues:
             queue.fair_share.set(resource, shares.get(queue.name, 0.0))
-        if not full_hierarchy:
-            for queue in queues.depth_first():
-                if not queue.is_leaf:
-                    leaves = _leaves(queues, queue.name)
-                    queue.fair_share.set(resource, sum(shares.get(q.name, 0.0) for q in leaves))
-
-
-def _leaves(queues: QueueTree, name: str) -> list[QueueInfo]:
-    queue = queues[name]
-    if queue.is_leaf:
-        return [queue]
-    return [leaf for child in queue.children for leaf in _leaves(queues, child)]
+        for parent, leaves in queues.detached.values():
+            parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
