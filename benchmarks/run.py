@@ -58,7 +58,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+import kai_scheduler.scheduler as scheduler_module
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.sim.cluster import SimCluster
@@ -338,7 +340,7 @@ def to_objects(docs: list[dict[str, Any]]) -> list[ApiObject]:
     return [_MODELS[doc["kind"]](doc) for doc in docs]
 
 
-def describe_workload(docs: list[dict[str, Any]]) -> dict[str, Any]:
+def describe_workload(docs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     kinds = Counter(doc["kind"] for doc in docs)
     pods = [doc for doc in docs if doc["kind"] == "Pod"]
     gpu_demand = 0.0
@@ -359,7 +361,7 @@ def describe_workload(docs: list[dict[str, Any]]) -> dict[str, Any]:
         shapes[shape] += 1
     capacity = NODES * GPUS_PER_NODE
     return {
-        "seed": SEED,
+        "seed": seed,
         "nodes": kinds["Node"],
         "gpus": capacity,
         "queues": kinds["Queue"],
@@ -406,6 +408,40 @@ def placed(decisions: list[Any]) -> int:
     return sum(1 for d in decisions if d.type in ("bind", "pipeline"))
 
 
+class _TimedAction:
+    """Stands in for an action instance and adds its `execute` time to the current cycle's entry."""
+
+    def __init__(self, action: Any, log: list[dict[str, float]]) -> None:
+        self.name = action.name
+        self._action = action
+        self._log = log
+
+    def execute(self, session: Any) -> None:
+        begin = time.perf_counter()
+        try:
+            self._action.execute(session)
+        finally:
+            entry = self._log[-1]
+            entry[self.name] = entry.get(self.name, 0.0) + time.perf_counter() - begin
+
+
+@contextmanager
+def timed_actions(log: list[dict[str, float]]) -> Iterator[None]:
+    """Time every action of every cycle: the scheduler looks actions up in its ACTIONS registry each cycle,
+    so the registry's factories are wrapped (in this process only) for the duration of the block."""
+    registry: dict[str, Callable[[], Any]] = scheduler_module.ACTIONS
+    original = dict(registry)
+
+    def wrap(make: Callable[[], Any]) -> Callable[[], Any]:
+        return lambda: _TimedAction(make(), log)
+
+    registry.update({name: wrap(make) for name, make in original.items()})
+    try:
+        yield
+    finally:
+        registry.update(original)
+
+
 class _OutOfTime(Exception):
     """Raised between cycles once the wall-time budget is spent, to stop the simulation early."""
 
@@ -422,6 +458,7 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
     build_times: list[float] = []
     session_times: list[float] = []
     decisions: list[list[Any]] = []
+    action_times: list[dict[str, float]] = []
     build, schedule = simulation.builder.build, simulation.scheduler.run
     run_started = time.perf_counter()
 
@@ -435,6 +472,7 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
         return snapshot
 
     def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
+        action_times.append({})
         begin = time.perf_counter()
         result = schedule(snapshot, cycle=cycle, now=now)
         session_times.append(time.perf_counter() - begin)
@@ -445,7 +483,7 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
     simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
     gc_timer = GcTimer()
     stopped_early = False
-    with gc_timer:
+    with gc_timer, timed_actions(action_times):
         gc_timer.active = True
         try:
             records = simulation.run().cycles
@@ -457,7 +495,7 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
             ]
         gc_timer.active = False
     run_seconds = time.perf_counter() - run_started
-    summary = _summarise(records, simulation.cluster, build_times, session_times)
+    summary = _summarise(records, simulation.cluster, build_times, session_times, action_times)
     summary.update(
         setupSeconds=setup_seconds,
         runSeconds=run_seconds,
@@ -471,7 +509,11 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
 
 
 def _summarise(
-    records: list[CycleRecord], cluster: SimCluster, build_times: list[float], session_times: list[float]
+    records: list[CycleRecord],
+    cluster: SimCluster,
+    build_times: list[float],
+    session_times: list[float],
+    action_times: list[dict[str, float]],
 ) -> dict[str, Any]:
     first = records[0]
     first_placed = placed(first.decisions)
@@ -484,6 +526,8 @@ def _summarise(
     steady_records = settled or later
     steady = [r.seconds for r in steady_records]
     steady_builds = [build_times[r.cycle - 1] for r in steady_records]
+    steady_actions = [action_times[r.cycle - 1] for r in steady_records]
+    action_names = list(action_times[0])
     later_kinds = Counter(d.type for r in later for d in r.decisions)
     pending = sum(1 for p in cluster.arrived_pods() if p.phase == "Pending")
     return {
@@ -497,6 +541,7 @@ def _summarise(
             "snapshotSeconds": build_times[0],
             "sessionSeconds": session_times[0],
             "snapshotShare": build_times[0] / first.seconds,
+            "actionSeconds": action_times[0],
         },
         "steady": {
             "settled": bool(settled),
@@ -505,6 +550,12 @@ def _summarise(
             "minSeconds": min(steady) if steady else None,
             "maxSeconds": max(steady) if steady else None,
             "snapshotMedianSeconds": statistics.median(steady_builds) if steady else None,
+            "actionMedianSeconds": {
+                name: statistics.median(entry.get(name, 0.0) for entry in steady_actions)
+                for name in action_names
+            }
+            if steady
+            else {},
         },
         "afterFirstCycle": {
             "cycles": len(later),
@@ -517,6 +568,7 @@ def _summarise(
         "cycles": len(records),
         "cycleSeconds": [r.seconds for r in records],
         "snapshotSeconds": build_times[: len(records)],
+        "actionSeconds": action_times[: len(records)],
     }
 
 
@@ -642,6 +694,10 @@ def _s(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds:,.2f} s"
 
 
+def _actions(seconds: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.2f}s" for name, value in seconds.items()) or "n/a"
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     workload, memory = report["workload"], report["inMemory"]
     first, steady, later = memory["firstCycle"], memory["steady"], memory["afterFirstCycle"]
@@ -659,6 +715,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("first cycle wall time", _s(first["seconds"]))
     table.add_row("  snapshot build", f"{_s(first['snapshotSeconds'])} ({first['snapshotShare']:.0%})")
     table.add_row("  scheduling session", _s(first["sessionSeconds"]))
+    table.add_row("  by action", _actions(first["actionSeconds"]))
     table.add_row("pods placed in first cycle", f"{first['placed']:,} ({first['pipelines']:,} pipelined)")
     table.add_row("placement rate", "n/a" if rate is None else f"{rate:,.0f} pods/s")
     table.add_section()
@@ -669,6 +726,7 @@ def render(report: dict[str, Any], console: Console) -> None:
         f"{_ms(steady['minSeconds'])}..{_ms(steady['maxSeconds'])})",
     )
     table.add_row("  snapshot build (median)", _ms(steady["snapshotMedianSeconds"]))
+    table.add_row("  by action (median)", _actions(steady["actionMedianSeconds"]))
     table.add_row(
         "decisions after the first cycle",
         f"{later['binds']:,} bind, {later['pipelines']:,} pipeline, {later['evictions']:,} evict "
@@ -750,7 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_yaml:
         files = write_yaml(docs, Path(args.write_yaml))
         console.print(f"wrote {len(docs):,} objects to {', '.join(str(f) for f in files)}")
-        console.print(f"run it with: .venv/bin/kai-scheduler simulate {args.write_yaml}")
+        console.print(f"run it with: .venv/bin/kai-scheduler simulate {args.write_yaml} --cycles 2")
         return 0
 
     started = time.perf_counter()
@@ -763,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"saved {report_file} and {RESULTS / f'cycle-{args.profile}.prof'}")
         return 0
 
-    workload = describe_workload(docs)
+    workload = describe_workload(docs, args.seed)
     console.print(
         f"workload: seed {args.seed}, {workload['pendingPods']:,} pods, "
         f"generated in {generate_seconds:.1f}s, validated in {validate_seconds:.1f}s; "
