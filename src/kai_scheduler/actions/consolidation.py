@@ -17,7 +17,6 @@ from kai_scheduler.actions.victims import (
     VictimAction,
     VictimJob,
     order_victims,
-    running_tasks,
     solve,
 )
 from kai_scheduler.framework.session import Session
@@ -41,12 +40,8 @@ class Consolidation(VictimAction):
         free = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
         return free + EPSILON < request.gpu
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        candidates = [
-            other
-            for other in session.snapshot.jobs.values()
-            if other is not job and other.preemptible and running_tasks(other)
-        ]
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
+        candidates = [other for other in running if other is not job]
         victims = _closest_to_room_first(session, order_victims(session, self.name, job, candidates))
         if not victims:
             return False

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from kai_scheduler.actions.victims import Scenario, VictimAction, order_victims, solve
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 
 
@@ -20,8 +20,9 @@ class Preempt(VictimAction):
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         return session.check_job_capacity(job, request) is not None
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        victims = order_victims(session, self.name, job, _victim_jobs(session, job))
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
+        candidates = [v for v in running if v.queue == job.queue and v.priority < job.priority]
+        victims = order_victims(session, self.name, job, candidates)
         if not victims:
             return False
 
@@ -34,14 +35,3 @@ class Preempt(VictimAction):
 def _no_rule(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
     """Preempt has no fairness rule of its own: priority already decided who may go."""
     return True
-
-
-def _victim_jobs(session: Session, preemptor: JobInfo) -> list[JobInfo]:
-    return [
-        job
-        for job in session.snapshot.jobs.values()
-        if job.queue == preemptor.queue
-        and job.preemptible
-        and job.priority < preemptor.priority
-        and any(t.status is TaskStatus.RUNNING for t in job.tasks)
-    ]

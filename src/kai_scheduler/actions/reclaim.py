@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from kai_scheduler.actions.victims import Relocation, Scenario, VictimAction, order_victims, solve
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 
 
@@ -24,11 +24,17 @@ class Reclaim(VictimAction):
             return True
         return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        victims = order_victims(session, self.name, job, _victim_jobs(session, job))
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
+        request = request_of(session, tasks)
+        candidates = [
+            victim
+            for victim in running
+            if victim.queue != job.queue
+            and all(allowed(job, request, victim) for allowed in session.points.reclaim_victim_filters)
+        ]
+        victims = order_victims(session, self.name, job, candidates)
         if not victims:
             return False
-        request = request_of(session, tasks)
 
         def fair(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, evicted) for check in session.points.reclaim_validators)
@@ -37,15 +43,5 @@ class Reclaim(VictimAction):
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
         relocation = Relocation.TRY if session.config.allow_consolidating_reclaim else Relocation.NONE
-        return solve(session, Scenario(self.name, job, tasks, fair, reason, relocation), victims)
-
-
-def _victim_jobs(session: Session, reclaimer: JobInfo) -> list[JobInfo]:
-    return [
-        job
-        for job in session.snapshot.jobs.values()
-        if job.queue != reclaimer.queue
-        and job.preemptible
-        and job.queue in session.snapshot.queues
-        and any(t.status is TaskStatus.RUNNING for t in job.tasks)
-    ]
+        scenario = Scenario(self.name, job, tasks, fair, reason, relocation, invalid_is_final=True)
+        return solve(session, scenario, victims)

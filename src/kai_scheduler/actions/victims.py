@@ -109,6 +109,15 @@ class Scenario:
     reason: Callable[[TaskInfo], str]
     relocation: Relocation = Relocation.NONE
     max_victims: int = -1  # most pods evicted in one scenario; -1: no bound
+    # The validator only gets stricter as victims are added (reclaim's fairness rules judge each victim
+    # by what was taken before it), so the first invalid scenario ends the search.
+    invalid_is_final: bool = False
+
+
+class Outcome(Enum):
+    COMMITTABLE = "committable"
+    UNPLACEABLE = "unplaceable"  # the preemptor (or a victim that must move) does not fit yet
+    INVALID = "invalid"  # placed, but the validator rejects it
 
 
 def solve(session: Session, scenario: Scenario, victims: Sequence[VictimJob]) -> bool:
@@ -134,10 +143,11 @@ def solve(session: Session, scenario: Scenario, victims: Sequence[VictimJob]) ->
             if available + EPSILON < needed:
                 continue
             simulated += 1
-            if _try_scenario(session, statement, scenario, evicted):
+            outcome = _try_scenario(session, statement, scenario, evicted)
+            if outcome is Outcome.COMMITTABLE:
                 statement.commit()
                 return True
-            if simulated >= MAX_SCENARIOS:
+            if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
                 statement.discard()
                 return False
     statement.discard()
@@ -146,22 +156,25 @@ def solve(session: Session, scenario: Scenario, victims: Sequence[VictimJob]) ->
 
 def _try_scenario(
     session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
-) -> bool:
+) -> Outcome:
     checkpoint = statement.checkpoint()
     preemptor = scenario.preemptor
     for task in scenario.tasks:
         placed = session.choose_node(task)
         if placed is None:
             statement.rollback(checkpoint)
-            return False
+            return Outcome.UNPLACEABLE
         node = session.snapshot.nodes.names[placed.node]
         message = f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
         statement.pipeline(task, placed.node, placed.gpu_groups, message)
     stopped = _relocate(session, statement, scenario, evicted)
-    if stopped is None or not scenario.validate(preemptor, stopped):
+    if stopped is None:
         statement.rollback(checkpoint)
-        return False
-    return True
+        return Outcome.UNPLACEABLE
+    if not scenario.validate(preemptor, stopped):
+        statement.rollback(checkpoint)
+        return Outcome.INVALID
+    return Outcome.COMMITTABLE
 
 
 def _relocate(
@@ -192,9 +205,14 @@ class VictimAction(ABC):
     name = ""
 
     def execute(self, session: Session) -> None:
-        pending = [j for j in session.snapshot.jobs.values() if j.has_pending() and j.invalid_reason is None]
+        jobs = session.snapshot.jobs.values()
+        pending = [j for j in jobs if j.has_pending() and j.invalid_reason is None]
         queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
+        # Jobs that could be victims at all; refreshed only when a scenario was committed.
+        running = [
+            j for j in jobs if j.preemptible and j.queue in session.snapshot.queues and running_tasks(j)
+        ]
         while (job := queue.pop()) is not None:
             tasks = tasks_to_allocate(session, job)
             if not tasks:
@@ -202,9 +220,10 @@ class VictimAction(ABC):
             signature = scheduling_signature(job, tasks) if session.config.use_scheduling_signatures else None
             if signature in failed or self.blocked(session, job, request_of(session, tasks)):
                 continue
-            if self.attempt(session, job, tasks):
+            if self.attempt(session, job, tasks, running):
                 session.unschedulable.pop(job.key, None)
                 queue.refresh()
+                running = [j for j in running if running_tasks(j)]
                 if job.has_pending():
                     queue.push(job)
             elif signature is not None:
@@ -215,5 +234,6 @@ class VictimAction(ABC):
         """Whether the job may not even try (limits, fair share, quota)."""
 
     @abstractmethod
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        """Search victims for the job's next pods and commit the first valid scenario."""
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
+        """Search victims (among the preemptible `running` jobs) for the job's next pods and commit the first
+        valid scenario."""

@@ -49,6 +49,7 @@ class ProportionPlugin:
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
         points.reclaim_eligibility.append(self.can_reclaim)
         points.reclaim_validators.append(self.reclaim_is_fair)
+        points.reclaim_victim_filters.append(self.may_reclaim_from)
         points.on_allocate.append(self._on_allocate)
         points.on_deallocate.append(self._on_deallocate)
 
@@ -169,6 +170,25 @@ class ProportionPlugin:
             ):
                 return f"queue {queue.name} would go above its {r} fair share"
         return self.non_preemptible_over_quota(job, request)
+
+    def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim: JobInfo) -> bool:
+        """The first victim's test of `reclaim_is_fair`, before anything is taken: a queue at or below its
+        share (and, for GuaranteeDeservedQuota, its deserved quota) can give nothing, so its jobs are not
+        even candidates."""
+        assert self._session is not None
+        queues = self._session.snapshot.queues
+        total = self._session.snapshot.capacity
+        reclaimer_side, victim_side = _split(
+            list(reversed(queues.ancestry(reclaimer.queue))), list(reversed(queues.ancestry(victim.queue)))
+        )
+        if reclaimer_side is None or victim_side is None:
+            return False
+        held = victim_side.allocated
+        share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
+        if not _all_le(held, share):
+            return True
+        within_deserved = _all_le(reclaimer_side.allocated.plus(request), _deserved(reclaimer_side, total))
+        return within_deserved and not _all_le(held, _deserved(victim_side, total))
 
     def reclaim_is_fair(self, reclaimer: JobInfo, request: Resources, victims: Sequence[TaskInfo]) -> bool:
         """KAI's reclaim rules, compared where the two queues' branches of the tree split: each victim
