@@ -26,12 +26,19 @@ class ProportionPlugin:
     name = "proportion"
 
     def __init__(self, arguments: dict[str, Any]) -> None:
-        self.k_value = float(arguments.get("kValue", 1.0))
-        multiplier = float(arguments.get("relcaimerSaturationMultiplier", 1.0))
+        self.k_value = _number(arguments, "kValue", 1.0)
+        # KAI's code spells it relcaimerSaturationMultiplier; its docs say reclaimerUtilizationMultiplier.
+        name = next(
+            (
+                n
+                for n in ("relcaimerSaturationMultiplier", "reclaimerUtilizationMultiplier")
+                if n in arguments
+            ),
+            "relcaimerSaturationMultiplier",
+        )
+        multiplier = _number(arguments, name, 1.0)
         if multiplier < 1.0:
-            raise ValueError(
-                f"proportion.arguments.relcaimerSaturationMultiplier: must be >= 1, got {multiplier}"
-            )
+            raise ValueError(f"proportion.arguments.{name}: must be >= 1, got {multiplier:g}")
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._next_request: dict[str, tuple[int, Resources]] = {}
@@ -252,6 +259,13 @@ class ProportionPlugin:
             ):
                 return True
         return False
+
+
+def _number(arguments: dict[str, Any], key: str, default: float) -> float:
+    value = arguments.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"proportion.arguments.{key}: expected a number, got {value!r}")
+    return float(value)
 
 
 def _split(path_a: list[QueueInfo], path_b: list[QueueInfo]) -> tuple[QueueInfo | None, QueueInfo | None]:
