@@ -262,10 +262,14 @@ class ProportionPlugin:
 
 
 def _number(arguments: dict[str, Any], key: str, default: float) -> float:
+    """Plugin arguments are strings in KAI's configuration ("1.5"); numbers are accepted too."""
     value = arguments.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"proportion.arguments.{key}: expected a number, got {value!r}")
-    return float(value)
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"proportion.arguments.{key}: expected a number, got {value!r}") from None
 
 
 def _split(path_a: list[QueueInfo], path_b: list[QueueInfo]) -> tuple[QueueInfo | None, QueueInfo | None]:
