@@ -397,3 +397,51 @@ def open_session(
     for name, arguments in chosen:
         PLUGINS[name](arguments).on_session_open(session)
     return session
+
+
+# --- victim actions (reclaim, preempt, consolidation, min runtime) ------------------------------------
+
+
+def queue_with_min_runtime(
+    name: str, *, preempt: str | None = None, reclaim: str | None = None, **kwargs: Any
+) -> Queue:
+    """A queue (as `queue`) that sets `preemptMinRuntime` / `reclaimMinRuntime`."""
+    manifest = queue_manifest(name, **kwargs)
+    if preempt is not None:
+        manifest["spec"]["preemptMinRuntime"] = preempt
+    if reclaim is not None:
+        manifest["spec"]["reclaimMinRuntime"] = reclaim
+    return Queue.model_validate(manifest)
+
+
+def labelled_pod_group(
+    name: str, queue: str | None = "q", *, labels: dict[str, str], **kwargs: Any
+) -> PodGroup:
+    """A PodGroup (as `pod_group`) with metadata labels, e.g. `kai.scheduler/preemptibility`."""
+    manifest = pod_group_manifest(name, queue, **kwargs)
+    manifest["metadata"]["labels"] = dict(labels)
+    return PodGroup.model_validate(manifest)
+
+
+def running_job(
+    name: str, queue: str = "q", *, size: int, min_member: int, node_name: str, **pod_kwargs: Any
+) -> list[ApiObject]:
+    """A PodGroup whose `size` pods `<name>-0` ... all run on `node_name` (elastic when minMember < size)."""
+    objects: list[ApiObject] = [pod_group(name, queue, min_member=min_member)]
+    objects += [pod(f"{name}-{i}", queue, group=name, node_name=node_name, **pod_kwargs) for i in range(size)]
+    return objects
+
+
+def decision_rows(result: SimulationResult) -> list[tuple[int, str, str, str]]:
+    """(cycle, action, type, pod name) of every decision of a run."""
+    return [(r.cycle, d.action, d.type, d.pod.split("/", 1)[1]) for r in result.cycles for d in r.decisions]
+
+
+def evicted(result: SimulationResult, action: str | None = None) -> list[str]:
+    """Names of the pods evicted in a run (by `action` if given), in order."""
+    return [
+        d.pod.split("/", 1)[1]
+        for r in result.cycles
+        for d in r.decisions
+        if d.type == "evict" and (action is None or d.action == action)
+    ]

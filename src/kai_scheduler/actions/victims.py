@@ -19,6 +19,7 @@ from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 
 # Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
@@ -167,7 +168,7 @@ def _try_scenario(
         node = session.snapshot.nodes.names[placed.node]
         message = f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
         statement.pipeline(task, placed.node, placed.gpu_groups, message)
-    stopped = _relocate(session, statement, scenario, evicted)
+    stopped = _relocate(session, statement, scenario, _keep_unneeded(session, statement, evicted))
     if stopped is None:
         statement.rollback(checkpoint)
         return Outcome.UNPLACEABLE
@@ -175,6 +176,33 @@ def _try_scenario(
         statement.rollback(checkpoint)
         return Outcome.INVALID
     return Outcome.COMMITTABLE
+
+
+def _keep_unneeded(session: Session, statement: Statement, evicted: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims whose resources the preemptor did not need keep running where they are (KAI re-allocates
+    the victims after placing the preemptor); the others are returned. A gang is kept only as a gang: a
+    job is never left running below its minMember."""
+    nodes = session.snapshot.nodes
+    by_job: dict[int, list[TaskInfo]] = {}
+    for victim in evicted:
+        by_job.setdefault(id(victim.job), []).append(victim)
+    needed: list[TaskInfo] = []
+    for victims in by_job.values():
+        job = victims[0].job
+        checkpoint = statement.checkpoint()
+        kept = [v for v in victims if _keep(nodes, statement, v)]
+        if kept and job.active_allocated() < job.min_member:
+            statement.rollback(checkpoint)
+            kept = []
+        needed.extend(v for v in victims if v not in kept)
+    return needed
+
+
+def _keep(nodes: NodeTable, statement: Statement, victim: TaskInfo) -> bool:
+    if not nodes.can_keep(victim.node, victim.request, victim.key, victim.gpu_groups):
+        return False
+    statement.keep(victim)
+    return True
 
 
 def _relocate(

@@ -8,7 +8,7 @@ once (so the next pod sees the node as it would be) and is undone in reverse ord
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kai_scheduler.framework.decisions import Decision, DecisionType
 from kai_scheduler.model.jobs import TaskInfo, TaskStatus
@@ -17,9 +17,13 @@ if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
 
 
+# "keep" takes back an eviction made earlier on the same statement: the victim keeps running.
+_OperationType = Literal["bind", "pipeline", "evict", "keep"]
+
+
 @dataclass(slots=True)
 class _Operation:
-    type: DecisionType
+    type: _OperationType
     task: TaskInfo
     node: int
     gpu_groups: tuple[str, ...]
@@ -54,10 +58,17 @@ class Statement:
         self._session.state.release(task)
         self._operations.append(op)
 
+    def keep(self, task: TaskInfo) -> None:
+        """Take back this statement's eviction of `task` (it turned out not to be needed): it keeps
+        running, and neither the eviction nor the keep becomes a decision."""
+        op = _Operation("keep", task, task.node, task.gpu_groups, task.status, task.node, task.gpu_groups, "")
+        self._session.state.unrelease(task, TaskStatus.RUNNING)
+        self._operations.append(op)
+
     def _place(
         self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus, reason: str
     ) -> None:
-        op_type: DecisionType = "bind" if status is TaskStatus.ALLOCATED else "pipeline"
+        op_type: _OperationType = "bind" if status is TaskStatus.ALLOCATED else "pipeline"
         op = _Operation(op_type, task, node, gpu_groups, task.status, task.node, task.gpu_groups, reason)
         self._session.state.place(task, node, gpu_groups, status)
         self._operations.append(op)
@@ -78,6 +89,8 @@ class Statement:
             op = self._operations.pop()
             if op.type == "evict":
                 self._session.state.unrelease(op.task, op.previous_status)
+            elif op.type == "keep":
+                self._session.state.release(op.task)
             else:
                 self._session.state.unplace(op.task, op.previous_status, op.previous_node, op.previous_groups)
 
@@ -85,12 +98,20 @@ class Statement:
         self.rollback(0)
 
     def commit(self) -> list[Decision]:
-        """Hand the operations to the session as decisions; the state changes are already in place."""
+        """Hand the operations to the session as decisions; the state changes are already in place. An
+        eviction that was taken back (kept) leaves no trace."""
         nodes = self._session.snapshot.nodes
-        decisions = [
-            Decision(self._action, op.type, op.task.key, nodes.names[op.node], op.gpu_groups, op.reason)
-            for op in self._operations
-        ]
+        kept = {id(op.task) for op in self._operations if op.type == "keep"}
+        decisions = []
+        for op in self._operations:
+            if op.type == "keep" or (op.type == "evict" and id(op.task) in kept):
+                continue
+            decision_type: DecisionType = op.type
+            decisions.append(
+                Decision(
+                    self._action, decision_type, op.task.key, nodes.names[op.node], op.gpu_groups, op.reason
+                )
+            )
         self._session.record(decisions)
         self._operations = []
         return decisions

@@ -317,6 +317,25 @@ class NodeTable:
             group.releasing += group.holders.get(pod_key, 0.0)
         self._refresh_shared(node)
 
+    def can_keep(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> bool:
+        """Whether a releasing pod's resources are still unclaimed by anyone pipelined onto them, so that
+        it could keep running instead."""
+        ok = (
+            self.rel_cpu[node] >= request.cpu - EPSILON
+            and self.rel_memory[node] >= request.memory - EPSILON
+            and self.rel_pods[node] >= 1 - EPSILON
+            and self.rel_gpus[node] - self._rel_group_gpus[node] >= request.whole_gpus - EPSILON
+        )
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is not None and self.rel_scalars[node, j] < amount - EPSILON:
+                return False
+        for group_id in groups:
+            group = self.group_by_id[group_id]
+            if group.claimed or group.free_soon < group.holders.get(pod_key, 0.0) - EPSILON:
+                return False
+        return bool(ok)
+
     def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         self.rel_cpu[node] -= request.cpu
         self.rel_memory[node] -= request.memory
