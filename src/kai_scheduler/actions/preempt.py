@@ -22,9 +22,9 @@ class Preempt(VictimAction):
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
         candidates = [v for v in running if v.queue == job.queue and v.priority < job.priority]
-        victims = order_victims(session, self.name, job, candidates)
-        if not victims:
+        if not candidates:
             return False
+        victims = order_victims(session, self.name, job, candidates)
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"

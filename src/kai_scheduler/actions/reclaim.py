@@ -26,15 +26,16 @@ class Reclaim(VictimAction):
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
         request = request_of(session, tasks)
-        candidates = [
-            victim
-            for victim in running
-            if victim.queue != job.queue
-            and all(allowed(job, request, victim) for allowed in session.points.reclaim_victim_filters)
-        ]
-        victims = order_victims(session, self.name, job, candidates)
-        if not victims:
+        filters = session.points.reclaim_victim_filters
+        allowed_queues = {
+            name
+            for name in {victim.queue for victim in running if victim.queue != job.queue}
+            if all(allowed(job, request, name) for allowed in filters)
+        }
+        candidates = [victim for victim in running if victim.queue in allowed_queues]
+        if not candidates:
             return False
+        victims = order_victims(session, self.name, job, candidates)
 
         def fair(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, evicted) for check in session.points.reclaim_validators)

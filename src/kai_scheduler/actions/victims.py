@@ -9,8 +9,9 @@ the gang itself is taken, and gangs are taken whole.
 
 from __future__ import annotations
 
+import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -53,10 +54,13 @@ def running_tasks(job: JobInfo) -> list[TaskInfo]:
 
 def order_victims(
     session: Session, action: str, preemptor: JobInfo, jobs: Sequence[JobInfo]
-) -> list[VictimJob]:
+) -> Iterator[VictimJob]:
     """Victim order: repeatedly the queue furthest above its fair share, and within it the lowest
     priority, newest job (the reverse of the order jobs are scheduled in). Jobs protected by their
-    minimum runtime are kept only if they run pods above their minMember."""
+    minimum runtime are kept only if they run pods above their minMember.
+
+    Lazy: the solver usually needs only the first few victims, so they are produced one at a time; a
+    heap of queues is re-keyed only for the queue a victim was just taken from."""
     by_queue: dict[str, list[JobInfo]] = {}
     protected: set[str] = set()
     for job in jobs:
@@ -65,20 +69,21 @@ def order_victims(
                 continue
             protected.add(job.key)
         by_queue.setdefault(job.queue, []).append(job)
-    for queue_jobs in by_queue.values():
+    queues = session.snapshot.queues
+    remaining = {name: queues[name].allocated.copy() for name in by_queue}
+    heap = []
+    for name, queue_jobs in by_queue.items():
         queue_jobs.sort(key=lambda j: (j.priority, -j.rank), reverse=True)
-    remaining = {name: session.snapshot.queues[name].allocated.copy() for name in by_queue}
-    ordered: list[VictimJob] = []
-    while any(by_queue.values()):
-        name = max(
-            (n for n, js in by_queue.items() if js),
-            key=lambda n: (_over_share(session, n, remaining[n]), -session.snapshot.queues[n].rank),
-        )
+        heap.append((-_over_share(session, name, remaining[name]), queues[name].rank, name))
+    heapq.heapify(heap)
+    while heap:
+        _, rank, name = heapq.heappop(heap)
         job = by_queue[name].pop()
         tasks = running_tasks(job)
-        ordered.append(VictimJob(job, tasks, job.key in protected))
+        yield VictimJob(job, tasks, job.key in protected)
         remaining[name].sub(request_of(session, tasks))
-    return ordered
+        if by_queue[name]:
+            heapq.heappush(heap, (-_over_share(session, name, remaining[name]), rank, name))
 
 
 def _over_share(session: Session, queue_name: str, allocated: Resources) -> float:
@@ -121,7 +126,7 @@ class Outcome(Enum):
     INVALID = "invalid"  # placed, but the validator rejects it
 
 
-def solve(session: Session, scenario: Scenario, victims: Sequence[VictimJob]) -> bool:
+def solve(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) -> bool:
     """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
@@ -241,6 +246,8 @@ class VictimAction(ABC):
         running = [
             j for j in jobs if j.preemptible and j.queue in session.snapshot.queues and running_tasks(j)
         ]
+        if not running:
+            return
         while (job := queue.pop()) is not None:
             tasks = tasks_to_allocate(session, job)
             if not tasks:

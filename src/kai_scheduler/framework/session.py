@@ -72,8 +72,8 @@ class ExtensionPoints:
     reclaim_validators: list[Callable[[JobInfo, Resources, Sequence[TaskInfo]], bool]] = field(
         default_factory=list
     )
-    # Reclaim: may this job be a victim of that reclaimer at all (before any scenario is simulated)?
-    reclaim_victim_filters: list[Callable[[JobInfo, Resources, JobInfo], bool]] = field(default_factory=list)
+    # Reclaim: may jobs of this queue be victims of that reclaimer at all (before any scenario is run)?
+    reclaim_victim_filters: list[Callable[[JobInfo, Resources, str], bool]] = field(default_factory=list)
     # Per action ("reclaim", "preempt"): is a victim job protected for now (minimum runtime)? A
     # protected job may only lose the pods it runs above its minMember.
     victim_protection: dict[str, list[Callable[[JobInfo, JobInfo], bool]]] = field(default_factory=dict)

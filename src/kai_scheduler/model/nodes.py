@@ -124,6 +124,7 @@ class NodeTable:
         self._rel_group_gpus = np.zeros(n)
         # Best free portion among the node's shared GPUs, now and once releasing pods are gone.
         self.shared_free_now = np.zeros(n)
+        self.shared_free_total = np.zeros(n)  # unused parts of all its shared GPUs together
         self.shared_free_soon = np.zeros(n)
         self.groups: dict[int, list[GpuGroup]] = {}
         self.group_by_id: dict[str, GpuGroup] = {}
@@ -144,10 +145,7 @@ class NodeTable:
 
     def idle_gpus_total(self) -> FloatArray:
         """Free GPU capacity including the unused parts of shared GPUs (for spread/binpack scoring)."""
-        shared_free = np.zeros(self.size)
-        for node, groups in self.groups.items():
-            shared_free[node] = sum(group.free_now for group in groups)
-        return self.free_gpus + shared_free
+        return self.free_gpus + self.shared_free_total
 
     def portion_for(self, request: PodRequest) -> FloatArray:
         """The portion of one GPU that a shared-GPU request takes on each node (gpu-memory depends on the
@@ -385,6 +383,7 @@ class NodeTable:
     def _refresh_shared(self, node: int) -> None:
         groups = self.groups.get(node, ())
         self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
+        self.shared_free_total[node] = sum(g.free_now for g in groups)
         self.shared_free_soon[node] = max((g.free_soon for g in groups), default=0.0)
         # A shared GPU all of whose holders are releasing comes back as a whole GPU, and its reservation
         # pod's slot with it.

@@ -369,6 +369,22 @@ def test_elastic_victims_shrink_one_pod_above_min_member_at_a_time_before_the_ga
     assert {pair[1] for pair in reclaims(result)} == {"bg"}
 
 
+def test_a_gang_victim_is_taken_whole_never_in_part() -> None:
+    # b-0 needs one GPU; the gang e (2 pods, minMember 2) is the only victim: both pods go, none is
+    # "kept" (a gang cannot run below its minMember), and b-0 is pipelined onto one of the GPUs.
+    objects = [
+        node("n0", gpus=2),
+        queue("a", gpu=0, gpu_weight=0),
+        queue("b", gpu=2),
+        *running_job("e", "a", size=2, min_member=2, node_name="n0", gpus=1),
+        pod("b-0", "b", gpus=1),
+    ]
+    result = run(objects)
+    assert sorted(evicted(result)) == ["e-0", "e-1"]
+    assert decision_rows(result)[-1] == (2, "allocate", "bind", "b-0")
+    assert result.steady
+
+
 # --- victim order ----------------------------------------------------------------------------------
 
 
@@ -467,6 +483,8 @@ def test_victim_order_compares_departments_before_their_leaves() -> None:
 
 
 def test_capacity_released_earlier_in_the_action_is_used_before_new_victims() -> None:
+    # Failed on HEAD d62ce97 (victims.solve always evicted one more victim before placing the preemptor,
+    # so y was evicted needlessly); passes once victims whose resources were not needed are kept.
     # a (share 0) runs x, y and a gang g of 2 (newest, so the first victim). b-0 needs 1 GPU: g goes whole
     # (2 GPUs released, 1 used by b-0). b-1 needs 1 GPU: the other released GPU of g is enough.
     objects = [

@@ -178,7 +178,7 @@ class ProportionPlugin:
                 return f"queue {queue.name} would go above its {r} fair share"
         return self.non_preemptible_over_quota(job, request)
 
-    def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim: JobInfo) -> bool:
+    def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim_queue: str) -> bool:
         """The first victim's test of `reclaim_is_fair`, before anything is taken: a queue at or below its
         share (and, for GuaranteeDeservedQuota, its deserved quota) can give nothing, so its jobs are not
         even candidates."""
@@ -186,7 +186,7 @@ class ProportionPlugin:
         queues = self._session.snapshot.queues
         total = self._session.snapshot.capacity
         reclaimer_side, victim_side = _split(
-            list(reversed(queues.ancestry(reclaimer.queue))), list(reversed(queues.ancestry(victim.queue)))
+            list(reversed(queues.ancestry(reclaimer.queue))), list(reversed(queues.ancestry(victim_queue)))
         )
         if reclaimer_side is None or victim_side is None:
             return False
