@@ -19,17 +19,26 @@ elastic jobs of every priority class) run to the steady state with the default c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from helpers import node, pod, pod_group, queue, run
+import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import gang, node, pod, pod_group, queue, run
 from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework.config import SchedulerConfig, parse_config
+from kai_scheduler.sim.loader import load_manifests
 
 MAX_CYCLES = 60
 MAX_EVICTIONS = 2
+# More examples for a deeper search: KAI_STABILITY_EXAMPLES=3000 pytest tests/properties/test_stability.py
+EXAMPLES = int(os.environ.get("KAI_STABILITY_EXAMPLES", "40"))
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 PRIORITY_CLASSES = ("train", "build-preemptible", "build", "inference")
 
 
@@ -166,16 +175,93 @@ def _decisions(result: Any) -> list[tuple[int, str, str, str, str]]:
     return [(r.cycle, d.action, d.type, d.pod, d.node) for r in result.cycles for d in r.decisions]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workloads())
-def test_random_workloads_reach_a_steady_state_and_stay_there(workload: Workload) -> None:
-    objects = workload.objects()
-    first = run(objects, max_cycles=MAX_CYCLES)
-    assert first.steady, f"no steady state within {MAX_CYCLES} cycles: {_decisions(first)[-12:]}"
+def assert_stable(objects: list[ApiObject], scheduler_config: SchedulerConfig | None = None) -> None:
+    """Reaches the steady state, stays there for 5 more cycles, and evicts no pod more than twice."""
+    first = run(objects, scheduler_config, max_cycles=MAX_CYCLES)
+    assert first.steady, (
+        f"no steady state within {MAX_CYCLES} cycles; last decisions: {_decisions(first)[-12:]}"
+    )
     reached = len(first.cycles)
 
-    again = run(workload.objects(), cycles=reached + 5)
-    assert _decisions(again) == _decisions(first), "extra cycles after the steady state decided something"
+    again = run(objects, scheduler_config, cycles=reached + 5)
+    extra = [d for d in _decisions(again) if d[0] > reached]
+    assert not extra, f"cycles after the steady state decided: {extra}"
+    assert _decisions(again) == _decisions(first), "the same input decided differently"
 
     evictions = {p.key: p.evictions for p in again.cluster.pods if p.evictions > MAX_EVICTIONS}
     assert not evictions, f"pods evicted more than {MAX_EVICTIONS} times (ping-pong): {evictions}"
+
+
+# derandomize: the same examples every run (they depend on this file only, not on the code under test).
+@settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(workloads())
+def test_random_workloads_reach_a_steady_state_and_stay_there(workload: Workload) -> None:
+    assert_stable(workload.objects())
+
+
+def _scenario_params() -> list[Any]:
+    return [pytest.param(p.parent.name, id=p.parent.name) for p in sorted(SCENARIOS.glob("*/expected.yaml"))]
+
+
+@pytest.mark.parametrize("name", _scenario_params())
+def test_every_scenario_reaches_a_steady_state_and_stays_there(name: str) -> None:
+    """The states the scenario tests build (tests/scenarios/*/input.yaml, with their configuration)."""
+    expected = yaml.safe_load((SCENARIOS / name / "expected.yaml").read_text()) or {}
+    objects = [loaded.obj for loaded in load_manifests([str(SCENARIOS / name / "input.yaml")])]
+    assert_stable(objects, parse_config(expected["config"]) if "config" in expected else None)
+
+
+# --- counterexamples found by the property test (shrunk by hand) ------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG (reclaim ping-pong): the pod that reclaim pipelines onto released capacity does not get it "
+        "in the next cycle. Allocate hands the freed GPU back to the over-share queue q0 (its recreated "
+        "victim), because q1 ranks behind q0 in queue order by its head job, the 3-GPU gang `big` "
+        "((1+3)/2 = 2 > q0's (2+1)/2 = 1.5, plugins/proportion/plugin.py queue_order_key) and nothing "
+        "reserves the pipelined GPU for b-1 (actions/allocate.py ignores pipeline nominations); reclaim "
+        "then evicts q0's newest pod for b-1 again: an eviction every cycle, forever"
+    ),
+)
+def test_a_pipelined_reclaimer_keeps_the_capacity_it_was_promised() -> None:
+    # 4 GPUs; q0 and q1 (quota 0, weight 1) have fair shares 2 / 2. q0 runs a-0 and asks for a-1, a-2;
+    # q1 runs b-0 and asks for b-1 and for a gang of 3 that cannot fit.
+    objects = [
+        node("n0", gpus=4),
+        queue("q0", gpu=0, gpu_weight=1),
+        queue("q1", gpu=0, gpu_weight=1),
+        pod("a-0", "q0", gpus=1, node_name="n0"),
+        pod("a-1", "q0", gpus=1),
+        pod("a-2", "q0", gpus=1),
+        *gang("big", "q1", size=3, gpus=1),
+        pod("b-0", "q1", gpus=1, node_name="n0"),
+        pod("b-1", "q1", gpus=1),
+    ]
+    assert_stable(objects)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG (reclaim ping-pong): q0's department dept-0 has fair share 0 but q0 (leaf share 1) still "
+        "reclaims from dept-1, because ProportionPlugin._more_saturated skips a reclaimer side whose fair "
+        "share is 0 (§5.4: (allocated+request)/0 is infinite, > 1: refuse); allocate then gives the freed "
+        "GPU back to q1 (dept-0 has a zero allocatable share, so dept-1 ranks first), and q0 reclaims it "
+        "again every cycle"
+    ),
+)
+def test_a_queue_without_a_departmental_share_does_not_ping_pong() -> None:
+    objects = [
+        node("n0", gpus=4),
+        queue("dept-0", gpu=0, gpu_weight=0),
+        queue("q0", parent="dept-0", gpu=1, gpu_weight=0),
+        queue("dept-1", gpu=2, gpu_weight=0),
+        queue("q1", parent="dept-1", gpu=4, gpu_weight=0),
+        *[pod(f"b-{i}", "q1", gpus=1, node_name="n0") for i in range(4)],
+        pod("a-0", "q0", gpus=1),
+    ]
+    assert_stable(objects)

@@ -65,6 +65,15 @@ def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: 
     if reason is not None:
         session.unschedulable[job.key] = reason
         return False
+    released = [task for task in tasks if session.state.release_reservation(task)]
+    if _place_all(session, job, tasks, action):
+        return True
+    for task in released:
+        session.state.restore_reservation(task)
+    return False
+
+
+def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     statement = session.statement(action)
     pipelined = False
     for task in tasks:

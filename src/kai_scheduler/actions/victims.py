@@ -131,6 +131,15 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) ->
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
     the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
+    released = [task for task in scenario.tasks if session.state.release_reservation(task)]
+    if _search(session, scenario, victims):
+        return True
+    for task in released:
+        session.state.restore_reservation(task)
+    return False
+
+
+def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) -> bool:
     statement = session.statement(scenario.action)
     evicted: list[TaskInfo] = []
     needed = request_of(session, scenario.tasks).gpu

@@ -91,6 +91,50 @@ class SessionState:
         self._snapshot = snapshot
         self._points = points
         self._pipelined: dict[str, PipelineTake] = {}
+        self._reserved: set[str] = set()
+
+    # --- reservations: pods pipelined in an earlier cycle hold their nominated node's resources ----
+
+    def reserve_nominated(self) -> None:
+        """A pod pipelined in an earlier cycle was promised the resources it waited for; until it is
+        placed again, nobody else may take them (as kube-scheduler honours nominated pods)."""
+        nodes = self._snapshot.nodes
+        for task in self._snapshot.tasks.values():
+            if task.status is not TaskStatus.PENDING or task.nominated_node < 0:
+                continue
+            if task.request.is_shared_gpu and len(task.nominated_groups) != task.request.gpu_devices:
+                continue
+            if nodes.fit(task.request, soon=True)[task.nominated_node]:
+                self._hold(task, task.nominated_node, task.nominated_groups)
+                self._reserved.add(task.key)
+
+    def release_reservation(self, task: TaskInfo) -> bool:
+        """Give a nominated pod's reserved resources back, just before it is placed; True if it had some."""
+        if task.key not in self._reserved:
+            return False
+        self._reserved.discard(task.key)
+        self._unhold(task, task.nominated_node, task.nominated_groups)
+        return True
+
+    def restore_reservation(self, task: TaskInfo) -> None:
+        """Reserve again for a nominated pod whose placement attempt failed."""
+        if task.status is TaskStatus.PENDING and task.key not in self._reserved:
+            self._hold(task, task.nominated_node, task.nominated_groups)
+            self._reserved.add(task.key)
+
+    def _hold(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...]) -> None:
+        nodes = self._snapshot.nodes
+        nodes.hold(node, task.request, releasing=False)
+        if task.request.is_shared_gpu:
+            portion = float(nodes.portion_for(task.request)[node])
+            for group_id in gpu_groups:
+                nodes.join_group(node, group_id, task.key, portion, releasing=False)
+
+    def _unhold(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...]) -> None:
+        nodes = self._snapshot.nodes
+        nodes.unhold(node, task.request, releasing=False)
+        for group_id in gpu_groups:
+            nodes.leave_group(group_id, task.key, releasing=False)
 
     def place(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus) -> None:
         nodes = self._snapshot.nodes
@@ -150,6 +194,7 @@ class Session:
         self.now = now
         self.points = ExtensionPoints()
         self.state = SessionState(snapshot, self.points)
+        self.state.reserve_nominated()
         self.decisions: list[Decision] = []
         self.unschedulable: dict[str, str] = {}
         # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.

@@ -116,6 +116,9 @@ class SimCluster:
     def apply(self, decisions: Sequence[Decision]) -> None:
         """Carry out a cycle's decisions as a real cluster would, instantly."""
         by_key = {p.key: p for p in self.pods}
+        # A pipeline promises resources for the next cycle only.
+        for pod in self.pods:
+            pod.nominated_node, pod.nominated_gpu_groups = None, ()
         for decision in decisions:
             pod = by_key[decision.pod]
             if decision.type == "bind":
