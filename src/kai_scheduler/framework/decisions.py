@@ -30,3 +30,6 @@ class SessionResult:
     unschedulable: dict[str, str]  # job key -> reason
     fair_share: dict[str, tuple[float, float, float]]  # queue -> (gpu, cpu millicores, memory bytes)
     stale_since: dict[str, float | None] = field(default_factory=dict)  # job -> stale since (None: not stale)
+    # The earliest time at which a decision taken now may change by the clock alone (a victim's minimum
+    # runtime runs out), for an edge that would otherwise sleep until the next event.
+    wake_at: float | None = None

@@ -201,6 +201,7 @@ class Session:
         self.scratch: dict[str, Any] = {}
         self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
         self._group_counter = 0
+        self._wake_at: float | None = None
 
     # --- orders ----------------------------------------------------------------------------------
 
@@ -335,6 +336,11 @@ class Session:
     def record(self, decisions: Sequence[Decision]) -> None:
         self.decisions.extend(decisions)
 
+    def wake_at(self, time: float) -> None:
+        """Note that the outcome may change by itself at `time` (see `SessionResult.wake_at`)."""
+        if time > self.now and (self._wake_at is None or time < self._wake_at):
+            self._wake_at = time
+
     def is_protected(self, action: str, preemptor: JobInfo, victim: JobInfo) -> bool:
         return any(check(preemptor, victim) for check in self.points.victim_protection.get(action, ()))
 
@@ -343,7 +349,11 @@ class Session:
         fair_share = {q.name: q.fair_share.values() for q in queues}
         fair_share.update({name: parent.fair_share.values() for name, (parent, _) in queues.detached.items()})
         return SessionResult(
-            list(self.decisions), dict(self.unschedulable), fair_share, dict(self.points.stale_updates)
+            list(self.decisions),
+            dict(self.unschedulable),
+            fair_share,
+            dict(self.points.stale_updates),
+            self._wake_at,
         )
 
 

@@ -61,7 +61,11 @@ class MinRuntimePlugin:
         assert self._session is not None
         if runtime <= 0 or job.last_start is None:
             return False
-        return self._session.now - job.last_start < runtime
+        if self._session.now - job.last_start >= runtime:
+            return False
+        # The protection ends by itself: the cycle at that time may decide differently.
+        self._session.wake_at(job.last_start + runtime)
+        return True
 
 
 def _duration(arguments: dict[str, Any], key: str) -> float:

@@ -59,6 +59,8 @@ class SimCluster:
     stale_since: dict[str, float] = field(default_factory=dict)
     # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
     stale_grace: float = -1.0
+    # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
+    wake_at: float | None = None
 
     def state(self) -> ClusterState:
         """The cluster as the scheduler sees it now: only what has arrived."""
@@ -151,6 +153,8 @@ class SimCluster:
         times += [p.finish_at for p in self.pods if p.phase == "Running" and p.finish_at is not None]
         if self.stale_grace >= 0:
             times += [since + self.stale_grace for since in self.stale_since.values()]
+        if self.wake_at is not None:
+            times.append(self.wake_at)
         later = [t for t in times if t > time + 1e-9]
         return min(later) if later else None
 

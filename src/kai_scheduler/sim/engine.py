@@ -80,6 +80,7 @@ class Simulation:
             cluster.apply(result.decisions)
             cluster.stamp_starts(running_before)
             cluster.remember_stale(result.stale_since)
+            cluster.wake_at = result.wake_at
             cluster.remove_terminated()
             records.append(CycleRecord(len(records) + 1, now, result.decisions, seconds))
             fair_share = result.fair_share

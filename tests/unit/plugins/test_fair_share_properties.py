@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -134,7 +135,8 @@ def test_levels_never_hand_out_more_than_their_total(scenario: Scenario) -> None
         if sum(deserved.values()) <= level_total:
             assert sum(shares[q.name] for q in siblings) <= level_total + TOLERANCE
         else:
-            assert {q.name: shares[q.name] for q in siblings} == deserved
+            # Float sums of deserved amounts (e.g. 4.001 built from parts) may differ in the last bit.
+            assert {q.name: shares[q.name] for q in siblings} == pytest.approx(deserved, abs=TOLERANCE)
 
 
 @fair_share_settings
