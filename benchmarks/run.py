@@ -1,13 +1,20 @@
 """Scheduler benchmark: one large cluster, one large backlog, the first cycle and the steady cycle.
 
-`make bench` runs this file. It builds, in memory and deterministically, a cluster of 1,000 nodes x 8 GPUs
-and a backlog of 10,000 pending pods of mixed shapes in 20 leaf queues, runs the simulator for a few
-cycles and reports:
+`make bench` runs this file (and then `reclaim.py`). It builds, in memory and deterministically, a cluster
+of 1,000 nodes x 8 GPUs and a backlog of 10,000 pending pods of mixed shapes in 20 leaf queues, runs the
+simulator until the cluster settles and reports:
 
-* the first cycle's placement rate: pods bound or pipelined in cycle 1 / cycle 1's wall time (the
-  simulator's `cycleSeconds`, which covers the snapshot build and the scheduling session);
-* the steady cycle time: the median time of the later cycles in which nothing more was placed (the
-  backlog still waits, so each of them walks every pending job and finds that nothing fits);
+* the first cycle's placement rate: pods bound or pipelined in cycle 1 / cycle 1's wall time (snapshot
+  build + scheduling session, the span of the simulator's `cycleSeconds`);
+* the cycles it takes to settle: after the first cycle fills the cluster, a few more cycles reclaim
+  towards the fair shares (evict victims and pipeline the reclaiming pods onto what they release; victims
+  that turn out not to be needed keep running) and bind, one cycle later, what was pipelined (a pipelined
+  pod holds its nominated node for one cycle); with the default seed the last decision is taken in
+  cycle 6;
+* the steady cycle time: the median of the cycles after that in which nothing was bound, pipelined or
+  evicted (the backlog still waits, so each of them walks every pending job and finds that nothing
+  fits). The run stops once --quiet (3) such cycles followed each other, or at --cycles (15), or when the
+  --budget (90 s) is spent; if it did not settle, the table says so and reports the later cycles instead;
 * the share of the first cycle spent building the snapshot, and in the cyclic garbage collector;
 * once, the YAML path end to end (write the same workload as YAML, load it as `kai-scheduler simulate`
   does, simulate one cycle), as a secondary figure.
@@ -33,11 +40,11 @@ Usage:
 
     .venv/bin/python benchmarks/run.py                   # the benchmark (what `make bench` runs)
     .venv/bin/python benchmarks/run.py --write-yaml DIR  # write the workload as YAML and exit
-    .venv/bin/kai-scheduler simulate DIR --cycles 2      # ... then run it through the CLI
+    .venv/bin/kai-scheduler simulate DIR                 # ... then run it through the CLI, until steady
     .venv/bin/python benchmarks/run.py --profile [N]     # cProfile cycle N (default 1) to results/
 
-(Without --cycles, `simulate` runs until nothing changes any more, at most --max-cycles cycles: with a
-scheduler whose later cycles keep evicting and re-binding, that can take a very long time.)
+(Without --cycles, `simulate` runs until a cycle decides nothing and nothing is due any more, at most
+--max-cycles cycles: for this workload that is cycle 7, the first quiet one.)
 """
 
 from __future__ import annotations
@@ -446,11 +453,29 @@ class _OutOfTime(Exception):
     """Raised between cycles once the wall-time budget is spent, to stop the simulation early."""
 
 
-def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -> dict[str, Any]:
-    """Run up to `cycles` cycles on the in-memory objects, timing each cycle's snapshot build and session.
+class _Settled(Exception):
+    """Raised between cycles once enough decision-free cycles followed each other."""
 
-    Once `budget` seconds have passed (and at least two cycles ran), the run stops before the next cycle;
-    the figures then come from the same two timers the simulator's own cycle timing spans.
+
+def quiet_tail(decisions: list[list[Any]]) -> int:
+    """How many of the last cycles (not counting the first) decided nothing, in a row."""
+    count = 0
+    for cycle_decisions in reversed(decisions[1:]):
+        if cycle_decisions:
+            break
+        count += 1
+    return count
+
+
+def run_in_memory(
+    objects: list[ApiObject], cycles: int, budget: float | None, quiet: int = 3
+) -> dict[str, Any]:
+    """Run the in-memory objects until they settle, timing each cycle's snapshot build and session.
+
+    The run stops before the next cycle once `quiet` cycles in a row (after the first) decided nothing,
+    once `cycles` cycles ran, or once `budget` seconds have passed (and at least two cycles ran). When it
+    is stopped between cycles, the cycle times come from the same two timers the simulator's own cycle
+    timing spans (snapshot build + session).
     """
     started = time.perf_counter()
     simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
@@ -458,12 +483,15 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
     build_times: list[float] = []
     session_times: list[float] = []
     decisions: list[list[Any]] = []
+    clock: list[float] = []
     action_times: list[dict[str, float]] = []
     build, schedule = simulation.builder.build, simulation.scheduler.run
     run_started = time.perf_counter()
 
     # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
     def timed_build(state: Any) -> Any:
+        if quiet > 0 and quiet_tail(decisions) >= quiet:
+            raise _Settled
         if budget is not None and len(decisions) >= 2 and time.perf_counter() - run_started > budget:
             raise _OutOfTime
         begin = time.perf_counter()
@@ -477,31 +505,34 @@ def run_in_memory(objects: list[ApiObject], cycles: int, budget: float | None) -
         result = schedule(snapshot, cycle=cycle, now=now)
         session_times.append(time.perf_counter() - begin)
         decisions.append(result.decisions)
+        clock.append(now)
         return result
 
     simulation.builder.build = timed_build  # type: ignore[method-assign]
     simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
     gc_timer = GcTimer()
-    stopped_early = False
+    stopped = "cycle cap"
     with gc_timer, timed_actions(action_times):
         gc_timer.active = True
         try:
             records = simulation.run().cycles
-        except _OutOfTime:
-            stopped_early = True
+        except (_OutOfTime, _Settled) as reason:
+            stopped = "settled" if isinstance(reason, _Settled) else "time budget"
             records = [
-                CycleRecord(i + 1, float(i), decisions[i], build_times[i] + session_times[i])
+                CycleRecord(i + 1, clock[i], decisions[i], build_times[i] + session_times[i])
                 for i in range(len(decisions))
             ]
         gc_timer.active = False
     run_seconds = time.perf_counter() - run_started
-    summary = _summarise(records, simulation.cluster, build_times, session_times, action_times)
+    summary = _summarise(records, simulation.cluster, build_times, session_times, action_times, quiet)
     summary.update(
         setupSeconds=setup_seconds,
         runSeconds=run_seconds,
+        cycleCap=cycles,
         budgetSeconds=budget,
-        stoppedAtBudget=stopped_early,
-        cycleTiming="build+session timers" if stopped_early else "simulator cycleSeconds",
+        stoppedBy=stopped,
+        stoppedAtBudget=stopped == "time budget",
+        cycleTiming="simulator cycleSeconds" if stopped == "cycle cap" else "build+session timers",
         gcSeconds=gc_timer.seconds,
         gcCollections=gc_timer.collections,
     )
@@ -514,16 +545,19 @@ def _summarise(
     build_times: list[float],
     session_times: list[float],
     action_times: list[dict[str, float]],
+    quiet: int,
 ) -> dict[str, Any]:
     first = records[0]
     first_placed = placed(first.decisions)
     kinds = Counter(d.type for d in first.decisions)
-    # Steady: the cycles after the first in which nothing was placed or evicted. If the cluster never
-    # settles (e.g. reclaim and allocate keep undoing each other), every cycle after the first stands in,
-    # and the report says so.
+    # Steady: the decision-free cycles the run ended with, if there were at least `quiet` of them (one
+    # if `quiet` is 0). If the cluster did not settle (it was still deciding when the cycle cap or the
+    # budget stopped it), every cycle after the first stands in, and the report says so.
     later = records[1:]
-    settled = [r for r in later if not r.decisions]
-    steady_records = settled or later
+    tail = quiet_tail([r.decisions for r in records])
+    settled = tail >= max(quiet, 1)
+    steady_records = later[len(later) - tail :] if settled else later
+    deciding = [r.cycle for r in records if r.decisions]
     steady = [r.seconds for r in steady_records]
     steady_builds = [build_times[r.cycle - 1] for r in steady_records]
     steady_actions = [action_times[r.cycle - 1] for r in steady_records]
@@ -544,7 +578,9 @@ def _summarise(
             "actionSeconds": action_times[0],
         },
         "steady": {
-            "settled": bool(settled),
+            "settled": settled,
+            "lastDecisionCycle": deciding[-1] if deciding else None,
+            "quietCyclesRequired": quiet,
             "cycles": len(steady),
             "medianSeconds": statistics.median(steady) if steady else None,
             "minSeconds": min(steady) if steady else None,
@@ -563,6 +599,9 @@ def _summarise(
             "pipelines": later_kinds.get("pipeline", 0),
             "evictions": later_kinds.get("evict", 0),
             "decisionsPerCycle": [len(r.decisions) for r in later],
+            "decisionKindsPerCycle": [
+                dict(Counter(f"{d.action} {d.type}" for d in r.decisions)) for r in later
+            ],
         },
         "pendingAtEnd": pending,
         "cycles": len(records),
@@ -649,9 +688,9 @@ def _run_cli(folder: Path, cycles: int) -> dict[str, Any]:
     }
 
 
-def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int) -> Path:
+def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, name: str = "cycle") -> Path:
     """cProfile one cycle (snapshot build + session, as the simulator times it), saved as
-    `cycle-N.prof` and as text sorted by cumulative and by own time (`cycle-N-profile.txt`)."""
+    `{name}-N.prof` and as text sorted by cumulative and by own time (`{name}-N-profile.txt`)."""
     simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycle))
     profiler = cProfile.Profile()
     build, schedule = simulation.builder.build, simulation.scheduler.run
@@ -673,12 +712,12 @@ def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int) 
     simulation.scheduler.run = profiled_schedule  # type: ignore[method-assign]
     simulation.run()
     folder.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(folder / f"cycle-{cycle}.prof")
+    profiler.dump_stats(folder / f"{name}-{cycle}.prof")
     text = io.StringIO()
     for order in ("cumulative", "tottime"):
-        text.write(f"===== cycle {cycle}, sorted by {order} =====\n")
+        text.write(f"===== {name} {cycle}, sorted by {order} =====\n")
         pstats.Stats(profiler, stream=text).strip_dirs().sort_stats(order).print_stats(top)
-    report = folder / f"cycle-{cycle}-profile.txt"
+    report = folder / f"{name}-{cycle}-profile.txt"
     report.write_text(text.getvalue(), encoding="utf-8")
     return report
 
@@ -692,6 +731,10 @@ def _ms(seconds: float | None) -> str:
 
 def _s(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds:,.2f} s"
+
+
+def _cycle_list(seconds: list[float]) -> str:
+    return " ".join(f"{value:.2f}" for value in seconds) + " s"
 
 
 def _actions(seconds: dict[str, float]) -> str:
@@ -719,7 +762,22 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("pods placed in first cycle", f"{first['placed']:,} ({first['pipelines']:,} pipelined)")
     table.add_row("placement rate", "n/a" if rate is None else f"{rate:,.0f} pods/s")
     table.add_section()
-    label = "steady cycle time (median)" if steady["settled"] else "later cycle time (median, NOT settled)"
+    if steady["settled"]:
+        last = steady["lastDecisionCycle"]
+        table.add_row(
+            "settled",
+            f"after cycle {last} (the last with decisions), then {steady['cycles']} quiet cycles"
+            if last
+            else f"nothing decided at all; {steady['cycles']} quiet cycles",
+        )
+        label = "steady cycle time (median)"
+    else:
+        table.add_row(
+            "settled",
+            f"[red]NO[/red]: still deciding in cycle {steady['lastDecisionCycle']} of {memory['cycles']} "
+            f"(stopped by the {memory['stoppedBy']})",
+        )
+        label = "later cycle time (median, NOT settled)"
     table.add_row(
         label,
         f"{_ms(steady['medianSeconds'])} (of {steady['cycles']}: "
@@ -736,6 +794,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("GC time, all cycles", f"{_s(memory['gcSeconds'])} ({memory['gcCollections']:,} runs)")
     if memory["stoppedAtBudget"]:
         table.add_row("stopped at the time budget", f"after {memory['cycles']} cycles")
+    table.add_row("cycle times", _cycle_list(memory["cycleSeconds"]))
     yaml_path = report.get("yaml")
     if yaml_path:
         table.add_section()
@@ -777,7 +836,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--write-yaml", metavar="DIR", help="write the workload as YAML to DIR and exit")
     parser.add_argument("--seed", type=int, default=SEED, help=f"workload seed (default {SEED})")
-    parser.add_argument("--cycles", type=int, default=5, help="cycles to run in memory at most (default 5)")
+    parser.add_argument("--cycles", type=int, default=15, help="cycles to run in memory at most (default 15)")
+    parser.add_argument(
+        "--quiet",
+        type=int,
+        default=3,
+        help="stop once this many cycles in a row decided nothing (default 3; 0 = run all --cycles)",
+    )
     parser.add_argument(
         "--budget",
         type=float,
@@ -825,9 +890,9 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"workload: seed {args.seed}, {workload['pendingPods']:,} pods, "
         f"generated in {generate_seconds:.1f}s, validated in {validate_seconds:.1f}s; "
-        f"running up to {args.cycles} cycles in memory ..."
+        f"running in memory until {args.quiet} quiet cycles (at most {args.cycles}) ..."
     )
-    in_memory = run_in_memory(objects, args.cycles, args.budget or None)
+    in_memory = run_in_memory(objects, args.cycles, args.budget or None, args.quiet)
     del objects
     gc.collect()
     report: dict[str, Any] = {

@@ -8,7 +8,8 @@ the tasks above minMember can be taken while protected"), §2.1 (queue `preemptM
 `reclaimMinRuntime` override the plugin default), §3 (`kai.scheduler/last-start-timestamp` per pod group).
 
 The victims start in the simulation's first cycle (second 0); the reclaimer / preemptor arrives at 5s.
-Runs use a fixed number of cycles (see the last two tests for why).
+Most runs use a fixed number of cycles, so that each test checks one rule and not the simulator's clock;
+the last two tests check that a run to the steady state (or --until) waits for protections to run out.
 """
 
 from __future__ import annotations
@@ -201,30 +202,16 @@ def test_running_pods_of_the_input_have_no_known_start_and_are_not_protected() -
     assert evicted(result) == ["a-1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: the run stops as 'steady' while a protected victim's minimum runtime is still running out: "
-        "SimCluster.next_event_after (sim/cluster.py) knows arrivals, completions and stale-gang deadlines "
-        "but not min-runtime expiries, so after the refused reclaim at 5s Simulation.run ends at 5s "
-        "(summary steady true) with b-0 pending, although the cycle at 60s reclaims"
-    ),
-)
 def test_the_steady_state_waits_for_min_runtime_protection_to_run_out() -> None:
+    # Failed on HEAD 9fc9999: a min-runtime expiry was no simulation event, so the run ended "steady" at
+    # 5s with b-0 pending although the cycle at 60s reclaims.
     result = run(reclaim_case(), min_runtime(defaultReclaimMinRuntime="60s"))
     assert first_eviction(result) == (60.0, "reclaim", "a-1")
     assert result.steady
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: --until D stops early: Simulation.run (sim/engine.py) breaks out of the loop on the first "
-        "idle cycle with no future event even when options.until is set (its comment says the clock "
-        "runs out at D), and reports time D; with a 60s min runtime the reclaim due at 60s never happens "
-        "in a run --until 100s"
-    ),
-)
 def test_until_runs_the_clock_to_the_end() -> None:
+    # Failed on HEAD 9fc9999: with --until the run also stopped at the first idle cycle without a future
+    # event (Simulation.run breaks on the steady state whatever the stop condition), before the 60s expiry.
     result = run(reclaim_case(), min_runtime(defaultReclaimMinRuntime="60s"), until=100)
     assert first_eviction(result) == (60.0, "reclaim", "a-1")

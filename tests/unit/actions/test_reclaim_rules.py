@@ -290,7 +290,7 @@ def test_a_saturation_multiplier_below_one_is_a_configuration_error() -> None:
         "ProportionPlugin._more_saturated skips the resource when the reclaimer side's fair share is 0 "
         "(`if fair <= EPSILON ... continue`), but §5.4's ratio (allocated+request)/fairShare is then "
         "infinite (> 1) and must refuse the reclaim; q0 (leaf share 1 under dept-0 whose share is 0) "
-        "takes a GPU from dept-1, and dept-1 takes it back next cycle: ping-pong"
+        "takes a GPU from dept-1, and q1 reclaims it back the cycle after: ping-pong"
     ),
 )
 def test_a_reclaimer_whose_department_has_no_fair_share_does_not_reclaim() -> None:

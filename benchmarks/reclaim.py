@@ -1,0 +1,477 @@
+"""Reclaim benchmark (issue #3): a cluster full of borrowed GPUs, and the queue that owns them comes back.
+
+`make bench` runs this file after `run.py`. It builds, in memory and deterministically:
+
+* the nodes of `run.py`: 1,000 nodes (`node-0000`..`node-0999`) x 8 GPUs, cpu 128, memory 1Ti;
+* two top-level queues: `borrower` (GPU quota 0, no limit: everything it runs is borrowed) and `owner`
+  (GPU quota 8,000: it is owed the whole cluster); CPU and memory are not rationed (-1);
+* 8,000 running pods of `borrower`: one GPU each (cpu 8, memory 64Gi), priorityClassName `train`
+  (preemptible), bound with `spec.nodeName` + `status.phase: Running`, so every GPU is taken;
+* one pending gang of `owner`: PodGroup `owner/train-512` (minMember 512, priorityClassName `train`) and
+  its 512 pods of 8 GPUs each (cpu 64, memory 512Gi), i.e. 4,096 GPUs, half the cluster.
+
+Freeing 512 whole nodes means evicting 512 x 8 = 4,096 one-GPU pods: that is the minimal reclaim, and
+the borrower keeps the other 3,904 GPUs (its fair share once the owner's demand is met). The simulator
+runs (`Simulation(...).run()`, period 1 s) until the cluster settles (--quiet decision-free cycles in a
+row), at most --cycles cycles or --budget wall seconds, and the benchmark reports:
+
+* the cycle in which the last of the 512 gang pods was bound, the simulated time of that cycle and the
+  wall time of the cycles up to it (snapshot build + session per cycle, as the simulator times them);
+* every cycle's wall time and its decisions (by action and kind);
+* evictions: how many borrower pods were evicted, how many of them sit on a node that no gang pod took
+  (needless), how many more than the 4,096 minimum, and whether anything was decided after the gang
+  ran (reclaim ping-pong); the fair shares and allocations of both queues at the end.
+
+Which borrower pods are victims depends on the victim order (newest first within the queue), so the
+benchmark runs two layouts of the same 8,000 pods (pods are created in index order, so a higher index
+is a newer pod):
+
+* `packed`: pod i on node i // 8 (what filling the cluster in arrival order with binpack gives): the
+  newest 4,096 pods are exactly the pods of the last 512 nodes;
+* `spread`: pod i on node i mod 1,000: the newest 4,096 pods are spread four or five per node, so no
+  node is freed by the first 4,096 victims; a minimal reclaim must choose whole nodes instead.
+
+KAI's own scale test needed 85 s to reclaim for a 500-pod job; that is printed as the reference line
+(it is a real cluster's wall time, evictions and binds included; the simulator applies both instantly,
+so compare the orders of magnitude, not the digits).
+
+Usage:
+
+    .venv/bin/python benchmarks/reclaim.py                     # both layouts (what `make bench` runs)
+    .venv/bin/python benchmarks/reclaim.py --layout packed     # one layout
+    .venv/bin/python benchmarks/reclaim.py --profile 1         # cProfile cycle 1 of --layout (packed)
+
+Results are printed as a table and written to `benchmarks/results/reclaim.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # the sibling benchmark: nodes, pod documents, timers, profiling
+
+# --- workload parameters ------------------------------------------------------------------------
+
+NODES = run.NODES
+GPUS_PER_NODE = run.GPUS_PER_NODE
+GPUS = NODES * GPUS_PER_NODE
+BORROWER = "borrower"
+OWNER = "owner"
+GANG = "train-512"
+GANG_PODS = 512
+GANG_POD_GPUS = 8
+MINIMAL_EVICTIONS = GANG_PODS * GANG_POD_GPUS  # one-GPU victims on a full cluster
+LAYOUTS = ("packed", "spread")
+KAI_REFERENCE = {
+    "seconds": 85.0,
+    "pods": 500,
+    "what": "KAI-Scheduler's scale test, reclaim for a 500-pod job",
+}
+
+RESULTS = run.RESULTS
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+def _queue(name: str, gpu_quota: int) -> dict[str, Any]:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {
+            "displayName": name,
+            "resources": {
+                "gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1},
+                "cpu": dict(unlimited),
+                "memory": dict(unlimited),
+            },
+        },
+    }
+
+
+def node_of(index: int, layout: str) -> int:
+    """The node of borrower pod `index` (creation order: a higher index is a newer pod)."""
+    if layout == "packed":
+        return index // GPUS_PER_NODE
+    if layout == "spread":
+        return index % NODES
+    raise ValueError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
+
+
+def workload_docs(layout: str) -> list[dict[str, Any]]:
+    """Every object as a Kubernetes-style dict, in creation order: nodes, queues, the running borrower
+    pods (oldest first), the gang's PodGroup and its pending pods."""
+    docs = [*run.node_docs(), _queue(BORROWER, 0), _queue(OWNER, GPUS)]
+    for index in range(GPUS):
+        pod = run._pod(f"borrow-{index:04d}", BORROWER, "train", run._container(1, 8, 64))
+        pod["spec"]["nodeName"] = f"node-{node_of(index, layout):04d}"
+        pod["status"]["phase"] = "Running"
+        docs.append(pod)
+    docs.append(
+        {
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": GANG, "namespace": OWNER, "labels": {run.QUEUE_LABEL: OWNER}},
+            "spec": {"minMember": GANG_PODS, "queue": OWNER, "priorityClassName": "train"},
+        }
+    )
+    container = run._container(GANG_POD_GPUS, 64, 512)
+    docs.extend(
+        run._pod(f"{GANG}-{i:03d}", OWNER, "train", container, annotations={run.POD_GROUP_ANNOTATION: GANG})
+        for i in range(GANG_PODS)
+    )
+    return docs
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Raised between cycles to end the simulation (settled, or out of time)."""
+
+
+def run_layout(objects: list[ApiObject], cycles: int, budget: float | None, quiet: int) -> dict[str, Any]:
+    """Simulate until `quiet` decision-free cycles in a row, `cycles` cycles or `budget` wall seconds."""
+    started = time.perf_counter()
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=run.START, cycles=cycles))
+    setup_seconds = time.perf_counter() - started
+    build_times: list[float] = []
+    session_times: list[float] = []
+    clock: list[float] = []
+    decisions: list[list[Any]] = []
+    action_times: list[dict[str, float]] = []
+    last_result: list[Any] = []
+    stopped = ["cycle cap"]
+    build, schedule = simulation.builder.build, simulation.scheduler.run
+    run_started = time.perf_counter()
+
+    def timed_build(state: Any) -> Any:
+        if quiet > 0 and len(decisions) >= quiet and not any(decisions[-quiet:]):
+            stopped[0] = "settled"
+            raise _Stop
+        if budget is not None and decisions and time.perf_counter() - run_started > budget:
+            stopped[0] = "time budget"
+            raise _Stop
+        begin = time.perf_counter()
+        snapshot = build(state)
+        build_times.append(time.perf_counter() - begin)
+        return snapshot
+
+    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
+        action_times.append({})
+        begin = time.perf_counter()
+        result = schedule(snapshot, cycle=cycle, now=now)
+        session_times.append(time.perf_counter() - begin)
+        clock.append(now)
+        decisions.append(result.decisions)
+        last_result[:] = [result]
+        return result
+
+    simulation.builder.build = timed_build  # type: ignore[method-assign]
+    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
+    gc_timer = run.GcTimer()
+    with gc_timer, run.timed_actions(action_times):
+        gc_timer.active = True
+        with contextlib.suppress(_Stop):
+            simulation.run()
+        gc_timer.active = False
+    run_seconds = time.perf_counter() - run_started
+    cycle_seconds = [b + s for b, s in zip(build_times, session_times, strict=True)]
+    summary = analyse(simulation, decisions, clock, cycle_seconds, last_result[0] if last_result else None)
+    summary.update(
+        cycleSeconds=cycle_seconds,
+        snapshotSeconds=build_times,
+        actionSeconds=action_times,
+        setupSeconds=setup_seconds,
+        runSeconds=run_seconds,
+        cycleCap=cycles,
+        budgetSeconds=budget,
+        quietCyclesRequired=quiet,
+        stoppedBy=stopped[0],
+        gcSeconds=gc_timer.seconds,
+        gcCollections=gc_timer.collections,
+    )
+    return summary
+
+
+def analyse(
+    simulation: Simulation,
+    decisions: list[list[Any]],
+    clock: list[float],
+    cycle_seconds: list[float],
+    last: Any,
+) -> dict[str, Any]:
+    gang_prefix = f"{OWNER}/{GANG}-"
+    borrower_prefix = f"{BORROWER}/"
+    running = 0
+    gang_cycle: int | None = None
+    per_cycle = []
+    evicted_nodes: dict[str, str] = {}  # borrower pod -> node it was (last) evicted from
+    borrower_evictions = gang_evictions = borrower_moves = 0
+    for index, cycle_decisions in enumerate(decisions, start=1):
+        for d in cycle_decisions:
+            if d.pod.startswith(gang_prefix):
+                running += {"bind": 1, "evict": -1}.get(d.type, 0)
+                gang_evictions += d.type == "evict"
+            elif d.pod.startswith(borrower_prefix):
+                if d.type == "evict":
+                    borrower_evictions += 1
+                    evicted_nodes[d.pod] = d.node
+                elif d.type == "pipeline":
+                    borrower_moves += 1
+        if gang_cycle is None and running >= GANG_PODS:
+            gang_cycle = index
+        per_cycle.append(
+            {
+                "cycle": index,
+                "time": clock[index - 1],
+                "seconds": cycle_seconds[index - 1],
+                "gangPodsRunning": running,
+                "decisions": dict(sorted(Counter(f"{d.action} {d.type}" for d in cycle_decisions).items())),
+            }
+        )
+    cluster = simulation.cluster
+    # Where the gang runs, or is pipelined to (if the run ended between the reclaim and the bind).
+    gang_nodes = {p.node or p.nominated_node for p in cluster.pods if p.key.startswith(gang_prefix)}
+    needless = sorted(pod for pod, node in evicted_nodes.items() if node not in gang_nodes)
+    after = decisions[gang_cycle:] if gang_cycle is not None else []
+    phases = Counter(
+        (p.key.split("/")[0], p.phase)
+        for p in cluster.pods
+        if p.key.startswith((gang_prefix, borrower_prefix))
+    )
+    fair_share = last.fair_share if last is not None else {}
+    # Cycle 1 also derives every pod's request and placement once (cached afterwards): not a quiet figure.
+    quiet_times = [s for s, d in zip(cycle_seconds[1:], decisions[1:], strict=True) if not d]
+    waits = last.unschedulable.get(f"{OWNER}/{GANG}") if last is not None and gang_cycle is None else None
+    return {
+        "gangRunning": gang_cycle is not None,
+        "gangRunningCycle": gang_cycle,
+        "gangPodsRunningAtEnd": running,
+        "simulatedSecondsToRun": clock[gang_cycle - 1] if gang_cycle is not None else None,
+        "wallSecondsToRun": sum(cycle_seconds[:gang_cycle]) if gang_cycle is not None else None,
+        "cycles": len(decisions),
+        "perCycle": per_cycle,
+        "quietCycleMedianSeconds": statistics.median(quiet_times) if quiet_times else None,
+        "evictions": {
+            "borrowerPods": borrower_evictions,
+            "gangPods": gang_evictions,
+            "minimum": MINIMAL_EVICTIONS,
+            "overMinimum": borrower_evictions - MINIMAL_EVICTIONS if gang_cycle is not None else None,
+            "needless": len(needless),
+            "needlessExamples": needless[:10],
+            "borrowerPodsMoved": borrower_moves,
+        },
+        "decisionsAfterGangRan": sum(len(d) for d in after),
+        "podsAtEnd": {f"{queue} {phase}": count for (queue, phase), count in sorted(phases.items())},
+        "fairShareGpus": {queue: fair_share[queue][0] for queue in (BORROWER, OWNER) if queue in fair_share},
+        "gangWaitsBecause": waits,
+    }
+
+
+# --- reporting ----------------------------------------------------------------------------------
+
+
+def _value(result: dict[str, Any], row: str) -> str:
+    ev = result["evictions"]
+    cycles = result["perCycle"]
+    ran = result["gangRunning"]
+    if row == "gang running":
+        if ran:
+            return f"[green]yes[/green], in cycle {result['gangRunningCycle']}"
+        return f"[red]NO[/red]: {result['gangPodsRunningAtEnd']}/{GANG_PODS} after {result['cycles']} cycles"
+    if row == "simulated time to run":
+        return run._s(result["simulatedSecondsToRun"]) if ran else "n/a"
+    if row == "wall time to run":
+        return run._s(result["wallSecondsToRun"]) if ran else "n/a"
+    if row == "cycle wall times":
+        return run._cycle_list(result["cycleSeconds"])
+    if row == "reclaim cycle":
+        first = next((c for c in cycles if c["decisions"]), None)
+        if first is None:
+            return "no decisions"
+        kinds = ", ".join(f"{n:,} {k}" for k, n in first["decisions"].items())
+        return f"cycle {first['cycle']}: {kinds}"
+    if row == "evicted borrower pods":
+        over = ev["overMinimum"]
+        extra = "" if over is None else (" (minimal)" if over == 0 else f" ({over:+,} vs minimal)")
+        return f"{ev['borrowerPods']:,} of min {ev['minimum']:,}{extra}"
+    if row == "needlessly evicted":
+        return f"{ev['needless']:,}" if ran else f"{ev['needless']:,} (gang not running yet)"
+    if row == "borrower pods moved":
+        return f"{ev['borrowerPodsMoved']:,}"
+    if row == "decisions after gang ran":
+        return f"{result['decisionsAfterGangRan']:,}" if ran else "n/a"
+    if row == "quiet cycle (median)":
+        return run._ms(result["quietCycleMedianSeconds"])
+    if row == "GPU fair share (borrower / owner)":
+        share = result["fairShareGpus"]
+        return f"{share.get(BORROWER, 0):,.0f} / {share.get(OWNER, 0):,.0f}"
+    if row == "pods at end":
+        pods = result["podsAtEnd"]
+        return ", ".join(f"{k} {v:,}" for k, v in pods.items())
+    if row == "stopped by":
+        how = {"settled": f"{result['quietCyclesRequired']} quiet cycles"}.get(
+            result["stoppedBy"], result["stoppedBy"]
+        )
+        return f"{how}, after {result['cycles']} cycles ({run._s(result['runSeconds'])})"
+    raise KeyError(row)
+
+
+ROWS = (
+    "gang running",
+    "simulated time to run",
+    "wall time to run",
+    "cycle wall times",
+    "reclaim cycle",
+    "evicted borrower pods",
+    "needlessly evicted",
+    "borrower pods moved",
+    "decisions after gang ran",
+    "quiet cycle (median)",
+    "GPU fair share (borrower / owner)",
+    "pods at end",
+    "stopped by",
+)
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    layouts = report["layouts"]
+    workload = report["workload"]
+    title = (
+        f"kai-scheduler reclaim benchmark: {workload['nodes']:,} nodes x {GPUS_PER_NODE} GPUs full of "
+        f"{workload['borrowerPods']:,} borrowed 1-GPU pods; the owner's gang: {GANG_PODS} pods x "
+        f"{GANG_POD_GPUS} GPUs"
+    )
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("measure")
+    for layout in layouts:
+        table.add_column(layout, justify="right", overflow="fold")
+    for row in ROWS:
+        table.add_row(row, *[_value(result, row) for result in layouts.values()])
+        if row == "cycle wall times":
+            table.add_section()
+    table.add_section()
+    reference = report["reference"]
+    table.add_row(f"reference: {reference['what']}", *[f"{reference['seconds']:.0f} s" for _ in layouts])
+    console.print(table)
+    for layout, result in layouts.items():
+        if result["gangWaitsBecause"]:
+            console.print(f"[yellow]{layout}: the gang waits because: {result['gangWaitsBecause']}[/yellow]")
+    load = report["machine"].get("loadAverageBefore")
+    if load is not None and load[0] > (report["machine"]["cpus"] or 1) * 0.5:
+        console.print(
+            f"[yellow]note: load average was {load[0]:.1f} before the run; other processes share the CPUs, "
+            "so these times are pessimistic[/yellow]"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--layout",
+        choices=(*LAYOUTS, "both"),
+        default="both",
+        help="where the borrower pods run (default both)",
+    )
+    parser.add_argument("--cycles", type=int, default=20, help="cycles per layout at most (default 20)")
+    parser.add_argument(
+        "--quiet", type=int, default=2, help="stop after this many decision-free cycles in a row (default 2)"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=120.0,
+        help="wall seconds per layout after which no further cycle starts (default 120; 0 = no limit)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        nargs="?",
+        const=1,
+        metavar="CYCLE",
+        help="cProfile cycle CYCLE (default 1) of --layout (default packed) instead of benchmarking",
+    )
+    parser.add_argument("--top", type=int, default=40, help="rows per profile listing (default 40)")
+    parser.add_argument("--out", default=str(RESULTS / "reclaim.json"), help="where to write the JSON")
+    args = parser.parse_args(argv)
+    console = Console(width=140)
+    host = run.machine()
+    layouts = LAYOUTS if args.layout == "both" else (args.layout,)
+
+    if args.profile is not None:
+        layout = "packed" if args.layout == "both" else args.layout
+        objects = run.to_objects(workload_docs(layout))
+        report_file = run.profile_cycle(
+            objects, args.profile, RESULTS, args.top, name=f"reclaim-{layout}-cycle"
+        )
+        console.print(report_file.read_text(encoding="utf-8"), markup=False, highlight=False)
+        console.print(f"saved {report_file} and its .prof")
+        return 0
+
+    results: dict[str, Any] = {}
+    setup: dict[str, Any] = {}
+    for layout in layouts:
+        started = time.perf_counter()
+        docs = workload_docs(layout)
+        objects = run.to_objects(docs)
+        setup[layout] = {"buildAndValidateSeconds": time.perf_counter() - started}
+        console.print(
+            f"{layout}: {len(objects):,} objects built in {setup[layout]['buildAndValidateSeconds']:.1f}s; "
+            f"simulating until {args.quiet} quiet cycles (at most {args.cycles}) ..."
+        )
+        del docs
+        results[layout] = run_layout(objects, args.cycles, args.budget or None, args.quiet)
+        del objects
+        gc.collect()
+    report: dict[str, Any] = {
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": host,
+        "workload": {
+            "nodes": NODES,
+            "gpus": GPUS,
+            "borrowerPods": GPUS,
+            "borrowerQuota": 0,
+            "ownerQuota": GPUS,
+            "gang": {"name": f"{OWNER}/{GANG}", "pods": GANG_PODS, "gpusPerPod": GANG_POD_GPUS},
+            "minimalEvictions": MINIMAL_EVICTIONS,
+            "layouts": {
+                "packed": "borrower pod i on node i // 8 (the newest pods fill the last nodes)",
+                "spread": "borrower pod i on node i mod 1000 (the newest pods are spread over every node)",
+            },
+        },
+        "setup": setup,
+        "reference": KAI_REFERENCE,
+        "layouts": results,
+    }
+    render(report, console)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
