@@ -239,16 +239,6 @@ def test_a_pipelined_reclaimer_keeps_the_capacity_it_was_promised() -> None:
     assert_stable(objects)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG (reclaim ping-pong): q0's department dept-0 has fair share 0 but q0 (leaf share 1) still "
-        "reclaims a GPU from dept-1, because ProportionPlugin._more_saturated skips a reclaimer side whose "
-        "fair share is 0 (§5.4: (allocated+request)/0 is infinite, > 1: refuse); q1 (leaf share 4, 3 held) "
-        "then rightly reclaims it back from dept-0 (above its share of 0), and so on: an eviction every "
-        "other cycle, forever"
-    ),
-)
 def test_a_queue_without_a_departmental_share_does_not_ping_pong() -> None:
     objects = [
         node("n0", gpus=4),

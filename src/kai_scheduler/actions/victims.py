@@ -9,11 +9,12 @@ the gang itself is taken, and gangs are taken whole.
 
 from __future__ import annotations
 
-import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+
+import numpy as np
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
@@ -55,12 +56,14 @@ def running_tasks(job: JobInfo) -> list[TaskInfo]:
 def order_victims(
     session: Session, action: str, preemptor: JobInfo, jobs: Sequence[JobInfo]
 ) -> Iterator[VictimJob]:
-    """Victim order: repeatedly the queue furthest above its fair share, and within it the lowest
-    priority, newest job (the reverse of the order jobs are scheduled in). Jobs protected by their
-    minimum runtime are kept only if they run pods above their minMember.
+    """Victim order, the reverse of the scheduling order: down the queue tree, at every level the child
+    that ranks last (lowest queue priority, then furthest above its fair share), and in the leaf reached
+    the lowest-priority, newest job. Jobs protected by their minimum runtime are kept only if they run
+    pods above their minMember.
 
-    Lazy: the solver usually needs only the first few victims, so they are produced one at a time; a
-    heap of queues is re-keyed only for the queue a victim was just taken from."""
+    Lazy: the solver usually needs only the first few victims, so they are produced one at a time, and
+    only the branch a victim was just taken from is re-ranked."""
+    queues = session.snapshot.queues
     by_queue: dict[str, list[JobInfo]] = {}
     protected: set[str] = set()
     for job in jobs:
@@ -69,21 +72,32 @@ def order_victims(
                 continue
             protected.add(job.key)
         by_queue.setdefault(job.queue, []).append(job)
-    queues = session.snapshot.queues
-    remaining = {name: queues[name].allocated.copy() for name in by_queue}
-    heap = []
+    left: dict[str, int] = {}  # candidate jobs left in each queue's subtree
+    remaining: dict[str, Resources] = {}  # each queue's allocation once the victims so far are gone
     for name, queue_jobs in by_queue.items():
         queue_jobs.sort(key=lambda j: (j.priority, -j.rank), reverse=True)
-        heap.append((-_over_share(session, name, remaining[name]), queues[name].rank, name))
-    heapq.heapify(heap)
-    while heap:
-        _, rank, name = heapq.heappop(heap)
+        for queue in queues.ancestry(name):
+            left[queue.name] = left.get(queue.name, 0) + len(queue_jobs)
+            remaining.setdefault(queue.name, queue.allocated.copy())
+
+    def giver(names: list[str]) -> str:
+        candidates = [n for n in names if left.get(n, 0) > 0]
+        return min(
+            candidates,
+            key=lambda n: (queues[n].priority, -_over_share(session, n, remaining[n]), queues[n].rank),
+        )
+
+    while any(left.get(root, 0) > 0 for root in queues.roots):
+        name = giver(queues.roots)
+        while not queues[name].is_leaf:
+            name = giver(queues[name].children)
         job = by_queue[name].pop()
         tasks = running_tasks(job)
         yield VictimJob(job, tasks, job.key in protected)
-        remaining[name].sub(request_of(session, tasks))
-        if by_queue[name]:
-            heapq.heappush(heap, (-_over_share(session, name, remaining[name]), rank, name))
+        taken = request_of(session, tasks)
+        for queue in queues.ancestry(name):
+            remaining[queue.name].sub(taken)
+            left[queue.name] -= 1
 
 
 def _over_share(session: Session, queue_name: str, allocated: Resources) -> float:
@@ -155,7 +169,7 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) 
                 statement.evict(task, scenario.reason(task))
             evicted.extend(step)
             available += request_of(session, step).gpu
-            if available + EPSILON < needed:
+            if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
                 continue
             simulated += 1
             outcome = _try_scenario(session, statement, scenario, evicted)
@@ -167,6 +181,17 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) 
                 return False
     statement.discard()
     return False
+
+
+def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
+    """Cheap per-node filter: pods asking for whole GPUs need nodes with that many free or releasing GPUs
+    each; counting slots for the smallest such pod never rejects a scenario that could work."""
+    whole = [task.request.whole_gpus for task in tasks if task.request.whole_gpus > 0]
+    if not whole:
+        return True
+    smallest = min(whole)
+    slots = np.floor((nodes.free_gpus + nodes.rel_gpus + EPSILON) / smallest).sum()
+    return bool(slots >= len(whole))
 
 
 def _try_scenario(
@@ -222,22 +247,37 @@ def _keep(nodes: NodeTable, statement: Statement, victim: TaskInfo) -> bool:
 def _relocate(
     session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
 ) -> list[TaskInfo] | None:
-    """Move the victims that fit elsewhere; the ones left are stopped. None: a required move failed."""
+    """Move the victims that fit elsewhere; the ones left are stopped. None: a required move failed. A
+    job's pods move together or not at all when moving only some would leave it below its minMember."""
     if scenario.relocation is Relocation.NONE:
         return list(evicted)
-    stopped = []
+    by_job: dict[int, list[TaskInfo]] = {}
     for victim in evicted:
-        moved = victim.recreated()
-        placed = session.choose_node(moved, avoid=victim.node)
-        if placed is None:
-            if scenario.relocation is Relocation.ALL:
-                return None
-            stopped.append(victim)
-            continue
-        node = session.snapshot.nodes.names[placed.node]
-        reason = f"moved to {node} to make room for {scenario.preemptor.key}"
-        statement.pipeline(moved, placed.node, placed.gpu_groups, reason)
+        by_job.setdefault(id(victim.job), []).append(victim)
+    stopped: list[TaskInfo] = []
+    for victims in by_job.values():
+        job = victims[0].job
+        checkpoint = statement.checkpoint()
+        left_behind = [v for v in victims if not _move(session, statement, scenario, v)]
+        moved = len(victims) - len(left_behind)
+        if left_behind and 0 < job.active_allocated() + moved < job.min_member:
+            statement.rollback(checkpoint)
+            left_behind = victims
+        if left_behind and scenario.relocation is Relocation.ALL:
+            return None
+        stopped.extend(left_behind)
     return stopped
+
+
+def _move(session: Session, statement: Statement, scenario: Scenario, victim: TaskInfo) -> bool:
+    moved = victim.recreated()
+    placed = session.choose_node(moved, avoid=victim.node)
+    if placed is None:
+        return False
+    node = session.snapshot.nodes.names[placed.node]
+    reason = f"moved to {node} to make room for {scenario.preemptor.key}"
+    statement.pipeline(moved, placed.node, placed.gpu_groups, reason)
+    return True
 
 
 class VictimAction(ABC):

@@ -147,15 +147,17 @@ class SimCluster:
                 pod.phase, pod.finish_at = "Succeeded", None
 
     def next_event_after(self, time: float) -> float | None:
-        """When something next arrives or completes, after `time`."""
+        """When something next arrives, completes or falls due (a stale gang's grace period, the end of a
+        minimum runtime), after `time`."""
         times = [p.arrival for p in self.pods if p.arrival > time]
         times += [arrival for _, _, arrival in self.pod_groups if arrival > time]
         times += [p.finish_at for p in self.pods if p.phase == "Running" and p.finish_at is not None]
-        if self.stale_grace >= 0:
-            times += [since + self.stale_grace for since in self.stale_since.values()]
         if self.wake_at is not None:
             times.append(self.wake_at)
         later = [t for t in times if t > time + 1e-9]
+        if self.stale_grace >= 0:
+            # A stale gang's deadline counts even when it is already due: the next cycle evicts it.
+            later += [max(since + self.stale_grace, time) for since in self.stale_since.values()]
         return min(later) if later else None
 
     def has_future_events(self) -> bool:

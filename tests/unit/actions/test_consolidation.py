@@ -181,16 +181,6 @@ def test_without_consolidating_reclaim_the_victims_stop() -> None:
     assert [(d.type, d.pod) for d in first if d.type == "pipeline"] == [("pipeline", "default/b-0")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: consolidating reclaim re-places gang victims pod by pod. victims._relocate places each "
-        "evicted pod on its own (choose_node per task), so one pod of the gang e (minMember 2) gets "
-        "'moved to n1' (evict + pipeline) while its gang is stopped: a pipeline that can never bind. "
-        "§4.3: victims are re-allocated as jobs (gangs all-or-nothing); a gang that does not fit whole "
-        "elsewhere is stopped whole"
-    ),
-)
 def test_consolidating_reclaim_moves_a_gang_whole_or_not_at_all() -> None:
     # n0 runs the gang e (2 pods, minMember 2, the newest job: the first victim); n1 runs x and has one
     # free GPU. b-0 needs 2 GPUs on one node: e's two GPUs on n0. Only one of e's pods fits on n1.

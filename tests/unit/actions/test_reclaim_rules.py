@@ -283,16 +283,6 @@ def test_a_saturation_multiplier_below_one_is_a_configuration_error() -> None:
         Scheduler(config_with({"proportion": {"reclaimerUtilizationMultiplier": "0.5"}}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a reclaimer whose side of the split has fair share 0 is never 'saturated': "
-        "ProportionPlugin._more_saturated skips the resource when the reclaimer side's fair share is 0 "
-        "(`if fair <= EPSILON ... continue`), but §5.4's ratio (allocated+request)/fairShare is then "
-        "infinite (> 1) and must refuse the reclaim; q0 (leaf share 1 under dept-0 whose share is 0) "
-        "takes a GPU from dept-1, and q1 reclaims it back the cycle after: ping-pong"
-    ),
-)
 def test_a_reclaimer_whose_department_has_no_fair_share_does_not_reclaim() -> None:
     # dept-0 (quota 0, weight 0) has fair share 0; its child q0 (quota 1) still gets a leaf share of 1
     # (§5.2: children's deserved is not capped by the parent). dept-1 (share 2) holds all 4 GPUs in q1
@@ -428,15 +418,6 @@ def test_victim_order_takes_from_the_queue_furthest_above_its_fair_share_first()
     assert evicted(run(objects, cycles=1)) == ["a-2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: victim order ignores queue priority. §4.2: victims follow the *reversed* queue order, whose "
-        "criterion 3 is the queue priority (higher first), ahead of the dominant share; so among queues "
-        "above their share the lower-priority queue (c, 100) gives first. order_victims "
-        "(actions/victims.py) ranks queues only by allocated/fairShare and takes a-2 from a (priority 200)"
-    ),
-)
 def test_victim_order_takes_from_the_lower_priority_queue_first() -> None:
     objects = [
         node("n0", gpus=6),
@@ -450,15 +431,6 @@ def test_victim_order_takes_from_the_lower_priority_queue_first() -> None:
     assert evicted(run(objects, cycles=1)) == ["c-2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: victim order is not hierarchical. §4.2: the victim queue is the reversed *hierarchical* "
-        "job queue, so the department furthest above its share (dept-b, 6/4) gives first, then its leaf; "
-        "order_victims (actions/victims.py) compares leaf queues only (c1 at 4/1 beats b1 at 6/4) and "
-        "takes c1-3 from dept-c (5/4)"
-    ),
-)
 def test_victim_order_compares_departments_before_their_leaves() -> None:
     # 13 GPUs; dept-a/b/c owed 4 each (weights 0). a1 holds 2 and asks for 1 more. dept-b holds 6 (all
     # b1, share 4). dept-c holds 5: c1 4 (share 1) and c2 1 non-preemptible (share 3: it also asks for 2

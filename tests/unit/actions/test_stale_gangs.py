@@ -61,16 +61,6 @@ def test_a_zero_grace_period_evicts_in_the_cycle_after_detection_with_a_fixed_nu
     assert stale_evictions(result) == [(1.0, "g-0")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: with defaultStalenessGracePeriod 0s the run stops as 'steady' right after the cycle that "
-        "stamped the gang, and the gang is never evicted: SimCluster.next_event_after (sim/cluster.py) "
-        "only counts stale deadlines (since + grace) strictly after now, and a deadline already due (0 + "
-        "0 = now) is no event, so Simulation.run declares the steady state with a stale gang due for "
-        "eviction"
-    ),
-)
 def test_a_zero_grace_period_evicts_in_the_cycle_after_detection() -> None:
     # The first cycle only stamps the gang; the next one evicts it (§4.3).
     result = run(stale_gang(), config(defaultStalenessGracePeriod="0s"))

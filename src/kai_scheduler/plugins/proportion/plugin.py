@@ -249,9 +249,10 @@ class ProportionPlugin:
     ) -> bool:
         for r in RESOURCE_NAMES:
             fair, sibling_fair = reclaimer.fair_share.get(r), sibling.fair_share.get(r)
-            if fair <= EPSILON or sibling_fair <= EPSILON or reclaimer_after.get(r) <= EPSILON:
+            if sibling_fair <= EPSILON or reclaimer_after.get(r) <= EPSILON:
                 continue
-            ratio = reclaimer_after.get(r) / fair
+            # A reclaimer side with no fair share at all is infinitely saturated (KAI divides by zero).
+            ratio = reclaimer_after.get(r) / fair if fair > EPSILON else float("inf")
             if (
                 ratio > 1 + EPSILON
                 and ratio * self.reclaimer_saturation_multiplier
