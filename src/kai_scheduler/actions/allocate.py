@@ -82,7 +82,7 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
             detail = session.explain_no_fit(task)
             gang = (
-                f"gang of {len(tasks)} pods, {statement.operations} placed before " if len(tasks) > 1 else ""
+                f"gang of {len(tasks)} pods: {statement.operations} placed, then " if len(tasks) > 1 else ""
             )
             statement.discard()
             session.unschedulable[job.key] = f"{gang}pod {task.name} does not fit: {detail}"

@@ -26,6 +26,7 @@ from kai_scheduler.model.resources import EPSILON, Resources
 
 class Consolidation(VictimAction):
     name = "consolidation"
+    gave_up = "moving running pods (at most maxConsolidationPreemptees) does not make room"
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:

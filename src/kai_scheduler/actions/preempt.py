@@ -16,6 +16,7 @@ from kai_scheduler.model.resources import Resources
 
 class Preempt(VictimAction):
     name = "preempt"
+    gave_up = "evicting lower-priority preemptible jobs of its queue does not make room"
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         return session.check_job_capacity(job, request) is not None

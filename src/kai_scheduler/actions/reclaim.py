@@ -18,11 +18,17 @@ from kai_scheduler.model.resources import Resources
 
 class Reclaim(VictimAction):
     name = "reclaim"
+    gave_up = "no fair choice of victims in queues above their fair share makes room"
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if session.check_job_capacity(job, request) is not None:
             return True
-        return any(check(job, request) is not None for check in session.points.reclaim_eligibility)
+        for check in session.points.reclaim_eligibility:
+            reason = check(job, request)
+            if reason is not None:
+                session.add_reason(job.key, f"reclaim: {reason}")
+                return True
+        return False
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
         request = request_of(session, tasks)

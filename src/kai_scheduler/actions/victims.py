@@ -285,6 +285,7 @@ class VictimAction(ABC):
     an elastic job keeps growing), skipping jobs shaped like one that already failed in this action."""
 
     name = ""
+    gave_up = ""  # why a job still waits after this action found no valid scenario for it
 
     def execute(self, session: Session) -> None:
         jobs = session.snapshot.jobs.values()
@@ -310,7 +311,9 @@ class VictimAction(ABC):
                 running = [j for j in running if running_tasks(j)]
                 if job.has_pending():
                     queue.push(job)
-            elif signature is not None:
+                continue
+            session.add_reason(job.key, f"{self.name}: {self.gave_up}")
+            if signature is not None:
                 failed.add(signature)
 
     @abstractmethod

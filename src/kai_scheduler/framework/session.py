@@ -336,6 +336,11 @@ class Session:
     def record(self, decisions: Sequence[Decision]) -> None:
         self.decisions.extend(decisions)
 
+    def add_reason(self, job_key: str, reason: str) -> None:
+        """Add why a later action could not help either to the reason a job waits."""
+        earlier = self.unschedulable.get(job_key)
+        self.unschedulable[job_key] = f"{earlier}; {reason}" if earlier else reason
+
     def wake_at(self, time: float) -> None:
         """Note that the outcome may change by itself at `time` (see `SessionResult.wake_at`)."""
         if time > self.now and (self._wake_at is None or time < self._wake_at):

@@ -294,7 +294,12 @@ class SnapshotBuilder:
             or (first_pod.metadata.labels.get(c.QUEUE_LABEL) if first_pod else None)
             or c.DEFAULT_QUEUE
         )
-        preemptibility = spec.preemptibility or labels.get(c.PREEMPTIBILITY_LABEL, "")
+        preemptibility = (
+            spec.preemptibility
+            or labels.get(c.PREEMPTIBILITY_LABEL)
+            or (first_pod.metadata.labels.get(c.PREEMPTIBILITY_LABEL) if first_pod else None)
+            or ""
+        )
         job = JobInfo(
             namespace=pg.namespace,
             name=pg.metadata.name,

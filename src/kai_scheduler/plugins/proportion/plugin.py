@@ -175,7 +175,9 @@ class ProportionPlugin:
                 request.get(r) > EPSILON
                 and queue.allocated.get(r) + request.get(r) > queue.fair_share.get(r) + EPSILON
             ):
-                return f"queue {queue.name} would go above its {r} fair share"
+                held, asked = _amount(r, queue.allocated.get(r)), _amount(r, request.get(r))
+                share = _amount(r, queue.fair_share.get(r))
+                return f"queue {queue.name} would go above its {r} fair share ({held} + {asked} > {share})"
         return self.non_preemptible_over_quota(job, request)
 
     def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim_queue: str) -> bool:
