@@ -147,6 +147,7 @@ class SessionState:
             for group_id in gpu_groups:
                 nodes.join_group(node, group_id, task.key, portion, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
+        task.job.version += 1
         for handler in self._points.on_allocate:
             handler(task)
 
@@ -162,16 +163,19 @@ class SessionState:
         for group_id in task.gpu_groups:
             nodes.leave_group(group_id, task.key, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
+        task.job.version += 1
 
     def release(self, task: TaskInfo) -> None:
         for handler in self._points.on_deallocate:
             handler(task)
         self._snapshot.nodes.mark_releasing(task.node, task.request, task.key, task.gpu_groups)
         task.status = TaskStatus.RELEASING
+        task.job.version += 1
 
     def unrelease(self, task: TaskInfo, status: TaskStatus) -> None:
         self._snapshot.nodes.unmark_releasing(task.node, task.request, task.key, task.gpu_groups)
         task.status = status
+        task.job.version += 1
         for handler in self._points.on_allocate:
             handler(task)
 

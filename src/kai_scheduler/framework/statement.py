@@ -79,6 +79,7 @@ class Statement:
             if op.type == "bind":
                 op.type = "pipeline"
                 op.task.status = TaskStatus.PIPELINED
+                op.task.job.version += 1
                 op.reason += "; pipelined with the rest of its gang"
 
     def checkpoint(self) -> int:

@@ -158,6 +158,8 @@ class JobInfo:
     # when it has been a stale gang (running below its minMember).
     last_start: float | None = None
     stale_since: float | None = None
+    # Bumped whenever one of its pods changes status in a session, so derived values can be cached.
+    version: int = 0
 
     @property
     def key(self) -> str:

@@ -20,6 +20,7 @@ from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
 
 # A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
 _ZERO_SHARE_PENALTY: Final = 1000.0
+_NOTHING: Final = Resources()
 
 
 class ProportionPlugin:
@@ -42,6 +43,7 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._next_request: dict[str, tuple[int, Resources]] = {}
+        self._shares: dict[str, tuple[float, float, float]] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -92,7 +94,7 @@ class ProportionPlugin:
     def _job_request(self, job: JobInfo) -> Resources:
         """What the job's next attempt would add to its queue (cached until its allocation changes)."""
         assert self._session is not None
-        version = job.active_allocated()
+        version = job.version
         cached = self._next_request.get(job.key)
         if cached is None or cached[0] != version:
             cached = (version, request_of(self._session, tasks_to_allocate(self._session, job)))
@@ -100,20 +102,23 @@ class ProportionPlugin:
         return cached[1]
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
-        """KAI's queue order as a sort key (smaller first)."""
-        assert self._session is not None
-        total = self._session.snapshot.capacity
-        request = self._job_request(job) if job is not None else Resources()
-        allocated = queue.allocated
-        over_utilised = all(queue.fair_share.get(r) < allocated.get(r) - EPSILON for r in RESOURCE_NAMES)
-        starved = all(
-            queue.deserved.get(r) < 0 or allocated.get(r) + request.get(r) <= queue.deserved.get(r) + EPSILON
-            for r in RESOURCE_NAMES
+        """KAI's queue order as a sort key (smaller first). Hot: called for every queue on the path of
+        every job an action hands out, so it works on plain floats."""
+        request = self._job_request(job) if job is not None else _NOTHING
+        allocated, fair, deserved = queue.allocated, queue.fair_share, queue.deserved
+        used = (allocated.gpu, allocated.cpu, allocated.memory)
+        asked = (request.gpu, request.cpu, request.memory)
+        over_utilised = (
+            fair.gpu < used[0] - EPSILON and fair.cpu < used[1] - EPSILON and fair.memory < used[2] - EPSILON
         )
-        shares = {r: allocatable_share(queue, r, total.get(r)) for r in RESOURCE_NAMES}
-        zero_share_use = any(shares[r] <= EPSILON and request.get(r) > EPSILON for r in RESOURCE_NAMES)
-        with_job = dominant_share(allocated.plus(request), shares)
-        without_job = dominant_share(allocated, shares)
+        starved = all(
+            d < 0 or u + a <= d + EPSILON
+            for d, u, a in zip((deserved.gpu, deserved.cpu, deserved.memory), used, asked, strict=True)
+        )
+        shares = self._allocatable_shares(queue)
+        zero_share_use = any(share <= EPSILON and a > EPSILON for share, a in zip(shares, asked, strict=True))
+        with_job = _dominant(tuple(u + a for u, a in zip(used, asked, strict=True)), shares)
+        without_job = _dominant(used, shares)
         return (
             over_utilised,
             not starved,
@@ -125,6 +130,17 @@ class ProportionPlugin:
         )
 
     # --- capacity checks -------------------------------------------------------------------------
+
+    def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
+        """Fair shares do not change within a session, so neither do allocatable shares."""
+        shares = self._shares.get(queue.name)
+        if shares is None:
+            assert self._session is not None
+            total = self._session.snapshot.capacity
+            gpu, cpu, memory = (allocatable_share(queue, r, total.get(r)) for r in RESOURCE_NAMES)
+            shares = (gpu, cpu, memory)
+            self._shares[queue.name] = shares
+        return shares
 
     def over_limit(self, job: JobInfo, request: Resources) -> str | None:
         """OverLimit: no queue on the job's path may go above its limit."""
@@ -308,14 +324,19 @@ def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
     return share if limit < 0 else min(limit, share)
 
 
-def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
+def _dominant(amounts: tuple[float, ...], shares: tuple[float, float, float]) -> float:
+    """The largest used/share ratio; a share of 0 makes any use count 1000 times over (as KAI)."""
     dominant = 0.0
-    for r in RESOURCE_NAMES:
-        used = amount.get(r)
-        share = shares[r]
+    for used, share in zip(amounts, shares, strict=True):
         ratio = used * _ZERO_SHARE_PENALTY if share <= EPSILON else used / share
-        dominant = max(dominant, ratio)
+        if ratio > dominant:
+            dominant = ratio
     return dominant
+
+
+def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
+    """The largest used/share ratio of `amount` over per-resource `shares`."""
+    return _dominant(amount.values(), (shares["gpu"], shares["cpu"], shares["memory"]))
 
 
 def account_queues(snapshot: ClusterSnapshot) -> None:
