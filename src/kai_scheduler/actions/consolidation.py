@@ -43,7 +43,9 @@ class Consolidation(VictimAction):
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
         candidates = [other for other in running if other is not job]
-        victims = _closest_to_room_first(session, list(order_victims(session, self.name, job, candidates)))
+        victims = _closest_to_room_first(
+            session, list(order_victims(session, self.name, job, tasks, candidates))
+        )
         if not victims:
             return False
 

@@ -25,7 +25,7 @@ class Preempt(VictimAction):
         candidates = [v for v in running if v.queue == job.queue and v.priority < job.priority]
         if not candidates:
             return False
-        victims = order_victims(session, self.name, job, candidates)
+        victims = order_victims(session, self.name, job, tasks, candidates)
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"

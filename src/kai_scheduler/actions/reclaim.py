@@ -41,7 +41,7 @@ class Reclaim(VictimAction):
         candidates = [victim for victim in running if victim.queue in allowed_queues]
         if not candidates:
             return False
-        victims = order_victims(session, self.name, job, candidates)
+        victims = order_victims(session, self.name, job, tasks, candidates)
 
         def fair(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, evicted) for check in session.points.reclaim_validators)

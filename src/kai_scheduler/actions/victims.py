@@ -54,19 +54,23 @@ def running_tasks(job: JobInfo) -> list[TaskInfo]:
 
 
 def order_victims(
-    session: Session, action: str, preemptor: JobInfo, jobs: Sequence[JobInfo]
+    session: Session, action: str, preemptor: JobInfo, tasks: Sequence[TaskInfo], jobs: Sequence[JobInfo]
 ) -> Iterator[VictimJob]:
     """Victim order, the reverse of the scheduling order: down the queue tree, at every level the child
     that ranks last (lowest queue priority, then furthest above its fair share), and in the leaf reached
     the lowest-priority, newest job. Jobs protected by their minimum runtime are kept only if they run
-    pods above their minMember.
+    pods above their minMember, and only jobs with a pod on a node the preemptor's `tasks` may use at all
+    (a cheap filter: freeing other nodes cannot help).
 
     Lazy: the solver usually needs only the first few victims, so they are produced one at a time, and
     only the branch a victim was just taken from is re-ranked."""
     queues = session.snapshot.queues
     by_queue: dict[str, list[JobInfo]] = {}
     protected: set[str] = set()
+    usable = session.usable_nodes(tasks)
     for job in jobs:
+        if not any(usable[task.node] for task in running_tasks(job)):
+            continue
         if session.is_protected(action, preemptor, job):
             if len(running_tasks(job)) <= job.min_member:
                 continue

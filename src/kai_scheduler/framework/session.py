@@ -250,6 +250,14 @@ class Session:
             self._static_masks[placement.key] = cached
         return cached
 
+    def usable_nodes(self, tasks: Sequence[TaskInfo]) -> BoolArray:
+        """Nodes that pass the static predicates (selector, affinity, taints, cordon) of any of the tasks:
+        freeing resources anywhere else cannot help them."""
+        usable = np.zeros(self.snapshot.nodes.size, dtype=np.bool_)
+        for placement in {task.placement.key: task.placement for task in tasks}.values():
+            usable |= self._static(placement)[0]
+        return usable
+
     def candidate_nodes(self, task: TaskInfo) -> BoolArray:
         """Nodes where the task could run now or once releasing pods are gone."""
         ok = self._static(task.placement)[0].copy()

@@ -24,6 +24,7 @@ from helpers import (
     evicted,
     gang,
     node,
+    open_session,
     pod,
     queue,
     queues_by_name,
@@ -31,6 +32,7 @@ from helpers import (
     running_job,
     simulate,
 )
+from kai_scheduler.actions.victims import order_victims
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.scheduler import Scheduler
 
@@ -491,3 +493,28 @@ def test_reclaim_decisions_say_who_they_were_for() -> None:
     assert "fair share" in evict["reason"]
     assert (pipeline["type"], pipeline["pod"]) == ("pipeline", "default/b-0")
     assert "default/pg-b-0" in pipeline["reason"] and "n0" in pipeline["reason"]
+
+
+# --- cheap filters ---------------------------------------------------------------------------------
+
+
+def test_victims_on_nodes_the_reclaimer_cannot_use_are_not_even_candidates() -> None:
+    # a-3 is the newest pod, but it runs on n1 and b-0 may only run on n0: evicting it could not help.
+    objects = [
+        node("n0", gpus=2, labels={"pool": "x"}),
+        node("n1", gpus=2, labels={"pool": "y"}),
+        queue("a", gpu=0, gpu_weight=0),
+        queue("b", gpu=4),
+        pod("a-0", "a", gpus=1, node_name="n0"),
+        pod("a-1", "a", gpus=1, node_name="n0"),
+        pod("a-2", "a", gpus=1, node_name="n1"),
+        pod("a-3", "a", gpus=1, node_name="n1"),
+        pod("b-0", "b", gpus=1, node_selector={"pool": "x"}),
+    ]
+    session = open_session(objects)
+    jobs = session.snapshot.jobs
+    preemptor = jobs["default/pg-b-0"]
+    candidates = [job for key, job in jobs.items() if key.startswith("default/pg-a-")]
+    order = [v.job.name for v in order_victims(session, "reclaim", preemptor, preemptor.tasks, candidates)]
+    assert order == ["pg-a-1", "pg-a-0"]
+    assert evicted(run(objects, cycles=1)) == ["a-1"]
