@@ -10,7 +10,7 @@ from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.model.builder import SnapshotBuilder
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
@@ -56,43 +56,24 @@ class Simulation:
         self.builder = SnapshotBuilder()
 
     def run(self) -> SimulationResult:
-        options, cluster = self.options, self.cluster
-        period = self.config.period
+        cluster = self.cluster
         records: list[CycleRecord] = []
         fair_share: dict[str, tuple[float, float, float]] = {}
         reasons: dict[str, str] = {}
         steady = False
         now = 0.0
-        while True:
-            if options.cycles is not None and len(records) >= options.cycles:
-                break
-            if options.until is not None and now > options.until + 1e-9:
-                break
-            if options.cycles is None and options.until is None and len(records) >= options.max_cycles:
-                break
-            cluster.now = now
-            cluster.complete_due()
-            started = time.perf_counter()
-            snapshot = self.builder.build(cluster.state())
-            result = self.scheduler.run(snapshot, cycle=len(records) + 1, now=now)
-            seconds = time.perf_counter() - started
-            running_before = cluster.running_jobs()
-            cluster.apply(result.decisions)
-            cluster.stamp_starts(running_before)
-            cluster.remember_stale(result.stale_since)
-            cluster.wake_at = result.wake_at
-            cluster.remove_terminated()
-            records.append(CycleRecord(len(records) + 1, now, result.decisions, seconds))
+        while not self._out_of_cycles(now, len(records)):
+            record, result = self._cycle(now, len(records) + 1)
+            records.append(record)
             fair_share = result.fair_share
             reasons = {**reasons, **result.unschedulable}
-            # A pipeline promises a bind in a later cycle, so the run is not steady yet.
-            acted = bool(result.decisions)
-            if not acted and not cluster.has_future_events():
+            # Steady: nothing was decided (a pipeline promises a bind later) and nothing can change.
+            if not result.decisions and not cluster.has_future_events():
                 steady = True
-                if options.cycles is None:
+                if self.options.cycles is None:
                     # Nothing can change any more; with --until the clock simply runs out at D.
                     break
-            now = self._next_time(now, period, idle=not result.decisions)
+            now = self._next_time(now, self.config.period, idle=not result.decisions)
         pending_jobs = {p.job_key for p in cluster.arrived_pods() if p.phase == "Pending"}
         return SimulationResult(
             cluster=cluster,
@@ -103,6 +84,31 @@ class Simulation:
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
             skipped=self.scheduler.skipped,
         )
+
+    def _out_of_cycles(self, now: float, cycles: int) -> bool:
+        options = self.options
+        if options.cycles is not None and cycles >= options.cycles:
+            return True
+        if options.until is not None and now > options.until + 1e-9:
+            return True
+        return options.cycles is None and options.until is None and cycles >= options.max_cycles
+
+    def _cycle(self, now: float, number: int) -> tuple[CycleRecord, SessionResult]:
+        """One scheduling cycle at `now`, then the cluster's effects (timed: snapshot to decisions)."""
+        cluster = self.cluster
+        cluster.now = now
+        cluster.complete_due()
+        started = time.perf_counter()
+        snapshot = self.builder.build(cluster.state())
+        result = self.scheduler.run(snapshot, cycle=number, now=now)
+        seconds = time.perf_counter() - started
+        running_before = cluster.running_jobs()
+        cluster.apply(result.decisions)
+        cluster.stamp_starts(running_before)
+        cluster.remember_stale(result.stale_since)
+        cluster.wake_at = result.wake_at
+        cluster.remove_terminated()
+        return CycleRecord(number, now, result.decisions, seconds), result
 
     def _final_time(self, records: list[CycleRecord]) -> float:
         last = records[-1].time if records else 0.0
