@@ -1,0 +1,411 @@
+"""KAI Scheduler's Prometheus metrics, with KAI's exact names (reference §8).
+
+Two groups, each on a `prometheus_client.CollectorRegistry` (its own, or one shared by all components when
+they run in one process):
+
+* `SchedulerMetrics`: what the scheduler exposes (`pkg/scheduler/metrics/metrics.go` with
+  `--metrics-namespace=kai`): cycle, session, action and plugin latencies (gauges, milliseconds), task
+  scheduling and bind latency histograms (buckets 5 ms x 2^0..9), per-action pod group and scenario
+  counters, preemption attempts, per-queue fair share and usage, and evicted pods per pod group.
+* `QueueMetrics`: what the queue controller exposes: `kai_queue_info` and each queue's deserved GPUs,
+  quota and allocated resources, with extra labels copied from queue labels (KAI's
+  `queueLabelToMetricLabel`).
+
+Units follow KAI: latencies in milliseconds; fair share in CPU cores, memory in GB (10^9 bytes) and GPUs;
+queue quota in CPU cores and memory in bytes (the Queue spec holds millicores and MB).
+
+On counter names: Prometheus' Python client always appends `_total` to a counter's name, but four of KAI's
+counters (`kai_podgroups_scheduled_by_action`, `kai_podgroups_acted_on_by_action`,
+`kai_scenarios_simulation_by_action`, `kai_scenarios_filtered_by_action`, `kai_total_preemption_attempts`)
+have no such suffix, and dashboards query them by those names. They are exposed under their exact names
+as untyped samples (PromQL's rate() and increase() work on them the same); `kai_pod_group_evicted_pods_total`
+already ends in `_total` and is a regular counter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+
+from kai_scheduler.api.constants import (
+    CPU_RESOURCE,
+    GPU_RESOURCE,
+    MEMORY_RESOURCE,
+    QUEUE_MEMORY_UNIT_BYTES,
+    UNLIMITED,
+)
+from kai_scheduler.api.objects import Queue
+from kai_scheduler.framework.decisions import Decision, SessionResult
+
+LATENCY_BUCKETS_MS: tuple[float, ...] = tuple(5.0 * 2**exponent for exponent in range(10))
+"""5 ms x 2^0..9 (5 ms to 2.56 s), KAI's buckets for task scheduling, bind and usage-query latency."""
+
+MILLICORES_PER_CORE = 1000
+BYTES_PER_GB = 1_000_000_000
+
+ON_SESSION_OPEN = "OnSessionOpen"
+ON_SESSION_CLOSE = "OnSessionClose"
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupRef:
+    """The pod group a pod belongs to, for the labels of `kai_pod_group_evicted_pods_total`."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+class _ExactCounter:
+    """A monotonic counter exposed under exactly its name (no `_total` added), as an untyped family."""
+
+    def __init__(
+        self, name: str, documentation: str, label_names: Sequence[str], registry: CollectorRegistry
+    ):
+        self.name = name
+        self.documentation = documentation
+        self.label_names = tuple(label_names)
+        self._values: dict[tuple[str, ...], float] = {}
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        if amount < 0:
+            raise ValueError(f"{self.name}: a counter can only go up, got {amount}")
+        if set(labels) != set(self.label_names):
+            raise ValueError(f"{self.name}: expected labels {self.label_names}, got {tuple(labels)}")
+        key = tuple(labels[name] for name in self.label_names)
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
+
+    def value(self, **labels: str) -> float:
+        with self._lock:
+            return self._values.get(tuple(labels[name] for name in self.label_names), 0.0)
+
+    def describe(self) -> list[Metric]:
+        return [Metric(self.name, self.documentation, "unknown")]
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self.name, self.documentation, "unknown")
+        with self._lock:
+            values = sorted(self._values.items())
+        if not self.label_names and not values:
+            values = [((), 0.0)]
+        for key, value in values:
+            family.add_sample(self.name, dict(zip(self.label_names, key, strict=True)), value)
+        yield family
+
+
+class SchedulerMetrics:
+    """The scheduler's metrics. `observe_cycle` records one scheduling cycle; the other methods record
+    what only the code that measures it knows (session open/close, plugins, scenarios, task latencies)."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        namespace: str = "kai",
+        node_pool: str = "default",
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.node_pool = node_pool
+        prefix = f"{namespace}_" if namespace else ""
+        r = self.registry
+
+        def gauge(name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+            return Gauge(prefix + name, documentation, labelnames=labels, registry=r)
+
+        def histogram(name: str, documentation: str) -> Histogram:
+            return Histogram(prefix + name, documentation, buckets=LATENCY_BUCKETS_MS, registry=r)
+
+        def counter(name: str, documentation: str, labels: Sequence[str] = ()) -> _ExactCounter:
+            return _ExactCounter(prefix + name, documentation, labels, r)
+
+        self.e2e_latency = gauge(
+            "e2e_scheduling_latency_milliseconds", "E2e scheduling latency in milliseconds"
+        )
+        self.open_session_latency = gauge(
+            "open_session_latency_milliseconds", "Open session latency in milliseconds"
+        )
+        self.close_session_latency = gauge(
+            "close_session_latency_milliseconds", "Close session latency in milliseconds"
+        )
+        self.plugin_latency = gauge(
+            "plugin_scheduling_latency_milliseconds",
+            "Plugin scheduling latency in milliseconds",
+            ("plugin", "OnSession"),
+        )
+        self.action_latency = gauge(
+            "action_scheduling_latency_milliseconds", "Action scheduling latency in milliseconds", ("action",)
+        )
+        self.task_scheduling_latency = histogram(
+            "task_scheduling_latency_milliseconds", "Task scheduling latency in milliseconds"
+        )
+        self.task_bind_latency = histogram(
+            "task_bind_latency_milliseconds", "Task bind latency in milliseconds"
+        )
+        self.usage_query_latency = histogram(
+            "usage_query_latency_milliseconds", "Usage database query latency in milliseconds"
+        )
+        self.podgroups_scheduled = counter(
+            "podgroups_scheduled_by_action",
+            "Pod groups scheduled, by the action that scheduled them",
+            ("action",),
+        )
+        self.podgroups_acted_on = counter(
+            "podgroups_acted_on_by_action", "Pod groups an action tried to schedule", ("action",)
+        )
+        self.scenarios_simulated = counter(
+            "scenarios_simulation_by_action", "Eviction scenarios simulated, by action", ("action",)
+        )
+        self.scenarios_filtered = counter(
+            "scenarios_filtered_by_action",
+            "Eviction scenarios filtered out before simulation, by action",
+            ("action",),
+        )
+        self.preemption_attempts = counter(
+            "total_preemption_attempts", "Total preemption attempts in the cluster"
+        )
+        self.fair_share_cpu = gauge(
+            "queue_fair_share_cpu_cores", "CPU fair share of a queue, in cores", ("queue_name",)
+        )
+        self.fair_share_memory = gauge(
+            "queue_fair_share_memory_gb", "Memory fair share of a queue, in GB", ("queue_name",)
+        )
+        self.fair_share_gpu = gauge("queue_fair_share_gpu", "GPU fair share of a queue", ("queue_name",))
+        self.queue_cpu_usage = gauge("queue_cpu_usage", "Time-based CPU usage of a queue", ("queue_name",))
+        self.queue_memory_usage = gauge(
+            "queue_memory_usage", "Time-based memory usage of a queue", ("queue_name",)
+        )
+        self.queue_gpu_usage = gauge("queue_gpu_usage", "Time-based GPU usage of a queue", ("queue_name",))
+        self.evicted_pods = Counter(
+            prefix + "pod_group_evicted_pods",  # exposed as ..._evicted_pods_total
+            "Pods evicted, by pod group and the action that evicted them",
+            labelnames=("podgroup", "namespace", "uid", "nodepool", "action"),
+            registry=r,
+        )
+        self._fair_share_queues: set[str] = set()
+        self._usage_queues: set[str] = set()
+
+    # --- one cycle -------------------------------------------------------------------------------
+
+    def observe_cycle(
+        self,
+        seconds: float,
+        action_seconds: Mapping[str, float],
+        decisions: Sequence[Decision],
+        fair_share: Mapping[str, tuple[float, float, float]],
+        *,
+        pod_groups: Mapping[str, PodGroupRef] | None = None,
+        acted_on: Mapping[str, int] | None = None,
+    ) -> None:
+        """Record one cycle.
+
+        `seconds`: the whole cycle; `action_seconds`: each action's time; `decisions`: the session's
+        decisions in order; `fair_share`: queue -> (gpu, cpu millicores, memory bytes), as in
+        `SessionResult.fair_share`; `pod_groups`: pod key (namespace/name) -> its pod group (a pod
+        missing from it counts as a group of its own); `acted_on`: pod groups each action tried, when
+        the caller counted them (otherwise the groups the action took a decision for, a lower bound).
+        Each pod group the preempt action acts on is one preemption attempt.
+        """
+        self.e2e_latency.set(seconds * 1000)
+        for action, elapsed in action_seconds.items():
+            self.action_latency.labels(action=action).set(elapsed * 1000)
+
+        groups = pod_groups or {}
+        scheduled: dict[str, set[PodGroupRef]] = {}
+        touched: dict[str, set[PodGroupRef]] = {}
+        for decision in decisions:
+            group = groups.get(decision.pod) or _own_group(decision.pod)
+            touched.setdefault(decision.action, set())
+            if decision.type == "evict":
+                self.evicted_pods.labels(
+                    podgroup=group.name,
+                    namespace=group.namespace,
+                    uid=group.uid,
+                    nodepool=self.node_pool,
+                    action=decision.action,
+                ).inc()
+            else:
+                scheduled.setdefault(decision.action, set()).add(group)
+                touched[decision.action].add(group)
+        for action, jobs in scheduled.items():
+            self.podgroups_scheduled.inc(len(jobs), action=action)
+        attempts = dict(acted_on) if acted_on is not None else {a: len(jobs) for a, jobs in touched.items()}
+        for action, count in attempts.items():
+            if count:
+                self.podgroups_acted_on.inc(count, action=action)
+        if attempts.get("preempt"):
+            self.preemption_attempts.inc(attempts["preempt"])
+        self.set_fair_share(fair_share)
+
+    def observe_session(
+        self,
+        result: SessionResult,
+        seconds: float,
+        action_seconds: Mapping[str, float],
+        *,
+        pod_groups: Mapping[str, PodGroupRef] | None = None,
+        acted_on: Mapping[str, int] | None = None,
+    ) -> None:
+        """`observe_cycle` for a session's result."""
+        self.observe_cycle(
+            seconds,
+            action_seconds,
+            result.decisions,
+            result.fair_share,
+            pod_groups=pod_groups,
+            acted_on=acted_on,
+        )
+
+    def set_fair_share(self, fair_share: Mapping[str, tuple[float, float, float]]) -> None:
+        """queue -> (gpu, cpu millicores, memory bytes); queues no longer present are dropped."""
+        for queue, (gpu, millicores, memory_bytes) in fair_share.items():
+            self.fair_share_gpu.labels(queue_name=queue).set(gpu)
+            self.fair_share_cpu.labels(queue_name=queue).set(millicores / MILLICORES_PER_CORE)
+            self.fair_share_memory.labels(queue_name=queue).set(memory_bytes / BYTES_PER_GB)
+        for queue in self._fair_share_queues - set(fair_share):
+            for gauge in (self.fair_share_gpu, self.fair_share_cpu, self.fair_share_memory):
+                gauge.remove(queue)
+        self._fair_share_queues = set(fair_share)
+
+    def set_queue_usage(self, usage: Mapping[str, tuple[float, float, float]]) -> None:
+        """queue -> time-based (gpu, cpu, memory) usage, as the usage database reports it."""
+        for queue, (gpu, cpu, memory) in usage.items():
+            self.queue_gpu_usage.labels(queue_name=queue).set(gpu)
+            self.queue_cpu_usage.labels(queue_name=queue).set(cpu)
+            self.queue_memory_usage.labels(queue_name=queue).set(memory)
+        for queue in self._usage_queues - set(usage):
+            for gauge in (self.queue_gpu_usage, self.queue_cpu_usage, self.queue_memory_usage):
+                gauge.remove(queue)
+        self._usage_queues = set(usage)
+
+    # --- what the caller measures ----------------------------------------------------------------
+
+    def observe_open_session(self, seconds: float) -> None:
+        self.open_session_latency.set(seconds * 1000)
+
+    def observe_close_session(self, seconds: float) -> None:
+        self.close_session_latency.set(seconds * 1000)
+
+    def observe_plugin(self, plugin: str, on_session: str, seconds: float) -> None:
+        """A plugin's time in `OnSessionOpen` or `OnSessionClose`."""
+        self.plugin_latency.labels(plugin=plugin, OnSession=on_session).set(seconds * 1000)
+
+    def observe_task_scheduling(self, seconds: float) -> None:
+        """From a pod's creation to the scheduler's decision for it."""
+        self.task_scheduling_latency.observe(seconds * 1000)
+
+    def observe_task_bind(self, seconds: float) -> None:
+        self.task_bind_latency.observe(seconds * 1000)
+
+    def observe_usage_query(self, seconds: float) -> None:
+        self.usage_query_latency.observe(seconds * 1000)
+
+    def count_scenarios(self, action: str, *, simulated: int = 0, filtered: int = 0) -> None:
+        if simulated:
+            self.scenarios_simulated.inc(simulated, action=action)
+        if filtered:
+            self.scenarios_filtered.inc(filtered, action=action)
+
+
+def _own_group(pod: str) -> PodGroupRef:
+    namespace, _, name = pod.rpartition("/")
+    return PodGroupRef(namespace=namespace or "default", name=name)
+
+
+class QueueMetrics:
+    """The queue controller's metrics: one label set per queue, replaced on each `observe_queues`.
+
+    `label_map` copies queue labels into metric labels (queue label key -> metric label name, KAI's
+    `queueLabelToMetricLabel`); `default_label_values` gives the value when a queue lacks the label
+    (queue label key -> value, KAI's `queueLabelToDefaultMetricValue`; otherwise empty)."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        namespace: str = "kai",
+        label_map: Mapping[str, str] | None = None,
+        default_label_values: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.label_map = dict(label_map or {})
+        self.default_label_values = dict(default_label_values or {})
+        prefix = f"{namespace}_" if namespace else ""
+        labels = ("queue_name", *self.label_map.values())
+
+        def gauge(name: str, documentation: str) -> Gauge:
+            return Gauge(prefix + name, documentation, labelnames=labels, registry=self.registry)
+
+        self.info = gauge("queue_info", "Queues known to the queue controller (always 1)")
+        self.deserved_gpus = gauge("queue_deserved_gpus", "GPU quota (deserved GPUs) of a queue")
+        self.quota_cpu_cores = gauge("queue_quota_cpu_cores", "CPU quota of a queue, in cores")
+        self.quota_memory_bytes = gauge("queue_quota_memory_bytes", "Memory quota of a queue, in bytes")
+        self.allocated_gpus = gauge("queue_allocated_gpus", "GPUs allocated to a queue's pods")
+        self.allocated_cpu_cores = gauge("queue_allocated_cpu_cores", "CPU cores allocated to a queue's pods")
+        self.allocated_memory_bytes = gauge(
+            "queue_allocated_memory_bytes", "Memory allocated to a queue's pods"
+        )
+        self._label_sets: set[tuple[str, ...]] = set()
+
+    def _gauges(self) -> tuple[Gauge, ...]:
+        return (
+            self.info,
+            self.deserved_gpus,
+            self.quota_cpu_cores,
+            self.quota_memory_bytes,
+            self.allocated_gpus,
+            self.allocated_cpu_cores,
+            self.allocated_memory_bytes,
+        )
+
+    def observe_queues(
+        self, queues: Iterable[Queue], allocated: Mapping[str, Mapping[str, Fraction | float | int]]
+    ) -> None:
+        """Set every queue's gauges; `allocated` is queue name -> its status `allocated` resource list
+        (cpu in cores, memory in bytes, nvidia.com/gpu in GPUs). Queues gone since the last call are
+        dropped. A quota of -1 (unlimited) is reported as -1 in every unit."""
+        current: set[tuple[str, ...]] = set()
+        for queue in queues:
+            name = queue.metadata.name
+            values = tuple(
+                queue.metadata.labels.get(key, self.default_label_values.get(key, ""))
+                for key in self.label_map
+            )
+            label_set = (name, *values)
+            current.add(label_set)
+            quota = queue.spec.resources
+            used = allocated.get(name, {})
+            self.info.labels(*label_set).set(1)
+            self.deserved_gpus.labels(*label_set).set(quota.gpu.quota)
+            self.quota_cpu_cores.labels(*label_set).set(_scaled(quota.cpu.quota, 1 / MILLICORES_PER_CORE))
+            self.quota_memory_bytes.labels(*label_set).set(
+                _scaled(quota.memory.quota, QUEUE_MEMORY_UNIT_BYTES)
+            )
+            self.allocated_gpus.labels(*label_set).set(float(used.get(GPU_RESOURCE, 0)))
+            self.allocated_cpu_cores.labels(*label_set).set(float(used.get(CPU_RESOURCE, 0)))
+            self.allocated_memory_bytes.labels(*label_set).set(float(used.get(MEMORY_RESOURCE, 0)))
+        for label_set in self._label_sets - current:
+            for gauge in self._gauges():
+                gauge.remove(*label_set)
+        self._label_sets = current
+
+
+def _scaled(amount: float, factor: float) -> float:
+    return amount if amount == UNLIMITED else amount * factor
+
+
+__all__ = [
+    "LATENCY_BUCKETS_MS",
+    "ON_SESSION_CLOSE",
+    "ON_SESSION_OPEN",
+    "PodGroupRef",
+    "QueueMetrics",
+    "SchedulerMetrics",
+]

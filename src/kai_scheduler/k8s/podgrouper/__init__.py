@@ -1,0 +1,31 @@
+"""KAI's pod grouper, as pure decisions: from a pod and its owner chain to the PodGroup to create.
+
+`plan_pod_group` is the entry point; its docstring lists the rules per workload kind.
+"""
+
+from kai_scheduler.k8s.podgrouper.errors import GroupingError
+from kai_scheduler.k8s.podgrouper.grouper import DEFAULT_GROUPER_DEFAULTS, plan_pod_group
+from kai_scheduler.k8s.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
+from kai_scheduler.k8s.podgrouper.plan import (
+    GrouperDefaults,
+    KindDefaults,
+    PodGroupPlan,
+    SubGroupPlan,
+    TopologyConstraintPlan,
+    pod_group_manifest,
+)
+
+__all__ = [
+    "DEFAULT_GROUPER_DEFAULTS",
+    "SKIP_TOP_OWNER_KINDS",
+    "GrouperDefaults",
+    "GroupingError",
+    "KindDefaults",
+    "PodGroupPlan",
+    "SubGroupPlan",
+    "TopologyConstraintPlan",
+    "owner_chain",
+    "plan_pod_group",
+    "pod_group_manifest",
+    "top_owner",
+]

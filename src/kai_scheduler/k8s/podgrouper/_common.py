@@ -1,0 +1,310 @@
+"""The decisions every kind shares: name, queue, priority class, preemptibility, topology, segments,
+inherited labels and annotations."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.podgrouper._fields import Node, int_text
+from kai_scheduler.k8s.podgrouper.errors import GroupingError
+from kai_scheduler.k8s.podgrouper.owners import KObject
+from kai_scheduler.k8s.podgrouper.plan import (
+    PREEMPTIBILITY_VALUES,
+    GrouperDefaults,
+    PodGroupPlan,
+    SubGroupPlan,
+    TopologyConstraintPlan,
+)
+
+PRIORITY_LABEL = "priorityClassName"
+PROJECT_LABEL = "project"
+TOP_OWNER_METADATA_ANNOTATION = "kai.scheduler/top-owner-metadata"
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+SEGMENT_SIZE_ANNOTATION = "kai.scheduler/segment-size"
+SEGMENT_REQUIRED_ANNOTATION = "kai.scheduler/segment-topology-required-placement"
+SEGMENT_PREFERRED_ANNOTATION = "kai.scheduler/segment-topology-preferred-placement"
+
+TRAIN = "train"
+BUILD = "build"
+INFERENCE = "inference"
+
+MAX_NAME_LENGTH = 253
+
+
+@dataclass(frozen=True)
+class Context:
+    """One grouping: the pod, its owner chain (pod first), and the object it is grouped by."""
+
+    pod: KObject
+    chain: tuple[KObject, ...]
+    top: KObject
+    queue_label_key: str
+    defaults: GrouperDefaults
+
+    def below(self, obj: KObject) -> KObject | None:
+        """The object in the chain that `obj` is the controller of."""
+        for lower, upper in zip(self.chain, self.chain[1:], strict=False):
+            if upper is obj:
+                return lower
+        return None
+
+    def find(self, group: str, kind: str) -> KObject | None:
+        """The object of that kind in the chain below the top, nearest to the top."""
+        index = self.chain.index(self.top)
+        for obj in reversed(self.chain[:index]):
+            if obj.group_kind == (group, kind):
+                return obj
+        return None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Where the PodGroup's labels, annotations, queue, priority and topology are read from."""
+
+    obj: KObject
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+    @classmethod
+    def of(cls, obj: KObject) -> Workload:
+        return cls(obj, obj.labels(), obj.annotations())
+
+    def label_node(self, key: str) -> Node:
+        return Node(self.labels.get(key), self.obj.ref, f'metadata.labels["{key}"]')
+
+    def annotation_node(self, key: str) -> Node:
+        return Node(self.annotations.get(key), self.obj.ref, f'metadata.annotations["{key}"]')
+
+
+def pg_name(owner_name: str, uid: str, *suffix: str) -> str:
+    """`pg-<name>-<uid>[-<suffix>...]`; an over-long name part is cut so the result fits 253 characters."""
+    tail = "-".join([uid, *suffix])
+    name = f"pg-{owner_name}-{tail}"
+    if len(name) > MAX_NAME_LENGTH:
+        keep = max(MAX_NAME_LENGTH - len(f"pg--{tail}"), 1)
+        name = f"pg-{owner_name[:keep].rstrip('-.')}-{tail}"
+    return name
+
+
+def resolve_queue(ctx: Context, workload: Workload) -> str:
+    """The queue label on the workload, then on the pod; then the legacy `project` label (workload, then
+    pod), suffixed with `-<node pool>` when the pod carries the node-pool label; else the default queue.
+    Empty label values count as absent."""
+    pod_labels = ctx.pod.labels()
+    for labels in (workload.labels, pod_labels):
+        if labels.get(ctx.queue_label_key):
+            return labels[ctx.queue_label_key]
+    project = workload.labels.get(PROJECT_LABEL) or pod_labels.get(PROJECT_LABEL)
+    if project:
+        pool = pod_labels.get(ctx.defaults.node_pool_label_key)
+        return f"{project}-{pool}" if pool else project
+    return ctx.defaults.default_queue
+
+
+def resolve_priority(
+    ctx: Context, workload: Workload, builtin_default: str, owner_labels: Sequence[str] = (PRIORITY_LABEL,)
+) -> str:
+    """The workload's priority label(s), then the pod's `spec.priorityClassName`, then the pod's
+    `priorityClassName` label, then the defaults config map's class for the top owner's kind, then the
+    kind's built-in default. With `known_priority_classes` set, names not in it are passed over."""
+    known = ctx.defaults.known_priority_classes
+    candidates: list[str | None] = [workload.labels.get(key) for key in owner_labels]
+    candidates.append(ctx.pod.node("spec", "priorityClassName").opt_str())
+    candidates.append(ctx.pod.labels().get(PRIORITY_LABEL))
+    kind_defaults = ctx.defaults.kinds.get(ctx.top.group_kind)
+    if kind_defaults is not None:
+        candidates.append(kind_defaults.priority_class_name)
+    for name in candidates:
+        if name and (known is None or name in known):
+            return name
+    return builtin_default
+
+
+def _preemptibility(node: Node) -> str | None:
+    value = node.opt_str()
+    if value is not None and value not in PREEMPTIBILITY_VALUES:
+        raise node.error(f"must be one of {', '.join(PREEMPTIBILITY_VALUES)}, got {value!r}")
+    return value
+
+
+def resolve_preemptibility(ctx: Context, workload: Workload) -> str | None:
+    """The `kai.scheduler/preemptibility` label on the workload, then on the pod, then the defaults
+    config map's value for the top owner's kind; `None` leaves it to the priority (< 100 preemptible)."""
+    found = _preemptibility(workload.label_node(c.PREEMPTIBILITY_LABEL))
+    if found is None:
+        found = _preemptibility(_label(ctx.pod, c.PREEMPTIBILITY_LABEL))
+    if found is None:
+        kind_defaults = ctx.defaults.kinds.get(ctx.top.group_kind)
+        found = kind_defaults.preemptibility if kind_defaults is not None else None
+    return found
+
+
+def _label(obj: KObject, key: str) -> Node:
+    return Node(obj.labels().get(key), obj.ref, f'metadata.labels["{key}"]')
+
+
+def pod_label(ctx: Context, key: str) -> Node:
+    """A label of the pod, located for error messages."""
+    return _label(ctx.pod, key)
+
+
+def pod_label_int(ctx: Context, key: str) -> int:
+    """An integer label that the pod must carry (a replica or group index)."""
+    node = pod_label(ctx, key)
+    return int_text(node.required_str(), node)
+
+
+def topology_constraint(workload: Workload) -> TopologyConstraintPlan | None:
+    """From the workload's `kai.scheduler/topology`, `...-required-placement` and
+    `...-preferred-placement` annotations. A level without a topology name is an error."""
+    topology = workload.annotation_node(c.TOPOLOGY_ANNOTATION).opt_str()
+    required = workload.annotation_node(c.TOPOLOGY_REQUIRED_ANNOTATION).opt_str()
+    preferred = workload.annotation_node(c.TOPOLOGY_PREFERRED_ANNOTATION).opt_str()
+    if topology is None:
+        for key, level in (
+            (c.TOPOLOGY_REQUIRED_ANNOTATION, required),
+            (c.TOPOLOGY_PREFERRED_ANNOTATION, preferred),
+        ):
+            if level is not None:
+                raise workload.annotation_node(key).error(
+                    f"a placement level needs the topology name in the {c.TOPOLOGY_ANNOTATION} annotation"
+                )
+        return None
+    return TopologyConstraintPlan(topology, required, preferred)
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Workers split into consecutive segments of `size`, each a sub-group with `constraint`."""
+
+    size: int
+    constraint: TopologyConstraintPlan | None
+
+
+def read_segments(workload: Workload) -> Segments | None:
+    """From the workload's `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`
+    annotations. Segment placements need a segment size and the `kai.scheduler/topology` name."""
+    size_node = workload.annotation_node(SEGMENT_SIZE_ANNOTATION)
+    required = workload.annotation_node(SEGMENT_REQUIRED_ANNOTATION).opt_str()
+    preferred = workload.annotation_node(SEGMENT_PREFERRED_ANNOTATION).opt_str()
+    text = size_node.opt_str()
+    if text is None:
+        for key, level in (
+            (SEGMENT_REQUIRED_ANNOTATION, required),
+            (SEGMENT_PREFERRED_ANNOTATION, preferred),
+        ):
+            if level is not None:
+                raise workload.annotation_node(key).error(
+                    f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation"
+                )
+        return None
+    size = int_text(text, size_node, minimum=1)
+    constraint = None
+    if required is not None or preferred is not None:
+        topology = workload.annotation_node(c.TOPOLOGY_ANNOTATION).opt_str()
+        if topology is None:
+            key = SEGMENT_REQUIRED_ANNOTATION if required is not None else SEGMENT_PREFERRED_ANNOTATION
+            raise workload.annotation_node(key).error(
+                f"a segment placement needs the topology name in the {c.TOPOLOGY_ANNOTATION} annotation"
+            )
+        constraint = TopologyConstraintPlan(topology, required, preferred)
+    return Segments(size, constraint)
+
+
+def segment_name(parent: str, index: int) -> str:
+    return f"{parent}-segment-{index}"
+
+
+def segment_sub_groups(parent: str, members: int, required: int, segments: Segments) -> list[SubGroupPlan]:
+    """Split `members` pods of sub-group `parent` into consecutive segments; the `required` ones fill the
+    segments in order, so the first segments are whole gangs and the rest (of an elastic job) optional."""
+    groups = []
+    for index in range(math.ceil(members / segments.size)):
+        start = index * segments.size
+        length = min(segments.size, members - start)
+        need = max(0, min(length, required - start))
+        groups.append(SubGroupPlan(segment_name(parent, index), need, parent, segments.constraint))
+    return groups
+
+
+def segment_of(parent: str, position: int, members: int, segments: Segments, node: Node) -> str:
+    """The segment sub-group of the worker at 0-based `position` among `members`."""
+    if position >= members:
+        raise node.error(f"index {position} is beyond the {members} pods of sub-group {parent!r}")
+    return segment_name(parent, position // segments.size)
+
+
+def fill_in_order(budget: int, counts: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Share a gang size among sub-groups: each takes as many as it has, in order, until none are left."""
+    shares = []
+    for name, count in counts:
+        take = max(0, min(count, budget))
+        shares.append((name, take))
+        budget -= take
+    return shares
+
+
+def inherited_labels(workload: Workload) -> dict[str, str]:
+    return dict(workload.labels)
+
+
+def inherited_annotations(ctx: Context, workload: Workload) -> dict[str, str]:
+    """The workload's annotations, without kubectl's `last-applied-configuration` (which describes the
+    workload, not the PodGroup), plus `kai.scheduler/top-owner-metadata` describing the top owner."""
+    annotations = {k: v for k, v in workload.annotations.items() if k != LAST_APPLIED_ANNOTATION}
+    top = ctx.top
+    annotations.setdefault(
+        TOP_OWNER_METADATA_ANNOTATION,
+        json.dumps(
+            {
+                "name": top.name,
+                "uid": top.uid or "",
+                "group": top.group,
+                "version": top.version,
+                "kind": top.kind,
+            },
+            separators=(",", ":"),
+        ),
+    )
+    return annotations
+
+
+def build_plan(
+    ctx: Context,
+    *,
+    name: str,
+    owner: KObject,
+    workload: Workload,
+    min_member: int,
+    default_priority: str,
+    sub_groups: Sequence[SubGroupPlan] = (),
+    pod_subgroup: str | None = None,
+    priority_labels: Sequence[str] = (PRIORITY_LABEL,),
+) -> PodGroupPlan:
+    """Assemble the plan from the kind-specific parts and the shared decisions."""
+    if min_member < 1:
+        raise GroupingError(
+            f"the gang size works out to {min_member}; it must be at least 1", object_ref=owner.ref
+        )
+    names = [group.name for group in sub_groups]
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise GroupingError(f"two sub-groups would be named {duplicate!r}", object_ref=workload.obj.ref)
+    return PodGroupPlan(
+        name=name,
+        namespace=ctx.pod.namespace or "default",
+        min_member=min_member,
+        queue=resolve_queue(ctx, workload),
+        priority_class_name=resolve_priority(ctx, workload, default_priority, priority_labels),
+        preemptibility=resolve_preemptibility(ctx, workload),
+        sub_groups=tuple(sub_groups),
+        topology_constraint=topology_constraint(workload),
+        labels=inherited_labels(workload),
+        annotations=inherited_annotations(ctx, workload),
+        owner_reference=owner.owner_reference(),
+        pod_subgroup=pod_subgroup,
+    )

@@ -1,0 +1,477 @@
+"""One grouper per workload kind: each reads its kind's own fields for name, gang size and sub-groups.
+
+The per-kind rules, and the choices made where KAI's reference is silent, are listed in the docstring
+of `kai_scheduler.k8s.podgrouper.grouper.plan_pod_group`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from kai_scheduler.k8s.podgrouper._common import (
+    BUILD,
+    INFERENCE,
+    PRIORITY_LABEL,
+    TRAIN,
+    Context,
+    Segments,
+    Workload,
+    build_plan,
+    fill_in_order,
+    pg_name,
+    pod_label,
+    pod_label_int,
+    read_segments,
+    segment_of,
+    segment_sub_groups,
+)
+from kai_scheduler.k8s.podgrouper._fields import Node, int_text
+from kai_scheduler.k8s.podgrouper.errors import GroupingError
+from kai_scheduler.k8s.podgrouper.owners import KObject
+from kai_scheduler.k8s.podgrouper.plan import PodGroupPlan, SubGroupPlan
+
+Grouper = Callable[[Context], PodGroupPlan]
+
+# Built-in priority class of the kinds whose default is not `train`.
+KIND_PRIORITY: Mapping[tuple[str, str], str] = {
+    ("apps", "Deployment"): INFERENCE,
+    ("serving.knative.dev", "Service"): INFERENCE,
+    ("serving.knative.dev", "Configuration"): INFERENCE,
+    ("serving.knative.dev", "Revision"): INFERENCE,
+    ("machinelearning.seldon.io", "SeldonDeployment"): INFERENCE,
+    ("kubeflow.org", "Notebook"): BUILD,
+    ("workspace.devfile.io", "DevWorkspace"): BUILD,
+}
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def _default_priority(ctx: Context) -> str:
+    return KIND_PRIORITY.get(ctx.top.group_kind, TRAIN)
+
+
+# --- default, StatefulSet, ReplicaSet, Notebook, unknown kinds ------------------------------------
+
+
+def group_default(ctx: Context) -> PodGroupPlan:
+    """`pg-<owner>-<ownerUID>`, minMember 1, owned by the top owner."""
+    top = ctx.top
+    return build_plan(
+        ctx,
+        name=pg_name(top.name, top.required_uid()),
+        owner=top,
+        workload=Workload.of(top),
+        min_member=1,
+        default_priority=_default_priority(ctx),
+    )
+
+
+# --- bare pods and Spark ---------------------------------------------------------------------------
+
+SPARK_SELECTOR_LABEL = "spark-app-selector"
+
+
+def group_pod(ctx: Context) -> PodGroupPlan:
+    """A pod without a controller (or whose controller is a pod, like Spark executors under their driver):
+    one PodGroup per top pod; Spark pods are grouped by their `spark-app-selector` label instead."""
+    top = ctx.top
+    selector_node = pod_label(ctx, SPARK_SELECTOR_LABEL)
+    if selector_node.missing:
+        selector_node = Node(top.labels().get(SPARK_SELECTOR_LABEL), top.ref, selector_node.path)
+    selector = selector_node.opt_str()
+    if selector is not None:
+        if not _DNS_SUBDOMAIN.fullmatch(selector):
+            raise selector_node.error(f"{selector!r} cannot name a PodGroup (not a DNS subdomain)")
+        name = selector
+    else:
+        name = pg_name(top.name, top.required_uid())
+    return build_plan(
+        ctx, name=name, owner=top, workload=Workload.of(top), min_member=1, default_priority=TRAIN
+    )
+
+
+# --- batch Job, CronJob, Deployment ----------------------------------------------------------------
+
+
+def _group_job(ctx: Context, job: KObject, workload: Workload) -> PodGroupPlan:
+    return build_plan(
+        ctx,
+        name=pg_name(ctx.pod.name, job.required_uid()),
+        owner=job,
+        workload=workload,
+        min_member=1,
+        default_priority=TRAIN,
+    )
+
+
+def group_job(ctx: Context) -> PodGroupPlan:
+    """One PodGroup per pod, `pg-<pod>-<jobUID>`, minMember 1, owned by the Job."""
+    return _group_job(ctx, ctx.top, Workload.of(ctx.top))
+
+
+def group_cronjob(ctx: Context) -> PodGroupPlan:
+    """As the Job the CronJob made; labels and annotations of the Job win over the CronJob's."""
+    job = ctx.below(ctx.top)
+    if job is None or job.group_kind != ("batch", "Job"):
+        raise GroupingError("the pod is not under a batch Job of this CronJob", object_ref=ctx.top.ref)
+    cron, own = Workload.of(ctx.top), Workload.of(job)
+    merged = Workload(job, {**cron.labels, **own.labels}, {**cron.annotations, **own.annotations})
+    return _group_job(ctx, job, merged)
+
+
+def group_deployment(ctx: Context) -> PodGroupPlan:
+    """One PodGroup per pod, `pg-<pod>-<podUID>`, owned by the pod; `inference` by default."""
+    pod = ctx.pod
+    return build_plan(
+        ctx,
+        name=pg_name(pod.name, pod.required_uid()),
+        owner=pod,
+        workload=Workload.of(ctx.top),
+        min_member=1,
+        default_priority=INFERENCE,
+    )
+
+
+# --- Kubeflow training operators -------------------------------------------------------------------
+
+KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
+# Roles other than workers come first when a gang size smaller than the job is shared among them.
+_ROLE_ORDER = ("Master", "Chief", "Launcher", "PS", "Evaluator")
+REPLICA_TYPE_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+_MPI_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
+
+
+def _role_rank(replica_type: str, launcher_last: bool) -> tuple[int, str]:
+    if replica_type == "Launcher" and launcher_last:
+        return (len(_ROLE_ORDER) + 2, replica_type)
+    if replica_type == "Worker":
+        return (len(_ROLE_ORDER) + 1, replica_type)
+    if replica_type in _ROLE_ORDER:
+        return (_ROLE_ORDER.index(replica_type), replica_type)
+    return (len(_ROLE_ORDER), replica_type)
+
+
+def _kubeflow_min_member(ctx: Context, total: int, delayed: int) -> int:
+    top = ctx.top
+    node = top.node("spec", "runPolicy", "schedulingPolicy", "minAvailable")
+    found = node.opt_int()
+    if found is None and top.kind == "PyTorchJob":
+        node = top.node("spec", "elasticPolicy", "minReplicas")
+        found = node.opt_int()
+    if found is None:
+        return total - delayed
+    if found > total:
+        raise node.error(f"{found} is more than the {total} pods of the job")
+    return max(found, 1)
+
+
+def group_kubeflow(ctx: Context) -> PodGroupPlan:
+    """One gang per job, a sub-group per replica type, workers split into segments when asked."""
+    top = ctx.top
+    specs_node = top.node("spec", KUBEFLOW_REPLICA_SPECS[top.kind])
+    specs = specs_node.required_mapping()
+    if not specs:
+        raise specs_node.error("has no replica types")
+    counts: dict[str, int] = {}
+    for replica_type in specs:
+        spec_node = specs_node.at(str(replica_type))
+        spec_node.required_mapping()
+        counts[str(replica_type)] = spec_node.at("replicas").int_or(1)
+    total = sum(counts.values())
+    if total < 1:
+        raise specs_node.error("has no replicas")
+
+    delayed = 0
+    if top.kind == "MPIJob":
+        policy_node = top.node("spec", "launcherCreationPolicy")
+        policy = policy_node.opt_str() or "AtStartup"
+        if policy not in _MPI_LAUNCHER_POLICIES:
+            raise policy_node.error(f"must be one of {', '.join(_MPI_LAUNCHER_POLICIES)}, got {policy!r}")
+        if policy == "WaitForWorkersReady":
+            delayed = counts.get("Launcher", 0)
+    min_member = _kubeflow_min_member(ctx, total, delayed)
+
+    order = sorted(counts, key=lambda t: _role_rank(t, launcher_last=delayed > 0))
+    shares = dict(fill_in_order(min_member, [(t, counts[t]) for t in order]))
+    sub_groups = [SubGroupPlan(t.lower(), shares[t]) for t in order]
+    segments = read_segments(Workload.of(top))
+    if segments is not None and "Worker" in counts:
+        sub_groups += segment_sub_groups("worker", counts["Worker"], shares["Worker"], segments)
+
+    return build_plan(
+        ctx,
+        name=pg_name(top.name, top.required_uid()),
+        owner=top,
+        workload=Workload.of(top),
+        min_member=min_member,
+        default_priority=TRAIN,
+        sub_groups=sub_groups,
+        pod_subgroup=_kubeflow_pod_subgroup(ctx, counts, segments),
+    )
+
+
+def _kubeflow_pod_subgroup(ctx: Context, counts: Mapping[str, int], segments: Segments | None) -> str | None:
+    node = next((n for n in (pod_label(ctx, k) for k in REPLICA_TYPE_LABELS) if not n.missing), None)
+    if node is None:
+        return None
+    by_name = {t.lower(): t for t in counts}
+    value = node.required_str().lower()
+    if value not in by_name:
+        raise node.error(f"replica type {value!r} is not one of the job's ({', '.join(sorted(by_name))})")
+    if value == "worker" and segments is not None:
+        index_node = pod_label(ctx, REPLICA_INDEX_LABEL)
+        index = int_text(index_node.required_str(), index_node)
+        return segment_of("worker", index, counts[by_name[value]], segments, index_node)
+    return value
+
+
+# --- Ray -------------------------------------------------------------------------------------------
+
+RAY_PRIORITY_LABEL = "ray.io/priority-class-name"
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_GROUP_LABEL = "ray.io/group"
+RAY_HEAD_GROUP = "headgroup"
+RAY_SUBMITTER = "submitter"
+
+
+def _ray_cluster_spec(ctx: Context) -> tuple[Node, KObject | None]:
+    top = ctx.top
+    if top.kind == "RayCluster":
+        return top.node("spec"), top
+    cluster = ctx.find("ray.io", "RayCluster")
+    if cluster is not None:
+        return cluster.node("spec"), cluster
+    field = "rayClusterSpec" if top.kind == "RayJob" else "rayClusterConfig"
+    return top.node("spec", field), None
+
+
+def group_ray(ctx: Context) -> PodGroupPlan:
+    """Head plus the minimum of each worker group, one sub-group each; a RayJob's submitter rides along."""
+    top = ctx.top
+    workload = Workload.of(top)
+    priority_labels = (PRIORITY_LABEL, RAY_PRIORITY_LABEL)
+    spec, cluster = _ray_cluster_spec(ctx)
+    if spec.missing and top.kind == "RayJob":
+        # A RayJob that runs on an existing cluster (clusterSelector): only its submitter is its own.
+        return build_plan(
+            ctx,
+            name=pg_name(top.name, top.required_uid()),
+            owner=top,
+            workload=workload,
+            min_member=1,
+            default_priority=TRAIN,
+            priority_labels=priority_labels,
+        )
+    spec.required_mapping()
+    spec.at("headGroupSpec").required_mapping()
+    sub_groups = [SubGroupPlan(RAY_HEAD_GROUP, 1)]
+    for item in spec.at("workerGroupSpecs").items():
+        item.required_mapping()
+        group = item.at("groupName").required_str()
+        minimum = item.at("minReplicas").opt_int()
+        if minimum is None:
+            minimum = item.at("replicas").int_or(0)
+        hosts = item.at("numOfHosts").int_or(1, minimum=1)
+        sub_groups.append(SubGroupPlan(group, minimum * hosts))
+    min_member = sum(group.min_member for group in sub_groups)
+
+    submitter = False
+    if top.kind == "RayJob":
+        mode = top.node("spec", "submissionMode").opt_str() or "K8sJobMode"
+        submitter = mode == "K8sJobMode"
+        if submitter:
+            sub_groups.append(SubGroupPlan(RAY_SUBMITTER, 0))
+
+    # A RayService replaces its cluster on upgrades: each cluster gets its own gang, owned by it.
+    owner = cluster if top.kind == "RayService" and cluster is not None else top
+    return build_plan(
+        ctx,
+        name=pg_name(owner.name, owner.required_uid()),
+        owner=owner,
+        workload=workload,
+        min_member=min_member,
+        default_priority=TRAIN,
+        sub_groups=sub_groups,
+        pod_subgroup=_ray_pod_subgroup(ctx, sub_groups, submitter),
+        priority_labels=priority_labels,
+    )
+
+
+def _ray_pod_subgroup(ctx: Context, sub_groups: list[SubGroupPlan], submitter: bool) -> str | None:
+    node_type = pod_label(ctx, RAY_NODE_TYPE_LABEL)
+    kind = node_type.opt_str()
+    if kind == "head":
+        return RAY_HEAD_GROUP
+    if kind == "worker":
+        group_node = pod_label(ctx, RAY_GROUP_LABEL)
+        group = group_node.required_str()
+        workers = {g.name for g in sub_groups if g.name not in (RAY_HEAD_GROUP, RAY_SUBMITTER)}
+        if group not in workers:
+            raise group_node.error(f"worker group {group!r} is not in the cluster spec")
+        return group
+    if kind is not None:
+        raise node_type.error(f"expected head or worker, got {kind!r}")
+    if submitter and any(obj.group_kind == ("batch", "Job") for obj in ctx.chain[1:]):
+        return RAY_SUBMITTER
+    return None
+
+
+# --- JobSet ----------------------------------------------------------------------------------------
+
+JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+_JOBSET_ORDERS = ("AnyOrder", "InOrder")
+
+
+def group_jobset(ctx: Context) -> PodGroupPlan:
+    """One gang for the whole JobSet, or, with `startupPolicyOrder: InOrder`, one per replicated job."""
+    top = ctx.top
+    jobs_node = top.node("spec", "replicatedJobs")
+    items = jobs_node.items()
+    if not items:
+        raise jobs_node.error("has no replicated jobs")
+    sizes: dict[str, int] = {}
+    for item in items:
+        item.required_mapping()
+        name = item.at("name").required_str()
+        replicas = item.at("replicas").int_or(1)
+        job_spec = item.at("template", "spec")
+        parallelism = job_spec.at("parallelism").int_or(1)
+        completions = job_spec.at("completions").opt_int()
+        per_job = parallelism if completions is None else min(parallelism, completions)
+        sizes[name] = replicas * per_job
+    order_node = top.node("spec", "startupPolicy", "startupPolicyOrder")
+    order = order_node.opt_str() or "AnyOrder"
+    if order not in _JOBSET_ORDERS:
+        raise order_node.error(f"must be one of {', '.join(_JOBSET_ORDERS)}, got {order!r}")
+    if order == "InOrder":
+        label = pod_label(ctx, JOBSET_REPLICATED_JOB_LABEL)
+        replicated_job = label.required_str()
+        if replicated_job not in sizes:
+            raise label.error(f"replicated job {replicated_job!r} is not in the JobSet")
+        name, min_member = pg_name(top.name, top.required_uid(), replicated_job), sizes[replicated_job]
+    else:
+        name, min_member = pg_name(top.name, top.required_uid()), sum(sizes.values())
+    return build_plan(
+        ctx,
+        name=name,
+        owner=top,
+        workload=Workload.of(top),
+        min_member=max(min_member, 1),
+        default_priority=TRAIN,
+    )
+
+
+# --- LeaderWorkerSet -------------------------------------------------------------------------------
+
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_LEADER = "leader"
+LWS_WORKERS = "workers"
+_LWS_POLICIES = ("LeaderCreated", "LeaderReady")
+
+
+def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
+    """One gang per group index: leader and workers (`LeaderCreated`), or the leader alone (`LeaderReady`,
+    whose workers are created only once the leader is ready)."""
+    top = ctx.top
+    size = top.node("spec", "leaderWorkerTemplate", "size").int_or(1, minimum=1)
+    policy_node = top.node("spec", "startupPolicy")
+    policy = policy_node.opt_str() or "LeaderCreated"
+    if policy not in _LWS_POLICIES:
+        raise policy_node.error(f"must be one of {', '.join(_LWS_POLICIES)}, got {policy!r}")
+    group_index = pod_label_int(ctx, LWS_GROUP_INDEX_LABEL)
+    min_member = size if policy == "LeaderCreated" else 1
+
+    sub_groups: list[SubGroupPlan] = []
+    pod_subgroup = None
+    if size > 1:
+        workers = size - 1
+        shares = dict(fill_in_order(min_member, [(LWS_LEADER, 1), (LWS_WORKERS, workers)]))
+        sub_groups = [
+            SubGroupPlan(LWS_LEADER, shares[LWS_LEADER]),
+            SubGroupPlan(LWS_WORKERS, shares[LWS_WORKERS]),
+        ]
+        segments = read_segments(Workload.of(top))
+        if segments is not None:
+            sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
+        index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
+        worker_index = int_text(index_node.required_str(), index_node)
+        if worker_index == 0:
+            pod_subgroup = LWS_LEADER
+        elif segments is not None:
+            pod_subgroup = segment_of(LWS_WORKERS, worker_index - 1, workers, segments, index_node)
+        elif worker_index < size:
+            pod_subgroup = LWS_WORKERS
+        else:
+            raise index_node.error(f"worker index {worker_index} is beyond the group size {size}")
+    return build_plan(
+        ctx,
+        name=pg_name(top.name, top.required_uid(), "group", str(group_index)),
+        owner=top,
+        workload=Workload.of(top),
+        min_member=min_member,
+        default_priority=TRAIN,
+        sub_groups=sub_groups,
+        pod_subgroup=pod_subgroup,
+    )
+
+
+# --- Knative ---------------------------------------------------------------------------------------
+
+KNATIVE_MIN_SCALE_ANNOTATIONS = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
+
+
+def group_knative(ctx: Context) -> PodGroupPlan:
+    """One gang per Revision (owned by it), minMember from the revision's min-scale, `inference`."""
+    top = ctx.top
+    revision = top if top.kind == "Revision" else ctx.find("serving.knative.dev", "Revision")
+    if revision is None:
+        raise GroupingError("the pod is not under a Knative Revision of this object", object_ref=top.ref)
+    min_scale = 1
+    for obj in (revision, ctx.pod):
+        annotations = obj.annotations()
+        key = next((k for k in KNATIVE_MIN_SCALE_ANNOTATIONS if annotations.get(k)), None)
+        if key is not None:
+            node = Node(annotations[key], obj.ref, f'metadata.annotations["{key}"]')
+            min_scale = int_text(annotations[key], node)
+            break
+    return build_plan(
+        ctx,
+        name=pg_name(revision.name, revision.required_uid()),
+        owner=revision,
+        workload=Workload.of(top),
+        min_member=max(min_scale, 1),
+        default_priority=INFERENCE,
+    )
+
+
+# --- dispatch --------------------------------------------------------------------------------------
+
+GROUPERS: Mapping[tuple[str, str], Grouper] = {
+    ("", "Pod"): group_pod,
+    ("batch", "Job"): group_job,
+    ("batch", "CronJob"): group_cronjob,
+    ("apps", "Deployment"): group_deployment,
+    **{("kubeflow.org", kind): group_kubeflow for kind in KUBEFLOW_REPLICA_SPECS},
+    ("ray.io", "RayCluster"): group_ray,
+    ("ray.io", "RayJob"): group_ray,
+    ("ray.io", "RayService"): group_ray,
+    ("jobset.x-k8s.io", "JobSet"): group_jobset,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): group_leaderworkerset,
+    ("serving.knative.dev", "Service"): group_knative,
+    ("serving.knative.dev", "Configuration"): group_knative,
+    ("serving.knative.dev", "Revision"): group_knative,
+}
+
+
+def grouper_for(top: KObject) -> Grouper:
+    return GROUPERS.get(top.group_kind, group_default)
