@@ -1,0 +1,86 @@
+{{/*
+The template subset this chart uses, and the only one tests/unit/k8s/test_chart.py renders (there is no
+helm binary in CI; keep to it, or teach that renderer first):
+
+  {{ .Values.a.b }}  {{ .Release.Name }}  {{ .Release.Namespace }}  {{ .Chart.Version }}  {{ .Chart.AppVersion }}
+  {{- if .Values.a.b }} ... {{- else }} ... {{- end }}       (if may be nested; `if not X` is allowed)
+  {{ toYaml .Values.a | nindent N }}
+  {{ include "kai-scheduler.NAME" . | nindent N }}           (with the defines below, always with ".")
+  {{- define "kai-scheduler.NAME" -}} ... {{- end }}          (in this file only)
+  comments (this block), and a dash inside the braces, "{{-" or "-}}", to trim whitespace
+
+No range, with, tpl, default, printf or Sprig beyond toYaml/nindent/include/not, and no hooks: the
+chart is plain manifests that ArgoCD and `helm template | kubectl apply` replay unchanged.
+*/}}
+
+{{- define "kai-scheduler.selectorLabels" -}}
+app.kubernetes.io/name: kai-scheduler
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kai-scheduler.labels" -}}
+{{- include "kai-scheduler.selectorLabels" . }}
+app.kubernetes.io/part-of: kai-scheduler
+app.kubernetes.io/version: "{{ .Chart.AppVersion }}"
+app.kubernetes.io/managed-by: Helm
+helm.sh/chart: kai-scheduler-{{ .Chart.Version }}
+{{- end }}
+
+{{- define "kai-scheduler.podAnnotations" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: "8080"
+prometheus.io/path: /metrics
+{{- end }}
+
+{{- define "kai-scheduler.podSpec" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 10000
+  runAsGroup: 10000
+  fsGroup: 10000
+  seccompProfile:
+    type: RuntimeDefault
+imagePullSecrets:
+  {{- toYaml .Values.imagePullSecrets | nindent 2 }}
+nodeSelector:
+  {{- toYaml .Values.nodeSelector | nindent 2 }}
+tolerations:
+  {{- toYaml .Values.tolerations | nindent 2 }}
+affinity:
+  {{- toYaml .Values.affinity | nindent 2 }}
+{{- end }}
+
+{{- define "kai-scheduler.containerBasics" -}}
+image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: [ALL]
+env:
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: PYTHONUNBUFFERED
+  value: "1"
+# KAI's metric set only: no `*_created` series from the Prometheus client.
+- name: PROMETHEUS_DISABLE_CREATED_SERIES
+  value: "True"
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: metrics
+  initialDelaySeconds: 10
+  periodSeconds: 10
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: metrics
+  periodSeconds: 5
+{{- end }}

@@ -1,0 +1,847 @@
+"""The Helm chart under deploy/helm/kai-scheduler, rendered without helm.
+
+CI has no helm binary, so this file carries a small renderer for the Go-template subset the chart keeps
+to (stated in templates/_helpers.tpl as well):
+
+  {{ .Values.a.b }}  {{ .Release.Name }}  {{ .Release.Namespace }}
+  {{ .Chart.Version }}  {{ .Chart.AppVersion }}
+  {{- if X }} ... {{- else }} ... {{- end }}    with X a value or `not` a value; ifs nest
+  {{ toYaml .Values.a | nindent N }}
+  {{ include "name" . | nindent N }}             with {{- define "name" -}} ... {{- end }} in _helpers.tpl
+  {{/* comments */}} and the `{{-` / `-}}` whitespace trimming
+
+Anything else (range, with, default, printf, else-if, a missing value) is an error, so the chart cannot
+drift into constructs that this renderer would get wrong. The rendered manifests are then checked: every
+document parses and names apiVersion/kind/metadata.name; built-in kinds load into the Kubernetes API
+models (lightkube, which checks types and required fields) without unknown fields; RBAC names only known
+resources and verbs, exactly the rules each component needs; no install hooks; every workload's service
+account, role and config exists; Services select pods; the queues validate against the Queue CRD.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import codecs
+
+from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
+from kai_scheduler.k8s import crds
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
+RELEASE = "kai-scheduler"
+NAMESPACE = "kai-system"
+
+
+# --- the renderer ------------------------------------------------------------------------------------
+
+
+class TemplateError(Exception):
+    pass
+
+
+_ACTION = re.compile(
+    r"\{\{(?P<left>-\s)?\s*(?:/\*(?P<comment>.*?)\*/|(?P<body>.*?))\s*(?P<right>\s-)?\}\}",
+    re.DOTALL,
+)
+
+
+@dataclass
+class _If:
+    condition: str
+    then: list[Any] = field(default_factory=list)
+    otherwise: list[Any] = field(default_factory=list)
+    in_else: bool = False
+
+
+@dataclass
+class _Define:
+    name: str
+    body: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class _Expr:
+    text: str
+
+
+def _tokens(source: str) -> list[Any]:
+    """Text pieces (str) and actions (_Expr, or tuples for if/else/end/define), whitespace trimmed."""
+    pieces: list[Any] = []
+    position = 0
+    for match in _ACTION.finditer(source):
+        pieces.append(source[position : match.start()])
+        pieces.append(match)
+        position = match.end()
+    pieces.append(source[position:])
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, re.Match):
+            if piece.group("left"):
+                pieces[index - 1] = pieces[index - 1].rstrip()
+            if piece.group("right"):
+                pieces[index + 1] = pieces[index + 1].lstrip()
+    return pieces
+
+
+def _parse(source: str, where: str) -> tuple[list[Any], dict[str, list[Any]]]:
+    """The template's nodes and the `define`s it holds."""
+    root: list[Any] = []
+    stack: list[_If | _Define] = []
+    defines: dict[str, list[Any]] = {}
+
+    def target() -> list[Any]:
+        if not stack:
+            return root
+        top = stack[-1]
+        if isinstance(top, _Define):
+            return top.body
+        return top.otherwise if top.in_else else top.then
+
+    for piece in _tokens(source):
+        if isinstance(piece, str):
+            if piece:
+                target().append(piece)
+            continue
+        if piece.group("comment") is not None:
+            continue
+        body = piece.group("body").strip()
+        word = body.split(" ", 1)[0]
+        if word == "if":
+            block = _If(body[3:].strip())
+            target().append(block)
+            stack.append(block)
+        elif word == "else":
+            if body != "else" or not stack or not isinstance(stack[-1], _If) or stack[-1].in_else:
+                raise TemplateError(f"{where}: unsupported or misplaced {{{{ {body} }}}}")
+            stack[-1].in_else = True
+        elif word == "end":
+            if not stack:
+                raise TemplateError(f"{where}: {{{{ end }}}} without a block")
+            closed = stack.pop()
+            if isinstance(closed, _Define):
+                defines[closed.name] = closed.body
+        elif word == "define":
+            if stack:
+                raise TemplateError(f"{where}: define inside a block")
+            name = re.fullmatch(r'define\s+"([^"]+)"', body)
+            if not name:
+                raise TemplateError(f"{where}: bad define {body!r}")
+            stack.append(_Define(name.group(1)))
+        elif word in ("range", "with", "block", "template", "break", "continue"):
+            raise TemplateError(f"{where}: {word!r} is outside the chart's template subset")
+        else:
+            target().append(_Expr(body))
+    if stack:
+        raise TemplateError(f"{where}: unclosed block")
+    return root, defines
+
+
+@dataclass
+class _Renderer:
+    context: dict[str, Any]
+    defines: dict[str, list[Any]]
+
+    def render(self, nodes: list[Any]) -> str:
+        out = []
+        for node in nodes:
+            if isinstance(node, str):
+                out.append(node)
+            elif isinstance(node, _Expr):
+                out.append(_format(self.pipeline(node.text)))
+            elif isinstance(node, _If):
+                out.append(
+                    self.render(node.then if _truthy(self.pipeline(node.condition)) else node.otherwise)
+                )
+        return "".join(out)
+
+    def pipeline(self, text: str) -> Any:
+        value: Any = _NOTHING
+        for command in _split(text, "|"):
+            value = self.command(_split(command.strip(), " "), value)
+        return value
+
+    def command(self, words: list[str], piped: Any) -> Any:
+        name, args = words[0], [self.operand(word) for word in words[1:]]
+        if piped is not _NOTHING:
+            args.append(piped)
+        if name == "toYaml" and len(args) == 1:
+            return _to_yaml(args[0])
+        if name == "nindent" and len(args) == 2 and isinstance(args[0], int):
+            pad = " " * args[0]
+            return "\n" + pad + str(args[1]).replace("\n", "\n" + pad)
+        if name == "include" and len(args) == 2 and args[1] is self.context:
+            if args[0] not in self.defines:
+                raise TemplateError(f"include of unknown template {args[0]!r}")
+            return self.render(self.defines[args[0]])
+        if name == "not" and len(args) == 1:
+            return not _truthy(args[0])
+        if len(words) == 1 and piped is _NOTHING:
+            return self.operand(name)
+        raise TemplateError(f"{' '.join(words)!r} is outside the chart's template subset")
+
+    def operand(self, word: str) -> Any:
+        if word == ".":
+            return self.context
+        if word.startswith('"') and word.endswith('"') and len(word) >= 2:
+            return word[1:-1]
+        if re.fullmatch(r"-?\d+", word):
+            return int(word)
+        allowed = ("Values.", "Release.Name", "Release.Namespace", "Chart.Version", "Chart.AppVersion")
+        if not word.startswith(".") or not word[1:].startswith(allowed):
+            raise TemplateError(f"{word!r} is outside the chart's template subset")
+        value: Any = self.context
+        for key in word[1:].split("."):
+            if not isinstance(value, Mapping) or key not in value:
+                raise TemplateError(
+                    f"{word} is not set (values.yaml must define every value a template reads)"
+                )
+            value = value[key]
+        return value
+
+
+_NOTHING = object()
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """Split on `separator` outside double quotes; empty parts dropped."""
+    parts, current, quoted = [], "", False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        if char == separator and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part for part in parts if part.strip()]
+
+
+def _truthy(value: Any) -> bool:
+    return (
+        value is not None
+        and value is not False
+        and value != 0
+        and value != ""
+        and value != {}
+        and value != []
+    )
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise TemplateError(f"cannot print {type(value).__name__} {value!r} without toYaml")
+
+
+def _to_yaml(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=False, sort_keys=True, width=10_000)
+    return text.removesuffix("\n...\n").rstrip("\n")
+
+
+def _merge(base: dict[str, Any], overrides: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    if not merged:  # a free-form map such as nodeSelector or scheduler.config
+        return copy.deepcopy(dict(overrides))
+    for key, value in overrides.items():
+        if key not in merged:
+            raise KeyError(f"{path}{key} is not in values.yaml")
+        if isinstance(value, Mapping) and isinstance(merged[key], dict):
+            merged[key] = _merge(merged[key], value, f"{path}{key}.")
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def render_chart(overrides: Mapping[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(template file, document) for every rendered manifest, as `helm template` would produce."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    values = _merge(yaml.safe_load((CHART / "values.yaml").read_text()), overrides or {})
+    context = {
+        "Values": values,
+        "Release": {"Name": RELEASE, "Namespace": NAMESPACE},
+        "Chart": {"Version": chart["version"], "AppVersion": chart["appVersion"]},
+    }
+    defines: dict[str, list[Any]] = {}
+    for helper in sorted((CHART / "templates").glob("_*.tpl")):
+        nodes, found = _parse(helper.read_text(), helper.name)
+        if any(not (isinstance(node, str) and not node.strip()) for node in nodes):
+            raise TemplateError(f"{helper.name}: only defines and comments belong in a helpers file")
+        defines.update(found)
+    renderer = _Renderer(context, defines)
+    documents = []
+    for template in sorted((CHART / "templates").glob("*.yaml")):
+        nodes, found = _parse(template.read_text(), template.name)
+        if found:
+            raise TemplateError(f"{template.name}: defines belong in _helpers.tpl")
+        text = renderer.render(nodes)
+        for part in re.split(r"^---[ \t]*$", text, flags=re.MULTILINE):
+            document = yaml.safe_load(part)
+            if document is not None:
+                documents.append((template.name, document))
+    return documents
+
+
+# --- renderer self-checks ----------------------------------------------------------------------------
+
+
+def _render_text(source: str, values: dict[str, Any]) -> str:
+    nodes, defines = _parse(source, "test")
+    return _Renderer({"Values": values, "Release": {"Name": "r", "Namespace": "ns"}}, defines).render(nodes)
+
+
+def test_renderer_handles_the_subset() -> None:
+    values = {"on": True, "off": False, "map": {"a": 1, "b": [1, 2]}, "name": "x"}
+    source = (
+        '{{- define "l" -}}\nk: v\n{{- end }}'
+        "a:\n  {{- if .Values.on }}\n  b: {{ .Values.name }}\n  {{- else }}\n  b: no\n  {{- end }}\n"
+        "  {{- if not .Values.off }}\n  c: {{ .Release.Name }}-{{ .Release.Namespace }}\n  {{- end }}\n"
+        "m:\n  {{- toYaml .Values.map | nindent 2 }}\n"
+        'l:\n  {{- include "l" . | nindent 2 }}\n{{/* a comment with {{ braces }} */}}'
+    )
+    assert yaml.safe_load(_render_text(source, values)) == {
+        "a": {"b": "x", "c": "r-ns"},
+        "m": {"a": 1, "b": [1, 2]},
+        "l": {"k": "v"},
+    }
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ range .Values.list }}x{{ end }}",
+        "{{ .Values.missing }}",
+        "{{ .Values.map }}",
+        '{{ default "a" .Values.name }}',
+        "{{ if .Values.on }}a{{ else if .Values.off }}b{{ end }}",
+        "{{ .Capabilities.KubeVersion }}",
+        "{{ if .Values.on }}unclosed",
+    ],
+)
+def test_renderer_refuses_what_is_outside_the_subset(source: str) -> None:
+    with pytest.raises(TemplateError):
+        _render_text(source, {"on": True, "off": False, "map": {}, "list": [], "name": "x"})
+
+
+def test_helpers_state_the_subset() -> None:
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    for construct in ("toYaml", "nindent", "include", "define", "if", "else", "end", ".Release.Namespace"):
+        assert construct in helpers.split("*/}}")[0]
+
+
+# --- the rendered chart ------------------------------------------------------------------------------
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "all-in-one": {"allInOne": True},
+    "cert-manager": {
+        "admission": {"certManager": {"enabled": True}},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+    },
+    "minimal": {
+        "admission": {"enabled": False},
+        "leaderElection": False,
+        "priorityClasses": {"enabled": False},
+        "defaultQueue": {"enabled": False},
+    },
+    "all-in-one-minimal": {"allInOne": True, "admission": {"enabled": False}, "leaderElection": False},
+    "custom": {
+        "admission": {"caBundle": "Y2E=", "failurePolicy": "Ignore"},
+        "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+        "tolerations": [
+            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+        ],
+        "imagePullSecrets": [{"name": "registry"}],
+        "scheduler": {"replicas": 2, "config": {"actions": "allocate, reclaim"}},
+        "placementStrategy": "spread",
+        "schedulerName": "gpu-scheduler",
+    },
+}
+RENDERED = {name: render_chart(overrides) for name, overrides in VARIANTS.items()}
+ALL_DOCUMENTS = [
+    pytest.param(
+        variant,
+        source,
+        document,
+        id=f"{variant}:{source}:{document.get('kind')}/{document['metadata']['name']}",
+    )
+    for variant, documents in RENDERED.items()
+    for source, document in documents
+]
+
+
+def _docs(variant: str, kind: str | None = None) -> list[dict[str, Any]]:
+    return [document for _, document in RENDERED[variant] if kind is None or document["kind"] == kind]
+
+
+def _one(variant: str, kind: str, name: str) -> dict[str, Any]:
+    (found,) = [document for document in _docs(variant, kind) if document["metadata"]["name"] == name]
+    return found
+
+
+NAMESPACED = {
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "Service",
+    "ConfigMap",
+    "Issuer",
+    "Certificate",
+    "ServiceMonitor",
+}
+CLUSTER_SCOPED = {
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "Queue",
+    "Namespace",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+}
+FOREIGN_KINDS = {"Queue", "Issuer", "Certificate", "ServiceMonitor"}  # not in the Kubernetes API models
+
+
+@pytest.mark.parametrize(("variant", "source", "document"), ALL_DOCUMENTS)
+def test_every_document_is_a_kubernetes_object(variant: str, source: str, document: dict[str, Any]) -> None:
+    assert isinstance(document.get("apiVersion"), str) and document["apiVersion"]
+    assert isinstance(document.get("kind"), str) and document["kind"]
+    assert isinstance(document.get("metadata", {}).get("name"), str) and document["metadata"]["name"]
+    kind = document["kind"]
+    assert kind in NAMESPACED | CLUSTER_SCOPED, f"{kind}: add it to the scope tables"
+    if kind in NAMESPACED:
+        assert document["metadata"].get("namespace"), (
+            "namespaced objects name their namespace (for kubectl apply)"
+        )
+    else:
+        assert "namespace" not in document["metadata"]
+    annotations = document["metadata"].get("annotations") or {}
+    assert not [key for key in annotations if key.startswith(("helm.sh/hook", "argocd.argoproj.io/hook"))]
+    if kind not in FOREIGN_KINDS:
+        loaded = codecs.from_dict(document)  # types and required fields, per the Kubernetes API models
+        assert _unknown_fields(document, loaded.to_dict()) == []  # type: ignore[no-untyped-call]
+
+
+def _unknown_fields(original: Any, loaded: Any, path: str = "") -> list[str]:
+    """Fields of `original` that the typed model dropped: names Kubernetes does not know."""
+    if isinstance(original, dict):
+        if not isinstance(loaded, dict):
+            return [path or "<root>"]
+        missing = []
+        for key, value in original.items():
+            if key not in loaded:
+                if value not in ({}, [], None):  # empty values may be dropped on the way
+                    missing.append(f"{path}.{key}")
+            else:
+                missing.extend(_unknown_fields(value, loaded[key], f"{path}.{key}"))
+        return missing
+    if isinstance(original, list) and isinstance(loaded, list):
+        return [
+            error
+            for index, item in enumerate(original)
+            for error in _unknown_fields(item, loaded[index], f"{path}[{index}]")
+        ]
+    return []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_names_are_unique(variant: str) -> None:
+    keys = [(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]) for d in _docs(variant)]
+    assert len(keys) == len(set(keys))
+
+
+def test_crds_ship_in_crds_and_nowhere_else() -> None:
+    for variant in VARIANTS:
+        assert not _docs(variant, "CustomResourceDefinition")
+    shipped = sorted(path.name for path in (CHART / "crds").glob("*.yaml"))
+    assert shipped == sorted(crds.generated_files())
+    for path in (CHART / "crds").glob("*.yaml"):
+        assert "{{" not in path.read_text(), "Helm does not template crds/"
+
+
+# --- workloads ---------------------------------------------------------------------------------------
+
+COMPONENTS = ("scheduler", "binder", "podgrouper", "admission", "status-controllers")
+
+
+def _container(deployment: dict[str, Any]) -> dict[str, Any]:
+    container: dict[str, Any]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_default_runs_one_deployment_per_component() -> None:
+    deployments = {d["metadata"]["name"]: d for d in _docs("default", "Deployment")}
+    assert set(deployments) == {f"{RELEASE}-{component}" for component in COMPONENTS}
+    for component in COMPONENTS:
+        deployment = deployments[f"{RELEASE}-{component}"]
+        args = _container(deployment)["args"]
+        assert args[:2] == ["run", f"--component={component}"]
+        assert "--scheduler-name=kai-scheduler" in args
+        assert ("--leader-elect" in args) is (component != "admission")
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == f"{RELEASE}-{component}"
+    scheduler_args = _container(deployments[f"{RELEASE}-scheduler"])["args"]
+    assert "--placement-strategy=binpack" in scheduler_args
+
+
+def test_all_in_one_runs_everything_in_one_deployment() -> None:
+    (deployment,) = _docs("all-in-one", "Deployment")
+    args = _container(deployment)["args"]
+    assert args[:2] == ["run", "--all"]
+    assert {"--leader-elect", "--webhook-port=9443", "--placement-strategy=binpack"} <= set(args)
+    assert [
+        sa["metadata"]["name"]
+        for sa in _docs("all-in-one", "ServiceAccount")
+        if sa["metadata"]["namespace"] == NAMESPACE
+    ] == [f"{RELEASE}-all-in-one"]
+    (minimal,) = _docs("all-in-one-minimal", "Deployment")
+    assert "--skip=admission" in _container(minimal)["args"]
+    assert "--leader-elect" not in _container(minimal)["args"]
+
+
+def test_values_reach_the_pods() -> None:
+    deployments = {d["metadata"]["name"]: d for d in _docs("custom", "Deployment")}
+    scheduler = deployments[f"{RELEASE}-scheduler"]
+    assert scheduler["spec"]["replicas"] == 2
+    pod = scheduler["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert pod["tolerations"][0]["operator"] == "Exists"
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert {"--placement-strategy=spread", "--scheduler-name=gpu-scheduler"} <= set(
+        _container(scheduler)["args"]
+    )
+    config = _one("custom", "ConfigMap", f"{RELEASE}-scheduler-config")
+    assert yaml.safe_load(config["data"]["config.yaml"]) == {"actions": "allocate, reclaim"}
+    assert (
+        yaml.safe_load(_one("default", "ConfigMap", f"{RELEASE}-scheduler-config")["data"]["config.yaml"])
+        == {}
+    )
+    (mutating,) = _docs("custom", "MutatingWebhookConfiguration")
+    assert mutating["webhooks"][0]["clientConfig"]["caBundle"] == "Y2E="
+    assert mutating["webhooks"][0]["failurePolicy"] == "Ignore"
+    assert (
+        mutating["webhooks"][0]["matchConditions"][0]["expression"]
+        == "object.spec.schedulerName == 'gpu-scheduler'"
+    )
+    image = _container(deployments[f"{RELEASE}-binder"])["image"]
+    assert image == "kai-scheduler:0.1.0"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pods_run_hardened(variant: str) -> None:
+    for deployment in _docs(variant, "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        container = _container(deployment)
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["resources"]["requests"] and container["resources"]["limits"]
+        assert any(port["containerPort"] == 8080 and port["name"] == "metrics" for port in container["ports"])
+        assert container["livenessProbe"]["httpGet"]["port"] == "metrics"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_workload_references_exist(variant: str) -> None:
+    accounts = {
+        (sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in _docs(variant, "ServiceAccount")
+    }
+    config_maps = {cm["metadata"]["name"] for cm in _docs(variant, "ConfigMap")}
+    secrets_from_cert_manager = {cert["spec"]["secretName"] for cert in _docs(variant, "Certificate")}
+    for deployment in _docs(variant, "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        assert (deployment["metadata"]["namespace"], pod["serviceAccountName"]) in accounts
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+        mounts = {mount["name"] for mount in _container(deployment)["volumeMounts"]}
+        assert mounts == {volume["name"] for volume in pod["volumes"]}
+        for volume in pod["volumes"]:
+            if "configMap" in volume:
+                assert volume["configMap"]["name"] in config_maps
+            if "secret" in volume and variant == "cert-manager":
+                assert volume["secret"]["secretName"] in secrets_from_cert_manager
+    for binding in _docs(variant, "ClusterRoleBinding") + _docs(variant, "RoleBinding"):
+        for subject in binding["subjects"]:
+            assert (subject["namespace"], subject["name"]) in accounts, binding["metadata"]["name"]
+        role_kind = binding["roleRef"]["kind"]
+        roles = {(r["metadata"].get("namespace"), r["metadata"]["name"]) for r in _docs(variant, role_kind)}
+        assert (binding["metadata"].get("namespace"), binding["roleRef"]["name"]) in roles
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_services_select_pods(variant: str) -> None:
+    pods = [
+        (d["metadata"]["namespace"], d["spec"]["template"]["metadata"]["labels"], _container(d))
+        for d in _docs(variant, "Deployment")
+    ]
+    for service in _docs(variant, "Service"):
+        selected = [
+            container
+            for namespace, labels, container in pods
+            if namespace == service["metadata"]["namespace"]
+            and service["spec"]["selector"].items() <= labels.items()
+        ]
+        assert selected, service["metadata"]["name"]
+        for port in service["spec"]["ports"]:
+            for container in selected:
+                assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    metrics = _one(variant, "Service", f"{RELEASE}-metrics")
+    assert metrics["spec"]["ports"][0]["port"] == 8080
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
+    configurations = _docs(variant, "MutatingWebhookConfiguration") + _docs(
+        variant, "ValidatingWebhookConfiguration"
+    )
+    admission_enabled = VARIANTS[variant].get("admission", {}).get("enabled", True)
+    assert len(configurations) == (2 if admission_enabled else 0)
+    paths = set()
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            service = webhook["clientConfig"]["service"]
+            assert (
+                _one(variant, "Service", service["name"])["spec"]["ports"][0]["port"]
+                == service["port"]
+                == 443
+            )
+            assert webhook["sideEffects"] == "None" and webhook["admissionReviewVersions"] == ["v1"]
+            paths.add(service["path"])
+        annotations = configuration["metadata"].get("annotations", {})
+        if variant == "cert-manager":
+            assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{RELEASE}-admission"
+            (certificate,) = _docs(variant, "Certificate")
+            assert f"{RELEASE}-admission.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+        else:
+            assert not annotations
+    if admission_enabled:
+        assert paths == {
+            "/mutate--v1-pod",
+            "/validate--v1-pod",
+            "/validate-scheduling-run-ai-v2-queue",
+            "/validate-scheduling-run-ai-v2alpha2-podgroup",
+        }
+
+
+# --- RBAC ------------------------------------------------------------------------------------------
+
+KNOWN_RESOURCES = {
+    "": {"pods", "pods/binding", "pods/eviction", "pods/status", "nodes", "configmaps", "events"},
+    "events.k8s.io": {"events"},
+    "coordination.k8s.io": {"leases"},
+    "scheduling.k8s.io": {"priorityclasses"},
+    "scheduling.run.ai": {
+        "queues",
+        "queues/status",
+        "podgroups",
+        "podgroups/status",
+        "bindrequests",
+        "bindrequests/status",
+    },
+    "kai.scheduler": {"topologies"},
+    "apps": {"deployments", "replicasets", "statefulsets"},
+    "batch": {"jobs", "cronjobs"},
+    "kubeflow.org": {"pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "jaxjobs"},
+    "ray.io": {"rayclusters", "rayjobs", "rayservices"},
+    "jobset.x-k8s.io": {"jobsets"},
+    "leaderworkerset.x-k8s.io": {"leaderworkersets"},
+    "serving.knative.dev": {"services", "configurations", "revisions"},
+}
+KNOWN_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+READ = {"get", "list", "watch"}
+
+# Exactly what each component may do: (api group, resource) -> verbs.
+EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
+    "scheduler": {
+        ("", "pods"): READ,
+        ("", "nodes"): READ,
+        ("", "pods/status"): {"patch"},
+        ("", "pods/eviction"): {"create"},
+        ("scheduling.k8s.io", "priorityclasses"): READ,
+        ("scheduling.run.ai", "queues"): READ,
+        ("scheduling.run.ai", "podgroups"): READ | {"patch"},
+        ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
+        ("scheduling.run.ai", "bindrequests"): READ | {"create", "delete"},
+        ("kai.scheduler", "topologies"): READ,
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+    },
+    "binder": {
+        ("", "pods"): READ | {"patch"},
+        ("", "pods/binding"): {"create"},
+        ("", "nodes"): READ,
+        ("", "configmaps"): READ | {"create", "update", "patch", "delete"},
+        ("scheduling.run.ai", "bindrequests"): READ,
+        ("scheduling.run.ai", "bindrequests/status"): {"update", "patch"},
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+    },
+    "podgrouper": {
+        ("", "pods"): READ | {"patch"},
+        ("scheduling.run.ai", "podgroups"): READ | {"create", "update", "patch"},
+        ("scheduling.k8s.io", "priorityclasses"): READ,
+        **{
+            (group, resource): READ
+            for group in (
+                "apps",
+                "batch",
+                "kubeflow.org",
+                "ray.io",
+                "jobset.x-k8s.io",
+                "leaderworkerset.x-k8s.io",
+                "serving.knative.dev",
+            )
+            for resource in KNOWN_RESOURCES[group]
+        },
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+    },
+    "status-controllers": {
+        ("", "pods"): READ,
+        ("scheduling.k8s.io", "priorityclasses"): READ,
+        ("scheduling.run.ai", "queues"): READ,
+        ("scheduling.run.ai", "podgroups"): READ,
+        ("scheduling.run.ai", "queues/status"): {"update", "patch"},
+        ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
+    },
+}
+
+
+def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    grants: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                grants.setdefault((group, resource), set()).update(rule["verbs"])
+    return grants
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rbac_names_only_known_resources_and_verbs(variant: str) -> None:
+    for role in _docs(variant, "ClusterRole") + _docs(variant, "Role"):
+        for (group, resource), verbs in _grants(role).items():
+            assert group in KNOWN_RESOURCES and resource in KNOWN_RESOURCES[group], (
+                role["metadata"]["name"],
+                group,
+                resource,
+            )
+            assert verbs <= KNOWN_VERBS and "*" not in verbs
+
+
+def test_each_component_gets_exactly_what_it_needs() -> None:
+    roles = {role["metadata"]["name"]: role for role in _docs("default", "ClusterRole")}
+    assert set(roles) == {f"{RELEASE}-{component}" for component in EXPECTED_RULES}  # admission: none
+    for component, expected in EXPECTED_RULES.items():
+        assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
+    (admission,) = [
+        sa for sa in _docs("default", "ServiceAccount") if sa["metadata"]["name"] == f"{RELEASE}-admission"
+    ]
+    assert admission["automountServiceAccountToken"] is False
+    bound = {
+        s["name"]
+        for b in _docs("default", "ClusterRoleBinding") + _docs("default", "RoleBinding")
+        for s in b["subjects"]
+    }
+    assert f"{RELEASE}-admission" not in bound
+
+
+def test_namespaced_grants() -> None:
+    leader = _one("default", "Role", f"{RELEASE}-leader-election")
+    assert leader["metadata"]["namespace"] == NAMESPACE
+    assert _grants(leader) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+    binding = _one("default", "RoleBinding", f"{RELEASE}-leader-election")
+    assert {s["name"] for s in binding["subjects"]} == {
+        f"{RELEASE}-{c}" for c in COMPONENTS if c != "admission"
+    }
+    reservations = _one("default", "Role", f"{RELEASE}-binder-reservations")
+    assert reservations["metadata"]["namespace"] == "kai-resource-reservation"
+    assert _grants(reservations) == {("", "pods"): {"create", "delete"}}
+    assert _one("default", "Namespace", "kai-resource-reservation")
+    assert not [
+        role for role in _docs("minimal", "Role") if role["metadata"]["name"].endswith("leader-election")
+    ]
+
+
+def test_all_in_one_account_holds_every_component_role() -> None:
+    subjects = {
+        binding["roleRef"]["name"]: {s["name"] for s in binding["subjects"]}
+        for binding in _docs("all-in-one", "ClusterRoleBinding") + _docs("all-in-one", "RoleBinding")
+    }
+    for component in EXPECTED_RULES:
+        assert subjects[f"{RELEASE}-{component}"] == {f"{RELEASE}-all-in-one"}
+    assert subjects[f"{RELEASE}-leader-election"] == {f"{RELEASE}-all-in-one"}
+    assert subjects[f"{RELEASE}-binder-reservations"] == {f"{RELEASE}-all-in-one"}
+
+
+# --- KAI's cluster objects -------------------------------------------------------------------------
+
+
+def test_priority_classes() -> None:
+    classes = {pc["metadata"]["name"]: pc for pc in _docs("default", "PriorityClass")}
+    assert {name: pc["value"] for name, pc in classes.items()} == BUILTIN_PRIORITY_CLASSES
+    assert BUILTIN_PRIORITY_CLASSES == {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+    assert not any(pc.get("globalDefault") for pc in classes.values())
+    assert not _docs("minimal", "PriorityClass")
+
+
+def test_default_queues_are_plain_valid_queues() -> None:
+    queues = {queue["metadata"]["name"]: queue for queue in _docs("default", "Queue")}
+    assert set(queues) == {"default-parent-queue", "default-queue"}
+    assert queues["default-queue"]["spec"]["parentQueue"] == "default-parent-queue"
+    assert "parentQueue" not in queues["default-parent-queue"]["spec"]
+    schema = crds.schema_for("scheduling.run.ai/v2", "Queue")
+    assert schema is not None
+    for queue in queues.values():
+        assert crds.validate_object(schema, queue) == []
+        assert set(queue["spec"]["resources"]) == {"cpu", "gpu", "memory"}
+        for resource in queue["spec"]["resources"].values():
+            assert resource == {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+    assert not _docs("minimal", "Queue")
+
+
+# --- the chart files ------------------------------------------------------------------------------
+
+
+def test_chart_metadata() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2" and chart["name"] == "kai-scheduler" and chart["type"] == "application"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+    for template in (CHART / "templates").iterdir():  # no hook, not even behind a value
+        assert "helm.sh/hook" not in template.read_text(), template.name
+
+
+def test_dockerfile_is_slim_and_non_root() -> None:
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    lines = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
+    assert all(line.startswith("FROM python:3.11-slim") for line in lines if line.startswith("FROM"))
+    user = [line for line in lines if line.startswith("USER ")]
+    assert user and user[-1].split()[1].split(":")[0] not in ("root", "0")
+    assert 'ENTRYPOINT ["kai-scheduler"]' in lines
+    assert any("pip" in line and "install" in line for line in lines)
+
+
+def _iter_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _iter_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _iter_strings(item)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_nothing_is_left_unrendered(variant: str) -> None:
+    for _, document in RENDERED[variant]:
+        for text in _iter_strings(document):
+            assert "{{" not in text and "<no value>" not in text
