@@ -1,0 +1,114 @@
+"""The small Kubernetes API interface that every live-mode component uses.
+
+Components talk to the API server only through `KubeClient`, with objects as plain JSON dicts (what the
+API server sends): the scheduling core never sees them, only the `ClusterState` built from them. The
+implementation on lightkube lives in `k8s/lightkube_client.py`; tests may substitute a recording fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+JsonObject = dict[str, Any]
+PatchType = Literal["merge", "json", "strategic", "apply"]
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKind:
+    """One API resource: where it lives and how it is named."""
+
+    group: str  # "" for the core group
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+PODS = ResourceKind("", "v1", "Pod", "pods", True)
+NODES = ResourceKind("", "v1", "Node", "nodes", False)
+CONFIG_MAPS = ResourceKind("", "v1", "ConfigMap", "configmaps", True)
+EVENTS = ResourceKind("", "v1", "Event", "events", True)
+PRIORITY_CLASSES = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False)
+LEASES = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases", True)
+QUEUES = ResourceKind("scheduling.run.ai", "v2", "Queue", "queues", False)
+POD_GROUPS = ResourceKind("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups", True)
+BIND_REQUESTS = ResourceKind("scheduling.run.ai", "v1alpha2", "BindRequest", "bindrequests", True)
+TOPOLOGIES = ResourceKind("kai.scheduler", "v1alpha1", "Topology", "topologies", False)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: WatchEventType
+    object: JsonObject
+
+
+class ApiStatusError(Exception):
+    """The API server answered with an error Status (409 Conflict, 404 NotFound, 410 Gone, ...)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+class KubeClient(Protocol):
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> JsonObject: ...
+
+    async def list(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[JsonObject], str]:
+        """The objects and the list's resourceVersion (to watch from)."""
+        ...
+
+    def watch(
+        self,
+        kind: ResourceKind,
+        resource_version: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Events after `resource_version`; raises ApiStatusError(410) when that version is too old."""
+        ...
+
+    async def create(self, kind: ResourceKind, obj: JsonObject) -> JsonObject: ...
+
+    async def replace(self, kind: ResourceKind, obj: JsonObject, *, subresource: str | None = None) -> JsonObject:
+        """PUT with the object's resourceVersion: a stale one raises ApiStatusError(409)."""
+        ...
+
+    async def patch(
+        self,
+        kind: ResourceKind,
+        name: str,
+        patch: Mapping[str, Any] | list[Any],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+    ) -> JsonObject: ...
+
+    async def delete(self, kind: ResourceKind, name: str, namespace: str | None = None) -> None: ...
+
+    async def bind(self, namespace: str, pod: str, node: str) -> None:
+        """POST the pod's binding subresource (the server answers with a Status, not a Binding)."""
+        ...
+
+    async def evict(self, namespace: str, pod: str) -> None:
+        """POST the pod's eviction subresource (policy/v1 Eviction)."""
+        ...
