@@ -62,7 +62,7 @@ class ApiStatusError(Exception):
 class KubeClient(Protocol):
     async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> JsonObject: ...
 
-    async def list(
+    async def list_objects(
         self,
         kind: ResourceKind,
         namespace: str | None = None,
@@ -88,7 +88,9 @@ class KubeClient(Protocol):
 
     async def create(self, kind: ResourceKind, obj: JsonObject) -> JsonObject: ...
 
-    async def replace(self, kind: ResourceKind, obj: JsonObject, *, subresource: str | None = None) -> JsonObject:
+    async def replace(
+        self, kind: ResourceKind, obj: JsonObject, *, subresource: str | None = None
+    ) -> JsonObject:
         """PUT with the object's resourceVersion: a stale one raises ApiStatusError(409)."""
         ...
 
