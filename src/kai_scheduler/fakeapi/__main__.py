@@ -1,0 +1,70 @@
+"""`python -m kai_scheduler.fakeapi --port 0 --kubeconfig PATH [-f manifests.yaml ...]`: serve until
+interrupted; prints the URL on the first line of stdout."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from .server import FakeApiServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kai_scheduler.fakeapi", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
+    parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for kubectl here")
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        type=Path,
+        default=[],
+        help="YAML manifests to load at start (repeatable)",
+    )
+    parser.add_argument("--bookmark-interval", type=float, default=1.0)
+    parser.add_argument("--kubelet", action="store_true", help="bound pods become Running")
+    parser.add_argument("--graceful-pod-deletion", action="store_true")
+    parser.add_argument("--auto-create-namespaces", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(asctime)s %(message)s"
+    )
+    server = FakeApiServer(
+        args.host,
+        args.port,
+        bookmark_interval=args.bookmark_interval,
+        kubelet=args.kubelet,
+        graceful_pod_deletion=args.graceful_pod_deletion,
+        auto_create_namespaces=args.auto_create_namespaces,
+    )
+    for path in args.filename:
+        server.store.load(path.read_text())
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    server.start()
+    if args.kubeconfig:
+        server.write_kubeconfig(args.kubeconfig)
+    print(server.url, flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
