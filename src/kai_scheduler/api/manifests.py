@@ -5,13 +5,17 @@ would: wrong types, missing names, bad quantities. The semantic checks reject wh
 and the API server's own validation would: a `gpu-fraction` of 1.5, a GPU fraction together with a whole-GPU
 request, a PodGroup whose subGroups form a cycle. Catching both at load time means the simulator never runs
 a workload that a real cluster would refuse, and every error names the file, document and field.
+
+The admission webhooks (`kai_scheduler.k8s.admission`) apply the same rules to live objects: they call
+`validate_schema` and the rule sets `check_gpu_sharing` (pods), `check_queue` and `check_sub_groups`
+(PodGroups), which raise `InvalidField`, so a manifest the simulator refuses is one a cluster refuses too.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -22,6 +26,7 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import (
     ApiObject,
     Container,
+    K8sModel,
     Node,
     ObjectMeta,
     Pod,
@@ -55,9 +60,14 @@ _SHARED_GPU_ANNOTATIONS = (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
 _SIMULATION_DURATIONS = (c.SIM_ARRIVAL_ANNOTATION, c.SIM_DURATION_ANNOTATION)
 _MAX_SHOWN_INPUT = 60
 
+_Model = TypeVar("_Model", bound=K8sModel)
 
-class _Invalid(Exception):
-    """A problem found at `field` (a dotted path inside the object); `parse_object` adds file and document."""
+
+class InvalidField(Exception):
+    """A problem found at `field` (a dotted path inside the object, None for the object as a whole).
+
+    `parse_object` turns it into a ManifestError with the file and document; the admission webhooks into a
+    denial."""
 
     def __init__(self, field: str | None, message: str) -> None:
         super().__init__(message)
@@ -75,15 +85,11 @@ def parse_object(doc: Any, source: str, index: int, item: int | None = None) -> 
     """
     try:
         if not isinstance(doc, dict):
-            raise _Invalid(None, f"expected a mapping with apiVersion and kind, got {_type_name(doc)}")
-        model = _model_for(doc)
-        try:
-            obj = model.model_validate(doc)
-        except ValidationError as exc:
-            raise _from_validation_error(exc) from None
+            raise InvalidField(None, f"expected a mapping with apiVersion and kind, got {_type_name(doc)}")
+        obj = validate_schema(_model_for(doc), doc)
         _check_object(obj)
         return obj
-    except _Invalid as problem:
+    except InvalidField as problem:
         raise ManifestError(
             source,
             problem.message,
@@ -92,6 +98,14 @@ def parse_object(doc: Any, source: str, index: int, item: int | None = None) -> 
             object_ref=_raw_ref(doc),
             field=problem.field,
         ) from None
+
+
+def validate_schema(model: type[_Model], doc: Any) -> _Model:
+    """`doc` as a `model`; a schema error raises InvalidField at the manifest path of its first problem."""
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise _from_validation_error(exc) from None
 
 
 def object_ref(obj: ApiObject) -> str:
@@ -112,30 +126,30 @@ def object_key(obj: ApiObject) -> tuple[str, str, str]:
 def _model_for(doc: dict[Any, Any]) -> type[ApiObject]:
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if kind is None:
-        raise _Invalid("kind", f"required field is missing; expected one of: {_EXPECTED_KINDS}")
+        raise InvalidField("kind", f"required field is missing; expected one of: {_EXPECTED_KINDS}")
     if not isinstance(kind, str):
-        raise _Invalid("kind", f"expected a string, got {_short(kind)}")
+        raise InvalidField("kind", f"expected a string, got {_short(kind)}")
     if api_version is not None and not isinstance(api_version, str):
-        raise _Invalid("apiVersion", f"expected a string, got {_short(api_version)}")
+        raise InvalidField("apiVersion", f"expected a string, got {_short(api_version)}")
     model = SUPPORTED_KINDS.get((api_version or "", kind))
     if model is not None:
         return model
     versions = [version for version, known in SUPPORTED_KINDS if known == kind]
     if not versions:
-        raise _Invalid(
+        raise InvalidField(
             None, f"unsupported kind {api_version or ''} {kind}; expected one of: {_EXPECTED_KINDS}"
         )
     if api_version is None:
-        raise _Invalid("apiVersion", f"required field is missing; {kind} is {versions[0]}")
-    raise _Invalid(
+        raise InvalidField("apiVersion", f"required field is missing; {kind} is {versions[0]}")
+    raise InvalidField(
         "apiVersion", f"unsupported apiVersion {api_version} for kind {kind}; expected {versions[0]}"
     )
 
 
-def _from_validation_error(exc: ValidationError) -> _Invalid:
+def _from_validation_error(exc: ValidationError) -> InvalidField:
     """The first schema error, with the manifest path (`spec.containers[0].resources.requests.cpu`)."""
     error = exc.errors(include_url=False)[0]
-    return _Invalid(_format_loc(error["loc"]) or None, _describe(error))
+    return InvalidField(_format_loc(error["loc"]) or None, _describe(error))
 
 
 def _format_loc(loc: tuple[int | str, ...]) -> str:
@@ -212,9 +226,9 @@ def _check_object(obj: ApiObject) -> None:
         _check_resource_list("status.allocatable", obj.status.allocatable)
         _check_resource_list("status.capacity", obj.status.capacity)
     elif isinstance(obj, Queue):
-        _check_queue(obj)
+        check_queue(obj)
     elif isinstance(obj, PodGroup):
-        _check_sub_groups(obj)
+        check_sub_groups(obj)
     elif isinstance(obj, Topology):
         _check_topology_levels(obj)
 
@@ -230,9 +244,9 @@ def _check_non_negative_duration(field: str, text: str) -> None:
     try:
         seconds = parse_duration(text)
     except ValueError as exc:
-        raise _Invalid(field, str(exc)) from None
+        raise InvalidField(field, str(exc)) from None
     if seconds < 0:
-        raise _Invalid(field, f"must not be negative, got {text!r}")
+        raise InvalidField(field, f"must not be negative, got {text!r}")
 
 
 # Pods.
@@ -241,8 +255,10 @@ def _check_non_negative_duration(field: str, text: str) -> None:
 def _check_pod(pod: Pod) -> None:
     priority = pod.metadata.labels.get(c.TASK_PRIORITY_LABEL)
     if priority is not None and not _INTEGER.fullmatch(priority):
-        raise _Invalid(f"metadata.labels.{c.TASK_PRIORITY_LABEL}", f"must be an integer, got {priority!r}")
-    _check_gpu_sharing(pod)
+        raise InvalidField(
+            f"metadata.labels.{c.TASK_PRIORITY_LABEL}", f"must be an integer, got {priority!r}"
+        )
+    check_gpu_sharing(pod)
     for path, container in _containers(pod):
         _check_resource_list(f"{path}.resources.requests", container.resources.requests)
         _check_resource_list(f"{path}.resources.limits", container.resources.limits)
@@ -257,20 +273,24 @@ def _containers(pod: Pod) -> Iterator[tuple[str, Container]]:
         yield f"spec.initContainers[{index}]", container
 
 
-def _check_gpu_sharing(pod: Pod) -> None:
-    """The GPU-sharing annotations, as KAI's admission webhook checks them."""
+def check_gpu_sharing(pod: Pod) -> None:
+    """The GPU-sharing annotations, as KAI's admission webhook checks them; raises InvalidField.
+
+    KAI's rules: `gpu-fraction` in (0, 1); `gpu-memory` a positive integer (MiB); not both; neither together
+    with an `nvidia.com/gpu` request or limit; `gpu-fraction-num-devices` and `mps: "true"` only with one
+    of them."""
     annotations = pod.metadata.annotations
     fraction = annotations.get(c.GPU_FRACTION_ANNOTATION)
     if fraction is not None:
         _check_gpu_fraction(fraction)
     memory = annotations.get(c.GPU_MEMORY_ANNOTATION)
     if memory is not None and not _is_positive_integer(memory):
-        raise _Invalid(
+        raise InvalidField(
             f"metadata.annotations.{c.GPU_MEMORY_ANNOTATION}",
             f"must be a positive whole number of MiB, got {memory!r}",
         )
     if fraction is not None and memory is not None:
-        raise _Invalid(
+        raise InvalidField(
             "metadata.annotations",
             f"{c.GPU_FRACTION_ANNOTATION} and {c.GPU_MEMORY_ANNOTATION} cannot both be set; use one of them",
         )
@@ -283,9 +303,9 @@ def _check_gpu_sharing(pod: Pod) -> None:
 def _check_gpu_fraction(text: str) -> None:
     field = f"metadata.annotations.{c.GPU_FRACTION_ANNOTATION}"
     if not _DECIMAL.fullmatch(text):
-        raise _Invalid(field, f"must be a number between 0 and 1 (exclusive), got {text!r}")
+        raise InvalidField(field, f"must be a number between 0 and 1 (exclusive), got {text!r}")
     if not 0 < float(text) < 1:
-        raise _Invalid(
+        raise InvalidField(
             field,
             f"must be between 0 and 1 (exclusive), got {text!r}; request whole GPUs with nvidia.com/gpu",
         )
@@ -297,13 +317,13 @@ def _check_shared_gpu_companions(annotations: Mapping[str, str], shared: str | N
     if devices is not None:
         field = f"metadata.annotations.{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}"
         if not _is_positive_integer(devices):
-            raise _Invalid(field, f"must be a positive whole number, got {devices!r}")
+            raise InvalidField(field, f"must be a positive whole number, got {devices!r}")
         if shared is None:
-            raise _Invalid(
+            raise InvalidField(
                 field, f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation"
             )
     if annotations.get(c.MPS_ANNOTATION) == "true" and shared is None:
-        raise _Invalid(
+        raise InvalidField(
             f"metadata.annotations.{c.MPS_ANNOTATION}",
             f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation",
         )
@@ -317,7 +337,7 @@ def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
             ("limits", container.resources.limits),
         ):
             if c.GPU_RESOURCE in resources:
-                raise _Invalid(
+                raise InvalidField(
                     f"{path}.resources.{section}.{c.GPU_RESOURCE}",
                     f"cannot be combined with the {annotation} annotation; ask for whole GPUs or for a share",
                 )
@@ -340,14 +360,16 @@ def _check_resource_list(path: str, resources: ResourceList) -> None:
     # Numerator and denominator tests instead of Fraction comparisons: this runs for every pod loaded.
     for name, amount in resources.items():
         if amount.numerator < 0:
-            raise _Invalid(f"{path}.{name}", f"must not be negative, got {format_quantity(amount)}")
+            raise InvalidField(f"{path}.{name}", f"must not be negative, got {format_quantity(amount)}")
         if amount.denominator != 1 and _is_extended(name):
             hint = (
                 f"; for part of a GPU use the {c.GPU_FRACTION_ANNOTATION} annotation"
                 if name == c.GPU_RESOURCE
                 else ""
             )
-            raise _Invalid(f"{path}.{name}", f"must be a whole number, got {format_quantity(amount)}{hint}")
+            raise InvalidField(
+                f"{path}.{name}", f"must be a whole number, got {format_quantity(amount)}{hint}"
+            )
 
 
 def _check_requests_within_limits(path: str, container: Container) -> None:
@@ -362,17 +384,18 @@ def _check_requests_within_limits(path: str, container: Container) -> None:
         field = f"{path}.resources.requests.{name}"
         shown = f"{format_quantity(request)} vs limit {format_quantity(limit)}"
         if _is_extended(name):
-            raise _Invalid(field, f"must equal the limit for an extended resource ({shown})")
+            raise InvalidField(field, f"must equal the limit for an extended resource ({shown})")
         if request > limit:
-            raise _Invalid(field, f"must not exceed the limit ({shown})")
+            raise InvalidField(field, f"must not exceed the limit ({shown})")
 
 
 # Queues, PodGroups, Topologies.
 
 
-def _check_queue(queue: Queue) -> None:
+def check_queue(queue: Queue) -> None:
+    """A queue is not its own parent; its minimum runtimes are non-negative durations. Raises InvalidField."""
     if queue.spec.parent_queue and queue.spec.parent_queue == queue.metadata.name:
-        raise _Invalid("spec.parentQueue", f"a queue cannot be its own parent ({queue.metadata.name!r})")
+        raise InvalidField("spec.parentQueue", f"a queue cannot be its own parent ({queue.metadata.name!r})")
     for field, value in (
         ("spec.preemptMinRuntime", queue.spec.preempt_min_runtime),
         ("spec.reclaimMinRuntime", queue.spec.reclaim_min_runtime),
@@ -381,20 +404,20 @@ def _check_queue(queue: Queue) -> None:
             _check_non_negative_duration(field, value)
 
 
-def _check_sub_groups(group: PodGroup) -> None:
-    """Sub-gangs form a forest: unique names, parents that exist, no cycles."""
+def check_sub_groups(group: PodGroup) -> None:
+    """Sub-gangs form a forest: unique names, parents that exist, no cycles. Raises InvalidField."""
     subs = group.spec.sub_groups
     position: dict[str, int] = {}
     for index, sub in enumerate(subs):
         if sub.name in position:
-            raise _Invalid(
+            raise InvalidField(
                 f"spec.subGroups[{index}].name",
                 f"duplicate subGroup name {sub.name!r} (also spec.subGroups[{position[sub.name]}])",
             )
         position[sub.name] = index
     for index, sub in enumerate(subs):
         if sub.parent and sub.parent not in position:
-            raise _Invalid(
+            raise InvalidField(
                 f"spec.subGroups[{index}].parent", f"no subGroup named {sub.parent!r} in this PodGroup"
             )
     parent_of = {sub.name: sub.parent for sub in subs if sub.parent}
@@ -402,7 +425,7 @@ def _check_sub_groups(group: PodGroup) -> None:
         chain = [sub.name]
         while (parent := parent_of.get(chain[-1])) is not None:
             if parent == sub.name:
-                raise _Invalid(
+                raise InvalidField(
                     f"spec.subGroups[{index}].parent",
                     f"subGroup parents form a cycle: {' -> '.join([*chain, parent])}",
                 )
@@ -417,7 +440,7 @@ def _check_topology_levels(topology: Topology) -> None:
     for index, level in enumerate(levels):
         label, field = level.node_label, f"spec.levels[{index}].nodeLabel"
         if label in position:
-            raise _Invalid(field, f"duplicate level {label!r} (also spec.levels[{position[label]}])")
+            raise InvalidField(field, f"duplicate level {label!r} (also spec.levels[{position[label]}])")
         if label == c.HOSTNAME_LABEL and index != len(levels) - 1:
-            raise _Invalid(field, f"{c.HOSTNAME_LABEL} can only be the last (narrowest) level")
+            raise InvalidField(field, f"{c.HOSTNAME_LABEL} can only be the last (narrowest) level")
         position[label] = index
