@@ -1,0 +1,448 @@
+"""`Binder`: carries out the scheduler's BindRequests, as KAI's binder does.
+
+For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor Failed:
+
+1. Check the pod: it must exist and be the incarnation the request was made for (its owner reference),
+   not be terminating, and not be bound elsewhere. A pod already bound to the selected node means an
+   earlier attempt did the bind (its answer, or the status update, was lost): that is a success, and the
+   bind is not repeated.
+2. Hand the pod its GPUs: the annotation `received-resource-type`; for shared GPUs (Fraction) the label
+   `runai-gpu-group=<group>` (with several devices also `runai-gpu-group/<i>`), and a ConfigMap
+   `<pod>-gpu` in the pod's namespace (owned by the pod) with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
+   `RUNAI_NUM_OF_GPUS`. KAI reserves the physical GPU with a reservation pod and puts its UUID in
+   `NVIDIA_VISIBLE_DEVICES`; here the GPU group id stands in for the UUID (comma-separated, one per
+   device), as no device plugin reports UUIDs to this binder.
+3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
+   node counts as success.
+4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
+   removes the GPU labels again (KAI's rollback) and is retried after `1 << failedAttempts` seconds
+   (times `backoff_base`, which tests scale down) while `failedAttempts < backoffLimit`; then the request
+   is Failed (unless the pod turns out bound after all) and the scheduler will place the pod anew. When
+   the API server cannot be reached, the outcome is unknown and nothing can be recorded: that is retried
+   with backoff without counting as an attempt.
+
+Requests are processed by `concurrency` workers from a queue fed by the BindRequest informer (a request is
+never processed by two workers at once) and by a periodic resync. On stop, requests in progress finish
+(up to `drain_timeout` seconds) before the workers go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.client import BIND_REQUESTS, CONFIG_MAPS, PODS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.informers import InformerSet, object_key
+from kai_scheduler.k8s.state import bind_request_is_for
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BACKOFF_LIMIT = 3
+GPU_CONFIGMAP_SUFFIX = "-gpu"
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+GPU_PORTION = "GPU_PORTION"
+NUM_OF_GPUS = "RUNAI_NUM_OF_GPUS"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+PENDING = "Pending"
+
+
+class BindFailure(Exception):
+    """An attempt that failed; `final` ones are not retried (the pod is gone, replaced, bound elsewhere)."""
+
+    def __init__(self, reason: str, *, final: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.final = final
+
+
+@dataclass(slots=True)
+class BinderStats:
+    binds: int = 0  # binding calls that succeeded
+    already_bound: int = 0  # requests found done (bound to the node already)
+    failures: int = 0  # failed attempts
+    failed: int = 0  # requests given up
+    outcomes: dict[str, str] = field(default_factory=dict)  # request key -> last phase written
+
+
+def gpu_group_labels(groups: list[str]) -> dict[str, str]:
+    labels = {c.GPU_GROUP_LABEL: groups[0]} if groups else {}
+    if len(groups) > 1:
+        labels.update({f"{c.GPU_GROUP_LABEL}/{i}": group for i, group in enumerate(groups)})
+    return labels
+
+
+class Binder:
+    """See the module doc. `informers` must include pods and bind requests (started by the caller)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        *,
+        backoff_base: float = 1.0,
+        concurrency: int = 10,
+        resync_period: float = 30.0,
+        drain_timeout: float = 5.0,
+    ) -> None:
+        self.client = client
+        self.informers = informers
+        self.backoff_base = backoff_base
+        self.concurrency = concurrency
+        self.resync_period = resync_period
+        self.drain_timeout = drain_timeout
+        self._stopping = False
+        self.stats = BinderStats()
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._active: set[str] = set()
+        self._dirty: set[str] = set()
+        self._not_before: dict[str, float] = {}
+        self._attempts: dict[str, int] = {}
+        self._outages: dict[str, int] = {}
+        # Requests (key -> uid) whose final outcome this binder wrote: the cache may still show them
+        # Pending for a moment, and acting on that would undo a Failed or bind again.
+        self._done: dict[str, str] = {}
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._handlers_added = False
+
+    # --- the queue -------------------------------------------------------------------------------
+
+    def enqueue(self, key: str) -> None:
+        if key in self._active:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def _later(self, key: str, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle | None = None
+
+        def fire() -> None:
+            if handle is not None:
+                self._timers.discard(handle)
+            self.enqueue(key)
+
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
+
+    def _watch_requests(self) -> None:
+        if self._handlers_added:
+            return
+        self._handlers_added = True
+
+        def changed(obj: JsonObject, new: JsonObject | None = None) -> None:
+            current = new if new is not None else obj
+            if (current.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED):
+                self.enqueue(object_key(current))
+
+        def gone(obj: JsonObject) -> None:
+            key = object_key(obj)
+            self._not_before.pop(key, None)
+            self._attempts.pop(key, None)
+            self._outages.pop(key, None)
+            self._done.pop(key, None)
+
+        self.informers.bind_requests.add_handler(changed, lambda old, new: changed(old, new), gone)
+
+    def resync(self) -> None:
+        for key, obj in self.informers.bind_requests.cache.items():
+            if (obj.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED):
+                self.enqueue(key)
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            key = await self._queue.get()
+            if self._stopping:
+                break
+            self._queued.discard(key)
+            self._active.add(key)
+            try:
+                await self.reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("binder: reconciling %s failed", key)
+                self._later(key, self.backoff_base)
+            finally:
+                self._active.discard(key)
+                if key in self._dirty:
+                    self._dirty.discard(key)
+                    self.enqueue(key)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Reconcile until `stop` is set."""
+        self._watch_requests()
+        await self.informers.wait_synced()
+        self.resync()
+        workers = [asyncio.create_task(self._worker(), name=f"binder-{i}") for i in range(self.concurrency)]
+        try:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.resync_period)
+                if not stop.is_set():
+                    self.resync()
+        finally:
+            # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
+            self._stopping = True
+            for handle in self._timers:
+                handle.cancel()
+            self._timers.clear()
+            deadline = time.monotonic() + self.drain_timeout
+            while self._active and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            self._stopping = False
+
+    # --- one request -----------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        request = self.informers.bind_requests.cache.get(key)
+        if request is None:
+            return
+        status = request.get("status") or {}
+        if status.get("phase") in (SUCCEEDED, FAILED):
+            return
+        if self._done.get(key) == _uid(request):
+            return
+        wait = self._not_before.get(key, 0.0) - time.monotonic()
+        if wait > 0:
+            self._later(key, wait)
+            return
+        spec = request.get("spec") or {}
+        meta = request["metadata"]
+        namespace = meta.get("namespace") or "default"
+        pod_name = str(spec.get("podName") or meta["name"])
+        node = str(spec.get("selectedNode") or "")
+        raw_limit = spec.get("backoffLimit")
+        limit = int(raw_limit) if isinstance(raw_limit, int) else DEFAULT_BACKOFF_LIMIT
+        attempts = max(int(status.get("failedAttempts") or 0), self._attempts.get(key, 0))
+        try:
+            if not node:
+                raise BindFailure("the BindRequest names no selectedNode", final=True)
+            outcome = await self._bind(request, namespace, pod_name, node)
+        except BindFailure as failure:
+            await self._failed(key, request, namespace, pod_name, attempts, limit, failure)
+            return
+        except ApiStatusError as error:
+            await self._failed(key, request, namespace, pod_name, attempts, limit, BindFailure(str(error)))
+            return
+        except (ConnectionError, OSError) as error:
+            self._unreachable(key, error)
+            return
+        self._attempts.pop(key, None)
+        self._not_before.pop(key, None)
+        self._outages.pop(key, None)
+        await self._set_status(request, SUCCEEDED, outcome, attempts)
+
+    def _unreachable(self, key: str, error: BaseException) -> None:
+        """The API server could not be reached: not an attempt that counts towards `backoffLimit` (its
+        outcome is unknown, and no status could be written anyway); retried with backoff (at most 32 x
+        `backoff_base`), and the next attempt finds out what happened."""
+        outages = self._outages.get(key, 0) + 1
+        self._outages[key] = outages
+        delay = self.backoff_base * (1 << min(outages, 5))
+        self._not_before[key] = time.monotonic() + delay
+        log.info("binder: %s: API server unreachable (%s); retrying in %.2fs", key, error, delay)
+        self._later(key, delay)
+
+    async def _pod(self, namespace: str, name: str) -> JsonObject | None:
+        try:
+            return await self.client.get(PODS, name, namespace)
+        except ApiStatusError as error:
+            if error.code == 404:
+                return None
+            raise
+
+    async def _bind(self, request: JsonObject, namespace: str, pod_name: str, node: str) -> str:
+        """Bind the pod (once); returns the reason to record."""
+        pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
+        if pod is None or not bind_request_is_for(request, pod) or (pod.get("spec") or {}).get("nodeName"):
+            pod = await self._pod(namespace, pod_name)  # the cache may lag: ask the API server
+        if pod is None:
+            raise BindFailure(f"pod {namespace}/{pod_name} does not exist", final=True)
+        if not bind_request_is_for(request, pod):
+            raise BindFailure(f"pod {namespace}/{pod_name} was replaced by a new pod", final=True)
+        spec = request.get("spec") or {}
+        groups = [str(g) for g in spec.get("selectedGPUGroups") or []]
+        resource_type = str(spec.get("receivedResourceType") or "Regular")
+        received = spec.get("receivedGPU") or {}
+        bound_to = (pod.get("spec") or {}).get("nodeName")
+        if bound_to == node:
+            # An earlier attempt bound it (a lost answer, a lost status update, a restart): make sure the
+            # pod has its GPUs (a rollback may have run since), and do not bind again.
+            await self._hand_gpus(pod, namespace, pod_name, resource_type, groups, received)
+            self.stats.already_bound += 1
+            return f"pod was bound to {node} already"
+        if bound_to:
+            raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            raise BindFailure("pod is being deleted", final=True)
+        await self._hand_gpus(pod, namespace, pod_name, resource_type, groups, received)
+        try:
+            await self.client.bind(namespace, pod_name, node)
+        except ApiStatusError as error:
+            if error.code != 409:
+                raise
+            current = await self._pod(namespace, pod_name)
+            if current is not None and (current.get("spec") or {}).get("nodeName") == node:
+                self.stats.already_bound += 1
+                return f"pod was bound to {node} already"
+            raise BindFailure(f"binding conflict: {error.message}") from error
+        self.stats.binds += 1
+        return ""
+
+    async def _hand_gpus(
+        self,
+        pod: JsonObject,
+        namespace: str,
+        pod_name: str,
+        resource_type: str,
+        groups: list[str],
+        received: JsonObject,
+    ) -> None:
+        patch: JsonObject = {
+            "metadata": {"annotations": {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}}
+        }
+        if resource_type == "Fraction" and groups:
+            patch["metadata"]["labels"] = gpu_group_labels(groups)
+        await self.client.patch(PODS, pod_name, patch, namespace)
+        if resource_type == "Fraction" and groups:
+            await self._write_gpu_config_map(pod, namespace, pod_name, groups, received)
+
+    async def _write_gpu_config_map(
+        self, pod: JsonObject, namespace: str, pod_name: str, groups: list[str], received: JsonObject
+    ) -> None:
+        portion = str(received.get("portion") or "0.00")
+        try:
+            count = int(received.get("count") or len(groups))
+            total = f"{count * float(portion):.2f}"
+        except ValueError:
+            total = portion
+        data = {VISIBLE_DEVICES: ",".join(groups), GPU_PORTION: portion, NUM_OF_GPUS: total}
+        name = f"{pod_name}{GPU_CONFIGMAP_SUFFIX}"
+        meta = pod.get("metadata") or {}
+        body: JsonObject = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": meta.get("uid", "")}
+                ],
+            },
+            "data": data,
+        }
+        try:
+            await self.client.create(CONFIG_MAPS, body)
+        except ApiStatusError as error:
+            if error.code != 409:
+                raise
+            await self.client.patch(
+                CONFIG_MAPS,
+                name,
+                {"metadata": {"ownerReferences": body["metadata"]["ownerReferences"]}, "data": data},
+                namespace,
+            )
+
+    async def _rollback(self, namespace: str, pod_name: str, request: JsonObject, node: str) -> None:
+        """Take the GPU labels back from a pod that did not get bound (KAI's rollback)."""
+        groups = [str(g) for g in (request.get("spec") or {}).get("selectedGPUGroups") or []]
+        if not groups:
+            return
+        removal: dict[str, None] = dict.fromkeys(gpu_group_labels(groups))
+        try:
+            pod = await self._pod(namespace, pod_name)
+            if pod is None or (pod.get("spec") or {}).get("nodeName") == node:
+                return  # gone, or bound after all (the answer was lost): the labels stay
+            await self.client.patch(PODS, pod_name, {"metadata": {"labels": removal}}, namespace)
+        except (ApiStatusError, ConnectionError, OSError) as error:
+            log.debug("binder: rollback of %s/%s: %s", namespace, pod_name, error)
+
+    async def _failed(
+        self,
+        key: str,
+        request: JsonObject,
+        namespace: str,
+        pod_name: str,
+        attempts: int,
+        limit: int,
+        failure: BindFailure,
+    ) -> None:
+        attempts += 1
+        self.stats.failures += 1
+        self._attempts[key] = attempts
+        if not failure.final:
+            await self._rollback(
+                namespace, pod_name, request, str((request.get("spec") or {}).get("selectedNode"))
+            )
+        give_up = failure.final or attempts >= limit
+        if give_up and not failure.final:
+            # Before giving up: an attempt whose answer was lost may have bound the pod after all.
+            try:
+                pod = await self._pod(namespace, pod_name)
+            except (ApiStatusError, ConnectionError, OSError) as error:
+                self._unreachable(key, error)
+                return
+            node = str((request.get("spec") or {}).get("selectedNode"))
+            if pod is not None and (pod.get("spec") or {}).get("nodeName") == node:
+                self.enqueue(key)  # bound: the next attempt records the success
+                return
+        log.info(
+            "binder: %s attempt %d/%d failed: %s%s",
+            key,
+            attempts,
+            limit,
+            failure.reason,
+            " (giving up)" if give_up else "",
+        )
+        if give_up:
+            self.stats.failed += 1
+            await self._set_status(request, FAILED, failure.reason, attempts)
+            return
+        delay = self.backoff_base * (1 << attempts)
+        self._not_before[key] = time.monotonic() + delay
+        await self._set_status(request, PENDING, failure.reason, attempts)
+        self._later(key, delay)
+
+    async def _set_status(self, request: JsonObject, phase: str, reason: str, attempts: int) -> None:
+        meta = request["metadata"]
+        status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
+        self.stats.outcomes[object_key(request)] = phase
+        if phase != PENDING:
+            self._done[object_key(request)] = _uid(request)
+        try:
+            await self.client.patch(
+                BIND_REQUESTS, meta["name"], {"status": status}, meta.get("namespace"), subresource="status"
+            )
+        except (ApiStatusError, ConnectionError, OSError) as error:
+            # The outcome stays in memory; the next reconcile finds the pod bound (a success) or retries.
+            log.warning("binder: could not record %s on %s: %s", phase, object_key(request), error)
+            if phase != PENDING:
+                self._done.pop(object_key(request), None)
+                self._later(object_key(request), self.backoff_base)
+
+
+def _uid(obj: JsonObject) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+__all__ = [
+    "DEFAULT_BACKOFF_LIMIT",
+    "GPU_CONFIGMAP_SUFFIX",
+    "GPU_PORTION",
+    "NUM_OF_GPUS",
+    "VISIBLE_DEVICES",
+    "BindFailure",
+    "Binder",
+    "BinderStats",
+    "gpu_group_labels",
+]

@@ -1,0 +1,206 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it.
+
+Candidates share one Lease. The holder renews it every `retry_period` seconds (setting `renewTime`); the
+others watch it and take it over once it has not changed for `lease_duration` seconds, measured on their
+own clock from when they last saw it change (so clock skew between machines does not matter). Every write
+is a replace with the Lease's resourceVersion, so of two candidates only one wins (the other gets 409).
+
+`is_leader` (an `asyncio.Event`) is set while this candidate holds the lease. It is cleared at once when a
+renewal meets a conflict (someone else holds the lease now), or when renewals have failed for
+`renew_deadline` seconds (the API server is unreachable: another candidate may take over soon after).
+On stop, a leader releases the lease (empties the holder) so that a successor need not wait it out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from enum import Enum
+
+from kai_scheduler.k8s.client import LEASES, ApiStatusError, JsonObject, KubeClient
+
+log = logging.getLogger(__name__)
+
+
+class Attempt(Enum):
+    ACQUIRED = "acquired"  # we hold the lease (taken or renewed)
+    HELD = "held"  # someone else holds a live lease
+    CONFLICT = "conflict"  # our write lost a race
+    FAILED = "failed"  # the API server could not be asked
+
+
+def micro_time(seconds: float) -> str:
+    """Kubernetes MicroTime (RFC 3339 with microseconds, UTC)."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+class LeaderElector:
+    """See the module doc. `wall` stamps `acquireTime` / `renewTime`; `monotonic` measures durations."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        name: str = "kai-scheduler",
+        namespace: str = "kai-scheduler",
+        identity: str | None = None,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        release_on_stop: bool = True,
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not retry_period < renew_deadline < lease_duration:
+            raise ValueError("leader election needs retry_period < renew_deadline < lease_duration")
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity or default_identity()
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.release_on_stop = release_on_stop
+        self.wall = wall
+        self.monotonic = monotonic
+        self.is_leader = asyncio.Event()
+        self.holder: str | None = None  # the holder as last seen
+        self.transitions = 0  # times this candidate became leader
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self._acquired_at: str | None = None
+
+    # --- one attempt -----------------------------------------------------------------------------
+
+    def _spec(self, previous: JsonObject | None) -> JsonObject:
+        now = micro_time(self.wall())
+        spec = dict(previous or {})
+        ours = spec.get("holderIdentity") == self.identity
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if previous is not None and not ours:
+            transitions += 1
+        spec.update(
+            {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": max(1, round(self.lease_duration)),
+                "acquireTime": spec.get("acquireTime") if ours and spec.get("acquireTime") else now,
+                "renewTime": now,
+                "leaseTransitions": transitions,
+            }
+        )
+        return spec
+
+    async def try_acquire_or_renew(self) -> Attempt:
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+        except ApiStatusError as error:
+            if error.code != 404:
+                log.info("leader election: cannot read lease %s/%s: %s", self.namespace, self.name, error)
+                return Attempt.FAILED
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._spec(None),
+            }
+            try:
+                created = await self.client.create(LEASES, body)
+            except ApiStatusError as create_error:
+                return Attempt.CONFLICT if create_error.code == 409 else Attempt.FAILED
+            except (ConnectionError, OSError):
+                return Attempt.FAILED
+            self._observe(created)
+            return Attempt.ACQUIRED
+        except (ConnectionError, OSError) as error:
+            log.info("leader election: API server unreachable: %s", error)
+            return Attempt.FAILED
+        spec = lease.get("spec") or {}
+        self._observe(lease)
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != self.identity:
+            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+            if self.monotonic() < self._observed_at + duration:
+                return Attempt.HELD
+        lease["spec"] = self._spec(spec)
+        try:
+            updated = await self.client.replace(LEASES, lease)
+        except ApiStatusError as error:
+            return Attempt.CONFLICT if error.code == 409 else Attempt.FAILED
+        except (ConnectionError, OSError):
+            return Attempt.FAILED
+        self._observe(updated)
+        return Attempt.ACQUIRED
+
+    def _observe(self, lease: JsonObject) -> None:
+        spec = lease.get("spec") or {}
+        record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
+        self.holder = record[0] or None
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = self.monotonic()
+
+    async def release(self) -> None:
+        """Give the lease up (only if we still hold it)."""
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.update(
+                {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": micro_time(self.wall())}
+            )
+            lease["spec"] = spec
+            await self.client.replace(LEASES, lease)
+        except (ApiStatusError, ConnectionError, OSError) as error:
+            log.info("leader election: release failed: %s", error)
+
+    # --- running ---------------------------------------------------------------------------------
+
+    async def _sleep(self, seconds: float, stop: asyncio.Event) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+
+    def _lose(self, why: str) -> None:
+        if self.is_leader.is_set():
+            log.warning(
+                "leader election: %s lost the lease %s/%s (%s)", self.identity, self.namespace, self.name, why
+            )
+        self.is_leader.clear()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Campaign, then renew, until `stop` is set; then release the lease if held."""
+        last_renewal = self.monotonic()
+        try:
+            while not stop.is_set():
+                attempt = await self.try_acquire_or_renew()
+                if attempt is Attempt.ACQUIRED:
+                    last_renewal = self.monotonic()
+                    if not self.is_leader.is_set():
+                        self.transitions += 1
+                        log.info("leader election: %s leads %s/%s", self.identity, self.namespace, self.name)
+                        self.is_leader.set()
+                elif self.is_leader.is_set():
+                    if attempt in (Attempt.CONFLICT, Attempt.HELD):
+                        self._lose(f"held by {self.holder}" if attempt is Attempt.HELD else "conflict")
+                    elif self.monotonic() - last_renewal > self.renew_deadline:
+                        self._lose("renewals failed past the deadline")
+                await self._sleep(self.retry_period, stop)
+        finally:
+            was_leader = self.is_leader.is_set()
+            self.is_leader.clear()
+            if was_leader and self.release_on_stop:
+                await self.release()
+
+
+__all__ = ["Attempt", "LeaderElector", "default_identity", "micro_time"]

@@ -1,0 +1,412 @@
+"""`LightkubeClient`: the project's `KubeClient` on lightkube.
+
+Configuration (kubeconfig files, contexts, in-cluster service accounts, bearer tokens, exec plugins, client
+certificates, CA bundles) is lightkube's: `KubeConfig` and the HTTP adapter under `lightkube.AsyncClient`
+(`lightkube.config.client_adapter`), which yields an `httpx2.AsyncClient` set up with the cluster's base URL,
+TLS and authentication. Requests go out on that connection as plain JSON, and objects come back as plain
+dicts (what the API server sends): the components need nothing more, and decoding every pod into
+lightkube's typed models only to turn it back into a dict would cost time at 10,000 pods. That is also what
+makes the custom resources (Queue, PodGroup, BindRequest, Topology) no different from built-in kinds.
+
+Errors: an answer with an error `Status` raises `ApiStatusError(code, reason, message)` (a watch's ERROR
+event included, e.g. 410 Gone); a failure to reach the server (refused, reset, cut mid-stream, timed out)
+raises the built-in `ConnectionError`, so that callers can retry without knowing about HTTP libraries.
+
+    async with LightkubeClient.from_kubeconfig("~/.kube/config") as client:
+        pods, version = await client.list_objects(PODS)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+from lightkube.config.client_adapter import AsyncClient as _adapter_client
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.config.models import Cluster, User
+
+from kai_scheduler.k8s.client import (
+    PODS,
+    ApiStatusError,
+    JsonObject,
+    PatchType,
+    ResourceKind,
+    WatchEvent,
+)
+
+log = logging.getLogger(__name__)
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+_WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+
+
+class LightkubeClient:
+    """A `KubeClient` (see `kai_scheduler.k8s.client`) over lightkube's configured HTTP connection.
+
+    `field_manager` names this component in server-side field management (every write carries it).
+    `timeout`: seconds for ordinary requests. Watches ask the server to end the stream after a random
+    `watch_timeout` .. 2 x `watch_timeout` seconds (as client-go does, so that watches of many clients do
+    not all restart at once) and give up on a silent connection after that plus `watch_read_slack` seconds.
+    `page_size`: lists are read in pages of this many objects (0: one request).
+    """
+
+    def __init__(
+        self,
+        config: KubeConfig | SingleConfig,
+        *,
+        context: str | None = None,
+        field_manager: str = "kai-scheduler",
+        timeout: float = 10.0,
+        watch_timeout: float = 300.0,
+        watch_read_slack: float = 30.0,
+        page_size: int = 500,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        single = config.get(context) if isinstance(config, KubeConfig) else config
+        if single is None:  # pragma: no cover - KubeConfig.get raises instead
+            raise ValueError("no usable context in the kubeconfig")
+        if single.user is None:
+            # lightkube's adapter insists on a user entry; anonymous access is a user without credentials.
+            single = SingleConfig(
+                context_name=single.context_name,
+                context=single.context,
+                cluster=single.cluster,
+                user=User(),
+                fname=single.fname,
+            )
+        self.config = single
+        self.namespace = single.namespace or "default"
+        self.field_manager = field_manager
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.watch_read_slack = watch_read_slack
+        self._timeout = httpx2.Timeout(timeout)
+        # lightkube types `transport` as a sync transport although its async adapter passes it to
+        # httpx2.AsyncClient, which needs an async one.
+        params = ConnectionParams(timeout=self._timeout, transport=transport)  # type: ignore[arg-type]
+        self._http = _adapter_client(single, params)
+
+    # --- construction ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | Path | None = None, *, context: str | None = None, **options: Any
+    ) -> LightkubeClient:
+        """From a kubeconfig file; without a path: in-cluster config, then `$KUBECONFIG`, then
+        `~/.kube/config` (lightkube's `KubeConfig.from_env`)."""
+        config = KubeConfig.from_env() if path is None else KubeConfig.from_file(path)
+        return cls(config, context=context, **options)
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, token: str | None = None, insecure: bool = False, **options: Any
+    ) -> LightkubeClient:
+        """Straight to an API server URL (e.g. the fake API server's), optionally with a bearer token."""
+        cluster = Cluster(server=url, insecure=insecure)
+        config = KubeConfig.from_one(cluster=cluster, user=User(token=token))
+        return cls(config, **options)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> LightkubeClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- paths -----------------------------------------------------------------------------------
+
+    def path(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        base = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
+        if kind.namespaced and namespace is not None:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{kind.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+    def _namespace_of(self, kind: ResourceKind, obj: Mapping[str, Any], namespace: str | None) -> str | None:
+        if not kind.namespaced:
+            return None
+        meta = obj.get("metadata") or {}
+        return str(namespace or meta.get("namespace") or self.namespace)
+
+    # --- requests --------------------------------------------------------------------------------
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        content: bytes | None = None
+        if body is not None:
+            content = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = content_type
+        try:
+            response = await self._http.request(
+                method, path, params=dict(params or {}), content=content, headers=headers
+            )
+        except httpx2.TransportError as exc:
+            raise ConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise _status_error(response.status_code, response.content)
+        if not response.content:
+            return None
+        try:
+            return json.loads(response.content)
+        except ValueError:
+            return None
+
+    def _write_params(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        params = {"fieldManager": self.field_manager} if self.field_manager else {}
+        params.update(extra or {})
+        return params
+
+    # --- KubeClient ------------------------------------------------------------------------------
+
+    async def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> JsonObject:
+        ns = (namespace or self.namespace) if kind.namespaced else None
+        result: JsonObject = await self._request("GET", self.path(kind, ns, name))
+        return result
+
+    async def list_objects(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[JsonObject], str]:
+        """All objects (of every namespace when `namespace` is None), read page by page; the version is the
+        list's (the first page's: later pages are of the same snapshot)."""
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if self.page_size > 0:
+            params["limit"] = str(self.page_size)
+        items: list[JsonObject] = []
+        version: str | None = None
+        path = self.path(kind, namespace)
+        while True:
+            page = await self._request("GET", path, params=params)
+            if not isinstance(page, dict):
+                raise ApiStatusError(500, "InternalError", f"GET {path}: the answer is not a list")
+            meta = page.get("metadata") or {}
+            if version is None:
+                version = str(meta.get("resourceVersion") or "")
+            for item in page.get("items") or []:
+                # Items of a list carry no apiVersion/kind; put them back so each object stands alone.
+                item.setdefault("apiVersion", kind.api_version)
+                item.setdefault("kind", kind.kind)
+                items.append(item)
+            token = meta.get("continue")
+            if not token:
+                break
+            params["continue"] = str(token)
+        return items, version or ""
+
+    async def watch(
+        self,
+        kind: ResourceKind,
+        resource_version: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Events after `resource_version` until the server ends the stream (a clean end simply stops the
+        iteration; resume from the last event's version). ERROR events raise `ApiStatusError` (410: the
+        version is too old, list again); a cut connection raises `ConnectionError`."""
+        server_timeout = int(self.watch_timeout * (1.0 + random.random()))
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(server_timeout),
+        }
+        if bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        path = self.path(kind, namespace)
+        timeout = httpx2.Timeout(self._timeout.connect, read=server_timeout + self.watch_read_slack)
+        request = self._http.build_request(
+            "GET", path, params=params, headers={"Accept": "application/json"}, timeout=timeout
+        )
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx2.TransportError as exc:
+            raise ConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+        try:
+            if response.status_code >= 400:
+                raise _status_error(response.status_code, await response.aread())
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError as exc:
+                    raise ConnectionError(f"watch {path}: undecodable event: {line[:200]!r}") from exc
+                etype = event.get("type")
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    raise _status_from_object(obj)
+                if etype not in _WATCH_EVENT_TYPES:
+                    log.warning("watch %s: ignoring an event of unknown type %r", path, etype)
+                    continue
+                obj.setdefault("apiVersion", kind.api_version)
+                obj.setdefault("kind", kind.kind)
+                yield WatchEvent(etype, obj)
+        except (httpx2.TransportError, httpx2.StreamError) as exc:
+            raise ConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            await response.aclose()
+
+    async def create(self, kind: ResourceKind, obj: JsonObject) -> JsonObject:
+        body = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+        ns = self._namespace_of(kind, obj, None)
+        result: JsonObject = await self._request(
+            "POST", self.path(kind, ns), params=self._write_params(), body=body
+        )
+        return result
+
+    async def replace(
+        self, kind: ResourceKind, obj: JsonObject, *, subresource: str | None = None
+    ) -> JsonObject:
+        body = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if not name:
+            raise ValueError("replace: the object has no metadata.name")
+        ns = self._namespace_of(kind, obj, None)
+        result: JsonObject = await self._request(
+            "PUT", self.path(kind, ns, name, subresource), params=self._write_params(), body=body
+        )
+        return result
+
+    async def patch(
+        self,
+        kind: ResourceKind,
+        name: str,
+        patch: Mapping[str, Any] | list[Any],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        force: bool = False,
+    ) -> JsonObject:
+        """PATCH; `patch_type` "apply" is server-side apply (`force` takes over conflicting fields)."""
+        ns = (namespace or self.namespace) if kind.namespaced else None
+        extra = {"force": "true"} if force and patch_type == "apply" else None
+        body: Any = dict(patch) if isinstance(patch, Mapping) else list(patch)
+        if patch_type == "apply" and isinstance(body, dict):
+            body = {"apiVersion": kind.api_version, "kind": kind.kind, **body}
+        result: JsonObject = await self._request(
+            "PATCH",
+            self.path(kind, ns, name, subresource),
+            params=self._write_params(extra),
+            body=body,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+        )
+        return result
+
+    async def delete(self, kind: ResourceKind, name: str, namespace: str | None = None) -> None:
+        ns = (namespace or self.namespace) if kind.namespaced else None
+        await self._request("DELETE", self.path(kind, ns, name))
+
+    async def bind(self, namespace: str, pod: str, node: str) -> None:
+        """POST pods/{pod}/binding. The server answers with a `Status` (not the Binding), which is ignored:
+        success is the 201. A pod already bound answers 409 Conflict."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        await self._request("POST", self.path(PODS, namespace, pod, "binding"), body=body)
+
+    async def evict(self, namespace: str, pod: str) -> None:
+        """POST pods/{pod}/eviction (policy/v1). 429 means a PodDisruptionBudget forbids it for now."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": namespace},
+        }
+        await self._request("POST", self.path(PODS, namespace, pod, "eviction"), body=body)
+
+
+def _status_from_object(obj: Mapping[str, Any]) -> ApiStatusError:
+    code = obj.get("code")
+    return ApiStatusError(
+        int(code) if isinstance(code, int) else 500,
+        str(obj.get("reason") or ""),
+        str(obj.get("message") or ""),
+    )
+
+
+def _status_error(code: int, content: bytes) -> ApiStatusError:
+    """The error for an HTTP error answer: its `Status` body when there is one, else the bare code."""
+    try:
+        body = json.loads(content) if content else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        status = _status_from_object(body)
+        return ApiStatusError(code, status.reason, status.message)
+    text = content.decode(errors="replace").strip()[:500] if content else ""
+    return ApiStatusError(code, _REASONS.get(code, "Unknown"), text)
+
+
+_REASONS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+__all__ = ["LightkubeClient"]

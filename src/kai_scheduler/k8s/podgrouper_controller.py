@@ -1,0 +1,713 @@
+"""The pod grouper as a controller: gives every pod of this scheduler its PodGroup (KAI's `podgrouper`).
+
+For each pod with `spec.schedulerName` = ours that is not finished, not terminating and not yet grouped
+(no `pod-group-name` annotation, or one naming a PodGroup that does not exist), `reconcile_pod`:
+
+1. reads the pod's owner chain through the API: each controller owner reference is fetched with a GET at
+   the reference's apiVersion (the plural from a table of the kinds the grouper knows, else guessed from
+   the kind the way client-go's `UnsafeGuessKindToResource` does). An owner that cannot be read because
+   its kind is not served, or access is forbidden, stands in as a stub made from the reference (name,
+   uid, kind): the grouper then groups the pod by it as an unknown kind (`pg-<owner>-<uid>`, minMember 1).
+   A known kind answering 404 means the owner is gone (the pod will be garbage-collected): the pod is left
+   alone. Owners are remembered for `owner_cache_ttl` seconds, so that the pods of one job, which arrive
+   together, do not each read the whole chain; but only for pods seen before the read started, so that a
+   pod never meets its owner as it was before the pod existed (a job scaled up, then its new pod);
+2. plans the PodGroup with `plan_pod_group` (pure); a `GroupingError` becomes a Warning Event on the pod
+   (reason `PodGrouperWarning`, once per message and pod) and a log line, never a crash;
+3. creates the PodGroup (`pod_group_manifest`); if it exists already (in the informer cache, or the
+   create answers 409 AlreadyExists) and its spec differs from the plan (minMember, queue, priority
+   class, preemptibility, sub-groups, topology), merge-patches the spec to the plan;
+4. merge-patches the pod with the `pod-group-name` annotation and the sub-group label, if they differ.
+
+Everything is idempotent: a restart finds annotated pods with existing PodGroups and does nothing; a crash
+between the create and the pod patch is finished by the next run (the create then answers 409). A bare
+pod that carries a `pod-group-name` annotation of the user's own (not the name the grouper would give it)
+is left to the user, as KAI does.
+
+Work comes from the pods informer's handlers (new and changed pods), from the PodGroups informer (a
+deleted PodGroup re-groups its pods), and from a periodic resync over every cached pod. Keys go through a
+de-duplicating work queue (`KeyQueue`, as client-go's workqueue: a key is never processed by two workers
+at once); failures to reach the API are retried with backoff. With a `leader`, pods are grouped only
+while it holds the lease.
+
+    grouper = PodGrouperController(client, informers)
+    await grouper.run(stop)            # until `stop` (an asyncio.Event) is set
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.client import (
+    EVENTS,
+    POD_GROUPS,
+    PODS,
+    ApiStatusError,
+    JsonObject,
+    KubeClient,
+    ResourceKind,
+)
+from kai_scheduler.k8s.informers import POD_GROUP_INDEX, Backoff, Informer, InformerSet, object_key
+from kai_scheduler.k8s.leader import LeaderElector
+from kai_scheduler.k8s.podgrouper import (
+    DEFAULT_GROUPER_DEFAULTS,
+    GrouperDefaults,
+    GroupingError,
+    PodGroupPlan,
+    plan_pod_group,
+    pod_group_manifest,
+)
+
+log = logging.getLogger(__name__)
+
+EVENT_REASON = "PodGrouperWarning"
+"""The reason of the Warning Event recorded on a pod that cannot be grouped."""
+
+MAX_OWNER_DEPTH = 16
+
+RETRY_BACKOFF = Backoff(initial=0.5, maximum=30.0)
+"""Delays between attempts at a pod (or a status write) after the API server failed."""
+
+# The plural of every kind the pod grouper knows (and a few common ones), by (API group, kind).
+KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
+    ("", "Pod"): "pods",
+    ("", "ReplicationController"): "replicationcontrollers",
+    ("apps", "Deployment"): "deployments",
+    ("apps", "ReplicaSet"): "replicasets",
+    ("apps", "StatefulSet"): "statefulsets",
+    ("apps", "DaemonSet"): "daemonsets",
+    ("batch", "Job"): "jobs",
+    ("batch", "CronJob"): "cronjobs",
+    ("kubeflow.org", "PyTorchJob"): "pytorchjobs",
+    ("kubeflow.org", "TFJob"): "tfjobs",
+    ("kubeflow.org", "XGBoostJob"): "xgboostjobs",
+    ("kubeflow.org", "JAXJob"): "jaxjobs",
+    ("kubeflow.org", "PaddleJob"): "paddlejobs",
+    ("kubeflow.org", "MPIJob"): "mpijobs",
+    ("kubeflow.org", "Notebook"): "notebooks",
+    ("trainer.kubeflow.org", "TrainJob"): "trainjobs",
+    ("ray.io", "RayCluster"): "rayclusters",
+    ("ray.io", "RayJob"): "rayjobs",
+    ("ray.io", "RayService"): "rayservices",
+    ("jobset.x-k8s.io", "JobSet"): "jobsets",
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkersets",
+    ("serving.knative.dev", "Service"): "services",
+    ("serving.knative.dev", "Configuration"): "configurations",
+    ("serving.knative.dev", "Revision"): "revisions",
+    ("argoproj.io", "Workflow"): "workflows",
+    ("nvidia.com", "DynamoGraphDeployment"): "dynamographdeployments",
+    ("machinelearning.seldon.io", "SeldonDeployment"): "seldondeployments",
+    ("workspace.devfile.io", "DevWorkspace"): "devworkspaces",
+    ("sparkoperator.k8s.io", "SparkApplication"): "sparkapplications",
+}
+
+_SPEC_FIELDS = (
+    "minMember",
+    "queue",
+    "priorityClassName",
+    "preemptibility",
+    "subGroups",
+    "topologyConstraint",
+)
+
+
+def guess_plural(kind: str) -> str:
+    """client-go's `UnsafeGuessKindToResource`: `Widget` -> `widgets`, `Policy` -> `policies`,
+    `Class` -> `classes`."""
+    singular = kind.lower()
+    if not singular:
+        return singular
+    if singular.endswith("s"):
+        return singular + "es"
+    if singular.endswith("y"):
+        return singular[:-1] + "ies"
+    return singular + "s"
+
+
+def owner_resource_kind(api_version: str, kind: str) -> ResourceKind:
+    """Where to GET an owner that an owner reference names (namespaced: owners share the pod's namespace)."""
+    group, _, version = api_version.rpartition("/")
+    plural = KNOWN_PLURALS.get((group, kind)) or guess_plural(kind)
+    return ResourceKind(group, version, kind, plural, True)
+
+
+def is_finished(pod: Mapping[str, Any]) -> bool:
+    return str((pod.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed")
+
+
+def _controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first owner reference with `controller: true` (the grouper itself reports malformed ones)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+# --- a de-duplicating work queue -------------------------------------------------------------------
+
+
+class KeyQueue:
+    """A work queue of keys, like client-go's workqueue: a key waiting is not queued twice, and a key being
+    processed is not handed to a second worker; added meanwhile, it comes back after `done`. `add_after`
+    queues a key later (retries)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._waiting: set[str] = set()
+        self._processing: set[str] = set()
+        self._again: set[str] = set()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def add(self, key: str) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        if key in self._processing:
+            self._again.add(key)
+        elif key not in self._waiting:
+            self._waiting.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        if key in self._timers or key in self._waiting:
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[key] = loop.call_later(delay, self._fire, key)
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    async def get(self) -> str:
+        key = await self._queue.get()
+        self._waiting.discard(key)
+        self._processing.add(key)
+        return key
+
+    def done(self, key: str) -> None:
+        self._processing.discard(key)
+        if key in self._again:
+            self._again.discard(key)
+            self.add(key)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting, in progress or scheduled."""
+        return not (self._waiting or self._processing or self._timers)
+
+    def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+
+async def wait_or_stop(work: Awaitable[Any], stop: asyncio.Event, timeout: float | None = None) -> bool:
+    """Wait for `work`, `stop` or `timeout`; True when `work` finished first and did not return False."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({task, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, stopper):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pending
+    return task in done and not task.cancelled() and task.exception() is None and task.result() is not False
+
+
+# --- the controller --------------------------------------------------------------------------------
+
+
+class Outcome(enum.Enum):
+    """What `reconcile_pod` did."""
+
+    SKIPPED = "skipped"  # not ours, finished, already grouped, or grouped by the user
+    GROUPED = "grouped"  # the PodGroup exists as planned and the pod is annotated
+    FAILED = "failed"  # the pod cannot be grouped: an Event says why
+    OWNER_GONE = "owner-gone"  # an owner was deleted: the pod goes with it
+
+
+@dataclass(slots=True)
+class GrouperStats:
+    """What the controller did, for tests and diagnostics."""
+
+    reconciled: int = 0
+    created: int = 0
+    updated: int = 0
+    pods_patched: int = 0
+    events: int = 0
+    owner_reads: int = 0
+    retries: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class _OwnerGone(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _Owners:
+    objects: list[JsonObject]
+    unreadable: list[str]  # why a stub stands in for an owner
+
+
+class PodGrouperController:
+    """See the module doc. `informers` must include pods (PodGroups are used when present); the caller
+    starts them. `queue_label_key` and `defaults` are the grouper's settings (`plan_pod_group`).
+
+    `workers`: pods grouped at once; `resync_period`: seconds between scans of every cached pod;
+    `owner_cache_ttl`: seconds an owner read from the API is reused; `backoff`: retry delays after API
+    failures; `leader`: group only while it holds the lease."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        *,
+        scheduler_name: str = c.SCHEDULER_NAME,
+        queue_label_key: str = c.QUEUE_LABEL,
+        defaults: GrouperDefaults = DEFAULT_GROUPER_DEFAULTS,
+        workers: int = 4,
+        resync_period: float = 30.0,
+        owner_cache_ttl: float = 2.0,
+        backoff: Backoff = RETRY_BACKOFF,
+        leader: LeaderElector | None = None,
+        component: str = "pod-grouper",
+    ) -> None:
+        self.client = client
+        self.informers = informers
+        self.scheduler_name = scheduler_name
+        self.queue_label_key = queue_label_key
+        self.defaults = defaults
+        self.workers = max(1, workers)
+        self.resync_period = resync_period
+        self.owner_cache_ttl = owner_cache_ttl
+        self.backoff = backoff
+        self.leader = leader
+        self.component = component
+        self.stats = GrouperStats()
+        self.queue = KeyQueue()
+        self._confirmed: dict[str, tuple[Any, ...]] = {}  # PodGroup key -> spec known to be on the server
+        self._group_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # with their users
+        self._owner_cache: dict[tuple[str, str, str, str], tuple[float, JsonObject | None]] = {}
+        self._reported: dict[str, str] = {}  # pod uid -> last message recorded as an Event
+        self._attempts: dict[str, int] = {}
+        self._seen: dict[str, float] = {}  # pod key -> when it was queued (monotonic)
+        self._handlers_added = False
+
+    # --- reading the caches ------------------------------------------------------------------------
+
+    @property
+    def pods(self) -> Informer:
+        return self.informers.pods
+
+    @property
+    def pod_groups(self) -> Informer | None:
+        return self.informers.optional(POD_GROUPS)
+
+    def is_ours(self, pod: Mapping[str, Any]) -> bool:
+        """A pod this grouper looks after: our scheduler's, not finished, not being deleted."""
+        spec = pod.get("spec") or {}
+        meta = pod.get("metadata") or {}
+        return (
+            str(spec.get("schedulerName") or "") == self.scheduler_name
+            and not meta.get("deletionTimestamp")
+            and not is_finished(pod)
+        )
+
+    def _group_known(self, namespace: str, name: str) -> bool:
+        key = f"{namespace}/{name}"
+        if key in self._confirmed:
+            return True
+        informer = self.pod_groups
+        return informer is not None and informer.get(name, namespace) is not None
+
+    def needs_grouping(self, pod: Mapping[str, Any]) -> bool:
+        """Ours, and without a `pod-group-name` annotation naming an existing PodGroup."""
+        if not self.is_ours(pod):
+            return False
+        meta = pod.get("metadata") or {}
+        group = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
+        if not group:
+            return True
+        return not self._group_known(str(meta.get("namespace") or "default"), str(group))
+
+    # --- one pod -----------------------------------------------------------------------------------
+
+    async def reconcile_pod(self, pod: JsonObject, *, seen_at: float | None = None) -> Outcome:
+        """Group one pod (see the module doc). API failures (unreachable, 5xx, 429) are raised for the
+        caller to retry; everything about the pod itself is handled here.
+
+        `seen_at` (`time.monotonic()`) is when the pod was seen: owners read from the API before that are
+        not reused for it (a job scaled up, then its new pod created, must not meet the job as it was).
+        None: now."""
+        if not self.needs_grouping(pod):
+            return Outcome.SKIPPED
+        self.stats.reconciled += 1
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        annotated = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
+        bare = _controller_reference(pod) is None
+        try:
+            not_before = time.monotonic() if seen_at is None else seen_at
+            owners = _Owners([], []) if bare else await self._owners(pod, namespace, not_before)
+        except _OwnerGone as gone:
+            log.debug("pod %s/%s: %s; not grouped", namespace, meta.get("name"), gone)
+            return Outcome.OWNER_GONE
+        try:
+            plan = plan_pod_group(
+                pod, owners.objects, queue_label_key=self.queue_label_key, defaults=self.defaults
+            )
+        except GroupingError as error:
+            if bare and annotated:
+                return Outcome.SKIPPED  # the user's own PodGroup: not ours to judge
+            message = str(error)
+            if owners.unreadable:
+                message += f" (owners not readable: {'; '.join(owners.unreadable)})"
+            await self._report(pod, message)
+            return Outcome.FAILED
+        if bare and annotated and annotated != plan.name:
+            # A bare pod naming a PodGroup of its own: the user manages it (KAI skips such pods).
+            log.debug("pod %s/%s names its own PodGroup %s", namespace, meta.get("name"), annotated)
+            return Outcome.SKIPPED
+        await self._ensure_pod_group(plan)
+        await self._patch_pod(pod, plan)
+        self._reported.pop(str(meta.get("uid") or ""), None)
+        return Outcome.GROUPED
+
+    async def _owners(self, pod: JsonObject, namespace: str, not_before: float) -> _Owners:
+        """The pod's controller chain, read through the API (stubs for owners that cannot be read)."""
+        found = _Owners([], [])
+        seen: set[str] = set()
+        current: Mapping[str, Any] = pod
+        for _ in range(MAX_OWNER_DEPTH):
+            ref = _controller_reference(current)
+            if ref is None:
+                break
+            api_version, kind = ref.get("apiVersion"), ref.get("kind")
+            name, uid = ref.get("name"), ref.get("uid")
+            if not all(isinstance(v, str) and v for v in (api_version, kind, name, uid)):
+                break  # malformed: the grouper names the field
+            assert isinstance(api_version, str) and isinstance(kind, str)
+            assert isinstance(name, str) and isinstance(uid, str)
+            if uid in seen:
+                break  # a cycle: the grouper reports it
+            seen.add(uid)
+            owner = await self._read_owner(api_version, kind, name, uid, namespace, not_before, found)
+            found.objects.append(owner)
+            current = owner
+        return found
+
+    async def _read_owner(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        uid: str,
+        namespace: str,
+        not_before: float,
+        found: _Owners,
+    ) -> JsonObject:
+        rkind = owner_resource_kind(api_version, kind)
+        key = (api_version, kind, namespace, name)
+        now = time.monotonic()
+        cached = self._owner_cache.get(key)
+        obj: JsonObject | None
+        if cached is not None and not_before <= cached[0] and now - cached[0] < self.owner_cache_ttl:
+            obj = cached[1]
+        else:
+            self.stats.owner_reads += 1
+            try:
+                obj = await self.client.get(rkind, name, namespace)
+            except ApiStatusError as error:
+                known = (rkind.group, kind) in KNOWN_PLURALS
+                if error.code == 404 and known:
+                    raise _OwnerGone(f"its owner {kind} {namespace}/{name} is gone") from None
+                if error.code not in (400, 403, 404, 405, 406):
+                    raise
+                log.info(
+                    "owner %s %s/%s of a pod cannot be read (%s); grouping by its reference",
+                    kind,
+                    namespace,
+                    name,
+                    error,
+                )
+                found.unreadable.append(f"{kind} {namespace}/{name}: {error.code} {error.reason}")
+                obj = None
+            self._prune_owner_cache(now)
+            self._owner_cache[key] = (now, obj)
+        if obj is not None and str((obj.get("metadata") or {}).get("uid") or "") == uid:
+            return obj
+        if obj is not None:
+            # Same name, another object: the owner was replaced; the pod belongs to the old one.
+            raise _OwnerGone(f"its owner {kind} {namespace}/{name} (uid {uid}) was replaced")
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        }
+
+    def _prune_owner_cache(self, now: float) -> None:
+        if len(self._owner_cache) < 1024:
+            return
+        for key, (at, _) in list(self._owner_cache.items()):
+            if now - at >= self.owner_cache_ttl:
+                del self._owner_cache[key]
+
+    async def _ensure_pod_group(self, plan: PodGroupPlan) -> None:
+        manifest = pod_group_manifest(plan)
+        spec: dict[str, Any] = manifest["spec"]
+        key = f"{plan.namespace}/{plan.name}"
+        signature = _signature(spec)
+        if self._confirmed.get(key) == signature:
+            return
+        lock, users = self._group_locks.get(key) or (asyncio.Lock(), 0)
+        self._group_locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                if self._confirmed.get(key) == signature:
+                    return
+                informer = self.pod_groups
+                existing = informer.get(plan.name, plan.namespace) if informer is not None else None
+                if existing is None:
+                    existing = await self._create(manifest)
+                if existing is not None and not await self._update(plan, spec, existing):
+                    await self._create(manifest)  # the cached one was gone
+                self._confirmed[key] = signature
+        finally:
+            lock, users = self._group_locks[key]
+            if users <= 1:
+                del self._group_locks[key]
+            else:
+                self._group_locks[key] = (lock, users - 1)
+
+    async def _create(self, manifest: JsonObject) -> JsonObject | None:
+        """Create; the existing object when there is one already (None when created)."""
+        meta = manifest["metadata"]
+        try:
+            await self.client.create(POD_GROUPS, manifest)
+        except ApiStatusError as error:
+            if error.code != 409:
+                raise
+            return await self.client.get(POD_GROUPS, meta["name"], meta["namespace"])
+        self.stats.created += 1
+        log.info("created PodGroup %s/%s", meta["namespace"], meta["name"])
+        return None
+
+    async def _update(self, plan: PodGroupPlan, spec: Mapping[str, Any], existing: JsonObject) -> bool:
+        """Patch the existing PodGroup's spec to the plan if it differs; False when it is gone."""
+        current = existing.get("spec") or {}
+        diff = {name: spec.get(name) for name in _SPEC_FIELDS if current.get(name) != spec.get(name)}
+        if not diff:
+            return True
+        try:
+            await self.client.patch(POD_GROUPS, plan.name, {"spec": diff}, plan.namespace)
+        except ApiStatusError as error:
+            if error.code == 404:
+                return False
+            raise
+        self.stats.updated += 1
+        log.info("updated PodGroup %s/%s: %s", plan.namespace, plan.name, ", ".join(sorted(diff)))
+        return True
+
+    async def _patch_pod(self, pod: JsonObject, plan: PodGroupPlan) -> None:
+        meta = pod.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        if all(annotations.get(k) == v for k, v in plan.pod_annotations().items()) and all(
+            labels.get(k) == v for k, v in plan.pod_labels().items()
+        ):
+            return
+        try:
+            await self.client.patch(PODS, str(meta.get("name")), plan.pod_patch(), plan.namespace)
+        except ApiStatusError as error:
+            if error.code == 404:
+                return  # the pod is gone
+            raise
+        self.stats.pods_patched += 1
+
+    async def _report(self, pod: JsonObject, message: str) -> None:
+        """A Warning Event on the pod (once per message), and a log line."""
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        uid = str(meta.get("uid") or "")
+        if self._reported.get(uid) == message:
+            return
+        log.warning("pod %s/%s cannot be grouped: %s", namespace, meta.get("name"), message)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name", ""),
+                "namespace": namespace,
+                "uid": uid,
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "type": "Warning",
+            "reason": EVENT_REASON,
+            "message": message[:1024],
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            await self.client.create(EVENTS, event)
+        except (ApiStatusError, ConnectionError, OSError) as error:  # events are best effort
+            log.debug("event on pod %s/%s not recorded: %s", namespace, meta.get("name"), error)
+        else:
+            self.stats.events += 1
+        self._reported[uid] = message
+
+    # --- running -----------------------------------------------------------------------------------
+
+    def _enqueue(self, pod: JsonObject) -> bool:
+        if not self.needs_grouping(pod):
+            return False
+        key = object_key(pod)
+        self._seen.setdefault(key, time.monotonic())
+        self.queue.add(key)
+        return True
+
+    def _on_pod(self, pod: JsonObject) -> None:
+        self._enqueue(pod)
+
+    def _on_pod_update(self, old: JsonObject, new: JsonObject) -> None:
+        del old
+        self._on_pod(new)
+
+    def _on_pod_delete(self, pod: JsonObject) -> None:
+        self._seen.pop(object_key(pod), None)
+        self._reported.pop(str((pod.get("metadata") or {}).get("uid") or ""), None)
+
+    def _on_group_delete(self, group: JsonObject) -> None:
+        key = object_key(group)
+        self._confirmed.pop(key, None)
+        for pod in self.pods.by_index(POD_GROUP_INDEX, key):
+            self._on_pod(pod)
+
+    def _add_handlers(self) -> None:
+        if self._handlers_added:
+            return
+        self._handlers_added = True
+        self.pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod_delete)
+        groups = self.pod_groups
+        if groups is not None:
+            groups.add_handler(on_delete=self._on_group_delete)
+
+    def resync(self) -> int:
+        """Queue every cached pod that needs grouping; returns how many."""
+        count = 0
+        for pod in self.pods.objects():
+            count += self._enqueue(pod)
+        return count
+
+    async def _process(self, key: str) -> None:
+        namespace, _, name = key.rpartition("/")
+        pod = self.pods.get(name, namespace or None)
+        seen_at = self._seen.pop(key, None)
+        if pod is None:
+            self._attempts.pop(key, None)
+            return
+        try:
+            await self.reconcile_pod(pod, seen_at=seen_at)
+        except asyncio.CancelledError:
+            raise
+        except (ApiStatusError, ConnectionError, OSError, TimeoutError) as error:
+            self._retry(key, error)
+        except Exception as error:
+            log.exception("pod %s: grouping failed unexpectedly", key)
+            self._retry(key, error)
+        else:
+            self._attempts.pop(key, None)
+
+    def _retry(self, key: str, error: BaseException) -> None:
+        attempt = self._attempts.get(key, 0)
+        self._attempts[key] = attempt + 1
+        self.stats.retries += 1
+        self.stats.errors.append(f"{key}: {type(error).__name__}: {error}")
+        del self.stats.errors[:-50]
+        delay = self.backoff.delay(attempt)
+        log.info("pod %s: %s; retrying in %.1fs", key, error, delay)
+        self.queue.add_after(key, delay)
+
+    async def _worker(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            if self.leader is not None and not self.leader.is_leader.is_set():
+                await wait_or_stop(self.leader.is_leader.wait(), stop)
+                continue
+            key = await self.queue.get()
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _resyncer(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.resync_period)
+            if not stop.is_set():
+                self.resync()
+
+    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
+        """Group pods until `stop` is set. Waits for the pods (and PodGroups) informers to sync first."""
+        waits = [self.pods.wait_synced()]
+        groups = self.pod_groups
+        if groups is not None:
+            waits.append(groups.wait_synced())
+        if not await wait_or_stop(asyncio.gather(*waits), stop, sync_timeout):
+            if not stop.is_set():
+                log.warning("pod grouper: the informers did not sync in time")
+            return
+        self._add_handlers()
+        self.resync()
+        tasks = [asyncio.create_task(self._worker(stop), name=f"podgrouper-{i}") for i in range(self.workers)]
+        tasks.append(asyncio.create_task(self._resyncer(stop), name="podgrouper-resync"))
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.queue.close()
+
+
+def _signature(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(repr(spec.get(name)) for name in _SPEC_FIELDS)
+
+
+__all__ = [
+    "EVENT_REASON",
+    "KNOWN_PLURALS",
+    "GrouperStats",
+    "KeyQueue",
+    "Outcome",
+    "PodGrouperController",
+    "guess_plural",
+    "owner_resource_kind",
+    "wait_or_stop",
+]

@@ -1,0 +1,722 @@
+"""`SchedulerLoop`: the scheduling core put to work on a live cluster.
+
+Every `period` seconds: build the `ClusterState` from the informer caches (`k8s/state.py`), run one
+cycle (`Scheduler.run`, pure, on a worker thread so that the informers keep up meanwhile), then carry out
+its decisions through the API, as KAI's scheduler does:
+
+* bind -> a `BindRequest` (scheduling.run.ai/v1alpha2) named after the pod, in its namespace, owned by
+  the pod (so that it goes when the pod goes), labelled `selected-node=<node>`, with `podName`,
+  `selectedNode`, `receivedResourceType` (Regular | Fraction | MigInstance), `receivedGPU {count,
+  portion "%.2f"}`, `selectedGPUGroups` and `backoffLimit`. The binder does the binding. A BindRequest is
+  never created twice for one pod: a pod with an outstanding BindRequest counts as bound (state.py), one
+  just requested is remembered until the informer shows it, and 409 AlreadyExists means it is done. A
+  Failed BindRequest, or one left from an earlier pod of the same name, is replaced.
+* evict -> the pod's `eviction` subresource (policy/v1); the pod is remembered as terminating until the
+  informer shows it so.
+* pipeline -> remembered in memory for the next cycle only (the nominated node and shared GPUs), exactly
+  as the simulator does; nothing is written.
+* PodGroups: the `kai.scheduler/last-start-timestamp` annotation when a job goes from no running pod to
+  some (removed when it has none), `kai.scheduler/stale-podgroup-timestamp` as the cycle reports staleness,
+  and the status `schedulingConditions` entry of type `UnschedulableOnNodePool` for this node pool, with
+  the reason (`NonPreemptibleOverQuota`, `OverLimit`, `QueueDoesNotExist`, else `Unschedulable`) and the
+  message; it is removed once the job gets a placement. A Warning event records each new reason. The
+  times are also kept in memory (newer than the cache for a moment after a write; the only record for
+  jobs without a PodGroup object, i.e. bare pods when no pod grouper runs).
+
+Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). With a
+`LeaderElector`, only the leader schedules, and a cycle whose leadership was lost meanwhile writes nothing.
+`run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.k8s.binder import Binder
+from kai_scheduler.k8s.client import BIND_REQUESTS, EVENTS, POD_GROUPS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.leader import LeaderElector
+from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
+from kai_scheduler.k8s.state import (
+    LiveState,
+    Placed,
+    SessionClock,
+    StateBuilder,
+    bind_request_is_for,
+    parse_rfc3339,
+)
+from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes
+from kai_scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+SELECTED_NODE_LABEL = "selected-node"
+UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
+KNOWN_REASONS = ("NonPreemptibleOverQuota", "OverLimit", "QueueDoesNotExist")
+DEFAULT_REASON = "Unschedulable"
+DEFAULT_BACKOFF_LIMIT = 3
+
+
+@dataclass(slots=True)
+class CycleReport:
+    """What one `run_once` did."""
+
+    cycle: int
+    now: float
+    result: SessionResult | None = None
+    bind_requests: list[str] = field(default_factory=list)  # pod keys a BindRequest was created for
+    evictions: list[str] = field(default_factory=list)  # pod keys evicted
+    pod_group_updates: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    acted: bool = True  # False when leadership was lost before the decisions were carried out
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.result.decisions if self.result is not None else []
+
+
+def reason_of(message: str) -> str:
+    """The scheduling-condition reason of an unschedulable explanation (its leading word when it is one
+    of KAI's, e.g. "OverLimit: queue a would exceed ...")."""
+    head = message.split(":", 1)[0].strip()
+    return head if head in KNOWN_REASONS else DEFAULT_REASON
+
+
+def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) -> tuple[str, int, str]:
+    """(receivedResourceType, receivedGPU.count, receivedGPU.portion) for a pod placed on `node`:
+    Fraction: the number of shared devices and the portion of each; MigInstance: the number of instances
+    (portion 1.00); Regular: whole GPUs (portion 1.00, or 0 GPUs at 0.00)."""
+    if task is None:
+        return ("Regular", 0, "0.00")
+    request = task.request
+    if request.is_shared_gpu:
+        index = snapshot.nodes.index.get(node)
+        portion = request.gpu_portion
+        if portion <= 0 and index is not None:
+            portion = float(snapshot.nodes.portion_for(request)[index])
+        return ("Fraction", request.gpu_devices, f"{min(portion, 1.0):.2f}")
+    if request.mig_instances and not request.whole_gpus:
+        return ("MigInstance", int(sum(n for _, n in request.mig_instances)), "1.00")
+    return ("Regular", request.whole_gpus, "1.00" if request.whole_gpus else "0.00")
+
+
+class SchedulerLoop:
+    """See the module doc. `client` writes, `informers` (started by the caller) are read.
+
+    `backoff_limit`: the `backoffLimit` of every BindRequest; `node_pool`: the node pool this scheduler
+    serves (schedulingConditions' `nodePool`, metrics); `concurrency`: API writes in flight at once;
+    `record_events`: write Kubernetes Events for new unschedulable reasons and evictions."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        config: SchedulerConfig,
+        period: float = 1.0,
+        scheduler_name: str = c.SCHEDULER_NAME,
+        metrics: SchedulerMetrics | None = None,
+        *,
+        leader: LeaderElector | None = None,
+        clock: SessionClock | None = None,
+        backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
+        node_pool: str = "default",
+        concurrency: int = 16,
+        record_events: bool = True,
+    ) -> None:
+        self.client = client
+        self.informers = informers
+        self.config = config
+        self.period = period
+        self.scheduler_name = scheduler_name
+        self.metrics = metrics
+        self.leader = leader
+        self.clock = clock or SessionClock()
+        self.backoff_limit = backoff_limit
+        self.node_pool = node_pool
+        self.record_events = record_events
+        self.scheduler = Scheduler(config)
+        self.snapshots = SnapshotBuilder()
+        self.states = StateBuilder(
+            informers, self.clock, scheduler_name=scheduler_name, on_forget=self.snapshots.forget
+        )
+        self.cycle = 0
+        # In memory, between cycles (see the module doc).
+        self.nominated: dict[str, Placed] = {}
+        self.binding: dict[str, tuple[str, Placed]] = {}  # pod key -> (uid, placement) requested
+        self.evicting: dict[str, str] = {}  # pod key -> uid evicted
+        self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
+        self.last_report: CycleReport | None = None
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._was_leader = leader is None
+
+    # --- one cycle -------------------------------------------------------------------------------
+
+    def _leading(self) -> bool:
+        return self.leader is None or self.leader.is_leader.is_set()
+
+    def reset_memory(self) -> None:
+        """Forget what a previous term remembered (on gaining leadership)."""
+        self.nominated.clear()
+        self.binding.clear()
+        self.evicting.clear()
+
+    def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
+        snapshot = self.snapshots.build(state)
+        return snapshot, self.scheduler.run(snapshot, cycle=cycle, now=now)
+
+    async def run_once(self) -> CycleReport:
+        """Snapshot, one scheduling cycle, and its effects."""
+        self.cycle += 1
+        now = self.clock.now()
+        report = CycleReport(self.cycle, now)
+        started = time.perf_counter()
+        self._forget_resolved()
+        live = self.states.build(
+            nominated=self.nominated, binding=self.binding, evicting=self.evicting, job_times=self.job_times
+        )
+        snapshot, result = await asyncio.to_thread(self._schedule, live.state, self.cycle, now)
+        report.result = result
+        core_seconds = time.perf_counter() - started
+        if not self._leading():
+            report.acted = False
+            log.info("cycle %d: leadership lost; its decisions are dropped", self.cycle)
+            self.last_report = report
+            return report
+        await self._carry_out(live, snapshot, result, now, report)
+        await self._collect_garbage(live, report)
+        report.seconds = time.perf_counter() - started
+        if self.metrics is not None:
+            self._observe(live, result, core_seconds)
+        if report.errors:
+            log.warning(
+                "cycle %d: %d API errors (first: %s)", self.cycle, len(report.errors), report.errors[0]
+            )
+        self.last_report = report
+        return report
+
+    def _forget_resolved(self) -> None:
+        """Drop memories the informers have caught up with."""
+        pods = self.informers.pods
+        for key, (uid, _) in list(self.binding.items()):
+            obj = pods.cache.get(key)
+            if (
+                obj is None
+                or str(obj["metadata"].get("uid")) != uid
+                or (obj.get("spec") or {}).get("nodeName")
+            ):
+                del self.binding[key]
+                continue
+            request = self.informers.bind_requests.cache.get(key)
+            if request is not None and bind_request_is_for(request, obj):
+                del self.binding[key]
+        for key, uid in list(self.evicting.items()):
+            obj = pods.cache.get(key)
+            if (
+                obj is None
+                or str(obj["metadata"].get("uid")) != uid
+                or obj["metadata"].get("deletionTimestamp")
+            ):
+                del self.evicting[key]
+
+    async def _limited(self, call: Awaitable[None], report: CycleReport, what: str) -> None:
+        async with self._semaphore:
+            try:
+                await call
+            except (ApiStatusError, ConnectionError, OSError) as error:
+                report.errors.append(f"{what}: {error}")
+
+    async def _carry_out(
+        self,
+        live: LiveState,
+        snapshot: ClusterSnapshot,
+        result: SessionResult,
+        now: float,
+        report: CycleReport,
+    ) -> None:
+        self.nominated = {}  # a pipeline promises resources for the next cycle only
+        calls: list[Awaitable[None]] = []
+        for decision in result.decisions:
+            if decision.type == "pipeline":
+                self.nominated[decision.pod] = Placed(decision.node, decision.gpu_groups)
+            elif decision.type == "bind":
+                self.nominated.pop(decision.pod, None)
+                call = self._request_bind(live, snapshot, decision, report)
+                calls.append(self._limited(call, report, f"bind request {decision.pod}"))
+            else:
+                self.nominated.pop(decision.pod, None)
+                calls.append(
+                    self._limited(self._evict(live, decision, report), report, f"evict {decision.pod}")
+                )
+        await asyncio.gather(*calls)
+        await self._update_pod_groups(live, result, now, report)
+
+    # --- binds and evictions ---------------------------------------------------------------------
+
+    def bind_request_body(self, pod: JsonObject, snapshot: ClusterSnapshot, decision: Decision) -> JsonObject:
+        meta = pod["metadata"]
+        resource_type, count, portion = received_gpu(
+            snapshot.tasks.get(decision.pod), snapshot, decision.node
+        )
+        labels = {SELECTED_NODE_LABEL: decision.node}
+        if self.node_pool != "default":
+            labels[c.NODE_POOL_LABEL] = self.node_pool
+        return {
+            "apiVersion": BIND_REQUESTS.api_version,
+            "kind": BIND_REQUESTS.kind,
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta.get("namespace") or "default",
+                "labels": labels,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": meta["name"],
+                        "uid": meta.get("uid", ""),
+                        "controller": False,
+                        "blockOwnerDeletion": False,
+                    }
+                ],
+            },
+            "spec": {
+                "podName": meta["name"],
+                "selectedNode": decision.node,
+                "receivedResourceType": resource_type,
+                "receivedGPU": {"count": count, "portion": portion},
+                "selectedGPUGroups": list(decision.gpu_groups),
+                "backoffLimit": self.backoff_limit,
+            },
+        }
+
+    async def _request_bind(
+        self, live: LiveState, snapshot: ClusterSnapshot, decision: Decision, report: CycleReport
+    ) -> None:
+        pod = live.pods.get(decision.pod)
+        if pod is None:
+            return
+        meta = pod["metadata"]
+        namespace, name, uid = meta.get("namespace") or "default", meta["name"], str(meta.get("uid") or "")
+        existing = live.bind_requests.get(decision.pod)
+        if existing is not None:
+            if bind_request_is_for(existing, pod) and (existing.get("status") or {}).get("phase") != "Failed":
+                return  # requested already (the state counts the pod as bound; defensive)
+            await self._delete_bind_request(namespace, name)
+        body = self.bind_request_body(pod, snapshot, decision)
+        for attempt in range(2):
+            try:
+                await self.client.create(BIND_REQUESTS, body)
+                break
+            except ApiStatusError as error:
+                if error.code != 409 or attempt:
+                    raise
+                current = await self._get_bind_request(namespace, name)
+                if current is None:
+                    continue
+                if (
+                    bind_request_is_for(current, pod)
+                    and (current.get("status") or {}).get("phase") != "Failed"
+                ):
+                    return  # done before (a lost answer, another replica): never twice
+                await self._delete_bind_request(namespace, name)
+        self.binding[decision.pod] = (uid, Placed(decision.node, decision.gpu_groups))
+        report.bind_requests.append(decision.pod)
+
+    async def _get_bind_request(self, namespace: str, name: str) -> JsonObject | None:
+        try:
+            return await self.client.get(BIND_REQUESTS, name, namespace)
+        except ApiStatusError as error:
+            if error.code == 404:
+                return None
+            raise
+
+    async def _delete_bind_request(self, namespace: str, name: str) -> None:
+        try:
+            await self.client.delete(BIND_REQUESTS, name, namespace)
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+
+    async def _evict(self, live: LiveState, decision: Decision, report: CycleReport) -> None:
+        pod = live.pods.get(decision.pod)
+        if pod is None:
+            return
+        meta = pod["metadata"]
+        namespace, name = meta.get("namespace") or "default", meta["name"]
+        try:
+            await self.client.evict(namespace, name)
+        except ApiStatusError as error:
+            if error.code != 404:  # gone already: as good as evicted
+                raise
+        self.evicting[decision.pod] = str(meta.get("uid") or "")
+        report.evictions.append(decision.pod)
+        if self.record_events:
+            await self._event(
+                pod, "Normal", "Evict", f"Evicted by {decision.action}: {decision.reason}"[:1024], report
+            )
+
+    # --- pod groups ------------------------------------------------------------------------------
+
+    async def _update_pod_groups(
+        self, live: LiveState, result: SessionResult, now: float, report: CycleReport
+    ) -> None:
+        running_pods: dict[str, int] = {}
+        pending_jobs: set[str] = set()
+        for state in live.state.pods:
+            job = live.job_of_pod.get(state.pod.key)
+            if job is None or state.phase in ("Succeeded", "Failed"):
+                continue
+            if state.node_name is None:
+                pending_jobs.add(job)
+            elif not state.terminating:
+                running_pods[job] = running_pods.get(job, 0) + 1
+        running_before = {job for job, n in running_pods.items() if n > 0}
+        placed_jobs: set[str] = set()
+        for decision in result.decisions:
+            job = live.job_of_pod.get(decision.pod)
+            if job is None:
+                continue
+            if decision.type == "evict":
+                running_pods[job] = running_pods.get(job, 0) - 1
+                continue
+            placed_jobs.add(job)
+            if decision.type == "bind":
+                running_pods[job] = running_pods.get(job, 0) + 1
+        running_after = {job for job, n in running_pods.items() if n > 0}
+
+        annotations: dict[str, dict[str, str | None]] = {}
+
+        def annotate(job: str, name: str, value: str | None) -> None:
+            obj = live.pod_groups.get(job)
+            if obj is None:
+                return
+            current = ((obj.get("metadata") or {}).get("annotations") or {}).get(name)
+            if current != value:
+                annotations.setdefault(job, {})[name] = value
+
+        jobs = set(live.pod_groups) | set(live.job_of_pod.values())
+        times = {job: live.state.job_times.get(job, JobTimes()) for job in jobs}
+        for job in running_after - running_before:
+            times[job] = JobTimes(now, times.get(job, JobTimes()).stale_since)
+            annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, self.clock.stamp(now))
+        for job in [j for j, t in times.items() if t.last_start is not None and j not in running_after]:
+            times[job] = JobTimes(None, times[job].stale_since)
+            annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, None)
+        for job, since in result.stale_since.items():
+            times[job] = JobTimes(times.get(job, JobTimes()).last_start, since)
+            annotate(
+                job, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, None if since is None else self.clock.stamp(since)
+            )
+        # Remembered for every job that exists: it overrides the annotations until the cache shows them.
+        self.job_times = times
+
+        calls: list[Awaitable[None]] = []
+        for job, changes in annotations.items():
+            calls.append(
+                self._limited(
+                    self._annotate(live.pod_groups[job], changes), report, f"annotate PodGroup {job}"
+                )
+            )
+        for job, obj in live.pod_groups.items():
+            message = result.unschedulable.get(job) if job not in placed_jobs else None
+            if message is None and job in pending_jobs and job not in placed_jobs:
+                continue  # not considered this cycle: what it said last stays
+            conditions = self._conditions(obj, message, now)
+            if conditions is not None:
+                call = self._set_conditions(obj, conditions, message, report)
+                calls.append(self._limited(call, report, f"status of PodGroup {job}"))
+        report.pod_group_updates = len(calls)
+        await asyncio.gather(*calls)
+
+    async def _annotate(self, obj: JsonObject, changes: Mapping[str, str | None]) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.client.patch(
+                POD_GROUPS, meta["name"], {"metadata": {"annotations": dict(changes)}}, meta.get("namespace")
+            )
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+
+    def _conditions(self, obj: JsonObject, message: str | None, now: float) -> list[JsonObject] | None:
+        """The new `schedulingConditions`, or None when nothing changes."""
+        current: list[JsonObject] = list((obj.get("status") or {}).get("schedulingConditions") or [])
+        ours = [
+            cond
+            for cond in current
+            if cond.get("type") == UNSCHEDULABLE_ON_NODE_POOL and cond.get("nodePool") == self.node_pool
+        ]
+        others = [cond for cond in current if cond not in ours]
+        if message is None:
+            return others if ours else None
+        reason = reason_of(message)
+        if ours and ours[0].get("reason") == reason and ours[0].get("message") == message and len(ours) == 1:
+            return None
+        previous = ours[0].get("transitionID", "0") if ours else "0"
+        transition = str(int(previous) + 1) if str(previous).isdigit() else "1"
+        condition = {
+            "type": UNSCHEDULABLE_ON_NODE_POOL,
+            "nodePool": self.node_pool,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "transitionID": transition,
+            "lastTransitionTime": self.clock.stamp(now),
+            "reasons": [{"reason": reason, "message": message}],
+        }
+        return [*others, condition]
+
+    async def _set_conditions(
+        self, obj: JsonObject, conditions: list[JsonObject], message: str | None, report: CycleReport
+    ) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.client.patch(
+                POD_GROUPS,
+                meta["name"],
+                {"status": {"schedulingConditions": conditions}},
+                meta.get("namespace"),
+                subresource="status",
+            )
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+            return
+        if message is not None and self.record_events:
+            await self._event(obj, "Warning", "Unschedulable", message[:1024], report)
+
+    async def _event(
+        self, obj: JsonObject, kind: str, reason: str, message: str, report: CycleReport
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        stamp = self.clock.stamp(self.clock.now())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": meta.get("name", ""),
+                "namespace": namespace,
+                "uid": meta.get("uid", ""),
+            },
+            "type": kind,
+            "reason": reason,
+            "message": message,
+            "source": {"component": self.scheduler_name},
+            "reportingComponent": self.scheduler_name,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            await self.client.create(EVENTS, event)
+        except (ApiStatusError, ConnectionError, OSError) as error:  # events are best effort
+            log.debug("event on %s/%s not recorded: %s", namespace, meta.get("name"), error)
+
+    # --- housekeeping ----------------------------------------------------------------------------
+
+    async def _collect_garbage(self, live: LiveState, report: CycleReport, limit: int = 100) -> None:
+        """Delete BindRequests whose pod is gone or was replaced by a new pod of the same name (the API
+        server's garbage collector does this through the owner reference; a cluster without one, or a
+        BindRequest without an owner, needs it done here)."""
+        doomed: list[tuple[str, str]] = []
+        for obj in self.informers.bind_requests.cache.values():
+            meta = obj.get("metadata") or {}
+            namespace = meta.get("namespace") or "default"
+            pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
+            pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
+            if pod is None or not bind_request_is_for(obj, pod):
+                if f"{namespace}/{pod_name}" in self.binding:
+                    continue
+                doomed.append((namespace, str(meta.get("name"))))
+            if len(doomed) >= limit:
+                break
+        calls = [
+            self._limited(self._delete_bind_request(ns, name), report, f"delete BindRequest {ns}/{name}")
+            for ns, name in doomed
+        ]
+        await asyncio.gather(*calls)
+
+    def _observe(self, live: LiveState, result: SessionResult, seconds: float) -> None:
+        assert self.metrics is not None
+        groups: dict[str, PodGroupRef] = {}
+        for pod_key, job in live.job_of_pod.items():
+            namespace, _, name = job.partition("/")
+            obj = live.pod_groups.get(job)
+            uid = str((obj or {}).get("metadata", {}).get("uid") or "")
+            groups[pod_key] = PodGroupRef(namespace, name, uid)
+        self.metrics.observe_session(result, seconds, {}, pod_groups=groups)
+        wall = time.time()
+        for decision in result.decisions:
+            if decision.type != "bind":
+                continue
+            pod = live.pods.get(decision.pod)
+            stamp = ((pod or {}).get("metadata") or {}).get("creationTimestamp")
+            if stamp:
+                with contextlib.suppress(ValueError):
+                    self.metrics.observe_task_scheduling(
+                        max(0.0, wall - parse_rfc3339(str(stamp)).timestamp())
+                    )
+
+    # --- running ---------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Cycles every `period` until `stop` is set (the cycle in progress completes)."""
+        while not self.informers.synced:
+            if await _wait_any(self.informers.wait_synced(30.0), stop):
+                break
+            if stop.is_set():
+                return
+            waiting = [i.kind.plural for i in self.informers if not i.synced.is_set()]
+            log.warning("still waiting for the informer caches of %s", ", ".join(waiting))
+        while not stop.is_set():
+            if self.leader is not None and not self.leader.is_leader.is_set():
+                self._was_leader = False
+                if not await _wait_any(self.leader.is_leader.wait(), stop):
+                    return
+                continue
+            if not self._was_leader:
+                self.reset_memory()
+                self._was_leader = True
+            started = time.monotonic()
+            try:
+                await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduling cycle %d failed", self.cycle)
+            left = self.period - (time.monotonic() - started)
+            if left > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), left)
+
+
+async def _wait_any(work: Awaitable[Any], stop: asyncio.Event) -> bool:
+    """Wait for `work` or `stop`; True when `work` finished first (and did not return False)."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, stopper):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+    return task in done and not stop.is_set() and task.result() is not False
+
+
+# --- everything together ---------------------------------------------------------------------------
+
+
+async def run_live(
+    client: KubeClient,
+    config: SchedulerConfig,
+    stop: asyncio.Event,
+    *,
+    period: float | None = None,
+    scheduler_name: str = c.SCHEDULER_NAME,
+    binder: bool = True,
+    leader_election: bool = False,
+    lease_name: str = "kai-scheduler",
+    lease_namespace: str = "kai-scheduler",
+    identity: str | None = None,
+    namespace: str | None = None,
+    metrics: SchedulerMetrics | None = None,
+    node_pool: str = "default",
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
+    binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
+    lease is released). With `leader_election`, the loop and the binder work only while this process
+    holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
+    set once the caches are synced (for a readiness probe)."""
+    informers = InformerSet(client, namespace=namespace)
+    elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
+    loop = SchedulerLoop(
+        client,
+        informers,
+        config,
+        period=config.period if period is None else period,
+        scheduler_name=scheduler_name,
+        metrics=metrics,
+        leader=elector,
+        backoff_limit=backoff_limit,
+        node_pool=node_pool,
+    )
+    informers.start()
+    tasks = [asyncio.create_task(loop.run(stop), name="scheduler-loop")]
+    if elector is not None:
+        tasks.append(asyncio.create_task(elector.run(stop), name="leader-election"))
+    if binder:
+        bind = Binder(client, informers)
+        if elector is None:
+            tasks.append(asyncio.create_task(bind.run(stop), name="binder"))
+        else:
+            tasks.append(asyncio.create_task(_while_leading(elector, bind.run, stop), name="binder"))
+    if ready is not None:
+        tasks.append(asyncio.create_task(_signal_synced(informers, ready, stop), name="ready"))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await informers.stop()
+
+
+async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:
+    if await _wait_any(informers.wait_synced(), stop):
+        ready.set()
+
+
+async def _while_leading(
+    elector: LeaderElector, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """Run `work(term_stop)` during each leadership term; `term_stop` is set when the term ends."""
+    while not stop.is_set():
+        if not await _wait_any(elector.is_leader.wait(), stop):
+            return
+        term_stop = asyncio.Event()
+
+        async def watch_term(term: asyncio.Event = term_stop) -> None:
+            while elector.is_leader.is_set() and not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.1)
+            term.set()
+
+        watcher = asyncio.create_task(watch_term())
+        try:
+            await work(term_stop)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+__all__ = [
+    "DEFAULT_BACKOFF_LIMIT",
+    "SELECTED_NODE_LABEL",
+    "UNSCHEDULABLE_ON_NODE_POOL",
+    "CycleReport",
+    "SchedulerLoop",
+    "reason_of",
+    "received_gpu",
+    "run_live",
+]

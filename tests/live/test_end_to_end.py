@@ -1,0 +1,232 @@
+"""Scheduler loop + binder against the fake API server, with faults: every pod ends bound exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from live_support import Live, eventually, in_thread, run
+
+from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.informers import object_key
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.metrics import SchedulerMetrics
+from kai_scheduler.k8s.scheduler_loop import run_live
+
+
+def seed(store: Store) -> list[str]:
+    """Two 4-GPU nodes, two queues, whole-GPU pods, a gang, shared-GPU pods; returns the pod names."""
+    store.create(node_manifest("n1", gpus=4, gpu_memory=40000))
+    store.create(node_manifest("n2", gpus=4, gpu_memory=40000))
+    store.create(queue_manifest("team-a", gpu=4))
+    store.create(queue_manifest("team-b", gpu=4))
+    names = []
+    for i in range(3):
+        store.create(pod_manifest(f"whole-{i}", "team-a", gpus=1))
+        names.append(f"whole-{i}")
+    store.create(pod_group_manifest("gang", "team-b", min_member=3))
+    for i in range(3):
+        store.create(pod_manifest(f"gang-{i}", "team-b", group="gang", gpus=1))
+        names.append(f"gang-{i}")
+    for i in range(2):
+        store.create(pod_manifest(f"half-{i}", "team-a", fraction=0.5))
+        names.append(f"half-{i}")
+    return names
+
+
+def bound(store: Store) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"] for p in store.list("pods") if p["spec"].get("nodeName")
+    }
+
+
+def phases(store: Store) -> dict[str, str]:
+    return {
+        b["metadata"]["name"]: (b.get("status") or {}).get("phase", "") for b in store.list("bindrequests")
+    }
+
+
+def assert_bound_once(store: Store, names: list[str]) -> None:
+    assert sorted(bound(store)) == sorted(names)
+    counts = Counter(b.name for b in store.binds)
+    assert set(counts) == set(names) and set(counts.values()) == {1}, counts
+
+
+def test_everything_ends_bound_exactly_once(server: FakeApiServer) -> None:
+    store = server.store
+    names = seed(store)
+    # A refused bind (409, nothing written), a bind whose answer is lost (written, then 500), and a lost
+    # status update after a successful bind: each must still end in exactly one binding per pod.
+    server.fail_next(1, 409, verb="create", resource="pods/binding", name="whole-0")
+    server.fail_next(1, 500, verb="create", resource="pods/binding", name="gang-1", after_commit=True)
+    server.fail_next(1, 500, verb="patch", resource="bindrequests/status", name="half-0")
+
+    async def body() -> Any:
+        async with Live(server) as live:
+            await live.until(
+                lambda: len(bound(store)) == len(names) and set(phases(store).values()) == {"Succeeded"}
+            )
+            await asyncio.sleep(0.3)  # a few more cycles: nothing more happens
+            return live.binder.stats
+
+    stats = run(body())
+    assert_bound_once(store, names)
+    assert server.pending_faults() == []
+    assert stats.already_bound >= 2  # gang-1 (answer lost) and half-0 (status lost) were found done
+    bindings = Counter(r.name for r in server.requests(verb="create", resource="pods", subresource="binding"))
+    # whole-0: refused, then bound; gang-1: bound, and the retry finds it bound (no second POST); half-0:
+    # bound once, the lost status update is redone without binding again.
+    assert (bindings["whole-0"], bindings["gang-1"], bindings["half-0"]) == (2, 1, 1)
+    assert len([r for r in server.requests(verb="create", resource="bindrequests")]) == len(names)
+    nodes = bound(store)
+    assert nodes["gang-0"] == nodes["gang-1"] == nodes["gang-2"] or len(set(nodes.values())) == 2
+
+    gang = store.get("podgroups", "gang")
+    assert "kai.scheduler/last-start-timestamp" in gang["metadata"]["annotations"]
+    assert not (gang.get("status") or {}).get("schedulingConditions")
+    for name in ("half-0", "half-1"):
+        pod = store.get("pods", name)
+        request = store.get("bindrequests", name)
+        group = pod["metadata"]["labels"]["runai-gpu-group"]
+        assert [group] == request["spec"]["selectedGPUGroups"]
+        assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
+        config = store.get("configmaps", f"{name}-gpu")
+        assert config["data"] == {
+            "NVIDIA_VISIBLE_DEVICES": group,
+            "GPU_PORTION": "0.50",
+            "RUNAI_NUM_OF_GPUS": "0.50",
+        }
+        assert config["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    # Both halves share one GPU (gpupack).
+    assert (
+        store.get("pods", "half-0")["metadata"]["labels"] == store.get("pods", "half-1")["metadata"]["labels"]
+    )
+    assert store.get("pods", "whole-0")["metadata"]["annotations"]["received-resource-type"] == "Regular"
+
+
+def test_backoff_limit_then_a_new_bind_request(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+    server.fail_next(3, 500, verb="create", resource="pods/binding", name="p")
+
+    async def body() -> Any:
+        async with Live(server, backoff_limit=3) as live:
+            await live.until(lambda: "p" in bound(store) and phases(store).get("p") == "Succeeded")
+            return live.binder.stats
+
+    stats = run(body())
+    assert_bound_once(store, ["p"])
+    assert stats.failures == 3 and stats.failed == 1  # three attempts, then the request Failed
+    assert len([r for r in server.requests(verb="create", resource="bindrequests")]) == 2  # then a new one
+    assert store.get("bindrequests", "p")["status"]["failedAttempts"] == 0
+
+
+def test_api_server_down_mid_run(server: FakeApiServer) -> None:
+    store = server.store
+    names = seed(store)
+
+    async def body() -> None:
+        async with Live(server) as live:
+            await live.until(lambda: len(bound(store)) >= 1)
+            await in_thread(server.stop)
+            store.create(pod_manifest("late", "team-a", gpus=1))
+            await asyncio.sleep(1.5)
+            await in_thread(server.start)
+            await live.until(
+                lambda: len(bound(store)) == len(names) + 1 and set(phases(store).values()) == {"Succeeded"},
+                timeout=10,
+            )
+
+    run(body(), timeout=25)
+    assert_bound_once(store, [*names, "late"])
+
+
+def test_scheduler_restarted_mid_cycle(server: FakeApiServer) -> None:
+    store = server.store
+    names = seed(store)
+
+    async def first_life() -> None:
+        # Requests are written, then the scheduler dies before the binder ran.
+        async with Live(server, binder=False, loop=False) as live:
+            report = await live.loop.run_once()
+            assert len(report.bind_requests) == len(names)
+
+    async def second_life() -> None:
+        async with Live(server) as live:
+            await live.until(
+                lambda: len(bound(store)) == len(names) and set(phases(store).values()) == {"Succeeded"}
+            )
+            await asyncio.sleep(0.2)
+
+    run(first_life())
+    run(second_life())
+    assert_bound_once(store, names)
+    assert len([r for r in server.requests(verb="create", resource="bindrequests")]) == len(names)
+    assert sorted(object_key(b) for b in store.list("bindrequests")) == sorted(f"default/{n}" for n in names)
+
+
+def test_reclaim_end_to_end(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("node0", gpus=4, cpu="32", memory="256Gi"))
+    store.create(queue_manifest("team-a", gpu=2))
+    store.create(queue_manifest("team-b", gpu=2))
+    for i in range(4):
+        store.create(pod_manifest(f"a-{i}", "team-a", gpus=1, cpu=None, memory=None, node_name="node0"))
+    for i in range(2):
+        store.create(pod_manifest(f"b-{i}", "team-b", gpus=1, cpu=None, memory=None))
+
+    async def body() -> None:
+        async with Live(server) as live:
+            await live.until(lambda: {"b-0", "b-1"} <= set(bound(store)))
+            await asyncio.sleep(0.3)
+
+    run(body())
+    assert sorted(e.name for e in store.evictions) == ["a-2", "a-3"]
+    assert bound(store) == {"a-0": "node0", "a-1": "node0", "b-0": "node0", "b-1": "node0"}
+    assert Counter(b.name for b in store.binds) == {"b-0": 1, "b-1": 1}
+
+
+def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> None:
+    store = server.store
+    names = seed(store)
+    metrics = SchedulerMetrics()
+
+    async def body() -> None:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        async with LightkubeClient.from_url(server.url) as client:
+            task = asyncio.create_task(
+                run_live(
+                    client,
+                    SchedulerConfig(),
+                    stop,
+                    period=0.05,
+                    leader_election=True,
+                    lease_namespace="default",
+                    identity="me",
+                    metrics=metrics,
+                    ready=ready,
+                )
+            )
+            await asyncio.wait_for(ready.wait(), 5)
+            await eventually(
+                lambda: len(bound(store)) == len(names) and set(phases(store).values()) == {"Succeeded"},
+                timeout=8,
+            )
+            assert holder_of_lease(store) == "me"
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    run(body())
+    assert_bound_once(store, names)
+    assert holder_of_lease(store) == ""  # released on the way out
+    assert metrics.podgroups_scheduled.value(action="allocate") >= 3
+    assert metrics.task_scheduling_latency.collect()[0].samples
+
+
+def holder_of_lease(store: Store) -> str:
+    return str(store.get("leases", "kai-scheduler", "default")["spec"].get("holderIdentity") or "")

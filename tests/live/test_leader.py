@@ -1,0 +1,96 @@
+"""Leader election on a Lease, and the scheduler loop acting only while it leads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from live_support import Live, eventually, run
+
+from helpers import node_manifest, pod_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer
+from kai_scheduler.k8s.client import LEASES
+from kai_scheduler.k8s.leader import LeaderElector, micro_time
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
+
+MakeClient = Callable[..., LightkubeClient]
+FAST = {"lease_duration": 0.8, "renew_deadline": 0.5, "retry_period": 0.05}
+
+
+def holder(server: FakeApiServer) -> str:
+    lease = server.store.try_get("leases", "kai-scheduler", "default")
+    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def test_one_leader_release_and_takeover(make_client: MakeClient, server: FakeApiServer) -> None:
+    async def body() -> None:
+        async with make_client() as client:
+            a = LeaderElector(client, namespace="default", identity="a", **FAST)
+            b = LeaderElector(client, namespace="default", identity="b", **FAST)
+            stop_a, stop_b = asyncio.Event(), asyncio.Event()
+            task_a = asyncio.create_task(a.run(stop_a))
+            await asyncio.wait_for(a.is_leader.wait(), 3)
+            task_b = asyncio.create_task(b.run(stop_b))
+            await asyncio.sleep(0.3)
+            assert a.is_leader.is_set() and not b.is_leader.is_set() and holder(server) == "a"
+            stop_a.set()  # a releases the lease: b takes it without waiting for it to expire
+            await task_a
+            await asyncio.wait_for(b.is_leader.wait(), 0.6)
+            assert holder(server) == "b" and not a.is_leader.is_set()
+            stop_b.set()
+            await task_b
+            assert holder(server) == ""
+
+    run(body())
+    lease = server.store.get("leases", "kai-scheduler", "default")
+    assert lease["spec"]["leaseTransitions"] == 1
+
+
+def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: FakeApiServer) -> None:
+    async def body() -> None:
+        async with make_client() as client:
+            a = LeaderElector(client, namespace="default", identity="a", release_on_stop=False, **FAST)
+            b = LeaderElector(client, namespace="default", identity="b", **FAST)
+            stop_a, stop_b = asyncio.Event(), asyncio.Event()
+            task_a = asyncio.create_task(a.run(stop_a))
+            await asyncio.wait_for(a.is_leader.wait(), 3)
+            task_b = asyncio.create_task(b.run(stop_b))
+            stop_a.set()  # a dies without releasing: b waits until the lease has not moved for 0.8 s
+            await task_a
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await asyncio.wait_for(b.is_leader.wait(), 3)
+            assert loop.time() - started > 0.5
+            # Someone else writes the lease: b sees another holder and stops leading at once.
+            lease = await client.get(LEASES, "kai-scheduler", "default")
+            lease["spec"].update({"holderIdentity": "intruder", "renewTime": micro_time(time.time())})
+            await client.replace(LEASES, lease)
+            await eventually(lambda: not b.is_leader.is_set(), timeout=1)
+            stop_b.set()
+            await task_b
+
+    run(body())
+    assert holder(server) == "intruder"  # b did not release what it no longer holds
+
+
+def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+
+    async def body() -> None:
+        client = LightkubeClient.from_url(server.url)
+        elector = LeaderElector(client, namespace="default", identity="me", **FAST)
+        async with Live(server, binder=False, leader=elector) as live:
+            await asyncio.sleep(0.3)
+            assert live.loop.cycle == 0 and store.list("bindrequests") == []
+            stop = asyncio.Event()
+            campaign = asyncio.create_task(elector.run(stop))
+            await live.until(lambda: len(store.list("bindrequests")) == 1)
+            stop.set()
+            await campaign
+        await client.aclose()
+
+    run(body())

@@ -1,0 +1,193 @@
+"""The scheduler loop on the fake API server: BindRequests, evictions, PodGroup status and annotations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from live_support import Live, run
+
+from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer
+from kai_scheduler.k8s.informers import object_key
+from kai_scheduler.k8s.scheduler_loop import reason_of
+from kai_scheduler.k8s.state import SessionClock
+
+
+def bind_requests(server: FakeApiServer) -> dict[str, dict[str, Any]]:
+    return {object_key(b): b for b in server.store.list("bindrequests")}
+
+
+def creates(server: FakeApiServer, resource: str = "bindrequests") -> int:
+    return len([r for r in server.requests(verb="create", resource=resource) if r.subresource is None])
+
+
+def test_bind_requests_are_created_once_with_kai_fields(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpu_memory=40000))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("whole", gpus=2))
+    store.create(pod_manifest("frac", fraction=0.5))
+    store.create(pod_manifest("cpu-only", cpu="2"))
+    store.create(pod_manifest("theirs", scheduler="default-scheduler"))
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            first = await live.loop.run_once()
+            assert sorted(first.bind_requests) == ["default/cpu-only", "default/frac", "default/whole"]
+            await live.until(lambda: len(live.informers.bind_requests.cache) == 3)
+            for _ in range(3):  # later cycles see the outstanding requests: nothing is requested twice
+                again = await live.loop.run_once()
+                assert again.bind_requests == [] and again.errors == []
+
+    run(body())
+    assert creates(server) == 3
+    requests = bind_requests(server)
+    whole, frac, cpu = requests["default/whole"], requests["default/frac"], requests["default/cpu-only"]
+    pod_uid = server.store.get("pods", "whole")["metadata"]["uid"]
+    assert whole["metadata"]["labels"] == {"selected-node": "n1"}
+    assert whole["metadata"]["ownerReferences"][0]["uid"] == pod_uid
+    assert whole["spec"] == {
+        "podName": "whole",
+        "selectedNode": "n1",
+        "receivedResourceType": "Regular",
+        "receivedGPU": {"count": 2, "portion": "1.00"},
+        "selectedGPUGroups": [],
+        "backoffLimit": 3,
+    }
+    assert frac["spec"]["receivedResourceType"] == "Fraction"
+    assert frac["spec"]["receivedGPU"] == {"count": 1, "portion": "0.50"}
+    assert len(frac["spec"]["selectedGPUGroups"]) == 1
+    assert cpu["spec"]["receivedGPU"] == {"count": 0, "portion": "0.00"}
+    assert "default/theirs" not in requests
+
+
+def test_pod_group_status_annotations_and_events(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpus=4))
+    store.create(queue_manifest("q"))
+    store.create(pod_group_manifest("gang", min_member=2))
+    store.create(pod_manifest("gang-0", group="gang", gpus=1))
+    store.create(pod_manifest("gang-1", group="gang", gpus=1))
+    store.create(pod_group_manifest("lost", "no-such-queue"))
+    store.create(pod_manifest("lost-0", "no-such-queue", group="lost"))
+    clock = SessionClock()
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False, clock=clock) as live:
+            report = await live.loop.run_once()
+            assert sorted(report.bind_requests) == ["default/gang-0", "default/gang-1"]
+            await live.until(
+                lambda: (
+                    "status" in live.informers.pod_groups.cache["default/lost"]
+                    and "kai.scheduler/last-start-timestamp"
+                    in live.informers.pod_groups.cache["default/gang"]["metadata"].get("annotations", {})
+                )
+            )
+            report = await live.loop.run_once()
+            assert report.pod_group_updates == 0  # nothing changed: nothing written again
+
+    run(body())
+    gang = store.get("podgroups", "gang")
+    stamp = gang["metadata"]["annotations"]["kai.scheduler/last-start-timestamp"]
+    assert abs(clock.seconds(stamp)) < 5
+    lost = store.get("podgroups", "lost")
+    [condition] = lost["status"]["schedulingConditions"]
+    assert condition["type"] == "UnschedulableOnNodePool" and condition["nodePool"] == "default"
+    assert condition["reason"] == "QueueDoesNotExist" and "no-such-queue" in condition["message"]
+    assert condition["reasons"] == [{"reason": "QueueDoesNotExist", "message": condition["message"]}]
+    assert condition["transitionID"] == "1"
+    events = [e for e in store.list("events") if e["involvedObject"]["name"] == "lost"]
+    assert len(events) == 1 and events[0]["reason"] == "Unschedulable" and events[0]["type"] == "Warning"
+
+
+def test_reason_of() -> None:
+    assert reason_of("OverLimit: queue a would exceed its gpu limit") == "OverLimit"
+    assert reason_of("NonPreemptibleOverQuota: ...") == "NonPreemptibleOverQuota"
+    assert reason_of("0/3 nodes are available: 3 Insufficient GPUs") == "Unschedulable"
+
+
+def test_reclaim_evicts_through_the_eviction_subresource(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("node0", gpus=4, cpu="32", memory="256Gi"))
+    store.create(queue_manifest("team-a", gpu=2))
+    store.create(queue_manifest("team-b", gpu=2))
+    for i in range(4):
+        store.create(pod_manifest(f"a-{i}", "team-a", gpus=1, cpu=None, memory=None, node_name="node0"))
+    for i in range(2):
+        store.create(pod_manifest(f"b-{i}", "team-b", gpus=1, cpu=None, memory=None))
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            first = await live.loop.run_once()
+            assert sorted(first.evictions) == ["default/a-2", "default/a-3"]
+            assert sorted(live.loop.nominated) == ["default/b-0", "default/b-1"]
+            assert first.bind_requests == []
+            await live.until(lambda: len(live.informers.pods.cache) == 4)
+            second = await live.loop.run_once()
+            assert sorted(second.bind_requests) == ["default/b-0", "default/b-1"]
+            assert live.loop.nominated == {}
+
+    run(body())
+    assert sorted(e.name for e in store.evictions) == ["a-2", "a-3"]
+    assert len(server.requests(verb="create", resource="pods", subresource="eviction")) == 2
+    assert {b["spec"]["selectedNode"] for b in store.list("bindrequests")} == {"node0"}
+
+
+def test_conflicts_and_lost_answers_on_create_do_not_duplicate(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+    # A 409 that wrote nothing: the loop finds no BindRequest and creates it.
+    server.fail_next(1, 409, verb="create", resource="bindrequests")
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            report = await live.loop.run_once()
+            assert report.bind_requests == ["default/p"] and report.errors == []
+            # A create that is written but whose answer is lost: reported as an error, never redone.
+            store.create(pod_manifest("r", gpus=1))
+            await live.until(lambda: "default/r" in live.informers.pods.cache)
+            server.fail_next(1, 500, verb="create", resource="bindrequests", after_commit=True)
+            report = await live.loop.run_once()
+            assert report.bind_requests == [] and len(report.errors) == 1
+            for _ in range(3):
+                assert (await live.loop.run_once()).bind_requests == []
+
+    run(body())
+    assert sorted(object_key(b) for b in store.list("bindrequests")) == ["default/p", "default/r"]
+    # p twice (the first refused), r once, plus a 409 AlreadyExists if the loop ran before its informer
+    # showed r's request: that counts as done.
+    assert creates(server) in (3, 4)
+
+
+def test_bind_requests_of_gone_or_replaced_pods_are_collected(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    running = store.create(pod_manifest("running", node_name="n1"))
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": "gone-uid"}
+    for name, uid in (
+        ("gone", "gone-uid"),
+        ("running", "an-older-uid"),
+        ("kept", running["metadata"]["uid"]),
+    ):
+        store.create(
+            {
+                "apiVersion": "scheduling.run.ai/v1alpha2",
+                "kind": "BindRequest",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "ownerReferences": [{**owner, "uid": uid}],
+                },
+                "spec": {"podName": "running" if name == "kept" else name, "selectedNode": "n1"},
+            }
+        )
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            await live.loop.run_once()
+            await live.until(lambda: sorted(live.informers.bind_requests.cache) == ["default/kept"])
+
+    run(body())

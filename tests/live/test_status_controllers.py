@@ -1,0 +1,197 @@
+"""PodGroup and Queue status controllers against the fake API server: usage, counters, the queue tree,
+and no rewrites of unchanged status."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from live_support import eventually, run
+
+from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer
+from kai_scheduler.k8s.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.metrics import QueueMetrics
+from kai_scheduler.k8s.status_controllers import (
+    PodGroupStatusController,
+    QueueStatusController,
+    Usage,
+    format_milli,
+    normalized_resource_list,
+    preemptible_by,
+)
+
+MakeClient = Callable[..., LightkubeClient]
+GIB = 2**30
+KINDS = (PODS, POD_GROUPS, QUEUES, NODES, PRIORITY_CLASSES)
+
+
+def resources(cpu: str, memory: int, gpu: str) -> dict[str, str]:
+    return {"cpu": cpu, "memory": str(memory), "nvidia.com/gpu": gpu}
+
+
+ZERO = resources("0", 0, "0")
+
+
+def seed(server: FakeApiServer) -> None:
+    """research <- team-a (a train job: preemptible), team-b (an inference job: not)."""
+    store = server.store
+    store.kubelet = True  # bound pods start running
+    store.create(node_manifest("n1", gpu_memory=40000))
+    store.create(queue_manifest("research"))
+    store.create(queue_manifest("team-a", parent="research"))
+    store.create(queue_manifest("team-b", parent="research"))
+    store.create(pod_group_manifest("train", "team-a", min_member=2, priority_class="train"))
+    store.create(pod_group_manifest("serve", "team-b", priority_class="inference"))
+    for i in range(2):
+        store.create(pod_manifest(f"train-{i}", "team-a", group="train", gpus=1))
+    store.create(pod_manifest("train-2", "team-a", group="train", fraction=0.5))
+    store.create(
+        pod_manifest("serve-0", "team-b", group="serve", cpu="500m", memory="512Mi", gpu_memory=20000)
+    )
+    store.create(pod_manifest("serve-old", "team-b", group="serve", phase="Succeeded"))
+
+
+def status(server: FakeApiServer, kind: str, name: str) -> dict[str, Any]:
+    obj = server.store.get(kind, name, "default" if kind == "podgroups" else None)
+    return dict(obj.get("status") or {})
+
+
+def status_writes(server: FakeApiServer) -> int:
+    return len(server.requests(verb="patch", subresource="status"))
+
+
+def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClient) -> None:
+    seed(server)
+    metrics = QueueMetrics()
+
+    def allocated_gpus(queue: str) -> float | None:
+        return metrics.registry.get_sample_value("kai_queue_allocated_gpus", {"queue_name": queue})
+
+    async def body() -> None:
+        async with (
+            make_client() as client,
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
+        ):
+            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+            queues = QueueStatusController(
+                client, informers, metrics=metrics, resync_period=0.2, debounce=0.01
+            )
+            stop = asyncio.Event()
+            tasks = [asyncio.create_task(groups.run(stop)), asyncio.create_task(queues.run(stop))]
+
+            # Nothing bound yet: everything requested, nothing allocated.
+            await eventually(
+                lambda: status(server, "queues", "research").get("requested", {}).get("cpu") == "3500m"
+            )
+            train = status(server, "podgroups", "train")
+            assert train["resourcesStatus"] == {
+                "allocated": ZERO,
+                "allocatedNonPreemptible": ZERO,
+                "requested": resources("3", 3 * GIB, "2500m"),
+            }
+            assert (train["pending"], train["running"], train["succeeded"], train["failed"]) == (3, 0, 0, 0)
+
+            for pod in ("train-0", "train-1", "serve-0"):
+                server.store.bind("default", pod, "n1")
+            await eventually(
+                lambda: status(server, "queues", "research").get("allocated", {}).get("cpu") == "2500m"
+            )
+            await eventually(lambda: allocated_gpus("research") == 2.5)
+
+            # Steady: resyncs and unrelated pod changes write nothing.
+            writes = status_writes(server)
+            server.store.patch(
+                "pods", "train-2", {"metadata": {"labels": {"note": "x"}}}, namespace="default"
+            )
+            await asyncio.sleep(0.7)
+            assert status_writes(server) == writes
+            assert groups.stats.passes >= 3 and queues.stats.passes >= 3
+
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 5)
+            assert groups.stats.failures == queues.stats.failures == 0
+
+    run(body())
+
+    train = status(server, "podgroups", "train")
+    assert train["resourcesStatus"] == {
+        "allocated": resources("2", 2 * GIB, "2"),
+        "allocatedNonPreemptible": ZERO,  # train (50) is preemptible
+        "requested": resources("3", 3 * GIB, "2500m"),
+    }
+    assert (train["running"], train["pending"], train["succeeded"], train["failed"]) == (2, 1, 0, 0)
+    serve = status(server, "podgroups", "serve")
+    half = resources("500m", GIB // 2, "500m")  # 20000 of the node's 40000 MiB: half a GPU
+    assert serve["resourcesStatus"] == {"allocated": half, "allocatedNonPreemptible": half, "requested": half}
+    assert (serve["running"], serve["pending"], serve["succeeded"], serve["failed"]) == (1, 0, 1, 0)
+
+    team_a, team_b, research = (status(server, "queues", q) for q in ("team-a", "team-b", "research"))
+    assert {k: team_a[k] for k in ("allocated", "allocatedNonPreemptible", "requested")} == train[
+        "resourcesStatus"
+    ]
+    assert team_b["allocated"] == team_b["allocatedNonPreemptible"] == team_b["requested"] == half
+    assert team_a["childQueues"] == team_b["childQueues"] == []
+    assert research["childQueues"] == ["team-a", "team-b"]
+    assert research["allocated"] == resources("2500m", 2 * GIB + GIB // 2, "2500m")
+    assert research["allocatedNonPreemptible"] == half
+    assert research["requested"] == resources("3500m", 3 * GIB + GIB // 2, "3")
+
+
+def test_status_follows_deletions_and_retries_failed_writes(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    store = server.store
+    store.create(queue_manifest("q"))
+    store.create(pod_group_manifest("job", "q", preemptibility="non-preemptible"))
+    store.create(pod_manifest("job-0", "q", group="job", node_name="n1", cpu="2", memory="1Gi"))
+    store.create(pod_manifest("job-1", "q", group="job", node_name="n1", cpu="2", memory="1Gi"))
+    server.fail_next(2, 500, verb="patch", resource="podgroups", subresource="status")
+
+    async def body() -> None:
+        async with (
+            make_client() as client,
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
+        ):
+            groups = PodGroupStatusController(
+                client, informers, resync_period=5, debounce=0.01, backoff=FAST_BACKOFF
+            )
+            queues = QueueStatusController(client, informers, resync_period=5, debounce=0.01)
+            stop = asyncio.Event()
+            tasks = [asyncio.create_task(groups.run(stop)), asyncio.create_task(queues.run(stop))]
+            await eventually(
+                lambda: status(server, "queues", "q").get("allocatedNonPreemptible", {}).get("cpu") == "4"
+            )
+            assert groups.stats.failures == 2
+            store.delete("pods", "job-1", "default")
+            await eventually(lambda: status(server, "queues", "q")["allocated"]["cpu"] == "2")
+            assert status(server, "podgroups", "job")["running"] == 1
+            store.delete("podgroups", "job", "default")
+            await eventually(lambda: status(server, "queues", "q")["requested"] == ZERO)
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*tasks), 5)
+
+    run(body())
+
+
+def test_quantities_and_preemptibility() -> None:
+    assert [format_milli(x) for x in (0, 1, 1.5, 0.1 + 0.2, 2.0004)] == ["0", "1", "1500m", "300m", "2"]
+    assert Usage(1.5, 1024, 0.5).resource_list() == {
+        "cpu": "1500m",
+        "memory": "1024",
+        "nvidia.com/gpu": "500m",
+    }
+    assert Usage.of_resource_list({"cpu": "1500m", "memory": "1Ki", "nvidia.com/gpu": "0.5"}) == Usage(
+        1.5, 1024, 0.5
+    )
+    assert normalized_resource_list({"cpu": "1.5", "memory": "1Ki", "nvidia.com/gpu": "500m"}) == {
+        "cpu": "1500m",
+        "memory": "1024",
+        "nvidia.com/gpu": "500m",
+    }
+    assert normalized_resource_list(None) is None
+    assert preemptible_by("", 50) and not preemptible_by("", 100)
+    assert preemptible_by("preemptible", 125) and not preemptible_by("non-preemptible", 50)
