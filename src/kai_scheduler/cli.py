@@ -6,7 +6,10 @@ Every user error (bad flags, bad manifests, bad configuration) ends as one line 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -15,12 +18,22 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
+from lightkube.core.exceptions import ConfigError as KubeConfigError
 from rich.console import Console
 
 from kai_scheduler import __version__
+from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.framework.config import ConfigError, SchedulerConfig, parse_config
+from kai_scheduler.framework.config import (
+    PLACEMENT_STRATEGIES,
+    ConfigError,
+    SchedulerConfig,
+    parse_config,
+    with_placement_strategy,
+)
+from kai_scheduler.k8s.components import COMPONENTS, RunOptions, run_components
+from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.report import render
@@ -60,13 +73,45 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
+    _add_run_parser(commands)
     return parser
+
+
+def _add_run_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="schedule a real Kubernetes cluster (live mode)",
+        description="Run live-mode components against the Kubernetes API until SIGTERM or SIGINT.",
+    )
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--component", action="append", choices=COMPONENTS, help="a component to run (repeatable)"
+    )
+    which.add_argument("--all", action="store_true", help="every component in this process")
+    run.add_argument(
+        "--skip", action="append", choices=COMPONENTS, default=[], help="with --all: leave one out"
+    )
+    run.add_argument(
+        "--kubeconfig", metavar="FILE", help="default: in-cluster, then $KUBECONFIG, ~/.kube/config"
+    )
+    run.add_argument("--config", metavar="FILE", help="scheduler configuration (KAI's format)")
+    run.add_argument(
+        "--placement-strategy", choices=PLACEMENT_STRATEGIES, help="binpack or spread (as KAI's operator)"
+    )
+    run.add_argument(
+        "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
+    )
+    run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
+    run.add_argument("--metrics-port", type=int, default=8080, help="/metrics, /healthz, /readyz")
+    run.add_argument("--webhook-port", type=int, default=9443, help="admission webhooks (TLS)")
+    run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
+    run.add_argument("--gpu-pod-runtime-class", default="nvidia", help="runtimeClassName given to GPU pods")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return _simulate(args)
+        return _run(args) if args.command == "run" else _simulate(args)
     except (UsageError, ManifestError, ConfigError) as error:
         print(f"kai-scheduler: error: {error}", file=sys.stderr)
         return 2
@@ -105,6 +150,40 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         render(document, Console(width=140), title=title, skipped=result.skipped)
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    if args.placement_strategy:
+        config = with_placement_strategy(config, args.placement_strategy)
+    Scheduler(config)  # validates plugins and actions before anything connects
+    chosen = set(COMPONENTS) if args.all else set(args.component)
+    options = RunOptions(
+        components=frozenset(chosen - set(args.skip)),
+        config=config,
+        kubeconfig=args.kubeconfig,
+        scheduler_name=args.scheduler_name,
+        leader_elect=args.leader_elect,
+        metrics_port=args.metrics_port,
+        webhook_port=args.webhook_port,
+        tls_cert_dir=args.tls_cert_dir,
+        gpu_pod_runtime_class=args.gpu_pod_runtime_class,
+    )
+    if "admission" in options.components and not options.tls_cert_dir:
+        raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    try:
+        asyncio.run(_until_signalled(options))
+    except (OSError, ssl.SSLError, KubeConfigError, ValueError) as error:
+        raise UsageError(f"run: {error}") from None
+    return 0
+
+
+async def _until_signalled(options: RunOptions) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await run_components(options, stop)
 
 
 def _demo_folder() -> Path:

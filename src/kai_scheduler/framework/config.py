@@ -14,7 +14,7 @@ defaultStalenessGracePeriod: 60s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kai_scheduler.api.durations import parse_duration
@@ -72,6 +72,31 @@ class SchedulerConfig:
 
     def plugin(self, name: str) -> PluginOption | None:
         return next((plugin for plugin in self.plugins() if plugin.name == name), None)
+
+
+PLACEMENT_STRATEGIES = ("binpack", "spread")
+
+
+def with_placement_strategy(config: SchedulerConfig, strategy: str) -> SchedulerConfig:
+    """What KAI's operator does for a placement strategy: `nodeplacement` binpacks or spreads GPUs and
+    CPUs; with spread, GPUs are chosen by `gpuspread` instead of `gpupack`, and neither
+    `gpusharingorder` nor the consolidation action runs (both exist to pack)."""
+    if strategy not in PLACEMENT_STRATEGIES:
+        raise ConfigError(f"placement strategy: expected binpack or spread, got {strategy!r}")
+    tiers = []
+    for tier in config.tiers:
+        plugins = []
+        for plugin in tier:
+            if plugin.name == "nodeplacement":
+                plugin = PluginOption(plugin.name, {**plugin.arguments, "gpu": strategy, "cpu": strategy})
+            elif strategy == "spread" and plugin.name == "gpupack":
+                plugin = PluginOption("gpuspread", plugin.arguments)
+            elif strategy == "spread" and plugin.name == "gpusharingorder":
+                continue
+            plugins.append(plugin)
+        tiers.append(tuple(plugins))
+    actions = tuple(a for a in config.actions if not (strategy == "spread" and a == "consolidation"))
+    return replace(config, tiers=tuple(tiers), actions=actions)
 
 
 _KNOWN_KEYS = {

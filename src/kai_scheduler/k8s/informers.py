@@ -336,6 +336,9 @@ class Informer:
                 elif error.code == 404 and not self.served:
                     need_list = True  # the kind may be installed later: look again, slowly
                     delay = self.backoff.maximum
+                elif error.code == 404:
+                    need_list = True  # the kind went away while watched (its CRD was deleted)
+                    delay = self.backoff.delay(attempt, self.rng)
                 else:
                     log.warning("informer %s: %s", self.kind.plural, error)
                     delay = self.backoff.delay(attempt, self.rng)

@@ -1,0 +1,125 @@
+"""`kai-scheduler run`: the live-mode components, one or all of them in one process.
+
+Each component is a coroutine that runs until `stop` is set: the scheduler (informers, the scheduling
+loop, and with it the binder when both run here), the binder on its own, the pod grouper, the status
+controllers and the admission webhooks. Every process also serves `/metrics`, `/healthz` and `/readyz`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from prometheus_client import CollectorRegistry
+
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.admission import WebhookServer
+from kai_scheduler.k8s.binder import Binder
+from kai_scheduler.k8s.client import KubeClient
+from kai_scheduler.k8s.http_server import MetricsServer
+from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
+from kai_scheduler.k8s.podgrouper_controller import PodGrouperController
+from kai_scheduler.k8s.scheduler_loop import run_live
+from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
+
+COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission")
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    components: frozenset[str]
+    config: SchedulerConfig
+    kubeconfig: str | None = None
+    scheduler_name: str = "kai-scheduler"
+    leader_elect: bool = False
+    lease_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "kai-scheduler"))
+    metrics_port: int = 8080
+    webhook_port: int = 9443
+    tls_cert_dir: str | None = None
+    gpu_pod_runtime_class: str = "nvidia"
+
+
+async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
+    """Run the chosen components until `stop` is set, then shut down gracefully."""
+    client = client if client is not None else LightkubeClient.from_kubeconfig(options.kubeconfig)
+    registry = CollectorRegistry()
+    ready: list[asyncio.Event] = []
+    work: list[Callable[[], Awaitable[None]]] = []
+    chosen = options.components
+    if "scheduler" in chosen:
+        synced = asyncio.Event()
+        ready.append(synced)
+        work.append(lambda: _scheduler(client, options, stop, registry, synced, binder="binder" in chosen))
+    elif "binder" in chosen:
+        work.append(lambda: _binder(client, stop))
+    if "podgrouper" in chosen:
+        work.append(lambda: _podgrouper(client, options, stop))
+    if "status-controllers" in chosen:
+        work.append(lambda: _status_controllers(client, stop, registry))
+    webhook = _webhook(options) if "admission" in chosen else None
+    metrics = MetricsServer(registry, port=options.metrics_port, ready=lambda: all(e.is_set() for e in ready))
+    metrics.start()
+    if webhook is not None:
+        webhook.start()
+    try:
+        await asyncio.gather(*(job() for job in work), stop.wait())
+    finally:
+        await metrics.aclose()
+        if webhook is not None:
+            await webhook.aclose()
+
+
+async def _scheduler(
+    client: KubeClient,
+    options: RunOptions,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    synced: asyncio.Event,
+    *,
+    binder: bool,
+) -> None:
+    await run_live(
+        client,
+        options.config,
+        stop,
+        scheduler_name=options.scheduler_name,
+        binder=binder,
+        leader_election=options.leader_elect,
+        lease_namespace=options.lease_namespace,
+        metrics=SchedulerMetrics(registry),
+        ready=synced,
+    )
+
+
+async def _binder(client: KubeClient, stop: asyncio.Event) -> None:
+    async with InformerSet(client) as informers:
+        await Binder(client, informers).run(stop)
+
+
+async def _podgrouper(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
+    async with InformerSet(client) as informers:
+        await PodGrouperController(client, informers, scheduler_name=options.scheduler_name).run(stop)
+
+
+async def _status_controllers(client: KubeClient, stop: asyncio.Event, registry: CollectorRegistry) -> None:
+    async with InformerSet(client) as informers:
+        await asyncio.gather(
+            PodGroupStatusController(client, informers).run(stop),
+            QueueStatusController(client, informers, metrics=QueueMetrics(registry)).run(stop),
+        )
+
+
+def _webhook(options: RunOptions) -> WebhookServer:
+    if options.tls_cert_dir is None:
+        raise ValueError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    return WebhookServer(
+        options.tls_cert_dir,
+        port=options.webhook_port,
+        scheduler_name=options.scheduler_name,
+        gpu_runtime_class=options.gpu_pod_runtime_class,
+    )
