@@ -223,3 +223,27 @@ def test_another_scheduler_name() -> None:
     informers.pods.apply_event(WatchEvent("DELETED", mine))
     builder.build()
     assert forgotten == ["default/mine"]
+
+
+def test_pending_pods_wait_for_their_pod_group_when_a_grouper_runs() -> None:
+    from kai_scheduler.k8s.client import WatchEvent
+
+    informers = InformerSet(_NoClient())  # type: ignore[arg-type]
+    ungrouped = pod_manifest("ungrouped")
+    grouped = pod_manifest("grouped")
+    grouped["metadata"]["annotations"] = {"pod-group-name": "g"}
+    running = pod_manifest("running", node_name="n1")
+    for i, obj in enumerate([ungrouped, grouped, running]):
+        obj["metadata"].update({"namespace": "default", "uid": f"u{i}", "resourceVersion": str(i + 1)})
+        informers.pods.apply_event(WatchEvent("ADDED", obj))
+    node = node_manifest("n1")
+    node["metadata"]["resourceVersion"] = "9"
+    informers.nodes.apply_event(WatchEvent("ADDED", node))
+
+    def names(require: bool) -> set[str]:
+        builder = StateBuilder(informers, SessionClock(start=START), require_pod_groups=require)
+        return {p.pod.metadata.name for p in builder.build().state.pods}
+
+    assert names(False) == {"ungrouped", "grouped", "running"}
+    # An ungrouped pending pod is left for the pod grouper; a running one still holds its node.
+    assert names(True) == {"grouped", "running"}

@@ -93,6 +93,8 @@ async def _scheduler(
         lease_namespace=options.lease_namespace,
         metrics=SchedulerMetrics(registry),
         ready=synced,
+        # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
+        require_pod_groups=True,
     )
 
 

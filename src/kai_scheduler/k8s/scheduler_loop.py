@@ -134,6 +134,7 @@ class SchedulerLoop:
         node_pool: str = "default",
         concurrency: int = 16,
         record_events: bool = True,
+        require_pod_groups: bool = False,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -149,7 +150,11 @@ class SchedulerLoop:
         self.scheduler = Scheduler(config)
         self.snapshots = SnapshotBuilder()
         self.states = StateBuilder(
-            informers, self.clock, scheduler_name=scheduler_name, on_forget=self.snapshots.forget
+            informers,
+            self.clock,
+            scheduler_name=scheduler_name,
+            on_forget=self.snapshots.forget,
+            require_pod_groups=require_pod_groups,
         )
         self.cycle = 0
         # In memory, between cycles (see the module doc).
@@ -640,12 +645,14 @@ async def run_live(
     node_pool: str = "default",
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
     ready: asyncio.Event | None = None,
+    require_pod_groups: bool = False,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
     lease is released). With `leader_election`, the loop and the binder work only while this process
     holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
-    set once the caches are synced (for a readiness probe)."""
+    set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
+    until the pod grouper has named their PodGroup."""
     informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
     loop = SchedulerLoop(
@@ -658,6 +665,7 @@ async def run_live(
         leader=elector,
         backoff_limit=backoff_limit,
         node_pool=node_pool,
+        require_pod_groups=require_pod_groups,
     )
     informers.start()
     tasks = [asyncio.create_task(loop.run(stop), name="scheduler-loop")]

@@ -180,10 +180,14 @@ class StateBuilder:
         *,
         scheduler_name: str = c.SCHEDULER_NAME,
         on_forget: Callable[[Pod], None] | None = None,
+        require_pod_groups: bool = False,
     ) -> None:
         self.informers = informers
         self.clock = clock
         self.scheduler_name = scheduler_name
+        # With a pod grouper running, a pending pod waits until it names its PodGroup (as in KAI): placed
+        # on its own before that, a gang member would start alone.
+        self.require_pod_groups = require_pod_groups
         self.on_forget = on_forget
         # The snapshot builder knows our pods by the name `kai-scheduler`: ours are presented under that
         # name, and others (even ones that say kai-scheduler: another shard's) under another one.
@@ -409,6 +413,9 @@ class StateBuilder:
                 groups = placed.gpu_groups
         if not bound and spec.get("schedulingGates") and self._ours(obj):
             return None  # gated: not for the scheduler yet (Kubernetes semantics)
+        grouped = bool((meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION))
+        if not bound and self.require_pod_groups and self._ours(obj) and not grouped:
+            return None  # not grouped yet: the pod grouper has not annotated it
         if bound:
             return (str(node), "Running", groups, terminating)
         phase = "Pending" if raw_phase in ("Pending", "Unknown") else raw_phase
