@@ -230,3 +230,25 @@ def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> Non
 
 def holder_of_lease(store: Store) -> str:
     return str(store.get("leases", "kai-scheduler", "default")["spec"].get("holderIdentity") or "")
+
+
+def test_api_server_down_for_ten_seconds(server: FakeApiServer) -> None:
+    """The issue's outage: ten seconds without the API server in the middle of a run; afterwards every
+    pod (including one created while the scheduler could not see it) is bound exactly once."""
+    store = server.store
+    names = seed(store)
+
+    async def body() -> None:
+        async with Live(server) as live:
+            await live.until(lambda: len(bound(store)) >= 1)
+            await in_thread(server.stop)
+            store.create(pod_manifest("late", "team-a", gpus=1))
+            await asyncio.sleep(10)
+            await in_thread(server.start)
+            await live.until(
+                lambda: len(bound(store)) == len(names) + 1 and set(phases(store).values()) == {"Succeeded"},
+                timeout=20,
+            )
+
+    run(body(), timeout=45)
+    assert_bound_once(store, [*names, "late"])
