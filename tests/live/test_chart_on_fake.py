@@ -31,7 +31,10 @@ def test_kubectl_applies_the_rendered_chart(tmp_path: Path, overrides: dict[str,
 
         def kubectl(*args: str) -> str:
             done = subprocess.run(
-                ["kubectl", "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, timeout=60
+                ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                capture_output=True,
+                text=True,
+                timeout=60,
             )
             assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr.strip()}"
             return done.stdout
