@@ -85,7 +85,9 @@ def parse_object(doc: Any, source: str, index: int, item: int | None = None) -> 
     """
     try:
         if not isinstance(doc, dict):
-            raise InvalidField(None, f"expected a mapping with apiVersion and kind, got {_type_name(doc)}")
+            raise InvalidField(
+                None, f"expected a mapping with apiVersion and kind, got {describe_value(doc)}"
+            )
         obj = validate_schema(_model_for(doc), doc)
         _check_object(obj)
         return obj
@@ -128,9 +130,9 @@ def _model_for(doc: dict[Any, Any]) -> type[ApiObject]:
     if kind is None:
         raise InvalidField("kind", f"required field is missing; expected one of: {_EXPECTED_KINDS}")
     if not isinstance(kind, str):
-        raise InvalidField("kind", f"expected a string, got {_short(kind)}")
+        raise InvalidField("kind", f"expected a string, got {short_repr(kind)}")
     if api_version is not None and not isinstance(api_version, str):
-        raise InvalidField("apiVersion", f"expected a string, got {_short(api_version)}")
+        raise InvalidField("apiVersion", f"expected a string, got {short_repr(api_version)}")
     model = SUPPORTED_KINDS.get((api_version or "", kind))
     if model is not None:
         return model
@@ -171,14 +173,14 @@ def _describe(error: ErrorDetails) -> str:
     if kind == "value_error" and "error" in error.get("ctx", {}):
         return str(error["ctx"]["error"])  # our own validators' messages (quantities) are already worded
     if kind in {"model_type", "model_attributes_type", "dict_type"}:
-        return f"expected a mapping, got {_type_name(value)}"
+        return f"expected a mapping, got {describe_value(value)}"
     if kind == "list_type":
-        return f"expected a list, got {_type_name(value)}"
+        return f"expected a list, got {describe_value(value)}"
     if kind == "string_type" and isinstance(value, bool | int | float):
         # YAML turns unquoted `0.5`, `5` or `true` into numbers and booleans; Kubernetes wants strings.
-        return f'expected a string, got {_short(value)} (quote it: "{_yaml_text(value)}")'
+        return f'expected a string, got {short_repr(value)} (quote it: "{_yaml_text(value)}")'
     message = error["msg"]
-    return f"{message[:1].lower()}{message[1:]}, got {_short(value)}"
+    return f"{message[:1].lower()}{message[1:]}, got {short_repr(value)}"
 
 
 def _raw_ref(doc: Any) -> str | None:
@@ -196,17 +198,18 @@ def _raw_ref(doc: Any) -> str | None:
     return f"{kind} {namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
 
 
-def _type_name(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """How a wrong value reads in a one-line error: its kind for containers, else a short repr."""
     if value is None:
         return "nothing"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return _short(value)
+    return short_repr(value)
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
 

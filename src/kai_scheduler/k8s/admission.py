@@ -46,6 +46,8 @@ from kai_scheduler.api.manifests import (
     check_gpu_sharing,
     check_queue,
     check_sub_groups,
+    describe_value,
+    short_repr,
     validate_schema,
 )
 from kai_scheduler.api.objects import Pod, PodGroup, Queue
@@ -73,7 +75,6 @@ _CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})  # DELETE and CONNECT carr
 _DEFAULT_SCHEDULER = "default-scheduler"  # what the API server puts in spec.schedulerName when absent
 _MAX_BODY_BYTES = 16 * 1024 * 1024  # the API server sends objects of at most ~3 MiB
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
-_MAX_SHOWN = 60
 
 Review = dict[str, Any]
 """An AdmissionReview, as decoded JSON."""
@@ -208,26 +209,25 @@ def _uid_of(review: Any) -> str:
 
 def _parse_review(review: Any, kind: _Kind) -> _Request:
     if not isinstance(review, dict):
-        raise _Malformed(f"expected a JSON object, got {_shown_type(review)}")
+        raise _Malformed(f"expected a JSON object, got {describe_value(review)}")
     api_version, review_kind = review.get("apiVersion"), review.get("kind")
     if review_kind != REVIEW_KIND:
-        raise _Malformed(f"kind: expected {REVIEW_KIND!r}, got {_short(review_kind)}")
+        raise _Malformed(f"kind: expected {REVIEW_KIND!r}, got {short_repr(review_kind)}")
     if api_version != REVIEW_API_VERSION:
         raise _Malformed(
             f"apiVersion: expected {REVIEW_API_VERSION!r} (the only version this webhook speaks), "
-            f"got {_short(api_version)}"
+            f"got {short_repr(api_version)}"
         )
     request = review.get("request")
     if not isinstance(request, dict):
-        raise _Malformed(f"request: expected a mapping, got {_shown_type(request)}")
+        raise _Malformed(f"request: expected a mapping, got {describe_value(request)}")
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
-        raise _Malformed(f"request.uid: expected a non-empty string, got {_short(uid)}")
+        raise _Malformed(f"request.uid: expected a non-empty string, got {short_repr(uid)}")
     operation = request.get("operation")
     if operation not in _OPERATIONS:
-        raise _Malformed(
-            f"request.operation: expected one of {', '.join(sorted(_OPERATIONS))}, got {_short(operation)}"
-        )
+        known = ", ".join(sorted(_OPERATIONS))
+        raise _Malformed(f"request.operation: expected one of {known}, got {short_repr(operation)}")
     _check_request_kind(request.get("kind"), kind)
     name = request.get("name")
     namespace = request.get("namespace")
@@ -237,10 +237,10 @@ def _parse_review(review: Any, kind: _Kind) -> _Request:
         return _Request(uid, operation, name, namespace, None)
     obj = request.get("object")
     if not isinstance(obj, dict):
-        raise _Malformed(f"request.object: expected the {kind.kind} as a mapping, got {_shown_type(obj)}")
+        raise _Malformed(f"request.object: expected the {kind.kind} as a mapping, got {describe_value(obj)}")
     obj_kind, obj_version = obj.get("kind", kind.kind), obj.get("apiVersion", kind.api_version)
     if obj_kind != kind.kind or obj_version != kind.api_version:
-        shown = " ".join(v if isinstance(v, str) else _short(v) for v in (obj_version, obj_kind))
+        shown = " ".join(v if isinstance(v, str) else short_repr(v) for v in (obj_version, obj_kind))
         raise _Malformed(f"request.object: this webhook reviews {kind}, got {shown}")
     return _Request(uid, operation, name, namespace, obj)
 
@@ -250,10 +250,10 @@ def _check_request_kind(value: Any, kind: _Kind) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        raise _Malformed(f"request.kind: expected a mapping, got {_shown_type(value)}")
+        raise _Malformed(f"request.kind: expected a mapping, got {describe_value(value)}")
     got = (value.get("group", ""), value.get("version"), value.get("kind"))
     if got != (kind.group, kind.version, kind.kind):
-        group, version, name = (v if isinstance(v, str) else _short(v) for v in got)
+        group, version, name = (v if isinstance(v, str) else short_repr(v) for v in got)
         shown = f"{group}/{version}" if group else version
         raise _Malformed(f"request.kind: this webhook reviews {kind}, got {shown} {name}")
 
@@ -411,21 +411,6 @@ def _validate_podgroup(request: _Request) -> Review:
 
 def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
-
-
-def _shown_type(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return _short(value)
 
 
 # --- TLS ------------------------------------------------------------------------------------------

@@ -43,12 +43,10 @@ import logging
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.client import (
-    EVENTS,
     POD_GROUPS,
     PODS,
     ApiStatusError,
@@ -56,6 +54,7 @@ from kai_scheduler.k8s.client import (
     KubeClient,
     ResourceKind,
 )
+from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import POD_GROUP_INDEX, Backoff, Informer, InformerSet, object_key
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.podgrouper import (
@@ -553,33 +552,10 @@ class PodGrouperController:
         if self._reported.get(uid) == message:
             return
         log.warning("pod %s/%s cannot be grouped: %s", namespace, meta.get("name"), message)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": meta.get("name", ""),
-                "namespace": namespace,
-                "uid": uid,
-                "resourceVersion": meta.get("resourceVersion", ""),
-            },
-            "type": "Warning",
-            "reason": EVENT_REASON,
-            "message": message[:1024],
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        try:
-            await self.client.create(EVENTS, event)
-        except (ApiStatusError, ConnectionError, OSError) as error:  # events are best effort
-            log.debug("event on pod %s/%s not recorded: %s", namespace, meta.get("name"), error)
-        else:
+        recorded = await record_event(
+            self.client, pod, type="Warning", reason=EVENT_REASON, message=message, component=self.component
+        )
+        if recorded:
             self.stats.events += 1
         self._reported[uid] = message
 

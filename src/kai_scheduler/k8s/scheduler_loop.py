@@ -42,7 +42,8 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.k8s.binder import Binder
-from kai_scheduler.k8s.client import BIND_REQUESTS, EVENTS, POD_GROUPS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.client import BIND_REQUESTS, POD_GROUPS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
@@ -367,9 +368,7 @@ class SchedulerLoop:
         self.evicting[decision.pod] = str(meta.get("uid") or "")
         report.evictions.append(decision.pod)
         if self.record_events:
-            await self._event(
-                pod, "Normal", "Evict", f"Evicted by {decision.action}: {decision.reason}"[:1024], report
-            )
+            await self._event(pod, "Normal", "Evict", f"Evicted by {decision.action}: {decision.reason}")
 
     # --- pod groups ------------------------------------------------------------------------------
 
@@ -499,38 +498,19 @@ class SchedulerLoop:
                 raise
             return
         if message is not None and self.record_events:
-            await self._event(obj, "Warning", "Unschedulable", message[:1024], report)
+            await self._event(obj, "Warning", "Unschedulable", message)
 
-    async def _event(
-        self, obj: JsonObject, kind: str, reason: str, message: str, report: CycleReport
-    ) -> None:
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
+    async def _event(self, obj: JsonObject, kind: str, reason: str, message: str) -> None:
         stamp = self.clock.stamp(self.clock.now())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", ""),
-                "kind": obj.get("kind", ""),
-                "name": meta.get("name", ""),
-                "namespace": namespace,
-                "uid": meta.get("uid", ""),
-            },
-            "type": kind,
-            "reason": reason,
-            "message": message,
-            "source": {"component": self.scheduler_name},
-            "reportingComponent": self.scheduler_name,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        try:
-            await self.client.create(EVENTS, event)
-        except (ApiStatusError, ConnectionError, OSError) as error:  # events are best effort
-            log.debug("event on %s/%s not recorded: %s", namespace, meta.get("name"), error)
+        await record_event(
+            self.client,
+            obj,
+            type=kind,
+            reason=reason,
+            message=message,
+            component=self.scheduler_name,
+            stamp=stamp,
+        )
 
     # --- housekeeping ----------------------------------------------------------------------------
 

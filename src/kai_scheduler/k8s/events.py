@@ -1,0 +1,63 @@
+"""Kubernetes Events about an object, best effort: a lost event must never stop a component."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from kai_scheduler.k8s.client import EVENTS, ApiStatusError, JsonObject, KubeClient
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 1024  # the API server's limit on an event message
+
+
+def event_for(
+    obj: JsonObject, *, type: str, reason: str, message: str, component: str, stamp: str
+) -> JsonObject:
+    """A core/v1 Event whose involvedObject is `obj` (apiVersion and kind taken from it, Pod if absent)."""
+    meta = obj.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion") or "v1",
+            "kind": obj.get("kind") or "Pod",
+            "name": meta.get("name", ""),
+            "namespace": namespace,
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        },
+        "type": type,
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+async def record_event(
+    client: KubeClient,
+    obj: JsonObject,
+    *,
+    type: str,
+    reason: str,
+    message: str,
+    component: str,
+    stamp: str | None = None,
+) -> bool:
+    """Create the event; False (and a debug line) when the API server would not take it."""
+    when = stamp or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = event_for(obj, type=type, reason=reason, message=message, component=component, stamp=when)
+    try:
+        await client.create(EVENTS, event)
+    except (ApiStatusError, ConnectionError, OSError) as error:
+        meta = obj.get("metadata") or {}
+        log.debug("event on %s/%s not recorded: %s", meta.get("namespace"), meta.get("name"), error)
+        return False
+    return True
