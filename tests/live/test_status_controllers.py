@@ -21,8 +21,8 @@ from kai_scheduler.k8s.status_controllers import (
     Usage,
     format_milli,
     normalized_resource_list,
-    preemptible_by,
 )
+from kai_scheduler.model.builder import is_preemptible
 
 MakeClient = Callable[..., LightkubeClient]
 GIB = 2**30
@@ -193,5 +193,5 @@ def test_quantities_and_preemptibility() -> None:
         "nvidia.com/gpu": "500m",
     }
     assert normalized_resource_list(None) is None
-    assert preemptible_by("", 50) and not preemptible_by("", 100)
-    assert preemptible_by("preemptible", 125) and not preemptible_by("non-preemptible", 50)
+    assert is_preemptible("", 50) and not is_preemptible("", 100)
+    assert is_preemptible("preemptible", 125) and not is_preemptible("non-preemptible", 50)

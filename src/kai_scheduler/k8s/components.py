@@ -2,7 +2,8 @@
 
 Each component is a coroutine that runs until `stop` is set: the scheduler (informers, the scheduling
 loop, and with it the binder when both run here), the binder on its own, the pod grouper, the status
-controllers and the admission webhooks. Every process also serves `/metrics`, `/healthz` and `/readyz`.
+controllers, the admission webhooks and the node scale adjuster (scaling pods for cluster autoscalers).
+Every process also serves `/metrics`, `/healthz` and `/readyz`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
 from kai_scheduler.k8s.podgrouper_controller import PodGrouperController
+from kai_scheduler.k8s.scale_adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
 from kai_scheduler.k8s.scheduler_loop import run_live
 from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
 
-COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission")
+COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
         work.append(lambda: _podgrouper(client, options, stop))
     if "status-controllers" in chosen:
         work.append(lambda: _status_controllers(client, stop, registry))
+    if "scale-adjuster" in chosen:
+        work.append(lambda: _scale_adjuster(client, options, stop))
     webhook = _webhook(options) if "admission" in chosen else None
     metrics = MetricsServer(registry, port=options.metrics_port, ready=lambda: all(e.is_set() for e in ready))
     metrics.start()
@@ -114,6 +118,11 @@ async def _status_controllers(client: KubeClient, stop: asyncio.Event, registry:
             PodGroupStatusController(client, informers).run(stop),
             QueueStatusController(client, informers, metrics=QueueMetrics(registry)).run(stop),
         )
+
+
+async def _scale_adjuster(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
+    async with InformerSet(client, kinds=SCALE_ADJUSTER_KINDS) as informers:
+        await ScaleAdjuster(client, informers, scheduler_name=options.scheduler_name).run(stop)
 
 
 def _webhook(options: RunOptions) -> WebhookServer:

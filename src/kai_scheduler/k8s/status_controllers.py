@@ -80,7 +80,7 @@ from kai_scheduler.k8s.informers import (
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.metrics import QueueMetrics
 from kai_scheduler.k8s.podgrouper_controller import RETRY_BACKOFF, wait_or_stop
-from kai_scheduler.model.builder import pod_request
+from kai_scheduler.model.builder import is_preemptible, pod_request
 from kai_scheduler.model.resources import PodRequest
 
 log = logging.getLogger(__name__)
@@ -195,15 +195,6 @@ class _NodeGpuMemory:
             sizes = [m for obj in self.informer.objects() if (m := gpu_memory_mib_of(obj)) > 0]
             self._smallest = min(sizes) if sizes else 0.0
         return self._smallest
-
-
-def preemptible_by(preemptibility: str, priority: int) -> bool:
-    """KAI's rule (`model.builder`): an explicit value wins; else a priority below 100 is preemptible."""
-    if preemptibility == "preemptible":
-        return True
-    if preemptibility == "non-preemptible":
-        return False
-    return priority < c.NON_PREEMPTIBLE_PRIORITY_THRESHOLD
 
 
 # --- the shared loop -------------------------------------------------------------------------------
@@ -510,7 +501,7 @@ class PodGroupStatusController(_StatusLoop):
             priority = int(first_spec["priority"])
         else:
             priority = default_priority
-        return preemptible_by(preemptibility, priority)
+        return is_preemptible(preemptibility, priority)
 
     def pod_group_status(
         self,
@@ -850,5 +841,4 @@ __all__ = [
     "format_milli",
     "gpu_memory_mib_of",
     "normalized_resource_list",
-    "preemptible_by",
 ]

@@ -305,7 +305,7 @@ class SnapshotBuilder:
             name=pg.metadata.name,
             queue=queue,
             priority=priority,
-            preemptible=_preemptible(preemptibility, priority),
+            preemptible=is_preemptible(preemptibility, priority),
             min_member=spec.min_member,
             rank=pg_state.rank,
         )
@@ -327,7 +327,7 @@ class SnapshotBuilder:
             name=name,
             queue=labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE),
             priority=priority,
-            preemptible=_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
+            preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
             min_member=1,
             rank=pod_state.rank,
         )
@@ -396,7 +396,8 @@ class SnapshotBuilder:
 _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 
-def _preemptible(preemptibility: str, priority: int) -> bool:
+def is_preemptible(preemptibility: str, priority: int) -> bool:
+    """KAI's rule: an explicit `preemptible` / `non-preemptible` wins; else below 100 is preemptible."""
     if preemptibility == "preemptible":
         return True
     if preemptibility == "non-preemptible":
