@@ -32,7 +32,7 @@ from kai_scheduler.framework.config import (
     parse_config,
     with_placement_strategy,
 )
-from kai_scheduler.k8s.components import COMPONENTS, RunOptions, run_components
+from kai_scheduler.k8s.components import ALL_COMPONENTS, COMPONENTS, RunOptions, run_components
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
@@ -87,7 +87,9 @@ def _add_run_parser(commands: Any) -> None:
     which.add_argument(
         "--component", action="append", choices=COMPONENTS, help="a component to run (repeatable)"
     )
-    which.add_argument("--all", action="store_true", help="every component in this process")
+    which.add_argument(
+        "--all", action="store_true", help="every component but scale-adjuster (a cluster-autoscaler helper)"
+    )
     run.add_argument(
         "--skip", action="append", choices=COMPONENTS, default=[], help="with --all: leave one out"
     )
@@ -157,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.placement_strategy:
         config = with_placement_strategy(config, args.placement_strategy)
     Scheduler(config)  # validates plugins and actions before anything connects
-    chosen = set(COMPONENTS) if args.all else set(args.component)
+    chosen = set(ALL_COMPONENTS) if args.all else set(args.component)
     options = RunOptions(
         components=frozenset(chosen - set(args.skip)),
         config=config,

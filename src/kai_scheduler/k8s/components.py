@@ -30,6 +30,9 @@ from kai_scheduler.k8s.scheduler_loop import run_live
 from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
 
 COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")
+# What `--all` runs: the scale adjuster only helps with a cluster autoscaler, so (as KAI deploys it) it runs
+# only when named.
+ALL_COMPONENTS: Final = tuple(name for name in COMPONENTS if name != "scale-adjuster")
 
 
 @dataclass(frozen=True, slots=True)

@@ -592,6 +592,7 @@ class AdjusterStats:
 
 
 _UNRESOLVED: Final = object()
+_WRITE_MEMORY = 30.0  # seconds (real time) a write is remembered while the informer does not show it
 
 
 class ScaleAdjuster:
@@ -644,6 +645,8 @@ class ScaleAdjuster:
         self.holds: dict[str, float] = {}  # shape key -> monotonic time the hold ends
         self._namespace_ready = False
         self._resolved_class: object = _UNRESOLVED
+        self._created: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) not yet seen
+        self._deleted: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) still seen
         self._wake = asyncio.Event()
         self._handlers_added = False
 
@@ -728,22 +731,63 @@ class ScaleAdjuster:
     # --- acting ------------------------------------------------------------------------------------
 
     async def reconcile_once(self) -> ScalingPlan:
-        """Plan, then delete and create scaling pods. API failures of single pods are logged and counted
-        (the next cycle tries again); a failure to reach the API at all is raised."""
+        """Plan, then delete and create scaling pods; returns the plan as carried out. API failures of
+        single pods are logged and counted (the next cycle tries again); a failure to reach the API at
+        all is raised.
+
+        Writes of earlier cycles that the pods informer does not show yet (a pod created here and not yet
+        seen, one deleted here and still shown) are not acted on again: that would undo them."""
         self.stats.cycles += 1
+        self._forget_seen_writes()
         plan = self.plan()
         if plan.create and not self._prepared:
             await self._prepare()
             plan = self.plan()  # with the priority class as resolved
+        plan.delete = [name for name in plan.delete if name not in self._created and not self._stale(name)]
+        plan.create = [m for m in plan.create if m["metadata"]["name"] not in self._created]
+        released = sorted({shape for name in plan.delete if (shape := self._released_shape(name))})
+        plan.released_shapes = released
         now = self.monotonic()
-        for key in plan.released_shapes:
+        for key in released:
             self.holds[key] = now + self.cooldown
-        if plan.released_shapes:
-            self.stats.released += len(plan.released_shapes)
-            log.info("scaling pods got nodes for shapes %s; deleting them", ", ".join(plan.released_shapes))
+        if released:
+            self.stats.released += len(released)
+            log.info("scaling pods got nodes (shapes %s); deleting them", ", ".join(released))
         await asyncio.gather(*(self._delete(name) for name in plan.delete))
         await asyncio.gather(*(self._create(manifest) for manifest in plan.create))
         return plan
+
+    def _cached(self, name: str) -> JsonObject | None:
+        return self.pods.get(name, self.namespace)
+
+    def _released_shape(self, name: str) -> str | None:
+        """The shape of a scaling pod that got a node (or finished)."""
+        pod = self._cached(name)
+        if pod is None:
+            return None
+        phase = str((pod.get("status") or {}).get("phase") or "Pending")
+        if not (pod.get("spec") or {}).get("nodeName") and phase not in ("Succeeded", "Failed"):
+            return None
+        shape = ((pod.get("metadata") or {}).get("labels") or {}).get(SHAPE_LABEL)
+        return str(shape) if shape else None
+
+    def _uid(self, name: str) -> str | None:
+        pod = self._cached(name)
+        return str((pod.get("metadata") or {}).get("uid") or "") if pod is not None else None
+
+    def _stale(self, name: str) -> bool:
+        """Deleted here, and the cache still shows that very pod."""
+        deleted = self._deleted.get(name)
+        return deleted is not None and deleted[0] == self._uid(name)
+
+    def _forget_seen_writes(self) -> None:
+        expired = time.monotonic() - _WRITE_MEMORY
+        for name, (uid, at) in list(self._created.items()):
+            if self._uid(name) == uid or at < expired:
+                del self._created[name]
+        for name, (uid, at) in list(self._deleted.items()):
+            if self._uid(name) != uid or at < expired:
+                del self._deleted[name]
 
     @property
     def _prepared(self) -> bool:
@@ -793,6 +837,7 @@ class ScaleAdjuster:
             return None
 
     async def _delete(self, name: str) -> None:
+        uid = self._uid(name)
         try:
             await self.client.delete(PODS, name, self.namespace)
         except ApiStatusError as error:
@@ -800,12 +845,14 @@ class ScaleAdjuster:
                 self._note(f"delete {self.namespace}/{name}: {error}")
             return
         self.stats.deleted += 1
+        if uid:
+            self._deleted[name] = (uid, time.monotonic())
         log.info("deleted scaling pod %s/%s", self.namespace, name)
 
     async def _create(self, manifest: JsonObject) -> None:
         name = manifest["metadata"]["name"]
         try:
-            await self.client.create(PODS, manifest)
+            created = await self.client.create(PODS, manifest)
         except ApiStatusError as error:
             if error.code == 409:
                 return
@@ -816,6 +863,9 @@ class ScaleAdjuster:
             self._note(f"create {self.namespace}/{name}: {error}")
             return
         self.stats.created += 1
+        uid = str((created.get("metadata") or {}).get("uid") or "")
+        if uid:
+            self._created[name] = (uid, time.monotonic())
         gpus = manifest["spec"]["containers"][0]["resources"]["requests"][c.GPU_RESOURCE]
         log.info("created scaling pod %s/%s for %s GPUs", self.namespace, name, gpus)
 
