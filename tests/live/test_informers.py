@@ -150,9 +150,12 @@ def test_dropped_watches_resume_without_loss_or_duplicates(
                     await asyncio.sleep(0.005)
 
             async def dropper() -> int:
+                # Each round waits for the informer's watch to be back (a loaded machine may take a while)
+                # before cutting it, so every round really drops a stream.
                 drops = 0
                 for round_ in range(8):
                     await asyncio.sleep(0.04)
+                    assert await asyncio.to_thread(server.wait_for_watches, 1, "pods", 10.0)
                     drops += server.drop_watches("pods", graceful=round_ % 2 == 1)
                 return drops
 
