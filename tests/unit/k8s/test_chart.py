@@ -354,6 +354,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "defaultQueue": {"enabled": False},
     },
     "all-in-one-minimal": {"allInOne": True, "admission": {"enabled": False}, "leaderElection": False},
+    "cluster-autoscaling": {"clusterAutoscaling": True},
+    "all-in-one-cluster-autoscaling": {"allInOne": True, "clusterAutoscaling": True, "leaderElection": False},
     "custom": {
         "admission": {"caBundle": "Y2E=", "failurePolicy": "Ignore"},
         "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
@@ -634,7 +636,16 @@ def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
 # --- RBAC ------------------------------------------------------------------------------------------
 
 KNOWN_RESOURCES = {
-    "": {"pods", "pods/binding", "pods/eviction", "pods/status", "nodes", "configmaps", "events"},
+    "": {
+        "pods",
+        "pods/binding",
+        "pods/eviction",
+        "pods/status",
+        "nodes",
+        "configmaps",
+        "events",
+        "namespaces",
+    },
     "events.k8s.io": {"events"},
     "coordination.k8s.io": {"leases"},
     "scheduling.k8s.io": {"priorityclasses"},
@@ -715,6 +726,18 @@ EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
 }
 
 
+# The scale adjuster (clusterAutoscaling: true); it creates and deletes pods through a Role in its namespace.
+SCALE_ADJUSTER_RULES: dict[tuple[str, str], set[str]] = {
+    ("", "pods"): READ,
+    ("", "nodes"): READ,
+    ("scheduling.run.ai", "podgroups"): READ,
+    ("scheduling.run.ai", "bindrequests"): READ,
+    ("", "namespaces"): {"get", "create"},
+    ("scheduling.k8s.io", "priorityclasses"): {"get", "create"},
+}
+SCALE_ADJUST_NAMESPACE = "kai-scale-adjust"  # the component's own default; `run` has no flag for it
+
+
 def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     grants: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
@@ -780,6 +803,77 @@ def test_all_in_one_account_holds_every_component_role() -> None:
         assert subjects[f"{RELEASE}-{component}"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-leader-election"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-binder-reservations"] == {f"{RELEASE}-all-in-one"}
+
+
+def _scale_adjuster_objects(variant: str) -> list[dict[str, Any]]:
+    return [
+        document
+        for document in _docs(variant)
+        if document["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "scale-adjuster"
+    ]
+
+
+def test_cluster_autoscaling_is_off_by_default_and_changes_nothing_else() -> None:
+    assert yaml.safe_load((CHART / "values.yaml").read_text())["clusterAutoscaling"] is False
+    assert render_chart({"clusterAutoscaling": False}) == RENDERED["default"]
+    for variant, overrides in VARIANTS.items():
+        if not overrides.get("clusterAutoscaling"):
+            assert _scale_adjuster_objects(variant) == [], variant
+            assert {ns["metadata"]["name"] for ns in _docs(variant, "Namespace")} == {
+                "kai-resource-reservation"
+            }
+    # Turning it on only adds the scale adjuster's objects.
+    for on, off in (("cluster-autoscaling", "default"), ("all-in-one-cluster-autoscaling", None)):
+        others = [d for d in _docs(on) if d not in _scale_adjuster_objects(on)]
+        base = RENDERED[off] if off else render_chart({"allInOne": True, "leaderElection": False})
+        assert others == [document for _, document in base]
+
+
+@pytest.mark.parametrize("variant", ["cluster-autoscaling", "all-in-one-cluster-autoscaling"])
+def test_scale_adjuster_deployment(variant: str) -> None:
+    deployment = _one(variant, "Deployment", f"{RELEASE}-scale-adjuster")
+    # One replica, recreated (not rolled): two adjusters would undo each other's plans, so no Lease.
+    assert _container(deployment)["args"] == [
+        "run",
+        "--component=scale-adjuster",
+        "--scheduler-name=kai-scheduler",
+    ]
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == f"{RELEASE}-scale-adjuster"
+    names = {d["metadata"]["name"] for d in _docs(variant, "Deployment")}
+    if VARIANTS[variant].get("allInOne"):
+        assert names == {f"{RELEASE}-all-in-one", f"{RELEASE}-scale-adjuster"}
+        (all_in_one,) = [
+            d for d in _docs(variant, "Deployment") if d["metadata"]["name"].endswith("all-in-one")
+        ]
+        assert _container(all_in_one)["args"][:2] == ["run", "--all"]
+    else:
+        assert names == {f"{RELEASE}-{c}" for c in (*COMPONENTS, "scale-adjuster")}
+
+
+@pytest.mark.parametrize("variant", ["cluster-autoscaling", "all-in-one-cluster-autoscaling"])
+def test_scale_adjuster_rbac(variant: str) -> None:
+    account = f"{RELEASE}-scale-adjuster"
+    roles = {role["metadata"]["name"]: role for role in _docs(variant, "ClusterRole")}
+    assert set(roles) == {f"{RELEASE}-{c}" for c in (*EXPECTED_RULES, "scale-adjuster")}
+    assert _grants(roles[account]) == SCALE_ADJUSTER_RULES
+    for component, expected in EXPECTED_RULES.items():  # the others are unchanged
+        assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
+    pods = _one(variant, "Role", f"{RELEASE}-scale-adjuster-pods")
+    assert pods["metadata"]["namespace"] == SCALE_ADJUST_NAMESPACE
+    assert _grants(pods) == {("", "pods"): {"create", "delete"}}
+    assert _one(variant, "Namespace", SCALE_ADJUST_NAMESPACE)
+    assert _one(variant, "ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
+    bound = {
+        (binding["kind"], binding["roleRef"]["name"])
+        for binding in _docs(variant, "ClusterRoleBinding") + _docs(variant, "RoleBinding")
+        if any(subject["name"] == account for subject in binding["subjects"])
+    }
+    assert bound == {("ClusterRoleBinding", account), ("RoleBinding", f"{RELEASE}-scale-adjuster-pods")}
+    for binding in _docs(variant, "ClusterRoleBinding") + _docs(variant, "RoleBinding"):
+        if binding["roleRef"]["name"].startswith(account):
+            assert [s["name"] for s in binding["subjects"]] == [account]
 
 
 # --- KAI's cluster objects -------------------------------------------------------------------------
