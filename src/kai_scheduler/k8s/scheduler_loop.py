@@ -22,6 +22,12 @@ its decisions through the API, as KAI's scheduler does:
   message; it is removed once the job gets a placement. A Warning event records each new reason. The
   times are also kept in memory (newer than the cache for a moment after a write; the only record for
   jobs without a PodGroup object, i.e. bare pods when no pod grouper runs).
+* Pods: each pending pod (no node, no outstanding BindRequest, not placed or pipelined this cycle) of a job
+  that ends the cycle unschedulable gets the pod condition `PodScheduled` = `False`, reason
+  `Unschedulable`, message = the job's reason (at most 1024 characters), as kube-scheduler and KAI set it
+  (cluster autoscalers and Karpenter act on it): a merge patch of the `status` subresource with the pod's
+  whole `conditions` list. Written only when status, reason or message change (what was written is
+  remembered per pod uid); the binding sets `PodScheduled` = `True` later.
 
 Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). With a
 `LeaderElector`, only the leader schedules, and a cycle whose leadership was lost meanwhile writes nothing.
@@ -42,7 +48,14 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.k8s.binder import Binder
-from kai_scheduler.k8s.client import BIND_REQUESTS, POD_GROUPS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.client import (
+    BIND_REQUESTS,
+    POD_GROUPS,
+    PODS,
+    ApiStatusError,
+    JsonObject,
+    KubeClient,
+)
 from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.leader import LeaderElector
@@ -67,6 +80,9 @@ UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
 KNOWN_REASONS = ("NonPreemptibleOverQuota", "OverLimit", "QueueDoesNotExist")
 DEFAULT_REASON = "Unschedulable"
 DEFAULT_BACKOFF_LIMIT = 3
+POD_SCHEDULED = "PodScheduled"
+POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable
+MAX_CONDITION_MESSAGE = 1024
 
 
 @dataclass(slots=True)
@@ -163,6 +179,7 @@ class SchedulerLoop:
         self.binding: dict[str, tuple[str, Placed]] = {}  # pod key -> (uid, placement) requested
         self.evicting: dict[str, str] = {}  # pod key -> uid evicted
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
+        self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         self._was_leader = leader is None
@@ -377,16 +394,20 @@ class SchedulerLoop:
     ) -> None:
         running_pods: dict[str, int] = {}
         pending_jobs: set[str] = set()
+        pending_pods: dict[str, list[str]] = {}  # job -> pods without a node (nor a BindRequest)
         for state in live.state.pods:
             job = live.job_of_pod.get(state.pod.key)
             if job is None or state.phase in ("Succeeded", "Failed"):
                 continue
             if state.node_name is None:
                 pending_jobs.add(job)
+                if not state.terminating:
+                    pending_pods.setdefault(job, []).append(state.pod.key)
             elif not state.terminating:
                 running_pods[job] = running_pods.get(job, 0) + 1
         running_before = {job for job, n in running_pods.items() if n > 0}
         placed_jobs: set[str] = set()
+        decided = {decision.pod for decision in result.decisions}
         for decision in result.decisions:
             job = live.job_of_pod.get(decision.pod)
             if job is None:
@@ -441,7 +462,80 @@ class SchedulerLoop:
                 call = self._set_conditions(obj, conditions, message, report)
                 calls.append(self._limited(call, report, f"status of PodGroup {job}"))
         report.pod_group_updates = len(calls)
+        calls.extend(self._pod_scheduled_calls(live, result, pending_pods, placed_jobs, decided, now, report))
         await asyncio.gather(*calls)
+
+    def _pod_scheduled_calls(
+        self,
+        live: LiveState,
+        result: SessionResult,
+        pending_pods: Mapping[str, list[str]],
+        placed_jobs: set[str],
+        decided: set[str],
+        now: float,
+        report: CycleReport,
+    ) -> list[Awaitable[None]]:
+        """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
+        this cycle and pods with a decision are left alone)."""
+        alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
+        self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
+        calls: list[Awaitable[None]] = []
+        for job, message in result.unschedulable.items():
+            if job in placed_jobs:
+                continue
+            for key in pending_pods.get(job, ()):
+                pod = live.pods.get(key)
+                if pod is None or key in decided or key in self.nominated or key in self.binding:
+                    continue
+                conditions = self._pod_scheduled(pod, message[:MAX_CONDITION_MESSAGE], now)
+                if conditions is not None:
+                    call = self._set_pod_conditions(pod, conditions)
+                    calls.append(self._limited(call, report, f"status of Pod {key}"))
+        return calls
+
+    def _pod_scheduled(self, pod: JsonObject, message: str, now: float) -> list[JsonObject] | None:
+        """The pod's new `conditions` with PodScheduled False, or None when it (or what this loop wrote
+        last, newer than the cache for a moment) says so already."""
+        wanted = ("False", POD_REASON_UNSCHEDULABLE, message)
+        uid = str(pod["metadata"].get("uid") or "")
+        current: list[JsonObject] = list((pod.get("status") or {}).get("conditions") or [])
+        ours = next((cond for cond in current if cond.get("type") == POD_SCHEDULED), None)
+        shown = None if ours is None else (ours.get("status"), ours.get("reason"), ours.get("message"))
+        if shown == wanted or self.pod_conditions.get(uid) == wanted:
+            return None
+        stamp = self.clock.stamp(now)
+        if ours is not None and ours.get("status") == "False" and ours.get("lastTransitionTime"):
+            stamp = str(ours["lastTransitionTime"])  # the status did not change: nor does the time
+        condition: JsonObject = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": POD_REASON_UNSCHEDULABLE,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": stamp,
+        }
+        return [condition if cond is ours else cond for cond in current] if ours else [*current, condition]
+
+    async def _set_pod_conditions(self, pod: JsonObject, conditions: list[JsonObject]) -> None:
+        meta = pod["metadata"]
+        try:
+            await self.client.patch(
+                PODS,
+                meta["name"],
+                {"status": {"conditions": conditions}},
+                meta.get("namespace") or "default",
+                subresource="status",
+            )
+        except ApiStatusError as error:
+            if error.code != 404:  # gone: nothing to mark
+                raise
+            return
+        ours = next(cond for cond in conditions if cond.get("type") == POD_SCHEDULED)
+        self.pod_conditions[str(meta.get("uid") or "")] = (
+            str(ours["status"]),
+            str(ours["reason"]),
+            str(ours["message"]),
+        )
 
     async def _annotate(self, obj: JsonObject, changes: Mapping[str, str | None]) -> None:
         meta = obj["metadata"]
@@ -700,6 +794,7 @@ async def _while_leading(
 
 __all__ = [
     "DEFAULT_BACKOFF_LIMIT",
+    "POD_SCHEDULED",
     "SELECTED_NODE_LABEL",
     "UNSCHEDULABLE_ON_NODE_POOL",
     "CycleReport",
