@@ -33,6 +33,7 @@ from kai_scheduler.framework.config import (
     with_placement_strategy,
 )
 from kai_scheduler.k8s.components import ALL_COMPONENTS, COMPONENTS, RunOptions, run_components
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
@@ -173,19 +174,35 @@ def _run(args: argparse.Namespace) -> int:
     )
     if "admission" in options.components and not options.tls_cert_dir:
         raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    client = _client(args.kubeconfig)
     try:
-        asyncio.run(_until_signalled(options))
-    except (OSError, ssl.SSLError, KubeConfigError, ValueError) as error:
+        asyncio.run(_until_signalled(options, client))
+    except (OSError, ssl.SSLError, ValueError) as error:
         raise UsageError(f"run: {error}") from None
     return 0
 
 
-async def _until_signalled(options: RunOptions) -> None:
+def _client(kubeconfig: str | None) -> LightkubeClient:
+    """The API client from a kubeconfig (or in-cluster); a broken kubeconfig is one line, not a traceback."""
+    where = kubeconfig or "the in-cluster or default kubeconfig"
+    try:
+        return LightkubeClient.from_kubeconfig(kubeconfig)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        raise UsageError(f"--kubeconfig {where}:{line} invalid YAML") from None
+    except KeyError as error:
+        raise UsageError(f"--kubeconfig {where}: missing {error}") from None
+    except (KubeConfigError, OSError, TypeError, ValueError, AttributeError) as error:
+        raise UsageError(f"--kubeconfig {where}: {error}") from None
+
+
+async def _until_signalled(options: RunOptions, client: LightkubeClient) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await run_components(options, stop)
+    await run_components(options, stop, client)
 
 
 def _demo_folder() -> Path:
