@@ -9,9 +9,9 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
 2. Hand the pod its GPUs: the annotation `received-resource-type`; for shared GPUs (Fraction) the label
    `runai-gpu-group=<group>` (with several devices also `runai-gpu-group/<i>`), and a ConfigMap
    `<pod>-gpu` in the pod's namespace (owned by the pod) with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
-   `RUNAI_NUM_OF_GPUS`. KAI reserves the physical GPU with a reservation pod and puts its UUID in
-   `NVIDIA_VISIBLE_DEVICES`; here the GPU group id stands in for the UUID (comma-separated, one per
-   device), as no device plugin reports UUIDs to this binder.
+   `RUNAI_NUM_OF_GPUS`. With `reserve_gpus`, each GPU group gets a reservation pod, as in KAI (see
+   "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
+   (comma-separated, one per device); without, the GPU group id stands in for it.
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
 4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
@@ -24,6 +24,24 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
 Requests are processed by `concurrency` workers from a queue fed by the BindRequest informer (a request is
 never processed by two workers at once) and by a periodic resync. On stop, requests in progress finish
 (up to `drain_timeout` seconds) before the workers go.
+
+GPU reservation pods (`reserve_gpus=True`; KAI's `resourcereservation`): for each selected GPU group the
+binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in `reservation_namespace` (found
+by its label `runai-gpu-group=<group>`; the namespace is created if missing), labelled
+`app=kai-resource-reservation`, pinned to the node (`nodeName`), runtime class `nvidia`, requesting and
+limited to `nvidia.com/gpu: 1`, annotated `karpenter.sh/do-not-disrupt: "true"`. On a GPU node it learns
+its GPU through NVML and publishes the index/UUID in its annotation `run.ai/reserve_for_gpu_index`; the
+binder polls for it up to `reservation_timeout` seconds (40 s, KAI's default) and fails the attempt (counted
+towards `backoffLimit`) if it does not come; `reservation_timeout=0` does not wait and falls back to the
+group id when the annotation is not there yet. Reservation pods are left out of the `ClusterState`
+(state.py): the scheduling model already accounts each shared GPU. The resync sweeps away the reservation
+pod of a group that no pod holds any more (no non-terminal pod outside the reservation namespace labelled
+with it, and no BindRequest, unless Failed, of an existing pod selecting it).
+
+`reserve_gpus` is off by default for now: `run_live`, `kai-scheduler run` and the live tests' `Live`
+helper construct the binder with defaults, and the end-to-end tests (which check that only their own pods
+are bound, and the group-id stand-in) would otherwise see reservation pods that no fake device plugin ever
+annotates. Switching it on for `run_live`/`components.py` is the follow-up.
 """
 
 from __future__ import annotations
@@ -31,13 +49,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
+import string
 import time
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.k8s.client import BIND_REQUESTS, CONFIG_MAPS, PODS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.client import (
+    BIND_REQUESTS,
+    CONFIG_MAPS,
+    PODS,
+    ApiStatusError,
+    JsonObject,
+    KubeClient,
+    ResourceKind,
+)
 from kai_scheduler.k8s.informers import InformerSet, object_key
-from kai_scheduler.k8s.state import bind_request_is_for
+from kai_scheduler.k8s.state import RESERVATION_APP, bind_request_is_for, pod_gpu_groups
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +77,17 @@ NUM_OF_GPUS = "RUNAI_NUM_OF_GPUS"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 PENDING = "Pending"
+NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
+DEFAULT_RESERVATION_NAMESPACE = "kai-resource-reservation"
+DEFAULT_RESERVATION_TIMEOUT = 40.0
+DEFAULT_RESERVATION_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
+RESERVATION_APP_LABEL = "app"
+RESERVED_GPU_ANNOTATION = "run.ai/reserve_for_gpu_index"
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+GPU_RESOURCE = "nvidia.com/gpu"
+RESERVATION_RUNTIME_CLASS = "nvidia"
+RESERVATION_POLL_INTERVAL = 0.1
+_NAME_CHARS = string.ascii_lowercase + string.digits
 
 
 class BindFailure(Exception):
@@ -88,6 +127,10 @@ class Binder:
         concurrency: int = 10,
         resync_period: float = 30.0,
         drain_timeout: float = 5.0,
+        reserve_gpus: bool = False,
+        reservation_namespace: str = DEFAULT_RESERVATION_NAMESPACE,
+        reservation_timeout: float = DEFAULT_RESERVATION_TIMEOUT,
+        reservation_image: str = DEFAULT_RESERVATION_IMAGE,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -95,6 +138,12 @@ class Binder:
         self.concurrency = concurrency
         self.resync_period = resync_period
         self.drain_timeout = drain_timeout
+        self.reserve_gpus = reserve_gpus
+        self.reservation_namespace = reservation_namespace
+        self.reservation_timeout = reservation_timeout
+        self.reservation_image = reservation_image
+        self._namespace_ready = False
+        self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
         self._stopping = False
         self.stats = BinderStats()
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -187,6 +236,8 @@ class Binder:
                     await asyncio.wait_for(stop.wait(), self.resync_period)
                 if not stop.is_set():
                     self.resync()
+                    if self.reserve_gpus:
+                        await self._sweep_reservations()
         finally:
             # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
             self._stopping = True
@@ -278,14 +329,14 @@ class Binder:
         if bound_to == node:
             # An earlier attempt bound it (a lost answer, a lost status update, a restart): make sure the
             # pod has its GPUs (a rollback may have run since), and do not bind again.
-            await self._hand_gpus(pod, namespace, pod_name, resource_type, groups, received)
+            await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
             self.stats.already_bound += 1
             return f"pod was bound to {node} already"
         if bound_to:
             raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             raise BindFailure("pod is being deleted", final=True)
-        await self._hand_gpus(pod, namespace, pod_name, resource_type, groups, received)
+        await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
         try:
             await self.client.bind(namespace, pod_name, node)
         except ApiStatusError as error:
@@ -304,6 +355,7 @@ class Binder:
         pod: JsonObject,
         namespace: str,
         pod_name: str,
+        node: str,
         resource_type: str,
         groups: list[str],
         received: JsonObject,
@@ -311,11 +363,157 @@ class Binder:
         patch: JsonObject = {
             "metadata": {"annotations": {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}}
         }
-        if resource_type == "Fraction" and groups:
+        shared = resource_type == "Fraction" and bool(groups)
+        if shared:
             patch["metadata"]["labels"] = gpu_group_labels(groups)
         await self.client.patch(PODS, pod_name, patch, namespace)
-        if resource_type == "Fraction" and groups:
-            await self._write_gpu_config_map(pod, namespace, pod_name, groups, received)
+        if not shared:
+            return
+        devices = groups
+        if self.reserve_gpus:
+            for group in groups:
+                self._reserving[group] = self._reserving.get(group, 0) + 1
+            try:
+                devices = [await self._reserve(node, group) for group in groups]
+            finally:
+                for group in groups:
+                    left = self._reserving.get(group, 1) - 1
+                    if left > 0:
+                        self._reserving[group] = left
+                    else:
+                        self._reserving.pop(group, None)
+        await self._write_gpu_config_map(pod, namespace, pod_name, devices, received)
+
+    # --- GPU reservation pods --------------------------------------------------------------------
+
+    async def _ensure_namespace(self) -> None:
+        if self._namespace_ready:
+            return
+        body: JsonObject = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": self.reservation_namespace},
+        }
+        try:
+            await self.client.create(NAMESPACES, body)
+        except ApiStatusError as error:
+            if error.code != 409:
+                raise
+        self._namespace_ready = True
+
+    async def _find_reservation(self, group: str) -> JsonObject | None:
+        pods, _ = await self.client.list_objects(
+            PODS, self.reservation_namespace, label_selector=f"{c.GPU_GROUP_LABEL}={group}"
+        )
+        live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+        return live[0] if live else None
+
+    def reservation_pod(self, node: str, group: str) -> JsonObject:
+        suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        gpu = {GPU_RESOURCE: "1"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"gpu-reservation-{node}-{suffix}",
+                "namespace": self.reservation_namespace,
+                "labels": {RESERVATION_APP_LABEL: RESERVATION_APP, c.GPU_GROUP_LABEL: group},
+                "annotations": {DO_NOT_DISRUPT_ANNOTATION: "true"},
+            },
+            "spec": {
+                "nodeName": node,
+                "runtimeClassName": RESERVATION_RUNTIME_CLASS,
+                "restartPolicy": "Always",
+                "containers": [
+                    {
+                        "name": "resource-reservation",
+                        "image": self.reservation_image,
+                        "resources": {"requests": dict(gpu), "limits": dict(gpu)},
+                    }
+                ],
+            },
+        }
+
+    async def _reserve(self, node: str, group: str) -> str:
+        """Make sure `group` has a reservation pod and return the GPU index/UUID it publishes (or the
+        group id with `reservation_timeout=0` when it has not published yet)."""
+        await self._ensure_namespace()
+        reservation = await self._find_reservation(group)
+        if reservation is None:
+            body = self.reservation_pod(node, group)
+            try:
+                reservation = await self.client.create(PODS, body)
+            except ApiStatusError as error:
+                if error.code != 409:
+                    raise
+                reservation = body
+        name = str(reservation["metadata"]["name"])
+        deadline = time.monotonic() + self.reservation_timeout
+        while True:
+            annotations = (reservation.get("metadata") or {}).get("annotations") or {}
+            published = annotations.get(RESERVED_GPU_ANNOTATION)
+            if published:
+                return str(published)
+            if self.reservation_timeout <= 0:
+                return group
+            if time.monotonic() >= deadline:
+                raise BindFailure(
+                    f"reservation pod {self.reservation_namespace}/{name} for GPU group {group} did not "
+                    f"publish {RESERVED_GPU_ANNOTATION} within {self.reservation_timeout:g}s"
+                )
+            await asyncio.sleep(min(RESERVATION_POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
+            try:
+                reservation = await self.client.get(PODS, name, self.reservation_namespace)
+            except ApiStatusError as error:
+                if error.code != 404:
+                    raise
+                raise BindFailure(f"reservation pod {self.reservation_namespace}/{name} vanished") from error
+
+    def _groups_in_use(self) -> set[str]:
+        """GPU groups held by a non-terminal pod (outside the reservation namespace), selected by a
+        BindRequest (not Failed) of a pod that still exists (its labels may lag in the cache), or being
+        reserved right now."""
+        used = set(self._reserving)
+        pods = self.informers.pods.cache
+        for obj in pods.values():
+            meta = obj.get("metadata") or {}
+            if meta.get("namespace") == self.reservation_namespace:
+                continue
+            if (obj.get("status") or {}).get("phase") in (SUCCEEDED, FAILED):
+                continue
+            used.update(pod_gpu_groups(meta.get("labels") or {}))
+        for request in self.informers.bind_requests.cache.values():
+            if (request.get("status") or {}).get("phase") == FAILED:
+                continue
+            spec = request.get("spec") or {}
+            meta = request.get("metadata") or {}
+            pod = pods.get(f"{meta.get('namespace') or 'default'}/{spec.get('podName') or meta.get('name')}")
+            if pod is not None and bind_request_is_for(request, pod):
+                used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
+        return used
+
+    async def _sweep_reservations(self) -> None:
+        """Delete the reservation pods of GPU groups no pod holds any more."""
+        try:
+            pods, _ = await self.client.list_objects(
+                PODS,
+                self.reservation_namespace,
+                label_selector=f"{RESERVATION_APP_LABEL}={RESERVATION_APP}",
+            )
+            used = self._groups_in_use()
+            for obj in pods:
+                meta = obj.get("metadata") or {}
+                group = (meta.get("labels") or {}).get(c.GPU_GROUP_LABEL)
+                if group in used or meta.get("deletionTimestamp"):
+                    continue
+                log.info("binder: GPU group %s is free: deleting reservation pod %s", group, meta.get("name"))
+                try:
+                    await self.client.delete(PODS, str(meta["name"]), self.reservation_namespace)
+                except ApiStatusError as error:
+                    if error.code != 404:
+                        raise
+        except (ApiStatusError, ConnectionError, OSError) as error:
+            log.warning("binder: sweeping reservation pods: %s", error)
 
     async def _write_gpu_config_map(
         self, pod: JsonObject, namespace: str, pod_name: str, groups: list[str], received: JsonObject
@@ -437,9 +635,13 @@ def _uid(obj: JsonObject) -> str:
 
 __all__ = [
     "DEFAULT_BACKOFF_LIMIT",
+    "DEFAULT_RESERVATION_IMAGE",
+    "DEFAULT_RESERVATION_NAMESPACE",
+    "DEFAULT_RESERVATION_TIMEOUT",
     "GPU_CONFIGMAP_SUFFIX",
     "GPU_PORTION",
     "NUM_OF_GPUS",
+    "RESERVED_GPU_ANNOTATION",
     "VISIBLE_DEVICES",
     "BindFailure",
     "Binder",

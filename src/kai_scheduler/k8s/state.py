@@ -12,6 +12,8 @@ It mirrors the simulator's `SimCluster.state()` (sim/cluster.py) with the cluste
   scheduler cache does; so does a pod whose BindRequest this process created but the informer has not
   shown yet (`binding`), so that no pod is ever placed twice. Pods this process evicted are terminating
   until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`).
+* GPU reservation pods (label `app=kai-resource-reservation`, created by the binder) are left out
+  entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank); queues are ordered the same way.
 * Priority classes: KAI's four (train 50, build-preemptible 75, build 100, inference 125) unless the
@@ -52,6 +54,9 @@ log = logging.getLogger(__name__)
 OTHER_SCHEDULER = "other-scheduler"
 _GPU_GROUP_INDEXED = re.compile(re.escape(c.GPU_GROUP_LABEL) + r"/(\d+)$")
 _TERMINAL = ("Succeeded", "Failed")
+# KAI's GPU reservation pods (binder.py) carry `app=kai-resource-reservation`: utility pods left out of the
+# state, as the scheduling model already accounts each shared GPU (and its reservation pod's slot).
+RESERVATION_APP = "kai-resource-reservation"
 
 M = TypeVar("M", bound=K8sModel)
 
@@ -285,6 +290,8 @@ class StateBuilder:
         raw_pods: dict[str, JsonObject] = {}
         facts: dict[str, tuple[str | None, str, tuple[str, ...], bool]] = {}
         for key, obj in informers.pods.cache.items():
+            if is_reservation_pod(obj):
+                continue
             pod = self._pod_model(key, obj)
             if pod is None:
                 skipped.append(f"Pod {key}")
@@ -422,6 +429,11 @@ class StateBuilder:
         return (None, phase, (), terminating)
 
 
+def is_reservation_pod(obj: JsonObject) -> bool:
+    """A GPU reservation pod (label `app=kai-resource-reservation`): not part of the ClusterState."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get("app") == RESERVATION_APP
+
+
 def pod_gpu_groups(labels: Mapping[str, str]) -> tuple[str, ...]:
     """The shared GPUs a pod holds: `runai-gpu-group/<i>` labels in order, else `runai-gpu-group`."""
     indexed = sorted(
@@ -536,11 +548,13 @@ def _portion(pod: Pod, node_memory: str) -> float:
 
 __all__ = [
     "OTHER_SCHEDULER",
+    "RESERVATION_APP",
     "LiveState",
     "Placed",
     "SessionClock",
     "StateBuilder",
     "bind_request_is_for",
+    "is_reservation_pod",
     "object_key",
     "outstanding_placement",
     "parse_rfc3339",

@@ -1,0 +1,72 @@
+"""GPU reservation pods (binder `reserve_gpus=True`): one per shared GPU, its published GPU id in the pod's
+ConfigMap, left out of the ClusterState, removed when no pod holds the GPU any more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from live_support import Live, run
+
+from helpers import node_manifest, pod_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_scheduler.k8s.binder import RESERVED_GPU_ANNOTATION
+
+NAMESPACE = "kai-resource-reservation"
+
+
+def reservations(store: Store) -> list[dict[str, Any]]:
+    return store.list("pods", NAMESPACE)
+
+
+def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpus=2, gpu_memory=40000))
+    store.create(queue_manifest("q"))
+
+    async def body() -> None:
+        async with Live(server) as live:
+            # Switched on before any pod exists: the first bind already reserves.
+            live.binder.reserve_gpus = True
+            live.binder.reservation_timeout = 5.0
+            store.create(pod_manifest("frac", fraction=0.5))
+            await live.until(lambda: len(reservations(store)) == 1)
+            reservation = reservations(store)[0]
+            assert not store.get("pods", "frac")["spec"].get("nodeName")  # waits for the reservation
+            # A reservation pod is not a pod of the cluster state (not counted as another scheduler's).
+            reservation_key = f"{NAMESPACE}/{reservation['metadata']['name']}"
+            await live.until(lambda: reservation_key in live.informers.pods.cache)
+            state = live.loop.states.build()
+            assert reservation_key not in state.pods
+            assert [p.pod.metadata.namespace for p in state.state.pods] == ["default"]
+            # Play the reservation pod: publish the GPU's UUID.
+            store.patch(
+                "pods",
+                reservation["metadata"]["name"],
+                {"metadata": {"annotations": {RESERVED_GPU_ANNOTATION: "GPU-1234"}}},
+                namespace=NAMESPACE,
+            )
+            await live.until(lambda: store.get("pods", "frac")["spec"].get("nodeName") == "n1")
+            config = store.get("configmaps", "frac-gpu")
+            assert config["data"]["NVIDIA_VISIBLE_DEVICES"] == "GPU-1234"
+            frac = store.get("pods", "frac")
+            group = frac["metadata"]["labels"]["runai-gpu-group"]
+
+            meta, spec = reservation["metadata"], reservation["spec"]
+            assert (
+                meta["name"].startswith("gpu-reservation-n1-")
+                and len(meta["name"]) == len("gpu-reservation-n1-") + 5
+            )
+            assert meta["labels"] == {"app": "kai-resource-reservation", "runai-gpu-group": group}
+            assert meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+            assert spec["nodeName"] == "n1" and spec["runtimeClassName"] == "nvidia"
+            resources = spec["containers"][0]["resources"]
+            assert resources["requests"]["nvidia.com/gpu"] in ("1", 1)
+            assert resources["limits"]["nvidia.com/gpu"] in ("1", 1)
+            assert store.try_get("namespaces", NAMESPACE) is not None
+            await live.until(lambda: live.binder.stats.outcomes.get("default/frac") == "Succeeded")
+
+            # The pod goes: its GPU is free, and the sweep removes the reservation pod.
+            store.delete("pods", "frac", grace_period_seconds=0)
+            await live.until(lambda: reservations(store) == [], timeout=4.0)
+
+    run(body(), timeout=8.0)
