@@ -211,6 +211,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             data = json.dumps(body, separators=(",", ":")).encode()
             ctype = "application/json"
+        # Record the outcome before answering: a client that reads the request log right after the
+        # response must find it there.
+        if self._record is not None:
+            self._record.code = code
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -219,8 +223,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        if self._record is not None:
-            self._record.code = code
 
     def _send_error(self, err: ApiError) -> None:
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
@@ -540,13 +542,13 @@ class _Handler(BaseHTTPRequestHandler):
     # ---------------------------------------------------------------------------------------------- watch
 
     def _start_stream(self) -> None:
+        if self._record is not None:
+            self._record.code = 200
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
-        if self._record is not None:
-            self._record.code = 200
 
     def _chunk(self, event: Obj) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
