@@ -125,16 +125,12 @@ class SessionState:
     def _hold(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...]) -> None:
         nodes = self._snapshot.nodes
         nodes.hold(node, task.request, releasing=False)
-        if task.request.is_shared_gpu:
-            portion = float(nodes.portion_for(task.request)[node])
-            for group_id in gpu_groups:
-                nodes.join_group(node, group_id, task.key, portion, releasing=False)
+        nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
 
     def _unhold(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...]) -> None:
         nodes = self._snapshot.nodes
         nodes.unhold(node, task.request, releasing=False)
-        for group_id in gpu_groups:
-            nodes.leave_group(group_id, task.key, releasing=False)
+        nodes.unshare_gpus(task.key, gpu_groups, releasing=False)
 
     def place(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus) -> None:
         nodes = self._snapshot.nodes
@@ -142,10 +138,7 @@ class SessionState:
             self._pipelined[task.key] = nodes.hold_pipelined(node, task.request)
         else:
             nodes.hold(node, task.request, releasing=False)
-        if task.request.is_shared_gpu:
-            portion = float(nodes.portion_for(task.request)[node])
-            for group_id in gpu_groups:
-                nodes.join_group(node, group_id, task.key, portion, releasing=False)
+        nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
         task.job.version += 1
         for handler in self._points.on_allocate:
@@ -160,8 +153,7 @@ class SessionState:
             nodes.unhold_pipelined(task.node, task.request, take)
         else:
             nodes.unhold(task.node, task.request, releasing=False)
-        for group_id in task.gpu_groups:
-            nodes.leave_group(group_id, task.key, releasing=False)
+        nodes.unshare_gpus(task.key, task.gpu_groups, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
         task.job.version += 1
 
@@ -289,7 +281,7 @@ class Session:
         if not task.request.is_shared_gpu:
             return ()
         nodes = self.snapshot.nodes
-        portion = float(nodes.portion_for(task.request)[node])
+        portion = nodes.portion_on(task.request, node)
         chooser = self.points.gpu_chooser or pack_gpus
         chosen = chooser(nodes, node, portion, task.request.gpu_devices, soon)
         # A pod pipelined onto a new shared GPU keeps that GPU's id when it binds there.

@@ -375,11 +375,9 @@ class SnapshotBuilder:
     def _occupy(snapshot: ClusterSnapshot, task: TaskInfo, *, releasing: bool) -> None:
         nodes = snapshot.nodes
         nodes.hold(task.node, task.request, releasing=releasing)
+        nodes.share_gpus(task.node, task.request, task.key, task.gpu_groups, releasing=releasing)
         if task.request.is_shared_gpu:
-            portion = float(nodes.portion_for(task.request)[task.node])
-            for group_id in task.gpu_groups:
-                nodes.join_group(task.node, group_id, task.key, min(portion, 1.0), releasing=releasing)
-                snapshot.existing_gpu_groups.add(group_id)
+            snapshot.existing_gpu_groups.update(task.gpu_groups)
 
     def _add_foreign_pod(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
         """A pod of another scheduler holds capacity on its node, and that capacity is not ours to share."""

@@ -348,6 +348,26 @@ class NodeTable:
             group.releasing -= group.holders.get(pod_key, 0.0)
         self._refresh_shared(node)
 
+    def portion_on(self, request: PodRequest, node: int) -> float:
+        """The portion of one GPU a shared-GPU request takes on one node (see `portion_for`)."""
+        if request.gpu_portion > 0:
+            return request.gpu_portion
+        memory = float(self.gpu_memory_mib[node])
+        return request.gpu_memory_mib / memory if memory > 0 else float("inf")
+
+    def share_gpus(
+        self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...], *, releasing: bool
+    ) -> None:
+        """Put a shared-GPU pod's portion on each GPU group it holds on the node."""
+        if request.is_shared_gpu:
+            portion = min(self.portion_on(request, node), 1.0)
+            for group_id in groups:
+                self.join_group(node, group_id, pod_key, portion, releasing=releasing)
+
+    def unshare_gpus(self, pod_key: str, groups: tuple[str, ...], *, releasing: bool) -> None:
+        for group_id in groups:
+            self.leave_group(group_id, pod_key, releasing=releasing)
+
     def join_group(self, node: int, group_id: str, pod_key: str, portion: float, *, releasing: bool) -> None:
         """Put a pod's portion on a shared GPU, opening the group (taking a whole GPU) if it is new."""
         group = self.group_by_id.get(group_id)
