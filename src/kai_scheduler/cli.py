@@ -1,4 +1,5 @@
-"""Command line: `kai-scheduler simulate ...` (see docs and the simulate contract).
+"""Command line: `kai-scheduler simulate ...` (see docs and the simulate contract), `run` (live mode) and
+`reserve` (inside a GPU reservation pod).
 
 Every user error (bad flags, bad manifests, bad configuration) ends as one line on stderr and exit 2.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import ssl
 import sys
@@ -32,8 +34,22 @@ from kai_scheduler.framework.config import (
     parse_config,
     with_placement_strategy,
 )
-from kai_scheduler.k8s.components import ALL_COMPONENTS, COMPONENTS, RunOptions, run_components
+from kai_scheduler.k8s.binder import (
+    DEFAULT_RESERVATION_IMAGE,
+    DEFAULT_RESERVATION_NAMESPACE,
+    DEFAULT_RESERVATION_SERVICE_ACCOUNT,
+    GpuReservation,
+)
+from kai_scheduler.k8s.client import ApiStatusError
+from kai_scheduler.k8s.components import (
+    ALL_COMPONENTS,
+    COMPONENTS,
+    RunOptions,
+    run_components,
+)
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
+from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
@@ -75,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
     _add_run_parser(commands)
+    _add_reserve_parser(commands)
     return parser
 
 
@@ -109,12 +126,50 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("--webhook-port", type=int, default=9443, help="admission webhooks (TLS)")
     run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
     run.add_argument("--gpu-pod-runtime-class", default="nvidia", help="runtimeClassName given to GPU pods")
+    reservation = run.add_argument_group("GPU reservation pods (binder; one per shared GPU)")
+    reservation.add_argument(
+        "--no-gpu-reservation",
+        action="store_true",
+        help="no reservation pods: shared GPUs are named by their group id (only for fake GPU nodes)",
+    )
+    reservation.add_argument("--reservation-namespace", default=DEFAULT_RESERVATION_NAMESPACE)
+    reservation.add_argument("--reservation-service-account", default=DEFAULT_RESERVATION_SERVICE_ACCOUNT)
+    reservation.add_argument(
+        "--reservation-image", default=DEFAULT_RESERVATION_IMAGE, help="an image of this project"
+    )
+    reservation.add_argument(
+        "--reservation-timeout",
+        default="40s",
+        metavar="DURATION",
+        help="how long a bind waits for the reservation pod to publish its GPU",
+    )
+    run.add_argument(
+        "--scaling-pod-image", default=DEFAULT_SCALING_POD_IMAGE, help="the scale adjuster's pause image"
+    )
+
+
+def _add_reserve_parser(commands: Any) -> None:
+    reserve = commands.add_parser(
+        "reserve",
+        help="inside a GPU reservation pod: publish the pod's GPU, then hold it",
+        description="Run inside a GPU reservation pod (the binder creates them): find the UUID of the "
+        "pod's GPU through NVML, publish it in the pod's annotation run.ai/reserve_for_gpu_index, and "
+        "hold the GPU until SIGTERM.",
+    )
+    reserve.add_argument(
+        "--kubeconfig", metavar="FILE", help="default: in-cluster, then $KUBECONFIG, ~/.kube/config"
+    )
+    reserve.add_argument("--pod-name", default=os.environ.get("POD_NAME"), help="default: $POD_NAME")
+    reserve.add_argument(
+        "--namespace", default=os.environ.get("POD_NAMESPACE"), help="default: $POD_NAMESPACE"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        return _run(args) if args.command == "run" else _simulate(args)
+        commands = {"run": _run, "reserve": _reserve, "simulate": _simulate}
+        return commands[args.command](args)
     except (UsageError, ManifestError, ConfigError) as error:
         print(f"kai-scheduler: error: {error}", file=sys.stderr)
         return 2
@@ -171,6 +226,8 @@ def _run(args: argparse.Namespace) -> int:
         webhook_port=args.webhook_port,
         tls_cert_dir=args.tls_cert_dir,
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
+        reservation=None if args.no_gpu_reservation else _reservation(args),
+        scaling_pod_image=args.scaling_pod_image,
     )
     if "admission" in options.components and not options.tls_cert_dir:
         raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
@@ -179,6 +236,49 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(_until_signalled(options, client))
     except (OSError, ssl.SSLError, ValueError) as error:
         raise UsageError(f"run: {error}") from None
+    return 0
+
+
+def _reservation(args: argparse.Namespace) -> GpuReservation:
+    try:
+        timeout = parse_duration(args.reservation_timeout)
+    except ValueError as error:
+        raise UsageError(f"--reservation-timeout: {error}") from None
+    if timeout < 0:
+        raise UsageError(f"--reservation-timeout: must not be negative, got {args.reservation_timeout!r}")
+    return GpuReservation(
+        namespace=args.reservation_namespace,
+        service_account=args.reservation_service_account,
+        image=args.reservation_image,
+        timeout=timeout,
+    )
+
+
+def _reserve(args: argparse.Namespace) -> int:
+    if not args.pod_name or not args.namespace:
+        raise UsageError(
+            "reserve: the pod is unknown: set --pod-name and --namespace (or POD_NAME, POD_NAMESPACE)"
+        )
+    try:
+        uuid = discover_gpu_uuid(os.environ)
+    except GpuDiscoveryError as error:
+        raise UsageError(f"reserve: {error}") from None
+    client = _client(args.kubeconfig)
+
+    async def hold() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            await run_reservation(client, args.namespace, args.pod_name, uuid, stop)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(hold())
+    except ApiStatusError as error:
+        raise UsageError(f"reserve: pod {args.namespace}/{args.pod_name}: {error}") from None
     return 0
 
 

@@ -9,9 +9,12 @@ from typing import Any, TypeVar
 
 from kai_scheduler.fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.binder import Binder
+from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.binder import DEFAULT_RESERVATION_NAMESPACE, Binder, GpuReservation
+from kai_scheduler.k8s.client import ApiStatusError
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.reservation_app import publish_gpu
 from kai_scheduler.k8s.scheduler_loop import SchedulerLoop
 
 T = TypeVar("T")
@@ -41,11 +44,72 @@ async def in_thread(func: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(func, *args)
 
 
+# --- fake GPU nodes: what the kubelet, the device plugin and the reservation app do -----------------
+
+
+class FakeGpuNodes:
+    """Plays the kubelet, the NVIDIA device plugin and the reservation app for the binder's GPU reservation
+    pods: each one gets a free device of its node (UUID `GPU-<node>-<index>`, lowest index first), which
+    it publishes over HTTP with the reservation app's own `publish_gpu` (so an outage is retried as in a
+    real pod). A device is free again once its reservation pod is gone.
+
+    async with FakeGpuNodes(server):
+        ...
+    """
+
+    def __init__(self, server: FakeApiServer, namespace: str = DEFAULT_RESERVATION_NAMESPACE) -> None:
+        self.server = server
+        self.namespace = namespace
+        self.devices: dict[str, str] = {}  # reservation pod uid -> the device's UUID
+        self.stop = asyncio.Event()
+
+    async def __aenter__(self) -> FakeGpuNodes:
+        self.client = LightkubeClient.from_url(self.server.url, timeout=5.0)
+        self.task = asyncio.create_task(self.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop.set()
+        await self.task
+        await self.client.aclose()
+
+    async def run(self) -> None:
+        publishing: dict[str, asyncio.Task[None]] = {}
+        while not self.stop.is_set():
+            pods = {p["metadata"]["uid"]: p for p in self.server.store.list("pods", self.namespace)}
+            for uid in set(self.devices) - set(pods):
+                del self.devices[uid]
+            for uid, pod in pods.items():
+                if uid not in self.devices and (pod.get("spec") or {}).get("nodeName"):
+                    self.devices[uid] = self._free_device(str(pod["spec"]["nodeName"]))
+                    publishing[uid] = asyncio.create_task(self._publish(pod, self.devices[uid]))
+            await asyncio.sleep(0.02)
+        await asyncio.gather(*publishing.values())
+
+    def _free_device(self, node: str) -> str:
+        taken = set(self.devices.values())
+        index = next(i for i in range(1_000) if f"GPU-{node}-{i}" not in taken)
+        return f"GPU-{node}-{index}"
+
+    async def _publish(self, pod: dict[str, Any], uuid: str) -> None:
+        annotations = pod["metadata"].get("annotations") or {}
+        if annotations.get(c.RESERVED_GPU_ANNOTATION):
+            return
+        try:
+            await publish_gpu(
+                self.client, self.namespace, pod["metadata"]["name"], uuid, self.stop, backoff=FAST_BACKOFF
+            )
+        except ApiStatusError as error:
+            if error.code != 404:  # deleted before it could publish: nothing to do
+                raise
+
+
 # --- a running scheduler and binder on the fake API server ------------------------------------------
 
 
 class Live:
-    """A client, informers, a scheduler loop and (optionally) a binder running against `server`:
+    """A client, informers, a scheduler loop and (optionally) a binder with GPU reservation pods, and fake
+    GPU nodes that serve those (`gpus`), running against `server`:
 
     async with Live(server) as live:
         await live.until(lambda: ...)
@@ -60,6 +124,8 @@ class Live:
         loop: bool = True,
         backoff_base: float = 0.02,
         config: SchedulerConfig | None = None,
+        gpus: bool = True,
+        reservation: GpuReservation | None = GpuReservation(timeout=5.0),  # noqa: B008 (frozen)
         **loop_options: Any,
     ) -> None:
         self.server = server
@@ -69,6 +135,8 @@ class Live:
         self.backoff_base = backoff_base
         self.config = config or SchedulerConfig()
         self.loop_options = loop_options
+        self.gpus = FakeGpuNodes(server) if gpus else None
+        self.reservation = reservation
         self.stop = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
 
@@ -79,7 +147,15 @@ class Live:
         self.loop = SchedulerLoop(
             self.client, self.informers, self.config, period=self.period, **self.loop_options
         )
-        self.binder = Binder(self.client, self.informers, backoff_base=self.backoff_base, resync_period=0.5)
+        self.binder = Binder(
+            self.client,
+            self.informers,
+            backoff_base=self.backoff_base,
+            resync_period=0.5,
+            reservation=self.reservation,
+        )
+        if self.gpus is not None:
+            await self.gpus.__aenter__()
         assert await self.informers.wait_synced(5)
         if self.with_loop:
             self.tasks.append(asyncio.create_task(self.loop.run(self.stop)))
@@ -101,5 +177,7 @@ class Live:
     async def __aexit__(self, *exc: object) -> None:
         self.stop.set()
         await asyncio.gather(*self.tasks)
+        if self.gpus is not None:
+            await self.gpus.__aexit__()
         await self.informers.stop()
         await self.client.aclose()

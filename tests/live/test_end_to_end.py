@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from live_support import Live, eventually, in_thread, run
+from live_support import FakeGpuNodes, Live, eventually, in_thread, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_scheduler.fakeapi import FakeApiServer, Store
@@ -39,8 +39,11 @@ def seed(store: Store) -> list[str]:
 
 
 def bound(store: Store) -> dict[str, str]:
+    """The workload's pods that have a node (the GPU reservation pods, created on their node, aside)."""
     return {
-        p["metadata"]["name"]: p["spec"]["nodeName"] for p in store.list("pods") if p["spec"].get("nodeName")
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in store.list("pods", "default")
+        if p["spec"].get("nodeName")
     }
 
 
@@ -95,8 +98,12 @@ def test_everything_ends_bound_exactly_once(server: FakeApiServer) -> None:
         assert [group] == request["spec"]["selectedGPUGroups"]
         assert pod["metadata"]["annotations"]["received-resource-type"] == "Fraction"
         config = store.get("configmaps", f"{name}-gpu")
+        # The GPU's UUID, as the group's reservation pod published it.
+        [reservation] = store.list("pods", "kai-resource-reservation", labels=f"runai-gpu-group={group}")
+        device = reservation["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"]
+        assert device == f"GPU-{pod['spec']['nodeName']}-0"
         assert config["data"] == {
-            "NVIDIA_VISIBLE_DEVICES": group,
+            "NVIDIA_VISIBLE_DEVICES": device,
             "GPU_PORTION": "0.50",
             "RUNAI_NUM_OF_GPUS": "0.50",
         }
@@ -202,7 +209,7 @@ def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> Non
 
     async def body() -> None:
         stop, ready = asyncio.Event(), asyncio.Event()
-        async with LightkubeClient.from_url(server.url) as client:
+        async with LightkubeClient.from_url(server.url) as client, FakeGpuNodes(server):
             task = asyncio.create_task(
                 run_live(
                     client,

@@ -1,5 +1,5 @@
-"""GPU reservation pods (binder `reserve_gpus=True`): one per shared GPU, its published GPU id in the pod's
-ConfigMap, left out of the ClusterState, removed when no pod holds the GPU any more."""
+"""GPU reservation pods (the binder's `reservation`, on by default): one per shared GPU, its published GPU
+UUID in the pod's ConfigMap, left out of the ClusterState, removed when no pod holds the GPU any more."""
 
 from __future__ import annotations
 
@@ -24,10 +24,8 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
     store.create(queue_manifest("q"))
 
     async def body() -> None:
-        async with Live(server) as live:
-            # Switched on before any pod exists: the first bind already reserves.
-            live.binder.reserve_gpus = True
-            live.binder.reservation_timeout = 5.0
+        # No fake GPU nodes: the test plays the reservation pod itself.
+        async with Live(server, gpus=False) as live:
             store.create(pod_manifest("frac", fraction=0.5))
             await live.until(lambda: len(reservations(store)) == 1)
             reservation = reservations(store)[0]
@@ -59,6 +57,13 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
             assert meta["labels"] == {"app": "kai-resource-reservation", "runai-gpu-group": group}
             assert meta["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
             assert spec["nodeName"] == "n1" and spec["runtimeClassName"] == "nvidia"
+            assert spec["serviceAccountName"] == "kai-resource-reservation"
+            container = spec["containers"][0]
+            assert container["command"] == ["kai-scheduler", "reserve"]
+            assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
+                "POD_NAME": "metadata.name",
+                "POD_NAMESPACE": "metadata.namespace",
+            }
             resources = spec["containers"][0]["resources"]
             assert resources["requests"]["nvidia.com/gpu"] in ("1", 1)
             assert resources["limits"]["nvidia.com/gpu"] in ("1", 1)

@@ -27,6 +27,10 @@ TOPOLOGY_ANNOTATION: Final = "kai.scheduler/topology"
 TOPOLOGY_REQUIRED_ANNOTATION: Final = "kai.scheduler/topology-required-placement"
 TOPOLOGY_PREFERRED_ANNOTATION: Final = "kai.scheduler/topology-preferred-placement"
 NODE_POOL_LABEL: Final = "kai.scheduler/node-pool"
+# Published by a GPU reservation pod: the UUID of the GPU it holds (KAI keeps the historical name).
+RESERVED_GPU_ANNOTATION: Final = "run.ai/reserve_for_gpu_index"
+# Karpenter leaves a node alone while a pod with this annotation runs on it.
+DO_NOT_DISRUPT_ANNOTATION: Final = "karpenter.sh/do-not-disrupt"
 
 # Node labels.
 GPU_MEMORY_LABEL: Final = "nvidia.com/gpu.memory"

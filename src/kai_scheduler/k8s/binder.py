@@ -9,9 +9,9 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
 2. Hand the pod its GPUs: the annotation `received-resource-type`; for shared GPUs (Fraction) the label
    `runai-gpu-group=<group>` (with several devices also `runai-gpu-group/<i>`), and a ConfigMap
    `<pod>-gpu` in the pod's namespace (owned by the pod) with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
-   `RUNAI_NUM_OF_GPUS`. With `reserve_gpus`, each GPU group gets a reservation pod, as in KAI (see
+   `RUNAI_NUM_OF_GPUS`. Each GPU group gets a reservation pod, as in KAI (see
    "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
-   (comma-separated, one per device); without, the GPU group id stands in for it.
+   (comma-separated, one per device); with reservation off, the GPU group id stands in for it.
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
 4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
@@ -25,23 +25,22 @@ Requests are processed by `concurrency` workers from a queue fed by the BindRequ
 never processed by two workers at once) and by a periodic resync. On stop, requests in progress finish
 (up to `drain_timeout` seconds) before the workers go.
 
-GPU reservation pods (`reserve_gpus=True`; KAI's `resourcereservation`): for each selected GPU group the
-binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in `reservation_namespace` (found
-by its label `runai-gpu-group=<group>`; the namespace is created if missing), labelled
+GPU reservation pods (`reservation`, a `GpuReservation`; KAI's `resourcereservation`): for each selected
+GPU group the binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in the reservation
+namespace (found by its label `runai-gpu-group=<group>`; the namespace is created if missing), labelled
 `app=kai-resource-reservation`, pinned to the node (`nodeName`), runtime class `nvidia`, requesting and
-limited to `nvidia.com/gpu: 1`, annotated `karpenter.sh/do-not-disrupt: "true"`. On a GPU node it learns
-its GPU through NVML and publishes the index/UUID in its annotation `run.ai/reserve_for_gpu_index`; the
-binder polls for it up to `reservation_timeout` seconds (40 s, KAI's default) and fails the attempt (counted
-towards `backoffLimit`) if it does not come; `reservation_timeout=0` does not wait and falls back to the
-group id when the annotation is not there yet. Reservation pods are left out of the `ClusterState`
-(state.py): the scheduling model already accounts each shared GPU. The resync sweeps away the reservation
-pod of a group that no pod holds any more (no non-terminal pod outside the reservation namespace labelled
-with it, and no BindRequest, unless Failed, of an existing pod selecting it).
+limited to `nvidia.com/gpu: 1`, annotated `karpenter.sh/do-not-disrupt: "true"`, running
+`kai-scheduler reserve` (reservation_app.py) as the reservation service account. That app learns its GPU's
+UUID through NVML and publishes it in the pod's annotation `run.ai/reserve_for_gpu_index`; the binder polls
+for it up to `timeout` seconds (40 s, KAI's default) and fails the attempt (counted towards `backoffLimit`)
+if it does not come; `timeout=0` does not wait and falls back to the group id when the annotation is not
+there yet. Reservation pods are left out of the `ClusterState` (state.py): the scheduling model already
+accounts each shared GPU. The resync sweeps away the reservation pod of a group that no pod holds any more
+(no non-terminal pod outside the reservation namespace labelled with it, and no BindRequest, unless
+Failed, of an existing pod selecting it).
 
-`reserve_gpus` is off by default for now: `run_live`, `kai-scheduler run` and the live tests' `Live`
-helper construct the binder with defaults, and the end-to-end tests (which check that only their own pods
-are bound, and the group-id stand-in) would otherwise see reservation pods that no fake device plugin ever
-annotates. Switching it on for `run_live`/`components.py` is the follow-up.
+`reservation=None` turns reservation pods off: the GPU group id stands in for the GPU's UUID. That is only
+right where no real device is handed out (fake GPU nodes, tests without a device plugin).
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ import string
 import time
 from dataclasses import dataclass, field
 
+from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
@@ -80,14 +80,26 @@ PENDING = "Pending"
 NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
 DEFAULT_RESERVATION_NAMESPACE = "kai-resource-reservation"
 DEFAULT_RESERVATION_TIMEOUT = 40.0
-DEFAULT_RESERVATION_IMAGE = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest"
+DEFAULT_RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
+# The project's own image (deploy/Dockerfile) runs the reservation app; the chart passes its image.
+DEFAULT_RESERVATION_IMAGE = f"kai-scheduler:{__version__}"
 RESERVATION_APP_LABEL = "app"
-RESERVED_GPU_ANNOTATION = "run.ai/reserve_for_gpu_index"
-DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+RESERVED_GPU_ANNOTATION = c.RESERVED_GPU_ANNOTATION
+DO_NOT_DISRUPT_ANNOTATION = c.DO_NOT_DISRUPT_ANNOTATION
 GPU_RESOURCE = "nvidia.com/gpu"
 RESERVATION_RUNTIME_CLASS = "nvidia"
 RESERVATION_POLL_INTERVAL = 0.1
 _NAME_CHARS = string.ascii_lowercase + string.digits
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReservation:
+    """How the binder reserves shared GPUs (see the module doc)."""
+
+    namespace: str = DEFAULT_RESERVATION_NAMESPACE
+    service_account: str = DEFAULT_RESERVATION_SERVICE_ACCOUNT
+    image: str = DEFAULT_RESERVATION_IMAGE
+    timeout: float = DEFAULT_RESERVATION_TIMEOUT
 
 
 class BindFailure(Exception):
@@ -106,6 +118,10 @@ class BinderStats:
     failures: int = 0  # failed attempts
     failed: int = 0  # requests given up
     outcomes: dict[str, str] = field(default_factory=dict)  # request key -> last phase written
+
+
+def _field_env(name: str, path: str) -> JsonObject:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
 def gpu_group_labels(groups: list[str]) -> dict[str, str]:
@@ -127,10 +143,7 @@ class Binder:
         concurrency: int = 10,
         resync_period: float = 30.0,
         drain_timeout: float = 5.0,
-        reserve_gpus: bool = False,
-        reservation_namespace: str = DEFAULT_RESERVATION_NAMESPACE,
-        reservation_timeout: float = DEFAULT_RESERVATION_TIMEOUT,
-        reservation_image: str = DEFAULT_RESERVATION_IMAGE,
+        reservation: GpuReservation | None = GpuReservation(),
     ) -> None:
         self.client = client
         self.informers = informers
@@ -138,10 +151,7 @@ class Binder:
         self.concurrency = concurrency
         self.resync_period = resync_period
         self.drain_timeout = drain_timeout
-        self.reserve_gpus = reserve_gpus
-        self.reservation_namespace = reservation_namespace
-        self.reservation_timeout = reservation_timeout
-        self.reservation_image = reservation_image
+        self.reservation = reservation
         self._namespace_ready = False
         self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
         self._stopping = False
@@ -236,8 +246,8 @@ class Binder:
                     await asyncio.wait_for(stop.wait(), self.resync_period)
                 if not stop.is_set():
                     self.resync()
-                    if self.reserve_gpus:
-                        await self._sweep_reservations()
+                    if self.reservation is not None:
+                        await self._sweep_reservations(self.reservation)
         finally:
             # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
             self._stopping = True
@@ -370,11 +380,12 @@ class Binder:
         if not shared:
             return
         devices = groups
-        if self.reserve_gpus:
+        if self.reservation is not None:
+            reservation = self.reservation
             for group in groups:
                 self._reserving[group] = self._reserving.get(group, 0) + 1
             try:
-                devices = [await self._reserve(node, group) for group in groups]
+                devices = [await self._reserve(reservation, node, group) for group in groups]
             finally:
                 for group in groups:
                     left = self._reserving.get(group, 1) - 1
@@ -386,29 +397,28 @@ class Binder:
 
     # --- GPU reservation pods --------------------------------------------------------------------
 
-    async def _ensure_namespace(self) -> None:
+    async def _ensure_namespace(self, settings: GpuReservation) -> None:
         if self._namespace_ready:
             return
-        body: JsonObject = {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": self.reservation_namespace},
-        }
+        body: JsonObject = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": settings.namespace}}
         try:
             await self.client.create(NAMESPACES, body)
         except ApiStatusError as error:
-            if error.code != 409:
+            # 409: it exists. 403: the binder may not create namespaces (the chart's RBAC), because the
+            # chart makes this one; if it is missing after all, creating the pod names the problem.
+            if error.code not in (403, 409):
                 raise
         self._namespace_ready = True
 
-    async def _find_reservation(self, group: str) -> JsonObject | None:
+    async def _find_reservation(self, settings: GpuReservation, group: str) -> JsonObject | None:
         pods, _ = await self.client.list_objects(
-            PODS, self.reservation_namespace, label_selector=f"{c.GPU_GROUP_LABEL}={group}"
+            PODS, settings.namespace, label_selector=f"{c.GPU_GROUP_LABEL}={group}"
         )
         live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
         return live[0] if live else None
 
-    def reservation_pod(self, node: str, group: str) -> JsonObject:
+    @staticmethod
+    def reservation_pod(settings: GpuReservation, node: str, group: str) -> JsonObject:
         suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
         gpu = {GPU_RESOURCE: "1"}
         return {
@@ -416,31 +426,39 @@ class Binder:
             "kind": "Pod",
             "metadata": {
                 "name": f"gpu-reservation-{node}-{suffix}",
-                "namespace": self.reservation_namespace,
+                "namespace": settings.namespace,
                 "labels": {RESERVATION_APP_LABEL: RESERVATION_APP, c.GPU_GROUP_LABEL: group},
                 "annotations": {DO_NOT_DISRUPT_ANNOTATION: "true"},
             },
             "spec": {
                 "nodeName": node,
                 "runtimeClassName": RESERVATION_RUNTIME_CLASS,
+                "serviceAccountName": settings.service_account,
                 "restartPolicy": "Always",
+                "terminationGracePeriodSeconds": 5,
                 "containers": [
                     {
                         "name": "resource-reservation",
-                        "image": self.reservation_image,
+                        "image": settings.image,
+                        "command": ["kai-scheduler", "reserve"],
+                        # The app annotates its own pod: it learns which one from the downward API.
+                        "env": [
+                            _field_env("POD_NAME", "metadata.name"),
+                            _field_env("POD_NAMESPACE", "metadata.namespace"),
+                        ],
                         "resources": {"requests": dict(gpu), "limits": dict(gpu)},
                     }
                 ],
             },
         }
 
-    async def _reserve(self, node: str, group: str) -> str:
-        """Make sure `group` has a reservation pod and return the GPU index/UUID it publishes (or the
-        group id with `reservation_timeout=0` when it has not published yet)."""
-        await self._ensure_namespace()
-        reservation = await self._find_reservation(group)
+    async def _reserve(self, settings: GpuReservation, node: str, group: str) -> str:
+        """Make sure `group` has a reservation pod and return the GPU UUID it publishes (or the group id
+        with `timeout=0` when it has not published yet)."""
+        await self._ensure_namespace(settings)
+        reservation = await self._find_reservation(settings, group)
         if reservation is None:
-            body = self.reservation_pod(node, group)
+            body = self.reservation_pod(settings, node, group)
             try:
                 reservation = await self.client.create(PODS, body)
             except ApiStatusError as error:
@@ -448,28 +466,29 @@ class Binder:
                     raise
                 reservation = body
         name = str(reservation["metadata"]["name"])
-        deadline = time.monotonic() + self.reservation_timeout
+        where = f"{settings.namespace}/{name}"
+        deadline = time.monotonic() + settings.timeout
         while True:
             annotations = (reservation.get("metadata") or {}).get("annotations") or {}
             published = annotations.get(RESERVED_GPU_ANNOTATION)
             if published:
                 return str(published)
-            if self.reservation_timeout <= 0:
+            if settings.timeout <= 0:
                 return group
             if time.monotonic() >= deadline:
                 raise BindFailure(
-                    f"reservation pod {self.reservation_namespace}/{name} for GPU group {group} did not "
-                    f"publish {RESERVED_GPU_ANNOTATION} within {self.reservation_timeout:g}s"
+                    f"reservation pod {where} for GPU group {group} did not publish "
+                    f"{RESERVED_GPU_ANNOTATION} within {settings.timeout:g}s"
                 )
             await asyncio.sleep(min(RESERVATION_POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
             try:
-                reservation = await self.client.get(PODS, name, self.reservation_namespace)
+                reservation = await self.client.get(PODS, name, settings.namespace)
             except ApiStatusError as error:
                 if error.code != 404:
                     raise
-                raise BindFailure(f"reservation pod {self.reservation_namespace}/{name} vanished") from error
+                raise BindFailure(f"reservation pod {where} vanished") from error
 
-    def _groups_in_use(self) -> set[str]:
+    def _groups_in_use(self, settings: GpuReservation) -> set[str]:
         """GPU groups held by a non-terminal pod (outside the reservation namespace), selected by a
         BindRequest (not Failed) of a pod that still exists (its labels may lag in the cache), or being
         reserved right now."""
@@ -477,7 +496,7 @@ class Binder:
         pods = self.informers.pods.cache
         for obj in pods.values():
             meta = obj.get("metadata") or {}
-            if meta.get("namespace") == self.reservation_namespace:
+            if meta.get("namespace") == settings.namespace:
                 continue
             if (obj.get("status") or {}).get("phase") in (SUCCEEDED, FAILED):
                 continue
@@ -492,15 +511,15 @@ class Binder:
                 used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
         return used
 
-    async def _sweep_reservations(self) -> None:
+    async def _sweep_reservations(self, settings: GpuReservation) -> None:
         """Delete the reservation pods of GPU groups no pod holds any more."""
         try:
             pods, _ = await self.client.list_objects(
                 PODS,
-                self.reservation_namespace,
+                settings.namespace,
                 label_selector=f"{RESERVATION_APP_LABEL}={RESERVATION_APP}",
             )
-            used = self._groups_in_use()
+            used = self._groups_in_use(settings)
             for obj in pods:
                 meta = obj.get("metadata") or {}
                 group = (meta.get("labels") or {}).get(c.GPU_GROUP_LABEL)
@@ -508,7 +527,7 @@ class Binder:
                     continue
                 log.info("binder: GPU group %s is free: deleting reservation pod %s", group, meta.get("name"))
                 try:
-                    await self.client.delete(PODS, str(meta["name"]), self.reservation_namespace)
+                    await self.client.delete(PODS, str(meta["name"]), settings.namespace)
                 except ApiStatusError as error:
                     if error.code != 404:
                         raise

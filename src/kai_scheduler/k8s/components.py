@@ -4,6 +4,10 @@ Each component is a coroutine that runs until `stop` is set: the scheduler (info
 loop, and with it the binder when both run here), the binder on its own, the pod grouper, the status
 controllers, the admission webhooks and the node scale adjuster (scaling pods for cluster autoscalers).
 Every process also serves `/metrics`, `/healthz` and `/readyz`.
+
+With `leader_elect`, each controller works only while it holds its own Lease (`LEASES`) in
+`lease_namespace`, so that replicas of one component never act together; the admission webhooks are
+stateless and answer from every replica.
 """
 
 from __future__ import annotations
@@ -18,13 +22,15 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.admission import WebhookServer
-from kai_scheduler.k8s.binder import Binder
+from kai_scheduler.k8s.binder import Binder, GpuReservation
 from kai_scheduler.k8s.client import KubeClient
 from kai_scheduler.k8s.http_server import MetricsServer
 from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.leader import LeaderElector, run_leading
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
 from kai_scheduler.k8s.podgrouper_controller import PodGrouperController
+from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.k8s.scale_adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
 from kai_scheduler.k8s.scheduler_loop import run_live
 from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
@@ -33,6 +39,14 @@ COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", 
 # What `--all` runs: the scale adjuster only helps with a cluster autoscaler, so (as KAI deploys it) it runs
 # only when named.
 ALL_COMPONENTS: Final = tuple(name for name in COMPONENTS if name != "scale-adjuster")
+# The Lease each controller holds while it works (the scheduler's also covers a binder in its process).
+LEASES: Final = {
+    "scheduler": "kai-scheduler",
+    "binder": "kai-binder",
+    "podgrouper": "kai-podgrouper",
+    "status-controllers": "kai-status-controllers",
+    "scale-adjuster": "kai-scale-adjuster",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +61,8 @@ class RunOptions:
     webhook_port: int = 9443
     tls_cert_dir: str | None = None
     gpu_pod_runtime_class: str = "nvidia"
+    reservation: GpuReservation | None = field(default_factory=GpuReservation)
+    scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
@@ -61,11 +77,11 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
         ready.append(synced)
         work.append(lambda: _scheduler(client, options, stop, registry, synced, binder="binder" in chosen))
     elif "binder" in chosen:
-        work.append(lambda: _binder(client, stop))
+        work.append(lambda: _binder(client, options, stop))
     if "podgrouper" in chosen:
         work.append(lambda: _podgrouper(client, options, stop))
     if "status-controllers" in chosen:
-        work.append(lambda: _status_controllers(client, stop, registry))
+        work.append(lambda: _status_controllers(client, options, stop, registry))
     if "scale-adjuster" in chosen:
         work.append(lambda: _scale_adjuster(client, options, stop))
     webhook = _webhook(options) if "admission" in chosen else None
@@ -100,32 +116,60 @@ async def _scheduler(
         lease_namespace=options.lease_namespace,
         metrics=SchedulerMetrics(registry),
         ready=synced,
+        lease_name=LEASES["scheduler"],
         # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
         require_pod_groups=True,
+        reservation=options.reservation,
     )
 
 
-async def _binder(client: KubeClient, stop: asyncio.Event) -> None:
+async def _leading(
+    client: KubeClient,
+    options: RunOptions,
+    component: str,
+    work: Callable[[asyncio.Event], Awaitable[None]],
+    stop: asyncio.Event,
+) -> None:
+    """Run `work` until `stop`; with leader election, only during the terms this process holds the
+    component's Lease (the informers keep their caches warm in between)."""
+    if not options.leader_elect:
+        await work(stop)
+        return
+    elector = LeaderElector(client, LEASES[component], options.lease_namespace)
+    await run_leading(elector, work, stop)
+
+
+async def _binder(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
     async with InformerSet(client) as informers:
-        await Binder(client, informers).run(stop)
+        binder = Binder(client, informers, reservation=options.reservation)
+        await _leading(client, options, "binder", binder.run, stop)
 
 
 async def _podgrouper(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
     async with InformerSet(client) as informers:
-        await PodGrouperController(client, informers, scheduler_name=options.scheduler_name).run(stop)
+        grouper = PodGrouperController(client, informers, scheduler_name=options.scheduler_name)
+        await _leading(client, options, "podgrouper", grouper.run, stop)
 
 
-async def _status_controllers(client: KubeClient, stop: asyncio.Event, registry: CollectorRegistry) -> None:
+async def _status_controllers(
+    client: KubeClient, options: RunOptions, stop: asyncio.Event, registry: CollectorRegistry
+) -> None:
     async with InformerSet(client) as informers:
-        await asyncio.gather(
-            PodGroupStatusController(client, informers).run(stop),
-            QueueStatusController(client, informers, metrics=QueueMetrics(registry)).run(stop),
-        )
+        pod_groups = PodGroupStatusController(client, informers)
+        queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
+
+        async def both(term: asyncio.Event) -> None:
+            await asyncio.gather(pod_groups.run(term), queues.run(term))
+
+        await _leading(client, options, "status-controllers", both, stop)
 
 
 async def _scale_adjuster(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
     async with InformerSet(client, kinds=SCALE_ADJUSTER_KINDS) as informers:
-        await ScaleAdjuster(client, informers, scheduler_name=options.scheduler_name).run(stop)
+        adjuster = ScaleAdjuster(
+            client, informers, scheduler_name=options.scheduler_name, image=options.scaling_pod_image
+        )
+        await _leading(client, options, "scale-adjuster", adjuster.run, stop)
 
 
 def _webhook(options: RunOptions) -> WebhookServer:

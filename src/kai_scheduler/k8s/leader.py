@@ -20,9 +20,10 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any
 
 from kai_scheduler.k8s.client import LEASES, ApiStatusError, JsonObject, KubeClient
 
@@ -203,4 +204,58 @@ class LeaderElector:
                 await self.release()
 
 
-__all__ = ["Attempt", "LeaderElector", "default_identity", "micro_time"]
+async def wait_any(work: Awaitable[Any], stop: asyncio.Event) -> bool:
+    """Wait for `work` or `stop`; True when `work` finished first (and did not return False)."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, stopper):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+    return task in done and not stop.is_set() and task.result() is not False
+
+
+async def while_leading(
+    elector: LeaderElector, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """Run `work(term_stop)` during each leadership term; `term_stop` is set when the term ends."""
+    while not stop.is_set():
+        if not await wait_any(elector.is_leader.wait(), stop):
+            return
+        term_stop = asyncio.Event()
+
+        async def watch_term(term: asyncio.Event = term_stop) -> None:
+            while elector.is_leader.is_set() and not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.1)
+            term.set()
+
+        watcher = asyncio.create_task(watch_term())
+        try:
+            await work(term_stop)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+async def run_leading(
+    elector: LeaderElector, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """Campaign with `elector` and run `work` during each term, until `stop` is set."""
+    await asyncio.gather(elector.run(stop), while_leading(elector, work, stop))
+
+
+__all__ = [
+    "Attempt",
+    "LeaderElector",
+    "default_identity",
+    "micro_time",
+    "run_leading",
+    "wait_any",
+    "while_leading",
+]

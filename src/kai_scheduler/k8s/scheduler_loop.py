@@ -40,14 +40,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
-from kai_scheduler.k8s.binder import Binder
+from kai_scheduler.k8s.binder import Binder, GpuReservation
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
     POD_GROUPS,
@@ -58,7 +57,7 @@ from kai_scheduler.k8s.client import (
 )
 from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import InformerSet
-from kai_scheduler.k8s.leader import LeaderElector
+from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.state import (
     LiveState,
@@ -656,7 +655,7 @@ class SchedulerLoop:
     async def run(self, stop: asyncio.Event) -> None:
         """Cycles every `period` until `stop` is set (the cycle in progress completes)."""
         while not self.informers.synced:
-            if await _wait_any(self.informers.wait_synced(30.0), stop):
+            if await wait_any(self.informers.wait_synced(30.0), stop):
                 break
             if stop.is_set():
                 return
@@ -665,7 +664,7 @@ class SchedulerLoop:
         while not stop.is_set():
             if self.leader is not None and not self.leader.is_leader.is_set():
                 self._was_leader = False
-                if not await _wait_any(self.leader.is_leader.wait(), stop):
+                if not await wait_any(self.leader.is_leader.wait(), stop):
                     return
                 continue
             if not self._was_leader:
@@ -682,21 +681,6 @@ class SchedulerLoop:
             if left > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), left)
-
-
-async def _wait_any(work: Awaitable[Any], stop: asyncio.Event) -> bool:
-    """Wait for `work` or `stop`; True when `work` finished first (and did not return False)."""
-    task = asyncio.ensure_future(work)
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, stopper):
-            if not pending.done():
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pending
-    return task in done and not stop.is_set() and task.result() is not False
 
 
 # --- everything together ---------------------------------------------------------------------------
@@ -720,13 +704,15 @@ async def run_live(
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
     ready: asyncio.Event | None = None,
     require_pod_groups: bool = False,
+    reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
     lease is released). With `leader_election`, the loop and the binder work only while this process
     holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
     set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
-    until the pod grouper has named their PodGroup."""
+    until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
+    reservation pods)."""
     informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
     loop = SchedulerLoop(
@@ -746,11 +732,11 @@ async def run_live(
     if elector is not None:
         tasks.append(asyncio.create_task(elector.run(stop), name="leader-election"))
     if binder:
-        bind = Binder(client, informers)
+        bind = Binder(client, informers, reservation=reservation)
         if elector is None:
             tasks.append(asyncio.create_task(bind.run(stop), name="binder"))
         else:
-            tasks.append(asyncio.create_task(_while_leading(elector, bind.run, stop), name="binder"))
+            tasks.append(asyncio.create_task(while_leading(elector, bind.run, stop), name="binder"))
     if ready is not None:
         tasks.append(asyncio.create_task(_signal_synced(informers, ready, stop), name="ready"))
     try:
@@ -764,32 +750,8 @@ async def run_live(
 
 
 async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:
-    if await _wait_any(informers.wait_synced(), stop):
+    if await wait_any(informers.wait_synced(), stop):
         ready.set()
-
-
-async def _while_leading(
-    elector: LeaderElector, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
-) -> None:
-    """Run `work(term_stop)` during each leadership term; `term_stop` is set when the term ends."""
-    while not stop.is_set():
-        if not await _wait_any(elector.is_leader.wait(), stop):
-            return
-        term_stop = asyncio.Event()
-
-        async def watch_term(term: asyncio.Event = term_stop) -> None:
-            while elector.is_leader.is_set() and not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.1)
-            term.set()
-
-        watcher = asyncio.create_task(watch_term())
-        try:
-            await work(term_stop)
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
 
 
 __all__ = [
