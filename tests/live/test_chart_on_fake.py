@@ -21,7 +21,11 @@ from test_chart import NAMESPACE, render_chart  # noqa: E402
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-@pytest.mark.parametrize("overrides", [{}, {"allInOne": True}], ids=["per-component", "all-in-one"])
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"allInOne": True}, {"resourceReservation": {"enabled": False}, "clusterAutoscaling": True}],
+    ids=["per-component", "all-in-one", "fake-gpus-autoscaling"],
+)
 def test_kubectl_applies_the_rendered_chart(tmp_path: Path, overrides: dict[str, object]) -> None:
     documents = [document for _, document in render_chart(overrides)]
     rendered = tmp_path / "chart.yaml"

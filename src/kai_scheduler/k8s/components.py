@@ -56,6 +56,7 @@ class RunOptions:
     kubeconfig: str | None = None
     scheduler_name: str = "kai-scheduler"
     leader_elect: bool = False
+    identity: str | None = None  # this process's name in the Leases (default: host, pid and a random part)
     lease_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "kai-scheduler"))
     metrics_port: int = 8080
     webhook_port: int = 9443
@@ -135,7 +136,7 @@ async def _leading(
     if not options.leader_elect:
         await work(stop)
         return
-    elector = LeaderElector(client, LEASES[component], options.lease_namespace)
+    elector = LeaderElector(client, LEASES[component], options.lease_namespace, options.identity)
     await run_leading(elector, work, stop)
 
 

@@ -15,7 +15,8 @@ drift into constructs that this renderer would get wrong. The rendered manifests
 document parses and names apiVersion/kind/metadata.name; built-in kinds load into the Kubernetes API
 models (lightkube, which checks types and required fields) without unknown fields; RBAC names only known
 resources and verbs, exactly the rules each component needs; no install hooks; every workload's service
-account, role and config exists; Services select pods; the queues validate against the Queue CRD.
+account, role and config exists; Services select pods; the queues validate against the Queue CRD; every
+flag a Deployment passes is one `kai-scheduler run` accepts, and values.yaml's flag contract names it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ import pytest
 import yaml
 from lightkube import codecs
 
+from kai_scheduler import cli
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
 from kai_scheduler.k8s import crds
+from kai_scheduler.k8s.binder import GpuReservation
+from kai_scheduler.k8s.components import ALL_COMPONENTS
+from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
@@ -356,6 +361,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all-in-one-minimal": {"allInOne": True, "admission": {"enabled": False}, "leaderElection": False},
     "cluster-autoscaling": {"clusterAutoscaling": True},
     "all-in-one-cluster-autoscaling": {"allInOne": True, "clusterAutoscaling": True, "leaderElection": False},
+    "fake-gpus": {"resourceReservation": {"enabled": False}},
+    "all-in-one-fake-gpus": {"allInOne": True, "resourceReservation": {"enabled": False}},
+    "custom-images": {
+        "clusterAutoscaling": True,
+        "resourceReservation": {
+            "namespace": "gpu-reservations",
+            "serviceAccount": "gpu-reserver",
+            "image": "registry.example/kai-scheduler:dev",
+            "timeout": "2m",
+        },
+        "scaleAdjuster": {"scalingPodImage": "mirror.example/pause:3.9"},
+    },
     "custom": {
         "admission": {"caBundle": "Y2E=", "failurePolicy": "Ignore"},
         "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
@@ -536,6 +553,152 @@ def test_values_reach_the_pods() -> None:
     )
     image = _container(deployments[f"{RELEASE}-binder"])["image"]
     assert image == "kai-scheduler:0.1.0"
+
+
+# --- the flag contract with `kai-scheduler run` ----------------------------------------------------
+
+RESERVATION_FLAGS = {
+    "--no-gpu-reservation",
+    "--reservation-namespace",
+    "--reservation-service-account",
+    "--reservation-image",
+    "--reservation-timeout",
+}
+
+
+def _flag(arg: str) -> str:
+    return arg.split("=", 1)[0]
+
+
+def _args(variant: str, deployment: str) -> list[str]:
+    args: list[str] = _container(_one(variant, "Deployment", f"{RELEASE}-{deployment}"))["args"]
+    return args
+
+
+def _run(args: list[str]) -> Any:
+    """The arguments as `kai-scheduler run` parses them (cli.UsageError on an unknown flag or value)."""
+    assert args[0] == "run"
+    return cli._parser().parse_args(args)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_flag_is_one_run_accepts(variant: str) -> None:
+    for deployment in _docs(variant, "Deployment"):
+        parsed = _run(_container(deployment)["args"])
+        if not parsed.no_gpu_reservation:
+            cli._reservation(parsed)  # the timeout is a duration, not negative
+        components = set(parsed.component or ALL_COMPONENTS) - set(parsed.skip)
+        if "admission" in components:
+            assert parsed.tls_cert_dir
+        if parsed.all:
+            assert "scale-adjuster" not in components
+
+
+def test_values_state_the_flag_contract() -> None:
+    """The header of values.yaml names exactly the flags the chart passes (in some variant)."""
+    header = (CHART / "values.yaml").read_text().split("\n\n", 1)[0]
+    stated = set(re.findall(r"--[a-z][a-z-]*", header))
+    passed = {
+        _flag(arg)
+        for variant in VARIANTS
+        for deployment in _docs(variant, "Deployment")
+        for arg in _container(deployment)["args"][1:]
+    }
+    assert passed == stated
+
+
+@pytest.mark.parametrize(
+    ("variant", "deployment"),
+    [("default", "binder"), ("all-in-one", "all-in-one"), ("custom-images", "binder")],
+)
+def test_the_binder_creates_reservation_pods_as_the_values_say(variant: str, deployment: str) -> None:
+    args = _args(variant, deployment)
+    reservation = cli._reservation(_run(args))
+    if variant == "custom-images":
+        assert reservation == GpuReservation(
+            namespace="gpu-reservations",
+            service_account="gpu-reserver",
+            image="registry.example/kai-scheduler:dev",
+            timeout=120.0,
+        )
+    else:  # the chart's defaults are the binder's, but for the image: the chart's own
+        own_image = _container(_one(variant, "Deployment", f"{RELEASE}-{deployment}"))["image"]
+        assert reservation == GpuReservation(image=own_image)
+        assert own_image == "kai-scheduler:0.1.0"
+    assert "--no-gpu-reservation" not in args
+    # The namespace, account and RBAC the pods need are where the flags point.
+    namespace, account = reservation.namespace, reservation.service_account
+    assert _one(variant, "Namespace", namespace)
+    assert _one(variant, "ServiceAccount", account)["metadata"]["namespace"] == namespace
+    app_role = _one(variant, "Role", f"{RELEASE}-resource-reservation")
+    assert app_role["metadata"]["namespace"] == namespace
+    assert _grants(app_role) == {("", "pods"): {"get", "patch"}}  # it annotates its own pod
+    app_binding = _one(variant, "RoleBinding", f"{RELEASE}-resource-reservation")
+    assert app_binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
+    binder_role = _one(variant, "Role", f"{RELEASE}-binder-reservations")
+    assert binder_role["metadata"]["namespace"] == namespace
+    # Only the binder creates reservation pods.
+    for other in _docs(variant, "Deployment"):
+        if other["metadata"]["name"] != f"{RELEASE}-{deployment}":
+            assert not {_flag(arg) for arg in _container(other)["args"]} & RESERVATION_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("variant", "deployment", "base"),
+    [("fake-gpus", "binder", "default"), ("all-in-one-fake-gpus", "all-in-one", "all-in-one")],
+)
+def test_fake_gpu_nodes_run_no_reservation_pods(variant: str, deployment: str, base: str) -> None:
+    args = _args(variant, deployment)
+    assert [arg for arg in args if _flag(arg) in RESERVATION_FLAGS] == ["--no-gpu-reservation"]
+    assert _run(args).no_gpu_reservation
+    # No reservation namespace, account or roles; nothing else changes.
+    expected = []
+    for source, document in RENDERED[base]:
+        if source == "resource-reservation.yaml":
+            continue
+        if document["kind"] == "Deployment" and document["metadata"]["name"] == f"{RELEASE}-{deployment}":
+            document = copy.deepcopy(document)
+            container = _container(document)
+            container["args"] = [arg for arg in container["args"] if _flag(arg) not in RESERVATION_FLAGS]
+            container["args"].insert(container["args"].index("--leader-elect") + 1, "--no-gpu-reservation")
+        expected.append(document)
+    assert _docs(variant) == expected
+
+
+def test_scaling_pod_image_reaches_the_scale_adjuster() -> None:
+    default = yaml.safe_load((CHART / "values.yaml").read_text())["scaleAdjuster"]["scalingPodImage"]
+    assert default == DEFAULT_SCALING_POD_IMAGE == "registry.k8s.io/pause:3.9"
+    for variant, image in (
+        ("cluster-autoscaling", default),
+        ("all-in-one-cluster-autoscaling", default),
+        ("custom-images", "mirror.example/pause:3.9"),
+    ):
+        assert _run(_args(variant, "scale-adjuster")).scaling_pod_image == image
+        for deployment in _docs(variant, "Deployment"):
+            if deployment["metadata"]["name"] != f"{RELEASE}-scale-adjuster":
+                assert "--scaling-pod-image" not in {_flag(arg) for arg in _container(deployment)["args"]}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_leader_elect_account_may_hold_its_lease(variant: str) -> None:
+    electing = {
+        deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        for deployment in _docs(variant, "Deployment")
+        if "--leader-elect" in _container(deployment)["args"]
+    }
+    bindings = [
+        binding
+        for binding in _docs(variant, "RoleBinding")
+        if binding["roleRef"]["name"] == f"{RELEASE}-leader-election"
+    ]
+    if not electing:
+        assert not bindings
+        return
+    (binding,) = bindings
+    assert {subject["name"] for subject in binding["subjects"]} == electing
+    role = _one(variant, "Role", f"{RELEASE}-leader-election")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == NAMESPACE
+    assert _grants(role) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -819,9 +982,10 @@ def test_cluster_autoscaling_is_off_by_default_and_changes_nothing_else() -> Non
     for variant, overrides in VARIANTS.items():
         if not overrides.get("clusterAutoscaling"):
             assert _scale_adjuster_objects(variant) == [], variant
-            assert {ns["metadata"]["name"] for ns in _docs(variant, "Namespace")} == {
-                "kai-resource-reservation"
-            }
+            reserving = overrides.get("resourceReservation", {}).get("enabled", True)
+            assert {ns["metadata"]["name"] for ns in _docs(variant, "Namespace")} == (
+                {"kai-resource-reservation"} if reserving else set()
+            )
     # Turning it on only adds the scale adjuster's objects.
     for on, off in (("cluster-autoscaling", "default"), ("all-in-one-cluster-autoscaling", None)):
         others = [d for d in _docs(on) if d not in _scale_adjuster_objects(on)]
@@ -837,6 +1001,7 @@ def test_scale_adjuster_deployment(variant: str) -> None:
         "run",
         "--component=scale-adjuster",
         "--scheduler-name=kai-scheduler",
+        "--scaling-pod-image=registry.k8s.io/pause:3.9",
     ]
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}

@@ -84,3 +84,19 @@ readinessProbe:
     port: metrics
   periodSeconds: 5
 {{- end }}
+
+{{- /* The binder's GPU reservation flags (the binder Deployment and the all-in-one one). */}}
+{{- define "kai-scheduler.reservationArgs" -}}
+{{- if .Values.resourceReservation.enabled -}}
+- --reservation-namespace={{ .Values.resourceReservation.namespace }}
+- --reservation-service-account={{ .Values.resourceReservation.serviceAccount }}
+{{- if .Values.resourceReservation.image }}
+- --reservation-image={{ .Values.resourceReservation.image }}
+{{- else }}
+- --reservation-image={{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end }}
+- --reservation-timeout={{ .Values.resourceReservation.timeout }}
+{{- else -}}
+- --no-gpu-reservation
+{{- end }}
+{{- end }}
