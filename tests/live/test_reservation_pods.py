@@ -75,3 +75,25 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
             await live.until(lambda: reservations(store) == [], timeout=4.0)
 
     run(body(), timeout=8.0)
+
+
+def test_pods_sharing_a_gpu_get_one_reservation_pod(server: FakeApiServer) -> None:
+    """Pods placed on one shared GPU in the same cycle are bound concurrently; the GPU still gets exactly
+    one reservation pod, and every pod gets its UUID."""
+    store = server.store
+    store.create(node_manifest("n1", gpus=1, gpu_memory=40000))
+    store.create(queue_manifest("q"))
+    names = [f"quarter-{i}" for i in range(4)]
+    for name in names:
+        store.create(pod_manifest(name, fraction=0.25))
+
+    async def body() -> None:
+        async with Live(server) as live:
+            await live.until(
+                lambda: all(live.binder.stats.outcomes.get(f"default/{n}") == "Succeeded" for n in names)
+            )
+
+    run(body(), timeout=15.0)
+    [reservation] = reservations(store)
+    uuid = reservation["metadata"]["annotations"][RESERVED_GPU_ANNOTATION]
+    assert {store.get("configmaps", f"{n}-gpu")["data"]["NVIDIA_VISIBLE_DEVICES"] for n in names} == {uuid}

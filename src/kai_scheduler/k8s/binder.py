@@ -154,6 +154,7 @@ class Binder:
         self.reservation = reservation
         self._namespace_ready = False
         self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
+        self._reservation_locks: dict[str, asyncio.Lock] = {}
         self._stopping = False
         self.stats = BinderStats()
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -393,6 +394,7 @@ class Binder:
                         self._reserving[group] = left
                     else:
                         self._reserving.pop(group, None)
+                        self._reservation_locks.pop(group, None)
         await self._write_gpu_config_map(pod, namespace, pod_name, devices, received)
 
     # --- GPU reservation pods --------------------------------------------------------------------
@@ -456,15 +458,18 @@ class Binder:
         """Make sure `group` has a reservation pod and return the GPU UUID it publishes (or the group id
         with `timeout=0` when it has not published yet)."""
         await self._ensure_namespace(settings)
-        reservation = await self._find_reservation(settings, group)
-        if reservation is None:
-            body = self.reservation_pod(settings, node, group)
-            try:
-                reservation = await self.client.create(PODS, body)
-            except ApiStatusError as error:
-                if error.code != 409:
-                    raise
-                reservation = body
+        # Pods sharing a GPU are bound concurrently: one at a time finds or creates its reservation pod,
+        # so that a GPU never gets two.
+        async with self._reservation_locks.setdefault(group, asyncio.Lock()):
+            reservation = await self._find_reservation(settings, group)
+            if reservation is None:
+                body = self.reservation_pod(settings, node, group)
+                try:
+                    reservation = await self.client.create(PODS, body)
+                except ApiStatusError as error:
+                    if error.code != 409:
+                        raise
+                    reservation = body
         name = str(reservation["metadata"]["name"])
         where = f"{settings.namespace}/{name}"
         deadline = time.monotonic() + settings.timeout
