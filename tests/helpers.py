@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue
+from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.framework.session import Session
@@ -371,7 +371,15 @@ def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = F
             )
         elif isinstance(o, PodGroup):
             groups.append(PodGroupState(o, rank))
-    return ClusterState(nodes=nodes, pods=pods, pod_groups=groups, queues=queues, priority_classes=classes)
+    topologies = [o for o in objects if isinstance(o, Topology)]
+    return ClusterState(
+        nodes=nodes,
+        pods=pods,
+        pod_groups=groups,
+        queues=queues,
+        priority_classes=classes,
+        topologies=topologies,
+    )
 
 
 def snapshot_of(objects: Sequence[ApiObject]) -> ClusterSnapshot:

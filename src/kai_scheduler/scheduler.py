@@ -35,6 +35,7 @@ from kai_scheduler.plugins.scoring import (
     NominatedNodePlugin,
     ResourceTypePlugin,
 )
+from kai_scheduler.plugins.topology import TopologyPlugin
 
 PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "predicates": PredicatesPlugin,
@@ -54,6 +55,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "gpuspread": GpuSpreadPlugin,
     "minruntime": MinRuntimePlugin,
     "podaffinity": PodAffinityPlugin,
+    "topology": TopologyPlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,
@@ -67,7 +69,6 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
 # and reported, so that a KAI configuration loads unchanged.
 NOT_YET_AVAILABLE: Final = frozenset(
     {
-        "topology",
         "dynamicresources",
         "snapshot",
         "reflectjoborder",

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.placement import place_job
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
 
 class Allocate:
@@ -75,32 +76,36 @@ def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: 
 
 def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     statement = session.statement(action)
-    pipelined = False
-    for task in tasks:
+    nodes = session.snapshot.nodes
+
+    def place_one(task: TaskInfo) -> str | None:
         placed = session.choose_node(task)
         if placed is None:
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
             detail = session.explain_no_fit(task)
-            gang = (
-                f"gang of {len(tasks)} pods: {statement.operations} placed, then " if len(tasks) > 1 else ""
-            )
-            statement.discard()
-            session.unschedulable[job.key] = f"{gang}pod {task.name} does not fit: {detail}"
-            return False
-        node_name = session.snapshot.nodes.names[placed.node]
+            done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
+            gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
+            return f"{gang}pod {task.name} does not fit: {detail}"
+        where = nodes.names[placed.node]
         if placed.now:
             statement.allocate(
-                task, placed.node, placed.gpu_groups, f"{job.key} (queue {job.queue}) fits on {node_name}"
+                task, placed.node, placed.gpu_groups, f"{job.key} (queue {job.queue}) fits on {where}"
             )
         else:
-            pipelined = True
             statement.pipeline(
                 task,
                 placed.node,
                 placed.gpu_groups,
-                f"{job.key} (queue {job.queue}) waits for resources being released on {node_name}",
+                f"{job.key} (queue {job.queue}) waits for resources being released on {where}",
             )
-    if pipelined:
+        return None
+
+    failure = place_job(session, statement, job, tasks, place_one)
+    if failure is not None:
+        statement.discard()
+        session.unschedulable[job.key] = failure
+        return False
+    if any(task.status is TaskStatus.PIPELINED for task in tasks):
         statement.convert_to_pipeline(0)
     statement.commit()
     session.unschedulable.pop(job.key, None)

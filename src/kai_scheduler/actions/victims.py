@@ -17,6 +17,7 @@ from enum import Enum
 import numpy as np
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.placement import place_job
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
@@ -203,14 +204,19 @@ def _try_scenario(
 ) -> Outcome:
     checkpoint = statement.checkpoint()
     preemptor = scenario.preemptor
-    for task in scenario.tasks:
+
+    def place_one(task: TaskInfo) -> str | None:
         placed = session.choose_node(task)
         if placed is None:
-            statement.rollback(checkpoint)
-            return Outcome.UNPLACEABLE
+            return "unplaceable"
         node = session.snapshot.nodes.names[placed.node]
         message = f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
         statement.pipeline(task, placed.node, placed.gpu_groups, message)
+        return None
+
+    if place_job(session, statement, preemptor, scenario.tasks, place_one) is not None:
+        statement.rollback(checkpoint)
+        return Outcome.UNPLACEABLE
     stopped = _relocate(session, statement, scenario, _keep_unneeded(session, statement, evicted))
     if stopped is None:
         statement.rollback(checkpoint)
@@ -274,14 +280,19 @@ def _relocate(
 
 
 def _move(session: Session, statement: Statement, scenario: Scenario, victim: TaskInfo) -> bool:
+    """Move a victim to another node, where its job's topology constraints still hold."""
     moved = victim.recreated()
-    placed = session.choose_node(moved, avoid=victim.node)
-    if placed is None:
-        return False
-    node = session.snapshot.nodes.names[placed.node]
-    reason = f"moved to {node} to make room for {scenario.preemptor.key}"
-    statement.pipeline(moved, placed.node, placed.gpu_groups, reason)
-    return True
+
+    def place_one(task: TaskInfo) -> str | None:
+        placed = session.choose_node(task, avoid=victim.node)
+        if placed is None:
+            return "unplaceable"
+        node = session.snapshot.nodes.names[placed.node]
+        reason = f"moved to {node} to make room for {scenario.preemptor.key}"
+        statement.pipeline(task, placed.node, placed.gpu_groups, reason)
+        return None
+
+    return place_job(session, statement, victim.job, [moved], place_one) is None
 
 
 class VictimAction(ABC):

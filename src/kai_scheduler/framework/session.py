@@ -7,7 +7,8 @@ session is pure: it reads a snapshot and produces decisions, with no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,6 +56,19 @@ GpuChooser = Callable[[NodeTable, int, float, int, bool], list[GpuGroup | None]]
 TaskHandler = Callable[[TaskInfo], None]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeSubsets:
+    """Where the pods of a job (or of one of its pod sets) may go together: node masks, in the order to
+    try them; `failure` says why when none of them holds the pods."""
+
+    masks: list[BoolArray]
+    failure: str
+
+
+# The node subsets for the pods of a job (pod set None) or of one pod set; None when unconstrained.
+SubsetProvider = Callable[[JobInfo, PodSet | None, Sequence[TaskInfo]], NodeSubsets | None]
+
+
 @dataclass(slots=True)
 class ExtensionPoints:
     job_order: list[Callable[[JobInfo], Any]] = field(default_factory=list)
@@ -81,6 +95,9 @@ class ExtensionPoints:
     stale_updates: dict[str, float | None] = field(default_factory=dict)
     on_allocate: list[TaskHandler] = field(default_factory=list)
     on_deallocate: list[TaskHandler] = field(default_factory=list)
+    # Topology: the node subsets an allocation attempt must keep within (the first provider that
+    # constrains the pods decides).
+    node_subsets: list[SubsetProvider] = field(default_factory=list)
 
 
 class SessionState:
@@ -198,6 +215,8 @@ class Session:
         self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
         self._group_counter = 0
         self._wake_at: float | None = None
+        # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
+        self.allowed: BoolArray | None = None
 
     # --- orders ----------------------------------------------------------------------------------
 
@@ -250,9 +269,31 @@ class Session:
             usable |= self._static(placement)[0]
         return usable
 
+    def node_subsets(
+        self, job: JobInfo, podset: PodSet | None, tasks: Sequence[TaskInfo]
+    ) -> NodeSubsets | None:
+        """Where `tasks` must go together (topology), within the current confinement; None: anywhere."""
+        for provider in self.points.node_subsets:
+            subsets = provider(job, podset, tasks)
+            if subsets is not None:
+                return subsets
+        return None
+
+    @contextmanager
+    def confined_to(self, mask: BoolArray) -> Iterator[None]:
+        """Placements in the block use only nodes of `mask` (and of any enclosing confinement)."""
+        outer = self.allowed
+        self.allowed = mask if outer is None else outer & mask
+        try:
+            yield
+        finally:
+            self.allowed = outer
+
     def candidate_nodes(self, task: TaskInfo) -> BoolArray:
         """Nodes where the task could run now or once releasing pods are gone."""
         ok = self._static(task.placement)[0].copy()
+        if self.allowed is not None:
+            ok &= self.allowed
         for predicate in self.points.task_predicates:
             if not ok.any():
                 return ok
@@ -323,6 +364,8 @@ class Session:
                 counts.append(f"{rejected} {rejection}")
             remaining &= passing
 
+        if self.allowed is not None:
+            account("outside the job's topology domain", self.allowed)
         for rejection, passing in self._static(task.placement)[1]:
             account(rejection, passing)
         for predicate in self.points.task_predicates:

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
-from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue
+from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.k8s.client import JsonObject
 from kai_scheduler.k8s.informers import InformerSet, object_key, resource_version
 from kai_scheduler.model.builder import implicit_pod_group_name
@@ -202,6 +202,7 @@ class StateBuilder:
         self._queues = _Parsed("queue", _checked(Queue))
         self._groups = _Parsed("podgroup", _checked(PodGroup))
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
+        self._topologies = _Parsed("topology", _checked(Topology))
         self._pod_models: dict[str, Pod] = {}
 
     def _ours(self, obj: JsonObject) -> bool:
@@ -254,6 +255,15 @@ class StateBuilder:
                 queues.append((self._created(obj, key), queue))
         self._queues.prune(set(informers.queues.cache))
         queues.sort(key=lambda item: item[0])
+
+        topologies: list[Topology] = []
+        for key, obj in sorted(informers.topologies.cache.items()):
+            topology = self._topologies.get(key, obj)
+            if topology is None:
+                skipped.append(f"Topology {key}")
+            else:
+                topologies.append(topology)
+        self._topologies.prune(set(informers.topologies.cache))
 
         classes = dict(c.BUILTIN_PRIORITY_CLASSES)
         default_priority = c.DEFAULT_PRIORITY
@@ -360,6 +370,7 @@ class StateBuilder:
             job_times={
                 job: t for job, t in times.items() if t.last_start is not None or t.stale_since is not None
             },
+            topologies=topologies,
         )
         return LiveState(
             state=state,

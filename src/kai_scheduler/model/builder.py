@@ -15,11 +15,13 @@ import numpy as np
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
-from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
+from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
+from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus, TopologyConstraint
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
 from kai_scheduler.model.queues import QueueInfo, QueueTree
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
+from kai_scheduler.model.topology import build_topology
 
 # Resources that placement does not model as countable node capacity.
 _NOT_SCALAR = frozenset(
@@ -105,6 +107,15 @@ def _gpu_memory_mib(node: Node) -> float:
         return 0.0
     # KAI floors device memory to 100 MiB so that nearly-equal devices compare equal.
     return float(int(raw) // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB)
+
+
+def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | None:
+    """A PodGroup's (or sub-group's) topology constraint; none without a topology or any level."""
+    if spec is None or not spec.topology:
+        return None
+    if not spec.required_topology_level and not spec.preferred_topology_level:
+        return None
+    return TopologyConstraint(spec.topology, spec.required_topology_level, spec.preferred_topology_level)
 
 
 def build_node_table(nodes: list[Node]) -> NodeTable:
@@ -211,6 +222,13 @@ class SnapshotBuilder:
         jobs = self._jobs(state, queues)
         tasks: dict[str, TaskInfo] = {}
         snapshot = ClusterSnapshot(nodes, queues, jobs, tasks, capacity, min_gpu_memory)
+        labels = [spec.labels for spec in nodes.specs]
+        snapshot.topologies = {
+            t.metadata.name: build_topology(
+                t.metadata.name, [level.node_label for level in t.spec.levels], labels
+            )
+            for t in state.topologies
+        }
         for pod_state in state.pods:
             if pod_state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
                 self._add_task(snapshot, pod_state)
@@ -308,11 +326,14 @@ class SnapshotBuilder:
             preemptible=is_preemptible(preemptibility, priority),
             min_member=spec.min_member,
             rank=pg_state.rank,
+            topology=_constraint(spec.topology_constraint),
         )
         leaves = {g.name for g in spec.sub_groups} - {g.parent for g in spec.sub_groups if g.parent}
         for group in spec.sub_groups:
             if group.name in leaves:
-                job.podsets[group.name] = PodSet(group.name, group.min_member)
+                job.podsets[group.name] = PodSet(
+                    group.name, group.min_member, topology=_constraint(group.topology_constraint)
+                )
         if not job.podsets:
             job.podsets[""] = PodSet("", spec.min_member)
         return job
@@ -330,6 +351,16 @@ class SnapshotBuilder:
             preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
             min_member=1,
             rank=pod_state.rank,
+            # The pod grouper copies a bare pod's topology annotations into its PodGroup.
+            topology=_constraint(
+                TopologyConstraintSpec(
+                    topology=pod.metadata.annotations.get(c.TOPOLOGY_ANNOTATION, ""),
+                    required_topology_level=pod.metadata.annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
+                    preferred_topology_level=pod.metadata.annotations.get(
+                        c.TOPOLOGY_PREFERRED_ANNOTATION, ""
+                    ),
+                )
+            ),
         )
         job.podsets[""] = PodSet("", 1)
         return job

@@ -43,6 +43,17 @@ class Placement:
     has_pod_affinity: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TopologyConstraint:
+    """Where a job (or one of its pod sets) must or would rather run: all in one domain of the
+    `required` level, and if possible all in one domain of the `preferred` level (node-label keys of
+    the Topology's levels; either may be empty)."""
+
+    topology: str
+    required: str = ""
+    preferred: str = ""
+
+
 class TaskInfo:
     """One pod. Mutable: a session changes its status and node as actions place or evict it."""
 
@@ -125,6 +136,7 @@ class PodSet:
     name: str
     min_member: int
     tasks: list[TaskInfo] = field(default_factory=list)
+    topology: TopologyConstraint | None = None
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         return sum(1 for task in self.tasks if task.status in statuses)
@@ -160,6 +172,7 @@ class JobInfo:
     stale_since: float | None = None
     # Bumped whenever one of its pods changes status in a session, so derived values can be cached.
     version: int = 0
+    topology: TopologyConstraint | None = None
 
     @property
     def key(self) -> str:

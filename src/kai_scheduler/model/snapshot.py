@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
+from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue, Topology
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
 from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.topology import TopologyTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ClusterState:
     default_priority: int = 50
     # Per job key: what the edge remembers across cycles (see `JobTimes`).
     job_times: Mapping[str, JobTimes] = field(default_factory=dict)
+    topologies: Sequence[Topology] = ()
 
 
 @dataclass(eq=False)
@@ -71,3 +73,4 @@ class ClusterSnapshot:
     # Smallest GPU memory among GPU nodes, to convert pending gpu-memory requests into GPU units.
     min_gpu_memory_mib: float
     existing_gpu_groups: set[str] = field(default_factory=set)
+    topologies: dict[str, TopologyTree] = field(default_factory=dict)

@@ -90,6 +90,7 @@ class SimCluster:
                 key: JobTimes(self.last_start.get(key), self.stale_since.get(key))
                 for key in self.last_start.keys() | self.stale_since.keys()
             },
+            topologies=self.topologies,
         )
 
     def arrived_pods(self) -> list[SimPod]:

@@ -1,0 +1,178 @@
+"""topology: keep a job's pods within one domain of a Topology (KAI's topology-aware scheduling).
+
+A PodGroup (or one of its sub-groups) may name a Topology and a `requiredTopologyLevel` (all its pods in
+one domain of that level, or none placed) and/or a `preferredTopologyLevel` (one domain of that level if
+possible). For each allocation attempt the plugin offers node subsets, narrowest first: the domains of
+the preferred level, then of each wider level up to the required one (or the whole topology when nothing
+is required). At each level only domains whose free (or releasing) resources could hold the pods are
+offered, the fullest first so that jobs pack into domains and leave others whole. Pods of the job that
+already run pin it to their domain of the required level. Nodes outside the topology (missing a level's
+label) are never offered.
+
+A job naming a Topology that does not exist, or a level the Topology does not have, waits with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.framework.session import NodeSubsets, Session
+from kai_scheduler.model.jobs import (
+    ACTIVE_ALLOCATED,
+    JobInfo,
+    PodSet,
+    TaskInfo,
+    TaskStatus,
+    TopologyConstraint,
+)
+from kai_scheduler.model.nodes import BoolArray, FloatArray, NodeTable
+from kai_scheduler.model.resources import EPSILON
+from kai_scheduler.model.topology import TopologyTree
+
+ROOT = -1  # the level "above" the widest: the whole topology
+
+
+class TopologyPlugin:
+    name = "topology"
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, session: Session) -> None:
+        topologies = session.snapshot.topologies
+        for job in session.snapshot.jobs.values():
+            if job.invalid_reason is None:
+                job.invalid_reason = _problem(job, topologies)
+        session.points.node_subsets.append(partial(node_subsets, session))
+
+    def on_session_close(self, session: Session) -> None:
+        return None
+
+
+def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
+    constraints = [("", job.topology)] + [(f"sub-group {p.name}: ", p.topology) for p in job.podsets.values()]
+    for where, constraint in constraints:
+        if constraint is None:
+            continue
+        tree = topologies.get(constraint.topology)
+        if tree is None:
+            return f"{where}topology {constraint.topology} does not exist"
+        for kind, level in (("required", constraint.required), ("preferred", constraint.preferred)):
+            if level and tree.level_of(level) is None:
+                return (
+                    f"{where}topology {constraint.topology} has no level {level} "
+                    f"(the {kind} level; it has {', '.join(tree.levels)})"
+                )
+        required, preferred = tree.level_of(constraint.required), tree.level_of(constraint.preferred)
+        if required is not None and preferred is not None and preferred < required:
+            return (
+                f"{where}topology {constraint.topology}: the preferred level {constraint.preferred} is wider "
+                f"than the required level {constraint.required}"
+            )
+    return None
+
+
+def node_subsets(
+    session: Session, job: JobInfo, podset: PodSet | None, tasks: Sequence[TaskInfo]
+) -> NodeSubsets | None:
+    constraint = job.topology if podset is None else podset.topology
+    if constraint is None or not tasks:
+        return None
+    tree = session.snapshot.topologies.get(constraint.topology)
+    if tree is None:  # reported as the job's invalid reason when the session opened
+        return NodeSubsets([], f"topology {constraint.topology} does not exist")
+    nodes = session.snapshot.nodes
+    base = tree.members if session.allowed is None else tree.members & session.allowed
+    required = tree.level_of(constraint.required) if constraint.required else None
+    preferred = tree.level_of(constraint.preferred) if constraint.preferred else None
+    top = ROOT if required is None else required
+    lowest = preferred if preferred is not None else top
+    running = [t for t in (job.tasks if podset is None else podset.tasks) if t.status in ACTIVE_ALLOCATED]
+    if required is not None and running:
+        base = base & _pinned(tree, required, running, nodes.size)
+    capacity = _Capacity(nodes, tasks)
+    masks: list[BoolArray] = []
+    for level in range(lowest, top - 1, -1):
+        masks.extend(_feasible_domains(tree, level, base, capacity))
+    return NodeSubsets(masks, _failure(constraint, job))
+
+
+def _pinned(tree: TopologyTree, level: int, running: list[TaskInfo], size: int) -> BoolArray:
+    """The domain of `level` that holds every running pod (none when they span several)."""
+    domains = {int(tree.node_domain[level][t.node]) for t in running if t.node >= 0}
+    if len(domains) != 1 or -1 in domains:
+        return np.zeros(size, dtype=np.bool_)
+    return tree.domains[level][domains.pop()].nodes
+
+
+def _feasible_domains(
+    tree: TopologyTree, level: int, base: BoolArray, capacity: _Capacity
+) -> list[BoolArray]:
+    """The node sets of `level`'s domains (or the whole topology at ROOT) within `base` that could hold
+    the pods, fullest first (ties: domain id)."""
+    if level == ROOT:
+        return [base] if base.any() and capacity.could_hold(base) else []
+    ids = tree.node_domain[level]
+    inside = base & (ids >= 0)
+    if not inside.any():
+        return []
+    count = len(tree.domains[level])
+    free = np.bincount(ids[inside], weights=capacity.free_gpus[inside], minlength=count)
+    free_cpu = np.bincount(ids[inside], weights=capacity.free_cpu[inside], minlength=count)
+    present = np.bincount(ids[inside], minlength=count) > 0
+    candidates = []
+    for index in np.flatnonzero(present):
+        domain = tree.domains[level][int(index)]
+        mask = domain.nodes & base
+        if capacity.could_hold(mask):
+            candidates.append((float(free[index]), float(free_cpu[index]), domain.id, mask))
+    candidates.sort(key=lambda item: item[:3])
+    return [mask for *_, mask in candidates]
+
+
+class _Capacity:
+    """What the pods of one attempt need, against what nodes have free now or once releasing pods are
+    gone: a quick upper bound that never rejects a domain that could hold them (predicates and the exact
+    GPU fit are left to the placement itself)."""
+
+    def __init__(self, nodes: NodeTable, tasks: Sequence[TaskInfo]) -> None:
+        self.free_gpus: FloatArray = nodes.free_gpus + nodes.rel_gpus + nodes.shared_free_total
+        self.free_cpu: FloatArray = nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu
+        self.free_memory: FloatArray = nodes.cap_memory - nodes.used_memory + nodes.rel_memory
+        self.free_pods: FloatArray = nodes.cap_pods - nodes.used_pods + nodes.rel_pods
+        self.whole_free: FloatArray = nodes.free_gpus + nodes.rel_gpus
+        requests = [t.request for t in tasks if t.status is TaskStatus.PENDING]
+        self.count = len(requests)
+        self.cpu = sum(r.cpu for r in requests)
+        self.memory = sum(r.memory for r in requests)
+        self.whole = sorted((r.whole_gpus for r in requests if r.whole_gpus > 0), reverse=True)
+        self.shared = sum(r.gpu_portion * r.gpu_devices for r in requests if r.is_shared_gpu)
+
+    def could_hold(self, mask: BoolArray) -> bool:
+        if self.free_pods[mask].sum() < self.count - EPSILON:
+            return False
+        if (
+            self.free_cpu[mask].sum() < self.cpu - EPSILON
+            or self.free_memory[mask].sum() < self.memory - EPSILON
+        ):
+            return False
+        if self.free_gpus[mask].sum() < sum(self.whole) + self.shared - EPSILON:
+            return False
+        if self.whole:
+            # Whole-GPU pods need that many free GPUs on one node each: count slots for the smallest.
+            slots = np.floor((self.whole_free[mask] + EPSILON) / self.whole[-1]).sum()
+            if slots < len(self.whole):
+                return False
+        return True
+
+
+def _failure(constraint: TopologyConstraint, job: JobInfo) -> str:
+    level = constraint.required or constraint.preferred
+    return (
+        f"topology {constraint.topology}, requirement {level} couldn't be satisfied for job {job.key}: "
+        "not enough resources in the cluster to allocate the job."
+    )
