@@ -10,6 +10,7 @@ nothing of the attempt stays on failure.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
@@ -19,30 +20,44 @@ from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo
 PlaceOne = Callable[[TaskInfo], str | None]
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    reason: str
+    topology: bool  # a pod set's own topology constraint could not be met (the sharper reason)
+
+
 def place_job(
     session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
 ) -> str | None:
     """Place `tasks` with `place_one`; None on success, else why not (with nothing left placed)."""
     subsets = session.node_subsets(job, None, tasks)
     if subsets is None:
-        return _place_podsets(session, statement, job, tasks, place_one)
+        failure = _place_podsets(session, statement, job, tasks, place_one)
+        return None if failure is None else failure.reason
+    sharper: str | None = None
     for mask in subsets.masks:
         with session.confined_to(mask):
-            if _place_podsets(session, statement, job, tasks, place_one) is None:
-                return None
-    return subsets.failure
+            failure = _place_podsets(session, statement, job, tasks, place_one)
+        if failure is None:
+            return None
+        if failure.topology:
+            sharper = failure.reason
+    # When the job's domains had room but a pod set's own constraint failed in each, say that.
+    return sharper or subsets.failure
 
 
 def _place_podsets(
     session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
-) -> str | None:
+) -> _Failure | None:
     start = statement.checkpoint()
     for podset, members in _by_podset(tasks):
         subsets = session.node_subsets(job, podset, members) if podset.topology is not None else None
+        failure: _Failure | None
         if subsets is None:
-            failure = _place_each(members, place_one)
+            reason = _place_each(members, place_one)
+            failure = None if reason is None else _Failure(reason, topology=False)
         else:
-            failure = subsets.failure
+            failure = _Failure(subsets.failure, topology=True)
             before = statement.checkpoint()
             for mask in subsets.masks:
                 with session.confined_to(mask):

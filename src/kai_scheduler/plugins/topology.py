@@ -6,7 +6,8 @@ possible). For each allocation attempt the plugin offers node subsets, narrowest
 the preferred level, then of each wider level up to the required one (or the whole topology when nothing
 is required). At each level only domains whose free (or releasing) resources could hold the pods are
 offered, the fullest first so that jobs pack into domains and leave others whole. Pods of the job that
-already run pin it to their domain of the required level. Nodes outside the topology (missing a level's
+already run pin it to their domain of the required level, and are offered first at the other levels
+(a growing job stays with its pods when it can). Nodes outside the topology (missing a level's
 label) are never offered.
 
 A job naming a Topology that does not exist, or a level the Topology does not have, waits with a reason.
@@ -97,7 +98,11 @@ def node_subsets(
     capacity = _Capacity(nodes, tasks)
     masks: list[BoolArray] = []
     for level in range(lowest, top - 1, -1):
-        masks.extend(_feasible_domains(tree, level, base, capacity))
+        # A growing job stays with its running pods where it can (its home domain first).
+        home = (
+            {int(tree.node_domain[level][t.node]) for t in running if t.node >= 0} if level != ROOT else set()
+        )
+        masks.extend(_feasible_domains(tree, level, base, capacity, home))
     return NodeSubsets(masks, _failure(constraint, job))
 
 
@@ -110,10 +115,11 @@ def _pinned(tree: TopologyTree, level: int, running: list[TaskInfo], size: int) 
 
 
 def _feasible_domains(
-    tree: TopologyTree, level: int, base: BoolArray, capacity: _Capacity
+    tree: TopologyTree, level: int, base: BoolArray, capacity: _Capacity, home: set[int]
 ) -> list[BoolArray]:
     """The node sets of `level`'s domains (or the whole topology at ROOT) within `base` that could hold
-    the pods, fullest first (ties: domain id)."""
+    the pods: the `home` domains (holding the job's running pods) first, then the fullest first (ties:
+    domain id)."""
     if level == ROOT:
         return [base] if base.any() and capacity.could_hold(base) else []
     ids = tree.node_domain[level]
@@ -129,8 +135,9 @@ def _feasible_domains(
         domain = tree.domains[level][int(index)]
         mask = domain.nodes & base
         if capacity.could_hold(mask):
-            candidates.append((float(free[index]), float(free_cpu[index]), domain.id, mask))
-    candidates.sort(key=lambda item: item[:3])
+            away = int(index) not in home
+            candidates.append((away, float(free[index]), float(free_cpu[index]), domain.id, mask))
+    candidates.sort(key=lambda item: item[:4])
     return [mask for *_, mask in candidates]
 
 
