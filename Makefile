@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py
+	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -1,4 +1,5 @@
-"""Durations as users write them: plain seconds (`30`, `1.5`) or Go-style (`90s`, `10m`, `1h30m`, `500ms`).
+"""Durations as users write them: plain seconds (`30`, `1.5`) or Go-style (`90s`, `10m`, `1h30m`, `500ms`),
+plus Prometheus's days and weeks (`1d`, `1w`).
 
 One parser serves manifests (simulation annotations, queue min-runtimes), CLI flags (`--until 10m`) and the
 scheduler configuration (`period: 1s`, a negative `defaultStalenessGracePeriod: -1s`), so every place accepts
@@ -21,6 +22,9 @@ _UNIT_SECONDS = {
     "s": Fraction(1),
     "m": Fraction(60),
     "h": Fraction(3600),
+    # Days and weeks, as Prometheus writes them: time-based fairness windows are usually this long.
+    "d": Fraction(86400),
+    "w": Fraction(7 * 86400),
 }
 # Longer units first so that `ms` is not read as `m` followed by a stray `s`.
 _UNIT = "|".join(sorted(_UNIT_SECONDS, key=len, reverse=True))
@@ -28,7 +32,7 @@ _TERM = re.compile(rf"({_NUMBER})({_UNIT})", re.ASCII)
 _GO_DURATION = re.compile(rf"([+-]?)((?:{_NUMBER}(?:{_UNIT}))+)", re.ASCII)
 _PLAIN_SECONDS = re.compile(rf"[+-]?{_NUMBER}(?:[eE][+-]?\d+)?", re.ASCII)
 
-_EXAMPLES = "use seconds such as 30 or 1.5, or a Go duration such as 90s, 10m, 1h30m, 500ms"
+_EXAMPLES = "use seconds such as 30 or 1.5, or a duration such as 90s, 10m, 1h30m, 500ms, 1d, 1w"
 
 
 def parse_duration(text: str | float) -> float:

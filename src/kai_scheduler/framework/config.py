@@ -9,15 +9,20 @@ tiers:
   - name: nodeplacement
     arguments: {gpu: binpack, cpu: binpack}
 defaultStalenessGracePeriod: 60s
+usageDBConfig:            # time-based fairness (off without this key)
+  clientType: prometheus
+  usageParams: {windowSize: 1w, windowType: sliding, halfLifePeriod: 1d}
 ```
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.model.usage import WEEK, WINDOW_TYPES, UsageParams
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_PLUGINS = (
@@ -53,6 +58,27 @@ class PluginOption:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
+CLIENT_TYPES = ("prometheus", "fake", "fake-with-history")
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDbConfig:
+    """KAI's `usageDBConfig`: time-based fairness. The history is kept by the scheduler's edge from its
+    own allocations (see `model.usage`), whatever the client type; `connectionString` is not used."""
+
+    client_type: str = "prometheus"
+    window_size: float = WEEK
+    window_type: Literal["sliding", "tumbling"] = "sliding"
+    tumbling_start: datetime | None = None
+    half_life: float = 0.0
+    resolution: float = 60.0
+
+    def params(self, origin: datetime) -> UsageParams:
+        """The parameters on an edge clock whose second 0 is `origin`."""
+        start = 0.0 if self.tumbling_start is None else (self.tumbling_start - origin).total_seconds()
+        return UsageParams(self.window_size, self.window_type, start, self.half_life, self.resolution)
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     actions: tuple[str, ...] = DEFAULT_ACTIONS
@@ -66,6 +92,7 @@ class SchedulerConfig:
     allow_consolidating_reclaim: bool = True
     period: float = 1.0
     queue_depth_per_action: dict[str, int] = field(default_factory=dict)
+    usage_db: UsageDbConfig | None = None
 
     def plugins(self) -> list[PluginOption]:
         return [plugin for tier in self.tiers for plugin in tier]
@@ -133,7 +160,57 @@ def parse_config(document: Any) -> SchedulerConfig:
         allow_consolidating_reclaim=_boolean(document, "allowConsolidatingReclaim", True),
         period=_positive_duration(document, "period", 1.0),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
+        usage_db=_usage_db(document.get("usageDBConfig")),
     )
+
+
+def _usage_db(value: Any) -> UsageDbConfig | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError("usageDBConfig: expected a mapping")
+    client = value.get("clientType", "prometheus")
+    if client not in CLIENT_TYPES:
+        raise ConfigError(
+            f"usageDBConfig.clientType: expected one of {', '.join(CLIENT_TYPES)}, got {client!r}"
+        )
+    params = value.get("usageParams") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("usageDBConfig.usageParams: expected a mapping")
+    where = "usageDBConfig.usageParams"
+    window_type = params.get("windowType", "sliding")
+    if window_type not in WINDOW_TYPES:
+        raise ConfigError(
+            f"{where}.windowType: expected sliding or tumbling, got {window_type!r} (cron windows are not "
+            "supported)"
+        )
+    extra = params.get("extraParams") or {}
+    if not isinstance(extra, dict):
+        raise ConfigError(f"{where}.extraParams: expected a mapping")
+    window = _duration(params, "windowSize", WEEK, where=where)
+    resolution = _duration(extra, "queryResolution", 60.0, where=f"{where}.extraParams")
+    if window <= 0 or resolution <= 0:
+        key = "windowSize" if window <= 0 else "extraParams.queryResolution"
+        raise ConfigError(f"{where}.{key}: must be positive")
+    return UsageDbConfig(
+        client_type=client,
+        window_size=window,
+        window_type="tumbling" if window_type == "tumbling" else "sliding",
+        tumbling_start=_time(params, "tumblingWindowStartTime", where),
+        half_life=_duration(params, "halfLifePeriod", 0.0, where=where),
+        resolution=resolution,
+    )
+
+
+def _time(document: dict[str, Any], key: str, where: str) -> datetime | None:
+    value = document.get(key)
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"{where}.{key}: {value!r} is not an RFC 3339 time") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _actions(value: Any) -> tuple[str, ...]:
@@ -166,14 +243,14 @@ def _tiers(value: Any) -> tuple[tuple[PluginOption, ...], ...]:
     return tuple(tiers)
 
 
-def _duration(document: dict[str, Any], key: str, default: float) -> float:
+def _duration(document: dict[str, Any], key: str, default: float, *, where: str = "") -> float:
     value = document.get(key)
     if value is None:
         return default
     try:
         return parse_duration(str(value))
     except ValueError as error:
-        raise ConfigError(f"{key}: {error}") from None
+        raise ConfigError(f"{where + '.' if where else ''}{key}: {error}") from None
 
 
 def _positive_duration(document: dict[str, Any], key: str, default: float) -> float:

@@ -48,11 +48,18 @@ def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
 
 def scheduling_signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]:
     """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
-    same preemptibility and priority, same pods to place), so a failed one need not be tried again."""
+    same preemptibility and priority, same pods to place, same topology constraints), so a failed one
+    need not be tried again."""
+    constraints = (job.topology, *(p.topology for p in job.podsets.values()))
+    constrained = any(c is not None for c in constraints)
     return (
         job.queue,
         job.preemptible,
         job.priority,
         job.is_gang_satisfied(),
         tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
+        # Topology: jobs with other constraints place differently, and running pods pin a job to their
+        # domain, so a constrained job that already runs shares its signature with no other job.
+        constraints if constrained else None,
+        job.key if constrained and job.active_allocated() > 0 else None,
     )

@@ -41,7 +41,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
@@ -70,6 +71,7 @@ from kai_scheduler.k8s.state import (
 from kai_scheduler.model.builder import SnapshotBuilder
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes
+from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -182,6 +184,10 @@ class SchedulerLoop:
         self.last_report: CycleReport | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         self._was_leader = leader is None
+        # Time-based fairness: usage history from this scheduler's own cycles (kept in memory: a
+        # restarted scheduler starts a new history).
+        origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
+        self.usage = UsageRecorder(config.usage_db.params(origin)) if config.usage_db else None
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -195,8 +201,13 @@ class SchedulerLoop:
         self.evicting.clear()
 
     def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
+        if self.usage is not None:
+            state = replace(state, queue_usage=self.usage.before_cycle(now))
         snapshot = self.snapshots.build(state)
-        return snapshot, self.scheduler.run(snapshot, cycle=cycle, now=now)
+        result = self.scheduler.run(snapshot, cycle=cycle, now=now)
+        if self.usage is not None:
+            self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
+        return snapshot, result
 
     async def run_once(self) -> CycleReport:
         """Snapshot, one scheduling cycle, and its effects."""

@@ -8,6 +8,7 @@ builder derives it once per pod object and keeps it across cycles; pods with equ
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -161,7 +162,8 @@ def _seconds(duration: str | None) -> float | None:
     return None if duration is None else parse_duration(duration)
 
 
-def build_queue_tree(queues: list[Queue]) -> QueueTree:
+def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None = None) -> QueueTree:
+    usage = usage or {}
     infos = [
         QueueInfo(
             name=q.metadata.name,
@@ -173,6 +175,7 @@ def build_queue_tree(queues: list[Queue]) -> QueueTree:
             weight=_queue_resources(q, "over_quota_weight"),
             preempt_min_runtime=_seconds(q.spec.preempt_min_runtime),
             reclaim_min_runtime=_seconds(q.spec.reclaim_min_runtime),
+            usage=usage[q.metadata.name].copy() if q.metadata.name in usage else Resources(),
         )
         for rank, q in enumerate(queues)
     ]
@@ -211,7 +214,7 @@ class SnapshotBuilder:
 
     def build(self, state: ClusterState) -> ClusterSnapshot:
         nodes = build_node_table(list(state.nodes))
-        queues = build_queue_tree(list(state.queues))
+        queues = build_queue_tree(list(state.queues), state.queue_usage)
         gpu_memories = nodes.gpu_memory_mib[nodes.cap_gpus > 0]
         min_gpu_memory = float(gpu_memories[gpu_memories > 0].min()) if (gpu_memories > 0).any() else 0.0
         capacity = Resources(

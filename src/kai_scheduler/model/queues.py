@@ -29,6 +29,9 @@ class QueueInfo:
     allocated_non_preemptible: Resources = field(default_factory=Resources)
     request: Resources = field(default_factory=Resources)
     fair_share: Resources = field(default_factory=Resources)
+    # Time-based fairness: the queue's recent usage as a share of the cluster's capacity (0..1 per
+    # resource), from the edge's usage history; zero when that is off.
+    usage: Resources = field(default_factory=Resources)
 
     @property
     def is_leaf(self) -> bool:

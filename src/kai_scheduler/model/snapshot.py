@@ -60,6 +60,8 @@ class ClusterState:
     # Per job key: what the edge remembers across cycles (see `JobTimes`).
     job_times: Mapping[str, JobTimes] = field(default_factory=dict)
     topologies: Sequence[Topology] = ()
+    # Time-based fairness: each queue's recent usage as a share of capacity (see `model.usage`).
+    queue_usage: Mapping[str, Resources] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

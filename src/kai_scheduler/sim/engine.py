@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
 
@@ -54,6 +55,8 @@ class Simulation:
         self.cluster = build_cluster(objects, options.start)
         self.cluster.stale_grace = config.default_staleness_grace_period
         self.builder = SnapshotBuilder()
+        # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
+        self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
@@ -99,14 +102,24 @@ class Simulation:
         cluster.now = now
         cluster.complete_due()
         started = time.perf_counter()
-        snapshot = self.builder.build(cluster.state())
+        state = cluster.state()
+        if self.usage is not None:
+            state = replace(state, queue_usage=self.usage.before_cycle(now))
+        snapshot = self.builder.build(state)
         result = self.scheduler.run(snapshot, cycle=number, now=now)
         seconds = time.perf_counter() - started
+        if self.usage is not None:
+            self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
         running_before = cluster.running_jobs()
         cluster.apply(result.decisions)
         cluster.stamp_starts(running_before)
         cluster.remember_stale(result.stale_since)
         cluster.wake_at = result.wake_at
+        if self.usage is not None and any(p.phase == "Pending" for p in cluster.arrived_pods()):
+            # Time-based fairness: fair shares drift as usage ages, so pending pods are looked at again
+            # once per usage bucket even when nothing else happens.
+            drift = now + self.usage.history.params.resolution
+            cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
         cluster.remove_terminated()
         return CycleRecord(number, now, result.decisions, seconds), result
 

@@ -14,6 +14,9 @@ from kai_scheduler.api.durations import parse_duration
         ("90s", 90.0),
         ("10m", 600.0),
         ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("1w", 604800.0),
+        ("1w2d", 777600.0),
         ("1h30m", 5400.0),
         ("1h30m15s", 5415.0),
         ("500ms", 0.5),
@@ -38,7 +41,7 @@ def test_yaml_numbers_are_seconds(number: float, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "10x", "1d", "m", "1m-5s", "1.2.3s", "h1", "nan", "inf", "1e999", "ten"]
+    "text", ["", "10x", "1y", "m", "1m-5s", "1.2.3s", "h1", "nan", "inf", "1e999", "ten"]
 )
 def test_rejects_invalid_text_naming_it_and_the_accepted_forms(text: str) -> None:
     with pytest.raises(ValueError) as caught:

@@ -379,6 +379,7 @@ def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) 
                 limit=q.limit.get(resource),
                 over_quota_weight=q.weight.get(resource),
                 request=q.request.get(resource),
+                usage=q.usage.get(resource),
             )
             for q in queues
         ]
