@@ -1,10 +1,13 @@
 """Placing one attempt's pods together, within the job's topology constraints.
 
 Every action that places a job's pods (allocate, and the preemptor in reclaim, preempt and consolidation)
-goes through `place_job`: the whole job in one of its node subsets (topology domains, the preferred ones
-first), and within it each pod set that has a constraint of its own in one of its subsets. An action
-supplies how one pod is placed (`PlaceOne`); what is placed stays on the statement on success, and
-nothing of the attempt stays on failure.
+goes through `place_job`. A job's sub-groups form a tree (`spec.subGroups[].parent`): the job at the
+root, non-leaf sub-groups (`SubGroupSet`) inside, pod sets (leaves) holding the pods. Placement descends
+it: a job or sub-group with a topology constraint is placed in one of its node subsets (topology
+domains, the preferred ones first), and within that subset each of its children in turn, so the pods of
+a sub-group's descendants end up together in one of its domains. An action supplies how one pod is
+placed (`PlaceOne`); what is placed stays on the statement on success, and nothing of the attempt stays
+on failure.
 """
 
 from __future__ import annotations
@@ -14,64 +17,83 @@ from dataclasses import dataclass
 
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
-from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo
+from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo
 
 # Places one pod on the statement, or says why it does not fit.
 PlaceOne = Callable[[TaskInfo], str | None]
+
+# A node of a job's sub-group tree below the job itself: a non-leaf sub-group or a leaf's pod set.
+Group = PodSet | SubGroupSet
 
 
 @dataclass(frozen=True, slots=True)
 class _Failure:
     reason: str
-    topology: bool  # a pod set's own topology constraint could not be met (the sharper reason)
+    topology: bool  # a sub-group's own topology constraint could not be met (the sharper reason)
 
 
 def place_job(
     session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
 ) -> str | None:
     """Place `tasks` with `place_one`; None on success, else why not (with nothing left placed)."""
-    subsets = session.node_subsets(job, None, tasks)
+    failure = _place_group(session, statement, job, None, tasks, place_one)
+    return None if failure is None else failure.reason
+
+
+def _place_group(
+    session: Session,
+    statement: Statement,
+    job: JobInfo,
+    group: Group | None,
+    tasks: Sequence[TaskInfo],
+    place_one: PlaceOne,
+) -> _Failure | None:
+    """Place the pods `tasks` of `group` (None: the whole job) in one of its node subsets, if it has
+    any. When none holds them, the reason is a narrower sub-group's unmet constraint if one failed within
+    a subset (the subset had room, that sub-group's domains did not), else the group's own."""
+    subsets = session.node_subsets(job, group, tasks)
     if subsets is None:
-        failure = _place_podsets(session, statement, job, tasks, place_one)
-        return None if failure is None else failure.reason
+        return _place_members(session, statement, job, group, tasks, place_one)
     sharper: str | None = None
     for mask in subsets.masks:
         with session.confined_to(mask):
-            failure = _place_podsets(session, statement, job, tasks, place_one)
+            failure = _place_members(session, statement, job, group, tasks, place_one)
         if failure is None:
             return None
         if failure.topology:
             sharper = failure.reason
-    # When the job's domains had room but a pod set's own constraint failed in each, say that.
-    return sharper or subsets.failure
+    return _Failure(sharper or subsets.failure, topology=True)
 
 
-def _place_podsets(
-    session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
+def _place_members(
+    session: Session,
+    statement: Statement,
+    job: JobInfo,
+    group: Group | None,
+    tasks: Sequence[TaskInfo],
+    place_one: PlaceOne,
 ) -> _Failure | None:
+    """Place the pods of each child of `group` (its own pods, for a pod set); nothing stays on failure."""
     start = statement.checkpoint()
-    for podset, members in _by_podset(tasks):
-        subsets = session.node_subsets(job, podset, members) if podset.topology is not None else None
+    if isinstance(group, PodSet):
+        reason = _place_each(tasks, place_one)
+        if reason is None:
+            return None
+        statement.rollback(start)
+        return _Failure(reason, topology=False)
+    for child, members in _by_child(group, tasks):
         failure: _Failure | None
-        if subsets is None:
-            reason = _place_each(members, place_one)
-            failure = None if reason is None else _Failure(reason, topology=False)
+        if child.topology is None:  # nothing to confine it to: straight to its own children or pods
+            failure = _place_members(session, statement, job, child, members, place_one)
         else:
-            failure = _Failure(subsets.failure, topology=True)
-            before = statement.checkpoint()
-            for mask in subsets.masks:
-                with session.confined_to(mask):
-                    if _place_each(members, place_one) is None:
-                        failure = None
-                        break
-                statement.rollback(before)
+            failure = _place_group(session, statement, job, child, members, place_one)
         if failure is not None:
             statement.rollback(start)
             return failure
     return None
 
 
-def _place_each(members: list[TaskInfo], place_one: PlaceOne) -> str | None:
+def _place_each(members: Sequence[TaskInfo], place_one: PlaceOne) -> str | None:
     for task in members:
         failure = place_one(task)
         if failure is not None:
@@ -79,8 +101,13 @@ def _place_each(members: list[TaskInfo], place_one: PlaceOne) -> str | None:
     return None
 
 
-def _by_podset(tasks: Sequence[TaskInfo]) -> list[tuple[PodSet, list[TaskInfo]]]:
-    groups: dict[int, tuple[PodSet, list[TaskInfo]]] = {}
+def _by_child(group: SubGroupSet | None, tasks: Sequence[TaskInfo]) -> list[tuple[Group, list[TaskInfo]]]:
+    """`tasks` (all below `group`) by the child of `group` they belong to, in the order they come."""
+    children: dict[int, tuple[Group, list[TaskInfo]]] = {}
     for task in tasks:
-        groups.setdefault(id(task.podset), (task.podset, []))[1].append(task)
-    return list(groups.values())
+        child: Group = task.podset
+        while child.parent is not group:
+            assert child.parent is not None, "a task outside the group being placed"
+            child = child.parent
+        children.setdefault(id(child), (child, []))[1].append(task)
+    return list(children.values())

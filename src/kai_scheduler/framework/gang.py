@@ -50,7 +50,11 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]
     """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one
     need not be tried again."""
-    constraints = (job.topology, *(p.topology for p in job.podsets.values()))
+    constraints = (
+        job.topology,
+        *(p.topology for p in job.podsets.values()),
+        *(g.topology for g in job.subgroups.values()),
+    )
     constrained = any(c is not None for c in constraints)
     return (
         job.queue,

@@ -17,7 +17,7 @@ import numpy as np
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
-from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable, PipelineTake
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import EPSILON, Resources
@@ -58,15 +58,16 @@ TaskHandler = Callable[[TaskInfo], None]
 
 @dataclass(frozen=True, slots=True)
 class NodeSubsets:
-    """Where the pods of a job (or of one of its pod sets) may go together: node masks, in the order to
-    try them; `failure` says why when none of them holds the pods."""
+    """Where the pods of a job (or of one of its sub-groups) may go together: node masks, in the order
+    to try them; `failure` says why when none of them holds the pods."""
 
     masks: list[BoolArray]
     failure: str
 
 
-# The node subsets for the pods of a job (pod set None) or of one pod set; None when unconstrained.
-SubsetProvider = Callable[[JobInfo, PodSet | None, Sequence[TaskInfo]], NodeSubsets | None]
+# The node subsets for the pods of a job (group None) or of one of its sub-groups (a leaf's pod set or a
+# non-leaf sub-group, whose pods are its descendants'); None when unconstrained.
+SubsetProvider = Callable[[JobInfo, PodSet | SubGroupSet | None, Sequence[TaskInfo]], NodeSubsets | None]
 
 
 @dataclass(slots=True)
@@ -270,11 +271,12 @@ class Session:
         return usable
 
     def node_subsets(
-        self, job: JobInfo, podset: PodSet | None, tasks: Sequence[TaskInfo]
+        self, job: JobInfo, group: PodSet | SubGroupSet | None, tasks: Sequence[TaskInfo]
     ) -> NodeSubsets | None:
-        """Where `tasks` must go together (topology), within the current confinement; None: anywhere."""
+        """Where `tasks` (of `group`, None: of the whole job) must go together (topology), within the
+        current confinement; None: anywhere."""
         for provider in self.points.node_subsets:
-            subsets = provider(job, podset, tasks)
+            subsets = provider(job, group, tasks)
             if subsets is not None:
                 return subsets
         return None

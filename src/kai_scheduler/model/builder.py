@@ -17,7 +17,15 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
-from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, TaskInfo, TaskStatus, TopologyConstraint
+from kai_scheduler.model.jobs import (
+    JobInfo,
+    Placement,
+    PodSet,
+    SubGroupSet,
+    TaskInfo,
+    TaskStatus,
+    TopologyConstraint,
+)
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
 from kai_scheduler.model.queues import QueueInfo, QueueTree
 from kai_scheduler.model.resources import PodRequest, Resources
@@ -331,12 +339,25 @@ class SnapshotBuilder:
             rank=pg_state.rank,
             topology=_constraint(spec.topology_constraint),
         )
-        leaves = {g.name for g in spec.sub_groups} - {g.parent for g in spec.sub_groups if g.parent}
+        # Leaf sub-groups are pod sets (gang units); the others only group them, under their constraints.
+        parents = {g.parent for g in spec.sub_groups if g.parent}
         for group in spec.sub_groups:
-            if group.name in leaves:
-                job.podsets[group.name] = PodSet(
-                    group.name, group.min_member, topology=_constraint(group.topology_constraint)
-                )
+            own = _constraint(group.topology_constraint)
+            if group.name in parents:
+                job.subgroups.setdefault(group.name, SubGroupSet(group.name, own))
+            else:
+                job.podsets[group.name] = PodSet(group.name, group.min_member, topology=own)
+        for group in spec.sub_groups:
+            parent = job.subgroups.get(group.parent) if group.parent else None
+            child = job.subgroups.get(group.name) or job.podsets.get(group.name)
+            if parent is None or child is None or child.parent is not None:
+                continue  # top-level, under an unknown parent or a repeated name (the last two: refused)
+            ancestor: SubGroupSet | None = parent
+            while ancestor is not None and ancestor is not child:
+                ancestor = ancestor.parent
+            if ancestor is None:  # never link a cycle (admission refuses those too)
+                child.parent = parent
+                parent.children.append(child)
         if not job.podsets:
             job.podsets[""] = PodSet("", spec.min_member)
         return job

@@ -137,6 +137,8 @@ class PodSet:
     min_member: int
     tasks: list[TaskInfo] = field(default_factory=list)
     topology: TopologyConstraint | None = None
+    # The non-leaf sub-group it belongs to (None: directly under the job).
+    parent: SubGroupSet | None = None
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         return sum(1 for task in self.tasks if task.status in statuses)
@@ -149,6 +151,35 @@ class PodSet:
 
     def pending(self) -> list[TaskInfo]:
         return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+
+
+@dataclass(eq=False, slots=True)
+class SubGroupSet:
+    """A non-leaf sub-group (one that other sub-groups name as their parent): it holds no pods itself,
+    and its topology constraint keeps the pods of all its descendants together (e.g. sub-group "workers"
+    in one zone, each of its leaf segments in one rack). Its minMember is not a gang unit here: the pod
+    sets of its leaves are."""
+
+    name: str
+    topology: TopologyConstraint | None = None
+    parent: SubGroupSet | None = None
+    children: list[SubGroupSet | PodSet] = field(default_factory=list)
+
+    @property
+    def podsets(self) -> list[PodSet]:
+        """The leaves below it (its descendants' pod sets)."""
+        found: list[PodSet] = []
+        for child in self.children:
+            if isinstance(child, PodSet):
+                found.append(child)
+            else:
+                found.extend(child.podsets)
+        return found
+
+    @property
+    def tasks(self) -> list[TaskInfo]:
+        """The pods of all its descendants."""
+        return [task for podset in self.podsets for task in podset.tasks]
 
 
 @dataclass(eq=False, slots=True)
@@ -173,6 +204,8 @@ class JobInfo:
     # Bumped whenever one of its pods changes status in a session, so derived values can be cached.
     version: int = 0
     topology: TopologyConstraint | None = None
+    # The non-leaf sub-groups by name (pod sets name theirs as `parent`); empty without a hierarchy.
+    subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
 
     @property
     def key(self) -> str:

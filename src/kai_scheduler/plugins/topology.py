@@ -2,15 +2,18 @@
 
 A PodGroup (or one of its sub-groups) may name a Topology and a `requiredTopologyLevel` (all its pods in
 one domain of that level, or none placed) and/or a `preferredTopologyLevel` (one domain of that level if
-possible). For each allocation attempt the plugin offers node subsets, narrowest first: the domains of
-the preferred level, then of each wider level up to the required one (or the whole topology when nothing
-is required). At each level only domains whose free (or releasing) resources could hold the pods are
-offered, the fullest first so that jobs pack into domains and leave others whole. Pods of the job that
-already run pin it to their domain of the required level, and are offered first at the other levels
-(a growing job stays with its pods when it can). Nodes outside the topology (missing a level's
-label) are never offered.
+possible). A non-leaf sub-group's pods are those of all its descendants: e.g. sub-group "workers" in one
+zone and each of its leaf segments in one rack (`actions.placement` descends the tree of sub-groups).
+For each allocation attempt the plugin offers node subsets, narrowest first: the domains of the
+preferred level, then of each wider level up to the required one (or the whole topology when nothing is
+required). At each level only domains whose free (or releasing) resources could hold the pods are
+offered, the fullest first so that jobs pack into domains and leave others whole. Pods that already run
+(the job's, or the sub-group's descendants') pin it to their domain of the required level, and are
+offered first at the other levels (a growing job stays with its pods when it can). Nodes outside the
+topology (missing a level's label) are never offered.
 
-A job naming a Topology that does not exist, or a level the Topology does not have, waits with a reason.
+A job naming a Topology that does not exist, or a level the Topology does not have (in its own
+constraint or any sub-group's), waits with a reason.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kai_scheduler.model.jobs import (
     ACTIVE_ALLOCATED,
     JobInfo,
     PodSet,
+    SubGroupSet,
     TaskInfo,
     TaskStatus,
     TopologyConstraint,
@@ -55,7 +59,8 @@ class TopologyPlugin:
 
 
 def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
-    constraints = [("", job.topology)] + [(f"sub-group {p.name}: ", p.topology) for p in job.podsets.values()]
+    groups: list[SubGroupSet | PodSet] = [*job.subgroups.values(), *job.podsets.values()]
+    constraints = [("", job.topology)] + [(f"sub-group {g.name}: ", g.topology) for g in groups]
     for where, constraint in constraints:
         if constraint is None:
             continue
@@ -78,9 +83,9 @@ def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
 
 
 def node_subsets(
-    session: Session, job: JobInfo, podset: PodSet | None, tasks: Sequence[TaskInfo]
+    session: Session, job: JobInfo, group: PodSet | SubGroupSet | None, tasks: Sequence[TaskInfo]
 ) -> NodeSubsets | None:
-    constraint = job.topology if podset is None else podset.topology
+    constraint = job.topology if group is None else group.topology
     if constraint is None or not tasks:
         return None
     tree = session.snapshot.topologies.get(constraint.topology)
@@ -92,7 +97,7 @@ def node_subsets(
     preferred = tree.level_of(constraint.preferred) if constraint.preferred else None
     top = ROOT if required is None else required
     lowest = preferred if preferred is not None else top
-    running = [t for t in (job.tasks if podset is None else podset.tasks) if t.status in ACTIVE_ALLOCATED]
+    running = [t for t in (job.tasks if group is None else group.tasks) if t.status in ACTIVE_ALLOCATED]
     if required is not None and running:
         base = base & _pinned(tree, required, running, nodes.size)
     capacity = _Capacity(nodes, tasks)

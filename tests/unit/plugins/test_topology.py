@@ -5,10 +5,11 @@ are not placed; preferred level: best effort; candidate subsets offered from the
 required level or the root; only domains where the pods fit; domains sorted to bin-pack, the fuller first;
 running pods of a job with a required constraint pin it to their domain; nodes missing a level label are
 outside the topology; failure message `topology <name>, requirement <level> couldn't be satisfied for job
-<ns>/<job>: not enough resources in the cluster to allocate the job.`; sub-group constraints, e.g. each
-segment in one rack and the whole job in one zone; annotations `kai.scheduler/topology`,
-`…-required-placement`, `…-preferred-placement` on a bare pod), §4.4 (`topology` is in the default plugin
-list; a configuration without it does not run it), §9 (configuration format).
+<ns>/<job>: not enough resources in the cluster to allocate the job.`; sub-group (hierarchical)
+constraints, e.g. each segment in one rack and the whole job, or the segments' parent sub-group, in one
+zone; annotations `kai.scheduler/topology`, `…-required-placement`, `…-preferred-placement` on a bare
+pod), §2.2 (`subGroups[]` with `parent`), §4.4 (`topology` is in the default plugin list; a
+configuration without it does not run it), §9 (configuration format).
 
 Most tests run the simulator with the default configuration on a small cluster of racks whose nodes are
 partly busy so that plain binpack would split the job across domains; a control run without the
@@ -590,9 +591,8 @@ def test_a_segment_no_rack_can_hold_keeps_the_whole_job_waiting() -> None:
 
 
 def test_a_sub_group_rack_failure_inside_a_zone_is_reported_as_the_rack_requirement() -> None:
-    # KNOWN BUG (reported, fails until fixed): the zone has room (8 GPUs free for 7 pods); what fails is
-    # sub-group s0's rack (5 pods, 4 GPUs free per rack). The reason blames the zone instead:
-    # "topology dc, requirement zone couldn't be satisfied ...".
+    # The zone has room (8 GPUs free for 7 pods); what fails is sub-group s0's rack (5 pods, 4 GPUs free
+    # per rack), so the reason names the rack, not the zone.
     document = run_sim([*ZONE_Z0, *oversized_segment_job(constraint(required="zone"))], ALLOCATE)
     assert set(placed(document, *SEGMENT_PODS).values()) == {None}
     assert reason(document, "seg") == failure("rack", "seg")
@@ -620,6 +620,264 @@ def test_an_unknown_topology_in_a_sub_group_waits_with_a_reason_naming_it() -> N
     assert set(placed(document, *SEGMENT_PODS).values()) == {None}
     got = reason(document, "seg")
     assert got is not None and "topology nope does not exist" in got, got
+
+
+# --- non-leaf sub-groups: a constraint on all pods of a sub-group's descendants -----------------------
+
+
+def workers_job(
+    workers: Manifest | None,
+    each: Manifest | None = None,
+    *,
+    whole: Manifest | None = None,
+    sizes: Sequence[int] = (3, 3),
+    leaves: Sequence[Manifest] = (),
+) -> list[Manifest]:
+    """PodGroup "seg": sub-group "workers" (constraint `workers`), the parent of leaf segments s0, s1, ...
+    (constraint `each`) of `sizes` one-GPU pods each (minMember: all of them); `leaves` are more leaf
+    sub-groups (their pods are the caller's)."""
+    group = pod_group_manifest("seg", "q", min_member=sum(sizes) + sum(g["minMember"] for g in leaves))
+    if whole is not None:
+        group["spec"]["topologyConstraint"] = whole
+    segments = [f"s{i}" for i in range(len(sizes))]
+    group["spec"]["subGroups"] = [
+        {"name": "workers", "minMember": sum(sizes), **({"topologyConstraint": workers} if workers else {})},
+        *(
+            {
+                "name": name,
+                "minMember": size,
+                "parent": "workers",
+                **({"topologyConstraint": each} if each else {}),
+            }
+            for name, size in zip(segments, sizes, strict=True)
+        ),
+        *leaves,
+    ]
+    pods = [
+        pod_manifest(f"{name}-{i}", gpus=1, group="seg", labels={SUBGROUP_LABEL: name})
+        for name, size in zip(segments, sizes, strict=True)
+        for i in range(size)
+    ]
+    return [group, *pods]
+
+
+def test_the_sub_group_tree_is_built_from_the_parents() -> None:
+    group = pod_group_manifest("seg", "q", min_member=2)
+    group["spec"]["subGroups"] = [
+        {"name": "decode", "topologyConstraint": constraint(required="zone")},
+        {"name": "decode-leader", "parent": "decode", "minMember": 1},
+        {"name": "decode-workers", "parent": "decode", "topologyConstraint": constraint(required="rack")},
+        {"name": "decode-workers-0", "parent": "decode-workers"},
+        {"name": "prefill"},
+    ]
+    session = open_session(objects([*SEGMENTS, group]), plugins=["topology"])
+    target = session.snapshot.jobs["default/seg"]
+    assert set(target.podsets) == {"decode-leader", "decode-workers-0", "prefill"}
+    assert set(target.subgroups) == {"decode", "decode-workers"}
+    decode, decode_workers = target.subgroups["decode"], target.subgroups["decode-workers"]
+    assert [child.name for child in decode.children] == ["decode-leader", "decode-workers"]
+    assert [p.name for p in decode.podsets] == ["decode-leader", "decode-workers-0"]
+    assert decode.topology is not None and decode.topology.required == "zone"
+    assert decode_workers.parent is decode and decode.parent is None
+    assert target.podsets["decode-workers-0"].parent is decode_workers
+    assert target.podsets["prefill"].parent is None
+
+
+@pytest.mark.parametrize("workers", [None, constraint(required="zone")], ids=["control", "required-zone"])
+def test_segments_each_in_one_rack_and_together_in_the_zone_their_parent_requires(
+    workers: Manifest | None,
+) -> None:
+    # As with the job-level zone (above): rack z1.r1 (3 free) takes a segment first, and zone z1 (5 free)
+    # cannot hold both segments.
+    document = run_sim([*SEGMENTS, *workers_job(workers, constraint(required="rack"))])
+    assert reason(document, "seg") is None
+    s0 = domains(document, "s0", SEGMENTS, "rack")
+    s1 = domains(document, "s1", SEGMENTS, "rack")
+    assert len(s0) == 1 and len(s1) == 1
+    zones = domains(document, SEGMENT_PODS, SEGMENTS, "zone")
+    assert zones == ({"z0", "z1"} if workers is None else {"z0"})
+
+
+def test_a_parent_constraint_holds_only_its_own_descendants() -> None:
+    # The trainer (a leaf beside "workers", placed after the segments: pod sets of equal rank go by name)
+    # selects zone z1; the workers' zone z0 does not hold it.
+    trainer = {"name": "trainer", "minMember": 1}
+    pod = pod_manifest(
+        "trainer-0", gpus=1, group="seg", labels={SUBGROUP_LABEL: "trainer"}, node_selector={"zone": "z1"}
+    )
+    document = run_sim(
+        [
+            *SEGMENTS,
+            *workers_job(constraint(required="zone"), constraint(required="rack"), leaves=[trainer]),
+            pod,
+        ]
+    )
+    assert reason(document, "seg") is None
+    assert domains(document, SEGMENT_PODS, SEGMENTS, "zone") == {"z0"}
+    assert domains(document, "trainer", SEGMENTS, "zone") == {"z1"}
+
+
+@pytest.mark.parametrize(
+    ("workers", "whole"),
+    [
+        (None, None),
+        (constraint(required="rack"), None),
+        (constraint(required="rack"), constraint(required="zone")),
+    ],
+    ids=["control", "parent-rack", "parent-rack-in-job-zone"],
+)
+def test_a_parent_constraint_no_domain_can_meet_keeps_the_job_waiting_naming_its_level(
+    workers: Manifest | None, whole: Manifest | None
+) -> None:
+    # 6 pods: zone z0 has 8 GPUs free, each of its racks 4. With the job's zone (which has room), the
+    # reason is still the rack the sub-group requires.
+    document = run_sim([*ZONE_Z0, *workers_job(workers, whole=whole)], ALLOCATE)
+    if workers is None:
+        assert all(placed(document, *SEGMENT_PODS).values())
+        assert reason(document, "seg") is None
+    else:
+        assert set(placed(document, *SEGMENT_PODS).values()) == {None}
+        assert reason(document, "seg") == failure("rack", "seg")
+
+
+@pytest.mark.parametrize("each", [None, constraint(required="rack")], ids=["control", "segment-rack"])
+def test_a_segment_rack_failure_inside_its_parents_zone_is_reported_as_the_rack_requirement(
+    each: Manifest | None,
+) -> None:
+    # Job and "workers" in one zone (8 GPUs free in z0 for 5 + 2 pods), segment s0's 5 pods in one rack
+    # (4 free each): the narrowest constraint that failed is named.
+    document = run_sim(
+        [
+            *ZONE_Z0,
+            *workers_job(constraint(required="zone"), each, whole=constraint(required="zone"), sizes=(5, 2)),
+        ],
+        ALLOCATE,
+    )
+    if each is None:
+        assert all(placed(document, *SEGMENT_PODS).values())
+    else:
+        assert set(placed(document, *SEGMENT_PODS).values()) == {None}
+        assert reason(document, "seg") == failure("rack", "seg")
+
+
+@pytest.mark.parametrize(
+    ("workers", "problem"),
+    [
+        (constraint(required="zone"), None),
+        (constraint(required="row"), "sub-group workers: topology dc has no level row"),
+        (constraint(preferred="row"), "sub-group workers: topology dc has no level row (the preferred level"),
+        (constraint("nope", required="zone"), "sub-group workers: topology nope does not exist"),
+    ],
+    ids=["control", "unknown-required-level", "unknown-preferred-level", "unknown-topology"],
+)
+def test_a_non_leaf_sub_group_with_an_unknown_level_waits_with_a_reason_naming_it(
+    workers: Manifest, problem: str | None
+) -> None:
+    document = run_sim([*SEGMENTS, *workers_job(workers)])
+    got = reason(document, "seg")
+    if problem is None:
+        assert got is None
+        assert all(placed(document, *SEGMENT_PODS).values())
+    else:
+        assert set(placed(document, *SEGMENT_PODS).values()) == {None}
+        assert got is not None and problem in got, got
+
+
+def test_a_job_shaped_like_one_whose_parent_constraint_failed_is_still_tried() -> None:
+    # "seg" (6 pods; its "workers" in one rack, and no rack of ZONE_Z0 holds them) goes first; "free", the
+    # same pods without a constraint, fits in the zone. Were the attempts' signatures equal, "free" would
+    # be skipped as "a job of the same shape" (the signature must see the non-leaf constraint).
+    document = run_sim([*ZONE_Z0, *workers_job(constraint(required="rack")), *job("free", 6)], ALLOCATE)
+    assert reason(document, "seg") == failure("rack", "seg")
+    assert all(placed(document, "free").values()), reason(document, "free")
+
+
+# Zone z0: rack z0.r1 is full (a1 runs the job's s0-0 and s1-0 beside 2 busy GPUs, a2 is busy), rack
+# z0.r2 has 3 GPUs free on b1. Zone z1: rack z1.r1 has 2 free on c1, the fullest node and rack with room.
+GROWTH = [
+    topology_manifest(),
+    queue_manifest("q"),
+    *(rack_node(name, "z0", "r1") for name in ("a1", "a2")),
+    *(rack_node(name, "z0", "r2") for name in ("b1", "b2")),
+    *(rack_node(name, "z1", "r1") for name in ("c1", "c2")),
+    *(rack_node(name, "z1", "r2") for name in ("d1", "d2")),
+    busy("a1", 2),
+    busy("b1", 1),
+    busy("c1", 2),
+    *(busy(name, 4) for name in ("a2", "b2", "c2", "d1", "d2")),
+]
+
+
+def running_segment(name: str, index: int = 0) -> Manifest:
+    return pod_manifest(f"{name}-{index}", gpus=1, group="seg", labels={SUBGROUP_LABEL: name}, node_name="a1")
+
+
+@pytest.mark.parametrize("workers", [None, constraint(required="zone")], ids=["control", "required-zone"])
+def test_a_growing_segment_stays_in_the_zone_its_parent_runs_in(workers: Manifest | None) -> None:
+    # Segment s0 (minMember 1, preferring a rack) runs s0-0 on a1 and grows by s0-1: its rack is full.
+    group = pod_group_manifest("seg", "q", min_member=2)
+    group["spec"]["subGroups"] = [
+        {"name": "workers", "minMember": 2, **({"topologyConstraint": workers} if workers else {})},
+        {
+            "name": "s0",
+            "minMember": 1,
+            "parent": "workers",
+            "topologyConstraint": constraint(preferred="rack"),
+        },
+        {"name": "s1", "minMember": 1, "parent": "workers"},
+    ]
+    growing = pod_manifest("s0-1", gpus=1, group="seg", labels={SUBGROUP_LABEL: "s0"})
+    document = run_sim([*GROWTH, group, running_segment("s0"), running_segment("s1"), growing])
+    assert placed(document, "s0")["s0-1"] == ("c1" if workers is None else "b1")
+
+
+@pytest.mark.parametrize("workers", [None, constraint(required="zone")], ids=["control", "required-zone"])
+def test_a_new_segment_joins_its_running_sibling_in_the_zone_their_parent_requires(
+    workers: Manifest | None,
+) -> None:
+    # s0-0 runs on a1 (zone z0); segment s1 (2 pods, one rack) starts: rack z1.r1 is the fuller with room.
+    group = pod_group_manifest("seg", "q", min_member=1)
+    group["spec"]["subGroups"] = [
+        {"name": "workers", "minMember": 1, **({"topologyConstraint": workers} if workers else {})},
+        {"name": "s0", "minMember": 1, "parent": "workers"},
+        {
+            "name": "s1",
+            "minMember": 2,
+            "parent": "workers",
+            "topologyConstraint": constraint(required="rack"),
+        },
+    ]
+    pods = [pod_manifest(f"s1-{i}", gpus=1, group="seg", labels={SUBGROUP_LABEL: "s1"}) for i in range(2)]
+    document = run_sim([*GROWTH, group, running_segment("s0"), *pods])
+    assert domains(document, "s1", GROWTH, "rack") == ({"z1.r1"} if workers is None else {"z0.r2"})
+
+
+def workers_subsets(s0_runs: bool) -> list[list[str]]:
+    """The subsets the plugin offers sub-group "workers" (required zone) for its pending pods: s1-0, and
+    s0-0 unless it runs on a1."""
+    group = pod_group_manifest("seg", "q", min_member=1)
+    group["spec"]["subGroups"] = [
+        {"name": "workers", "minMember": 1, "topologyConstraint": constraint(required="zone")},
+        {"name": "s0", "minMember": 1, "parent": "workers"},
+        {"name": "s1", "minMember": 1, "parent": "workers"},
+    ]
+    s0 = running_segment("s0")
+    if not s0_runs:
+        del s0["spec"]["nodeName"]
+    pending = pod_manifest("s1-0", gpus=1, group="seg", labels={SUBGROUP_LABEL: "s1"})
+    session = open_session(objects([*GROWTH, group, s0, pending]), plugins=["topology"])
+    target = session.snapshot.jobs["default/seg"]
+    tasks = [t for t in target.tasks if t.node < 0]
+    subsets = session.node_subsets(target, target.subgroups["workers"], tasks)
+    assert subsets is not None
+    names = session.snapshot.nodes.names
+    return [[names[i] for i in np.flatnonzero(mask)] for mask in subsets.masks]
+
+
+def test_the_plugin_pins_a_sub_group_to_the_domain_its_descendants_run_in() -> None:
+    # Nothing runs: both zones could hold the 2 pods, z1 (2 GPUs free) is the fuller; s0-0 on a1 pins z0.
+    assert workers_subsets(s0_runs=False) == [["c1", "c2", "d1", "d2"], ["a1", "a2", "b1", "b2"]]
+    assert workers_subsets(s0_runs=True) == [["a1", "a2", "b1", "b2"]]
 
 
 # --- a bare pod's annotations ------------------------------------------------------------------------
