@@ -12,6 +12,11 @@ offered, the fullest first so that jobs pack into domains and leave others whole
 offered first at the other levels (a growing job stays with its pods when it can). Nodes outside the
 topology (missing a level's label) are never offered.
 
+When no single domain of the preferred level can hold the pods and a wider subset is used, node scores
+(up to `PREFERRED_DOMAIN_SCORE`, as KAI's topology score) keep them in as few preferred domains as
+possible: a node scores by the share of the pods placed so far that sit in its preferred domain, and a
+little by how much room its domain has (so pods start, and go on once a domain is full, where most fit).
+
 A job naming a Topology that does not exist, or a level the Topology does not have (in its own
 constraint or any sub-group's), waits with a reason.
 """
@@ -36,9 +41,13 @@ from kai_scheduler.model.jobs import (
 )
 from kai_scheduler.model.nodes import BoolArray, FloatArray, NodeTable
 from kai_scheduler.model.resources import EPSILON
-from kai_scheduler.model.topology import TopologyTree
+from kai_scheduler.model.topology import IntArray, TopologyTree
 
 ROOT = -1  # the level "above" the widest: the whole topology
+# Node scores that keep pods in their preferred domain: above binpack/spread and GPU sharing order, below
+# Kubernetes' affinity scores and the nominated node (see plugins/scoring.py).
+PREFERRED_DOMAIN_SCORE = 10_000.0
+ROOMIEST_DOMAIN_SCORE = 500.0
 
 
 class TopologyPlugin:
@@ -53,9 +62,56 @@ class TopologyPlugin:
             if job.invalid_reason is None:
                 job.invalid_reason = _problem(job, topologies)
         session.points.node_subsets.append(partial(node_subsets, session))
+        if any(_has_preferred(job) for job in session.snapshot.jobs.values()):
+            session.points.node_scorers.append(partial(preferred_domain_scores, session))
 
     def on_session_close(self, session: Session) -> None:
         return None
+
+
+def _has_preferred(job: JobInfo) -> bool:
+    groups: list[SubGroupSet | PodSet] = [*job.subgroups.values(), *job.podsets.values()]
+    return any(c is not None and c.preferred for c in (job.topology, *(g.topology for g in groups)))
+
+
+def _innermost_preferred(task: TaskInfo) -> tuple[TopologyConstraint, list[TaskInfo]] | None:
+    """The narrowest constraint with a preferred level that covers the pod (its pod set's, then its
+    parent sub-groups', then the job's), and the pods it covers."""
+    group: PodSet | SubGroupSet | None = task.podset
+    while group is not None:
+        if group.topology is not None and group.topology.preferred:
+            return group.topology, group.tasks
+        group = group.parent
+    job = task.job
+    if job.topology is not None and job.topology.preferred:
+        return job.topology, job.tasks
+    return None
+
+
+def preferred_domain_scores(session: Session, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    nodes = session.snapshot.nodes
+    scores = np.zeros(nodes.size)
+    found = _innermost_preferred(task)
+    if found is None:
+        return scores
+    constraint, covered = found
+    tree = session.snapshot.topologies.get(constraint.topology)
+    level = tree.level_of(constraint.preferred) if tree is not None else None
+    if tree is None or level is None:
+        return scores
+    ids = tree.node_domain[level]
+    count = len(tree.domains[level])
+    inside = ids >= 0
+    placed = [t.node for t in covered if t.status in ACTIVE_ALLOCATED and t.node >= 0 and ids[t.node] >= 0]
+    room = np.bincount(ids[inside], weights=(nodes.free_gpus + nodes.rel_gpus)[inside], minlength=count)
+    most = float(room.max()) if count else 0.0
+    per_domain: FloatArray = np.asarray(
+        ROOMIEST_DOMAIN_SCORE * room / most if most > 0 else np.zeros(count), dtype=np.float64
+    )
+    if placed:
+        per_domain += PREFERRED_DOMAIN_SCORE * np.bincount(ids[placed], minlength=count) / len(placed)
+    scores[inside] = per_domain[ids[inside]]
+    return np.where(candidates, scores, 0.0)
 
 
 def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
@@ -132,16 +188,15 @@ def _feasible_domains(
     if not inside.any():
         return []
     count = len(tree.domains[level])
-    free = np.bincount(ids[inside], weights=capacity.free_gpus[inside], minlength=count)
-    free_cpu = np.bincount(ids[inside], weights=capacity.free_cpu[inside], minlength=count)
-    present = np.bincount(ids[inside], minlength=count) > 0
+    ids_inside = ids[inside]
+    free = np.bincount(ids_inside, weights=capacity.free_gpus[inside], minlength=count)
+    free_cpu = np.bincount(ids_inside, weights=capacity.free_cpu[inside], minlength=count)
+    fitting = np.flatnonzero(capacity.domains_that_could_hold(ids_inside, inside, count))
     candidates = []
-    for index in np.flatnonzero(present):
+    for index in fitting:
         domain = tree.domains[level][int(index)]
-        mask = domain.nodes & base
-        if capacity.could_hold(mask):
-            away = int(index) not in home
-            candidates.append((away, float(free[index]), float(free_cpu[index]), domain.id, mask))
+        away = int(index) not in home
+        candidates.append((away, float(free[index]), float(free_cpu[index]), domain.id, domain.nodes & base))
     candidates.sort(key=lambda item: item[:4])
     return [mask for *_, mask in candidates]
 
@@ -163,6 +218,23 @@ class _Capacity:
         self.memory = sum(r.memory for r in requests)
         self.whole = sorted((r.whole_gpus for r in requests if r.whole_gpus > 0), reverse=True)
         self.shared = sum(r.gpu_portion * r.gpu_devices for r in requests if r.is_shared_gpu)
+
+    def domains_that_could_hold(self, ids: IntArray, inside: BoolArray, count: int) -> BoolArray:
+        """`could_hold` for every domain of a level at once: `ids` are the domain indices of the nodes
+        selected by `inside`."""
+
+        def per_domain(values: FloatArray) -> FloatArray:
+            return np.asarray(np.bincount(ids, weights=values[inside], minlength=count), dtype=np.float64)
+
+        ok = per_domain(self.free_pods) >= self.count - EPSILON
+        ok &= per_domain(self.free_cpu) >= self.cpu - EPSILON
+        ok &= per_domain(self.free_memory) >= self.memory - EPSILON
+        ok &= per_domain(self.free_gpus) >= sum(self.whole) + self.shared - EPSILON
+        if self.whole:
+            slots = np.floor((self.whole_free + EPSILON) / self.whole[-1])
+            ok &= per_domain(slots) >= len(self.whole)
+        ok &= np.bincount(ids, minlength=count) > 0
+        return ok
 
     def could_hold(self, mask: BoolArray) -> bool:
         if self.free_pods[mask].sum() < self.count - EPSILON:

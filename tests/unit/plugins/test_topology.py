@@ -1076,3 +1076,35 @@ def test_subsets_with_only_a_preferred_level_go_up_to_the_whole_topology() -> No
 
 def test_an_unconstrained_job_gets_no_subsets() -> None:
     assert offered([*TWO_ZONES, *job("g", 3)], "g") is None
+
+
+# --- preferred domains within a wider subset ----------------------------------------------------------
+
+SPREAD_BAIT = [
+    topology_manifest(),
+    queue_manifest("q"),
+    # r1 and r2 each have one node with a 4-GPU hole (binpack's favourites); r2 and r3 have whole nodes.
+    rack_node("r1-n0", "z0", "r1", gpus=8),
+    rack_node("r2-n0", "z0", "r2", gpus=8),
+    rack_node("r2-n1", "z0", "r2", gpus=8),
+    rack_node("r3-n0", "z0", "r3", gpus=8),
+    rack_node("r3-n1", "z0", "r3", gpus=8),
+    busy("r1-n0", 4),
+    busy("r2-n0", 4),
+]
+
+
+def test_control_binpack_alone_spreads_a_gang_over_three_racks() -> None:
+    document = run_sim([*SPREAD_BAIT, *job("big", 5, gpus=4, topology=constraint(required="zone"))], ALLOCATE)
+    assert len(domains(document, "big", SPREAD_BAIT, "rack")) == 3
+
+
+def test_a_preferred_rack_no_rack_can_hold_keeps_the_gang_in_as_few_racks_as_possible() -> None:
+    # Five 4-GPU pods: no rack holds them (r3: 4, r2: 3), so the zone is used; the preferred rack still
+    # counts: two racks suffice, not the three binpack's partly used nodes would draw it into.
+    document = run_sim(
+        [*SPREAD_BAIT, *job("big", 5, gpus=4, topology=constraint(required="zone", preferred="rack"))],
+        ALLOCATE,
+    )
+    assert all(placed(document, "big").values())
+    assert len(domains(document, "big", SPREAD_BAIT, "rack")) == 2
