@@ -48,6 +48,7 @@ from kai_scheduler.k8s.components import (
     run_components,
 )
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
 from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
 from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.scheduler import Scheduler
@@ -124,6 +125,13 @@ def _add_run_parser(commands: Any) -> None:
     run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
     run.add_argument("--metrics-port", type=int, default=8080, help="/metrics, /healthz, /readyz")
     run.add_argument("--webhook-port", type=int, default=9443, help="admission webhooks (TLS)")
+    run.add_argument(
+        "--plugin-server-port",
+        type=int,
+        default=PLUGIN_SERVER_PORT,
+        help="scheduler: 127.0.0.1 port of /get-snapshot and /get-job-order (when the configuration "
+        "lists the snapshot or reflectjoborder plugin); 0: off",
+    )
     run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
     run.add_argument("--gpu-pod-runtime-class", default="nvidia", help="runtimeClassName given to GPU pods")
     reservation = run.add_argument_group("GPU reservation pods (binder; one per shared GPU)")
@@ -228,6 +236,7 @@ def _run(args: argparse.Namespace) -> int:
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
         reservation=None if args.no_gpu_reservation else _reservation(args),
         scaling_pod_image=args.scaling_pod_image,
+        plugin_server_port=_plugin_server_port(args.plugin_server_port),
     )
     if "admission" in options.components and not options.tls_cert_dir:
         raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
@@ -237,6 +246,12 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, ssl.SSLError, ValueError) as error:
         raise UsageError(f"run: {error}") from None
     return 0
+
+
+def _plugin_server_port(port: int) -> int | None:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--plugin-server-port: expected a port from 1 to 65535 (0: off), got {port}")
+    return port or None
 
 
 def _reservation(args: argparse.Namespace) -> GpuReservation:

@@ -1,5 +1,6 @@
 """One scheduling cycle: open a session on a snapshot, let the plugins register, run the actions in the
-configured order, and return the decisions. The registry maps configuration names to implementations."""
+configured order, and return the decisions. The registry maps configuration names to implementations.
+`Scheduler.job_order` is the allocate action's job order without the allocating (`/get-job-order`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ from typing import Any, Final
 
 from kai_scheduler.actions.allocate import Allocate
 from kai_scheduler.actions.consolidation import Consolidation
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.session import Action, Plugin, Session
+from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
 from kai_scheduler.plugins.gpu_order import GpuPackPlugin, GpuSpreadPlugin
 from kai_scheduler.plugins.minruntime import MinRuntimePlugin
 from kai_scheduler.plugins.ordering import (
@@ -56,6 +60,8 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "minruntime": MinRuntimePlugin,
     "podaffinity": PodAffinityPlugin,
     "topology": TopologyPlugin,
+    "snapshot": SnapshotPlugin,
+    "reflectjoborder": ReflectJobOrderPlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,
@@ -67,13 +73,7 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
 
 # KAI names that a configuration may list but that this version does not run yet; they are skipped
 # and reported, so that a KAI configuration loads unchanged.
-NOT_YET_AVAILABLE: Final = frozenset(
-    {
-        "dynamicresources",
-        "snapshot",
-        "reflectjoborder",
-    }
-)
+NOT_YET_AVAILABLE: Final = frozenset({"dynamicresources"})
 
 
 class Scheduler:
@@ -100,14 +100,34 @@ class Scheduler:
             if name in NOT_YET_AVAILABLE:
                 self.skipped.append(name)
 
-    def run(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> SessionResult:
+    def _open(self, snapshot: ClusterSnapshot, cycle: int, now: float) -> tuple[Session, list[Plugin]]:
         session = Session(snapshot, self.config, cycle=cycle, now=now)
         plugins = [PLUGINS[o.name](o.arguments) for o in self.config.plugins() if o.name in PLUGINS]
         for plugin in plugins:
             plugin.on_session_open(session)
+        return session, plugins
+
+    def run(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> SessionResult:
+        session, plugins = self._open(snapshot, cycle, now)
         for name in self.config.actions:
             if name in ACTIONS:
                 ACTIONS[name]().execute(session)
         for plugin in plugins:
             plugin.on_session_close(session)
         return session.result()
+
+    def job_order(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> list[JobInfo]:
+        """The jobs the allocate action would take up on `snapshot`, in the order it would take them up if
+        it placed none of them (KAI's `reflectjoborder`): pending jobs that are valid as they are, through
+        the queue tree by fair share (`QueueOrderedJobs`), at most `queueDepthPerAction.allocate` per queue.
+        Nothing is allocated; once allocate places a job its queue's share grows, which may move that
+        queue's later jobs behind others. Mutates `snapshot` no more than opening a session does."""
+        session, plugins = self._open(snapshot, cycle, now)
+        jobs = [job for job in snapshot.jobs.values() if job.has_pending() and job.invalid_reason is None]
+        queue = QueueOrderedJobs(session, jobs, self.config.queue_depth_per_action.get(Allocate.name))
+        order = []
+        while (job := queue.pop()) is not None:
+            order.append(job)
+        for plugin in plugins:
+            plugin.on_session_close(session)
+        return order

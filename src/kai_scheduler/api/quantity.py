@@ -81,3 +81,28 @@ def format_quantity(value: Fraction | float) -> str:
     text = f"{number:.3f}".rstrip("0")
     # Below a thousandth three decimals would print "0."; show the significant digits instead.
     return f"{number:.3g}" if text.endswith(".") else text
+
+
+_EXACT_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20))
+
+
+def quantity_text(value: Fraction) -> str:
+    """A quantity as Kubernetes writes it, exactly (it parses back to `value`): whole numbers bare or with
+    a binary suffix from `Mi` up (`8`, `32Gi`), thousandths as `500m`, anything finer as a plain decimal
+    (`0.0000005`). A fraction no quantity spells (1/3) is rounded to 18 decimals."""
+    if value.denominator == 1:
+        number = value.numerator
+        for suffix, size in _EXACT_BINARY:
+            if number and number % size == 0:
+                return f"{number // size}{suffix}"
+        return str(number)
+    milli = value * 1000
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    digits = 1
+    while (magnitude * 10**digits).denominator != 1 and digits < 18:
+        digits += 1
+    whole, rest = divmod(round(magnitude * 10**digits), 10**digits)
+    return sign + f"{whole}.{rest:0{digits}d}".rstrip("0").rstrip(".")

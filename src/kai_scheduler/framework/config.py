@@ -283,3 +283,52 @@ def _queue_depths(value: Any) -> dict[str, int]:
     ):
         raise ConfigError("queueDepthPerAction: expected a mapping of action name to a positive integer")
     return dict(value)
+
+
+def config_document(config: SchedulerConfig) -> dict[str, Any]:
+    """`config` in KAI's format, as `parse_config` reads it back (`parse_config(config_document(c)) == c`):
+    `actions` and `tiers` always, the other options only where they differ from the defaults."""
+    default = SchedulerConfig()
+    document: dict[str, Any] = {
+        "actions": ", ".join(config.actions),
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": p.name, "arguments": dict(p.arguments)} if p.arguments else {"name": p.name}
+                    for p in tier
+                ]
+            }
+            for tier in config.tiers
+        ],
+    }
+    if config.default_staleness_grace_period != default.default_staleness_grace_period:
+        document["defaultStalenessGracePeriod"] = _seconds(config.default_staleness_grace_period)
+    if config.max_consolidation_preemptees != default.max_consolidation_preemptees:
+        document["maxConsolidationPreemptees"] = config.max_consolidation_preemptees
+    if config.use_scheduling_signatures != default.use_scheduling_signatures:
+        document["useSchedulingSignatures"] = config.use_scheduling_signatures
+    if config.full_hierarchy_fairness != default.full_hierarchy_fairness:
+        document["fullHierarchyFairness"] = config.full_hierarchy_fairness
+    if config.allow_consolidating_reclaim != default.allow_consolidating_reclaim:
+        document["allowConsolidatingReclaim"] = config.allow_consolidating_reclaim
+    if config.period != default.period:
+        document["period"] = _seconds(config.period)
+    if config.queue_depth_per_action:
+        document["queueDepthPerAction"] = dict(config.queue_depth_per_action)
+    if config.usage_db is not None:
+        usage = config.usage_db
+        params: dict[str, Any] = {
+            "windowSize": _seconds(usage.window_size),
+            "windowType": usage.window_type,
+            "halfLifePeriod": _seconds(usage.half_life),
+            "extraParams": {"queryResolution": _seconds(usage.resolution)},
+        }
+        if usage.tumbling_start is not None:
+            params["tumblingWindowStartTime"] = usage.tumbling_start.isoformat()
+        document["usageDBConfig"] = {"clientType": usage.client_type, "usageParams": params}
+    return document
+
+
+def _seconds(value: float) -> str:
+    """A duration in seconds as `parse_duration` reads it back exactly (`60s`, `0.25s`)."""
+    return f"{int(value)}s" if float(value).is_integer() else f"{value!r}s"

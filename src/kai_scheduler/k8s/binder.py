@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.labels import gpu_group_labels
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
     CONFIG_MAPS,
@@ -122,13 +123,6 @@ class BinderStats:
 
 def _field_env(name: str, path: str) -> JsonObject:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-
-
-def gpu_group_labels(groups: list[str]) -> dict[str, str]:
-    labels = {c.GPU_GROUP_LABEL: groups[0]} if groups else {}
-    if len(groups) > 1:
-        labels.update({f"{c.GPU_GROUP_LABEL}/{i}": group for i, group in enumerate(groups)})
-    return labels
 
 
 class Binder:

@@ -3,7 +3,9 @@
 Each component is a coroutine that runs until `stop` is set: the scheduler (informers, the scheduling
 loop, and with it the binder when both run here), the binder on its own, the pod grouper, the status
 controllers, the admission webhooks and the node scale adjuster (scaling pods for cluster autoscalers).
-Every process also serves `/metrics`, `/healthz` and `/readyz`.
+Every process also serves `/metrics`, `/healthz` and `/readyz`; the scheduler also serves, on
+127.0.0.1 only, the plugin server (`/get-snapshot`, `/get-job-order`) when its configuration lists the
+`snapshot` or `reflectjoborder` plugin (KAI's default configuration lists `snapshot`).
 
 With `leader_elect`, each controller works only while it holds its own Lease (`LEASES`) in
 `lease_namespace`, so that replicas of one component never act together; the admission webhooks are
@@ -29,6 +31,7 @@ from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.leader import LeaderElector, run_leading
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
+from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
 from kai_scheduler.k8s.podgrouper_controller import PodGrouperController
 from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.k8s.scale_adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
@@ -64,6 +67,7 @@ class RunOptions:
     gpu_pod_runtime_class: str = "nvidia"
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
+    plugin_server_port: int | None = PLUGIN_SERVER_PORT  # None: no plugin server; 0: any free port
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
@@ -121,6 +125,7 @@ async def _scheduler(
         # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
         require_pod_groups=True,
         reservation=options.reservation,
+        plugin_server_port=options.plugin_server_port,
     )
 
 

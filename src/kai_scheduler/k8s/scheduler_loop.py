@@ -31,7 +31,8 @@ its decisions through the API, as KAI's scheduler does:
 
 Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). With a
 `LeaderElector`, only the leader schedules, and a cycle whose leadership was lost meanwhile writes nothing.
-`run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown).
+`run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown). Each cycle's
+state is published as `last_cycle` for the plugin server (`plugin_server.py`: `/get-snapshot`, ...).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
+from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
 from kai_scheduler.k8s.state import (
     LiveState,
     Placed,
@@ -182,6 +184,8 @@ class SchedulerLoop:
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
         self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
+        # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed).
+        self.last_cycle: CycleState | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         self._was_leader = leader is None
         # Time-based fairness: usage history from this scheduler's own cycles (kept in memory: a
@@ -199,6 +203,8 @@ class SchedulerLoop:
         self.nominated.clear()
         self.binding.clear()
         self.evicting.clear()
+        if self.usage is not None:
+            self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
     def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
         if self.usage is not None:
@@ -221,6 +227,8 @@ class SchedulerLoop:
         )
         snapshot, result = await asyncio.to_thread(self._schedule, live.state, self.cycle, now)
         report.result = result
+        origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
+        self.last_cycle = CycleState(self.cycle, now, origin, live.state)
         core_seconds = time.perf_counter() - started
         if not self._leading():
             report.acted = False
@@ -716,6 +724,7 @@ async def run_live(
     ready: asyncio.Event | None = None,
     require_pod_groups: bool = False,
     reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
+    plugin_server_port: int | None = None,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
@@ -723,7 +732,8 @@ async def run_live(
     holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
     set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
     until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
-    reservation pods)."""
+    reservation pods). With a `plugin_server_port` (0: any free port), the plugin server
+    (`plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn on."""
     informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
     loop = SchedulerLoop(
@@ -738,6 +748,10 @@ async def run_live(
         node_pool=node_pool,
         require_pod_groups=require_pod_groups,
     )
+    plugins = None
+    if plugin_server_port is not None and endpoint_paths(config):
+        plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
+        plugins.start()
     informers.start()
     tasks = [asyncio.create_task(loop.run(stop), name="scheduler-loop")]
     if elector is not None:
@@ -758,6 +772,8 @@ async def run_live(
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await informers.stop()
+        if plugins is not None:
+            await plugins.aclose()
 
 
 async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:

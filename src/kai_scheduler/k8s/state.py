@@ -31,7 +31,6 @@ need to.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.k8s.client import JsonObject
@@ -52,7 +52,6 @@ from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, 
 log = logging.getLogger(__name__)
 
 OTHER_SCHEDULER = "other-scheduler"
-_GPU_GROUP_INDEXED = re.compile(re.escape(c.GPU_GROUP_LABEL) + r"/(\d+)$")
 _TERMINAL = ("Succeeded", "Failed")
 # KAI's GPU reservation pods (binder.py) carry `app=kai-resource-reservation`: utility pods left out of the
 # state, as the scheduling model already accounts each shared GPU (and its reservation pod's slot).
@@ -443,19 +442,6 @@ class StateBuilder:
 def is_reservation_pod(obj: JsonObject) -> bool:
     """A GPU reservation pod (label `app=kai-resource-reservation`): not part of the ClusterState."""
     return ((obj.get("metadata") or {}).get("labels") or {}).get("app") == RESERVATION_APP
-
-
-def pod_gpu_groups(labels: Mapping[str, str]) -> tuple[str, ...]:
-    """The shared GPUs a pod holds: `runai-gpu-group/<i>` labels in order, else `runai-gpu-group`."""
-    indexed = sorted(
-        (int(match.group(1)), value)
-        for name, value in labels.items()
-        if (match := _GPU_GROUP_INDEXED.match(name)) and value
-    )
-    if indexed:
-        return tuple(value for _, value in indexed)
-    single = labels.get(c.GPU_GROUP_LABEL)
-    return (single,) if single else ()
 
 
 def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed | None:

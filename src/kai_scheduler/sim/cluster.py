@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.builder import implicit_pod_group_name
@@ -215,8 +216,32 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
     )
     for key, pod, arrival in ranked_pods:
         cluster.pods.append(_sim_pod(pod, rank_of[key], arrival))
+    for _, pod_group, _ in ranked_groups:
+        # KAI's bookkeeping on a PodGroup, as a live cluster's (or a snapshot of one) carries it.
+        annotations = pod_group.metadata.annotations
+        last_start = _annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, start)
+        stale_since = _annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, start)
+        if last_start is not None:
+            cluster.last_start[pod_group.key] = last_start
+        if stale_since is not None:
+            cluster.stale_since[pod_group.key] = stale_since
     assign_missing_gpu_groups(cluster)
     return cluster
+
+
+def _annotation_time(annotations: dict[str, str], name: str, start: datetime) -> float | None:
+    """An RFC 3339 annotation in simulated seconds (before the start: negative); None when absent or not
+    a time (as KAI ignores such a value)."""
+    raw = annotations.get(name)
+    if not raw:
+        return None
+    try:
+        moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - start).total_seconds()
 
 
 def _annotation_seconds(annotations: dict[str, str], name: str) -> float:
@@ -240,8 +265,7 @@ def _sim_pod(pod: Pod, rank: int, arrival: float) -> SimPod:
         terminating=pod.metadata.deletion_timestamp is not None,
     )
     if bound:
-        groups = pod.metadata.labels.get(c.GPU_GROUP_LABEL)
-        sim_pod.gpu_groups = (groups,) if groups else ()
+        sim_pod.gpu_groups = pod_gpu_groups(pod.metadata.labels)
         sim_pod.finish_at = None if duration is None else arrival + duration
     return sim_pod
 

@@ -66,3 +66,35 @@ def test_rejects_booleans_and_non_quantities(value: object) -> None:
 )
 def test_formats_quantities_for_messages(value: Fraction, shown: str) -> None:
     assert format_quantity(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("500m", "500m"),
+        ("0.5", "500m"),
+        ("16500m", "16500m"),
+        ("1Gi", "1Gi"),
+        ("1536Mi", "1536Mi"),
+        ("1.5Gi", "1536Mi"),
+        ("1Ti", "1Ti"),
+        ("1G", "1000000000"),
+        ("8", "8"),
+        ("0", "0"),
+        ("1u", "0.000001"),
+        ("123456789n", "0.123456789"),
+        ("1.3Ki", "1331200m"),
+    ],
+)
+def test_quantities_are_written_exactly(text: str, written: str) -> None:
+    from kai_scheduler.api.quantity import quantity_text
+
+    assert quantity_text(parse_quantity(text)) == written
+    assert parse_quantity(written) == parse_quantity(text)
+
+
+def test_models_dump_quantities_as_kubernetes_writes_them() -> None:
+    from kai_scheduler.api.objects import Container
+
+    container = Container.model_validate({"resources": {"requests": {"cpu": "0.5", "memory": "1Gi"}}})
+    assert container.model_dump(by_alias=True)["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}

@@ -365,6 +365,12 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
                 queue.allocated_non_preemptible.add(allocated)
 
 
+# Time-based fairness compares usage at 1% of the cluster: as two queues' usages converge, differences
+# of a few hundredths of a percent would otherwise flip a whole GPU of fair share between them every
+# usage bucket, and reclaim would move pods back and forth.
+USAGE_DECIMALS = 2
+
+
 def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) -> None:
     """Fair share per resource, top-down through the tree; queues detached by a flattened tree report
     the sum of their leaves."""
@@ -379,7 +385,7 @@ def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) 
                 limit=q.limit.get(resource),
                 over_quota_weight=q.weight.get(resource),
                 request=q.request.get(resource),
-                usage=q.usage.get(resource),
+                usage=round(q.usage.get(resource), USAGE_DECIMALS),
             )
             for q in queues
         ]
