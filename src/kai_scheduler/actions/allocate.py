@@ -23,7 +23,7 @@ class Allocate:
     def execute(self, session: Session) -> None:
         candidates = []
         for candidate in session.snapshot.jobs.values():
-            if not candidate.has_pending():
+            if not candidate.has_pending() and not (candidate.gated and candidate.invalid_reason):
                 continue
             if candidate.invalid_reason is not None:
                 session.unschedulable[candidate.key] = candidate.invalid_reason

@@ -156,9 +156,21 @@ class NodeSpec(K8sModel):
     unschedulable: bool = False
 
 
+class NodeCondition(K8sModel):
+    type: str = ""
+    status: str = ""
+
+
 class NodeStatus(K8sModel):
     allocatable: ResourceList = Field(default_factory=dict)
     capacity: ResourceList = Field(default_factory=dict)
+    conditions: list[NodeCondition] = Field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        """A node is ready unless its `Ready` condition says otherwise (a manifest without conditions, as
+        simulator input usually is, describes a ready node)."""
+        return all(c.status == "True" for c in self.conditions if c.type == "Ready")
 
 
 class Node(K8sModel):
@@ -187,6 +199,12 @@ class Container(K8sModel):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    # `Always` on an init container makes it a sidecar: it keeps running beside the main containers.
+    restart_policy: str | None = None
+
+
+class PodSchedulingGate(K8sModel):
+    name: str = ""
 
 
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
@@ -203,6 +221,8 @@ class PodSpec(K8sModel):
     node_selector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
+    # A pod with gates is not scheduled until they are all removed (KAI's "Gated" status).
+    scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
 
 
 class PodStatus(K8sModel):
@@ -225,19 +245,37 @@ class Pod(K8sModel):
         return f"{self.namespace}/{self.metadata.name}"
 
     def resource_requests(self) -> dict[str, Fraction]:
-        """What the pod needs on its node: the containers' sum, or the largest init container if larger,
-        plus the pod overhead (the Kubernetes rule for a pod's effective request)."""
-        total: dict[str, Fraction] = {}
-        for container in self.spec.containers:
-            for name, amount in container.resources.effective_requests().items():
-                total[name] = total.get(name, Fraction(0)) + amount
+        """What the pod needs on its node, by the Kubernetes rule: the main containers plus the sidecars
+        (init containers with `restartPolicy: Always`), or, if larger, any init container together with
+        the sidecars started before it; plus the pod overhead."""
+        sidecars: dict[str, Fraction] = {}
+        init_peak: dict[str, Fraction] = {}
         for container in self.spec.init_containers:
-            for name, amount in container.resources.effective_requests().items():
-                if amount > total.get(name, Fraction(0)):
-                    total[name] = amount
-        for name, amount in self.spec.overhead.items():
-            total[name] = total.get(name, Fraction(0)) + amount
+            requests = container.resources.effective_requests()
+            if container.restart_policy == "Always":
+                _add_into(sidecars, requests)
+                _max_into(init_peak, sidecars)
+            else:
+                running = dict(sidecars)
+                _add_into(running, requests)
+                _max_into(init_peak, running)
+        total: dict[str, Fraction] = dict(sidecars)
+        for container in self.spec.containers:
+            _add_into(total, container.resources.effective_requests())
+        _max_into(total, init_peak)
+        _add_into(total, self.spec.overhead)
         return total
+
+
+def _add_into(total: dict[str, Fraction], amounts: dict[str, Fraction]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, Fraction(0)) + amount
+
+
+def _max_into(total: dict[str, Fraction], amounts: dict[str, Fraction]) -> None:
+    for name, amount in amounts.items():
+        if amount > total.get(name, Fraction(0)):
+            total[name] = amount
 
 
 # --- Queue (scheduling.run.ai/v2) ---------------------------------------------------------------

@@ -136,7 +136,14 @@ def build_node_table(nodes: list[Node]) -> NodeTable:
             scalars[i, j] = _quantity(node, name)
     return NodeTable(
         [
-            NodeSpecInfo(n.metadata.name, dict(n.metadata.labels), n.spec.unschedulable, tuple(n.spec.taints))
+            NodeSpecInfo(
+                n.metadata.name,
+                # The kubelet always labels a node with its hostname; manifests often leave it out.
+                {c.HOSTNAME_LABEL: n.metadata.name, **n.metadata.labels},
+                n.spec.unschedulable,
+                tuple(n.spec.taints),
+                ready=n.status.ready,
+            )
             for n in nodes
         ],
         cpu=np.array([_quantity(n, c.CPU_RESOURCE) * 1000 for n in nodes], dtype=np.float64),
@@ -225,10 +232,12 @@ class SnapshotBuilder:
         queues = build_queue_tree(list(state.queues), state.queue_usage)
         gpu_memories = nodes.gpu_memory_mib[nodes.cap_gpus > 0]
         min_gpu_memory = float(gpu_memories[gpu_memories > 0].min()) if (gpu_memories > 0).any() else 0.0
+        # What fair share divides: the allocatable of ready nodes (KAI's rule).
+        ready = np.array([spec.ready for spec in nodes.specs], dtype=np.bool_)
         capacity = Resources(
-            gpu=nodes.gpu_units(),
-            cpu=float(nodes.cap_cpu.sum()),
-            memory=float(nodes.cap_memory.sum()),
+            gpu=nodes.gpu_units(ready),
+            cpu=float(nodes.cap_cpu[ready].sum()),
+            memory=float(nodes.cap_memory[ready].sum()),
         )
         jobs = self._jobs(state, queues)
         tasks: dict[str, TaskInfo] = {}
@@ -240,16 +249,29 @@ class SnapshotBuilder:
             )
             for t in state.topologies
         }
+        gated: dict[str, int] = {}  # job key -> its pending pods that still have scheduling gates
         for pod_state in state.pods:
-            if pod_state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
-                self._add_task(snapshot, pod_state)
-            else:
+            pod = pod_state.pod
+            if pod.spec.scheduler_name != c.SCHEDULER_NAME:
                 self._add_foreign_pod(snapshot, pod_state)
-        for job in jobs.values():
+            elif pod.spec.scheduling_gates and pod_state.node_name is None:
+                # Gated (KAI's status of that name): alive, but not for the scheduler until ungated.
+                key = f"{pod.namespace}/{_group_name(pod)}"
+                gated[key] = gated.get(key, 0) + 1
+            else:
+                self._add_task(snapshot, pod_state)
+        for key, job in jobs.items():
             job.tasks.sort(key=lambda t: t.rank)
-            if job.invalid_reason is None and len(job.tasks) - job.count(_TERMINAL) < job.min_member:
-                alive = len(job.tasks) - job.count(_TERMINAL)
-                job.invalid_reason = f"waiting for pods: {alive} of minMember {job.min_member} exist"
+            alive = len(job.tasks) - job.count(_TERMINAL)
+            if job.invalid_reason is None and alive < job.min_member:
+                if key in gated:
+                    job.invalid_reason = (
+                        f"waiting for pods: {gated[key]} wait for their schedulingGates to be removed, "
+                        f"{alive} of minMember {job.min_member} can be scheduled"
+                    )
+                else:
+                    job.invalid_reason = f"waiting for pods: {alive} of minMember {job.min_member} exist"
+            job.gated = gated.get(key, 0)
         return snapshot
 
     def _jobs(self, state: ClusterState, queues: QueueTree) -> dict[str, JobInfo]:
@@ -394,8 +416,7 @@ class SnapshotBuilder:
         if status is None:
             return
         pod = pod_state.pod
-        name = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(pod)
-        job = snapshot.jobs[f"{pod.namespace}/{name}"]
+        job = snapshot.jobs[f"{pod.namespace}/{_group_name(pod)}"]
         podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
             iter(job.podsets.values())
         )
@@ -443,10 +464,15 @@ class SnapshotBuilder:
             return
         request, _ = self._derived(pod_state.pod)
         snapshot.nodes.hold(node, request, releasing=pod_state.terminating)
-        snapshot.capacity.sub(request.queue_resources(float(snapshot.nodes.gpu_memory_mib[node])))
+        if snapshot.nodes.specs[node].ready:  # a node that is not ready adds no capacity to take from
+            snapshot.capacity.sub(request.queue_resources(float(snapshot.nodes.gpu_memory_mib[node])))
 
 
 _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+def _group_name(pod: Pod) -> str:
+    return pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(pod)
 
 
 def is_preemptible(preemptibility: str, priority: int) -> bool:

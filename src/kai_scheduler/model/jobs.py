@@ -204,6 +204,8 @@ class JobInfo:
     # Bumped whenever one of its pods changes status in a session, so derived values can be cached.
     version: int = 0
     topology: TopologyConstraint | None = None
+    # Pending pods that still have scheduling gates: alive, but not tasks of this session.
+    gated: int = 0
     # The non-leaf sub-groups by name (pod sets name theirs as `parent`); empty without a hierarchy.
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
 

@@ -74,6 +74,7 @@ class NodeSpecInfo:
     labels: dict[str, str]
     unschedulable: bool
     taints: tuple[Taint, ...] = ()
+    ready: bool = True  # its Ready condition; a node that is not ready takes no pods and adds no capacity
 
 
 class NodeTable:
@@ -131,14 +132,16 @@ class NodeTable:
 
     # --- queries ---------------------------------------------------------------------------------
 
-    def gpu_units(self) -> float:
-        """All GPUs of the nodes in queue-accounting units (MIG instances count their compute slices)."""
+    def gpu_units(self, among: BoolArray | None = None) -> float:
+        """The GPUs of the nodes (or of those in `among`) in queue-accounting units (MIG instances count
+        their compute slices)."""
+        rows = slice(None) if among is None else among
         mig = sum(
-            mig_gpu_units(name) * float(self.cap_scalars[:, j].sum())
+            mig_gpu_units(name) * float(self.cap_scalars[rows, j].sum())
             for j, name in enumerate(self.scalar_names)
             if name.startswith("nvidia.com/mig-")
         )
-        return float(self.cap_gpus.sum()) + mig
+        return float(self.cap_gpus[rows].sum()) + mig
 
     def idle_cpu(self) -> FloatArray:
         return self.cap_cpu - self.used_cpu

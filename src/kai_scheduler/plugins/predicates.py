@@ -31,6 +31,10 @@ def schedulable_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
     return np.array([not spec.unschedulable for spec in nodes.specs], dtype=np.bool_)
 
 
+def ready_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+    return np.array([spec.ready for spec in nodes.specs], dtype=np.bool_)
+
+
 def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
     return np.array(
         [
@@ -77,6 +81,7 @@ class PredicatesPlugin:
         taints = [list(spec.taints) for spec in nodes.specs]
         points = session.points
         points.static_predicates.append(("unschedulable", "node(s) were unschedulable", schedulable_nodes))
+        points.static_predicates.append(("notready", "node(s) were not ready", ready_nodes))
         points.static_predicates.append(
             ("nodeaffinity", "node(s) didn't match Pod's node affinity/selector", affinity_nodes)
         )

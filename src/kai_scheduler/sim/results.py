@@ -102,7 +102,8 @@ def _pod_groups(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dic
     groups = []
     for job in snapshot.jobs.values():
         running = sum(1 for t in job.tasks if t.status.value == "Running")
-        pending = sum(1 for t in job.tasks if t.status.value == "Pending")
+        # Pods waiting for their scheduling gates are pending too (they are not tasks of the session).
+        pending = sum(1 for t in job.tasks if t.status.value == "Pending") + job.gated
         reason = result.reasons.get(job.key) if pending else None
         if pending and reason is None and job.invalid_reason:
             reason = job.invalid_reason
