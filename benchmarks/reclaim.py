@@ -47,9 +47,7 @@ Results are printed as a table and written to `benchmarks/results/reclaim.json`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import json
 import statistics
 import sys
 import time
@@ -59,14 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.sim.engine import Simulation, SimulationOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # the sibling benchmark: nodes, pod documents, timers, profiling
+import instrument  # the measured run, profiling, options and report plumbing
+import run  # the sibling benchmark: nodes and pod documents
 
 # --- workload parameters ------------------------------------------------------------------------
 
@@ -91,23 +88,6 @@ RESULTS = run.RESULTS
 # --- workload -----------------------------------------------------------------------------------
 
 
-def _queue(name: str, gpu_quota: int) -> dict[str, Any]:
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    return {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {
-            "displayName": name,
-            "resources": {
-                "gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1},
-                "cpu": dict(unlimited),
-                "memory": dict(unlimited),
-            },
-        },
-    }
-
-
 def node_of(index: int, layout: str) -> int:
     """The node of borrower pod `index` (creation order: a higher index is a newer pod)."""
     if layout == "packed":
@@ -120,7 +100,7 @@ def node_of(index: int, layout: str) -> int:
 def workload_docs(layout: str) -> list[dict[str, Any]]:
     """Every object as a Kubernetes-style dict, in creation order: nodes, queues, the running borrower
     pods (oldest first), the gang's PodGroup and its pending pods."""
-    docs = [*run.node_docs(), _queue(BORROWER, 0), _queue(OWNER, GPUS)]
+    docs = [*run.node_docs(), run.queue_doc(BORROWER, 0), run.queue_doc(OWNER, GPUS)]
     for index in range(GPUS):
         pod = run._pod(f"borrow-{index:04d}", BORROWER, "train", run._container(1, 8, 64))
         pod["spec"]["nodeName"] = f"node-{node_of(index, layout):04d}"
@@ -145,81 +125,33 @@ def workload_docs(layout: str) -> list[dict[str, Any]]:
 # --- measuring ----------------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """Raised between cycles to end the simulation (settled, or out of time)."""
-
-
 def run_layout(objects: list[ApiObject], cycles: int, budget: float | None, quiet: int) -> dict[str, Any]:
-    """Simulate until `quiet` decision-free cycles in a row, `cycles` cycles or `budget` wall seconds."""
-    started = time.perf_counter()
-    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=run.START, cycles=cycles))
-    setup_seconds = time.perf_counter() - started
-    build_times: list[float] = []
-    session_times: list[float] = []
-    clock: list[float] = []
-    decisions: list[list[Any]] = []
-    action_times: list[dict[str, float]] = []
-    last_result: list[Any] = []
-    stopped = ["cycle cap"]
-    build, schedule = simulation.builder.build, simulation.scheduler.run
-    run_started = time.perf_counter()
-
-    def timed_build(state: Any) -> Any:
-        if quiet > 0 and len(decisions) >= quiet and not any(decisions[-quiet:]):
-            stopped[0] = "settled"
-            raise _Stop
-        if budget is not None and decisions and time.perf_counter() - run_started > budget:
-            stopped[0] = "time budget"
-            raise _Stop
-        begin = time.perf_counter()
-        snapshot = build(state)
-        build_times.append(time.perf_counter() - begin)
-        return snapshot
-
-    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
-        action_times.append({})
-        begin = time.perf_counter()
-        result = schedule(snapshot, cycle=cycle, now=now)
-        session_times.append(time.perf_counter() - begin)
-        clock.append(now)
-        decisions.append(result.decisions)
-        last_result[:] = [result]
-        return result
-
-    simulation.builder.build = timed_build  # type: ignore[method-assign]
-    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
-    gc_timer = run.GcTimer()
-    with gc_timer, run.timed_actions(action_times):
-        gc_timer.active = True
-        with contextlib.suppress(_Stop):
-            simulation.run()
-        gc_timer.active = False
-    run_seconds = time.perf_counter() - run_started
-    cycle_seconds = [b + s for b, s in zip(build_times, session_times, strict=True)]
-    summary = analyse(simulation, decisions, clock, cycle_seconds, last_result[0] if last_result else None)
+    """Simulate until `quiet` decision-free cycles in a row (cycle 1 included), `cycles` cycles or
+    `budget` wall seconds (checked from cycle 2 on)."""
+    measured = instrument.measure(
+        objects, SchedulerConfig(), cycles, budget, quiet, count_first=True, budget_after=1
+    )
+    summary = analyse(measured)
     summary.update(
-        cycleSeconds=cycle_seconds,
-        snapshotSeconds=build_times,
-        actionSeconds=action_times,
-        setupSeconds=setup_seconds,
-        runSeconds=run_seconds,
+        cycleSeconds=measured.cycle_seconds,
+        snapshotSeconds=measured.build_times,
+        actionSeconds=measured.action_times,
+        setupSeconds=measured.setup_seconds,
+        runSeconds=measured.run_seconds,
         cycleCap=cycles,
         budgetSeconds=budget,
         quietCyclesRequired=quiet,
-        stoppedBy=stopped[0],
-        gcSeconds=gc_timer.seconds,
-        gcCollections=gc_timer.collections,
+        stoppedBy=measured.stopped_by,
+        gcSeconds=measured.gc_seconds,
+        gcCollections=measured.gc_collections,
     )
     return summary
 
 
-def analyse(
-    simulation: Simulation,
-    decisions: list[list[Any]],
-    clock: list[float],
-    cycle_seconds: list[float],
-    last: Any,
-) -> dict[str, Any]:
+def analyse(measured: instrument.Measurement) -> dict[str, Any]:
+    """What the run did with the gang and the borrower pods, cycle by cycle and at the end."""
+    decisions, clock, last = measured.decisions, measured.clock, measured.last
+    cycle_seconds = measured.cycle_seconds
     gang_prefix = f"{OWNER}/{GANG}-"
     borrower_prefix = f"{BORROWER}/"
     running = 0
@@ -249,7 +181,7 @@ def analyse(
                 "decisions": dict(sorted(Counter(f"{d.action} {d.type}" for d in cycle_decisions).items())),
             }
         )
-    cluster = simulation.cluster
+    cluster = measured.simulation.cluster
     # Where the gang runs, or is pipelined to (if the run ended between the reclaim and the bind).
     gang_nodes = {p.node or p.nominated_node for p in cluster.pods if p.key.startswith(gang_prefix)}
     needless = sorted(pod for pod, node in evicted_nodes.items() if node not in gang_nodes)
@@ -300,11 +232,11 @@ def _value(result: dict[str, Any], row: str) -> str:
             return f"[green]yes[/green], in cycle {result['gangRunningCycle']}"
         return f"[red]NO[/red]: {result['gangPodsRunningAtEnd']}/{GANG_PODS} after {result['cycles']} cycles"
     if row == "simulated time to run":
-        return run._s(result["simulatedSecondsToRun"]) if ran else "n/a"
+        return instrument.fmt_s(result["simulatedSecondsToRun"]) if ran else "n/a"
     if row == "wall time to run":
-        return run._s(result["wallSecondsToRun"]) if ran else "n/a"
+        return instrument.fmt_s(result["wallSecondsToRun"]) if ran else "n/a"
     if row == "cycle wall times":
-        return run._cycle_list(result["cycleSeconds"])
+        return instrument.fmt_cycles(result["cycleSeconds"])
     if row == "reclaim cycle":
         first = next((c for c in cycles if c["decisions"]), None)
         if first is None:
@@ -322,35 +254,34 @@ def _value(result: dict[str, Any], row: str) -> str:
     if row == "decisions after gang ran":
         return f"{result['decisionsAfterGangRan']:,}" if ran else "n/a"
     if row == "quiet cycle (median)":
-        return run._ms(result["quietCycleMedianSeconds"])
+        return instrument.fmt_ms(result["quietCycleMedianSeconds"])
     if row == "GPU fair share (borrower / owner)":
         share = result["fairShareGpus"]
         return f"{share.get(BORROWER, 0):,.0f} / {share.get(OWNER, 0):,.0f}"
     if row == "pods at end":
         pods = result["podsAtEnd"]
         return ", ".join(f"{k} {v:,}" for k, v in pods.items())
-    if row == "stopped by":
-        how = {"settled": f"{result['quietCyclesRequired']} quiet cycles"}.get(
-            result["stoppedBy"], result["stoppedBy"]
-        )
-        return f"{how}, after {result['cycles']} cycles ({run._s(result['runSeconds'])})"
     raise KeyError(row)
 
 
-ROWS = (
-    "gang running",
-    "simulated time to run",
-    "wall time to run",
-    "cycle wall times",
-    "reclaim cycle",
-    "evicted borrower pods",
-    "needlessly evicted",
-    "borrower pods moved",
-    "decisions after gang ran",
-    "quiet cycle (median)",
-    "GPU fair share (borrower / owner)",
-    "pods at end",
-    "stopped by",
+SECTIONS = (
+    (
+        "gang running",
+        "simulated time to run",
+        "wall time to run",
+        "cycle wall times",
+    ),
+    (
+        "reclaim cycle",
+        "evicted borrower pods",
+        "needlessly evicted",
+        "borrower pods moved",
+        "decisions after gang ran",
+        "quiet cycle (median)",
+        "GPU fair share (borrower / owner)",
+        "pods at end",
+        instrument.STOPPED_BY,
+    ),
 )
 
 
@@ -362,27 +293,13 @@ def render(report: dict[str, Any], console: Console) -> None:
         f"{workload['borrowerPods']:,} borrowed 1-GPU pods; the owner's gang: {GANG_PODS} pods x "
         f"{GANG_POD_GPUS} GPUs"
     )
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("measure")
-    for layout in layouts:
-        table.add_column(layout, justify="right", overflow="fold")
-    for row in ROWS:
-        table.add_row(row, *[_value(result, row) for result in layouts.values()])
-        if row == "cycle wall times":
-            table.add_section()
-    table.add_section()
+    table = instrument.side_by_side(title, list(layouts), SECTIONS, _value, list(layouts.values()))
     reference = report["reference"]
     table.add_row(f"reference: {reference['what']}", *[f"{reference['seconds']:.0f} s" for _ in layouts])
     console.print(table)
     for layout, result in layouts.items():
         if result["gangWaitsBecause"]:
             console.print(f"[yellow]{layout}: the gang waits because: {result['gangWaitsBecause']}[/yellow]")
-    load = report["machine"].get("loadAverageBefore")
-    if load is not None and load[0] > (report["machine"]["cpus"] or 1) * 0.5:
-        console.print(
-            f"[yellow]note: load average was {load[0]:.1f} before the run; other processes share the CPUs, "
-            "so these times are pessimistic[/yellow]"
-        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,41 +310,20 @@ def main(argv: list[str] | None = None) -> int:
         "--layout",
         choices=(*LAYOUTS, "both"),
         default="both",
-        help="where the borrower pods run (default both)",
+        help="where the borrower pods run (default both, or packed with --profile)",
     )
-    parser.add_argument("--cycles", type=int, default=20, help="cycles per layout at most (default 20)")
-    parser.add_argument(
-        "--quiet", type=int, default=2, help="stop after this many decision-free cycles in a row (default 2)"
+    instrument.add_run_options(
+        parser, cycles=20, quiet=2, budget=120.0, out=RESULTS / "reclaim.json", each=" per layout"
     )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=120.0,
-        help="wall seconds per layout after which no further cycle starts (default 120; 0 = no limit)",
-    )
-    parser.add_argument(
-        "--profile",
-        type=int,
-        nargs="?",
-        const=1,
-        metavar="CYCLE",
-        help="cProfile cycle CYCLE (default 1) of --layout (default packed) instead of benchmarking",
-    )
-    parser.add_argument("--top", type=int, default=40, help="rows per profile listing (default 40)")
-    parser.add_argument("--out", default=str(RESULTS / "reclaim.json"), help="where to write the JSON")
     args = parser.parse_args(argv)
     console = Console(width=140)
-    host = run.machine()
+    host = instrument.machine()
     layouts = LAYOUTS if args.layout == "both" else (args.layout,)
 
     if args.profile is not None:
         layout = "packed" if args.layout == "both" else args.layout
         objects = run.to_objects(workload_docs(layout))
-        report_file = run.profile_cycle(
-            objects, args.profile, RESULTS, args.top, name=f"reclaim-{layout}-cycle"
-        )
-        console.print(report_file.read_text(encoding="utf-8"), markup=False, highlight=False)
-        console.print(f"saved {report_file} and its .prof")
+        instrument.print_profile(console, objects, args.profile, RESULTS, args.top, f"reclaim-{layout}-cycle")
         return 0
 
     results: dict[str, Any] = {}
@@ -466,10 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "layouts": results,
     }
     render(report, console)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {out}")
+    instrument.finish(report, args.out, console)
     return 0
 
 

@@ -50,13 +50,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import cProfile
 import gc
-import io
 import json
-import os
-import platform
-import pstats
 import random
 import shutil
 import statistics
@@ -65,17 +60,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import instrument  # the measured run, profiling, options and report plumbing the benchmarks share
 import yaml
+from instrument import fmt_actions, fmt_cycles, fmt_ms, fmt_s
 from rich.console import Console
 from rich.table import Table
 
-import kai_scheduler.scheduler as scheduler_module
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.sim.cluster import SimCluster
@@ -93,7 +88,6 @@ NODES_PER_RACK = 20
 RACKS_PER_ZONE = 10
 PENDING_PODS = 10_000
 GOAL_PODS_PER_SECOND = 1_000.0
-START = datetime(2026, 1, 1, tzinfo=UTC)
 
 # Pod shares of the backlog (fractions of PENDING_PODS), by shape. Gang pods are the rest.
 SINGLE_SHARES = {
@@ -139,69 +133,62 @@ def zone_of(rack: int) -> str:
     return f"zone-{chr(ord('a') + rack // RACKS_PER_ZONE)}"
 
 
+def node_doc(index: int, labels: dict[str, str]) -> dict[str, Any]:
+    """Node `node-{index:04d}`: 8 H100 GPUs, cpu 128, memory 1Ti, pods 110, and `labels` (zone, rack)."""
+    resources = {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"node-{index:04d}",
+            "labels": {
+                "kubernetes.io/hostname": f"node-{index:04d}",
+                "nvidia.com/gpu.memory": "81920",
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                **labels,
+            },
+        },
+        "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+    }
+
+
 def node_docs() -> list[dict[str, Any]]:
-    docs = []
-    for i in range(NODES):
-        rack = i // NODES_PER_RACK
-        resources = {
-            "cpu": "128",
-            "memory": "1Ti",
-            "pods": "110",
-            "nvidia.com/gpu": str(GPUS_PER_NODE),
-        }
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": f"node-{i:04d}",
-                    "labels": {
-                        "kubernetes.io/hostname": f"node-{i:04d}",
-                        "nvidia.com/gpu.memory": "81920",
-                        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                        ZONE_LABEL: zone_of(rack),
-                        RACK_LABEL: f"rack-{rack:02d}",
-                    },
-                },
-                "status": {"capacity": dict(resources), "allocatable": dict(resources)},
-            }
-        )
-    return docs
+    return [
+        node_doc(i, {ZONE_LABEL: zone_of(i // NODES_PER_RACK), RACK_LABEL: f"rack-{i // NODES_PER_RACK:02d}"})
+        for i in range(NODES)
+    ]
+
+
+def queue_doc(
+    name: str, quota: float, limit: float = -1, weight: float = 1, parent: str = ""
+) -> dict[str, Any]:
+    """A Queue with a GPU quota, limit and over-quota weight; CPU and memory not rationed (-1)."""
+    spec: dict[str, Any] = {
+        "displayName": name,
+        "resources": {
+            "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight},
+            "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+            "memory": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+        },
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
 def queue_docs(rng: random.Random) -> list[dict[str, Any]]:
     """Departments first (parents before children), then their leaves."""
-
-    def queue(name: str, parent: str, quota: float, limit: float, weight: float) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "displayName": name,
-            "resources": {
-                "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight},
-                "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
-                "memory": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
-            },
-        }
-        if parent:
-            spec["parentQueue"] = parent
-        return {
-            "apiVersion": "scheduling.run.ai/v2",
-            "kind": "Queue",
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-
     parents, leaves = [], []
     for department, (quota, limit, count) in DEPARTMENTS.items():
-        parents.append(queue(department, "", quota, limit, 1))
+        parents.append(queue_doc(department, quota, limit))
         # Split the department's quota into `count` positive integers with random proportions.
         weights = [rng.uniform(0.5, 1.5) for _ in range(count)]
         shares = [int(quota * w / sum(weights)) for w in weights]
         shares[0] += quota - sum(shares)
         for j, share in enumerate(shares):
             leaf_limit = -1 if rng.random() < 0.75 else round(share * rng.choice((1.25, 1.5, 2.0)))
-            leaves.append(
-                queue(f"{department}-{j + 1}", department, share, leaf_limit, rng.choice((1, 2, 3, 4)))
-            )
+            weight = rng.choice((1, 2, 3, 4))
+            leaves.append(queue_doc(f"{department}-{j + 1}", share, leaf_limit, weight, parent=department))
     return parents + leaves
 
 
@@ -385,88 +372,6 @@ def describe_workload(docs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
 # --- measuring ----------------------------------------------------------------------------------
 
 
-class GcTimer:
-    """Wall time spent in the cyclic garbage collector while active (via gc.callbacks)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.collections = 0
-        self._started = 0.0
-        self.active = False
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if not self.active:
-            return
-        if phase == "start":
-            self._started = time.perf_counter()
-        else:
-            self.seconds += time.perf_counter() - self._started
-            self.collections += 1
-
-    def __enter__(self) -> GcTimer:
-        gc.callbacks.append(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        gc.callbacks.remove(self)
-
-
-def placed(decisions: list[Any]) -> int:
-    return sum(1 for d in decisions if d.type in ("bind", "pipeline"))
-
-
-class _TimedAction:
-    """Stands in for an action instance and adds its `execute` time to the current cycle's entry."""
-
-    def __init__(self, action: Any, log: list[dict[str, float]]) -> None:
-        self.name = action.name
-        self._action = action
-        self._log = log
-
-    def execute(self, session: Any) -> None:
-        begin = time.perf_counter()
-        try:
-            self._action.execute(session)
-        finally:
-            entry = self._log[-1]
-            entry[self.name] = entry.get(self.name, 0.0) + time.perf_counter() - begin
-
-
-@contextmanager
-def timed_actions(log: list[dict[str, float]]) -> Iterator[None]:
-    """Time every action of every cycle: the scheduler looks actions up in its ACTIONS registry each cycle,
-    so the registry's factories are wrapped (in this process only) for the duration of the block."""
-    registry: dict[str, Callable[[], Any]] = scheduler_module.ACTIONS
-    original = dict(registry)
-
-    def wrap(make: Callable[[], Any]) -> Callable[[], Any]:
-        return lambda: _TimedAction(make(), log)
-
-    registry.update({name: wrap(make) for name, make in original.items()})
-    try:
-        yield
-    finally:
-        registry.update(original)
-
-
-class _OutOfTime(Exception):
-    """Raised between cycles once the wall-time budget is spent, to stop the simulation early."""
-
-
-class _Settled(Exception):
-    """Raised between cycles once enough decision-free cycles followed each other."""
-
-
-def quiet_tail(decisions: list[list[Any]]) -> int:
-    """How many of the last cycles (not counting the first) decided nothing, in a row."""
-    count = 0
-    for cycle_decisions in reversed(decisions[1:]):
-        if cycle_decisions:
-            break
-        count += 1
-    return count
-
-
 def run_in_memory(
     objects: list[ApiObject], cycles: int, budget: float | None, quiet: int = 3
 ) -> dict[str, Any]:
@@ -477,64 +382,33 @@ def run_in_memory(
     is stopped between cycles, the cycle times come from the same two timers the simulator's own cycle
     timing spans (snapshot build + session).
     """
-    started = time.perf_counter()
-    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
-    setup_seconds = time.perf_counter() - started
-    build_times: list[float] = []
-    session_times: list[float] = []
-    decisions: list[list[Any]] = []
-    clock: list[float] = []
-    action_times: list[dict[str, float]] = []
-    build, schedule = simulation.builder.build, simulation.scheduler.run
-    run_started = time.perf_counter()
-
-    # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
-    def timed_build(state: Any) -> Any:
-        if quiet > 0 and quiet_tail(decisions) >= quiet:
-            raise _Settled
-        if budget is not None and len(decisions) >= 2 and time.perf_counter() - run_started > budget:
-            raise _OutOfTime
-        begin = time.perf_counter()
-        snapshot = build(state)
-        build_times.append(time.perf_counter() - begin)
-        return snapshot
-
-    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
-        action_times.append({})
-        begin = time.perf_counter()
-        result = schedule(snapshot, cycle=cycle, now=now)
-        session_times.append(time.perf_counter() - begin)
-        decisions.append(result.decisions)
-        clock.append(now)
-        return result
-
-    simulation.builder.build = timed_build  # type: ignore[method-assign]
-    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
-    gc_timer = GcTimer()
-    stopped = "cycle cap"
-    with gc_timer, timed_actions(action_times):
-        gc_timer.active = True
-        try:
-            records = simulation.run().cycles
-        except (_OutOfTime, _Settled) as reason:
-            stopped = "settled" if isinstance(reason, _Settled) else "time budget"
-            records = [
-                CycleRecord(i + 1, clock[i], decisions[i], build_times[i] + session_times[i])
-                for i in range(len(decisions))
-            ]
-        gc_timer.active = False
-    run_seconds = time.perf_counter() - run_started
-    summary = _summarise(records, simulation.cluster, build_times, session_times, action_times, quiet)
+    measured = instrument.measure(objects, SchedulerConfig(), cycles, budget, quiet)
+    if measured.result is not None:
+        records = measured.result.cycles
+    else:
+        records = [
+            CycleRecord(i + 1, measured.clock[i], measured.decisions[i], seconds)
+            for i, seconds in enumerate(measured.cycle_seconds)
+        ]
+    stopped = measured.stopped_by
+    summary = _summarise(
+        records,
+        measured.simulation.cluster,
+        measured.build_times,
+        measured.session_times,
+        measured.action_times,
+        quiet,
+    )
     summary.update(
-        setupSeconds=setup_seconds,
-        runSeconds=run_seconds,
+        setupSeconds=measured.setup_seconds,
+        runSeconds=measured.run_seconds,
         cycleCap=cycles,
         budgetSeconds=budget,
         stoppedBy=stopped,
         stoppedAtBudget=stopped == "time budget",
         cycleTiming="simulator cycleSeconds" if stopped == "cycle cap" else "build+session timers",
-        gcSeconds=gc_timer.seconds,
-        gcCollections=gc_timer.collections,
+        gcSeconds=measured.gc_seconds,
+        gcCollections=measured.gc_collections,
     )
     return summary
 
@@ -548,13 +422,13 @@ def _summarise(
     quiet: int,
 ) -> dict[str, Any]:
     first = records[0]
-    first_placed = placed(first.decisions)
+    first_placed = instrument.placed(first.decisions)
     kinds = Counter(d.type for d in first.decisions)
     # Steady: the decision-free cycles the run ended with, if there were at least `quiet` of them (one
     # if `quiet` is 0). If the cluster did not settle (it was still deciding when the cycle cap or the
     # budget stopped it), every cycle after the first stands in, and the report says so.
     later = records[1:]
-    tail = quiet_tail([r.decisions for r in records])
+    tail = instrument.quiet_tail([r.decisions for r in records])
     settled = tail >= max(quiet, 1)
     steady_records = later[len(later) - tail :] if settled else later
     deciding = [r.cycle for r in records if r.decisions]
@@ -642,7 +516,7 @@ def run_yaml(docs: list[dict[str, Any]], cycles: int, cli: bool) -> dict[str, An
         objects = [loaded.obj for loaded in load_manifests([str(folder)])]
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        options = SimulationOptions(start=START, cycles=cycles)
+        options = SimulationOptions(start=instrument.START, cycles=cycles)
         result = Simulation(objects, SchedulerConfig(), options).run()
         simulate_seconds = time.perf_counter() - started
         summary: dict[str, Any] = {
@@ -653,7 +527,7 @@ def run_yaml(docs: list[dict[str, Any]], cycles: int, cli: bool) -> dict[str, An
             "cycles": len(result.cycles),
             "simulateSeconds": simulate_seconds,
             "loadAndSimulateSeconds": load_seconds + simulate_seconds,
-            "firstCyclePlaced": placed(result.cycles[0].decisions),
+            "firstCyclePlaced": instrument.placed(result.cycles[0].decisions),
             "firstCycleSeconds": result.cycles[0].seconds,
         }
         del objects, result
@@ -688,57 +562,7 @@ def _run_cli(folder: Path, cycles: int) -> dict[str, Any]:
     }
 
 
-def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, name: str = "cycle") -> Path:
-    """cProfile one cycle (snapshot build + session, as the simulator times it), saved as
-    `{name}-N.prof` and as text sorted by cumulative and by own time (`{name}-N-profile.txt`)."""
-    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycle))
-    profiler = cProfile.Profile()
-    build, schedule = simulation.builder.build, simulation.scheduler.run
-    seen = [0]
-
-    def profiled_build(state: Any) -> Any:
-        seen[0] += 1
-        if seen[0] == cycle:
-            profiler.enable()
-        return build(state)
-
-    def profiled_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
-        try:
-            return schedule(snapshot, cycle=cycle, now=now)
-        finally:
-            profiler.disable()
-
-    simulation.builder.build = profiled_build  # type: ignore[method-assign]
-    simulation.scheduler.run = profiled_schedule  # type: ignore[method-assign]
-    simulation.run()
-    folder.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(folder / f"{name}-{cycle}.prof")
-    text = io.StringIO()
-    for order in ("cumulative", "tottime"):
-        text.write(f"===== {name} {cycle}, sorted by {order} =====\n")
-        pstats.Stats(profiler, stream=text).strip_dirs().sort_stats(order).print_stats(top)
-    report = folder / f"{name}-{cycle}-profile.txt"
-    report.write_text(text.getvalue(), encoding="utf-8")
-    return report
-
-
 # --- reporting ----------------------------------------------------------------------------------
-
-
-def _ms(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds * 1000:,.0f} ms"
-
-
-def _s(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds:,.2f} s"
-
-
-def _cycle_list(seconds: list[float]) -> str:
-    return " ".join(f"{value:.2f}" for value in seconds) + " s"
-
-
-def _actions(seconds: dict[str, float]) -> str:
-    return ", ".join(f"{name} {value:.2f}s" for name, value in seconds.items()) or "n/a"
 
 
 def render(report: dict[str, Any], console: Console) -> None:
@@ -755,10 +579,10 @@ def render(report: dict[str, Any], console: Console) -> None:
     table.add_row("queues (leaf)", f"{workload['queues']} ({workload['leafQueues']})")
     table.add_row("GPU demand / capacity", f"{workload['demandOverCapacity']:.2f}x")
     table.add_section()
-    table.add_row("first cycle wall time", _s(first["seconds"]))
-    table.add_row("  snapshot build", f"{_s(first['snapshotSeconds'])} ({first['snapshotShare']:.0%})")
-    table.add_row("  scheduling session", _s(first["sessionSeconds"]))
-    table.add_row("  by action", _actions(first["actionSeconds"]))
+    table.add_row("first cycle wall time", fmt_s(first["seconds"]))
+    table.add_row("  snapshot build", f"{fmt_s(first['snapshotSeconds'])} ({first['snapshotShare']:.0%})")
+    table.add_row("  scheduling session", fmt_s(first["sessionSeconds"]))
+    table.add_row("  by action", fmt_actions(first["actionSeconds"]))
     table.add_row("pods placed in first cycle", f"{first['placed']:,} ({first['pipelines']:,} pipelined)")
     table.add_row("placement rate", "n/a" if rate is None else f"{rate:,.0f} pods/s")
     table.add_section()
@@ -780,54 +604,39 @@ def render(report: dict[str, Any], console: Console) -> None:
         label = "later cycle time (median, NOT settled)"
     table.add_row(
         label,
-        f"{_ms(steady['medianSeconds'])} (of {steady['cycles']}: "
-        f"{_ms(steady['minSeconds'])}..{_ms(steady['maxSeconds'])})",
+        f"{fmt_ms(steady['medianSeconds'])} (of {steady['cycles']}: "
+        f"{fmt_ms(steady['minSeconds'])}..{fmt_ms(steady['maxSeconds'])})",
     )
-    table.add_row("  snapshot build (median)", _ms(steady["snapshotMedianSeconds"]))
-    table.add_row("  by action (median)", _actions(steady["actionMedianSeconds"]))
+    table.add_row("  snapshot build (median)", fmt_ms(steady["snapshotMedianSeconds"]))
+    table.add_row("  by action (median)", fmt_actions(steady["actionMedianSeconds"]))
     table.add_row(
         "decisions after the first cycle",
         f"{later['binds']:,} bind, {later['pipelines']:,} pipeline, {later['evictions']:,} evict "
         f"in {later['cycles']} cycles",
     )
     table.add_row("pods still pending", f"{memory['pendingAtEnd']:,}")
-    table.add_row("GC time, all cycles", f"{_s(memory['gcSeconds'])} ({memory['gcCollections']:,} runs)")
+    table.add_row("GC time, all cycles", f"{fmt_s(memory['gcSeconds'])} ({memory['gcCollections']:,} runs)")
     if memory["stoppedAtBudget"]:
         table.add_row("stopped at the time budget", f"after {memory['cycles']} cycles")
-    table.add_row("cycle times", _cycle_list(memory["cycleSeconds"]))
+    table.add_row("cycle times", fmt_cycles(memory["cycleSeconds"]))
     yaml_path = report.get("yaml")
     if yaml_path:
         table.add_section()
         table.add_row(
             "YAML: size", f"{yaml_path['bytes'] / 2**20:,.1f} MiB ({yaml_path['objects']:,} objects)"
         )
-        table.add_row("YAML: load (parse + validate)", _s(yaml_path["loadSeconds"]))
-        table.add_row(f"YAML: simulate {yaml_path['cycles']} cycle(s)", _s(yaml_path["simulateSeconds"]))
-        table.add_row("YAML: load + simulate", _s(yaml_path["loadAndSimulateSeconds"]))
+        table.add_row("YAML: load (parse + validate)", fmt_s(yaml_path["loadSeconds"]))
+        table.add_row(f"YAML: simulate {yaml_path['cycles']} cycle(s)", fmt_s(yaml_path["simulateSeconds"]))
+        table.add_row("YAML: load + simulate", fmt_s(yaml_path["loadAndSimulateSeconds"]))
         cli = yaml_path.get("cli")
         if cli:
-            table.add_row("CLI process: simulate --output json", cli.get("error") or _s(cli["seconds"]))
+            table.add_row("CLI process: simulate --output json", cli.get("error") or fmt_s(cli["seconds"]))
     table.add_section()
     table.add_row(
         f"goal: >= {GOAL_PODS_PER_SECOND:,.0f} pods/s",
         "[green]yes[/green]" if report["goal"]["met"] else "[red]no[/red]",
     )
     console.print(table)
-    load = report["machine"].get("loadAverageBefore")
-    if load is not None and load[0] > (report["machine"]["cpus"] or 1) * 0.5:
-        console.print(
-            f"[yellow]note: load average was {load[0]:.1f} before the run; other processes share the CPUs, "
-            "so these times are pessimistic[/yellow]"
-        )
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "loadAverageBefore": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -836,35 +645,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--write-yaml", metavar="DIR", help="write the workload as YAML to DIR and exit")
     parser.add_argument("--seed", type=int, default=SEED, help=f"workload seed (default {SEED})")
-    parser.add_argument("--cycles", type=int, default=15, help="cycles to run in memory at most (default 15)")
-    parser.add_argument(
-        "--quiet",
-        type=int,
-        default=3,
-        help="stop once this many cycles in a row decided nothing (default 3; 0 = run all --cycles)",
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=90.0,
-        help="wall seconds after which no further in-memory cycle starts (default 90; 0 = no limit)",
-    )
     parser.add_argument("--no-yaml", action="store_true", help="skip the YAML end-to-end figure")
     parser.add_argument("--yaml-cycles", type=int, default=1, help="cycles for the YAML figure (default 1)")
     parser.add_argument("--cli", action="store_true", help="also time `kai-scheduler simulate` as a process")
-    parser.add_argument(
-        "--profile",
-        type=int,
-        nargs="?",
-        const=1,
-        metavar="CYCLE",
-        help="cProfile cycle CYCLE (default 1, the first) instead of benchmarking",
-    )
-    parser.add_argument("--top", type=int, default=40, help="rows per profile listing (default 40)")
-    parser.add_argument("--out", default=str(RESULTS / "latest.json"), help="where to write the JSON")
+    instrument.add_run_options(parser, cycles=15, quiet=3, budget=90.0, out=RESULTS / "latest.json")
     args = parser.parse_args(argv)
     console = Console(width=120)
-    host = machine()
+    host = instrument.machine()
 
     started = time.perf_counter()
     docs = workload_docs(args.seed)
@@ -881,9 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     validate_seconds = time.perf_counter() - started
 
     if args.profile is not None:
-        report_file = profile_cycle(objects, args.profile, RESULTS, args.top)
-        console.print(report_file.read_text(encoding="utf-8"), markup=False, highlight=False)
-        console.print(f"saved {report_file} and {RESULTS / f'cycle-{args.profile}.prof'}")
+        instrument.print_profile(console, objects, args.profile, RESULTS, args.top, "cycle")
         return 0
 
     workload = describe_workload(docs, args.seed)
@@ -910,10 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"YAML path: write, load, simulate {args.yaml_cycles} cycle(s) ...")
         report["yaml"] = run_yaml(docs, args.yaml_cycles, args.cli)
     render(report, console)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {out}")
+    instrument.finish(report, args.out, console)
     return 0
 
 

@@ -49,9 +49,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import json
 import random
 import statistics
 import sys
@@ -64,14 +62,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from kai_scheduler.api.objects import ApiObject, Topology
 from kai_scheduler.framework.config import PluginOption, SchedulerConfig
-from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.engine import Simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # the sibling benchmark: pod documents, models, timers, profiling, formatting
+import instrument  # the measured run, profiling, options and report plumbing
+import run  # the sibling benchmark: pod documents and models
 
 # --- workload parameters ------------------------------------------------------------------------
 
@@ -122,27 +120,7 @@ def rack_of(node: int) -> str:
 
 
 def node_docs() -> list[dict[str, Any]]:
-    docs = []
-    for i in range(NODES):
-        resources = {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE)}
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": f"node-{i:04d}",
-                    "labels": {
-                        "kubernetes.io/hostname": f"node-{i:04d}",
-                        "nvidia.com/gpu.memory": "81920",
-                        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                        ZONE_LABEL: zone_of(i),
-                        RACK_LABEL: rack_of(i),
-                    },
-                },
-                "status": {"capacity": dict(resources), "allocatable": dict(resources)},
-            }
-        )
-    return docs
+    return [run.node_doc(i, {ZONE_LABEL: zone_of(i), RACK_LABEL: rack_of(i)}) for i in range(NODES)]
 
 
 def topology_doc() -> dict[str, Any]:
@@ -155,23 +133,7 @@ def topology_doc() -> dict[str, Any]:
 
 
 def queue_docs() -> list[dict[str, Any]]:
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    return [
-        {
-            "apiVersion": "scheduling.run.ai/v2",
-            "kind": "Queue",
-            "metadata": {"name": team},
-            "spec": {
-                "displayName": team,
-                "resources": {
-                    "gpu": {"quota": quota, "limit": -1, "overQuotaWeight": 1},
-                    "cpu": dict(unlimited),
-                    "memory": dict(unlimited),
-                },
-            },
-        }
-        for team, quota in TEAMS.items()
-    ]
+    return [run.queue_doc(team, quota) for team, quota in TEAMS.items()]
 
 
 def _team(rng: random.Random) -> str:
@@ -325,10 +287,6 @@ def configurations() -> dict[str, SchedulerConfig]:
 # --- measuring ----------------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """Raised between cycles to end the simulation (settled, or out of time)."""
-
-
 def run_config(
     objects: list[ApiObject],
     config: SchedulerConfig,
@@ -338,52 +296,12 @@ def run_config(
     quiet: int,
 ) -> dict[str, Any]:
     """Simulate until `quiet` decision-free cycles in a row, `cycles` cycles or `budget` wall seconds."""
-    started = time.perf_counter()
-    simulation = Simulation(objects, config, SimulationOptions(start=run.START, cycles=cycles))
-    setup_seconds = time.perf_counter() - started
-    build_times: list[float] = []
-    session_times: list[float] = []
-    decisions: list[list[Any]] = []
-    action_times: list[dict[str, float]] = []
-    last_result: list[Any] = []
-    stopped = ["cycle cap"]
-    build, schedule = simulation.builder.build, simulation.scheduler.run
-    run_started = time.perf_counter()
-
-    def timed_build(state: Any) -> Any:
-        if quiet > 0 and run.quiet_tail(decisions) >= quiet:
-            stopped[0] = "settled"
-            raise _Stop
-        if budget is not None and len(decisions) >= 2 and time.perf_counter() - run_started > budget:
-            stopped[0] = "time budget"
-            raise _Stop
-        begin = time.perf_counter()
-        snapshot = build(state)
-        build_times.append(time.perf_counter() - begin)
-        return snapshot
-
-    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
-        action_times.append({})
-        begin = time.perf_counter()
-        result = schedule(snapshot, cycle=cycle, now=now)
-        session_times.append(time.perf_counter() - begin)
-        decisions.append(result.decisions)
-        last_result[:] = [result]
-        return result
-
-    simulation.builder.build = timed_build  # type: ignore[method-assign]
-    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
-    gc_timer = run.GcTimer()
-    with gc_timer, run.timed_actions(action_times):
-        gc_timer.active = True
-        with contextlib.suppress(_Stop):
-            simulation.run()
-        gc_timer.active = False
-    run_seconds = time.perf_counter() - run_started
-    cycle_seconds = [b + s for b, s in zip(build_times, session_times, strict=True)]
+    measured = instrument.measure(objects, config, cycles, budget, quiet)
+    decisions, action_times = measured.decisions, measured.action_times
+    cycle_seconds = measured.cycle_seconds
     first = decisions[0]
-    first_placed = run.placed(first)
-    tail = run.quiet_tail(decisions)
+    first_placed = instrument.placed(first)
+    tail = instrument.quiet_tail(decisions)
     settled = tail >= max(quiet, 1)
     steady = cycle_seconds[len(cycle_seconds) - tail :] if settled else cycle_seconds[1:]
     deciding = [i for i, d in enumerate(decisions, start=1) if d]
@@ -391,8 +309,8 @@ def run_config(
     summary = {
         "firstCycle": {
             "seconds": cycle_seconds[0],
-            "snapshotSeconds": build_times[0],
-            "sessionSeconds": session_times[0],
+            "snapshotSeconds": measured.build_times[0],
+            "sessionSeconds": measured.session_times[0],
             "actionSeconds": action_times[0],
             "placed": first_placed,
             "pipelines": sum(1 for d in first if d.type == "pipeline"),
@@ -414,15 +332,15 @@ def run_config(
         "afterFirstCycle": dict(sorted(later.items())),
         "cycles": len(decisions),
         "cycleSeconds": cycle_seconds,
-        "snapshotSeconds": build_times,
+        "snapshotSeconds": measured.build_times,
         "actionSeconds": action_times,
-        "setupSeconds": setup_seconds,
-        "runSeconds": run_seconds,
-        "stoppedBy": stopped[0],
+        "setupSeconds": measured.setup_seconds,
+        "runSeconds": measured.run_seconds,
+        "stoppedBy": measured.stopped_by,
         "quietCyclesRequired": quiet,
-        "gcSeconds": gc_timer.seconds,
+        "gcSeconds": measured.gc_seconds,
     }
-    summary.update(quality(simulation, gpus_of, last_result[0] if last_result else None))
+    summary.update(quality(measured.simulation, gpus_of, measured.last))
     return summary
 
 
@@ -493,9 +411,9 @@ def _value(result: dict[str, Any], row: str) -> str:
     first, steady, kinds = result["firstCycle"], result["steady"], result["gangsByKind"]
     rack, zone, large, free = (kinds.get(k, {}) for k in ("rack", "zone", "zone-large", "free-gang"))
     if row == "first cycle wall time":
-        return f"{run._s(first['seconds'])} (snapshot {run._s(first['snapshotSeconds'])})"
+        return f"{instrument.fmt_s(first['seconds'])} (snapshot {instrument.fmt_s(first['snapshotSeconds'])})"
     if row == "  by action":
-        return run._actions(first["actionSeconds"])
+        return instrument.fmt_actions(first["actionSeconds"])
     if row == "pods placed in first cycle":
         return f"{first['placed']:,} ({first['pipelines']:,} pipelined)"
     if row == "placement rate":
@@ -507,13 +425,13 @@ def _value(result: dict[str, Any], row: str) -> str:
         return f"[red]NO[/red] (stopped by the {result['stoppedBy']} after {result['cycles']} cycles)"
     if row == "steady cycle time (median)":
         label = "" if steady["settled"] else " (NOT settled)"
-        return f"{run._ms(steady['medianSeconds'])}{label}"
+        return f"{instrument.fmt_ms(steady['medianSeconds'])}{label}"
     if row == "  by action (median)":
-        return run._actions(steady["actionMedianSeconds"])
+        return instrument.fmt_actions(steady["actionMedianSeconds"])
     if row == "decisions after the first cycle":
         return ", ".join(f"{n:,} {k}" for k, n in result["afterFirstCycle"].items()) or "none"
     if row == "cycle times":
-        return run._cycle_list(result["cycleSeconds"])
+        return instrument.fmt_cycles(result["cycleSeconds"])
     if row == "rack gangs (required rack): in one rack":
         return f"{_pct(rack.get('oneRackShare'))} of {rack.get('running', 0)} running"
     if row == "zone gangs: in one zone":
@@ -539,11 +457,6 @@ def _value(result: dict[str, Any], row: str) -> str:
         return f"{pending} of {gangs} ({topo})"
     if row == "unconstrained gangs pending (topology reason)":
         return f"{free.get('pending', 0)} of {free.get('gangs', 0)} ({free.get('pendingTopologyReason', 0)})"
-    if row == "stopped by":
-        how = {"settled": f"{result['quietCyclesRequired']} quiet cycles"}.get(
-            result["stoppedBy"], result["stoppedBy"]
-        )
-        return f"{how}, after {result['cycles']} cycles ({run._s(result['runSeconds'])})"
     raise KeyError(row)
 
 
@@ -573,7 +486,7 @@ SECTIONS = (
         "pods pending at end",
         "constrained gangs pending (topology reason)",
         "unconstrained gangs pending (topology reason)",
-        "stopped by",
+        instrument.STOPPED_BY,
     ),
 )
 COLUMNS = {"topology": "with topology", "control": "without the topology plugin"}
@@ -589,14 +502,8 @@ def render(report: dict[str, Any], console: Console) -> None:
         f"GPUs of filler); {workload['pendingPods']:,} pending pods, {workload['demandOverCapacity']:.2f}x "
         f"the GPUs ({gangs}, {workload['singlePods']} single pods)"
     )
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("measure")
-    for name in runs:
-        table.add_column(COLUMNS[name], justify="right", overflow="fold")
-    for section in SECTIONS:
-        for row in section:
-            table.add_row(row, *[_value(result, row) for result in runs.values()])
-        table.add_section()
+    headers = [COLUMNS[name] for name in runs]
+    table = instrument.side_by_side(title, headers, SECTIONS, _value, list(runs.values()))
     goal = report["goal"]
     table.add_row(
         f"goal: >= {GOAL_PODS_PER_SECOND:,.0f} pods/s with topology, every rack gang in one rack",
@@ -612,12 +519,6 @@ def render(report: dict[str, Any], console: Console) -> None:
                 console.print(
                     f"{COLUMNS[name]}, a pending {kind} gang: {example}", style=style, highlight=False
                 )
-    load = report["machine"].get("loadAverageBefore")
-    if load is not None and load[0] > (report["machine"]["cpus"] or 1) * 0.5:
-        console.print(
-            f"[yellow]note: load average was {load[0]:.1f} before the run; other processes share the CPUs, "
-            "so these times are pessimistic[/yellow]"
-        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -625,43 +526,24 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seed", type=int, default=SEED, help=f"workload seed (default {SEED})")
-    parser.add_argument("--cycles", type=int, default=15, help="cycles per run at most (default 15)")
-    parser.add_argument(
-        "--quiet", type=int, default=3, help="stop after this many decision-free cycles in a row (default 3)"
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=25.0,
-        help="wall seconds per run after which no further cycle starts (default 25; 0 = no limit)",
-    )
     parser.add_argument("--no-control", action="store_true", help="skip the run without the topology plugin")
-    parser.add_argument(
-        "--profile",
-        type=int,
-        nargs="?",
-        const=1,
-        metavar="CYCLE",
-        help="cProfile cycle CYCLE (default 1) with the topology plugin instead of benchmarking",
+    instrument.add_run_options(
+        parser, cycles=15, quiet=3, budget=25.0, out=RESULTS / "topology.json", each=" per run"
     )
-    parser.add_argument("--top", type=int, default=40, help="rows per profile listing (default 40)")
-    parser.add_argument("--out", default=str(RESULTS / "topology.json"), help="where to write the JSON")
     args = parser.parse_args(argv)
     console = Console(width=140)
-    host = run.machine()
+    host = instrument.machine()
 
     started = time.perf_counter()
     docs = workload_docs(args.seed)
     objects = to_objects(docs)
     setup_seconds = time.perf_counter() - started
+    workload = describe_workload(docs, args.seed)
 
     if args.profile is not None:
-        report_file = run.profile_cycle(objects, args.profile, RESULTS, args.top, name="topology-cycle")
-        console.print(report_file.read_text(encoding="utf-8"), markup=False, highlight=False)
-        console.print(f"saved {report_file} and its .prof")
+        instrument.print_profile(console, objects, args.profile, RESULTS, args.top, "topology-cycle")
         return 0
 
-    workload = describe_workload(docs, args.seed)
     gpus_of = {
         f"{d['metadata']['namespace']}/{d['metadata']['name']}": _gpus(d) for d in docs if d["kind"] == "Pod"
     }
@@ -694,10 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     render(report, console)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {out}")
+    instrument.finish(report, args.out, console)
     return 0
 
 
