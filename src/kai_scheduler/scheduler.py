@@ -5,6 +5,8 @@ configured order, and return the decisions. The registry maps configuration name
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from time import perf_counter
 from typing import Any, Final
 
 from kai_scheduler.actions.allocate import Allocate
@@ -15,7 +17,7 @@ from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
-from kai_scheduler.framework.session import Action, Plugin, Session
+from kai_scheduler.framework.session import Action, ExtensionPoints, Plugin, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
@@ -100,21 +102,56 @@ class Scheduler:
             if name in NOT_YET_AVAILABLE:
                 self.skipped.append(name)
 
-    def _open(self, snapshot: ClusterSnapshot, cycle: int, now: float) -> tuple[Session, list[Plugin]]:
+    def _open(
+        self, snapshot: ClusterSnapshot, cycle: int, now: float, timings: dict[str, float] | None = None
+    ) -> tuple[Session, list[Plugin]]:
+        """With `timings`, each plugin's on_session_open is timed into it (plugin -> seconds)."""
         session = Session(snapshot, self.config, cycle=cycle, now=now)
-        plugins = [PLUGINS[o.name](o.arguments) for o in self.config.plugins() if o.name in PLUGINS]
-        for plugin in plugins:
+        options = [o for o in self.config.plugins() if o.name in PLUGINS]
+        plugins = [PLUGINS[o.name](o.arguments) for o in options]
+        for option, plugin in zip(options, plugins, strict=True):
+            began = perf_counter()
+            disabled = option.disabled_points()
+            saved = _registrations(session.points, disabled) if disabled else None
             plugin.on_session_open(session)
+            if saved is not None:
+                _drop_additions(session.points, saved)
+            if timings is not None:
+                timings[plugin.name] = timings.get(plugin.name, 0.0) + perf_counter() - began
         return session, plugins
 
     def run(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> SessionResult:
-        session, plugins = self._open(snapshot, cycle, now)
+        """One cycle. The result also carries what the session measured about itself, for metrics: open,
+        close, each plugin's on_session_open/close and each action's execute in seconds, and the counts
+        the actions kept (`Session.counts`)."""
+        plugin_open: dict[str, float] = {}
+        plugin_close: dict[str, float] = {}
+        action_seconds: dict[str, float] = {}
+        began = perf_counter()
+        session, plugins = self._open(snapshot, cycle, now, plugin_open)
+        opened = mark = perf_counter()
         for name in self.config.actions:
             if name in ACTIONS:
                 ACTIONS[name]().execute(session)
+                done = perf_counter()
+                action_seconds[name] = action_seconds.get(name, 0.0) + done - mark
+                mark = done
+        closing = mark = perf_counter()
         for plugin in plugins:
             plugin.on_session_close(session)
-        return session.result()
+            done = perf_counter()
+            plugin_close[plugin.name] = plugin_close.get(plugin.name, 0.0) + done - mark
+            mark = done
+        result = session.result()
+        return replace(
+            result,
+            open_seconds=opened - began,
+            close_seconds=perf_counter() - closing,
+            action_seconds=action_seconds,
+            plugin_open_seconds=plugin_open,
+            plugin_close_seconds=plugin_close,
+            counts=dict(session.counts),
+        )
 
     def job_order(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> list[JobInfo]:
         """The jobs the allocate action would take up on `snapshot`, in the order it would take them up if
@@ -131,3 +168,33 @@ class Scheduler:
         for plugin in plugins:
             plugin.on_session_close(session)
         return order
+
+
+def _registrations(points: ExtensionPoints, targets: tuple[str, ...]) -> dict[str, Any]:
+    """What is registered on each target (an `ExtensionPoints` field, or "field.key" for one entry of a
+    dict of lists) before a plugin opens: copies of lists, so that the plugin's additions do not show."""
+    saved: dict[str, Any] = {}
+    for target in targets:
+        name, _, key = target.partition(".")
+        value = getattr(points, name)
+        if key:
+            value = value.get(key, [])
+        saved[target] = list(value) if isinstance(value, list) else value
+    return saved
+
+
+def _drop_additions(points: ExtensionPoints, saved: dict[str, Any]) -> None:
+    """Undo what a plugin registered on the targets it has disabled (`enableJobOrder: false`, ...): lists
+    keep only the callbacks that were there before it opened; single-valued points get their value
+    back. Generic, so a plugin needs to know nothing about its flags."""
+    for target, before in saved.items():
+        name, _, key = target.partition(".")
+        if not isinstance(before, list):
+            setattr(points, name, before)
+            continue
+        current = getattr(points, name)
+        if key:
+            current = current.get(key)
+        if current is not None:
+            kept = {id(callback) for callback in before}
+            current[:] = [callback for callback in current if id(callback) in kept]

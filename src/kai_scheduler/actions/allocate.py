@@ -32,7 +32,9 @@ class Allocate:
         queue = QueueOrderedJobs(session, candidates, session.config.queue_depth_per_action.get(self.name))
         failed_shapes: dict[tuple[Any, ...], str] = {}
         use_signatures = session.config.use_scheduling_signatures
+        counts = session.counts[self.name]
         while (job := queue.pop()) is not None:
+            counts.acted_on += 1
             tasks = tasks_to_allocate(session, job)
             signature = scheduling_signature(job, tasks) if use_signatures else None
             if signature is not None and signature in failed_shapes:

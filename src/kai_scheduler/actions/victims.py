@@ -165,6 +165,7 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) 
     nodes = session.snapshot.nodes
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0
+    counts = session.counts[scenario.action]
     for victim in victims:
         for step in victim_steps(victim):
             if 0 <= scenario.max_victims < len(evicted) + len(step):
@@ -175,8 +176,10 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) 
             evicted.extend(step)
             available += request_of(session, step).gpu
             if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
+                counts.scenarios_filtered += 1
                 continue
             simulated += 1
+            counts.scenarios_simulated += 1
             outcome = _try_scenario(session, statement, scenario, evicted)
             if outcome is Outcome.COMMITTABLE:
                 statement.commit()
@@ -313,7 +316,9 @@ class VictimAction(ABC):
         ]
         if not running:
             return
+        counts = session.counts[self.name]
         while (job := queue.pop()) is not None:
+            counts.acted_on += 1
             tasks = tasks_to_allocate(session, job)
             if not tasks:
                 continue

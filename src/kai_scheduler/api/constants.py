@@ -60,3 +60,12 @@ UNLIMITED: Final = -1.0
 # Simulation-only annotations, ignored by a real cluster.
 SIM_ARRIVAL_ANNOTATION: Final = "simulation.kai.scheduler/arrival"
 SIM_DURATION_ANNOTATION: Final = "simulation.kai.scheduler/duration"
+
+# GPU sharing's environment. The admission webhook writes the annotation on a pod with `gpu-fraction` or
+# `gpu-memory`: the name prefix of the ConfigMaps (`<prefix>-<containerIndex>` and
+# `<prefix>-<containerIndex>-evar`) that its container's environment refers to and the binder fills.
+SHARED_GPU_CONFIGMAP_ANNOTATION: Final = "runai/shared-gpu-configmap"
+SHARED_GPU_ENV_CONFIGMAP_SUFFIX: Final = "-evar"
+NVIDIA_VISIBLE_DEVICES_ENV: Final = "NVIDIA_VISIBLE_DEVICES"
+GPU_PORTION_ENV: Final = "GPU_PORTION"
+NUM_OF_GPUS_ENV: Final = "RUNAI_NUM_OF_GPUS"

@@ -195,10 +195,22 @@ class ResourceRequirements(K8sModel):
         return merged
 
 
+class ContainerPort(K8sModel):
+    """A port a container exposes; one with a `hostPort` also takes that port on the node (Kubernetes'
+    NodePorts filter keeps two pods off a node where their host ports would clash)."""
+
+    container_port: int = 0
+    host_port: int = 0
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: str = Field(default="", alias="hostIP")
+    name: str = ""
+
+
 class Container(K8sModel):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = Field(default_factory=list)
     # `Always` on an init container makes it a sidecar: it keeps running beside the main containers.
     restart_policy: str | None = None
 
@@ -223,6 +235,8 @@ class PodSpec(K8sModel):
     tolerations: list[Toleration] = Field(default_factory=list)
     # A pod with gates is not scheduled until they are all removed (KAI's "Gated" status).
     scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
+    # On the node's network, every container port is a host port (the API server defaults `hostPort`).
+    host_network: bool = False
 
 
 class PodStatus(K8sModel):

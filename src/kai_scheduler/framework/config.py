@@ -6,6 +6,8 @@ actions: "allocate, consolidation, reclaim, preempt, stalegangeviction"
 tiers:
 - plugins:
   - name: proportion
+  - name: priority
+    enableJobOrder: false   # per extension point (EXTENSION_POINT_FLAGS); also disableJobOrder: true
   - name: nodeplacement
     arguments: {gpu: binpack, cpu: binpack}
 defaultStalenessGracePeriod: 60s
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.model.usage import WEEK, WINDOW_TYPES, UsageParams
@@ -52,10 +54,52 @@ class ConfigError(ValueError):
     """A configuration problem, with the key it is about."""
 
 
+# Per-extension-point flags of a plugin entry: KAI's `PluginOption` inherits them from kube-batch
+# (`disableJobOrder: true`, ...) and Volcano spells them `enableJobOrder` / `enabledVictim` (`false`
+# turns the point off); all three spellings are accepted for every point. Each point maps to the
+# session's `ExtensionPoints` it covers here ("field.key" for one action's list in a dict): what the
+# plugin registers there when the session opens is dropped. Points with no counterpart here (empty
+# tuple) are accepted and do nothing. Points of this project without a flag: podset_order,
+# gpu_chooser, node_subsets, on_allocate/on_deallocate (the accounting must stay live).
+EXTENSION_POINT_FLAGS: Final[dict[str, tuple[str, ...]]] = {
+    "JobOrder": ("job_order",),
+    "TaskOrder": ("task_order",),
+    "QueueOrder": ("queue_order",),
+    "Predicate": ("static_predicates", "task_predicates"),  # kube-batch has no separate PrePredicate
+    "NodeOrder": ("node_scorers",),
+    "Allocatable": ("job_capacity_checks",),  # Volcano: may the queue take this job (limits, quota)
+    "Overused": ("reclaim_eligibility",),  # Volcano: an over-share queue may not take more (reclaim)
+    "Reclaimable": ("reclaim_victim_filters", "reclaim_validators", "victim_protection.reclaim"),
+    "Preemptable": ("victim_protection.preempt",),
+    "Preemptive": (),
+    "Victim": (),
+    "JobStarving": (),
+    "JobReady": (),
+    "JobPipelined": (),
+    "JobEnqueued": (),
+    "Hierarchy": (),
+    "NamespaceOrder": (),
+    "ClusterOrder": (),
+    "BestNode": (),
+    "TargetJob": (),
+    "ReservedNodes": (),
+}
+# Flag prefix -> whether `true` means enabled.
+_FLAG_PREFIXES: Final = (("enabled", True), ("enable", True), ("disable", False))
+
+
 @dataclass(frozen=True, slots=True)
 class PluginOption:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
+    # The extension points turned off for this plugin (keys of EXTENSION_POINT_FLAGS).
+    disabled: frozenset[str] = frozenset()
+
+    def disabled_points(self) -> tuple[str, ...]:
+        """The `ExtensionPoints` targets whose registrations by this plugin are dropped."""
+        return tuple(
+            dict.fromkeys(t for point in sorted(self.disabled) for t in EXTENSION_POINT_FLAGS.get(point, ()))
+        )
 
 
 CLIENT_TYPES = ("prometheus", "fake", "fake-with-history")
@@ -115,9 +159,9 @@ def with_placement_strategy(config: SchedulerConfig, strategy: str) -> Scheduler
         plugins = []
         for plugin in tier:
             if plugin.name == "nodeplacement":
-                plugin = PluginOption(plugin.name, {**plugin.arguments, "gpu": strategy, "cpu": strategy})
+                plugin = replace(plugin, arguments={**plugin.arguments, "gpu": strategy, "cpu": strategy})
             elif strategy == "spread" and plugin.name == "gpupack":
-                plugin = PluginOption("gpuspread", plugin.arguments)
+                plugin = replace(plugin, name="gpuspread")
             elif strategy == "spread" and plugin.name == "gpusharingorder":
                 continue
             plugins.append(plugin)
@@ -238,9 +282,52 @@ def _tiers(value: Any) -> tuple[tuple[PluginOption, ...], ...]:
             arguments = plugin.get("arguments") or {}
             if not isinstance(arguments, dict):
                 raise ConfigError(f"{where}.arguments: expected a mapping")
-            plugins.append(PluginOption(plugin["name"], dict(arguments)))
+            plugins.append(PluginOption(plugin["name"], dict(arguments), _disabled_points(plugin, where)))
         tiers.append(tuple(plugins))
     return tuple(tiers)
+
+
+def _disabled_points(plugin: dict[Any, Any], where: str) -> frozenset[str]:
+    """The extension points a plugin entry turns off with its enable*/disable* flags.
+
+    Any other key is an error. The reference (§9) names only `name`, `arguments` and these flags as
+    what an entry accepts; KAI decodes the entry into its `PluginOption` struct, and Go's default
+    (non-strict) YAML decoding ignores keys the struct lacks, so there a misspelt flag
+    (`enableJobOrdr: false`) silently does nothing. An unknown key thus never changes KAI's behaviour:
+    rejecting it loses nothing a KAI configuration can express and reports the typo, as unknown
+    top-level keys are reported."""
+    settings: dict[str, tuple[str, bool]] = {}  # point -> (the key that set it, enabled)
+    for key, value in plugin.items():
+        if key in ("name", "arguments"):
+            continue
+        flag = _flag(key)
+        if flag is None:
+            raise ConfigError(
+                f"{where}.{key}: unknown key (a plugin entry has name, arguments and "
+                "enable<Point>/enabled<Point>/disable<Point> flags; points: "
+                f"{', '.join(EXTENSION_POINT_FLAGS)})"
+            )
+        if value is None:  # `enableJobOrder:` with no value leaves the point as it is (KAI: nil)
+            continue
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")
+        point, positive = flag
+        enabled = value if positive else not value
+        earlier = settings.get(point)
+        if earlier is not None and earlier[1] != enabled:
+            raise ConfigError(f"{where}.{key}: contradicts {where}.{earlier[0]}")
+        settings[point] = (key, enabled)
+    return frozenset(point for point, (_, enabled) in settings.items() if not enabled)
+
+
+def _flag(key: Any) -> tuple[str, bool] | None:
+    """(extension point, whether `true` means enabled) for a flag key such as `disableJobOrder`."""
+    if not isinstance(key, str):
+        return None
+    for prefix, positive in _FLAG_PREFIXES:
+        if key.startswith(prefix) and key[len(prefix) :] in EXTENSION_POINT_FLAGS:
+            return key[len(prefix) :], positive
+    return None
 
 
 def _duration(document: dict[str, Any], key: str, default: float, *, where: str = "") -> float:
@@ -291,15 +378,7 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
     default = SchedulerConfig()
     document: dict[str, Any] = {
         "actions": ", ".join(config.actions),
-        "tiers": [
-            {
-                "plugins": [
-                    {"name": p.name, "arguments": dict(p.arguments)} if p.arguments else {"name": p.name}
-                    for p in tier
-                ]
-            }
-            for tier in config.tiers
-        ],
+        "tiers": [{"plugins": [_plugin_document(p) for p in tier]} for tier in config.tiers],
     }
     if config.default_staleness_grace_period != default.default_staleness_grace_period:
         document["defaultStalenessGracePeriod"] = _seconds(config.default_staleness_grace_period)
@@ -326,6 +405,14 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         if usage.tumbling_start is not None:
             params["tumblingWindowStartTime"] = usage.tumbling_start.isoformat()
         document["usageDBConfig"] = {"clientType": usage.client_type, "usageParams": params}
+    return document
+
+
+def _plugin_document(plugin: PluginOption) -> dict[str, Any]:
+    document: dict[str, Any] = {"name": plugin.name}
+    if plugin.arguments:
+        document["arguments"] = dict(plugin.arguments)
+    document.update({f"enable{point}": False for point in sorted(plugin.disabled)})
     return document
 
 

@@ -22,9 +22,20 @@ class Decision:
     reason: str
 
 
+@dataclass(slots=True)
+class ActionCounts:
+    """What one action tried in a session, for metrics: pod groups it took up (each time it took one up),
+    eviction scenarios it simulated, and scenarios a cheap filter ruled out before simulating them."""
+
+    acted_on: int = 0
+    scenarios_simulated: int = 0
+    scenarios_filtered: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class SessionResult:
-    """Decisions in the order they were taken, why jobs still wait, and the fair share computed."""
+    """Decisions in the order they were taken, why jobs still wait, and the fair share computed; then what
+    the session measured about itself for metrics (no I/O: seconds on `time.perf_counter`)."""
 
     decisions: list[Decision]
     unschedulable: dict[str, str]  # job key -> reason
@@ -33,3 +44,11 @@ class SessionResult:
     # The earliest time at which a decision taken now may change by the clock alone (a victim's minimum
     # runtime runs out), for an edge that would otherwise sleep until the next event.
     wake_at: float | None = None
+    # Opening the session (the Session and every plugin's on_session_open) and closing it (every plugin's
+    # on_session_close and this result), in seconds.
+    open_seconds: float = 0.0
+    close_seconds: float = 0.0
+    action_seconds: dict[str, float] = field(default_factory=dict)  # action -> its execute, seconds
+    plugin_open_seconds: dict[str, float] = field(default_factory=dict)  # plugin -> on_session_open
+    plugin_close_seconds: dict[str, float] = field(default_factory=dict)  # plugin -> on_session_close
+    counts: dict[str, ActionCounts] = field(default_factory=dict)  # action -> what it tried

@@ -7,6 +7,7 @@ session is pure: it reads a snapshot and produces decisions, with no I/O.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable, PipelineTake
@@ -216,6 +217,8 @@ class Session:
         self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
         self._group_counter = 0
         self._wake_at: float | None = None
+        # What each action tried (pod groups taken up, eviction scenarios), for metrics.
+        self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
 

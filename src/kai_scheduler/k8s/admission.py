@@ -5,7 +5,7 @@ Four webhooks, on the paths the chart registers:
 | Path | Function | What it does |
 |---|---|---|
 | `/validate--v1-pod` | `review_pod_validation` | KAI's GPU-sharing rules for this scheduler's pods |
-| `/mutate--v1-pod` | `review_pod_mutation` | `runtimeClassName` for this scheduler's GPU pods |
+| `/mutate--v1-pod` | `review_pod_mutation` | GPU pods' `runtimeClassName`; the shared-GPU env |
 | `/validate-scheduling-run-ai-v2-queue` | `review_queue_validation` | `spec.resources`; the Queue rules |
 | `/validate-scheduling-run-ai-v2alpha2-podgroup` | `review_podgroup_validation` | the sub-group rules |
 
@@ -19,6 +19,14 @@ apply is the Queue webhook's `spec.resources` requirement (the simulator default
 Each `review_*` function takes the decoded JSON body and never raises: a malformed review (not a mapping,
 no `request.uid`, an object of the wrong kind, ...) is answered with a denial that says what is wrong.
 
+The mutation of a GPU-sharing pod (`gpu-fraction` or `gpu-memory`), KAI's admission `gpusharing` plugin:
+the container named by `gpu-fraction-container-name` (default: the first of `spec.containers`; init
+containers are never targets) gets its GPU's environment from two ConfigMaps that the binder writes before
+it binds the pod (see `shared_gpu_config_maps`). Their name prefix is chosen here, where a pod created from
+`generateName` has no name yet, and kept in the annotation `runai/shared-gpu-configmap`. The kubelet waits
+for a referenced ConfigMap, so the container starts with `NVIDIA_VISIBLE_DEVICES`, `RUNAI_NUM_OF_GPUS` and
+`GPU_PORTION` set.
+
 `WebhookServer` serves them over TLS from a `tls.crt`/`tls.key` directory (a mounted Secret) and picks up
 renewed certificates without a restart.
 """
@@ -30,7 +38,9 @@ import json
 import logging
 import os
 import re
+import secrets
 import ssl
+import string
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -75,6 +85,14 @@ _CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})  # DELETE and CONNECT carr
 _DEFAULT_SCHEDULER = "default-scheduler"  # what the API server puts in spec.schedulerName when absent
 _MAX_BODY_BYTES = 16 * 1024 * 1024  # the API server sends objects of at most ~3 MiB
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+# A ConfigMap name (DNS-1123 subdomain) and its length limit.
+_CONFIG_MAP_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_MAX_OBJECT_NAME = 253
+# KAI's generated prefix: `<pod name or generateName>-<7 random chars>`, the base cut (to 50) so that
+# `<prefix>-<container index>` stays within a DNS label (63), as KAI keeps it usable as a volume name.
+_PREFIX_RANDOM_CHARS = 7
+_PREFIX_MAX_BASE = 63 - _PREFIX_RANDOM_CHARS - 6
+_PREFIX_CHARS = string.ascii_lowercase + string.digits
 
 Review = dict[str, Any]
 """An AdmissionReview, as decoded JSON."""
@@ -135,10 +153,16 @@ def review_pod_mutation(
     gpu_runtime_class: str = DEFAULT_GPU_RUNTIME_CLASS,
     scheduler_name: str = c.SCHEDULER_NAME,
 ) -> Review:
-    """Allow a Pod, with a JSONPatch that sets `spec.runtimeClassName: <gpu_runtime_class>` when it is one
-    of this scheduler's GPU pods (whole GPUs, a GPU fraction or GPU memory, MIG instances) and has none.
+    """Allow a new Pod of this scheduler, with a JSONPatch that
 
-    An empty `gpu_runtime_class` turns the mutation off (every pod allowed unchanged)."""
+    * sets `spec.runtimeClassName: <gpu_runtime_class>` when it is a GPU pod (whole GPUs, a GPU fraction
+      or GPU memory, MIG instances) and has none (an empty `gpu_runtime_class` turns this off);
+    * for a GPU-sharing pod (`gpu-fraction` or `gpu-memory`), points the target container's environment
+      at the shared-GPU ConfigMaps (see the module doc and `shared_gpu_config_maps`), idempotently: a pod
+      that was mutated already keeps its prefix and gets no second copy of an entry.
+
+    Denied: a `gpu-fraction-container-name` that names no container of `spec.containers`, or a
+    `runai/shared-gpu-configmap` that cannot prefix a ConfigMap name."""
     return _guarded(
         review,
         _POD,
@@ -336,26 +360,176 @@ def _mutate_pod(request: _Request, *, gpu_runtime_class: str, scheduler_name: st
     assert obj is not None
     spec = obj.get("spec")
     if (
-        not gpu_runtime_class
-        or request.operation != "CREATE"  # a pod's runtimeClassName cannot change after creation
+        request.operation != "CREATE"  # runtimeClassName and a container's env cannot change afterwards
         or not isinstance(spec, dict)
         or not _is_for_scheduler(obj, scheduler_name)
-        or spec.get("runtimeClassName")
-        or not _uses_gpus(obj, spec)
     ):
         return allowed_response(request.uid)
-    # `add` also replaces a null or empty runtimeClassName.
-    patch = [{"op": "add", "path": "/spec/runtimeClassName", "value": gpu_runtime_class}]
+    patch: list[dict[str, Any]] = []
+    if gpu_runtime_class and not spec.get("runtimeClassName") and _uses_gpus(obj, spec):
+        # `add` also replaces a null or empty runtimeClassName.
+        patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": gpu_runtime_class})
+    patch.extend(_gpu_sharing_patch(obj, spec))
     return allowed_response(request.uid, patch=patch)
+
+
+def shared_gpu_config_maps(prefix: str, container_index: int) -> tuple[str, str]:
+    """The two ConfigMaps of a GPU-sharing container, as KAI names them: `<prefix>-<index>` and
+    `<prefix>-<index>-evar`.
+
+    The first holds `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS`; the container's env
+    entries `NVIDIA_VISIBLE_DEVICES` and `RUNAI_NUM_OF_GPUS` take their values from its keys. The second
+    (KAI's "direct env vars" map) holds `GPU_PORTION` and is imported whole with `envFrom`. The reference
+    names both maps and the three variables but not which map carries which; this split is KAI's
+    gpusharing layout: explicit entries for the device and the count (they replace a same-named entry of
+    the user's, so nothing masks the device the binder hands out), the portion through `envFrom`."""
+    capabilities = f"{prefix}-{container_index}"
+    return capabilities, f"{capabilities}{c.SHARED_GPU_ENV_CONFIGMAP_SUFFIX}"
+
+
+def uses_gpu_sharing(obj: Mapping[str, Any]) -> bool:
+    """Whether a pod asks for a shared GPU (`gpu-fraction` or `gpu-memory`)."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return isinstance(annotations, dict) and (
+        c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
+    )
+
+
+def fraction_container_index(obj: Mapping[str, Any]) -> int:
+    """The index in `spec.containers` of the container that receives a pod's shared GPU: the one named by
+    `gpu-fraction-container-name`, else (annotation absent or empty) the first.
+
+    Raises `InvalidField` when the annotation names no container of `spec.containers` (an init container
+    included: init containers are not targets)."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    wanted = annotations.get(c.GPU_FRACTION_CONTAINER_ANNOTATION) if isinstance(annotations, dict) else None
+    if wanted is None or wanted == "":
+        return 0
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    names = _container_names(spec.get("containers"))
+    if wanted in names:
+        return names.index(wanted)
+    field = f"metadata.annotations.{c.GPU_FRACTION_CONTAINER_ANNOTATION}"
+    listed = ", ".join(repr(name) for name in names) or "none"
+    if wanted in _container_names(spec.get("initContainers")):
+        raise InvalidField(
+            field,
+            f"{short_repr(wanted)} is an init container; the GPU fraction goes to one of "
+            f"spec.containers ({listed})",
+        )
+    raise InvalidField(
+        field, f"no container named {short_repr(wanted)} in spec.containers (the pod's containers: {listed})"
+    )
+
+
+def _container_names(containers: Any) -> list[Any]:
+    if not isinstance(containers, list):
+        return []
+    return [item.get("name") if isinstance(item, dict) else None for item in containers]
+
+
+def _gpu_sharing_patch(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSONPatch that gives a GPU-sharing pod's target container its shared-GPU environment (none for
+    other pods, or when it has it already)."""
+    containers = spec.get("containers")
+    if not uses_gpu_sharing(obj) or not isinstance(containers, list) or not containers:
+        return []  # a pod without containers: the API server refuses it
+    index = fraction_container_index(obj)
+    container = containers[index]
+    if not isinstance(container, dict):
+        return []  # not a container: the API server refuses the pod
+    metadata = obj["metadata"]
+    annotations = metadata["annotations"]
+    patch: list[dict[str, Any]] = []
+    prefix = annotations.get(c.SHARED_GPU_CONFIGMAP_ANNOTATION)
+    if prefix is None or prefix == "":
+        prefix = _new_config_map_prefix(metadata)
+        key = c.SHARED_GPU_CONFIGMAP_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        patch.append({"op": "add", "path": f"/metadata/annotations/{key}", "value": prefix})
+    capabilities, direct = shared_gpu_config_maps(_checked_prefix(prefix, index), index)
+
+    def from_key(name: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"configMapKeyRef": {"name": capabilities, "key": name}}}
+
+    env = container.get("env")
+    env = env if isinstance(env, list) else []
+    wanted_env = _with_env(env, [from_key(c.NVIDIA_VISIBLE_DEVICES_ENV), from_key(c.NUM_OF_GPUS_ENV)])
+    if wanted_env != env:
+        # `add` on a member that exists replaces it: the whole list, as the pod was sent.
+        patch.append({"op": "add", "path": f"/spec/containers/{index}/env", "value": wanted_env})
+    env_from = container.get("envFrom")
+    env_from = env_from if isinstance(env_from, list) else []
+    if not any(
+        isinstance(source, dict)
+        and isinstance(source.get("configMapRef"), dict)
+        and source["configMapRef"].get("name") == direct
+        for source in env_from
+    ):
+        patch.append(
+            {
+                "op": "add",
+                "path": f"/spec/containers/{index}/envFrom",
+                "value": [*env_from, {"configMapRef": {"name": direct}}],
+            }
+        )
+    return patch
+
+
+def _with_env(env: list[Any], wanted: list[dict[str, Any]]) -> list[Any]:
+    """`env` with each wanted entry in place of the entries of its name (kept where the first one was), or
+    appended."""
+    result = list(env)
+    for entry in wanted:
+        positions = [
+            i for i, item in enumerate(result) if isinstance(item, dict) and item.get("name") == entry["name"]
+        ]
+        if not positions:
+            result.append(entry)
+            continue
+        result[positions[0]] = entry
+        for i in reversed(positions[1:]):
+            del result[i]
+    return result
+
+
+def _new_config_map_prefix(metadata: Mapping[str, Any]) -> str:
+    """`<base>-<7 random chars>`, the base being the pod's name, or its `generateName` (a pod created from
+    one has no name yet at admission), made a DNS label and cut to keep the names short (KAI's scheme)."""
+    base = ""
+    for key in ("name", "generateName"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            base = value
+            break
+    base = re.sub(r"[^a-z0-9-]+", "-", base.lower())[:_PREFIX_MAX_BASE].strip("-") or "pod"
+    suffix = "".join(secrets.choice(_PREFIX_CHARS) for _ in range(_PREFIX_RANDOM_CHARS))
+    return f"{base}-{suffix}"
+
+
+def _checked_prefix(prefix: Any, index: int) -> str:
+    """A given `runai/shared-gpu-configmap` (a re-admitted pod, or the user's own) must make ConfigMap
+    names: refusing it here beats a binder that can never write the ConfigMaps."""
+    longest = f"-{index}{c.SHARED_GPU_ENV_CONFIGMAP_SUFFIX}"
+    if (
+        isinstance(prefix, str)
+        and _CONFIG_MAP_NAME.fullmatch(prefix)
+        and len(prefix) + len(longest) <= _MAX_OBJECT_NAME
+    ):
+        return prefix
+    raise InvalidField(
+        f"metadata.annotations.{c.SHARED_GPU_CONFIGMAP_ANNOTATION}",
+        f"{short_repr(prefix)} cannot prefix a ConfigMap name: lowercase letters, digits, '-' and '.', "
+        f"starting and ending with a letter or digit, at most {_MAX_OBJECT_NAME - len(longest)} characters; "
+        "leave the annotation out and the webhook picks one",
+    )
 
 
 def _uses_gpus(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
     """Whole GPUs, MIG instances (requests or limits of any container), or a shared GPU (annotations)."""
-    metadata = obj.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    if isinstance(annotations, dict) and (
-        c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
-    ):
+    if uses_gpu_sharing(obj):
         return True
     for key in ("containers", "initContainers"):
         containers = spec.get(key)
@@ -655,9 +829,12 @@ __all__ = [
     "WebhookServer",
     "allowed_response",
     "denied_response",
+    "fraction_container_index",
     "review_pod_mutation",
     "review_pod_validation",
     "review_podgroup_validation",
     "review_queue_validation",
+    "shared_gpu_config_maps",
+    "uses_gpu_sharing",
     "webhook_routes",
 ]

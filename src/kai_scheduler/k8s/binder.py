@@ -7,9 +7,16 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    earlier attempt did the bind (its answer, or the status update, was lost): that is a success, and the
    bind is not repeated.
 2. Hand the pod its GPUs: the annotation `received-resource-type`; for shared GPUs (Fraction) the label
-   `runai-gpu-group=<group>` (with several devices also `runai-gpu-group/<i>`), and a ConfigMap
-   `<pod>-gpu` in the pod's namespace (owned by the pod) with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and
-   `RUNAI_NUM_OF_GPUS`. Each GPU group gets a reservation pod, as in KAI (see
+   `runai-gpu-group=<group>` (with several devices also `runai-gpu-group/<i>`), and the GPU's environment
+   in ConfigMaps of the pod's namespace, owned by the pod and written before the bind (KAI's gpusharing
+   PreBind): under the prefix the admission webhook put in the pod's annotation `runai/shared-gpu-configmap`,
+   `<prefix>-<i>` with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS` and
+   `<prefix>-<i>-evar` with `GPU_PORTION` (`i`: the index of the container named by
+   `gpu-fraction-container-name`, else 0; see `admission.shared_gpu_config_maps`), which the container's
+   env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with the three
+   keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another live pod
+   (two pods with one prefix, as when a pod's manifest is copied) fails the attempt instead of being taken.
+   Each GPU group gets a reservation pod, as in KAI (see
    "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
    (comma-separated, one per device); with reservation off, the GPU group id stands in for it.
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
@@ -56,6 +63,8 @@ from dataclasses import dataclass, field
 from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels
+from kai_scheduler.api.manifests import InvalidField
+from kai_scheduler.k8s.admission import fraction_container_index, shared_gpu_config_maps
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
     CONFIG_MAPS,
@@ -72,9 +81,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF_LIMIT = 3
 GPU_CONFIGMAP_SUFFIX = "-gpu"
-VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
-GPU_PORTION = "GPU_PORTION"
-NUM_OF_GPUS = "RUNAI_NUM_OF_GPUS"
+VISIBLE_DEVICES = c.NVIDIA_VISIBLE_DEVICES_ENV
+GPU_PORTION = c.GPU_PORTION_ENV
+NUM_OF_GPUS = c.NUM_OF_GPUS_ENV
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 PENDING = "Pending"
@@ -543,31 +552,65 @@ class Binder:
         except ValueError:
             total = portion
         data = {VISIBLE_DEVICES: ",".join(groups), GPU_PORTION: portion, NUM_OF_GPUS: total}
-        name = f"{pod_name}{GPU_CONFIGMAP_SUFFIX}"
         meta = pod.get("metadata") or {}
+        prefix = (meta.get("annotations") or {}).get(c.SHARED_GPU_CONFIGMAP_ANNOTATION)
+        if not prefix:
+            # Admission off: the name the pod's manifest must refer to itself.
+            await self._upsert_config_map(pod, namespace, pod_name, f"{pod_name}{GPU_CONFIGMAP_SUFFIX}", data)
+            return
+        try:
+            index = fraction_container_index(pod)
+        except InvalidField as problem:  # the webhook refuses such a pod; the annotation changed since
+            raise BindFailure(f"{problem.field}: {problem.message}") from problem
+        capabilities, direct = shared_gpu_config_maps(str(prefix), index)
+        await self._upsert_config_map(pod, namespace, pod_name, capabilities, data)
+        await self._upsert_config_map(pod, namespace, pod_name, direct, {GPU_PORTION: portion})
+
+    async def _upsert_config_map(
+        self, pod: JsonObject, namespace: str, pod_name: str, name: str, data: dict[str, str]
+    ) -> None:
+        """Create the ConfigMap `name`, owned by the pod, with `data`; one that exists (an earlier attempt,
+        an earlier pod of this name) is taken over, unless it belongs to another pod that has not finished."""
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        owners = [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}]
         body: JsonObject = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "ownerReferences": [
-                    {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": meta.get("uid", "")}
-                ],
-            },
+            "metadata": {"name": name, "namespace": namespace, "ownerReferences": owners},
             "data": data,
         }
         try:
             await self.client.create(CONFIG_MAPS, body)
+            return
         except ApiStatusError as error:
             if error.code != 409:
                 raise
-            await self.client.patch(
-                CONFIG_MAPS,
-                name,
-                {"metadata": {"ownerReferences": body["metadata"]["ownerReferences"]}, "data": data},
-                namespace,
-            )
+        try:
+            existing = await self.client.get(CONFIG_MAPS, name, namespace)
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+            await self.client.create(CONFIG_MAPS, body)  # gone meanwhile
+            return
+        for ref in (existing.get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("kind") != "Pod" or ref.get("uid") == uid or not ref.get("name"):
+                continue
+            other = await self._pod(namespace, str(ref["name"]))
+            other_meta = (other or {}).get("metadata") or {}
+            if (
+                other is not None
+                and other_meta.get("uid") == ref.get("uid")
+                and (other.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
+            ):
+                raise BindFailure(
+                    f"ConfigMap {namespace}/{name} holds the GPU environment of pod "
+                    f"{namespace}/{ref['name']}, which has not finished: the two pods carry one "
+                    f"{c.SHARED_GPU_CONFIGMAP_ANNOTATION} (a copied manifest?); create this pod without "
+                    "that annotation and the env entries that refer to those ConfigMaps"
+                )
+        await self.client.patch(
+            CONFIG_MAPS, name, {"metadata": {"ownerReferences": owners}, "data": data}, namespace
+        )
 
     async def _rollback(self, namespace: str, pod_name: str, request: JsonObject, node: str) -> None:
         """Take the GPU labels back from a pod that did not get bound (KAI's rollback)."""

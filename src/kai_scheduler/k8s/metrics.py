@@ -11,10 +11,34 @@ they run in one process):
   quota and allocated resources, with extra labels copied from queue labels (KAI's
   `queueLabelToMetricLabel`).
 
+Where the scheduler's values come from in live mode (`SchedulerLoop`, every cycle it carries out):
+
+* The scheduling core measures itself without I/O and returns it in the `SessionResult`: open and close
+  session, each plugin's OnSessionOpen/OnSessionClose, each action's time, and per action the pod
+  groups it took up (allocate, reclaim, preempt, consolidation; KAI's "considered") and the eviction
+  scenarios it simulated or ruled out by the cheap GPU filter before simulating (reclaim, preempt,
+  consolidation). `observe_session` feeds all of it in. Stale gang eviction takes up no pod groups one
+  by one, so its acted-on count is the pod groups it took decisions for.
+* `kai_e2e_scheduling_latency_milliseconds`: the loop's snapshot build and session.
+* `kai_task_scheduling_latency_milliseconds`: from a pod's creation to its bind decision.
+* `kai_task_bind_latency_milliseconds`: the scheduler's bind step for a pod, i.e. creating its
+  BindRequest (KAI observes it around its cache's `Bind`, which creates the BindRequest; the binder is a
+  separate component with controller-runtime metrics only, so its work is not in it).
+* `kai_usage_query_latency_milliseconds` and `kai_queue_{cpu,memory,gpu}_usage`: only with time-based
+  fairness (`usageDBConfig`); without it there is no usage history, so nothing to query or show (the
+  histogram stays at zero observations, the gauges have no queue). There is no usage database here:
+  the usage is answered from the loop's in-memory history (`UsageRecorder.before_cycle`), and that
+  answer is what is timed, every cycle. The usage is each queue's share of the cluster's capacity over
+  the window (0..1); a parent queue left out of the tree (fullHierarchyFairness off) shows the sum of
+  its leaves', as its fair share does.
+* Counters with an `action` label have no sample for an action until it counts something (e.g.
+  `kai_scenarios_*_by_action` until a victim action searches scenarios); `kai_total_preemption_attempts`
+  shows 0 until preempt takes up a pod group.
+
 Units follow KAI: latencies in milliseconds; fair share in CPU cores, memory in GB (10^9 bytes) and GPUs;
 queue quota in CPU cores and memory in bytes (the Queue spec holds millicores and MB).
 
-On counter names: Prometheus' Python client always appends `_total` to a counter's name, but four of KAI's
+On counter names: Prometheus' Python client always appends `_total` to a counter's name, but five of KAI's
 counters (`kai_podgroups_scheduled_by_action`, `kai_podgroups_acted_on_by_action`,
 `kai_scenarios_simulation_by_action`, `kai_scenarios_filtered_by_action`, `kai_total_preemption_attempts`)
 have no such suffix, and dashboards query them by those names. They are exposed under their exact names
@@ -209,9 +233,9 @@ class SchedulerMetrics:
         `seconds`: the whole cycle; `action_seconds`: each action's time; `decisions`: the session's
         decisions in order; `fair_share`: queue -> (gpu, cpu millicores, memory bytes), as in
         `SessionResult.fair_share`; `pod_groups`: pod key (namespace/name) -> its pod group (a pod
-        missing from it counts as a group of its own); `acted_on`: pod groups each action tried, when
-        the caller counted them (otherwise the groups the action took a decision for, a lower bound).
-        Each pod group the preempt action acts on is one preemption attempt.
+        missing from it counts as a group of its own); `acted_on`: pod groups each action took up, for
+        the actions that counted them (an action missing from it counts the groups it took a decision
+        for, a lower bound). Each pod group the preempt action acts on is one preemption attempt.
         """
         self.e2e_latency.set(seconds * 1000)
         for action, elapsed in action_seconds.items():
@@ -236,7 +260,8 @@ class SchedulerMetrics:
                 touched[decision.action].add(group)
         for action, jobs in scheduled.items():
             self.podgroups_scheduled.inc(len(jobs), action=action)
-        attempts = dict(acted_on) if acted_on is not None else {a: len(jobs) for a, jobs in touched.items()}
+        attempts = {a: len(jobs) for a, jobs in touched.items()}
+        attempts.update(acted_on or {})
         for action, count in attempts.items():
             if count:
                 self.podgroups_acted_on.inc(count, action=action)
@@ -248,12 +273,19 @@ class SchedulerMetrics:
         self,
         result: SessionResult,
         seconds: float,
-        action_seconds: Mapping[str, float],
+        action_seconds: Mapping[str, float] | None = None,
         *,
         pod_groups: Mapping[str, PodGroupRef] | None = None,
         acted_on: Mapping[str, int] | None = None,
     ) -> None:
-        """`observe_cycle` for a session's result."""
+        """`observe_cycle` for a session's result, plus what the session measured about itself: open and
+        close latency, each plugin's OnSessionOpen/OnSessionClose, and each action's pod groups taken
+        up and eviction scenarios simulated and filtered. `action_seconds` and `acted_on` default to
+        the result's own."""
+        if action_seconds is None:
+            action_seconds = result.action_seconds
+        if acted_on is None:
+            acted_on = {action: counts.acted_on for action, counts in result.counts.items()}
         self.observe_cycle(
             seconds,
             action_seconds,
@@ -262,6 +294,16 @@ class SchedulerMetrics:
             pod_groups=pod_groups,
             acted_on=acted_on,
         )
+        self.observe_open_session(result.open_seconds)
+        self.observe_close_session(result.close_seconds)
+        for plugin, elapsed in result.plugin_open_seconds.items():
+            self.observe_plugin(plugin, ON_SESSION_OPEN, elapsed)
+        for plugin, elapsed in result.plugin_close_seconds.items():
+            self.observe_plugin(plugin, ON_SESSION_CLOSE, elapsed)
+        for action, counts in result.counts.items():
+            self.count_scenarios(
+                action, simulated=counts.scenarios_simulated, filtered=counts.scenarios_filtered
+            )
 
     def set_fair_share(self, fair_share: Mapping[str, tuple[float, float, float]]) -> None:
         """queue -> (gpu, cpu millicores, memory bytes); queues no longer present are dropped."""
@@ -275,7 +317,9 @@ class SchedulerMetrics:
         self._fair_share_queues = set(fair_share)
 
     def set_queue_usage(self, usage: Mapping[str, tuple[float, float, float]]) -> None:
-        """queue -> time-based (gpu, cpu, memory) usage, as the usage database reports it."""
+        """queue -> time-based (gpu, cpu, memory) usage, each the queue's share of the cluster's capacity
+        over the usage window (0..1), as the usage database reports it; queues no longer present are
+        dropped."""
         for queue, (gpu, cpu, memory) in usage.items():
             self.queue_gpu_usage.labels(queue_name=queue).set(gpu)
             self.queue_cpu_usage.labels(queue_name=queue).set(cpu)
@@ -302,9 +346,13 @@ class SchedulerMetrics:
         self.task_scheduling_latency.observe(seconds * 1000)
 
     def observe_task_bind(self, seconds: float) -> None:
+        """The scheduler's bind of one pod: from its bind decision being carried out to its BindRequest
+        created (KAI times its cache's `Bind`, which creates the BindRequest; the binder's work after
+        that is not in it)."""
         self.task_bind_latency.observe(seconds * 1000)
 
     def observe_usage_query(self, seconds: float) -> None:
+        """Getting the queues' time-based usage for a cycle."""
         self.usage_query_latency.observe(seconds * 1000)
 
     def count_scenarios(self, action: str, *, simulated: int = 0, filtered: int = 0) -> None:

@@ -33,6 +33,7 @@ Times are on the `SessionClock` (seconds since the loop started; annotations in 
 `LeaderElector`, only the leader schedules, and a cycle whose leadership was lost meanwhile writes nothing.
 `run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown). Each cycle's
 state is published as `last_cycle` for the plugin server (`plugin_server.py`: `/get-snapshot`, ...).
+With `metrics`, each cycle carried out is recorded in them (what each one measures: `metrics.py`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from kai_scheduler.k8s.state import (
 )
 from kai_scheduler.model.builder import SnapshotBuilder
 from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.scheduler import Scheduler
@@ -192,6 +194,7 @@ class SchedulerLoop:
         # restarted scheduler starts a new history).
         origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
         self.usage = UsageRecorder(config.usage_db.params(origin)) if config.usage_db else None
+        self.usage_query_seconds = 0.0  # the last cycle's, for metrics
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -208,7 +211,9 @@ class SchedulerLoop:
 
     def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
         if self.usage is not None:
+            began = time.perf_counter()
             state = replace(state, queue_usage=self.usage.before_cycle(now))
+            self.usage_query_seconds = time.perf_counter() - began
         snapshot = self.snapshots.build(state)
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
         if self.usage is not None:
@@ -239,7 +244,7 @@ class SchedulerLoop:
         await self._collect_garbage(live, report)
         report.seconds = time.perf_counter() - started
         if self.metrics is not None:
-            self._observe(live, result, core_seconds)
+            self._observe(live, snapshot, result, core_seconds)
         if report.errors:
             log.warning(
                 "cycle %d: %d API errors (first: %s)", self.cycle, len(report.errors), report.errors[0]
@@ -293,7 +298,7 @@ class SchedulerLoop:
                 self.nominated[decision.pod] = Placed(decision.node, decision.gpu_groups)
             elif decision.type == "bind":
                 self.nominated.pop(decision.pod, None)
-                call = self._request_bind(live, snapshot, decision, report)
+                call = self._timed_bind(live, snapshot, decision, report)
                 calls.append(self._limited(call, report, f"bind request {decision.pod}"))
             else:
                 self.nominated.pop(decision.pod, None)
@@ -340,6 +345,18 @@ class SchedulerLoop:
                 "backoffLimit": self.backoff_limit,
             },
         }
+
+    async def _timed_bind(
+        self, live: LiveState, snapshot: ClusterSnapshot, decision: Decision, report: CycleReport
+    ) -> None:
+        """`_request_bind`, timed into `kai_task_bind_latency_milliseconds` whatever its outcome (as KAI
+        times its cache's `Bind`, which creates the BindRequest)."""
+        began = time.perf_counter()
+        try:
+            await self._request_bind(live, snapshot, decision, report)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe_task_bind(time.perf_counter() - began)
 
     async def _request_bind(
         self, live: LiveState, snapshot: ClusterSnapshot, decision: Decision, report: CycleReport
@@ -648,7 +665,9 @@ class SchedulerLoop:
         ]
         await asyncio.gather(*calls)
 
-    def _observe(self, live: LiveState, result: SessionResult, seconds: float) -> None:
+    def _observe(
+        self, live: LiveState, snapshot: ClusterSnapshot, result: SessionResult, seconds: float
+    ) -> None:
         assert self.metrics is not None
         groups: dict[str, PodGroupRef] = {}
         for pod_key, job in live.job_of_pod.items():
@@ -656,7 +675,10 @@ class SchedulerLoop:
             obj = live.pod_groups.get(job)
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")
             groups[pod_key] = PodGroupRef(namespace, name, uid)
-        self.metrics.observe_session(result, seconds, {}, pod_groups=groups)
+        self.metrics.observe_session(result, seconds, pod_groups=groups)
+        if self.usage is not None:
+            self.metrics.observe_usage_query(self.usage_query_seconds)
+            self.metrics.set_queue_usage(queue_usage(snapshot))
         wall = time.time()
         for decision in result.decisions:
             if decision.type != "bind":
@@ -700,6 +722,21 @@ class SchedulerLoop:
             if left > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), left)
+
+
+def queue_usage(snapshot: ClusterSnapshot) -> dict[str, tuple[float, float, float]]:
+    """Each queue's time-based usage in the session's queue tree, (gpu, cpu, memory) shares of the
+    cluster's capacity; a parent queue taken out of the tree (fullHierarchyFairness off) shows the sum of
+    its leaves', as its fair share does."""
+    queues = snapshot.queues
+    usage = {queue.name: queue.usage.values() for queue in queues}
+    for name, (_, leaves) in queues.detached.items():
+        total = Resources()
+        for leaf in leaves:
+            if leaf in queues:
+                total.add(queues[leaf].usage)
+        usage[name] = total.values()
+    return usage
 
 
 # --- everything together ---------------------------------------------------------------------------
@@ -788,6 +825,7 @@ __all__ = [
     "UNSCHEDULABLE_ON_NODE_POOL",
     "CycleReport",
     "SchedulerLoop",
+    "queue_usage",
     "reason_of",
     "received_gpu",
     "run_live",

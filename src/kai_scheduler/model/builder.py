@@ -18,6 +18,8 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.model.jobs import (
+    ALL_HOST_IPS,
+    HostPort,
     JobInfo,
     Placement,
     PodSet,
@@ -74,6 +76,21 @@ def pod_request(pod: Pod) -> PodRequest:
     )
 
 
+def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """The ports the pod takes on its node, by Kubernetes' rule: those with a `hostPort` of the main
+    containers and of the sidecars (init containers with `restartPolicy: Always`: they run as long as
+    the pod does). With `hostNetwork`, a port without a `hostPort` takes its `containerPort`."""
+    spec = pod.spec
+    containers = [*(c for c in spec.init_containers if c.restart_policy == "Always"), *spec.containers]
+    ports: dict[HostPort, None] = {}
+    for container in containers:
+        for port in container.ports:
+            host_port = port.host_port or (port.container_port if spec.host_network else 0)
+            if host_port > 0:
+                ports[HostPort(port.protocol, port.host_ip or ALL_HOST_IPS, host_port)] = None
+    return tuple(ports)
+
+
 def pod_placement(pod: Pod) -> Placement:
     spec = pod.spec
     affinity = spec.affinity
@@ -90,6 +107,11 @@ def pod_placement(pod: Pod) -> Placement:
     if has_pod_affinity:
         # Pod affinity depends on the pod's own labels and namespace: such placements are never shared.
         key += f"|{pod.key}"
+    host_ports = pod_host_ports(pod)
+    if host_ports:
+        # Where host ports are free differs from where they are not: jobs with other ports (or none) must
+        # not share a scheduling signature.
+        key += f"|ports={json.dumps(sorted(host_ports))}"
     return Placement(key, dict(spec.node_selector), affinity, tuple(spec.tolerations), has_pod_affinity)
 
 
@@ -211,17 +233,17 @@ class SnapshotBuilder:
     """Keeps per-pod derivations across cycles; `build` is called once per cycle."""
 
     def __init__(self) -> None:
-        self._requests: dict[int, tuple[Pod, PodRequest, Placement]] = {}
+        self._requests: dict[int, tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]] = {}
         self._placements: dict[str, Placement] = {}
 
-    def _derived(self, pod: Pod) -> tuple[PodRequest, Placement]:
+    def _derived(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._requests.get(id(pod))
         if cached is None or cached[0] is not pod:
             placement = pod_placement(pod)
             placement = self._placements.setdefault(placement.key, placement)
-            cached = (pod, pod_request(pod), placement)
+            cached = (pod, pod_request(pod), placement, pod_host_ports(pod))
             self._requests[id(pod)] = cached
-        return cached[1], cached[2]
+        return cached[1], cached[2], cached[3]
 
     def forget(self, pod: Pod) -> None:
         """Drop the cache entry of a pod that is gone for good."""
@@ -420,7 +442,7 @@ class SnapshotBuilder:
         podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
             iter(job.podsets.values())
         )
-        request, placement = self._derived(pod)
+        request, placement, host_ports = self._derived(pod)
         nodes = snapshot.nodes
         node = nodes.index.get(pod_state.node_name, -1) if pod_state.node_name else -1
         if pod_state.node_name and node < 0:
@@ -440,10 +462,13 @@ class SnapshotBuilder:
             gpu_groups=pod_state.gpu_groups,
             nominated_node=nodes.index.get(pod_state.nominated_node, -1) if pod_state.nominated_node else -1,
             nominated_groups=pod_state.nominated_gpu_groups,
+            host_ports=host_ports,
         )
         job.tasks.append(task)
         podset.tasks.append(task)
         snapshot.tasks[task.key] = task
+        if host_ports:
+            snapshot.host_port_tasks.append(task)
         if node >= 0 and status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
             self._occupy(snapshot, task, releasing=status is TaskStatus.RELEASING)
 
@@ -456,14 +481,17 @@ class SnapshotBuilder:
             snapshot.existing_gpu_groups.update(task.gpu_groups)
 
     def _add_foreign_pod(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
-        """A pod of another scheduler holds capacity on its node, and that capacity is not ours to share."""
+        """A pod of another scheduler holds capacity (and its host ports) on its node, and that capacity is
+        not ours to share."""
         if pod_state.node_name is None or pod_state.phase in ("Succeeded", "Failed"):
             return
         node = snapshot.nodes.index.get(pod_state.node_name)
         if node is None:
             return
-        request, _ = self._derived(pod_state.pod)
+        request, _, host_ports = self._derived(pod_state.pod)
         snapshot.nodes.hold(node, request, releasing=pod_state.terminating)
+        if host_ports:
+            snapshot.foreign_host_ports.append((node, host_ports))
         if snapshot.nodes.specs[node].ready:  # a node that is not ready adds no capacity to take from
             snapshot.capacity.sub(request.queue_resources(float(snapshot.nodes.gpu_memory_mib[node])))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Final
+from typing import Final, NamedTuple
 
 from kai_scheduler.api.objects import Affinity, Toleration
 from kai_scheduler.model.resources import PodRequest
@@ -43,6 +43,19 @@ class Placement:
     has_pod_affinity: bool
 
 
+# A host port bound on every address of the node (Kubernetes' default host IP).
+ALL_HOST_IPS: Final = "0.0.0.0"
+
+
+class HostPort(NamedTuple):
+    """A port a pod takes on its node (a container port with a `hostPort`), as Kubernetes' NodePorts
+    filter compares them: the protocol defaults to TCP and the host IP to 0.0.0.0 (every address)."""
+
+    protocol: str
+    host_ip: str
+    port: int
+
+
 @dataclass(frozen=True, slots=True)
 class TopologyConstraint:
     """Where a job (or one of its pod sets) must or would rather run: all in one domain of the
@@ -59,6 +72,7 @@ class TaskInfo:
 
     __slots__ = (
         "gpu_groups",
+        "host_ports",
         "job",
         "key",
         "labels",
@@ -92,6 +106,7 @@ class TaskInfo:
         gpu_groups: tuple[str, ...] = (),
         nominated_node: int = -1,
         nominated_groups: tuple[str, ...] = (),
+        host_ports: tuple[HostPort, ...] = (),
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -108,6 +123,7 @@ class TaskInfo:
         self.gpu_groups = gpu_groups
         self.nominated_node = nominated_node
         self.nominated_groups = nominated_groups
+        self.host_ports = host_ports
 
     def recreated(self) -> TaskInfo:
         """The pod as its controller recreates it after an eviction: pending, same name, same job. Used
@@ -123,6 +139,7 @@ class TaskInfo:
             labels=self.labels,
             rank=self.rank,
             task_priority=self.task_priority,
+            host_ports=self.host_ports,
         )
 
     def __repr__(self) -> str:

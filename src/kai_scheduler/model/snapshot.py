@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue, Topology
-from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
 from kai_scheduler.model.resources import Resources
@@ -76,3 +76,7 @@ class ClusterSnapshot:
     min_gpu_memory_mib: float
     existing_gpu_groups: set[str] = field(default_factory=set)
     topologies: dict[str, TopologyTree] = field(default_factory=dict)
+    # Host ports (Kubernetes' NodePorts): our tasks that ask for any (whatever their status), and what
+    # other schedulers' pods hold, by node index. Both empty in the usual cluster without host ports.
+    host_port_tasks: list[TaskInfo] = field(default_factory=list)
+    foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = field(default_factory=list)

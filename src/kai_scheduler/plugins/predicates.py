@@ -2,9 +2,9 @@
 
 Static filters (cordoned nodes, nodeSelector and required node affinity, taints) depend only on a pod's
 placement constraints and the nodes, so the session evaluates them once per distinct placement. The
-GPU-kind rules (MIG modes, shared GPUs, GPU memory) depend only on the request. Inter-pod affinity
-depends on where other pods are, so it is evaluated per pod against an index kept live through the
-session. Preferred node affinity and PreferNoSchedule taints add node scores.
+GPU-kind rules (MIG modes, shared GPUs, GPU memory) depend only on the request. Host ports and
+inter-pod affinity depend on where other pods are, so they are evaluated per pod against indexes kept
+live through the session. Preferred node affinity and PreferNoSchedule taints add node scores.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from kai_scheduler.model.matching import (
 )
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_SINGLE, BoolArray, FloatArray, NodeTable
 from kai_scheduler.model.resources import PodRequest
+from kai_scheduler.plugins.node_ports import node_ports_predicate
 from kai_scheduler.plugins.pod_affinity import shared_index
 from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 
@@ -100,6 +101,9 @@ class PredicatesPlugin:
         points.task_predicates.append(
             NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)
         )
+        node_ports = node_ports_predicate(session)
+        if node_ports is not None:
+            points.task_predicates.append(node_ports)
         index = shared_index(session)
         points.task_predicates.append(
             NamedPredicate(

@@ -8,6 +8,7 @@ import copy
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -325,8 +326,13 @@ GPU_PODS = {
 def test_gpu_pods_get_the_runtime_class(obj: dict[str, Any]) -> None:
     response = assert_allowed(review_pod_mutation(review(obj)))
     operations = patch_of(response)
-    assert operations == [{"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"}]
-    patched = json_patch(copy.deepcopy(obj), operations)
+    assert operations[0] == {"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"}
+    # A GPU-sharing pod's further operations are its shared-GPU environment (tested below).
+    sharing = (
+        "gpu-fraction" in obj["metadata"]["annotations"] or "gpu-memory" in obj["metadata"]["annotations"]
+    )
+    assert (len(operations) > 1) == sharing
+    patched = json_patch(copy.deepcopy(obj), operations[:1])
     assert patched["spec"]["runtimeClassName"] == "nvidia"
     assert {k: v for k, v in patched["spec"].items() if k != "runtimeClassName"} == {
         k: v for k, v in obj["spec"].items() if k != "runtimeClassName"
@@ -364,15 +370,213 @@ def test_only_new_pods_are_patched() -> None:
     assert "patch" not in assert_allowed(review_pod_mutation(review(obj, operation="UPDATE")))
 
 
-def test_an_empty_runtime_class_setting_turns_the_mutation_off() -> None:
-    response = assert_allowed(review_pod_mutation(review(pod({"gpu-fraction": "0.5"})), gpu_runtime_class=""))
+def test_an_empty_runtime_class_setting_turns_the_runtime_class_off() -> None:
+    response = assert_allowed(
+        review_pod_mutation(review(pod(limits={"nvidia.com/gpu": "1"})), gpu_runtime_class="")
+    )
     assert "patch" not in response
+    # The shared-GPU environment does not depend on it.
+    response = assert_allowed(review_pod_mutation(review(pod({"gpu-fraction": "0.5"})), gpu_runtime_class=""))
+    assert all(op["path"] != "/spec/runtimeClassName" for op in patch_of(response))
 
 
 def test_mutation_follows_the_scheduler_name() -> None:
     obj = pod(limits={"nvidia.com/gpu": "1"}, scheduler="kai-b")
     assert "patch" not in assert_allowed(review_pod_mutation(review(obj)))
     assert patch_of(assert_allowed(review_pod_mutation(review(obj), scheduler_name="kai-b")))
+
+
+# --- pod mutation: the shared-GPU environment (KAI's admission gpusharing plugin) --------------------
+
+PREFIX_ANNOTATION = "runai/shared-gpu-configmap"
+RANDOM_PART = r"[a-z0-9]{7}"
+
+
+def mutated(obj: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """The pod as the API server stores it after the mutating webhook: the patch applied."""
+    response = assert_allowed(review_pod_mutation(review(obj), **options))
+    operations = patch_of(response) if "patch" in response else []
+    patched: dict[str, Any] = json_patch(copy.deepcopy(obj), operations)
+    return patched
+
+
+def two_containers(annotations: dict[str, str], **spec: Any) -> dict[str, Any]:
+    obj = pod(annotations, **spec)
+    obj["spec"]["containers"] = [
+        {"name": "main", "image": "trainer", "env": [{"name": "EPOCHS", "value": "3"}]},
+        {"name": "logger", "image": "fluentbit"},
+    ]
+    return obj
+
+
+def gpu_env(container: dict[str, Any]) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """(env var -> (ConfigMap, key) for the ConfigMap-keyed entries, the envFrom ConfigMaps)."""
+    keyed = {
+        entry["name"]: (
+            entry["valueFrom"]["configMapKeyRef"]["name"],
+            entry["valueFrom"]["configMapKeyRef"]["key"],
+        )
+        for entry in container.get("env") or []
+        if "configMapKeyRef" in (entry.get("valueFrom") or {})
+    }
+    return keyed, [source["configMapRef"]["name"] for source in container.get("envFrom") or []]
+
+
+def expected_env(prefix: str, index: int) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    config_map = f"{prefix}-{index}"
+    return (
+        {
+            "NVIDIA_VISIBLE_DEVICES": (config_map, "NVIDIA_VISIBLE_DEVICES"),
+            "RUNAI_NUM_OF_GPUS": (config_map, "RUNAI_NUM_OF_GPUS"),
+        },
+        [f"{config_map}-evar"],
+    )
+
+
+@pytest.mark.parametrize(
+    "annotation", [{"gpu-fraction": "0.5"}, {"gpu-memory": "4096"}], ids=["fraction", "memory"]
+)
+def test_the_first_container_gets_the_shared_gpu_env(annotation: dict[str, str]) -> None:
+    obj = two_containers(annotation)
+    patched = mutated(obj)
+    prefix = patched["metadata"]["annotations"][PREFIX_ANNOTATION]
+    assert re.fullmatch(rf"train-0-{RANDOM_PART}", prefix), prefix
+    main, logger = patched["spec"]["containers"]
+    assert gpu_env(main) == expected_env(prefix, 0)
+    assert main["env"][0] == {"name": "EPOCHS", "value": "3"}  # the pod's own entries stay, first
+    assert logger == obj["spec"]["containers"][1]
+    # Nothing else changes: the annotations are the pod's plus the prefix, the spec gets the runtime class.
+    assert patched["metadata"]["annotations"] == {**annotation, PREFIX_ANNOTATION: prefix}
+    assert {k: v for k, v in patched["spec"].items() if k not in ("containers", "runtimeClassName")} == {
+        k: v for k, v in obj["spec"].items() if k != "containers"
+    }
+
+
+def test_the_named_container_gets_the_shared_gpu_env() -> None:
+    obj = two_containers({"gpu-fraction": "0.25", "gpu-fraction-container-name": "logger"})
+    patched = mutated(obj)
+    prefix = patched["metadata"]["annotations"][PREFIX_ANNOTATION]
+    main, logger = patched["spec"]["containers"]
+    assert main == obj["spec"]["containers"][0]
+    assert gpu_env(logger) == expected_env(prefix, 1)
+
+
+def test_an_empty_container_name_means_the_first() -> None:
+    patched = mutated(two_containers({"gpu-fraction": "0.5", "gpu-fraction-container-name": ""}))
+    prefix = patched["metadata"]["annotations"][PREFIX_ANNOTATION]
+    assert gpu_env(patched["spec"]["containers"][0]) == expected_env(prefix, 0)
+
+
+def test_a_missing_container_is_refused_by_name() -> None:
+    obj = two_containers({"gpu-fraction": "0.5", "gpu-fraction-container-name": "trainer"})
+    message = denial(review_pod_mutation(review(obj)))
+    assert message == (
+        "metadata.annotations.gpu-fraction-container-name: no container named 'trainer' in spec.containers "
+        "(the pod's containers: 'main', 'logger')"
+    )
+
+
+def test_an_init_container_is_not_a_target() -> None:
+    obj = two_containers({"gpu-fraction": "0.5", "gpu-fraction-container-name": "init"})
+    obj["spec"]["initContainers"] = [{"name": "init", "image": "setup"}]
+    message = denial(review_pod_mutation(review(obj)))
+    assert message.startswith("metadata.annotations.gpu-fraction-container-name: 'init' is an init container")
+    assert "'main', 'logger'" in message
+
+
+def test_a_generate_name_pod_gets_a_prefix_from_it() -> None:
+    """Created from generateName, the pod has no name at admission: the prefix comes from generateName,
+    and each pod gets its own."""
+    obj = pod({"gpu-fraction": "0.5"}, name=None)
+    obj["metadata"]["generateName"] = "sweep-trial-"
+    prefixes = {mutated(obj)["metadata"]["annotations"][PREFIX_ANNOTATION] for _ in range(5)}
+    assert len(prefixes) == 5
+    for prefix in prefixes:
+        assert re.fullmatch(rf"sweep-trial-{RANDOM_PART}", prefix), prefix
+
+
+def test_a_long_or_dotted_name_makes_a_short_dns_label_prefix() -> None:
+    patched = mutated(pod({"gpu-fraction": "0.5"}, name="a." + "b" * 200))
+    prefix = patched["metadata"]["annotations"][PREFIX_ANNOTATION]
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", prefix)
+    assert len(f"{prefix}-99") <= 63  # KAI's bound: `<prefix>-<container index>` stays a DNS label
+    assert prefix.startswith("a-bbb")
+
+
+def test_re_admission_changes_nothing() -> None:
+    """A pod that went through the webhook (a reinvocation, or its manifest created again) keeps its
+    prefix and gets no second copy of an entry."""
+    once = mutated(two_containers({"gpu-fraction": "0.5", "gpu-fraction-container-name": "logger"}))
+    response = assert_allowed(review_pod_mutation(review(copy.deepcopy(once))))
+    assert "patch" not in response
+    assert mutated(once) == once
+
+
+def test_re_admission_completes_a_partial_mutation() -> None:
+    once = mutated(pod({"gpu-fraction": "0.5"}))
+    prefix = once["metadata"]["annotations"][PREFIX_ANNOTATION]
+    container = once["spec"]["containers"][0]
+    del container["envFrom"]
+    container["env"].append(dict(container["env"][0]))  # a duplicate entry
+    again = mutated(once)
+    assert gpu_env(again["spec"]["containers"][0]) == expected_env(prefix, 0)
+    assert [e["name"] for e in again["spec"]["containers"][0]["env"]] == [
+        "NVIDIA_VISIBLE_DEVICES",
+        "RUNAI_NUM_OF_GPUS",
+    ]
+
+
+def test_the_pods_own_gpu_variables_are_replaced_in_place() -> None:
+    """The binder decides the device: a NVIDIA_VISIBLE_DEVICES of the pod's own would mask it."""
+    obj = pod({"gpu-fraction": "0.5"})
+    obj["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"},
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+        {"name": "B", "value": "2"},
+    ]
+    obj["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "creds"}}]
+    container = mutated(obj)["spec"]["containers"][0]
+    assert [e["name"] for e in container["env"]] == ["A", "NVIDIA_VISIBLE_DEVICES", "B", "RUNAI_NUM_OF_GPUS"]
+    assert "value" not in container["env"][1]
+    assert container["envFrom"][0] == {"secretRef": {"name": "creds"}}
+    assert len(container["envFrom"]) == 2
+
+
+def test_a_given_prefix_is_kept() -> None:
+    patched = mutated(pod({"gpu-fraction": "0.5", PREFIX_ANNOTATION: "my-job.gpu"}))
+    assert patched["metadata"]["annotations"][PREFIX_ANNOTATION] == "my-job.gpu"
+    assert gpu_env(patched["spec"]["containers"][0]) == expected_env("my-job.gpu", 0)
+
+
+@pytest.mark.parametrize(
+    "prefix", ["My_Job", "-x", "x" * 250], ids=["upper case", "leading dash", "too long"]
+)
+def test_a_prefix_that_cannot_name_a_config_map_is_refused(prefix: str) -> None:
+    message = denial(review_pod_mutation(review(pod({"gpu-fraction": "0.5", PREFIX_ANNOTATION: prefix}))))
+    assert message.startswith(f"metadata.annotations.{PREFIX_ANNOTATION}: ")
+    assert "cannot prefix a ConfigMap name" in message
+
+
+NO_SHARED_GPU_ENV = {
+    "CPU only": pod(requests={"cpu": "2"}),
+    "whole GPUs": pod(limits={"nvidia.com/gpu": "1"}),
+    "a MIG instance": pod(limits={"nvidia.com/mig-1g.5gb": "1"}),
+    "a container name without a fraction": pod({"gpu-fraction-container-name": "nope"}),
+}
+
+
+@pytest.mark.parametrize("obj", NO_SHARED_GPU_ENV.values(), ids=list(NO_SHARED_GPU_ENV))
+def test_pods_without_gpu_sharing_get_no_shared_gpu_env(obj: dict[str, Any]) -> None:
+    patched = mutated(obj)
+    assert patched["metadata"] == obj["metadata"]
+    assert patched["spec"]["containers"] == obj["spec"]["containers"]
+
+
+def test_other_schedulers_and_updates_are_left_alone() -> None:
+    obj = pod({"gpu-fraction": "0.5", "gpu-fraction-container-name": "nope"}, scheduler="default-scheduler")
+    assert "patch" not in assert_allowed(review_pod_mutation(review(obj)))
+    obj = pod({"gpu-fraction": "0.5"})
+    assert "patch" not in assert_allowed(review_pod_mutation(review(obj, operation="UPDATE")))
 
 
 # --- Queue validation -----------------------------------------------------------------------------
@@ -711,9 +915,13 @@ def test_the_four_webhooks_over_https(server: WebhookServer, certificates: Path)
         server, context, MUTATE_POD_PATH, json.dumps(review(pod({"gpu-memory": "1"}))).encode()
     )
     assert isinstance(mutated, dict)
-    assert patch_of(mutated["response"]) == [
-        {"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"}
-    ]
+    operations = patch_of(mutated["response"])
+    assert operations[0] == {"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"}
+    assert {op["path"] for op in operations[1:]} == {
+        "/metadata/annotations/runai~1shared-gpu-configmap",
+        "/spec/containers/0/env",
+        "/spec/containers/0/envFrom",
+    }
 
 
 def test_the_server_answers_bad_requests_without_failing(server: WebhookServer, certificates: Path) -> None:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kai_scheduler.api.objects import Queue
-from kai_scheduler.framework.decisions import Decision, SessionResult
+from helpers import node, pod, queue, snapshot_of
+from kai_scheduler.api.objects import ApiObject, Queue
+from kai_scheduler.framework.config import SchedulerConfig, parse_config
+from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
+from kai_scheduler.framework.session import Session
 from kai_scheduler.k8s.metrics import LATENCY_BUCKETS_MS, PodGroupRef, QueueMetrics, SchedulerMetrics
+from kai_scheduler.scheduler import ACTIONS, PLUGINS, Scheduler
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -301,3 +306,120 @@ def test_queue_controller_metrics() -> None:
     metrics.observe_queues(queues[:1], allocated)
     _, samples, _ = _scrape(registry)
     assert ("kai_queue_info", dev) not in samples
+
+
+# --- what the scheduling core measures about itself (SessionResult) and how it reaches the metrics ---
+
+
+class _Sleepy:
+    """A plugin or action that takes a known time in each step it is called for."""
+
+    def __init__(self, name: str, open_s: float = 0.0, close_s: float = 0.0, execute_s: float = 0.0) -> None:
+        self.name = name
+        self.open_s, self.close_s, self.execute_s = open_s, close_s, execute_s
+
+    def on_session_open(self, session: Session) -> None:
+        time.sleep(self.open_s)
+
+    def on_session_close(self, session: Session) -> None:
+        time.sleep(self.close_s)
+
+    def execute(self, session: Session) -> None:
+        time.sleep(self.execute_s)
+
+
+def _reclaim_cluster() -> list[ApiObject]:
+    """Queue a (quota 0) holds a 4-GPU node with four one-GPU pods; queue b (quota 4) waits with a
+    two-GPU pod and a one-GPU pod. For b-0 reclaim's first victim frees too little (filtered), the
+    second makes room (simulated); for b-1 the next victim does (simulated)."""
+    return [
+        node("n0", gpus=4),
+        queue("a", gpu=0),
+        queue("b", gpu=4),
+        *[pod(f"a-{i}", "a", gpus=1, node_name="n0") for i in range(4)],
+        pod("b-0", "b", gpus=2),
+        pod("b-1", "b", gpus=1),
+    ]
+
+
+def test_a_session_result_times_open_each_plugin_each_action_and_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(PLUGINS, "slowopen", lambda arguments: _Sleepy("slowopen", open_s=0.05))
+    monkeypatch.setitem(PLUGINS, "slowclose", lambda arguments: _Sleepy("slowclose", close_s=0.04))
+    monkeypatch.setitem(ACTIONS, "slowaction", lambda: _Sleepy("slowaction", execute_s=0.06))
+    plugins = [{"name": "proportion"}, {"name": "slowopen"}, {"name": "slowclose"}]
+    config = parse_config({"actions": "allocate, slowaction", "tiers": [{"plugins": plugins}]})
+    began = time.perf_counter()
+    result = Scheduler(config).run(snapshot_of(_reclaim_cluster()), cycle=1, now=0.0)
+    wall = time.perf_counter() - began
+
+    assert (
+        set(result.plugin_open_seconds)
+        == set(result.plugin_close_seconds)
+        == {
+            "proportion",
+            "slowopen",
+            "slowclose",
+        }
+    )
+    assert set(result.action_seconds) == {"allocate", "slowaction"}
+    # Each step's time is where it was spent ...
+    assert result.plugin_open_seconds["slowopen"] >= 0.05
+    assert result.plugin_close_seconds["slowclose"] >= 0.04
+    assert result.action_seconds["slowaction"] >= 0.06
+    assert result.plugin_open_seconds["slowclose"] < 0.04 and result.plugin_close_seconds["slowopen"] < 0.05
+    assert result.open_seconds >= sum(result.plugin_open_seconds.values())
+    assert result.close_seconds >= sum(result.plugin_close_seconds.values())
+    # ... and counted once: open, the actions and close add up to no more than the whole run.
+    assert result.open_seconds + sum(result.action_seconds.values()) + result.close_seconds <= wall
+
+
+def test_a_session_result_counts_what_each_action_took_up_and_its_scenarios() -> None:
+    result = Scheduler(SchedulerConfig()).run(snapshot_of(_reclaim_cluster()), cycle=1, now=0.0)
+    assert [(d.action, d.type, d.pod) for d in result.decisions] == [
+        ("reclaim", "evict", "default/a-3"),
+        ("reclaim", "evict", "default/a-2"),
+        ("reclaim", "pipeline", "default/b-0"),
+        ("reclaim", "evict", "default/a-1"),
+        ("reclaim", "pipeline", "default/b-1"),
+    ]
+    assert result.counts["allocate"] == ActionCounts(acted_on=2)  # b-0 and b-1, neither fits
+    assert result.counts["reclaim"] == ActionCounts(acted_on=2, scenarios_simulated=2, scenarios_filtered=1)
+    assert result.counts.get("preempt", ActionCounts()).scenarios_simulated == 0
+
+
+def test_observe_session_feeds_the_sessions_own_timings_and_counts() -> None:
+    metrics = SchedulerMetrics()
+    result = SessionResult(
+        decisions=DECISIONS,
+        unschedulable={},
+        fair_share={},
+        open_seconds=0.012,
+        close_seconds=0.003,
+        action_seconds={"allocate": 0.1, "reclaim": 0.05},
+        plugin_open_seconds={"proportion": 0.004},
+        plugin_close_seconds={"proportion": 0.001},
+        counts={"allocate": ActionCounts(acted_on=5), "reclaim": ActionCounts(2, 7, 3)},
+    )
+    metrics.observe_session(result, 0.25, pod_groups=POD_GROUPS)
+    _, samples, _ = _scrape(metrics.registry)
+
+    def labelled(name: str, **labels: str) -> float:
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    assert labelled("kai_open_session_latency_milliseconds") == pytest.approx(12)
+    assert labelled("kai_close_session_latency_milliseconds") == pytest.approx(3)
+    assert labelled("kai_action_scheduling_latency_milliseconds", action="allocate") == pytest.approx(100)
+    assert labelled("kai_action_scheduling_latency_milliseconds", action="reclaim") == pytest.approx(50)
+    plugin = "kai_plugin_scheduling_latency_milliseconds"
+    assert labelled(plugin, plugin="proportion", OnSession="OnSessionOpen") == pytest.approx(4)
+    assert labelled(plugin, plugin="proportion", OnSession="OnSessionClose") == pytest.approx(1)
+    assert labelled("kai_scenarios_simulation_by_action", action="reclaim") == 7
+    assert labelled("kai_scenarios_filtered_by_action", action="reclaim") == 3
+    # Counted by the action where it counts (allocate took up 5, more than the 2 it decided for);
+    # otherwise the pod groups it decided for (preempt: dev/urgent), a lower bound.
+    assert labelled("kai_podgroups_acted_on_by_action", action="allocate") == 5
+    assert labelled("kai_podgroups_acted_on_by_action", action="reclaim") == 2
+    assert labelled("kai_podgroups_acted_on_by_action", action="preempt") == 1
+    assert labelled("kai_total_preemption_attempts") == 1

@@ -44,6 +44,7 @@ class ProportionPlugin:
         self._session: Session | None = None
         self._next_request: dict[str, tuple[int, Resources]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
+        self._smaller_share: dict[str, SmallerAllocatableShare] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -119,6 +120,9 @@ class ProportionPlugin:
         zero_share_use = any(share <= EPSILON and a > EPSILON for share, a in zip(shares, asked, strict=True))
         with_job = _dominant(tuple(u + a for u, a in zip(used, asked, strict=True)), shares)
         without_job = _dominant(used, shares)
+        smaller_share = self._smaller_share.get(queue.name)
+        if smaller_share is None:
+            smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
         return (
             over_utilised,
             not starved,
@@ -126,6 +130,7 @@ class ProportionPlugin:
             zero_share_use,
             with_job,
             without_job,
+            smaller_share,
             queue.rank,
         )
 
@@ -278,6 +283,50 @@ class ProportionPlugin:
             ):
                 return True
         return False
+
+
+class SmallerAllocatableShare:
+    """Queue order criterion 7 as an element of the sort key: a queue whose allocatable share is
+    smaller, ≤ in every resource and < in at least one, goes first; when neither queue's shares are
+    below the other's (equal, or each smaller in a different resource) the criterion does not decide,
+    and the next element (creation) does.
+
+    The element compares as KAI's pairwise comparator does: `<` is "dominates" and `==` is "neither
+    dominates", so a tuple comparison moves on to the queue's creation rank exactly when KAI's
+    comparator would. That relation is a partial order plus a tie-break, not a strict weak ordering:
+    with three or more queues it can be cyclic (A dominates C, C is older than B, B older than A, with
+    B incomparable to both), and then no order agrees with every pair. The consumer picks the best
+    child by one scan with `<` (`QueueOrderedJobs._best_child`), which in such a cycle returns a queue
+    that none of the queues after it in the scan beats, deterministically by the tree's child order, as
+    KAI's heap returns one that depends on its insertion order. The alternative, a lexicographic tuple
+    of shares (a total order that extends dominance), would be a strict weak ordering but would decide
+    every incomparable pair by the first resource instead of by creation, which is wrong for two queues
+    as well. Cycles need criteria 1-6 to tie across three queues, which is rare."""
+
+    __slots__ = ("shares",)
+
+    def __init__(self, shares: tuple[float, float, float]) -> None:
+        self.shares = shares
+
+    def __lt__(self, other: SmallerAllocatableShare) -> bool:
+        return _dominates(self.shares, other.shares)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SmallerAllocatableShare):
+            return NotImplemented
+        return not _dominates(self.shares, other.shares) and not _dominates(other.shares, self.shares)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SmallerAllocatableShare({self.shares})"
+
+
+def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """a ≤ b in every resource and a < b in at least one."""
+    return all(x <= y + EPSILON for x, y in zip(a, b, strict=True)) and any(
+        x < y - EPSILON for x, y in zip(a, b, strict=True)
+    )
 
 
 def _number(arguments: dict[str, Any], key: str, default: float) -> float:
