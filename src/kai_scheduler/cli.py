@@ -134,6 +134,11 @@ def _add_run_parser(commands: Any) -> None:
     )
     run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
     run.add_argument("--gpu-pod-runtime-class", default="nvidia", help="runtimeClassName given to GPU pods")
+    run.add_argument(
+        "--no-gpu-sharing",
+        action="store_true",
+        help="admission refuses pods asking for gpu-fraction or gpu-memory (KAI's global.gpuSharing: false)",
+    )
     reservation = run.add_argument_group("GPU reservation pods (binder; one per shared GPU)")
     reservation.add_argument(
         "--no-gpu-reservation",
@@ -234,6 +239,7 @@ def _run(args: argparse.Namespace) -> int:
         webhook_port=args.webhook_port,
         tls_cert_dir=args.tls_cert_dir,
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
+        gpu_sharing=not args.no_gpu_sharing,
         reservation=None if args.no_gpu_reservation else _reservation(args),
         scaling_pod_image=args.scaling_pod_image,
         plugin_server_port=_plugin_server_port(args.plugin_server_port),

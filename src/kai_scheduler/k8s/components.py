@@ -65,6 +65,7 @@ class RunOptions:
     webhook_port: int = 9443
     tls_cert_dir: str | None = None
     gpu_pod_runtime_class: str = "nvidia"
+    gpu_sharing: bool = True  # False: the admission webhook refuses gpu-fraction / gpu-memory pods
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
     plugin_server_port: int | None = PLUGIN_SERVER_PORT  # None: no plugin server; 0: any free port
@@ -186,4 +187,5 @@ def _webhook(options: RunOptions) -> WebhookServer:
         port=options.webhook_port,
         scheduler_name=options.scheduler_name,
         gpu_runtime_class=options.gpu_pod_runtime_class,
+        gpu_sharing_enabled=options.gpu_sharing,
     )

@@ -363,6 +363,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all-in-one-cluster-autoscaling": {"allInOne": True, "clusterAutoscaling": True, "leaderElection": False},
     "fake-gpus": {"resourceReservation": {"enabled": False}},
     "all-in-one-fake-gpus": {"allInOne": True, "resourceReservation": {"enabled": False}},
+    "no-gpu-sharing": {"admission": {"gpuSharing": False}},
+    "all-in-one-no-gpu-sharing": {"allInOne": True, "admission": {"gpuSharing": False}},
     "custom-images": {
         "clusterAutoscaling": True,
         "resourceReservation": {
@@ -1104,3 +1106,15 @@ def test_nothing_is_left_unrendered(variant: str) -> None:
     for _, document in RENDERED[variant]:
         for text in _iter_strings(document):
             assert "{{" not in text and "<no value>" not in text
+
+
+@pytest.mark.parametrize(
+    ("variant", "deployment"),
+    [("no-gpu-sharing", "admission"), ("all-in-one-no-gpu-sharing", "all-in-one"), ("default", "admission")],
+)
+def test_admission_gpu_sharing_off_refuses_fractions(variant: str, deployment: str) -> None:
+    """`admission.gpuSharing: false` (KAI's `global.gpuSharing: false`) reaches the webhook as
+    `--no-gpu-sharing`; the default allows GPU sharing."""
+    args = _args(variant, deployment)
+    assert ("--no-gpu-sharing" in args) == (variant != "default")
+    assert _run(args).no_gpu_sharing == (variant != "default")
