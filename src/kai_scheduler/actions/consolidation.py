@@ -19,6 +19,7 @@ from kai_scheduler.actions.victims import (
     order_victims,
     solve,
 )
+from kai_scheduler.framework.gang import scheduling_signature
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import EPSILON, Resources
@@ -40,6 +41,11 @@ class Consolidation(VictimAction):
             return
         self._victims.clear()
         super().execute(session)
+
+    def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+        # Whether moving pods makes room does not depend on the preemptor's queue (its limits are
+        # checked in `blocked`, for every job), so a shape that failed fails for every queue.
+        return scheduling_signature(job, tasks, by_queue=False)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if not job.preemptible or session.check_job_capacity(job, request) is not None:

@@ -322,7 +322,7 @@ class VictimAction(ABC):
             tasks = tasks_to_allocate(session, job)
             if not tasks:
                 continue
-            signature = scheduling_signature(job, tasks) if session.config.use_scheduling_signatures else None
+            signature = self.signature(job, tasks) if session.config.use_scheduling_signatures else None
             if signature in failed or self.blocked(session, job, request_of(session, tasks)):
                 continue
             if self.attempt(session, job, tasks, running):
@@ -335,6 +335,11 @@ class VictimAction(ABC):
             session.add_reason(job.key, f"{self.name}: {self.gave_up}")
             if signature is not None:
                 failed.add(signature)
+
+    def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+        """Jobs with equal signatures fare alike in this action within a cycle (see
+        `scheduling_signature`)."""
+        return scheduling_signature(job, tasks)
 
     @abstractmethod
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:

@@ -46,10 +46,11 @@ def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
     return total
 
 
-def scheduling_signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]:
+def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool = True) -> tuple[Any, ...]:
     """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one
-    need not be tried again."""
+    need not be tried again. `by_queue=False` leaves the queue, preemptibility and priority out, for an
+    action whose outcome does not depend on them (consolidation: no queue may lose resources to it)."""
     constraints = (
         job.topology,
         *(p.topology for p in job.podsets.values()),
@@ -57,9 +58,7 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo]) -> tuple[Any, ...]
     )
     constrained = any(c is not None for c in constraints)
     return (
-        job.queue,
-        job.preemptible,
-        job.priority,
+        (job.queue, job.preemptible, job.priority) if by_queue else None,
         job.is_gang_satisfied(),
         tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
         # Topology: jobs with other constraints place differently, and running pods pin a job to their
