@@ -259,3 +259,12 @@ def test_queue_hierarchy_divides_by_quota_and_weight(tmp_path: Path) -> None:
     assert groups["eng/pg-ads-serve"]["unschedulableReason"].startswith("NonPreemptibleOverQuota")
     finetune = groups["science/bio-finetune"]["unschedulableReason"]
     assert finetune.startswith("OverLimit") and "science" in finetune
+
+
+def test_demo_detr_train_runs_in_one_rack_both_times(demo: dict[str, Any]) -> None:
+    # Nodes are named r<rack>-n<node>; the gang's topologyConstraint asks for one rack.
+    binds = [d for d in demo["decisions"] if d["pod"].startswith("vision/detr-train") and d["type"] == "bind"]
+    assert len(binds) == 8  # bound at 0s, reclaimed at 2m, bound again later
+    for cycle in {d["cycle"] for d in binds}:
+        racks = {d["node"].split("-")[0] for d in binds if d["cycle"] == cycle}
+        assert len(racks) == 1, (cycle, racks)
