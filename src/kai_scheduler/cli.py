@@ -145,6 +145,11 @@ def _add_run_parser(commands: Any) -> None:
         action="store_true",
         help="no reservation pods: shared GPUs are named by their group id (only for fake GPU nodes)",
     )
+    reservation.add_argument(
+        "--cdi-enabled",
+        action="store_true",
+        help="hand shared GPUs over as CDI devices (k8s.device-plugin.nvidia.com/gpu=<uuid>), as KAI's flag",
+    )
     reservation.add_argument("--reservation-namespace", default=DEFAULT_RESERVATION_NAMESPACE)
     reservation.add_argument("--reservation-service-account", default=DEFAULT_RESERVATION_SERVICE_ACCOUNT)
     reservation.add_argument(
@@ -240,6 +245,7 @@ def _run(args: argparse.Namespace) -> int:
         tls_cert_dir=args.tls_cert_dir,
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
         gpu_sharing=not args.no_gpu_sharing,
+        cdi_enabled=args.cdi_enabled,
         reservation=None if args.no_gpu_reservation else _reservation(args),
         scaling_pod_image=args.scaling_pod_image,
         plugin_server_port=_plugin_server_port(args.plugin_server_port),

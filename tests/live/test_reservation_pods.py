@@ -97,3 +97,22 @@ def test_pods_sharing_a_gpu_get_one_reservation_pod(server: FakeApiServer) -> No
     [reservation] = reservations(store)
     uuid = reservation["metadata"]["annotations"][RESERVED_GPU_ANNOTATION]
     assert {store.get("configmaps", f"{n}-gpu")["data"]["NVIDIA_VISIBLE_DEVICES"] for n in names} == {uuid}
+
+
+def test_with_cdi_the_gpu_is_named_as_a_cdi_device(server: FakeApiServer) -> None:
+    """KAI's --cdi-enabled: NVIDIA_VISIBLE_DEVICES names the reserved GPU as a CDI device."""
+    store = server.store
+    store.create(node_manifest("n1", gpus=1, gpu_memory=40000))
+    store.create(queue_manifest("q"))
+
+    async def body() -> None:
+        async with Live(server) as live:
+            live.binder.cdi = True
+            store.create(pod_manifest("half", fraction=0.5))
+            await live.until(lambda: live.binder.stats.outcomes.get("default/half") == "Succeeded")
+
+    run(body(), timeout=15.0)
+    [reservation] = reservations(store)
+    uuid = reservation["metadata"]["annotations"][RESERVED_GPU_ANNOTATION]
+    data = store.get("configmaps", "half-gpu")["data"]
+    assert data["NVIDIA_VISIBLE_DEVICES"] == f"k8s.device-plugin.nvidia.com/gpu={uuid}"

@@ -82,6 +82,7 @@ log = logging.getLogger(__name__)
 DEFAULT_BACKOFF_LIMIT = 3
 GPU_CONFIGMAP_SUFFIX = "-gpu"
 VISIBLE_DEVICES = c.NVIDIA_VISIBLE_DEVICES_ENV
+CDI_GPU_KIND = "k8s.device-plugin.nvidia.com/gpu"  # the NVIDIA device plugin's CDI device kind
 GPU_PORTION = c.GPU_PORTION_ENV
 NUM_OF_GPUS = c.NUM_OF_GPUS_ENV
 SUCCEEDED = "Succeeded"
@@ -147,6 +148,7 @@ class Binder:
         resync_period: float = 30.0,
         drain_timeout: float = 5.0,
         reservation: GpuReservation | None = GpuReservation(),
+        cdi: bool = False,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -155,6 +157,9 @@ class Binder:
         self.resync_period = resync_period
         self.drain_timeout = drain_timeout
         self.reservation = reservation
+        # KAI's --cdi-enabled: name the GPU as a CDI device (the device plugin's CDI spec) rather than by
+        # its bare UUID in NVIDIA_VISIBLE_DEVICES.
+        self.cdi = cdi
         self._namespace_ready = False
         self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
         self._reservation_locks: dict[str, asyncio.Lock] = {}
@@ -551,7 +556,8 @@ class Binder:
             total = f"{count * float(portion):.2f}"
         except ValueError:
             total = portion
-        data = {VISIBLE_DEVICES: ",".join(groups), GPU_PORTION: portion, NUM_OF_GPUS: total}
+        devices = [f"{CDI_GPU_KIND}={device}" for device in groups] if self.cdi else groups
+        data = {VISIBLE_DEVICES: ",".join(devices), GPU_PORTION: portion, NUM_OF_GPUS: total}
         meta = pod.get("metadata") or {}
         prefix = (meta.get("annotations") or {}).get(c.SHARED_GPU_CONFIGMAP_ANNOTATION)
         if not prefix:

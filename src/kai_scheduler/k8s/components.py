@@ -66,6 +66,7 @@ class RunOptions:
     tls_cert_dir: str | None = None
     gpu_pod_runtime_class: str = "nvidia"
     gpu_sharing: bool = True  # False: the admission webhook refuses gpu-fraction / gpu-memory pods
+    cdi_enabled: bool = False  # the binder names shared GPUs as CDI devices
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
     plugin_server_port: int | None = PLUGIN_SERVER_PORT  # None: no plugin server; 0: any free port
@@ -126,6 +127,7 @@ async def _scheduler(
         # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
         require_pod_groups=True,
         reservation=options.reservation,
+        cdi=options.cdi_enabled,
         plugin_server_port=options.plugin_server_port,
     )
 
@@ -148,7 +150,7 @@ async def _leading(
 
 async def _binder(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
     async with InformerSet(client) as informers:
-        binder = Binder(client, informers, reservation=options.reservation)
+        binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
         await _leading(client, options, "binder", binder.run, stop)
 
 

@@ -761,6 +761,7 @@ async def run_live(
     ready: asyncio.Event | None = None,
     require_pod_groups: bool = False,
     reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
+    cdi: bool = False,
     plugin_server_port: int | None = None,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
@@ -794,7 +795,7 @@ async def run_live(
     if elector is not None:
         tasks.append(asyncio.create_task(elector.run(stop), name="leader-election"))
     if binder:
-        bind = Binder(client, informers, reservation=reservation)
+        bind = Binder(client, informers, reservation=reservation, cdi=cdi)
         if elector is None:
             tasks.append(asyncio.create_task(bind.run(stop), name="binder"))
         else:

@@ -364,6 +364,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fake-gpus": {"resourceReservation": {"enabled": False}},
     "all-in-one-fake-gpus": {"allInOne": True, "resourceReservation": {"enabled": False}},
     "no-gpu-sharing": {"admission": {"gpuSharing": False}},
+    "cdi": {"binder": {"cdiEnabled": True}},
+    "all-in-one-cdi": {"allInOne": True, "binder": {"cdiEnabled": True}},
     "all-in-one-no-gpu-sharing": {"allInOne": True, "admission": {"gpuSharing": False}},
     "custom-images": {
         "clusterAutoscaling": True,
@@ -1118,3 +1120,13 @@ def test_admission_gpu_sharing_off_refuses_fractions(variant: str, deployment: s
     args = _args(variant, deployment)
     assert ("--no-gpu-sharing" in args) == (variant != "default")
     assert _run(args).no_gpu_sharing == (variant != "default")
+
+
+@pytest.mark.parametrize(
+    ("variant", "deployment"),
+    [("cdi", "binder"), ("all-in-one-cdi", "all-in-one"), ("default", "binder")],
+)
+def test_binder_cdi_enabled_reaches_the_binder(variant: str, deployment: str) -> None:
+    """`binder.cdiEnabled` (KAI's value) becomes `--cdi-enabled`; off by default."""
+    args = _args(variant, deployment)
+    assert _run(args).cdi_enabled == (variant != "default")

@@ -99,4 +99,7 @@ readinessProbe:
 {{- else -}}
 - --no-gpu-reservation
 {{- end }}
+{{- if .Values.binder.cdiEnabled }}
+- --cdi-enabled
+{{- end }}
 {{- end }}
