@@ -199,8 +199,8 @@ class ContainerPort(K8sModel):
     """A port a container exposes; one with a `hostPort` also takes that port on the node (Kubernetes'
     NodePorts filter keeps two pods off a node where their host ports would clash)."""
 
-    container_port: int = 0
-    host_port: int = 0
+    container_port: int = Field(default=0, ge=0, le=65535)
+    host_port: int = Field(default=0, ge=0, le=65535)  # 0: none
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
     host_ip: str = Field(default="", alias="hostIP")
     name: str = ""

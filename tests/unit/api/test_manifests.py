@@ -473,3 +473,17 @@ def test_error_survives_pickling_and_copying() -> None:
         assert str(clone) == str(error)
         assert clone.field == "spec"
         assert clone.document == 2
+
+
+@pytest.mark.parametrize("port", [-1, 65536])
+def test_a_host_port_out_of_range_is_a_one_line_error_naming_the_field(port: int) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": port}]}]
+        },
+    }
+    with pytest.raises(ManifestError, match=r"spec\.containers\[0\]\.ports\[0\]\.hostPort"):
+        parse_object(pod, "pods.yaml", 1)
