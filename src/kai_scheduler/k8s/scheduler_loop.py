@@ -34,6 +34,8 @@ Times are on the `SessionClock` (seconds since the loop started; annotations in 
 `run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown). Each cycle's
 state is published as `last_cycle` for the plugin server (`plugin_server.py`: `/get-snapshot`, ...).
 With `metrics`, each cycle carried out is recorded in them (what each one measures: `metrics.py`).
+With `usageDBConfig`, the queues' time-based usage comes from Prometheus when it has a `connectionString`
+(`prometheus_usage.py`, fetched in the background by `run`), else from the loop's in-memory history.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from kai_scheduler.k8s.informers import InformerSet
 from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
+from kai_scheduler.k8s.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.state import (
     LiveState,
     Placed,
@@ -190,10 +193,17 @@ class SchedulerLoop:
         self.last_cycle: CycleState | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         self._was_leader = leader is None
-        # Time-based fairness: usage history from this scheduler's own cycles (kept in memory: a
-        # restarted scheduler starts a new history).
+        # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
+        # `connectionString`; fetched in the background by `run`), else the usage history from this
+        # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
         origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
-        self.usage = UsageRecorder(config.usage_db.params(origin)) if config.usage_db else None
+        usage_db = config.usage_db
+        self.prometheus: PrometheusUsage | None = None
+        self.usage: UsageRecorder | None = None
+        if usage_db is not None and usage_db.reads_prometheus:
+            self.prometheus = PrometheusUsage(usage_db, wall=self.clock.wall)
+        elif usage_db is not None:
+            self.usage = UsageRecorder(usage_db.params(origin))
         self.usage_query_seconds = 0.0  # the last cycle's, for metrics
 
     # --- one cycle -------------------------------------------------------------------------------
@@ -210,7 +220,12 @@ class SchedulerLoop:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
     def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
-        if self.usage is not None:
+        if self.prometheus is not None:
+            began = time.perf_counter()
+            # The latest background answer (never waits); none when stale.
+            state = replace(state, queue_usage=self.prometheus.usage(self.clock.start + now))
+            self.usage_query_seconds = time.perf_counter() - began
+        elif self.usage is not None:
             began = time.perf_counter()
             state = replace(state, queue_usage=self.usage.before_cycle(now))
             self.usage_query_seconds = time.perf_counter() - began
@@ -676,7 +691,7 @@ class SchedulerLoop:
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")
             groups[pod_key] = PodGroupRef(namespace, name, uid)
         self.metrics.observe_session(result, seconds, pod_groups=groups)
-        if self.usage is not None:
+        if self.usage is not None or self.prometheus is not None:
             self.metrics.observe_usage_query(self.usage_query_seconds)
             self.metrics.set_queue_usage(queue_usage(snapshot))
         wall = time.time()
@@ -694,7 +709,20 @@ class SchedulerLoop:
     # --- running ---------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Cycles every `period` until `stop` is set (the cycle in progress completes)."""
+        """Cycles every `period` until `stop` is set (the cycle in progress completes). With usage from
+        Prometheus, its fetcher runs meanwhile, and the first cycle waits up to `waitTimeout` for its
+        first answer (good or bad), as KAI waits for its usage cache."""
+        fetcher = None
+        if self.prometheus is not None:
+            fetcher = asyncio.create_task(self.prometheus.run(stop), name="prometheus-usage")
+        try:
+            await self._run(stop)
+        finally:
+            if fetcher is not None:
+                fetcher.cancel()
+                await asyncio.gather(fetcher, return_exceptions=True)
+
+    async def _run(self, stop: asyncio.Event) -> None:
         while not self.informers.synced:
             if await wait_any(self.informers.wait_synced(30.0), stop):
                 break
@@ -702,6 +730,12 @@ class SchedulerLoop:
                 return
             waiting = [i.kind.plural for i in self.informers if not i.synced.is_set()]
             log.warning("still waiting for the informer caches of %s", ", ".join(waiting))
+        if self.prometheus is not None and not self.prometheus.answered.is_set():
+            assert self.config.usage_db is not None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    wait_any(self.prometheus.answered.wait(), stop), self.config.usage_db.wait_timeout
+                )
         while not stop.is_set():
             if self.leader is not None and not self.leader.is_leader.is_set():
                 self._was_leader = False

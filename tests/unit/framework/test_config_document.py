@@ -29,12 +29,20 @@ EVERYTHING: dict[str, Any] = {
     "queueDepthPerAction": {"allocate": 3},
     "usageDBConfig": {
         "clientType": "fake",
+        "connectionString": "http://prometheus:9090",
         "usageParams": {
             "windowSize": "2h",
             "windowType": "tumbling",
             "halfLifePeriod": "30m",
             "tumblingWindowStartTime": "2026-01-01T00:00:00Z",
-            "extraParams": {"queryResolution": "15s"},
+            "fetchInterval": "30s",
+            "stalenessPeriod": "2m",
+            "waitTimeout": "0s",
+            "extraParams": {
+                "queryResolution": "15s",
+                "usageQueryTimeout": "2s",
+                "gpuAllocationMetric": "max by (queue_name) (kai_queue_allocated_gpus)",
+            },
         },
     },
 }

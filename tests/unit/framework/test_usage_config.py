@@ -43,6 +43,13 @@ def test_defaults(section: dict[str, Any]) -> None:
     assert config.tumbling_start is None
     assert config.half_life == 0.0
     assert config.resolution == 60.0
+    assert config.connection_string is None
+    assert (config.fetch_interval, config.staleness_period, config.wait_timeout) == (60.0, 300.0, 60.0)
+    assert config.query_timeout == 10.0
+    assert config.metrics == {}
+    assert config.metric("gpuAllocationMetric") == "kai_queue_allocated_gpus"
+    assert config.metric("gpuCapacityMetric") == 'sum(kube_node_status_capacity{resource="nvidia_com_gpu"})'
+    assert not config.reads_prometheus
 
 
 def test_a_full_section_as_kai_writes_it() -> None:
@@ -72,6 +79,11 @@ usageDBConfig:
         tumbling_start=datetime(2026, 1, 5, 6, tzinfo=UTC),
         half_life=12 * 3600.0,
         resolution=300.0,
+        connection_string="http://prometheus-operated.kai-scheduler.svc.cluster.local:9090",
+        fetch_interval=60.0,
+        staleness_period=300.0,
+        wait_timeout=60.0,
+        query_timeout=10.0,
     )
 
 
@@ -172,6 +184,24 @@ def test_params_put_the_tumbling_start_on_the_edge_clock() -> None:
             {"usageParams": {"extraParams": {"queryResolution": "fine"}}},
             "usageDBConfig.usageParams.extraParams.queryResolution",
         ),
+        ({"connectionString": "prometheus:9090"}, "usageDBConfig.connectionString"),
+        ({"connectionString": 9090}, "usageDBConfig.connectionString"),
+        ({"usageParams": {"fetchInterval": "0s"}}, "usageDBConfig.usageParams.fetchInterval"),
+        ({"usageParams": {"fetchInterval": "often"}}, "usageDBConfig.usageParams.fetchInterval"),
+        ({"usageParams": {"stalenessPeriod": "-5m"}}, "usageDBConfig.usageParams.stalenessPeriod"),
+        ({"usageParams": {"waitTimeout": "-1s"}}, "usageDBConfig.usageParams.waitTimeout"),
+        (
+            {"usageParams": {"extraParams": {"usageQueryTimeout": "0"}}},
+            "usageDBConfig.usageParams.extraParams.usageQueryTimeout",
+        ),
+        (
+            {"usageParams": {"extraParams": {"gpuAllocationMetric": ""}}},
+            "usageDBConfig.usageParams.extraParams.gpuAllocationMetric",
+        ),
+        (
+            {"usageParams": {"extraParams": {"memoryCapacityMetric": 5}}},
+            "usageDBConfig.usageParams.extraParams.memoryCapacityMetric",
+        ),
     ],
 )
 def test_bad_values_name_the_key_path(section: Any, key: str) -> None:
@@ -195,3 +225,48 @@ def test_unknown_client_types_are_listed_with_the_known_ones() -> None:
 def test_the_key_is_spelt_as_kai_spells_it() -> None:
     with pytest.raises(ConfigError, match="usageDbConfig: unknown key"):
         parse_config({"usageDbConfig": {}})
+
+
+def test_prometheus_settings() -> None:
+    config = usage_db(
+        {
+            "clientType": "prometheus",
+            "connectionString": "https://prom.example:9090/prefix",
+            "usageParams": {
+                "fetchInterval": "30s",
+                "stalenessPeriod": "10m",
+                "waitTimeout": "0s",  # do not wait for the first answer
+                "extraParams": {
+                    "usageQueryTimeout": "3s",
+                    "gpuAllocationMetric": " max by (queue_name) (kai_queue_allocated_gpus) ",
+                    "cpuCapacityMetric": "sum(my_cpus)",
+                    "someOtherParam": "ignored",
+                },
+            },
+        }
+    )
+    assert config.reads_prometheus
+    assert config.connection_string == "https://prom.example:9090/prefix"
+    assert (config.fetch_interval, config.staleness_period, config.wait_timeout) == (30.0, 600.0, 0.0)
+    assert config.query_timeout == 3.0
+    assert config.metrics == {
+        "gpuAllocationMetric": "max by (queue_name) (kai_queue_allocated_gpus)",
+        "cpuCapacityMetric": "sum(my_cpus)",
+    }
+    assert config.metric("gpuAllocationMetric") == "max by (queue_name) (kai_queue_allocated_gpus)"
+    assert config.metric("memoryAllocationMetric") == "kai_queue_allocated_memory_bytes"
+
+
+@pytest.mark.parametrize(
+    ("section", "reads"),
+    [
+        ({"clientType": "prometheus", "connectionString": "http://prom:9090"}, True),
+        ({"connectionString": "http://prom:9090"}, True),  # clientType defaults to prometheus
+        ({"clientType": "prometheus"}, False),
+        ({"clientType": "prometheus", "connectionString": ""}, False),
+        ({"clientType": "fake", "connectionString": "http://prom:9090"}, False),
+        ({"clientType": "fake-with-history", "connectionString": "http://prom:9090"}, False),
+    ],
+)
+def test_only_prometheus_with_a_connection_string_reads_prometheus(section: Any, reads: bool) -> None:
+    assert usage_db(section).reads_prometheus is reads
