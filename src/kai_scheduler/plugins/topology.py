@@ -58,15 +58,25 @@ class TopologyPlugin:
 
     def on_session_open(self, session: Session) -> None:
         topologies = session.snapshot.topologies
+        constrained = False
         for job in session.snapshot.jobs.values():
-            if job.invalid_reason is None:
-                job.invalid_reason = _problem(job, topologies)
+            if _is_constrained(job):
+                constrained = True
+                if job.invalid_reason is None:
+                    job.invalid_reason = _problem(job, topologies)
+        if not constrained:
+            return  # nothing to confine: placements cost nothing extra
         session.points.node_subsets.append(partial(node_subsets, session))
         if any(_has_preferred(job) for job in session.snapshot.jobs.values()):
             session.points.node_scorers.append(partial(preferred_domain_scores, session))
 
     def on_session_close(self, session: Session) -> None:
         return None
+
+
+def _is_constrained(job: JobInfo) -> bool:
+    groups: list[SubGroupSet | PodSet] = [*job.subgroups.values(), *job.podsets.values()]
+    return job.topology is not None or any(g.topology is not None for g in groups)
 
 
 def _has_preferred(job: JobInfo) -> bool:
