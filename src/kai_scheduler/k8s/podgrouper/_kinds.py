@@ -51,7 +51,7 @@ def _default_priority(ctx: Context) -> str:
     return KIND_PRIORITY.get(ctx.top.group_kind, TRAIN)
 
 
-# --- default, StatefulSet, ReplicaSet, Notebook, unknown kinds ------------------------------------
+# --- default: StatefulSet, ReplicaSet, Notebook, Seldon, KubeVirt, Tekton, ..., unknown kinds -----
 
 
 def group_default(ctx: Context) -> PodGroupPlan:
@@ -456,7 +456,21 @@ def group_knative(ctx: Context) -> PodGroupPlan:
 
 # --- dispatch --------------------------------------------------------------------------------------
 
+# Kinds in KAI's plugin table whose grouping is the default one (one PodGroup per top owner, minMember 1),
+# listed so that they are known by name; their priority class comes from `KIND_PRIORITY`.
+DEFAULT_GROUPED_KINDS: tuple[tuple[str, str], ...] = (
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("machinelearning.seldon.io", "SeldonDeployment"),  # inference
+    ("kubeflow.org", "Notebook"),  # build
+    ("workspace.devfile.io", "DevWorkspace"),  # build
+    ("kubevirt.io", "VirtualMachineInstance"),  # one PodGroup per VMI
+    ("tekton.dev", "PipelineRun"),  # one PodGroup per run
+    ("tekton.dev", "TaskRun"),  # one PodGroup per run (a TaskRun of a PipelineRun: the PipelineRun's)
+)
+
 GROUPERS: Mapping[tuple[str, str], Grouper] = {
+    **dict.fromkeys(DEFAULT_GROUPED_KINDS, group_default),
     ("", "Pod"): group_pod,
     ("batch", "Job"): group_job,
     ("batch", "CronJob"): group_cronjob,

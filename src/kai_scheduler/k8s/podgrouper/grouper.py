@@ -24,9 +24,17 @@ def plan_pod_group(
     """The PodGroup KAI's pod grouper would create for `pod`, given the objects up its owner chain.
 
     `owners` are the pod's controller, its controller's controller, ... as the API returns them, in any
-    order (see `owners.owner_chain`). The pod is grouped by its top owner (`owners.top_owner`: a TrainJob,
-    Argo Workflow or DynamoGraphDeployment at the top is skipped for the object below it). Raises
-    `GroupingError`, one line naming the object and field, for anything missing or malformed.
+    order (see `owners.owner_chain`). The pod is grouped by its top owner (`owners.top_owner`), except
+    that an object of a "skip top owner" kind at the top (`owners.SKIP_TOP_OWNER_KINDS`) is passed over
+    for the object below it, repeatedly, down to the pod itself at most:
+    - trainer.kubeflow.org TrainJob: grouped as the JobSet it runs as;
+    - argoproj.io Workflow: each pod on its own (as a bare pod);
+    - kubeflow.org ScheduledWorkflow (KAI's reference table is silent; chosen here): it starts Argo
+      Workflows, which are skipped in turn, so its pods are grouped one by one;
+    - nvidia.com DynamoGraphDeployment: each of its parts (LeaderWorkerSet, Deployment, ...) by its kind.
+    The skipped objects' labels are not used: queue, priority and the rest come from the object grouped
+    by and the pod. Raises `GroupingError`, one line naming the object and field, for anything missing or
+    malformed.
 
     Shared by every kind:
     - queue: the `kai.scheduler/queue` label (`queue_label_key`) on the top owner, then on the pod; then
@@ -56,8 +64,13 @@ def plan_pod_group(
       annotations win over the CronJob's, the CronJob's fill in the rest.
     - apps/Deployment: one PodGroup per pod, `pg-<pod>-<podUID>`, owned by the pod (so it goes away with
       the pod), labels from the Deployment, `inference` by default.
-    - apps/StatefulSet, apps/ReplicaSet, kubeflow Notebook, unknown kinds: the default,
-      `pg-<owner>-<ownerUID>`, minMember 1 (Notebook `build`, others `train`).
+    - the default, `pg-<owner>-<ownerUID>`, minMember 1, owned by the top owner: apps/StatefulSet,
+      apps/ReplicaSet, machinelearning.seldon.io SeldonDeployment (`inference`), kubeflow.org Notebook and
+      workspace.devfile.io DevWorkspace (`build`), kubevirt.io VirtualMachineInstance (one PodGroup per
+      VMI; a VMI started by a VirtualMachine is grouped by the VirtualMachine, its top owner), tekton.dev
+      PipelineRun and TaskRun (one PodGroup per run: a PipelineRun's TaskRuns share the PipelineRun's),
+      and every unknown kind (`train`). Grove's PodGangSet / PodCliqueSet fall here too: their gangs
+      (sub-groups from the PodGang objects) are not built.
     - kubeflow.org PyTorchJob / TFJob / XGBoostJob / JAXJob / PaddleJob / MPIJob: minMember =
       `spec.runPolicy.schedulingPolicy.minAvailable`, else (PyTorchJob) `spec.elasticPolicy.minReplicas`,
       else the sum of the replicas (a missing `replicas` is 1). A minimum above the job's pods is an error;

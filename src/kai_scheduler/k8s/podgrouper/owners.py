@@ -20,11 +20,15 @@ from kai_scheduler.k8s.podgrouper.errors import GroupingError
 
 # Kinds whose own object is not grouped: the object just below them is (KAI's "skip top owner").
 # A TrainJob runs as a JobSet; an Argo Workflow's pods are grouped one by one; a Dynamo graph
-# deployment's parts (LeaderWorkerSets, Deployments, ...) are grouped each on its own.
+# deployment's parts (LeaderWorkerSets, Deployments, ...) are grouped each on its own. A Kubeflow
+# Pipelines ScheduledWorkflow (KAI's reference table is silent on it) starts Argo Workflows, so it is
+# skipped too: its pods are grouped one by one, as the Workflow's. Skipping repeats while the object
+# reached is itself of a skipped kind (ScheduledWorkflow -> Workflow -> the pod).
 SKIP_TOP_OWNER_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("trainer.kubeflow.org", "TrainJob"),
         ("argoproj.io", "Workflow"),
+        ("kubeflow.org", "ScheduledWorkflow"),
         ("nvidia.com", "DynamoGraphDeployment"),
     }
 )
@@ -189,17 +193,20 @@ def owner_chain(pod: Mapping[str, Any], owners: Sequence[Mapping[str, Any]]) -> 
 
 
 def grouping_index(chain: Sequence[KObject]) -> int:
-    """Index in `chain` of the object the pod is grouped by: the topmost, or the one below a skipped kind."""
-    top = len(chain) - 1
-    if top > 0 and chain[top].group_kind in SKIP_TOP_OWNER_KINDS:
-        return top - 1
-    return top
+    """Index in `chain` (pod first) of the object the pod is grouped by: the topmost, stepping down past
+    every object of a kind in `SKIP_TOP_OWNER_KINDS` at the top; the pod itself is never skipped. A skipped
+    kind below an object that is not skipped is grouped under that object as usual."""
+    index = len(chain) - 1
+    while index > 0 and chain[index].group_kind in SKIP_TOP_OWNER_KINDS:
+        index -= 1
+    return index
 
 
 def top_owner(pod: Mapping[str, Any], owners: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     """The object KAI's pod grouper groups `pod` by: its topmost controller owner (or the pod itself when
-    it has none), except that a TrainJob, an Argo Workflow or a DynamoGraphDeployment at the top is
-    skipped for the object just below it (for a Workflow, that is the pod itself).
+    it has none), except that a TrainJob, an Argo Workflow, a Kubeflow ScheduledWorkflow or a
+    DynamoGraphDeployment at the top is skipped for the object just below it (for a Workflow, that is
+    the pod itself), again and again while that object is of a skipped kind too.
 
     The result is the given mapping, with `apiVersion`/`kind` filled in from the owner reference when the
     object lacked them.

@@ -26,6 +26,7 @@ from pg_objects import (
 
 from kai_scheduler.api.objects import PodGroup
 from kai_scheduler.k8s.podgrouper import (
+    GrouperDefaults,
     GroupingError,
     PodGroupPlan,
     SubGroupPlan,
@@ -605,3 +606,137 @@ def test_knative_bad_min_scale_is_an_error() -> None:
         'Revision team-a/chat-00002: metadata.annotations["autoscaling.knative.dev/min-scale"]: '
         "expected an integer, got 'three'"
     )
+
+
+# --- Seldon, DevWorkspace, KubeVirt, Tekton: the default grouping, with the kind's priority -------
+
+
+def _deployment_chain(
+    top: dict[str, Any], name: str, uid: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A Deployment made by `top`, its ReplicaSet and one pod: (pod, owners)."""
+    deploy = obj("apps/v1", "Deployment", name, f"{uid}-dep", owner=top, spec={"replicas": 2})
+    rs = obj("apps/v1", "ReplicaSet", f"{name}-7f9c", f"{uid}-rs", owner=deploy, spec={"replicas": 2})
+    return pod(f"{name}-7f9c-x2x4q", f"{uid}-pod", owner=rs), [rs, deploy, top]
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha2"])
+def test_seldon_deployment_is_one_inference_group(version: str) -> None:
+    sdep = obj(
+        f"machinelearning.seldon.io/{version}",
+        "SeldonDeployment",
+        "iris",
+        "uid-sdep",
+        labels={"kai.scheduler/queue": "serving"},
+        spec={"predictors": [{"name": "default", "replicas": 2, "graph": {"name": "classifier"}}]},
+    )
+    p, owners = _deployment_chain(sdep, "iris-default-0-classifier", "uid-sd")
+    plan = plan_pod_group(p, owners)
+    # Grouped by the SeldonDeployment (not per pod, as a bare Deployment would be).
+    assert plan.name == "pg-iris-uid-sdep"
+    assert plan.min_member == 1
+    assert plan.priority_class_name == "inference"
+    assert plan.preemptibility is None
+    assert plan.queue == "serving"
+    assert plan.sub_groups == ()
+    assert plan.owner_reference == {
+        "apiVersion": f"machinelearning.seldon.io/{version}",
+        "kind": "SeldonDeployment",
+        "name": "iris",
+        "uid": "uid-sdep",
+        "controller": True,
+    }
+    check_manifest(plan)
+
+
+def test_seldon_priority_from_the_defaults_config_map_and_labels() -> None:
+    sdep = obj("machinelearning.seldon.io/v1", "SeldonDeployment", "iris", "uid-sdep")
+    p, owners = _deployment_chain(sdep, "iris-default-0-classifier", "uid-sd")
+    defaults = GrouperDefaults.from_types_json(
+        '[{"typeName": "SeldonDeployment", "group": "machinelearning.seldon.io",'
+        ' "priorityName": "train", "preemptibility": "preemptible"}]'
+    )
+    plan = plan_pod_group(p, owners, defaults=defaults)
+    assert (plan.priority_class_name, plan.preemptibility) == ("train", "preemptible")
+    sdep["metadata"]["labels"] = {"priorityClassName": "build"}
+    assert plan_pod_group(p, owners, defaults=defaults).priority_class_name == "build"
+
+
+def test_devworkspace_gets_build_priority() -> None:
+    ws = obj(
+        "workspace.devfile.io/v1alpha2",
+        "DevWorkspace",
+        "bob-ide",
+        "uid-dw",
+        labels={"kai.scheduler/queue": "bob"},
+        spec={"started": True, "template": {"components": [{"name": "tools"}]}},
+    )
+    p, owners = _deployment_chain(ws, "workspace0a1b2c3d", "uid-dw")
+    plan = plan_pod_group(p, owners)
+    assert plan.name == "pg-bob-ide-uid-dw"
+    assert plan.min_member == 1
+    assert plan.priority_class_name == "build"
+    assert plan.preemptibility is None
+    assert plan.queue == "bob"
+    assert plan.owner_reference["kind"] == "DevWorkspace"
+    assert plan.owner_reference["uid"] == "uid-dw"
+
+
+def _vmi(owner: dict[str, Any] | None = None, uid: str = "uid-vmi") -> dict[str, Any]:
+    return obj(
+        "kubevirt.io/v1",
+        "VirtualMachineInstance",
+        "fedora",
+        uid,
+        owner=owner,
+        labels={"kai.scheduler/queue": "vms"},
+        spec={"domain": {"devices": {}, "resources": {"requests": {"memory": "2Gi"}}}},
+    )
+
+
+def test_virtual_machine_instance_is_one_group_per_vmi() -> None:
+    first = _vmi()
+    plan = plan_pod_group(pod("virt-launcher-fedora-abcde", "uid-vl", owner=first), [first])
+    assert plan.name == "pg-fedora-uid-vmi"
+    assert (plan.min_member, plan.priority_class_name, plan.queue) == (1, "train", "vms")
+    assert plan.owner_reference["kind"] == "VirtualMachineInstance"
+    # The same name started again is another VMI: another PodGroup.
+    again = _vmi(uid="uid-vmi-2")
+    plan2 = plan_pod_group(pod("virt-launcher-fedora-fghij", "uid-vl2", owner=again), [again])
+    assert plan2.name == "pg-fedora-uid-vmi-2"
+
+
+def test_vmi_of_a_virtual_machine_is_grouped_by_the_vm() -> None:
+    vm = obj("kubevirt.io/v1", "VirtualMachine", "fedora", "uid-vm", spec={"runStrategy": "Always"})
+    vmi = _vmi(owner=vm)
+    plan = plan_pod_group(pod("virt-launcher-fedora-abcde", "uid-vl", owner=vmi), [vmi, vm])
+    # The top owner decides: the VirtualMachine, an unknown kind (default grouping, no queue label).
+    assert plan.name == "pg-fedora-uid-vm"
+    assert plan.owner_reference["kind"] == "VirtualMachine"
+    assert plan.queue == "default-queue"
+
+
+def test_tekton_pipeline_run_is_one_group_for_all_its_task_runs() -> None:
+    pr = obj(
+        "tekton.dev/v1",
+        "PipelineRun",
+        "build-and-test-r8x",
+        "uid-pr",
+        labels={"kai.scheduler/queue": "ci"},
+        spec={"pipelineRef": {"name": "build-and-test"}},
+    )
+    plans = []
+    for i, task in enumerate(("build", "test")):
+        tr = obj("tekton.dev/v1", "TaskRun", f"build-and-test-r8x-{task}", f"uid-tr{i}", owner=pr)
+        p = pod(f"build-and-test-r8x-{task}-pod", f"uid-trp{i}", owner=tr)
+        plans.append(plan_pod_group(p, [tr, pr]))
+    assert {p.name for p in plans} == {"pg-build-and-test-r8x-uid-pr"}
+    assert all(p.min_member == 1 and p.queue == "ci" and p.priority_class_name == "train" for p in plans)
+    assert {p.owner_reference["kind"] for p in plans} == {"PipelineRun"}
+
+
+def test_tekton_task_run_on_its_own_is_one_group() -> None:
+    tr = obj("tekton.dev/v1beta1", "TaskRun", "lint-9k2", "uid-tr", spec={"taskRef": {"name": "lint"}})
+    plan = plan_pod_group(pod("lint-9k2-pod", "uid-trp", owner=tr), [tr])
+    assert (plan.name, plan.min_member) == ("pg-lint-9k2-uid-tr", 1)
+    assert plan.owner_reference["kind"] == "TaskRun"

@@ -113,3 +113,63 @@ def test_a_skipped_kind_below_the_top_is_not_skipped() -> None:
 def test_not_a_pod_is_an_error() -> None:
     with pytest.raises(GroupingError, match="expected a v1 Pod, got apps/v1 Deployment"):
         plan_pod_group(obj("apps/v1", "Deployment", "d", "uid-d"), [])
+
+
+def test_scheduled_workflow_and_its_workflow_are_both_skipped() -> None:
+    swf = obj(
+        "kubeflow.org/v1beta1",
+        "ScheduledWorkflow",
+        "nightly",
+        "uid-swf",
+        labels={"kai.scheduler/queue": "from-swf"},
+        spec={"enabled": True, "trigger": {"cronSchedule": {"cron": "0 0 2 * * *"}}},
+    )
+    wf = obj("argoproj.io/v1alpha1", "Workflow", "nightly-1735700000", "uid-wf", owner=swf)
+    steps = [
+        pod(f"nightly-1735700000-step-{i}", f"uid-st{i}", owner=wf, labels={"kai.scheduler/queue": "etl"})
+        for i in (1, 2)
+    ]
+    assert top_owner(steps[0], [wf, swf]) is steps[0]
+    assert [o.kind for o in owner_chain(steps[0], [wf, swf])] == ["Pod", "Workflow", "ScheduledWorkflow"]
+    plans = [plan_pod_group(s, [wf, swf]) for s in steps]
+    assert [p.name for p in plans] == [
+        "pg-nightly-1735700000-step-1-uid-st1",
+        "pg-nightly-1735700000-step-2-uid-st2",
+    ]
+    assert [p.owner_reference["uid"] for p in plans] == ["uid-st1", "uid-st2"]
+    # The skipped owners' labels are not read: the queue is the pod's.
+    assert plans[0].queue == "etl"
+    assert plans[0].min_member == 1
+
+
+def test_skipping_stops_at_the_first_kind_that_is_not_skipped() -> None:
+    # A Workflow step that creates a JobSet (an Argo resource template), the Workflow started by a
+    # ScheduledWorkflow: ScheduledWorkflow -> Workflow -> JobSet -> Job -> pod is grouped by the JobSet.
+    swf = obj("kubeflow.org/v1beta1", "ScheduledWorkflow", "nightly", "uid-swf")
+    wf = obj("argoproj.io/v1alpha1", "Workflow", "nightly-1", "uid-wf", owner=swf)
+    js = obj("jobset.x-k8s.io/v1alpha2", "JobSet", "train", "uid-js", owner=wf)
+    job = obj("batch/v1", "Job", "train-workers-0", "uid-job", owner=js)
+    p = pod("train-workers-0-0", "uid-p", owner=job)
+    assert top_owner(p, [job, js, wf, swf]) is js
+
+
+def test_dynamo_deployment_part_is_grouped_as_a_deployment() -> None:
+    dgd = obj(
+        "nvidia.com/v1alpha1",
+        "DynamoGraphDeployment",
+        "graph",
+        "uid-dgd",
+        labels={"kai.scheduler/queue": "from-dgd"},
+        spec={"services": {"Frontend": {"replicas": 1}}},
+    )
+    deploy = obj("apps/v1", "Deployment", "graph-frontend", "uid-dep", owner=dgd, labels={"app": "fe"})
+    rs = obj("apps/v1", "ReplicaSet", "graph-frontend-5d8", "uid-rs", owner=deploy)
+    p = pod("graph-frontend-5d8-q1w2e", "uid-fe", owner=rs)
+    plan = plan_pod_group(p, [rs, deploy, dgd])
+    # The Deployment grouper: one inference group per pod, owned by the pod, labels from the Deployment.
+    assert plan.name == "pg-graph-frontend-5d8-q1w2e-uid-fe"
+    assert plan.owner_reference["kind"] == "Pod"
+    assert plan.priority_class_name == "inference"
+    assert plan.labels == {"app": "fe"}
+    assert plan.queue == "default-queue"
+    assert '"kind":"Deployment"' in plan.annotations["kai.scheduler/top-owner-metadata"]
