@@ -33,6 +33,7 @@ class ResourceKind:
 
 PODS = ResourceKind("", "v1", "Pod", "pods", True)
 NODES = ResourceKind("", "v1", "Node", "nodes", False)
+NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
 CONFIG_MAPS = ResourceKind("", "v1", "ConfigMap", "configmaps", True)
 EVENTS = ResourceKind("", "v1", "Event", "events", True)
 PRIORITY_CLASSES = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False)

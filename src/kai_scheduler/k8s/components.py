@@ -27,7 +27,7 @@ from kai_scheduler.k8s.admission import WebhookServer
 from kai_scheduler.k8s.binder import Binder, GpuReservation
 from kai_scheduler.k8s.client import KubeClient
 from kai_scheduler.k8s.http_server import MetricsServer
-from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.informers import CONTROLLER_KINDS, InformerSet
 from kai_scheduler.k8s.leader import LeaderElector, run_leading
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
@@ -149,13 +149,13 @@ async def _leading(
 
 
 async def _binder(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
-    async with InformerSet(client) as informers:
+    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
         binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
         await _leading(client, options, "binder", binder.run, stop)
 
 
 async def _podgrouper(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
-    async with InformerSet(client) as informers:
+    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
         grouper = PodGrouperController(client, informers, scheduler_name=options.scheduler_name)
         await _leading(client, options, "podgrouper", grouper.run, stop)
 
@@ -163,7 +163,7 @@ async def _podgrouper(client: KubeClient, options: RunOptions, stop: asyncio.Eve
 async def _status_controllers(
     client: KubeClient, options: RunOptions, stop: asyncio.Event, registry: CollectorRegistry
 ) -> None:
-    async with InformerSet(client) as informers:
+    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
         pod_groups = PodGroupStatusController(client, informers)
         queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
 

@@ -31,6 +31,7 @@ from typing import Any
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
+    NAMESPACES,
     NODES,
     POD_GROUPS,
     PODS,
@@ -425,7 +426,7 @@ INDEXERS: dict[ResourceKind, dict[str, IndexFunc]] = {
     BIND_REQUESTS: {POD_INDEX: pod_of_bind_request},
 }
 
-SCHEDULER_KINDS: tuple[ResourceKind, ...] = (
+CONTROLLER_KINDS: tuple[ResourceKind, ...] = (
     PODS,
     NODES,
     QUEUES,
@@ -434,11 +435,17 @@ SCHEDULER_KINDS: tuple[ResourceKind, ...] = (
     BIND_REQUESTS,
     TOPOLOGIES,
 )
+"""What the binder, the pod grouper and the status controllers watch (`components.py`)."""
+
+SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES)
+"""The scheduler also watches Namespaces: their labels are what pod (anti-)affinity's namespaceSelector
+matches (`state.py`). Only the scheduler's ClusterRole may list them."""
 
 
 class InformerSet:
-    """The informers for pods, nodes, queues, pod groups, priority classes, bind requests and topologies
-    (or `kinds`), with the indexes above. `namespace` limits the namespaced kinds to one namespace.
+    """The informers for pods, nodes, queues, pod groups, priority classes, bind requests, topologies and
+    namespaces (or `kinds`), with the indexes above. `namespace` limits the namespaced kinds to one
+    namespace (Namespaces themselves are cluster-scoped: all are watched).
 
         async with InformerSet(client) as informers:
             await informers.wait_synced(30)
@@ -504,6 +511,11 @@ class InformerSet:
     def topologies(self) -> Informer:
         return self.informers[TOPOLOGIES]
 
+    @property
+    def namespaces(self) -> Informer | None:
+        """None when this set does not watch Namespaces (every component but the scheduler)."""
+        return self.informers.get(NAMESPACES)
+
     def optional(self, kind: ResourceKind) -> Informer | None:
         return self.informers.get(kind)
 
@@ -542,6 +554,7 @@ class InformerSet:
 
 
 __all__ = [
+    "CONTROLLER_KINDS",
     "FAST_BACKOFF",
     "INDEXERS",
     "POD_GROUP_INDEX",

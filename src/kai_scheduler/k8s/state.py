@@ -16,6 +16,8 @@ It mirrors the simulator's `SimCluster.state()` (sim/cluster.py) with the cluste
   entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank); queues are ordered the same way.
+* Namespaces' labels (when the informers watch Namespaces, as the scheduler's do) for pod (anti-)affinity's
+  namespaceSelector; without them a namespace carries only its `kubernetes.io/metadata.name` label.
 * Priority classes: KAI's four (train 50, build-preemptible 75, build 100, inference 125) unless the
   cluster defines a class of the same name; a `globalDefault` class sets the default priority.
 * `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp` and
@@ -276,6 +278,8 @@ class StateBuilder:
                 default_priority = pc.value
         self._classes.prune(set(informers.priority_classes.cache))
 
+        namespace_labels = _namespace_labels(informers)
+
         # --- bind requests by pod ----------------------------------------------------------------
         requests: dict[str, JsonObject] = {}
         for obj in informers.bind_requests.cache.values():
@@ -370,6 +374,7 @@ class StateBuilder:
                 job: t for job, t in times.items() if t.last_start is not None or t.stale_since is not None
             },
             topologies=topologies,
+            namespace_labels=namespace_labels,
         )
         return LiveState(
             state=state,
@@ -437,6 +442,20 @@ class StateBuilder:
             return (str(node), "Running", groups, terminating)
         phase = "Pending" if raw_phase in ("Pending", "Unknown") else raw_phase
         return (None, phase, (), terminating)
+
+
+def _namespace_labels(informers: InformerSet) -> dict[str, dict[str, str]]:
+    """Namespace name -> its labels, from the Namespace informer (empty without one)."""
+    informer = informers.namespaces
+    if informer is None:
+        return {}
+    labels: dict[str, dict[str, str]] = {}
+    for key, obj in informer.cache.items():
+        meta = obj.get("metadata") or {}
+        raw = meta.get("labels") or {}
+        if isinstance(raw, dict):
+            labels[str(meta.get("name") or key)] = {str(k): str(v) for k, v in raw.items()}
+    return labels
 
 
 def is_reservation_pod(obj: JsonObject) -> bool:

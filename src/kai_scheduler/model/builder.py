@@ -264,6 +264,7 @@ class SnapshotBuilder:
         jobs = self._jobs(state, queues)
         tasks: dict[str, TaskInfo] = {}
         snapshot = ClusterSnapshot(nodes, queues, jobs, tasks, capacity, min_gpu_memory)
+        snapshot.namespace_labels = state.namespace_labels
         labels = [spec.labels for spec in nodes.specs]
         snapshot.topologies = {
             t.metadata.name: build_topology(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TypeVar
 
 from kai_scheduler.api.objects import (
@@ -249,24 +250,36 @@ def default_normalize_scores(scores: Sequence[int], reverse: bool = False) -> li
 # --- namespaces of pod affinity terms -----------------------------------------------------------
 
 
-def namespace_labels(namespace: str) -> dict[str, str]:
-    """The labels we know a namespace has. Our inputs carry no Namespace objects, but every real
-    namespace carries `kubernetes.io/metadata.name`, so a namespaceSelector on it (the usual way to
-    pick namespaces by name) behaves exactly, and one on any other label matches nothing, as it would
-    in a cluster whose namespaces carry no other labels. Treating such a selector as "all namespaces"
-    instead would let an anti-affinity term block pods it was never meant to see."""
-    return {NAMESPACE_NAME_LABEL: namespace}
+NamespaceLabels = Mapping[str, Mapping[str, str]]
+"""Namespace name -> the labels of that Namespace object, as far as the edge knows them."""
+
+_NO_NAMESPACE_LABELS: NamespaceLabels = MappingProxyType({})
+
+
+def namespace_labels(namespace: str, known: NamespaceLabels = _NO_NAMESPACE_LABELS) -> dict[str, str]:
+    """The labels we know a namespace has: its labels in `known` (live mode watches Namespaces), plus
+    `kubernetes.io/metadata.name`, which the API server sets on every namespace (and which no user
+    label overrides). The simulator has no Namespace input, so there namespaces carry only that label:
+    a namespaceSelector on it (the usual way to pick namespaces by name) behaves exactly, and one on
+    any other label matches nothing, as it would in a cluster whose namespaces carry no other labels.
+    Treating such a selector as "all namespaces" instead would let an anti-affinity term block pods it
+    was never meant to see."""
+    labels = dict(known.get(namespace) or {})
+    labels[NAMESPACE_NAME_LABEL] = namespace
+    return labels
 
 
 @dataclass(frozen=True)
 class NamespaceScope:
     """The namespaces a pod affinity term applies to: listed names, plus those its selector matches.
 
-    Kubernetes unions `namespaces` with the selector's matches, so both are kept. Supports `ns in scope`.
+    Kubernetes unions `namespaces` with the selector's matches, so both are kept. Supports `ns in scope`;
+    the selector is matched against `namespace_labels(ns, known_labels)`.
     """
 
     names: frozenset[str] = frozenset()
     selector: LabelSelector | None = None
+    known_labels: NamespaceLabels = field(default_factory=lambda: _NO_NAMESPACE_LABELS, compare=False)
 
     @property
     def all_namespaces(self) -> bool:
@@ -280,7 +293,9 @@ class NamespaceScope:
     def __contains__(self, namespace: object) -> bool:
         if not isinstance(namespace, str):
             return False
-        return namespace in self.names or label_selector_matches(self.selector, namespace_labels(namespace))
+        return namespace in self.names or label_selector_matches(
+            self.selector, namespace_labels(namespace, self.known_labels)
+        )
 
 
 ALL_NAMESPACES = NamespaceScope(selector=LabelSelector())
@@ -297,9 +312,12 @@ def _as_scope(namespaces: NamespacesArg) -> NamespaceScope:
     return NamespaceScope(names=frozenset(namespaces))
 
 
-def affinity_term_namespaces(term: PodAffinityTerm, pod_namespace: str) -> NamespaceScope:
+def affinity_term_namespaces(
+    term: PodAffinityTerm, pod_namespace: str, known_labels: NamespaceLabels = _NO_NAMESPACE_LABELS
+) -> NamespaceScope:
     """`getNamespacesFromPodAffinityTerm` + the namespaceSelector: the term's own pod's namespace when the
-    term lists none and has no selector, else the listed names plus the selector's matches.
+    term lists none and has no selector, else the listed names plus the selector's matches (against the
+    namespaces' `known_labels`, see `namespace_labels`).
 
     Returns a `NamespaceScope` rather than a bare set because a selector such as `NotIn [kube-system]`
     selects a co-finite set that no finite set can represent; `ns in scope` and `scope.all_namespaces`
@@ -307,15 +325,19 @@ def affinity_term_namespaces(term: PodAffinityTerm, pod_namespace: str) -> Names
     """
     if not term.namespaces and term.namespace_selector is None:
         return NamespaceScope(names=frozenset({pod_namespace}))
-    return NamespaceScope(names=frozenset(term.namespaces), selector=term.namespace_selector)
+    return NamespaceScope(frozenset(term.namespaces), term.namespace_selector, known_labels)
 
 
 def pod_affinity_term_matches(
-    term: PodAffinityTerm, term_pod_namespace: str, namespace: str, labels: Mapping[str, str]
+    term: PodAffinityTerm,
+    term_pod_namespace: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    known_labels: NamespaceLabels = _NO_NAMESPACE_LABELS,
 ) -> bool:
     """`AffinityTerm.Matches`: the term (owned by a pod in `term_pod_namespace`) selects a pod with
-    this namespace and these labels."""
-    in_scope = namespace in affinity_term_namespaces(term, term_pod_namespace)
+    this namespace and these labels (`known_labels`: the namespaces' labels, see `namespace_labels`)."""
+    in_scope = namespace in affinity_term_namespaces(term, term_pod_namespace, known_labels)
     return in_scope and label_selector_matches(term.label_selector, labels)
 
 
@@ -424,9 +446,16 @@ class IncomingPod:
     preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     well_formed: bool = True
+    known_labels: NamespaceLabels = field(default_factory=lambda: _NO_NAMESPACE_LABELS, compare=False)
 
     @classmethod
-    def of(cls, namespace: str, labels: Mapping[str, str], affinity: Affinity | None) -> IncomingPod:
+    def of(
+        cls,
+        namespace: str,
+        labels: Mapping[str, str],
+        affinity: Affinity | None,
+        known_labels: NamespaceLabels = _NO_NAMESPACE_LABELS,
+    ) -> IncomingPod:
         pod_aff = affinity.pod_affinity if affinity else None
         anti_aff = affinity.pod_anti_affinity if affinity else None
         required = _required_terms(pod_aff) + _required_terms(anti_aff)
@@ -442,15 +471,17 @@ class IncomingPod:
             _preferred_terms(pod_aff),
             _preferred_terms(anti_aff),
             well_formed,
+            known_labels,
         )
 
     def scope(self, term: PodAffinityTerm) -> NamespaceScope:
-        return affinity_term_namespaces(term, self.namespace)
+        return affinity_term_namespaces(term, self.namespace, self.known_labels)
 
     def matches_all_own_affinity_terms(self) -> bool:
         """`podMatchesAllAffinityTerms` on the pod itself: the test of the first-pod special case."""
         return bool(self.affinity) and all(
-            pod_affinity_term_matches(t, self.namespace, self.namespace, self.labels) for t in self.affinity
+            pod_affinity_term_matches(t, self.namespace, self.namespace, self.labels, self.known_labels)
+            for t in self.affinity
         )
 
 
@@ -531,9 +562,14 @@ class _ScoreMap:
 
 class PlacedPodIndex:
     """Placed pods indexed by namespace and label, so an incoming pod's terms are resolved to the set of
-    matching topology domains once, after which each candidate node is a few set lookups."""
+    matching topology domains once, after which each candidate node is a few set lookups.
 
-    def __init__(self, pods: Iterable[PlacedPod] = ()) -> None:
+    `namespace_labels` (namespace -> its labels) is what namespaceSelectors are matched against."""
+
+    def __init__(
+        self, pods: Iterable[PlacedPod] = (), namespace_labels: NamespaceLabels = _NO_NAMESPACE_LABELS
+    ) -> None:
+        self._namespace_labels = namespace_labels
         # dicts used as ordered sets: deterministic iteration, O(1) removal.
         self._by_namespace: dict[str, dict[PlacedPod, None]] = {}
         self._by_label: dict[tuple[str, str, str], dict[PlacedPod, None]] = {}
@@ -604,7 +640,7 @@ class PlacedPodIndex:
         self, pod_namespace: str, pod_labels: Mapping[str, str], affinity: Affinity | None
     ) -> RequiredPodAffinity:
         """Resolve the incoming pod's required terms (and the placed pods' anti-affinity towards it)."""
-        pod = IncomingPod.of(pod_namespace, pod_labels, affinity)
+        pod = IncomingPod.of(pod_namespace, pod_labels, affinity, self._namespace_labels)
         affinity_domains = self._affinity_domains(pod)
         return RequiredPodAffinity(
             well_formed=pod.well_formed,
@@ -639,7 +675,10 @@ class PlacedPodIndex:
         domains: set[Domain] = set()
         for placed in self.matching_pods(first.label_selector, pod.scope(first)):
             if all(
-                pod_affinity_term_matches(t, pod.namespace, placed.namespace, placed.labels) for t in rest
+                pod_affinity_term_matches(
+                    t, pod.namespace, placed.namespace, placed.labels, self._namespace_labels
+                )
+                for t in rest
             ):
                 domains.update(d for t in pod.affinity if (d := _domain(placed, t.topology_key)) is not None)
         return domains
@@ -649,7 +688,9 @@ class PlacedPodIndex:
         domains: set[Domain] = set()
         for placed, own in self._own_terms.items():
             for term in own.anti_affinity:
-                if pod_affinity_term_matches(term, placed.namespace, pod.namespace, pod.labels):
+                if pod_affinity_term_matches(
+                    term, placed.namespace, pod.namespace, pod.labels, self._namespace_labels
+                ):
                     domain = _domain(placed, term.topology_key)
                     if domain is not None:
                         domains.add(domain)
@@ -665,7 +706,7 @@ class PlacedPodIndex:
         hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
     ) -> PreferredPodAffinity:
         """Resolve the score contributions of every placed pod (kube-scheduler's PreScore)."""
-        pod = IncomingPod.of(pod_namespace, pod_labels, affinity)
+        pod = IncomingPod.of(pod_namespace, pod_labels, affinity, self._namespace_labels)
         scores = _ScoreMap()
         self._score_incoming_terms(pod, scores)
         self._score_existing_terms(pod, scores, hard_pod_affinity_weight)
@@ -700,7 +741,9 @@ class PlacedPodIndex:
             weighted += [(w.weight, w.pod_affinity_term) for w in own.preferred_affinity]
             weighted += [(-w.weight, w.pod_affinity_term) for w in own.preferred_anti_affinity]
             for weight, term in weighted:
-                if pod_affinity_term_matches(term, placed.namespace, pod.namespace, pod.labels):
+                if pod_affinity_term_matches(
+                    term, placed.namespace, pod.namespace, pod.labels, self._namespace_labels
+                ):
                     scores.add(placed, term.topology_key, weight)
 
 

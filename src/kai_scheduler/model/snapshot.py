@@ -62,6 +62,10 @@ class ClusterState:
     topologies: Sequence[Topology] = ()
     # Time-based fairness: each queue's recent usage as a share of capacity (see `model.usage`).
     queue_usage: Mapping[str, Resources] = field(default_factory=dict)
+    # Namespace name -> its labels, for pod (anti-)affinity's namespaceSelector. Live mode watches
+    # Namespaces; the simulator has none, so there a namespace carries only `kubernetes.io/metadata.name`
+    # (which the matching adds to every namespace, see `model.matching.namespace_labels`).
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -80,3 +84,5 @@ class ClusterSnapshot:
     # other schedulers' pods hold, by node index. Both empty in the usual cluster without host ports.
     host_port_tasks: list[TaskInfo] = field(default_factory=list)
     foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = field(default_factory=list)
+    # Namespace name -> its labels (from `ClusterState.namespace_labels`), for namespaceSelectors.
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)

@@ -28,7 +28,8 @@ puts simulated second 0 at the cycle's moment, so every time keeps its distance 
 
 Not in the snapshot (the simulate contract has no input for them): a pod's nomination from a pipeline in
 the cycle before (the replay treats it as plain pending), `JobTimes` of jobs without a PodGroup object
-(bare pods when no pod grouper runs), and time-based fairness usage history (`queue_usage`).
+(bare pods when no pod grouper runs), time-based fairness usage history (`queue_usage`), and namespaces'
+labels (`namespace_labels`: a replay's namespaceSelectors see each namespace's name label only).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class PodAffinityIndex:
 
     def _ensure_index(self) -> PlacedPodIndex:
         if self._index is None:
-            self._index = PlacedPodIndex()
+            self._index = PlacedPodIndex(namespace_labels=self._session.snapshot.namespace_labels)
             for task in self._session.snapshot.tasks.values():
                 if task.status in OCCUPYING and task.node >= 0:
                     self.placed(task)

@@ -841,6 +841,7 @@ EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
     "scheduler": {
         ("", "pods"): READ,
         ("", "nodes"): READ,
+        ("", "namespaces"): READ,
         ("", "pods/status"): {"patch"},
         ("", "pods/eviction"): {"create"},
         ("scheduling.k8s.io", "priorityclasses"): READ,

@@ -32,6 +32,7 @@ from kai_scheduler.model.matching import (
     affinity_term_namespaces,
     default_normalize_scores,
     label_selector_matches,
+    namespace_labels,
     node_affinity_preferred_score,
     node_affinity_required_matches,
     node_selector_requirement_matches,
@@ -448,6 +449,18 @@ def test_affinity_term_namespaces() -> None:
     )
     assert "team-a" in scope and "kube-system" in scope  # listed names are unioned with the selector
     assert not scope.all_namespaces
+
+
+def test_namespace_selector_matches_known_namespace_labels() -> None:
+    known = {"team-a": {"team": "a"}, "spoof": {"kubernetes.io/metadata.name": "other"}}
+    assert namespace_labels("team-a", known) == {"team": "a", "kubernetes.io/metadata.name": "team-a"}
+    assert namespace_labels("team-a") == {"kubernetes.io/metadata.name": "team-a"}
+    # The API server owns the name label: a namespace's own labels never override it.
+    assert namespace_labels("spoof", known)["kubernetes.io/metadata.name"] == "spoof"
+    term = pod_term(web_term(namespaceSelector={"matchLabels": {"team": "a"}}))
+    assert "team-a" in affinity_term_namespaces(term, "x", known)
+    assert "team-b" not in affinity_term_namespaces(term, "x", known)
+    assert "team-a" not in affinity_term_namespaces(term, "x")  # labels unknown: only the name label
 
 
 def test_malformed_incoming_selector_makes_the_pod_unschedulable() -> None:

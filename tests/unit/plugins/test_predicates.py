@@ -8,9 +8,13 @@ jobs), §4.4 score constants (K8sPlugins 100 000 for preferred affinity / Prefer
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from helpers import binds, config, node, one_cycle, open_session, pod, queue, run
+import pytest
+
+from helpers import binds, cluster_state, config, node, one_cycle, open_session, pod, queue, run
+from kai_scheduler.model.builder import SnapshotBuilder
 
 ALLOCATE = config(actions="allocate")
 
@@ -173,6 +177,59 @@ def test_required_pod_affinity_co_locates() -> None:
         pod("client", gpus=1, affinity=affinity),
     ]
     assert placed(objects) == {"client": "b"}
+
+
+def _team_anti(app: str) -> dict[str, Any]:
+    """Required anti-affinity to pods labelled `app` in the namespaces labelled team=a."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": app}},
+        "namespaceSelector": {"matchLabels": {"team": "a"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+@pytest.mark.parametrize(
+    ("labels", "candidates"),
+    [
+        ({"team": "a"}, [False, True]),  # the namespace carries team=a: node a is off limits
+        ({"team": "b"}, [True, True]),  # it does not: the term selects no namespace with pods
+        (None, [True, True]),  # its labels are unknown (as in the simulator): only the name label
+    ],
+)
+@pytest.mark.parametrize("side", ["incoming", "placed"])
+def test_anti_affinity_namespace_selector_matches_namespace_labels(
+    labels: dict[str, str] | None, candidates: list[bool], side: str
+) -> None:
+    # "incoming": the pending pod's own term selects the running pod's namespace (ns-x);
+    # "placed": the running pod's term (in ns-x) selects the pending pod's namespace (ns-x too).
+    incoming = side == "incoming"
+    objects = [
+        _host("a"),
+        _host("b"),
+        queue("q"),
+        pod(
+            "db",
+            gpus=1,
+            node_name="a",
+            namespace="ns-x",
+            labels={"app": "db"},
+            affinity=None if incoming else _team_anti("web"),
+        ),
+        pod(
+            "web",
+            gpus=1,
+            namespace="ns-x" if not incoming else "default",
+            labels={"app": "web"},
+            affinity=_team_anti("db") if incoming else None,
+        ),
+    ]
+    state = cluster_state(objects)
+    namespaces = {"ns-x": labels} if labels is not None else {}
+    snapshot = SnapshotBuilder().build(replace(state, namespace_labels=namespaces))
+    session = open_session(snapshot, plugins=["predicates"])
+    web = next(t for t in session.snapshot.tasks.values() if t.name == "web")
+    assert list(session.candidate_nodes(web)) == candidates
 
 
 # --- GPU kinds -----------------------------------------------------------------------------------
