@@ -92,3 +92,21 @@ def test_only_the_scheduler_watches_namespaces(server: FakeApiServer) -> None:
     )
     assert namespace_reads() == []
     run(components({"scheduler"}, lambda: "list" in namespace_reads()), timeout=30)
+
+
+def test_a_scheduler_that_may_not_list_namespaces_still_syncs_and_schedules(server: FakeApiServer) -> None:
+    # A ClusterRole without namespaces (an older chart): listing them is forbidden. The scheduler goes on
+    # without namespace labels rather than waiting for a sync that never comes.
+    store = server.store
+    server.fail_next(10_000, 403, verb="list", resource="namespaces")
+    store.create(node_manifest("a", gpus=4))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+
+    async def body() -> None:
+        async with Live(server) as live:
+            assert live.informers.namespaces is not None
+            assert live.informers.namespaces.cache == {}
+            await live.until(lambda: bool(store.get("pods", "p")["spec"].get("nodeName")))
+
+    run(body())

@@ -125,9 +125,13 @@ class Informer:
         on_add: AddHandler | None = None,
         on_update: UpdateHandler | None = None,
         on_delete: DeleteHandler | None = None,
+        optional: bool = False,
     ) -> None:
         self.client = client
         self.kind = kind
+        # An optional kind that this client may not list (403) counts as empty and synced, like a kind
+        # the server does not serve, rather than holding back every informer's sync.
+        self.optional = optional
         self.namespace = namespace if kind.namespaced else None
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -269,11 +273,13 @@ class Informer:
                 field_selector=self.field_selector,
             )
         except ApiStatusError as error:
-            if error.code != 404:
+            if error.code != 404 and not (error.code == 403 and self.optional):
                 raise
-            # The kind is not served (its CRD is not installed): an empty cache, listed again later.
+            # The kind is not served (its CRD is not installed), or optional and forbidden to us: an
+            # empty cache, listed again later.
             if self.served:
-                log.warning("informer %s: the server does not serve this kind (404)", self.kind.plural)
+                why = "the server does not serve this kind" if error.code == 404 else "not allowed to list it"
+                log.warning("informer %s: %s (%d); going on without it", self.kind.plural, why, error.code)
             self.served = False
             self._replace([], "")
             raise
@@ -334,8 +340,8 @@ class Informer:
                     need_list = True
                     delay = self.backoff.delay(gone - 1, self.rng) if gone else None
                     gone += 1
-                elif error.code == 404 and not self.served:
-                    need_list = True  # the kind may be installed later: look again, slowly
+                elif error.code in (403, 404) and not self.served:
+                    need_list = True  # the kind may be installed (or allowed) later: look again, slowly
                     delay = self.backoff.maximum
                 elif error.code == 404:
                     need_list = True  # the kind went away while watched (its CRD was deleted)
@@ -438,6 +444,9 @@ CONTROLLER_KINDS: tuple[ResourceKind, ...] = (
 """What the binder, the pod grouper and the status controllers watch (`components.py`)."""
 
 SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES)
+OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES})
+"""Kinds the scheduler can do without: a ClusterRole that may not list them (an older chart) costs only
+namespaceSelector matching by label, not the scheduler's readiness."""
 """The scheduler also watches Namespaces: their labels are what pod (anti-)affinity's namespaceSelector
 matches (`state.py`). Only the scheduler's ClusterRole may list them."""
 
@@ -470,6 +479,7 @@ class InformerSet:
                 indexers=INDEXERS.get(kind),
                 backoff=backoff,
                 rng=rng,
+                optional=kind in OPTIONAL_KINDS,
             )
             for kind in kinds
         }
