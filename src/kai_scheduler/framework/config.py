@@ -1,5 +1,6 @@
-"""The scheduler configuration: KAI's format (`actions`, `tiers` of plugins with `arguments`) plus the
-options that KAI passes as command-line flags.
+"""The scheduler configuration: KAI's format (`actions`, `tiers` of plugins with `arguments` and
+enable/disable flags) plus the options that KAI passes as command-line flags; its `usageDBConfig` section
+(time-based fairness) is read and written by `usage_config`.
 
 ```yaml
 actions: "allocate, consolidation, reclaim, preempt, stalegangeviction"
@@ -21,11 +22,14 @@ usageDBConfig:            # time-based fairness (off without this key)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from kai_scheduler.api.durations import parse_duration
-from kai_scheduler.model.usage import WEEK, WINDOW_TYPES, UsageParams
+from kai_scheduler.framework.config_values import ConfigError as ConfigError
+from kai_scheduler.framework.config_values import duration, duration_text
+from kai_scheduler.framework.usage_config import CLIENT_TYPES as CLIENT_TYPES
+from kai_scheduler.framework.usage_config import USAGE_METRIC_DEFAULTS as USAGE_METRIC_DEFAULTS
+from kai_scheduler.framework.usage_config import UsageDbConfig as UsageDbConfig
+from kai_scheduler.framework.usage_config import parse_usage_db_config, usage_db_config_document
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_PLUGINS = (
@@ -49,10 +53,6 @@ DEFAULT_PLUGINS = (
     "snapshot",
 )
 DEFAULT_PLUGIN_ARGUMENTS: dict[str, dict[str, str]] = {"nodeplacement": {"cpu": "binpack", "gpu": "binpack"}}
-
-
-class ConfigError(ValueError):
-    """A configuration problem, with the key it is about."""
 
 
 # Per-extension-point flags of a plugin entry: KAI's `PluginOption` inherits them from kube-batch
@@ -101,59 +101,6 @@ class PluginOption:
         return tuple(
             dict.fromkeys(t for point in sorted(self.disabled) for t in EXTENSION_POINT_FLAGS.get(point, ()))
         )
-
-
-CLIENT_TYPES = ("prometheus", "fake", "fake-with-history")
-# `usageParams.extraParams` keys naming the PromQL expression of a queue's allocated amount (a vector
-# with a `queue_name` label) and of the cluster's capacity, per resource, with KAI's defaults. The
-# allocation metrics are the queue metrics this project exports (`k8s/metrics.py`, namespace `kai`).
-USAGE_METRIC_DEFAULTS: Final[dict[str, str]] = {
-    "gpuAllocationMetric": "kai_queue_allocated_gpus",
-    "cpuAllocationMetric": "kai_queue_allocated_cpu_cores",
-    "memoryAllocationMetric": "kai_queue_allocated_memory_bytes",
-    "gpuCapacityMetric": 'sum(kube_node_status_capacity{resource="nvidia_com_gpu"})',
-    "cpuCapacityMetric": 'sum(kube_node_status_capacity{resource="cpu"})',
-    "memoryCapacityMetric": 'sum(kube_node_status_capacity{resource="memory"})',
-}
-
-
-@dataclass(frozen=True, slots=True)
-class UsageDbConfig:
-    """KAI's `usageDBConfig`: time-based fairness.
-
-    In live mode with `clientType: prometheus` and a `connectionString`, the usage is read from that
-    Prometheus (`k8s/prometheus_usage.py`; the `fetch_interval`, `staleness_period`, `wait_timeout`,
-    `query_timeout` and `metrics` fields are for it). Otherwise (the simulator, `fake`,
-    `fake-with-history`, no `connectionString`) the history is kept by the edge from its own allocations
-    (see `model.usage`)."""
-
-    client_type: str = "prometheus"
-    window_size: float = WEEK
-    window_type: Literal["sliding", "tumbling"] = "sliding"
-    tumbling_start: datetime | None = None
-    half_life: float = 0.0
-    resolution: float = 60.0
-    connection_string: str | None = None
-    fetch_interval: float = 60.0
-    staleness_period: float = 300.0
-    wait_timeout: float = 60.0
-    query_timeout: float = 10.0  # extraParams.usageQueryTimeout
-    # extraParams overrides of USAGE_METRIC_DEFAULTS (only the keys given).
-    metrics: dict[str, str] = field(default_factory=dict)
-
-    def params(self, origin: datetime) -> UsageParams:
-        """The parameters on an edge clock whose second 0 is `origin`."""
-        start = 0.0 if self.tumbling_start is None else (self.tumbling_start - origin).total_seconds()
-        return UsageParams(self.window_size, self.window_type, start, self.half_life, self.resolution)
-
-    @property
-    def reads_prometheus(self) -> bool:
-        """Whether a live scheduler reads the usage from Prometheus (else: its in-memory history)."""
-        return self.client_type == "prometheus" and bool(self.connection_string)
-
-    def metric(self, key: str) -> str:
-        """The PromQL expression for a key of USAGE_METRIC_DEFAULTS (overridden or KAI's default)."""
-        return self.metrics.get(key) or USAGE_METRIC_DEFAULTS[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,101 +177,15 @@ def parse_config(document: Any) -> SchedulerConfig:
     return SchedulerConfig(
         actions=_actions(document.get("actions")) or default.actions,
         tiers=_tiers(document.get("tiers")) or default.tiers,
-        default_staleness_grace_period=_duration(document, "defaultStalenessGracePeriod", 60.0),
+        default_staleness_grace_period=duration(document, "defaultStalenessGracePeriod", 60.0),
         max_consolidation_preemptees=_integer(document, "maxConsolidationPreemptees", 16, minimum=-1),
         use_scheduling_signatures=_boolean(document, "useSchedulingSignatures", True),
         full_hierarchy_fairness=_boolean(document, "fullHierarchyFairness", True),
         allow_consolidating_reclaim=_boolean(document, "allowConsolidatingReclaim", True),
         period=_positive_duration(document, "period", 1.0),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
-        usage_db=_usage_db(document.get("usageDBConfig")),
+        usage_db=parse_usage_db_config(document.get("usageDBConfig")),
     )
-
-
-def _usage_db(value: Any) -> UsageDbConfig | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ConfigError("usageDBConfig: expected a mapping")
-    client = value.get("clientType", "prometheus")
-    if client not in CLIENT_TYPES:
-        raise ConfigError(
-            f"usageDBConfig.clientType: expected one of {', '.join(CLIENT_TYPES)}, got {client!r}"
-        )
-    params = value.get("usageParams") or {}
-    if not isinstance(params, dict):
-        raise ConfigError("usageDBConfig.usageParams: expected a mapping")
-    where = "usageDBConfig.usageParams"
-    window_type = params.get("windowType", "sliding")
-    if window_type not in WINDOW_TYPES:
-        raise ConfigError(
-            f"{where}.windowType: expected sliding or tumbling, got {window_type!r} (cron windows are not "
-            "supported)"
-        )
-    extra = params.get("extraParams") or {}
-    if not isinstance(extra, dict):
-        raise ConfigError(f"{where}.extraParams: expected a mapping")
-    window = _duration(params, "windowSize", WEEK, where=where)
-    resolution = _duration(extra, "queryResolution", 60.0, where=f"{where}.extraParams")
-    if window <= 0 or resolution <= 0:
-        key = "windowSize" if window <= 0 else "extraParams.queryResolution"
-        raise ConfigError(f"{where}.{key}: must be positive")
-    return UsageDbConfig(
-        client_type=client,
-        window_size=window,
-        window_type="tumbling" if window_type == "tumbling" else "sliding",
-        tumbling_start=_time(params, "tumblingWindowStartTime", where),
-        half_life=_duration(params, "halfLifePeriod", 0.0, where=where),
-        resolution=resolution,
-        connection_string=_connection_string(value.get("connectionString")),
-        fetch_interval=_positive(params, "fetchInterval", 60.0, where),
-        staleness_period=_positive(params, "stalenessPeriod", 300.0, where),
-        wait_timeout=_positive(params, "waitTimeout", 60.0, where, zero=True),
-        query_timeout=_positive(extra, "usageQueryTimeout", 10.0, f"{where}.extraParams"),
-        metrics=_usage_metrics(extra, f"{where}.extraParams"),
-    )
-
-
-def _connection_string(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"usageDBConfig.connectionString: expected the Prometheus base URL (http:// or https://), "
-            f"got {value!r}"
-        )
-    return value
-
-
-def _positive(document: dict[str, Any], key: str, default: float, where: str, *, zero: bool = False) -> float:
-    value = _duration(document, key, default, where=where)
-    if value < 0 or (value == 0 and not zero):
-        bound = "zero or more" if zero else "positive"
-        raise ConfigError(f"{where}.{key}: must be {bound}, got {document.get(key)!r}")
-    return value
-
-
-def _usage_metrics(extra: dict[str, Any], where: str) -> dict[str, str]:
-    metrics: dict[str, str] = {}
-    for key in USAGE_METRIC_DEFAULTS:
-        value = extra.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}.{key}: expected a PromQL expression, got {value!r}")
-        metrics[key] = value.strip()
-    return metrics
-
-
-def _time(document: dict[str, Any], key: str, where: str) -> datetime | None:
-    value = document.get(key)
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"{where}.{key}: {value!r} is not an RFC 3339 time") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _actions(value: Any) -> tuple[str, ...]:
@@ -400,18 +261,8 @@ def _flag(key: Any) -> tuple[str, bool] | None:
     return None
 
 
-def _duration(document: dict[str, Any], key: str, default: float, *, where: str = "") -> float:
-    value = document.get(key)
-    if value is None:
-        return default
-    try:
-        return parse_duration(str(value))
-    except ValueError as error:
-        raise ConfigError(f"{where + '.' if where else ''}{key}: {error}") from None
-
-
 def _positive_duration(document: dict[str, Any], key: str, default: float) -> float:
-    value = _duration(document, key, default)
+    value = duration(document, key, default)
     if value <= 0:
         raise ConfigError(f"{key}: must be positive, got {document.get(key)!r}")
     return value
@@ -451,7 +302,7 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         "tiers": [{"plugins": [_plugin_document(p) for p in tier]} for tier in config.tiers],
     }
     if config.default_staleness_grace_period != default.default_staleness_grace_period:
-        document["defaultStalenessGracePeriod"] = _seconds(config.default_staleness_grace_period)
+        document["defaultStalenessGracePeriod"] = duration_text(config.default_staleness_grace_period)
     if config.max_consolidation_preemptees != default.max_consolidation_preemptees:
         document["maxConsolidationPreemptees"] = config.max_consolidation_preemptees
     if config.use_scheduling_signatures != default.use_scheduling_signatures:
@@ -461,35 +312,11 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
     if config.allow_consolidating_reclaim != default.allow_consolidating_reclaim:
         document["allowConsolidatingReclaim"] = config.allow_consolidating_reclaim
     if config.period != default.period:
-        document["period"] = _seconds(config.period)
+        document["period"] = duration_text(config.period)
     if config.queue_depth_per_action:
         document["queueDepthPerAction"] = dict(config.queue_depth_per_action)
     if config.usage_db is not None:
-        usage = config.usage_db
-        usage_default = UsageDbConfig()
-        extra: dict[str, Any] = {"queryResolution": _seconds(usage.resolution)}
-        if usage.query_timeout != usage_default.query_timeout:
-            extra["usageQueryTimeout"] = _seconds(usage.query_timeout)
-        extra.update(usage.metrics)
-        params: dict[str, Any] = {
-            "windowSize": _seconds(usage.window_size),
-            "windowType": usage.window_type,
-            "halfLifePeriod": _seconds(usage.half_life),
-            "extraParams": extra,
-        }
-        if usage.tumbling_start is not None:
-            params["tumblingWindowStartTime"] = usage.tumbling_start.isoformat()
-        for key, seconds, default_seconds in (
-            ("fetchInterval", usage.fetch_interval, usage_default.fetch_interval),
-            ("stalenessPeriod", usage.staleness_period, usage_default.staleness_period),
-            ("waitTimeout", usage.wait_timeout, usage_default.wait_timeout),
-        ):
-            if seconds != default_seconds:
-                params[key] = _seconds(seconds)
-        section: dict[str, Any] = {"clientType": usage.client_type, "usageParams": params}
-        if usage.connection_string is not None:
-            section["connectionString"] = usage.connection_string
-        document["usageDBConfig"] = section
+        document["usageDBConfig"] = usage_db_config_document(config.usage_db)
     return document
 
 
@@ -499,8 +326,3 @@ def _plugin_document(plugin: PluginOption) -> dict[str, Any]:
         document["arguments"] = dict(plugin.arguments)
     document.update({f"enable{point}": False for point in sorted(plugin.disabled)})
     return document
-
-
-def _seconds(value: float) -> str:
-    """A duration in seconds as `parse_duration` reads it back exactly (`60s`, `0.25s`)."""
-    return f"{int(value)}s" if float(value).is_integer() else f"{value!r}s"

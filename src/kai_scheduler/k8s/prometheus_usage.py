@@ -36,7 +36,7 @@ from typing import Final, Literal
 
 import httpx2
 
-from kai_scheduler.framework.config import UsageDbConfig
+from kai_scheduler.framework.usage_config import UsageDbConfig
 from kai_scheduler.model.resources import RESOURCE_NAMES, Resources
 
 log = logging.getLogger(__name__)
