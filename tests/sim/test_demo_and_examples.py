@@ -268,3 +268,22 @@ def test_demo_detr_train_runs_in_one_rack_both_times(demo: dict[str, Any]) -> No
     for cycle in {d["cycle"] for d in binds}:
         racks = {d["node"].split("-")[0] for d in binds if d["cycle"] == cycle}
         assert len(racks) == 1, (cycle, racks)
+
+
+def test_topology_example_tells_its_story(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "topology.yaml")
+    final = simulate(tmp_path, path)
+    nodes = {p["name"]: p["node"] for p in final["pods"]}
+    binds = {d["pod"].split("/")[1]: d for d in final["decisions"] if d["type"] == "bind"}
+    # allreduce: one rack (z1/r2); pipeline: zone z2, over its two racks; nothing was ever moved.
+    assert {binds[f"allreduce-{i}"]["node"] for i in range(2)} == {"z1-r2-a", "z1-r2-b"}
+    assert {nodes[f"pipeline-{i}"][:2] for i in range(3)} == {"z2"}
+    assert {nodes[f"pipeline-{i}"][:5] for i in range(3)} == {"z2-r1", "z2-r2"}
+    assert {d["type"] for d in final["decisions"]} == {"bind"}
+    # sweep waits for a whole rack although GPUs are free, then takes z1/r2 when allreduce ends.
+    assert {binds[f"sweep-{i}"]["time"] for i in range(2)} == {600.0}
+    assert {nodes[f"sweep-{i}"] for i in range(2)} == {"z1-r2-a", "z1-r2-b"}
+    waiting = simulate(tmp_path, path, "--until", "5m")
+    reason = groups_by_name(waiting)["default/sweep"]["unschedulableReason"]
+    assert reason.startswith("topology datacenter, requirement example.com/rack couldn't be satisfied")
+    assert waiting["summary"]["gpu"]["capacity"] - waiting["summary"]["gpu"]["allocated"] >= 16

@@ -271,7 +271,12 @@ def _relocate(
     for victims in by_job.values():
         job = victims[0].job
         checkpoint = statement.checkpoint()
-        left_behind = [v for v in victims if not _move(session, statement, scenario, v)]
+        if job.has_topology():
+            # Its constraints hold for its pods together: they move together (all in one domain) or stay.
+            together = _move_together(session, statement, scenario, victims)
+            left_behind = [] if together else list(victims)
+        else:
+            left_behind = [v for v in victims if not _move(session, statement, scenario, v)]
         moved = len(victims) - len(left_behind)
         if left_behind and 0 < job.active_allocated() + moved < job.min_member:
             statement.rollback(checkpoint)
@@ -283,11 +288,24 @@ def _relocate(
 
 
 def _move(session: Session, statement: Statement, scenario: Scenario, victim: TaskInfo) -> bool:
-    """Move a victim to another node, where its job's topology constraints still hold."""
-    moved = victim.recreated()
+    """Move one victim to another node."""
+    return _move_together(session, statement, scenario, [victim])
+
+
+def _move_together(
+    session: Session, statement: Statement, scenario: Scenario, victims: list[TaskInfo]
+) -> bool:
+    """Move victims of one job to other nodes (none back onto its own), all or none, where the job's
+    topology constraints hold for them together with its pods that keep running."""
+    origin = {}
+    moved = []
+    for victim in victims:
+        copy = victim.recreated()
+        origin[id(copy)] = victim.node
+        moved.append(copy)
 
     def place_one(task: TaskInfo) -> str | None:
-        placed = session.choose_node(task, avoid=victim.node)
+        placed = session.choose_node(task, avoid=origin[id(task)])
         if placed is None:
             return "unplaceable"
         node = session.snapshot.nodes.names[placed.node]
@@ -295,7 +313,7 @@ def _move(session: Session, statement: Statement, scenario: Scenario, victim: Ta
         statement.pipeline(task, placed.node, placed.gpu_groups, reason)
         return None
 
-    return place_job(session, statement, victim.job, [moved], place_one) is None
+    return place_job(session, statement, victims[0].job, moved, place_one) is None
 
 
 class VictimAction(ABC):

@@ -242,6 +242,11 @@ class JobInfo:
     def has_pending(self) -> bool:
         return any(task.status is TaskStatus.PENDING for task in self.tasks)
 
+    def has_topology(self) -> bool:
+        """Whether the job, or any of its sub-groups, keeps its pods within a topology domain."""
+        groups: list[SubGroupSet | PodSet] = [*self.subgroups.values(), *self.podsets.values()]
+        return self.topology is not None or any(group.topology is not None for group in groups)
+
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""
         return self.active_allocated() >= self.min_member and all(

@@ -1108,3 +1108,35 @@ def test_a_preferred_rack_no_rack_can_hold_keeps_the_gang_in_as_few_racks_as_pos
     )
     assert all(placed(document, "big").values())
     assert len(domains(document, "big", SPREAD_BAIT, "rack")) == 2
+
+
+# --- victims that move keep their constraints together ------------------------------------------------
+
+
+def test_consolidation_never_splits_a_constrained_gang_it_moves() -> None:
+    # pipeline (3 x 8 GPUs, one zone) runs in z2 over both racks; sweep (2 x 8, one rack) arrives and no
+    # rack has two free nodes. Moving pipeline's pods one by one would put one of them in z1 (and then the
+    # two gangs would take turns evicting each other); moved together they have no zone to go to, so
+    # consolidation leaves pipeline alone and sweep waits.
+    cluster = [
+        topology_manifest(),
+        queue_manifest("q"),
+        *(
+            rack_node(f"z{z}-r{r}-{n}", f"z{z}", f"r{r}", gpus=8)
+            for z in (1, 2)
+            for r in (1, 2)
+            for n in "ab"
+        ),
+        busy("z1-r1-a", 4),
+        busy("z1-r2-a", 8),
+        busy("z1-r2-b", 8),
+    ]
+    gangs = [
+        *job("pipeline", 3, gpus=8, topology=constraint(required="zone", preferred="rack")),
+        *job("sweep", 2, gpus=8, topology=constraint(required="rack")),
+    ]
+    gangs[-3]["metadata"]["annotations"]["simulation.kai.scheduler/arrival"] = "1m"
+    document = run_sim([*cluster, *gangs])
+    assert [d for d in document["decisions"] if d["type"] != "bind"] == []
+    assert len(domains(document, "pipeline", cluster, "zone")) == 1
+    assert all(node is None for node in placed(document, "sweep").values())
