@@ -19,7 +19,8 @@ from kai_scheduler.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CONFIG = EXAMPLES / "scheduler-config.yaml"
-MANIFEST_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml") if p != CONFIG)
+# Scheduler configurations are named *config.yaml; every other file is a manifest example.
+MANIFEST_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml") if not p.name.endswith("config.yaml"))
 
 
 def simulate(out_dir: Path, *args: str) -> dict[str, Any]:
@@ -287,3 +288,23 @@ def test_topology_example_tells_its_story(tmp_path: Path) -> None:
     reason = groups_by_name(waiting)["default/sweep"]["unschedulableReason"]
     assert reason.startswith("topology datacenter, requirement example.com/rack couldn't be satisfied")
     assert waiting["summary"]["gpu"]["capacity"] - waiting["summary"]["gpu"]["allocated"] >= 16
+
+
+def test_time_based_fairness_example_favours_the_queue_that_used_less(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "time-based-fairness.yaml")
+    config = str(EXAMPLES / "time-based-fairness-config.yaml")
+
+    def gpus(document: dict[str, Any]) -> dict[str, float]:
+        return {name: q["allocated"]["gpu"] for name, q in queues_by_name(document).items()}
+
+    plain = simulate(tmp_path, path, "--until", "3h")
+    assert gpus(plain) == {"research": 4.0, "product": 4.0}
+    assert not decisions(plain, action="reclaim")
+    # With the usage history: product first gets all 8 GPUs (research used the cluster for the first
+    # hour), then research reclaims some back as the usages even out.
+    early = simulate(tmp_path, path, "--until", "65m", "--config", config)
+    assert gpus(early) == {"research": 0.0, "product": 8.0}
+    later = simulate(tmp_path, path, "--until", "3h", "--config", config)
+    reclaimed = decisions(later, action="reclaim", type="evict")
+    assert reclaimed and all(d["pod"].startswith("default/product-") for d in reclaimed)
+    assert 0 < gpus(later)["research"] < 4
