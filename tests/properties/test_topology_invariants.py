@@ -23,7 +23,7 @@ from kai_scheduler.api.objects import ApiObject
 
 MAX_CYCLES = 60
 MAX_EVICTIONS = 2
-EXAMPLES = int(os.environ.get("KAI_TOPOLOGY_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("KAI_TOPOLOGY_EXAMPLES", "150"))
 LEVELS = {"zone": "zone", "rack": "rack"}
 CONSTRAINTS: tuple[dict[str, str] | None, ...] = (
     None,
@@ -133,6 +133,12 @@ def clusters(draw: st.DrawFn) -> Cluster:
                 arrival=0 if running else draw(st.sampled_from([0, 0, 3, 10])),
             )
         )
+    if draw(st.integers(0, 3)) > 0:
+        # The shape that once made gangs take turns: a gang wider than a rack spread over a zone, and a
+        # rack-bound gang arriving later that only fits if the first one's pods move.
+        width = draw(st.integers(2, 4))
+        gangs.append(Gang("wide", "q0", width, 8, {"requiredTopologyLevel": "zone"}, "train", (), 0))
+        gangs.append(Gang("late", "q1", 2, 8, {"requiredTopologyLevel": "rack"}, "train", (), 3))
     return Cluster(tuple(nodes), tuple(gangs), tuple(busy))
 
 
