@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Generic, TypeVar, cast
 
@@ -49,6 +49,7 @@ from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityCla
 from kai_scheduler.k8s.client import JsonObject
 from kai_scheduler.k8s.informers import InformerSet, object_key, resource_version
 from kai_scheduler.model.builder import implicit_pod_group_name
+from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 log = logging.getLogger(__name__)
@@ -497,69 +498,12 @@ def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
 def _assign_missing_gpu_groups(pods: list[PodState], nodes: list[Node]) -> list[PodState]:
     """Bound shared-GPU pods that name no GPU group (bound by something else) get one, packed as gpupack
     would, so that their portions are accounted on a definite GPU (as the simulator does)."""
-    missing = [
-        i
-        for i, p in enumerate(pods)
-        if p.node_name is not None
-        and not p.gpu_groups
-        and (
-            c.GPU_FRACTION_ANNOTATION in p.pod.metadata.annotations
-            or c.GPU_MEMORY_ANNOTATION in p.pod.metadata.annotations
-        )
-    ]
-    if not missing:
-        return pods
     memory_of = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in nodes}
-    used: dict[str, float] = {}
-    for p in pods:
-        if p.node_name is not None:
-            for group in p.gpu_groups:
-                used[group] = used.get(group, 0.0) + _portion(p.pod, memory_of.get(p.node_name, ""))
-    out = list(pods)
-    counter = 0
-    for i in missing:
-        p = pods[i]
-        node = str(p.node_name)
-        portion = _portion(p.pod, memory_of.get(node, ""))
-        try:
-            devices = int(p.pod.metadata.annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION, "1"))
-        except ValueError:
-            devices = 1
-        prefix = f"{node}-gpu-"
-        chosen: list[str] = []
-        for group, amount in sorted(used.items(), key=lambda item: -item[1]):
-            if len(chosen) < devices and group.startswith(prefix) and amount + portion <= 1.0 + 1e-9:
-                chosen.append(group)
-        while len(chosen) < devices:
-            counter += 1
-            candidate = f"{prefix}unlabelled-{counter}"
-            if candidate not in used:
-                chosen.append(candidate)
-        for group in chosen:
-            used[group] = used.get(group, 0.0) + portion
-        out[i] = PodState(
-            p.pod,
-            p.rank,
-            p.node_name,
-            p.phase,
-            tuple(chosen),
-            p.terminating,
-            p.nominated_node,
-            p.nominated_gpu_groups,
-        )
-    return out
-
-
-def _portion(pod: Pod, node_memory: str) -> float:
-    annotations = pod.metadata.annotations
-    try:
-        if c.GPU_FRACTION_ANNOTATION in annotations:
-            return float(annotations[c.GPU_FRACTION_ANNOTATION])
-        if c.GPU_MEMORY_ANNOTATION in annotations and node_memory.isdigit() and int(node_memory) > 0:
-            return min(1.0, int(annotations[c.GPU_MEMORY_ANNOTATION]) / int(node_memory))
-    except ValueError:
-        pass
-    return 0.0
+    bound = [BoundPod(p.pod, p.node_name, p.gpu_groups) for p in pods]
+    assigned = assign_missing_gpu_groups(bound, memory_of, fresh_prefix="unlabelled-")
+    if not assigned:
+        return pods
+    return [replace(p, gpu_groups=assigned[i]) if i in assigned else p for i, p in enumerate(pods)]
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.builder import implicit_pod_group_name
+from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 # Objects without a creation timestamp are created just before second 0, in input order.
@@ -225,7 +226,7 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
             cluster.last_start[pod_group.key] = last_start
         if stale_since is not None:
             cluster.stale_since[pod_group.key] = stale_since
-    assign_missing_gpu_groups(cluster)
+    _name_unlabelled_gpus(cluster)
     return cluster
 
 
@@ -270,40 +271,9 @@ def _sim_pod(pod: Pod, rank: int, arrival: float) -> SimPod:
     return sim_pod
 
 
-def assign_missing_gpu_groups(cluster: SimCluster) -> None:
-    """Bound fractional pods that name no shared GPU (`runai-gpu-group`) get one, packed as gpupack would,
-    so that their portions are accounted on a definite GPU."""
+def _name_unlabelled_gpus(cluster: SimCluster) -> None:
+    """Bound fractional pods that name no shared GPU (`runai-gpu-group`) get one (`model.shared_gpus`)."""
     memory_of = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in cluster.nodes}
-    used: dict[str, float] = {}
-    for pod in cluster.pods:
-        if pod.node is not None:
-            for group in pod.gpu_groups:
-                used[group] = used.get(group, 0.0) + _portion(pod.pod, memory_of.get(pod.node, ""))
-    counter = 0
-    for pod in cluster.pods:
-        annotations = pod.pod.metadata.annotations
-        shared = c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
-        if pod.node is None or pod.gpu_groups or not shared:
-            continue
-        portion = _portion(pod.pod, memory_of.get(pod.node, ""))
-        devices = int(annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION, "1"))
-        prefix = f"{pod.node}-gpu-"
-        chosen: list[str] = []
-        for group, amount in sorted(used.items(), key=lambda item: -item[1]):
-            if len(chosen) < devices and group.startswith(prefix) and amount + portion <= 1.0 + 1e-9:
-                chosen.append(group)
-        while len(chosen) < devices:
-            counter += 1
-            chosen.append(f"{prefix}{counter}")
-        for group in chosen:
-            used[group] = used.get(group, 0.0) + portion
-        pod.gpu_groups = tuple(chosen)
-
-
-def _portion(pod: Pod, node_memory: str) -> float:
-    annotations = pod.metadata.annotations
-    if c.GPU_FRACTION_ANNOTATION in annotations:
-        return float(annotations[c.GPU_FRACTION_ANNOTATION])
-    if c.GPU_MEMORY_ANNOTATION in annotations and node_memory.isdigit() and int(node_memory) > 0:
-        return min(1.0, int(annotations[c.GPU_MEMORY_ANNOTATION]) / int(node_memory))
-    return 0.0
+    bound = [BoundPod(p.pod, p.node, p.gpu_groups) for p in cluster.pods]
+    for index, groups in assign_missing_gpu_groups(bound, memory_of).items():
+        cluster.pods[index].gpu_groups = groups
