@@ -135,6 +135,21 @@ class _Parsed(Generic[M]):
         self.entries[key] = (version, model)
         return model
 
+    def parse_all(
+        self, cache: Mapping[str, JsonObject], label: str, skipped: list[str]
+    ) -> list[tuple[str, JsonObject, M]]:
+        """Every object of an informer's cache that parses, as (key, object, model), in key order; the
+        others are named in `skipped` (`<label> <key>`); entries of vanished objects are forgotten."""
+        parsed: list[tuple[str, JsonObject, M]] = []
+        for key, obj in sorted(cache.items()):
+            model = self.get(key, obj)
+            if model is None:
+                skipped.append(f"{label} {key}")
+            else:
+                parsed.append((key, obj, model))
+        self.prune(set(cache))
+        return parsed
+
     def prune(self, alive: set[str]) -> list[M]:
         """Forget entries whose object is gone; returns their models."""
         gone = [key for key in self.entries if key not in alive]
@@ -239,45 +254,23 @@ class StateBuilder:
         skipped: list[str] = []
 
         # --- cluster-scoped objects ------------------------------------------------------------------
-        nodes: list[Node] = []
-        for key, obj in informers.nodes.cache.items():
-            node = self._nodes.get(key, obj)
-            if node is None:
-                skipped.append(f"Node {key}")
-            else:
-                nodes.append(node)
-        self._nodes.prune(set(informers.nodes.cache))
-
-        queues: list[tuple[tuple[float, str], Queue]] = []
-        for key, obj in informers.queues.cache.items():
-            queue = self._queues.get(key, obj)
-            if queue is None:
-                skipped.append(f"Queue {key}")
-            else:
-                queues.append((self._created(obj, key), queue))
-        self._queues.prune(set(informers.queues.cache))
-        queues.sort(key=lambda item: item[0])
-
-        topologies: list[Topology] = []
-        for key, obj in sorted(informers.topologies.cache.items()):
-            topology = self._topologies.get(key, obj)
-            if topology is None:
-                skipped.append(f"Topology {key}")
-            else:
-                topologies.append(topology)
-        self._topologies.prune(set(informers.topologies.cache))
-
+        nodes = [node for _, _, node in self._nodes.parse_all(informers.nodes.cache, "Node", skipped)]
+        queues = sorted(
+            (
+                (self._created(obj, key), queue)
+                for key, obj, queue in self._queues.parse_all(informers.queues.cache, "Queue", skipped)
+            ),
+            key=lambda item: item[0],
+        )
+        topologies = [
+            t for _, _, t in self._topologies.parse_all(informers.topologies.cache, "Topology", skipped)
+        ]
         classes = dict(c.BUILTIN_PRIORITY_CLASSES)
         default_priority = c.DEFAULT_PRIORITY
-        for key, obj in sorted(informers.priority_classes.cache.items()):
-            pc = self._classes.get(key, obj)
-            if pc is None:
-                skipped.append(f"PriorityClass {key}")
-                continue
+        for _, _, pc in self._classes.parse_all(informers.priority_classes.cache, "PriorityClass", skipped):
             classes[pc.metadata.name] = pc.value
             if pc.global_default:
                 default_priority = pc.value
-        self._classes.prune(set(informers.priority_classes.cache))
 
         namespace_labels = _namespace_labels(informers)
 
