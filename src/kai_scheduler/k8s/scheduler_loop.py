@@ -196,14 +196,15 @@ class SchedulerLoop:
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
-        origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
+        # The session clock's second 0 as a wall-clock instant (usage windows, snapshots).
+        self.origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
         usage_db = config.usage_db
         self.prometheus: PrometheusUsage | None = None
         self.usage: UsageRecorder | None = None
         if usage_db is not None and usage_db.reads_prometheus:
             self.prometheus = PrometheusUsage(usage_db, wall=self.clock.wall)
         elif usage_db is not None:
-            self.usage = UsageRecorder(usage_db.params(origin))
+            self.usage = UsageRecorder(usage_db.params(self.origin))
         self.usage_query_seconds = 0.0  # the last cycle's, for metrics
 
     # --- one cycle -------------------------------------------------------------------------------
@@ -220,14 +221,15 @@ class SchedulerLoop:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
     def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
-        if self.prometheus is not None:
+        if self.prometheus is not None or self.usage is not None:
             began = time.perf_counter()
-            # The latest background answer (never waits); none when stale.
-            state = replace(state, queue_usage=self.prometheus.usage(self.clock.start + now))
-            self.usage_query_seconds = time.perf_counter() - began
-        elif self.usage is not None:
-            began = time.perf_counter()
-            state = replace(state, queue_usage=self.usage.before_cycle(now))
+            if self.prometheus is not None:
+                # The latest background answer (never waits); none when stale.
+                usage = self.prometheus.usage(self.clock.start + now)
+            else:
+                assert self.usage is not None
+                usage = self.usage.before_cycle(now)
+            state = replace(state, queue_usage=usage)
             self.usage_query_seconds = time.perf_counter() - began
         snapshot = self.snapshots.build(state)
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
@@ -247,8 +249,7 @@ class SchedulerLoop:
         )
         snapshot, result = await asyncio.to_thread(self._schedule, live.state, self.cycle, now)
         report.result = result
-        origin = datetime.fromtimestamp(self.clock.start, tz=UTC)
-        self.last_cycle = CycleState(self.cycle, now, origin, live.state)
+        self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
         core_seconds = time.perf_counter() - started
         if not self._leading():
             report.acted = False
