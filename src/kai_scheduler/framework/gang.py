@@ -51,11 +51,7 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool 
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one
     need not be tried again. `by_queue=False` leaves the queue, preemptibility and priority out, for an
     action whose outcome does not depend on them (consolidation: no queue may lose resources to it)."""
-    constraints = (
-        job.topology,
-        *(p.topology for p in job.podsets.values()),
-        *(g.topology for g in job.subgroups.values()),
-    )
+    constraints = job.topology_constraints()
     constrained = any(c is not None for c in constraints)
     return (
         (job.queue, job.preemptible, job.priority) if by_queue else None,

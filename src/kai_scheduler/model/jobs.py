@@ -242,10 +242,17 @@ class JobInfo:
     def has_pending(self) -> bool:
         return any(task.status is TaskStatus.PENDING for task in self.tasks)
 
+    def topology_constraints(self) -> tuple[TopologyConstraint | None, ...]:
+        """The job's own topology constraint, then its pod sets', then its non-leaf sub-groups'."""
+        return (
+            self.topology,
+            *(podset.topology for podset in self.podsets.values()),
+            *(group.topology for group in self.subgroups.values()),
+        )
+
     def has_topology(self) -> bool:
         """Whether the job, or any of its sub-groups, keeps its pods within a topology domain."""
-        groups: list[SubGroupSet | PodSet] = [*self.subgroups.values(), *self.podsets.values()]
-        return self.topology is not None or any(group.topology is not None for group in groups)
+        return any(constraint is not None for constraint in self.topology_constraints())
 
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""

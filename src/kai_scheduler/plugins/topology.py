@@ -60,7 +60,7 @@ class TopologyPlugin:
         topologies = session.snapshot.topologies
         constrained = False
         for job in session.snapshot.jobs.values():
-            if _is_constrained(job):
+            if job.has_topology():
                 constrained = True
                 if job.invalid_reason is None:
                     job.invalid_reason = _problem(job, topologies)
@@ -74,14 +74,8 @@ class TopologyPlugin:
         return None
 
 
-def _is_constrained(job: JobInfo) -> bool:
-    groups: list[SubGroupSet | PodSet] = [*job.subgroups.values(), *job.podsets.values()]
-    return job.topology is not None or any(g.topology is not None for g in groups)
-
-
 def _has_preferred(job: JobInfo) -> bool:
-    groups: list[SubGroupSet | PodSet] = [*job.subgroups.values(), *job.podsets.values()]
-    return any(c is not None and c.preferred for c in (job.topology, *(g.topology for g in groups)))
+    return any(c is not None and c.preferred for c in job.topology_constraints())
 
 
 def _innermost_preferred(task: TaskInfo) -> tuple[TopologyConstraint, list[TaskInfo]] | None:
