@@ -15,7 +15,8 @@ from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityCl
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
+from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
 from kai_scheduler.scheduler import PLUGINS
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
@@ -383,7 +384,7 @@ def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = F
 
 
 def snapshot_of(objects: Sequence[ApiObject]) -> ClusterSnapshot:
-    return SnapshotBuilder().build(cluster_state(objects))
+    return build_snapshot(cluster_state(objects))
 
 
 def open_session(
@@ -453,3 +454,62 @@ def evicted(result: SimulationResult, action: str | None = None) -> list[str]:
         for d in r.decisions
         if d.type == "evict" and (action is None or d.action == action)
     ]
+
+
+def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """Everything a session reads from a snapshot, in the order it reads it."""
+    nodes = snapshot.nodes
+    columns = (*NodeTable.USAGE_COLUMNS, "cap_gpus", "cap_cpu", "cap_memory")
+    return {
+        "nodes": nodes.names,
+        "columns": {name: getattr(nodes, name).tolist() for name in columns},
+        "groups": [
+            (g.group_id, g.node, g.used, g.releasing, list(g.holders.items()), g.claimed)
+            for node in sorted(nodes.groups)
+            for g in nodes.groups[node]
+        ],
+        "capacity": snapshot.capacity.values(),
+        "min_gpu_memory": snapshot.min_gpu_memory_mib,
+        "existing_gpu_groups": sorted(snapshot.existing_gpu_groups),
+        "topologies": sorted(snapshot.topologies),
+        "queues": [
+            (q.name, q.parent, q.rank, q.deserved.values(), q.limit.values(), q.usage.values())
+            for q in snapshot.queues
+        ],
+        "jobs": [
+            (
+                key,
+                j.rank,
+                j.queue,
+                j.priority,
+                j.preemptible,
+                j.min_member,
+                j.invalid_reason,
+                j.last_start,
+                j.stale_since,
+                j.gated,
+                j.topology,
+                [(p.name, p.min_member, p.topology, [t.key for t in p.tasks]) for p in j.podsets.values()],
+                sorted(j.subgroups),
+            )
+            for key, j in snapshot.jobs.items()
+        ],
+        "tasks": [
+            (
+                key,
+                t.status.value,
+                t.node,
+                t.gpu_groups,
+                t.nominated_node,
+                t.nominated_groups,
+                t.request,
+                t.placement.key,
+                t.host_ports,
+                t.rank,
+                t.job.key,
+            )
+            for key, t in snapshot.tasks.items()
+        ],
+        "host_port_tasks": [t.key for t in snapshot.host_port_tasks],
+        "foreign_host_ports": snapshot.foreign_host_ports,
+    }

@@ -14,7 +14,7 @@ from kai_scheduler.k8s.client import BIND_REQUESTS, PODS, ApiStatusError
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.state import LiveState, Placed, SessionClock, StateBuilder, pod_gpu_groups
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.scheduler import Scheduler
 
 MakeClient = Callable[..., LightkubeClient]
@@ -114,7 +114,7 @@ def test_runtime_facts_and_bind_requests() -> None:
     assert live.active_jobs == {"default/pg-running", "default/pg-binding"}
     assert live.job_of_pod["default/pending"] == "default/pg-pending"
 
-    snapshot = SnapshotBuilder().build(live.state)
+    snapshot = build_snapshot(live.state)
     result = Scheduler(SchedulerConfig()).run(snapshot, cycle=1, now=0.0)
     placed = {d.pod: d.node for d in result.decisions if d.type == "bind"}
     # n2 has 8 GPUs, one held by the binding pod: failed, stale and pending get one each.

@@ -22,7 +22,7 @@ from kai_scheduler.k8s.status_controllers import (
     format_milli,
     normalized_resource_list,
 )
-from kai_scheduler.model.builder import is_preemptible
+from kai_scheduler.model.priorities import is_preemptible
 
 MakeClient = Callable[..., LightkubeClient]
 GIB = 2**30

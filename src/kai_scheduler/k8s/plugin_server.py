@@ -40,7 +40,7 @@ import yaml
 
 from kai_scheduler.framework.config import SchedulerConfig, config_document
 from kai_scheduler.k8s.http_server import BackgroundHTTPServer, QuietHandler
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState
 from kai_scheduler.model.state_export import export_state, manifest_list, rfc3339, session_instant
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
@@ -150,7 +150,7 @@ def config_yaml(config: SchedulerConfig) -> str:
 def job_order(cycle: CycleState, config: SchedulerConfig) -> list[dict[str, Any]]:
     """The pending jobs of the cycle's state in the order allocate takes them up, on a snapshot of its
     own (the cycle's was changed by the cycle)."""
-    snapshot = SnapshotBuilder().build(cycle.state)
+    snapshot = build_snapshot(cycle.state)
     jobs = Scheduler(config).job_order(snapshot, cycle=cycle.cycle, now=cycle.now)
     return [
         {

@@ -74,7 +74,7 @@ from kai_scheduler.k8s.state import (
     bind_request_is_for,
     parse_rfc3339,
 )
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes
@@ -173,12 +173,10 @@ class SchedulerLoop:
         self.node_pool = node_pool
         self.record_events = record_events
         self.scheduler = Scheduler(config)
-        self.snapshots = SnapshotBuilder()
         self.states = StateBuilder(
             informers,
             self.clock,
             scheduler_name=scheduler_name,
-            on_forget=self.snapshots.forget,
             require_pod_groups=require_pod_groups,
         )
         self.cycle = 0
@@ -231,7 +229,7 @@ class SchedulerLoop:
                 usage = self.usage.before_cycle(now)
             state = replace(state, queue_usage=usage)
             self.usage_query_seconds = time.perf_counter() - began
-        snapshot = self.snapshots.build(state)
+        snapshot = build_snapshot(state)
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
         if self.usage is not None:
             self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)

@@ -80,7 +80,8 @@ from kai_scheduler.k8s.informers import (
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.metrics import QueueMetrics
 from kai_scheduler.k8s.podgrouper_controller import RETRY_BACKOFF, wait_or_stop
-from kai_scheduler.model.builder import is_preemptible, pod_request
+from kai_scheduler.model.builder import pod_request
+from kai_scheduler.model.priorities import is_preemptible
 from kai_scheduler.model.resources import PodRequest
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,6 @@
-"""Builds a `ClusterSnapshot` from a `ClusterState`.
-
-What a pod needs (its request, its placement constraints) never changes while the pod exists, so the
-builder derives it once per pod object and keeps it across cycles; pods with equal constraints share one
-`Placement`, which lets a session evaluate static predicates once per distinct placement.
+"""The rules that turn API objects into the scheduling model: a pod's request, placement constraints and
+task; a PodGroup's (or a bare pod's) job; the node table; the queue tree. `model.cache.ClusterCache`
+applies them to the objects that changed.
 """
 
 from __future__ import annotations
@@ -29,10 +27,10 @@ from kai_scheduler.model.jobs import (
     TopologyConstraint,
 )
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
+from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.queues import QueueInfo, QueueTree
 from kai_scheduler.model.resources import PodRequest, Resources
-from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
-from kai_scheduler.model.topology import build_topology
+from kai_scheduler.model.snapshot import PodGroupState, PodState
 
 # Resources that placement does not model as countable node capacity.
 _NOT_SCALAR = frozenset(
@@ -219,7 +217,9 @@ def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None 
     return QueueTree(infos)
 
 
-def _task_status(state: PodState) -> TaskStatus | None:
+def task_status(state: PodState) -> TaskStatus | None:
+    """The status a pod starts a session with; None for a terminating pod that was never bound (it holds
+    nothing and will not be scheduled)."""
     if state.phase == "Succeeded":
         return TaskStatus.SUCCEEDED
     if state.phase == "Failed":
@@ -229,272 +229,189 @@ def _task_status(state: PodState) -> TaskStatus | None:
     return TaskStatus.RELEASING if state.terminating else TaskStatus.RUNNING
 
 
-class SnapshotBuilder:
-    """Keeps per-pod derivations across cycles; `build` is called once per cycle."""
+def is_gated(state: PodState) -> bool:
+    """A pending pod with scheduling gates: alive, but not for the scheduler until they are removed."""
+    return bool(state.pod.spec.scheduling_gates) and state.node_name is None
+
+
+def job_key_of(pod: Pod) -> str:
+    """The job (PodGroup) a pod belongs to: the one it names, else the one the pod grouper would make."""
+    return f"{pod.namespace}/{_group_name(pod)}"
+
+
+class PodDerivations:
+    """What a pod needs (request, placement, host ports) never changes while the pod object exists, so it
+    is derived once per pod object; pods with equal constraints share one `Placement`, which lets a
+    session evaluate static predicates once per distinct placement."""
 
     def __init__(self) -> None:
-        self._requests: dict[int, tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]] = {}
+        self._derived: dict[int, tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]] = {}
         self._placements: dict[str, Placement] = {}
 
-    def _derived(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
-        cached = self._requests.get(id(pod))
+    def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
+        cached = self._derived.get(id(pod))
         if cached is None or cached[0] is not pod:
             placement = pod_placement(pod)
             placement = self._placements.setdefault(placement.key, placement)
             cached = (pod, pod_request(pod), placement, pod_host_ports(pod))
-            self._requests[id(pod)] = cached
+            self._derived[id(pod)] = cached
         return cached[1], cached[2], cached[3]
 
     def forget(self, pod: Pod) -> None:
-        """Drop the cache entry of a pod that is gone for good."""
-        self._requests.pop(id(pod), None)
+        """Drop the entry of a pod object that is gone for good."""
+        cached = self._derived.get(id(pod))
+        if cached is not None and cached[0] is pod:
+            del self._derived[id(pod)]
 
-    def build(self, state: ClusterState) -> ClusterSnapshot:
-        nodes = build_node_table(list(state.nodes))
-        queues = build_queue_tree(list(state.queues), state.queue_usage)
-        gpu_memories = nodes.gpu_memory_mib[nodes.cap_gpus > 0]
-        min_gpu_memory = float(gpu_memories[gpu_memories > 0].min()) if (gpu_memories > 0).any() else 0.0
-        # What fair share divides: the allocatable of ready nodes (KAI's rule).
-        ready = np.array([spec.ready for spec in nodes.specs], dtype=np.bool_)
-        capacity = Resources(
-            gpu=nodes.gpu_units(ready),
-            cpu=float(nodes.cap_cpu[ready].sum()),
-            memory=float(nodes.cap_memory[ready].sum()),
-        )
-        jobs = self._jobs(state, queues)
-        tasks: dict[str, TaskInfo] = {}
-        snapshot = ClusterSnapshot(nodes, queues, jobs, tasks, capacity, min_gpu_memory)
-        snapshot.namespace_labels = state.namespace_labels
-        labels = [spec.labels for spec in nodes.specs]
-        snapshot.topologies = {
-            t.metadata.name: build_topology(
-                t.metadata.name, [level.node_label for level in t.spec.levels], labels
+
+def queue_problem(queue: str, queues: QueueTree) -> str | None:
+    """Why a job in `queue` cannot be scheduled because of its queue, if it cannot."""
+    if queue in queues.orphans:
+        return f"QueueDoesNotExist: the parent {queues.orphans[queue]} of queue {queue} does not exist"
+    if queue not in queues:
+        return f"QueueDoesNotExist: queue {queue} does not exist"
+    if not queues[queue].is_leaf:
+        return f"queue {queue} is not a leaf queue; jobs must be submitted to leaf queues"
+    return None
+
+
+def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, priorities: Priorities) -> JobInfo:
+    """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
+    pg: PodGroup = pg_state.pod_group
+    spec = pg.spec
+    labels = pg.metadata.labels
+    class_name = (
+        spec.priority_class_name
+        or labels.get("priorityClassName")
+        or (first_pod.spec.priority_class_name if first_pod else None)
+    )
+    priority = priorities.resolve(
+        class_name, first_pod.spec.priority if first_pod and not class_name else None
+    )
+    queue = (
+        spec.queue
+        or labels.get(c.QUEUE_LABEL)
+        or (first_pod.metadata.labels.get(c.QUEUE_LABEL) if first_pod else None)
+        or c.DEFAULT_QUEUE
+    )
+    preemptibility = (
+        spec.preemptibility
+        or labels.get(c.PREEMPTIBILITY_LABEL)
+        or (first_pod.metadata.labels.get(c.PREEMPTIBILITY_LABEL) if first_pod else None)
+        or ""
+    )
+    job = JobInfo(
+        namespace=pg.namespace,
+        name=pg.metadata.name,
+        queue=queue,
+        priority=priority,
+        preemptible=is_preemptible(preemptibility, priority),
+        min_member=spec.min_member,
+        rank=pg_state.rank,
+        topology=_constraint(spec.topology_constraint),
+    )
+    # Leaf sub-groups are pod sets (gang units); the others only group them, under their constraints.
+    parents = {g.parent for g in spec.sub_groups if g.parent}
+    for group in spec.sub_groups:
+        own = _constraint(group.topology_constraint)
+        if group.name in parents:
+            job.subgroups.setdefault(group.name, SubGroupSet(group.name, own))
+        else:
+            job.podsets[group.name] = PodSet(group.name, group.min_member, topology=own)
+    for group in spec.sub_groups:
+        parent = job.subgroups.get(group.parent) if group.parent else None
+        child = job.subgroups.get(group.name) or job.podsets.get(group.name)
+        if parent is None or child is None or child.parent is not None:
+            continue  # top-level, under an unknown parent or a repeated name (the last two: refused)
+        ancestor: SubGroupSet | None = parent
+        while ancestor is not None and ancestor is not child:
+            ancestor = ancestor.parent
+        if ancestor is None:  # never link a cycle (admission refuses those too)
+            child.parent = parent
+            parent.children.append(child)
+    if not job.podsets:
+        job.podsets[""] = PodSet("", spec.min_member)
+    return job
+
+
+def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobInfo:
+    """The job of a pod without a PodGroup object, as KAI's pod grouper would make it."""
+    pod = pod_state.pod
+    labels = pod.metadata.labels
+    class_name = pod.spec.priority_class_name or labels.get("priorityClassName")
+    priority = priorities.resolve(class_name, pod.spec.priority)
+    annotations = pod.metadata.annotations
+    job = JobInfo(
+        namespace=pod.namespace,
+        name=name,
+        queue=labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE),
+        priority=priority,
+        preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
+        min_member=1,
+        rank=pod_state.rank,
+        # The pod grouper copies a bare pod's topology annotations into its PodGroup.
+        topology=_constraint(
+            TopologyConstraintSpec(
+                topology=annotations.get(c.TOPOLOGY_ANNOTATION, ""),
+                required_topology_level=annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
+                preferred_topology_level=annotations.get(c.TOPOLOGY_PREFERRED_ANNOTATION, ""),
             )
-            for t in state.topologies
-        }
-        gated: dict[str, int] = {}  # job key -> its pending pods that still have scheduling gates
-        for pod_state in state.pods:
-            pod = pod_state.pod
-            if pod.spec.scheduler_name != c.SCHEDULER_NAME:
-                self._add_foreign_pod(snapshot, pod_state)
-            elif pod.spec.scheduling_gates and pod_state.node_name is None:
-                # Gated (KAI's status of that name): alive, but not for the scheduler until ungated.
-                key = f"{pod.namespace}/{_group_name(pod)}"
-                gated[key] = gated.get(key, 0) + 1
-            else:
-                self._add_task(snapshot, pod_state)
-        for key, job in jobs.items():
-            job.tasks.sort(key=lambda t: t.rank)
-            alive = len(job.tasks) - job.count(_TERMINAL)
-            if job.invalid_reason is None and alive < job.min_member:
-                if key in gated:
-                    job.invalid_reason = (
-                        f"waiting for pods: {gated[key]} wait for their schedulingGates to be removed, "
-                        f"{alive} of minMember {job.min_member} can be scheduled"
-                    )
-                else:
-                    job.invalid_reason = f"waiting for pods: {alive} of minMember {job.min_member} exist"
-            job.gated = gated.get(key, 0)
-        return snapshot
+        ),
+    )
+    job.podsets[""] = PodSet("", 1)
+    return job
 
-    def _jobs(self, state: ClusterState, queues: QueueTree) -> dict[str, JobInfo]:
-        explicit = {pg.pod_group.key: pg for pg in state.pod_groups}
-        first_pod: dict[str, Pod] = {}
-        for pod_state in state.pods:
-            group_name = pod_state.pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
-            if group_name is not None:
-                first_pod.setdefault(f"{pod_state.pod.namespace}/{group_name}", pod_state.pod)
-        jobs: dict[str, JobInfo] = {}
-        for pg_state in state.pod_groups:
-            key = pg_state.pod_group.key
-            jobs[key] = self._job_from_pod_group(pg_state, state, first_pod.get(key))
-        for pod_state in state.pods:
-            pod = pod_state.pod
-            if pod.spec.scheduler_name != c.SCHEDULER_NAME:
-                continue
-            name = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
-            key = f"{pod.namespace}/{name or implicit_pod_group_name(pod)}"
-            if key in jobs:
-                continue
-            if name is not None and key not in explicit:
-                job = self._implicit_job(pod_state, state, name)
-                job.invalid_reason = f"PodGroup {key} does not exist"
-            else:
-                job = self._implicit_job(pod_state, state, implicit_pod_group_name(pod))
-            jobs[key] = job
-        for key, job in jobs.items():
-            if job.invalid_reason is None:
-                job.invalid_reason = self._queue_problem(job.queue, queues)
-            times = state.job_times.get(key)
-            if times is not None:
-                job.last_start, job.stale_since = times.last_start, times.stale_since
-        return dict(sorted(jobs.items(), key=lambda item: item[1].rank))
 
-    @staticmethod
-    def _queue_problem(queue: str, queues: QueueTree) -> str | None:
-        if queue in queues.orphans:
-            return f"QueueDoesNotExist: the parent {queues.orphans[queue]} of queue {queue} does not exist"
-        if queue not in queues:
-            return f"QueueDoesNotExist: queue {queue} does not exist"
-        if not queues[queue].is_leaf:
-            return f"queue {queue} is not a leaf queue; jobs must be submitted to leaf queues"
+def make_task(
+    pod_state: PodState,
+    job: JobInfo,
+    derived: tuple[PodRequest, Placement, tuple[HostPort, ...]],
+    node_index: Mapping[str, int],
+) -> TaskInfo | None:
+    """The task of one of our pods in `job` (not yet added to it); None when it takes no part in
+    scheduling (terminating and never bound, or bound to a node that is not in the cluster)."""
+    status = task_status(pod_state)
+    if status is None:
         return None
+    node = node_index.get(pod_state.node_name, -1) if pod_state.node_name else -1
+    if pod_state.node_name and node < 0:
+        return None  # bound to a node that is not in the cluster: it holds nothing we schedule
+    pod = pod_state.pod
+    podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
+        iter(job.podsets.values())
+    )
+    request, placement, host_ports = derived
+    nominated = pod_state.nominated_node
+    return TaskInfo(
+        namespace=pod.namespace,
+        name=pod.metadata.name,
+        job=job,
+        podset=podset,
+        request=request,
+        status=status,
+        placement=placement,
+        labels=pod.metadata.labels,
+        rank=pod_state.rank,
+        task_priority=int(pod.metadata.labels.get(c.TASK_PRIORITY_LABEL, "0")),
+        node=node,
+        gpu_groups=pod_state.gpu_groups,
+        nominated_node=node_index.get(nominated, -1) if nominated else -1,
+        nominated_groups=pod_state.nominated_gpu_groups,
+        host_ports=host_ports,
+    )
 
-    def _priority(self, state: ClusterState, class_name: str | None, pod_priority: int | None) -> int:
-        if class_name and class_name in state.priority_classes:
-            return state.priority_classes[class_name]
-        if pod_priority is not None:
-            return pod_priority
-        return state.default_priority
 
-    def _job_from_pod_group(
-        self, pg_state: PodGroupState, state: ClusterState, first_pod: Pod | None
-    ) -> JobInfo:
-        """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
-        pg: PodGroup = pg_state.pod_group
-        spec = pg.spec
-        labels = pg.metadata.labels
-        class_name = (
-            spec.priority_class_name
-            or labels.get("priorityClassName")
-            or (first_pod.spec.priority_class_name if first_pod else None)
+def waiting_reason(job: JobInfo, gated: int) -> str | None:
+    """Why a job with fewer live pods than its minMember waits (None if it has enough)."""
+    alive = len(job.tasks) - job.count(_TERMINAL)
+    if alive >= job.min_member:
+        return None
+    if gated:
+        return (
+            f"waiting for pods: {gated} wait for their schedulingGates to be removed, "
+            f"{alive} of minMember {job.min_member} can be scheduled"
         )
-        priority = self._priority(
-            state, class_name, first_pod.spec.priority if first_pod and not class_name else None
-        )
-        queue = (
-            spec.queue
-            or labels.get(c.QUEUE_LABEL)
-            or (first_pod.metadata.labels.get(c.QUEUE_LABEL) if first_pod else None)
-            or c.DEFAULT_QUEUE
-        )
-        preemptibility = (
-            spec.preemptibility
-            or labels.get(c.PREEMPTIBILITY_LABEL)
-            or (first_pod.metadata.labels.get(c.PREEMPTIBILITY_LABEL) if first_pod else None)
-            or ""
-        )
-        job = JobInfo(
-            namespace=pg.namespace,
-            name=pg.metadata.name,
-            queue=queue,
-            priority=priority,
-            preemptible=is_preemptible(preemptibility, priority),
-            min_member=spec.min_member,
-            rank=pg_state.rank,
-            topology=_constraint(spec.topology_constraint),
-        )
-        # Leaf sub-groups are pod sets (gang units); the others only group them, under their constraints.
-        parents = {g.parent for g in spec.sub_groups if g.parent}
-        for group in spec.sub_groups:
-            own = _constraint(group.topology_constraint)
-            if group.name in parents:
-                job.subgroups.setdefault(group.name, SubGroupSet(group.name, own))
-            else:
-                job.podsets[group.name] = PodSet(group.name, group.min_member, topology=own)
-        for group in spec.sub_groups:
-            parent = job.subgroups.get(group.parent) if group.parent else None
-            child = job.subgroups.get(group.name) or job.podsets.get(group.name)
-            if parent is None or child is None or child.parent is not None:
-                continue  # top-level, under an unknown parent or a repeated name (the last two: refused)
-            ancestor: SubGroupSet | None = parent
-            while ancestor is not None and ancestor is not child:
-                ancestor = ancestor.parent
-            if ancestor is None:  # never link a cycle (admission refuses those too)
-                child.parent = parent
-                parent.children.append(child)
-        if not job.podsets:
-            job.podsets[""] = PodSet("", spec.min_member)
-        return job
-
-    def _implicit_job(self, pod_state: PodState, state: ClusterState, name: str) -> JobInfo:
-        pod = pod_state.pod
-        labels = pod.metadata.labels
-        class_name = pod.spec.priority_class_name or labels.get("priorityClassName")
-        priority = self._priority(state, class_name, pod.spec.priority)
-        job = JobInfo(
-            namespace=pod.namespace,
-            name=name,
-            queue=labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE),
-            priority=priority,
-            preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
-            min_member=1,
-            rank=pod_state.rank,
-            # The pod grouper copies a bare pod's topology annotations into its PodGroup.
-            topology=_constraint(
-                TopologyConstraintSpec(
-                    topology=pod.metadata.annotations.get(c.TOPOLOGY_ANNOTATION, ""),
-                    required_topology_level=pod.metadata.annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
-                    preferred_topology_level=pod.metadata.annotations.get(
-                        c.TOPOLOGY_PREFERRED_ANNOTATION, ""
-                    ),
-                )
-            ),
-        )
-        job.podsets[""] = PodSet("", 1)
-        return job
-
-    def _add_task(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
-        status = _task_status(pod_state)
-        if status is None:
-            return
-        pod = pod_state.pod
-        job = snapshot.jobs[f"{pod.namespace}/{_group_name(pod)}"]
-        podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
-            iter(job.podsets.values())
-        )
-        request, placement, host_ports = self._derived(pod)
-        nodes = snapshot.nodes
-        node = nodes.index.get(pod_state.node_name, -1) if pod_state.node_name else -1
-        if pod_state.node_name and node < 0:
-            return  # bound to a node that is not in the cluster: it holds nothing we schedule
-        task = TaskInfo(
-            namespace=pod.namespace,
-            name=pod.metadata.name,
-            job=job,
-            podset=podset,
-            request=request,
-            status=status,
-            placement=placement,
-            labels=pod.metadata.labels,
-            rank=pod_state.rank,
-            task_priority=int(pod.metadata.labels.get(c.TASK_PRIORITY_LABEL, "0")),
-            node=node,
-            gpu_groups=pod_state.gpu_groups,
-            nominated_node=nodes.index.get(pod_state.nominated_node, -1) if pod_state.nominated_node else -1,
-            nominated_groups=pod_state.nominated_gpu_groups,
-            host_ports=host_ports,
-        )
-        job.tasks.append(task)
-        podset.tasks.append(task)
-        snapshot.tasks[task.key] = task
-        if host_ports:
-            snapshot.host_port_tasks.append(task)
-        if node >= 0 and status in (TaskStatus.RUNNING, TaskStatus.RELEASING):
-            self._occupy(snapshot, task, releasing=status is TaskStatus.RELEASING)
-
-    @staticmethod
-    def _occupy(snapshot: ClusterSnapshot, task: TaskInfo, *, releasing: bool) -> None:
-        nodes = snapshot.nodes
-        nodes.hold(task.node, task.request, releasing=releasing)
-        nodes.share_gpus(task.node, task.request, task.key, task.gpu_groups, releasing=releasing)
-        if task.request.is_shared_gpu:
-            snapshot.existing_gpu_groups.update(task.gpu_groups)
-
-    def _add_foreign_pod(self, snapshot: ClusterSnapshot, pod_state: PodState) -> None:
-        """A pod of another scheduler holds capacity (and its host ports) on its node, and that capacity is
-        not ours to share."""
-        if pod_state.node_name is None or pod_state.phase in ("Succeeded", "Failed"):
-            return
-        node = snapshot.nodes.index.get(pod_state.node_name)
-        if node is None:
-            return
-        request, _, host_ports = self._derived(pod_state.pod)
-        snapshot.nodes.hold(node, request, releasing=pod_state.terminating)
-        if host_ports:
-            snapshot.foreign_host_ports.append((node, host_ports))
-        if snapshot.nodes.specs[node].ready:  # a node that is not ready adds no capacity to take from
-            snapshot.capacity.sub(request.queue_resources(float(snapshot.nodes.gpu_memory_mib[node])))
+    return f"waiting for pods: {alive} of minMember {job.min_member} exist"
 
 
 _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
@@ -502,12 +419,3 @@ _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 def _group_name(pod: Pod) -> str:
     return pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(pod)
-
-
-def is_preemptible(preemptibility: str, priority: int) -> bool:
-    """KAI's rule: an explicit `preemptible` / `non-preemptible` wins; else below 100 is preemptible."""
-    if preemptibility == "preemptible":
-        return True
-    if preemptibility == "non-preemptible":
-        return False
-    return priority < c.NON_PREEMPTIBLE_PRIORITY_THRESHOLD

@@ -130,6 +130,49 @@ class NodeTable:
         self.groups: dict[int, list[GpuGroup]] = {}
         self.group_by_id: dict[str, GpuGroup] = {}
 
+    # --- copies ----------------------------------------------------------------------------------
+
+    USAGE_COLUMNS = (
+        "used_cpu",
+        "used_memory",
+        "used_pods",
+        "used_scalars",
+        "rel_cpu",
+        "rel_memory",
+        "rel_pods",
+        "rel_scalars",
+        "free_gpus",
+        "rel_gpus",
+        "_rel_group_gpus",
+        "shared_free_now",
+        "shared_free_total",
+        "shared_free_soon",
+    )
+
+    def copy(self) -> NodeTable:
+        """A table a session may change freely: the usage columns and shared GPUs are copied, the static
+        facts (specs, capacities) shared."""
+        table = object.__new__(NodeTable)
+        table.__dict__.update(self.__dict__)
+        for name in self.USAGE_COLUMNS:
+            setattr(table, name, getattr(self, name).copy())
+        table.group_by_id = {
+            group_id: GpuGroup(g.group_id, g.node, g.used, g.releasing, dict(g.holders), g.claimed)
+            for group_id, g in self.group_by_id.items()
+        }
+        table.groups = {
+            node: [table.group_by_id[g.group_id] for g in groups] for node, groups in self.groups.items()
+        }
+        return table
+
+    def clear_node(self, node: int) -> None:
+        """Forget every pod on one node (its usage and shared GPUs), to account them again."""
+        for name in self.USAGE_COLUMNS:
+            getattr(self, name)[node] = 0
+        self.free_gpus[node] = self.cap_gpus[node]
+        for group in self.groups.pop(node, ()):
+            del self.group_by_id[group.group_id]
+
     # --- queries ---------------------------------------------------------------------------------
 
     def gpu_units(self, among: BoolArray | None = None) -> float:

@@ -3,16 +3,20 @@ apply between scheduling cycles (binds, evictions, completions, arrivals, termin
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
 from kai_scheduler.framework.decisions import Decision
-from kai_scheduler.model.builder import implicit_pod_group_name
+from kai_scheduler.model.builder import job_key_of
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
@@ -42,119 +46,145 @@ class SimPod:
 
     @property
     def job_key(self) -> str:
-        name = self.pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(self.pod)
-        return f"{self.pod.namespace}/{name}"
+        return job_key_of(self.pod)
 
 
-@dataclass(eq=False)
 class SimCluster:
-    nodes: list[Node]
-    queues: list[Queue]
-    priority_classes: dict[str, int]
-    default_priority: int
-    topologies: list[Topology]
-    pod_groups: list[tuple[PodGroup, int, float]]  # object, rank, arrival
-    pods: list[SimPod] = field(default_factory=list)
-    now: float = 0.0
-    # What a real cluster keeps on PodGroups across cycles, by job key.
-    last_start: dict[str, float] = field(default_factory=dict)
-    stale_since: dict[str, float] = field(default_factory=dict)
-    # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
-    stale_grace: float = -1.0
-    # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
-    wake_at: float | None = None
+    """The cluster between cycles. The scheduler's view of it is `cache`, which every change below is
+    handed to as a delta; the `SimPod`s keep what only the simulator needs (arrival, duration, when it
+    was scheduled and finishes, how often it was evicted)."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        queues: list[Queue],
+        priorities: Priorities,
+        topologies: list[Topology],
+        pod_groups: list[tuple[PodGroup, int, float]],  # object, rank, arrival
+        pods: list[SimPod],
+    ) -> None:
+        self.nodes = nodes
+        self.queues = queues
+        self.priorities = priorities
+        self.topologies = topologies
+        self.pod_groups = pod_groups
+        self.pods = pods
+        self.now = 0.0
+        # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
+        self.stale_grace = -1.0
+        # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
+        self.wake_at: float | None = None
+        self.cache = ClusterCache()
+        self.cache.set_nodes(nodes)
+        self.cache.set_queues(queues)
+        self.cache.set_topologies(topologies)
+        self.cache.set_priorities(priorities)
+        self._by_key = {pod.key: pod for pod in pods}
+        # Arrivals not admitted yet, latest first (popped from the end).
+        self._arrivals: list[tuple[float, int, SimPod | PodGroupState]] = sorted(
+            [(pod.arrival, i, pod) for i, pod in enumerate(pods)]
+            + [
+                (arrival, len(pods) + i, PodGroupState(pg, rank))
+                for i, (pg, rank, arrival) in enumerate(pod_groups)
+            ],
+            key=lambda item: (item[0], item[1]),
+            reverse=True,
+        )
+        self._finishing: list[tuple[float, int, SimPod]] = []  # (finish time, tie, pod): a heap
+        self._nominated: set[SimPod] = set()
+        self._terminating = [pod for pod in pods if pod.terminating]
+
+    # --- what the scheduler sees ---------------------------------------------------------------------
+
+    def admit_arrivals(self) -> None:
+        """Hand the cache every pod and PodGroup that has arrived by now."""
+        while self._arrivals and self._arrivals[-1][0] <= self.now:
+            _, _, item = self._arrivals.pop()
+            if isinstance(item, PodGroupState):
+                self.cache.upsert_pod_group(item)
+            else:
+                self._update(item)
+                if item.finish_at is not None:
+                    heapq.heappush(self._finishing, (item.finish_at, id(item), item))
+
+    def _update(self, pod: SimPod) -> None:
+        self.cache.upsert_pod(
+            PodState(pod.pod, pod.rank, pod.node, pod.phase, pod.gpu_groups, pod.terminating)
+        )
 
     def state(self) -> ClusterState:
-        """The cluster as the scheduler sees it now: only what has arrived."""
-        arrived = [p for p in self.pods if p.arrival <= self.now]
-        return ClusterState(
-            nodes=self.nodes,
-            pods=[
-                PodState(
-                    p.pod,
-                    p.rank,
-                    p.node,
-                    p.phase,
-                    p.gpu_groups,
-                    p.terminating,
-                    p.nominated_node,
-                    p.nominated_gpu_groups,
-                )
-                for p in arrived
-            ],
-            pod_groups=[
-                PodGroupState(pg, rank) for pg, rank, arrival in self.pod_groups if arrival <= self.now
-            ],
-            queues=self.queues,
-            priority_classes=self.priority_classes,
-            default_priority=self.default_priority,
-            job_times={
-                key: JobTimes(self.last_start.get(key), self.stale_since.get(key))
-                for key in self.last_start.keys() | self.stale_since.keys()
-            },
-            topologies=self.topologies,
-        )
+        """The cluster as the scheduler sees it now (only what has arrived), as a `ClusterState`."""
+        self.admit_arrivals()
+        return self.cache.state()
 
     def arrived_pods(self) -> list[SimPod]:
         return [p for p in self.pods if p.arrival <= self.now]
 
+    @property
+    def last_start(self) -> dict[str, float]:
+        return {job: t.last_start for job, t in self.cache.job_times.items() if t.last_start is not None}
+
+    @property
+    def stale_since(self) -> dict[str, float]:
+        return {job: t.stale_since for job, t in self.cache.job_times.items() if t.stale_since is not None}
+
     # --- effects ---------------------------------------------------------------------------------
-
-    def remember_stale(self, updates: dict[str, float | None]) -> None:
-        for job, since in updates.items():
-            if since is None:
-                self.stale_since.pop(job, None)
-            else:
-                self.stale_since[job] = since
-
-    def running_jobs(self) -> set[str]:
-        return {p.job_key for p in self.pods if p.phase == "Running"}
-
-    def stamp_starts(self, running_before: set[str]) -> None:
-        """A job that went from no running pod to some has (re)started now: min-runtime counts from here."""
-        running_now = self.running_jobs()
-        for job in running_now - running_before:
-            self.last_start[job] = self.now
-        for job in set(self.last_start) - running_now:
-            del self.last_start[job]
 
     def apply(self, decisions: Sequence[Decision]) -> None:
         """Carry out a cycle's decisions as a real cluster would, instantly."""
-        by_key = {p.key: p for p in self.pods}
-        # A pipeline promises resources for the next cycle only.
-        for pod in self.pods:
+        for pod in self._nominated:
             pod.nominated_node, pod.nominated_gpu_groups = None, ()
+        self._nominated.clear()
+        pipelined: dict[str, tuple[str, tuple[str, ...]]] = {}
         for decision in decisions:
-            pod = by_key[decision.pod]
+            pod = self._by_key[decision.pod]
             if decision.type == "bind":
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at = self.now
                 pod.finish_at = None if pod.duration is None else self.now + pod.duration
+                if pod.finish_at is not None:
+                    heapq.heappush(self._finishing, (pod.finish_at, id(pod), pod))
             elif decision.type == "pipeline":
                 pod.nominated_node, pod.nominated_gpu_groups = decision.node, decision.gpu_groups
+                pipelined[pod.key] = (decision.node, decision.gpu_groups)
+                self._nominated.add(pod)
+                continue
             else:
                 # Terminated, and recreated by its workload controller as a pending pod of the same name.
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
                 pod.evictions += 1
+            self._update(pod)
+        self.cache.nominate(pipelined)
 
     def remove_terminated(self) -> None:
         """Pods that were terminating when the cycle ran are gone for good."""
-        self.pods = [p for p in self.pods if not (p.terminating and p.arrival <= self.now)]
+        gone = [p for p in self._terminating if p.arrival <= self.now]
+        if not gone:
+            return
+        self._terminating = [p for p in self._terminating if p.arrival > self.now]
+        for pod in gone:
+            self.cache.remove_pod(pod.key)
+            del self._by_key[pod.key]
+        gone_ids = {id(pod) for pod in gone}
+        self.pods = [p for p in self.pods if id(p) not in gone_ids]
 
     def complete_due(self) -> None:
-        for pod in self.pods:
-            if pod.phase == "Running" and pod.finish_at is not None and pod.finish_at <= self.now + 1e-9:
+        while self._finishing and self._finishing[0][0] <= self.now + 1e-9:
+            finish_at, _, pod = heapq.heappop(self._finishing)
+            if pod.phase == "Running" and pod.finish_at == finish_at:
                 pod.phase, pod.finish_at = "Succeeded", None
+                self._update(pod)
 
     def next_event_after(self, time: float) -> float | None:
         """When something next arrives, completes or falls due (a stale gang's grace period, the end of a
         minimum runtime), after `time`."""
-        times = [p.arrival for p in self.pods if p.arrival > time]
-        times += [arrival for _, _, arrival in self.pod_groups if arrival > time]
-        times += [p.finish_at for p in self.pods if p.phase == "Running" and p.finish_at is not None]
+        times = [item[0] for item in self._arrivals[-1:]]
+        finish = self._next_finish(time)
+        if finish is not None:
+            times.append(finish)
         if self.wake_at is not None:
             times.append(self.wake_at)
         later = [t for t in times if t > time + 1e-9]
@@ -162,6 +192,17 @@ class SimCluster:
             # A stale gang's deadline counts even when it is already due: the next cycle evicts it.
             later += [max(since + self.stale_grace, time) for since in self.stale_since.values()]
         return min(later) if later else None
+
+    def _next_finish(self, time: float) -> float | None:
+        """The earliest time after `time` at which a running pod finishes."""
+        heap = self._finishing
+        while heap and heap[0][2].finish_at != heap[0][0]:
+            heapq.heappop(heap)  # evicted or finished since it was pushed
+        if not heap:
+            return None
+        if heap[0][0] > time + 1e-9:
+            return heap[0][0]
+        return min((t for t, _, pod in heap if pod.finish_at == t and t > time + 1e-9), default=None)
 
     def has_future_events(self) -> bool:
         return self.next_event_after(self.now) is not None
@@ -172,13 +213,7 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
     nodes = [o for o in objects if isinstance(o, Node)]
     queues = [o for o in objects if isinstance(o, Queue)]
     topologies = [o for o in objects if isinstance(o, Topology)]
-    classes = dict(c.BUILTIN_PRIORITY_CLASSES)
-    default_priority = c.DEFAULT_PRIORITY
-    for o in objects:
-        if isinstance(o, PriorityClass):
-            classes[o.metadata.name] = o.value
-            if o.global_default:
-                default_priority = o.value
+    priorities = Priorities.of(o for o in objects if isinstance(o, PriorityClass))
     order = {id(o): i for i, o in enumerate(objects)}
 
     def created(obj: ApiObject, arrival: float) -> tuple[float, int]:
@@ -207,42 +242,25 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
     # One rank space for pods and pod groups: a bare pod's implicit group takes the pod's rank.
     everything = sorted([key for key, _, _ in ranked_groups] + [key for key, _, _ in ranked_pods])
     rank_of = {key: i for i, key in enumerate(everything)}
+    pods = [_sim_pod(pod, rank_of[key], arrival) for key, pod, arrival in ranked_pods]
+    _name_unlabelled_gpus(pods, nodes)
     cluster = SimCluster(
         nodes=nodes,
         queues=queues,
-        priority_classes=classes,
-        default_priority=default_priority,
+        priorities=priorities,
         topologies=topologies,
         pod_groups=[(pg, rank_of[key], arrival) for key, pg, arrival in ranked_groups],
+        pods=pods,
     )
-    for key, pod, arrival in ranked_pods:
-        cluster.pods.append(_sim_pod(pod, rank_of[key], arrival))
     for _, pod_group, _ in ranked_groups:
         # KAI's bookkeeping on a PodGroup, as a live cluster's (or a snapshot of one) carries it.
         annotations = pod_group.metadata.annotations
-        last_start = _annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, start)
-        stale_since = _annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, start)
-        if last_start is not None:
-            cluster.last_start[pod_group.key] = last_start
-        if stale_since is not None:
-            cluster.stale_since[pod_group.key] = stale_since
-    _name_unlabelled_gpus(cluster)
+        times = JobTimes(
+            seconds_since(annotations.get(c.LAST_START_TIMESTAMP_ANNOTATION), start),
+            seconds_since(annotations.get(c.STALE_PODGROUP_TIMESTAMP_ANNOTATION), start),
+        )
+        cluster.cache.set_job_times(pod_group.key, times)
     return cluster
-
-
-def _annotation_time(annotations: dict[str, str], name: str, start: datetime) -> float | None:
-    """An RFC 3339 annotation in simulated seconds (before the start: negative); None when absent or not
-    a time (as KAI ignores such a value)."""
-    raw = annotations.get(name)
-    if not raw:
-        return None
-    try:
-        moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - start).total_seconds()
 
 
 def _annotation_seconds(annotations: dict[str, str], name: str) -> float:
@@ -253,27 +271,25 @@ def _annotation_seconds(annotations: dict[str, str], name: str) -> float:
 def _sim_pod(pod: Pod, rank: int, arrival: float) -> SimPod:
     duration_text = pod.metadata.annotations.get(c.SIM_DURATION_ANNOTATION)
     duration = parse_duration(duration_text) if duration_text is not None else None
-    phase = pod.status.phase or "Pending"
-    # Bound to a node and not finished: it holds its resources there (Unknown included, as Kubernetes).
-    bound = pod.spec.node_name is not None and phase not in ("Succeeded", "Failed")
+    node, phase = scheduler_phase(pod.spec.node_name, pod.status.phase)
     sim_pod = SimPod(
         pod=pod,
         rank=rank,
         arrival=arrival,
         duration=duration,
-        phase="Running" if bound else ("Pending" if phase in ("Pending", "Unknown") else phase),
-        node=pod.spec.node_name if bound else None,
+        phase=phase,
+        node=node,
         terminating=pod.metadata.deletion_timestamp is not None,
     )
-    if bound:
+    if node is not None:
         sim_pod.gpu_groups = pod_gpu_groups(pod.metadata.labels)
         sim_pod.finish_at = None if duration is None else arrival + duration
     return sim_pod
 
 
-def _name_unlabelled_gpus(cluster: SimCluster) -> None:
+def _name_unlabelled_gpus(pods: list[SimPod], nodes: list[Node]) -> None:
     """Bound fractional pods that name no shared GPU (`runai-gpu-group`) get one (`model.shared_gpus`)."""
-    memory_of = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in cluster.nodes}
-    bound = [BoundPod(p.pod, p.node, p.gpu_groups) for p in cluster.pods]
+    memory_of = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in nodes}
+    bound = [BoundPod(p.pod, p.node, p.gpu_groups) for p in pods]
     for index, groups in assign_missing_gpu_groups(bound, memory_of).items():
-        cluster.pods[index].gpu_groups = groups
+        pods[index].gpu_groups = groups

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.cluster.driver import CycleDriver
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
-from kai_scheduler.model.builder import SnapshotBuilder
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
@@ -54,9 +54,9 @@ class Simulation:
         self.scheduler = Scheduler(config)
         self.cluster = build_cluster(objects, options.start)
         self.cluster.stale_grace = config.default_staleness_grace_period
-        self.builder = SnapshotBuilder()
         # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
+        self.driver = CycleDriver(self.scheduler, self.cluster.cache, self.usage)
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
@@ -101,19 +101,15 @@ class Simulation:
         cluster = self.cluster
         cluster.now = now
         cluster.complete_due()
-        started = time.perf_counter()
-        state = cluster.state()
-        if self.usage is not None:
-            state = replace(state, queue_usage=self.usage.before_cycle(now))
-        snapshot = self.builder.build(state)
-        result = self.scheduler.run(snapshot, cycle=number, now=now)
-        seconds = time.perf_counter() - started
-        if self.usage is not None:
-            self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
-        running_before = cluster.running_jobs()
+        cluster.admit_arrivals()
+        outcome = self.driver.run(number, now)
+        result = outcome.result
         cluster.apply(result.decisions)
-        cluster.stamp_starts(running_before)
-        cluster.remember_stale(result.stale_since)
+        cache = cluster.cache
+        times = next_job_times(
+            cache.job_times, outcome.running_before, cache.running_jobs, result.stale_since, now
+        )
+        cache.replace_job_times(times)
         cluster.wake_at = result.wake_at
         if self.usage is not None and any(p.phase == "Pending" for p in cluster.arrived_pods()):
             # Time-based fairness: fair shares drift as usage ages, so pending pods are looked at again
@@ -121,7 +117,7 @@ class Simulation:
             drift = now + self.usage.history.params.resolution
             cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
         cluster.remove_terminated()
-        return CycleRecord(number, now, result.decisions, seconds), result
+        return CycleRecord(number, now, result.decisions, outcome.seconds), result
 
     def _final_time(self, records: list[CycleRecord]) -> float:
         last = records[-1].time if records else 0.0

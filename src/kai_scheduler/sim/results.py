@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.proportion.plugin import account_queues
@@ -19,7 +19,7 @@ PHASES = ("Running", "Pending", "Succeeded", "Failed")
 
 def final_snapshot(result: SimulationResult) -> ClusterSnapshot:
     """The cluster after the last cycle's effects, with queue usage accounted."""
-    snapshot = SnapshotBuilder().build(result.cluster.state())
+    snapshot = build_snapshot(result.cluster.state())
     account_queues(snapshot)
     return snapshot
 

@@ -18,7 +18,7 @@ from helpers import cluster_state, node, pod, pod_group, queue
 from kai_scheduler.cli import main
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.scheduler import Scheduler
 
 ORIGIN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -99,7 +99,7 @@ def test_the_replay_command_reproduces_the_cycle(
     assert "--start 2026-03-01T12:00:12.500000Z --cycles 1" in text
     document = replay(text, tmp_path, monkeypatch, capsys)
     # What the cycle itself decided, run directly on its state:
-    result = Scheduler(SchedulerConfig()).run(SnapshotBuilder().build(cycle.state), cycle=7, now=12.5)
+    result = Scheduler(SchedulerConfig()).run(build_snapshot(cycle.state), cycle=7, now=12.5)
     assert set(result.unschedulable) == {"default/gang", "default/pg-solo"} and result.decisions == []
     reasons = {f"default/{g['name']}": g["unschedulableReason"] for g in document["podGroups"]}
     assert {job: reasons[job] for job in result.unschedulable} == result.unschedulable

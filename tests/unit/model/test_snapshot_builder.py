@@ -80,10 +80,10 @@ def test_preemptibility_label_and_spec_override_the_priority_rule() -> None:
 
 def test_a_redefined_priority_class_takes_its_new_value() -> None:
     from helpers import cluster_state
-    from kai_scheduler.model.builder import SnapshotBuilder
+    from kai_scheduler.model.cache import build_snapshot
 
     objects = [node("n0"), queue("q"), priority_class("train", 200), pod("p", priority_class="train")]
-    snap = SnapshotBuilder().build(cluster_state(objects))
+    snap = build_snapshot(cluster_state(objects))
     job = snap.jobs["default/pg-p"]
     assert job.priority == 200
     assert job.preemptible is False

@@ -13,7 +13,7 @@ import yaml
 from helpers import node, pod, pod_group, priority_class, queue
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Pod, Topology
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
 from kai_scheduler.model.state_export import (
     DEFAULT_PRIORITY_CLASS,
@@ -219,8 +219,8 @@ def test_round_trip_gives_back_the_same_cluster(tmp_path: Path) -> None:
     state = rich_state()
     items = export_state(state, origin=ORIGIN, now=NOW)
     again, _ = reload(items, tmp_path)
-    before = summary(SnapshotBuilder().build(state), NOW)
-    after = summary(SnapshotBuilder().build(again), 0.0)
+    before = summary(build_snapshot(state), NOW)
+    after = summary(build_snapshot(again), 0.0)
     assert after == before
     # The state is not trivial: it has each kind of pod the export must carry.
     statuses = {task[1] for job in before["jobs"] for task in job[8]}

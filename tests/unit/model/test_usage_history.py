@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from helpers import cluster_state, node, queue
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.usage import WEEK, UsageHistory, UsageParams, UsageRecorder
@@ -258,7 +258,7 @@ def test_the_state_usage_becomes_each_queues_usage_and_absent_queues_get_zero() 
         cluster_state([node("n0"), queue("a"), queue("b")]),
         queue_usage={"a": Resources(gpu=0.75, cpu=0.5)},
     )
-    queues = SnapshotBuilder().build(state).queues
+    queues = build_snapshot(state).queues
     a, b = queues.queues["a"], queues.queues["b"]
     assert (a.usage.gpu, a.usage.cpu, a.usage.memory) == (0.75, 0.5, 0.0)
     assert (b.usage.gpu, b.usage.cpu, b.usage.memory) == (0.0, 0.0, 0.0)

@@ -26,7 +26,7 @@ from helpers import (
     queue,
 )
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState, PodState
 
 ALLOCATE = config(actions="allocate")
@@ -199,7 +199,7 @@ def test_nominated_node_beats_every_other_score() -> None:
     state = cluster_state(objects)
     pods = [PodState(s.pod, s.rank, nominated_node="b") for s in state.pods]
     state = ClusterState(state.nodes, pods, state.pod_groups, state.queues, state.priority_classes)
-    session = open_session(SnapshotBuilder().build(state))
+    session = open_session(build_snapshot(state))
     placed = session.choose_node(session.snapshot.tasks["default/p"])
     assert placed is not None and session.snapshot.nodes.names[placed.node] == "b"
 

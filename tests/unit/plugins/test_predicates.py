@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from helpers import binds, cluster_state, config, node, one_cycle, open_session, pod, queue, run
-from kai_scheduler.model.builder import SnapshotBuilder
+from kai_scheduler.model.cache import build_snapshot
 
 ALLOCATE = config(actions="allocate")
 
@@ -226,7 +226,7 @@ def test_anti_affinity_namespace_selector_matches_namespace_labels(
     ]
     state = cluster_state(objects)
     namespaces = {"ns-x": labels} if labels is not None else {}
-    snapshot = SnapshotBuilder().build(replace(state, namespace_labels=namespaces))
+    snapshot = build_snapshot(replace(state, namespace_labels=namespaces))
     session = open_session(snapshot, plugins=["predicates"])
     web = next(t for t in session.snapshot.tasks.values() if t.name == "web")
     assert list(session.candidate_nodes(web)) == candidates

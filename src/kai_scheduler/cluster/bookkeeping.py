@@ -1,0 +1,61 @@
+"""What a cluster remembers between cycles, by the same rules in the simulator and live mode: a pod's
+phase as the scheduler sees it, RFC 3339 timestamps, and each job's start and staleness times (KAI keeps
+the last two on the PodGroup as `kai.scheduler/last-start-timestamp` and
+`kai.scheduler/stale-podgroup-timestamp`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from datetime import UTC, datetime
+
+from kai_scheduler.model.snapshot import JobTimes
+
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+def scheduler_phase(node_name: str | None, phase: str | None) -> tuple[str | None, str]:
+    """(node, phase) as the scheduler sees a pod: bound to a node and not finished, it runs there and
+    holds its resources (Unknown included, as Kubernetes counts it); otherwise it is not on a node, and
+    Unknown counts as Pending."""
+    raw = phase or "Pending"
+    if node_name and raw not in FINISHED_PHASES:
+        return node_name, "Running"
+    return None, "Pending" if raw in ("Pending", "Unknown") else raw
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """An RFC 3339 timestamp (Kubernetes' format; `Z` or an offset; naive means UTC). ValueError if not."""
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def seconds_since(text: str | None, origin: datetime) -> float | None:
+    """An RFC 3339 annotation on a clock that starts at `origin`; None when absent or not a time (as KAI
+    ignores such a value)."""
+    if not text:
+        return None
+    try:
+        return (parse_rfc3339(text) - origin).total_seconds()
+    except ValueError:
+        return None
+
+
+def next_job_times(
+    times: Mapping[str, JobTimes],
+    running_before: Set[str],
+    running_after: Set[str],
+    stale_since: Mapping[str, float | None],
+    now: float,
+) -> dict[str, JobTimes]:
+    """The job times after a cycle: a job that went from no running pod to some has (re)started now
+    (minimum runtimes count from here), one with no running pod has no start; the cycle's staleness
+    updates (None: no longer stale) replace the old ones. Jobs with neither time are left out."""
+    updated = dict(times)
+    for job in running_after - running_before:
+        updated[job] = JobTimes(now, updated.get(job, JobTimes()).stale_since)
+    for job, current in times.items():
+        if current.last_start is not None and job not in running_after:
+            updated[job] = JobTimes(None, updated[job].stale_since)
+    for job, since in stale_since.items():
+        updated[job] = JobTimes(updated.get(job, JobTimes()).last_start, since)
+    return {job: t for job, t in updated.items() if t.last_start is not None or t.stale_since is not None}

@@ -1,0 +1,540 @@
+"""`ClusterCache`: the scheduler's view of the cluster, kept current by deltas (KAI's scheduler cache).
+
+Both edges feed it: the simulator with its loaded objects and the effects it applies, live mode with
+informer events. It keeps the scheduling model (jobs, tasks, the node table with every running pod
+accounted) between cycles and, per change, rebuilds only what the change touches:
+
+* a pod or PodGroup that changed makes its job *dirty*: the job and its tasks are made again from the
+  current objects (`model.builder`), and the nodes its old and new tasks occupy become dirty;
+* a dirty node's usage row is accounted again from the pods on it, in creation order, exactly as a
+  build from scratch would account it (so floating-point sums are the same);
+* nodes, queues or priority classes that change make everything dirty (rare; they change what every
+  job and index means).
+
+`snapshot()` hands a cycle a `ClusterSnapshot` whose node table is a copy and whose job and task
+objects are the cache's own: a session changes a task's status, node and GPU groups only through its
+statements, and `after_cycle` marks the jobs of the cycle's decisions dirty (their tasks were left as
+the session committed them), plus any job a plugin marked invalid. A full build is the same code with
+everything dirty (`ClusterCache.of(state)`), which is what tests compare the incremental cache with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.objects import Node, Queue, Topology
+from kai_scheduler.model.builder import (
+    PodDerivations,
+    build_node_table,
+    build_queue_tree,
+    implicit_job,
+    implicit_pod_group_name,
+    is_gated,
+    job_from_pod_group,
+    job_key_of,
+    make_task,
+    queue_problem,
+    waiting_reason,
+)
+from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.resources import PodRequest, Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.model.topology import TopologyTree, build_topology
+
+_OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING)
+_FINISHED = ("Succeeded", "Failed")
+
+
+class _Hold(NamedTuple):
+    """What one pod holds on a node, as the cache accounted it (ours: a task; else another scheduler's)."""
+
+    node: int
+    request: PodRequest
+    releasing: bool
+    gpu_groups: tuple[str, ...]
+    ours: bool
+
+
+class ClusterCache:
+    """See the module doc. Pods and PodGroups arrive as `PodState` / `PodGroupState` (their `rank` is
+    their creation order); the cluster-scoped kinds are set as a whole, and a set that equals the current
+    one changes nothing."""
+
+    def __init__(self) -> None:
+        self.derivations = PodDerivations()
+        # --- inputs -----------------------------------------------------------------------------
+        self._nodes: dict[str, Node] = {}
+        self._queues: list[Queue] = []
+        self._topologies: list[Topology] = []
+        self._priorities = Priorities()
+        self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
+        self._pods: dict[str, PodState] = {}
+        self._groups: dict[str, PodGroupState] = {}
+        self._job_times: dict[str, JobTimes] = {}
+        # A pipelined pod's nominated node and shared GPUs, for the next cycle only (see `nominate`).
+        self._nominated: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # --- indexes ----------------------------------------------------------------------------
+        self._ours_by_job: dict[str, set[str]] = {}  # job key -> our pods' keys
+        self._job_of_pod: dict[str, str] = {}  # our pod's key -> job key
+        self._named_by_group: dict[str, set[str]] = {}  # PodGroup key -> keys of pods that name it
+        self._foreign: dict[str, int] = {}  # other schedulers' pods that hold a node -> node index
+        # --- the model ----------------------------------------------------------------------------
+        self._table = build_node_table([])
+        self._queue_tree = build_queue_tree([])
+        self._topology_trees: dict[str, TopologyTree] = {}
+        self._jobs: dict[str, JobInfo] = {}
+        self._tasks: dict[str, TaskInfo] = {}
+        self._occupants: dict[int, set[str]] = {}  # node index -> keys of the pods that hold it
+        self._holds: dict[str, _Hold] = {}  # pod key -> what it holds (see `_Hold`)
+        self._host_port_tasks: set[str] = set()
+        self._running_jobs: set[str] = set()
+        # Reasons a plugin may overwrite during a session (topology problems): restored after it.
+        self._base_reasons: dict[str, str | None] = {}
+        self._capacity = Resources()
+        self._ready_capacity = Resources()
+        self._min_gpu_memory = 0.0
+        self._foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = []
+        # --- what changed since the model was last brought up to date --------------------------
+        self._everything_dirty = True
+        self._dirty_jobs: set[str] = set()
+        self._dirty_nodes: set[int] = set()
+        self._foreign_dirty = True
+        self._jobs_order_stale = False
+        self._tasks_order_stale = False
+
+    @classmethod
+    def of(cls, state: ClusterState) -> ClusterCache:
+        """A cache holding a whole `ClusterState` (a build from scratch)."""
+        cache = cls()
+        cache.set_nodes(state.nodes)
+        cache.set_queues(state.queues)
+        cache.set_topologies(state.topologies)
+        cache.set_priorities(Priorities(state.priority_classes, state.default_priority))
+        cache.set_namespace_labels(state.namespace_labels)
+        for group in state.pod_groups:
+            cache.upsert_pod_group(group)
+        for pod in state.pods:
+            cache.upsert_pod(pod)
+            if pod.nominated_node is not None:
+                cache._nominated[pod.pod.key] = (pod.nominated_node, pod.nominated_gpu_groups)
+        for key, times in state.job_times.items():
+            cache.set_job_times(key, times)
+        return cache
+
+    # --- deltas: cluster-scoped kinds ----------------------------------------------------------------
+
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
+        by_name = {node.metadata.name: node for node in nodes}
+        if by_name != self._nodes:
+            self._nodes = by_name
+            self._everything_dirty = True
+
+    def set_queues(self, queues: Sequence[Queue]) -> None:
+        """The queues in creation order (older queues win fair-share ties)."""
+        if list(queues) != self._queues:
+            self._queues = list(queues)
+            self._queue_tree = build_queue_tree(self._queues)
+            self._dirty_jobs.update(self._jobs)  # whether a job's queue exists and is a leaf
+
+    def set_topologies(self, topologies: Sequence[Topology]) -> None:
+        if list(topologies) != self._topologies:
+            self._topologies = list(topologies)
+            self._topology_trees = self._build_topologies()
+
+    def set_priorities(self, priorities: Priorities) -> None:
+        if priorities != self._priorities:
+            self._priorities = priorities
+            self._everything_dirty = True
+
+    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
+        self._namespace_labels = labels
+
+    # --- deltas: pods and pod groups -----------------------------------------------------------------
+
+    def upsert_pod(self, state: PodState) -> None:
+        """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says."""
+        key = state.pod.key
+        previous = self._pods.get(key)
+        if previous is not None:
+            if previous.pod is not state.pod:
+                self.derivations.forget(previous.pod)
+            self._unindex(key, previous)
+        self._pods[key] = state
+        self._index(key, state)
+
+    def remove_pod(self, key: str) -> None:
+        previous = self._pods.pop(key, None)
+        if previous is None:
+            return
+        self.derivations.forget(previous.pod)
+        self._unindex(key, previous)
+        self._nominated.pop(key, None)
+
+    def upsert_pod_group(self, state: PodGroupState) -> None:
+        key = state.pod_group.key
+        self._groups[key] = state
+        self._dirty_jobs.add(key)
+
+    def remove_pod_group(self, key: str) -> None:
+        if self._groups.pop(key, None) is not None:
+            self._dirty_jobs.add(key)
+
+    def pod(self, key: str) -> PodState | None:
+        return self._pods.get(key)
+
+    def _index(self, key: str, state: PodState) -> None:
+        pod = state.pod
+        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+        if named is not None:
+            group_key = f"{pod.namespace}/{named}"
+            self._named_by_group.setdefault(group_key, set()).add(key)
+            self._dirty_jobs.add(group_key)  # its first pod may speak for it
+        if pod.spec.scheduler_name == c.SCHEDULER_NAME:
+            job = job_key_of(pod)
+            self._job_of_pod[key] = job
+            self._ours_by_job.setdefault(job, set()).add(key)
+            self._dirty_jobs.add(job)
+            return
+        node = self._table.index.get(state.node_name) if state.node_name else None
+        if node is not None and state.phase not in _FINISHED:
+            self._foreign[key] = node
+            request = self.derivations.of(pod)[0]
+            self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
+        self._foreign_dirty = True
+
+    def _unindex(self, key: str, state: PodState) -> None:
+        pod = state.pod
+        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+        if named is not None:
+            group_key = f"{pod.namespace}/{named}"
+            _discard(self._named_by_group, group_key, key)
+            self._dirty_jobs.add(group_key)
+        job = self._job_of_pod.pop(key, None)
+        if job is not None:
+            _discard(self._ours_by_job, job, key)
+            self._dirty_jobs.add(job)
+            return
+        if self._foreign.pop(key, None) is not None:
+            self._release(key, ours=False)
+        self._foreign_dirty = True
+
+    # --- deltas: what the scheduler and the cluster remember about jobs --------------------------------
+
+    def nominate(self, pipelined: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
+        """A pipeline promises resources for the next cycle only: the pods pipelined by the cycle that just
+        ran (pod key -> node, shared GPUs) replace every earlier nomination."""
+        for key in self._nominated.keys() | pipelined.keys():
+            if self._nominated.get(key) != pipelined.get(key) and key in self._job_of_pod:
+                self._dirty_jobs.add(self._job_of_pod[key])
+        self._nominated = dict(pipelined)
+
+    def set_job_times(self, key: str, times: JobTimes) -> None:
+        if times.last_start is None and times.stale_since is None:
+            self._job_times.pop(key, None)
+        else:
+            self._job_times[key] = times
+        job = self._jobs.get(key)
+        if job is not None:
+            job.last_start, job.stale_since = times.last_start, times.stale_since
+
+    def replace_job_times(self, times: Mapping[str, JobTimes]) -> None:
+        """Every job's times at once (jobs left out have none)."""
+        for key in self._job_times.keys() - times.keys():
+            self.set_job_times(key, JobTimes())
+        for key, value in times.items():
+            if self._job_times.get(key) != value:
+                self.set_job_times(key, value)
+
+    @property
+    def job_times(self) -> Mapping[str, JobTimes]:
+        return self._job_times
+
+    @property
+    def running_jobs(self) -> frozenset[str]:
+        """Jobs with a pod bound to a node and neither finished nor terminating (up to date)."""
+        self.refresh()
+        return frozenset(self._running_jobs)
+
+    # --- the cycle -------------------------------------------------------------------------------------
+
+    def snapshot(self, queue_usage: Mapping[str, Resources] | None = None) -> ClusterSnapshot:
+        """What one cycle starts from. The session may change the node table and queue tree freely (they
+        are its own); jobs and tasks are shared with the cache until `after_cycle`."""
+        self.refresh()
+        snapshot = ClusterSnapshot(
+            nodes=self._table.copy(),
+            queues=build_queue_tree(self._queues, queue_usage),
+            jobs=dict(self._jobs),
+            tasks=dict(self._tasks),
+            capacity=self._capacity.copy(),
+            min_gpu_memory_mib=self._min_gpu_memory,
+            existing_gpu_groups=set(self._table.group_by_id),
+            topologies=dict(self._topology_trees),
+            host_port_tasks=sorted(
+                (self._tasks[key] for key in self._host_port_tasks), key=lambda task: task.rank
+            ),
+            foreign_host_ports=list(self._foreign_host_ports),
+            namespace_labels=self._namespace_labels,
+        )
+        return snapshot
+
+    def after_cycle(self, decided_pods: Iterable[str]) -> None:
+        """A cycle ran on the last snapshot: its decisions left their tasks as the session committed them,
+        and a plugin may have marked jobs invalid. Those jobs are made again on the next refresh."""
+        for key in decided_pods:
+            job = self._job_of_pod.get(key)
+            if job is not None:
+                self._dirty_jobs.add(job)
+        for key, reason in self._base_reasons.items():
+            job_info = self._jobs.get(key)
+            if job_info is not None and job_info.invalid_reason != reason:
+                self._dirty_jobs.add(key)
+
+    def refresh(self) -> None:
+        """Bring the model up to date with every delta received."""
+        if self._everything_dirty:
+            self._rebuild_everything()
+        for key in sorted(self._dirty_jobs):
+            self._rebuild_job(key)
+        self._dirty_jobs.clear()
+        # Jobs and tasks stay in creation order, as a build from scratch lists them.
+        if self._jobs_order_stale:
+            self._jobs = dict(sorted(self._jobs.items(), key=lambda item: item[1].rank))
+            self._jobs_order_stale = False
+        if self._tasks_order_stale:
+            self._tasks = dict(sorted(self._tasks.items(), key=lambda item: item[1].rank))
+            self._tasks_order_stale = False
+        if self._dirty_nodes:
+            self._account_nodes(self._dirty_nodes)
+            self._dirty_nodes.clear()
+        if self._foreign_dirty:
+            self._account_foreign()
+            self._foreign_dirty = False
+
+    # --- the full state, for exports and checks --------------------------------------------------------
+
+    def state(self) -> ClusterState:
+        """Everything the cache holds as a `ClusterState` (pods and pod groups in creation order)."""
+        pods = []
+        for pod in sorted(self._pods.values(), key=lambda p: p.rank):
+            nominated = self._nominated.get(pod.pod.key)
+            if nominated is not None:
+                pod = replace(pod, nominated_node=nominated[0], nominated_gpu_groups=nominated[1])
+            pods.append(pod)
+        return ClusterState(
+            nodes=list(self._nodes.values()),
+            pods=pods,
+            pod_groups=sorted(self._groups.values(), key=lambda g: g.rank),
+            queues=list(self._queues),
+            priority_classes=self._priorities.classes,
+            default_priority=self._priorities.default,
+            job_times=dict(self._job_times),
+            topologies=list(self._topologies),
+            namespace_labels=self._namespace_labels,
+        )
+
+    # --- rebuilding --------------------------------------------------------------------------------------
+
+    def _rebuild_everything(self) -> None:
+        self._everything_dirty = False
+        self._table = build_node_table(list(self._nodes.values()))
+        table = self._table
+        ready = np.array([spec.ready for spec in table.specs], dtype=np.bool_)
+        self._ready_capacity = Resources(
+            gpu=table.gpu_units(ready),
+            cpu=float(table.cap_cpu[ready].sum()),
+            memory=float(table.cap_memory[ready].sum()),
+        )
+        gpu_memories = table.gpu_memory_mib[table.cap_gpus > 0]
+        positive = gpu_memories[gpu_memories > 0]
+        self._min_gpu_memory = float(positive.min()) if positive.size else 0.0
+        self._topology_trees = self._build_topologies()
+        self._jobs, self._tasks = {}, {}
+        self._occupants, self._holds, self._foreign = {}, {}, {}
+        self._host_port_tasks.clear()
+        self._running_jobs.clear()
+        self._base_reasons.clear()
+        for key, state in self._pods.items():
+            if state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
+                continue
+            node = table.index.get(state.node_name) if state.node_name else None
+            if node is not None and state.phase not in _FINISHED:
+                self._foreign[key] = node
+                request = self.derivations.of(state.pod)[0]
+                self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
+        self._dirty_jobs = set(self._ours_by_job) | set(self._groups)
+        self._dirty_nodes = set(range(table.size))
+        self._foreign_dirty = True
+        self._jobs_order_stale = True
+        self._tasks_order_stale = True
+
+    def _build_topologies(self) -> dict[str, TopologyTree]:
+        labels = [spec.labels for spec in self._table.specs]
+        return {
+            t.metadata.name: build_topology(
+                t.metadata.name, [level.node_label for level in t.spec.levels], labels
+            )
+            for t in self._topologies
+        }
+
+    def _rebuild_job(self, key: str) -> None:
+        old = self._jobs.get(key)
+        job = self._make_job(key)
+        kept = {task.key for task in job.tasks} if job is not None else set()
+        if old is not None:
+            for task in old.tasks:
+                if task.key not in kept:
+                    self._drop_task(task)
+        if job is None:
+            if old is not None:
+                del self._jobs[key]
+            self._running_jobs.discard(key)
+            self._base_reasons.pop(key, None)
+            return
+        # Assigning an existing key keeps its place in the dict; a new key goes last.
+        if (old is None and self._jobs and job.rank < next(reversed(self._jobs.values())).rank) or (
+            old is not None and old.rank != job.rank
+        ):
+            self._jobs_order_stale = True
+        self._jobs[key] = job
+        for task in job.tasks:
+            self._add_task(task)
+        if any(task.status is TaskStatus.RUNNING for task in job.tasks):
+            self._running_jobs.add(key)
+        else:
+            self._running_jobs.discard(key)
+        if job.has_topology():
+            self._base_reasons[key] = job.invalid_reason
+        else:
+            self._base_reasons.pop(key, None)
+
+    def _make_job(self, key: str) -> JobInfo | None:
+        """The job `key` from the current objects (None when it has neither a PodGroup nor a pod)."""
+        ours = sorted((self._pods[k] for k in self._ours_by_job.get(key, ())), key=lambda p: p.rank)
+        group = self._groups.get(key)
+        if group is not None:
+            named = (self._pods[k] for k in self._named_by_group.get(key, ()))
+            first = min(named, key=lambda p: p.rank, default=None)
+            job = job_from_pod_group(group, first.pod if first else None, self._priorities)
+        elif ours:
+            first_pod = ours[0].pod
+            if c.POD_GROUP_ANNOTATION in first_pod.metadata.annotations:
+                job = implicit_job(ours[0], key.split("/", 1)[1], self._priorities)
+                job.invalid_reason = f"PodGroup {key} does not exist"
+            else:
+                job = implicit_job(ours[0], implicit_pod_group_name(first_pod), self._priorities)
+        else:
+            return None
+        if job.invalid_reason is None:
+            job.invalid_reason = queue_problem(job.queue, self._queue_tree)
+        times = self._job_times.get(key)
+        if times is not None:
+            job.last_start, job.stale_since = times.last_start, times.stale_since
+        gated = 0
+        index = self._table.index
+        for state in ours:
+            if is_gated(state):
+                gated += 1  # KAI's status of that name: alive, but not for the scheduler until ungated
+                continue
+            nominated = self._nominated.get(state.pod.key)
+            if nominated is not None:
+                state = replace(state, nominated_node=nominated[0], nominated_gpu_groups=nominated[1])
+            task = make_task(state, job, self.derivations.of(state.pod), index)
+            if task is not None:
+                job.tasks.append(task)
+                task.podset.tasks.append(task)
+        if job.invalid_reason is None:
+            job.invalid_reason = waiting_reason(job, gated)
+        job.gated = gated
+        return job
+
+    def _add_task(self, task: TaskInfo) -> None:
+        if (
+            task.key not in self._tasks
+            and self._tasks
+            and task.rank < next(reversed(self._tasks.values())).rank
+        ):
+            self._tasks_order_stale = True
+        self._tasks[task.key] = task
+        if task.host_ports:
+            self._host_port_tasks.add(task.key)
+        else:
+            self._host_port_tasks.discard(task.key)
+        if task.node >= 0 and task.status in _OCCUPYING:
+            releasing = task.status is TaskStatus.RELEASING
+            self._hold(task.key, _Hold(task.node, task.request, releasing, task.gpu_groups, ours=True))
+        else:
+            self._release(task.key, ours=True)
+
+    def _drop_task(self, task: TaskInfo) -> None:
+        if self._tasks.get(task.key) is not task:
+            return  # the pod moved to another job, already made again
+        del self._tasks[task.key]
+        self._host_port_tasks.discard(task.key)
+        self._release(task.key, ours=True)
+
+    def _hold(self, key: str, hold: _Hold) -> None:
+        """Account `hold` for a pod (its node's row is accounted again on refresh if anything changed)."""
+        previous = self._holds.get(key)
+        if previous == hold:
+            return
+        if previous is not None:
+            self._release(key, ours=previous.ours)
+        self._holds[key] = hold
+        self._occupants.setdefault(hold.node, set()).add(key)
+        self._dirty_nodes.add(hold.node)
+
+    def _release(self, key: str, *, ours: bool) -> None:
+        """Forget what a pod holds, if the hold is of that kind (a pod may have turned from ours into another
+        scheduler's, or back, before its job was made again)."""
+        hold = self._holds.get(key)
+        if hold is not None and hold.ours == ours:
+            del self._holds[key]
+            _discard(self._occupants, hold.node, key)
+            self._dirty_nodes.add(hold.node)
+
+    def _account_nodes(self, nodes: Iterable[int]) -> None:
+        """Account the pods on each node again, in creation order (as a build from scratch would)."""
+        table = self._table
+        for node in nodes:
+            table.clear_node(node)
+            keys = sorted(self._occupants.get(node, ()), key=lambda key: self._pods[key].rank)
+            for key in keys:
+                hold = self._holds[key]
+                table.hold(node, hold.request, releasing=hold.releasing)
+                if hold.ours:
+                    table.share_gpus(node, hold.request, key, hold.gpu_groups, releasing=hold.releasing)
+
+    def _account_foreign(self) -> None:
+        """What other schedulers' pods take: capacity fair share cannot divide, and host ports."""
+        capacity = self._ready_capacity.copy()
+        ports: list[tuple[int, tuple[HostPort, ...]]] = []
+        table = self._table
+        for state in sorted((self._pods[key] for key in self._foreign), key=lambda p: p.rank):
+            node = self._foreign[state.pod.key]
+            request, _, host_ports = self.derivations.of(state.pod)
+            if host_ports:
+                ports.append((node, host_ports))
+            if table.specs[node].ready:  # a node that is not ready adds no capacity to take from
+                capacity.sub(request.queue_resources(float(table.gpu_memory_mib[node])))
+        self._capacity = capacity
+        self._foreign_host_ports = ports
+
+
+def _discard(index: dict[str, set[str]] | dict[int, set[str]], key: object, value: str) -> None:
+    values = index.get(key)  # type: ignore[call-overload]
+    if values is not None:
+        values.discard(value)
+        if not values:
+            del index[key]  # type: ignore[arg-type]
+
+
+def build_snapshot(state: ClusterState) -> ClusterSnapshot:
+    """A snapshot of a whole `ClusterState`, built from scratch."""
+    return ClusterCache.of(state).snapshot(state.queue_usage)
