@@ -13,7 +13,7 @@ import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
-from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue
+from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.model.jobs import (
     ALL_HOST_IPS,
@@ -242,18 +242,24 @@ def job_key_of(pod: Pod) -> str:
 class PodDerivations:
     """What a pod needs (request, placement, host ports) never changes while the pod object exists, so it
     is derived once per pod object; pods with equal constraints share one `Placement`, which lets a
-    session evaluate static predicates once per distinct placement."""
+    session evaluate static predicates once per distinct placement, and pods with equal resources share
+    one `PodRequest` (replicas and gang members: computed once, with exact quantities)."""
 
     def __init__(self) -> None:
         self._derived: dict[int, tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]] = {}
         self._placements: dict[str, Placement] = {}
+        self._requests: dict[tuple[object, ...], PodRequest] = {}
 
     def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._derived.get(id(pod))
         if cached is None or cached[0] is not pod:
             placement = pod_placement(pod)
             placement = self._placements.setdefault(placement.key, placement)
-            cached = (pod, pod_request(pod), placement, pod_host_ports(pod))
+            shape = _resource_shape(pod)
+            request = self._requests.get(shape)
+            if request is None:
+                request = self._requests[shape] = pod_request(pod)
+            cached = (pod, request, placement, pod_host_ports(pod))
             self._derived[id(pod)] = cached
         return cached[1], cached[2], cached[3]
 
@@ -262,6 +268,31 @@ class PodDerivations:
         cached = self._derived.get(id(pod))
         if cached is not None and cached[0] is pod:
             del self._derived[id(pod)]
+
+
+def _resource_shape(pod: Pod) -> tuple[object, ...]:
+    """Everything `pod_request` reads, as a hashable value: equal shapes, equal requests."""
+    spec = pod.spec
+    annotations = pod.metadata.annotations
+
+    def containers(items: list[Container]) -> tuple[object, ...]:
+        return tuple(
+            (
+                container.restart_policy,
+                tuple(container.resources.requests.items()),
+                tuple(container.resources.limits.items()),
+            )
+            for container in items
+        )
+
+    return (
+        containers(spec.init_containers),
+        containers(spec.containers),
+        tuple(spec.overhead.items()),
+        annotations.get(c.GPU_FRACTION_ANNOTATION),
+        annotations.get(c.GPU_MEMORY_ANNOTATION),
+        annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION),
+    )
 
 
 def queue_problem(queue: str, queues: QueueTree) -> str | None:
