@@ -457,8 +457,12 @@ def evicted(result: SimulationResult, action: str | None = None) -> list[str]:
 
 
 def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
-    """Everything a session reads from a snapshot, in the order it reads it."""
+    """Everything a session reads from a snapshot, in the order it reads it. Ranks only order things, so
+    their values are left out (two edges may number the same order differently) and their order is
+    checked against the order of jobs and tasks."""
     nodes = snapshot.nodes
+    job_ranks = [j.rank for j in snapshot.jobs.values()]
+    task_ranks = [t.rank for t in snapshot.tasks.values()]
     columns = (*NodeTable.USAGE_COLUMNS, "cap_gpus", "cap_cpu", "cap_memory")
     return {
         "nodes": nodes.names,
@@ -479,7 +483,6 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "jobs": [
             (
                 key,
-                j.rank,
                 j.queue,
                 j.priority,
                 j.preemptible,
@@ -505,11 +508,11 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
                 t.request,
                 t.placement.key,
                 t.host_ports,
-                t.rank,
                 t.job.key,
             )
             for key, t in snapshot.tasks.items()
         ],
+        "ranks_in_order": (job_ranks == sorted(job_ranks), task_ranks == sorted(task_ranks)),
         "host_port_tasks": [t.key for t in snapshot.host_port_tasks],
         "foreign_host_ports": snapshot.foreign_host_ports,
     }

@@ -148,8 +148,8 @@ def test_queue_usage_of_a_parent_queue_is_the_sum_of_its_leaves(
         async with Live(server, binder=False, loop=False, config=config) as live:
             await live.loop.run_once()
             await live.loop.run_once()
-            state = live.loop.states.build(nominated={}, binding={}, evicting={}, job_times={})
-            snapshot, _ = live.loop._schedule(state.state, 3, live.loop.clock.now())
+            live.loop.states.build(nominated={}, binding={}, evicting={}, job_times={})
+            snapshot = live.loop._schedule(3, live.loop.clock.now()).snapshot
             assert ("dept" in snapshot.queues.detached) is not full_hierarchy
             return queue_usage(snapshot)
 

@@ -205,24 +205,17 @@ def test_another_scheduler_name() -> None:
     node = node_manifest("n1")
     node["metadata"]["resourceVersion"] = "9"
     informers.nodes.apply_event(WatchEvent("ADDED", node))
-    forgotten: list[str] = []
-    builder = StateBuilder(
-        informers,
-        SessionClock(start=START),
-        scheduler_name="kai-shard-b",
-        on_forget=lambda p: forgotten.append(p.key),
-    )
+    builder = StateBuilder(informers, SessionClock(start=START), scheduler_name="kai-shard-b")
     live = builder.build()
     by_name = {p.pod.metadata.name: p.pod.spec.scheduler_name for p in live.state.pods}
     assert by_name == {"mine": "kai-scheduler", "other-shard": "other-scheduler"}
     assert list(live.job_of_pod) == ["default/mine"]
-    # Models are reused while the version stays; a new version or a deletion hands the old one back.
+    # Models are reused while the version stays; a deletion takes the pod out of the state.
     first = {p.pod.metadata.name: p.pod for p in live.state.pods}
     again = {p.pod.metadata.name: p.pod for p in builder.build().state.pods}
-    assert again["mine"] is first["mine"] and forgotten == []
+    assert again["mine"] is first["mine"]
     informers.pods.apply_event(WatchEvent("DELETED", mine))
-    builder.build()
-    assert forgotten == ["default/mine"]
+    assert {p.pod.metadata.name for p in builder.build().state.pods} == {"other-shard"}
 
 
 def test_pending_pods_wait_for_their_pod_group_when_a_grouper_runs() -> None:

@@ -44,11 +44,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.k8s.binder import Binder, GpuReservation
@@ -74,10 +76,10 @@ from kai_scheduler.k8s.state import (
     bind_request_is_for,
     parse_rfc3339,
 )
-from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
-from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes
+from kai_scheduler.model.snapshot import ClusterSnapshot, JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.scheduler import Scheduler
 
@@ -135,6 +137,21 @@ def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) ->
     if request.mig_instances and not request.whole_gpus:
         return ("MigInstance", int(sum(n for _, n in request.mig_instances)), "1.00")
     return ("Regular", request.whole_gpus, "1.00" if request.whole_gpus else "0.00")
+
+
+class _PrometheusSource:
+    """Queue usage from Prometheus for the cycle driver: the latest background answer (never waits; none
+    when stale). Prometheus records the usage itself, so nothing is remembered after a cycle."""
+
+    def __init__(self, prometheus: PrometheusUsage, clock: SessionClock) -> None:
+        self.prometheus = prometheus
+        self.clock = clock
+
+    def before_cycle(self, now: float) -> dict[str, Resources]:
+        return self.prometheus.usage(self.clock.start + now)
+
+    def after_cycle(self, now: float, queues: Iterable[QueueInfo], capacity: Resources) -> None:
+        del now, queues, capacity
 
 
 class SchedulerLoop:
@@ -204,6 +221,10 @@ class SchedulerLoop:
         elif usage_db is not None:
             self.usage = UsageRecorder(usage_db.params(self.origin))
         self.usage_query_seconds = 0.0  # the last cycle's, for metrics
+        usage: UsageSource | None = self.usage
+        if self.prometheus is not None:
+            usage = _PrometheusSource(self.prometheus, self.clock)
+        self.driver = CycleDriver(self.scheduler, self.states.cache, usage)
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -218,22 +239,10 @@ class SchedulerLoop:
         if self.usage is not None:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
-    def _schedule(self, state: ClusterState, cycle: int, now: float) -> tuple[ClusterSnapshot, SessionResult]:
-        if self.prometheus is not None or self.usage is not None:
-            began = time.perf_counter()
-            if self.prometheus is not None:
-                # The latest background answer (never waits); none when stale.
-                usage = self.prometheus.usage(self.clock.start + now)
-            else:
-                assert self.usage is not None
-                usage = self.usage.before_cycle(now)
-            state = replace(state, queue_usage=usage)
-            self.usage_query_seconds = time.perf_counter() - began
-        snapshot = build_snapshot(state)
-        result = self.scheduler.run(snapshot, cycle=cycle, now=now)
-        if self.usage is not None:
-            self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
-        return snapshot, result
+    def _schedule(self, cycle: int, now: float) -> CycleOutcome:
+        outcome = self.driver.run(cycle, now)
+        self.usage_query_seconds = outcome.usage_seconds
+        return outcome
 
     async def run_once(self) -> CycleReport:
         """Snapshot, one scheduling cycle, and its effects."""
@@ -245,7 +254,8 @@ class SchedulerLoop:
         live = self.states.build(
             nominated=self.nominated, binding=self.binding, evicting=self.evicting, job_times=self.job_times
         )
-        snapshot, result = await asyncio.to_thread(self._schedule, live.state, self.cycle, now)
+        outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
+        snapshot, result = outcome.snapshot, outcome.result
         report.result = result
         self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
         core_seconds = time.perf_counter() - started
@@ -480,20 +490,19 @@ class SchedulerLoop:
                 annotations.setdefault(job, {})[name] = value
 
         jobs = set(live.pod_groups) | set(live.job_of_pod.values())
-        times = {job: live.state.job_times.get(job, JobTimes()) for job in jobs}
-        for job in running_after - running_before:
-            times[job] = JobTimes(now, times.get(job, JobTimes()).stale_since)
-            annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, self.clock.stamp(now))
-        for job in [j for j, t in times.items() if t.last_start is not None and j not in running_after]:
-            times[job] = JobTimes(None, times[job].stale_since)
-            annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, None)
+        before = {job: live.state.job_times.get(job, JobTimes()) for job in jobs}
+        after = next_job_times(before, running_before, running_after, result.stale_since, now)
+        for job in jobs | after.keys():
+            old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
+            if old.last_start != new.last_start:
+                stamp = None if new.last_start is None else self.clock.stamp(new.last_start)
+                annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
         for job, since in result.stale_since.items():
-            times[job] = JobTimes(times.get(job, JobTimes()).last_start, since)
             annotate(
                 job, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, None if since is None else self.clock.stamp(since)
             )
         # Remembered for every job that exists: it overrides the annotations until the cache shows them.
-        self.job_times = times
+        self.job_times = {job: after.get(job, JobTimes()) for job in jobs | after.keys()}
 
         calls: list[Awaitable[None]] = []
         for job, changes in annotations.items():

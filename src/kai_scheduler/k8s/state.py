@@ -46,10 +46,20 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.k8s.client import JsonObject
-from kai_scheduler.k8s.informers import InformerSet, object_key, resource_version
-from kai_scheduler.model.builder import implicit_pod_group_name
-from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
+from kai_scheduler.k8s.informers import (
+    POD_INDEX,
+    POD_NODE_INDEX,
+    InformerSet,
+    object_key,
+    resource_version,
+)
+from kai_scheduler.model.builder import job_key_of
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups, is_shared_gpu_pod
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 log = logging.getLogger(__name__)
@@ -83,11 +93,6 @@ class SessionClock:
         """A session-clock time as RFC 3339 in UTC, to the second (Go's time.RFC3339)."""
         moment = datetime.fromtimestamp(self.start + seconds, tz=UTC)
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +197,12 @@ def _renamed(
 
 
 class StateBuilder:
-    """Builds `LiveState`s from an `InformerSet` (see the module doc). Keeps parsed models across cycles;
-    `on_forget` receives every Pod model that is replaced or gone (for `SnapshotBuilder.forget`)."""
+    """Keeps a `ClusterCache` current from an `InformerSet` (see the module doc) and builds `LiveState`s.
+
+    Informer events mark what changed (pods, PodGroups, BindRequests by their pod, the cluster-scoped
+    kinds); `build` parses and hands to the cache only those, plus the pods whose in-flight memory
+    (binding, evicting) changed. Everything that was in the informers' caches when the builder was made
+    counts as changed once."""
 
     def __init__(
         self,
@@ -201,7 +210,6 @@ class StateBuilder:
         clock: SessionClock,
         *,
         scheduler_name: str = c.SCHEDULER_NAME,
-        on_forget: Callable[[Pod], None] | None = None,
         require_pod_groups: bool = False,
     ) -> None:
         self.informers = informers
@@ -210,9 +218,8 @@ class StateBuilder:
         # With a pod grouper running, a pending pod waits until it names its PodGroup (as in KAI): placed
         # on its own before that, a gang member would start alone.
         self.require_pod_groups = require_pod_groups
-        self.on_forget = on_forget
-        # The snapshot builder knows our pods by the name `kai-scheduler`: ours are presented under that
-        # name, and others (even ones that say kai-scheduler: another shard's) under another one.
+        # The cache knows our pods by the name `kai-scheduler`: ours are presented under that name, and
+        # others (even ones that say kai-scheduler: another shard's) under another one.
         self._our_pods = _Parsed("pod", _renamed(_checked(Pod), c.SCHEDULER_NAME, always=True))
         self._other_pods = _Parsed("pod", _renamed(_schema_only(Pod), OTHER_SCHEDULER, always=False))
         self._nodes = _Parsed("node", _schema_only(Node))
@@ -220,20 +227,50 @@ class StateBuilder:
         self._groups = _Parsed("podgroup", _checked(PodGroup))
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
         self._topologies = _Parsed("topology", _checked(Topology))
-        self._pod_models: dict[str, Pod] = {}
+        self.cache = ClusterCache()
+        self._ranks = CreationRanks()
+        # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
+        self._pod_objects: dict[str, JsonObject] = {}
+        self._group_objects: dict[str, JsonObject] = {}
+        self._group_times: dict[str, JobTimes] = {}
+        self._skipped: dict[str, str] = {}  # object key -> "<Kind> <key>", for objects that do not parse
+        self._cluster_skipped: list[str] = []
+        # In-flight memories as of the last build (a change makes the pod dirty).
+        self._binding: dict[str, tuple[str, Placed]] = {}
+        self._evicting: dict[str, str] = {}
+        # --- what changed since the last build ----------------------------------------------------
+        self._dirty_pods: set[str] = set(informers.pods.cache)
+        self._dirty_groups: set[str] = set(informers.pod_groups.cache)
+        self._cluster_dirty = True
+        self._watch(informers)
+
+    def _watch(self, informers: InformerSet) -> None:
+        def pod_changed(*objs: JsonObject) -> None:
+            self._dirty_pods.add(object_key(objs[-1]))
+
+        def group_changed(*objs: JsonObject) -> None:
+            self._dirty_groups.add(object_key(objs[-1]))
+
+        def request_changed(*objs: JsonObject) -> None:
+            for obj in objs:
+                meta = obj.get("metadata") or {}
+                pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
+                self._dirty_pods.add(f"{meta.get('namespace') or 'default'}/{pod_name}")
+
+        def cluster_changed(*objs: JsonObject) -> None:
+            self._cluster_dirty = True
+
+        informers.pods.add_handler(pod_changed, pod_changed, pod_changed)
+        informers.pod_groups.add_handler(group_changed, group_changed, group_changed)
+        informers.bind_requests.add_handler(request_changed, request_changed, request_changed)
+        cluster_scoped = [informers.nodes, informers.queues, informers.topologies, informers.priority_classes]
+        if informers.namespaces is not None:
+            cluster_scoped.append(informers.namespaces)
+        for informer in cluster_scoped:
+            informer.add_handler(cluster_changed, cluster_changed, cluster_changed)
 
     def _ours(self, obj: JsonObject) -> bool:
         return str((obj.get("spec") or {}).get("schedulerName") or "default-scheduler") == self.scheduler_name
-
-    def _pod_model(self, key: str, obj: JsonObject) -> Pod | None:
-        model = (self._our_pods if self._ours(obj) else self._other_pods).get(key, obj)
-        if model is None:
-            return None
-        previous = self._pod_models.get(key)
-        if previous is not None and previous is not model and self.on_forget is not None:
-            self.on_forget(previous)
-        self._pod_models[key] = model
-        return model
 
     def build(
         self,
@@ -247,140 +284,177 @@ class StateBuilder:
         (pod uid, placement) of BindRequests created but maybe not yet in the cache; `evicting`: pod key ->
         uid of pods evicted but maybe not yet seen terminating; `job_times`: the loop's own bookkeeping, which
         overrides the PodGroup annotations (the cache may not show its latest writes yet)."""
-        nominated = nominated or {}
-        binding = binding or {}
-        evicting = evicting or {}
+        binding = dict(binding or {})
+        evicting = dict(evicting or {})
+        for memory, previous in ((binding, self._binding), (evicting, self._evicting)):
+            changed = {k for k in memory.keys() | previous.keys() if memory.get(k) != previous.get(k)}
+            self._dirty_pods.update(changed)
+        self._binding, self._evicting = binding, evicting
+        if self._cluster_dirty:
+            self._cluster_dirty = False
+            self._update_cluster_scoped()
+        self._update_groups()
+        self._update_pods()
+        cache = self.cache
+        cache.nominate({key: (placed.node, placed.gpu_groups) for key, placed in (nominated or {}).items()})
+        cache.replace_job_times({**self._group_times, **(job_times or {})})
+        return self._live_state()
+
+    # --- deltas into the cache -----------------------------------------------------------------------
+
+    def _update_cluster_scoped(self) -> None:
         informers = self.informers
         skipped: list[str] = []
+        cache = self.cache
+        cache.set_nodes(node for _, _, node in self._nodes.parse_all(informers.nodes.cache, "Node", skipped))
+        queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped)
+        cache.set_queues([queue for _, _, queue in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
+        topologies = self._topologies.parse_all(informers.topologies.cache, "Topology", skipped)
+        cache.set_topologies([t for _, _, t in topologies])
+        classes = self._classes.parse_all(informers.priority_classes.cache, "PriorityClass", skipped)
+        cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
+        cache.set_namespace_labels(_namespace_labels(informers))
+        self._cluster_skipped = skipped
 
-        # --- cluster-scoped objects ------------------------------------------------------------------
-        nodes = [node for _, _, node in self._nodes.parse_all(informers.nodes.cache, "Node", skipped)]
-        queues = sorted(
-            (
-                (self._created(obj, key), queue)
-                for key, obj, queue in self._queues.parse_all(informers.queues.cache, "Queue", skipped)
-            ),
-            key=lambda item: item[0],
-        )
-        topologies = [
-            t for _, _, t in self._topologies.parse_all(informers.topologies.cache, "Topology", skipped)
-        ]
-        classes = dict(c.BUILTIN_PRIORITY_CLASSES)
-        default_priority = c.DEFAULT_PRIORITY
-        for _, _, pc in self._classes.parse_all(informers.priority_classes.cache, "PriorityClass", skipped):
-            classes[pc.metadata.name] = pc.value
-            if pc.global_default:
-                default_priority = pc.value
-
-        namespace_labels = _namespace_labels(informers)
-
-        # --- bind requests by pod ----------------------------------------------------------------
-        requests: dict[str, JsonObject] = {}
-        for obj in informers.bind_requests.cache.values():
-            meta = obj.get("metadata") or {}
-            pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
-            requests[f"{meta.get('namespace') or 'default'}/{pod_name}"] = obj
-
-        # --- pod groups --------------------------------------------------------------------------
-        ranked: list[tuple[tuple[float, str, int], Pod | PodGroup, str]] = []
-        group_objects: dict[str, JsonObject] = {}
-        for key, obj in informers.pod_groups.cache.items():
-            group = self._groups.get(key, obj)
+    def _update_groups(self) -> None:
+        cache = self.informers.pod_groups.cache
+        for key in self._dirty_groups:
+            obj = cache.get(key)
+            group = self._groups.get(key, obj) if obj is not None else None
+            if obj is not None and group is None:
+                self._skipped[key] = f"PodGroup {key}"
+            else:
+                self._skipped.pop(key, None)
+            previous = self._group_objects.pop(key, None)
+            if previous is not None and self._incarnation_ended(previous, obj, key):
+                self._ranks.forget((*self._created(previous, key), 0))
             if group is None:
-                skipped.append(f"PodGroup {key}")
+                if obj is None:
+                    self._groups.entries.pop(key, None)
+                if previous is not None:
+                    self.cache.remove_pod_group(key)
+                self._group_times.pop(key, None)
                 continue
-            group_objects[group.key] = obj
-            ranked.append(((*self._created(obj, key), 0), group, key))
-        self._groups.prune(set(informers.pod_groups.cache))
+            assert obj is not None  # it parsed
+            self._group_objects[group.key] = obj
+            rank = self._rank((*self._created(obj, key), 0))
+            self.cache.upsert_pod_group(PodGroupState(group, rank))
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            times = JobTimes(
+                self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
+                self._annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
+            )
+            if times.last_start is None and times.stale_since is None:
+                self._group_times.pop(key, None)
+            else:
+                self._group_times[key] = times
+        self._dirty_groups.clear()
 
-        # --- pods --------------------------------------------------------------------------------
-        raw_pods: dict[str, JsonObject] = {}
-        facts: dict[str, tuple[str | None, str, tuple[str, ...], bool]] = {}
-        for key, obj in informers.pods.cache.items():
-            if is_reservation_pod(obj):
+    def _update_pods(self) -> None:
+        informers = self.informers
+        requests = informers.bind_requests
+        unlabelled_nodes: set[str] = set()
+        for key in self._dirty_pods:
+            obj = informers.pods.cache.get(key)
+            previous = self._pod_objects.pop(key, None)
+            if previous is not None and self._incarnation_ended(previous, obj, key):
+                self._ranks.forget((*self._created(previous, key), 1))
+            if obj is None:
+                self._our_pods.entries.pop(key, None)
+                self._other_pods.entries.pop(key, None)
+                self._skipped.pop(key, None)
+            state = self._pod_state(key, obj, requests.by_index(POD_INDEX, key)) if obj else None
+            if state is None:
+                if previous is not None:
+                    self.cache.remove_pod(key)
                 continue
-            pod = self._pod_model(key, obj)
-            if pod is None:
-                skipped.append(f"Pod {key}")
-                continue
-            fact = self._pod_facts(key, obj, requests.get(key), binding.get(key), evicting.get(key))
-            if fact is None:
-                continue
-            raw_pods[key] = obj
-            facts[key] = fact
-            ranked.append(((*self._created(obj, key), 1), pod, key))
-        alive = set(raw_pods)
-        for gone_key in [k for k in self._pod_models if k not in informers.pods.cache]:
-            forgotten = self._pod_models.pop(gone_key)
-            if self.on_forget is not None:
-                self.on_forget(forgotten)
-        self._our_pods.prune(alive)
-        self._other_pods.prune(alive)
+            assert obj is not None  # it has a state
+            self._pod_objects[key] = obj
+            self.cache.upsert_pod(state)
+            if state.node_name is not None and not state.gpu_groups and is_shared_gpu_pod(state.pod):
+                unlabelled_nodes.add(state.node_name)
+        self._dirty_pods.clear()
+        for node in unlabelled_nodes:
+            self._name_unlabelled_gpus(node)
 
-        ranked.sort(key=lambda item: item[0])
-        pods: list[PodState] = []
-        groups: list[PodGroupState] = []
+    def _pod_state(self, key: str, obj: JsonObject, requests: list[JsonObject]) -> PodState | None:
+        """The pod as the cache should hold it; None to leave it out (gone, unparsable, a reservation pod,
+        or waiting for the pod grouper)."""
+        if is_reservation_pod(obj):
+            return None
+        ours = self._ours(obj)
+        parsed = (self._our_pods if ours else self._other_pods).get(key, obj)
+        (self._other_pods if ours else self._our_pods).entries.pop(key, None)
+        if parsed is None:
+            self._skipped[key] = f"Pod {key}"
+            return None
+        self._skipped.pop(key, None)
+        request = requests[0] if requests else None
+        fact = self._pod_facts(key, obj, request, self._binding.get(key), self._evicting.get(key))
+        if fact is None:
+            return None
+        node_name, phase, gpu_groups, terminating = fact
+        rank = self._rank((*self._created(obj, key), 1))
+        return PodState(parsed, rank, node_name, phase, gpu_groups, terminating)
+
+    def _name_unlabelled_gpus(self, node: str) -> None:
+        """Bound shared-GPU pods on `node` that name no GPU group (bound by something else) get one, packed
+        as gpupack would, so that their portions are accounted on a definite GPU (as the simulator does)."""
+        states = [
+            state
+            for key in self.informers.pods.index_keys(POD_NODE_INDEX, node)
+            if (state := self.cache.pod(key)) is not None and state.node_name == node
+        ]
+        states.sort(key=lambda state: state.rank)
+        memory = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in self._node_models()}
+        bound = [BoundPod(state.pod, state.node_name, state.gpu_groups) for state in states]
+        for index, groups in assign_missing_gpu_groups(bound, memory, fresh_prefix="unlabelled-").items():
+            self.cache.upsert_pod(replace(states[index], gpu_groups=groups))
+
+    def _node_models(self) -> list[Node]:
+        return [model for _, model in self._nodes.entries.values() if model is not None]
+
+    def _rank(self, sort_key: tuple[float, str, int]) -> float:
+        rank, renumbered = self._ranks.rank(sort_key)
+        if renumbered:  # every rank moved: hand every object to the cache again
+            self._dirty_pods.update(self._pod_objects)
+            self._dirty_groups.update(self._group_objects)
+        return rank
+
+    # --- what the loop reads -------------------------------------------------------------------------
+
+    def _live_state(self) -> LiveState:
+        state = self.cache.state()
         job_of_pod: dict[str, str] = {}
         active: set[str] = set()
-        for rank, (_, model, key) in enumerate(ranked):
-            if isinstance(model, PodGroup):
-                groups.append(PodGroupState(model, rank))
+        for pod_state in state.pods:
+            model = pod_state.pod
+            if model.spec.scheduler_name != c.SCHEDULER_NAME:
                 continue
-            node_name, phase, gpu_groups, terminating = facts[key]
-            placed = nominated.get(key) if node_name is None else None
-            pods.append(
-                PodState(
-                    model,
-                    rank,
-                    node_name,
-                    phase,
-                    gpu_groups,
-                    terminating,
-                    placed.node if placed else None,
-                    placed.gpu_groups if placed else (),
-                )
-            )
-            if model.spec.scheduler_name == c.SCHEDULER_NAME:
-                annotations = model.metadata.annotations
-                group_name = annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(model)
-                job = f"{model.namespace}/{group_name}"
-                job_of_pod[key] = job
-                if node_name is not None and phase not in _TERMINAL:
-                    active.add(job)
-        pods = _assign_missing_gpu_groups(pods, nodes)
-
-        times: dict[str, JobTimes] = {}
-        for job, obj in group_objects.items():
-            annotations = (obj.get("metadata") or {}).get("annotations") or {}
-            times[job] = JobTimes(
-                self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, job),
-                self._annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, job),
-            )
-        times.update(job_times or {})  # what the loop wrote last is newer than what the cache shows
-        state = ClusterState(
-            nodes=nodes,
-            pods=pods,
-            pod_groups=groups,
-            queues=[queue for _, queue in queues],
-            priority_classes=classes,
-            default_priority=default_priority,
-            job_times={
-                job: t for job, t in times.items() if t.last_start is not None or t.stale_since is not None
-            },
-            topologies=topologies,
-            namespace_labels=namespace_labels,
-        )
+            job = job_key_of(model)
+            job_of_pod[model.key] = job
+            if pod_state.node_name is not None and pod_state.phase not in _TERMINAL:
+                active.add(job)
+        requests: dict[str, JsonObject] = {}
+        for key in self._pod_objects:
+            found = self.informers.bind_requests.by_index(POD_INDEX, key)
+            if found:
+                requests[key] = found[0]
         return LiveState(
             state=state,
-            pods=raw_pods,
+            pods=dict(self._pod_objects),
             job_of_pod=job_of_pod,
-            pod_groups=group_objects,
+            pod_groups=dict(self._group_objects),
             active_jobs=frozenset(active),
             bind_requests=requests,
-            skipped=tuple(skipped),
+            skipped=tuple(self._cluster_skipped) + tuple(sorted(self._skipped.values())),
         )
 
     # --- pieces ----------------------------------------------------------------------------------
+
+    def _incarnation_ended(self, previous: JsonObject, current: JsonObject | None, key: str) -> bool:
+        """The object is gone, or was deleted and made again (another creation time, another rank)."""
+        return current is None or self._created(current, key) != self._created(previous, key)
 
     def _created(self, obj: JsonObject, key: str) -> tuple[float, str]:
         stamp = (obj.get("metadata") or {}).get("creationTimestamp")
@@ -486,17 +560,6 @@ def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
         except ValueError:
             return True
     return True
-
-
-def _assign_missing_gpu_groups(pods: list[PodState], nodes: list[Node]) -> list[PodState]:
-    """Bound shared-GPU pods that name no GPU group (bound by something else) get one, packed as gpupack
-    would, so that their portions are accounted on a definite GPU (as the simulator does)."""
-    memory_of = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in nodes}
-    bound = [BoundPod(p.pod, p.node_name, p.gpu_groups) for p in pods]
-    assigned = assign_missing_gpu_groups(bound, memory_of, fresh_prefix="unlabelled-")
-    if not assigned:
-        return pods
-    return [replace(p, gpu_groups=assigned[i]) if i in assigned else p for i, p in enumerate(pods)]
 
 
 __all__ = [

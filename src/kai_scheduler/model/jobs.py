@@ -100,7 +100,7 @@ class TaskInfo:
         status: TaskStatus,
         placement: Placement,
         labels: dict[str, str],
-        rank: int,
+        rank: float,
         task_priority: int = 0,
         node: int = -1,
         gpu_groups: tuple[str, ...] = (),
@@ -209,7 +209,7 @@ class JobInfo:
     priority: int
     preemptible: bool
     min_member: int
-    rank: int  # creation order: smaller is older
+    rank: float  # creation order: smaller is older
     podsets: dict[str, PodSet] = field(default_factory=dict)
     tasks: list[TaskInfo] = field(default_factory=list)
     # Why the job could not be scheduled as-is, before any action ran (queue missing, not enough pods).

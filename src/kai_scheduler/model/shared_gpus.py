@@ -22,6 +22,12 @@ class BoundPod:
     gpu_groups: tuple[str, ...]
 
 
+def is_shared_gpu_pod(pod: Pod) -> bool:
+    """Whether the pod asks for part of a GPU (`gpu-fraction` or `gpu-memory`)."""
+    annotations = pod.metadata.annotations
+    return c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
+
+
 def assign_missing_gpu_groups(
     pods: Sequence[BoundPod], node_gpu_memory: Mapping[str, str], *, fresh_prefix: str = ""
 ) -> dict[int, tuple[str, ...]]:
@@ -34,11 +40,10 @@ def assign_missing_gpu_groups(
             for group in bound.gpu_groups:
                 used[group] = used.get(group, 0.0) + _portion(bound.pod, node_gpu_memory.get(bound.node, ""))
     assigned: dict[int, tuple[str, ...]] = {}
-    counter = 0
+    counters: dict[str, int] = {}  # per node, so that a node's names depend on its pods alone
     for index, bound in enumerate(pods):
         annotations = bound.pod.metadata.annotations
-        shared = c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
-        if bound.node is None or bound.gpu_groups or not shared:
+        if bound.node is None or bound.gpu_groups or not is_shared_gpu_pod(bound.pod):
             continue
         portion = _portion(bound.pod, node_gpu_memory.get(bound.node, ""))
         try:
@@ -51,7 +56,7 @@ def assign_missing_gpu_groups(
             if len(chosen) < devices and group.startswith(prefix) and amount + portion <= 1.0 + 1e-9:
                 chosen.append(group)
         while len(chosen) < devices:
-            counter += 1
+            counters[bound.node] = counter = counters.get(bound.node, 0) + 1
             candidate = f"{prefix}{fresh_prefix}{counter}"
             if candidate not in used:
                 chosen.append(candidate)

@@ -1,8 +1,9 @@
 """The cluster as one scheduling cycle sees it, and the state an edge hands in to build it.
 
-An edge (the simulator, or the live mode's informers) describes the cluster as a `ClusterState`: the API
-objects plus what the edge knows about each pod at runtime (its node, phase, shared GPUs). The
-`SnapshotBuilder` turns that into a `ClusterSnapshot` of model objects that a session mutates freely.
+An edge (the simulator, or the live mode's informers) describes the cluster as pod and PodGroup states (the
+API objects plus what the edge knows about each pod at runtime: its node, phase, shared GPUs) and the
+cluster-scoped objects; `model.cache.ClusterCache` keeps them and makes the `ClusterSnapshot` of model
+objects that one cycle works on. `ClusterState` is all of it at once (exports, replays, tests).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class PodState:
     """A pod and what is known of it at runtime. `rank` is its creation order (smaller is older)."""
 
     pod: Pod
-    rank: int
+    rank: float
     node_name: str | None = None
     phase: str = "Pending"
     gpu_groups: tuple[str, ...] = ()
@@ -35,7 +36,7 @@ class PodState:
 @dataclass(frozen=True, slots=True)
 class PodGroupState:
     pod_group: PodGroup
-    rank: int
+    rank: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[J
     items += [dump(topology) for topology in state.topologies]
     items += [dump(queue) for queue in _in_creation_order(list(state.queues))]
     items += [dump(node) for node in state.nodes]
-    ranked: list[tuple[int, int, PodGroupState | PodState]] = [
+    ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]
     ranked += [(pod.rank, 1, pod) for pod in state.pods]
