@@ -28,17 +28,16 @@ def bound(server: FakeApiServer) -> set[str]:
 
 async def rebuilt_from_scratch(server: FakeApiServer, loop: SchedulerLoop) -> dict[str, object]:
     """What a new scheduler sees: fresh informers, a fresh builder, the loop's in-flight memories."""
-    async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
-        async with InformerSet(client, backoff=FAST_BACKOFF) as informers:
-            assert await informers.wait_synced(5)
-            builder = StateBuilder(informers, SessionClock(start=loop.clock.start))
-            builder.build(
-                nominated=loop.nominated,
-                binding=loop.binding,
-                evicting=loop.evicting,
-                job_times=loop.job_times,
-            )
-            return fingerprint(builder.cache.snapshot())
+    async with (
+        LightkubeClient.from_url(server.url, timeout=5.0) as client,
+        InformerSet(client, backoff=FAST_BACKOFF) as informers,
+    ):
+        assert await informers.wait_synced(5)
+        builder = StateBuilder(informers, SessionClock(start=loop.clock.start))
+        builder.build(
+            nominated=loop.nominated, binding=loop.binding, evicting=loop.evicting, job_times=loop.job_times
+        )
+        return fingerprint(builder.cache.snapshot())
 
 
 def current(loop: SchedulerLoop) -> dict[str, object]:
