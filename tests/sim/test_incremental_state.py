@@ -11,6 +11,7 @@ cycles later when it changes a decision).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import fingerprint
+from helpers import fingerprint, node, pod, pod_group, queue
+from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.model.cache import ClusterCache, build_snapshot
@@ -111,3 +113,79 @@ def test_incremental_state_decides_as_a_rebuilt_one(path: Path, config: Path | N
     rebuilt.driver = RebuildingDriver(rebuilt.driver, rebuilt)
     assert decisions(incremental) == decisions(rebuilt)
     assert checking.compared > 0
+
+
+def busy_cluster(seed: int) -> list[ApiObject]:
+    """A small cluster that keeps changing: arrivals, completions, gangs, shared GPUs, running pods of
+    every priority (so reclaim, preempt and consolidation act), node selectors."""
+    rng = random.Random(seed)
+    objects: list[ApiObject] = [
+        node(f"n{i:02d}", gpus=8, gpu_memory=40000, labels={"zone": f"z{i % 2}"}) for i in range(8)
+    ]
+    objects += [queue("dept"), queue("a", gpu=24, parent="dept"), queue("b", gpu=40, parent="dept")]
+    for i in range(16):  # running from the start, spread over the nodes
+        fraction = rng.random() < 0.3
+        objects.append(
+            pod(
+                f"run-{i}",
+                rng.choice("ab"),
+                gpus=0 if fraction else rng.choice((1, 2)),
+                fraction=0.5 if fraction else None,
+                node_name=f"n{i % 8:02d}",
+                labels={"runai-gpu-group": f"n{i % 8:02d}-g{i}"} if fraction else None,
+                priority_class=rng.choice(("train", "build", "inference")),
+                duration=f"{rng.randint(60, 300)}s",
+            )
+        )
+    for g in range(5):
+        size = rng.randint(2, 4)
+        objects.append(
+            pod_group(
+                f"gang-{g}", rng.choice("ab"), min_member=size, priority_class=rng.choice(("train", "build"))
+            )
+        )
+        arrival = rng.randint(0, 200)
+        for i in range(size):
+            objects.append(
+                pod(
+                    f"gang-{g}-{i}",
+                    None,
+                    gpus=rng.choice((2, 4)),
+                    group=f"gang-{g}",
+                    arrival=f"{arrival}s",
+                    duration=f"{rng.randint(60, 300)}s",
+                )
+            )
+    for i in range(40):
+        fraction = rng.random() < 0.2
+        objects.append(
+            pod(
+                f"single-{i}",
+                rng.choice("ab"),
+                gpus=0 if fraction else rng.choice((1, 1, 2, 4, 8)),
+                fraction=0.25 if fraction else None,
+                priority_class=rng.choice(("train", "build", "inference")),
+                arrival=f"{rng.randint(0, 200)}s",
+                duration=f"{rng.randint(30, 300)}s",
+                node_selector={"zone": "z1"} if rng.random() < 0.1 else None,
+            )
+        )
+    return objects
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_busy_cluster_decides_as_a_rebuilt_one(seed: int) -> None:
+    def make() -> Simulation:
+        options = SimulationOptions(start=datetime(2026, 1, 1, tzinfo=UTC), max_cycles=400)
+        return Simulation(busy_cluster(seed), SchedulerConfig(), options)
+
+    incremental = make()
+    checking = CheckingDriver(incremental.driver, incremental)
+    incremental.driver = checking
+    rebuilt = make()
+    rebuilt.driver = RebuildingDriver(rebuilt.driver, rebuilt)
+    ours = decisions(incremental)
+    assert ours == decisions(rebuilt)
+    kinds = {(d[2], d[3]) for d in ours}
+    assert ("allocate", "bind") in kinds and any(action != "allocate" for action, _ in kinds), kinds
+    assert checking.compared > 20
