@@ -1,6 +1,8 @@
-"""The live edge's `ClusterState`: what the informer caches hold, as the scheduling core reads it.
+"""The live edge's side of the shared cluster state: informer events in, `ClusterCache` deltas out.
 
-It mirrors the simulator's `SimCluster.state()` (sim/cluster.py) with the cluster's own facts:
+`StateBuilder` keeps a `model.cache.ClusterCache` current, as the simulator's `SimCluster` keeps its own
+(sim/cluster.py); the rules they share (priorities, phases, timestamps, job keys) live below both edges.
+What is live mode's own:
 
 * Objects are parsed with the project's models; a pod of ours (and every PodGroup) goes through
   `parse_object`, the same checks as the simulator's input (KAI's admission rules), so that nothing the
@@ -11,15 +13,17 @@ It mirrors the simulator's `SimCluster.state()` (sim/cluster.py) with the cluste
   very pod: same uid) counts as bound to the BindRequest's selected node and GPU groups, as KAI's
   scheduler cache does; so does a pod whose BindRequest this process created but the informer has not
   shown yet (`binding`), so that no pod is ever placed twice. Pods this process evicted are terminating
-  until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`).
+  until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`,
+  `ClusterCache.nominate`). Pending pods with scheduling gates are left out, and so are pending pods not yet
+  grouped when a pod grouper runs (`require_pod_groups`).
 * GPU reservation pods (label `app=kai-resource-reservation`, created by the binder) are left out
   entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
-  (a bare pod's implicit group takes the pod's rank); queues are ordered the same way.
+  (a bare pod's implicit group takes the pod's rank), kept by `cluster.ranks.CreationRanks` as objects
+  come and go; queues are ordered the same way.
 * Namespaces' labels (when the informers watch Namespaces, as the scheduler's do) for pod (anti-)affinity's
   namespaceSelector; without them a namespace carries only its `kubernetes.io/metadata.name` label.
-* Priority classes: KAI's four (train 50, build-preemptible 75, build 100, inference 125) unless the
-  cluster defines a class of the same name; a `globalDefault` class sets the default priority.
+* Priority classes: `model.priorities.Priorities.of` (KAI's four unless redefined; `globalDefault`).
 * `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp` and
   `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), converted to the session clock (`SessionClock`).
 
@@ -46,7 +50,7 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue, Topology
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.k8s.client import JsonObject
 from kai_scheduler.k8s.informers import (
@@ -506,10 +510,8 @@ class StateBuilder:
         grouped = bool((meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION))
         if not bound and self.require_pod_groups and self._ours(obj) and not grouped:
             return None  # not grouped yet: the pod grouper has not annotated it
-        if bound:
-            return (str(node), "Running", groups, terminating)
-        phase = "Pending" if raw_phase in ("Pending", "Unknown") else raw_phase
-        return (None, phase, (), terminating)
+        node_name, phase = scheduler_phase(str(node) if bound else None, raw_phase)
+        return (node_name, phase, groups if bound else (), terminating)
 
 
 def _namespace_labels(informers: InformerSet) -> dict[str, dict[str, str]]:
