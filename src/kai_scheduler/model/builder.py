@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -306,9 +307,18 @@ def queue_problem(queue: str, queues: QueueTree) -> str | None:
     return None
 
 
-def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, priorities: Priorities) -> JobInfo:
-    """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
-    pg: PodGroup = pg_state.pod_group
+@dataclass(frozen=True, slots=True)
+class JobTraits:
+    """What decides where a job stands: its queue, priority and preemptibility."""
+
+    queue: str
+    priority: int
+    preemptible: bool
+
+
+def pod_group_traits(pg: PodGroup, first_pod: Pod | None, priorities: Priorities) -> JobTraits:
+    """A PodGroup's queue, priority and preemptibility: its spec, then its labels, then (where both are
+    silent) its first pod's."""
     spec = pg.spec
     labels = pg.metadata.labels
     class_name = (
@@ -331,12 +341,20 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
         or (first_pod.metadata.labels.get(c.PREEMPTIBILITY_LABEL) if first_pod else None)
         or ""
     )
+    return JobTraits(queue, priority, is_preemptible(preemptibility, priority))
+
+
+def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, priorities: Priorities) -> JobInfo:
+    """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
+    pg: PodGroup = pg_state.pod_group
+    spec = pg.spec
+    traits = pod_group_traits(pg, first_pod, priorities)
     job = JobInfo(
         namespace=pg.namespace,
         name=pg.metadata.name,
-        queue=queue,
-        priority=priority,
-        preemptible=is_preemptible(preemptibility, priority),
+        queue=traits.queue,
+        priority=traits.priority,
+        preemptible=traits.preemptible,
         min_member=spec.min_member,
         rank=pg_state.rank,
         topology=_constraint(spec.topology_constraint),
