@@ -55,8 +55,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import Pod, Queue
+from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass, Queue
 from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.k8s.client import (
     NODES,
     POD_GROUPS,
@@ -80,9 +81,9 @@ from kai_scheduler.k8s.informers import (
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.metrics import QueueMetrics
 from kai_scheduler.k8s.podgrouper_controller import RETRY_BACKOFF, wait_or_stop
-from kai_scheduler.model.builder import pod_request
-from kai_scheduler.model.priorities import is_preemptible
-from kai_scheduler.model.resources import PodRequest
+from kai_scheduler.model.builder import pod_group_traits, pod_request
+from kai_scheduler.model.priorities import Priorities, is_preemptible
+from kai_scheduler.model.resources import PodRequest, Resources
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,14 @@ class Usage:
             except ValueError:
                 values.append(0.0)
         return cls(*values)
+
+    @classmethod
+    def of(cls, resources: Resources) -> Usage:
+        """From the model's units (CPU in millicores)."""
+        return cls(resources.cpu / 1000, resources.memory, resources.gpu)
+
+    def resources(self) -> Resources:
+        return Resources(gpu=self.gpu, cpu=self.cpu * 1000, memory=self.memory)
 
     def per_metric(self) -> dict[str, float]:
         """For `QueueMetrics.observe_queues`: cores, bytes and GPUs."""
@@ -196,6 +205,11 @@ class _NodeGpuMemory:
             sizes = [m for obj in self.informer.objects() if (m := gpu_memory_mib_of(obj)) > 0]
             self._smallest = min(sizes) if sizes else 0.0
         return self._smallest
+
+
+def _creation_order(obj: JsonObject) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
 
 # --- the shared loop -------------------------------------------------------------------------------
@@ -459,89 +473,70 @@ class PodGroupStatusController(_StatusLoop):
         self._requests[uid] = request
         return request
 
-    def _priority_classes(self) -> tuple[dict[str, int], int]:
-        classes: dict[str, int] = dict(c.BUILTIN_PRIORITY_CLASSES)
-        default = c.DEFAULT_PRIORITY
+    def _priorities(self) -> Priorities:
         informer = self.informers.optional(PRIORITY_CLASSES)
-        if informer is not None:
-            for obj in informer.objects():
-                name = (obj.get("metadata") or {}).get("name")
-                value = obj.get("value")
-                if isinstance(name, str) and isinstance(value, int):
-                    classes[name] = value
-                    if obj.get("globalDefault") is True:
-                        default = value
-        return classes, default
+        classes: list[PriorityClass] = []
+        for obj in informer.objects() if informer is not None else ():
+            try:
+                classes.append(PriorityClass.model_validate(obj))
+            except (ValidationError, ValueError, TypeError):
+                continue  # the scheduler skips it too
+        return Priorities.of(classes)
 
     def is_preemptible(
-        self,
-        group: Mapping[str, Any],
-        pods: list[JsonObject],
-        classes: Mapping[str, int] | None = None,
-        default_priority: int | None = None,
+        self, group: JsonObject, pods: list[JsonObject], priorities: Priorities | None = None
     ) -> bool:
-        """As the scheduler decides it (see the module doc)."""
-        if classes is None or default_priority is None:
-            classes, default_priority = self._priority_classes()
-        spec = group.get("spec") or {}
-        labels = (group.get("metadata") or {}).get("labels") or {}
-        first = pods[0] if pods else {}
-        first_labels = (first.get("metadata") or {}).get("labels") or {}
-        first_spec = first.get("spec") or {}
-        preemptibility = str(
-            spec.get("preemptibility")
-            or labels.get(c.PREEMPTIBILITY_LABEL)
-            or first_labels.get(c.PREEMPTIBILITY_LABEL)
-            or ""
-        )
-        class_name = spec.get("priorityClassName") or labels.get(PRIORITY_CLASS_LABEL)
-        class_name = class_name or first_spec.get("priorityClassName")
-        if class_name and class_name in classes:
-            priority = classes[class_name]
-        elif not class_name and isinstance(first_spec.get("priority"), int):
-            priority = int(first_spec["priority"])
-        else:
-            priority = default_priority
-        return is_preemptible(preemptibility, priority)
+        """As the scheduler decides it (`model.builder.pod_group_traits`, with the group's first pod)."""
+        priorities = priorities or self._priorities()
+        try:
+            model = PodGroup.model_validate(group)
+        except (ValidationError, ValueError, TypeError) as error:
+            log.warning("PodGroup %s cannot be read (%s): preemptible by default", object_key(group), error)
+            return is_preemptible("", priorities.default)
+        first: Pod | None = None
+        for pod in sorted(pods, key=_creation_order):
+            try:
+                first = Pod.model_validate(pod)
+                break
+            except (ValidationError, ValueError, TypeError):
+                continue
+        return pod_group_traits(model, first, priorities).preemptible
 
     def pod_group_status(
         self,
         group: JsonObject,
         *,
         memory: _NodeGpuMemory | None = None,
-        classes: tuple[dict[str, int], int] | None = None,
+        priorities: Priorities | None = None,
     ) -> dict[str, Any]:
-        """The status fields this controller owns, as they should be."""
+        """The status fields this controller owns, as they should be (`cluster.status`)."""
         memory = memory or _NodeGpuMemory(self.informers.optional(NODES))
-        class_values, default_priority = classes or self._priority_classes()
         pods = self.informers.pods.by_index(POD_GROUP_INDEX, object_key(group))
-        counters = dict.fromkeys(POD_COUNTERS, 0)
-        allocated, requested = ZERO, ZERO
+        facts = []
         for pod in pods:
-            phase = str((pod.get("status") or {}).get("phase") or "Pending")
-            if phase in ("Running", "Succeeded", "Failed", "Pending"):
-                counters[phase.lower()] += 1
-            if phase in _FINISHED:
-                continue
-            request = self._request(pod)
-            if request is None:
-                continue
             node = (pod.get("spec") or {}).get("nodeName")
-            usage = Usage(
-                request.cpu / 1000, request.memory, request.gpu_units(memory.of(str(node) if node else None))
+            phase = (pod.get("status") or {}).get("phase")
+            facts.append(
+                PodFacts(
+                    str(phase) if phase else None,
+                    bool(node),
+                    memory.of(str(node)) if node else 0.0,
+                    None if str(phase) in _FINISHED else self._request(pod),
+                )
             )
-            requested = requested + usage
-            if node:
-                allocated = allocated + usage
-        preemptible = self.is_preemptible(group, pods, class_values, default_priority)
+        preemptible = self.is_preemptible(group, pods, priorities)
+        numbers = pod_group_numbers(facts, preemptible=preemptible, min_gpu_memory_mib=memory.of(None))
         self.stats.computed += 1
         return {
             "resourcesStatus": {
-                "allocated": allocated.resource_list(),
-                "allocatedNonPreemptible": (ZERO if preemptible else allocated).resource_list(),
-                "requested": requested.resource_list(),
+                "allocated": Usage.of(numbers.allocated).resource_list(),
+                "allocatedNonPreemptible": Usage.of(numbers.allocated_non_preemptible).resource_list(),
+                "requested": Usage.of(numbers.requested).resource_list(),
             },
-            **counters,
+            "running": numbers.running,
+            "succeeded": numbers.succeeded,
+            "failed": numbers.failed,
+            "pending": numbers.pending,
         }
 
     def _current(self, obj: JsonObject) -> Any:
@@ -568,14 +563,14 @@ class PodGroupStatusController(_StatusLoop):
         everything = keys is None
         targets = list(informer.cache) if keys is None else sorted(set(keys))
         memory = _NodeGpuMemory(self.informers.optional(NODES))
-        classes = self._priority_classes()
+        priorities = self._priorities()
         writes: list[tuple[str, JsonObject, Any]] = []
         for key in targets:
             obj = informer.cache.get(key)
             if obj is None:
                 self._written.pop(key, None)
                 continue
-            desired = self.pod_group_status(obj, memory=memory, classes=classes)
+            desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
             if self._up_to_date(key, obj, desired):
                 self.stats.unchanged += 1
                 continue
@@ -634,6 +629,19 @@ class QueueUsage:
             self.allocated + other.allocated,
             self.allocated_non_preemptible + other.allocated_non_preemptible,
             self.requested + other.requested,
+        )
+
+    def numbers(self) -> Numbers:
+        return Numbers(
+            self.allocated.resources(), self.allocated_non_preemptible.resources(), self.requested.resources()
+        )
+
+    @classmethod
+    def of(cls, numbers: Numbers) -> QueueUsage:
+        return cls(
+            Usage.of(numbers.allocated),
+            Usage.of(numbers.allocated_non_preemptible),
+            Usage.of(numbers.requested),
         )
 
     @classmethod
@@ -705,37 +713,24 @@ class QueueStatusController(_StatusLoop):
         return usage
 
     def totals(self) -> dict[str, tuple[QueueUsage, list[str]]]:
-        """Every queue's usage (its PodGroups and all its descendants) and its children, by name."""
+        """Every queue's usage (its PodGroups and all its descendants: `cluster.status.queue_numbers`) and
+        its children, by name."""
         queues = {str((q.get("metadata") or {}).get("name")): q for q in self.informers.queues.objects()}
+        parents: dict[str, str | None] = {}
         children: dict[str, list[str]] = {name: [] for name in queues}
         for name, queue in queues.items():
             parent = _parent_of(queue)
-            if parent in children and parent != name:
+            parents[name] = parent if parent in queues and parent != name else None
+            if parents[name] is not None:
                 children[parent].append(name)
         groups = self.informers.pod_groups
-        own = {
-            name: sum(
-                (self._pod_group_usage(g) for g in groups.by_index(QUEUE_INDEX, name)), start=EMPTY_USAGE
-            )
+        own = [
+            (name, self._pod_group_usage(group).numbers())
             for name in queues
-        }
-        done: dict[str, QueueUsage] = {}
-
-        def total(name: str, visiting: set[str]) -> QueueUsage:
-            if name in done:
-                return done[name]
-            visiting.add(name)
-            usage = own[name]
-            for child in children[name]:
-                if child in visiting:
-                    log.warning("queue %s: its parents form a cycle through %s", name, child)
-                    continue
-                usage = usage + total(child, visiting)
-            visiting.discard(name)
-            done[name] = usage
-            return usage
-
-        return {name: (total(name, set()), sorted(children[name])) for name in queues}
+            for group in groups.by_index(QUEUE_INDEX, name)
+        ]
+        totals = queue_numbers(parents, own)
+        return {name: (QueueUsage.of(totals[name]), sorted(children[name])) for name in queues}
 
     @staticmethod
     def queue_status(usage: QueueUsage, child_queues: list[str]) -> dict[str, Any]:

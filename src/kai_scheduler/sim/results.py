@@ -8,20 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
-from kai_scheduler.model.cache import build_snapshot
+from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
-from kai_scheduler.plugins.proportion.plugin import account_queues
 from kai_scheduler.sim.engine import SimulationResult
 
 PHASES = ("Running", "Pending", "Succeeded", "Failed")
 
 
 def final_snapshot(result: SimulationResult) -> ClusterSnapshot:
-    """The cluster after the last cycle's effects, with queue usage accounted."""
-    snapshot = build_snapshot(result.cluster.state())
-    account_queues(snapshot)
-    return snapshot
+    """The cluster after the last cycle's effects."""
+    return result.cluster.cache.snapshot()
 
 
 def resources_json(resources: Resources | tuple[float, float, float]) -> dict[str, float]:
@@ -37,6 +34,7 @@ def _clean(value: float) -> float:
 
 def result_document(result: SimulationResult) -> dict[str, Any]:
     snapshot = final_snapshot(result)
+    numbers = _status_numbers(result, snapshot)
     cluster = result.cluster
     nodes = snapshot.nodes
     pods = []
@@ -78,8 +76,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
             "gpu": {"capacity": _clean(snapshot.nodes.gpu_units()), "allocated": _clean(gpu_allocated)},
         },
         "pods": pods,
-        "podGroups": _pod_groups(result, snapshot),
-        "queues": _queues(result, snapshot),
+        "podGroups": _pod_groups(result, snapshot, numbers),
+        "queues": _queues(result, snapshot, numbers),
         "decisions": [
             {
                 "cycle": record.cycle,
@@ -98,12 +96,36 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def _pod_groups(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+def _status_numbers(result: SimulationResult, snapshot: ClusterSnapshot) -> dict[str, Numbers]:
+    """Each job's PodGroup status numbers (`cluster.status`, as live mode writes them), by job key."""
+    nodes = snapshot.nodes
+    derivations = result.cluster.cache.derivations
+    facts: dict[str, list[PodFacts]] = {}
+    for sim_pod in result.cluster.arrived_pods():
+        pod = sim_pod.pod
+        if pod.spec.scheduler_name != SCHEDULER_NAME:
+            continue
+        node = nodes.index.get(sim_pod.node) if sim_pod.node is not None else None
+        memory = float(nodes.gpu_memory_mib[node]) if node is not None else 0.0
+        request = derivations.of(pod)[0]
+        facts.setdefault(sim_pod.job_key, []).append(
+            PodFacts(sim_pod.phase, node is not None, memory, request)
+        )
+    return {
+        key: pod_group_numbers(
+            facts.get(key, ()), preemptible=job.preemptible, min_gpu_memory_mib=snapshot.min_gpu_memory_mib
+        )
+        for key, job in snapshot.jobs.items()
+    }
+
+
+def _pod_groups(
+    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers]
+) -> list[dict[str, Any]]:
     groups = []
     for job in snapshot.jobs.values():
-        running = sum(1 for t in job.tasks if t.status.value == "Running")
-        # Pods waiting for their scheduling gates are pending too (they are not tasks of the session).
-        pending = sum(1 for t in job.tasks if t.status.value == "Pending") + job.gated
+        counts = numbers[job.key]
+        pending = counts.pending
         reason = result.reasons.get(job.key) if pending else None
         if pending and reason is None and job.invalid_reason:
             reason = job.invalid_reason
@@ -113,7 +135,7 @@ def _pod_groups(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dic
                 "name": job.name,
                 "queue": job.queue,
                 "minMember": job.min_member,
-                "running": running,
+                "running": counts.running,
                 "pending": pending,
                 "unschedulableReason": reason,
             }
@@ -121,18 +143,22 @@ def _pod_groups(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dic
     return groups
 
 
-def _queues(result: SimulationResult, snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+def _queues(
+    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers]
+) -> list[dict[str, Any]]:
+    parents = {queue.name: queue.parent for queue in snapshot.queues}
+    totals = queue_numbers(parents, ((snapshot.jobs[key].queue, n) for key, n in numbers.items()))
     queues = []
     for queue in result.cluster.queues:
         name = queue.metadata.name
-        info = snapshot.queues.queues.get(name)
+        total = totals.get(name, Numbers())
         queues.append(
             {
                 "name": name,
                 "parent": queue.spec.parent_queue or None,
                 "fairShare": resources_json(result.fair_share.get(name, (0.0, 0.0, 0.0))),
-                "allocated": resources_json(info.allocated if info else Resources()),
-                "requested": resources_json(info.request if info else Resources()),
+                "allocated": resources_json(total.allocated),
+                "requested": resources_json(total.requested),
             }
         )
     return queues
