@@ -161,11 +161,11 @@ def measure(
     started = time.perf_counter()
     simulation = Simulation(objects, config, SimulationOptions(start=START, cycles=cycles))
     measured = Measurement(simulation, time.perf_counter() - started)
-    build, schedule = simulation.builder.build, simulation.scheduler.run
+    build, schedule = simulation.driver.cache.snapshot, simulation.driver.scheduler.run
     run_started = time.perf_counter()
 
     # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
-    def timed_build(state: Any) -> Any:
+    def timed_build(state: Any = None) -> Any:
         if quiet > 0 and quiet_tail(measured.decisions, count_first) >= quiet:
             measured.stopped_by = "settled"
             raise _Stop
@@ -188,8 +188,8 @@ def measure(
         measured.last = result
         return result
 
-    simulation.builder.build = timed_build  # type: ignore[method-assign]
-    simulation.scheduler.run = timed_schedule  # type: ignore[method-assign]
+    simulation.driver.cache.snapshot = timed_build  # type: ignore[method-assign]
+    simulation.driver.scheduler.run = timed_schedule  # type: ignore[method-assign]
     gc_timer = GcTimer()
     with gc_timer, timed_actions(measured.action_times):
         gc_timer.active = True
@@ -206,10 +206,10 @@ def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, 
     `{name}-N.prof` and as text sorted by cumulative and by own time (`{name}-N-profile.txt`)."""
     simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycle))
     profiler = cProfile.Profile()
-    build, schedule = simulation.builder.build, simulation.scheduler.run
+    build, schedule = simulation.driver.cache.snapshot, simulation.driver.scheduler.run
     seen = [0]
 
-    def profiled_build(state: Any) -> Any:
+    def profiled_build(state: Any = None) -> Any:
         seen[0] += 1
         if seen[0] == cycle:
             profiler.enable()
@@ -221,8 +221,8 @@ def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, 
         finally:
             profiler.disable()
 
-    simulation.builder.build = profiled_build  # type: ignore[method-assign]
-    simulation.scheduler.run = profiled_schedule  # type: ignore[method-assign]
+    simulation.driver.cache.snapshot = profiled_build  # type: ignore[method-assign]
+    simulation.driver.scheduler.run = profiled_schedule  # type: ignore[method-assign]
     simulation.run()
     folder.mkdir(parents=True, exist_ok=True)
     profiler.dump_stats(folder / f"{name}-{cycle}.prof")

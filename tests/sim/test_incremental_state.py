@@ -51,7 +51,7 @@ class CheckingDriver(CycleDriver):
     """Before each cycle, the incremental snapshot must equal a snapshot built from scratch."""
 
     def __init__(self, driver: CycleDriver, simulation: Simulation) -> None:
-        super().__init__(driver.scheduler, driver.cache, driver.usage)
+        super().__init__(simulation.config, driver.cache, driver.usage)
         self.simulation = simulation
         self.compared = 0
 
@@ -69,7 +69,7 @@ class RebuildingDriver(CycleDriver):
     the cycle's outcome, as its deltas)."""
 
     def __init__(self, driver: CycleDriver, simulation: Simulation) -> None:
-        super().__init__(driver.scheduler, driver.cache, driver.usage)
+        super().__init__(simulation.config, driver.cache, driver.usage)
         self.simulation = simulation
 
     def run(self, cycle: int, now: float) -> CycleOutcome:

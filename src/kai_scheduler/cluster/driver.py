@@ -8,12 +8,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
-from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.cache import ClusterCache, build_snapshot
+from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
-from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState
+from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
 from kai_scheduler.scheduler import Scheduler
+
+# The plugins that only make the live scheduler serve something (its plugin server's endpoints).
+SNAPSHOT_PLUGIN = SnapshotPlugin.name
+JOB_ORDER_PLUGIN = ReflectJobOrderPlugin.name
 
 
 class UsageSource(Protocol):
@@ -35,10 +42,19 @@ class CycleOutcome:
 
 
 class CycleDriver:
-    def __init__(self, scheduler: Scheduler, cache: ClusterCache, usage: UsageSource | None = None) -> None:
-        self.scheduler = scheduler
+    """Runs the scheduler configured by `config` on `cache`, one cycle per `run`."""
+
+    def __init__(
+        self, config: SchedulerConfig, cache: ClusterCache, usage: UsageSource | None = None
+    ) -> None:
+        self.scheduler = Scheduler(config)
         self.cache = cache
         self.usage = usage
+
+    @property
+    def skipped(self) -> list[str]:
+        """Plugin and action names of the configuration that are accepted but not built here."""
+        return self.scheduler.skipped
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         started = time.perf_counter()
@@ -52,3 +68,9 @@ class CycleDriver:
         if self.usage is not None:
             self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
         return CycleOutcome(snapshot, result, running_before, seconds, usage_seconds)
+
+
+def job_order(config: SchedulerConfig, state: ClusterState, *, cycle: int, now: float) -> list[JobInfo]:
+    """The pending jobs of `state` in the order the allocate action takes them up (KAI's
+    `reflectjoborder`), on a snapshot of its own."""
+    return Scheduler(config).job_order(build_snapshot(state), cycle=cycle, now=now)

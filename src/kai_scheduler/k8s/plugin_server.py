@@ -38,13 +38,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from kai_scheduler.cluster.driver import JOB_ORDER_PLUGIN, SNAPSHOT_PLUGIN
+from kai_scheduler.cluster.driver import job_order as allocate_order
 from kai_scheduler.framework.config import SchedulerConfig, config_document
 from kai_scheduler.k8s.http_server import BackgroundHTTPServer, QuietHandler
-from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState
 from kai_scheduler.model.state_export import export_state, manifest_list, rfc3339, session_instant
-from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
-from kai_scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ PLUGIN_SERVER_PORT: Final = 8081
 SNAPSHOT_PATH: Final = "/get-snapshot"
 JOB_ORDER_PATH: Final = "/get-job-order"
 # Which plugin turns on which path.
-ENDPOINTS: Final = {SnapshotPlugin.name: SNAPSHOT_PATH, ReflectJobOrderPlugin.name: JOB_ORDER_PATH}
+ENDPOINTS: Final = {SNAPSHOT_PLUGIN: SNAPSHOT_PATH, JOB_ORDER_PLUGIN: JOB_ORDER_PATH}
 SNAPSHOT_FILE: Final = "snapshot.yaml"
 CONFIG_FILE: Final = "scheduler-config.yaml"
 DEFAULT_SERVER: Final = f"localhost:{PLUGIN_SERVER_PORT}"
@@ -150,8 +149,7 @@ def config_yaml(config: SchedulerConfig) -> str:
 def job_order(cycle: CycleState, config: SchedulerConfig) -> list[dict[str, Any]]:
     """The pending jobs of the cycle's state in the order allocate takes them up, on a snapshot of its
     own (the cycle's was changed by the cycle)."""
-    snapshot = build_snapshot(cycle.state)
-    jobs = Scheduler(config).job_order(snapshot, cycle=cycle.cycle, now=cycle.now)
+    jobs = allocate_order(config, cycle.state, cycle=cycle.cycle, now=cycle.now)
     return [
         {
             "job": job.key,

@@ -81,7 +81,6 @@ from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, JobTimes
 from kai_scheduler.model.usage import UsageRecorder
-from kai_scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +188,6 @@ class SchedulerLoop:
         self.backoff_limit = backoff_limit
         self.node_pool = node_pool
         self.record_events = record_events
-        self.scheduler = Scheduler(config)
         self.states = StateBuilder(
             informers,
             self.clock,
@@ -224,7 +222,7 @@ class SchedulerLoop:
         usage: UsageSource | None = self.usage
         if self.prometheus is not None:
             usage = _PrometheusSource(self.prometheus, self.clock)
-        self.driver = CycleDriver(self.scheduler, self.states.cache, usage)
+        self.driver = CycleDriver(config, self.states.cache, usage)
 
     # --- one cycle -------------------------------------------------------------------------------
 

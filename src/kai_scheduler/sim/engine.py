@@ -13,7 +13,6 @@ from kai_scheduler.cluster.driver import CycleDriver
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.model.usage import UsageRecorder
-from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
 
 
@@ -51,12 +50,11 @@ class Simulation:
     ) -> None:
         self.config = config
         self.options = options
-        self.scheduler = Scheduler(config)
         self.cluster = build_cluster(objects, options.start)
         self.cluster.stale_grace = config.default_staleness_grace_period
         # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
-        self.driver = CycleDriver(self.scheduler, self.cluster.cache, self.usage)
+        self.driver = CycleDriver(config, self.cluster.cache, self.usage)
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
@@ -85,7 +83,7 @@ class Simulation:
             time=self._final_time(records),
             fair_share=fair_share,
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
-            skipped=self.scheduler.skipped,
+            skipped=self.driver.skipped,
         )
 
     def _out_of_cycles(self, now: float, cycles: int) -> bool:
