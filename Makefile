@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test bench lint clean
 
@@ -12,14 +13,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/kai-scheduler simulate
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+# SCALE_ARGS: options of benchmarks/scale.py, e.g. SCALE_ARGS=--quick.
+bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
+	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
+	$(BIN)/python benchmarks/report.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -1,0 +1,326 @@
+"""Scale benchmarks of issue #8: first cycle, steady cycle, their growth with the cluster, the whole
+`simulate` command on the steady input, and the openb trace replay.
+
+    python benchmarks/scale.py                      # everything, against this checkout's src/
+    python benchmarks/scale.py --quick              # up to 5,000 nodes, fewer steady cycles
+    python benchmarks/scale.py --only openb,command # some of: scale, command, openb
+    python benchmarks/scale.py --tree /work/wt-baseline/src   # the same against another tree: "before"
+
+Each measurement runs in a child process that imports `kai_scheduler` from the tree under test
+(`--tree`, default this checkout's `src/`) and uses only its public entry points: the API models,
+`Simulation` / `SimulationOptions`, `SchedulerConfig`, and the `simulate` command. Results go to
+`benchmarks/results.json` under the keys `scale`, `command` and `openb`, as `after` (or `before`: the
+default when --tree names another tree than this checkout's). The workloads are in `scale_workload.py`
+and `openb.py`; `report.py` turns results.json into docs/performance.md.
+
+* scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000 nodes), cycle 1 of the first-cycle
+  workload (the simulator's own cycle time: snapshot build + session) and the pods it placed (bind +
+  pipeline), and the median cycle time of cycles 2..N of the steady workload. The 5,000-node point is
+  the issue's "first cycle" (goal >= 5,000 pods/s) and "steady cycle" (goal <= 0.5 s) rows. A point that
+  does not finish within --budget seconds is recorded as not reached, and larger ones are not tried.
+* command: the 5,000-node steady workload (about 85,000 objects) written as YAML, then
+  `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time and peak memory.
+* openb: the openb trace as manifests, then `kai-scheduler simulate DIR --cycles 1 --output json`:
+  wall time, peak memory, pods placed and GPUs allocated.
+
+Internally, `scale.py point first|steady NODES` is one measurement (it prints its JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import bench_io
+from bench_io import ChildRun
+
+SEED = 20260108
+SIZES = (500, 1_000, 2_000, 5_000, 10_000)
+QUICK_SIZES = (500, 1_000, 2_000, 5_000)
+ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
+GOALS = {
+    "firstCyclePodsPerSecond": 5_000.0,
+    "steadyCycleSeconds": 0.5,
+    "commandSeconds": 20.0,
+    "commandMaxRssBytes": 2 * 2**30,
+    "openbSeconds": 5.0,
+}
+
+
+# --- one measurement, in the child ---------------------------------------------------------------
+
+
+def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
+    """Build the workload, simulate `cycles` cycles in memory, time them (runs in the child process)."""
+    import resource
+
+    import run
+    import scale_workload
+    from instrument import START
+
+    from kai_scheduler.framework.config import SchedulerConfig
+    from kai_scheduler.sim.engine import Simulation, SimulationOptions
+
+    started = time.perf_counter()
+    docs = (scale_workload.first_cycle if kind == "first" else scale_workload.steady)(nodes, seed)
+    kinds = Counter(doc["kind"] for doc in docs)
+    pending = sum(1 for d in docs if d["kind"] == "Pod" and d["status"]["phase"] == "Pending")
+    generated = time.perf_counter()
+    objects = run.to_objects(docs)
+    del docs
+    validated = time.perf_counter()
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
+    set_up = time.perf_counter()
+    cpu_started = time.process_time()
+    result = simulation.run()
+    ran = time.perf_counter()
+    cpu = time.process_time() - cpu_started
+    seconds = [record.seconds for record in result.cycles]
+    decisions = [dict(Counter(d.type for d in record.decisions)) for record in result.cycles]
+    placed = decisions[0].get("bind", 0) + decisions[0].get("pipeline", 0)
+    report: dict[str, Any] = {
+        "kind": kind,
+        "nodes": nodes,
+        "objects": dict(kinds),
+        "pendingPods": pending,
+        "runningPods": kinds["Pod"] - pending,
+        "generateSeconds": generated - started,
+        "validateSeconds": validated - generated,
+        "setupSeconds": set_up - validated,
+        "runSeconds": ran - set_up,
+        # CPU seconds of the run / its wall seconds: below 1 when other processes took the CPU from it.
+        "runCpuSeconds": cpu,
+        "cpuShare": cpu / (ran - set_up),
+        "cycleSeconds": seconds,
+        "decisionsPerCycle": decisions,
+        "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+    if kind == "first":
+        report.update(
+            seconds=seconds[0],
+            placed=placed,
+            podsPerSecond=placed / seconds[0] if seconds[0] > 0 else None,
+            microsecondsPerPodPlaced=seconds[0] / placed * 1e6 if placed else None,
+        )
+    else:
+        later = seconds[1:]
+        report.update(
+            medianSeconds=statistics.median(later) if later else None,
+            minSeconds=min(later) if later else None,
+            maxSeconds=max(later) if later else None,
+            decisionsAfterFirst=sum(sum(d.values()) for d in decisions[1:]),
+        )
+    return report
+
+
+# --- the benchmarks, in the parent ------------------------------------------------------------------
+
+
+def _child_point(
+    tree: Path, kind: str, nodes: int, cycles: int, seed: int, budget: float, work: Path
+) -> dict[str, Any]:
+    out = work / f"{kind}-{nodes}.json"
+    command = bench_io.python_command(
+        str(Path(__file__)), "point", kind, str(nodes), "--cycles", str(cycles), "--seed", str(seed)
+    )
+    child = bench_io.run_child(command, bench_io.child_env(tree), out, budget or None)
+    if child.timed_out:
+        return {"nodes": nodes, "reached": False, "budgetSeconds": budget}
+    if child.returncode != 0:
+        raise SystemExit(f"point {kind} {nodes} failed:\n{child.stderr[-2000:]}")
+    measured: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    measured.update(reached=True, processSeconds=child.seconds, loadAverageAfter=_load())
+    return measured
+
+
+def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
+    cycles = args.steady_cycles or (3 if args.quick else 5)
+    points: list[dict[str, Any]] = []
+    gave_up: set[str] = set()  # kinds that ran out of budget: larger clusters are not tried
+    for nodes in sizes:
+        entry: dict[str, Any] = {"nodes": nodes}
+        for kind, kind_cycles in (("first", 1), ("steady", cycles)):
+            if kind in gave_up:
+                entry[kind] = {"nodes": nodes, "reached": False, "skipped": True}
+                continue
+            say(f"scale: {kind} cycle, {nodes:,} nodes ...")
+            entry[kind] = _child_point(tree, kind, nodes, kind_cycles, args.seed, args.budget, work)
+            if not entry[kind]["reached"]:
+                gave_up.add(kind)
+            say("  " + _point_line(entry[kind]))
+        points.append(entry)
+    return {"seed": args.seed, "steadyCycles": cycles, "budgetSeconds": args.budget, "points": points}
+
+
+def _point_line(p: dict[str, Any]) -> str:
+    if not p["reached"]:
+        return "not reached (budget)" if not p.get("skipped") else "skipped"
+    if p["kind"] == "first":
+        return f"{p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
+    return (
+        f"steady cycles {' '.join(f'{s:.2f}' for s in p['cycleSeconds'])} s, median {p['medianSeconds']:.3f}"
+    )
+
+
+def _simulate_command(
+    tree: Path, folder: Path, cycles: int, budget: float, work: Path
+) -> tuple[ChildRun, Path]:
+    out = work / f"{folder.name}-out.json"
+    command = bench_io.python_command(
+        "-m", "kai_scheduler", "simulate", str(folder), "--cycles", str(cycles), "--output", "json"
+    )
+    child = bench_io.run_child(command, bench_io.child_env(tree), out, budget or None)
+    if child.returncode not in (0, None):
+        raise SystemExit(f"simulate {folder} failed:\n{child.stderr[-2000:]}")
+    return child, out
+
+
+def _yaml_folder(docs: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
+    import run
+
+    started = time.perf_counter()
+    files = run.write_yaml(docs, folder)
+    return {
+        "objects": len(docs),
+        "yamlBytes": sum(f.stat().st_size for f in files),
+        "writeSeconds": time.perf_counter() - started,
+    }
+
+
+def bench_command(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
+    import scale_workload
+
+    say(f"command: writing the {ROW_NODES:,}-node steady workload as YAML ...")
+    folder = work / "steady"
+    written = _yaml_folder(scale_workload.steady(ROW_NODES, args.seed), folder)
+    say(f"command: kai-scheduler simulate ({written['objects']:,} objects) --cycles 3 --output json ...")
+    child, out = _simulate_command(tree, folder, 3, args.budget, work)
+    report = {"nodes": ROW_NODES, "seed": args.seed, "cycles": 3, **written, **_child_figures(child)}
+    if not child.timed_out:
+        document = json.loads(out.read_text(encoding="utf-8"))
+        report.update(cycleSeconds=document["cycleSeconds"], outputBytes=out.stat().st_size)
+    say(f"  {_command_line(report)}")
+    return report
+
+
+def bench_openb(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
+    import openb
+
+    traces = Path(args.traces)
+    docs = openb.manifests(traces)
+    folder = work / "openb"
+    written = _yaml_folder(docs, folder)
+    say(f"openb: kai-scheduler simulate ({written['objects']:,} objects) --cycles 1 --output json ...")
+    child, out = _simulate_command(tree, folder, 1, args.budget, work)
+    report = {"cycles": 1, "trace": openb.describe(docs, traces), **written, **_child_figures(child)}
+    if not child.timed_out:
+        document = json.loads(out.read_text(encoding="utf-8"))
+        kinds = Counter(d["type"] for d in document["decisions"] if d["cycle"] == 1)
+        gpu = document["summary"]["gpu"]
+        report.update(
+            cycleSeconds=document["cycleSeconds"],
+            placed=kinds.get("bind", 0) + kinds.get("pipeline", 0),
+            podsByPhase=document["summary"]["pods"],
+            gpuAllocated=gpu["allocated"],
+            gpuCapacity=gpu["capacity"],
+            gpuAllocation=gpu["allocated"] / gpu["capacity"] if gpu["capacity"] else None,
+        )
+    say(f"  {_command_line(report)}")
+    return report
+
+
+def _child_figures(child: ChildRun) -> dict[str, Any]:
+    return {
+        "reached": not child.timed_out,
+        "seconds": child.seconds,
+        "maxRssBytes": child.max_rss_bytes,
+        "cpuSeconds": child.cpu_seconds,
+        "loadAverageAfter": _load(),
+    }
+
+
+def _load() -> list[float]:
+    """The load average (1, 5, 15 minutes) now: how much other work shared the CPUs during a run."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _command_line(r: dict[str, Any]) -> str:
+    if not r["reached"]:
+        return f"not finished within the budget ({r['seconds']:.0f} s)"
+    line = f"{r['seconds']:.2f} s wall, peak RSS {r['maxRssBytes'] / 2**30:.2f} GiB"
+    if "placed" in r:
+        line += f", {r['placed']:,} pods placed, GPU allocation {r['gpuAllocation']:.1%}"
+    return line
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+BENCHMARKS = {"scale": bench_scale, "command": bench_command, "openb": bench_openb}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["point"]:
+        parser = argparse.ArgumentParser(prog="scale.py point")
+        parser.add_argument("kind", choices=("first", "steady"))
+        parser.add_argument("nodes", type=int)
+        parser.add_argument("--cycles", type=int, default=1)
+        parser.add_argument("--seed", type=int, default=SEED)
+        args = parser.parse_args(argv[1:])
+        print(json.dumps(point(args.kind, args.nodes, args.cycles, args.seed)))
+        return 0
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tree", type=Path, default=bench_io.DEFAULT_TREE, help="the src folder to measure")
+    parser.add_argument(
+        "--as",
+        dest="which",
+        choices=("after", "before"),
+        help="results.json sub-key (default: before if --tree)",
+    )
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated: scale,command,openb")
+    parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}, 3 steady cycles")
+    parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), help="node counts")
+    parser.add_argument("--steady-cycles", type=int, help="cycles of the steady runs (default 5; quick 3)")
+    parser.add_argument("--budget", type=float, default=600.0, help="wall seconds per measurement (0: none)")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--traces", default=str(Path(__import__("openb").TRACES)), help="shared traces")
+    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
+    args = parser.parse_args(argv)
+    tree = args.tree.resolve()
+    which = args.which or ("after" if tree == bench_io.DEFAULT_TREE.resolve() else "before")
+    selected = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(selected) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}")
+    say(f"measuring {tree} as '{which}'")
+    for name in selected:
+        work = Path(tempfile.mkdtemp(prefix=f"kai-bench-{name}-"))
+        try:
+            header = bench_io.stamp(tree)
+            header["quick"] = args.quick
+            result = {**header, **BENCHMARKS[name](args, tree, work)}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if not args.no_save:
+            bench_io.update(name, which, result)
+    if not args.no_save:
+        say(f"wrote {bench_io.RESULTS_JSON}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
