@@ -28,6 +28,8 @@ BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
 RESULTS_JSON = BENCHMARKS / "results.json"
 DEFAULT_TREE = REPO / "src"
+TRACES = REPO.parent / "shared" / "traces"
+"""The shared public traces, `../shared/traces` relative to the repository (read, never copied here)."""
 
 
 def machine() -> dict[str, Any]:

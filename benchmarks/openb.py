@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import run  # the benchmarks' pod and queue helpers
+from bench_io import TRACES
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-"""The shared traces folder, `../shared/traces` relative to the repository."""
 CSV = Path("cluster-trace-gpu-v2023") / "csv"
 NODE_FILE = "openb_node_list_gpu_node.csv"
 POD_FILE = "openb_pod_list_default.csv"

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steady-cycles", type=int, help="cycles of the steady runs (default 5; quick 3)")
     parser.add_argument("--budget", type=float, default=600.0, help="wall seconds per measurement (0: none)")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--traces", default=str(Path(__import__("openb").TRACES)), help="shared traces")
+    parser.add_argument("--traces", default=str(bench_io.TRACES), help="shared traces")
     parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
     args = parser.parse_args(argv)
     tree = args.tree.resolve()
