@@ -43,11 +43,12 @@ def machine() -> dict[str, Any]:
 
 
 def tree_info(tree: Path) -> dict[str, Any]:
-    """Which code was measured: the source folder and its git commit (with `+dirty` if changed)."""
+    """Which code was measured: the source folder and the last commit that changed it (benchmark-only
+    commits and rebases of them do not change this id), with `+dirty` if it has uncommitted changes."""
     info: dict[str, Any] = {"path": str(tree)}
     try:
         commit = subprocess.run(
-            ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(tree), "log", "-1", "--format=%h", "--", "."],
             capture_output=True,
             text=True,
             check=True,

@@ -293,7 +293,7 @@ def _sizes(results: dict[str, Any], which: str) -> list[int]:
 
 def provenance(results: dict[str, Any]) -> list[str]:
     lines = [
-        "| benchmark | measured | code | load average (1, 5, 15 min) at the start |",
+        "| benchmark | measured | code (last commit of src/) | load average (1, 5, 15 min) at the start |",
         "|---|---|---|---|",
     ]
     for key in ("scale", "command", "openb"):
@@ -322,8 +322,8 @@ reference machine, and are stored in `benchmarks/results.json`; this page is gen
 `scale.py --tree <its src>`), "after" this checkout.
 
 **CPU time, and wall time in parentheses.** The 2-core machine is shared (the load average at the start
-of each benchmark is listed below; during the first measurements it was 8-10, and a run got as little
-as 15% of a core), so wall time says more about the neighbours than about the code. Every measured run
+of each benchmark is listed below; during the first measurements it was 6-17, and a run got 8-77% of a
+core), so wall time says more about the neighbours than about the code. Every measured run
 is single-threaded, so its CPU time is what its wall time would be on an idle machine; the table and
 the goals use it, and give the wall time beside it:
 
