@@ -329,7 +329,10 @@ the goals use it, and give the wall time beside it:
 
 * the in-memory cycles (first and steady cycle, growth): the simulator's own cycle time
   (`cycleSeconds`) times the share of the CPU the run had (`cpuShare` in results.json: CPU seconds of
-  `Simulation.run()` / its wall seconds, from `time.process_time()` in the child);
+  `Simulation.run()` / its wall seconds, from `time.process_time()` in the child). The share is one
+  figure for the whole run, so these are estimates: two runs of the same code, at loads of 7 and 17,
+  agreed within about 10%. `runCpuSeconds` in results.json is the whole run's CPU time, including what
+  the simulator does between cycles (applying decisions), which the cycle time leaves out;
 * the whole commands (command, openb): the child's user + system CPU seconds (`os.wait4`).
 
 * **first cycle**: `Simulation(objects, SchedulerConfig(), SimulationOptions(cycles=1)).run()` on the
