@@ -11,19 +11,20 @@ field by field, to one built from scratch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.model.cache import ClusterCache, build_snapshot
+from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
 from kai_scheduler.model.snapshot import PodGroupState, PodState
 from kai_scheduler.scheduler import Scheduler
 
-EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
 POD_NAMES = ("p1", "p2", "p3", "p4", "p5", "pg-p1")
 NODES = ("n1", "n2", "n3")
 GROUPS = ("g1", "g2")
@@ -70,6 +71,13 @@ operations = st.one_of(
     st.tuples(st.just("priorities"), st.integers(0, 200)),
     st.tuples(st.just("cycle")),
     st.tuples(st.just("nominate"), st.sampled_from(("p1", "p2", "p3")), st.sampled_from(NODES)),
+    st.tuples(
+        st.just("facts"),
+        st.sampled_from(POD_NAMES),
+        st.sampled_from((None, *NODES)),
+        st.sampled_from(("Running", "Pending", "Succeeded")),
+        st.booleans(),
+    ),
 )
 
 
@@ -130,6 +138,21 @@ def apply(cache: ClusterCache, operation: tuple[object, ...], scheduler: Schedul
     elif kind == "cycle":
         result = scheduler.run(cache.snapshot(), cycle=1, now=0.0)
         cache.after_cycle(d.pod for d in result.decisions)
+    elif kind == "facts":  # the same pod object, other runtime facts (bound, evicted, finished, moved)
+        _, name, node_name, phase, terminating = operation
+        current = cache.pod(f"default/{name}")
+        if current is not None:
+            bound = node_name is not None and phase == "Running"
+            groups = (f"{node_name}-gpu-{name}",) if bound and is_shared_gpu_pod(current.pod) else ()
+            cache.upsert_pod(
+                replace(
+                    current,
+                    node_name=node_name if bound else None,
+                    phase=phase if not bound else "Running",
+                    gpu_groups=groups,
+                    terminating=bool(terminating),
+                )
+            )
     elif kind == "nominate":
         cache.nominate({f"default/{operation[1]}": (str(operation[2]), ())})
 
@@ -144,6 +167,30 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
     for step, operation in enumerate(ops):
         apply(cache, operation, scheduler)
         incremental = fingerprint(cache.snapshot())
-        rebuilt = fingerprint(build_snapshot(cache.state()))
+        fresh = ClusterCache.of(cache.state())
+        rebuilt = fingerprint(fresh.snapshot())
         for part, value in rebuilt.items():
             assert incremental[part] == value, f"after step {step} {operation[0]}: {part} differs"
+        assert cache.running_jobs == fresh.running_jobs, f"after step {step} {operation[0]}: running jobs"
+
+
+def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> None:
+    """The simulator's path: the same pod object with new runtime facts changes its task in place."""
+    cache = ClusterCache()
+    cache.set_nodes([node(name, gpus=4) for name in NODES])
+    cache.set_queues([queue(q) for q in QUEUES])
+    pending = pod_state(PodSpec("p1", "a", 1, None, None, None, "Pending", False, False, False, None))
+    cache.upsert_pod(pending)
+    steps = [
+        replace(pending, node_name="n2", phase="Running"),  # bound
+        replace(pending, node_name=None, phase="Pending"),  # evicted, recreated pending
+        replace(pending, node_name="n1", phase="Running"),  # bound elsewhere
+        replace(pending, node_name=None, phase="Succeeded"),  # finished: the job is made again
+    ]
+    running = [True, False, True, False]
+    for state, expected in zip(steps, running, strict=True):
+        cache.snapshot()
+        cache.upsert_pod(state)
+        fresh = ClusterCache.of(cache.state())
+        assert fingerprint(cache.snapshot()) == fingerprint(fresh.snapshot())
+        assert ("default/pg-p1" in cache.running_jobs) is expected

@@ -39,6 +39,7 @@ from kai_scheduler.model.builder import (
     job_key_of,
     make_task,
     queue_problem,
+    task_status,
     waiting_reason,
 )
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
@@ -93,7 +94,7 @@ class ClusterCache:
         self._occupants: dict[int, set[str]] = {}  # node index -> keys of the pods that hold it
         self._holds: dict[str, _Hold] = {}  # pod key -> what it holds (see `_Hold`)
         self._host_port_tasks: set[str] = set()
-        self._running_jobs: set[str] = set()
+        self._running_counts: dict[str, int] = {}  # job key -> its tasks that are RUNNING (none: absent)
         # Reasons a plugin may overwrite during a session (topology problems): restored after it.
         self._base_reasons: dict[str, str | None] = {}
         self._capacity = Resources()
@@ -161,6 +162,9 @@ class ClusterCache:
         """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says."""
         key = state.pod.key
         previous = self._pods.get(key)
+        if previous is not None and self._update_task_in_place(previous, state):
+            self._pods[key] = state
+            return
         if previous is not None:
             if previous.pod is not state.pod:
                 self.derivations.forget(previous.pod)
@@ -187,6 +191,49 @@ class ClusterCache:
 
     def pod(self, key: str) -> PodState | None:
         return self._pods.get(key)
+
+    def _update_task_in_place(self, previous: PodState, state: PodState) -> bool:
+        """A pod whose runtime facts changed (bound, evicted, moved) changes its task in place when nothing
+        its job is made of depends on the change: the same pod object and rank, not gated before or after,
+        a task before and after, finished neither before nor after (the job's live-pod count), its node
+        known. Otherwise (False) the job is made again."""
+        key = state.pod.key
+        task = self._tasks.get(key)
+        if (
+            task is None
+            or previous.pod is not state.pod
+            or previous.rank != state.rank
+            or self._is_dirty(key)
+            or is_gated(previous)
+            or is_gated(state)
+            or (previous.phase in _FINISHED) != (state.phase in _FINISHED)
+        ):
+            return False
+        status = task_status(state)
+        node = self._node_index(state)
+        if status is None or (state.node_name is not None and node < 0):
+            return False
+        was_running = task.status is TaskStatus.RUNNING
+        task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
+        task.job.version += 1
+        self._account_task(task)
+        self._count_running(task.job.key, int(status is TaskStatus.RUNNING) - int(was_running))
+        return True
+
+    def _is_dirty(self, key: str) -> bool:
+        """Whether the job of our pod `key` will be made again anyway."""
+        job = self._job_of_pod.get(key)
+        return self._everything_dirty or job is None or job in self._dirty_jobs
+
+    def _node_index(self, state: PodState) -> int:
+        return self._table.index.get(state.node_name, -1) if state.node_name else -1
+
+    def _count_running(self, job: str, change: int) -> None:
+        count = self._running_counts.get(job, 0) + change
+        if count > 0:
+            self._running_counts[job] = count
+        else:
+            self._running_counts.pop(job, None)
 
     def _index(self, key: str, state: PodState) -> None:
         pod = state.pod
@@ -229,10 +276,19 @@ class ClusterCache:
     def nominate(self, pipelined: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
         """A pipeline promises resources for the next cycle only: the pods pipelined by the cycle that just
         ran (pod key -> node, shared GPUs) replace every earlier nomination."""
-        for key in self._nominated.keys() | pipelined.keys():
-            if self._nominated.get(key) != pipelined.get(key) and key in self._job_of_pod:
-                self._dirty_jobs.add(self._job_of_pod[key])
+        changed = [
+            k for k in self._nominated.keys() | pipelined.keys() if self._nominated.get(k) != pipelined.get(k)
+        ]
         self._nominated = dict(pipelined)
+        for key in changed:
+            task = self._tasks.get(key)
+            if task is None or self._is_dirty(key):
+                if key in self._job_of_pod:
+                    self._dirty_jobs.add(self._job_of_pod[key])
+                continue
+            node, groups = self._nominated.get(key, (None, ()))
+            task.nominated_node = self._table.index.get(node, -1) if node else -1
+            task.nominated_groups = groups
 
     def set_job_times(self, key: str, times: JobTimes) -> None:
         if times.last_start is None and times.stale_since is None:
@@ -259,7 +315,7 @@ class ClusterCache:
     def running_jobs(self) -> frozenset[str]:
         """Jobs with a pod bound to a node and neither finished nor terminating (up to date)."""
         self.refresh()
-        return frozenset(self._running_jobs)
+        return frozenset(self._running_counts)
 
     # --- the cycle -------------------------------------------------------------------------------------
 
@@ -285,12 +341,20 @@ class ClusterCache:
         return snapshot
 
     def after_cycle(self, decided_pods: Iterable[str]) -> None:
-        """A cycle ran on the last snapshot: its decisions left their tasks as the session committed them,
-        and a plugin may have marked jobs invalid. Those jobs are made again on the next refresh."""
+        """A cycle ran on the last snapshot: its decisions left their tasks as the session committed them
+        (status, node, shared GPUs), which go back to what their pods say; a plugin may have marked jobs
+        invalid, and those are made again on the next refresh."""
         for key in decided_pods:
-            job = self._job_of_pod.get(key)
-            if job is not None:
-                self._dirty_jobs.add(job)
+            task = self._tasks.get(key)
+            state = self._pods.get(key)
+            status = task_status(state) if state is not None else None
+            if task is None or state is None or status is None or self._is_dirty(key):
+                job = self._job_of_pod.get(key)
+                if job is not None:
+                    self._dirty_jobs.add(job)
+                continue
+            task.status, task.node, task.gpu_groups = status, self._node_index(state), state.gpu_groups
+            task.job.version += 1
         for key, reason in self._base_reasons.items():
             job_info = self._jobs.get(key)
             if job_info is not None and job_info.invalid_reason != reason:
@@ -358,7 +422,7 @@ class ClusterCache:
         self._jobs, self._tasks = {}, {}
         self._occupants, self._holds, self._foreign = {}, {}, {}
         self._host_port_tasks.clear()
-        self._running_jobs.clear()
+        self._running_counts.clear()
         self._base_reasons.clear()
         for key, state in self._pods.items():
             if state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
@@ -394,7 +458,7 @@ class ClusterCache:
         if job is None:
             if old is not None:
                 del self._jobs[key]
-            self._running_jobs.discard(key)
+            self._running_counts.pop(key, None)
             self._base_reasons.pop(key, None)
             return
         # Assigning an existing key keeps its place in the dict; a new key goes last.
@@ -405,10 +469,8 @@ class ClusterCache:
         self._jobs[key] = job
         for task in job.tasks:
             self._add_task(task)
-        if any(task.status is TaskStatus.RUNNING for task in job.tasks):
-            self._running_jobs.add(key)
-        else:
-            self._running_jobs.discard(key)
+        self._running_counts.pop(key, None)
+        self._count_running(key, sum(1 for task in job.tasks if task.status is TaskStatus.RUNNING))
         if job.has_topology():
             self._base_reasons[key] = job.invalid_reason
         else:
@@ -466,6 +528,10 @@ class ClusterCache:
             self._host_port_tasks.add(task.key)
         else:
             self._host_port_tasks.discard(task.key)
+        self._account_task(task)
+
+    def _account_task(self, task: TaskInfo) -> None:
+        """Hold what the task holds on its node (or nothing)."""
         if task.node >= 0 and task.status in _OCCUPYING:
             releasing = task.status is TaskStatus.RELEASING
             self._hold(task.key, _Hold(task.node, task.request, releasing, task.gpu_groups, ours=True))
