@@ -22,7 +22,15 @@ from kai_scheduler.model.matching import (
     prefer_no_schedule_count,
     untolerated_taint,
 )
-from kai_scheduler.model.nodes import MIG_MIXED, MIG_SINGLE, BoolArray, FloatArray, NodeSpecInfo, NodeTable
+from kai_scheduler.model.nodes import (
+    MIG_MIXED,
+    MIG_SINGLE,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    NodeSpecInfo,
+    NodeTable,
+)
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.plugins.node_ports import node_ports_predicate
 from kai_scheduler.plugins.pod_affinity import shared_index
@@ -48,19 +56,27 @@ def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
 
 
 class _LabelIndex:
-    """Nodes carrying a label with a given value, one mask per (key, value) asked for: a plain
-    nodeSelector is then a few ANDs instead of a walk over every node's labels."""
+    """Nodes carrying a label with a given value: one walk over the nodes per label key asked for, then
+    a plain nodeSelector is a few ANDs instead of a walk over every node's labels per placement."""
 
     def __init__(self, nodes: NodeTable) -> None:
         self._nodes = nodes
-        self._masks: dict[tuple[str, str], BoolArray] = {}
+        # Label key -> (each node's value as a number, value -> that number); -1: no such label.
+        self._keys: dict[str, tuple[IntArray, dict[str, int]]] = {}
 
     def having(self, key: str, value: str) -> BoolArray:
-        mask = self._masks.get((key, value))
-        if mask is None:
-            mask = np.array([spec.labels.get(key) == value for spec in self._nodes.specs], dtype=np.bool_)
-            self._masks[(key, value)] = mask
-        return mask
+        if key not in self._keys:
+            numbers: dict[str, int] = {}
+            ids = [
+                numbers.setdefault(spec.labels[key], len(numbers)) if key in spec.labels else -1
+                for spec in self._nodes.specs
+            ]
+            self._keys[key] = (np.array(ids, dtype=np.int64), numbers)
+        ids_of_nodes, numbers = self._keys[key]
+        number = numbers.get(value)
+        if number is None:
+            return np.zeros(self._nodes.size, dtype=np.bool_)
+        return np.asarray(ids_of_nodes == number, dtype=np.bool_)
 
 
 def _has_required_node_affinity(placement: Placement) -> bool:
@@ -181,16 +197,15 @@ class PredicatesPlugin:
         )
 
         preference_cache: dict[str, FloatArray] = {}
-        no_preferences = np.zeros(nodes.size)
         soft_taints = any(t.effect == "PreferNoSchedule" for node_taints in taints for t in node_taints)
 
-        def preferences(task: TaskInfo, candidates: BoolArray) -> FloatArray:
+        def preferences(task: TaskInfo, rows: IntArray) -> FloatArray | float:
             placement = task.placement
             if not soft_taints and not _has_preferred_node_affinity(placement):
-                return no_preferences  # nothing to prefer or avoid: every node scores 0
+                return 0.0  # nothing to prefer or avoid: every node scores 0
             if placement.key not in preference_cache:
                 preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
-            return preference_cache[placement.key]
+            return preference_cache[placement.key][rows]
 
         points.node_scorers.append(preferences)
 
