@@ -32,8 +32,9 @@ ALL_ROWS: Final = slice(None)
 MIG_NONE: Final = 0
 MIG_SINGLE: Final = 1
 MIG_MIXED: Final = 2
-# Up to this many changed nodes, `NodeTable.fit` re-checks them one by one; beyond, all nodes at once.
-_FEW_CHANGED_NODES: Final = 8
+# Up to this many changed nodes, `NodeTable.fit` re-checks them one by one in Python (about a
+# microsecond each); beyond, with numpy (tens of microseconds, whatever the count).
+_FEW_CHANGED_NODES: Final = 16
 
 
 @dataclass(slots=True)
@@ -140,6 +141,9 @@ class NodeTable:
         # the nodes changed since (placing a pod changes one node), see `fit`.
         self._changes: list[int] = []
         self._fit_masks: dict[tuple[PodRequest, bool], tuple[BoolArray, int]] = {}
+        # The nodes with anything being released, as of that position in the log (None: not known).
+        self._releasing_nodes: set[int] = set()
+        self._releasing_seen: int | None = None
 
     # --- copies ----------------------------------------------------------------------------------
 
@@ -221,26 +225,68 @@ class NodeTable:
     def fit(self, request: PodRequest, *, soon: bool) -> BoolArray:
         """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request.
 
-        The mask is kept per request across calls: when only a few nodes changed since it was last asked
-        for (placing a pod changes one node), only those are checked again. It is read-only (a later call
-        returns a new array)."""
+        The mask is kept per request across calls: when not too many nodes changed since it was last
+        asked for (placing a pod changes one node), only those are checked again. It is read-only (a
+        later call returns a new array)."""
+        if not soon and not self.anything_releasing():
+            soon = True  # nothing is being released: fitting now and fitting soon are the same question
         key = (request, soon)
         seen = len(self._changes)
         cached = self._fit_masks.get(key)
         if cached is not None and cached[1] == seen:
             return cached[0]
         mask = None
-        if cached is not None and seen - cached[1] <= 4 * _FEW_CHANGED_NODES:
+        if cached is not None and seen - cached[1] <= self.size // 4:
             changed = set(self._changes[cached[1] :])
+            mask = cached[0].copy()
             if len(changed) <= _FEW_CHANGED_NODES:
-                mask = cached[0].copy()
                 for node in changed:
                     mask[node] = self.node_fits(request, node, soon=soon)
+            else:
+                rows = np.fromiter(changed, dtype=np.int64, count=len(changed))
+                mask[rows] = self.fit_rows(request, rows, soon=soon)
         if mask is None:
             mask = self.fit_rows(request, ALL_ROWS, soon=soon)
         mask.flags.writeable = False
         self._fit_masks[key] = (mask, seen)
         return mask
+
+    def anything_releasing(self) -> bool:
+        """Whether any node has resources being released (only then can fitting soon differ from fitting
+        now); kept across calls like `fit`'s masks."""
+        seen = len(self._changes)
+        if self._releasing_seen is None or seen - self._releasing_seen > self.size // 4:
+            releasing = (
+                (self.rel_cpu != 0)
+                | (self.rel_memory != 0)
+                | (self.rel_pods != 0)
+                | (self.rel_gpus != 0)
+                | self.rel_scalars.any(axis=1)
+            )
+            self._releasing_nodes = set(np.flatnonzero(releasing).tolist())
+            self._releasing_nodes.update(node for node in self.groups if self._groups_releasing(node))
+        else:
+            for node in set(self._changes[self._releasing_seen :]):
+                if self._node_releasing(node):
+                    self._releasing_nodes.add(node)
+                else:
+                    self._releasing_nodes.discard(node)
+        self._releasing_seen = seen
+        return bool(self._releasing_nodes)
+
+    def _node_releasing(self, node: int) -> bool:
+        # Anything but exact zeros counts (rounding residue too): then the two questions are asked apart.
+        return bool(
+            self.rel_cpu[node] != 0
+            or self.rel_memory[node] != 0
+            or self.rel_pods[node] != 0
+            or self.rel_gpus[node] != 0
+            or self.rel_scalars[node].any()
+            or self._groups_releasing(node)
+        )
+
+    def _groups_releasing(self, node: int) -> bool:
+        return any(group.releasing != 0 or group.claimed for group in self.groups.get(node, ()))
 
     def node_fits(self, request: PodRequest, node: int, *, soon: bool) -> bool:
         """`fit` for one node, in plain Python (for a handful of nodes that is far cheaper than numpy);
@@ -361,6 +407,7 @@ class NodeTable:
             # Keep the log short: start afresh, every cached mask is recomputed once.
             self._changes.clear()
             self._fit_masks.clear()
+            self._releasing_seen = None
         self._changes.append(node)
 
     def hold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
