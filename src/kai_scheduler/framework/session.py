@@ -298,14 +298,16 @@ class Session:
 
     def candidate_nodes(self, task: TaskInfo) -> BoolArray:
         """Nodes where the task could run now or once releasing pods are gone."""
-        ok = self._static(task.placement)[0].copy()
+        # Resources first: they are kept per request across pods and rule out most nodes of a busy
+        # cluster, so the per-pod predicates (pod affinity, host ports) often need not run at all.
+        ok = self._static(task.placement)[0] & self.snapshot.nodes.fit(task.request, soon=True)
         if self.allowed is not None:
             ok &= self.allowed
         for predicate in self.points.task_predicates:
             if not ok.any():
                 return ok
             ok &= predicate.nodes_passing(task)
-        return ok & self.snapshot.nodes.fit(task.request, soon=True)
+        return ok
 
     def choose_node(self, task: TaskInfo, *, avoid: int = -1) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there;
@@ -319,7 +321,9 @@ class Session:
             return None
         scores = np.zeros(rows.size)
         for scorer in self.points.node_scorers:
-            scores += scorer(task, rows)
+            score = scorer(task, rows)
+            if not isinstance(score, float) or score != 0.0:  # adding 0.0 changes nothing
+                scores += score
         node = int(rows[np.argmax(scores)])  # the first best: ties go to the lowest index, i.e. name
         now = bool(nodes.fit(task.request, soon=False)[node])
         groups = self._choose_gpu_groups(task, node, soon=not now)
