@@ -49,8 +49,8 @@ class NamedPredicate:
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
-# Scores for the candidate nodes only (their indices, in index order): one per candidate, or one number
-# for all of them.
+# Scores for the candidate nodes only (their indices, in index order; each passes the predicates and fits
+# the pod now or soon): one per candidate, or one number for all of them.
 NodeScorer = Callable[[TaskInfo, IntArray], FloatArray | float]
 JobCapacityCheck = Callable[[JobInfo, Resources], str | None]
 QueueOrderKey = Callable[[QueueInfo, JobInfo | None], tuple[Any, ...]]

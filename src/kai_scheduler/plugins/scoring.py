@@ -51,6 +51,8 @@ class NodeAvailabilityPlugin(_ScoringPlugin):
     name = "nodeavailability"
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        if not nodes.anything_releasing():
+            return AVAILABILITY  # the candidates fit soon, and nothing is released: they all fit now
         return np.where(nodes.fit(task.request, soon=False)[rows], AVAILABILITY, 0.0)
 
 
