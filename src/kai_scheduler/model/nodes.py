@@ -178,10 +178,16 @@ class NodeTable:
         table.groups = {
             node: [table.group_by_id[g.group_id] for g in groups] for node, groups in self.groups.items()
         }
+        # The copy keeps its own record of changes and its own fit masks (see `fit`).
+        table._changes = []
+        table._fit_masks = {}
+        table._releasing_nodes = set()
+        table._releasing_seen = None
         return table
 
     def clear_node(self, node: int) -> None:
         """Forget every pod on one node (its usage and shared GPUs), to account them again."""
+        self._changed(node)
         for name in self.USAGE_COLUMNS:
             getattr(self, name)[node] = 0
         self.free_gpus[node] = self.cap_gpus[node]

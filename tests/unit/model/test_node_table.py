@@ -350,3 +350,18 @@ def test_a_fit_mask_is_read_only() -> None:
     mask = t.fit(PodRequest(whole_gpus=1), soon=True)
     with pytest.raises(ValueError, match="read-only"):
         mask[0] = False
+
+
+def test_a_copy_and_its_original_keep_their_fit_masks_apart() -> None:
+    t = table(node("a", gpus=2), node("b", gpus=2))
+    request = PodRequest(cpu=100, memory=GI, whole_gpus=2)
+    assert list(t.fit(request, soon=True)) == [True, True]
+    copy = t.copy()
+    copy.hold(0, request, releasing=False)
+    assert list(copy.fit(request, soon=True)) == [False, True]
+    assert list(t.fit(request, soon=True)) == [True, True]
+    t.hold(1, request, releasing=False)
+    assert list(t.fit(request, soon=True)) == [True, False]
+    t.clear_node(1)
+    assert list(t.fit(request, soon=True)) == [True, True]
+    assert list(copy.fit(request, soon=True)) == [False, True]
