@@ -19,7 +19,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, NodeTable, PipelineTake
+from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable, PipelineTake
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import EPSILON, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -49,7 +49,9 @@ class NamedPredicate:
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
-NodeScorer = Callable[[TaskInfo, BoolArray], FloatArray]
+# Scores for the candidate nodes only (their indices, in index order; each passes the predicates and fits
+# the pod now or soon): one per candidate, or one number for all of them.
+NodeScorer = Callable[[TaskInfo, IntArray], FloatArray | float]
 JobCapacityCheck = Callable[[JobInfo, Resources], str | None]
 QueueOrderKey = Callable[[QueueInfo, JobInfo | None], tuple[Any, ...]]
 # Chooses the shared GPUs for a pod on a node: existing groups, or None for "open a new one".
@@ -296,14 +298,16 @@ class Session:
 
     def candidate_nodes(self, task: TaskInfo) -> BoolArray:
         """Nodes where the task could run now or once releasing pods are gone."""
-        ok = self._static(task.placement)[0].copy()
+        # Resources first: they are kept per request across pods and rule out most nodes of a busy
+        # cluster, so the per-pod predicates (pod affinity, host ports) often need not run at all.
+        ok = self._static(task.placement)[0] & self.snapshot.nodes.fit(task.request, soon=True)
         if self.allowed is not None:
             ok &= self.allowed
         for predicate in self.points.task_predicates:
             if not ok.any():
                 return ok
             ok &= predicate.nodes_passing(task)
-        return ok & self.snapshot.nodes.fit(task.request, soon=True)
+        return ok
 
     def choose_node(self, task: TaskInfo, *, avoid: int = -1) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there;
@@ -312,13 +316,15 @@ class Session:
         candidates = self.candidate_nodes(task)
         if avoid >= 0:
             candidates[avoid] = False
-        if not candidates.any():
+        rows = np.flatnonzero(candidates)
+        if rows.size == 0:
             return None
-        scores = np.zeros(nodes.size)
+        scores = np.zeros(rows.size)
         for scorer in self.points.node_scorers:
-            scores += scorer(task, candidates)
-        scores = np.where(candidates, scores, -np.inf)
-        node = int(np.argmax(scores))
+            score = scorer(task, rows)
+            if not isinstance(score, float) or score != 0.0:  # adding 0.0 changes nothing
+                scores += score
+        node = int(rows[np.argmax(scores)])  # the first best: ties go to the lowest index, i.e. name
         now = bool(nodes.fit(task.request, soon=False)[node])
         groups = self._choose_gpu_groups(task, node, soon=not now)
         return Placed(node, groups, now)

@@ -24,10 +24,17 @@ from kai_scheduler.model.resources import EPSILON, PodRequest, mig_gpu_units
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+# Which nodes a computation covers: all of them (slice(None)) or the given indices, in index order.
+Rows = slice | IntArray
+ALL_ROWS: Final = slice(None)
 
 MIG_NONE: Final = 0
 MIG_SINGLE: Final = 1
 MIG_MIXED: Final = 2
+# Up to this many changed nodes, `NodeTable.fit` re-checks them one by one in Python (about a
+# microsecond each); beyond, with numpy (tens of microseconds, whatever the count).
+_FEW_CHANGED_NODES: Final = 16
 
 
 @dataclass(slots=True)
@@ -129,6 +136,14 @@ class NodeTable:
         self.shared_free_soon = np.zeros(n)
         self.groups: dict[int, list[GpuGroup]] = {}
         self.group_by_id: dict[str, GpuGroup] = {}
+        # Every node whose usage changed, in order (a node may repeat), and the fit masks computed so
+        # far with how much of that log they had seen: a mask is brought up to date by re-checking only
+        # the nodes changed since (placing a pod changes one node), see `fit`.
+        self._changes: list[int] = []
+        self._fit_masks: dict[tuple[PodRequest, bool], tuple[BoolArray, int]] = {}
+        # The nodes with anything being released, as of that position in the log (None: not known).
+        self._releasing_nodes: set[int] = set()
+        self._releasing_seen: int | None = None
 
     # --- copies ----------------------------------------------------------------------------------
 
@@ -163,10 +178,16 @@ class NodeTable:
         table.groups = {
             node: [table.group_by_id[g.group_id] for g in groups] for node, groups in self.groups.items()
         }
+        # The copy keeps its own record of changes and its own fit masks (see `fit`).
+        table._changes = []
+        table._fit_masks = {}
+        table._releasing_nodes = set()
+        table._releasing_seen = None
         return table
 
     def clear_node(self, node: int) -> None:
         """Forget every pod on one node (its usage and shared GPUs), to account them again."""
+        self._changed(node)
         for name in self.USAGE_COLUMNS:
             getattr(self, name)[node] = 0
         self.free_gpus[node] = self.cap_gpus[node]
@@ -193,28 +214,137 @@ class NodeTable:
         """Free GPU capacity including the unused parts of shared GPUs (for spread/binpack scoring)."""
         return self.free_gpus + self.shared_free_total
 
-    def portion_for(self, request: PodRequest) -> FloatArray:
-        """The portion of one GPU that a shared-GPU request takes on each node (gpu-memory depends on the
-        node's device memory; nodes without a known memory size cannot take a gpu-memory pod)."""
+    def portion_for(self, request: PodRequest, rows: Rows = ALL_ROWS) -> FloatArray:
+        """The portion of one GPU that a shared-GPU request takes on each node (of `rows`); gpu-memory
+        depends on the node's device memory; nodes without a known memory size cannot take a gpu-memory
+        pod."""
         if request.gpu_portion > 0:
-            return np.full(self.size, request.gpu_portion)
+            return np.full(self.row_count(rows), request.gpu_portion)
+        memory = self.gpu_memory_mib[rows]
         with np.errstate(divide="ignore"):
-            portion = np.where(
-                self.gpu_memory_mib > 0, request.gpu_memory_mib / np.maximum(self.gpu_memory_mib, 1), np.inf
-            )
+            portion = np.where(memory > 0, request.gpu_memory_mib / np.maximum(memory, 1), np.inf)
         return np.asarray(portion, dtype=np.float64)
 
+    def row_count(self, rows: Rows) -> int:
+        return self.size if isinstance(rows, slice) else len(rows)
+
     def fit(self, request: PodRequest, *, soon: bool) -> BoolArray:
-        """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request."""
-        cpu_free = self.cap_cpu - self.used_cpu
-        mem_free = self.cap_memory - self.used_memory
-        pods_free = self.cap_pods - self.used_pods
-        gpus_free = self.free_gpus
+        """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request.
+
+        The mask is kept per request across calls: when not too many nodes changed since it was last
+        asked for (placing a pod changes one node), only those are checked again. It is read-only (a
+        later call returns a new array)."""
+        if not soon and not self.anything_releasing():
+            soon = True  # nothing is being released: fitting now and fitting soon are the same question
+        key = (request, soon)
+        seen = len(self._changes)
+        cached = self._fit_masks.get(key)
+        if cached is not None and cached[1] == seen:
+            return cached[0]
+        mask = None
+        if cached is not None and seen - cached[1] <= self.size // 4:
+            changed = set(self._changes[cached[1] :])
+            mask = cached[0].copy()
+            if len(changed) <= _FEW_CHANGED_NODES:
+                for node in changed:
+                    mask[node] = self.node_fits(request, node, soon=soon)
+            else:
+                rows = np.fromiter(changed, dtype=np.int64, count=len(changed))
+                mask[rows] = self.fit_rows(request, rows, soon=soon)
+        if mask is None:
+            mask = self.fit_rows(request, ALL_ROWS, soon=soon)
+        mask.flags.writeable = False
+        self._fit_masks[key] = (mask, seen)
+        return mask
+
+    def anything_releasing(self) -> bool:
+        """Whether any node has resources being released (only then can fitting soon differ from fitting
+        now); kept across calls like `fit`'s masks."""
+        seen = len(self._changes)
+        if self._releasing_seen is None or seen - self._releasing_seen > self.size // 4:
+            releasing = (
+                (self.rel_cpu != 0)
+                | (self.rel_memory != 0)
+                | (self.rel_pods != 0)
+                | (self.rel_gpus != 0)
+                | self.rel_scalars.any(axis=1)
+            )
+            self._releasing_nodes = set(np.flatnonzero(releasing).tolist())
+            self._releasing_nodes.update(node for node in self.groups if self._groups_releasing(node))
+        else:
+            for node in set(self._changes[self._releasing_seen :]):
+                if self._node_releasing(node):
+                    self._releasing_nodes.add(node)
+                else:
+                    self._releasing_nodes.discard(node)
+        self._releasing_seen = seen
+        return bool(self._releasing_nodes)
+
+    def _node_releasing(self, node: int) -> bool:
+        # Anything but exact zeros counts (rounding residue too): then the two questions are asked apart.
+        return bool(
+            self.rel_cpu[node] != 0
+            or self.rel_memory[node] != 0
+            or self.rel_pods[node] != 0
+            or self.rel_gpus[node] != 0
+            or self.rel_scalars[node].any()
+            or self._groups_releasing(node)
+        )
+
+    def _groups_releasing(self, node: int) -> bool:
+        return any(group.releasing != 0 or group.claimed for group in self.groups.get(node, ()))
+
+    def node_fits(self, request: PodRequest, node: int, *, soon: bool) -> bool:
+        """`fit` for one node, in plain Python (for a handful of nodes that is far cheaper than numpy);
+        the same arithmetic in the same order, so the same answer to the last bit."""
+        cpu_free = self.cap_cpu[node] - self.used_cpu[node]
+        mem_free = self.cap_memory[node] - self.used_memory[node]
+        pods_free = self.cap_pods[node] - self.used_pods[node]
+        gpus_free = self.free_gpus[node]
         if soon:
-            cpu_free = cpu_free + self.rel_cpu
-            mem_free = mem_free + self.rel_memory
-            pods_free = pods_free + self.rel_pods
-            gpus_free = gpus_free + self.rel_gpus
+            cpu_free = cpu_free + self.rel_cpu[node]
+            mem_free = mem_free + self.rel_memory[node]
+            pods_free = pods_free + self.rel_pods[node]
+            gpus_free = gpus_free + self.rel_gpus[node]
+        ok = (
+            cpu_free >= request.cpu - EPSILON
+            and mem_free >= request.memory - EPSILON
+            and pods_free >= 1 - EPSILON
+        )
+        if ok and request.whole_gpus:
+            ok = gpus_free >= request.whole_gpus - EPSILON
+        if ok and request.is_shared_gpu:
+            portion = self.portion_on(request, node)
+            if request.gpu_devices == 1:
+                best = (self.shared_free_soon if soon else self.shared_free_now)[node]
+                joins = best >= portion - EPSILON
+                opens = gpus_free >= 1 - EPSILON and pods_free >= 2 - EPSILON
+                ok = portion <= 1.0 + EPSILON and (joins or opens)
+            else:
+                ok = portion <= 1.0 + EPSILON and self._devices_fit(
+                    request, node, portion, gpus_free, pods_free, soon=soon
+                )
+        for name, amount in request.scalars:
+            j = self.scalar_index.get(name)
+            if j is None:
+                return False
+            free = self.cap_scalars[node, j] - self.used_scalars[node, j]
+            if soon:
+                free = free + self.rel_scalars[node, j]
+            ok = ok and free >= amount - EPSILON
+        return bool(ok)
+
+    def fit_rows(self, request: PodRequest, rows: Rows, *, soon: bool) -> BoolArray:
+        """Whether each node of `rows` holds the request (see `fit`), computed afresh."""
+        cpu_free = self.cap_cpu[rows] - self.used_cpu[rows]
+        mem_free = self.cap_memory[rows] - self.used_memory[rows]
+        pods_free = self.cap_pods[rows] - self.used_pods[rows]
+        gpus_free = self.free_gpus[rows]
+        if soon:
+            cpu_free = cpu_free + self.rel_cpu[rows]
+            mem_free = mem_free + self.rel_memory[rows]
+            pods_free = pods_free + self.rel_pods[rows]
+            gpus_free = gpus_free + self.rel_gpus[rows]
         ok = (
             (cpu_free >= request.cpu - EPSILON)
             & (mem_free >= request.memory - EPSILON)
@@ -223,38 +353,50 @@ class NodeTable:
         if request.whole_gpus:
             ok &= gpus_free >= request.whole_gpus - EPSILON
         if request.is_shared_gpu:
-            ok &= self._shared_fit(request, gpus_free, pods_free, soon=soon)
+            ok &= self._shared_fit(request, rows, gpus_free, pods_free, soon=soon)
         for name, amount in request.scalars:
             j = self.scalar_index.get(name)
             if j is None:
-                return np.zeros(self.size, dtype=np.bool_)
-            free = self.cap_scalars[:, j] - self.used_scalars[:, j]
+                return np.zeros(len(ok), dtype=np.bool_)
+            free = self.cap_scalars[rows, j] - self.used_scalars[rows, j]
             if soon:
-                free = free + self.rel_scalars[:, j]
+                free = free + self.rel_scalars[rows, j]
             ok &= free >= amount - EPSILON
         return ok
 
     def _shared_fit(
-        self, request: PodRequest, gpus_free: FloatArray, pods_free: FloatArray, *, soon: bool
+        self, request: PodRequest, rows: Rows, gpus_free: FloatArray, pods_free: FloatArray, *, soon: bool
     ) -> BoolArray:
         """A shared-GPU pod joins GPUs that have room, or opens new ones; each new shared GPU also takes a
         pod slot for its reservation pod (KAI's binder pins the GPU with one)."""
-        portion = self.portion_for(request)
+        portion = self.portion_for(request, rows)
         if request.gpu_devices == 1:
-            best = self.shared_free_soon if soon else self.shared_free_now
+            best = (self.shared_free_soon if soon else self.shared_free_now)[rows]
             joins = best >= portion - EPSILON
             opens = (gpus_free >= 1 - EPSILON) & (pods_free >= 2 - EPSILON)
             return (portion <= 1.0 + EPSILON) & (joins | opens)
-        ok = np.zeros(self.size, dtype=np.bool_)
-        for node in range(self.size):
-            if portion[node] > 1.0 + EPSILON:
-                continue
-            joined = min(
-                len(self.shared_candidates(node, float(portion[node]), soon=soon)), request.gpu_devices
-            )
-            opened = request.gpu_devices - joined
-            ok[node] = gpus_free[node] >= opened - EPSILON and pods_free[node] >= 1 + opened - EPSILON
+        ok = np.zeros(len(portion), dtype=np.bool_)
+        for i, node in enumerate(np.arange(self.size)[rows].tolist()):
+            if portion[i] <= 1.0 + EPSILON:
+                ok[i] = self._devices_fit(
+                    request, node, float(portion[i]), gpus_free[i], pods_free[i], soon=soon
+                )
         return ok
+
+    def _devices_fit(
+        self,
+        request: PodRequest,
+        node: int,
+        portion: float,
+        gpus_free: float,
+        pods_free: float,
+        *,
+        soon: bool,
+    ) -> bool:
+        """A shared-GPU pod on several devices: the shared GPUs with room it joins, new ones for the rest."""
+        joined = min(len(self.shared_candidates(node, portion, soon=soon)), request.gpu_devices)
+        opened = request.gpu_devices - joined
+        return bool(gpus_free >= opened - EPSILON and pods_free >= 1 + opened - EPSILON)
 
     def shared_candidates(self, node: int, portion: float, *, soon: bool) -> list[GpuGroup]:
         return [
@@ -265,8 +407,18 @@ class NodeTable:
 
     # --- changes ---------------------------------------------------------------------------------
 
+    def _changed(self, node: int) -> None:
+        """Note that a node's usage changed (every change below goes through here), for `fit`."""
+        if len(self._changes) >= 8 * self.size + 1024:
+            # Keep the log short: start afresh, every cached mask is recomputed once.
+            self._changes.clear()
+            self._fit_masks.clear()
+            self._releasing_seen = None
+        self._changes.append(node)
+
     def hold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
         """Account a pod's non-GPU resources and whole GPUs on a node."""
+        self._changed(node)
         self.used_cpu[node] += request.cpu
         self.used_memory[node] += request.memory
         self.used_pods[node] += 1
@@ -320,6 +472,7 @@ class NodeTable:
 
     def _shift_releasing(self, node: int, take: PipelineTake, sign: float) -> None:
         # What a pipelined pod takes from releasing stays "used" but no longer frees up for others.
+        self._changed(node)
         self.used_cpu[node] += sign * take.cpu
         self.rel_cpu[node] += sign * take.cpu
         self.used_memory[node] += sign * take.memory
@@ -330,6 +483,7 @@ class NodeTable:
         self.rel_gpus[node] += sign * take.gpus
 
     def unhold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
+        self._changed(node)
         self.used_cpu[node] -= request.cpu
         self.used_memory[node] -= request.memory
         self.used_pods[node] -= 1
@@ -348,6 +502,7 @@ class NodeTable:
 
     def mark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         """A pod on the node starts terminating: its resources stay used but become releasing."""
+        self._changed(node)
         self.rel_cpu[node] += request.cpu
         self.rel_memory[node] += request.memory
         self.rel_pods[node] += 1
@@ -381,6 +536,7 @@ class NodeTable:
         return bool(ok)
 
     def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
+        self._changed(node)
         self.rel_cpu[node] -= request.cpu
         self.rel_memory[node] -= request.memory
         self.rel_pods[node] -= 1
@@ -399,7 +555,7 @@ class NodeTable:
         if request.gpu_portion > 0:
             return request.gpu_portion
         memory = float(self.gpu_memory_mib[node])
-        return request.gpu_memory_mib / memory if memory > 0 else float("inf")
+        return request.gpu_memory_mib / max(memory, 1.0) if memory > 0 else float("inf")  # as portion_for
 
     def share_gpus(
         self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...], *, releasing: bool
@@ -447,6 +603,7 @@ class NodeTable:
         self._refresh_shared(node)
 
     def _refresh_shared(self, node: int) -> None:
+        self._changed(node)
         groups = self.groups.get(node, ())
         self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
         self.shared_free_total[node] = sum(g.free_now for g in groups)

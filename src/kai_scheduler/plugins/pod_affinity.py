@@ -12,7 +12,7 @@ import numpy as np
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import OCCUPYING, TaskInfo
 from kai_scheduler.model.matching import PlacedPod, PlacedPodIndex, normalize_scores
-from kai_scheduler.model.nodes import BoolArray, FloatArray
+from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray
 from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 
 
@@ -49,7 +49,6 @@ class PodAffinityIndex:
         nodes = session.snapshot.nodes
         self._node_list = [(spec.name, spec.labels) for spec in nodes.specs]
         self._all_nodes = np.ones(nodes.size, dtype=np.bool_)
-        self._no_scores = np.zeros(nodes.size)
         self._placed_with_rules = any(
             task.placement.has_pod_affinity
             for task in session.snapshot.tasks.values()
@@ -74,16 +73,18 @@ class PodAffinityIndex:
         check = index.required(task.namespace, task.labels, task.placement.affinity)
         return np.array([check.allows(labels) for _, labels in self._node_list], dtype=np.bool_)
 
-    def preferred_scores(self, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    def preferred_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        """Normalised across every node (as Kubernetes does), then read at the candidates `rows`."""
         if not self._relevant(task):
-            return self._no_scores
+            return 0.0
         index = self._ensure_index()
         raw = index.preferred_scores_for_nodes(
             task.namespace, task.labels, task.placement.affinity, self._node_list
         )
         if not any(raw):
-            return self._no_scores
-        return np.array(normalize_scores(raw), dtype=np.float64) / 100.0 * K8S_PLUGINS_SCORE
+            return 0.0
+        scores = np.array(normalize_scores(raw), dtype=np.float64) / 100.0 * K8S_PLUGINS_SCORE
+        return np.asarray(scores[rows], dtype=np.float64)
 
     def placed(self, task: TaskInfo) -> None:
         if task.placement.has_pod_affinity:

@@ -9,11 +9,12 @@ live through the session. Preferred node affinity and PreferNoSchedule taints ad
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from kai_scheduler.framework.session import NamedPredicate, Session
+from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
     node_affinity_preferred_score,
@@ -21,19 +22,25 @@ from kai_scheduler.model.matching import (
     prefer_no_schedule_count,
     untolerated_taint,
 )
-from kai_scheduler.model.nodes import MIG_MIXED, MIG_SINGLE, BoolArray, FloatArray, NodeTable
+from kai_scheduler.model.nodes import (
+    MIG_MIXED,
+    MIG_SINGLE,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    NodeSpecInfo,
+    NodeTable,
+)
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.plugins.node_ports import node_ports_predicate
 from kai_scheduler.plugins.pod_affinity import shared_index
 from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 
 
-def schedulable_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
-    return np.array([not spec.unschedulable for spec in nodes.specs], dtype=np.bool_)
-
-
-def ready_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
-    return np.array([spec.ready for spec in nodes.specs], dtype=np.bool_)
+def _node_flags(nodes: NodeTable, flag: Callable[[NodeSpecInfo], bool]) -> StaticPredicate:
+    """A static predicate that does not depend on the pod (cordon, readiness): computed once."""
+    mask = np.array([flag(spec) for spec in nodes.specs], dtype=np.bool_)
+    return lambda placement, nodes: mask
 
 
 def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
@@ -48,12 +55,82 @@ def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
     )
 
 
-def make_taint_filter(taints: list[list[Any]]) -> Any:
+class _LabelIndex:
+    """Nodes carrying a label with a given value: one walk over the nodes per label key asked for, then
+    a plain nodeSelector is a few ANDs instead of a walk over every node's labels per placement."""
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self._nodes = nodes
+        # Label key -> (each node's value as a number, value -> that number); -1: no such label.
+        self._keys: dict[str, tuple[IntArray, dict[str, int]]] = {}
+
+    def having(self, key: str, value: str) -> BoolArray:
+        if key not in self._keys:
+            numbers: dict[str, int] = {}
+            ids = [
+                numbers.setdefault(spec.labels[key], len(numbers)) if key in spec.labels else -1
+                for spec in self._nodes.specs
+            ]
+            self._keys[key] = (np.array(ids, dtype=np.int64), numbers)
+        ids_of_nodes, numbers = self._keys[key]
+        number = numbers.get(value)
+        if number is None:
+            return np.zeros(self._nodes.size, dtype=np.bool_)
+        return np.asarray(ids_of_nodes == number, dtype=np.bool_)
+
+
+def _has_required_node_affinity(placement: Placement) -> bool:
+    affinity = placement.affinity
+    return (
+        affinity is not None
+        and affinity.node_affinity is not None
+        and affinity.node_affinity.required_during_scheduling_ignored_during_execution is not None
+    )
+
+
+def _has_preferred_node_affinity(placement: Placement) -> bool:
+    affinity = placement.affinity
+    return (
+        affinity is not None
+        and affinity.node_affinity is not None
+        and bool(affinity.node_affinity.preferred_during_scheduling_ignored_during_execution)
+    )
+
+
+def make_affinity_filter(labels: _LabelIndex) -> StaticPredicate:
+    def selected_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+        if _has_required_node_affinity(placement):
+            return affinity_nodes(placement, nodes)
+        # Only the nodeSelector (every pair must match), the common case.
+        ok = np.ones(nodes.size, dtype=np.bool_)
+        for key, value in placement.node_selector.items():
+            ok &= labels.having(key, value)
+        return ok
+
+    return selected_nodes
+
+
+def make_taint_filter(taints: list[list[Any]]) -> StaticPredicate:
+    # Nodes share a few distinct taint lists (most have none): each is checked once per placement.
+    distinct: dict[tuple[tuple[str, str, str], ...], int] = {}
+    kinds = np.array(
+        [
+            distinct.setdefault(tuple((t.key, t.value, t.effect) for t in node), len(distinct))
+            for node in taints
+        ],
+        dtype=np.int64,
+    )
+    examples = {kind: node_taints for node_taints, kind in zip(taints, kinds.tolist(), strict=True)}
+
     def tolerated_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
-        return np.array(
-            [untolerated_taint(node_taints, placement.tolerations) is None for node_taints in taints],
+        tolerated = np.array(
+            [
+                untolerated_taint(examples[kind], placement.tolerations) is None
+                for kind in range(len(distinct))
+            ],
             dtype=np.bool_,
         )
+        return np.asarray(tolerated[kinds], dtype=np.bool_)
 
     return tolerated_nodes
 
@@ -81,10 +158,18 @@ class PredicatesPlugin:
         nodes = session.snapshot.nodes
         taints = [list(spec.taints) for spec in nodes.specs]
         points = session.points
-        points.static_predicates.append(("unschedulable", "node(s) were unschedulable", schedulable_nodes))
-        points.static_predicates.append(("notready", "node(s) were not ready", ready_nodes))
         points.static_predicates.append(
-            ("nodeaffinity", "node(s) didn't match Pod's node affinity/selector", affinity_nodes)
+            ("unschedulable", "node(s) were unschedulable", _node_flags(nodes, lambda s: not s.unschedulable))
+        )
+        points.static_predicates.append(
+            ("notready", "node(s) were not ready", _node_flags(nodes, lambda s: s.ready))
+        )
+        points.static_predicates.append(
+            (
+                "nodeaffinity",
+                "node(s) didn't match Pod's node affinity/selector",
+                make_affinity_filter(_LabelIndex(nodes)),
+            )
         )
         points.static_predicates.append(
             ("taints", "node(s) had untolerated taint", make_taint_filter(taints))
@@ -112,12 +197,15 @@ class PredicatesPlugin:
         )
 
         preference_cache: dict[str, FloatArray] = {}
+        soft_taints = any(t.effect == "PreferNoSchedule" for node_taints in taints for t in node_taints)
 
-        def preferences(task: TaskInfo, candidates: BoolArray) -> FloatArray:
+        def preferences(task: TaskInfo, rows: IntArray) -> FloatArray | float:
             placement = task.placement
+            if not soft_taints and not _has_preferred_node_affinity(placement):
+                return 0.0  # nothing to prefer or avoid: every node scores 0
             if placement.key not in preference_cache:
                 preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
-            return preference_cache[placement.key]
+            return preference_cache[placement.key][rows]
 
         points.node_scorers.append(preferences)
 

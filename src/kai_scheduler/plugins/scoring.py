@@ -13,7 +13,7 @@ import numpy as np
 
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
-from kai_scheduler.model.nodes import BoolArray, FloatArray, NodeTable
+from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON
 
 MAX_HIGH_DENSITY: Final = 9.0
@@ -35,12 +35,13 @@ class _ScoringPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-        session.points.node_scorers.append(lambda task, candidates: self.score(nodes, task, candidates))
+        session.points.node_scorers.append(lambda task, rows: self.score(nodes, task, rows))
 
     def on_session_close(self, session: Session) -> None:
         return None
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        """The scores of the candidate nodes `rows` (or one score for all of them)."""
         raise NotImplementedError
 
 
@@ -49,8 +50,10 @@ class NodeAvailabilityPlugin(_ScoringPlugin):
 
     name = "nodeavailability"
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
-        return np.where(nodes.fit(task.request, soon=False), AVAILABILITY, 0.0)
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        if not nodes.anything_releasing():
+            return AVAILABILITY  # the candidates fit soon, and nothing is released: they all fit now
+        return np.where(nodes.fit(task.request, soon=False)[rows], AVAILABILITY, 0.0)
 
 
 class ResourceTypePlugin(_ScoringPlugin):
@@ -58,10 +61,10 @@ class ResourceTypePlugin(_ScoringPlugin):
 
     name = "resourcetype"
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if task.request.uses_gpu:
-            return np.zeros(nodes.size)
-        return np.where(nodes.has_gpus, 0.0, RESOURCE_TYPE)
+            return 0.0
+        return np.where(nodes.has_gpus[rows], 0.0, RESOURCE_TYPE)
 
 
 class GpuSharingOrderPlugin(_ScoringPlugin):
@@ -69,11 +72,12 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
 
     name = "gpusharingorder"
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not task.request.is_shared_gpu:
-            return np.zeros(nodes.size)
-        fits_shared = nodes.shared_free_now >= nodes.portion_for(task.request) - EPSILON
-        return np.where(fits_shared & (nodes.shared_free_now > 0), GPU_SHARING, 0.0)
+            return 0.0
+        shared_free = nodes.shared_free_now[rows]
+        fits_shared = shared_free >= nodes.portion_for(task.request, rows) - EPSILON
+        return np.where(fits_shared & (shared_free > 0), GPU_SHARING, 0.0)
 
 
 class NominatedNodePlugin(_ScoringPlugin):
@@ -81,11 +85,10 @@ class NominatedNodePlugin(_ScoringPlugin):
 
     name = "nominatednode"
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
-        scores = np.zeros(nodes.size)
-        if task.nominated_node >= 0:
-            scores[task.nominated_node] = NOMINATED_NODE
-        return scores
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        if task.nominated_node < 0:
+            return 0.0
+        return np.where(rows == task.nominated_node, NOMINATED_NODE, 0.0)
 
 
 class NodePlacementPlugin(_ScoringPlugin):
@@ -105,19 +108,21 @@ class NodePlacementPlugin(_ScoringPlugin):
         self.gpu_strategy = arguments.get("gpu", BINPACK)
         self.cpu_strategy = arguments.get("cpu", BINPACK)
 
-    def score(self, nodes: NodeTable, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+    def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if task.request.uses_gpu:
-            free, total, strategy = nodes.idle_gpus_total(), nodes.cap_gpus, self.gpu_strategy
+            free = nodes.free_gpus[rows] + nodes.shared_free_total[rows]  # see NodeTable.idle_gpus_total
+            total, strategy = nodes.cap_gpus[rows], self.gpu_strategy
         else:
-            free, total, strategy = nodes.cap_cpu - nodes.used_cpu, nodes.cap_cpu, self.cpu_strategy
+            free = nodes.cap_cpu[rows] - nodes.used_cpu[rows]
+            total, strategy = nodes.cap_cpu[rows], self.cpu_strategy
         if strategy == SPREAD:
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(total > 0, free / np.maximum(total, EPSILON), 0.0)
             return np.asarray(share, dtype=np.float64)
-        considered = free[candidates]
-        if considered.size == 0:
-            return np.zeros(nodes.size)
-        low, high = float(considered.min()), float(considered.max())
+        # Binpack ranks against the other candidates: the fullest scores MAX_HIGH_DENSITY, the emptiest 0.
+        if free.size == 0:
+            return 0.0
+        low, high = float(free.min()), float(free.max())
         if high - low <= EPSILON:
-            return np.full(nodes.size, MAX_HIGH_DENSITY)
+            return MAX_HIGH_DENSITY
         return np.asarray(MAX_HIGH_DENSITY * (1.0 - (free - low) / (high - low)), dtype=np.float64)

@@ -92,17 +92,19 @@ def _innermost_preferred(task: TaskInfo) -> tuple[TopologyConstraint, list[TaskI
     return None
 
 
-def preferred_domain_scores(session: Session, task: TaskInfo, candidates: BoolArray) -> FloatArray:
+def preferred_domain_scores(session: Session, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+    """Scores for the candidate nodes `rows`: the domain the pod's group already occupies most, then the
+    roomiest domain (room counted over every node of the domain, candidates or not)."""
     nodes = session.snapshot.nodes
     scores = np.zeros(nodes.size)
     found = _innermost_preferred(task)
     if found is None:
-        return scores
+        return 0.0
     constraint, covered = found
     tree = session.snapshot.topologies.get(constraint.topology)
     level = tree.level_of(constraint.preferred) if tree is not None else None
     if tree is None or level is None:
-        return scores
+        return 0.0
     ids = tree.node_domain[level]
     count = len(tree.domains[level])
     inside = ids >= 0
@@ -115,7 +117,7 @@ def preferred_domain_scores(session: Session, task: TaskInfo, candidates: BoolAr
     if placed:
         per_domain += PREFERRED_DOMAIN_SCORE * np.bincount(ids[placed], minlength=count) / len(placed)
     scores[inside] = per_domain[ids[inside]]
-    return np.where(candidates, scores, 0.0)
+    return np.asarray(scores[rows], dtype=np.float64)
 
 
 def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:

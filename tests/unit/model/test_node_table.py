@@ -285,3 +285,83 @@ def test_mig_instances_fit_only_nodes_offering_that_profile() -> None:
     assert not t.fit(PodRequest(scalars=(("nvidia.com/mig-1g.5gb", 3.0),)), soon=False).any()
     unknown = PodRequest(scalars=(("nvidia.com/mig-7g.40gb", 1.0),))
     assert not t.fit(unknown, soon=False).any()
+
+
+# --- fit masks kept across changes -----------------------------------------------------------------
+
+
+def _fresh_fit(t: NodeTable, request: PodRequest, *, soon: bool) -> list[bool]:
+    return [bool(x) for x in t.fit_rows(request, slice(None), soon=soon)]
+
+
+def test_fit_masks_kept_across_changes_match_a_fresh_computation() -> None:
+    """The masks `fit` keeps per request are brought up to date at the changed nodes only (one by one for
+    a few, vectorised for more); after any mix of changes they equal a computation from scratch."""
+    t = table(*(node(f"n{i:02d}", gpus=4, cpu="16", memory="64Gi", pods=6) for i in range(200)))
+    whole = PodRequest(cpu=2000, memory=8 * GI, whole_gpus=2)
+    half = PodRequest(cpu=1000, memory=4 * GI, gpu_portion=0.5, gpu_devices=1)
+    pair = PodRequest(cpu=1000, memory=4 * GI, gpu_portion=0.5, gpu_devices=2)
+    requests = (whole, half, pair)
+    rng = np.random.default_rng(7)
+    held: list[tuple[int, PodRequest, str, tuple[str, ...]]] = []
+    for _ in range(200):
+        # Bursts of 1, a few and many changes between two asks, so every update path runs.
+        for _ in range(int(rng.choice([1, 3, 20, 40]))):
+            node_ = int(rng.integers(t.size))
+            if held and rng.random() < 0.3:
+                n, request, key, groups = held.pop(int(rng.integers(len(held))))
+                if rng.random() < 0.5:
+                    t.mark_releasing(n, request, key, groups)
+                else:
+                    t.unhold(n, request, releasing=False)
+                    t.unshare_gpus(key, groups, releasing=False)
+                continue
+            request = requests[int(rng.integers(len(requests)))]
+            if not t.fit_rows(request, slice(None), soon=False)[node_]:
+                continue
+            key = f"pod-{len(held)}-{rng.integers(1 << 40)}"
+            groups = tuple(f"{key}-g{d}" for d in range(request.gpu_devices))
+            t.hold(node_, request, releasing=False)
+            t.share_gpus(node_, request, key, groups, releasing=False)
+            held.append((node_, request, key, groups))
+        for request in requests:
+            for soon in (False, True):
+                assert [bool(x) for x in t.fit(request, soon=soon)] == _fresh_fit(t, request, soon=soon)
+
+
+def test_fit_now_is_fit_soon_while_nothing_is_released_and_apart_once_something_is() -> None:
+    t = table(node("a", gpus=2), node("b", gpus=2))
+    request = PodRequest(cpu=100, memory=GI, whole_gpus=2)
+    full = PodRequest(cpu=100, memory=GI, whole_gpus=2)
+    t.hold(0, full, releasing=False)
+    assert not t.anything_releasing()
+    assert list(t.fit(request, soon=False)) == list(t.fit(request, soon=True)) == [False, True]
+    t.mark_releasing(0, full, "p", ())
+    assert t.anything_releasing()
+    assert list(t.fit(request, soon=False)) == [False, True]
+    assert list(t.fit(request, soon=True)) == [True, True]
+    t.unmark_releasing(0, full, "p", ())
+    assert not t.anything_releasing()
+    assert list(t.fit(request, soon=False)) == [False, True]
+
+
+def test_a_fit_mask_is_read_only() -> None:
+    t = table(node("a", gpus=1))
+    mask = t.fit(PodRequest(whole_gpus=1), soon=True)
+    with pytest.raises(ValueError, match="read-only"):
+        mask[0] = False
+
+
+def test_a_copy_and_its_original_keep_their_fit_masks_apart() -> None:
+    t = table(node("a", gpus=2), node("b", gpus=2))
+    request = PodRequest(cpu=100, memory=GI, whole_gpus=2)
+    assert list(t.fit(request, soon=True)) == [True, True]
+    copy = t.copy()
+    copy.hold(0, request, releasing=False)
+    assert list(copy.fit(request, soon=True)) == [False, True]
+    assert list(t.fit(request, soon=True)) == [True, True]
+    t.hold(1, request, releasing=False)
+    assert list(t.fit(request, soon=True)) == [True, False]
+    t.clear_node(1)
+    assert list(t.fit(request, soon=True)) == [True, True]
+    assert list(copy.fit(request, soon=True)) == [False, True]
