@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
 import ssl
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -205,16 +207,44 @@ def _simulate(args: argparse.Namespace) -> int:
     config = _config(args.config)
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
-    objects = [loaded.obj for loaded in load_manifests(paths)]
+    with _long_lived_objects():
+        objects = [loaded.obj for loaded in load_manifests(paths)]
+        try:
+            simulation = Simulation(objects, config, options)
+        except ConfigError as error:
+            raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
     try:
-        simulation = Simulation(objects, config, options)
-    except ConfigError as error:
-        raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
-    result = simulation.run()
-    document = result_document(result)
+        result = simulation.run()
+        document = result_document(result)
+        _output(args, document, demo=demo, skipped=result.skipped)
+    finally:
+        gc.unfreeze()
+    return 0
+
+
+@contextmanager
+def _long_lived_objects() -> Iterator[None]:
+    """Create the input's objects with the cyclic garbage collector paused, then freeze them (gc.freeze).
+
+    A large cluster is millions of small objects that live for the whole run and hold no reference cycles.
+    Left in the collector's generations, each full collection during the cycles walks all of them again
+    (half the run's time at 5,000 nodes); frozen, the collector skips them (reference counting still frees
+    them). `_simulate` unfreezes them at the end, for callers that go on running (tests).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, skipped: list[str]) -> None:
     if args.output == "json":
         _write(args.out, json.dumps(document, indent=2) + "\n")
-        return 0
+        return
     title = (
         "kai-scheduler demo: three teams share four racks of 8-GPU nodes"
         if demo
@@ -222,10 +252,9 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
-            render(document, Console(file=handle, width=140), title=title, skipped=result.skipped)
+            render(document, Console(file=handle, width=140), title=title, skipped=skipped)
     else:
-        render(document, Console(width=140), title=title, skipped=result.skipped)
-    return 0
+        render(document, Console(width=140), title=title, skipped=skipped)
 
 
 def _run(args: argparse.Namespace) -> int:
