@@ -2,6 +2,9 @@
 `reserve` (inside a GPU reservation pod).
 
 Every user error (bad flags, bad manifests, bad configuration) ends as one line on stderr and exit 2.
+
+Live mode's modules (lightkube, prometheus_client, the components) are imported by the `run` and `reserve`
+commands when they start, not here: `simulate` needs none of them, and they were a third of its start-up.
 """
 
 from __future__ import annotations
@@ -14,16 +17,14 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
-from lightkube.core.exceptions import ConfigError as KubeConfigError
-from rich.console import Console
 
 from kai_scheduler import __version__
 from kai_scheduler.api.constants import SCHEDULER_NAME
@@ -36,28 +37,15 @@ from kai_scheduler.framework.config import (
     parse_config,
     with_placement_strategy,
 )
-from kai_scheduler.k8s.binder import (
-    DEFAULT_RESERVATION_IMAGE,
-    DEFAULT_RESERVATION_NAMESPACE,
-    DEFAULT_RESERVATION_SERVICE_ACCOUNT,
-    GpuReservation,
-)
-from kai_scheduler.k8s.client import ApiStatusError
-from kai_scheduler.k8s.components import (
-    ALL_COMPONENTS,
-    COMPONENTS,
-    RunOptions,
-    run_components,
-)
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
-from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
-from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
-from kai_scheduler.sim.report import render
 from kai_scheduler.sim.results import result_document
+
+if TYPE_CHECKING:
+    from kai_scheduler.k8s.binder import GpuReservation
+    from kai_scheduler.k8s.components import RunOptions
+    from kai_scheduler.k8s.lightkube_client import LightkubeClient
 
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
@@ -67,6 +55,22 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    """Errors raise UsageError instead of exiting. A command's arguments can be added by `arguments` when
+    the command is first parsed (or its help shown), so that building the parser imports nothing of the
+    other commands (`run`'s defaults and choices come from live mode's modules)."""
+
+    def __init__(
+        self, *args: Any, arguments: Callable[[argparse.ArgumentParser], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._arguments is not None:
+            add, self._arguments = self._arguments, None
+            add(self)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
@@ -93,17 +97,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
-    _add_run_parser(commands)
-    _add_reserve_parser(commands)
-    return parser
-
-
-def _add_run_parser(commands: Any) -> None:
-    run = commands.add_parser(
+    commands.add_parser(
         "run",
         help="schedule a real Kubernetes cluster (live mode)",
         description="Run live-mode components against the Kubernetes API until SIGTERM or SIGINT.",
+        arguments=_run_arguments,
     )
+    commands.add_parser(
+        "reserve",
+        help="inside a GPU reservation pod: publish the pod's GPU, then hold it",
+        description="Run inside a GPU reservation pod (the binder creates them): find the UUID of the "
+        "pod's GPU through NVML, publish it in the pod's annotation run.ai/reserve_for_gpu_index, and "
+        "hold the GPU until SIGTERM.",
+        arguments=_reserve_arguments,
+    )
+    return parser
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    from kai_scheduler.k8s.binder import (
+        DEFAULT_RESERVATION_IMAGE,
+        DEFAULT_RESERVATION_NAMESPACE,
+        DEFAULT_RESERVATION_SERVICE_ACCOUNT,
+    )
+    from kai_scheduler.k8s.components import COMPONENTS
+    from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
+    from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+
     which = run.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--component", action="append", choices=COMPONENTS, help="a component to run (repeatable)"
@@ -168,14 +188,7 @@ def _add_run_parser(commands: Any) -> None:
     )
 
 
-def _add_reserve_parser(commands: Any) -> None:
-    reserve = commands.add_parser(
-        "reserve",
-        help="inside a GPU reservation pod: publish the pod's GPU, then hold it",
-        description="Run inside a GPU reservation pod (the binder creates them): find the UUID of the "
-        "pod's GPU through NVML, publish it in the pod's annotation run.ai/reserve_for_gpu_index, and "
-        "hold the GPU until SIGTERM.",
-    )
+def _reserve_arguments(reserve: argparse.ArgumentParser) -> None:
     reserve.add_argument(
         "--kubeconfig", metavar="FILE", help="default: in-cluster, then $KUBECONFIG, ~/.kube/config"
     )
@@ -245,6 +258,10 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, s
     if args.output == "json":
         _write(args.out, json.dumps(document, indent=2) + "\n")
         return
+    from rich.console import Console
+
+    from kai_scheduler.sim.report import render
+
     title = (
         "kai-scheduler demo: three teams share four racks of 8-GPU nodes"
         if demo
@@ -258,6 +275,8 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, s
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions
+
     config = _config(args.config)
     if args.placement_strategy:
         config = with_placement_strategy(config, args.placement_strategy)
@@ -296,6 +315,8 @@ def _plugin_server_port(port: int) -> int | None:
 
 
 def _reservation(args: argparse.Namespace) -> GpuReservation:
+    from kai_scheduler.k8s.binder import GpuReservation
+
     try:
         timeout = parse_duration(args.reservation_timeout)
     except ValueError as error:
@@ -311,6 +332,9 @@ def _reservation(args: argparse.Namespace) -> GpuReservation:
 
 
 def _reserve(args: argparse.Namespace) -> int:
+    from kai_scheduler.k8s.client import ApiStatusError
+    from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
+
     if not args.pod_name or not args.namespace:
         raise UsageError(
             "reserve: the pod is unknown: set --pod-name and --namespace (or POD_NAME, POD_NAMESPACE)"
@@ -340,6 +364,10 @@ def _reserve(args: argparse.Namespace) -> int:
 
 def _client(kubeconfig: str | None) -> LightkubeClient:
     """The API client from a kubeconfig (or in-cluster); a broken kubeconfig is one line, not a traceback."""
+    from lightkube.core.exceptions import ConfigError as KubeConfigError
+
+    from kai_scheduler.k8s.lightkube_client import LightkubeClient
+
     where = kubeconfig or "the in-cluster or default kubeconfig"
     try:
         return LightkubeClient.from_kubeconfig(kubeconfig)
@@ -359,6 +387,13 @@ async def _until_signalled(options: RunOptions, client: LightkubeClient) -> None
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await run_components(options, stop, client)
+
+
+async def run_components(options: RunOptions, stop: asyncio.Event, client: LightkubeClient) -> None:
+    """Live mode's components until `stop` (`kai_scheduler.k8s.components`, imported here on first use)."""
+    from kai_scheduler.k8s.components import run_components as run
+
+    await run(options, stop, client)
 
 
 def _demo_folder() -> Path:
