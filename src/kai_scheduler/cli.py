@@ -226,24 +226,24 @@ def _simulate(args: argparse.Namespace) -> int:
             simulation = Simulation(objects, config, options)
         except ConfigError as error:
             raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
-    try:
+    with _fewer_collections():
         result = simulation.run()
         document = result_document(result)
         _output(args, document, demo=demo, skipped=result.skipped)
-    finally:
-        gc.unfreeze()
     return 0
+
+
+# The garbage collector during `simulate`. A large cluster is millions of small objects: the input's live
+# for the whole run and hold no reference cycles, and each cycle makes a snapshot of as many again. With
+# the collector's defaults (a young collection every 700 allocations) collections were half the run time
+# at 5,000 nodes, most of it full collections walking the same objects again and again.
+_YOUNG_COLLECTION_EVERY = 100_000
 
 
 @contextmanager
 def _long_lived_objects() -> Iterator[None]:
-    """Create the input's objects with the cyclic garbage collector paused, then freeze them (gc.freeze).
-
-    A large cluster is millions of small objects that live for the whole run and hold no reference cycles.
-    Left in the collector's generations, each full collection during the cycles walks all of them again
-    (half the run's time at 5,000 nodes); frozen, the collector skips them (reference counting still frees
-    them). `_simulate` unfreezes them at the end, for callers that go on running (tests).
-    """
+    """Create the input's objects with the collector paused, then freeze them (gc.freeze): later
+    collections skip them (reference counting still frees them)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -252,6 +252,21 @@ def _long_lived_objects() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Collect the young generation every `_YOUNG_COLLECTION_EVERY` allocations, so that a cycle's snapshot
+    is not promoted and walked by full collections while it is being built (at 1,000 nodes: GC 6.6 -> 0.9 s
+    of 3 cycles, peak memory +20%); then restore the collector (thresholds, frozen objects) for callers that
+    go on running (tests)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(_YOUNG_COLLECTION_EVERY, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, skipped: list[str]) -> None:
