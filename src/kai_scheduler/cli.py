@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import signal
 import ssl
@@ -39,6 +38,7 @@ from kai_scheduler.framework.config import (
 )
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.json_output import document_json
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
 
@@ -271,7 +271,7 @@ def _fewer_collections() -> Iterator[None]:
 
 def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, skipped: list[str]) -> None:
     if args.output == "json":
-        _write(args.out, json.dumps(document, indent=2) + "\n")
+        _write(args.out, document_json(document))
         return
     from rich.console import Console
 
