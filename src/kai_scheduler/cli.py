@@ -229,16 +229,18 @@ def _simulate(args: argparse.Namespace) -> int:
     config = _config(args.config)
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
-    with _long_lived_objects():
+    with _collector_paused():
         objects = [loaded.obj for loaded in load_manifests(paths)]
         try:
             simulation = Simulation(objects, config, options)
         except ConfigError as error:
             raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
+        gc.freeze()  # later collections skip the input's objects (reference counting still frees them)
     with _fewer_collections():
         result = simulation.run()
-        document = result_document(result)
-        _output(args, document, demo=demo, skipped=result.skipped)
+        with _collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
+            document = result_document(result)
+            _output(args, document, demo=demo, skipped=result.skipped)
     return 0
 
 
@@ -250,14 +252,12 @@ _YOUNG_COLLECTION_EVERY = 100_000
 
 
 @contextmanager
-def _long_lived_objects() -> Iterator[None]:
-    """Create the input's objects with the collector paused, then freeze them (gc.freeze): later
-    collections skip them (reference counting still frees them)."""
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: for making many objects that hold no reference cycles."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
-        gc.freeze()
     finally:
         if was_enabled:
             gc.enable()
