@@ -1,3 +1,3 @@
-from kai_scheduler.cli import main
+from kai_scheduler.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

@@ -261,7 +261,8 @@ def _check_pod(pod: Pod) -> None:
         raise InvalidField(
             f"metadata.labels.{c.TASK_PRIORITY_LABEL}", f"must be an integer, got {priority!r}"
         )
-    check_gpu_sharing(pod)
+    if pod.metadata.annotations:  # the GPU-sharing rules are all about annotations; most pods have none
+        check_gpu_sharing(pod)
     for path, container in _containers(pod):
         _check_resource_list(f"{path}.resources.requests", container.resources.requests)
         _check_resource_list(f"{path}.resources.limits", container.resources.limits)

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from datetime import datetime
 from fractions import Fraction
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 from kai_scheduler.api.quantity import parse_quantity, quantity_text
 
-
-def _quantity(value: Any) -> Fraction:
-    return parse_quantity(value)
-
-
-Quantity = Annotated[Fraction, BeforeValidator(_quantity), PlainSerializer(quantity_text, return_type=str)]
+Quantity = Annotated[
+    Fraction, BeforeValidator(parse_quantity), PlainSerializer(quantity_text, return_type=str)
+]
 """A Kubernetes quantity (`500m`, `1Gi`, `2e3`), held exactly; dumped as Kubernetes writes it (`500m`)."""
 
 ResourceList = dict[str, Quantity]

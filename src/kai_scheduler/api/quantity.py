@@ -37,6 +37,8 @@ _MAX_EXPONENT = 64
 
 def parse_quantity(value: Any) -> Fraction:
     """Parse a quantity given as a string or a YAML number; raise ValueError naming what is wrong."""
+    if value.__class__ is str:  # nearly always: first, and without the isinstance chain below
+        return _parse_text(value)
     if isinstance(value, bool):
         raise ValueError(f"expected a quantity, got {value!r}")
     if isinstance(value, int):
