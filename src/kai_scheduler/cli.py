@@ -16,8 +16,7 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -38,6 +37,7 @@ from kai_scheduler.framework.config import (
 )
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.json_output import document_json
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
@@ -229,53 +229,19 @@ def _simulate(args: argparse.Namespace) -> int:
     config = _config(args.config)
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
-    with _collector_paused():
+    with collector_paused():
         objects = [loaded.obj for loaded in load_manifests(paths)]
         try:
             simulation = Simulation(objects, config, options)
         except ConfigError as error:
             raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
         gc.freeze()  # later collections skip the input's objects (reference counting still frees them)
-    with _fewer_collections():
+    with fewer_collections():
         result = simulation.run()
-        with _collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
+        with collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
             document = result_document(result)
             _output(args, document, demo=demo, skipped=result.skipped)
     return 0
-
-
-# The garbage collector during `simulate`. A large cluster is millions of small objects: the input's live
-# for the whole run and hold no reference cycles, and each cycle makes a snapshot of as many again. With
-# the collector's defaults (a young collection every 700 allocations) collections were half the run time
-# at 5,000 nodes, most of it full collections walking the same objects again and again.
-_YOUNG_COLLECTION_EVERY = 100_000
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: for making many objects that hold no reference cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Collect the young generation every `_YOUNG_COLLECTION_EVERY` allocations, so that a cycle's snapshot
-    is not promoted and walked by full collections while it is being built (at 1,000 nodes: GC 6.6 -> 0.9 s
-    of 3 cycles, peak memory +20%); then restore the collector (thresholds, frozen objects) for callers that
-    go on running (tests)."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(_YOUNG_COLLECTION_EVERY, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, skipped: list[str]) -> None:
