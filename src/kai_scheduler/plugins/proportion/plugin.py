@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -42,9 +42,12 @@ class ProportionPlugin:
             raise ValueError(f"proportion.arguments.{name}: must be >= 1, got {multiplier:g}")
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
-        self._next_request: dict[str, tuple[int, Resources]] = {}
+        self._next_request: dict[JobInfo, tuple[int, Resources]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
+        # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
+        # the session, and a queue's next jobs mostly ask for the same few shapes.
+        self._order_keys: dict[tuple[str, float, float, float, float, float, float], tuple[Any, ...]] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -96,16 +99,32 @@ class ProportionPlugin:
         """What the job's next attempt would add to its queue (cached until its allocation changes)."""
         assert self._session is not None
         version = job.version
-        cached = self._next_request.get(job.key)
+        cached = self._next_request.get(job)
         if cached is None or cached[0] != version:
             cached = (version, request_of(self._session, tasks_to_allocate(self._session, job)))
-            self._next_request[job.key] = cached
+            self._next_request[job] = cached
         return cached[1]
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         """KAI's queue order as a sort key (smaller first). Hot: called for every queue on the path of
-        every job an action hands out, so it works on plain floats."""
+        every job an action hands out, so it is remembered per allocation and request."""
         request = self._job_request(job) if job is not None else _NOTHING
+        allocated = queue.allocated
+        memo = (
+            queue.name,
+            allocated.gpu,
+            allocated.cpu,
+            allocated.memory,
+            request.gpu,
+            request.cpu,
+            request.memory,
+        )
+        key = self._order_keys.get(memo)
+        if key is None:
+            key = self._order_keys[memo] = self._queue_order_key(queue, request)
+        return key
+
+    def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
         allocated, fair, deserved = queue.allocated, queue.fair_share, queue.deserved
         used = (allocated.gpu, allocated.cpu, allocated.memory)
         asked = (request.gpu, request.cpu, request.memory)
@@ -389,29 +408,48 @@ def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
 
 
 def account_queues(snapshot: ClusterSnapshot) -> None:
-    """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree."""
+    """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree.
+
+    Each job's pods are summed, then the job's sums are added to every queue on its path, job by job (so
+    fractional GPUs add up in the same order every time). Hot: it visits every pod of the cluster each
+    cycle, so it adds plain floats and skips the sums a job does not have (most jobs either run or wait)."""
     queues = snapshot.queues
-    nodes = snapshot.nodes
+    gpu_memory = snapshot.nodes.gpu_memory_mib
+    pending_gpu_memory = snapshot.min_gpu_memory_mib
     for queue in queues:
         queue.allocated = Resources()
         queue.allocated_non_preemptible = Resources()
         queue.request = Resources()
+    paths: dict[str, list[QueueInfo]] = {}
     for job in snapshot.jobs.values():
-        if job.queue not in queues:
-            continue
-        allocated = Resources()
-        pending = Resources()
+        path = paths.get(job.queue)
+        if path is None:
+            if job.queue not in queues:
+                continue
+            path = paths[job.queue] = queues.ancestry(job.queue)
+        allocated = pending = None
         for task in job.tasks:
-            if task.status in ALLOCATED:
-                allocated.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
-            elif task.status is TaskStatus.PENDING:
-                pending.add(task.request.queue_resources(snapshot.min_gpu_memory_mib))
-        for queue in queues.ancestry(job.queue):
-            queue.allocated.add(allocated)
-            queue.request.add(allocated)
-            queue.request.add(pending)
-            if not job.preemptible:
-                queue.allocated_non_preemptible.add(allocated)
+            status = task.status
+            request = task.request
+            if status is TaskStatus.RUNNING or status is TaskStatus.ALLOCATED:  # jobs.ALLOCATED, by identity
+                # Only gpu-memory requests depend on the device: look the node up only for those.
+                memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
+                if allocated is None:
+                    allocated = Resources()
+                allocated.add(request.queue_resources(memory))
+            elif status is TaskStatus.PENDING:
+                if pending is None:
+                    pending = Resources()
+                pending.add(request.queue_resources(pending_gpu_memory))
+        # Adding zero changes no sum: a job without allocated (or pending) pods adds nothing.
+        for queue in path:
+            if allocated is not None:
+                queue.allocated.add(allocated)
+                queue.request.add(allocated)
+                if not job.preemptible:
+                    queue.allocated_non_preemptible.add(allocated)
+            if pending is not None:
+                queue.request.add(pending)
 
 
 # Time-based fairness compares usage at 1% of the cluster: as two queues' usages converge, differences
