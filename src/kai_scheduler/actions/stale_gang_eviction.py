@@ -23,7 +23,7 @@ def may_go_stale(job: JobInfo) -> bool:
     by any pod it runs, so it is never stale (most jobs; this needs no counting)."""
     if job.min_member > 1 or len(job.podsets) > 1:
         return True
-    return any(podset.min_member > 1 for podset in job.podsets.values())
+    return len(job.podsets) == 1 and next(iter(job.podsets.values())).min_member > 1
 
 
 class StaleGangEviction:

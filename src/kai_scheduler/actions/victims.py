@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -331,7 +331,8 @@ class VictimAction(ABC):
         running = [j for j in jobs if j.preemptible and j.queue in queues and j.tally().running]
         if not running:
             return
-        pending = [j for j in jobs if j.invalid_reason is None and j.has_pending()]
+        waiting = with_pending(session.snapshot)
+        pending = [j for j in jobs if j in waiting and j.invalid_reason is None]
         queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
         counts = session.counts[self.name]

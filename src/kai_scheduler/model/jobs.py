@@ -21,6 +21,10 @@ class TaskStatus(Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
+    # Members are singletons compared by identity, so they may hash by identity too: `status in
+    # OCCUPYING` is asked of every pod each cycle, and Enum's own hash (of the name) is a Python call.
+    __hash__ = object.__hash__
+
 
 # Statuses whose pods occupy node resources, and those counted as the queue's allocation.
 OCCUPYING: Final = frozenset(
@@ -255,7 +259,6 @@ class JobInfo:
         pending = active = running = succeeded = 0
         for task in self.tasks:
             status = task.status
-            # Identity tests: an Enum's hash is a Python-level call, too slow for a set lookup here.
             if status is TaskStatus.PENDING:
                 pending += 1
             elif status is TaskStatus.RUNNING:

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+import numpy as np
+
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import FloatArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -410,46 +413,75 @@ def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
 def account_queues(snapshot: ClusterSnapshot) -> None:
     """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree.
 
-    Each job's pods are summed, then the job's sums are added to every queue on its path, job by job (so
-    fractional GPUs add up in the same order every time). Hot: it visits every pod of the cluster each
-    cycle, so it adds plain floats and skips the sums a job does not have (most jobs either run or wait)."""
+    Each job's pods are summed, then every queue adds up the sums of the jobs at or below it, job by job
+    in the snapshot's order (so that fractional GPUs add up to the same bits every cycle). Hot: it visits
+    every pod of the cluster each cycle, so the pods are summed in plain floats and the per-queue
+    additions are done by numpy: `cumsum` adds strictly in order, each partial sum being part of its
+    output, so its last row is exactly the job-by-job sum."""
     queues = snapshot.queues
-    gpu_memory = snapshot.nodes.gpu_memory_mib
-    pending_gpu_memory = snapshot.min_gpu_memory_mib
     for queue in queues:
         queue.allocated = Resources()
         queue.allocated_non_preemptible = Resources()
         queue.request = Resources()
-    paths: dict[str, list[QueueInfo]] = {}
+    gpu_memory = snapshot.nodes.gpu_memory_mib
+    pending_gpu_memory = snapshot.min_gpu_memory_mib
+    names = [queue.name for queue in queues]
+    position = {name: i for i, name in enumerate(names)}
+    # Per job in order: its queue's position, whether it is preemptible, and six numbers: its allocated
+    # then its pending (gpu, cpu, memory).
+    job_queue: list[int] = []
+    preemptible: list[bool] = []
+    sums: list[float] = []
     for job in snapshot.jobs.values():
-        path = paths.get(job.queue)
-        if path is None:
-            if job.queue not in queues:
-                continue
-            path = paths[job.queue] = queues.ancestry(job.queue)
-        allocated = pending = None
+        where = position.get(job.queue)
+        if where is None:
+            continue
+        ag = ac = am = pg = pc = pm = 0.0
         for task in job.tasks:
             status = task.status
             request = task.request
-            if status is TaskStatus.RUNNING or status is TaskStatus.ALLOCATED:  # jobs.ALLOCATED, by identity
+            if status in ALLOCATED:
                 # Only gpu-memory requests depend on the device: look the node up only for those.
                 memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
-                if allocated is None:
-                    allocated = Resources()
-                allocated.add(request.queue_resources(memory))
+                ag += request.gpu_units(memory)
+                ac += request.cpu
+                am += request.memory
             elif status is TaskStatus.PENDING:
-                if pending is None:
-                    pending = Resources()
-                pending.add(request.queue_resources(pending_gpu_memory))
-        # Adding zero changes no sum: a job without allocated (or pending) pods adds nothing.
-        for queue in path:
-            if allocated is not None:
-                queue.allocated.add(allocated)
-                queue.request.add(allocated)
-                if not job.preemptible:
-                    queue.allocated_non_preemptible.add(allocated)
-            if pending is not None:
-                queue.request.add(pending)
+                pg += request.gpu_units(pending_gpu_memory)
+                pc += request.cpu
+                pm += request.memory
+        job_queue.append(where)
+        preemptible.append(job.preemptible)
+        sums.extend((ag, ac, am, pg, pc, pm))
+    if not sums:
+        return
+    table = np.array(sums, dtype=np.float64).reshape(-1, 6)
+    allocated, pending = table[:, :3], table[:, 3:]
+    # The request adds each job's allocated, then its pending: interleaved rows.
+    requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
+    of_job = np.array(job_queue)
+    non_preemptible = ~np.array(preemptible, dtype=np.bool_)
+    below: dict[str, list[int]] = {name: [] for name in names}  # a queue and its descendants
+    for name in names:
+        for ancestor in queues.ancestry(name):
+            below[ancestor.name].append(position[name])
+    for queue in queues:
+        counted = np.zeros(len(names), dtype=np.bool_)
+        counted[below[queue.name]] = True
+        rows = counted[of_job]
+        if not rows.any():
+            continue
+        queue.allocated = _in_order_total(allocated[rows])
+        queue.request = _in_order_total(requested[np.repeat(rows, 2)])
+        queue.allocated_non_preemptible = _in_order_total(allocated[rows & non_preemptible])
+
+
+def _in_order_total(rows: FloatArray) -> Resources:
+    """The column sums of `rows` (gpu, cpu, memory), added first row to last."""
+    if not len(rows):
+        return Resources()
+    gpu, cpu, memory = (float(total) for total in np.cumsum(rows, axis=0)[-1])
+    return Resources(gpu, cpu, memory)
 
 
 # Time-based fairness compares usage at 1% of the cluster: as two queues' usages converge, differences
