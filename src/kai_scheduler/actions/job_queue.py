@@ -78,8 +78,9 @@ class QueueOrderedJobs:
     def _best_child(self, names: list[str]) -> str | None:
         """The first of `names` with the smallest rank (a scan with `<`: see proportion's queue order)."""
         best_name, best_rank = None, None
+        cache = self._cache
         for name in names:
-            ranked = self._ranked(name)
+            ranked = cache[name] if name in cache else self._ranked(name)
             if ranked is not None and (best_rank is None or ranked.rank < best_rank):
                 best_name, best_rank = name, ranked.rank
         return best_name

@@ -67,12 +67,15 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool 
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one
     need not be tried again. `by_queue=False` leaves the queue, preemptibility and priority out, for an
     action whose outcome does not depend on them (consolidation: no queue may lose resources to it)."""
-    constraints = job.topology_constraints()
-    constrained = any(c is not None for c in constraints)
+    constrained = job.has_topology()
+    constraints = job.topology_constraints() if constrained else ()
+    pods = [(t.request.shape(), t.placement.key, t.nominated_node) for t in tasks]
+    if len(pods) > 1:
+        pods.sort()
     return (
         (job.queue, job.preemptible, job.priority) if by_queue else None,
         job.is_gang_satisfied(),
-        tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
+        tuple(pods),
         # Topology: jobs with other constraints place differently, and running pods pin a job to their
         # domain, so a constrained job that already runs shares its signature with no other job.
         constraints if constrained else None,
