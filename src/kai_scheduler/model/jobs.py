@@ -306,7 +306,7 @@ class JobInfo:
         for podset in self.podsets.values():
             if podset.topology is not None:
                 return True
-        return any(group.topology is not None for group in self.subgroups.values())
+        return bool(self.subgroups) and any(group.topology is not None for group in self.subgroups.values())
 
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""
