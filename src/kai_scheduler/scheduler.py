@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from kai_scheduler.actions.allocate import Allocate
 from kai_scheduler.actions.consolidation import Consolidation
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
@@ -160,7 +160,8 @@ class Scheduler:
         Nothing is allocated; once allocate places a job its queue's share grows, which may move that
         queue's later jobs behind others. Mutates `snapshot` no more than opening a session does."""
         session, plugins = self._open(snapshot, cycle, now)
-        jobs = [job for job in snapshot.jobs.values() if job.has_pending() and job.invalid_reason is None]
+        waiting = with_pending(snapshot)
+        jobs = [job for job in snapshot.jobs.values() if job in waiting and job.invalid_reason is None]
         queue = QueueOrderedJobs(session, jobs, self.config.queue_depth_per_action.get(Allocate.name))
         order = []
         while (job := queue.pop()) is not None:

@@ -3,17 +3,31 @@
 At every level of the tree the child queue that ranks first (by the session's queue order, which looks at
 the queue's allocation and at the job it would hand out next) is chosen, down to a leaf, whose best job
 (by job order) is popped. A queue's rank changes only when its own jobs are popped or pushed back, so
-ranks are cached and refreshed along the path that changed.
+each queue's rank and the child it would descend to are cached, and refreshed along the path that
+changed: a pop costs one scan of the children of each queue on that path, however many jobs wait.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.jobs import JobInfo, TaskStatus
+from kai_scheduler.model.snapshot import ClusterSnapshot
+
+# A leaf's heap entry: the job order key, then the push counter (never compares two jobs).
+_Entry = tuple[tuple[Any, ...], int, JobInfo]
+
+
+class _Ranked(NamedTuple):
+    """A queue that has a job to hand out: its rank, that job, and the child queue the job is in (the
+    queue itself for a leaf)."""
+
+    rank: tuple[Any, ...]
+    job: JobInfo
+    via: str
 
 
 class QueueOrderedJobs:
@@ -24,11 +38,15 @@ class QueueOrderedJobs:
         self._depth = depth
         self._handed_out: dict[str, set[str]] = {}
         self._queues = session.snapshot.queues
-        self._heaps: dict[str, list[tuple[tuple[Any, ...], int, JobInfo]]] = {}
+        self._heaps: dict[str, list[_Entry]] = {}
         self._counter = 0
-        self._rank_cache: dict[str, tuple[Any, ...] | None] = {}
+        self._cache: dict[str, _Ranked | None] = {}  # None: the queue has nothing to hand out
+        self._paths: dict[str, list[str]] = {}  # leaf -> the names of the leaf and its ancestors
         for job in jobs:
-            self.push(job)
+            self._counter += 1
+            self._heaps.setdefault(job.queue, []).append((session.job_order_key(job), self._counter, job))
+        for heap in self._heaps.values():
+            heapq.heapify(heap)  # job order keys are unique (they end with the job's rank and key)
 
     def push(self, job: JobInfo) -> None:
         self._counter += 1
@@ -38,57 +56,74 @@ class QueueOrderedJobs:
         self._invalidate(job.queue)
 
     def pop(self) -> JobInfo | None:
-        level = self._queues.roots
-        while True:
-            best = self._best_child(level)
-            if best is None:
-                return None
-            queue = self._queues[best]
-            if queue.is_leaf:
-                job = heapq.heappop(self._heaps[best])[2]
-                self._handed_out.setdefault(best, set()).add(job.key)
-                self._invalidate(best)
-                return job
-            level = queue.children
+        best = self._best_child(self._queues.roots)
+        if best is None:
+            return None
+        while not self._queues[best].is_leaf:
+            ranked = self._ranked(best)
+            assert ranked is not None  # a queue chosen by rank has a job to hand out
+            best = ranked.via
+        job = heapq.heappop(self._heaps[best])[2]
+        self._handed_out.setdefault(best, set()).add(job.key)
+        self._invalidate(best)
+        return job
 
     def refresh(self) -> None:
         """Forget every cached rank (after changes to queues other than the popped job's)."""
-        self._rank_cache.clear()
+        self._cache.clear()
 
     def __bool__(self) -> bool:
         return any(self._heaps.values())
 
     def _best_child(self, names: list[str]) -> str | None:
+        """The first of `names` with the smallest rank (a scan with `<`: see proportion's queue order)."""
         best_name, best_rank = None, None
+        cache = self._cache
         for name in names:
-            rank = self._rank(name)
-            if rank is not None and (best_rank is None or rank < best_rank):
-                best_name, best_rank = name, rank
+            ranked = cache[name] if name in cache else self._ranked(name)
+            if ranked is not None and (best_rank is None or ranked.rank < best_rank):
+                best_name, best_rank = name, ranked.rank
         return best_name
 
-    def _rank(self, name: str) -> tuple[Any, ...] | None:
-        if name in self._rank_cache:
-            return self._rank_cache[name]
-        job = self._next_job(name)
-        rank = None if job is None else self._session.queue_order_key(self._queues[name], job)
-        self._rank_cache[name] = rank
-        return rank
-
-    def _next_job(self, name: str) -> JobInfo | None:
-        """The job this queue's subtree would hand out next."""
+    def _ranked(self, name: str) -> _Ranked | None:
+        if name in self._cache:
+            return self._cache[name]
         queue = self._queues[name]
+        job: JobInfo | None = None
+        via: str | None = name
         if queue.is_leaf:
-            heap = self._heaps.get(name)
-            if not heap:
+            job = self._next_job(name)
+        else:
+            via = self._best_child(queue.children)
+            child = None if via is None else self._ranked(via)
+            job = None if child is None else child.job
+        ranked = None
+        if job is not None and via is not None:
+            ranked = _Ranked(self._session.queue_order_key(queue, job), job, via)
+        self._cache[name] = ranked
+        return ranked
+
+    def _next_job(self, leaf: str) -> JobInfo | None:
+        """The job this leaf queue would hand out next."""
+        heap = self._heaps.get(leaf)
+        if not heap:
+            return None
+        job = heap[0][2]
+        if self._depth is not None:
+            handed_out = self._handed_out.get(leaf, set())
+            if len(handed_out) >= self._depth and job.key not in handed_out:
                 return None
-            job = heap[0][2]
-            handed_out = self._handed_out.get(name, set())
-            if self._depth is not None and len(handed_out) >= self._depth and job.key not in handed_out:
-                return None
-            return job
-        child = self._best_child(queue.children)
-        return None if child is None else self._next_job(child)
+        return job
 
     def _invalidate(self, leaf: str) -> None:
-        for queue in self._queues.ancestry(leaf):
-            self._rank_cache.pop(queue.name, None)
+        path = self._paths.get(leaf)
+        if path is None:
+            path = self._paths[leaf] = [queue.name for queue in self._queues.ancestry(leaf)]
+        for name in path:
+            self._cache.pop(name, None)
+
+
+def with_pending(snapshot: ClusterSnapshot) -> set[JobInfo]:
+    """The jobs that have a pending pod, found from the pods in one pass that calls nothing per job:
+    most jobs of a busy cluster have none, and asking each job costs more than looking at each pod."""
+    return {task.job for task in snapshot.tasks.values() if task.status is TaskStatus.PENDING}

@@ -10,13 +10,20 @@ start again whole. A job that is no longer stale has its stamp cleared.
 from __future__ import annotations
 
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskStatus
 
 
 def is_stale(job: JobInfo) -> bool:
-    if job.count(frozenset({TaskStatus.SUCCEEDED})):
-        return False
-    return job.count(ACTIVE_ALLOCATED) > 0 and not job.is_gang_satisfied()
+    tally = job.tally()
+    return not tally.succeeded and tally.active_allocated > 0 and not tally.gang_satisfied
+
+
+def may_go_stale(job: JobInfo) -> bool:
+    """Whether the job is a gang at all: a job whose only pod set asks for at most one pod is satisfied
+    by any pod it runs, so it is never stale (most jobs; this needs no counting)."""
+    if job.min_member > 1 or len(job.podsets) > 1:
+        return True
+    return len(job.podsets) == 1 and next(iter(job.podsets.values())).min_member > 1
 
 
 class StaleGangEviction:
@@ -26,6 +33,8 @@ class StaleGangEviction:
         grace = session.config.default_staleness_grace_period
         updates = session.points.stale_updates
         for job in session.snapshot.jobs.values():
+            if job.stale_since is None and not may_go_stale(job):
+                continue
             if not is_stale(job):
                 if job.stale_since is not None:
                     updates[job.key] = None

@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -325,15 +325,16 @@ class VictimAction(ABC):
 
     def execute(self, session: Session) -> None:
         jobs = session.snapshot.jobs.values()
-        pending = [j for j in jobs if j.has_pending() and j.invalid_reason is None]
-        queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
-        failed: set[tuple[object, ...]] = set()
-        # Jobs that could be victims at all; refreshed only when a scenario was committed.
-        running = [
-            j for j in jobs if j.preemptible and j.queue in session.snapshot.queues and running_tasks(j)
-        ]
+        # Jobs that could be victims at all; refreshed only when a scenario was committed. Without any
+        # (a cluster running only non-preemptible jobs) there is nothing to do, not even ordering jobs.
+        queues = session.snapshot.queues
+        running = [j for j in jobs if j.preemptible and j.queue in queues and j.tally().running]
         if not running:
             return
+        waiting = with_pending(session.snapshot)
+        pending = [j for j in jobs if j in waiting and j.invalid_reason is None]
+        queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
+        failed: set[tuple[object, ...]] = set()
         counts = session.counts[self.name]
         while (job := queue.pop()) is not None:
             counts.acted_on += 1
@@ -346,7 +347,7 @@ class VictimAction(ABC):
             if self.attempt(session, job, tasks, running):
                 session.unschedulable.pop(job.key, None)
                 queue.refresh()
-                running = [j for j in running if running_tasks(j)]
+                running = [j for j in running if j.tally().running]
                 if job.has_pending():
                     queue.push(job)
                 continue

@@ -16,13 +16,29 @@ if TYPE_CHECKING:
 
 
 def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
-    podsets = sorted(job.podsets.values(), key=session.podset_order_key)
+    """The pods of the job's next attempt, in placement order. Every action asks this of every pending
+    job, and queue order asks it again, so the answer is kept until one of the job's pods changes status
+    (the orders it depends on are fixed for the session)."""
+    cached = session.next_tasks.get(job)
+    if cached is None or cached[0] != job.version:
+        cached = (job.version, _tasks_to_allocate(session, job))
+        session.next_tasks[job] = cached
+    return list(cached[1])
+
+
+def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
+    podsets = list(job.podsets.values())
+    if len(podsets) > 1:
+        podsets.sort(key=session.podset_order_key)
     if not job.is_gang_satisfied():
         chosen: list[TaskInfo] = []
         for podset in podsets:
             missing = podset.min_member - podset.active_allocated()
             if missing > 0:
-                chosen.extend(sorted(podset.pending(), key=session.task_order_key)[:missing])
+                pending = podset.pending()
+                if len(pending) > 1:
+                    pending.sort(key=session.task_order_key)
+                chosen.extend(pending[:missing])
         # The group-level minMember may ask for more pods than the pod sets do.
         shortfall = job.min_member - job.active_allocated() - len(chosen)
         if shortfall > 0:
@@ -33,7 +49,7 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     for podset in podsets:
         pending = podset.pending()
         if pending:
-            return [min(pending, key=session.task_order_key)]
+            return [min(pending, key=session.task_order_key) if len(pending) > 1 else pending[0]]
     return []
 
 
@@ -51,12 +67,15 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool 
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one
     need not be tried again. `by_queue=False` leaves the queue, preemptibility and priority out, for an
     action whose outcome does not depend on them (consolidation: no queue may lose resources to it)."""
-    constraints = job.topology_constraints()
-    constrained = any(c is not None for c in constraints)
+    constrained = job.has_topology()
+    constraints = job.topology_constraints() if constrained else ()
+    pods = [(t.request.shape(), t.placement.key, t.nominated_node) for t in tasks]
+    if len(pods) > 1:
+        pods.sort()
     return (
         (job.queue, job.preemptible, job.priority) if by_queue else None,
         job.is_gang_satisfied(),
-        tuple(sorted((t.request.shape(), t.placement.key, t.nominated_node) for t in tasks)),
+        tuple(pods),
         # Topology: jobs with other constraints place differently, and running pods pin a job to their
         # domain, so a constrained job that already runs shares its signature with no other job.
         constraints if constrained else None,

@@ -223,6 +223,8 @@ class Session:
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
+        # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
+        self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
 
     # --- orders ----------------------------------------------------------------------------------
 

@@ -21,6 +21,10 @@ class TaskStatus(Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
+    # Members are singletons compared by identity, so they may hash by identity too: `status in
+    # OCCUPYING` is asked of every pod each cycle, and Enum's own hash (of the name) is a Python call.
+    __hash__ = object.__hash__
+
 
 # Statuses whose pods occupy node resources, and those counted as the queue's allocation.
 OCCUPYING: Final = frozenset(
@@ -199,6 +203,16 @@ class SubGroupSet:
         return [task for podset in self.podsets for task in podset.tasks]
 
 
+class Tally(NamedTuple):
+    """A job's pods counted by what matters for gangs, in one pass (see `JobInfo.tally`)."""
+
+    pending: int
+    active_allocated: int  # ACTIVE_ALLOCATED: counts toward minMember
+    running: int
+    succeeded: int
+    gang_satisfied: bool  # every pod set has its minMember, and the job as a whole has its minMember
+
+
 @dataclass(eq=False, slots=True)
 class JobInfo:
     """A pod group: the unit that queues order and gangs allocate."""
@@ -218,13 +232,16 @@ class JobInfo:
     # when it has been a stale gang (running below its minMember).
     last_start: float | None = None
     stale_since: float | None = None
-    # Bumped whenever one of its pods changes status in a session, so derived values can be cached.
+    # Bumped whenever one of its pods changes status in a session, so derived values can be cached
+    # (`tally`, and the sessions' per-job caches). Whoever changes a pod's status must bump it.
     version: int = 0
     topology: TopologyConstraint | None = None
     # Pending pods that still have scheduling gates: alive, but not tasks of this session.
     gated: int = 0
     # The non-leaf sub-groups by name (pod sets name theirs as `parent`); empty without a hierarchy.
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
+    # `tally` and the `version` it was counted at.
+    _tally: tuple[int, Tally] | None = field(default=None, init=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -233,14 +250,45 @@ class JobInfo:
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         return sum(1 for task in self.tasks if task.status in statuses)
 
+    def tally(self) -> Tally:
+        """Its pods counted by status, recounted only after a status change (`version`): the actions ask
+        every job these questions, several times a cycle, and most jobs never change in a cycle."""
+        cached = self._tally
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        pending = active = running = succeeded = 0
+        for task in self.tasks:
+            status = task.status
+            if status is TaskStatus.PENDING:
+                pending += 1
+            elif status is TaskStatus.RUNNING:
+                running += 1
+                active += 1
+            elif status is TaskStatus.ALLOCATED or status is TaskStatus.PIPELINED:
+                active += 1
+            elif status is TaskStatus.SUCCEEDED:
+                succeeded += 1
+        satisfied = active >= self.min_member
+        if satisfied and len(self.podsets) == 1:
+            (podset,) = self.podsets.values()
+            # The usual job: one pod set holding all its pods (its pods are the job's), whose count is
+            # the job's.
+            whole = len(podset.tasks) == len(self.tasks)
+            satisfied = active >= podset.min_member if whole else podset.is_satisfied()
+        elif satisfied:
+            satisfied = all(podset.is_satisfied() for podset in self.podsets.values())
+        tally = Tally(pending, active, running, succeeded, satisfied)
+        self._tally = (self.version, tally)
+        return tally
+
     def active_allocated(self) -> int:
-        return self.count(ACTIVE_ALLOCATED)
+        return self.tally().active_allocated
 
     def pending_tasks(self) -> list[TaskInfo]:
         return [task for task in self.tasks if task.status is TaskStatus.PENDING]
 
     def has_pending(self) -> bool:
-        return any(task.status is TaskStatus.PENDING for task in self.tasks)
+        return self.tally().pending > 0
 
     def topology_constraints(self) -> tuple[TopologyConstraint | None, ...]:
         """The job's own topology constraint, then its pod sets', then its non-leaf sub-groups'."""
@@ -252,10 +300,14 @@ class JobInfo:
 
     def has_topology(self) -> bool:
         """Whether the job, or any of its sub-groups, keeps its pods within a topology domain."""
-        return any(constraint is not None for constraint in self.topology_constraints())
+        # Asked of every job each cycle: no tuple of all constraints for the usual job that has none.
+        if self.topology is not None:
+            return True
+        for podset in self.podsets.values():
+            if podset.topology is not None:
+                return True
+        return bool(self.subgroups) and any(group.topology is not None for group in self.subgroups.values())
 
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""
-        return self.active_allocated() >= self.min_member and all(
-            p.is_satisfied() for p in self.podsets.values()
-        )
+        return self.tally().gang_satisfied

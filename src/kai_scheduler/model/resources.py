@@ -119,8 +119,9 @@ class PodRequest:
                 else 1.0
             )
             units += portion * self.gpu_devices
-        for name, count in self.mig_instances:
-            units += mig_gpu_units(name) * count
+        if self.scalars:  # most pods have none: no need to look for MIG instances
+            for name, count in self.mig_instances:
+                units += mig_gpu_units(name) * count
         return units
 
     def queue_resources(self, gpu_memory_mib_per_device: float) -> Resources:

@@ -78,9 +78,12 @@ def test_elastic_rank_values() -> None:
     session = open_session(objects)
     job: JobInfo = session.snapshot.jobs["default/g"]
     assert elastic_rank(job) == 0
+    # A pod's status changes with a version bump (as a session's state changes do): counts are cached.
     session.snapshot.tasks["default/g-1"].status = session.snapshot.tasks["default/g-0"].status
+    job.version += 1
     assert elastic_rank(job) == 1
     session.snapshot.tasks["default/g-2"].status = session.snapshot.tasks["default/g-0"].status
+    job.version += 1
     assert elastic_rank(job) == 2
 
 

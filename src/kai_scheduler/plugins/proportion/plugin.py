@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+import numpy as np
+
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import FloatArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -42,9 +45,12 @@ class ProportionPlugin:
             raise ValueError(f"proportion.arguments.{name}: must be >= 1, got {multiplier:g}")
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
-        self._next_request: dict[str, tuple[int, Resources]] = {}
+        self._next_request: dict[JobInfo, tuple[int, Resources]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
+        # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
+        # the session, and a queue's next jobs mostly ask for the same few shapes.
+        self._order_keys: dict[tuple[str, float, float, float, float, float, float], tuple[Any, ...]] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -96,16 +102,32 @@ class ProportionPlugin:
         """What the job's next attempt would add to its queue (cached until its allocation changes)."""
         assert self._session is not None
         version = job.version
-        cached = self._next_request.get(job.key)
+        cached = self._next_request.get(job)
         if cached is None or cached[0] != version:
             cached = (version, request_of(self._session, tasks_to_allocate(self._session, job)))
-            self._next_request[job.key] = cached
+            self._next_request[job] = cached
         return cached[1]
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         """KAI's queue order as a sort key (smaller first). Hot: called for every queue on the path of
-        every job an action hands out, so it works on plain floats."""
+        every job an action hands out, so it is remembered per allocation and request."""
         request = self._job_request(job) if job is not None else _NOTHING
+        allocated = queue.allocated
+        memo = (
+            queue.name,
+            allocated.gpu,
+            allocated.cpu,
+            allocated.memory,
+            request.gpu,
+            request.cpu,
+            request.memory,
+        )
+        key = self._order_keys.get(memo)
+        if key is None:
+            key = self._order_keys[memo] = self._queue_order_key(queue, request)
+        return key
+
+    def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
         allocated, fair, deserved = queue.allocated, queue.fair_share, queue.deserved
         used = (allocated.gpu, allocated.cpu, allocated.memory)
         asked = (request.gpu, request.cpu, request.memory)
@@ -389,29 +411,77 @@ def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
 
 
 def account_queues(snapshot: ClusterSnapshot) -> None:
-    """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree."""
+    """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree.
+
+    Each job's pods are summed, then every queue adds up the sums of the jobs at or below it, job by job
+    in the snapshot's order (so that fractional GPUs add up to the same bits every cycle). Hot: it visits
+    every pod of the cluster each cycle, so the pods are summed in plain floats and the per-queue
+    additions are done by numpy: `cumsum` adds strictly in order, each partial sum being part of its
+    output, so its last row is exactly the job-by-job sum."""
     queues = snapshot.queues
-    nodes = snapshot.nodes
     for queue in queues:
         queue.allocated = Resources()
         queue.allocated_non_preemptible = Resources()
         queue.request = Resources()
+    gpu_memory = snapshot.nodes.gpu_memory_mib
+    pending_gpu_memory = snapshot.min_gpu_memory_mib
+    names = [queue.name for queue in queues]
+    position = {name: i for i, name in enumerate(names)}
+    # Per job in order: its queue's position, whether it is preemptible, and six numbers: its allocated
+    # then its pending (gpu, cpu, memory).
+    job_queue: list[int] = []
+    preemptible: list[bool] = []
+    sums: list[float] = []
     for job in snapshot.jobs.values():
-        if job.queue not in queues:
+        where = position.get(job.queue)
+        if where is None:
             continue
-        allocated = Resources()
-        pending = Resources()
+        ag = ac = am = pg = pc = pm = 0.0
         for task in job.tasks:
-            if task.status in ALLOCATED:
-                allocated.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
-            elif task.status is TaskStatus.PENDING:
-                pending.add(task.request.queue_resources(snapshot.min_gpu_memory_mib))
-        for queue in queues.ancestry(job.queue):
-            queue.allocated.add(allocated)
-            queue.request.add(allocated)
-            queue.request.add(pending)
-            if not job.preemptible:
-                queue.allocated_non_preemptible.add(allocated)
+            status = task.status
+            request = task.request
+            if status in ALLOCATED:
+                # Only gpu-memory requests depend on the device: look the node up only for those.
+                memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
+                ag += request.gpu_units(memory)
+                ac += request.cpu
+                am += request.memory
+            elif status is TaskStatus.PENDING:
+                pg += request.gpu_units(pending_gpu_memory)
+                pc += request.cpu
+                pm += request.memory
+        job_queue.append(where)
+        preemptible.append(job.preemptible)
+        sums.extend((ag, ac, am, pg, pc, pm))
+    if not sums:
+        return
+    table = np.array(sums, dtype=np.float64).reshape(-1, 6)
+    allocated, pending = table[:, :3], table[:, 3:]
+    # The request adds each job's allocated, then its pending: interleaved rows.
+    requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
+    of_job = np.array(job_queue)
+    non_preemptible = ~np.array(preemptible, dtype=np.bool_)
+    below: dict[str, list[int]] = {name: [] for name in names}  # a queue and its descendants
+    for name in names:
+        for ancestor in queues.ancestry(name):
+            below[ancestor.name].append(position[name])
+    for queue in queues:
+        counted = np.zeros(len(names), dtype=np.bool_)
+        counted[below[queue.name]] = True
+        rows = counted[of_job]
+        if not rows.any():
+            continue
+        queue.allocated = _in_order_total(allocated[rows])
+        queue.request = _in_order_total(requested[np.repeat(rows, 2)])
+        queue.allocated_non_preemptible = _in_order_total(allocated[rows & non_preemptible])
+
+
+def _in_order_total(rows: FloatArray) -> Resources:
+    """The column sums of `rows` (gpu, cpu, memory), added first row to last."""
+    if not len(rows):
+        return Resources()
+    gpu, cpu, memory = (float(total) for total in np.cumsum(rows, axis=0)[-1])
+    return Resources(gpu, cpu, memory)
 
 
 # Time-based fairness compares usage at 1% of the cluster: as two queues' usages converge, differences
