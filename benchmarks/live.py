@@ -106,7 +106,13 @@ def serve(nodes: int) -> None:
                 tally[f"{record.verb or record.method} {resource} {record.code}"] += 1
             last = store.binds[-1] if store.binds else None
             print(
-                json.dumps({"requests": tally, "binds": len(store.binds), "lastBindRv": last and last.resource_version}),
+                json.dumps(
+                    {
+                        "requests": tally,
+                        "binds": len(store.binds),
+                        "lastBindRv": last and last.resource_version,
+                    }
+                ),
                 flush=True,
             )
     server.stop()
@@ -276,10 +282,19 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 # --- one measured run -----------------------------------------------------------------------------
 
 
-def measure(src: Path, nodes: int, pods: int, budget: float, profile: Path | None) -> dict[str, Any]:
+def _py_spy(path: Path, pid: int) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` into `path` (.svg: a flame graph, else collapsed stacks) until SIGINT."""
+    form = "flamegraph" if path.suffix == ".svg" else "raw"
+    command = ["py-spy", "record", "-o", str(path), "--pid", str(pid), "-r", "50", "-f", form]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def measure(
+    src: Path, nodes: int, pods: int, budget: float, profile: Path | None, server_profile: Path | None
+) -> dict[str, Any]:
     server = _Server(src, nodes)
     run_process: subprocess.Popen[bytes] | None = None
-    spy: subprocess.Popen[bytes] | None = None
+    spies: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = Path(tmp) / "kubeconfig"
@@ -321,12 +336,11 @@ def measure(src: Path, nodes: int, pods: int, budget: float, profile: Path | Non
             baseline = server.stats()
             run_cpu0 = _cpu_seconds(run_process.pid)
             server_cpu0 = _cpu_seconds(server.process.pid)
-            if profile is not None:
-                spy = subprocess.Popen(
-                    ["py-spy", "record", "-o", str(profile), "--pid", str(run_process.pid), "-r", "50"],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+            spies = [
+                _py_spy(path, pid)
+                for path, pid in ((profile, run_process.pid), (server_profile, server.process.pid))
+                if path is not None
+            ]
             first, created, errors = _create_pods(server.url, pods, CLIENTS)
             if errors:
                 raise RuntimeError(f"{len(errors)} creates failed, e.g. {errors[0]}")
@@ -346,7 +360,7 @@ def measure(src: Path, nodes: int, pods: int, budget: float, profile: Path | Non
             server_cpu = _cpu_seconds(server.process.pid) - server_cpu0
             stats = server.stats()
     finally:
-        if spy is not None:
+        for spy in spies:
             spy.send_signal(2)
             spy.wait(60)
         if run_process is not None:
@@ -398,7 +412,9 @@ def _record(key: str, entries: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="mode")
     serve_parser = sub.add_parser("serve", help="(internal) the fake API server process")
     serve_parser.add_argument("--nodes", type=int, required=True)
@@ -408,7 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per run before giving up")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="the kai_scheduler sources to run")
     parser.add_argument("--record", default="after", help="key under `live` in results.json ('' : none)")
-    parser.add_argument("--profile", type=Path, help="py-spy SVG of the `run` process (first size only)")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy profile of `run`, first size only (.svg: a flame graph, else collapsed stacks)",
+    )
+    parser.add_argument("--profile-server", type=Path, help="the same for the fake API server")
     args = parser.parse_args(argv)
     if args.mode == "serve":
         serve(args.nodes)
@@ -418,7 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         sizes.append((args.nodes * 2, args.pods * 2))
     entries = []
     for i, (nodes, pods) in enumerate(sizes):
-        entry = measure(args.src.resolve(), nodes, pods, args.budget, args.profile if i == 0 else None)
+        first = i == 0
+        entry = measure(
+            args.src.resolve(),
+            nodes,
+            pods,
+            args.budget,
+            args.profile if first else None,
+            args.profile_server if first else None,
+        )
         entries.append(entry)
         print(json.dumps(entry, indent=2), flush=True)
     if len(entries) == 2 and all(e["firstCreateToLastBoundSeconds"] for e in entries):
