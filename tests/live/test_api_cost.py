@@ -86,16 +86,20 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
     # One process, one watch of pods (and of every other kind) for all of its components.
     assert len(server.requests(verb="watch", resource="pods")) <= 1
     # Per pod: its PodGroup, the PodGroup's name on the pod, the BindRequest, the binding, the
-    # BindRequest's status, the received-resource-type annotation, the PodGroup's last-start annotation,
+    # BindRequest's status, the PodGroup's last-start annotation,
     # and the PodGroup status as it goes from pending to running (a pass may see a step between); the
     # queue status is shared by the pods.
     per_pod = {kind: n / PODS for kind, n in spent.items()}
+    # The received-resource-type annotation rides on the Binding: the only pod patch is the pod grouper's.
+    for pod in store.list("pods", "default"):
+        assert pod["metadata"]["annotations"]["received-resource-type"] == "Regular"
     for kind in (
+        "patch pods",
         "create podgroups",
         "create bindrequests",
         "create pods/binding",
         "patch bindrequests/status",
     ):
         assert per_pod.get(kind) == 1, (kind, spent)
-    assert sum(spent.values()) <= 11 * PODS, spent
+    assert sum(spent.values()) <= 10 * PODS, spent
     assert not quiet, f"writes with nothing changed: {quiet}"

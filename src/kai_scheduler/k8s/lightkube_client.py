@@ -412,13 +412,19 @@ class LightkubeClient:
         ns = (namespace or self.namespace) if kind.namespaced else None
         await self._request("DELETE", self.path(kind, ns, name))
 
-    async def bind(self, namespace: str, pod: str, node: str) -> None:
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, annotations: Mapping[str, str] | None = None
+    ) -> None:
         """POST pods/{pod}/binding. The server answers with a `Status` (not the Binding), which is ignored:
-        success is the 201. A pod already bound answers 409 Conflict."""
+        success is the 201. A pod already bound answers 409 Conflict. `annotations` go onto the pod with
+        the node (the API server merges a Binding's annotations into the pod's)."""
+        metadata: JsonObject = {"name": pod, "namespace": namespace}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": pod, "namespace": namespace},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         await self._request("POST", self.path(PODS, namespace, pod, "binding"), body=body)
