@@ -33,7 +33,8 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 import httpx2
@@ -108,6 +109,7 @@ class LightkubeClient:
         self._auth: httpx2.Auth | None = params["auth"]
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._proxy = _environment_proxy(self.base_url)
 
     # --- construction ----------------------------------------------------------------------------
 
@@ -138,8 +140,9 @@ class LightkubeClient:
         """The session, made on first use (aiohttp binds it to the running event loop)."""
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._max_connections)
-            # `trust_env`: HTTP(S)_PROXY and NO_PROXY apply, as with lightkube's adapter.
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=True)
+            # Not `trust_env`: with it aiohttp reads ~/.netrc in a worker thread for every request. The
+            # proxy settings from the environment are read once instead (`_proxy`).
+            self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
     async def __aenter__(self) -> LightkubeClient:
@@ -202,7 +205,7 @@ class LightkubeClient:
         session = self._http()
         while True:
             response = await session.request(
-                method, url, params=params, data=content, headers=headers, timeout=timeout
+                method, url, params=params, data=content, headers=headers, timeout=timeout, proxy=self._proxy
             )
             if response.status != 401 or flow is None:
                 return response
@@ -437,6 +440,15 @@ class LightkubeClient:
             "metadata": {"name": pod, "namespace": namespace},
         }
         await self._request("POST", self.path(PODS, namespace, pod, "eviction"), body=body)
+
+
+def _environment_proxy(url: str) -> str | None:
+    """The proxy for `url` from HTTP_PROXY / HTTPS_PROXY / NO_PROXY (as lightkube's adapter honours
+    them), or None."""
+    parts = urlsplit(url)
+    if parts.hostname and proxy_bypass(parts.hostname):
+        return None
+    return getproxies().get(parts.scheme)
 
 
 def _copy_authorization(request: httpx2.Request, headers: dict[str, str]) -> None:
