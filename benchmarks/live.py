@@ -289,7 +289,8 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 def _py_spy(path: Path, pid: int) -> subprocess.Popen[bytes]:
     """py-spy sampling `pid` into `path` (.svg: a flame graph, else collapsed stacks) until SIGINT."""
     form = "flamegraph" if path.suffix == ".svg" else "raw"
-    command = ["py-spy", "record", "-o", str(path), "--pid", str(pid), "-r", "50", "-f", form]
+    # --gil: only the thread holding the GIL is sampled, i.e. where the CPU goes (not idle threads).
+    command = ["py-spy", "record", "-o", str(path), "--pid", str(pid), "-r", "50", "-f", form, "--gil"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
