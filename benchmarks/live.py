@@ -384,7 +384,7 @@ def measure(
             n -= pods  # the benchmark's own creates
         if verb in WRITE_VERBS and n > 0:
             name = f"{verb} {resource}" + ("" if code.startswith("2") else f" ({code})")
-            by_kind[name] = round(n / max(bound, 1), 3)
+            by_kind[name] = round(n / max(bound, 1), 4)
     done = bound >= pods
     seconds = (last_bound - first) if done else None
     return {
