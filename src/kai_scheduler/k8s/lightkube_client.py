@@ -361,7 +361,9 @@ class LightkubeClient:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
         finally:
-            response.release()
+            # Closed, not back to the pool: a server that ends a watch may close the connection right
+            # after the stream's last chunk, and a request must not be sent on it in between.
+            response.close()
 
     @staticmethod
     def _watch_event(kind: ResourceKind, path: str, line: bytes) -> WatchEvent | None:
