@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.config.models import Cluster, User
 from live_support import run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
@@ -134,3 +136,44 @@ def test_from_kubeconfig(server: FakeApiServer, tmp_path: Path) -> None:
             return await client.list_objects(NODES)
 
     assert run(body())[0] == []
+
+
+def test_a_binding_carries_annotations_onto_the_pod(make_client: MakeClient, server: FakeApiServer) -> None:
+    server.store.create(pod_manifest("p", gpus=1))
+
+    async def body() -> None:
+        async with make_client() as client:
+            await client.bind("default", "p", "n1", annotations={"received-resource-type": "Regular"})
+
+    run(body())
+    pod = server.store.get("pods", "p", "default")
+    assert pod["spec"]["nodeName"] == "n1"
+    assert pod["metadata"]["annotations"]["received-resource-type"] == "Regular"
+
+
+def test_a_token_file_is_read_again_after_a_401(server: FakeApiServer, tmp_path: Path) -> None:
+    # In-cluster service account tokens rotate: lightkube's flow re-reads the file once on a 401.
+    token = tmp_path / "token"
+    token.write_text("old")
+    config = KubeConfig.from_one(cluster=Cluster(server=server.url), user=User(token_file=str(token)))
+    server.fail_next(1, 401, verb="list", resource="nodes")
+
+    async def body() -> Any:
+        async with LightkubeClient(config, timeout=5.0) as client:
+            token.write_text("new")
+            return await client.list_objects(NODES)
+
+    assert run(body())[0] == []
+    assert [r.code for r in server.requests(verb="list", resource="nodes")] == [401, 200]
+
+
+def test_a_401_without_a_way_to_renew_is_an_api_error(make_client: MakeClient, server: FakeApiServer) -> None:
+    server.fail_next(1, 401, verb="get", resource="nodes")
+
+    async def body() -> None:
+        async with make_client(token="static") as client:
+            with pytest.raises(ApiStatusError) as denied:
+                await client.get(NODES, "n1")
+            assert denied.value.code == 401
+
+    run(body())

@@ -4,10 +4,10 @@ patch (merge keys of the built-in types, with the `$patch`/`$retainKeys`/`$setEl
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from .errors import ApiError
+from .jsoncopy import clone
 
 # List fields that strategic merge patch merges element-wise, by this key (from the built-in Go types).
 MERGE_KEYS: dict[str, str] = {
@@ -37,7 +37,7 @@ def _unprocessable(message: str) -> ApiError:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, `null` deletes, everything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -117,13 +117,13 @@ def json_patch(doc: Any, operations: Any) -> Any:
     """RFC 6902 (add, remove, replace, move, copy, test); a failing operation is a 422."""
     if not isinstance(operations, list):
         raise ApiError(400, "json patch must be a list of operations")
-    result = copy.deepcopy(doc)
+    result = clone(doc)
     for op in operations:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
             raise ApiError(400, f"invalid json patch operation: {op!r}")
         kind, tokens = op["op"], _pointer(str(op["path"]))
         if kind == "add":
-            result = _add(result, tokens, copy.deepcopy(op.get("value")))
+            result = _add(result, tokens, clone(op.get("value")))
         elif kind == "remove":
             _remove(result, tokens)
         elif kind == "replace":
@@ -131,14 +131,14 @@ def json_patch(doc: Any, operations: Any) -> Any:
             if tokens:
                 parent = _walk(result, tokens[:-1])
                 if isinstance(parent, list):
-                    parent[_index(parent, tokens[-1], for_add=False)] = copy.deepcopy(op.get("value"))
+                    parent[_index(parent, tokens[-1], for_add=False)] = clone(op.get("value"))
                 else:
-                    parent[tokens[-1]] = copy.deepcopy(op.get("value"))
+                    parent[tokens[-1]] = clone(op.get("value"))
             else:
-                result = copy.deepcopy(op.get("value"))
+                result = clone(op.get("value"))
         elif kind in ("move", "copy"):
             source = _pointer(str(op.get("from", "")))
-            value = copy.deepcopy(_walk(result, source))
+            value = clone(_walk(result, source))
             if kind == "move":
                 _remove(result, source)
             result = _add(result, tokens, value)
@@ -164,7 +164,7 @@ def _merge_key(field: str, items: list[Any]) -> str | None:
 
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
     """Strategic merge patch on plain dicts, using the merge keys of the built-in types."""
-    return _smp(copy.deepcopy(target), copy.deepcopy(patch))
+    return _smp(clone(target), clone(patch))
 
 
 def _smp(target: Any, patch: Any) -> Any:
@@ -267,7 +267,7 @@ def server_side_apply(live: dict[str, Any], applied: dict[str, Any], previous: d
     """Approximate server-side apply: merge the applied configuration into the live object (lists of maps
     by their merge keys, other lists replaced), then drop fields the same manager applied last time but no
     longer applies. Field ownership across managers (and apply conflicts) is not modelled."""
-    merged = _apply_merge(copy.deepcopy(live), copy.deepcopy(applied))
+    merged = _apply_merge(clone(live), clone(applied))
     if previous is not None:
         merged = _prune(merged, previous, applied)
     return merged

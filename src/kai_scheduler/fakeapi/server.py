@@ -157,7 +157,10 @@ class _HttpServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out as separate writes
+    disable_nagle_algorithm = True  # a watch event goes out at once
+    # Buffered: a response's headers and body leave in one send (`handle_one_request` flushes after each
+    # request; a watch flushes every event), instead of one system call (and TCP segment) for each.
+    wbufsize = 64 * 1024
     server: _HttpServer
     server_version = "kai-fakeapi"
     sys_version = ""
@@ -549,6 +552,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
+        self.wfile.flush()  # the client learns that the watch is open before the first event
 
     def _chunk(self, event: Obj) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"

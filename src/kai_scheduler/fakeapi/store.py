@@ -8,7 +8,6 @@ seed or inspect state directly (`store.create(...)`, `store.list("pods")`, `stor
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import queue
 import random
@@ -35,6 +34,7 @@ from .errors import (
     not_found,
     success_status,
 )
+from .jsoncopy import clone
 from .resources import DEFAULT_CRDS, Registry, ResourceType, types_from_crd
 from .selectors import Matcher, parse_field_selector, parse_label_selector
 
@@ -137,7 +137,7 @@ class Watcher:
             if now:
                 return ("ADDED", ev.obj)
             if before:
-                prev = copy.deepcopy(ev.prev)
+                prev = clone(ev.prev)
                 prev["metadata"]["resourceVersion"] = str(ev.rv)
                 return ("DELETED", prev)
             return None
@@ -227,7 +227,7 @@ class Store:
         for ns in INITIAL_NAMESPACES:
             self.create_object(ns_type, {"metadata": {"name": ns}}, None)
         for crd in crds:
-            self.create_object(crd_type, copy.deepcopy(crd), None)
+            self.create_object(crd_type, clone(crd), None)
 
     # ------------------------------------------------------------------------------------------- basics
 
@@ -312,8 +312,8 @@ class Store:
 
     def _versioned(self, obj: Obj, rt: ResourceType) -> Obj:
         if obj.get("apiVersion") == rt.api_version:
-            return copy.deepcopy(obj)
-        out = copy.deepcopy(obj)
+            return clone(obj)
+        out = clone(obj)
         out["apiVersion"] = rt.api_version
         return out
 
@@ -396,7 +396,7 @@ class Store:
         """POST: the real server's create, including defaulting and admission the scheduler relies on."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         self._check_kind(rt, obj)
         meta = _meta(obj)
         body_ns = meta.get("namespace")
@@ -797,7 +797,7 @@ class Store:
         """PUT (also the last step of every patch): optimistic concurrency on metadata.resourceVersion."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
-        new = copy.deepcopy(body)
+        new = clone(body)
         self._check_kind(rt, new)
         meta = _meta(new)
         if meta.get("name") and meta["name"] != name:
@@ -823,7 +823,7 @@ class Store:
                     rt.key,
                 )
             if subresource == "status":
-                merged = copy.deepcopy(old)
+                merged = clone(old)
                 if "status" in new:
                     merged["status"] = new["status"]
                 else:
@@ -832,7 +832,7 @@ class Store:
             else:
                 if rt.has_status and not keep_status:
                     if "status" in old:
-                        new["status"] = copy.deepcopy(old["status"])
+                        new["status"] = clone(old["status"])
                     else:
                         new.pop("status", None)
                 new_meta = _meta(new)
@@ -880,7 +880,7 @@ class Store:
 
     def _check_pod_update(self, old: Obj, new: Obj) -> None:
         def frozen(spec: Any) -> Any:
-            spec = copy.deepcopy(spec) if isinstance(spec, dict) else {}
+            spec = clone(spec) if isinstance(spec, dict) else {}
             for group in ("containers", "initContainers"):
                 for c in spec.get(group) or []:
                     if isinstance(c, dict):
@@ -985,11 +985,11 @@ class Store:
         if old is None:
             if subresource:
                 raise not_found(self._qualified(rt), name)
-            body = copy.deepcopy(doc)
+            body = clone(doc)
             _meta(body)["name"] = name
             created = self.create_object(rt, body, namespace, dry_run=dry_run)
             if not dry_run:
-                self._applied[key] = copy.deepcopy(doc)
+                self._applied[key] = clone(doc)
             return created, True
         current = self._versioned(old, rt)
         if subresource == "status":
@@ -1001,7 +1001,7 @@ class Store:
             rt, namespace, name, merged, subresource=subresource, dry_run=dry_run, require_rv=False
         )
         if not dry_run:
-            self._applied[key] = copy.deepcopy(doc)
+            self._applied[key] = clone(doc)
         return result, False
 
     # ----------------------------------------------------------------------------------------- delete
@@ -1044,7 +1044,7 @@ class Store:
                 if meta.get("finalizers") or grace > 0:
                     return self._versioned(old, rt)
             elif meta.get("finalizers") or grace > 0:
-                new = copy.deepcopy(old)
+                new = clone(old)
                 new["metadata"]["deletionTimestamp"] = format_time(self.clock() + grace)
                 new["metadata"]["deletionGracePeriodSeconds"] = grace
                 self._commit(rt, "MODIFIED", new, old)
@@ -1060,7 +1060,7 @@ class Store:
                 self._delete_namespace_contents(name)
             elif rt.key == "customresourcedefinitions.apiextensions.k8s.io":
                 self._delete_crd_objects(old)
-            final = copy.deepcopy(self._require(rt, namespace, name))
+            final = clone(self._require(rt, namespace, name))
             self._commit(rt, "DELETED", final, self._find(rt, namespace, name))
             return self._versioned(final, rt)
 
@@ -1081,7 +1081,7 @@ class Store:
                 continue
             for ident in [i for i in self._objects.get(rt.key, {}) if i[0] == namespace]:
                 obj = self._objects[rt.key][ident]
-                self._commit(rt, "DELETED", copy.deepcopy(obj), obj)
+                self._commit(rt, "DELETED", clone(obj), obj)
 
     def _delete_crd_objects(self, crd: Obj) -> None:
         spec = crd["spec"]
@@ -1090,7 +1090,7 @@ class Store:
         ]:
             for ident in list(self._objects.get(rt.key, {})):
                 obj = self._objects[rt.key][ident]
-                self._commit(rt, "DELETED", copy.deepcopy(obj), obj)
+                self._commit(rt, "DELETED", clone(obj), obj)
             break
         key = f"{spec['names']['plural']}.{spec['group']}"
         for w in [w for w in self._watchers if w.rt.key == key]:
@@ -1133,11 +1133,11 @@ class Store:
                     continue
                 if pod["metadata"].get("finalizers"):
                     if pod["metadata"].get("deletionGracePeriodSeconds"):
-                        new = copy.deepcopy(pod)
+                        new = clone(pod)
                         new["metadata"]["deletionGracePeriodSeconds"] = 0
                         self._commit(rt, "MODIFIED", new, pod)
                     continue
-                self._commit(rt, "DELETED", copy.deepcopy(pod), pod)
+                self._commit(rt, "DELETED", clone(pod), pod)
                 done += 1
         return done
 
@@ -1177,7 +1177,7 @@ class Store:
                 raise conflict(qualified, name, f'pod {name} is already assigned to node "{current}"')
             if dry_run:
                 return success_status(201)
-            new = copy.deepcopy(pod)
+            new = clone(pod)
             new["spec"]["nodeName"] = node
             if meta.get("annotations"):
                 _meta(new).setdefault("annotations", {}).update(meta["annotations"])
@@ -1199,7 +1199,7 @@ class Store:
             return success_status(201)
 
     def _kubelet_start(self, rt: ResourceType, pod: Obj) -> None:
-        new = copy.deepcopy(pod)
+        new = clone(pod)
         status = new.setdefault("status", {})
         if status.get("phase") not in (None, "Pending"):
             return
@@ -1333,7 +1333,7 @@ class Store:
             existing = self._find(rt, ns, str(meta.get("name", "")))
             if existing is None:
                 return self.create_object(rt, obj, ns, keep_status=keep_status)
-            body = copy.deepcopy(obj)
+            body = clone(obj)
             _meta(body).pop("resourceVersion", None)
             return self.update_object(
                 rt, ns, str(meta["name"]), body, require_rv=False, keep_status=keep_status

@@ -108,8 +108,11 @@ class KubeClient(Protocol):
 
     async def delete(self, kind: ResourceKind, name: str, namespace: str | None = None) -> None: ...
 
-    async def bind(self, namespace: str, pod: str, node: str) -> None:
-        """POST the pod's binding subresource (the server answers with a Status, not a Binding)."""
+    async def bind(
+        self, namespace: str, pod: str, node: str, *, annotations: Mapping[str, str] | None = None
+    ) -> None:
+        """POST the pod's binding subresource (the server answers with a Status, not a Binding). The API
+        server copies the Binding's `annotations` onto the pod together with `spec.nodeName`."""
         ...
 
     async def evict(self, namespace: str, pod: str) -> None:

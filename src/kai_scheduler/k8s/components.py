@@ -15,8 +15,9 @@ stateless and answer from every replica.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -27,7 +28,7 @@ from kai_scheduler.k8s.admission import WebhookServer
 from kai_scheduler.k8s.binder import Binder, GpuReservation
 from kai_scheduler.k8s.client import KubeClient
 from kai_scheduler.k8s.http_server import MetricsServer
-from kai_scheduler.k8s.informers import CONTROLLER_KINDS, InformerSet
+from kai_scheduler.k8s.informers import CONTROLLER_KINDS, SCHEDULER_KINDS, InformerSet
 from kai_scheduler.k8s.leader import LeaderElector, run_leading
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
@@ -79,16 +80,21 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     ready: list[asyncio.Event] = []
     work: list[Callable[[], Awaitable[None]]] = []
     chosen = options.components
+    shared = _shared_informers(client, chosen)
     if "scheduler" in chosen:
         synced = asyncio.Event()
         ready.append(synced)
-        work.append(lambda: _scheduler(client, options, stop, registry, synced, binder="binder" in chosen))
+        work.append(
+            lambda: _scheduler(
+                client, options, stop, registry, synced, binder="binder" in chosen, informers=shared
+            )
+        )
     elif "binder" in chosen:
-        work.append(lambda: _binder(client, options, stop))
+        work.append(lambda: _binder(client, options, stop, shared))
     if "podgrouper" in chosen:
-        work.append(lambda: _podgrouper(client, options, stop))
+        work.append(lambda: _podgrouper(client, options, stop, shared))
     if "status-controllers" in chosen:
-        work.append(lambda: _status_controllers(client, options, stop, registry))
+        work.append(lambda: _status_controllers(client, options, stop, registry, shared))
     if "scale-adjuster" in chosen:
         work.append(lambda: _scale_adjuster(client, options, stop))
     webhook = _webhook(options) if "admission" in chosen else None
@@ -96,12 +102,37 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     metrics.start()
     if webhook is not None:
         webhook.start()
+    if shared is not None:
+        shared.start()
     try:
         await asyncio.gather(*(job() for job in work), stop.wait())
     finally:
+        if shared is not None:
+            await shared.stop()
         await metrics.aclose()
         if webhook is not None:
             await webhook.aclose()
+
+
+def _shared_informers(client: KubeClient, chosen: frozenset[str]) -> InformerSet | None:
+    """One set of informers for the components of this process that watch the same kinds (the scheduler,
+    binder, pod grouper and status controllers), or None when at most one of them runs here: each watch
+    of pods costs the API server an encoding and this process a decoding of every pod change, so two
+    sets would do all of that twice for the same caches. The caches are only read by the components."""
+    watching = chosen & {"scheduler", "binder", "podgrouper", "status-controllers"}
+    if len(watching) < 2:
+        return None
+    return InformerSet(client, kinds=SCHEDULER_KINDS if "scheduler" in watching else CONTROLLER_KINDS)
+
+
+@contextlib.asynccontextmanager
+async def _informers(client: KubeClient, shared: InformerSet | None) -> AsyncIterator[InformerSet]:
+    """The shared informers (started and stopped by `run_components`), else this component's own."""
+    if shared is not None:
+        yield shared
+        return
+    async with InformerSet(client, kinds=CONTROLLER_KINDS) as own:
+        yield own
 
 
 async def _scheduler(
@@ -112,6 +143,7 @@ async def _scheduler(
     synced: asyncio.Event,
     *,
     binder: bool,
+    informers: InformerSet | None,
 ) -> None:
     await run_live(
         client,
@@ -129,6 +161,7 @@ async def _scheduler(
         reservation=options.reservation,
         cdi=options.cdi_enabled,
         plugin_server_port=options.plugin_server_port,
+        informers=informers,
     )
 
 
@@ -148,22 +181,30 @@ async def _leading(
     await run_leading(elector, work, stop)
 
 
-async def _binder(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
-    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
+async def _binder(
+    client: KubeClient, options: RunOptions, stop: asyncio.Event, shared: InformerSet | None
+) -> None:
+    async with _informers(client, shared) as informers:
         binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
         await _leading(client, options, "binder", binder.run, stop)
 
 
-async def _podgrouper(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
-    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
+async def _podgrouper(
+    client: KubeClient, options: RunOptions, stop: asyncio.Event, shared: InformerSet | None
+) -> None:
+    async with _informers(client, shared) as informers:
         grouper = PodGrouperController(client, informers, scheduler_name=options.scheduler_name)
         await _leading(client, options, "podgrouper", grouper.run, stop)
 
 
 async def _status_controllers(
-    client: KubeClient, options: RunOptions, stop: asyncio.Event, registry: CollectorRegistry
+    client: KubeClient,
+    options: RunOptions,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    shared: InformerSet | None,
 ) -> None:
-    async with InformerSet(client, kinds=CONTROLLER_KINDS) as informers:
+    async with _informers(client, shared) as informers:
         pod_groups = PodGroupStatusController(client, informers)
         queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
 

@@ -803,6 +803,7 @@ async def run_live(
     reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
     cdi: bool = False,
     plugin_server_port: int | None = None,
+    informers: InformerSet | None = None,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
@@ -811,8 +812,12 @@ async def run_live(
     set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
     until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
     reservation pods). With a `plugin_server_port` (0: any free port), the plugin server
-    (`plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn on."""
-    informers = InformerSet(client, namespace=namespace)
+    (`plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn on.
+    `informers`: started and stopped by the caller, shared with other components of the process
+    (default: this function's own)."""
+    own_informers = informers is None
+    if informers is None:
+        informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
     loop = SchedulerLoop(
         client,
@@ -830,7 +835,8 @@ async def run_live(
     if plugin_server_port is not None and endpoint_paths(config):
         plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
         plugins.start()
-    informers.start()
+    if own_informers:
+        informers.start()
     tasks = [asyncio.create_task(loop.run(stop), name="scheduler-loop")]
     if elector is not None:
         tasks.append(asyncio.create_task(elector.run(stop), name="leader-election"))
@@ -849,7 +855,8 @@ async def run_live(
             if not task.done():
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await informers.stop()
+        if own_informers:
+            await informers.stop()
         if plugins is not None:
             await plugins.aclose()
 

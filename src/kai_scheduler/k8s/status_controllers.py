@@ -683,7 +683,9 @@ class QueueStatusController(_StatusLoop):
         *,
         metrics: QueueMetrics | None = None,
         resync_period: float = 30.0,
-        debounce: float = 0.2,
+        # A pass sums every PodGroup of every queue: while pods stream in, one pass (and at most one
+        # write per queue) a second rather than five (issue #8: 0.8 queue writes per pod at 0.2 s).
+        debounce: float = 1.0,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
         leader: LeaderElector | None = None,

@@ -1,0 +1,106 @@
+"""What a scheduled pod costs the API server (issue #8): the components of one process share one watch per
+kind, a bare pod is grouped, scheduled and bound with a bounded number of writes, and a settled cluster
+is not written to at all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from live_support import eventually, run
+
+from helpers import node_manifest, queue_manifest
+from kai_scheduler.fakeapi import FakeApiServer
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions, run_components
+from kai_scheduler.k8s.lightkube_client import LightkubeClient
+
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+PODS = 6
+
+
+def bare_pod(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kai.scheduler/queue": "q"}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }
+
+
+def writes(server: FakeApiServer) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for record in server.requests():
+        if record.verb in WRITES:
+            resource = (record.resource or "").partition(".")[0]
+            out[f"{record.verb} {resource}" + (f"/{record.subresource}" if record.subresource else "")] += 1
+    return out
+
+
+def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server: FakeApiServer) -> None:
+    store = server.store
+    store.kubelet = True
+    store.create(node_manifest("n1", gpus=8))
+    store.create(queue_manifest("q", gpu=8))
+    options = RunOptions(
+        components=frozenset(ALL_COMPONENTS) - {"admission"},
+        config=SchedulerConfig(),
+        metrics_port=0,
+        reservation=None,
+        plugin_server_port=None,
+    )
+
+    def bound() -> int:
+        return sum(1 for p in store.list("pods", "default") if p["spec"].get("nodeName"))
+
+    async def body() -> tuple[Counter[str], Counter[str], int]:
+        stop = asyncio.Event()
+        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+            task = asyncio.create_task(run_components(options, stop, client))
+            await eventually(lambda: server.open_watches("pods") >= 1, timeout=10)
+            server.clear_requests()
+            for i in range(PODS):
+                store.create(bare_pod(f"p{i}"))
+            await eventually(lambda: bound() == PODS, timeout=20)
+            watching_pods = server.open_watches("pods")  # every component has been at work by now
+
+            def settled() -> bool:
+                groups = store.list("podgroups.scheduling.run.ai", "default")
+                return len(groups) == PODS and all(
+                    (g.get("status") or {}).get("running") == 1 for g in groups
+                )
+
+            await eventually(settled, timeout=20)
+            await asyncio.sleep(1.5)  # a few more cycles and status passes
+            spent = writes(server)
+            server.clear_requests()
+            await asyncio.sleep(2.5)  # more cycles: nothing has changed
+            quiet = writes(server)
+            stop.set()
+            await asyncio.wait_for(task, 10)
+        return spent, quiet, watching_pods
+
+    spent, quiet, watching_pods = run(body(), timeout=60)
+    # One process, one watch of pods (and of every other kind) for all of its components.
+    assert watching_pods == 1
+    # Per pod: its PodGroup, the PodGroup's name on the pod, the BindRequest, the binding, the
+    # BindRequest's status, the PodGroup's last-start annotation,
+    # and the PodGroup status as it goes from pending to running (a pass may see a step between); the
+    # queue status is shared by the pods.
+    per_pod = {kind: n / PODS for kind, n in spent.items()}
+    # The received-resource-type annotation rides on the Binding: the only pod patch is the pod grouper's.
+    for pod in store.list("pods", "default"):
+        assert pod["metadata"]["annotations"]["received-resource-type"] == "Regular"
+    for kind in (
+        "patch pods",
+        "create podgroups",
+        "create bindrequests",
+        "create pods/binding",
+        "patch bindrequests/status",
+    ):
+        assert per_pod.get(kind) == 1, (kind, spent)
+    assert sum(spent.values()) <= 10 * PODS, spent
+    assert not quiet, f"writes with nothing changed: {quiet}"
