@@ -90,23 +90,32 @@ def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
-def pod_placement(pod: Pod) -> Placement:
+# The placement key of a pod without node selector, node affinity or tolerations (most pods).
+_UNCONSTRAINED_KEY = json.dumps([[], None, []], sort_keys=True)
+
+
+def pod_placement(pod: Pod, host_ports: tuple[HostPort, ...] | None = None) -> Placement:
+    """The pod's placement constraints; `host_ports` when already known (`pod_host_ports`)."""
     spec = pod.spec
     affinity = spec.affinity
     node_affinity = affinity.node_affinity if affinity else None
     has_pod_affinity = bool(affinity and (affinity.pod_affinity or affinity.pod_anti_affinity))
-    key = json.dumps(
-        [
-            sorted(spec.node_selector.items()),
-            node_affinity.model_dump(mode="json") if node_affinity else None,
-            [t.model_dump(mode="json") for t in spec.tolerations],
-        ],
-        sort_keys=True,
-    )
+    if not spec.node_selector and node_affinity is None and not spec.tolerations:
+        key = _UNCONSTRAINED_KEY
+    else:
+        key = json.dumps(
+            [
+                sorted(spec.node_selector.items()),
+                node_affinity.model_dump(mode="json") if node_affinity else None,
+                [t.model_dump(mode="json") for t in spec.tolerations],
+            ],
+            sort_keys=True,
+        )
     if has_pod_affinity:
         # Pod affinity depends on the pod's own labels and namespace: such placements are never shared.
         key += f"|{pod.key}"
-    host_ports = pod_host_ports(pod)
+    if host_ports is None:
+        host_ports = pod_host_ports(pod)
     if host_ports:
         # Where host ports are free differs from where they are not: jobs with other ports (or none) must
         # not share a scheduling signature.
@@ -254,13 +263,14 @@ class PodDerivations:
     def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._derived.get(id(pod))
         if cached is None or cached[0] is not pod:
-            placement = pod_placement(pod)
+            host_ports = pod_host_ports(pod)
+            placement = pod_placement(pod, host_ports)
             placement = self._placements.setdefault(placement.key, placement)
             shape = _resource_shape(pod)
             request = self._requests.get(shape)
             if request is None:
                 request = self._requests[shape] = pod_request(pod)
-            cached = (pod, request, placement, pod_host_ports(pod))
+            cached = (pod, request, placement, host_ports)
             self._derived[id(pod)] = cached
         return cached[1], cached[2], cached[3]
 
@@ -405,7 +415,9 @@ def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobI
                 required_topology_level=annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
                 preferred_topology_level=annotations.get(c.TOPOLOGY_PREFERRED_ANNOTATION, ""),
             )
-        ),
+        )
+        if c.TOPOLOGY_ANNOTATION in annotations
+        else None,
     )
     job.podsets[""] = PodSet("", 1)
     return job
