@@ -305,9 +305,9 @@ class Session:
         ok = self._static(task.placement)[0] & self.snapshot.nodes.fit(task.request, soon=True)
         if self.allowed is not None:
             ok &= self.allowed
+        if not np.count_nonzero(ok):  # the cheapest emptiness test; an empty mask stays empty
+            return ok
         for predicate in self.points.task_predicates:
-            if not ok.any():
-                return ok
             ok &= predicate.nodes_passing(task)
         return ok
 
@@ -318,15 +318,18 @@ class Session:
         candidates = self.candidate_nodes(task)
         if avoid >= 0:
             candidates[avoid] = False
-        rows = np.flatnonzero(candidates)
+        rows = candidates.nonzero()[0]
         if rows.size == 0:
             return None
-        scores = np.zeros(rows.size)
+        # Summed in scorer order, as one array would be; scores common to every candidate stay a plain
+        # float until the first per-node score (0.0 + a + b is the same sum, elementwise).
+        scores: FloatArray | float = 0.0
         for scorer in self.points.node_scorers:
             score = scorer(task, rows)
             if not isinstance(score, float) or score != 0.0:  # adding 0.0 changes nothing
-                scores += score
-        node = int(rows[np.argmax(scores)])  # the first best: ties go to the lowest index, i.e. name
+                scores = scores + score
+        # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
+        node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
         now = bool(nodes.fit(task.request, soon=False)[node])
         groups = self._choose_gpu_groups(task, node, soon=not now)
         return Placed(node, groups, now)

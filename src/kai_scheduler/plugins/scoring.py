@@ -122,7 +122,7 @@ class NodePlacementPlugin(_ScoringPlugin):
         # Binpack ranks against the other candidates: the fullest scores MAX_HIGH_DENSITY, the emptiest 0.
         if free.size == 0:
             return 0.0
-        low, high = float(free.min()), float(free.max())
+        low, high = float(np.minimum.reduce(free)), float(np.maximum.reduce(free))  # min/max minus wrappers
         if high - low <= EPSILON:
             return MAX_HIGH_DENSITY
         return np.asarray(MAX_HIGH_DENSITY * (1.0 - (free - low) / (high - low)), dtype=np.float64)
