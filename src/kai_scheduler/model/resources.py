@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 RESOURCE_NAMES: Final = ("gpu", "cpu", "memory")
@@ -94,6 +94,14 @@ class PodRequest:
     gpu_memory_mib: int = 0
     gpu_devices: int = 0
     scalars: tuple[tuple[str, float], ...] = ()
+    # Requests key the node table's fit masks, looked up several times per pod: hash the fields once.
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self.shape()))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def is_shared_gpu(self) -> bool:
