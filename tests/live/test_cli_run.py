@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -91,12 +92,28 @@ def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-def _wait(predicate: Any, timeout: float, what: str) -> None:
+def _wait(predicate: Any, timeout: float, what: str, process: subprocess.Popen[str] | None = None) -> None:
+    """Wait for `predicate`; on a time-out, fail with the output of `process` (stopped first)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            output = ""
+            if process is not None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    stdout, stderr = process.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    stdout, stderr = process.communicate()
+                output = f"\n--- run's stdout ---\n{stdout[-4000:]}\n--- run's stderr ---\n{stderr[-4000:]}"
+            raise AssertionError(f"timed out waiting for {what}{output}")
         time.sleep(0.2)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -132,6 +149,7 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
         pods += [_pod(f"mnist-worker-{i}", "worker", owner_uid) for i in range(3)]
         _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(pods))
 
+        metrics_port = _free_port()
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -144,7 +162,9 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
                 "--kubeconfig",
                 str(kubeconfig),
                 "--metrics-port",
-                "18080",
+                str(metrics_port),
+                "--plugin-server-port",
+                "0",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -156,9 +176,9 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
                 listed = json.loads(_kubectl(kubeconfig, "get", "pods", "-o", "json"))["items"]
                 return len(listed) == 4 and all(p["spec"].get("nodeName") for p in listed)
 
-            _wait(bound, 90, "every pod bound")
-            assert _get("http://127.0.0.1:18080/readyz")[0] == 200
-            status, metrics = _get("http://127.0.0.1:18080/metrics")
+            _wait(bound, 90, "every pod bound", process)
+            assert _get(f"http://127.0.0.1:{metrics_port}/readyz")[0] == 200
+            status, metrics = _get(f"http://127.0.0.1:{metrics_port}/metrics")
             assert status == 200 and "kai_e2e_scheduling_latency_milliseconds" in metrics
 
             groups = json.loads(_kubectl(kubeconfig, "get", "pg", "-o", "json"))["items"]
@@ -170,7 +190,7 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
                 allocated = (queue.get("status") or {}).get("allocated") or {}
                 return group.get("status", {}).get("running") == 4 and allocated.get("nvidia.com/gpu") == "8"
 
-            _wait(statuses_filled, 60, "PodGroup and Queue status")
+            _wait(statuses_filled, 60, "PodGroup and Queue status", process)
         finally:
             process.send_signal(signal.SIGTERM)
             _out, err = process.communicate(timeout=30)
