@@ -176,6 +176,7 @@ class SchedulerLoop:
         concurrency: int = 16,
         record_events: bool = True,
         require_pod_groups: bool = False,
+        publish_cycles: bool = True,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -202,7 +203,9 @@ class SchedulerLoop:
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
         self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
-        # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed).
+        # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed);
+        # only when published: the whole state is a walk over every pod each cycle.
+        self.publish_cycles = publish_cycles
         self.last_cycle: CycleState | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
         self._was_leader = leader is None
@@ -255,7 +258,8 @@ class SchedulerLoop:
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
-        self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
+        if self.publish_cycles:
+            self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
         core_seconds = time.perf_counter() - started
         if not self._leading():
             report.acted = False
@@ -452,16 +456,16 @@ class SchedulerLoop:
         running_pods: dict[str, int] = {}
         pending_jobs: set[str] = set()
         pending_pods: dict[str, list[str]] = {}  # job -> pods without a node (nor a BindRequest)
-        for state in live.state.pods:
-            job = live.job_of_pod.get(state.pod.key)
-            if job is None or state.phase in ("Succeeded", "Failed"):
+        for key, state in live.our_pods.items():
+            pod_job = live.job_of_pod[key]
+            if state.phase in ("Succeeded", "Failed"):
                 continue
             if state.node_name is None:
-                pending_jobs.add(job)
+                pending_jobs.add(pod_job)
                 if not state.terminating:
-                    pending_pods.setdefault(job, []).append(state.pod.key)
+                    pending_pods.setdefault(pod_job, []).append(key)
             elif not state.terminating:
-                running_pods[job] = running_pods.get(job, 0) + 1
+                running_pods[pod_job] = running_pods.get(pod_job, 0) + 1
         running_before = {job for job, n in running_pods.items() if n > 0}
         placed_jobs: set[str] = set()
         decided = {decision.pod for decision in result.decisions}
@@ -488,7 +492,7 @@ class SchedulerLoop:
                 annotations.setdefault(job, {})[name] = value
 
         jobs = set(live.pod_groups) | set(live.job_of_pod.values())
-        before = {job: live.state.job_times.get(job, JobTimes()) for job in jobs}
+        before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
         after = next_job_times(before, running_before, running_after, result.stale_since, now)
         for job in jobs | after.keys():
             old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
@@ -819,6 +823,7 @@ async def run_live(
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
+    serve_plugins = plugin_server_port is not None and bool(endpoint_paths(config))
     loop = SchedulerLoop(
         client,
         informers,
@@ -830,9 +835,10 @@ async def run_live(
         backoff_limit=backoff_limit,
         node_pool=node_pool,
         require_pod_groups=require_pod_groups,
+        publish_cycles=serve_plugins,
     )
     plugins = None
-    if plugin_server_port is not None and endpoint_paths(config):
+    if serve_plugins and plugin_server_port is not None:
         plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
         plugins.start()
     if own_informers:
