@@ -694,8 +694,12 @@ class SchedulerLoop:
         self, live: LiveState, snapshot: ClusterSnapshot, result: SessionResult, seconds: float
     ) -> None:
         assert self.metrics is not None
-        groups: dict[str, PodGroupRef] = {}
-        for pod_key, job in live.job_of_pod.items():
+        groups: dict[str, PodGroupRef] = {}  # for the pods decided on (what the metrics look up)
+        for decision in result.decisions:
+            pod_key = decision.pod
+            job = live.job_of_pod.get(pod_key)
+            if job is None:
+                continue
             namespace, _, name = job.partition("/")
             obj = live.pod_groups.get(job)
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")

@@ -248,19 +248,20 @@ def _schema_only(kind: type[M]) -> Callable[[JsonObject, str], M]:
     return parse
 
 
-# A pod's model is made of its metadata and spec; what changes while it runs is read from the object
-# itself (`_pod_facts`: spec.nodeName, status.phase, the GPU-group labels, deletionTimestamp) or by no one
-# (the resourceVersion, managed fields, the rest of the status). The model keeps `status.phase` and
-# `spec.nodeName` as first parsed: nothing reads them there (the state export takes both from `PodState`).
-_POD_METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
+# A pod's (and a PodGroup's) model is made of its metadata and spec; what changes while it runs is read
+# from the object itself (`_pod_facts`: spec.nodeName, status.phase, the GPU-group labels,
+# deletionTimestamp) or by no one (the resourceVersion, managed fields, the rest of the status; a PodGroup's
+# model has no status at all). A pod's model keeps `status.phase` and `spec.nodeName` as first parsed:
+# nothing reads them there (the state export takes both from `PodState`).
+_METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
 _POD_PHASES = frozenset(get_args(PodPhase))
 
 
-def _pod_model_input(obj: JsonObject) -> JsonObject:
+def _model_input(obj: JsonObject) -> JsonObject:
     view = {key: value for key, value in obj.items() if key != "status"}
     meta = view.get("metadata")
     if isinstance(meta, dict):
-        view["metadata"] = {key: value for key, value in meta.items() if key not in _POD_METADATA_UNREAD}
+        view["metadata"] = {key: value for key, value in meta.items() if key not in _METADATA_UNREAD}
     spec = view.get("spec")
     if isinstance(spec, dict) and "nodeName" in spec:
         view["spec"] = {key: value for key, value in spec.items() if key != "nodeName"}
@@ -276,7 +277,12 @@ def same_pod_model(old: JsonObject, new: JsonObject) -> bool:
     phase = (status or {}).get("phase")
     if phase is not None and phase not in _POD_PHASES:
         return False
-    return _pod_model_input(old) == _pod_model_input(new)
+    return _model_input(old) == _model_input(new)
+
+
+def same_pod_group_model(old: JsonObject, new: JsonObject) -> bool:
+    """Whether the PodGroup `new` parses to the same model as `old` did (only its status was written)."""
+    return _model_input(old) == _model_input(new)
 
 
 def _renamed(
@@ -326,7 +332,7 @@ class StateBuilder:
         )
         self._nodes = _Parsed("node", _schema_only(Node))
         self._queues = _Parsed("queue", _checked(Queue))
-        self._groups = _Parsed("podgroup", _checked(PodGroup))
+        self._groups = _Parsed("podgroup", _checked(PodGroup), same_pod_group_model)
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
         self._topologies = _Parsed("topology", _checked(Topology))
         self.cache = ClusterCache()
@@ -335,6 +341,7 @@ class StateBuilder:
         self._pod_objects: dict[str, JsonObject] = {}
         self._group_objects: dict[str, JsonObject] = {}
         self._group_times: dict[str, JobTimes] = {}
+        self._group_states: dict[str, PodGroupState] = {}  # as last handed to the cache
         self._skipped: dict[str, str] = {}  # object key -> "<Kind> <key>", for objects that do not parse
         self._cluster_skipped: list[str] = []
         # What the loop reads, kept per changed pod (see `LiveState`).
@@ -440,15 +447,19 @@ class StateBuilder:
                 self._ranks.forget((*self._created(previous, key), 0))
             if group is None:
                 if obj is None:
-                    self._groups.entries.pop(key, None)
+                    self._groups.forget(key)
                 if previous is not None:
                     self.cache.remove_pod_group(key)
+                self._group_states.pop(key, None)
                 self._group_times.pop(key, None)
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
             rank = self._rank((*self._created(obj, key), 0))
-            self.cache.upsert_pod_group(PodGroupState(group, rank))
+            state = PodGroupState(group, rank)
+            if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
+                self._group_states[key] = state
+                self.cache.upsert_pod_group(state)
             annotations = (obj.get("metadata") or {}).get("annotations") or {}
             times = JobTimes(
                 self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
