@@ -226,3 +226,42 @@ def test_the_whole_state_is_kept_for_the_plugin_server_only(server: FakeApiServe
             assert live.loop.last_cycle is None
 
     run(body())
+
+
+def test_later_cycles_collect_bind_requests_of_pods_replaced_or_gone(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+
+    def request(name: str, uid: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.run.ai/v1alpha2",
+            "kind": "BindRequest",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}],
+            },
+            "spec": {"podName": name, "selectedNode": "n1"},
+        }
+
+    first = store.create(pod_manifest("p", node_name="n1"))
+    store.create(request("p", first["metadata"]["uid"]))
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            requests = live.informers.bind_requests.cache
+            await live.loop.run_once()
+            assert sorted(requests) == ["default/p"]  # its pod's
+            # The pod replaced by a new one of the same name; a BindRequest for no pod at all.
+            store.delete("pods", "p", "default")
+            store.create(pod_manifest("p", node_name="n1"))
+            store.create(request("ghost", "no-such-uid"))
+            await live.until(lambda: "default/ghost" in requests)
+            await live.until(
+                lambda: live.informers.pods.cache["default/p"]["metadata"]["uid"] != first["metadata"]["uid"]
+            )
+            await live.loop.run_once()
+            await live.until(lambda: not requests)
+
+    run(body())

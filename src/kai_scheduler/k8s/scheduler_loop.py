@@ -63,7 +63,7 @@ from kai_scheduler.k8s.client import (
     KubeClient,
 )
 from kai_scheduler.k8s.events import record_event
-from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.informers import POD_INDEX, InformerSet, object_key
 from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
@@ -208,6 +208,10 @@ class SchedulerLoop:
         self.publish_cycles = publish_cycles
         self.last_cycle: CycleState | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
+        # BindRequests to look at for garbage (`_collect_garbage`): every one at first, then what changed.
+        self._garbage_everything = True
+        self._garbage_candidates: set[str] = set()
+        self._watch_for_garbage()
         self._was_leader = leader is None
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
@@ -668,22 +672,50 @@ class SchedulerLoop:
 
     # --- housekeeping ----------------------------------------------------------------------------
 
+    def _watch_for_garbage(self) -> None:
+        """BindRequests to look at again: new or changed ones, and those of pods that came or went (a pod
+        that changes keeps its incarnation)."""
+        requests = self.informers.bind_requests
+
+        def request_changed(*objs: JsonObject) -> None:
+            self._garbage_candidates.add(object_key(objs[-1]))
+
+        def pod_came_or_went(pod: JsonObject) -> None:
+            key = object_key(pod)
+            self._garbage_candidates.add(key)  # a BindRequest named as its pod, even without `podName`
+            self._garbage_candidates.update(object_key(r) for r in requests.by_index(POD_INDEX, key))
+
+        requests.add_handler(request_changed, request_changed)
+        self.informers.pods.add_handler(on_add=pod_came_or_went, on_delete=pod_came_or_went)
+
     async def _collect_garbage(self, live: LiveState, report: CycleReport, limit: int = 100) -> None:
         """Delete BindRequests whose pod is gone or was replaced by a new pod of the same name (the API
         server's garbage collector does this through the owner reference; a cluster without one, or a
-        BindRequest without an owner, needs it done here)."""
+        BindRequest without an owner, needs it done here). The first cycle looks at every BindRequest,
+        later ones at those marked by `_watch_for_garbage` (and those left for later)."""
+        cache = self.informers.bind_requests.cache
+        if self._garbage_everything:
+            self._garbage_everything = False
+            self._garbage_candidates.update(cache)
+        candidates = sorted(self._garbage_candidates)
+        self._garbage_candidates = set()
         doomed: list[tuple[str, str]] = []
-        for obj in self.informers.bind_requests.cache.values():
+        for index, key in enumerate(candidates):
+            if len(doomed) >= limit:
+                self._garbage_candidates.update(candidates[index:])  # the next cycle's
+                break
+            obj = cache.get(key)
+            if obj is None:
+                continue
             meta = obj.get("metadata") or {}
             namespace = meta.get("namespace") or "default"
             pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
             pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
             if pod is None or not bind_request_is_for(obj, pod):
                 if f"{namespace}/{pod_name}" in self.binding:
+                    self._garbage_candidates.add(key)  # ours, not seen yet: looked at again
                     continue
                 doomed.append((namespace, str(meta.get("name"))))
-            if len(doomed) >= limit:
-                break
         calls = [
             self._limited(self._delete_bind_request(ns, name), report, f"delete BindRequest {ns}/{name}")
             for ns, name in doomed
