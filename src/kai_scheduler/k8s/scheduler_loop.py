@@ -521,6 +521,8 @@ class SchedulerLoop:
             message = result.unschedulable.get(job) if job not in placed_jobs else None
             if message is None and job in pending_jobs and job not in placed_jobs:
                 continue  # not considered this cycle: what it said last stays
+            if message is None and not (obj.get("status") or {}).get("schedulingConditions"):
+                continue  # nothing to say, nothing said before
             conditions = self._conditions(obj, message, now)
             if conditions is not None:
                 call = self._set_conditions(obj, conditions, message, report)
@@ -541,8 +543,9 @@ class SchedulerLoop:
     ) -> list[Awaitable[None]]:
         """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
         this cycle and pods with a decision are left alone)."""
-        alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
-        self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
+        if self.pod_conditions:  # forget the pods that are gone (a walk over every pod: only if needed)
+            alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
+            self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
         calls: list[Awaitable[None]] = []
         for job, message in result.unschedulable.items():
             if job in placed_jobs:
