@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
+	$(BIN)/python benchmarks/live.py
 	$(BIN)/python benchmarks/report.py
 
 lint: $(STAMP)

@@ -290,7 +290,10 @@ def _py_spy(path: Path, pid: int) -> subprocess.Popen[bytes]:
     """py-spy sampling `pid` into `path` (.svg: a flame graph, else collapsed stacks) until SIGINT."""
     form = "flamegraph" if path.suffix == ".svg" else "raw"
     # --gil: only the thread holding the GIL is sampled, i.e. where the CPU goes (not idle threads).
-    command = ["py-spy", "record", "-o", str(path), "--pid", str(pid), "-r", "50", "-f", form, "--gil"]
+    # py-spy installed into the venv is not on PATH unless the venv is activated.
+    beside = Path(sys.executable).with_name("py-spy")
+    spy = str(beside) if beside.exists() else "py-spy"
+    command = [spy, "record", "-o", str(path), "--pid", str(pid), "-r", "50", "-f", form, "--gil"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

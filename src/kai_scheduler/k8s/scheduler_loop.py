@@ -63,7 +63,7 @@ from kai_scheduler.k8s.client import (
     KubeClient,
 )
 from kai_scheduler.k8s.events import record_event
-from kai_scheduler.k8s.informers import InformerSet
+from kai_scheduler.k8s.informers import POD_INDEX, InformerSet, object_key
 from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
 from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
@@ -176,6 +176,7 @@ class SchedulerLoop:
         concurrency: int = 16,
         record_events: bool = True,
         require_pod_groups: bool = False,
+        publish_cycles: bool = True,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -202,9 +203,15 @@ class SchedulerLoop:
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
         self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
-        # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed).
+        # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed);
+        # only when published: the whole state is a walk over every pod each cycle.
+        self.publish_cycles = publish_cycles
         self.last_cycle: CycleState | None = None
         self._semaphore = asyncio.Semaphore(concurrency)
+        # BindRequests to look at for garbage (`_collect_garbage`): every one at first, then what changed.
+        self._garbage_everything = True
+        self._garbage_candidates: set[str] = set()
+        self._watch_for_garbage()
         self._was_leader = leader is None
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
@@ -255,7 +262,8 @@ class SchedulerLoop:
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
-        self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
+        if self.publish_cycles:
+            self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
         core_seconds = time.perf_counter() - started
         if not self._leading():
             report.acted = False
@@ -452,16 +460,16 @@ class SchedulerLoop:
         running_pods: dict[str, int] = {}
         pending_jobs: set[str] = set()
         pending_pods: dict[str, list[str]] = {}  # job -> pods without a node (nor a BindRequest)
-        for state in live.state.pods:
-            job = live.job_of_pod.get(state.pod.key)
-            if job is None or state.phase in ("Succeeded", "Failed"):
+        for key, state in live.our_pods.items():
+            pod_job = live.job_of_pod[key]
+            if state.phase in ("Succeeded", "Failed"):
                 continue
             if state.node_name is None:
-                pending_jobs.add(job)
+                pending_jobs.add(pod_job)
                 if not state.terminating:
-                    pending_pods.setdefault(job, []).append(state.pod.key)
+                    pending_pods.setdefault(pod_job, []).append(key)
             elif not state.terminating:
-                running_pods[job] = running_pods.get(job, 0) + 1
+                running_pods[pod_job] = running_pods.get(pod_job, 0) + 1
         running_before = {job for job, n in running_pods.items() if n > 0}
         placed_jobs: set[str] = set()
         decided = {decision.pod for decision in result.decisions}
@@ -488,7 +496,7 @@ class SchedulerLoop:
                 annotations.setdefault(job, {})[name] = value
 
         jobs = set(live.pod_groups) | set(live.job_of_pod.values())
-        before = {job: live.state.job_times.get(job, JobTimes()) for job in jobs}
+        before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
         after = next_job_times(before, running_before, running_after, result.stale_since, now)
         for job in jobs | after.keys():
             old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
@@ -513,6 +521,8 @@ class SchedulerLoop:
             message = result.unschedulable.get(job) if job not in placed_jobs else None
             if message is None and job in pending_jobs and job not in placed_jobs:
                 continue  # not considered this cycle: what it said last stays
+            if message is None and not (obj.get("status") or {}).get("schedulingConditions"):
+                continue  # nothing to say, nothing said before
             conditions = self._conditions(obj, message, now)
             if conditions is not None:
                 call = self._set_conditions(obj, conditions, message, report)
@@ -533,8 +543,9 @@ class SchedulerLoop:
     ) -> list[Awaitable[None]]:
         """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
         this cycle and pods with a decision are left alone)."""
-        alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
-        self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
+        if self.pod_conditions:  # forget the pods that are gone (a walk over every pod: only if needed)
+            alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
+            self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
         calls: list[Awaitable[None]] = []
         for job, message in result.unschedulable.items():
             if job in placed_jobs:
@@ -664,22 +675,50 @@ class SchedulerLoop:
 
     # --- housekeeping ----------------------------------------------------------------------------
 
+    def _watch_for_garbage(self) -> None:
+        """BindRequests to look at again: new or changed ones, and those of pods that came or went (a pod
+        that changes keeps its incarnation)."""
+        requests = self.informers.bind_requests
+
+        def request_changed(*objs: JsonObject) -> None:
+            self._garbage_candidates.add(object_key(objs[-1]))
+
+        def pod_came_or_went(pod: JsonObject) -> None:
+            key = object_key(pod)
+            self._garbage_candidates.add(key)  # a BindRequest named as its pod, even without `podName`
+            self._garbage_candidates.update(object_key(r) for r in requests.by_index(POD_INDEX, key))
+
+        requests.add_handler(request_changed, request_changed)
+        self.informers.pods.add_handler(on_add=pod_came_or_went, on_delete=pod_came_or_went)
+
     async def _collect_garbage(self, live: LiveState, report: CycleReport, limit: int = 100) -> None:
         """Delete BindRequests whose pod is gone or was replaced by a new pod of the same name (the API
         server's garbage collector does this through the owner reference; a cluster without one, or a
-        BindRequest without an owner, needs it done here)."""
+        BindRequest without an owner, needs it done here). The first cycle looks at every BindRequest,
+        later ones at those marked by `_watch_for_garbage` (and those left for later)."""
+        cache = self.informers.bind_requests.cache
+        if self._garbage_everything:
+            self._garbage_everything = False
+            self._garbage_candidates.update(cache)
+        candidates = sorted(self._garbage_candidates)
+        self._garbage_candidates = set()
         doomed: list[tuple[str, str]] = []
-        for obj in self.informers.bind_requests.cache.values():
+        for index, key in enumerate(candidates):
+            if len(doomed) >= limit:
+                self._garbage_candidates.update(candidates[index:])  # the next cycle's
+                break
+            obj = cache.get(key)
+            if obj is None:
+                continue
             meta = obj.get("metadata") or {}
             namespace = meta.get("namespace") or "default"
             pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
             pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
             if pod is None or not bind_request_is_for(obj, pod):
                 if f"{namespace}/{pod_name}" in self.binding:
+                    self._garbage_candidates.add(key)  # ours, not seen yet: looked at again
                     continue
                 doomed.append((namespace, str(meta.get("name"))))
-            if len(doomed) >= limit:
-                break
         calls = [
             self._limited(self._delete_bind_request(ns, name), report, f"delete BindRequest {ns}/{name}")
             for ns, name in doomed
@@ -690,8 +729,12 @@ class SchedulerLoop:
         self, live: LiveState, snapshot: ClusterSnapshot, result: SessionResult, seconds: float
     ) -> None:
         assert self.metrics is not None
-        groups: dict[str, PodGroupRef] = {}
-        for pod_key, job in live.job_of_pod.items():
+        groups: dict[str, PodGroupRef] = {}  # for the pods decided on (what the metrics look up)
+        for decision in result.decisions:
+            pod_key = decision.pod
+            job = live.job_of_pod.get(pod_key)
+            if job is None:
+                continue
             namespace, _, name = job.partition("/")
             obj = live.pod_groups.get(job)
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")
@@ -819,6 +862,7 @@ async def run_live(
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
+    serve_plugins = plugin_server_port is not None and bool(endpoint_paths(config))
     loop = SchedulerLoop(
         client,
         informers,
@@ -830,9 +874,10 @@ async def run_live(
         backoff_limit=backoff_limit,
         node_pool=node_pool,
         require_pod_groups=require_pod_groups,
+        publish_cycles=serve_plugins,
     )
     plugins = None
-    if plugin_server_port is not None and endpoint_paths(config):
+    if serve_plugins and plugin_server_port is not None:
         plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
         plugins.start()
     if own_informers:

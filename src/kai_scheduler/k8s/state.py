@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Generic, TypeVar, cast
+from typing import Generic, TypeVar, cast, get_args
 
 from pydantic import ValidationError
 
@@ -49,7 +49,16 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.manifests import parse_object
-from kai_scheduler.api.objects import K8sModel, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.api.objects import (
+    K8sModel,
+    Node,
+    Pod,
+    PodGroup,
+    PodPhase,
+    PriorityClass,
+    Queue,
+    Topology,
+)
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.k8s.client import JsonObject
@@ -107,26 +116,66 @@ class Placed:
     gpu_groups: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class LiveState:
-    """A `ClusterState` and what the loop needs to act on the decisions taken from it."""
+    """What the loop needs to act on the decisions of one cycle, as of one `StateBuilder.build`.
 
-    state: ClusterState
-    pods: dict[str, JsonObject]  # pod key -> the pod as cached (every pod that parsed)
-    job_of_pod: dict[str, str]  # pod key -> job key, for our pods
-    pod_groups: dict[str, JsonObject]  # job key -> the PodGroup as cached
-    active_jobs: frozenset[str]  # jobs with a pod bound (or binding) and not finished
-    bind_requests: dict[str, JsonObject]  # pod key -> its BindRequest (any phase, any incarnation)
-    skipped: tuple[str, ...] = ()  # objects left out because they do not validate
+    Everything but `state` is kept current by the builder per changed object and copied here (no walk over
+    every pod). `state`, the whole `ClusterState` (every pod, in creation order), is made from the cache
+    only when asked for, which must be before the next `build` (the cache has moved on by then: asking
+    later is an error, never a state of another moment)."""
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        *,
+        pods: dict[str, JsonObject],
+        our_pods: dict[str, PodState],
+        job_of_pod: dict[str, str],
+        pod_groups: dict[str, JsonObject],
+        active_jobs: frozenset[str],
+        bind_requests: dict[str, JsonObject],
+        job_times: dict[str, JobTimes],
+        skipped: tuple[str, ...] = (),
+    ) -> None:
+        self.pods = pods  # pod key -> the pod as cached (every pod that parsed)
+        self.our_pods = our_pods  # pod key -> its PodState, for our pods (nomination not applied)
+        self.job_of_pod = job_of_pod  # pod key -> job key, for our pods
+        self.pod_groups = pod_groups  # job key -> the PodGroup as cached
+        self.active_jobs = active_jobs  # jobs with a pod bound (or binding) and not finished
+        self.bind_requests = bind_requests  # pod key -> its BindRequest (any phase, any incarnation)
+        self.job_times = job_times  # job key -> its times, as the cycle starts with them
+        self.skipped = skipped  # objects left out because they do not validate
+        self._cache: ClusterCache | None = cache
+        self._state: ClusterState | None = None
+
+    @property
+    def state(self) -> ClusterState:
+        if self._state is None:
+            if self._cache is None:
+                raise RuntimeError("LiveState.state asked for after the next build: the cache has moved on")
+            self._state = self._cache.state()
+        return self._state
+
+    def expire(self) -> None:
+        """The cache is about to change: `state` can no longer be made (one made already stays)."""
+        self._cache = None
 
 
 class _Parsed(Generic[M]):
-    """Parsed models by object key, re-parsed only when the resourceVersion changes."""
+    """Parsed models by object key, re-parsed only when the resourceVersion changes, and (with `same_model`)
+    not even then when the new version differs from the parsed one only where the model does not look."""
 
-    def __init__(self, what: str, parse: Callable[[JsonObject, str], M]) -> None:
+    def __init__(
+        self,
+        what: str,
+        parse: Callable[[JsonObject, str], M],
+        same_model: Callable[[JsonObject, JsonObject], bool] | None = None,
+    ) -> None:
         self.what = what
         self.parse = parse
+        self.same_model = same_model
         self.entries: dict[str, tuple[str, M | None]] = {}
+        self.sources: dict[str, JsonObject] = {}  # key -> the object a model was parsed from (`same_model`)
         self.warned: set[tuple[str, str]] = set()
 
     def get(self, key: str, obj: JsonObject) -> M | None:
@@ -134,6 +183,12 @@ class _Parsed(Generic[M]):
         entry = self.entries.get(key)
         if entry is not None and entry[0] == version and version:
             return entry[1]
+        if entry is not None and entry[1] is not None and self.same_model is not None:
+            source = self.sources.get(key)
+            if source is not None and self.same_model(source, obj):
+                # The same model object keeps the cache's in-place path open (`ClusterCache.upsert_pod`).
+                self.entries[key] = (version, entry[1])
+                return entry[1]
         try:
             model: M | None = self.parse(obj, key)
         except (ManifestError, ValidationError, ValueError, TypeError) as error:
@@ -142,7 +197,13 @@ class _Parsed(Generic[M]):
                 log.warning("skipping %s %s (resourceVersion %s): %s", self.what, key, version, error)
             model = None
         self.entries[key] = (version, model)
+        if self.same_model is not None:
+            self.sources[key] = obj
         return model
+
+    def forget(self, key: str) -> None:
+        self.entries.pop(key, None)
+        self.sources.pop(key, None)
 
     def parse_all(
         self, cache: Mapping[str, JsonObject], label: str, skipped: list[str]
@@ -163,6 +224,8 @@ class _Parsed(Generic[M]):
         """Forget entries whose object is gone; returns their models."""
         gone = [key for key in self.entries if key not in alive]
         dropped = [model for key in gone if (model := self.entries.pop(key)[1]) is not None]
+        for key in gone:
+            self.sources.pop(key, None)
         self.warned = {item for item in self.warned if item[0] in alive}
         return dropped
 
@@ -183,6 +246,43 @@ def _schema_only(kind: type[M]) -> Callable[[JsonObject, str], M]:
         return kind.model_validate(obj)
 
     return parse
+
+
+# A pod's (and a PodGroup's) model is made of its metadata and spec; what changes while it runs is read
+# from the object itself (`_pod_facts`: spec.nodeName, status.phase, the GPU-group labels,
+# deletionTimestamp) or by no one (the resourceVersion, managed fields, the rest of the status; a PodGroup's
+# model has no status at all). A pod's model keeps `status.phase` and `spec.nodeName` as first parsed:
+# nothing reads them there (the state export takes both from `PodState`).
+_METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
+_POD_PHASES = frozenset(get_args(PodPhase))
+
+
+def _model_input(obj: JsonObject) -> JsonObject:
+    view = {key: value for key, value in obj.items() if key != "status"}
+    meta = view.get("metadata")
+    if isinstance(meta, dict):
+        view["metadata"] = {key: value for key, value in meta.items() if key not in _METADATA_UNREAD}
+    spec = view.get("spec")
+    if isinstance(spec, dict) and "nodeName" in spec:
+        view["spec"] = {key: value for key, value in spec.items() if key != "nodeName"}
+    return view
+
+
+def same_pod_model(old: JsonObject, new: JsonObject) -> bool:
+    """Whether the pod `new` parses to the same model as `old` did (bound, started, its status written):
+    then that model can be kept. A status that would not validate is left to the parser to reject."""
+    status = new.get("status")
+    if status is not None and not isinstance(status, dict):
+        return False
+    phase = (status or {}).get("phase")
+    if phase is not None and phase not in _POD_PHASES:
+        return False
+    return _model_input(old) == _model_input(new)
+
+
+def same_pod_group_model(old: JsonObject, new: JsonObject) -> bool:
+    """Whether the PodGroup `new` parses to the same model as `old` did (only its status was written)."""
+    return _model_input(old) == _model_input(new)
 
 
 def _renamed(
@@ -224,11 +324,15 @@ class StateBuilder:
         self.require_pod_groups = require_pod_groups
         # The cache knows our pods by the name `kai-scheduler`: ours are presented under that name, and
         # others (even ones that say kai-scheduler: another shard's) under another one.
-        self._our_pods = _Parsed("pod", _renamed(_checked(Pod), c.SCHEDULER_NAME, always=True))
-        self._other_pods = _Parsed("pod", _renamed(_schema_only(Pod), OTHER_SCHEDULER, always=False))
+        self._our_pods = _Parsed(
+            "pod", _renamed(_checked(Pod), c.SCHEDULER_NAME, always=True), same_pod_model
+        )
+        self._other_pods = _Parsed(
+            "pod", _renamed(_schema_only(Pod), OTHER_SCHEDULER, always=False), same_pod_model
+        )
         self._nodes = _Parsed("node", _schema_only(Node))
         self._queues = _Parsed("queue", _checked(Queue))
-        self._groups = _Parsed("podgroup", _checked(PodGroup))
+        self._groups = _Parsed("podgroup", _checked(PodGroup), same_pod_group_model)
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
         self._topologies = _Parsed("topology", _checked(Topology))
         self.cache = ClusterCache()
@@ -237,8 +341,15 @@ class StateBuilder:
         self._pod_objects: dict[str, JsonObject] = {}
         self._group_objects: dict[str, JsonObject] = {}
         self._group_times: dict[str, JobTimes] = {}
+        self._group_states: dict[str, PodGroupState] = {}  # as last handed to the cache
         self._skipped: dict[str, str] = {}  # object key -> "<Kind> <key>", for objects that do not parse
         self._cluster_skipped: list[str] = []
+        # What the loop reads, kept per changed pod (see `LiveState`).
+        self._our_states: dict[str, PodState] = {}
+        self._job_of_pod: dict[str, str] = {}
+        self._active_pods: dict[str, int] = {}  # job -> its pods bound (or binding) and not finished
+        self._bind_requests: dict[str, JsonObject] = {}
+        self._last: LiveState | None = None
         # In-flight memories as of the last build (a change makes the pod dirty).
         self._binding: dict[str, tuple[str, Placed]] = {}
         self._evicting: dict[str, str] = {}
@@ -288,6 +399,8 @@ class StateBuilder:
         (pod uid, placement) of BindRequests created but maybe not yet in the cache; `evicting`: pod key ->
         uid of pods evicted but maybe not yet seen terminating; `job_times`: the loop's own bookkeeping, which
         overrides the PodGroup annotations (the cache may not show its latest writes yet)."""
+        if self._last is not None:
+            self._last.expire()
         binding = dict(binding or {})
         evicting = dict(evicting or {})
         for memory, previous in ((binding, self._binding), (evicting, self._evicting)):
@@ -334,15 +447,19 @@ class StateBuilder:
                 self._ranks.forget((*self._created(previous, key), 0))
             if group is None:
                 if obj is None:
-                    self._groups.entries.pop(key, None)
+                    self._groups.forget(key)
                 if previous is not None:
                     self.cache.remove_pod_group(key)
+                self._group_states.pop(key, None)
                 self._group_times.pop(key, None)
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
             rank = self._rank((*self._created(obj, key), 0))
-            self.cache.upsert_pod_group(PodGroupState(group, rank))
+            state = PodGroupState(group, rank)
+            if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
+                self._group_states[key] = state
+                self.cache.upsert_pod_group(state)
             annotations = (obj.get("metadata") or {}).get("annotations") or {}
             times = JobTimes(
                 self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
@@ -364,22 +481,48 @@ class StateBuilder:
             if previous is not None and self._incarnation_ended(previous, obj, key):
                 self._ranks.forget((*self._created(previous, key), 1))
             if obj is None:
-                self._our_pods.entries.pop(key, None)
-                self._other_pods.entries.pop(key, None)
+                self._our_pods.forget(key)
+                self._other_pods.forget(key)
                 self._skipped.pop(key, None)
-            state = self._pod_state(key, obj, requests.by_index(POD_INDEX, key)) if obj else None
+            found = requests.by_index(POD_INDEX, key) if obj else []
+            state = self._pod_state(key, obj, found) if obj else None
+            self._forget_loop_view(key)
             if state is None:
                 if previous is not None:
                     self.cache.remove_pod(key)
                 continue
             assert obj is not None  # it has a state
             self._pod_objects[key] = obj
+            self._remember_loop_view(key, state, found[0] if found else None)
             self.cache.upsert_pod(state)
             if state.node_name is not None and not state.gpu_groups and is_shared_gpu_pod(state.pod):
                 unlabelled_nodes.add(state.node_name)
         self._dirty_pods.clear()
         for node in unlabelled_nodes:
             self._name_unlabelled_gpus(node)
+
+    def _remember_loop_view(self, key: str, state: PodState, request: JsonObject | None) -> None:
+        if request is not None:
+            self._bind_requests[key] = request
+        if state.pod.spec.scheduler_name != c.SCHEDULER_NAME:
+            return
+        job = job_key_of(state.pod)
+        self._our_states[key] = state
+        self._job_of_pod[key] = job
+        if state.node_name is not None and state.phase not in _TERMINAL:
+            self._active_pods[job] = self._active_pods.get(job, 0) + 1
+
+    def _forget_loop_view(self, key: str) -> None:
+        self._bind_requests.pop(key, None)
+        state = self._our_states.pop(key, None)
+        job = self._job_of_pod.pop(key, None)
+        if state is None or job is None or state.node_name is None or state.phase in _TERMINAL:
+            return
+        left = self._active_pods[job] - 1
+        if left:
+            self._active_pods[job] = left
+        else:
+            del self._active_pods[job]
 
     def _pod_state(self, key: str, obj: JsonObject, requests: list[JsonObject]) -> PodState | None:
         """The pod as the cache should hold it; None to leave it out (gone, unparsable, a reservation pod,
@@ -388,7 +531,7 @@ class StateBuilder:
             return None
         ours = self._ours(obj)
         parsed = (self._our_pods if ours else self._other_pods).get(key, obj)
-        (self._other_pods if ours else self._our_pods).entries.pop(key, None)
+        (self._other_pods if ours else self._our_pods).forget(key)
         if parsed is None:
             self._skipped[key] = f"Pod {key}"
             return None
@@ -413,7 +556,10 @@ class StateBuilder:
         memory = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in self._node_models()}
         bound = [BoundPod(state.pod, state.node_name, state.gpu_groups) for state in states]
         for index, groups in assign_missing_gpu_groups(bound, memory, fresh_prefix="unlabelled-").items():
-            self.cache.upsert_pod(replace(states[index], gpu_groups=groups))
+            named = replace(states[index], gpu_groups=groups)
+            self.cache.upsert_pod(named)
+            if named.pod.key in self._our_states:
+                self._our_states[named.pod.key] = named
 
     def _node_models(self) -> list[Node]:
         return [model for _, model in self._nodes.entries.values() if model is not None]
@@ -428,31 +574,18 @@ class StateBuilder:
     # --- what the loop reads -------------------------------------------------------------------------
 
     def _live_state(self) -> LiveState:
-        state = self.cache.state()
-        job_of_pod: dict[str, str] = {}
-        active: set[str] = set()
-        for pod_state in state.pods:
-            model = pod_state.pod
-            if model.spec.scheduler_name != c.SCHEDULER_NAME:
-                continue
-            job = job_key_of(model)
-            job_of_pod[model.key] = job
-            if pod_state.node_name is not None and pod_state.phase not in _TERMINAL:
-                active.add(job)
-        requests: dict[str, JsonObject] = {}
-        for key in self._pod_objects:
-            found = self.informers.bind_requests.by_index(POD_INDEX, key)
-            if found:
-                requests[key] = found[0]
-        return LiveState(
-            state=state,
+        self._last = LiveState(
+            self.cache,
             pods=dict(self._pod_objects),
-            job_of_pod=job_of_pod,
+            our_pods=dict(self._our_states),
+            job_of_pod=dict(self._job_of_pod),
             pod_groups=dict(self._group_objects),
-            active_jobs=frozenset(active),
-            bind_requests=requests,
+            active_jobs=frozenset(self._active_pods),
+            bind_requests=dict(self._bind_requests),
+            job_times=dict(self.cache.job_times),
             skipped=tuple(self._cluster_skipped) + tuple(sorted(self._skipped.values())),
         )
+        return self._last
 
     # --- pieces ----------------------------------------------------------------------------------
 
