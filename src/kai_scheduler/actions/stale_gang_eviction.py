@@ -18,14 +18,6 @@ def is_stale(job: JobInfo) -> bool:
     return not tally.succeeded and tally.active_allocated > 0 and not tally.gang_satisfied
 
 
-def may_go_stale(job: JobInfo) -> bool:
-    """Whether the job is a gang at all: a job whose only pod set asks for at most one pod is satisfied
-    by any pod it runs, so it is never stale (most jobs; this needs no counting)."""
-    if job.min_member > 1 or len(job.podsets) > 1:
-        return True
-    return len(job.podsets) == 1 and next(iter(job.podsets.values())).min_member > 1
-
-
 class StaleGangEviction:
     name = "stalegangeviction"
 
@@ -33,7 +25,7 @@ class StaleGangEviction:
         grace = session.config.default_staleness_grace_period
         updates = session.points.stale_updates
         for job in session.snapshot.jobs.values():
-            if job.stale_since is None and not may_go_stale(job):
+            if job.stale_since is None and not job.may_go_stale():
                 continue
             if not is_stale(job):
                 if job.stale_since is not None:

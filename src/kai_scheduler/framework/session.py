@@ -375,7 +375,8 @@ class Session:
 
         def account(rejection: str, passing: BoolArray) -> None:
             nonlocal remaining
-            rejected = int((remaining & ~passing).sum())
+            # count_nonzero: a boolean `.sum()` goes through numpy's generic reduction, several times slower.
+            rejected = int(np.count_nonzero(remaining & ~passing))
             if rejected:
                 counts.append(f"{rejected} {rejection}")
             remaining &= passing

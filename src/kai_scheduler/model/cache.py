@@ -337,6 +337,8 @@ class ClusterCache:
             ),
             foreign_host_ports=list(self._foreign_host_ports),
             namespace_labels=self._namespace_labels,
+            # `_base_reasons` holds exactly the jobs that have a topology constraint (see `_rebuild_job`).
+            topology_jobs=frozenset(self._base_reasons),
         )
         return snapshot
 

@@ -242,6 +242,17 @@ class JobInfo:
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
     # `tally` and the `version` it was counted at.
     _tally: tuple[int, Tally] | None = field(default=None, init=False, repr=False)
+    # The proportion plugin's per-job queue sums (see `account_queues`): the `version` and pending-pod
+    # GPU memory they were summed at, then allocated (gpu, cpu, memory) and pending (gpu, cpu, memory).
+    # The cluster cache keeps a job across cycles until its pods change, so this mostly survives them.
+    queue_sums: tuple[int, float, tuple[float, float, float, float, float, float]] | None = field(
+        default=None, init=False, repr=False
+    )
+    # `has_topology` and `may_go_stale`, once asked: they read only what the job is made of (its
+    # constraints, minMembers and pod sets), which never changes after it is made (a change to its pods or
+    # PodGroup makes a new JobInfo), so they need no version.
+    _has_topology: bool | None = field(default=None, init=False, repr=False)
+    _may_go_stale: bool | None = field(default=None, init=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -299,14 +310,28 @@ class JobInfo:
         )
 
     def has_topology(self) -> bool:
-        """Whether the job, or any of its sub-groups, keeps its pods within a topology domain."""
-        # Asked of every job each cycle: no tuple of all constraints for the usual job that has none.
-        if self.topology is not None:
-            return True
-        for podset in self.podsets.values():
-            if podset.topology is not None:
-                return True
-        return bool(self.subgroups) and any(group.topology is not None for group in self.subgroups.values())
+        """Whether the job, or any of its sub-groups, keeps its pods within a topology domain (asked of
+        every job each cycle: kept, see `_has_topology`)."""
+        known = self._has_topology
+        if known is None:
+            known = self._has_topology = (
+                self.topology is not None
+                or any(podset.topology is not None for podset in self.podsets.values())
+                or any(group.topology is not None for group in self.subgroups.values())
+            )
+        return known
+
+    def may_go_stale(self) -> bool:
+        """Whether the job is a gang at all: a job whose only pod set asks for at most one pod is satisfied
+        by any pod it runs, so it is never a stale gang (most jobs). Kept, see `_may_go_stale`."""
+        known = self._may_go_stale
+        if known is None:
+            known = self._may_go_stale = (
+                self.min_member > 1
+                or len(self.podsets) > 1
+                or any(podset.min_member > 1 for podset in self.podsets.values())
+            )
+        return known
 
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""

@@ -87,3 +87,6 @@ class ClusterSnapshot:
     foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = field(default_factory=list)
     # Namespace name -> its labels (from `ClusterState.namespace_labels`), for namespaceSelectors.
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Keys of the jobs that have a topology constraint (`JobInfo.has_topology`), as the cluster cache
+    # keeps them, so that the topology plugin need not ask every job each cycle.
+    topology_jobs: frozenset[str] = frozenset()

@@ -57,17 +57,17 @@ class TopologyPlugin:
         self.arguments = arguments
 
     def on_session_open(self, session: Session) -> None:
-        topologies = session.snapshot.topologies
-        constrained = False
-        for job in session.snapshot.jobs.values():
-            if job.has_topology():
-                constrained = True
-                if job.invalid_reason is None:
-                    job.invalid_reason = _problem(job, topologies)
+        snapshot = session.snapshot
+        topologies = snapshot.topologies
+        # Only the jobs with a topology constraint, as the snapshot lists them (most clusters have none).
+        constrained = [snapshot.jobs[key] for key in snapshot.topology_jobs]
+        for job in constrained:
+            if job.invalid_reason is None:
+                job.invalid_reason = _problem(job, topologies)
         if not constrained:
             return  # nothing to confine: placements cost nothing extra
         session.points.node_subsets.append(partial(node_subsets, session))
-        if any(_has_preferred(job) for job in session.snapshot.jobs.values()):
+        if any(_has_preferred(job) for job in constrained):
             session.points.node_scorers.append(partial(preferred_domain_scores, session))
 
     def on_session_close(self, session: Session) -> None:

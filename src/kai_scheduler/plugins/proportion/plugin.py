@@ -436,23 +436,19 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
         where = position.get(job.queue)
         if where is None:
             continue
-        ag = ac = am = pg = pc = pm = 0.0
-        for task in job.tasks:
-            status = task.status
-            request = task.request
-            if status in ALLOCATED:
-                # Only gpu-memory requests depend on the device: look the node up only for those.
-                memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
-                ag += request.gpu_units(memory)
-                ac += request.cpu
-                am += request.memory
-            elif status is TaskStatus.PENDING:
-                pg += request.gpu_units(pending_gpu_memory)
-                pc += request.cpu
-                pm += request.memory
+        # A job's sums are kept on it (`JobInfo.queue_sums`) while its `version` and the pending pods' GPU
+        # memory stay the same: its pods' statuses and nodes change only with its version, and a node's
+        # GPU memory only with the nodes, which makes every job again.
+        cached = job.queue_sums
+        if cached is None or cached[0] != job.version or cached[1] != pending_gpu_memory:
+            cached = job.queue_sums = (
+                job.version,
+                pending_gpu_memory,
+                _job_sums(job, gpu_memory, pending_gpu_memory),
+            )
         job_queue.append(where)
         preemptible.append(job.preemptible)
-        sums.extend((ag, ac, am, pg, pc, pm))
+        sums.extend(cached[2])
     if not sums:
         return
     table = np.array(sums, dtype=np.float64).reshape(-1, 6)
@@ -513,3 +509,24 @@ def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) 
             queue.fair_share.set(resource, shares.get(queue.name, 0.0))
         for parent, leaves in queues.detached.values():
             parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
+
+
+def _job_sums(
+    job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float
+) -> tuple[float, float, float, float, float, float]:
+    """A job's allocated pods' (gpu, cpu, memory), then its pending pods' (for `account_queues`)."""
+    ag = ac = am = pg = pc = pm = 0.0
+    for task in job.tasks:
+        status = task.status
+        request = task.request
+        if status in ALLOCATED:
+            # Only gpu-memory requests depend on the device: look the node up only for those.
+            memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
+            ag += request.gpu_units(memory)
+            ac += request.cpu
+            am += request.memory
+        elif status is TaskStatus.PENDING:
+            pg += request.gpu_units(pending_gpu_memory)
+            pc += request.cpu
+            pm += request.memory
+    return (ag, ac, am, pg, pc, pm)
