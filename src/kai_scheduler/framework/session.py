@@ -368,27 +368,26 @@ class Session:
                 return candidate
 
     def explain_no_fit(self, task: TaskInfo) -> str:
-        """Kubernetes-style: how many nodes each filter rejected."""
+        """Kubernetes-style: how many nodes each filter rejected (each counts only the nodes that every
+        filter before it let through)."""
         nodes = self.snapshot.nodes
-        remaining = np.ones(nodes.size, dtype=np.bool_)
-        counts: list[str] = []
-
-        def account(rejection: str, passing: BoolArray) -> None:
-            nonlocal remaining
-            # count_nonzero: a boolean `.sum()` goes through numpy's generic reduction, several times slower.
-            rejected = int(np.count_nonzero(remaining & ~passing))
-            if rejected:
-                counts.append(f"{rejected} {rejection}")
-            remaining &= passing
-
+        filters: list[tuple[str, BoolArray]] = []
         if self.allowed is not None:
-            account("outside the job's topology domain", self.allowed)
-        for rejection, passing in self._static(task.placement)[1]:
-            account(rejection, passing)
+            filters.append(("outside the job's topology domain", self.allowed))
+        filters.extend(self._static(task.placement)[1])
         for predicate in self.points.task_predicates:
-            account(predicate.rejection, predicate.nodes_passing(task))
-        for rejection, passing in resource_shortfalls(nodes, task):
-            account(rejection, passing)
+            filters.append((predicate.rejection, predicate.nodes_passing(task)))
+        filters.extend(resource_shortfalls(nodes, task))
+        # Row i: the nodes that pass filters 0..i; a filter rejected what the row before it let through and
+        # it does not (a few whole-table operations rather than several per filter: asked per failed pod).
+        passing = np.logical_and.accumulate(np.stack([mask for _, mask in filters]), axis=0)
+        left = np.count_nonzero(passing, axis=1).tolist()
+        counts: list[str] = []
+        before = nodes.size
+        for (rejection, _), after in zip(filters, left, strict=True):
+            if before > after:
+                counts.append(f"{before - after} {rejection}")
+            before = after
         detail = ", ".join(counts) if counts else "no node fits"
         return f"0/{nodes.size} nodes are available for {task.request.describe()}: {detail}"
 
@@ -429,30 +428,23 @@ class Session:
 def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     """Per resource, which nodes have enough of it (idle + releasing), for messages."""
     request = task.request
-    pod_slots: float | FloatArray = 1.0
+    free_cpu = nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu
+    free_memory = nodes.cap_memory - nodes.used_memory + nodes.rel_memory
+    free_pods = nodes.cap_pods - nodes.used_pods + nodes.rel_pods
+    cpu_ok = free_cpu >= request.cpu - EPSILON
+    memory_ok = free_memory >= request.memory - EPSILON
+    one_slot = free_pods >= 1 - EPSILON
+    pods_ok = one_slot
     if request.is_shared_gpu:
         # Opening a new shared GPU also needs a slot for its reservation pod.
         joins = nodes.shared_free_soon >= nodes.portion_for(request) - EPSILON
-        pod_slots = np.where(joins, 1.0, 2.0)
-    soon_free = [
-        ("Insufficient cpu", nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu, request.cpu),
-        ("Insufficient memory", nodes.cap_memory - nodes.used_memory + nodes.rel_memory, request.memory),
-        ("Too many pods", nodes.cap_pods - nodes.used_pods + nodes.rel_pods, pod_slots),
-    ]
-    parts = [(label, np.asarray(free >= need - EPSILON, dtype=np.bool_)) for label, free, need in soon_free]
+        pods_ok = np.asarray(free_pods >= np.where(joins, 1.0, 2.0) - EPSILON, dtype=np.bool_)
+    parts = [("Insufficient cpu", cpu_ok), ("Insufficient memory", memory_ok), ("Too many pods", pods_ok)]
     if request.uses_gpu:
-        parts.append(("Insufficient GPUs", nodes.fit(request, soon=True) | ~_gpu_blind_fit(nodes, task)))
+        # Nodes that would fit the pod if it asked for no GPU: there GPUs are the missing piece.
+        gpu_blind_fit = cpu_ok & memory_ok & one_slot
+        parts.append(("Insufficient GPUs", nodes.fit(request, soon=True) | ~gpu_blind_fit))
     return parts
-
-
-def _gpu_blind_fit(nodes: NodeTable, task: TaskInfo) -> BoolArray:
-    """Nodes that would fit the request if GPUs were not asked for (so GPU is the missing piece)."""
-    request = task.request
-    return (
-        (nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu >= request.cpu - EPSILON)
-        & (nodes.cap_memory - nodes.used_memory + nodes.rel_memory >= request.memory - EPSILON)
-        & (nodes.cap_pods - nodes.used_pods + nodes.rel_pods >= 1 - EPSILON)
-    )
 
 
 def pack_gpus(nodes: NodeTable, node: int, portion: float, devices: int, soon: bool) -> list[GpuGroup | None]:
