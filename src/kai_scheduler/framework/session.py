@@ -378,13 +378,14 @@ class Session:
         for predicate in self.points.task_predicates:
             filters.append((predicate.rejection, predicate.nodes_passing(task)))
         filters.extend(resource_shortfalls(nodes, task))
-        # Row i: the nodes that pass filters 0..i; a filter rejected what the row before it let through and
-        # it does not (a few whole-table operations rather than several per filter: asked per failed pod).
-        passing = np.logical_and.accumulate(np.stack([mask for _, mask in filters]), axis=0)
-        left = np.count_nonzero(passing, axis=1).tolist()
+        # Each filter rejects what the filters before it let through and it does not: one running AND,
+        # counted after each filter (asked per failed pod, so no temporary arrays per filter).
         counts: list[str] = []
+        remaining = np.ones(nodes.size, dtype=np.bool_)
         before = nodes.size
-        for (rejection, _), after in zip(filters, left, strict=True):
+        for rejection, passing in filters:
+            np.logical_and(remaining, passing, out=remaining)
+            after = int(np.count_nonzero(remaining))
             if before > after:
                 counts.append(f"{before - after} {rejection}")
             before = after
