@@ -242,12 +242,15 @@ class JobInfo:
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
     # `tally` and the `version` it was counted at.
     _tally: tuple[int, Tally] | None = field(default=None, init=False, repr=False)
-    # The proportion plugin's per-job queue sums (see `account_queues`): the `version` and pending-pod
-    # GPU memory they were summed at, then allocated (gpu, cpu, memory) and pending (gpu, cpu, memory).
-    # The cluster cache keeps a job across cycles until its pods change, so this mostly survives them.
-    queue_sums: tuple[int, float, tuple[float, float, float, float, float, float]] | None = field(
+    # The proportion plugin's per-job queue sums (see `account_queues`): allocated (gpu, cpu, memory) and
+    # pending (gpu, cpu, memory), summed at `queue_sums_version` with pending pods' GPU memory
+    # `queue_sums_gpu_memory`. The cluster cache keeps a job across cycles until its pods change, so this
+    # mostly survives them (plain fields: one tuple per job, made only when it is summed again).
+    queue_sums: tuple[float, float, float, float, float, float] | None = field(
         default=None, init=False, repr=False
     )
+    queue_sums_version: int = field(default=-1, init=False, repr=False)
+    queue_sums_gpu_memory: float = field(default=0.0, init=False, repr=False)
     # `has_topology` and `may_go_stale`, once asked: they read only what the job is made of (its
     # constraints, minMembers and pod sets), which never changes after it is made (a change to its pods or
     # PodGroup makes a new JobInfo), so they need no version.

@@ -440,15 +440,16 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
         # memory stay the same: its pods' statuses and nodes change only with its version, and a node's
         # GPU memory only with the nodes, which makes every job again.
         cached = job.queue_sums
-        if cached is None or cached[0] != job.version or cached[1] != pending_gpu_memory:
-            cached = job.queue_sums = (
-                job.version,
-                pending_gpu_memory,
-                _job_sums(job, gpu_memory, pending_gpu_memory),
-            )
+        if (
+            cached is None
+            or job.queue_sums_version != job.version
+            or job.queue_sums_gpu_memory != pending_gpu_memory
+        ):
+            cached = job.queue_sums = _job_sums(job, gpu_memory, pending_gpu_memory)
+            job.queue_sums_version, job.queue_sums_gpu_memory = job.version, pending_gpu_memory
         job_queue.append(where)
         preemptible.append(job.preemptible)
-        sums.extend(cached[2])
+        sums.extend(cached)
     if not sums:
         return
     table = np.array(sums, dtype=np.float64).reshape(-1, 6)
