@@ -221,6 +221,8 @@ class Session:
         self._wake_at: float | None = None
         # What each action tried (pod groups taken up, eviction scenarios), for metrics.
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
+        # Why pods did not fit, by what the answer depends on (`explain_no_fit`).
+        self._explanations: dict[tuple[object, ...], str] = {}
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
@@ -369,7 +371,27 @@ class Session:
 
     def explain_no_fit(self, task: TaskInfo) -> str:
         """Kubernetes-style: how many nodes each filter rejected (each counts only the nodes that every
-        filter before it let through)."""
+        filter before it let through). Pods that fail alike are explained once while the nodes' usage
+        stays the same: the answer depends on the usage, the request, the placement constraints, and (for
+        inter-pod affinity) the pod's namespace and labels."""
+        nodes = self.snapshot.nodes
+        if self.allowed is not None:
+            return self._explain_no_fit(task)
+        key = (
+            nodes.version,
+            task.request,
+            task.placement.key,
+            task.namespace,
+            tuple(sorted(task.labels.items())),
+        )
+        explained = self._explanations.get(key)
+        if explained is None:
+            if len(self._explanations) > 10_000:
+                self._explanations.clear()
+            explained = self._explanations[key] = self._explain_no_fit(task)
+        return explained
+
+    def _explain_no_fit(self, task: TaskInfo) -> str:
         nodes = self.snapshot.nodes
         filters: list[tuple[str, BoolArray]] = []
         if self.allowed is not None:
@@ -429,9 +451,7 @@ class Session:
 def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:
     """Per resource, which nodes have enough of it (idle + releasing), for messages."""
     request = task.request
-    free_cpu = nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu
-    free_memory = nodes.cap_memory - nodes.used_memory + nodes.rel_memory
-    free_pods = nodes.cap_pods - nodes.used_pods + nodes.rel_pods
+    free_cpu, free_memory, free_pods = nodes.free_soon()
     cpu_ok = free_cpu >= request.cpu - EPSILON
     memory_ok = free_memory >= request.memory - EPSILON
     one_slot = free_pods >= 1 - EPSILON

@@ -140,6 +140,9 @@ class NodeTable:
         # far with how much of that log they had seen: a mask is brought up to date by re-checking only
         # the nodes changed since (placing a pod changes one node), see `fit`.
         self._changes: list[int] = []
+        # Bumped by every change of usage: equal versions of one table, equal usage.
+        self.version = 0
+        self._free_soon: tuple[int, tuple[FloatArray, FloatArray, FloatArray]] | None = None
         self._fit_masks: dict[tuple[PodRequest, bool], tuple[BoolArray, int]] = {}
         # The nodes with anything being released, as of that position in the log (None: not known).
         self._releasing_nodes: set[int] = set()
@@ -183,6 +186,7 @@ class NodeTable:
         table._fit_masks = {}
         table._releasing_nodes = set()
         table._releasing_seen = None
+        table._free_soon = None
         return table
 
     def clear_node(self, node: int) -> None:
@@ -209,6 +213,21 @@ class NodeTable:
 
     def idle_cpu(self) -> FloatArray:
         return self.cap_cpu - self.used_cpu
+
+    def free_soon(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """CPU, memory and pod slots free once releasing pods are gone, per node (read-only arrays, kept
+        while the usage does not change)."""
+        cached = self._free_soon
+        if cached is None or cached[0] != self.version:
+            arrays = (
+                self.cap_cpu - self.used_cpu + self.rel_cpu,
+                self.cap_memory - self.used_memory + self.rel_memory,
+                self.cap_pods - self.used_pods + self.rel_pods,
+            )
+            for array in arrays:
+                array.flags.writeable = False
+            cached = self._free_soon = (self.version, arrays)
+        return cached[1]
 
     def idle_gpus_total(self) -> FloatArray:
         """Free GPU capacity including the unused parts of shared GPUs (for spread/binpack scoring)."""
@@ -412,6 +431,7 @@ class NodeTable:
 
     def _changed(self, node: int) -> None:
         """Note that a node's usage changed (every change below goes through here), for `fit`."""
+        self.version += 1
         if len(self._changes) >= 8 * self.size + 1024:
             # Keep the log short: start afresh, every cached mask is recomputed once.
             self._changes.clear()
