@@ -625,13 +625,6 @@ class QueueUsage:
     allocated_non_preemptible: Usage = ZERO
     requested: Usage = ZERO
 
-    def __add__(self, other: QueueUsage) -> QueueUsage:
-        return QueueUsage(
-            self.allocated + other.allocated,
-            self.allocated_non_preemptible + other.allocated_non_preemptible,
-            self.requested + other.requested,
-        )
-
     def numbers(self) -> Numbers:
         return Numbers(
             self.allocated.resources(), self.allocated_non_preemptible.resources(), self.requested.resources()
@@ -653,9 +646,6 @@ class QueueUsage:
             Usage.of_resource_list(resources.get("allocatedNonPreemptible")),
             Usage.of_resource_list(resources.get("requested")),
         )
-
-
-EMPTY_USAGE = QueueUsage()
 
 
 class _OwnUsage:

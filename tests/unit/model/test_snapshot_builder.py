@@ -1,4 +1,4 @@
-"""SnapshotBuilder: jobs, tasks and queues as a session sees them.
+"""The snapshot (`build_snapshot`): jobs, tasks and queues as a session sees them.
 
 Reference: kai-reference §2.1 (queue units, -1 unlimited), §2.2 (priority class resolution,
 preemptibility), §3 (labels, default priority classes), §4.1 (session open: orphan queues dropped,
