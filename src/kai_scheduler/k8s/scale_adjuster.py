@@ -101,6 +101,7 @@ from kai_scheduler.k8s.informers import POD_INDEX, Informer, InformerSet, object
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.podgrouper_controller import wait_or_stop
 from kai_scheduler.k8s.state import bind_request_is_for, parse_rfc3339
+from kai_scheduler.model.builder import floor_gpu_memory_mib
 from kai_scheduler.model.matching import node_affinity_required_matches, untolerated_taint
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,6 @@ NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
 SCALE_ADJUSTER_KINDS: Final = (PODS, NODES, POD_GROUPS, BIND_REQUESTS)
 """The informers the adjuster reads (PodGroups and BindRequests are optional)."""
 
-_GPU_MEMORY_GRANULARITY_MIB = 100
 # The tolerations the API server's DefaultTolerationSeconds plugin gives every pod: not part of a shape.
 _DEFAULT_TOLERATION_KEYS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -170,7 +170,7 @@ def node_gpu_facts(node_labels: Mapping[str, str], allocatable: Mapping[str, Any
         except ValueError:
             count = 0
     memory = _positive_int(node_labels.get(c.GPU_MEMORY_LABEL))
-    memory = memory // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB
+    memory = floor_gpu_memory_mib(memory)
     product = node_labels.get(GPU_PRODUCT_LABEL)
     return GpuFacts(count, memory, product if isinstance(product, str) else "")
 

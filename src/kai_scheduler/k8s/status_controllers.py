@@ -82,7 +82,7 @@ from kai_scheduler.k8s.informers import (
 from kai_scheduler.k8s.leader import LeaderElector
 from kai_scheduler.k8s.metrics import QueueMetrics
 from kai_scheduler.k8s.podgrouper_controller import RETRY_BACKOFF, wait_or_stop
-from kai_scheduler.model.builder import pod_group_traits, pod_request
+from kai_scheduler.model.builder import floor_gpu_memory_mib, pod_group_traits, pod_request
 from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.resources import PodRequest, Resources
 
@@ -92,7 +92,6 @@ RESOURCE_KEYS = (c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.GPU_RESOURCE)
 RESOURCE_LISTS = ("allocated", "allocatedNonPreemptible", "requested")
 POD_COUNTERS = ("running", "succeeded", "failed", "pending")
 PRIORITY_CLASS_LABEL = "priorityClassName"
-_GPU_MEMORY_GRANULARITY_MIB = 100
 _FINISHED = ("Succeeded", "Failed")
 
 
@@ -186,7 +185,7 @@ def gpu_memory_mib_of(node: Mapping[str, Any]) -> float:
     raw = ((node.get("metadata") or {}).get("labels") or {}).get(c.GPU_MEMORY_LABEL)
     if not isinstance(raw, str) or not raw.isdigit():
         return 0.0
-    return float(int(raw) // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB)
+    return float(floor_gpu_memory_mib(int(raw)))
 
 
 class _NodeGpuMemory:

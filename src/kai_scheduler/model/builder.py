@@ -140,12 +140,16 @@ def _mig_mode(node: Node) -> int:
     return MIG_NONE
 
 
+def floor_gpu_memory_mib(mib: int) -> int:
+    """KAI floors device memory to 100 MiB so that nearly-equal devices compare equal."""
+    return mib // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB
+
+
 def _gpu_memory_mib(node: Node) -> float:
     raw = node.metadata.labels.get(c.GPU_MEMORY_LABEL)
     if raw is None or not raw.isdigit():
         return 0.0
-    # KAI floors device memory to 100 MiB so that nearly-equal devices compare equal.
-    return float(int(raw) // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB)
+    return float(floor_gpu_memory_mib(int(raw)))
 
 
 def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | None:
