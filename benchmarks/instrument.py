@@ -165,7 +165,7 @@ def measure(
     run_started = time.perf_counter()
 
     # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
-    def timed_build(state: Any = None) -> Any:
+    def timed_build(queue_usage: Any = None) -> Any:
         if quiet > 0 and quiet_tail(measured.decisions, count_first) >= quiet:
             measured.stopped_by = "settled"
             raise _Stop
@@ -174,7 +174,7 @@ def measure(
             measured.stopped_by = "time budget"
             raise _Stop
         begin = time.perf_counter()
-        snapshot = build(state)
+        snapshot = build(queue_usage)
         measured.build_times.append(time.perf_counter() - begin)
         return snapshot
 
@@ -209,11 +209,11 @@ def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, 
     build, schedule = simulation.driver.cache.snapshot, simulation.driver.scheduler.run
     seen = [0]
 
-    def profiled_build(state: Any = None) -> Any:
+    def profiled_build(queue_usage: Any = None) -> Any:
         seen[0] += 1
         if seen[0] == cycle:
             profiler.enable()
-        return build(state)
+        return build(queue_usage)
 
     def profiled_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
         try:
