@@ -160,8 +160,7 @@ class Scheduler:
         Nothing is allocated; once allocate places a job its queue's share grows, which may move that
         queue's later jobs behind others. Mutates `snapshot` no more than opening a session does."""
         session, plugins = self._open(snapshot, cycle, now)
-        waiting = with_pending(snapshot)
-        jobs = [job for job in snapshot.jobs.values() if job in waiting and job.invalid_reason is None]
+        jobs = [job for job in with_pending(snapshot) if job.invalid_reason is None]
         queue = QueueOrderedJobs(session, jobs, self.config.queue_depth_per_action.get(Allocate.name))
         order = []
         while (job := queue.pop()) is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -22,9 +22,8 @@ class Allocate:
 
     def execute(self, session: Session) -> None:
         candidates = []
-        waiting = with_pending(session.snapshot)
-        for candidate in session.snapshot.jobs.values():
-            if candidate not in waiting and not (candidate.gated and candidate.invalid_reason):
+        for candidate in session.snapshot.jobs_at_open().waiting:
+            if not candidate.tally().pending and not (candidate.gated and candidate.invalid_reason):
                 continue
             if candidate.invalid_reason is not None:
                 session.unschedulable[candidate.key] = candidate.invalid_reason

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
 # A leaf's heap entry: the job order key, then the push counter (never compares two jobs).
@@ -123,7 +123,6 @@ class QueueOrderedJobs:
             self._cache.pop(name, None)
 
 
-def with_pending(snapshot: ClusterSnapshot) -> set[JobInfo]:
-    """The jobs that have a pending pod, found from the pods in one pass that calls nothing per job:
-    most jobs of a busy cluster have none, and asking each job costs more than looking at each pod."""
-    return {task.job for task in snapshot.tasks.values() if task.status is TaskStatus.PENDING}
+def with_pending(snapshot: ClusterSnapshot) -> list[JobInfo]:
+    """The jobs that have a pending pod now, in snapshot order."""
+    return [job for job in snapshot.jobs_at_open().waiting if job.tally().pending]

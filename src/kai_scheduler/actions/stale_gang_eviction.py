@@ -24,9 +24,7 @@ class StaleGangEviction:
     def execute(self, session: Session) -> None:
         grace = session.config.default_staleness_grace_period
         updates = session.points.stale_updates
-        for job in session.snapshot.jobs.values():
-            if job.stale_since is None and not job.may_go_stale():
-                continue
+        for job in session.snapshot.jobs_at_open().may_go_stale:
             if not is_stale(job):
                 if job.stale_since is not None:
                     updates[job.key] = None

@@ -324,15 +324,14 @@ class VictimAction(ABC):
     gave_up = ""  # why a job still waits after this action found no valid scenario for it
 
     def execute(self, session: Session) -> None:
-        jobs = session.snapshot.jobs.values()
+        at_open = session.snapshot.jobs_at_open()
         # Jobs that could be victims at all; refreshed only when a scenario was committed. Without any
         # (a cluster running only non-preemptible jobs) there is nothing to do, not even ordering jobs.
         queues = session.snapshot.queues
-        running = [j for j in jobs if j.preemptible and j.queue in queues and j.tally().running]
+        running = [j for j in at_open.preemptible_running if j.queue in queues and j.tally().running]
         if not running:
             return
-        waiting = with_pending(session.snapshot)
-        pending = [j for j in jobs if j in waiting and j.invalid_reason is None]
+        pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
         queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
         counts = session.counts[self.name]

@@ -8,7 +8,7 @@ session is pure: it reads a snapshot and produces decisions, with no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,13 +39,22 @@ class Action(Protocol):
     def execute(self, session: Session) -> None: ...
 
 
+def _nothing_else(task: TaskInfo) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class NamedPredicate:
-    """A node filter with the words a person reads when it rejects nodes ("had untolerated taint")."""
+    """A node filter with the words a person reads when it rejects nodes ("had untolerated taint").
+
+    `depends_on` names what of the pod, beyond its request and placement constraints, the answer reads
+    at the moment (its host ports, its labels while inter-pod rules are in play), so that pods alike in
+    all of it are explained once."""
 
     name: str
     rejection: str
     nodes_passing: Callable[[TaskInfo], BoolArray]
+    depends_on: Callable[[TaskInfo], Hashable] = _nothing_else
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
@@ -372,8 +381,8 @@ class Session:
     def explain_no_fit(self, task: TaskInfo) -> str:
         """Kubernetes-style: how many nodes each filter rejected (each counts only the nodes that every
         filter before it let through). Pods that fail alike are explained once while the nodes' usage
-        stays the same: the answer depends on the usage, the request, the placement constraints, and (for
-        inter-pod affinity) the pod's namespace and labels."""
+        stays the same: the answer depends on the usage, the request, the placement constraints, and
+        what the task predicates read of the pod (`NamedPredicate.depends_on`)."""
         nodes = self.snapshot.nodes
         if self.allowed is not None:
             return self._explain_no_fit(task)
@@ -381,8 +390,7 @@ class Session:
             nodes.version,
             task.request,
             task.placement.key,
-            task.namespace,
-            tuple(sorted(task.labels.items())),
+            tuple(predicate.depends_on(task) for predicate in self.points.task_predicates),
         )
         explained = self._explanations.get(key)
         if explained is None:

@@ -94,6 +94,7 @@ class ClusterCache:
         self._occupants: dict[int, set[str]] = {}  # node index -> keys of the pods that hold it
         self._holds: dict[str, _Hold] = {}  # pod key -> what it holds (see `_Hold`)
         self._host_port_tasks: set[str] = set()
+        self._pod_affinity_tasks: set[str] = set()
         self._running_counts: dict[str, int] = {}  # job key -> its tasks that are RUNNING (none: absent)
         # Reasons a plugin may overwrite during a session (topology problems): restored after it.
         self._base_reasons: dict[str, str | None] = {}
@@ -332,15 +333,17 @@ class ClusterCache:
             min_gpu_memory_mib=self._min_gpu_memory,
             existing_gpu_groups=set(self._table.group_by_id),
             topologies=dict(self._topology_trees),
-            host_port_tasks=sorted(
-                (self._tasks[key] for key in self._host_port_tasks), key=lambda task: task.rank
-            ),
+            host_port_tasks=self._by_rank(self._host_port_tasks),
             foreign_host_ports=list(self._foreign_host_ports),
+            pod_affinity_tasks=self._by_rank(self._pod_affinity_tasks),
             namespace_labels=self._namespace_labels,
             # `_base_reasons` holds exactly the jobs that have a topology constraint (see `_rebuild_job`).
             topology_jobs=frozenset(self._base_reasons),
         )
         return snapshot
+
+    def _by_rank(self, keys: Iterable[str]) -> list[TaskInfo]:
+        return sorted((self._tasks[key] for key in keys), key=lambda task: task.rank)
 
     def after_cycle(self, decided_pods: Iterable[str]) -> None:
         """A cycle ran on the last snapshot: its decisions left their tasks as the session committed them
@@ -424,6 +427,7 @@ class ClusterCache:
         self._jobs, self._tasks = {}, {}
         self._occupants, self._holds, self._foreign = {}, {}, {}
         self._host_port_tasks.clear()
+        self._pod_affinity_tasks.clear()
         self._running_counts.clear()
         self._base_reasons.clear()
         for key, state in self._pods.items():
@@ -530,6 +534,10 @@ class ClusterCache:
             self._host_port_tasks.add(task.key)
         else:
             self._host_port_tasks.discard(task.key)
+        if task.placement.has_pod_affinity:
+            self._pod_affinity_tasks.add(task.key)
+        else:
+            self._pod_affinity_tasks.discard(task.key)
         self._account_task(task)
 
     def _account_task(self, task: TaskInfo) -> None:
@@ -545,6 +553,7 @@ class ClusterCache:
             return  # the pod moved to another job, already made again
         del self._tasks[task.key]
         self._host_port_tasks.discard(task.key)
+        self._pod_affinity_tasks.discard(task.key)
         self._release(task.key, ours=True)
 
     def _hold(self, key: str, hold: _Hold) -> None:

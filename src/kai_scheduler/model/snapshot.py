@@ -8,7 +8,7 @@ objects that one cycle works on. `ClusterState` is all of it at once (exports, r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue, Topology
@@ -90,3 +90,44 @@ class ClusterSnapshot:
     # Keys of the jobs that have a topology constraint (`JobInfo.has_topology`), as the cluster cache
     # keeps them, so that the topology plugin need not ask every job each cycle.
     topology_jobs: frozenset[str] = frozenset()
+    # Our tasks with inter-pod (anti-)affinity rules (whatever their status), as the cache keeps them:
+    # usually none, and then nothing needs to track where pods are.
+    pod_affinity_tasks: list[TaskInfo] = field(default_factory=list)
+    _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
+
+    def jobs_at_open(self) -> JobsAtOpen:
+        """The jobs the actions look at, grouped as the session found them when first asked (after the
+        plugins opened). A busy cluster has tens of thousands of jobs, nearly all running untouched, and
+        each action would otherwise walk them all."""
+        if self._at_open is None:
+            self._at_open = JobsAtOpen.of(self.jobs.values())
+        return self._at_open
+
+
+@dataclass(frozen=True, slots=True)
+class JobsAtOpen:
+    """Jobs in snapshot order. Within a session a pod becomes neither pending nor running again (a placed
+    pod is allocated or pipelined, an evicted one releasing, and a rollback restores what was), so the
+    jobs that have such pods at any later moment are among these; callers check each job's tally."""
+
+    # A pending pod, or no schedulable pod and a reason for it (gated pods of an invalid job).
+    waiting: tuple[JobInfo, ...]
+    # Preemptible with a running pod: the only possible victims.
+    preemptible_running: tuple[JobInfo, ...]
+    # Marked stale, or able to become so (see `JobInfo.may_go_stale`).
+    may_go_stale: tuple[JobInfo, ...]
+
+    @staticmethod
+    def of(jobs: Iterable[JobInfo]) -> JobsAtOpen:
+        waiting: list[JobInfo] = []
+        running: list[JobInfo] = []
+        stale: list[JobInfo] = []
+        for job in jobs:
+            tally = job.tally()
+            if tally.pending or (job.gated and job.invalid_reason):
+                waiting.append(job)
+            if tally.running and job.preemptible:
+                running.append(job)
+            if job.stale_since is not None or job.may_go_stale():
+                stale.append(job)
+        return JobsAtOpen(tuple(waiting), tuple(running), tuple(stale))

@@ -50,13 +50,18 @@ class PodAffinityIndex:
         self._node_list = [(spec.name, spec.labels) for spec in nodes.specs]
         self._all_nodes = np.ones(nodes.size, dtype=np.bool_)
         self._placed_with_rules = any(
-            task.placement.has_pod_affinity
-            for task in session.snapshot.tasks.values()
-            if task.status in OCCUPYING
+            task.status in OCCUPYING for task in session.snapshot.pod_affinity_tasks
         )
 
     def _relevant(self, task: TaskInfo) -> bool:
         return task.placement.has_pod_affinity or self._placed_with_rules
+
+    def what_matters(self, task: TaskInfo) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+        """What of the pod its answer reads: its namespace and labels once inter-pod rules are in play
+        (its own rules are part of its placement)."""
+        if not self._relevant(task):
+            return None
+        return task.namespace, tuple(sorted(task.labels.items()))
 
     def _ensure_index(self) -> PlacedPodIndex:
         if self._index is None:

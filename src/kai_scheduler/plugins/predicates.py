@@ -192,7 +192,10 @@ class PredicatesPlugin:
         index = shared_index(session)
         points.task_predicates.append(
             NamedPredicate(
-                "podaffinity", "node(s) didn't match pod affinity/anti-affinity rules", index.allowed_nodes
+                "podaffinity",
+                "node(s) didn't match pod affinity/anti-affinity rules",
+                index.allowed_nodes,
+                depends_on=index.what_matters,
             )
         )
 

@@ -104,6 +104,21 @@ def test_on_one_node_the_second_pod_waits_and_says_why_until_the_port_is_free() 
     assert binds(d for cycle in result.cycles[1:] for d in cycle.decisions) == {"b": "n0"}
 
 
+def test_pods_alike_but_for_their_host_ports_are_explained_each_on_its_own() -> None:
+    """Why a pod waits is worked out once for pods that fail alike; the host ports are part of alike."""
+    cluster = objects(
+        node_manifest("n0", gpus=8),
+        queue_manifest("q"),
+        with_ports(pod_manifest("a", duration=60), port(80)),
+        with_ports(pod_manifest("b", gpus=16), port(80)),
+        pod_manifest("c", gpus=16),
+    )
+    reasons = run(cluster, cycles=1).reasons
+    assert REJECTION in reasons["default/pg-b"]
+    assert REJECTION not in reasons["default/pg-c"]
+    assert "Insufficient GPUs" in reasons["default/pg-c"]
+
+
 def test_a_gang_sees_the_ports_its_own_pods_took_earlier_in_the_cycle() -> None:
     gang = [with_ports(pod_manifest(f"w-{i}", group="w"), port(29500)) for i in range(3)]
     fits = simulate(
