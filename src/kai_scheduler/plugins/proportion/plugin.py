@@ -15,7 +15,7 @@ import numpy as np
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import FloatArray
+from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -415,9 +415,8 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
 
     Each job's pods are summed, then every queue adds up the sums of the jobs at or below it, job by job
     in the snapshot's order (so that fractional GPUs add up to the same bits every cycle). Hot: it visits
-    every pod of the cluster each cycle, so the pods are summed in plain floats and the per-queue
-    additions are done by numpy: `cumsum` adds strictly in order, each partial sum being part of its
-    output, so its last row is exactly the job-by-job sum."""
+    every job of the cluster each cycle, so each job's sums are kept on it and the per-queue additions
+    are done by numpy."""
     queues = snapshot.queues
     for queue in queues:
         queue.allocated = Resources()
@@ -458,27 +457,37 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
     requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
     of_job = np.array(job_queue)
     non_preemptible = ~np.array(preemptible, dtype=np.bool_)
-    below: dict[str, list[int]] = {name: [] for name in names}  # a queue and its descendants
-    for name in names:
-        for ancestor in queues.ancestry(name):
-            below[ancestor.name].append(position[name])
+    totals = {what: np.zeros((len(names), 3)) for what in ("allocated", "request", "non-preemptible")}
+    # The queues at one depth of the tree hold disjoint sets of jobs, so one weighted `bincount` per depth
+    # and column totals all of them at once; it adds in array order, as the job-by-job sum does.
+    for ancestor_at_depth in _ancestors_by_depth(queues, position):
+        owner = ancestor_at_depth[of_job]  # each job's queue at this depth (-1: its queue is shallower)
+        below = owner >= 0
+        parts = (
+            ("allocated", owner[below], allocated[below]),
+            ("request", np.repeat(owner, 2)[np.repeat(below, 2)], requested[np.repeat(below, 2)]),
+            ("non-preemptible", owner[below & non_preemptible], allocated[below & non_preemptible]),
+        )
+        for what, owners, rows in parts:
+            for column in range(3):
+                totals[what][:, column] += np.bincount(owners, weights=rows[:, column], minlength=len(names))
     for queue in queues:
-        counted = np.zeros(len(names), dtype=np.bool_)
-        counted[below[queue.name]] = True
-        rows = counted[of_job]
-        if not rows.any():
-            continue
-        queue.allocated = _in_order_total(allocated[rows])
-        queue.request = _in_order_total(requested[np.repeat(rows, 2)])
-        queue.allocated_non_preemptible = _in_order_total(allocated[rows & non_preemptible])
+        where = position[queue.name]
+        queue.allocated = Resources(*totals["allocated"][where].tolist())
+        queue.request = Resources(*totals["request"][where].tolist())
+        queue.allocated_non_preemptible = Resources(*totals["non-preemptible"][where].tolist())
 
 
-def _in_order_total(rows: FloatArray) -> Resources:
-    """The column sums of `rows` (gpu, cpu, memory), added first row to last."""
-    if not len(rows):
-        return Resources()
-    gpu, cpu, memory = (float(total) for total in np.cumsum(rows, axis=0)[-1])
-    return Resources(gpu, cpu, memory)
+def _ancestors_by_depth(queues: QueueTree, position: dict[str, int]) -> list[IntArray]:
+    """Per depth of the tree (roots first): for each queue (by position), its ancestor at that depth (itself
+    at its own depth), or -1 where the queue is shallower."""
+    chains = {name: [q.name for q in reversed(queues.ancestry(name))] for name in position}
+    depths = max(len(chain) for chain in chains.values())
+    table = np.full((depths, len(position)), -1, dtype=np.int64)
+    for name, chain in chains.items():
+        for depth, ancestor in enumerate(chain):
+            table[depth, position[name]] = position[ancestor]
+    return list(table)
 
 
 # Time-based fairness compares usage at 1% of the cluster: as two queues' usages converge, differences
