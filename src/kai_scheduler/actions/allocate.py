@@ -30,7 +30,12 @@ class Allocate:
                 continue
             candidates.append(candidate)
         queue = QueueOrderedJobs(session, candidates, session.config.queue_depth_per_action.get(self.name))
-        failed_shapes: dict[tuple[Any, ...], str] = {}
+        # Jobs alike fare alike within the action (see `scheduling_signature`), and capacity only shrinks
+        # as it goes: an attempt shaped like one that failed is not made again. Whether any node holds the
+        # pods does not depend on the queue, so a shape that found no room fails for every queue (after
+        # the job's own queue checks, which do).
+        failed_shapes: dict[tuple[Any, ...], str] = {}  # signature -> the first job that failed
+        no_room: dict[tuple[Any, ...], str] = {}  # signature without the queue -> the first job
         use_signatures = session.config.use_scheduling_signatures
         counts = session.counts[self.name]
         while (job := queue.pop()) is not None:
@@ -38,21 +43,35 @@ class Allocate:
             tasks = tasks_to_allocate(session, job)
             signature = scheduling_signature(job, tasks) if use_signatures else None
             if signature is not None and signature in failed_shapes:
-                first = failed_shapes[signature]
-                session.unschedulable[job.key] = (
-                    f"a job of the same shape, {first}, could not be scheduled in this cycle: "
-                    f"{session.unschedulable.get(first, 'it did not fit')}"
-                )
+                _failed_like(session, job, failed_shapes[signature])
                 continue
-            if allocate_job(session, job, tasks, self.name):
+            if not admissible(session, job, tasks):
+                if signature is not None:
+                    failed_shapes[signature] = job.key
+                continue
+            shape = scheduling_signature(job, tasks, by_queue=False) if use_signatures else None
+            if shape is not None and shape in no_room:
+                _failed_like(session, job, no_room[shape])
+            elif place_job_tasks(session, job, tasks, self.name):
                 if job.has_pending():
                     queue.push(job)
-            elif signature is not None:
+                continue
+            elif shape is not None:
+                no_room[shape] = job.key
+            if signature is not None:
                 failed_shapes[signature] = job.key
 
 
-def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
-    """One all-or-nothing attempt for `tasks` of `job`; records why it failed."""
+def _failed_like(session: Session, job: JobInfo, first: str) -> None:
+    session.unschedulable[job.key] = (
+        f"a job of the same shape, {first}, could not be scheduled in this cycle: "
+        f"{session.unschedulable.get(first, 'it did not fit')}"
+    )
+
+
+def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+    """Whether `tasks` of `job` may be tried at all: a whole gang, within its queues' limits and quota;
+    records why not."""
     if not tasks:
         return False
     if not job.is_gang_satisfied():
@@ -68,6 +87,11 @@ def allocate_job(session: Session, job: JobInfo, tasks: list[TaskInfo], action: 
     if reason is not None:
         session.unschedulable[job.key] = reason
         return False
+    return True
+
+
+def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
+    """One all-or-nothing attempt to place `tasks` of `job`; records why it failed."""
     released = [task for task in tasks if session.state.release_reservation(task)]
     if _place_all(session, job, tasks, action):
         return True

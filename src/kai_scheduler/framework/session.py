@@ -39,22 +39,19 @@ class Action(Protocol):
     def execute(self, session: Session) -> None: ...
 
 
-def _nothing_else(task: TaskInfo) -> None:
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class NamedPredicate:
     """A node filter with the words a person reads when it rejects nodes ("had untolerated taint").
 
-    `depends_on` names what of the pod, beyond its request and placement constraints, the answer reads
-    at the moment (its host ports, its labels while inter-pod rules are in play), so that pods alike in
-    all of it are explained once."""
+    `depends_on` names what of the pod, beyond its request and placement constraints (host ports and
+    the pod's own inter-pod rules are part of those), the answer reads at the moment (its labels while
+    other pods' inter-pod rules are in play), so that pods alike in all of it are explained once; None:
+    nothing."""
 
     name: str
     rejection: str
     nodes_passing: Callable[[TaskInfo], BoolArray]
-    depends_on: Callable[[TaskInfo], Hashable] = _nothing_else
+    depends_on: Callable[[TaskInfo], Hashable] | None = None
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
@@ -232,6 +229,7 @@ class Session:
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
         # Why pods did not fit, by what the answer depends on (`explain_no_fit`).
         self._explanations: dict[tuple[object, ...], str] = {}
+        self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
@@ -390,7 +388,7 @@ class Session:
             nodes.version,
             task.request,
             task.placement.key,
-            tuple(predicate.depends_on(task) for predicate in self.points.task_predicates),
+            *[read(task) for read in self._pod_readers()],
         )
         explained = self._explanations.get(key)
         if explained is None:
@@ -398,6 +396,12 @@ class Session:
                 self._explanations.clear()
             explained = self._explanations[key] = self._explain_no_fit(task)
         return explained
+
+    def _pod_readers(self) -> list[Callable[[TaskInfo], Hashable]]:
+        """The `depends_on` of the task predicates that have one (fixed once the session is open)."""
+        if self._readers is None:
+            self._readers = [p.depends_on for p in self.points.task_predicates if p.depends_on is not None]
+        return self._readers
 
     def _explain_no_fit(self, task: TaskInfo) -> str:
         nodes = self.snapshot.nodes

@@ -86,8 +86,4 @@ def node_ports_predicate(session: Session) -> NamedPredicate | None:
     index = HostPortIndex(session)
     session.points.on_allocate.append(index.touched)
     session.points.on_deallocate.append(index.touched)
-    return NamedPredicate("nodeports", REJECTION, index.allowed_nodes, depends_on=_host_ports)
-
-
-def _host_ports(task: TaskInfo) -> tuple[HostPort, ...]:
-    return task.host_ports
+    return NamedPredicate("nodeports", REJECTION, index.allowed_nodes)

@@ -217,6 +217,39 @@ def test_signatures_distinguish_queues() -> None:
     assert bound_order(one_cycle(objects, ALLOCATE)) == ["b"]
 
 
+def test_a_shape_no_node_holds_is_not_tried_again_for_another_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_choose_node(monkeypatch)
+    objects = [
+        node("n0", gpus=1),
+        queue("a"),
+        queue("b"),
+        pod("a-big", "a", gpus=2),
+        pod("b-big", "b", gpus=2),
+    ]
+    result = run(objects, ALLOCATE, cycles=1)
+    assert result.cycles[0].decisions == []
+    assert len(calls) == 1
+    tried, skipped = ("a-big", "b-big") if calls == ["a-big"] else ("b-big", "a-big")
+    first = result.reasons[f"default/pg-{tried}"]
+    assert "Insufficient GPUs" in first
+    assert result.reasons[f"default/pg-{skipped}"].endswith(first)
+    assert f"default/pg-{tried}" in result.reasons[f"default/pg-{skipped}"]
+
+
+def test_a_shape_without_room_still_gets_its_own_queue_checks() -> None:
+    """The other queue's job says why its own queue stops it (its limit), not that no node has room."""
+    objects = [
+        node("n0", gpus=1),
+        queue("free"),
+        queue("limited", gpu_limit=1),
+        pod("free-big", "free", gpus=2),
+        pod("limited-big", "limited", gpus=2),
+    ]
+    reasons = run(objects, ALLOCATE, cycles=1).reasons
+    assert "Insufficient GPUs" in reasons["default/pg-free-big"]
+    assert reasons["default/pg-limited-big"].startswith("OverLimit")
+
+
 # --- best-effort pods ----------------------------------------------------------------------------
 
 
