@@ -145,12 +145,22 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
     )
     run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
-    run.add_argument("--metrics-port", type=int, default=8080, help="/metrics, /healthz, /readyz")
-    run.add_argument("--webhook-port", type=int, default=9443, help="admission webhooks (TLS)")
+    # A port of 0 turns its server off, as Kubernetes components' port flags do (`_port` checks them).
+    run.add_argument(
+        "--metrics-port", type=int, default=8080, metavar="PORT", help="/metrics, /healthz, /readyz; 0: off"
+    )
+    run.add_argument(
+        "--webhook-port",
+        type=int,
+        default=9443,
+        metavar="PORT",
+        help="admission webhooks (TLS); to run without them, leave the admission component out",
+    )
     run.add_argument(
         "--plugin-server-port",
         type=int,
         default=PLUGIN_SERVER_PORT,
+        metavar="PORT",
         help="scheduler: 127.0.0.1 port of /get-snapshot and /get-job-order (when the configuration "
         "lists the snapshot or reflectjoborder plugin); 0: off",
     )
@@ -265,7 +275,7 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, s
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions
+    from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
 
     config = _config(args.config)
     if args.placement_strategy:
@@ -278,18 +288,20 @@ def _run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         scheduler_name=args.scheduler_name,
         leader_elect=args.leader_elect,
-        metrics_port=args.metrics_port,
-        webhook_port=args.webhook_port,
+        metrics_port=_port("--metrics-port", args.metrics_port),
+        webhook_port=_port("--webhook-port", args.webhook_port),
         tls_cert_dir=args.tls_cert_dir,
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
         gpu_sharing=not args.no_gpu_sharing,
         cdi_enabled=args.cdi_enabled,
         reservation=None if args.no_gpu_reservation else _reservation(args),
         scaling_pod_image=args.scaling_pod_image,
-        plugin_server_port=_plugin_server_port(args.plugin_server_port),
+        plugin_server_port=_port("--plugin-server-port", args.plugin_server_port),
     )
     if "admission" in options.components and not options.tls_cert_dir:
         raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    if "admission" in options.components and options.webhook_port == 0:
+        raise UsageError(WEBHOOK_PORT_OFF)
     client = _client(args.kubeconfig)
     try:
         asyncio.run(_until_signalled(options, client))
@@ -298,10 +310,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plugin_server_port(port: int) -> int | None:
+def _port(flag: str, port: int) -> int:
+    """A port flag's value: 1 to 65535, or 0 for no server (never "any free port": nobody could reach it)."""
     if not 0 <= port <= 65535:
-        raise UsageError(f"--plugin-server-port: expected a port from 1 to 65535 (0: off), got {port}")
-    return port or None
+        raise UsageError(f"{flag}: expected a port from 1 to 65535 (0: off), got {port}")
+    return port
 
 
 def _reservation(args: argparse.Namespace) -> GpuReservation:

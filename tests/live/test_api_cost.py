@@ -50,7 +50,7 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
         config=SchedulerConfig(),
         metrics_port=0,
         reservation=None,
-        plugin_server_port=None,
+        plugin_server_port=0,
     )
 
     def bound() -> int:

@@ -1,30 +1,30 @@
-"""The chart's rendered manifests and its CRDs, applied with kubectl to the fake API server (issue #4: the
-chart "validates against the Kubernetes schemas and `kubectl apply --validate=false` accepts it")."""
+"""The chart's manifests as Helm renders them (tests/chart_support.py) and its CRDs, applied with kubectl to
+the fake API server (issue #4: the chart "validates against the Kubernetes schemas and
+`kubectl apply --validate=false` accepts it"); one case is the README's install command."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from chart_support import CHART, INSTALL, NAMESPACE, render_chart
 from kai_scheduler.fakeapi import FakeApiServer
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
-sys.path.insert(0, str(ROOT / "tests" / "unit" / "k8s"))
-
-from test_chart import NAMESPACE, render_chart  # noqa: E402
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"allInOne": True}, {"resourceReservation": {"enabled": False}, "clusterAutoscaling": True}],
-    ids=["per-component", "all-in-one", "fake-gpus-autoscaling"],
+    [
+        {},
+        {"allInOne": True},
+        {"resourceReservation": {"enabled": False}, "clusterAutoscaling": True},
+        INSTALL.values,
+    ],
+    ids=["per-component", "all-in-one", "fake-gpus-autoscaling", "readme-install"],
 )
 def test_kubectl_applies_the_rendered_chart(tmp_path: Path, overrides: dict[str, object]) -> None:
     documents = [document for _, document in render_chart(overrides)]

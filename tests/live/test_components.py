@@ -24,7 +24,8 @@ def options(components: frozenset[str], identity: str) -> RunOptions:
         leader_elect=True,
         identity=identity,
         lease_namespace="default",
-        metrics_port=0,
+        metrics_port=0,  # no servers: no fixed ports in tests
+        plugin_server_port=0,
     )
 
 

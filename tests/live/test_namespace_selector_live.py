@@ -71,7 +71,9 @@ def test_only_the_scheduler_watches_namespaces(server: FakeApiServer) -> None:
 
     async def components(names: set[str], synced: Any) -> None:
         stop = asyncio.Event()
-        options = RunOptions(components=frozenset(names), config=SchedulerConfig(), metrics_port=0)
+        options = RunOptions(
+            components=frozenset(names), config=SchedulerConfig(), metrics_port=0, plugin_server_port=0
+        )
         async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
             task = asyncio.create_task(run_components(options, stop, client))
             await eventually(synced, timeout=8)

@@ -4,13 +4,11 @@ API server. There is no NVML library on the test machine, so the GPU comes from 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
+from child_process import Child, running
 
 from helpers import pod_manifest
 from kai_scheduler.fakeapi import FakeApiServer
@@ -31,14 +29,15 @@ def _environment(**variables: str) -> dict[str, str]:
     return environment
 
 
-def _reserve(kubeconfig: Path, **variables: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [KAI_SCHEDULER, "reserve", "--kubeconfig", str(kubeconfig)],
-        env=_environment(**variables),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _command(kubeconfig: Path) -> list[str]:
+    return [KAI_SCHEDULER, "reserve", "--kubeconfig", str(kubeconfig)]
+
+
+def _reserve(kubeconfig: Path, **variables: str) -> Child:
+    """`reserve` run to its end (killed after 60 s)."""
+    child = Child(_command(kubeconfig), env=_environment(**variables))
+    child.wait(60)
+    return child
 
 
 def _annotation(server: FakeApiServer) -> str | None:
@@ -54,36 +53,26 @@ def _create_reservation_pod(server: FakeApiServer) -> None:
 def test_reserve_publishes_the_gpu_and_holds_it_until_sigterm(server: FakeApiServer, tmp_path: Path) -> None:
     _create_reservation_pod(server)
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    process = _reserve(kubeconfig, POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
-    try:
+    environment = _environment(POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
+    # A failure below (a time-out included) shows reserve's output; it is stopped with SIGTERM at the end.
+    with running(_command(kubeconfig), env=environment) as child:
         deadline = time.monotonic() + 60
         while _annotation(server) != "GPU-1234":
-            if process.poll() is not None:
-                pytest.fail(f"reserve exited {process.returncode}: {process.communicate()[1][-2000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail("timed out waiting for the pod's GPU annotation")
+            assert child.returncode is None, "reserve exited before it published its GPU"
+            assert time.monotonic() < deadline, "timed out waiting for the pod's GPU annotation"
             time.sleep(0.05)
         # Published, and still running: the pod holds the GPU.
-        assert process.poll() is None
-        process.send_signal(signal.SIGTERM)
-        _out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err[-2000:]
-    assert "Traceback" not in err
+        assert child.returncode is None
+    assert child.returncode == 0 and not child.killed, child.output()
+    assert "Traceback" not in child.stderr, child.output()
 
 
 def test_reserve_for_a_pod_that_does_not_exist_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    process = _reserve(
-        kubeconfig, POD_NAME="gone", POD_NAMESPACE="default", NVIDIA_VISIBLE_DEVICES="GPU-1234"
-    )
-    _out, err = process.communicate(timeout=60)
-    assert process.returncode == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
+    child = _reserve(kubeconfig, POD_NAME="gone", POD_NAMESPACE="default", NVIDIA_VISIBLE_DEVICES="GPU-1234")
+    assert child.returncode == 2, child.output()
+    lines = child.stderr.strip().splitlines()
+    assert len(lines) == 1, child.output()
     assert lines[0].startswith("kai-scheduler: error: reserve:")
     assert "default/gone" in lines[0]
     assert "404" in lines[0] or "NotFound" in lines[0]
@@ -91,11 +80,10 @@ def test_reserve_for_a_pod_that_does_not_exist_is_one_line(server: FakeApiServer
 
 def test_reserve_without_a_pod_name_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    process = _reserve(kubeconfig, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
-    _out, err = process.communicate(timeout=60)
-    assert process.returncode == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
+    child = _reserve(kubeconfig, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
+    assert child.returncode == 2, child.output()
+    lines = child.stderr.strip().splitlines()
+    assert len(lines) == 1, child.output()
     assert lines[0].startswith("kai-scheduler: error: reserve:")
     assert "--pod-name" in lines[0]
 
@@ -103,11 +91,10 @@ def test_reserve_without_a_pod_name_is_one_line(server: FakeApiServer, tmp_path:
 def test_reserve_without_a_discoverable_gpu_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
     _create_reservation_pod(server)
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    process = _reserve(kubeconfig, POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="all")
-    _out, err = process.communicate(timeout=60)
-    assert process.returncode == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
+    child = _reserve(kubeconfig, POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="all")
+    assert child.returncode == 2, child.output()
+    lines = child.stderr.strip().splitlines()
+    assert len(lines) == 1, child.output()
     assert lines[0].startswith("kai-scheduler: error: reserve:")
     assert "NVIDIA_VISIBLE_DEVICES" in lines[0]
     assert _annotation(server) is None

@@ -53,8 +53,16 @@ LEASES: Final = {
 }
 
 
+WEBHOOK_PORT_OFF: Final = (
+    "--webhook-port: 0 would turn the admission webhooks off; leave the admission component out instead"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
+    """What `kai-scheduler run` starts. A port of 0 turns its server off, as the command's flags say (and
+    as Kubernetes components' port flags do); the admission webhooks, being their component, need one."""
+
     components: frozenset[str]
     config: SchedulerConfig
     kubeconfig: str | None = None
@@ -62,7 +70,7 @@ class RunOptions:
     leader_elect: bool = False
     identity: str | None = None  # this process's name in the Leases (default: host, pid and a random part)
     lease_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "kai-scheduler"))
-    metrics_port: int = 8080
+    metrics_port: int = 8080  # /metrics, /healthz, /readyz; 0: none
     webhook_port: int = 9443
     tls_cert_dir: str | None = None
     gpu_pod_runtime_class: str = "nvidia"
@@ -70,7 +78,7 @@ class RunOptions:
     cdi_enabled: bool = False  # the binder names shared GPUs as CDI devices
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
-    plugin_server_port: int | None = PLUGIN_SERVER_PORT  # None: no plugin server; 0: any free port
+    plugin_server_port: int = PLUGIN_SERVER_PORT  # the scheduler's, on 127.0.0.1; 0: none
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
@@ -98,8 +106,12 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     if "scale-adjuster" in chosen:
         work.append(lambda: _scale_adjuster(client, options, stop))
     webhook = _webhook(options) if "admission" in chosen else None
-    metrics = MetricsServer(registry, port=options.metrics_port, ready=lambda: all(e.is_set() for e in ready))
-    metrics.start()
+    metrics = None
+    if options.metrics_port:
+        metrics = MetricsServer(
+            registry, port=options.metrics_port, ready=lambda: all(e.is_set() for e in ready)
+        )
+        metrics.start()
     if webhook is not None:
         webhook.start()
     if shared is not None:
@@ -109,7 +121,8 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     finally:
         if shared is not None:
             await shared.stop()
-        await metrics.aclose()
+        if metrics is not None:
+            await metrics.aclose()
         if webhook is not None:
             await webhook.aclose()
 
@@ -225,6 +238,8 @@ async def _scale_adjuster(client: KubeClient, options: RunOptions, stop: asyncio
 def _webhook(options: RunOptions) -> WebhookServer:
     if options.tls_cert_dir is None:
         raise ValueError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    if options.webhook_port == 0:
+        raise ValueError(WEBHOOK_PORT_OFF)
     return WebhookServer(
         options.tls_cert_dir,
         port=options.webhook_port,

@@ -1,66 +1,12 @@
 """The node scale adjuster (KAI's `nodescaleadjuster`): lets a cluster autoscaler add nodes for GPU
 fractions.
 
-Cluster autoscalers (the Kubernetes cluster-autoscaler, Karpenter) add a node when a pod cannot be
-placed and a node of some kind would fit it. A pod that asks for part of a GPU (`gpu-fraction`,
-`gpu-memory`) requests no `nvidia.com/gpu` at all, so they never see that it needs a GPU node. The
-adjuster speaks for them: for the unschedulable fractional pods of this scheduler it creates *scaling
-pods* that request whole GPUs, scheduled by the cluster's default scheduler, which the autoscaler does
-understand. When a new node comes up the default scheduler binds a scaling pod onto it; the adjuster then
-deletes that pod, freeing the node for the kai-scheduler to place the fractional pods on. Scaling pods that
-are no longer needed (their fractional pods were placed or went away) are deleted.
-
-**Which pods count** (`plan_scaling_pods`): pods with `schedulerName` = ours, pending (no node, phase
-Pending, not terminating), that ask for a shared GPU (a `gpu-fraction` in (0, 1) or a positive
-`gpu-memory`, optionally on `gpu-fraction-num-devices` devices), without an outstanding BindRequest (the
-binder is placing them), and unschedulable:
-
-* the PodGroup's `UnschedulableOnNodePool` condition gives a reason that more nodes do not cure
-  (`OverLimit`, `NonPreemptibleOverQuota`, `QueueDoesNotExist`): never counted;
-* the condition gives another reason (no node fits), or the pod's `PodScheduled` condition is False with
-  reason `Unschedulable`: counted;
-* otherwise the pod counts once it has been pending for `grace` seconds since its creation (the scheduler
-  runs every second: a pod it has not placed after `grace` seconds is taken as unschedulable).
-
-**How much GPU** (`shared_gpu_units`): a `gpu-fraction` f on N devices counts f x N. `gpu-memory` m MiB
-(on N devices) counts min(1, m / M) x N, where M is the GPU memory of the nodes of the pod's shape (see
-below: the smallest `nvidia.com/gpu.memory` among the nodes that fit the shape, floored to 100 MiB as
-KAI does) when such a node exists; when none does (the usual case: the nodes are yet to be added), the
-pod counts `gpu_memory_to_fraction_ratio` x N (KAI's flag `gpu-memory-to-fraction-ratio`, default 0.1:
-each gpu-memory device request is taken for a tenth of a GPU). Sums are exact (`Fraction`).
-
-**Shapes**: pods are summed per shape, the part of the pod spec that decides which kind of node it may
-run on: `nodeSelector` (plus `kai.scheduler/node-pool: <pool>` when the pod carries that label), the
-`tolerations` (without the two that the API server adds to every pod) and `affinity.nodeAffinity`. Pod
-(anti-)affinity is left out: its terms name other pods, and in the scaling pods' namespace they would
-mean something else. Each shape needs `max(ceil(sum of its GPU units), largest device count of one of its
-pods)` GPUs, asked for by one scaling pod (or, when the nodes of that shape are known to have G GPUs
-each, or `max_gpus_per_pod` is set, by several of at most that many GPUs, so that each fits one node)
-with the shape's `nodeSelector`, `tolerations` and `affinity`. The pods are named
-`scaling-pod-<10 hex digits of the shape's hash>-<index>`: the same pending pods always give the same
-names, so the plan is idempotent.
-
-**A scaling pod** lives in `namespace` (`kai-scale-adjust`), is labelled `app=kai-scale-adjust` (and
-`kai.scheduler/scale-adjust-shape=<hash>`), carries `karpenter.sh/do-not-disrupt: "true"` (Karpenter
-must not consolidate the node away from under it), `schedulerName: default-scheduler`, runs the pause
-image with `nvidia.com/gpu` requests and limits, `terminationGracePeriodSeconds: 0`, and priority class
-`kai-scale-adjust` (value -1, `preemptionPolicy: Never`: it never preempts anything, everything preempts
-it, and it stays above the cluster-autoscaler's expendable-pods cutoff of -10, below which the autoscaler
-ignores pods). The adjuster creates that class when it first creates a scaling pod; if it cannot (RBAC)
-and cannot read it either, scaling pods go without a priority class.
-
-**The plan** compares what is needed with the scaling pods that exist: a pod that is needed as it is
-stays; one whose GPU count changed is deleted and created again; one no longer needed is deleted; one
-that got bound to a node (the new node is up) or finished is deleted, and its shape gets no new scaling
-pod in that plan. The controller then holds the shape for `cooldown` seconds, so that the kai-scheduler
-can place the fractional pods on the new node before the adjuster asks again. Terminating scaling pods
-are left alone.
-
-**GPU Operator labels** (`node_gpu_facts`): a node's GPU count (`nvidia.com/gpu.count`, else the
-allocatable `nvidia.com/gpu`), memory per GPU (`nvidia.com/gpu.memory`, MiB) and model
-(`nvidia.com/gpu.product`). The controller reads them from the nodes that fit each shape
-(`shape_gpu_facts`): their memory converts `gpu-memory` requests, their GPU count caps the GPUs of one
-scaling pod.
+A pod that asks for part of a GPU (`gpu-fraction`, `gpu-memory`) requests no `nvidia.com/gpu`, so a cluster
+autoscaler never adds a GPU node for it. For this scheduler's unschedulable fractional pods the adjuster
+creates *scaling pods* that request whole GPUs, one set per node shape, scheduled by the default scheduler
+(which the autoscaler understands); it deletes them once a node comes up for them or they are no longer
+needed. `plan_scaling_pods` is the pure plan, `ScaleAdjuster` the controller. docs/scale-adjuster.md says
+which pods count, how much GPU each needs, how shapes and scaling pods look and when the plan changes.
 
     adjuster = ScaleAdjuster(client, informers)   # informers: pods, nodes (+ podgroups, bindrequests)
     await adjuster.run(stop)                      # until `stop` (an asyncio.Event) is set

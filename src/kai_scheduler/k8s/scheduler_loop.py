@@ -845,7 +845,7 @@ async def run_live(
     require_pod_groups: bool = False,
     reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
     cdi: bool = False,
-    plugin_server_port: int | None = None,
+    plugin_server_port: int = 0,
     informers: InformerSet | None = None,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
@@ -854,7 +854,7 @@ async def run_live(
     holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
     set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
     until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
-    reservation pods). With a `plugin_server_port` (0: any free port), the plugin server
+    reservation pods). With a `plugin_server_port` (0: none, the default), the plugin server
     (`plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn on.
     `informers`: started and stopped by the caller, shared with other components of the process
     (default: this function's own)."""
@@ -862,7 +862,7 @@ async def run_live(
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
     elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
-    serve_plugins = plugin_server_port is not None and bool(endpoint_paths(config))
+    serve_plugins = plugin_server_port != 0 and bool(endpoint_paths(config))
     loop = SchedulerLoop(
         client,
         informers,
@@ -877,7 +877,7 @@ async def run_live(
         publish_cycles=serve_plugins,
     )
     plugins = None
-    if serve_plugins and plugin_server_port is not None:
+    if serve_plugins:
         plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
         plugins.start()
     if own_informers:

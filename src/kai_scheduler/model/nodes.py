@@ -211,9 +211,6 @@ class NodeTable:
         )
         return float(self.cap_gpus[rows].sum()) + mig
 
-    def idle_cpu(self) -> FloatArray:
-        return self.cap_cpu - self.used_cpu
-
     def free_soon(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """CPU, memory and pod slots free once releasing pods are gone, per node (read-only arrays, kept
         while the usage does not change)."""

@@ -115,13 +115,6 @@ class QueueTree:
             return [queue]
         return [leaf for child in queue.children for leaf in self.leaves(child)]
 
-    def depth_first(self) -> Iterator[QueueInfo]:
-        stack = list(reversed(self.roots))
-        while stack:
-            queue = self.queues[stack.pop()]
-            yield queue
-            stack.extend(reversed(queue.children))
-
 
 def effective_limit(queue: QueueInfo, resource: str) -> float:
     """The limit as a number: unlimited is infinity."""

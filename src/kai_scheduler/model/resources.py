@@ -61,9 +61,6 @@ class Resources:
     def values(self) -> tuple[float, float, float]:
         return (self.gpu, self.cpu, self.memory)
 
-    def is_zero(self) -> bool:
-        return abs(self.gpu) < EPSILON and abs(self.cpu) < EPSILON and abs(self.memory) < EPSILON
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Resources):
             return NotImplemented

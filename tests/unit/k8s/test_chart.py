@@ -1,18 +1,7 @@
-"""The Helm chart under deploy/helm/kai-scheduler, rendered without helm.
+"""The Helm chart under deploy/helm/kai-scheduler, linted and rendered by Helm (tests/chart_support.py).
 
-CI has no helm binary, so this file carries a small renderer for the Go-template subset the chart keeps
-to (stated in templates/_helpers.tpl as well):
-
-  {{ .Values.a.b }}  {{ .Release.Name }}  {{ .Release.Namespace }}
-  {{ .Chart.Version }}  {{ .Chart.AppVersion }}
-  {{- if X }} ... {{- else }} ... {{- end }}    with X a value or `not` a value; ifs nest
-  {{ toYaml .Values.a | nindent N }}
-  {{ include "name" . | nindent N }}             with {{- define "name" -}} ... {{- end }} in _helpers.tpl
-  {{/* comments */}} and the `{{-` / `-}}` whitespace trimming
-
-Anything else (range, with, default, printf, else-if, a missing value) is an error, so the chart cannot
-drift into constructs that this renderer would get wrong. The rendered manifests are then checked: every
-document parses and names apiVersion/kind/metadata.name; built-in kinds load into the Kubernetes API
+For every values combination below, and the README's install command: `helm lint --strict` finds nothing;
+every document parses and names apiVersion/kind/metadata.name; built-in kinds load into the Kubernetes API
 models (lightkube, which checks types and required fields) without unknown fields; RBAC names only known
 resources and verbs, exactly the rules each component needs; no install hooks; every workload's service
 account, role and config exists; Services select pods; the queues validate against the Queue CRD; every
@@ -23,15 +12,24 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 from lightkube import codecs
 
+from chart_support import (
+    CHART,
+    INSTALL,
+    NAMESPACE,
+    RELEASE,
+    ROOT,
+    chart,
+    lint_chart,
+    render_chart,
+    render_notes,
+)
 from kai_scheduler import cli
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
 from kai_scheduler.k8s import crds
@@ -39,311 +37,7 @@ from kai_scheduler.k8s.binder import GpuReservation
 from kai_scheduler.k8s.components import ALL_COMPONENTS
 from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
-RELEASE = "kai-scheduler"
-NAMESPACE = "kai-system"
-
-
-# --- the renderer ------------------------------------------------------------------------------------
-
-
-class TemplateError(Exception):
-    pass
-
-
-_ACTION = re.compile(
-    r"\{\{(?P<left>-\s)?\s*(?:/\*(?P<comment>.*?)\*/|(?P<body>.*?))\s*(?P<right>\s-)?\}\}",
-    re.DOTALL,
-)
-
-
-@dataclass
-class _If:
-    condition: str
-    then: list[Any] = field(default_factory=list)
-    otherwise: list[Any] = field(default_factory=list)
-    in_else: bool = False
-
-
-@dataclass
-class _Define:
-    name: str
-    body: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class _Expr:
-    text: str
-
-
-def _tokens(source: str) -> list[Any]:
-    """Text pieces (str) and actions (_Expr, or tuples for if/else/end/define), whitespace trimmed."""
-    pieces: list[Any] = []
-    position = 0
-    for match in _ACTION.finditer(source):
-        pieces.append(source[position : match.start()])
-        pieces.append(match)
-        position = match.end()
-    pieces.append(source[position:])
-    for index, piece in enumerate(pieces):
-        if isinstance(piece, re.Match):
-            if piece.group("left"):
-                pieces[index - 1] = pieces[index - 1].rstrip()
-            if piece.group("right"):
-                pieces[index + 1] = pieces[index + 1].lstrip()
-    return pieces
-
-
-def _parse(source: str, where: str) -> tuple[list[Any], dict[str, list[Any]]]:
-    """The template's nodes and the `define`s it holds."""
-    root: list[Any] = []
-    stack: list[_If | _Define] = []
-    defines: dict[str, list[Any]] = {}
-
-    def target() -> list[Any]:
-        if not stack:
-            return root
-        top = stack[-1]
-        if isinstance(top, _Define):
-            return top.body
-        return top.otherwise if top.in_else else top.then
-
-    for piece in _tokens(source):
-        if isinstance(piece, str):
-            if piece:
-                target().append(piece)
-            continue
-        if piece.group("comment") is not None:
-            continue
-        body = piece.group("body").strip()
-        word = body.split(" ", 1)[0]
-        if word == "if":
-            block = _If(body[3:].strip())
-            target().append(block)
-            stack.append(block)
-        elif word == "else":
-            if body != "else" or not stack or not isinstance(stack[-1], _If) or stack[-1].in_else:
-                raise TemplateError(f"{where}: unsupported or misplaced {{{{ {body} }}}}")
-            stack[-1].in_else = True
-        elif word == "end":
-            if not stack:
-                raise TemplateError(f"{where}: {{{{ end }}}} without a block")
-            closed = stack.pop()
-            if isinstance(closed, _Define):
-                defines[closed.name] = closed.body
-        elif word == "define":
-            if stack:
-                raise TemplateError(f"{where}: define inside a block")
-            name = re.fullmatch(r'define\s+"([^"]+)"', body)
-            if not name:
-                raise TemplateError(f"{where}: bad define {body!r}")
-            stack.append(_Define(name.group(1)))
-        elif word in ("range", "with", "block", "template", "break", "continue"):
-            raise TemplateError(f"{where}: {word!r} is outside the chart's template subset")
-        else:
-            target().append(_Expr(body))
-    if stack:
-        raise TemplateError(f"{where}: unclosed block")
-    return root, defines
-
-
-@dataclass
-class _Renderer:
-    context: dict[str, Any]
-    defines: dict[str, list[Any]]
-
-    def render(self, nodes: list[Any]) -> str:
-        out = []
-        for node in nodes:
-            if isinstance(node, str):
-                out.append(node)
-            elif isinstance(node, _Expr):
-                out.append(_format(self.pipeline(node.text)))
-            elif isinstance(node, _If):
-                out.append(
-                    self.render(node.then if _truthy(self.pipeline(node.condition)) else node.otherwise)
-                )
-        return "".join(out)
-
-    def pipeline(self, text: str) -> Any:
-        value: Any = _NOTHING
-        for command in _split(text, "|"):
-            value = self.command(_split(command.strip(), " "), value)
-        return value
-
-    def command(self, words: list[str], piped: Any) -> Any:
-        name, args = words[0], [self.operand(word) for word in words[1:]]
-        if piped is not _NOTHING:
-            args.append(piped)
-        if name == "toYaml" and len(args) == 1:
-            return _to_yaml(args[0])
-        if name == "nindent" and len(args) == 2 and isinstance(args[0], int):
-            pad = " " * args[0]
-            return "\n" + pad + str(args[1]).replace("\n", "\n" + pad)
-        if name == "include" and len(args) == 2 and args[1] is self.context:
-            if args[0] not in self.defines:
-                raise TemplateError(f"include of unknown template {args[0]!r}")
-            return self.render(self.defines[args[0]])
-        if name == "not" and len(args) == 1:
-            return not _truthy(args[0])
-        if len(words) == 1 and piped is _NOTHING:
-            return self.operand(name)
-        raise TemplateError(f"{' '.join(words)!r} is outside the chart's template subset")
-
-    def operand(self, word: str) -> Any:
-        if word == ".":
-            return self.context
-        if word.startswith('"') and word.endswith('"') and len(word) >= 2:
-            return word[1:-1]
-        if re.fullmatch(r"-?\d+", word):
-            return int(word)
-        allowed = ("Values.", "Release.Name", "Release.Namespace", "Chart.Version", "Chart.AppVersion")
-        if not word.startswith(".") or not word[1:].startswith(allowed):
-            raise TemplateError(f"{word!r} is outside the chart's template subset")
-        value: Any = self.context
-        for key in word[1:].split("."):
-            if not isinstance(value, Mapping) or key not in value:
-                raise TemplateError(
-                    f"{word} is not set (values.yaml must define every value a template reads)"
-                )
-            value = value[key]
-        return value
-
-
-_NOTHING = object()
-
-
-def _split(text: str, separator: str) -> list[str]:
-    """Split on `separator` outside double quotes; empty parts dropped."""
-    parts, current, quoted = [], "", False
-    for char in text:
-        if char == '"':
-            quoted = not quoted
-        if char == separator and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return [part for part in parts if part.strip()]
-
-
-def _truthy(value: Any) -> bool:
-    return (
-        value is not None
-        and value is not False
-        and value != 0
-        and value != ""
-        and value != {}
-        and value != []
-    )
-
-
-def _format(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
-        return str(value)
-    raise TemplateError(f"cannot print {type(value).__name__} {value!r} without toYaml")
-
-
-def _to_yaml(value: Any) -> str:
-    text = yaml.safe_dump(value, default_flow_style=False, sort_keys=True, width=10_000)
-    return text.removesuffix("\n...\n").rstrip("\n")
-
-
-def _merge(base: dict[str, Any], overrides: Mapping[str, Any], path: str = "") -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    if not merged:  # a free-form map such as nodeSelector or scheduler.config
-        return copy.deepcopy(dict(overrides))
-    for key, value in overrides.items():
-        if key not in merged:
-            raise KeyError(f"{path}{key} is not in values.yaml")
-        if isinstance(value, Mapping) and isinstance(merged[key], dict):
-            merged[key] = _merge(merged[key], value, f"{path}{key}.")
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def render_chart(overrides: Mapping[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """(template file, document) for every rendered manifest, as `helm template` would produce."""
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    values = _merge(yaml.safe_load((CHART / "values.yaml").read_text()), overrides or {})
-    context = {
-        "Values": values,
-        "Release": {"Name": RELEASE, "Namespace": NAMESPACE},
-        "Chart": {"Version": chart["version"], "AppVersion": chart["appVersion"]},
-    }
-    defines: dict[str, list[Any]] = {}
-    for helper in sorted((CHART / "templates").glob("_*.tpl")):
-        nodes, found = _parse(helper.read_text(), helper.name)
-        if any(not (isinstance(node, str) and not node.strip()) for node in nodes):
-            raise TemplateError(f"{helper.name}: only defines and comments belong in a helpers file")
-        defines.update(found)
-    renderer = _Renderer(context, defines)
-    documents = []
-    for template in sorted((CHART / "templates").glob("*.yaml")):
-        nodes, found = _parse(template.read_text(), template.name)
-        if found:
-            raise TemplateError(f"{template.name}: defines belong in _helpers.tpl")
-        text = renderer.render(nodes)
-        for part in re.split(r"^---[ \t]*$", text, flags=re.MULTILINE):
-            document = yaml.safe_load(part)
-            if document is not None:
-                documents.append((template.name, document))
-    return documents
-
-
-# --- renderer self-checks ----------------------------------------------------------------------------
-
-
-def _render_text(source: str, values: dict[str, Any]) -> str:
-    nodes, defines = _parse(source, "test")
-    return _Renderer({"Values": values, "Release": {"Name": "r", "Namespace": "ns"}}, defines).render(nodes)
-
-
-def test_renderer_handles_the_subset() -> None:
-    values = {"on": True, "off": False, "map": {"a": 1, "b": [1, 2]}, "name": "x"}
-    source = (
-        '{{- define "l" -}}\nk: v\n{{- end }}'
-        "a:\n  {{- if .Values.on }}\n  b: {{ .Values.name }}\n  {{- else }}\n  b: no\n  {{- end }}\n"
-        "  {{- if not .Values.off }}\n  c: {{ .Release.Name }}-{{ .Release.Namespace }}\n  {{- end }}\n"
-        "m:\n  {{- toYaml .Values.map | nindent 2 }}\n"
-        'l:\n  {{- include "l" . | nindent 2 }}\n{{/* a comment with {{ braces }} */}}'
-    )
-    assert yaml.safe_load(_render_text(source, values)) == {
-        "a": {"b": "x", "c": "r-ns"},
-        "m": {"a": 1, "b": [1, 2]},
-        "l": {"k": "v"},
-    }
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        "{{ range .Values.list }}x{{ end }}",
-        "{{ .Values.missing }}",
-        "{{ .Values.map }}",
-        '{{ default "a" .Values.name }}',
-        "{{ if .Values.on }}a{{ else if .Values.off }}b{{ end }}",
-        "{{ .Capabilities.KubeVersion }}",
-        "{{ if .Values.on }}unclosed",
-    ],
-)
-def test_renderer_refuses_what_is_outside_the_subset(source: str) -> None:
-    with pytest.raises(TemplateError):
-        _render_text(source, {"on": True, "off": False, "map": {}, "list": [], "name": "x"})
-
-
-def test_helpers_state_the_subset() -> None:
-    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
-    for construct in ("toYaml", "nindent", "include", "define", "if", "else", "end", ".Release.Namespace"):
-        assert construct in helpers.split("*/}}")[0]
-
-
-# --- the rendered chart ------------------------------------------------------------------------------
+# --- the values combinations ---------------------------------------------------------------------
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -388,22 +82,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "placementStrategy": "spread",
         "schedulerName": "gpu-scheduler",
     },
+    # The README's `helm install` (release and namespace are the README's for every variant).
+    "readme-install": INSTALL.values,
 }
-RENDERED = {name: render_chart(overrides) for name, overrides in VARIANTS.items()}
-ALL_DOCUMENTS = [
-    pytest.param(
-        variant,
-        source,
-        document,
-        id=f"{variant}:{source}:{document.get('kind')}/{document['metadata']['name']}",
-    )
-    for variant, documents in RENDERED.items()
-    for source, document in documents
-]
+
+
+def _rendered(variant: str) -> list[tuple[str, dict[str, Any]]]:
+    return render_chart(VARIANTS[variant])
 
 
 def _docs(variant: str, kind: str | None = None) -> list[dict[str, Any]]:
-    return [document for _, document in RENDERED[variant] if kind is None or document["kind"] == kind]
+    return [document for _, document in _rendered(variant) if kind is None or document["kind"] == kind]
 
 
 def _one(variant: str, kind: str, name: str) -> dict[str, Any]:
@@ -434,24 +123,67 @@ CLUSTER_SCOPED = {
 FOREIGN_KINDS = {"Queue", "Issuer", "Certificate", "ServiceMonitor"}  # not in the Kubernetes API models
 
 
-@pytest.mark.parametrize(("variant", "source", "document"), ALL_DOCUMENTS)
-def test_every_document_is_a_kubernetes_object(variant: str, source: str, document: dict[str, Any]) -> None:
-    assert isinstance(document.get("apiVersion"), str) and document["apiVersion"]
-    assert isinstance(document.get("kind"), str) and document["kind"]
-    assert isinstance(document.get("metadata", {}).get("name"), str) and document["metadata"]["name"]
-    kind = document["kind"]
-    assert kind in NAMESPACED | CLUSTER_SCOPED, f"{kind}: add it to the scope tables"
-    if kind in NAMESPACED:
-        assert document["metadata"].get("namespace"), (
-            "namespaced objects name their namespace (for kubectl apply)"
-        )
-    else:
-        assert "namespace" not in document["metadata"]
-    annotations = document["metadata"].get("annotations") or {}
-    assert not [key for key in annotations if key.startswith(("helm.sh/hook", "argocd.argoproj.io/hook"))]
-    if kind not in FOREIGN_KINDS:
-        loaded = codecs.from_dict(document)  # types and required fields, per the Kubernetes API models
-        assert _unknown_fields(document, loaded.to_dict()) == []  # type: ignore[no-untyped-call]
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_helm_lint_finds_nothing(variant: str) -> None:
+    assert lint_chart(VARIANTS[variant]) == []
+
+
+def _actions() -> Iterator[tuple[str, str]]:
+    """(template, action) for every `{{ ... }}` of the chart's templates, comments left out."""
+    for template in chart().templates:
+        code = re.sub(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", "", template["data"], flags=re.DOTALL)
+        for action in re.findall(r"\{\{(.*?)\}\}", code, flags=re.DOTALL):
+            yield template["name"], action
+
+
+def test_templates_read_only_values_that_values_yaml_defines() -> None:
+    """Helm prints a value that is not set as an empty string (even `helm lint --strict` passes it); a
+    template reading a key values.yaml lacks would install a broken object without a word."""
+    defaults = chart().values
+    read = {
+        (template, path)
+        for template, action in _actions()
+        for path in re.findall(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)", action)
+    }
+    assert read
+    for template, path in sorted(read):
+        value: Any = defaults
+        for key in path[1:].split("."):
+            assert isinstance(value, dict) and key in value, f"{template}: .Values{path} not in values.yaml"
+            value = value[key]
+
+
+def test_the_chart_renders_the_same_everywhere() -> None:
+    """No `lookup` (empty under `helm template` and GitOps tools) and no random or time-based values: a
+    rendered chart replays unchanged."""
+    for template, action in _actions():
+        assert not re.search(r"\b(lookup|rand\w*|uuidv4|now|genCA|genSelfSignedCert)\b", action), template
+    assert chart().render({}, name=RELEASE, namespace=NAMESPACE) == chart().render(
+        {}, name=RELEASE, namespace=NAMESPACE
+    )
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_document_is_a_kubernetes_object(variant: str) -> None:
+    for source, document in _rendered(variant):
+        where = f"{source}: {document.get('kind')}/{document.get('metadata', {}).get('name')}"
+        assert isinstance(document.get("apiVersion"), str) and document["apiVersion"], where
+        assert isinstance(document.get("kind"), str) and document["kind"], where
+        assert isinstance(document.get("metadata", {}).get("name"), str) and document["metadata"]["name"]
+        kind = document["kind"]
+        assert kind in NAMESPACED | CLUSTER_SCOPED, f"{kind}: add it to the scope tables"
+        if kind in NAMESPACED:
+            assert document["metadata"].get("namespace"), (
+                f"{where}: namespaced objects name their namespace (for kubectl apply)"
+            )
+        else:
+            assert "namespace" not in document["metadata"], where
+        annotations = document["metadata"].get("annotations") or {}
+        hooks = [key for key in annotations if key.startswith(("helm.sh/hook", "argocd.argoproj.io/hook"))]
+        assert not hooks, where
+        if kind not in FOREIGN_KINDS:
+            loaded = codecs.from_dict(document)  # types and required fields, per the Kubernetes API models
+            assert _unknown_fields(document, loaded.to_dict()) == [], where  # type: ignore[no-untyped-call]
 
 
 def _unknown_fields(original: Any, loaded: Any, path: str = "") -> list[str]:
@@ -657,7 +389,7 @@ def test_fake_gpu_nodes_run_no_reservation_pods(variant: str, deployment: str, b
     assert _run(args).no_gpu_reservation
     # No reservation namespace, account or roles; nothing else changes.
     expected = []
-    for source, document in RENDERED[base]:
+    for source, document in _rendered(base):
         if source == "resource-reservation.yaml":
             continue
         if document["kind"] == "Deployment" and document["metadata"]["name"] == f"{RELEASE}-{deployment}":
@@ -983,7 +715,7 @@ def _scale_adjuster_objects(variant: str) -> list[dict[str, Any]]:
 
 def test_cluster_autoscaling_is_off_by_default_and_changes_nothing_else() -> None:
     assert yaml.safe_load((CHART / "values.yaml").read_text())["clusterAutoscaling"] is False
-    assert render_chart({"clusterAutoscaling": False}) == RENDERED["default"]
+    assert render_chart({"clusterAutoscaling": False}) == _rendered("default")
     for variant, overrides in VARIANTS.items():
         if not overrides.get("clusterAutoscaling"):
             assert _scale_adjuster_objects(variant) == [], variant
@@ -994,7 +726,7 @@ def test_cluster_autoscaling_is_off_by_default_and_changes_nothing_else() -> Non
     # Turning it on only adds the scale adjuster's objects.
     for on, off in (("cluster-autoscaling", "default"), ("all-in-one-cluster-autoscaling", None)):
         others = [d for d in _docs(on) if d not in _scale_adjuster_objects(on)]
-        base = RENDERED[off] if off else render_chart({"allInOne": True, "leaderElection": False})
+        base = _rendered(off) if off else render_chart({"allInOne": True, "leaderElection": False})
         assert others == [document for _, document in base]
 
 
@@ -1106,7 +838,7 @@ def _iter_strings(value: Any) -> Iterator[str]:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_nothing_is_left_unrendered(variant: str) -> None:
-    for _, document in RENDERED[variant]:
+    for _, document in _rendered(variant):
         for text in _iter_strings(document):
             assert "{{" not in text and "<no value>" not in text
 
@@ -1131,3 +863,21 @@ def test_binder_cdi_enabled_reaches_the_binder(variant: str, deployment: str) ->
     """`binder.cdiEnabled` (KAI's value) becomes `--cdi-enabled`; off by default."""
     args = _args(variant, deployment)
     assert _run(args).cdi_enabled == (variant != "default")
+
+
+def test_readme_installs_this_chart() -> None:
+    assert INSTALL.chart == CHART
+    assert INSTALL.values == {"admission": {"enabled": False}}  # the webhooks need TLS set up first
+
+
+@pytest.mark.parametrize("variant", ["default", "fake-gpus", "custom"])
+def test_install_notes_name_the_release(variant: str) -> None:
+    """What `helm install` prints: where it runs, how pods opt in, and what to watch."""
+    notes = render_notes(VARIANTS[variant])
+    assert f"is installed in namespace {NAMESPACE}." in notes
+    scheduler_name = VARIANTS[variant].get("schedulerName", "kai-scheduler")
+    assert f"`schedulerName: {scheduler_name}`" in notes
+    assert f"kubectl -n {NAMESPACE} port-forward svc/{RELEASE}-metrics 8080" in notes
+    assert _one(variant, "Service", f"{RELEASE}-metrics")["spec"]["ports"][0]["port"] == 8080
+    reserving = VARIANTS[variant].get("resourceReservation", {}).get("enabled", True)
+    assert ("kubectl get pods -n kai-resource-reservation" in notes) == reserving

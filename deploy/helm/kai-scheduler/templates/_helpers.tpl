@@ -1,16 +1,8 @@
 {{/*
-The template subset this chart uses, and the only one tests/unit/k8s/test_chart.py renders (there is no
-helm binary in CI; keep to it, or teach that renderer first):
-
-  {{ .Values.a.b }}  {{ .Release.Name }}  {{ .Release.Namespace }}  {{ .Chart.Version }}  {{ .Chart.AppVersion }}
-  {{- if .Values.a.b }} ... {{- else }} ... {{- end }}       (if may be nested; `if not X` is allowed)
-  {{ toYaml .Values.a | nindent N }}
-  {{ include "kai-scheduler.NAME" . | nindent N }}           (with the defines below, always with ".")
-  {{- define "kai-scheduler.NAME" -}} ... {{- end }}          (in this file only)
-  comments (this block), and a dash inside the braces, "{{-" or "-}}", to trim whitespace
-
-No range, with, tpl, default, printf or Sprig beyond toYaml/nindent/include/not, and no hooks: the
-chart is plain manifests that ArgoCD and `helm template | kubectl apply` replay unchanged.
+Shared pieces of the chart's templates. The chart stays plain manifests: no hooks, no lookup, nothing
+random or time-based, so `helm template | kubectl apply` and GitOps tools replay it unchanged. Every value
+a template reads is defined in values.yaml. tests/unit/k8s/test_chart.py lints and renders it with Helm's
+own engine (helm-python-sdk) for each values combination it covers.
 */}}
 
 {{- define "kai-scheduler.selectorLabels" -}}

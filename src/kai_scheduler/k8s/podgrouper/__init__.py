@@ -1,6 +1,6 @@
 """KAI's pod grouper, as pure decisions: from a pod and its owner chain to the PodGroup to create.
 
-`plan_pod_group` is the entry point; its docstring lists the rules per workload kind.
+`plan_pod_group` is the entry point; docs/podgrouper.md lists the rules per workload kind.
 """
 
 from kai_scheduler.k8s.podgrouper.errors import GroupingError

@@ -1,7 +1,7 @@
 """One grouper per workload kind: each reads its kind's own fields for name, gang size and sub-groups.
 
-The per-kind rules, and the choices made where KAI's reference is silent, are listed in the docstring
-of `kai_scheduler.k8s.podgrouper.grouper.plan_pod_group`.
+The per-kind rules, and the choices made where KAI's reference is silent, are listed in
+docs/podgrouper.md.
 """
 
 from __future__ import annotations

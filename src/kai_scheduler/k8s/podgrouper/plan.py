@@ -61,7 +61,7 @@ class PodGroupPlan:
     """The PodGroup that the pod belongs to, and the sub-group label the pod should carry.
 
     `owner_reference` is the object the PodGroup is garbage-collected with (`controller: true`): the top
-    owner, except for the kinds grouped per pod or per child object (see `plan_pod_group`).
+    owner, except for the kinds grouped per pod or per child object (docs/podgrouper.md).
     """
 
     name: str

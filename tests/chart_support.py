@@ -1,0 +1,138 @@
+"""The Helm chart under deploy/helm/kai-scheduler, linted and rendered by Helm itself (helm-python-sdk
+embeds Helm 4's Go library: the same engine, value coalescing and lint rules as `helm install`).
+
+Each values combination is rendered once per test process (`render_chart` is cached), and the documents
+it returns are shared: copy one before changing it. The release and namespace are those of the README's
+install command, which `readme_install` reads from the README itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
+README = ROOT / "README.md"
+
+Rendered = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class InstallCommand:
+    release: str
+    chart: Path
+    namespace: str
+    values: dict[str, Any]
+
+
+def readme_install() -> InstallCommand:
+    """The README's `helm install` command: release, chart, namespace and its `--set` values (parsed by
+    Helm's own --set parser). A flag this does not know fails, so the README cannot drift from it."""
+    lines = README.read_text().splitlines()
+    (start,) = [index for index, line in enumerate(lines) if line.startswith("helm install ")]
+    command = ""
+    for line in lines[start:]:
+        code = line.split(" #", 1)[0].rstrip()  # the README comments its flags
+        command += " " + code.removesuffix("\\")
+        if not code.endswith("\\"):
+            break
+    words = shlex.split(command)
+    assert words[:2] == ["helm", "install"], words
+    positional: list[str] = []
+    namespace = "default"
+    sets: list[str] = []
+    rest = iter(words[2:])
+    for word in rest:
+        if word in ("-n", "--namespace"):
+            namespace = next(rest)
+        elif word == "--set":
+            sets.append(next(rest))
+        elif word == "--create-namespace":
+            pass
+        elif word.startswith("-"):
+            raise AssertionError(f"README's helm install: teach tests/chart_support.py the flag {word}")
+        else:
+            positional.append(word)
+    release, chart = positional
+    # Helm parses each --set into the same map, in order: as one comma-separated expression.
+    values = helm.parse_set_string(",".join(sets)) if sets else {}
+    return InstallCommand(release, ROOT / chart, namespace, values)
+
+
+INSTALL = readme_install()
+RELEASE = INSTALL.release
+NAMESPACE = INSTALL.namespace
+
+
+@functools.cache
+def chart() -> helm.Chart:
+    return helm.Chart.load(CHART)
+
+
+def unknown_values(overrides: Mapping[str, Any], defaults: Mapping[str, Any], path: str = "") -> list[str]:
+    """Keys of `overrides` that values.yaml does not have (Helm would take them silently: a typo in a test's
+    values would test nothing). Below a map that is empty by default (nodeSelector, scheduler.config) any
+    key goes."""
+    unknown = []
+    for key, value in overrides.items():
+        if key not in defaults:
+            unknown.append(f"{path}{key}")
+        elif isinstance(value, Mapping) and isinstance(defaults[key], dict) and defaults[key]:
+            unknown.extend(unknown_values(value, defaults[key], f"{path}{key}."))
+    return unknown
+
+
+def _key(overrides: Mapping[str, Any] | None) -> str:
+    return json.dumps(overrides or {}, sort_keys=True)
+
+
+@functools.cache
+def _render(key: str, release: str, namespace: str) -> tuple[Rendered, str]:
+    overrides = json.loads(key)
+    assert unknown_values(overrides, chart().values) == [], "values not in values.yaml"
+    manifests = chart().render(overrides, name=release, namespace=namespace)
+    documents: Rendered = []
+    notes = ""
+    for path in sorted(manifests):
+        template = path.rsplit("/", 1)[-1]
+        if template == "NOTES.txt":
+            notes = manifests[path]
+            continue
+        for document in yaml.safe_load_all(manifests[path]):
+            if document is not None:
+                documents.append((template, document))
+    return documents, notes
+
+
+def render_chart(
+    overrides: Mapping[str, Any] | None = None, *, release: str = RELEASE, namespace: str = NAMESPACE
+) -> Rendered:
+    """(template file, document) for every manifest `helm template` would print, in file order."""
+    return _render(_key(overrides), release, namespace)[0]
+
+
+def render_notes(overrides: Mapping[str, Any] | None = None) -> str:
+    """NOTES.txt as `helm install` prints it."""
+    return _render(_key(overrides), RELEASE, NAMESPACE)[1]
+
+
+@functools.cache
+def _lint(key: str) -> tuple[str, ...]:
+    report = helm.lint(CHART, json.loads(key), strict=True, namespace=NAMESPACE)
+    # Severity 2 is a warning, 3 an error (also in "errors"); 1 is advice such as "icon is recommended".
+    findings = [message["error"] for message in report["messages"] if message["severity"] >= 2]
+    return (*findings, *(error for error in report["errors"] if error not in findings))
+
+
+def lint_chart(overrides: Mapping[str, Any] | None = None) -> list[str]:
+    """What `helm lint --strict` finds (warnings and errors) with these values; [] when clean."""
+    return list(_lint(_key(overrides)))
