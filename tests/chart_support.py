@@ -1,5 +1,6 @@
 """The Helm chart under deploy/helm/kai-scheduler, linted and rendered by Helm itself (helm-python-sdk
-embeds Helm 4's Go library: the same engine, value coalescing and lint rules as `helm install`).
+embeds Helm 4's Go library: the same engine, value coalescing and lint rules as `helm install`), which
+runs in a child process of its own (`tests/helm_engine.py`, see there why).
 
 Each values combination is rendered once per test process (`render_chart` is cached), and the documents
 it returns are shared: copy one before changing it. The release and namespace are those of the README's
@@ -8,15 +9,17 @@ install command, which `readme_install` reads from the README itself.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import shlex
+import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import helm_python as helm
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +27,52 @@ CHART = ROOT / "deploy" / "helm" / "kai-scheduler"
 README = ROOT / "README.md"
 
 Rendered = list[tuple[str, dict[str, Any]]]
+
+
+class HelmEngine:
+    """The child process that runs Helm: started on first use, ended when the test process ends."""
+
+    def __init__(self) -> None:
+        self._child: subprocess.Popen[str] | None = None
+
+    def ask(self, op: str, **arguments: Any) -> Any:
+        if self._child is None:
+            self._child = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("helm_engine.py"))],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            atexit.register(self._child.kill)
+        assert self._child.stdin is not None and self._child.stdout is not None
+        self._child.stdin.write(json.dumps({"op": op, **arguments}) + "\n")
+        self._child.stdin.flush()
+        line = self._child.stdout.readline()
+        if not line:
+            raise AssertionError(f"Helm's engine ended (exit status {self._child.wait()}) on {op}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise AssertionError(f"Helm's engine, {op}: {reply['error']}")
+        return reply["result"]
+
+
+ENGINE = HelmEngine()
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """The chart as Helm loads it: its default values and its templates ({"name", "data"} each)."""
+
+    path: Path
+    values: dict[str, Any]
+    templates: list[dict[str, Any]]
+
+    def render(self, values: Mapping[str, Any], *, name: str, namespace: str) -> dict[str, str]:
+        """Template path -> rendered text, as `helm template`."""
+        rendered: dict[str, str] = ENGINE.ask(
+            "render", chart=str(self.path), values=dict(values), release=name, namespace=namespace
+        )
+        return rendered
 
 
 @dataclass(frozen=True)
@@ -64,7 +113,7 @@ def readme_install() -> InstallCommand:
             positional.append(word)
     release, chart = positional
     # Helm parses each --set into the same map, in order: as one comma-separated expression.
-    values = helm.parse_set_string(",".join(sets)) if sets else {}
+    values = ENGINE.ask("parse_set", expression=",".join(sets)) if sets else {}
     return InstallCommand(release, ROOT / chart, namespace, values)
 
 
@@ -74,8 +123,9 @@ NAMESPACE = INSTALL.namespace
 
 
 @functools.cache
-def chart() -> helm.Chart:
-    return helm.Chart.load(CHART)
+def chart() -> HelmChart:
+    loaded = ENGINE.ask("chart", chart=str(CHART))
+    return HelmChart(CHART, loaded["values"], loaded["templates"])
 
 
 def unknown_values(overrides: Mapping[str, Any], defaults: Mapping[str, Any], path: str = "") -> list[str]:
@@ -127,7 +177,7 @@ def render_notes(overrides: Mapping[str, Any] | None = None) -> str:
 
 @functools.cache
 def _lint(key: str) -> tuple[str, ...]:
-    report = helm.lint(CHART, json.loads(key), strict=True, namespace=NAMESPACE)
+    report = ENGINE.ask("lint", chart=str(CHART), values=json.loads(key), namespace=NAMESPACE)
     # Severity 2 is a warning, 3 an error (also in "errors"); 1 is advice such as "icon is recommended".
     findings = [message["error"] for message in report["messages"] if message["severity"] >= 2]
     return (*findings, *(error for error in report["errors"] if error not in findings))
