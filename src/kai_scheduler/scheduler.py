@@ -143,6 +143,7 @@ class Scheduler:
             plugin_close[plugin.name] = plugin_close.get(plugin.name, 0.0) + done - mark
             mark = done
         result = session.result()
+        session.close()
         return replace(
             result,
             open_seconds=opened - began,

@@ -120,6 +120,10 @@ class SessionState:
         self._pipelined: dict[str, PipelineTake] = {}
         self._reserved: set[str] = set()
 
+    def detach(self) -> None:
+        """Tell no handler any more (the session is closing)."""
+        self._points = ExtensionPoints()
+
     # --- reservations: pods pipelined in an earlier cycle hold their nominated node's resources ----
 
     def reserve_nominated(self) -> None:
@@ -446,6 +450,15 @@ class Session:
 
     def is_protected(self, action: str, preemptor: JobInfo, victim: JobInfo) -> bool:
         return any(check(preemptor, victim) for check in self.points.victim_protection.get(action, ()))
+
+    def close(self) -> None:
+        """Let go of the plugins: their handlers and scratch refer back to the session, and without this
+        the session and everything it cached would wait for the cyclic garbage collector (a large
+        cluster's session is tens of thousands of objects, every cycle)."""
+        self.points = ExtensionPoints()
+        self.state.detach()
+        self.scratch.clear()
+        self._readers = None
 
     def result(self) -> SessionResult:
         queues = self.snapshot.queues

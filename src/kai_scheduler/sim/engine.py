@@ -13,6 +13,7 @@ from kai_scheduler.cluster.driver import CycleDriver
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.model.usage import UsageRecorder
+from kai_scheduler.sim import gc_policy
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
 
 
@@ -64,7 +65,13 @@ class Simulation:
         steady = False
         now = 0.0
         while not self._out_of_cycles(now, len(records)):
-            record, result = self._cycle(now, len(records) + 1)
+            if records:
+                record, result = self._cycle(now, len(records) + 1)
+            else:
+                with gc_policy.collector_paused():
+                    record, result = self._cycle(now, 1)
+                    # It made the cluster's jobs and pods, which live as long as the run.
+                    gc_policy.keep_survivors()
             records.append(record)
             fair_share = result.fair_share
             reasons = {**reasons, **result.unschedulable}
@@ -75,6 +82,7 @@ class Simulation:
                     # Nothing can change any more; with --until the clock simply runs out at D.
                     break
             now = self._next_time(now, self.config.period, idle=not result.decisions)
+        gc_policy.release_survivors()
         pending_jobs = {p.job_key for p in cluster.arrived_pods() if p.phase == "Pending"}
         return SimulationResult(
             cluster=cluster,
