@@ -453,6 +453,9 @@ def _config(path: str | None) -> SchedulerConfig:
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise UsageError(f"{path}:{where} invalid YAML") from None
     try:
-        return parse_config(document)
+        config = parse_config(document)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+    for notice in config.notices:
+        print(f"kai-scheduler: warning: {path}: {notice}", file=sys.stderr)
+    return config

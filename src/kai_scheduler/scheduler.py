@@ -17,7 +17,7 @@ from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
-from kai_scheduler.framework.session import Action, ExtensionPoints, Plugin, Session
+from kai_scheduler.framework.session import Action, Plugin, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
@@ -109,13 +109,9 @@ class Scheduler:
         session = Session(snapshot, self.config, cycle=cycle, now=now)
         options = [o for o in self.config.plugins() if o.name in PLUGINS]
         plugins = [PLUGINS[o.name](o.arguments) for o in options]
-        for option, plugin in zip(options, plugins, strict=True):
+        for plugin in plugins:
             began = perf_counter()
-            disabled = option.disabled_points()
-            saved = _registrations(session.points, disabled) if disabled else None
             plugin.on_session_open(session)
-            if saved is not None:
-                _drop_additions(session.points, saved)
             if timings is not None:
                 timings[plugin.name] = timings.get(plugin.name, 0.0) + perf_counter() - began
         return session, plugins
@@ -169,33 +165,3 @@ class Scheduler:
         for plugin in plugins:
             plugin.on_session_close(session)
         return order
-
-
-def _registrations(points: ExtensionPoints, targets: tuple[str, ...]) -> dict[str, Any]:
-    """What is registered on each target (an `ExtensionPoints` field, or "field.key" for one entry of a
-    dict of lists) before a plugin opens: copies of lists, so that the plugin's additions do not show."""
-    saved: dict[str, Any] = {}
-    for target in targets:
-        name, _, key = target.partition(".")
-        value = getattr(points, name)
-        if key:
-            value = value.get(key, [])
-        saved[target] = list(value) if isinstance(value, list) else value
-    return saved
-
-
-def _drop_additions(points: ExtensionPoints, saved: dict[str, Any]) -> None:
-    """Undo what a plugin registered on the targets it has disabled (`enableJobOrder: false`, ...): lists
-    keep only the callbacks that were there before it opened; single-valued points get their value
-    back. Generic, so a plugin needs to know nothing about its flags."""
-    for target, before in saved.items():
-        name, _, key = target.partition(".")
-        if not isinstance(before, list):
-            setattr(points, name, before)
-            continue
-        current = getattr(points, name)
-        if key:
-            current = current.get(key)
-        if current is not None:
-            kept = {id(callback) for callback in before}
-            current[:] = [callback for callback in current if id(callback) in kept]

@@ -1,6 +1,6 @@
-"""The scheduler configuration: KAI's format (`actions`, `tiers` of plugins with `arguments` and
-enable/disable flags) plus the options that KAI passes as command-line flags; its `usageDBConfig` section
-(time-based fairness) is read and written by `usage_config`.
+"""The scheduler configuration: KAI's format (`actions`, `tiers` of plugins with `arguments`, and the
+disable flags KAI accepts and ignores) plus the options that KAI passes as command-line flags; its
+`usageDBConfig` section (time-based fairness) is read and written by `usage_config`.
 
 ```yaml
 actions: "allocate, consolidation, reclaim, preempt, stalegangeviction"
@@ -8,7 +8,7 @@ tiers:
 - plugins:
   - name: proportion
   - name: priority
-    enableJobOrder: false   # per extension point (EXTENSION_POINT_FLAGS); also disableJobOrder: true
+    disableJobOrder: true   # accepted and ignored, as KAI does (EXTENSION_POINTS)
   - name: nodeplacement
     arguments: {gpu: binpack, cpu: binpack}
 defaultStalenessGracePeriod: 60s
@@ -55,52 +55,41 @@ DEFAULT_PLUGINS = (
 DEFAULT_PLUGIN_ARGUMENTS: dict[str, dict[str, str]] = {"nodeplacement": {"cpu": "binpack", "gpu": "binpack"}}
 
 
-# Per-extension-point flags of a plugin entry: KAI's `PluginOption` inherits them from kube-batch
-# (`disableJobOrder: true`, ...) and Volcano spells them `enableJobOrder` / `enabledVictim` (`false`
-# turns the point off); all three spellings are accepted for every point. Each point maps to the
-# session's `ExtensionPoints` it covers here ("field.key" for one action's list in a dict): what the
-# plugin registers there when the session opens is dropped. Points with no counterpart here (empty
-# tuple) are accepted and do nothing. Points of this project without a flag: podset_order,
-# gpu_chooser, node_subsets, on_allocate/on_deallocate (the accounting must stay live).
-EXTENSION_POINT_FLAGS: Final[dict[str, tuple[str, ...]]] = {
-    "JobOrder": ("job_order",),
-    "TaskOrder": ("task_order",),
-    "QueueOrder": ("queue_order",),
-    "Predicate": ("static_predicates", "task_predicates"),  # kube-batch has no separate PrePredicate
-    "NodeOrder": ("node_scorers",),
-    "Allocatable": ("job_capacity_checks",),  # Volcano: may the queue take this job (limits, quota)
-    "Overused": ("reclaim_eligibility",),  # Volcano: an over-share queue may not take more (reclaim)
-    "Reclaimable": ("reclaim_victim_filters", "reclaim_validators", "victim_protection.reclaim"),
-    "Preemptable": ("victim_protection.preempt",),
-    "Preemptive": (),
-    "Victim": (),
-    "JobStarving": (),
-    "JobReady": (),
-    "JobPipelined": (),
-    "JobEnqueued": (),
-    "Hierarchy": (),
-    "NamespaceOrder": (),
-    "ClusterOrder": (),
-    "BestNode": (),
-    "TargetJob": (),
-    "ReservedNodes": (),
-}
-# Flag prefix -> whether `true` means enabled.
-_FLAG_PREFIXES: Final = (("enabled", True), ("enable", True), ("disable", False))
+# Per-extension-point flags of a plugin entry. KAI's `PluginOption` inherits `disable<Point>` from kube-batch
+# and decodes them, but nothing in KAI ever reads them: they change nothing. Here too they are accepted
+# (also in Volcano's spellings `enable<Point>` / `enabled<Point>`), checked to be booleans, and ignored
+# with a notice, so that a configuration written for KAI runs unchanged and its author learns the flag
+# has no effect.
+EXTENSION_POINTS: Final = (
+    "JobOrder",
+    "TaskOrder",
+    "QueueOrder",
+    "Predicate",
+    "NodeOrder",
+    "Allocatable",
+    "Overused",
+    "Reclaimable",
+    "Preemptable",
+    "Preemptive",
+    "Victim",
+    "JobStarving",
+    "JobReady",
+    "JobPipelined",
+    "JobEnqueued",
+    "Hierarchy",
+    "NamespaceOrder",
+    "ClusterOrder",
+    "BestNode",
+    "TargetJob",
+    "ReservedNodes",
+)
+_FLAG_PREFIXES: Final = ("enabled", "enable", "disable")
 
 
 @dataclass(frozen=True, slots=True)
 class PluginOption:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
-    # The extension points turned off for this plugin (keys of EXTENSION_POINT_FLAGS).
-    disabled: frozenset[str] = frozenset()
-
-    def disabled_points(self) -> tuple[str, ...]:
-        """The `ExtensionPoints` targets whose registrations by this plugin are dropped."""
-        return tuple(
-            dict.fromkeys(t for point in sorted(self.disabled) for t in EXTENSION_POINT_FLAGS.get(point, ()))
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +106,9 @@ class SchedulerConfig:
     period: float = 1.0
     queue_depth_per_action: dict[str, int] = field(default_factory=dict)
     usage_db: UsageDbConfig | None = None
+    # What a person should know about the document that is not an error (flags that do nothing), one
+    # line each naming where; not part of the configuration itself.
+    notices: tuple[str, ...] = field(default=(), compare=False)
 
     def plugins(self) -> list[PluginOption]:
         return [plugin for tier in self.tiers for plugin in tier]
@@ -174,9 +166,10 @@ def parse_config(document: Any) -> SchedulerConfig:
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown key (known: {', '.join(sorted(_KNOWN_KEYS))})")
     default = SchedulerConfig()
+    notices: list[str] = []
     return SchedulerConfig(
         actions=_actions(document.get("actions")) or default.actions,
-        tiers=_tiers(document.get("tiers")) or default.tiers,
+        tiers=_tiers(document.get("tiers"), notices) or default.tiers,
         default_staleness_grace_period=duration(document, "defaultStalenessGracePeriod", 60.0),
         max_consolidation_preemptees=_integer(document, "maxConsolidationPreemptees", 16, minimum=-1),
         use_scheduling_signatures=_boolean(document, "useSchedulingSignatures", True),
@@ -185,6 +178,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         period=_positive_duration(document, "period", 1.0),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
         usage_db=parse_usage_db_config(document.get("usageDBConfig")),
+        notices=tuple(notices),
     )
 
 
@@ -196,7 +190,7 @@ def _actions(value: Any) -> tuple[str, ...]:
     return tuple(name.strip() for name in value.split(",") if name.strip())
 
 
-def _tiers(value: Any) -> tuple[tuple[PluginOption, ...], ...]:
+def _tiers(value: Any, notices: list[str]) -> tuple[tuple[PluginOption, ...], ...]:
     if value is None or value == []:
         return ()
     if not isinstance(value, list):
@@ -213,52 +207,37 @@ def _tiers(value: Any) -> tuple[tuple[PluginOption, ...], ...]:
             arguments = plugin.get("arguments") or {}
             if not isinstance(arguments, dict):
                 raise ConfigError(f"{where}.arguments: expected a mapping")
-            plugins.append(PluginOption(plugin["name"], dict(arguments), _disabled_points(plugin, where)))
+            notices.extend(_ignored_flags(plugin, where))
+            plugins.append(PluginOption(plugin["name"], dict(arguments)))
         tiers.append(tuple(plugins))
     return tuple(tiers)
 
 
-def _disabled_points(plugin: dict[Any, Any], where: str) -> frozenset[str]:
-    """The extension points a plugin entry turns off with its enable*/disable* flags.
-
-    Any other key is an error. The reference (§9) names only `name`, `arguments` and these flags as
-    what an entry accepts; KAI decodes the entry into its `PluginOption` struct, and Go's default
-    (non-strict) YAML decoding ignores keys the struct lacks, so there a misspelt flag
-    (`enableJobOrdr: false`) silently does nothing. An unknown key thus never changes KAI's behaviour:
-    rejecting it loses nothing a KAI configuration can express and reports the typo, as unknown
-    top-level keys are reported."""
-    settings: dict[str, tuple[str, bool]] = {}  # point -> (the key that set it, enabled)
+def _ignored_flags(plugin: dict[Any, Any], where: str) -> list[str]:
+    """A notice for each extension-point flag of a plugin entry (see EXTENSION_POINTS); any other key is an
+    error. KAI decodes the entry with Go's default (non-strict) YAML decoding, which ignores keys its
+    struct lacks, so there a misspelt key (`disableJobOrdr`) is silently nothing; rejecting it loses
+    nothing a KAI configuration can express and reports the typo, as unknown top-level keys are."""
+    notices = []
     for key, value in plugin.items():
         if key in ("name", "arguments"):
             continue
-        flag = _flag(key)
-        if flag is None:
+        if not _is_flag(key):
             raise ConfigError(
                 f"{where}.{key}: unknown key (a plugin entry has name, arguments and "
-                "enable<Point>/enabled<Point>/disable<Point> flags; points: "
-                f"{', '.join(EXTENSION_POINT_FLAGS)})"
+                "disable<Point>/enable<Point>/enabled<Point> flags; points: "
+                f"{', '.join(EXTENSION_POINTS)})"
             )
-        if value is None:  # `enableJobOrder:` with no value leaves the point as it is (KAI: nil)
-            continue
-        if not isinstance(value, bool):
+        if value is not None and not isinstance(value, bool):
             raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")
-        point, positive = flag
-        enabled = value if positive else not value
-        earlier = settings.get(point)
-        if earlier is not None and earlier[1] != enabled:
-            raise ConfigError(f"{where}.{key}: contradicts {where}.{earlier[0]}")
-        settings[point] = (key, enabled)
-    return frozenset(point for point, (_, enabled) in settings.items() if not enabled)
+        notices.append(f"{where}.{key}: KAI reads this flag but never applies it; it has no effect")
+    return notices
 
 
-def _flag(key: Any) -> tuple[str, bool] | None:
-    """(extension point, whether `true` means enabled) for a flag key such as `disableJobOrder`."""
+def _is_flag(key: Any) -> bool:
     if not isinstance(key, str):
-        return None
-    for prefix, positive in _FLAG_PREFIXES:
-        if key.startswith(prefix) and key[len(prefix) :] in EXTENSION_POINT_FLAGS:
-            return key[len(prefix) :], positive
-    return None
+        return False
+    return any(key.startswith(prefix) and key[len(prefix) :] in EXTENSION_POINTS for prefix in _FLAG_PREFIXES)
 
 
 def _positive_duration(document: dict[str, Any], key: str, default: float) -> float:
@@ -324,5 +303,4 @@ def _plugin_document(plugin: PluginOption) -> dict[str, Any]:
     document: dict[str, Any] = {"name": plugin.name}
     if plugin.arguments:
         document["arguments"] = dict(plugin.arguments)
-    document.update({f"enable{point}": False for point in sorted(plugin.disabled)})
     return document
