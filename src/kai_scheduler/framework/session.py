@@ -339,8 +339,10 @@ class Session:
         scores: FloatArray | float = 0.0
         for scorer in self.points.node_scorers:
             score = scorer(task, rows)
-            if not isinstance(score, float) or score != 0.0:  # adding 0.0 changes nothing
-                scores = scores + score
+            if isinstance(score, float) and score == 0.0:
+                continue  # adding 0.0 changes nothing
+            # The first score needs no sum (0.0 + s is s), and is the scorer's own new array.
+            scores = score if isinstance(scores, float) and scores == 0.0 else scores + score
         # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
         node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
         now = bool(nodes.fit(task.request, soon=False)[node])

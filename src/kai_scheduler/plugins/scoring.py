@@ -64,7 +64,10 @@ class ResourceTypePlugin(_ScoringPlugin):
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if task.request.uses_gpu:
             return 0.0
-        return np.where(nodes.has_gpus[rows], 0.0, RESOURCE_TYPE)
+        gpu_nodes = nodes.has_gpus.take(rows)
+        if gpu_nodes.all():
+            return 0.0  # no CPU-only node among the candidates: nothing to prefer
+        return np.where(gpu_nodes, 0.0, RESOURCE_TYPE)
 
 
 class GpuSharingOrderPlugin(_ScoringPlugin):
@@ -76,8 +79,13 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
         if not task.request.is_shared_gpu:
             return 0.0
         shared_free = nodes.shared_free_now.take(rows)
-        fits_shared = shared_free >= nodes.portion_for(task.request, rows) - EPSILON
-        return np.where(fits_shared & (shared_free > 0), GPU_SHARING, 0.0)
+        with_room = np.flatnonzero(shared_free > 0)  # usually a few nodes: the rest score 0
+        if with_room.size == 0:
+            return 0.0
+        portion = nodes.portion_for(task.request, rows.take(with_room))
+        scores = np.zeros(rows.size)
+        scores[with_room[shared_free.take(with_room) >= portion - EPSILON]] = GPU_SHARING
+        return scores
 
 
 class NominatedNodePlugin(_ScoringPlugin):

@@ -208,7 +208,7 @@ def test_scores_add_up_with_the_documented_constants() -> None:
     objects = [node("a", gpus=4), node("b-cpu", gpus=0), queue("q"), pod("cpu", cpu="1")]
     session = open_session(objects, plugins=["resourcetype", "nodeavailability"])
     task = session.snapshot.tasks["default/cpu"]
-    candidates = session.candidate_nodes(task)
+    candidates = session.candidate_nodes(task).nonzero()[0]  # scorers take row indices
     total = np.zeros(2)
     for scorer in session.points.node_scorers:
         total += scorer(task, candidates)
