@@ -1,4 +1,6 @@
-# Every target sets up .venv itself, so each works as the only command on a fresh clone.
+# Every target sets up .venv itself, so each works as the only command on a fresh clone. .venv holds
+# kai-scheduler and, for the tests and for trying live mode, the fake API server (fakeapi/, a distribution
+# of its own that the product's wheel and image do not carry), both editable.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,10 +9,10 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test bench lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml fakeapi/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./fakeapi
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
@@ -31,10 +33,10 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/report.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src fakeapi tests benchmarks
+	$(BIN)/ruff format --check src fakeapi tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build src/*.egg-info fakeapi/build fakeapi/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -2,9 +2,9 @@
 
 Three processes, as a user would run them:
 
-* the fake API server (`python -m kai_scheduler.fakeapi`'s server, started by this file's `serve` mode so
-  that it can report what it served): fake GPU nodes (`--nodes`, 8 GPUs each) and 10 queues are seeded
-  before anything starts; its kubelet stand-in makes a bound pod Running;
+* the fake API server (`kai_fakeapi`, this clone's whatever `--src` runs, started by this file's `serve`
+  mode so that it can report what it served): fake GPU nodes (`--nodes`, 8 GPUs each) and 10 queues are
+  seeded before anything starts; its kubelet stand-in makes a bound pod Running;
 * `kai-scheduler run --all --skip admission --no-gpu-reservation` with a kubeconfig on it;
 * this driver: once `run` is ready, 16 HTTP clients (threads, one keep-alive connection each) create
   `--pods` single-GPU bare pods, round-robin over the queues, as fast as the server takes them.
@@ -80,7 +80,7 @@ def _queue(name: str, gpus: int, parent: str | None) -> dict[str, Any]:
 def serve(nodes: int) -> None:
     """The server process: seed the store, serve, answer the driver's commands on stdin (one JSON line
     out per line in): `stats` -> what was served so far and the binds; `quit`."""
-    from kai_scheduler.fakeapi import FakeApiServer, Store
+    from kai_fakeapi import FakeApiServer, Store
 
     store = Store(kubelet=True)
     for i in range(nodes):
@@ -223,8 +223,12 @@ def _create_pods(url: str, count: int, clients: int) -> tuple[float, float, list
 
 
 class _Server:
-    def __init__(self, src: Path, nodes: int) -> None:
-        env = {**os.environ, "PYTHONPATH": str(src)}
+    def __init__(self, nodes: int) -> None:
+        # The fake API server is the measuring instrument: always this clone's, whatever `--src` runs.
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "fakeapi" / "src"), str(ROOT / "src")]),
+        }
         self.process = subprocess.Popen(
             [sys.executable, __file__, "serve", "--nodes", str(nodes)],
             stdin=subprocess.PIPE,
@@ -300,7 +304,7 @@ def _py_spy(path: Path, pid: int) -> subprocess.Popen[bytes]:
 def measure(
     src: Path, nodes: int, pods: int, budget: float, profile: Path | None, server_profile: Path | None
 ) -> dict[str, Any]:
-    server = _Server(src, nodes)
+    server = _Server(nodes)
     run_process: subprocess.Popen[bytes] | None = None
     spies: list[subprocess.Popen[bytes]] = []
     try:

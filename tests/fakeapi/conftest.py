@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 
 Obj = dict[str, Any]
 

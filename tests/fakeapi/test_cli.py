@@ -1,4 +1,4 @@
-"""`python -m kai_scheduler.fakeapi`: a standalone server for kubectl."""
+"""`python -m kai_fakeapi`: a standalone server for kubectl."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_standalone_server_writes_a_kubeconfig(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "kai_scheduler.fakeapi",
+            "kai_fakeapi",
             "--port",
             "0",
             "--kubeconfig",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from kai_scheduler.fakeapi.jsoncopy import clone
+from kai_fakeapi.jsoncopy import clone
 
 
 def test_a_clone_is_equal_and_shares_nothing_mutable() -> None:

@@ -78,8 +78,8 @@ def test_apply_get_and_delete(kubectl: Any, server: Any, tmp_path: Path) -> None
     assert pods["kind"] == "List" and [p["metadata"]["name"] for p in pods["items"]] == ["p0", "p1", "p2"]
     assert pods["items"][0]["spec"]["containers"][0]["resources"]["requests"] == {"nvidia.com/gpu": "1"}
 
-    table = kubectl("get", "pg").stdout.splitlines()
-    assert table[0].split()[:4] == ["NAME", "QUEUE", "MINMEMBER", "PHASE"]
+    table = kubectl("get", "pg").stdout.splitlines()  # the columns of the chart's CRD
+    assert table[0].split() == ["NAME", "QUEUE", "MINMEMBER", "PRIORITY", "PHASE", "AGE"]
     assert table[1].split()[:3] == ["train-1", "team-a", "2"]
     assert kubectl("get", "queues", "-o", "name").stdout.split() == ["queue.scheduling.run.ai/team-a"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -89,7 +89,7 @@ def test_graceful_pod_deletion_sets_deletion_timestamp_first(make_pod: Any, watc
         assert ev["type"] == "MODIFIED" and ev["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
         assert ev["object"]["metadata"]["deletionTimestamp"]
         assert stream.next()["type"] == "DELETED"
-        from kai_scheduler.fakeapi import ApiError
+        from kai_fakeapi import ApiError
 
         try:
             store.bind("default", "a", "n2")

@@ -90,7 +90,7 @@ def test_too_old_version_is_410_gone(api: Any, watch: Any, make_pod: Any, server
 
 
 def test_history_is_bounded(make_pod: Any, watch: Any) -> None:
-    from kai_scheduler.fakeapi import FakeApiServer, Store
+    from kai_fakeapi import FakeApiServer, Store
 
     store = Store(history_limit=3)
     start = store.resource_version

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 
 for _folder in (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]):

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
-from kai_scheduler.fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.binder import DEFAULT_RESERVATION_NAMESPACE, Binder, GpuReservation
 from kai_scheduler.k8s.client import ApiStatusError

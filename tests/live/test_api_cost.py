@@ -10,7 +10,7 @@ from collections import Counter
 from live_support import eventually, run
 
 from helpers import node_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions, run_components
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from chart_support import CHART, INSTALL, NAMESPACE, render_chart
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")

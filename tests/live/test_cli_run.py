@@ -16,7 +16,7 @@ import pytest
 import yaml
 from child_process import running
 
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 
 WORKLOAD = """
 apiVersion: scheduling.run.ai/v2

@@ -12,7 +12,7 @@ from lightkube.config.models import Cluster, User
 from live_support import run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.client import BIND_REQUESTS, NODES, PODS, QUEUES, ApiStatusError, WatchEvent
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from live_support import eventually, in_thread, run
 
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
 from kai_scheduler.k8s.http_server import BackgroundHTTPServer

@@ -9,7 +9,7 @@ from collections import Counter
 from live_support import FakeGpuNodes, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import LEASES, RunOptions, run_components
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

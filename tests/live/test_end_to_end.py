@@ -10,7 +10,7 @@ import pytest
 from live_support import FakeGpuNodes, Live, eventually, in_thread, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.informers import object_key
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

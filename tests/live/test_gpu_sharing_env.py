@@ -18,8 +18,8 @@ from typing import Any
 from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
-from kai_scheduler.fakeapi.patch import json_patch
+from kai_fakeapi import FakeApiServer, Store
+from kai_fakeapi.patch import json_patch
 from kai_scheduler.k8s.admission import MUTATE_POD_PATH, VALIDATE_POD_PATH, webhook_routes
 from kai_scheduler.k8s.binder import RESERVED_GPU_ANNOTATION
 

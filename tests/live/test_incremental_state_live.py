@@ -15,7 +15,7 @@ import asyncio
 from live_support import Live, in_thread, run
 
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler_loop import SchedulerLoop

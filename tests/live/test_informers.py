@@ -8,7 +8,7 @@ from collections.abc import Callable
 from live_support import eventually, in_thread, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.client import PODS, QUEUES, JsonObject
 from kai_scheduler.k8s.informers import (
     FAST_BACKOFF,

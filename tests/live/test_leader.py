@@ -9,7 +9,7 @@ from collections.abc import Callable
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.client import LEASES
 from kai_scheduler.k8s.leader import LeaderElector, micro_time
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

@@ -10,7 +10,7 @@ from typing import Any
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

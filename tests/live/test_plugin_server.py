@@ -18,8 +18,8 @@ import pytest
 from live_support import FakeGpuNodes, Live, eventually, in_thread, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.cli import main
-from kai_scheduler.fakeapi import FakeApiServer
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig, parse_config
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.plugin_server import PluginServer

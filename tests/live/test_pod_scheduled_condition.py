@@ -8,7 +8,7 @@ from typing import Any
 from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 
 
 def pod_status_patches(server: FakeApiServer) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from live_support import eventually, run
 
 from helpers import pod_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.client import POD_GROUPS, PODS
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

@@ -8,7 +8,7 @@ from typing import Any
 from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.k8s.binder import RESERVED_GPU_ANNOTATION
 
 NAMESPACE = "kai-resource-reservation"

@@ -11,7 +11,7 @@ from pathlib import Path
 from child_process import Child, running
 
 from helpers import pod_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 
 NAMESPACE = "kai-resource-reservation"
 POD = "gpu-reservation-node-1-abcde"

@@ -11,7 +11,7 @@ from typing import Any
 from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.scale_adjuster import (
     DO_NOT_DISRUPT_ANNOTATION,
     SHAPE_LABEL,

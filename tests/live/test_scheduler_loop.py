@@ -7,7 +7,7 @@ from typing import Any
 from live_support import Live, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.informers import object_key
 from kai_scheduler.k8s.scheduler_loop import reason_of
 from kai_scheduler.k8s.state import SessionClock

@@ -8,7 +8,7 @@ from typing import Any
 from live_support import run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.client import BIND_REQUESTS, PODS, ApiStatusError
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet

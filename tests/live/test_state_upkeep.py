@@ -17,8 +17,8 @@ import pytest
 from live_support import Live, eventually, run
 
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.cluster.status import queue_numbers
-from kai_scheduler.fakeapi import FakeApiServer
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.state import LiveState, SessionClock, StateBuilder, same_pod_model

@@ -10,7 +10,7 @@ from typing import Any
 from live_support import eventually, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
 from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
 from kai_scheduler.k8s.lightkube_client import LightkubeClient

@@ -19,7 +19,7 @@ from live_support import Live, run
 
 from fake_prometheus import FakePrometheus, closed_port_url
 from helpers import node_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.k8s.scheduler_loop import CycleReport
 from kai_scheduler.k8s.state import SessionClock

@@ -6,7 +6,7 @@ from __future__ import annotations
 from live_support import Live, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 
 RACKS = {"n1": "r1", "n2": "r2", "n3": "r2"}
 

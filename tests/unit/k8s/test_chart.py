@@ -30,9 +30,10 @@ from chart_support import (
     render_chart,
     render_notes,
 )
+from kai_fakeapi.crd_validation import schema_for, validate_object
 from kai_scheduler import cli
+from kai_scheduler.api import crds
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
-from kai_scheduler.k8s import crds
 from kai_scheduler.k8s.binder import GpuReservation
 from kai_scheduler.k8s.components import ALL_COMPONENTS
 from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
@@ -794,10 +795,10 @@ def test_default_queues_are_plain_valid_queues() -> None:
     assert set(queues) == {"default-parent-queue", "default-queue"}
     assert queues["default-queue"]["spec"]["parentQueue"] == "default-parent-queue"
     assert "parentQueue" not in queues["default-parent-queue"]["spec"]
-    schema = crds.schema_for("scheduling.run.ai/v2", "Queue")
+    schema = schema_for("scheduling.run.ai/v2", "Queue")
     assert schema is not None
     for queue in queues.values():
-        assert crds.validate_object(schema, queue) == []
+        assert validate_object(schema, queue) == []
         assert set(queue["spec"]["resources"]) == {"cpu", "gpu", "memory"}
         for resource in queue["spec"]["resources"].values():
             assert resource == {"quota": 0, "limit": -1, "overQuotaWeight": 1}

@@ -2,21 +2,27 @@
 
 Real HTTP on 127.0.0.1 that `kubectl` and `lightkube` talk to: discovery, get/list/watch (resourceVersion,
 bookmarks, 410 Gone), create/update/patch/delete with optimistic concurrency, the pod `binding`,
-`eviction` and `status` subresources, CRDs (KAI's are installed), and fault injection.
+`eviction` and `status` subresources, CRDs (KAI's, from the definition the Helm chart is generated from),
+and fault injection. Not part of kai-scheduler's wheel or image: a distribution of its own (fakeapi/).
 
-    from kai_scheduler.fakeapi import FakeApiServer
+    from kai_fakeapi import FakeApiServer
 
     with FakeApiServer() as server:
         server.write_kubeconfig(tmp_path / "kubeconfig")
         server.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
 
-Standalone: `python -m kai_scheduler.fakeapi --port 0 --kubeconfig PATH`.
+Standalone: `kai-fakeapi --port 0 --kubeconfig PATH` (or `python -m kai_fakeapi ...`).
 """
 
+from .crds import DEFAULT_CRDS, KAI_CRDS, WORKLOAD_CRDS
 from .errors import ApiError
-from .resources import DEFAULT_CRDS, KAI_CRDS, WORKLOAD_CRDS, PrinterColumn, ResourceType, crd_manifest
-from .server import FakeApiServer, FaultRule, RequestRecord
-from .store import BindRecord, Event, EvictionRecord, Store
+from .faults import FaultRule
+from .handler import RequestRecord
+from .resources import ResourceType
+from .server import FakeApiServer
+from .store import Store
+from .subresources import BindRecord, EvictionRecord
+from .versioned import Event
 
 __all__ = [
     "DEFAULT_CRDS",
@@ -28,9 +34,7 @@ __all__ = [
     "EvictionRecord",
     "FakeApiServer",
     "FaultRule",
-    "PrinterColumn",
     "RequestRecord",
     "ResourceType",
     "Store",
-    "crd_manifest",
 ]

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kai_fakeapi import crd_validation as check
+from kai_scheduler.api import crd_models, crds
 from kai_scheduler.api.objects import PodGroup, Queue, Topology
-from kai_scheduler.k8s import crds
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "deploy" / "helm" / "kai-scheduler" / "crds"
@@ -22,7 +23,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted(
 
 def _schema(kind: str) -> dict[str, Any]:
     definition = next(d for d in crds.CRDS if d.kind == kind)
-    schema = crds.schema_for(definition.api_version, kind)
+    schema = check.schema_for(definition.api_version, kind)
     assert schema is not None
     return schema
 
@@ -33,9 +34,9 @@ def _schema(kind: str) -> dict[str, Any]:
 def test_checked_in_crds_equal_the_generated_ones() -> None:
     generated = crds.generated_files()
     on_disk = {path.name: path.read_text(encoding="utf-8") for path in CRD_DIR.glob("*.yaml")}
-    assert set(on_disk) == set(generated), "run: python -m kai_scheduler.k8s.crds --write " + str(CRD_DIR)
+    assert set(on_disk) == set(generated), "run: python -m kai_scheduler.api.crds --write " + str(CRD_DIR)
     for name, content in generated.items():
-        assert on_disk[name] == content, f"{name} is stale; run: python -m kai_scheduler.k8s.crds --write ..."
+        assert on_disk[name] == content, f"{name} is stale; run: python -m kai_scheduler.api.crds --write ..."
 
 
 def test_write_produces_one_file_per_crd(tmp_path: Path) -> None:
@@ -119,7 +120,7 @@ def test_queue_printer_columns() -> None:
 @pytest.mark.parametrize("definition", crds.CRDS, ids=lambda d: d.kind)
 def test_every_crd_is_structural(definition: crds.CrdDefinition) -> None:
     manifest = yaml.safe_load((CRD_DIR / definition.filename).read_text())
-    assert crds.crd_errors(manifest) == []
+    assert check.crd_errors(manifest) == []
 
 
 def test_schemas_carry_every_model_field() -> None:
@@ -250,7 +251,7 @@ def test_no_defaults_are_stored() -> None:
     ],
 )
 def test_structural_checker_rejects(schema: dict[str, Any], message: str) -> None:
-    errors = crds.structural_errors(schema)
+    errors = check.structural_errors(schema)
     assert any(message in error for error in errors), errors
 
 
@@ -261,7 +262,7 @@ def test_crd_checker_rejects_open_metadata_and_two_storage_versions() -> None:
         "labels": {"type": "object"}
     }
     broken["spec"]["versions"].append(copy.deepcopy(broken["spec"]["versions"][0]))
-    errors = crds.crd_errors(broken)
+    errors = check.crd_errors(broken)
     assert any("metadata may only be declared" in error for error in errors)
     assert any("exactly one version" in error for error in errors)
 
@@ -283,7 +284,7 @@ def _example_objects() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for path in EXAMPLES:
         documents = list(yaml.safe_load_all(path.read_text()))
-        for document in crds.custom_objects(documents):
+        for document in check.custom_objects(documents):
             found.append((f"{path.name}:{document['kind']}/{document['metadata']['name']}", document))
     return found
 
@@ -299,9 +300,9 @@ def test_the_examples_contain_custom_objects() -> None:
 
 @pytest.mark.parametrize(("label", "document"), EXAMPLE_OBJECTS, ids=[label for label, _ in EXAMPLE_OBJECTS])
 def test_example_manifests_validate(label: str, document: dict[str, Any]) -> None:
-    schema = crds.schema_for(document["apiVersion"], document["kind"])
+    schema = check.schema_for(document["apiVersion"], document["kind"])
     assert schema is not None
-    assert crds.validate_object(schema, document) == []
+    assert check.validate_object(schema, document) == []
 
 
 def _queue(**spec: Any) -> dict[str, Any]:
@@ -315,7 +316,7 @@ def test_queue_with_status_validates() -> None:
         "allocated": {"cpu": "1500m", "memory": "4Gi", "nvidia.com/gpu": 2},
         "conditions": [{"type": "OverQuota", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
     }
-    assert crds.validate_object(_schema("Queue"), queue) == []
+    assert check.validate_object(_schema("Queue"), queue) == []
 
 
 @pytest.mark.parametrize(
@@ -328,16 +329,16 @@ def test_queue_with_status_validates() -> None:
     ],
 )
 def test_bad_queues_are_refused(change: dict[str, Any], message: str) -> None:
-    errors = crds.validate_object(_schema("Queue"), _queue(**change))
+    errors = check.validate_object(_schema("Queue"), _queue(**change))
     assert any(message in error for error in errors), errors
 
 
 def test_quantity_strings_must_be_quantities() -> None:
     queue = _queue()
     queue["status"] = {"allocated": {"cpu": "one"}}
-    assert any("does not match" in error for error in crds.validate_object(_schema("Queue"), queue))
+    assert any("does not match" in error for error in check.validate_object(_schema("Queue"), queue))
     queue["status"] = {"allocated": {"cpu": 1.5}}
-    assert any("integer or a string" in error for error in crds.validate_object(_schema("Queue"), queue))
+    assert any("integer or a string" in error for error in check.validate_object(_schema("Queue"), queue))
 
 
 def _pod_group(**spec: Any) -> dict[str, Any]:
@@ -359,7 +360,7 @@ def _pod_group(**spec: Any) -> dict[str, Any]:
     ],
 )
 def test_bad_pod_groups_are_refused(spec: dict[str, Any], message: str) -> None:
-    errors = crds.validate_object(_schema("PodGroup"), _pod_group(**spec))
+    errors = check.validate_object(_schema("PodGroup"), _pod_group(**spec))
     assert any(message in error for error in errors), errors
 
 
@@ -385,7 +386,7 @@ def test_pod_group_status_as_the_controllers_write_it() -> None:
             }
         ],
     }
-    assert crds.validate_object(_schema("PodGroup"), pod_group) == []
+    assert check.validate_object(_schema("PodGroup"), pod_group) == []
 
 
 def test_bind_request() -> None:
@@ -405,15 +406,15 @@ def test_bind_request() -> None:
         "status": {"phase": "Failed", "reason": "node gone", "failedAttempts": 3},
     }
     schema = _schema("BindRequest")
-    assert crds.validate_object(schema, bind) == []
+    assert check.validate_object(schema, bind) == []
     bind["spec"]["receivedResourceType"] = "Half"
-    assert any("is not one of" in error for error in crds.validate_object(schema, bind))
+    assert any("is not one of" in error for error in check.validate_object(schema, bind))
     # The model that writes BindRequests produces what the CRD accepts.
-    model = crds.BindRequest.model_validate(
+    model = crd_models.BindRequest.model_validate(
         {**bind, "spec": {**bind["spec"], "receivedResourceType": "Regular"}}
     )
     dumped = model.model_dump(by_alias=True, exclude_none=True, mode="json")
-    assert crds.validate_object(schema, dumped) == []
+    assert check.validate_object(schema, dumped) == []
 
 
 def _topology(*labels: str) -> dict[str, Any]:
@@ -428,12 +429,13 @@ def _topology(*labels: str) -> dict[str, Any]:
 def test_topology_levels() -> None:
     schema = _schema("Topology")
     assert (
-        crds.validate_object(schema, _topology("topology.kubernetes.io/zone", "kubernetes.io/hostname")) == []
+        check.validate_object(schema, _topology("topology.kubernetes.io/zone", "kubernetes.io/hostname"))
+        == []
     )
-    assert crds.validate_object(schema, _topology("topology.kubernetes.io/zone")) == []
+    assert check.validate_object(schema, _topology("topology.kubernetes.io/zone")) == []
 
     def errors(document: dict[str, Any]) -> str:
-        return "\n".join(crds.validate_object(schema, document))
+        return "\n".join(check.validate_object(schema, document))
 
     assert "can only be the last" in errors(
         _topology("kubernetes.io/hostname", "topology.kubernetes.io/zone")
@@ -450,4 +452,4 @@ def test_topology_levels() -> None:
 
 def test_unknown_cel_rules_are_not_silently_accepted() -> None:
     schema = {"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}
-    assert any("does not know the CEL rule" in error for error in crds.validate_object(schema, "abc"))
+    assert any("does not know the CEL rule" in error for error in check.validate_object(schema, "abc"))

@@ -1,12 +1,16 @@
-"""Server-side printing: the `meta.k8s.io` Table that `kubectl get` asks for."""
+"""Server-side printing: the `meta.k8s.io` Table that `kubectl get` asks for, the PartialObjectMetadata
+other clients ask for, and `Form`, which of them (or the objects themselves) a request's Accept header
+asks for."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from .meta import parse_time
 from .resources import PrinterColumn, ResourceType
 
 Obj = dict[str, Any]
@@ -42,8 +46,6 @@ def _age(obj: Obj, now: float) -> str:
     ts = (obj.get("metadata") or {}).get("creationTimestamp")
     if not ts:
         return "<unknown>"
-    from .store import parse_time
-
     return human_duration(now - parse_time(str(ts)))
 
 
@@ -214,8 +216,6 @@ def _crd_cell(col: PrinterColumn) -> Cell:
         if value is None:
             return None
         if col.type == "date":
-            from .store import parse_time
-
             try:
                 return human_duration(now - parse_time(str(value)))
             except ValueError:
@@ -299,5 +299,54 @@ def to_partial_list(items: list[Obj], list_meta: Obj) -> Obj:
     }
 
 
-def partial(obj: Obj) -> Obj:
-    return _partial(obj)
+@dataclass(frozen=True)
+class Form:
+    """The shape of a response: the objects (`json`), a `table` or `partial` object metadata, in
+    meta.k8s.io `version`; a table's rows carry `include_object` (None, Metadata or Object)."""
+
+    mode: str = "json"
+    version: str = ""
+    include_object: str = "Metadata"
+
+    @classmethod
+    def accepted(cls, accept: str, include_object: str) -> Form:
+        """The first form of the Accept header this server offers (`as=Table;g=meta.k8s.io;v=v1`, ...)."""
+        for part in accept.split(","):
+            pieces = [p.strip() for p in part.split(";")]
+            params = dict(p.split("=", 1) for p in pieces[1:] if "=" in p)
+            if pieces[0] not in ("application/json", "*/*", "application/*"):
+                continue
+            as_ = params.get("as")
+            if as_ == "Table" and params.get("g") == "meta.k8s.io":
+                return cls("table", params.get("v", "v1"), include_object)
+            if (
+                as_ in ("PartialObjectMetadata", "PartialObjectMetadataList")
+                and params.get("g") == "meta.k8s.io"
+            ):
+                return cls("partial", params.get("v", "v1"), include_object)
+            if not as_:
+                break
+        return cls()
+
+    def one(self, rt: ResourceType, obj: Obj) -> Obj:
+        """One object (a get, or a watch event's object) in this form."""
+        if self.mode == "table":
+            list_meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            return self.many(rt, [obj], list_meta)
+        if self.mode == "partial":
+            return {**_partial(obj), "apiVersion": f"meta.k8s.io/{self.version}"}
+        return obj
+
+    def many(self, rt: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
+        """A list in this form."""
+        if self.mode == "table":
+            return to_table(
+                rt,
+                items,
+                api_version=f"meta.k8s.io/{self.version}",
+                include_object=self.include_object,
+                list_meta=list_meta,
+            )
+        if self.mode == "partial":
+            return {**to_partial_list(items, list_meta), "apiVersion": f"meta.k8s.io/{self.version}"}
+        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": list_meta, "items": items}

@@ -1,4 +1,4 @@
-"""`python -m kai_scheduler.fakeapi --port 0 --kubeconfig PATH [-f manifests.yaml ...]`: serve until
+"""`kai-fakeapi` (`python -m kai_fakeapi`) `--port 0 --kubeconfig PATH [-f manifests.yaml ...]`: serve until
 interrupted; prints the URL on the first line of stdout."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .server import FakeApiServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kai_scheduler.fakeapi", description=__doc__)
+    parser = argparse.ArgumentParser(prog="kai-fakeapi", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for kubectl here")

@@ -1,0 +1,282 @@
+"""`FakeApiServer`: the store behind real HTTP on 127.0.0.1, with fault injection for tests.
+
+with FakeApiServer() as server:
+    server.write_kubeconfig(path)      # for kubectl / lightkube
+    server.store.create(node)          # seed state without HTTP
+    server.fail_next(1, 409, verb="create", resource="pods/binding")
+    server.drop_watches()
+    with server.down():                # the API server is unreachable, the store survives
+        time.sleep(10)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .faults import VERBS, FaultRule
+from .handler import HttpServer, RequestRecord
+from .meta import Obj
+from .routing import Route
+from .store import Store
+from .versioned import Watcher
+
+
+class FakeApiServer:
+    """A Kubernetes API server for tests: real HTTP on `host` (an ephemeral port unless `port` is given),
+    backed by a `Store` that survives `stop()`/`start()` and `restart()`.
+
+    `bookmark_interval`: seconds between BOOKMARK events on watches that allow them. Other keyword
+    arguments configure the store when none is given (see `Store`).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        store: Store | None = None,
+        bookmark_interval: float = 1.0,
+        **store_options: Any,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.store = store if store is not None else Store(**store_options)
+        self.bookmark_interval = bookmark_interval
+        self._lock = threading.Lock()
+        self._faults: list[FaultRule] = []
+        self._watches: set[Watcher] = set()
+        self._requests: deque[RequestRecord] = deque(maxlen=100_000)
+        self._httpd: HttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -------------------------------------------------------------------------------------------- life
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    def start(self) -> FakeApiServer:
+        """Listen (again, on the same port after a stop) and serve in a background thread."""
+        if self._httpd is not None:
+            return self
+        httpd = HttpServer((self.host, self.port), self)
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fakeapi-serve", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop listening and cut every connection (open watches end abruptly). The store is kept."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._httpd = self._thread = None
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout)
+        for w in self._watch_list():
+            w.drop()
+        deadline = time.monotonic() + timeout
+        for t in httpd.cut_connections():
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def restart(self, downtime: float = 0.0) -> None:
+        """Stop, stay down for `downtime` seconds, start again on the same port."""
+        self.stop()
+        if downtime > 0:
+            time.sleep(downtime)
+        self.start()
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """`with server.down(): ...` — the API server is unreachable inside the block."""
+        self.stop()
+        try:
+            yield
+        finally:
+            self.start()
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -------------------------------------------------------------------------------------- kubeconfig
+
+    def kubeconfig(self, namespace: str = "default") -> Obj:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fakeapi", "cluster": {"server": self.url}}],
+            "users": [{"name": "fakeapi", "user": {"token": "fakeapi"}}],
+            "contexts": [
+                {
+                    "name": "fakeapi",
+                    "context": {"cluster": "fakeapi", "user": "fakeapi", "namespace": namespace},
+                }
+            ],
+            "current-context": "fakeapi",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False))
+        return out
+
+    # ---------------------------------------------------------------------------------------- faults
+
+    def fail_next(
+        self,
+        n: int = 1,
+        status: int = 500,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        message: str | None = None,
+        retry_after: int | None = None,
+        delay: float = 0.0,
+        after_commit: bool = False,
+    ) -> FaultRule:
+        """Make the next `n` requests that match fail with `status` (a `Status` body; 429/503 carry
+        Retry-After). `verb`: get/list/watch/create/update/patch/delete/deletecollection (a binding or
+        eviction is a `create` on `pods/binding` / `pods/eviction`); `resource`: plural or
+        `plural.group`, with `/subresource` for a subresource (`pods` alone does not match
+        `pods/status`); `subresource` alone matches that subresource of any resource. Status 410 on a
+        watch comes as an ERROR event; status 0 cuts the connection without an answer."""
+        if verb is not None and verb not in VERBS:
+            raise ValueError(f"unknown verb {verb!r}; one of {VERBS}")
+        rule = FaultRule(
+            status, n, verb, resource, subresource, namespace, name, message, retry_after, delay, after_commit
+        )
+        with self._lock:
+            self._faults.append(rule)
+        return rule
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def pending_faults(self) -> list[FaultRule]:
+        with self._lock:
+            return [r for r in self._faults if r.remaining > 0]
+
+    def _take_fault(self, route: Route) -> FaultRule | None:
+        with self._lock:
+            for rule in self._faults:
+                if rule.remaining > 0 and rule.matches(route):
+                    rule.remaining -= 1
+                    rule.hits += 1
+                    if rule.remaining == 0:
+                        self._faults.remove(rule)
+                    return rule
+        return None
+
+    # --------------------------------------------------------------------------------------- watches
+
+    def _register_watch(self, w: Watcher) -> None:
+        with self._lock:
+            self._watches.add(w)
+
+    def _unregister_watch(self, w: Watcher) -> None:
+        with self._lock:
+            self._watches.discard(w)
+
+    def _watch_list(self, resource: str | None = None) -> list[Watcher]:
+        with self._lock:
+            watches = list(self._watches)
+        if resource is None:
+            return watches
+        return [w for w in watches if resource in (w.rt.plural, w.rt.key)]
+
+    def open_watches(self, resource: str | None = None) -> int:
+        """How many watch connections are open (of `resource`, plural or `plural.group`, if given)."""
+        return len(self._watch_list(resource))
+
+    def wait_for_watches(
+        self, n: int = 1, resource: str | None = None, timeout: float = 30.0, *, exactly: bool = False
+    ) -> bool:
+        """Wait until at least `n` watches (of `resource`) are open (exactly `n` with `exactly`, e.g. 0
+        after a drop)."""
+
+        def reached() -> bool:
+            count = self.open_watches(resource)
+            return count == n if exactly else count >= n
+
+        deadline = time.monotonic() + timeout
+        while not reached():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def drop_watches(self, resource: str | None = None, *, graceful: bool = False) -> int:
+        """End every open watch (of `resource`): cut mid-stream, or with a clean end of stream when
+        `graceful` (as at a server-side timeout). Returns how many."""
+        watches = self._watch_list(resource)
+        for w in watches:
+            if graceful:
+                w.close()
+            else:
+                w.drop()
+        return len(watches)
+
+    def compact(self) -> int:
+        """Forget the event history (see `Store.compact`): older resourceVersions now get 410 Gone."""
+        return self.store.compact()
+
+    # -------------------------------------------------------------------------------------- requests
+
+    def _log_request(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._requests.append(record)
+
+    def requests(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        subresource: str | None = None,
+        method: str | None = None,
+    ) -> list[RequestRecord]:
+        """Requests received so far, oldest first, filtered (`resource`: plural or `plural.group`)."""
+        with self._lock:
+            records = list(self._requests)
+        out = []
+        for r in records:
+            key = r.resource or ""
+            if verb is not None and r.verb != verb:
+                continue
+            if method is not None and r.method != method:
+                continue
+            if resource is not None and resource not in (key, key.partition(".")[0]):
+                continue
+            if subresource is not None and r.subresource != subresource:
+                continue
+            out.append(r)
+        return out
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
