@@ -142,6 +142,15 @@ def test_timeout_seconds_ends_the_stream_cleanly(api: Any, watch: Any) -> None:
     assert stream.next() is None
 
 
+def test_a_watch_stream_announces_that_its_connection_ends_with_it(api: Any, watch: Any) -> None:
+    """The server closes a watch's connection when the stream ends, cleanly too; a client that pools
+    connections (aiohttp) must not send its next request into that socket."""
+    rv = api.ok("GET", PODS)["metadata"]["resourceVersion"]
+    stream = watch(f"{PODS}?watch=true&timeoutSeconds=1&resourceVersion={rv}")
+    assert stream.resp.getheader("Connection") == "close"
+    assert stream.next() is None
+
+
 def test_watch_events_as_tables_for_kubectl(api: Any, make_pod: Any, server: Any) -> None:
     import http.client
     import json

@@ -360,6 +360,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
+        # A stream ends with the connection (`_end_stream`, `_cut`). Said up front, so that a client does
+        # not put the connection back in its pool after the last chunk and send its next request into a
+        # socket being closed.
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.flush()  # the client learns that the watch is open before the first event
 
