@@ -29,6 +29,8 @@ TOPOLOGY_PREFERRED_ANNOTATION: Final = "kai.scheduler/topology-preferred-placeme
 NODE_POOL_LABEL: Final = "kai.scheduler/node-pool"
 # Published by a GPU reservation pod: the UUID of the GPU it holds (KAI keeps the historical name).
 RESERVED_GPU_ANNOTATION: Final = "run.ai/reserve_for_gpu_index"
+# On a ResourceClaim made from a template for a pod: the pod's name for that claim (Kubernetes').
+POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 # Karpenter leaves a node alone while a pod with this annotation runs on it.
 DO_NOT_DISRUPT_ANNOTATION: Final = "karpenter.sh/do-not-disrupt"
 

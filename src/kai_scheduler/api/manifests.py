@@ -21,11 +21,14 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.cel import CelUnsupported, compile_selector
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import (
     ApiObject,
     Container,
+    DeviceClass,
+    DeviceSelector,
     K8sModel,
     Node,
     ObjectMeta,
@@ -33,7 +36,11 @@ from kai_scheduler.api.objects import (
     PodGroup,
     PriorityClass,
     Queue,
+    ResourceClaim,
+    ResourceClaimSpec,
+    ResourceClaimTemplate,
     ResourceList,
+    ResourceSlice,
     Topology,
 )
 from kai_scheduler.api.quantity import format_quantity
@@ -45,10 +52,14 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("scheduling.run.ai/v2alpha2", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("kai.scheduler/v1alpha1", "Topology"): Topology,
+    ("resource.k8s.io/v1", "ResourceClaim"): ResourceClaim,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ResourceClaimTemplate,
+    ("resource.k8s.io/v1", "ResourceSlice"): ResourceSlice,
+    ("resource.k8s.io/v1", "DeviceClass"): DeviceClass,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 
-_NAMESPACED_KINDS = frozenset({"Pod", "PodGroup"})
+_NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate"})
 _EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_KINDS)
 
 # Go's strconv is stricter than Python's int()/float() (no `1_000`, no `nan`); mirror it.
@@ -234,6 +245,14 @@ def _check_object(obj: ApiObject) -> None:
         check_sub_groups(obj)
     elif isinstance(obj, Topology):
         _check_topology_levels(obj)
+    elif isinstance(obj, ResourceClaim):
+        check_claim_spec("spec", obj.spec)
+    elif isinstance(obj, ResourceClaimTemplate):
+        check_claim_spec("spec.spec", obj.spec.spec)
+    elif isinstance(obj, ResourceSlice):
+        _check_resource_slice(obj)
+    elif isinstance(obj, DeviceClass):
+        check_selectors("spec.selectors", obj.spec.selectors)
 
 
 def _check_simulation_annotations(metadata: ObjectMeta) -> None:
@@ -268,6 +287,8 @@ def _check_pod(pod: Pod) -> None:
         _check_resource_list(f"{path}.resources.limits", container.resources.limits)
         _check_requests_within_limits(path, container)
     _check_resource_list("spec.overhead", pod.spec.overhead)
+    if pod.spec.resource_claims:
+        _check_pod_claims(pod)
 
 
 def _containers(pod: Pod) -> Iterator[tuple[str, Container]]:
@@ -349,6 +370,116 @@ def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
 
 def _is_positive_integer(text: str) -> bool:
     return _UNSIGNED.fullmatch(text) is not None and int(text) > 0
+
+
+def _check_pod_claims(pod: Pod) -> None:
+    """The API server's rules for `spec.resourceClaims`: unique names, each naming a claim or a template."""
+    seen: dict[str, int] = {}
+    for index, claim in enumerate(pod.spec.resource_claims):
+        field = f"spec.resourceClaims[{index}]"
+        if claim.name in seen:
+            raise InvalidField(
+                f"{field}.name",
+                f"duplicate name {claim.name!r} (also spec.resourceClaims[{seen[claim.name]}])",
+            )
+        seen[claim.name] = index
+        if (claim.resource_claim_name is None) == (claim.resource_claim_template_name is None):
+            raise InvalidField(
+                field, "exactly one of resourceClaimName and resourceClaimTemplateName must be set"
+            )
+
+
+# Dynamic Resource Allocation: what the API server checks, and CEL selectors the scheduler can read.
+
+
+def _duplicate_name(field: str, name: str, other: str) -> InvalidField:
+    return InvalidField(field, f"duplicate name {name!r} (also {other})")
+
+
+def check_claim_spec(path: str, spec: ResourceClaimSpec) -> None:
+    """A ResourceClaim's (or template's) device requests: unique names, each with exactly one of `exactly`
+    and `firstAvailable`, selectors the scheduler can evaluate; constraints and configs name existing
+    requests. Raises InvalidField."""
+    devices = spec.devices
+    names: dict[str, int] = {}
+    for index, request in enumerate(devices.requests):
+        field = f"{path}.devices.requests[{index}]"
+        if request.name in names:
+            other = f"{path}.devices.requests[{names[request.name]}]"
+            raise _duplicate_name(f"{field}.name", request.name, other)
+        names[request.name] = index
+        if (request.exactly is None) == (not request.first_available):
+            raise InvalidField(field, "exactly one of exactly and firstAvailable must be set")
+        if request.exactly is not None:
+            check_selectors(f"{field}.exactly.selectors", request.exactly.selectors)
+        for sub_index, sub in enumerate(request.first_available):
+            check_selectors(f"{field}.firstAvailable[{sub_index}].selectors", sub.selectors)
+    sections: tuple[tuple[str, list[list[str]]], ...] = (
+        ("constraints", [entry.requests for entry in devices.constraints]),
+        ("config", [entry.requests for entry in devices.config]),
+    )
+    for section, entries in sections:
+        for index, requests in enumerate(entries):
+            for name in requests:
+                if name.split("/", 1)[0] not in names:
+                    raise InvalidField(
+                        f"{path}.devices.{section}[{index}].requests", f"no request named {name!r}"
+                    )
+
+
+def check_selectors(path: str, selectors: list[DeviceSelector]) -> None:
+    """Every CEL selector compiles in the subset the scheduler evaluates (`api/cel.py`)."""
+    for index, selector in enumerate(selectors):
+        if selector.cel is None:
+            raise InvalidField(f"{path}[{index}]", "a selector needs cel.expression")
+        try:
+            compile_selector(selector.cel.expression)
+        except CelUnsupported as error:
+            raise InvalidField(
+                f"{path}[{index}].cel.expression", f"unsupported CEL expression: {error}"
+            ) from None
+
+
+def _check_resource_slice(slice_: ResourceSlice) -> None:
+    spec = slice_.spec
+    chosen = [
+        name
+        for name, value in (
+            ("nodeName", spec.node_name),
+            ("nodeSelector", spec.node_selector),
+            ("allNodes", spec.all_nodes or None),
+            ("perDeviceNodeSelection", spec.per_device_node_selection or None),
+        )
+        if value is not None
+    ]
+    if len(chosen) != 1:
+        raise InvalidField(
+            "spec",
+            "exactly one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection must be set"
+            + (f", got {', '.join(chosen)}" if chosen else ""),
+        )
+    names: dict[str, int] = {}
+    for index, device in enumerate(spec.devices):
+        field = f"spec.devices[{index}]"
+        if device.name in names:
+            raise InvalidField(
+                f"{field}.name",
+                f"duplicate device name {device.name!r} (also spec.devices[{names[device.name]}])",
+            )
+        names[device.name] = index
+        own = [v for v in (device.node_name, device.node_selector, device.all_nodes or None) if v is not None]
+        if spec.per_device_node_selection and len(own) != 1:
+            raise InvalidField(
+                field, "with perDeviceNodeSelection, exactly one of nodeName, nodeSelector, allNodes"
+            )
+        if not spec.per_device_node_selection and own:
+            raise InvalidField(field, "a device names its nodes only with the slice's perDeviceNodeSelection")
+        for name, attribute in device.attributes.items():
+            values = [attribute.int_value, attribute.bool_value, attribute.string, attribute.version]
+            if sum(value is not None for value in values) != 1:
+                raise InvalidField(
+                    f"{field}.attributes.{name}", "exactly one of int, bool, string and version must be set"
+                )
 
 
 # Resources.

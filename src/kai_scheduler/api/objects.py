@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
@@ -219,6 +219,16 @@ class PodSchedulingGate(K8sModel):
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
 
 
+class PodResourceClaim(K8sModel):
+    """A claim the pod uses (DRA): an existing ResourceClaim by name (shared), or one made for the pod from
+    a ResourceClaimTemplate (by Kubernetes' resourceclaim controller; its name is then in the pod's
+    `status.resourceClaimStatuses`). Exactly one of the two is set (checked in `manifests.py`)."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(K8sModel):
     scheduler_name: str = "default-scheduler"
     node_name: str | None = None
@@ -234,10 +244,19 @@ class PodSpec(K8sModel):
     scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
     # On the node's network, every container port is a host port (the API server defaults `hostPort`).
     host_network: bool = False
+    resource_claims: list[PodResourceClaim] = Field(default_factory=list)
+
+
+class PodResourceClaimStatus(K8sModel):
+    """The ResourceClaim made for one of the pod's template claims (`name`: the pod's claim name)."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: str | None = None
 
 
 class PodStatus(K8sModel):
     phase: PodPhase | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
 
 
 class Pod(K8sModel):
@@ -393,4 +412,216 @@ class Topology(K8sModel):
     spec: TopologySpec
 
 
-ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology
+# --- Dynamic Resource Allocation (resource.k8s.io/v1) --------------------------------------------
+#
+# Devices are published per driver in ResourceSlices, selected through DeviceClasses and asked for in
+# ResourceClaims (directly, or made per pod from ResourceClaimTemplates). Selectors are CEL expressions
+# (`api/cel.py` reads the subset the scheduler supports). Opaque driver parameters pass through untouched.
+
+DRA_API_VERSION: Final = "resource.k8s.io/v1"
+
+
+class DeviceAttribute(K8sModel):
+    """One typed attribute value of a device: exactly one of int, bool, string and version."""
+
+    int_value: int | None = Field(default=None, alias="int")
+    bool_value: bool | None = Field(default=None, alias="bool")
+    string: str | None = None
+    version: str | None = None
+
+
+class DeviceCapacity(K8sModel):
+    value: Quantity
+
+
+class Device(K8sModel):
+    """One device of a ResourceSlice. With the slice's `perDeviceNodeSelection`, each device says which
+    nodes reach it (exactly one of nodeName, nodeSelector, allNodes)."""
+
+    name: str = Field(min_length=1)
+    attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+
+
+class ResourcePool(K8sModel):
+    name: str = Field(min_length=1)
+    generation: int = Field(default=0, ge=0)
+    resource_slice_count: int = Field(default=1, ge=1)
+
+
+class ResourceSliceSpec(K8sModel):
+    driver: str = Field(min_length=1)
+    pool: ResourcePool
+    # Which nodes reach the slice's devices: exactly one of these (or perDeviceNodeSelection).
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: list[Device] = Field(default_factory=list)
+
+
+class ResourceSlice(K8sModel):
+    api_version: Literal["resource.k8s.io/v1"] = DRA_API_VERSION
+    kind: Literal["ResourceSlice"] = "ResourceSlice"
+    metadata: ObjectMeta
+    spec: ResourceSliceSpec
+
+
+class CELDeviceSelector(K8sModel):
+    expression: str = Field(min_length=1)
+
+
+class DeviceSelector(K8sModel):
+    cel: CELDeviceSelector | None = None
+
+
+class OpaqueDeviceConfiguration(K8sModel):
+    driver: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeviceClassConfiguration(K8sModel):
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClassSpec(K8sModel):
+    selectors: list[DeviceSelector] = Field(default_factory=list)
+    config: list[DeviceClassConfiguration] = Field(default_factory=list)
+
+
+class DeviceClass(K8sModel):
+    api_version: Literal["resource.k8s.io/v1"] = DRA_API_VERSION
+    kind: Literal["DeviceClass"] = "DeviceClass"
+    metadata: ObjectMeta
+    spec: DeviceClassSpec = Field(default_factory=DeviceClassSpec)
+
+
+AllocationMode = Literal["ExactCount", "All"]
+
+
+class ExactDeviceRequest(K8sModel):
+    """`count` devices of the class (ExactCount; the API server defaults it to 1), or all matching ones on
+    the node (All)."""
+
+    device_class_name: str = Field(min_length=1)
+    selectors: list[DeviceSelector] = Field(default_factory=list)
+    allocation_mode: AllocationMode = "ExactCount"
+    count: int = Field(default=1, ge=1)
+    admin_access: bool | None = None
+
+
+class DeviceSubRequest(K8sModel):
+    name: str = Field(min_length=1)
+    device_class_name: str = Field(min_length=1)
+    selectors: list[DeviceSelector] = Field(default_factory=list)
+    allocation_mode: AllocationMode = "ExactCount"
+    count: int = Field(default=1, ge=1)
+
+
+class DeviceRequest(K8sModel):
+    name: str = Field(min_length=1)
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] = Field(default_factory=list)
+
+
+class DeviceConstraint(K8sModel):
+    requests: list[str] = Field(default_factory=list)
+    match_attribute: str | None = None
+
+
+class DeviceClaimConfiguration(K8sModel):
+    requests: list[str] = Field(default_factory=list)
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClaim(K8sModel):
+    requests: list[DeviceRequest] = Field(default_factory=list)
+    constraints: list[DeviceConstraint] = Field(default_factory=list)
+    config: list[DeviceClaimConfiguration] = Field(default_factory=list)
+
+
+class ResourceClaimSpec(K8sModel):
+    devices: DeviceClaim = Field(default_factory=DeviceClaim)
+
+
+class DeviceRequestAllocationResult(K8sModel):
+    request: str = Field(min_length=1)
+    driver: str = Field(min_length=1)
+    pool: str = Field(min_length=1)
+    device: str = Field(min_length=1)
+
+
+class DeviceAllocationConfiguration(K8sModel):
+    source: Literal["FromClass", "FromClaim"]
+    requests: list[str] = Field(default_factory=list)
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceAllocationResult(K8sModel):
+    results: list[DeviceRequestAllocationResult] = Field(default_factory=list)
+    config: list[DeviceAllocationConfiguration] = Field(default_factory=list)
+
+
+class AllocationResult(K8sModel):
+    """Which devices a claim got, and which nodes can use them (none: every node)."""
+
+    devices: DeviceAllocationResult = Field(default_factory=DeviceAllocationResult)
+    node_selector: NodeSelector | None = None
+
+
+class ResourceClaimConsumerReference(K8sModel):
+    api_group: str = ""
+    resource: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    uid: str = ""
+
+
+class ResourceClaimStatus(K8sModel):
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] = Field(default_factory=list)
+
+
+class ResourceClaim(K8sModel):
+    api_version: Literal["resource.k8s.io/v1"] = DRA_API_VERSION
+    kind: Literal["ResourceClaim"] = "ResourceClaim"
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
+    status: ResourceClaimStatus = Field(default_factory=ResourceClaimStatus)
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.metadata.name}"
+
+
+class ClaimTemplateMeta(K8sModel):
+    """The metadata a template gives every claim made from it."""
+
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class ResourceClaimTemplateSpec(K8sModel):
+    metadata: ClaimTemplateMeta = Field(default_factory=ClaimTemplateMeta)
+    spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
+
+
+class ResourceClaimTemplate(K8sModel):
+    api_version: Literal["resource.k8s.io/v1"] = DRA_API_VERSION
+    kind: Literal["ResourceClaimTemplate"] = "ResourceClaimTemplate"
+    metadata: ObjectMeta
+    spec: ResourceClaimTemplateSpec = Field(default_factory=ResourceClaimTemplateSpec)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
+
+
+DraObject = ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceClass
+ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject
