@@ -250,11 +250,11 @@ def _simulate(args: argparse.Namespace) -> int:
         result = simulation.run()
         with collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
             document = result_document(result)
-            _output(args, document, demo=demo, skipped=result.skipped)
+            _output(args, document, demo=demo)
     return 0
 
 
-def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, skipped: list[str]) -> None:
+def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -> None:
     if args.output == "json":
         _write(args.out, document_json(document))
         return
@@ -269,9 +269,9 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool, s
     )
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
-            render(document, Console(file=handle, width=140), title=title, skipped=skipped)
+            render(document, Console(file=handle, width=140), title=title)
     else:
-        render(document, Console(width=140), title=title, skipped=skipped)
+        render(document, Console(width=140), title=title)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.session import Action, Plugin, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.dynamicresources import DynamicResourcesPlugin
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
 from kai_scheduler.plugins.gpu_order import GpuPackPlugin, GpuSpreadPlugin
 from kai_scheduler.plugins.minruntime import MinRuntimePlugin
@@ -62,6 +63,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "minruntime": MinRuntimePlugin,
     "podaffinity": PodAffinityPlugin,
     "topology": TopologyPlugin,
+    "dynamicresources": DynamicResourcesPlugin,
     "snapshot": SnapshotPlugin,
     "reflectjoborder": ReflectJobOrderPlugin,
 }
@@ -73,41 +75,31 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "stalegangeviction": StaleGangEviction,
 }
 
-# KAI names that a configuration may list but that this version does not run yet; they are skipped
-# and reported, so that a KAI configuration loads unchanged.
-NOT_YET_AVAILABLE: Final = frozenset({"dynamicresources"})
-
 
 class Scheduler:
     """Validated plugins and actions for a configuration; `run` is one cycle and is pure."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
-        self.skipped: list[str] = []
         for option in config.plugins():
-            if option.name not in PLUGINS and option.name not in NOT_YET_AVAILABLE:
+            if option.name not in PLUGINS:
                 raise ConfigError(
                     f"tiers: unknown plugin {option.name!r} (known: {', '.join(sorted(PLUGINS))})"
                 )
-            if option.name in NOT_YET_AVAILABLE:
-                self.skipped.append(option.name)
-            else:
-                try:
-                    PLUGINS[option.name](option.arguments)
-                except ValueError as error:
-                    raise ConfigError(str(error)) from None
+            try:
+                PLUGINS[option.name](option.arguments)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
         for name in config.actions:
-            if name not in ACTIONS and name not in NOT_YET_AVAILABLE:
+            if name not in ACTIONS:
                 raise ConfigError(f"actions: unknown action {name!r} (known: {', '.join(sorted(ACTIONS))})")
-            if name in NOT_YET_AVAILABLE:
-                self.skipped.append(name)
 
     def _open(
         self, snapshot: ClusterSnapshot, cycle: int, now: float, timings: dict[str, float] | None = None
     ) -> tuple[Session, list[Plugin]]:
         """With `timings`, each plugin's on_session_open is timed into it (plugin -> seconds)."""
         session = Session(snapshot, self.config, cycle=cycle, now=now)
-        options = [o for o in self.config.plugins() if o.name in PLUGINS]
+        options = list(self.config.plugins())
         plugins = [PLUGINS[o.name](o.arguments) for o in options]
         for plugin in plugins:
             began = perf_counter()
@@ -127,11 +119,10 @@ class Scheduler:
         session, plugins = self._open(snapshot, cycle, now, plugin_open)
         opened = mark = perf_counter()
         for name in self.config.actions:
-            if name in ACTIONS:
-                ACTIONS[name]().execute(session)
-                done = perf_counter()
-                action_seconds[name] = action_seconds.get(name, 0.0) + done - mark
-                mark = done
+            ACTIONS[name]().execute(session)
+            done = perf_counter()
+            action_seconds[name] = action_seconds.get(name, 0.0) + done - mark
+            mark = done
         closing = mark = perf_counter()
         for plugin in plugins:
             plugin.on_session_close(session)

@@ -51,11 +51,6 @@ class CycleDriver:
         self.cache = cache
         self.usage = usage
 
-    @property
-    def skipped(self) -> list[str]:
-        """Plugin and action names of the configuration that are accepted but not built here."""
-        return self.scheduler.skipped
-
     def run(self, cycle: int, now: float) -> CycleOutcome:
         started = time.perf_counter()
         queue_usage = self.usage.before_cycle(now) if self.usage is not None else None

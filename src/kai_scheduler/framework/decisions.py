@@ -5,14 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kai_scheduler.api.objects import AllocationResult
+
 DecisionType = Literal["bind", "pipeline", "evict"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """A DRA claim of a pod being bound and the devices it gets, as KAI's BindRequest carries it
+    (`resourceClaimAllocations`): the binder writes the allocation into the claim before the bind."""
+
+    name: str  # the pod's name for the claim (`spec.resourceClaims[].name`)
+    claim: str  # the ResourceClaim, namespace/name
+    allocation: AllocationResult
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     """One bind, pipeline or evict, with the action that took it and a reason a person can read.
 
-    `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict)."""
+    `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict); `claims` the DRA
+    claims a bound pod gets, with their devices."""
 
     action: str
     type: DecisionType
@@ -20,6 +33,7 @@ class Decision:
     node: str
     gpu_groups: tuple[str, ...]
     reason: str
+    claims: tuple[ClaimAllocation, ...] = ()
 
 
 @dataclass(slots=True)

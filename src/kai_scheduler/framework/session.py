@@ -63,6 +63,8 @@ QueueOrderKey = Callable[[QueueInfo, JobInfo | None], tuple[Any, ...]]
 # Chooses the shared GPUs for a pod on a node: existing groups, or None for "open a new one".
 GpuChooser = Callable[[NodeTable, int, float, int, bool], list[GpuGroup | None]]
 TaskHandler = Callable[[TaskInfo], None]
+# Why a pod cannot be scheduled at all, whatever the node (None: it may be): KAI's PrePredicate.
+PrePredicate = Callable[[TaskInfo], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ class ExtensionPoints:
     podset_order: list[Callable[[PodSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
+    pre_predicates: list[PrePredicate] = field(default_factory=list)
     task_predicates: list[NamedPredicate] = field(default_factory=list)
     node_scorers: list[NodeScorer] = field(default_factory=list)
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
@@ -313,6 +316,8 @@ class Session:
 
     def candidate_nodes(self, task: TaskInfo) -> BoolArray:
         """Nodes where the task could run now or once releasing pods are gone."""
+        if self.points.pre_predicates and self._pre_predicate_failure(task) is not None:
+            return np.zeros(self.snapshot.nodes.size, dtype=np.bool_)
         # Resources first: they are kept per request across pods and rule out most nodes of a busy
         # cluster, so the per-pod predicates (pod affinity, host ports) often need not run at all.
         ok = self._static(task.placement)[0] & self.snapshot.nodes.fit(task.request, soon=True)
@@ -388,6 +393,8 @@ class Session:
         stays the same: the answer depends on the usage, the request, the placement constraints, and
         what the task predicates read of the pod (`NamedPredicate.depends_on`)."""
         nodes = self.snapshot.nodes
+        if self.points.pre_predicates and (failure := self._pre_predicate_failure(task)) is not None:
+            return failure
         if self.allowed is not None:
             return self._explain_no_fit(task)
         key = (
@@ -402,6 +409,13 @@ class Session:
                 self._explanations.clear()
             explained = self._explanations[key] = self._explain_no_fit(task)
         return explained
+
+    def _pre_predicate_failure(self, task: TaskInfo) -> str | None:
+        for check in self.points.pre_predicates:
+            failure = check(task)
+            if failure is not None:
+                return failure
+        return None
 
     def _pod_readers(self) -> list[Callable[[TaskInfo], Hashable]]:
         """The `depends_on` of the task predicates that have one (fixed once the session is open)."""

@@ -161,8 +161,11 @@ def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | Non
     return TopologyConstraint(spec.topology, spec.required_topology_level, spec.preferred_topology_level)
 
 
-def build_node_table(nodes: list[Node]) -> NodeTable:
+def build_node_table(nodes: list[Node], dra_gpus: Mapping[str, int] | None = None) -> NodeTable:
+    """The nodes as columns; `dra_gpus` (node name -> GPUs its ResourceSlices publish) join the nodes'
+    GPUs, as KAI adds them to a node's allocatable GPUs."""
     nodes = sorted(nodes, key=lambda n: n.metadata.name)
+    extra = dra_gpus or {}
     scalar_names = sorted({name for n in nodes for name in n.status.allocatable if name not in _NOT_SCALAR})
     scalars = np.zeros((len(nodes), len(scalar_names)))
     for i, node in enumerate(nodes):
@@ -183,7 +186,9 @@ def build_node_table(nodes: list[Node]) -> NodeTable:
         cpu=np.array([_quantity(n, c.CPU_RESOURCE) * 1000 for n in nodes], dtype=np.float64),
         memory=np.array([_quantity(n, c.MEMORY_RESOURCE) for n in nodes], dtype=np.float64),
         pods=np.array([_quantity(n, c.PODS_RESOURCE, _DEFAULT_MAX_PODS) for n in nodes], dtype=np.float64),
-        gpus=np.array([_quantity(n, c.GPU_RESOURCE) for n in nodes], dtype=np.float64),
+        gpus=np.array(
+            [_quantity(n, c.GPU_RESOURCE) + extra.get(n.metadata.name, 0) for n in nodes], dtype=np.float64
+        ),
         gpu_memory_mib=np.array([_gpu_memory_mib(n) for n in nodes], dtype=np.float64),
         mig_mode=np.array([_mig_mode(n) for n in nodes], dtype=np.int8),
         scalar_names=scalar_names,

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import Node, Queue, Topology
+from kai_scheduler.api.objects import DeviceClass, Node, Pod, Queue, ResourceClaim, ResourceSlice, Topology
 from kai_scheduler.model.builder import (
     PodDerivations,
     build_node_table,
@@ -42,6 +42,7 @@ from kai_scheduler.model.builder import (
     task_status,
     waiting_reason,
 )
+from kai_scheduler.model.dra_cache import Derived, DraInputs
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.resources import PodRequest, Resources
@@ -75,6 +76,7 @@ class ClusterCache:
         self._topologies: list[Topology] = []
         self._priorities = Priorities()
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
+        self._dra = DraInputs()  # claims, slices, device classes; which pods use which claims
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
         self._job_times: dict[str, JobTimes] = {}
@@ -119,6 +121,8 @@ class ClusterCache:
         cache.set_topologies(state.topologies)
         cache.set_priorities(Priorities(state.priority_classes, state.default_priority))
         cache.set_namespace_labels(state.namespace_labels)
+        cache.set_dra(state.resource_slices, state.device_classes, enabled=state.dra_enabled)
+        cache.set_claims(state.resource_claims)
         for group in state.pod_groups:
             cache.upsert_pod_group(group)
         for pod in state.pods:
@@ -156,6 +160,38 @@ class ClusterCache:
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self._namespace_labels = labels
+
+    def set_dra(
+        self, slices: Sequence[ResourceSlice], classes: Sequence[DeviceClass], *, enabled: bool = True
+    ) -> None:
+        """The ResourceSlices and DeviceClasses; `enabled`: whether the cluster serves DRA at all."""
+        self._dra.enabled = enabled
+        if self._dra.set_cluster(slices, classes):
+            self._everything_dirty = True  # the nodes' GPUs changed
+
+    # --- deltas: DRA claims ----------------------------------------------------------------------------
+
+    def upsert_claim(self, claim: ResourceClaim) -> None:
+        self._claims_changed(self._dra.upsert_claim(claim))
+
+    def remove_claim(self, key: str) -> None:
+        self._claims_changed(self._dra.remove_claim(key))
+
+    def set_claims(self, claims: Iterable[ResourceClaim]) -> None:
+        """Every ResourceClaim at once (those left out are gone)."""
+        self._claims_changed(self._dra.set_claims(claims))
+
+    def _claims_changed(self, pods: set[str]) -> None:
+        """The pods whose claims changed what they ask for are made again."""
+        for key in pods:
+            job = self._job_of_pod.get(key)
+            if job is not None:
+                self._dirty_jobs.add(job)
+                continue
+            state = self._pods.get(key)
+            if state is not None:  # another scheduler's pod: hold what it asks for now
+                self._unindex(key, state)
+                self._index(key, state)
 
     # --- deltas: pods and pod groups -----------------------------------------------------------------
 
@@ -236,8 +272,17 @@ class ClusterCache:
         else:
             self._running_counts.pop(job, None)
 
+    def _derive(self, pod: Pod) -> Derived:
+        """What a pod asks for (`PodDerivations`), with what its DRA claims ask for."""
+        derived = self.derivations.of(pod)
+        if not pod.spec.resource_claims:
+            return derived
+        return self._dra.derive(pod.key, derived)
+
     def _index(self, key: str, state: PodState) -> None:
         pod = state.pod
+        if pod.spec.resource_claims:
+            self._dra.index_pod(key, pod)
         named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
             group_key = f"{pod.namespace}/{named}"
@@ -252,12 +297,14 @@ class ClusterCache:
         node = self._table.index.get(state.node_name) if state.node_name else None
         if node is not None and state.phase not in _FINISHED:
             self._foreign[key] = node
-            request = self.derivations.of(pod)[0]
+            request = self._derive(pod)[0]
             self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
         self._foreign_dirty = True
 
     def _unindex(self, key: str, state: PodState) -> None:
         pod = state.pod
+        if pod.spec.resource_claims:
+            self._dra.unindex_pod(key)
         named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
             group_key = f"{pod.namespace}/{named}"
@@ -339,6 +386,7 @@ class ClusterCache:
             namespace_labels=self._namespace_labels,
             # `_base_reasons` holds exactly the jobs that have a topology constraint (see `_rebuild_job`).
             topology_jobs=frozenset(self._base_reasons),
+            dra=self._dra.snapshot(self._table, self._job_of_pod) if self._dra.active else None,
         )
         return snapshot
 
@@ -406,13 +454,20 @@ class ClusterCache:
             job_times=dict(self._job_times),
             topologies=list(self._topologies),
             namespace_labels=self._namespace_labels,
+            resource_claims=list(self._dra.claims.values()),
+            resource_slices=list(self._dra.slices),
+            device_classes=list(self._dra.classes),
+            dra_enabled=self._dra.enabled,
         )
+
+    def claim(self, key: str) -> ResourceClaim | None:
+        return self._dra.claims.get(key)
 
     # --- rebuilding --------------------------------------------------------------------------------------
 
     def _rebuild_everything(self) -> None:
         self._everything_dirty = False
-        self._table = build_node_table(list(self._nodes.values()))
+        self._table = build_node_table(list(self._nodes.values()), self._dra.gpus_per_node)
         table = self._table
         ready = np.array([spec.ready for spec in table.specs], dtype=np.bool_)
         self._ready_capacity = Resources(
@@ -436,7 +491,7 @@ class ClusterCache:
             node = table.index.get(state.node_name) if state.node_name else None
             if node is not None and state.phase not in _FINISHED:
                 self._foreign[key] = node
-                request = self.derivations.of(state.pod)[0]
+                request = self._derive(state.pod)[0]
                 self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
         self._dirty_jobs = set(self._ours_by_job) | set(self._groups)
         self._dirty_nodes = set(range(table.size))
@@ -513,7 +568,7 @@ class ClusterCache:
             nominated = self._nominated.get(state.pod.key)
             if nominated is not None:
                 state = replace(state, nominated_node=nominated[0], nominated_gpu_groups=nominated[1])
-            task = make_task(state, job, self.derivations.of(state.pod), index)
+            task = make_task(state, job, self._derive(state.pod), index)
             if task is not None:
                 job.tasks.append(task)
                 task.podset.tasks.append(task)
@@ -595,7 +650,7 @@ class ClusterCache:
         table = self._table
         for state in sorted((self._pods[key] for key in self._foreign), key=lambda p: p.rank):
             node = self._foreign[state.pod.key]
-            request, _, host_ports = self.derivations.of(state.pod)
+            request, _, host_ports = self._derive(state.pod)
             if host_ports:
                 ports.append((node, host_ports))
             if table.specs[node].ready:  # a node that is not ready adds no capacity to take from

@@ -79,9 +79,11 @@ class Resources:
 class PodRequest:
     """What one pod needs from a node, split the way placement needs it.
 
-    `whole_gpus` are `nvidia.com/gpu` devices; `gpu_portion` / `gpu_memory_mib` describe a shared-GPU
-    request on `gpu_devices` devices (KAI's gpu-fraction / gpu-memory / gpu-fraction-num-devices);
-    `scalars` are every other countable resource (MIG instances, hugepages, vendor devices).
+    `whole_gpus` are whole GPUs taken from the node's GPUs: `nvidia.com/gpu` devices, plus `dra_gpus`, the
+    GPUs the pod's DRA claims ask for (KAI counts those as whole GPUs, on nodes whose GPUs come from
+    ResourceSlices); `gpu_portion` / `gpu_memory_mib` describe a shared-GPU request on `gpu_devices`
+    devices (KAI's gpu-fraction / gpu-memory / gpu-fraction-num-devices); `scalars` are every other
+    countable resource (MIG instances, hugepages, vendor devices).
     """
 
     cpu: float = 0.0
@@ -91,6 +93,7 @@ class PodRequest:
     gpu_memory_mib: int = 0
     gpu_devices: int = 0
     scalars: tuple[tuple[str, float], ...] = ()
+    dra_gpus: int = 0
     # Requests key the node table's fit masks, looked up several times per pod: hash the fields once.
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
@@ -103,6 +106,11 @@ class PodRequest:
     @property
     def is_shared_gpu(self) -> bool:
         return self.gpu_devices > 0
+
+    @property
+    def device_plugin_gpus(self) -> bool:
+        """Whether the pod asks for GPUs of the device plugin (`nvidia.com/gpu` or a shared GPU)."""
+        return self.whole_gpus > self.dra_gpus or self.is_shared_gpu
 
     @property
     def mig_instances(self) -> tuple[tuple[str, float], ...]:
@@ -142,12 +150,15 @@ class PodRequest:
             self.gpu_memory_mib,
             self.gpu_devices,
             self.scalars,
+            self.dra_gpus,
         )
 
     def describe(self) -> str:
         parts = []
-        if self.whole_gpus:
-            parts.append(f"{self.whole_gpus} GPU")
+        if self.whole_gpus > self.dra_gpus:
+            parts.append(f"{self.whole_gpus - self.dra_gpus} GPU")
+        if self.dra_gpus:
+            parts.append(f"{self.dra_gpus} GPU as DRA claims")
         if self.gpu_portion:
             parts.append(f"{self.gpu_portion:g} of {self.gpu_devices} GPU")
         if self.gpu_memory_mib:

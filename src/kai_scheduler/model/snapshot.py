@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kai_scheduler.api.objects import Node, Pod, PodGroup, Queue, Topology
+from kai_scheduler.api.objects import (
+    DeviceClass,
+    Node,
+    Pod,
+    PodGroup,
+    Queue,
+    ResourceClaim,
+    ResourceSlice,
+    Topology,
+)
+from kai_scheduler.model.dra import DraSnapshot
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
@@ -67,6 +77,12 @@ class ClusterState:
     # Namespaces; the simulator has none, so there a namespace carries only `kubernetes.io/metadata.name`
     # (which the matching adds to every namespace, see `model.matching.namespace_labels`).
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Dynamic Resource Allocation: the claims (with their status), the devices the slices publish and the
+    # device classes; `dra_enabled` is False when the cluster does not serve resource.k8s.io.
+    resource_claims: Sequence[ResourceClaim] = ()
+    resource_slices: Sequence[ResourceSlice] = ()
+    device_classes: Sequence[DeviceClass] = ()
+    dra_enabled: bool = True
 
 
 @dataclass(eq=False)
@@ -93,6 +109,8 @@ class ClusterSnapshot:
     # Our tasks with inter-pod (anti-)affinity rules (whatever their status), as the cache keeps them:
     # usually none, and then nothing needs to track where pods are.
     pod_affinity_tasks: list[TaskInfo] = field(default_factory=list)
+    # DRA devices and claims; None when the cluster has no DRA objects and no pod with claims.
+    dra: DraSnapshot | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject
@@ -42,7 +42,6 @@ class SimulationResult:
     fair_share: dict[str, tuple[float, float, float]]
     # Why each job that still has pending pods waits, as of the last cycle that considered it.
     reasons: dict[str, str]
-    skipped: list[str] = field(default_factory=list)
 
 
 class Simulation:
@@ -91,7 +90,6 @@ class Simulation:
             time=self._final_time(records),
             fair_share=fair_share,
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
-            skipped=self.driver.skipped,
         )
 
     def _out_of_cycles(self, now: float, cycles: int) -> bool:

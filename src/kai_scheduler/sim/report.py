@@ -20,7 +20,7 @@ def _num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}"
 
 
-def render(document: dict[str, Any], console: Console, *, title: str, skipped: list[str]) -> None:
+def render(document: dict[str, Any], console: Console, *, title: str) -> None:
     summary = document["summary"]
     pods = summary["pods"]
     gpu = summary["gpu"]
@@ -31,8 +31,6 @@ def render(document: dict[str, Any], console: Console, *, title: str, skipped: l
         f"pods: {pods['Running']} running, {pods['Pending']} pending, {pods['Succeeded']} succeeded, "
         f"{pods['Failed']} failed; GPUs: {_num(gpu['allocated'])} of {_num(gpu['capacity'])} allocated"
     )
-    if skipped:
-        console.print(f"[dim]not available in this version, skipped: {', '.join(sorted(set(skipped)))}[/dim]")
     console.print(_queues_table(document))
     timeline = _timeline_table(document)
     if timeline is not None:

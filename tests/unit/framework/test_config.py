@@ -142,11 +142,11 @@ def test_bad_plugin_arguments_are_named(plugin: dict[str, Any], words: str) -> N
         Scheduler(_config([plugin]))
 
 
-def test_kai_names_not_yet_implemented_are_accepted_and_reported_as_skipped() -> None:
+def test_every_plugin_and_action_of_kais_default_configuration_is_built() -> None:
     from kai_scheduler.scheduler import ACTIONS, PLUGINS
 
     config = SchedulerConfig()
-    scheduler = Scheduler(config)
-    names = [p.name for p in config.plugins()] + list(config.actions)
-    assert set(scheduler.skipped) == {name for name in names if name not in PLUGINS and name not in ACTIONS}
-    assert "allocate" not in scheduler.skipped
+    Scheduler(config)
+    assert [p.name for p in config.plugins() if p.name not in PLUGINS] == []
+    assert [name for name in config.actions if name not in ACTIONS] == []
+    assert "dynamicresources" in [p.name for p in config.plugins()]
