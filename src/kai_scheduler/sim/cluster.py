@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.api.objects import (
+    ApiObject,
+    DeviceClass,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    Topology,
+)
 from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.builder import job_key_of
@@ -19,6 +31,7 @@ from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.sim.claims import SimClaims, made_claims
 
 # Objects without a creation timestamp are created just before second 0, in input order.
 _BEFORE_START = -1e-9
@@ -62,6 +75,7 @@ class SimCluster:
         topologies: list[Topology],
         pod_groups: list[tuple[PodGroup, int, float]],  # object, rank, arrival
         pods: list[SimPod],
+        dra: SimDra | None = None,
     ) -> None:
         self.nodes = nodes
         self.queues = queues
@@ -79,6 +93,11 @@ class SimCluster:
         self.cache.set_queues(queues)
         self.cache.set_topologies(topologies)
         self.cache.set_priorities(priorities)
+        dra = dra or SimDra()
+        self.cache.set_dra(dra.slices, dra.classes)
+        self.claims = SimClaims(self.cache, dra.claims)
+        for key, made in dra.made.items():
+            self.claims.expect(key, made)
         self._by_key = {pod.key: pod for pod in pods}
         # Arrivals not admitted yet, latest first (popped from the end).
         self._arrivals: list[tuple[float, int, SimPod | PodGroupState]] = sorted(
@@ -103,6 +122,7 @@ class SimCluster:
             if isinstance(item, PodGroupState):
                 self.cache.upsert_pod_group(item)
             else:
+                self.claims.arrived(item.key)
                 self._update(item)
                 if item.finish_at is not None:
                     heapq.heappush(self._finishing, (item.finish_at, id(item), item))
@@ -140,6 +160,8 @@ class SimCluster:
             pod = self._by_key[decision.pod]
             if decision.type == "bind":
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
+                if decision.claims:
+                    self.claims.bound(pod.pod, decision.claims)
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at = self.now
                 pod.finish_at = None if pod.duration is None else self.now + pod.duration
@@ -156,6 +178,8 @@ class SimCluster:
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
                 pod.evictions += 1
+                if pod.pod.spec.resource_claims:
+                    self.claims.released(pod.pod)
             self._update(pod)
         self.cache.nominate(pipelined)
 
@@ -166,6 +190,8 @@ class SimCluster:
             return
         self._terminating = [p for p in self._terminating if p.arrival > self.now]
         for pod in gone:
+            if pod.pod.spec.resource_claims:
+                self.claims.released(pod.pod, gone=True)
             self.cache.remove_pod(pod.key)
             del self._by_key[pod.key]
         gone_ids = {id(pod) for pod in gone}
@@ -176,6 +202,8 @@ class SimCluster:
             finish_at, _, pod = heapq.heappop(self._finishing)
             if pod.phase == "Running" and pod.finish_at == finish_at:
                 pod.phase, pod.finish_at = "Succeeded", None
+                if pod.pod.spec.resource_claims:
+                    self.claims.released(pod.pod)
                 self._update(pod)
 
     def next_event_after(self, time: float) -> float | None:
@@ -206,6 +234,16 @@ class SimCluster:
 
     def has_future_events(self) -> bool:
         return self.next_event_after(self.now) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SimDra:
+    """The DRA objects of the input, and the claims made for pods from templates (by pod key)."""
+
+    slices: Sequence[ResourceSlice] = ()
+    classes: Sequence[DeviceClass] = ()
+    claims: Sequence[ResourceClaim] = ()
+    made: dict[str, list[ResourceClaim]] = field(default_factory=dict)
 
 
 def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
@@ -242,7 +280,15 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
     # One rank space for pods and pod groups: a bare pod's implicit group takes the pod's rank.
     everything = sorted([key for key, _, _ in ranked_groups] + [key for key, _, _ in ranked_pods])
     rank_of = {key: i for i, key in enumerate(everything)}
-    pods = [_sim_pod(pod, rank_of[key], arrival) for key, pod, arrival in ranked_pods]
+    claims = [o for o in objects if isinstance(o, ResourceClaim)]
+    templates = {o.key: o for o in objects if isinstance(o, ResourceClaimTemplate)}
+    taken = {claim.key for claim in claims}
+    made: dict[str, list[ResourceClaim]] = {}
+    pods = []
+    for key, pod, arrival in ranked_pods:
+        if pod.spec.resource_claims:
+            pod, made[pod.key] = made_claims(pod, templates, taken)
+        pods.append(_sim_pod(pod, rank_of[key], arrival))
     _name_unlabelled_gpus(pods, nodes)
     cluster = SimCluster(
         nodes=nodes,
@@ -251,6 +297,12 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
         topologies=topologies,
         pod_groups=[(pg, rank_of[key], arrival) for key, pg, arrival in ranked_groups],
         pods=pods,
+        dra=SimDra(
+            slices=[o for o in objects if isinstance(o, ResourceSlice)],
+            classes=[o for o in objects if isinstance(o, DeviceClass)],
+            claims=claims,
+            made={key: claims for key, claims in made.items() if claims},
+        ),
     )
     for _, pod_group, _ in ranked_groups:
         # KAI's bookkeeping on a PodGroup, as a live cluster's (or a snapshot of one) carries it.

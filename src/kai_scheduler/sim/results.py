@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
+from kai_scheduler.api.objects import AllocationResult, ResourceClaim
 from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
+from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.sim.engine import SimulationResult
@@ -37,6 +39,7 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
     numbers = _status_numbers(result, snapshot)
     cluster = result.cluster
     nodes = snapshot.nodes
+    claims = list(cluster.claims.claims.values())
     pods = []
     phases = dict.fromkeys(PHASES, 0)
     gpu_allocated = 0.0
@@ -88,11 +91,40 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
                 "node": d.node,
                 "gpuGroups": list(d.gpu_groups),
                 "reason": d.reason,
+                **({"resourceClaims": [_claim_allocation(a) for a in d.claims]} if d.claims else {}),
             }
             for record in result.cycles
             for d in record.decisions
         ],
         "cycleSeconds": [record.seconds for record in result.cycles],
+        # Only where there are DRA claims: the document of any other input is as it always was.
+        **({"resourceClaims": [_claim(claim) for claim in claims]} if claims else {}),
+    }
+
+
+def _devices(allocation: AllocationResult | None) -> list[dict[str, str]]:
+    if allocation is None:
+        return []
+    return [
+        {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+        for r in allocation.devices.results
+    ]
+
+
+def _claim_allocation(allocation: ClaimAllocation) -> dict[str, Any]:
+    """A bind decision's claim: the pod's name for it, the ResourceClaim, the devices it gets."""
+    return {"name": allocation.name, "claim": allocation.claim, "devices": _devices(allocation.allocation)}
+
+
+def _claim(claim: ResourceClaim) -> dict[str, Any]:
+    """A ResourceClaim as the run leaves it: its devices (none: unallocated) and the pods it is reserved
+    for."""
+    return {
+        "namespace": claim.namespace,
+        "name": claim.metadata.name,
+        "allocated": claim.status.allocation is not None,
+        "devices": _devices(claim.status.allocation),
+        "reservedFor": [r.name for r in claim.status.reserved_for if r.resource == "pods"],
     }
 
 
@@ -107,7 +139,10 @@ def _status_numbers(result: SimulationResult, snapshot: ClusterSnapshot) -> dict
             continue
         node = nodes.index.get(sim_pod.node) if sim_pod.node is not None else None
         memory = float(nodes.gpu_memory_mib[node]) if node is not None else 0.0
-        request = derivations.of(pod)[0]
+        task = snapshot.tasks.get(sim_pod.key)
+        # The task's request has what the pod's DRA claims ask for; a pod without a task has no claims
+        # that could count (it is not scheduled).
+        request = task.request if task is not None else derivations.of(pod)[0]
         facts.setdefault(sim_pod.job_key, []).append(
             PodFacts(sim_pod.phase, node is not None, memory, request)
         )
