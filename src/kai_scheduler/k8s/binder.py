@@ -19,6 +19,8 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    Each GPU group gets a reservation pod, as in KAI (see
    "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
    (comma-separated, one per device); with reservation off, the GPU group id stands in for it.
+   DRA claims (`resourceClaimAllocations`): each claim is reserved for the pod and gets its allocation
+   unless it has one (`claim_binding.py`, KAI's dynamicresources PreBind).
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
 4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
@@ -65,6 +67,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels
 from kai_scheduler.api.manifests import InvalidField
 from kai_scheduler.k8s.admission import fraction_container_index, shared_gpu_config_maps
+from kai_scheduler.k8s.claim_binding import bind_claims
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
     CONFIG_MAPS,
@@ -347,14 +350,16 @@ class Binder:
         bound_to = (pod.get("spec") or {}).get("nodeName")
         if bound_to == node:
             # An earlier attempt bound it (a lost answer, a lost status update, a restart): make sure the
-            # pod has its GPUs (a rollback may have run since), and do not bind again.
+            # pod has its GPUs (a rollback may have run since) and its claims, and do not bind again.
             await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
+            await self._bind_claims(request, pod)
             self.stats.already_bound += 1
             return f"pod was bound to {node} already"
         if bound_to:
             raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             raise BindFailure("pod is being deleted", final=True)
+        await self._bind_claims(request, pod)
         annotations: dict[str, str] | None = None
         if _shares_gpus(resource_type, groups):
             await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
@@ -375,6 +380,13 @@ class Binder:
             raise BindFailure(f"binding conflict: {error.message}") from error
         self.stats.binds += 1
         return ""
+
+    async def _bind_claims(self, request: JsonObject, pod: JsonObject) -> None:
+        """DRA: the claims' allocations are written before the pod is bound (KAI's PreBind)."""
+        if (request.get("spec") or {}).get("resourceClaimAllocations"):
+            failure = await bind_claims(self.client, request, pod)
+            if failure is not None:
+                raise BindFailure(failure)
 
     async def _hand_gpus(
         self,

@@ -42,6 +42,9 @@ QUEUES = ResourceKind("scheduling.run.ai", "v2", "Queue", "queues", False)
 POD_GROUPS = ResourceKind("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups", True)
 BIND_REQUESTS = ResourceKind("scheduling.run.ai", "v1alpha2", "BindRequest", "bindrequests", True)
 TOPOLOGIES = ResourceKind("kai.scheduler", "v1alpha1", "Topology", "topologies", False)
+RESOURCE_CLAIMS = ResourceKind("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True)
+RESOURCE_SLICES = ResourceKind("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False)
+DEVICE_CLASSES = ResourceKind("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,12 +31,15 @@ from typing import Any
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
+    DEVICE_CLASSES,
     NAMESPACES,
     NODES,
     POD_GROUPS,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     TOPOLOGIES,
     ApiStatusError,
     JsonObject,
@@ -443,12 +446,15 @@ CONTROLLER_KINDS: tuple[ResourceKind, ...] = (
 )
 """What the binder, the pod grouper and the status controllers watch (`components.py`)."""
 
-SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES)
-OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES})
+DRA_KINDS: tuple[ResourceKind, ...] = (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES)
+SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES, *DRA_KINDS)
+OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES, *DRA_KINDS})
 """Kinds the scheduler can do without: a ClusterRole that may not list them (an older chart) costs only
-namespaceSelector matching by label, not the scheduler's readiness."""
+namespaceSelector matching by label (Namespaces), or DRA (resource.k8s.io), not the scheduler's
+readiness."""
 """The scheduler also watches Namespaces: their labels are what pod (anti-)affinity's namespaceSelector
-matches (`state.py`). Only the scheduler's ClusterRole may list them."""
+matches (`state.py`); and DRA's claims, slices and device classes (`dra_state.py`). Only the scheduler's
+ClusterRole may list them."""
 
 
 class InformerSet:

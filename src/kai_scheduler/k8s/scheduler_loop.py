@@ -7,7 +7,8 @@ its decisions through the API, as KAI's scheduler does:
 * bind -> a `BindRequest` (scheduling.run.ai/v1alpha2) named after the pod, in its namespace, owned by
   the pod (so that it goes when the pod goes), labelled `selected-node=<node>`, with `podName`,
   `selectedNode`, `receivedResourceType` (Regular | Fraction | MigInstance), `receivedGPU {count,
-  portion "%.2f"}`, `selectedGPUGroups` and `backoffLimit`. The binder does the binding. A BindRequest is
+  portion "%.2f"}`, `selectedGPUGroups`, `backoffLimit` and, for a pod with DRA claims,
+  `resourceClaimAllocations` (each claim's devices). The binder does the binding. A BindRequest is
   never created twice for one pod: a pod with an outstanding BindRequest counts as bound (state.py), one
   just requested is remembered until the informer shows it, and 409 AlreadyExists means it is done. A
   Failed BindRequest, or one left from an earlier pod of the same name, is replaced.
@@ -52,7 +53,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.bookkeeping import next_job_times
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.decisions import ClaimAllocation, Decision, SessionResult
 from kai_scheduler.k8s.binder import Binder, GpuReservation
 from kai_scheduler.k8s.client import (
     BIND_REQUESTS,
@@ -80,6 +81,7 @@ from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, JobTimes
+from kai_scheduler.model.state_export import dump as dump_model
 from kai_scheduler.model.usage import UsageRecorder
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,11 @@ def reason_of(message: str) -> str:
     return head if head in KNOWN_REASONS else DEFAULT_REASON
 
 
+def claim_allocation_json(allocation: ClaimAllocation) -> JsonObject:
+    """One `resourceClaimAllocations` entry of a BindRequest: the pod's claim name, the AllocationResult."""
+    return {"name": allocation.name, "allocation": dump_model(allocation.allocation)}
+
+
 def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) -> tuple[str, int, str]:
     """(receivedResourceType, receivedGPU.count, receivedGPU.portion) for a pod placed on `node`:
     Fraction: the number of shared devices and the portion of each; MigInstance: the number of instances
@@ -135,7 +142,9 @@ def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) ->
         return ("Fraction", request.gpu_devices, f"{min(portion, 1.0):.2f}")
     if request.mig_instances and not request.whole_gpus:
         return ("MigInstance", int(sum(n for _, n in request.mig_instances)), "1.00")
-    return ("Regular", request.whole_gpus, "1.00" if request.whole_gpus else "0.00")
+    # GPUs of DRA claims are not the device plugin's: the BindRequest counts only those (as KAI's).
+    devices = request.whole_gpus - request.dra_gpus
+    return ("Regular", devices, "1.00" if devices else "0.00")
 
 
 class _PrometheusSource:
@@ -373,6 +382,11 @@ class SchedulerLoop:
                 "receivedGPU": {"count": count, "portion": portion},
                 "selectedGPUGroups": list(decision.gpu_groups),
                 "backoffLimit": self.backoff_limit,
+                **(
+                    {"resourceClaimAllocations": [claim_allocation_json(a) for a in decision.claims]}
+                    if decision.claims
+                    else {}
+                ),
             },
         }
 
@@ -418,7 +432,7 @@ class SchedulerLoop:
                 ):
                     return  # done before (a lost answer, another replica): never twice
                 await self._delete_bind_request(namespace, name)
-        self.binding[decision.pod] = (uid, Placed(decision.node, decision.gpu_groups))
+        self.binding[decision.pod] = (uid, Placed(decision.node, decision.gpu_groups, decision.claims))
         report.bind_requests.append(decision.pod)
 
     async def _get_bind_request(self, namespace: str, name: str) -> JsonObject | None:

@@ -61,7 +61,9 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
 from kai_scheduler.cluster.ranks import CreationRanks
+from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.client import JsonObject
+from kai_scheduler.k8s.dra_state import DraFeed
 from kai_scheduler.k8s.informers import (
     POD_INDEX,
     POD_NODE_INDEX,
@@ -110,10 +112,12 @@ class SessionClock:
 
 @dataclass(frozen=True, slots=True)
 class Placed:
-    """A node and the shared GPUs on it: a pipelined pod's nomination, or a bind not yet seen."""
+    """A node and the shared GPUs on it: a pipelined pod's nomination, or a bind not yet seen (with the
+    DRA claims it allocates)."""
 
     node: str
     gpu_groups: tuple[str, ...] = ()
+    claims: tuple[ClaimAllocation, ...] = ()
 
 
 class LiveState:
@@ -251,7 +255,8 @@ def _schema_only(kind: type[M]) -> Callable[[JsonObject, str], M]:
 # A pod's (and a PodGroup's) model is made of its metadata and spec; what changes while it runs is read
 # from the object itself (`_pod_facts`: spec.nodeName, status.phase, the GPU-group labels,
 # deletionTimestamp) or by no one (the resourceVersion, managed fields, the rest of the status; a PodGroup's
-# model has no status at all). A pod's model keeps `status.phase` and `spec.nodeName` as first parsed:
+# model has no status at all; of a pod's status only `resourceClaimStatuses` counts: where the DRA claims
+# made from its templates are). A pod's model keeps `status.phase` and `spec.nodeName` as first parsed:
 # nothing reads them there (the state export takes both from `PodState`).
 _METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
 _POD_PHASES = frozenset(get_args(PodPhase))
@@ -259,6 +264,10 @@ _POD_PHASES = frozenset(get_args(PodPhase))
 
 def _model_input(obj: JsonObject) -> JsonObject:
     view = {key: value for key, value in obj.items() if key != "status"}
+    status = obj.get("status")
+    made = status.get("resourceClaimStatuses") if isinstance(status, dict) else None
+    if made:  # the claims made from the pod's templates: where its DRA claims are
+        view["status"] = {"resourceClaimStatuses": made}
     meta = view.get("metadata")
     if isinstance(meta, dict):
         view["metadata"] = {key: value for key, value in meta.items() if key not in _METADATA_UNREAD}
@@ -336,6 +345,7 @@ class StateBuilder:
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
         self._topologies = _Parsed("topology", _checked(Topology))
         self.cache = ClusterCache()
+        self._dra = DraFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
         self._pod_objects: dict[str, JsonObject] = {}
@@ -410,6 +420,7 @@ class StateBuilder:
         if self._cluster_dirty:
             self._cluster_dirty = False
             self._update_cluster_scoped()
+        self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
         self._update_groups()
         self._update_pods()
         cache = self.cache

@@ -71,6 +71,8 @@ class DraInputs:
         """A claim added or changed; returns the pods to make again."""
         key = claim.key
         previous = self.claims.get(key)
+        if previous is claim:
+            return set()
         self.claims[key] = claim
         if (
             previous is not None

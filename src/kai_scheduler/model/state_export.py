@@ -15,7 +15,10 @@ themselves (camelCase, fields left at their defaults omitted), following the sim
   `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), which the simulator reads back on the same clock.
 * PriorityClasses: every class of the state except KAI's built-in four at their usual values, and the
   class that sets the default priority (`globalDefault`) when it is not the usual one.
-* Queues, Nodes and Topologies as they are.
+* Queues, Nodes and Topologies as they are; DRA's DeviceClasses, ResourceSlices and ResourceClaims too,
+  claims with their allocation and `reservedFor` (a claim that live mode sees allocated through an
+  outstanding BindRequest carries that allocation). Pods keep `status.resourceClaimStatuses`, so a
+  replay finds each template's claim instead of making a new one.
 * Creation order: pods and PodGroups share one rank space (a bare pod's implicit PodGroup takes the pod's
   rank), queues have their own order. Both are kept: the items are written in that order, and creation
   timestamps are made non-decreasing along it (an object older than its predecessor, or without a
@@ -52,12 +55,14 @@ DEFAULT_PRIORITY_CLASS = "kai-snapshot-default-priority"
 
 def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[JsonDict]:
     """The state's objects as manifests (see the module doc), in the order a `kind: List` should hold
-    them: PriorityClasses, Topologies, Queues, Nodes, then PodGroups and Pods by creation rank."""
+    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, then PodGroups and Pods by creation
+    rank."""
     at = session_instant(origin, now)
     items: list[JsonDict] = [dump(pc) for pc in _priority_classes(state)]
     items += [dump(topology) for topology in state.topologies]
     items += [dump(queue) for queue in _in_creation_order(list(state.queues))]
     items += [dump(node) for node in state.nodes]
+    items += [dump(obj) for obj in (*state.device_classes, *state.resource_slices, *state.resource_claims)]
     ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]

@@ -106,10 +106,11 @@ class DraSession:
     """The devices and claims as one session changes them (see the module doc)."""
 
     def __init__(self, session: Session, dra: DraSnapshot) -> None:
-        self.session = session
+        # The node table, not the session: the session holds this object's methods (no reference cycle).
+        self.nodes = session.snapshot.nodes
         self.dra = dra
         catalog = dra.catalog
-        specs = session.snapshot.nodes.specs
+        specs = self.nodes.specs
         self.free = np.ones(catalog.count, dtype=np.bool_)
         self.claims: dict[str, ClaimState] = {}
         for key, info in dra.claims.items():
@@ -274,13 +275,13 @@ class DraSession:
         chosen = assign_devices(catalog, requests, node, self.free)
         if chosen is None:
             return  # the filter let the node through, so this is not expected; the claims stay as they are
-        name = self.session.snapshot.nodes.names[node]
+        name = self.nodes.names[node]
         start = 0
         for state in claims:
             mine = chosen[start : start + len(state.info.requests)]
             start += len(state.info.requests)
             allocation = allocation_result(catalog, state.info, mine, name)
-            nodes = allocation_nodes(self.session.snapshot.nodes.specs, allocation)
+            nodes = allocation_nodes(self.nodes.specs, allocation)
             self._take(state, allocation, tuple(d for ds in mine for d in ds), nodes)
 
     def _take(

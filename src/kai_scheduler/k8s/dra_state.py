@@ -1,0 +1,210 @@
+"""The live edge's DRA feed: ResourceClaims, ResourceSlices and DeviceClasses from the informers into the
+`ClusterCache`, as KAI's scheduler cache lists them.
+
+* A claim is handed to the cache with its status as the API server has it, except where a BindRequest
+  that is not Failed (of the pod incarnation it names) carries an allocation for it: until the binder
+  has written it, the claim counts as allocated so, and reserved for that pod (KAI's
+  `assumePendingClaims`). So does a BindRequest this process created that the informer has not shown
+  yet (`binding`). Otherwise the devices of a pod being bound could be given to another pod.
+* DRA counts as enabled while the server serves resource.k8s.io ResourceClaims (KAI turns its feature
+  gate on when the API server has the group); a pod with claims on a server without it cannot be
+  scheduled, and says so.
+* Objects are parsed once per resourceVersion; one that does not parse is left out and logged once.
+
+Nothing here runs for a cluster without DRA: the feed is marked dirty only by DRA objects and by
+BindRequests that carry claim allocations.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kai_scheduler.api.objects import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
+from kai_scheduler.framework.decisions import ClaimAllocation
+from kai_scheduler.k8s.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
+from kai_scheduler.k8s.informers import InformerSet, object_key, resource_version
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.dra import reserve_claim
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+# Pod key -> (pod uid, the claims its BindRequest, created by this process, carries).
+BindingClaims = Mapping[str, tuple[str, Sequence[ClaimAllocation]]]
+
+
+class _Models(Generic[M]):
+    """Parsed models by object key, parsed again only when the resourceVersion changes."""
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+        self.entries: dict[str, tuple[str, M | None]] = {}
+
+    def parse_all(self, cache: Mapping[str, JsonObject]) -> list[M]:
+        parsed = []
+        for key, obj in sorted(cache.items()):
+            version = resource_version(obj)
+            entry = self.entries.get(key)
+            if entry is None or entry[0] != version or not version:
+                try:
+                    entry = (version, self.model.model_validate(obj))
+                except ValidationError as error:
+                    log.warning(
+                        "skipping %s %s (resourceVersion %s): %s", self.model.__name__, key, version, error
+                    )
+                    entry = (version, None)
+                self.entries[key] = entry
+            if entry[1] is not None:
+                parsed.append(entry[1])
+        for gone in self.entries.keys() - cache.keys():
+            del self.entries[gone]
+        return parsed
+
+
+class DraFeed:
+    """See the module doc. Made once per `StateBuilder`; `update` before each cycle."""
+
+    def __init__(self, informers: InformerSet) -> None:
+        self.informers = informers
+        self.watching = RESOURCE_CLAIMS in informers
+        self._claims = _Models(ResourceClaim)
+        self._slices = _Models(ResourceSlice)
+        self._classes = _Models(DeviceClass)
+        self._claims_dirty = True
+        self._cluster_dirty = True
+        self._enabled: bool | None = None
+        self._binding: dict[str, tuple[str, tuple[ClaimAllocation, ...]]] = {}
+        # BindRequests that carry claim allocations, and the pods they are for.
+        self._requests: dict[str, str] = {}  # BindRequest key -> pod key
+        if self.watching:
+            self._watch(informers)
+
+    def _watch(self, informers: InformerSet) -> None:
+        def claims_changed(*objs: JsonObject) -> None:
+            self._claims_dirty = True
+
+        def cluster_changed(*objs: JsonObject) -> None:
+            self._cluster_dirty = True
+
+        def request_changed(*objs: JsonObject) -> None:
+            for obj in objs:
+                key = object_key(obj)
+                spec = obj.get("spec") or {}
+                if spec.get("resourceClaimAllocations"):
+                    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+                    self._requests[key] = f"{namespace}/{spec.get('podName') or obj['metadata']['name']}"
+                    self._claims_dirty = True
+                elif self._requests.pop(key, None) is not None:
+                    self._claims_dirty = True
+
+        def request_gone(obj: JsonObject) -> None:
+            if self._requests.pop(object_key(obj), None) is not None:
+                self._claims_dirty = True
+
+        def pod_changed(*objs: JsonObject) -> None:
+            # A pod being bound with claims came, changed (its uid) or went: the overlay may change.
+            if self._requests and object_key(objs[-1]) in self._requests.values():
+                self._claims_dirty = True
+
+        informers[RESOURCE_CLAIMS].add_handler(claims_changed, claims_changed, claims_changed)
+        for kind in (RESOURCE_SLICES, DEVICE_CLASSES):
+            if kind in informers:
+                informers[kind].add_handler(cluster_changed, cluster_changed, cluster_changed)
+        informers.bind_requests.add_handler(request_changed, request_changed, request_gone)
+        informers.pods.add_handler(pod_changed, pod_changed, pod_changed)
+
+    def update(self, cache: ClusterCache, binding: BindingClaims) -> None:
+        """Hand the cache what changed since the last update."""
+        if not self.watching:
+            return
+        enabled = self.informers[RESOURCE_CLAIMS].served
+        memory = {key: (uid, tuple(claims)) for key, (uid, claims) in binding.items() if claims}
+        if self._cluster_dirty or enabled != self._enabled:
+            self._cluster_dirty = False
+            self._enabled = enabled
+            cache.set_dra(self._slices_now(), self._classes_now(), enabled=enabled)
+        if self._claims_dirty or memory != self._binding:
+            self._claims_dirty = False
+            self._binding = memory
+            cache.set_claims(self._claims_now())
+
+    def _slices_now(self) -> list[ResourceSlice]:
+        informer = self.informers.optional(RESOURCE_SLICES)
+        return self._slices.parse_all(informer.cache) if informer is not None else []
+
+    def _classes_now(self) -> list[DeviceClass]:
+        informer = self.informers.optional(DEVICE_CLASSES)
+        return self._classes.parse_all(informer.cache) if informer is not None else []
+
+    def _claims_now(self) -> list[ResourceClaim]:
+        claims = {claim.key: claim for claim in self._claims.parse_all(self.informers[RESOURCE_CLAIMS].cache)}
+        pods = self.informers.pods.cache
+        requests = self.informers.bind_requests.cache
+        for request_key, pod_key in self._requests.items():
+            request, pod = requests.get(request_key), pods.get(pod_key)
+            if request is None or pod is None or not _outstanding(request, pod):
+                continue
+            for entry in (request.get("spec") or {}).get("resourceClaimAllocations") or []:
+                claim_name = pod_claim_name(pod, str(entry.get("name") or ""))
+                allocation = entry.get("allocation")
+                if claim_name is None or not isinstance(allocation, dict):
+                    continue
+                try:
+                    parsed = AllocationResult.model_validate(allocation)
+                except ValidationError:
+                    continue
+                _assume(claims, f"{pod_key.split('/', 1)[0]}/{claim_name}", pod, parsed)
+        for pod_key, (uid, allocations) in self._binding.items():
+            pod = pods.get(pod_key)
+            if pod is None or str((pod.get("metadata") or {}).get("uid") or "") != uid:
+                continue
+            for allocation in allocations:
+                _assume(claims, allocation.claim, pod, allocation.allocation)
+        return list(claims.values())
+
+
+def _assume(
+    claims: dict[str, ResourceClaim], key: str, pod: JsonObject, allocation: AllocationResult
+) -> None:
+    claim = claims.get(key)
+    if claim is not None:
+        meta = pod.get("metadata") or {}
+        claims[key] = reserve_claim(
+            claim, str(meta.get("name") or ""), str(meta.get("uid") or ""), allocation
+        )
+
+
+def _outstanding(request: JsonObject, pod: JsonObject) -> bool:
+    """A BindRequest not Failed, for this very pod incarnation (its owner reference), pod not finished."""
+    if (request.get("status") or {}).get("phase") == "Failed":
+        return False
+    if ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
+        return False
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    owners = [
+        o for o in (request.get("metadata") or {}).get("ownerReferences") or [] if o.get("kind") == "Pod"
+    ]
+    return not owners or any(str(o.get("uid")) == uid for o in owners)
+
+
+def pod_claim_name(pod: JsonObject, name: str) -> str | None:
+    """The ResourceClaim a pod's claim `name` stands for (KAI's `GetResourceClaimName`): the one it names,
+    or the one made from its template (`status.resourceClaimStatuses`)."""
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if entry.get("name") != name:
+            continue
+        if entry.get("resourceClaimName"):
+            return str(entry["resourceClaimName"])
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            if status.get("name") == name and status.get("resourceClaimName"):
+                return str(status["resourceClaimName"])
+        return None
+    return None
+
+
+__all__ = ["BindingClaims", "DraFeed", "pod_claim_name"]
