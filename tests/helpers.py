@@ -11,7 +11,19 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.api.manifests import parse_object
+from kai_scheduler.api.objects import (
+    ApiObject,
+    DeviceClass,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    ResourceClaim,
+    ResourceSlice,
+    Topology,
+)
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.framework.session import Session
@@ -94,7 +106,10 @@ def pod_manifest(
     extra_requests: dict[str, str | int] | None = None,
     task_priority: int | None = None,
     created: str | None = None,
+    claims: dict[str, str] | None = None,
+    claim_templates: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """`claims`: the pod's claim name -> a ResourceClaim it shares; `claim_templates`: -> a template."""
     requests: dict[str, Any] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -142,6 +157,12 @@ def pod_manifest(
         spec["affinity"] = affinity
     if tolerations:
         spec["tolerations"] = tolerations
+    resource_claims = [{"name": k, "resourceClaimName": v} for k, v in (claims or {}).items()]
+    resource_claims += [
+        {"name": k, "resourceClaimTemplateName": v} for k, v in (claim_templates or {}).items()
+    ]
+    if resource_claims:
+        spec["resourceClaims"] = resource_claims
     manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     if phase is not None:
         manifest["status"] = {"phase": phase}
@@ -152,6 +173,115 @@ def pod_manifest(
 
 def pod(name: str, queue: str | None = "q", **kwargs: Any) -> Pod:
     return Pod.model_validate(pod_manifest(name, queue, **kwargs))
+
+
+# --- DRA (resource.k8s.io/v1) ----------------------------------------------------------------------
+
+GPU_DRIVER = "gpu.nvidia.com"
+DRA = "resource.k8s.io/v1"
+
+
+def device_class_manifest(name: str = GPU_DRIVER, *selectors: str) -> dict[str, Any]:
+    """A DeviceClass with CEL `selectors` (none: every device)."""
+    spec = {"selectors": [{"cel": {"expression": e}} for e in selectors]} if selectors else {}
+    return {"apiVersion": DRA, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def resource_slice_manifest(
+    name: str,
+    node: str | None,
+    devices: int | list[dict[str, Any]],
+    *,
+    driver: str = GPU_DRIVER,
+    pool: str | None = None,
+    generation: int = 0,
+    attributes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A slice of `devices` (a count: `gpu-0`, `gpu-1`, ... each with `attributes`) on `node` (None: all
+    nodes)."""
+    if isinstance(devices, int):
+        devices = [
+            {"name": f"gpu-{i}", **({"attributes": attributes} if attributes else {})} for i in range(devices)
+        ]
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "pool": {"name": pool or node or name, "generation": generation},
+        "devices": devices,
+    }
+    if node is None:
+        spec["allNodes"] = True
+    else:
+        spec["nodeName"] = node
+    return {"apiVersion": DRA, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+def claim_spec(
+    count: int = 1, device_class: str = GPU_DRIVER, *selectors: str, all_devices: bool = False
+) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class}
+    if all_devices:
+        exactly["allocationMode"] = "All"
+    else:
+        exactly["count"] = count
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+
+
+def resource_claim_manifest(
+    name: str,
+    count: int = 1,
+    device_class: str = GPU_DRIVER,
+    *selectors: str,
+    namespace: str | None = None,
+    queue: str | None = None,
+    allocated: list[str] | None = None,
+    node: str | None = None,
+    reserved_for: list[str] | None = None,
+    all_devices: bool = False,
+    driver: str = GPU_DRIVER,
+) -> dict[str, Any]:
+    """A claim; `allocated`: device names (of `node`'s pool, of `driver`) it holds."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if queue is not None:
+        metadata["labels"] = {"kai.scheduler/queue": queue}
+    manifest: dict[str, Any] = {
+        "apiVersion": DRA,
+        "kind": "ResourceClaim",
+        "metadata": metadata,
+        "spec": claim_spec(count, device_class, *selectors, all_devices=all_devices),
+    }
+    status: dict[str, Any] = {}
+    if allocated is not None:
+        results = [{"request": "gpu", "driver": driver, "pool": node, "device": d} for d in allocated]
+        selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        status["allocation"] = {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [selector]},
+        }
+    if reserved_for:
+        status["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"uid-{n}"} for n in reserved_for]
+    if status:
+        manifest["status"] = status
+    return manifest
+
+
+def claim_template_manifest(
+    name: str, count: int = 1, device_class: str = GPU_DRIVER, *selectors: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": claim_spec(count, device_class, *selectors)},
+    }
+
+
+def objects_of(*manifests: dict[str, Any]) -> list[ApiObject]:
+    """Manifests as validated objects (with the simulator's checks)."""
+    return [parse_object(m, "test", i + 1) for i, m in enumerate(manifests)]
 
 
 def _resource(quota: float, limit: float, weight: float) -> dict[str, float]:
@@ -380,6 +510,9 @@ def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = F
         queues=queues,
         priority_classes=classes,
         topologies=topologies,
+        resource_claims=[o for o in objects if isinstance(o, ResourceClaim)],
+        resource_slices=[o for o in objects if isinstance(o, ResourceSlice)],
+        device_classes=[o for o in objects if isinstance(o, DeviceClass)],
     )
 
 
@@ -515,4 +648,21 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "ranks_in_order": (job_ranks == sorted(job_ranks), task_ranks == sorted(task_ranks)),
         "host_port_tasks": [t.key for t in snapshot.host_port_tasks],
         "foreign_host_ports": snapshot.foreign_host_ports,
+        "dra": _dra_fingerprint(snapshot),
     }
+
+
+def _dra_fingerprint(snapshot: ClusterSnapshot) -> Any:
+    dra = snapshot.dra
+    if dra is None:
+        return None
+    catalog = dra.catalog
+    return (
+        dra.enabled,
+        catalog.ids,
+        catalog.local_node.tolist(),
+        catalog.gpu_nodes.tolist(),
+        sorted(catalog.classes),
+        sorted(dra.claims.items()),
+        sorted(dra.pod_claims.items()),
+    )

@@ -52,7 +52,7 @@ class DynamicResourcesPlugin:
 
     def __init__(self, arguments: dict[str, Any]) -> None:
         self.arguments = arguments
-        self._state: DraSession | None = None
+        self.state: DraSession | None = None
 
     def on_session_open(self, session: Session) -> None:
         dra = session.snapshot.dra
@@ -77,7 +77,7 @@ class DynamicResourcesPlugin:
             )
         if not dra.pod_claims:
             return
-        state = self._state = DraSession(session, dra)
+        state = self.state = DraSession(session, dra)
         points.pre_predicates.append(state.pre_filter)
         points.task_predicates.append(
             NamedPredicate("dynamicresources", "node(s) cannot allocate all claims", state.nodes_passing)
@@ -87,9 +87,9 @@ class DynamicResourcesPlugin:
 
     def on_session_close(self, session: Session) -> None:
         """Bind decisions carry the allocations of their pods' claims."""
-        if self._state is None or not self._state.placed:
+        if self.state is None or not self.state.placed:
             return
-        placed = self._state.placed
+        placed = self.state.placed
         session.decisions[:] = [
             replace(d, claims=placed[d.pod]) if d.type == "bind" and d.pod in placed else d
             for d in session.decisions
