@@ -18,6 +18,8 @@ expected.yaml keys (all optional except where noted):
 - `absent`: pod names that must not be in the final `pods` (gone for good)
 - `sameGpu`: lists of pod names; the pods of a list share exactly one GPU group, and different
   lists use different GPU groups
+- `resourceClaims`: claim name -> subset of its fields (`allocated`, `devices` as "pool/device"
+  strings, `reservedFor`)
 - `xfail`: a reason; the scenario is expected to fail (a known bug)
 """
 
@@ -117,6 +119,12 @@ def check(document: dict[str, Any], expected: dict[str, Any]) -> None:
     for name, fields in (expected.get("queues") or {}).items():
         assert name in queues, f"queue {name} missing from the result"
         assert_subset(queues[name], fields, f"queues.{name}")
+    claims = {c["name"]: c for c in document.get("resourceClaims", [])}
+    for name, fields in (expected.get("resourceClaims") or {}).items():
+        assert name in claims, f"resource claim {name} missing from the result"
+        actual = dict(claims[name])
+        actual["devices"] = [f"{d['pool']}/{d['device']}" for d in actual["devices"]]
+        assert_subset(actual, fields, f"resourceClaims.{name}")
     sets = expected.get("sameGpu") or []
     groups_of = {p["name"]: tuple(p["gpuGroups"]) for p in document["pods"]}
     seen: list[tuple[str, ...]] = []
