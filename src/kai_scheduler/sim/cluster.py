@@ -122,7 +122,8 @@ class SimCluster:
             if isinstance(item, PodGroupState):
                 self.cache.upsert_pod_group(item)
             else:
-                self.claims.arrived(item.key)
+                if item.pod.spec.resource_claims:
+                    self.claims.arrived(item.key)
                 self._update(item)
                 if item.finish_at is not None:
                     heapq.heappush(self._finishing, (item.finish_at, id(item), item))
