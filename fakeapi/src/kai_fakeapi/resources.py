@@ -186,6 +186,18 @@ BUILTIN: tuple[ResourceType, ...] = (
         ("status",),
     ),
     _rt("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
+    # Dynamic Resource Allocation (GA in Kubernetes 1.34).
+    _rt("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, (), ("status",)),
+    _rt("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+    _rt(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        False,
+        field_selectors=("spec.nodeName", "spec.driver"),
+    ),
+    _rt("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False),
     _rt("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
 )
 
