@@ -471,11 +471,36 @@ def allocated_devices(catalog: DeviceCatalog, allocation: AllocationResult) -> t
     return tuple(found)
 
 
-def allocation_nodes(specs: Sequence[NodeSpecInfo], allocation: AllocationResult) -> BoolArray | None:
+def allocation_nodes(
+    specs: Sequence[NodeSpecInfo], index: Mapping[str, int], allocation: AllocationResult
+) -> BoolArray | None:
+    """The nodes an allocation's devices reach (None: every node). The usual selector, node-local devices'
+    `metadata.name In [node]`, is read by name (every claim of a busy cluster has one, every cycle)."""
     selector = allocation.node_selector
     if selector is None:
         return None
-    return _selector_mask(specs, selector)
+    names = _named_nodes(selector)
+    if names is None:
+        return _selector_mask(specs, selector)
+    mask = np.zeros(len(specs), dtype=np.bool_)
+    for name in names:
+        node = index.get(name)
+        if node is not None:
+            mask[node] = True
+    return mask
+
+
+def _named_nodes(selector: NodeSelector) -> list[str] | None:
+    """The node names of a selector made only of `metadata.name In [...]` terms (None: any other)."""
+    names: list[str] = []
+    for term in selector.node_selector_terms:
+        if term.match_expressions or len(term.match_fields) != 1:
+            return None
+        (field,) = term.match_fields
+        if field.key != "metadata.name" or field.operator != "In":
+            return None
+        names.extend(field.values)
+    return names
 
 
 # --- allocating on one node ------------------------------------------------------------------------

@@ -116,7 +116,7 @@ class DraSession:
         for key, info in dra.claims.items():
             allocation = info.allocation
             devices = allocated_devices(catalog, allocation) if allocation is not None else ()
-            nodes = allocation_nodes(specs, allocation) if allocation is not None else None
+            nodes = allocation_nodes(specs, self.nodes.index, allocation) if allocation is not None else None
             self.claims[key] = ClaimState(
                 info, allocation, devices, nodes, {c.name for c in info.reserved_for}
             )
@@ -281,7 +281,7 @@ class DraSession:
             mine = chosen[start : start + len(state.info.requests)]
             start += len(state.info.requests)
             allocation = allocation_result(catalog, state.info, mine, name)
-            nodes = allocation_nodes(self.nodes.specs, allocation)
+            nodes = allocation_nodes(self.nodes.specs, self.nodes.index, allocation)
             self._take(state, allocation, tuple(d for ds in mine for d in ds), nodes)
 
     def _take(
