@@ -12,7 +12,8 @@
 * Objects are parsed once per resourceVersion; one that does not parse is left out and logged once.
 
 Nothing here runs for a cluster without DRA: the feed is marked dirty only by DRA objects and by
-BindRequests that carry claim allocations.
+BindRequests that carry claim allocations (while any does, the claims are looked at every cycle; a
+claim the binder has written already is handed on as the same object, which the cache skips).
 """
 
 from __future__ import annotations
@@ -106,17 +107,11 @@ class DraFeed:
             if self._requests.pop(object_key(obj), None) is not None:
                 self._claims_dirty = True
 
-        def pod_changed(*objs: JsonObject) -> None:
-            # A pod being bound with claims came, changed (its uid) or went: the overlay may change.
-            if self._requests and object_key(objs[-1]) in self._requests.values():
-                self._claims_dirty = True
-
         informers[RESOURCE_CLAIMS].add_handler(claims_changed, claims_changed, claims_changed)
         for kind in (RESOURCE_SLICES, DEVICE_CLASSES):
             if kind in informers:
                 informers[kind].add_handler(cluster_changed, cluster_changed, cluster_changed)
         informers.bind_requests.add_handler(request_changed, request_changed, request_gone)
-        informers.pods.add_handler(pod_changed, pod_changed, pod_changed)
 
     def update(self, cache: ClusterCache, binding: BindingClaims) -> None:
         """Hand the cache what changed since the last update."""
@@ -128,7 +123,9 @@ class DraFeed:
             self._cluster_dirty = False
             self._enabled = enabled
             cache.set_dra(self._slices_now(), self._classes_now(), enabled=enabled)
-        if self._claims_dirty or memory != self._binding:
+        # While BindRequests carry claims, what they assume depends on their pods too (which incarnation,
+        # finished or not): looked at every cycle then, rather than on every pod event of every cluster.
+        if self._claims_dirty or memory != self._binding or self._requests:
             self._claims_dirty = False
             self._binding = memory
             cache.set_claims(self._claims_now())

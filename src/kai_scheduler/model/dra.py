@@ -141,8 +141,11 @@ def reserve_claim(claim: ResourceClaim, pod: str, uid: str, allocation: Allocati
     """The claim once a bind wrote it for `pod` (KAI's binder): reserved for the pod, and allocated
     `allocation` unless it already was."""
     status = claim.status
+    reserved = any(r.resource == "pods" and r.name == pod for r in status.reserved_for)
+    if reserved and status.allocation is not None:
+        return claim  # written already
     consumers = list(status.reserved_for)
-    if not any(r.resource == "pods" and r.name == pod for r in consumers):
+    if not reserved:
         consumers.append(ResourceClaimConsumerReference(resource="pods", name=pod, uid=uid))
     new = status.model_copy(update={"reserved_for": consumers, "allocation": status.allocation or allocation})
     return claim.model_copy(update={"status": new})
