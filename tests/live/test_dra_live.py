@@ -16,7 +16,7 @@ from helpers import (
     resource_claim_manifest,
     resource_slice_manifest,
 )
-from kai_scheduler.fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer, Store
 
 SELECTOR = "device.driver == 'gpu.nvidia.com'"
 
