@@ -16,7 +16,6 @@ from dataclasses import replace
 from kai_scheduler.api.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
 from kai_scheduler.model.dra import (
     ClaimInfo,
-    DeviceCatalog,
     DraSnapshot,
     PodClaimRef,
     claim_gpus,
@@ -24,6 +23,7 @@ from kai_scheduler.model.dra import (
     pod_claim_refs,
     with_claim_gpus,
 )
+from kai_scheduler.model.dra_devices import DeviceCatalog
 from kai_scheduler.model.jobs import HostPort, Placement
 from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
 from kai_scheduler.model.resources import PodRequest
@@ -162,7 +162,7 @@ class DraInputs:
             return None
         specs = table.specs
         if self._catalog is None or self._catalog[0] is not specs:
-            self._catalog = (specs, DeviceCatalog(self.slices, self.classes, specs))
+            self._catalog = (specs, DeviceCatalog(self.slices, self.classes, specs, self.gpus_per_node))
         claims = {key: info for key in self.claims if (info := self.claim_info(key)) is not None}
         pod_claims = {key: self._refs[key][1] for key in ours if key in self._refs}
         return DraSnapshot(self.enabled, self._catalog[1], claims, pod_claims)

@@ -31,17 +31,14 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import AllocationResult
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.framework.session import NamedPredicate, Session
-from kai_scheduler.model.dra import (
-    RESERVED_FOR_MAX,
+from kai_scheduler.model.dra import RESERVED_FOR_MAX, ClaimState, DraSnapshot, missing_claim_name
+from kai_scheduler.model.dra_devices import (
     ClaimRequest,
-    ClaimState,
     DeviceFilter,
-    DraSnapshot,
     allocated_devices,
     allocation_nodes,
     allocation_result,
     assign_devices,
-    missing_claim_name,
 )
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import BoolArray
@@ -280,7 +277,7 @@ class DraSession:
         for state in claims:
             mine = chosen[start : start + len(state.info.requests)]
             start += len(state.info.requests)
-            allocation = allocation_result(catalog, state.info, mine, name)
+            allocation = allocation_result(catalog, state.info.requests, state.info.config, mine, name)
             nodes = allocation_nodes(self.nodes.specs, self.nodes.index, allocation)
             self._take(state, allocation, tuple(d for ds in mine for d in ds), nodes)
 

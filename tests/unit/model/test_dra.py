@@ -22,14 +22,8 @@ from helpers import (
     snapshot_of,
 )
 from kai_scheduler.api.objects import DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
-from kai_scheduler.model.dra import (
-    ClaimInfo,
-    DeviceCatalog,
-    allocation_result,
-    assign_devices,
-    claim_gpus,
-    node_dra_gpus,
-)
+from kai_scheduler.model.dra import ClaimInfo, claim_gpus, node_dra_gpus
+from kai_scheduler.model.dra_devices import DeviceCatalog, allocation_result, assign_devices
 from kai_scheduler.model.nodes import NodeSpecInfo
 
 H100 = {"productName": {"string": "H100"}}
@@ -139,10 +133,12 @@ def test_a_nodes_dra_gpus_are_the_devices_of_its_local_gpu_slices() -> None:
 
 def _catalog(*slices: dict[str, Any], classes: tuple[dict[str, Any], ...] = ()) -> DeviceCatalog:
     specs = [NodeSpecInfo(name, {"kubernetes.io/hostname": name}, False) for name in ("n0", "n1")]
+    published = [ResourceSlice.model_validate(s) for s in slices]
     return DeviceCatalog(
-        [ResourceSlice.model_validate(s) for s in slices],
+        published,
         [DeviceClass.model_validate(c) for c in (classes or (device_class_manifest(),))],
         specs,
+        node_dra_gpus(published),
     )
 
 
@@ -225,7 +221,7 @@ def test_the_allocation_names_the_devices_the_configs_and_the_nodes_that_reach_t
         classes=(device_class,),
     )
     claim = _claim(count=1)
-    local = allocation_result(catalog, claim, [[1]], "n0")
+    local = allocation_result(catalog, claim.requests, claim.config, [[1]], "n0")
     assert [(r.request, r.driver, r.pool, r.device) for r in local.devices.results] == [
         ("gpu", GPU_DRIVER, "n0", "gpu-1")
     ]
@@ -233,7 +229,7 @@ def test_the_allocation_names_the_devices_the_configs_and_the_nodes_that_reach_t
     assert local.node_selector is not None
     field = local.node_selector.node_selector_terms[0].match_fields[0]
     assert (field.key, field.operator, field.values) == ("metadata.name", "In", ["n0"])
-    shared = allocation_result(catalog, claim, [[2]], "n0")
+    shared = allocation_result(catalog, claim.requests, claim.config, [[2]], "n0")
     assert shared.node_selector is None
 
 
