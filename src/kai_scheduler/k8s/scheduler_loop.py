@@ -210,6 +210,9 @@ class SchedulerLoop:
         self.binding: dict[str, tuple[str, Placed]] = {}  # pod key -> (uid, placement) requested
         self.evicting: dict[str, str] = {}  # pod key -> uid evicted
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
+        self._job_times_changed: set[str] = set()  # jobs whose entry changed since the last build
+        # Jobs the last cycle decided on (or reported staleness for): their times are looked at again.
+        self._decided_jobs: set[str] = set()
         self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
         # The state the last cycle scheduled, for the plugin server's threads (replaced, never changed);
@@ -221,6 +224,7 @@ class SchedulerLoop:
         self._garbage_everything = True
         self._garbage_candidates: set[str] = set()
         self._watch_for_garbage()
+        self._watch_pod_conditions()
         self._was_leader = leader is None
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
@@ -266,8 +270,13 @@ class SchedulerLoop:
         started = time.perf_counter()
         self._forget_resolved()
         live = self.states.build(
-            nominated=self.nominated, binding=self.binding, evicting=self.evicting, job_times=self.job_times
+            nominated=self.nominated,
+            binding=self.binding,
+            evicting=self.evicting,
+            job_times=self.job_times,
+            job_times_changed=self._job_times_changed,
         )
+        self._job_times_changed = set()
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
@@ -471,33 +480,31 @@ class SchedulerLoop:
     async def _update_pod_groups(
         self, live: LiveState, result: SessionResult, now: float, report: CycleReport
     ) -> None:
-        running_pods: dict[str, int] = {}
-        pending_jobs: set[str] = set()
-        pending_pods: dict[str, list[str]] = {}  # job -> pods without a node (nor a BindRequest)
-        for key, state in live.our_pods.items():
-            pod_job = live.job_of_pod[key]
-            if state.phase in ("Succeeded", "Failed"):
-                continue
-            if state.node_name is None:
-                pending_jobs.add(pod_job)
-                if not state.terminating:
-                    pending_pods.setdefault(pod_job, []).append(key)
-            elif not state.terminating:
-                running_pods[pod_job] = running_pods.get(pod_job, 0) + 1
-        running_before = {job for job, n in running_pods.items() if n > 0}
+        """Job times (annotations and the loop's memory), the PodGroups' unschedulable conditions and the
+        pods' PodScheduled conditions after a cycle. Only jobs whose pods or PodGroup changed since the last
+        build, or that this cycle or the last decided on or reported staleness for, can get new times: for
+        every other job this cycle would compute what the last one did, so they are left as they are."""
+        job_pods = live.job_pods
         placed_jobs: set[str] = set()
+        change: dict[str, int] = {}  # job -> pods this cycle binds (+) or evicts (-)
         decided = {decision.pod for decision in result.decisions}
         for decision in result.decisions:
             job = live.job_of_pod.get(decision.pod)
             if job is None:
                 continue
             if decision.type == "evict":
-                running_pods[job] = running_pods.get(job, 0) - 1
+                change[job] = change.get(job, 0) - 1
                 continue
             placed_jobs.add(job)
             if decision.type == "bind":
-                running_pods[job] = running_pods.get(job, 0) + 1
-        running_after = {job for job, n in running_pods.items() if n > 0}
+                change[job] = change.get(job, 0) + 1
+        decided_jobs = change.keys() | placed_jobs | result.stale_since.keys()
+        touched = live.changed_jobs | decided_jobs | self._decided_jobs
+        self._decided_jobs = decided_jobs
+        jobs = {job for job in touched if job in live.pod_groups or job in job_pods}  # those that exist
+        running = {job: pods.running for job in jobs if (pods := job_pods.get(job)) is not None}
+        running_before = {job for job, n in running.items() if n > 0}
+        running_after = {job for job in jobs if running.get(job, 0) + change.get(job, 0) > 0}
 
         annotations: dict[str, dict[str, str | None]] = {}
 
@@ -509,7 +516,6 @@ class SchedulerLoop:
             if current != value:
                 annotations.setdefault(job, {})[name] = value
 
-        jobs = set(live.pod_groups) | set(live.job_of_pod.values())
         before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
         after = next_job_times(before, running_before, running_after, result.stale_since, now)
         for job in jobs | after.keys():
@@ -522,7 +528,12 @@ class SchedulerLoop:
                 job, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, None if since is None else self.clock.stamp(since)
             )
         # Remembered for every job that exists: it overrides the annotations until the cache shows them.
-        self.job_times = {job: after.get(job, JobTimes()) for job in jobs | after.keys()}
+        for job in touched:
+            if job in jobs or job in after:
+                self.job_times[job] = after.get(job, JobTimes())
+            else:
+                self.job_times.pop(job, None)
+        self._job_times_changed |= touched
 
         calls: list[Awaitable[None]] = []
         for job, changes in annotations.items():
@@ -531,9 +542,13 @@ class SchedulerLoop:
                     self._annotate(live.pod_groups[job], changes), report, f"annotate PodGroup {job}"
                 )
             )
-        for job, obj in live.pod_groups.items():
+        # Only PodGroups with something to say or something said before can get new conditions.
+        speaking = result.unschedulable.keys() | placed_jobs | live.conditioned_groups
+        for job in sorted(job for job in speaking if job in live.pod_groups):
+            obj = live.pod_groups[job]
             message = result.unschedulable.get(job) if job not in placed_jobs else None
-            if message is None and job in pending_jobs and job not in placed_jobs:
+            pending = job in job_pods and job_pods[job].unbound > 0
+            if message is None and pending and job not in placed_jobs:
                 continue  # not considered this cycle: what it said last stays
             if message is None and not (obj.get("status") or {}).get("schedulingConditions"):
                 continue  # nothing to say, nothing said before
@@ -542,14 +557,13 @@ class SchedulerLoop:
                 call = self._set_conditions(obj, conditions, message, report)
                 calls.append(self._limited(call, report, f"status of PodGroup {job}"))
         report.pod_group_updates = len(calls)
-        calls.extend(self._pod_scheduled_calls(live, result, pending_pods, placed_jobs, decided, now, report))
+        calls.extend(self._pod_scheduled_calls(live, result, placed_jobs, decided, now, report))
         await asyncio.gather(*calls)
 
     def _pod_scheduled_calls(
         self,
         live: LiveState,
         result: SessionResult,
-        pending_pods: Mapping[str, list[str]],
         placed_jobs: set[str],
         decided: set[str],
         now: float,
@@ -557,14 +571,12 @@ class SchedulerLoop:
     ) -> list[Awaitable[None]]:
         """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
         this cycle and pods with a decision are left alone)."""
-        if self.pod_conditions:  # forget the pods that are gone (a walk over every pod: only if needed)
-            alive = {str(obj["metadata"].get("uid") or "") for obj in live.pods.values()}
-            self.pod_conditions = {uid: c for uid, c in self.pod_conditions.items() if uid in alive}
         calls: list[Awaitable[None]] = []
         for job, message in result.unschedulable.items():
-            if job in placed_jobs:
+            pods = live.job_pods.get(job)
+            if job in placed_jobs or pods is None:
                 continue
-            for key in pending_pods.get(job, ()):
+            for key in pods.waiting:
                 pod = live.pods.get(key)
                 if pod is None or key in decided or key in self.nominated or key in self.binding:
                     continue
@@ -704,6 +716,21 @@ class SchedulerLoop:
 
         requests.add_handler(request_changed, request_changed)
         self.informers.pods.add_handler(on_add=pod_came_or_went, on_delete=pod_came_or_went)
+
+    def _watch_pod_conditions(self) -> None:
+        """Forget what was written to a pod once it is gone (or replaced by a new pod of the same name)."""
+
+        def uid(pod: JsonObject) -> str:
+            return str((pod.get("metadata") or {}).get("uid") or "")
+
+        def pod_replaced(old: JsonObject, new: JsonObject) -> None:
+            if uid(old) != uid(new):
+                self.pod_conditions.pop(uid(old), None)
+
+        def pod_gone(pod: JsonObject) -> None:
+            self.pod_conditions.pop(uid(pod), None)
+
+        self.informers.pods.add_handler(on_update=pod_replaced, on_delete=pod_gone)
 
     async def _collect_garbage(self, live: LiveState, report: CycleReport, limit: int = 100) -> None:
         """Delete BindRequests whose pod is gone or was replaced by a new pod of the same name (the API

@@ -20,12 +20,16 @@ What is live mode's own:
   entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank), kept by `cluster.ranks.CreationRanks` as objects
-  come and go; queues are ordered the same way.
+  come and go (the few objects whose rank moves to make room for a new one are handed to the cache again);
+  queues are ordered the same way.
 * Namespaces' labels (when the informers watch Namespaces, as the scheduler's do) for pod (anti-)affinity's
   namespaceSelector; without them a namespace carries only its `kubernetes.io/metadata.name` label.
 * Priority classes: `model.priorities.Priorities.of` (KAI's four unless redefined; `globalDefault`).
 * `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp` and
-  `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), converted to the session clock (`SessionClock`).
+  `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), converted to the session clock (`SessionClock`),
+  unless the loop's own bookkeeping has the job (it is newer than the cache).
+* For the loop, per job: how many of its pods run and which wait (`JobPods`), and which jobs changed since
+  the last build, so that a cycle's bookkeeping looks at those jobs rather than at every pod.
 
 The session clock: the core measures time in seconds on one clock (`now`, minimum runtimes, staleness).
 Live, that clock is seconds since the scheduler loop started (`SessionClock.start`, a wall-clock instant in
@@ -38,9 +42,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Generic, TypeVar, cast, get_args
 
 from pydantic import ValidationError
@@ -62,7 +67,14 @@ from kai_scheduler.api.objects import (
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.framework.decisions import ClaimAllocation
-from kai_scheduler.k8s.client import JsonObject
+from kai_scheduler.k8s.client import (
+    NAMESPACES,
+    NODES,
+    PRIORITY_CLASSES,
+    QUEUES,
+    TOPOLOGIES,
+    JsonObject,
+)
 from kai_scheduler.k8s.dra_state import DraFeed
 from kai_scheduler.k8s.informers import (
     POD_INDEX,
@@ -86,6 +98,11 @@ _TERMINAL = ("Succeeded", "Failed")
 RESERVATION_APP = "kai-resource-reservation"
 
 M = TypeVar("M", bound=K8sModel)
+
+# The last part of a rank's sort key (`StateBuilder._rank`): a PodGroup, or a pod (after its group).
+_GROUP, _POD = 0, 1
+_NO_TIMES = JobTimes()
+_CLUSTER_SCOPED = (NODES, QUEUES, TOPOLOGIES, PRIORITY_CLASSES, NAMESPACES)
 
 
 class SessionClock:
@@ -120,25 +137,56 @@ class Placed:
     claims: tuple[ClaimAllocation, ...] = ()
 
 
+@dataclass(slots=True)
+class JobPods:
+    """One job's pods of ours that the state holds, as the loop's bookkeeping reads them (kept per changed
+    pod). Finished pods count only in `pods`."""
+
+    pods: int = 0
+    running: int = 0  # bound (or binding), not terminating
+    unbound: int = 0  # not bound (terminating or not): the job still waits for a placement
+    waiting: dict[str, None] = field(default_factory=dict)  # the unbound ones not terminating, as a set
+
+    def count(self, key: str, state: PodState, sign: int) -> None:
+        """Count the pod `key` in (`sign` 1) or out (-1)."""
+        self.pods += sign
+        if state.phase in _TERMINAL:
+            return
+        if state.node_name is not None:
+            self.running += 0 if state.terminating else sign
+            return
+        self.unbound += sign
+        if state.terminating:
+            return
+        if sign > 0:
+            self.waiting[key] = None
+        else:
+            self.waiting.pop(key, None)
+
+
 class LiveState:
     """What the loop needs to act on the decisions of one cycle, as of one `StateBuilder.build`.
 
-    Everything but `state` is kept current by the builder per changed object and copied here (no walk over
-    every pod). `state`, the whole `ClusterState` (every pod, in creation order), is made from the cache
-    only when asked for, which must be before the next `build` (the cache has moved on by then: asking
-    later is an error, never a state of another moment)."""
+    Everything but `state` is kept current by the builder per changed object and handed here as read-only
+    views of the builder's own (no copy, no walk over every pod): they are as of this build until the next
+    one, i.e. for the cycle this build starts. `state`, the whole `ClusterState` (every pod, in creation
+    order), is made from the cache only when asked for, which must be before the next `build` (the cache
+    has moved on by then: asking later is an error, never a state of another moment)."""
 
     def __init__(
         self,
         cache: ClusterCache,
         *,
-        pods: dict[str, JsonObject],
-        our_pods: dict[str, PodState],
-        job_of_pod: dict[str, str],
-        pod_groups: dict[str, JsonObject],
-        active_jobs: frozenset[str],
-        bind_requests: dict[str, JsonObject],
-        job_times: dict[str, JobTimes],
+        pods: Mapping[str, JsonObject],
+        our_pods: Mapping[str, PodState],
+        job_of_pod: Mapping[str, str],
+        pod_groups: Mapping[str, JsonObject],
+        active_jobs: Set[str],
+        bind_requests: Mapping[str, JsonObject],
+        job_times: Mapping[str, JobTimes],
+        job_pods: Mapping[str, JobPods],
+        changed_jobs: Set[str],
+        conditioned_groups: Set[str],
         skipped: tuple[str, ...] = (),
     ) -> None:
         self.pods = pods  # pod key -> the pod as cached (every pod that parsed)
@@ -148,6 +196,9 @@ class LiveState:
         self.active_jobs = active_jobs  # jobs with a pod bound (or binding) and not finished
         self.bind_requests = bind_requests  # pod key -> its BindRequest (any phase, any incarnation)
         self.job_times = job_times  # job key -> its times, as the cycle starts with them
+        self.job_pods = job_pods  # job key -> its pods (jobs with pods of ours)
+        self.changed_jobs = changed_jobs  # jobs whose pods or PodGroup changed since the last build
+        self.conditioned_groups = conditioned_groups  # PodGroups whose status has schedulingConditions
         self.skipped = skipped  # objects left out because they do not validate
         self._cache: ClusterCache | None = cache
         self._state: ClusterState | None = None
@@ -353,11 +404,16 @@ class StateBuilder:
         self._group_times: dict[str, JobTimes] = {}
         self._group_states: dict[str, PodGroupState] = {}  # as last handed to the cache
         self._skipped: dict[str, str] = {}  # object key -> "<Kind> <key>", for objects that do not parse
-        self._cluster_skipped: list[str] = []
+        # Cluster-scoped objects that do not validate, by kind (in the order they are read).
+        self._cluster_skipped: dict[str, list[str]] = {kind.plural: [] for kind in _CLUSTER_SCOPED}
         # What the loop reads, kept per changed pod (see `LiveState`).
         self._our_states: dict[str, PodState] = {}
         self._job_of_pod: dict[str, str] = {}
         self._active_pods: dict[str, int] = {}  # job -> its pods bound (or binding) and not finished
+        self._job_pods: dict[str, JobPods] = {}
+        self._changed_jobs: set[str] = set()  # since the last build
+        self._conditioned_groups: set[str] = set()
+        self._times_changed: set[str] = set()  # jobs whose PodGroup times may have changed since then
         self._bind_requests: dict[str, JsonObject] = {}
         self._last: LiveState | None = None
         # In-flight memories as of the last build (a change makes the pod dirty).
@@ -366,7 +422,7 @@ class StateBuilder:
         # --- what changed since the last build ----------------------------------------------------
         self._dirty_pods: set[str] = set(informers.pods.cache)
         self._dirty_groups: set[str] = set(informers.pod_groups.cache)
-        self._cluster_dirty = True
+        self._cluster_dirty = {kind.plural for kind in _CLUSTER_SCOPED}  # kinds
         self._watch(informers)
 
     def _watch(self, informers: InformerSet) -> None:
@@ -382,8 +438,11 @@ class StateBuilder:
                 pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
                 self._dirty_pods.add(f"{meta.get('namespace') or 'default'}/{pod_name}")
 
-        def cluster_changed(*objs: JsonObject) -> None:
-            self._cluster_dirty = True
+        def cluster_changed(kind: str) -> Callable[..., None]:
+            def changed(*objs: JsonObject) -> None:
+                self._cluster_dirty.add(kind)
+
+            return changed
 
         informers.pods.add_handler(pod_changed, pod_changed, pod_changed)
         informers.pod_groups.add_handler(group_changed, group_changed, group_changed)
@@ -392,7 +451,8 @@ class StateBuilder:
         if informers.namespaces is not None:
             cluster_scoped.append(informers.namespaces)
         for informer in cluster_scoped:
-            informer.add_handler(cluster_changed, cluster_changed, cluster_changed)
+            handler = cluster_changed(informer.kind.plural)
+            informer.add_handler(handler, handler, handler)
 
     def _ours(self, obj: JsonObject) -> bool:
         return str((obj.get("spec") or {}).get("schedulerName") or "default-scheduler") == self.scheduler_name
@@ -404,13 +464,16 @@ class StateBuilder:
         binding: Mapping[str, tuple[str, Placed]] | None = None,
         evicting: Mapping[str, str] | None = None,
         job_times: Mapping[str, JobTimes] | None = None,
+        job_times_changed: Iterable[str] | None = None,
     ) -> LiveState:
         """The state now. `nominated`: pod key -> where it was pipelined last cycle; `binding`: pod key ->
         (pod uid, placement) of BindRequests created but maybe not yet in the cache; `evicting`: pod key ->
         uid of pods evicted but maybe not yet seen terminating; `job_times`: the loop's own bookkeeping, which
-        overrides the PodGroup annotations (the cache may not show its latest writes yet)."""
+        overrides the PodGroup annotations (the cache may not show its latest writes yet), and
+        `job_times_changed` the jobs whose entry in it may have changed since the last build (None: any)."""
         if self._last is not None:
             self._last.expire()
+        self._changed_jobs = set()
         binding = dict(binding or {})
         evicting = dict(evicting or {})
         for memory, previous in ((binding, self._binding), (evicting, self._evicting)):
@@ -418,35 +481,53 @@ class StateBuilder:
             self._dirty_pods.update(changed)
         self._binding, self._evicting = binding, evicting
         if self._cluster_dirty:
-            self._cluster_dirty = False
             self._update_cluster_scoped()
         self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
-        self._update_groups()
-        self._update_pods()
+        while self._dirty_groups or self._dirty_pods:  # again when ranks moved to make room (`_rank`)
+            self._update_groups()
+            self._update_pods()
         cache = self.cache
         cache.nominate({key: (placed.node, placed.gpu_groups) for key, placed in (nominated or {}).items()})
-        cache.replace_job_times({**self._group_times, **(job_times or {})})
+        self._update_job_times(job_times or {}, job_times_changed)
         return self._live_state()
 
     # --- deltas into the cache -----------------------------------------------------------------------
 
     def _update_cluster_scoped(self) -> None:
+        """The kinds that changed (a queue's status write does not make every node parsed again)."""
         informers = self.informers
-        skipped: list[str] = []
+        dirty, self._cluster_dirty = self._cluster_dirty, set()
         cache = self.cache
-        cache.set_nodes(node for _, _, node in self._nodes.parse_all(informers.nodes.cache, "Node", skipped))
-        queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped)
-        cache.set_queues([queue for _, _, queue in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
-        topologies = self._topologies.parse_all(informers.topologies.cache, "Topology", skipped)
-        cache.set_topologies([t for _, _, t in topologies])
-        classes = self._classes.parse_all(informers.priority_classes.cache, "PriorityClass", skipped)
-        cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
-        cache.set_namespace_labels(_namespace_labels(informers))
-        self._cluster_skipped = skipped
+        skipped = self._cluster_skipped
+        if NODES.plural in dirty:
+            skipped[NODES.plural] = []
+            nodes = self._nodes.parse_all(informers.nodes.cache, "Node", skipped[NODES.plural])
+            cache.set_nodes(node for _, _, node in nodes)
+        if QUEUES.plural in dirty:
+            skipped[QUEUES.plural] = []
+            queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped[QUEUES.plural])
+            cache.set_queues([q for _, _, q in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
+        if TOPOLOGIES.plural in dirty:
+            skipped[TOPOLOGIES.plural] = []
+            topologies = self._topologies.parse_all(
+                informers.topologies.cache, "Topology", skipped[TOPOLOGIES.plural]
+            )
+            cache.set_topologies([t for _, _, t in topologies])
+        if PRIORITY_CLASSES.plural in dirty:
+            skipped[PRIORITY_CLASSES.plural] = []
+            classes = self._classes.parse_all(
+                informers.priority_classes.cache, "PriorityClass", skipped[PRIORITY_CLASSES.plural]
+            )
+            cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
+        if NAMESPACES.plural in dirty:
+            cache.set_namespace_labels(_namespace_labels(informers))
 
     def _update_groups(self) -> None:
         cache = self.informers.pod_groups.cache
-        for key in self._dirty_groups:
+        dirty, self._dirty_groups = self._dirty_groups, set()
+        self._changed_jobs.update(dirty)
+        self._times_changed.update(dirty)
+        for key in dirty:
             obj = cache.get(key)
             group = self._groups.get(key, obj) if obj is not None else None
             if obj is not None and group is None:
@@ -454,8 +535,9 @@ class StateBuilder:
             else:
                 self._skipped.pop(key, None)
             previous = self._group_objects.pop(key, None)
+            self._conditioned_groups.discard(key)
             if previous is not None and self._incarnation_ended(previous, obj, key):
-                self._ranks.forget((*self._created(previous, key), 0))
+                self._ranks.forget((*self._created(previous, key), _GROUP))
             if group is None:
                 if obj is None:
                     self._groups.forget(key)
@@ -466,7 +548,9 @@ class StateBuilder:
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
-            rank = self._rank((*self._created(obj, key), 0))
+            if (obj.get("status") or {}).get("schedulingConditions"):
+                self._conditioned_groups.add(group.key)
+            rank = self._rank((*self._created(obj, key), _GROUP))
             state = PodGroupState(group, rank)
             if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
                 self._group_states[key] = state
@@ -480,17 +564,17 @@ class StateBuilder:
                 self._group_times.pop(key, None)
             else:
                 self._group_times[key] = times
-        self._dirty_groups.clear()
 
     def _update_pods(self) -> None:
         informers = self.informers
         requests = informers.bind_requests
         unlabelled_nodes: set[str] = set()
-        for key in self._dirty_pods:
+        dirty, self._dirty_pods = self._dirty_pods, set()
+        for key in dirty:
             obj = informers.pods.cache.get(key)
             previous = self._pod_objects.pop(key, None)
             if previous is not None and self._incarnation_ended(previous, obj, key):
-                self._ranks.forget((*self._created(previous, key), 1))
+                self._ranks.forget((*self._created(previous, key), _POD))
             if obj is None:
                 self._our_pods.forget(key)
                 self._other_pods.forget(key)
@@ -508,7 +592,6 @@ class StateBuilder:
             self.cache.upsert_pod(state)
             if state.node_name is not None and not state.gpu_groups and is_shared_gpu_pod(state.pod):
                 unlabelled_nodes.add(state.node_name)
-        self._dirty_pods.clear()
         for node in unlabelled_nodes:
             self._name_unlabelled_gpus(node)
 
@@ -520,6 +603,8 @@ class StateBuilder:
         job = job_key_of(state.pod)
         self._our_states[key] = state
         self._job_of_pod[key] = job
+        self._changed_jobs.add(job)
+        self._job_pods.setdefault(job, JobPods()).count(key, state, 1)
         if state.node_name is not None and state.phase not in _TERMINAL:
             self._active_pods[job] = self._active_pods.get(job, 0) + 1
 
@@ -527,7 +612,14 @@ class StateBuilder:
         self._bind_requests.pop(key, None)
         state = self._our_states.pop(key, None)
         job = self._job_of_pod.pop(key, None)
-        if state is None or job is None or state.node_name is None or state.phase in _TERMINAL:
+        if state is None or job is None:
+            return
+        self._changed_jobs.add(job)
+        pods = self._job_pods[job]
+        pods.count(key, state, -1)
+        if not pods.pods:
+            del self._job_pods[job]
+        if state.node_name is None or state.phase in _TERMINAL:
             return
         left = self._active_pods[job] - 1
         if left:
@@ -576,25 +668,44 @@ class StateBuilder:
         return [model for _, model in self._nodes.entries.values() if model is not None]
 
     def _rank(self, sort_key: tuple[float, str, int]) -> float:
-        rank, renumbered = self._ranks.rank(sort_key)
-        if renumbered:  # every rank moved: hand every object to the cache again
-            self._dirty_pods.update(self._pod_objects)
-            self._dirty_groups.update(self._group_objects)
+        rank, moved = self._ranks.rank(sort_key)
+        for _, key, kind in moved:  # their ranks moved to make room: handed to the cache again
+            (self._dirty_groups if kind == _GROUP else self._dirty_pods).add(key)
         return rank
+
+    def _update_job_times(self, loop_times: Mapping[str, JobTimes], changed: Iterable[str] | None) -> None:
+        """The cache's job times: the loop's own where it has the job, else the PodGroup annotations', for
+        the jobs whose entry in either may have changed."""
+        cache = self.cache
+        if changed is None:
+            keys = loop_times.keys() | self._group_times.keys() | cache.job_times.keys()
+        else:
+            keys = self._times_changed.union(changed)
+        self._times_changed = set()
+        for key in keys:
+            times = loop_times.get(key)
+            if times is None:
+                times = self._group_times.get(key, _NO_TIMES)
+            if cache.job_times.get(key, _NO_TIMES) != times:
+                cache.set_job_times(key, times)
 
     # --- what the loop reads -------------------------------------------------------------------------
 
     def _live_state(self) -> LiveState:
         self._last = LiveState(
             self.cache,
-            pods=dict(self._pod_objects),
-            our_pods=dict(self._our_states),
-            job_of_pod=dict(self._job_of_pod),
-            pod_groups=dict(self._group_objects),
-            active_jobs=frozenset(self._active_pods),
-            bind_requests=dict(self._bind_requests),
-            job_times=dict(self.cache.job_times),
-            skipped=tuple(self._cluster_skipped) + tuple(sorted(self._skipped.values())),
+            pods=MappingProxyType(self._pod_objects),
+            our_pods=MappingProxyType(self._our_states),
+            job_of_pod=MappingProxyType(self._job_of_pod),
+            pod_groups=MappingProxyType(self._group_objects),
+            active_jobs=self._active_pods.keys(),
+            bind_requests=MappingProxyType(self._bind_requests),
+            job_times=MappingProxyType(self.cache.job_times),
+            job_pods=MappingProxyType(self._job_pods),
+            changed_jobs=self._changed_jobs,  # a new set each build
+            conditioned_groups=self._conditioned_groups,
+            skipped=tuple(name for names in self._cluster_skipped.values() for name in names)
+            + tuple(sorted(self._skipped.values())),
         )
         return self._last
 
@@ -711,6 +822,7 @@ def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
 __all__ = [
     "OTHER_SCHEDULER",
     "RESERVATION_APP",
+    "JobPods",
     "LiveState",
     "Placed",
     "SessionClock",
