@@ -3,7 +3,9 @@ one and in any order; the simulator knows every object up front and numbers them
 
 A rank is a whole number below 2**53 (so exact as a float), and ranks follow the sort keys (creation
 time, then key). A new object after all others gets the last rank plus a wide step, one before all others
-the first rank minus that step, and one between two others the whole number halfway between them, so the
+the first rank minus that step, and one between two others the whole number halfway between them, but at
+most a narrower step after the earlier one (objects of one second often arrive in order, each right after
+the one before it: they then use a wide gap up one narrow step at a time rather than halving it); the
 ranks of the others do not change.
 
 When two neighbours have no whole number left between them, room is made locally, by the order-maintenance
@@ -25,7 +27,8 @@ from typing import Any
 _BITS = 53  # ranks lie in [0, 2**_BITS): whole numbers a float holds exactly
 _TOP = 1 << _BITS
 _STEP = 1 << 32  # between an object added after (or before) all others and its neighbour
-_SPARSE = 1.4  # a block of 2**i ranks may hold (2 / _SPARSE)**i objects: about 10**8 in the whole range
+_NEAR = 1 << 16  # at most between an object added between two others and the earlier one
+_SPARSE = 1.5  # a block of 2**i ranks may hold (2 / _SPARSE)**i objects: about 4 million in all
 
 
 class CreationRanks:
@@ -92,4 +95,4 @@ def _between(before: int | None, after: int | None) -> int | None:
 
 
 def _halfway(low: int, high: int) -> int | None:
-    return (low + high) // 2 if high - low >= 2 else None
+    return low + min((high - low) // 2, _NEAR) if high - low >= 2 else None

@@ -34,8 +34,10 @@ Writes are merge patches on the `status` subresource, and only of values that ch
 computed status is compared with the cached one (quantities compared by value) and with what this
 controller wrote last while the cache has not caught up yet, so that neither a burst of events nor a
 resync rewrites an unchanged status. Events mark the affected objects; a pass runs `debounce` seconds
-after the first mark (batching bursts) and every `resync_period` seconds over everything. Failed writes are
-retried with backoff. With a `leader`, statuses are written only while it holds the lease.
+after the first mark (batching bursts) and every `resync_period` seconds over everything (a PodGroup whose
+inputs, itself, its pods, the nodes and the PriorityClasses, are at the versions they had when its status
+was last found up to date is not computed again). Failed writes are retried with backoff. With a `leader`,
+statuses are written only while it holds the lease.
 
     pod_groups = PodGroupStatusController(client, informers)
     queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
@@ -457,6 +459,10 @@ class PodGroupStatusController(_StatusLoop):
             leader=leader,
         )
         self._requests: dict[str, PodRequest | None] = {}  # pod uid -> its request (None: unreadable)
+        # What a status is computed from, when it was last found up to date (see `_inputs`): a resync
+        # computes again only the PodGroups whose inputs changed since, not every PodGroup every time.
+        self._settled: dict[str, tuple[str, frozenset[tuple[str, str]], int]] = {}
+        self._cluster_epoch = 0  # counts changes of nodes and PriorityClasses (read by every status)
 
     # --- computing ---
 
@@ -569,14 +575,23 @@ class PodGroupStatusController(_StatusLoop):
             obj = informer.cache.get(key)
             if obj is None:
                 self._written.pop(key, None)
+                self._settled.pop(key, None)
+                continue
+            inputs = self._inputs(key, obj)
+            if inputs is not None and self._settled.get(key) == inputs:
+                self.stats.unchanged += 1
                 continue
             desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
             if self._up_to_date(key, obj, desired):
                 self.stats.unchanged += 1
+                if inputs is not None:
+                    self._settled[key] = inputs
                 continue
+            self._settled.pop(key, None)
             writes.append((key, obj, desired))
         if everything:
             self._forget_gone(informer.cache)
+            self._settled = {k: v for k, v in self._settled.items() if k in informer.cache}
             alive = {
                 str((p.get("metadata") or {}).get("uid") or object_key(p))
                 for p in self.informers.pods.cache.values()
@@ -584,6 +599,16 @@ class PodGroupStatusController(_StatusLoop):
             for uid in [u for u in self._requests if u not in alive]:
                 del self._requests[uid]
         return await self._write_all(writes)
+
+    def _inputs(self, key: str, group: JsonObject) -> tuple[str, frozenset[tuple[str, str]], int] | None:
+        """What the status of `group` is computed from, as versions: the PodGroup (its status included: what
+        it is compared with), its pods, and the nodes and PriorityClasses as counted by the handlers (None
+        before they are added: nothing is then known to be unchanged)."""
+        if not self._handlers_added:
+            return None
+        pods = self.informers.pods.by_index(POD_GROUP_INDEX, key)
+        versions = frozenset((_uid(pod), resource_version(pod)) for pod in pods)
+        return (resource_version(group), versions, self._cluster_epoch)
 
     # --- events ---
 
@@ -609,8 +634,15 @@ class PodGroupStatusController(_StatusLoop):
         def group_deleted(group: JsonObject) -> None:
             self._written.pop(object_key(group), None)
 
+        def cluster_changed(*_: JsonObject) -> None:
+            self._cluster_epoch += 1
+
         self.informers.pods.add_handler(pod_added, pod_updated, pod_deleted)
         self.informers.pod_groups.add_handler(group_changed, group_changed, group_deleted)
+        for kind in (NODES, PRIORITY_CLASSES):
+            informer = self.informers.optional(kind)
+            if informer is not None:
+                informer.add_handler(cluster_changed, cluster_changed, cluster_changed)
 
 
 # --- Queues ----------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ everything dirty (`ClusterCache.of(state)`), which is what tests compare the inc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -109,8 +110,10 @@ class ClusterCache:
         self._dirty_jobs: set[str] = set()
         self._dirty_nodes: set[int] = set()
         self._foreign_dirty = True
-        self._jobs_order_stale = False
-        self._tasks_order_stale = False
+        # Jobs and tasks are kept in rank order; entries added or re-ranked since the last refresh may be out
+        # of place, and all of them (old and new ranks) rank at or after these (None: all in place).
+        self._jobs_out_of_place: float | None = None
+        self._tasks_out_of_place: float | None = None
 
     @classmethod
     def of(cls, state: ClusterState) -> ClusterCache:
@@ -421,12 +424,12 @@ class ClusterCache:
             self._rebuild_job(key)
         self._dirty_jobs.clear()
         # Jobs and tasks stay in creation order, as a build from scratch lists them.
-        if self._jobs_order_stale:
-            self._jobs = dict(sorted(self._jobs.items(), key=lambda item: item[1].rank))
-            self._jobs_order_stale = False
-        if self._tasks_order_stale:
-            self._tasks = dict(sorted(self._tasks.items(), key=lambda item: item[1].rank))
-            self._tasks_order_stale = False
+        if self._jobs_out_of_place is not None:
+            _sort_tail(self._jobs, self._jobs_out_of_place)
+            self._jobs_out_of_place = None
+        if self._tasks_out_of_place is not None:
+            _sort_tail(self._tasks, self._tasks_out_of_place)
+            self._tasks_out_of_place = None
         if self._dirty_nodes:
             self._account_nodes(self._dirty_nodes)
             self._dirty_nodes.clear()
@@ -496,8 +499,8 @@ class ClusterCache:
         self._dirty_jobs = set(self._ours_by_job) | set(self._groups)
         self._dirty_nodes = set(range(table.size))
         self._foreign_dirty = True
-        self._jobs_order_stale = True
-        self._tasks_order_stale = True
+        self._jobs_out_of_place = -math.inf
+        self._tasks_out_of_place = -math.inf
 
     def _build_topologies(self) -> dict[str, TopologyTree]:
         labels = [spec.labels for spec in self._table.specs]
@@ -522,11 +525,7 @@ class ClusterCache:
             self._running_counts.pop(key, None)
             self._base_reasons.pop(key, None)
             return
-        # Assigning an existing key keeps its place in the dict; a new key goes last.
-        if (old is None and self._jobs and job.rank < next(reversed(self._jobs.values())).rank) or (
-            old is not None and old.rank != job.rank
-        ):
-            self._jobs_order_stale = True
+        self._jobs_out_of_place = _placed(self._jobs, old, job, self._jobs_out_of_place)
         self._jobs[key] = job
         for task in job.tasks:
             self._add_task(task)
@@ -578,12 +577,8 @@ class ClusterCache:
         return job
 
     def _add_task(self, task: TaskInfo) -> None:
-        if (
-            task.key not in self._tasks
-            and self._tasks
-            and task.rank < next(reversed(self._tasks.values())).rank
-        ):
-            self._tasks_order_stale = True
+        old = self._tasks.get(task.key)
+        self._tasks_out_of_place = _placed(self._tasks, old, task, self._tasks_out_of_place)
         self._tasks[task.key] = task
         if task.host_ports:
             self._host_port_tasks.add(task.key)
@@ -657,6 +652,41 @@ class ClusterCache:
                 capacity.sub(request.queue_resources(float(table.gpu_memory_mib[node])))
         self._capacity = capacity
         self._foreign_host_ports = ports
+
+
+class _Ranked(Protocol):
+    @property
+    def rank(self) -> float: ...
+
+
+R = TypeVar("R", bound=_Ranked)
+
+
+def _placed(items: dict[str, R], old: R | None, new: R, out_of_place: float | None) -> float | None:
+    """`out_of_place` (see `ClusterCache`) once `new` is stored under its key in `items`, where `old` was:
+    assigning an existing key keeps its place in the dict, a new key goes last."""
+    if old is not None:
+        if old.rank == new.rank:
+            return out_of_place
+        lowest = min(old.rank, new.rank)
+    elif items and new.rank < next(reversed(items.values())).rank:
+        lowest = new.rank
+    else:
+        return out_of_place
+    return lowest if out_of_place is None else min(out_of_place, lowest)
+
+
+def _sort_tail(items: dict[str, R], lowest: float) -> None:
+    """Put `items` in rank order again: it was, but for entries added or re-ranked since, all ranked at or
+    after `lowest`; so every entry after the last one ranked before `lowest` is in place, and only the
+    others (objects arriving nearly in creation order: a few) are sorted again."""
+    tail: list[str] = []
+    for key, item in reversed(items.items()):
+        if item.rank < lowest:
+            break
+        tail.append(key)
+    moved = sorted(((key, items.pop(key)) for key in tail), key=lambda entry: entry[1].rank)
+    items.update(moved)
 
 
 def _discard(index: dict[str, set[str]] | dict[int, set[str]], key: object, value: str) -> None:
