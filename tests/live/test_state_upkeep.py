@@ -265,3 +265,66 @@ def test_later_cycles_collect_bind_requests_of_pods_replaced_or_gone(server: Fak
             await live.until(lambda: not requests)
 
     run(body())
+
+
+def test_job_times_kept_per_changed_job_cover_every_job(server: FakeApiServer) -> None:
+    """The loop looks at the times of the jobs that changed or were decided on only; after every cycle
+    they must still be what a look at every job gives: an entry for each job that exists and none for a
+    job that is gone, and a start time exactly for the jobs that run once the cycle's decisions are in."""
+    store = server.store
+    store.create(node_manifest("n1", gpus=4))
+    store.create(queue_manifest("q", gpu=4))
+    store.create(pod_group_manifest("gang", min_member=2))
+    for i in range(2):
+        store.create(pod_manifest(f"gang-{i}", group="gang", gpus=1))
+    store.create(pod_manifest("solo", gpus=1))
+    store.create(pod_manifest("big", gpus=8))  # never fits: a job that waits
+
+    async def body() -> None:
+        async with Live(server, binder=True, loop=False, gpus=False) as live:
+            loop = live.loop
+            seen: list[LiveState] = []
+            build = loop.states.build
+
+            def remembered(**kwargs: Any) -> LiveState:
+                seen.append(build(**kwargs))
+                return seen[-1]
+
+            loop.states.build = remembered  # type: ignore[method-assign]
+
+            async def cycle() -> None:
+                report = await loop.run_once()
+                assert report.result is not None and report.errors == []
+                live_state = seen[-1]
+                exists = set(live_state.pod_groups) | set(live_state.job_of_pod.values())
+                assert set(loop.job_times) == exists
+                change: dict[str, int] = {}
+                for decision in report.decisions:
+                    job = live_state.job_of_pod[decision.pod]
+                    change[job] = change.get(job, 0) + (-1 if decision.type == "evict" else 1)
+                for job in exists:
+                    pods = live_state.job_pods.get(job)
+                    running = (pods.running if pods else 0) + change.get(job, 0) > 0
+                    assert (loop.job_times[job].last_start is not None) == running, job
+
+            def bound(name: str) -> bool:
+                return bool(live.informers.pods.cache[f"default/{name}"]["spec"].get("nodeName"))
+
+            await cycle()  # the gang and solo are placed
+            await live.until(lambda: bound("gang-0") and bound("gang-1") and bound("solo"))
+            await cycle()
+            store.set_status("pods", "solo", {"phase": "Succeeded"}, namespace="default")
+            await live.until(
+                lambda: live.informers.pods.cache["default/solo"]["status"].get("phase") == "Succeeded"
+            )
+            await cycle()  # solo finished: no start any more
+            store.delete("pods", "solo", "default")
+            store.delete("podgroups", "gang", "default")
+            store.create(pod_manifest("late", gpus=1))
+            await live.until(lambda: "default/solo" not in live.informers.pods.cache)
+            await live.until(lambda: "default/gang" not in live.informers.pod_groups.cache)
+            await cycle()  # solo's job is gone; the gang's pods speak for their group now
+            await cycle()
+            assert "default/pg-solo" not in loop.job_times
+
+    run(body())

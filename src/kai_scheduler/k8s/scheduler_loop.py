@@ -211,7 +211,9 @@ class SchedulerLoop:
         self.evicting: dict[str, str] = {}  # pod key -> uid evicted
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
         self._job_times_changed: set[str] = set()  # jobs whose entry changed since the last build
-        # Jobs the last cycle decided on (or reported staleness for): their times are looked at again.
+        # Jobs whose times are looked at again after the next cycle: those whose pods or PodGroup changed
+        # (kept until a cycle got that far), and those the last cycle decided on or found stale.
+        self._jobs_changed: set[str] = set()
         self._decided_jobs: set[str] = set()
         self.pod_conditions: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.last_report: CycleReport | None = None
@@ -277,6 +279,7 @@ class SchedulerLoop:
             job_times_changed=self._job_times_changed,
         )
         self._job_times_changed = set()
+        self._jobs_changed |= live.changed_jobs
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
@@ -482,8 +485,9 @@ class SchedulerLoop:
     ) -> None:
         """Job times (annotations and the loop's memory), the PodGroups' unschedulable conditions and the
         pods' PodScheduled conditions after a cycle. Only jobs whose pods or PodGroup changed since the last
-        build, or that this cycle or the last decided on or reported staleness for, can get new times: for
-        every other job this cycle would compute what the last one did, so they are left as they are."""
+        cycle that got this far, or that this cycle or the last decided on or reported staleness for, can get
+        new times: for every other job this cycle would compute what the last one did (they are left as they
+        are)."""
         job_pods = live.job_pods
         placed_jobs: set[str] = set()
         change: dict[str, int] = {}  # job -> pods this cycle binds (+) or evicts (-)
@@ -499,8 +503,8 @@ class SchedulerLoop:
             if decision.type == "bind":
                 change[job] = change.get(job, 0) + 1
         decided_jobs = change.keys() | placed_jobs | result.stale_since.keys()
-        touched = live.changed_jobs | decided_jobs | self._decided_jobs
-        self._decided_jobs = decided_jobs
+        touched = self._jobs_changed | decided_jobs | self._decided_jobs
+        self._jobs_changed, self._decided_jobs = set(), decided_jobs
         jobs = {job for job in touched if job in live.pod_groups or job in job_pods}  # those that exist
         running = {job: pods.running for job in jobs if (pods := job_pods.get(job)) is not None}
         running_before = {job for job, n in running.items() if n > 0}
