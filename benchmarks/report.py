@@ -335,10 +335,10 @@ the goals use it, and give the wall time beside it:
   the simulator does between cycles (applying decisions), which the cycle time leaves out;
 * the whole commands (command, openb): the child's user + system CPU seconds (`os.wait4`).
 
-Even on an idle machine (load below 1, `cpuShare` 1.0) the same code varies from run to run by more
-than the noise above: ten runs of the 5,000-node points within a few minutes of each other gave 3.0-4.4 s
-for the first cycle (4,500-6,500 pods/s) and 0.55-0.75 s for the steady cycle (median of cycles 2..5).
-A single run near a goal says little; repeat the point (`scale.py point first 5000 --cycles 1`).
+Even on a quiet machine the same code varies from run to run by more than the noise above: runs of the
+5,000-node points at loads of 1-3 gave 3.4-3.7 s of wall time for the first cycle (5,350-5,900 pods/s)
+and a median of 0.37-0.42 s for the steady cycle (cycles 2..5). A single run near a goal says little;
+repeat the point (`scale.py point first 5000 --cycles 1`).
 
 * **first cycle**: `Simulation(objects, SchedulerConfig(), SimulationOptions(cycles=1)).run()` on the
   workload of `scale_workload.first_cycle` ({ROW_NODES:,} nodes): the pods bound or pipelined in cycle 1,
