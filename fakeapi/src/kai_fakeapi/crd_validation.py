@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kai_scheduler.api.constants import HOSTNAME_LABEL
-from kai_scheduler.api.crds import CRDS, TOPOLOGY_LEVEL_RULES, crd_manifest
+from kai_scheduler.api.crds import CRDS, TOPOLOGY_LEVEL_RULES, crd_manifest, join_path, json_type
 
 
 def schema_for(api_version: str, kind: str) -> dict[str, Any] | None:
@@ -90,7 +90,7 @@ def structural_errors(schema: Any, path: str = "") -> list[str]:
         if bound in schema and not isinstance(schema[bound], bool):
             errors.append(f"{where}: {bound} must be a boolean in OpenAPI v3.0")
     for value in schema.get("enum", []):
-        if _json_type(value) != kind and not (kind == "number" and _json_type(value) == "integer"):
+        if json_type(value) != kind and not (kind == "number" and json_type(value) == "integer"):
             errors.append(f"{where}: enum value {value!r} is not of type {kind}")
     properties = schema.get("properties")
     additional = schema.get("additionalProperties")
@@ -114,7 +114,7 @@ def structural_errors(schema: Any, path: str = "") -> list[str]:
         if not isinstance(rule, Mapping) or not isinstance(rule.get("rule"), str) or not rule["rule"].strip():
             errors.append(f"{where}: each x-kubernetes-validations entry needs a rule")
     for name, sub in (properties or {}).items():
-        errors.extend(structural_errors(sub, _join(path, name)))
+        errors.extend(structural_errors(sub, join_path(path, name)))
     if isinstance(schema.get("items"), Mapping):
         errors.extend(structural_errors(schema["items"], path + "[]"))
     if isinstance(additional, Mapping):
@@ -251,17 +251,17 @@ def _object_errors(schema: Mapping[str, Any], value: Mapping[str, Any], path: st
     additional = schema.get("additionalProperties")
     for name in schema.get("required", []):
         if name not in value:
-            errors.append(f"{_join(path, name)}: required field is missing")
+            errors.append(f"{join_path(path, name)}: required field is missing")
     for name, item in value.items():
         if properties is not None and name in properties:
             if path == "" and name == "metadata":
                 errors.extend(_metadata_errors(item))
             else:
-                errors.extend(validate_object(properties[name], item, _join(path, name)))
+                errors.extend(validate_object(properties[name], item, join_path(path, name)))
         elif isinstance(additional, Mapping):
-            errors.extend(validate_object(additional, item, _join(path, str(name))))
+            errors.extend(validate_object(additional, item, join_path(path, str(name))))
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-            errors.append(f"{_join(path, str(name))}: unknown field")
+            errors.append(f"{join_path(path, str(name))}: unknown field")
     return errors
 
 
@@ -332,20 +332,6 @@ def _is_type(value: Any, kind: str) -> bool:
 
 def _describe(value: Any) -> str:
     return "null" if value is None else type(value).__name__
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
 
 
 def custom_objects(documents: Sequence[Any]) -> Iterator[dict[str, Any]]:

@@ -308,7 +308,9 @@ def _convert(node: Mapping[str, Any], definitions: Mapping[str, Any], path: str)
             out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
             out[key] = True
         elif key == "properties":
-            out[key] = {name: _convert(sub, definitions, _join(path, name)) for name, sub in value.items()}
+            out[key] = {
+                name: _convert(sub, definitions, join_path(path, name)) for name, sub in value.items()
+            }
         elif key == "items":
             out[key] = _convert(value, definitions, path + "[]")
         elif key == "additionalProperties":
@@ -321,15 +323,17 @@ def _convert(node: Mapping[str, Any], definitions: Mapping[str, Any], path: str)
     if out.get("x-kubernetes-preserve-unknown-fields") and "type" not in out:
         out["type"] = "object"
     if "enum" in out and "type" not in out:
-        out["type"] = _json_type(out["enum"][0])
+        out["type"] = json_type(out["enum"][0])
     return out
 
 
-def _join(path: str, name: str) -> str:
+def join_path(path: str, name: str) -> str:
+    """`path.name`, or `name` at the top (field paths in messages)."""
     return f"{path}.{name}" if path else name
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The OpenAPI type of a scalar value."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):

@@ -259,12 +259,10 @@ class PodStatus(K8sModel):
     resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
 
 
-class Pod(K8sModel):
-    api_version: Literal["v1"] = "v1"
-    kind: Literal["Pod"] = "Pod"
+class Namespaced(K8sModel):
+    """An object that lives in a namespace (`default` when the manifest names none)."""
+
     metadata: ObjectMeta
-    spec: PodSpec = Field(default_factory=PodSpec)
-    status: PodStatus = Field(default_factory=PodStatus)
 
     @property
     def namespace(self) -> str:
@@ -273,6 +271,14 @@ class Pod(K8sModel):
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.metadata.name}"
+
+
+class Pod(Namespaced):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
 
     def resource_requests(self) -> dict[str, Fraction]:
         """What the pod needs on its node, by the Kubernetes rule: the main containers plus the sidecars
@@ -368,19 +374,11 @@ class PodGroupSpec(K8sModel):
     scheduling_backoff: int | None = None
 
 
-class PodGroup(K8sModel):
+class PodGroup(Namespaced):
     api_version: Literal["scheduling.run.ai/v2alpha2"] = "scheduling.run.ai/v2alpha2"
     kind: Literal["PodGroup"] = "PodGroup"
     metadata: ObjectMeta
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or "default"
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.metadata.name}"
 
 
 # --- PriorityClass (scheduling.k8s.io/v1) -------------------------------------------------------
@@ -584,20 +582,12 @@ class ResourceClaimStatus(K8sModel):
     reserved_for: list[ResourceClaimConsumerReference] = Field(default_factory=list)
 
 
-class ResourceClaim(K8sModel):
+class ResourceClaim(Namespaced):
     api_version: Literal["resource.k8s.io/v1"] = DRA_API_VERSION
     kind: Literal["ResourceClaim"] = "ResourceClaim"
     metadata: ObjectMeta
     spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = Field(default_factory=ResourceClaimStatus)
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or "default"
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.metadata.name}"
 
 
 class ClaimTemplateMeta(K8sModel):
