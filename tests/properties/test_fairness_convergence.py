@@ -78,16 +78,19 @@ def allocation_after_each_cycle(objects: list[Any], result: Any) -> list[tuple[i
         for key, o in pods.items()
     }
     held = dict.fromkeys(TEAMS, 0)
-    for key, o in pods.items():
-        if o.spec.node_name is not None:
-            held[team_of[key]] += gpus_of[key]
+    running = {key for key, o in pods.items() if o.spec.node_name is not None}
+    for key in running:
+        held[team_of[key]] += gpus_of[key]
     timeline = []
     for record in result.cycles:
         for d in record.decisions:
             if d.type == "bind":
                 held[team_of[d.pod]] += gpus_of[d.pod]
-            elif d.type == "evict":
+                running.add(d.pod)
+            elif d.type == "evict" and d.pod in running:
+                # (A pod moved, then taken again in the same cycle, is evicted twice but held once.)
                 held[team_of[d.pod]] -= gpus_of[d.pod]
+                running.discard(d.pod)
         timeline.append((record.cycle, record.time, dict(held)))
     return timeline
 

@@ -2,22 +2,23 @@
 
 When a preemptible job does not fit anywhere although the cluster has enough free GPUs in total (the free
 GPUs are scattered), consolidation looks for preemptible running jobs to move: each scenario evicts
-victims, places the pending job, and re-places every victim on another node (pipelined there); a
-scenario in which any victim would have to stop is invalid. At most `maxConsolidationPreemptees` pods
-move for one job (0 turns consolidation off).
+victims and places the pending job and the victims again, in queue order, with the allocation routine (a
+victim may land back where it was, or move); a scenario in which any victim would have to stop is
+invalid. At most `maxConsolidationPreemptees` pods are evicted for one job (0 turns consolidation off).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from kai_scheduler.actions.victims import (
-    Relocation,
     Scenario,
     VictimAction,
-    VictimJob,
+    VictimUnit,
+    active_tasks,
     order_victims,
     solve,
+    stays_evicted,
 )
 from kai_scheduler.framework.gang import scheduling_signature
 from kai_scheduler.framework.session import Session
@@ -29,26 +30,20 @@ class Consolidation(VictimAction):
     name = "consolidation"
     gave_up = "moving running pods (at most maxConsolidationPreemptees) does not make room"
 
-    def __init__(self) -> None:
-        # The victims in the order to try them, by the preemptor's usable nodes: the same for every
-        # pending job until a scenario is committed (consolidation protects no victim by runtime, so the
-        # order does not depend on the preemptor otherwise). Ordering every running job for each of
-        # thousands of pending jobs was most of a busy cycle.
-        self._victims: dict[bytes, list[VictimJob]] = {}
-
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
             return
-        self._victims.clear()
         super().execute(session)
 
-    def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
-        # Whether moving pods makes room does not depend on the preemptor's queue (its limits are
-        # checked in `blocked`, for every job), so a shape that failed fails for every queue.
-        return scheduling_signature(job, tasks, by_queue=False)
+    def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+        # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
+        # resources to it), except through a limit on the queue's path, checked when the job is placed.
+        path = session.snapshot.queues.ancestry(job.queue)
+        limited = any(limit >= 0 for queue in path for limit in queue.limit.values())
+        return (scheduling_signature(job, tasks, by_queue=False), job.queue if limited else None)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        if not job.preemptible or session.check_job_capacity(job, request) is not None:
+        if not job.preemptible:
             return True
         nodes = session.snapshot.nodes
         # Moving pods only helps when the GPUs exist, just not together.
@@ -56,48 +51,37 @@ class Consolidation(VictimAction):
         return free + EPSILON < request.gpu
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
-        # Only while no plugin protects victims from consolidation by preemptor (none does today).
-        cacheable = not session.points.victim_protection.get(self.name)
-        key = session.usable_nodes(tasks).tobytes()
-        ordered = self._victims.get(key) if cacheable else None
-        if ordered is None:
-            ordered = _closest_to_room_first(
-                session, list(order_victims(session, self.name, job, tasks, running))
-            )
-            if cacheable:
-                self._victims[key] = ordered
-        victims = [victim for victim in ordered if victim.job is not job]
-        if not victims:
+        candidates = [victim for victim in running if victim is not job]
+        if not candidates:
             return False
+        victims = _closest_to_room_first(session, job, tasks, candidates)
 
         def reason(victim: TaskInfo) -> str:
             return f"consolidated to make room for {job.key} (queue {job.queue})"
 
         scenario = Scenario(
-            self.name,
-            job,
-            tasks,
-            _all_moved,
-            reason,
-            Relocation.ALL,
-            session.config.max_consolidation_preemptees,
+            self.name, job, tasks, _all_placed, reason, session.config.max_consolidation_preemptees
         )
-        if not solve(session, scenario, victims):
-            return False
-        self._victims.clear()  # pods moved: the running jobs and the free GPUs are different now
-        return True
+        return solve(session, scenario, victims)
 
 
-def _all_moved(preemptor: JobInfo, stopped: Sequence[TaskInfo]) -> bool:
-    """Valid only if no victim stops (relocation ALL already guarantees it; this states the rule)."""
-    return not stopped
-
-
-def _closest_to_room_first(session: Session, victims: list[VictimJob]) -> list[VictimJob]:
-    """Victims on the nodes with the most free GPUs first: moving them frees a whole node soonest."""
+def _closest_to_room_first(
+    session: Session, job: JobInfo, tasks: list[TaskInfo], candidates: list[JobInfo]
+) -> Iterator[VictimUnit]:
+    """Victims on the nodes with the most free GPUs first (moving them frees room soonest), in victim
+    order among jobs alike. KAI looks at a bounded subset of the preemptible jobs only (the first
+    maxConsolidationPreemptees + 1 its job map hands out, in no particular order); this chooses that
+    subset deterministically, and usefully, by room."""
     free = session.snapshot.nodes.idle_gpus_total()
+    tiers: dict[float, list[JobInfo]] = {}
+    for victim in candidates:
+        room = max((float(free[t.node]) for t in active_tasks(victim)), default=0.0)
+        tiers.setdefault(room, []).append(victim)
+    for room in sorted(tiers, reverse=True):
+        # Each tier is ordered once the one before it is used up (as its evictions left the queues).
+        yield from order_victims(session, Consolidation.name, job, tasks, tiers[room])
 
-    def room(victim: VictimJob) -> float:
-        return max(float(free[t.node]) for t in victim.running)
 
-    return sorted(victims, key=room, reverse=True)
+def _all_placed(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:
+    """Valid only if every victim was placed again (moved, or back where it was): none stops."""
+    return not any(stays_evicted(task) for task in victims)

@@ -8,6 +8,10 @@ domains, the preferred ones first), and within that subset each of its children 
 a sub-group's descendants end up together in one of its domains. An action supplies how one pod is
 placed (`PlaceOne`); what is placed stays on the statement on success, and nothing of the attempt stays
 on failure.
+
+`place_pipelined` is the allocation routine of the victim actions' simulations (KAI's AllocateJob with
+pipelining only): the queue's capacity checked against the allocations as they are in the scenario, then
+every pod pipelined onto idle or releasing capacity, the preemptor and the victims alike.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo
@@ -38,6 +43,33 @@ def place_job(
     """Place `tasks` with `place_one`; None on success, else why not (with nothing left placed)."""
     failure = _place_group(session, statement, job, None, tasks, place_one)
     return None if failure is None else failure.reason
+
+
+def place_pipelined(
+    session: Session,
+    statement: Statement,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    reason: Callable[[TaskInfo, str], str],
+) -> str | None:
+    """Place `tasks` of `job` as allocate would, but pipelined (`reason(task, node name)` says why):
+    None on success, else why not, with nothing left placed. A virtually evicted pod placed back where it
+    was keeps running (see `Statement.pipeline`)."""
+    if not tasks:
+        return "no pod to place"
+    refusal = session.check_job_capacity(job, request_of(session, list(tasks)))
+    if refusal is not None:
+        return refusal
+    names = session.snapshot.nodes.names
+
+    def place_one(task: TaskInfo) -> str | None:
+        placed = session.choose_node(task)
+        if placed is None:
+            return f"pod {task.name} does not fit"
+        statement.pipeline(task, placed.node, placed.gpu_groups, reason(task, names[placed.node]))
+        return None
+
+    return place_job(session, statement, job, tasks, place_one)
 
 
 def _place_group(

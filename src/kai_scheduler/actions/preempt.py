@@ -1,7 +1,9 @@
 """preempt: within one queue, a pending job evicts preemptible jobs of strictly lower priority.
 
 E.g. build (100) and inference (125) jobs preempt train (50) jobs of their own queue; non-preemptible
-jobs are never victims. The victim solver does the search (see `victims`).
+jobs are never victims. Before looking for victims only the non-preemptible quota is checked; the queue's
+limit is checked when the job is placed, with its victims already gone (so a job may preempt in a queue
+at its limit). The victim solver does the search (see `victims`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ class Preempt(VictimAction):
     gave_up = "evicting lower-priority preemptible jobs of its queue does not make room"
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        return session.check_job_capacity(job, request) is not None
+        return session.check_quota(job, request) is not None
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
-        candidates = [v for v in running if v.queue == job.queue and v.priority < job.priority]
+        candidates = [
+            v for v in running if v.queue == job.queue and v.priority < job.priority and v is not job
+        ]
         if not candidates:
             return False
         victims = order_victims(session, self.name, job, tasks, candidates)
@@ -33,6 +37,6 @@ class Preempt(VictimAction):
         return solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
 
 
-def _no_rule(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
+def _no_rule(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:
     """Preempt has no fairness rule of its own: priority already decided who may go."""
     return True

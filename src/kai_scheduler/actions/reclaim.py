@@ -1,15 +1,17 @@
 """reclaim: a queue below its fair share takes back resources that other queues borrowed.
 
-Each pending job whose queue would stay within its fair share looks for victims among the preemptible
-running jobs of other queues; the victim solver evicts them in victim order until the job fits (pipelined
-onto the releasing capacity), and proportion's reclaim rules decide whether that scenario is fair.
+Each pending job whose queue would stay within its fair share (and, if non-preemptible, within its quota)
+looks for victims among the preemptible jobs of other queues; the victim solver evicts them in victim
+order until the job fits (pipelined onto the releasing capacity), placing the victims again where they
+still fit, and proportion's reclaim rules decide whether that scenario is fair. The queue's limit is
+checked when the job is placed, with the victims already gone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kai_scheduler.actions.victims import Relocation, Scenario, VictimAction, order_victims, solve
+from kai_scheduler.actions.victims import Scenario, VictimAction, order_victims, solve
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -21,8 +23,6 @@ class Reclaim(VictimAction):
     gave_up = "no fair choice of victims in queues above their fair share makes room"
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        if session.check_job_capacity(job, request) is not None:
-            return True
         for check in session.points.reclaim_eligibility:
             reason = check(job, request)
             if reason is not None:
@@ -43,12 +43,11 @@ class Reclaim(VictimAction):
             return False
         victims = order_victims(session, self.name, job, tasks, candidates)
 
-        def fair(preemptor: JobInfo, evicted: Sequence[TaskInfo]) -> bool:
-            return all(check(preemptor, request, evicted) for check in session.points.reclaim_validators)
+        def fair(preemptor: JobInfo, taken: Sequence[TaskInfo]) -> bool:
+            return all(check(preemptor, request, taken) for check in session.points.reclaim_validators)
 
         def reason(victim: TaskInfo) -> str:
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
-        relocation = Relocation.TRY if session.config.allow_consolidating_reclaim else Relocation.NONE
-        scenario = Scenario(self.name, job, tasks, fair, reason, relocation, invalid_is_final=True)
+        scenario = Scenario(self.name, job, tasks, fair, reason, invalid_is_final=True)
         return solve(session, scenario, victims)

@@ -1,126 +1,197 @@
-"""The victim solver that reclaim and preempt share.
+"""The victim solver that consolidation, reclaim and preempt share (KAI's job solver).
 
-For a pending job (the preemptor) it grows candidate victim sets job by job, in victim order, and
-simulates each scenario on a Statement: evict the victims, then place the preemptor's pods (on releasing
-capacity they are pipelined). A scenario that places the preemptor and passes the action's validator is
-kept; anything else is rolled back. Elastic victims shrink one pod above their minMember at a time before
-the gang itself is taken, and gangs are taken whole.
+For a pending job (the preemptor) it takes victims unit by unit in victim order (`order_victims`) and
+simulates each growing scenario on a Statement:
+
+1. the victims so far are evicted, virtually;
+2. the allocation routine places the preemptor and every victim job again, in queue order, all pipelined
+   (`placement.place_pipelined`, KAI's AllocateJob in a simulation): it sees idle and releasing capacity
+   on every node and checks each queue's limits against the allocations as the scenario left them. A
+   victim placed back where it was keeps running, one placed elsewhere moves there (evicted and
+   pipelined), one that cannot be placed stays evicted; the preemptor must be placed;
+3. the action's validator judges the outcome (consolidation: no victim stays evicted; reclaim: the queues'
+   fairness; preempt: nothing more).
+
+The first valid scenario is committed. KAI tries the victims node by node, so a victim on a node the
+preemptor does not use is never even evicted; here, once the preemptor fits with every victim so far
+gone, the scenario is simulated first with only the victims on the nodes it took (whole victim jobs), and
+with all of them only if that fails.
 """
 
 from __future__ import annotations
 
+import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
-from kai_scheduler.actions.placement import place_job
+from kai_scheduler.actions.placement import place_pipelined
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, PodSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import NodeTable
-from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+from kai_scheduler.model.resources import EPSILON, Resources
 
 # Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
 MAX_SCENARIOS = 64
 
-# Checks a scenario (victims already evicted, preemptor placed) before it is committed.
+# Checks a simulated scenario: the preemptor, and the victims in the order they were taken (each still
+# RELEASING if it stays evicted, else placed again).
 ScenarioValidator = Callable[[JobInfo, Sequence[TaskInfo]], bool]
 
 
 @dataclass(frozen=True, slots=True)
-class VictimJob:
+class VictimUnit:
+    """What one step of the search takes from a victim job: one pod above its minMember, or the rest of
+    its pods (the gang) at once."""
+
     job: JobInfo
-    running: list[TaskInfo]  # its running pods, newest first
-    protected: bool = False  # only the pods above minMember may be taken (minimum runtime)
+    tasks: list[TaskInfo]
 
 
-def victim_steps(victim: VictimJob) -> Iterator[list[TaskInfo]]:
-    """The pods to take from one victim job, step by step: first the pods above minMember, one at a
-    time (newest first), then the rest of the gang at once unless the job is protected."""
-    above = len(victim.running) - victim.job.min_member
-    for i in range(max(above, 0)):
-        yield [victim.running[i]]
-    rest = victim.running[max(above, 0) :]
-    if rest and not victim.protected:
-        yield rest
+def active_tasks(job: JobInfo) -> list[TaskInfo]:
+    """The pods that may be victims: running ones, and ones placed earlier in this cycle (allocated or
+    pipelined), as KAI's active-allocated pods."""
+    return [t for t in job.tasks if t.status in ACTIVE_ALLOCATED]
 
 
-def running_tasks(job: JobInfo) -> list[TaskInfo]:
-    return sorted((t for t in job.tasks if t.status is TaskStatus.RUNNING), key=lambda t: -t.rank)
+class _Last:
+    """A job order key that sorts in reverse: the victim queue hands out the job that ranks last."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Last) -> bool:
+        return other.key < self.key
 
 
 def order_victims(
     session: Session, action: str, preemptor: JobInfo, tasks: Sequence[TaskInfo], jobs: Sequence[JobInfo]
-) -> Iterator[VictimJob]:
-    """Victim order, the reverse of the scheduling order: down the queue tree, at every level the child
-    that ranks last (lowest queue priority, then furthest above its fair share), and in the leaf reached
-    the lowest-priority, newest job. Jobs protected by their minimum runtime are kept only if they run
-    pods above their minMember, and only jobs with a pod on a node the preemptor's `tasks` may use at all
-    (a cheap filter: freeing other nodes cannot help).
+) -> Iterator[VictimUnit]:
+    """Victims in the reverse of the scheduling order (KAI's victim queue). Down the queue tree, at every
+    level the child that ranks last in queue order (over its fair share, above its quota, low priority,
+    large dominant share: see proportion's `victim_queue_key`); in the leaf reached, the job that ranks
+    last in job order (the lowest priority; among equals one running above its minMember before one at
+    it; then the newest). From that job one unit (`_next_unit`); a job with pods left goes back into its
+    queue and is ranked again with what it has left.
 
-    Lazy: the solver usually needs only the first few victims, so they are produced one at a time, and
-    only the branch a victim was just taken from is re-ranked."""
+    Jobs protected by their minimum runtime give only the pods above their minMember, and only jobs with a
+    pod on a node the preemptor's `tasks` may use at all are candidates (freeing other nodes cannot help).
+
+    Lazy: the solver usually needs only the first few units. A job is ranked again when the solver asks
+    for the next unit, by which time the unit handed out is evicted, so the job order sees what it has
+    left (as KAI ranks the job's remaining pods)."""
     queues = session.snapshot.queues
-    by_queue: dict[str, list[JobInfo]] = {}
-    protected: set[str] = set()
+    nodes = session.snapshot.nodes
     usable = session.usable_nodes(tasks)
+    heaps: dict[str, list[tuple[_Last, int, JobInfo]]] = {}
+    left_of: dict[JobInfo, list[TaskInfo]] = {}
+    protected: set[JobInfo] = set()
+    counter = 0
     for job in jobs:
-        if not any(usable[task.node] for task in running_tasks(job)):
+        active = active_tasks(job)
+        if not active or not any(usable[task.node] for task in active):
             continue
         if session.is_protected(action, preemptor, job):
-            if len(running_tasks(job)) <= job.min_member:
+            if not _above_min(active):
                 continue
-            protected.add(job.key)
-        by_queue.setdefault(job.queue, []).append(job)
-    left: dict[str, int] = {}  # candidate jobs left in each queue's subtree
-    remaining: dict[str, Resources] = {}  # each queue's allocation once the victims so far are gone
-    for name, queue_jobs in by_queue.items():
-        queue_jobs.sort(key=lambda j: (j.priority, -j.rank), reverse=True)
+            protected.add(job)
+        left_of[job] = active
+        counter += 1
+        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), counter, job))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    allocated = {queue.name: queue.allocated.copy() for queue in queues}
+    taken: dict[str, Resources] = {queue.name: Resources() for queue in queues}
+    jobs_below: dict[str, int] = {}
+    for name, heap in heaps.items():
         for queue in queues.ancestry(name):
-            left[queue.name] = left.get(queue.name, 0) + len(queue_jobs)
-            remaining.setdefault(queue.name, queue.allocated.copy())
+            jobs_below[queue.name] = jobs_below.get(queue.name, 0) + len(heap)
+    victim_key = session.points.victim_queue_order
 
-    def giver(names: list[str]) -> str:
-        candidates = [n for n in names if left.get(n, 0) > 0]
-        return min(
-            candidates,
-            key=lambda n: (queues[n].priority, -_over_share(session, n, remaining[n]), queues[n].rank),
-        )
+    def held(tasks: list[TaskInfo]) -> Resources:
+        total = Resources()
+        for task in tasks:
+            total.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
+        return total
 
-    while any(left.get(root, 0) > 0 for root in queues.roots):
-        name = giver(queues.roots)
-        while not queues[name].is_leaf:
-            name = giver(queues[name].children)
-        job = by_queue[name].pop()
-        tasks = running_tasks(job)
-        yield VictimJob(job, tasks, job.key in protected)
-        taken = request_of(session, tasks)
-        for queue in queues.ancestry(name):
-            remaining[queue.name].sub(taken)
-            left[queue.name] -= 1
+    def rank(name: str) -> tuple[tuple[Any, ...], str]:
+        """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
+        whose job would go."""
+        queue = queues[name]
+        leaf = name if queue.is_leaf else last_child(queue.children)[1]
+        if victim_key is None:
+            return (queue.rank,), leaf
+        next_job = heaps[leaf][0][2]
+        remaining = allocated[name].copy()
+        remaining.sub(taken[name])
+        remaining.sub(held(left_of[next_job]))
+        return victim_key(queue, allocated[name], remaining), leaf
+
+    def last_child(names: list[str]) -> tuple[str, str]:
+        best: tuple[tuple[Any, ...], str, str] | None = None
+        for name in names:
+            if jobs_below.get(name, 0) <= 0:
+                continue
+            key, leaf = rank(name)
+            if best is None or best[0] < key:
+                best = (key, name, leaf)
+        assert best is not None, "a queue with candidate jobs below it has a child with some"
+        return best[1], best[2]
+
+    while any(jobs_below.get(root, 0) > 0 for root in queues.roots):
+        leaf = last_child(queues.roots)[1]
+        job = heapq.heappop(heaps[leaf])[2]
+        unit = _next_unit(session, left_of[job], job in protected)
+        if unit:
+            yield VictimUnit(job, unit)
+            amount = held(unit)
+            for queue in queues.ancestry(leaf):
+                taken[queue.name].add(amount)
+            gone = {id(task) for task in unit}
+            rest = [task for task in left_of[job] if id(task) not in gone]
+            left_of[job] = rest
+            if rest and (job not in protected or _above_min(rest)):
+                # Ranked again now that its unit is gone (evicted by the solver before asking for more).
+                counter += 1
+                heapq.heappush(heaps[leaf], (_Last(session.job_order_key(job)), counter, job))
+                continue
+        for queue in queues.ancestry(leaf):
+            jobs_below[queue.name] -= 1
 
 
-def _over_share(session: Session, queue_name: str, allocated: Resources) -> float:
-    fair = session.snapshot.queues[queue_name].fair_share
-    ratios = [
-        allocated.get(r) / fair.get(r) if fair.get(r) > EPSILON else allocated.get(r) * 1000.0
-        for r in RESOURCE_NAMES
-        if allocated.get(r) > EPSILON
-    ]
-    return max(ratios, default=0.0)
+def _above_min(tasks: list[TaskInfo]) -> bool:
+    """Whether some pod set of these pods' job has more of them than its minMember."""
+    counts: dict[int, int] = {}
+    podsets: dict[int, PodSet] = {}
+    for task in tasks:
+        counts[id(task.podset)] = counts.get(id(task.podset), 0) + 1
+        podsets[id(task.podset)] = task.podset
+    return any(count > podsets[key].min_member for key, count in counts.items())
 
 
-class Relocation(Enum):
-    """What happens to victims once the preemptor is placed."""
-
-    NONE = "none"  # they stop
-    TRY = "try"  # those that fit elsewhere move there; the rest stop (consolidating reclaim)
-    ALL = "all"  # every one must move, or the scenario is invalid (consolidation)
+def _next_unit(session: Session, tasks: list[TaskInfo], protected: bool) -> list[TaskInfo]:
+    """What to take next from a job whose victim pods left are `tasks` (KAI's GetTasksToEvict): if a pod
+    set runs above its minMember, one pod of it (the pod set furthest above, its pod last in task order:
+    the newest); else every pod left at once (the gang), unless the job is protected (then nothing)."""
+    by_podset: dict[int, tuple[PodSet, list[TaskInfo]]] = {}
+    for task in tasks:
+        by_podset.setdefault(id(task.podset), (task.podset, []))[1].append(task)
+    above = [(podset, members) for podset, members in by_podset.values() if len(members) > podset.min_member]
+    if above:
+        _, members = max(above, key=lambda entry: len(entry[1]) / max(entry[0].min_member, 1))
+        return [max(members, key=session.task_order_key)]
+    if protected:
+        return []
+    return sorted(tasks, key=session.task_order_key, reverse=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +202,7 @@ class Scenario:
     preemptor: JobInfo
     tasks: list[TaskInfo]
     validate: ScenarioValidator
-    reason: Callable[[TaskInfo], str]
-    relocation: Relocation = Relocation.NONE
+    reason: Callable[[TaskInfo], str]  # why a victim is evicted
     max_victims: int = -1  # most pods evicted in one scenario; -1: no bound
     # The validator only gets stricter as victims are added (reclaim's fairness rules judge each victim
     # by what was taken before it), so the first invalid scenario ends the search.
@@ -141,15 +211,17 @@ class Scenario:
 
 class Outcome(Enum):
     COMMITTABLE = "committable"
-    UNPLACEABLE = "unplaceable"  # the preemptor (or a victim that must move) does not fit yet
+    UNPLACEABLE = "unplaceable"  # the preemptor does not fit yet
     INVALID = "invalid"  # placed, but the validator rejects it
 
 
-def solve(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) -> bool:
+def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
     """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
     the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
+    for hook in session.points.on_solution_start:
+        hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
     if _search(session, scenario, victims):
         return True
@@ -158,7 +230,7 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) ->
     return False
 
 
-def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) -> bool:
+def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
     statement = session.statement(scenario.action)
     evicted: list[TaskInfo] = []
     needed = request_of(session, scenario.tasks).gpu
@@ -167,26 +239,24 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimJob]) 
     simulated = 0
     counts = session.counts[scenario.action]
     for victim in victims:
-        for step in victim_steps(victim):
-            if 0 <= scenario.max_victims < len(evicted) + len(step):
-                statement.discard()
-                return False
-            for task in step:
-                statement.evict(task, scenario.reason(task))
-            evicted.extend(step)
-            available += request_of(session, step).gpu
-            if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
-                counts.scenarios_filtered += 1
-                continue
-            simulated += 1
-            counts.scenarios_simulated += 1
-            outcome = _try_scenario(session, statement, scenario, evicted)
-            if outcome is Outcome.COMMITTABLE:
-                statement.commit()
-                return True
-            if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
-                statement.discard()
-                return False
+        step = victim.tasks
+        if 0 <= scenario.max_victims < len(evicted) + len(step):
+            break
+        for task in step:
+            statement.evict(task, scenario.reason(task))
+        evicted.extend(step)
+        available += request_of(session, step).gpu
+        if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
+            counts.scenarios_filtered += 1
+            continue
+        simulated += 1
+        counts.scenarios_simulated += 1
+        outcome = _try_scenario(session, statement, scenario, evicted)
+        if outcome is Outcome.COMMITTABLE:
+            statement.commit()
+            return True
+        if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
+            break
     statement.discard()
     return False
 
@@ -205,130 +275,87 @@ def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
 def _try_scenario(
     session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
 ) -> Outcome:
+    """Simulate the scenario of `evicted` (all virtually evicted on `statement`); unless committable,
+    everything the simulation did is rolled back (the evictions stay)."""
     checkpoint = statement.checkpoint()
     preemptor = scenario.preemptor
-
-    def place_one(task: TaskInfo) -> str | None:
-        placed = session.choose_node(task)
-        if placed is None:
-            return "unplaceable"
-        node = session.snapshot.nodes.names[placed.node]
-        message = f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
-        statement.pipeline(task, placed.node, placed.gpu_groups, message)
-        return None
-
-    if place_job(session, statement, preemptor, scenario.tasks, place_one) is not None:
+    # Where the preemptor would go with every victim so far gone.
+    if place_pipelined(session, statement, preemptor, scenario.tasks, _takes(preemptor)) is not None:
         statement.rollback(checkpoint)
         return Outcome.UNPLACEABLE
-    stopped = _relocate(session, statement, scenario, _keep_unneeded(session, statement, evicted))
-    if stopped is None:
+    taken_nodes = {task.node for task in scenario.tasks}
+    statement.rollback(checkpoint)
+    on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
+    needed = [task for task in evicted if id(task.job) in on_those]
+    if len(needed) < len(evicted):
+        # Only the victim jobs on those nodes, as KAI's node-by-node search would have taken them.
+        for task in evicted:
+            if id(task.job) not in on_those:
+                statement.keep(task)
+        if _simulate(session, statement, scenario, needed) is Outcome.COMMITTABLE:
+            return Outcome.COMMITTABLE
         statement.rollback(checkpoint)
-        return Outcome.UNPLACEABLE
-    if not scenario.validate(preemptor, stopped):
+    outcome = _simulate(session, statement, scenario, evicted)
+    if outcome is not Outcome.COMMITTABLE:
         statement.rollback(checkpoint)
+    return outcome
+
+
+def _simulate(session: Session, statement: Statement, scenario: Scenario, victims: list[TaskInfo]) -> Outcome:
+    """Place the preemptor and every victim job again in queue order (KAI's
+    TryToVirtuallyAllocatePreemptorAndGetVictims), then validate. The caller rolls back on failure."""
+    preemptor = scenario.preemptor
+    jobs = [preemptor]
+    seen = {id(preemptor)}
+    for task in victims:
+        if id(task.job) not in seen:
+            seen.add(id(task.job))
+            jobs.append(task.job)
+    order = QueueOrderedJobs(session, jobs)
+    moved = _moved(preemptor)
+    while (job := order.pop()) is not None:
+        if job is preemptor:
+            if place_pipelined(session, statement, job, scenario.tasks, _takes(job)) is not None:
+                return Outcome.UNPLACEABLE
+        else:
+            # Its victims that cannot be placed again stay evicted.
+            place_pipelined(session, statement, job, tasks_to_allocate(session, job), moved)
+    if not scenario.validate(preemptor, victims):
         return Outcome.INVALID
     return Outcome.COMMITTABLE
 
 
-def _keep_unneeded(session: Session, statement: Statement, evicted: list[TaskInfo]) -> list[TaskInfo]:
-    """Victims whose resources the preemptor did not need keep running where they are (KAI re-allocates
-    the victims after placing the preemptor); the others are returned. A gang is kept only as a gang: a
-    job is never left running below its minMember."""
-    nodes = session.snapshot.nodes
-    by_job: dict[int, list[TaskInfo]] = {}
-    for victim in evicted:
-        by_job.setdefault(id(victim.job), []).append(victim)
-    needed: list[TaskInfo] = []
-    for victims in by_job.values():
-        job = victims[0].job
-        checkpoint = statement.checkpoint()
-        kept = [v for v in victims if _keep(nodes, statement, v)]
-        if kept and job.active_allocated() < job.min_member:
-            statement.rollback(checkpoint)
-            kept = []
-        needed.extend(v for v in victims if v not in kept)
-    return needed
+def _takes(preemptor: JobInfo) -> Callable[[TaskInfo, str], str]:
+    def reason(task: TaskInfo, node: str) -> str:
+        return f"{preemptor.key} (queue {preemptor.queue}) takes resources being released on {node}"
+
+    return reason
 
 
-def _keep(nodes: NodeTable, statement: Statement, victim: TaskInfo) -> bool:
-    if not nodes.can_keep(victim.node, victim.request, victim.key, victim.gpu_groups):
-        return False
-    statement.keep(victim)
-    return True
+def _moved(preemptor: JobInfo) -> Callable[[TaskInfo, str], str]:
+    def reason(task: TaskInfo, node: str) -> str:
+        return f"moved to {node} to make room for {preemptor.key}"
+
+    return reason
 
 
-def _relocate(
-    session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
-) -> list[TaskInfo] | None:
-    """Move the victims that fit elsewhere; the ones left are stopped. None: a required move failed. A
-    job's pods move together or not at all when moving only some would leave it below its minMember."""
-    if scenario.relocation is Relocation.NONE:
-        return list(evicted)
-    by_job: dict[int, list[TaskInfo]] = {}
-    for victim in evicted:
-        by_job.setdefault(id(victim.job), []).append(victim)
-    stopped: list[TaskInfo] = []
-    for victims in by_job.values():
-        job = victims[0].job
-        checkpoint = statement.checkpoint()
-        if job.has_topology():
-            # Its constraints hold for its pods together: they move together (all in one domain) or stay.
-            together = _move_together(session, statement, scenario, victims)
-            left_behind = [] if together else list(victims)
-        else:
-            left_behind = [v for v in victims if not _move(session, statement, scenario, v)]
-        moved = len(victims) - len(left_behind)
-        if left_behind and 0 < job.active_allocated() + moved < job.min_member:
-            statement.rollback(checkpoint)
-            left_behind = victims
-        if left_behind and scenario.relocation is Relocation.ALL:
-            return None
-        stopped.extend(left_behind)
-    return stopped
-
-
-def _move(session: Session, statement: Statement, scenario: Scenario, victim: TaskInfo) -> bool:
-    """Move one victim to another node."""
-    return _move_together(session, statement, scenario, [victim])
-
-
-def _move_together(
-    session: Session, statement: Statement, scenario: Scenario, victims: list[TaskInfo]
-) -> bool:
-    """Move victims of one job to other nodes (none back onto its own), all or none, where the job's
-    topology constraints hold for them together with its pods that keep running."""
-    origin = {}
-    moved = []
-    for victim in victims:
-        copy = victim.recreated()
-        origin[id(copy)] = victim.node
-        moved.append(copy)
-
-    def place_one(task: TaskInfo) -> str | None:
-        placed = session.choose_node(task, avoid=origin[id(task)])
-        if placed is None:
-            return "unplaceable"
-        node = session.snapshot.nodes.names[placed.node]
-        reason = f"moved to {node} to make room for {scenario.preemptor.key}"
-        statement.pipeline(task, placed.node, placed.gpu_groups, reason)
-        return None
-
-    return place_job(session, statement, victims[0].job, moved, place_one) is None
+def stays_evicted(task: TaskInfo) -> bool:
+    """Whether a victim of a simulated scenario could not be placed again (it will be stopped)."""
+    return task.status is TaskStatus.RELEASING
 
 
 class VictimAction(ABC):
-    """The loop reclaim and preempt share: pending jobs in queue order, one attempt each (again while
-    an elastic job keeps growing), skipping jobs shaped like one that already failed in this action."""
+    """The loop reclaim, preempt and consolidation share: pending jobs in queue order, one attempt each
+    (again while an elastic job keeps growing), skipping jobs shaped like one that already failed in
+    this action."""
 
     name = ""
     gave_up = ""  # why a job still waits after this action found no valid scenario for it
 
     def execute(self, session: Session) -> None:
-        at_open = session.snapshot.jobs_at_open()
-        # Jobs that could be victims at all; refreshed only when a scenario was committed. Without any
-        # (a cluster running only non-preemptible jobs) there is nothing to do, not even ordering jobs.
-        queues = session.snapshot.queues
-        running = [j for j in at_open.preemptible_running if j.queue in queues and j.tally().running]
+        running = self.candidates(session)
+        # Without any (a cluster running only non-preemptible jobs) there is nothing to do, not even
+        # ordering jobs.
         if not running:
             return
         pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
@@ -340,13 +367,16 @@ class VictimAction(ABC):
             tasks = tasks_to_allocate(session, job)
             if not tasks:
                 continue
-            signature = self.signature(job, tasks) if session.config.use_scheduling_signatures else None
+            signature = None
+            if session.config.use_scheduling_signatures:
+                signature = self.signature(session, job, tasks)
             if signature in failed or self.blocked(session, job, request_of(session, tasks)):
                 continue
             if self.attempt(session, job, tasks, running):
                 session.unschedulable.pop(job.key, None)
                 queue.refresh()
-                running = [j for j in running if j.tally().running]
+                # Pods it placed (and victims it moved) may be victims of the next attempt.
+                running = self.candidates(session)
                 if job.has_pending():
                     queue.push(job)
                 continue
@@ -354,14 +384,26 @@ class VictimAction(ABC):
             if signature is not None:
                 failed.add(signature)
 
-    def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+    @staticmethod
+    def candidates(session: Session) -> list[JobInfo]:
+        """Jobs that could be victims at all: preemptible, in a known queue, with an active pod: running
+        at session open, or placed since by an earlier action (among the jobs that were waiting)."""
+        at_open = session.snapshot.jobs_at_open()
+        queues = session.snapshot.queues
+        return [
+            j
+            for j in dict.fromkeys((*at_open.preemptible_running, *at_open.waiting))
+            if j.preemptible and j.queue in queues and j.active_allocated() > 0
+        ]
+
+    def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         """Jobs with equal signatures fare alike in this action within a cycle (see
         `scheduling_signature`)."""
         return scheduling_signature(job, tasks)
 
     @abstractmethod
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        """Whether the job may not even try (limits, fair share, quota)."""
+        """Whether the job may not even try (what the action checks before looking for victims)."""
 
     @abstractmethod
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:

@@ -2,13 +2,16 @@
 
 KAI allocates a job in passes: while a pod set is below its minMember, the attempt takes exactly the
 missing members (all or nothing); once every pod set is satisfied, an elastic job grows one pod per pass.
+The pods an attempt may take are the pending ones and, while a victim scenario is simulated, the ones it
+evicted virtually: the simulation places its victims again as it places any job.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import Resources
 
 if TYPE_CHECKING:
@@ -27,6 +30,23 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
 
 
 def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
+    evicted = session.state.virtually_evicted
+    if evicted and any(task.key in evicted for task in job.tasks):
+        return _choose(session, job, lambda tasks: _placeable(tasks, evicted))
+    return _choose(session, job, lambda tasks: [t for t in tasks if t.status is TaskStatus.PENDING])
+
+
+def _placeable(tasks: list[TaskInfo], evicted: dict[str, TaskStatus]) -> list[TaskInfo]:
+    return [
+        t
+        for t in tasks
+        if t.status is TaskStatus.PENDING or (t.status is TaskStatus.RELEASING and t.key in evicted)
+    ]
+
+
+def _choose(
+    session: Session, job: JobInfo, placeable: Callable[[list[TaskInfo]], list[TaskInfo]]
+) -> list[TaskInfo]:
     podsets = list(job.podsets.values())
     if len(podsets) > 1:
         podsets.sort(key=session.podset_order_key)
@@ -35,7 +55,7 @@ def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
         for podset in podsets:
             missing = podset.min_member - podset.active_allocated()
             if missing > 0:
-                pending = podset.pending()
+                pending = placeable(podset.tasks)
                 if len(pending) > 1:
                     pending.sort(key=session.task_order_key)
                 chosen.extend(pending[:missing])
@@ -43,11 +63,11 @@ def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
         shortfall = job.min_member - job.active_allocated() - len(chosen)
         if shortfall > 0:
             taken = {task.key for task in chosen}
-            rest = sorted((t for t in job.pending_tasks() if t.key not in taken), key=session.task_order_key)
+            rest = sorted((t for t in placeable(job.tasks) if t.key not in taken), key=session.task_order_key)
             chosen.extend(rest[:shortfall])
         return chosen
     for podset in podsets:
-        pending = podset.pending()
+        pending = placeable(podset.tasks)
         if pending:
             return [min(pending, key=session.task_order_key) if len(pending) > 1 else pending[0]]
     return []

@@ -91,7 +91,10 @@ class ExtensionPoints:
     pre_predicates: list[PrePredicate] = field(default_factory=list)
     task_predicates: list[NamedPredicate] = field(default_factory=list)
     node_scorers: list[NodeScorer] = field(default_factory=list)
+    # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
+    # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
+    quota_checks: list[JobCapacityCheck] = field(default_factory=list)
     gpu_chooser: GpuChooser | None = None
     # Reclaim: may the job take resources from other queues, and is a scenario (victims evicted,
     # preemptor placed) fair? Both see the session state with the scenario applied.
@@ -99,6 +102,13 @@ class ExtensionPoints:
     reclaim_validators: list[Callable[[JobInfo, Resources, Sequence[TaskInfo]], bool]] = field(
         default_factory=list
     )
+    # Reclaim: called before the victims for one reclaimer are searched (KAI's OnJobSolutionStart), so
+    # that the validators can judge every scenario against the allocations from before it.
+    on_solution_start: list[Callable[[], None]] = field(default_factory=list)
+    # Victim order: a queue's queue-order key as KAI ranks it in a victim queue, given its allocation
+    # before any victim was taken and what remains once its victims so far and its next one are gone
+    # (no job asks for anything). The victim queue hands out the queue that ranks last.
+    victim_queue_order: Callable[[QueueInfo, Resources, Resources], tuple[Any, ...]] | None = None
     # Reclaim: may jobs of this queue be victims of that reclaimer at all (before any scenario is run)?
     reclaim_victim_filters: list[Callable[[JobInfo, Resources, str], bool]] = field(default_factory=list)
     # Per action ("reclaim", "preempt"): is a victim job protected for now (minimum runtime)? A
@@ -120,8 +130,12 @@ class SessionState:
     def __init__(self, snapshot: ClusterSnapshot, points: ExtensionPoints) -> None:
         self._snapshot = snapshot
         self._points = points
-        self._pipelined: dict[str, PipelineTake] = {}
+        # What each pipelined pod took from releasing resources, newest last (a pod pipelined earlier in
+        # the cycle may be evicted and pipelined again).
+        self._pipelined: dict[str, list[PipelineTake]] = {}
         self._reserved: set[str] = set()
+        # Pods evicted on a statement not committed yet (see `Statement`), with their status before.
+        self.virtually_evicted: dict[str, TaskStatus] = {}
 
     def detach(self) -> None:
         """Tell no handler any more (the session is closing)."""
@@ -169,7 +183,7 @@ class SessionState:
     def place(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], status: TaskStatus) -> None:
         nodes = self._snapshot.nodes
         if status is TaskStatus.PIPELINED:
-            self._pipelined[task.key] = nodes.hold_pipelined(node, task.request)
+            self._pipelined.setdefault(task.key, []).append(nodes.hold_pipelined(node, task.request))
         else:
             nodes.hold(node, task.request, releasing=False)
         nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
@@ -182,7 +196,10 @@ class SessionState:
         for handler in self._points.on_deallocate:
             handler(task)
         nodes = self._snapshot.nodes
-        take = self._pipelined.pop(task.key, None)
+        takes = self._pipelined.get(task.key)
+        take = takes.pop() if takes and task.status is TaskStatus.PIPELINED else None
+        if takes is not None and not takes:
+            del self._pipelined[task.key]
         if take is not None:
             nodes.unhold_pipelined(task.node, task.request, take)
         else:
@@ -268,6 +285,14 @@ class Session:
                 return reason
         return None
 
+    def check_quota(self, job: JobInfo, request: Resources) -> str | None:
+        """Why a non-preemptible job would take its queue above its quota (None: it would not)."""
+        for check in self.points.quota_checks:
+            reason = check(job, request)
+            if reason is not None:
+                return reason
+        return None
+
     # --- placement -------------------------------------------------------------------------------
 
     def _static(self, placement: Placement) -> tuple[BoolArray, list[tuple[str, BoolArray]]]:
@@ -329,13 +354,10 @@ class Session:
             ok &= predicate.nodes_passing(task)
         return ok
 
-    def choose_node(self, task: TaskInfo, *, avoid: int = -1) -> Placed | None:
-        """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there;
-        `avoid` excludes one node (a pod being moved does not move back onto its own node)."""
+    def choose_node(self, task: TaskInfo) -> Placed | None:
+        """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
         nodes = self.snapshot.nodes
         candidates = self.candidate_nodes(task)
-        if avoid >= 0:
-            candidates[avoid] = False
         rows = candidates.nonzero()[0]
         if rows.size == 0:
             return None

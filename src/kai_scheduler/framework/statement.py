@@ -3,6 +3,11 @@
 Gangs are all-or-nothing because allocate places a gang's pods on one statement and rolls it back when a
 pod does not fit; reclaim tries a scenario the same way. Every operation updates the session's state at
 once (so the next pod sees the node as it would be) and is undone in reverse order on rollback.
+
+A pod evicted on a statement that is not committed yet is evicted only virtually (KAI's "virtual
+status"): the victim solver places it again with the allocation routine, and `pipeline` then decides, as
+KAI's statement does, whether it stays (back onto its own node and GPUs: the eviction is taken back) or
+moves (an eviction and a pipeline elsewhere).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class Statement:
         self._session = session
         self._action = action
         self._operations: list[_Operation] = []
+        # Pods evicted on this statement: virtually, until it commits (their status before is in the
+        # session state's `virtually_evicted`).
+        self._evicted: dict[str, TaskInfo] = {}
 
     @property
     def operations(self) -> int:
@@ -47,22 +55,34 @@ class Statement:
         self._place(task, node, gpu_groups, TaskStatus.ALLOCATED, reason)
 
     def pipeline(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
+        """Place a pod on resources that may still be releasing. A pod this statement evicted that is
+        placed back where it was (its node, and its GPUs if it shares some) simply keeps running; placed
+        anywhere else it moves there (a fractional pod onto another GPU of its own node moves too)."""
+        if self.evicted_virtually(task):
+            stays = node == task.node and (
+                not task.request.is_shared_gpu or set(gpu_groups) == set(task.gpu_groups)
+            )
+            if stays:
+                self.keep(task)
+                return
         self._place(task, node, gpu_groups, TaskStatus.PIPELINED, reason)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Mark a running (or just placed) pod as releasing: its resources stay held until it is gone,
-        but others may be pipelined onto them."""
+        but others may be pipelined onto them. Until the statement commits, the eviction is virtual."""
         op = _Operation(
             "evict", task, task.node, task.gpu_groups, task.status, task.node, task.gpu_groups, reason
         )
         self._session.state.release(task)
+        self._evicted[task.key] = task
+        self._session.state.virtually_evicted[task.key] = op.previous_status
         self._operations.append(op)
 
     def keep(self, task: TaskInfo) -> None:
         """Take back this statement's eviction of `task` (it turned out not to be needed): it keeps
-        running, and neither the eviction nor the keep becomes a decision."""
+        running (or stays placed as it was), and neither the eviction nor the keep becomes a decision."""
         op = _Operation("keep", task, task.node, task.gpu_groups, task.status, task.node, task.gpu_groups, "")
-        self._session.state.unrelease(task, TaskStatus.RUNNING)
+        self._session.state.unrelease(task, self._session.state.virtually_evicted[task.key])
         self._operations.append(op)
 
     def _place(
@@ -90,6 +110,8 @@ class Statement:
             op = self._operations.pop()
             if op.type == "evict":
                 self._session.state.unrelease(op.task, op.previous_status)
+                del self._evicted[op.task.key]
+                del self._session.state.virtually_evicted[op.task.key]
             elif op.type == "keep":
                 self._session.state.release(op.task)
             else:
@@ -115,4 +137,14 @@ class Statement:
             )
         self._session.record(decisions)
         self._operations = []
+        virtual = self._session.state.virtually_evicted
+        for key, task in self._evicted.items():
+            # Evicted for real now: no longer a pod the session may place again.
+            del virtual[key]
+            task.job.version += 1
+        self._evicted = {}
         return decisions
+
+    def evicted_virtually(self, task: TaskInfo) -> bool:
+        """Whether `task` was evicted on this statement and has not been placed anywhere since."""
+        return task.status is TaskStatus.RELEASING and task.key in self._evicted

@@ -100,8 +100,8 @@ class NominatedNodePlugin(_ScoringPlugin):
 
 
 class NodePlacementPlugin(_ScoringPlugin):
-    """binpack: fill the fullest nodes first (by free GPUs for GPU pods, free CPU for CPU pods);
-    spread: the emptiest first. Arguments `gpu` and `cpu` choose per kind of pod."""
+    """binpack: fill the fullest nodes first (by free GPUs for GPU pods, free CPU for CPU pods; free is
+    idle plus releasing); spread: the emptiest first. Arguments `gpu` and `cpu` choose per kind of pod."""
 
     name = "nodeplacement"
 
@@ -117,12 +117,16 @@ class NodePlacementPlugin(_ScoringPlugin):
         self.cpu_strategy = arguments.get("cpu", BINPACK)
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        # What is not allocated: idle plus releasing, as KAI's NonAllocatedResource (so a pod being
+        # evicted frees its node for this count, and a victim placed again weighs its own node so too).
         # (`take` gathers the candidates' values at a fraction of fancy indexing's cost, same values.)
         if task.request.uses_gpu:
             free = nodes.free_gpus.take(rows) + nodes.shared_free_total.take(rows)  # idle_gpus_total
+            free += nodes.rel_gpus.take(rows)
             capacity, strategy = nodes.cap_gpus, self.gpu_strategy
         else:
             free = nodes.cap_cpu.take(rows) - nodes.used_cpu.take(rows)
+            free += nodes.rel_cpu.take(rows)
             capacity, strategy = nodes.cap_cpu, self.cpu_strategy
         if strategy == SPREAD:
             total = capacity.take(rows)

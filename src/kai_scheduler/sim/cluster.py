@@ -174,11 +174,15 @@ class SimCluster:
                 self._nominated.add(pod)
                 continue
             else:
-                # Terminated, and recreated by its workload controller as a pending pod of the same name.
+                # Terminated, and recreated by its workload controller as a pending pod of the same name
+                # (a pod pipelined earlier in the cycle and then evicted loses that nomination too).
+                pipelined.pop(pod.key, None)
+                self._nominated.discard(pod)
+                if pod.phase == "Running":  # not one already recreated (moved, then taken again)
+                    pod.evictions += 1
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
-                pod.evictions += 1
                 if pod.pod.spec.resource_claims:
                     self.claims.released(pod.pod)
             self._update(pod)

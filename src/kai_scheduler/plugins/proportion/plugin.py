@@ -7,7 +7,7 @@ place and evict pods, so that queue order and the capacity checks always see the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -51,6 +51,8 @@ class ProportionPlugin:
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
         # the session, and a queue's next jobs mostly ask for the same few shapes.
         self._order_keys: dict[tuple[str, float, float, float, float, float, float], tuple[Any, ...]] = {}
+        # Each queue's allocation when the victim search for the current reclaimer started.
+        self._before: dict[str, Resources] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -63,6 +65,9 @@ class ProportionPlugin:
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
+        points.quota_checks.append(self.non_preemptible_over_quota)
+        points.victim_queue_order = self.victim_queue_key
+        points.on_solution_start.append(self._remember_allocations)
         points.reclaim_eligibility.append(self.can_reclaim)
         points.reclaim_validators.append(self.reclaim_is_fair)
         points.reclaim_victim_filters.append(self.may_reclaim_from)
@@ -156,6 +161,33 @@ class ProportionPlugin:
             queue.rank,
         )
 
+    def victim_queue_key(
+        self, queue: QueueInfo, allocated: Resources, remaining: Resources
+    ) -> tuple[Any, ...]:
+        """The queue order key of a queue in a victim queue (KAI's queue order with no job, `allocated`
+        the queue's allocation before any victim was taken, and the dominant-share criterion computed on
+        `remaining`, the allocation once its victims so far and its next one are gone). Victims come from
+        the queue whose key is the largest."""
+        fair, deserved = queue.fair_share, queue.deserved
+        used = allocated.values()
+        over_utilised = all(f < u - EPSILON for f, u in zip(fair.values(), used, strict=True))
+        starved = all(d < 0 or u <= d + EPSILON for d, u in zip(deserved.values(), used, strict=True))
+        shares = self._allocatable_shares(queue)
+        zero_share_use = any(share <= EPSILON and u > EPSILON for share, u in zip(shares, used, strict=True))
+        smaller_share = self._smaller_share.get(queue.name)
+        if smaller_share is None:
+            smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
+        return (
+            over_utilised,
+            not starved,
+            -queue.priority,
+            zero_share_use,
+            _dominant(remaining.values(), shares),
+            _dominant(used, shares),
+            smaller_share,
+            queue.rank,
+        )
+
     # --- capacity checks -------------------------------------------------------------------------
 
     def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
@@ -242,69 +274,123 @@ class ProportionPlugin:
         within_deserved = _all_le(reclaimer_side.allocated.plus(request), _deserved(reclaimer_side, total))
         return within_deserved and not _all_le(held, _deserved(victim_side, total))
 
-    def reclaim_is_fair(self, reclaimer: JobInfo, request: Resources, victims: Sequence[TaskInfo]) -> bool:
-        """KAI's reclaim rules, compared where the two queues' branches of the tree split: each victim
-        must come from a queue above its allocatable share (MaintainFairShare) or, when the reclaimer is
-        still within its deserved quota, above its deserved quota (GuaranteeDeservedQuota); and the
-        reclaimer may not end up more saturated than a sibling it took from."""
+    def _remember_allocations(self) -> None:
         assert self._session is not None
-        queues = self._session.snapshot.queues
-        total = self._session.snapshot.capacity
+        self._before = {q.name: q.allocated.copy() for q in self._session.snapshot.queues}
+
+    def reclaim_is_fair(self, reclaimer: JobInfo, request: Resources, victims: Sequence[TaskInfo]) -> bool:
+        """KAI's reclaim rules, judged per victim unit and compared where the two queues' branches of
+        the tree split. A victim job's first minMember pods taken (per pod set) form one unit, every
+        further pod is a unit of its own (`_victim_units`); a unit may be taken if, before it is
+        subtracted, the victim side is above its allocatable share (MaintainFairShare), or the reclaimer
+        side stays within its deserved quota and the victim side is above its own (GuaranteeDeservedQuota).
+        So taking a whole gang may bring a queue below its quota. Then no queue on the reclaimer's path
+        may end up more saturated than a sibling that lost resources.
+
+        Victims placed again count only when consolidating reclaim is off (KAI counts every victim
+        then); allocations are those from before the search (`on_solution_start`)."""
+        assert self._session is not None
+        session = self._session
+        queues = session.snapshot.queues
+        total = session.snapshot.capacity
+        before = self._before
         reclaimer_path = list(reversed(queues.ancestry(reclaimer.queue)))
-        # The session already applied the scenario; rebuild the allocations from before it.
-        before = {q.name: q.allocated.copy() for q in queues}
-        for task in victims:
-            for q in queues.ancestry(task.job.queue):
-                before[q.name].add(self._task_resources(task))
-        for q in reclaimer_path:
-            before[q.name].sub(request)
-        remaining = {name: amount.copy() for name, amount in before.items()}
-        losers: dict[str, tuple[QueueInfo, QueueInfo]] = {}
-        for task in victims:
-            reclaimer_side, victim_side = _split(
-                reclaimer_path, list(reversed(queues.ancestry(task.job.queue)))
-            )
+        remaining: dict[str, Resources] = {}
+        involved: dict[str, set[str]] = {}
+
+        def left(name: str) -> Resources:
+            amount = remaining.get(name)
+            if amount is None:
+                amount = remaining[name] = before.get(name, queues[name].allocated).copy()
+            return amount
+
+        count_moved = not session.config.allow_consolidating_reclaim
+        for queue_name, amount in _victim_units(victims, self._task_resources, count_moved):
+            reclaimer_side, victim_side = _split(reclaimer_path, list(reversed(queues.ancestry(queue_name))))
             if victim_side is None or reclaimer_side is None:
                 return False
-            left = remaining[victim_side.name]
+            victim_left = left(victim_side.name)
             share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
-            maintain = not _all_le(left, share)
-            reclaimer_before = before[reclaimer_side.name]
+            maintain = not _all_le(victim_left, share)
+            reclaimer_before = before.get(reclaimer_side.name, reclaimer_side.allocated)
             within_deserved = _all_le(reclaimer_before.plus(request), _deserved(reclaimer_side, total))
-            guarantee = within_deserved and not _all_le(left, _deserved(victim_side, total))
+            guarantee = within_deserved and not _all_le(victim_left, _deserved(victim_side, total))
             if not (maintain or guarantee):
                 return False
-            amount = self._task_resources(task)
-            for q in queues.ancestry(task.job.queue):
-                remaining[q.name].sub(amount)
-            losers[victim_side.name] = (reclaimer_side, victim_side)
-        for reclaimer_side, victim_side in losers.values():
-            if self._more_saturated(
-                before[reclaimer_side.name].plus(request), reclaimer_side, remaining, victim_side
-            ):
-                return False
+            names = {r for r in RESOURCE_NAMES if amount.get(r) > 0}
+            for q in queues.ancestry(queue_name):
+                left(q.name).sub(amount)
+                involved.setdefault(q.name, set()).update(names)
+        asked = {r for r in RESOURCE_NAMES if request.get(r) > 0}
+        for level in queues.ancestry(reclaimer.queue):
+            mine = remaining.get(level.name, before.get(level.name, level.allocated)).plus(request)
+            for name, sibling_left in remaining.items():
+                sibling = queues[name]
+                if sibling.parent != level.parent or sibling.name == level.name:
+                    continue
+                if self._more_saturated(involved[name] | asked, mine, level, sibling_left, sibling):
+                    return False
         return True
 
     def _more_saturated(
         self,
+        resources: set[str],
         reclaimer_after: Resources,
         reclaimer: QueueInfo,
-        remaining: dict[str, Resources],
+        sibling_left: Resources,
         sibling: QueueInfo,
     ) -> bool:
-        for r in RESOURCE_NAMES:
+        """Whether the reclaimer's side would end up above its fair share and at least as saturated
+        (times relcaimerSaturationMultiplier) as a sibling it took from, in a resource involved."""
+        for r in resources:
             fair, sibling_fair = reclaimer.fair_share.get(r), sibling.fair_share.get(r)
-            if sibling_fair <= EPSILON or reclaimer_after.get(r) <= EPSILON:
-                continue
-            # A reclaimer side with no fair share at all is infinitely saturated (KAI divides by zero).
-            ratio = reclaimer_after.get(r) / fair if fair > EPSILON else float("inf")
+            ratio = _saturation(reclaimer_after.get(r), fair)
             if (
                 ratio > 1 + EPSILON
+                and sibling_fair > EPSILON
                 and ratio * self.reclaimer_saturation_multiplier
-                >= remaining[sibling.name].get(r) / sibling_fair
+                >= _saturation(sibling_left.get(r), sibling_fair)
             ):
                 return True
         return False
+
+
+def _saturation(allocated: float, fair_share: float) -> float:
+    """allocated / fair share; a fair share of 0 makes any allocation infinitely saturated."""
+    if fair_share <= EPSILON:
+        return float("inf") if allocated > EPSILON else 0.0
+    return allocated / fair_share
+
+
+def _victim_units(
+    victims: Sequence[TaskInfo], resources_of: Callable[[TaskInfo], Resources], count_moved: bool
+) -> list[tuple[str, Resources]]:
+    """The victims as KAI's reclaim rules weigh them: per job (in the order taken), each pod taken
+    beyond the first minMember of its pod set is a unit of its own, then the first minMember pods of
+    every pod set together are one unit (the gang). A unit weighs what its pods that stay evicted hold
+    (every pod's, with `count_moved`); units that weigh nothing are left out. (queue, amount) pairs."""
+    by_job: dict[int, list[TaskInfo]] = {}
+    for task in victims:
+        by_job.setdefault(id(task.job), []).append(task)
+    units: list[tuple[str, Resources]] = []
+    for tasks in by_job.values():
+        by_podset: dict[int, list[TaskInfo]] = {}
+        for task in tasks:
+            by_podset.setdefault(id(task.podset), []).append(task)
+        gang: list[TaskInfo] = []
+        extra: list[TaskInfo] = []
+        for members in by_podset.values():
+            core = members[0].podset.min_member
+            gang.extend(members[:core])
+            extra.extend(members[core:])
+        for unit in [[task] for task in extra] + [gang]:
+            amount = Resources()
+            for task in unit:
+                if count_moved or task.status is TaskStatus.RELEASING:
+                    amount.add(resources_of(task))
+            if not amount.is_zero():
+                units.append((tasks[0].job.queue, amount))
+    return units
 
 
 class SmallerAllocatableShare:
