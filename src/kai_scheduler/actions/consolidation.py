@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from kai_scheduler.actions.victims import (
     Scenario,
     VictimAction,
@@ -30,10 +32,39 @@ class Consolidation(VictimAction):
     name = "consolidation"
     gave_up = "moving running pods (at most maxConsolidationPreemptees) does not make room"
 
+    def __init__(self) -> None:
+        super().__init__()
+        # The candidate victims by node (each job under every node it has an active pod on), kept up to
+        # date after every commit: victims are looked for node by node (`_closest_to_room_first`), and
+        # going through every running job for each of hundreds of pending jobs was most of a busy cycle.
+        self._on_node: dict[int, dict[JobInfo, None]] = {}
+        self._nodes_of: dict[JobInfo, list[int]] = {}
+
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
             return
+        self._on_node.clear()
+        self._nodes_of.clear()
         super().execute(session)
+
+    def started(self, session: Session, candidates: list[JobInfo]) -> None:
+        self._index(session, candidates)
+
+    def committed(self, session: Session, touched: list[JobInfo]) -> None:
+        for job in touched:
+            for node in self._nodes_of.pop(job, ()):
+                jobs = self._on_node[node]
+                jobs.pop(job, None)
+                if not jobs:
+                    del self._on_node[node]
+        self._index(session, [job for job in touched if job in self.by_queue.get(job.queue, {})])
+
+    def _index(self, session: Session, jobs: list[JobInfo]) -> None:
+        for job in jobs:
+            nodes = sorted({task.node for task in active_tasks(session, job)})
+            self._nodes_of[job] = nodes
+            for node in nodes:
+                self._on_node.setdefault(node, {})[job] = None
 
     def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
@@ -50,11 +81,8 @@ class Consolidation(VictimAction):
         free = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
         return free + EPSILON < request.gpu
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
-        candidates = [victim for victim in running if victim is not job]
-        if not candidates:
-            return False
-        victims = _closest_to_room_first(session, job, tasks, candidates)
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        victims = self._closest_to_room_first(session, job, tasks)
 
         def reason(victim: TaskInfo) -> str:
             return f"consolidated to make room for {job.key} (queue {job.queue})"
@@ -64,22 +92,42 @@ class Consolidation(VictimAction):
         )
         return solve(session, scenario, victims)
 
+    def _closest_to_room_first(
+        self, session: Session, job: JobInfo, tasks: list[TaskInfo]
+    ) -> Iterator[VictimUnit]:
+        """Victims on the nodes with the most free GPUs first (moving them frees room soonest), in
+        victim order among the jobs of nodes with equal room (a job counts where it has the most).
 
-def _closest_to_room_first(
-    session: Session, job: JobInfo, tasks: list[TaskInfo], candidates: list[JobInfo]
-) -> Iterator[VictimUnit]:
-    """Victims on the nodes with the most free GPUs first (moving them frees room soonest), in victim
-    order among jobs alike. KAI looks at a bounded subset of the preemptible jobs only (the first
-    maxConsolidationPreemptees + 1 its job map hands out, in no particular order); this chooses that
-    subset deterministically, and usefully, by room."""
-    free = session.snapshot.nodes.idle_gpus_total()
-    tiers: dict[float, list[JobInfo]] = {}
-    for victim in candidates:
-        room = max((float(free[t.node]) for t in active_tasks(victim)), default=0.0)
-        tiers.setdefault(room, []).append(victim)
-    for room in sorted(tiers, reverse=True):
-        # Each tier is ordered once the one before it is used up (as its evictions left the queues).
-        yield from order_victims(session, Consolidation.name, job, tasks, tiers[room])
+        KAI looks at maxConsolidationPreemptees + 1 of the preemptible jobs only (the first its job map
+        hands out, in no particular order) and orders those as victims; so does this, choosing them
+        deterministically and usefully: by room, then by node name. Each group is ordered only once the
+        ones before it are used up."""
+        cap = session.config.max_consolidation_preemptees + 1  # jobs considered; 0: no bound
+        free = session.snapshot.nodes.idle_gpus_total()
+        # Only nodes with candidates, most room first, by name among equals (index order is name order).
+        with_jobs = np.fromiter(self._on_node, dtype=np.intp, count=len(self._on_node))
+        with_jobs.sort()
+        order = with_jobs[np.argsort(-free[with_jobs], kind="stable")]
+        rooms = free[order].tolist()
+        seen: set[JobInfo] = set()
+        full = False  # `cap` jobs found
+        start = 0
+        while start < len(rooms) and not full:
+            room = rooms[start]
+            end = start
+            tier: list[JobInfo] = []
+            while end < len(rooms) and rooms[end] == room and not full:
+                for victim in self._on_node[int(order[end])]:
+                    if victim not in seen and victim is not job:
+                        seen.add(victim)
+                        tier.append(victim)
+                        full = len(seen) == cap
+                        if full:
+                            break
+                end += 1
+            start = end
+            if tier:
+                yield from order_victims(session, self.name, job, tasks, tier)
 
 
 def _all_placed(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

@@ -23,13 +23,12 @@ class Preempt(VictimAction):
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         return session.check_quota(job, request) is not None
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
-        candidates = [
-            v for v in running if v.queue == job.queue and v.priority < job.priority and v is not job
-        ]
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        candidates = [v for v in self.by_queue.get(job.queue, ()) if v.priority < job.priority]
         if not candidates:
             return False
-        victims = order_victims(session, self.name, job, tasks, candidates)
+        pool = self.pool(session, (job.queue, job.priority), job, tasks, candidates)
+        victims = order_victims(session, self.name, job, tasks, pool)
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"

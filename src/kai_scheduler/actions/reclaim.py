@@ -30,18 +30,20 @@ class Reclaim(VictimAction):
                 return True
         return False
 
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         request = request_of(session, tasks)
         filters = session.points.reclaim_victim_filters
-        allowed_queues = {
+        allowed = [
             name
-            for name in {victim.queue for victim in running if victim.queue != job.queue}
-            if all(allowed(job, request, name) for allowed in filters)
-        }
-        candidates = [victim for victim in running if victim.queue in allowed_queues]
-        if not candidates:
+            for name, jobs in self.by_queue.items()
+            if name != job.queue and jobs and all(may(job, request, name) for may in filters)
+        ]
+        if not allowed:
             return False
-        victims = order_victims(session, self.name, job, tasks, candidates)
+        candidates = [victim for name in allowed for victim in self.by_queue[name]]
+        # What the pool depends on: the queues allowed, and the reclaimer's queue (minimum runtimes).
+        pool = self.pool(session, (job.queue, *allowed), job, tasks, candidates)
+        victims = order_victims(session, self.name, job, tasks, pool)
 
         def fair(preemptor: JobInfo, taken: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, taken) for check in session.points.reclaim_validators)

@@ -55,10 +55,15 @@ class VictimUnit:
     tasks: list[TaskInfo]
 
 
-def active_tasks(job: JobInfo) -> list[TaskInfo]:
+def active_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
     """The pods that may be victims: running ones, and ones placed earlier in this cycle (allocated or
-    pipelined), as KAI's active-allocated pods."""
-    return [t for t in job.tasks if t.status in ACTIVE_ALLOCATED]
+    pipelined), as KAI's active-allocated pods. Kept per job until one of its pods changes status: every
+    attempt of every victim action looks at every candidate job."""
+    known: dict[JobInfo, tuple[int, list[TaskInfo]]] = session.scratch.setdefault("victims.active", {})
+    cached = known.get(job)
+    if cached is None or cached[0] != job.version:
+        cached = known[job] = (job.version, [t for t in job.tasks if t.status in ACTIVE_ALLOCATED])
+    return cached[1]
 
 
 class _Last:
@@ -73,31 +78,29 @@ class _Last:
         return other.key < self.key
 
 
-def order_victims(
-    session: Session, action: str, preemptor: JobInfo, tasks: Sequence[TaskInfo], jobs: Sequence[JobInfo]
-) -> Iterator[VictimUnit]:
-    """Victims in the reverse of the scheduling order (KAI's victim queue). Down the queue tree, at every
-    level the child that ranks last in queue order (over its fair share, above its quota, low priority,
-    large dominant share: see proportion's `victim_queue_key`); in the leaf reached, the job that ranks
-    last in job order (the lowest priority; among equals one running above its minMember before one at
-    it; then the newest). From that job one unit (`_next_unit`); a job with pods left goes back into its
-    queue and is ranked again with what it has left.
+@dataclass(slots=True)
+class VictimPool:
+    """Candidate victim jobs ready to be handed out (`order_victims`): per leaf queue a heap in reverse
+    job order, each job's victim pods, and the jobs protected by their minimum runtime. Handing victims
+    out works on a copy, so one pool serves every preemptor alike until the cluster changes."""
 
-    Jobs protected by their minimum runtime give only the pods above their minMember, and only jobs with a
-    pod on a node the preemptor's `tasks` may use at all are candidates (freeing other nodes cannot help).
+    heaps: dict[str, list[tuple[_Last, int, JobInfo]]]
+    left_of: dict[JobInfo, list[TaskInfo]]
+    protected: set[JobInfo]
 
-    Lazy: the solver usually needs only the first few units. A job is ranked again when the solver asks
-    for the next unit, by which time the unit handed out is evicted, so the job order sees what it has
-    left (as KAI ranks the job's remaining pods)."""
-    queues = session.snapshot.queues
-    nodes = session.snapshot.nodes
+
+def victim_pool(
+    session: Session, action: str, preemptor: JobInfo, tasks: Sequence[TaskInfo], jobs: Iterable[JobInfo]
+) -> VictimPool:
+    """The candidates among `jobs`: only jobs with a pod on a node the preemptor's `tasks` may use at
+    all (freeing other nodes cannot help), and of the jobs protected by their minimum runtime only those
+    running pods above their minMember (only those pods may go)."""
     usable = session.usable_nodes(tasks)
     heaps: dict[str, list[tuple[_Last, int, JobInfo]]] = {}
     left_of: dict[JobInfo, list[TaskInfo]] = {}
     protected: set[JobInfo] = set()
-    counter = 0
     for job in jobs:
-        active = active_tasks(job)
+        active = active_tasks(session, job)
         if not active or not any(usable[task.node] for task in active):
             continue
         if session.is_protected(action, preemptor, job):
@@ -105,10 +108,37 @@ def order_victims(
                 continue
             protected.add(job)
         left_of[job] = active
-        counter += 1
-        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), counter, job))
+        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), len(left_of), job))
     for heap in heaps.values():
         heapq.heapify(heap)
+    return VictimPool(heaps, left_of, protected)
+
+
+def order_victims(
+    session: Session,
+    action: str,
+    preemptor: JobInfo,
+    tasks: Sequence[TaskInfo],
+    jobs: Sequence[JobInfo] | VictimPool,
+) -> Iterator[VictimUnit]:
+    """Victims in the reverse of the scheduling order (KAI's victim queue), from `jobs` (or a pool of
+    them made earlier, see `victim_pool`). Down the queue tree, at every level the child that ranks last
+    in queue order (over its fair share, above its quota, low priority, large dominant share: see
+    proportion's `victim_queue_key`); in the leaf reached, the job that ranks last in job order (the
+    lowest priority; among equals one running above its minMember before one at it; then the newest).
+    From that job one unit (`_next_unit`); a job with pods left goes back into its queue and is ranked
+    again with what it has left. The preemptor's own pods are never its victims.
+
+    Lazy: the solver usually needs only the first few units. A job is ranked again when the solver asks
+    for the next unit, by which time the unit handed out is evicted, so the job order sees what it has
+    left (as KAI ranks the job's remaining pods)."""
+    pool = jobs if isinstance(jobs, VictimPool) else victim_pool(session, action, preemptor, tasks, jobs)
+    queues = session.snapshot.queues
+    nodes = session.snapshot.nodes
+    heaps = {name: list(heap) for name, heap in pool.heaps.items()}  # copies are heaps too
+    left_of = dict(pool.left_of)
+    protected = pool.protected
+    counter = len(left_of)
     allocated = {queue.name: queue.allocated.copy() for queue in queues}
     taken: dict[str, Resources] = {queue.name: Resources() for queue in queues}
     jobs_below: dict[str, int] = {}
@@ -116,6 +146,9 @@ def order_victims(
         for queue in queues.ancestry(name):
             jobs_below[queue.name] = jobs_below.get(queue.name, 0) + len(heap)
     victim_key = session.points.victim_queue_order
+    # Each queue's rank (see `rank`), kept until a victim is taken below it: a unit changes only the
+    # queues on its leaf's path.
+    ranks: dict[str, tuple[tuple[Any, ...], str]] = {}
 
     def held(tasks: list[TaskInfo]) -> Resources:
         total = Resources()
@@ -126,6 +159,12 @@ def order_victims(
     def rank(name: str) -> tuple[tuple[Any, ...], str]:
         """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
         whose job would go."""
+        known = ranks.get(name)
+        if known is None:
+            known = ranks[name] = ranked(name)
+        return known
+
+    def ranked(name: str) -> tuple[tuple[Any, ...], str]:
         queue = queues[name]
         leaf = name if queue.is_leaf else last_child(queue.children)[1]
         if victim_key is None:
@@ -150,7 +189,9 @@ def order_victims(
     while any(jobs_below.get(root, 0) > 0 for root in queues.roots):
         leaf = last_child(queues.roots)[1]
         job = heapq.heappop(heaps[leaf])[2]
-        unit = _next_unit(session, left_of[job], job in protected)
+        for queue in queues.ancestry(leaf):
+            ranks.pop(queue.name, None)
+        unit = [] if job is preemptor else _next_unit(session, left_of[job], job in protected)
         if unit:
             yield VictimUnit(job, unit)
             amount = held(unit)
@@ -203,7 +244,7 @@ class Scenario:
     tasks: list[TaskInfo]
     validate: ScenarioValidator
     reason: Callable[[TaskInfo], str]  # why a victim is evicted
-    max_victims: int = -1  # most pods evicted in one scenario; -1: no bound
+    max_victims: int = -1  # most pods a committed scenario evicts; -1: no bound
     # The validator only gets stricter as victims are added (reclaim's fairness rules judge each victim
     # by what was taken before it), so the first invalid scenario ends the search.
     invalid_is_final: bool = False
@@ -240,8 +281,6 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
     counts = session.counts[scenario.action]
     for victim in victims:
         step = victim.tasks
-        if 0 <= scenario.max_victims < len(evicted) + len(step):
-            break
         for task in step:
             statement.evict(task, scenario.reason(task))
         evicted.extend(step)
@@ -287,7 +326,8 @@ def _try_scenario(
     statement.rollback(checkpoint)
     on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
     needed = [task for task in evicted if id(task.job) in on_those]
-    if len(needed) < len(evicted):
+    bound = scenario.max_victims
+    if len(needed) < len(evicted) and (bound < 0 or len(needed) <= bound):
         # Only the victim jobs on those nodes, as KAI's node-by-node search would have taken them.
         for task in evicted:
             if id(task.job) not in on_those:
@@ -295,6 +335,8 @@ def _try_scenario(
         if _simulate(session, statement, scenario, needed) is Outcome.COMMITTABLE:
             return Outcome.COMMITTABLE
         statement.rollback(checkpoint)
+    if 0 <= bound < len(evicted):
+        return Outcome.UNPLACEABLE  # not within the bound on the pods evicted
     outcome = _simulate(session, statement, scenario, evicted)
     if outcome is not Outcome.COMMITTABLE:
         statement.rollback(checkpoint)
@@ -347,17 +389,36 @@ def stays_evicted(task: TaskInfo) -> bool:
 class VictimAction(ABC):
     """The loop reclaim, preempt and consolidation share: pending jobs in queue order, one attempt each
     (again while an elastic job keeps growing), skipping jobs shaped like one that already failed in
-    this action."""
+    this action.
+
+    The jobs that could be victims are kept by queue (`by_queue`) and brought up to date after every
+    commit; victim pools made for one attempt serve every later one with the same key (`pool`) until
+    then: most attempts fail, and each ordered every candidate job again."""
 
     name = ""
     gave_up = ""  # why a job still waits after this action found no valid scenario for it
 
+    def __init__(self) -> None:
+        self.by_queue: dict[str, dict[JobInfo, None]] = {}
+        self._pools: dict[tuple[object, ...], VictimPool] = {}
+
     def execute(self, session: Session) -> None:
-        running = self.candidates(session)
+        self.by_queue.clear()
+        self._pools.clear()
+        # Running at session open, or placed since by an earlier action (among the jobs that were waiting).
+        at_open = session.snapshot.jobs_at_open()
+        candidates = [
+            j
+            for j in dict.fromkeys((*at_open.preemptible_running, *at_open.waiting))
+            if self.could_be_victim(session, j)
+        ]
         # Without any (a cluster running only non-preemptible jobs) there is nothing to do, not even
         # ordering jobs.
-        if not running:
+        if not candidates:
             return
+        for candidate in candidates:
+            self.by_queue.setdefault(candidate.queue, {})[candidate] = None
+        self.started(session, candidates)
         pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
         queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
@@ -372,11 +433,11 @@ class VictimAction(ABC):
                 signature = self.signature(session, job, tasks)
             if signature in failed or self.blocked(session, job, request_of(session, tasks)):
                 continue
-            if self.attempt(session, job, tasks, running):
+            decided = len(session.decisions)
+            if self.attempt(session, job, tasks):
                 session.unschedulable.pop(job.key, None)
                 queue.refresh()
-                # Pods it placed (and victims it moved) may be victims of the next attempt.
-                running = self.candidates(session)
+                self._committed(session, decided)
                 if job.has_pending():
                     queue.push(job)
                 continue
@@ -384,17 +445,49 @@ class VictimAction(ABC):
             if signature is not None:
                 failed.add(signature)
 
+    def _committed(self, session: Session, decided: int) -> None:
+        """Bring the candidates up to date after a commit (its decisions are those from `decided` on):
+        pods it placed (and victims it moved) may be victims of the next attempt; victims that stopped may
+        leave their job with none."""
+        self._pools.clear()
+        tasks_of = session.snapshot.tasks
+        touched = list(dict.fromkeys(tasks_of[d.pod].job for d in session.decisions[decided:]))
+        for job in touched:
+            if self.could_be_victim(session, job):
+                self.by_queue.setdefault(job.queue, {})[job] = None
+            elif job in self.by_queue.get(job.queue, {}):
+                del self.by_queue[job.queue][job]
+        self.committed(session, touched)
+
+    def pool(
+        self,
+        session: Session,
+        key: tuple[object, ...],
+        preemptor: JobInfo,
+        tasks: list[TaskInfo],
+        jobs: list[JobInfo],
+    ) -> VictimPool:
+        """The victim pool of `jobs` for this preemptor, made once per `key` (which must tell apart
+        whatever the pool depends on besides the nodes the tasks may use) until the next commit."""
+        full_key = (*key, session.usable_nodes(tasks).tobytes())
+        made = self._pools.get(full_key)
+        if made is None:
+            made = self._pools[full_key] = victim_pool(session, self.name, preemptor, tasks, jobs)
+        return made
+
     @staticmethod
-    def candidates(session: Session) -> list[JobInfo]:
-        """Jobs that could be victims at all: preemptible, in a known queue, with an active pod: running
-        at session open, or placed since by an earlier action (among the jobs that were waiting)."""
-        at_open = session.snapshot.jobs_at_open()
-        queues = session.snapshot.queues
-        return [
-            j
-            for j in dict.fromkeys((*at_open.preemptible_running, *at_open.waiting))
-            if j.preemptible and j.queue in queues and j.active_allocated() > 0
-        ]
+    def could_be_victim(session: Session, job: JobInfo) -> bool:
+        """Preemptible, in a known queue, with an active pod."""
+        return job.preemptible and job.queue in session.snapshot.queues and job.active_allocated() > 0
+
+    def started(self, session: Session, candidates: list[JobInfo]) -> None:
+        """Called once the candidate victims of the action are known (before its first attempt)."""
+        return None
+
+    def committed(self, session: Session, touched: list[JobInfo]) -> None:
+        """Called after a scenario was committed (and `by_queue` brought up to date), with the jobs it
+        changed."""
+        return None
 
     def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         """Jobs with equal signatures fare alike in this action within a cycle (see
@@ -406,6 +499,6 @@ class VictimAction(ABC):
         """Whether the job may not even try (what the action checks before looking for victims)."""
 
     @abstractmethod
-    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo], running: list[JobInfo]) -> bool:
-        """Search victims (among the preemptible `running` jobs) for the job's next pods and commit the first
+    def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        """Search victims (among the candidates, `by_queue`) for the job's next pods and commit the first
         valid scenario."""

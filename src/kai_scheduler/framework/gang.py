@@ -32,16 +32,20 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
 def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     evicted = session.state.virtually_evicted
     if evicted and any(task.key in evicted for task in job.tasks):
-        return _choose(session, job, lambda tasks: _placeable(tasks, evicted))
-    return _choose(session, job, lambda tasks: [t for t in tasks if t.status is TaskStatus.PENDING])
+
+        def placeable(tasks: list[TaskInfo]) -> list[TaskInfo]:
+            return [
+                t
+                for t in tasks
+                if t.status is TaskStatus.PENDING or (t.status is TaskStatus.RELEASING and t.key in evicted)
+            ]
+
+        return _choose(session, job, placeable)
+    return _choose(session, job, _pending)
 
 
-def _placeable(tasks: list[TaskInfo], evicted: dict[str, TaskStatus]) -> list[TaskInfo]:
-    return [
-        t
-        for t in tasks
-        if t.status is TaskStatus.PENDING or (t.status is TaskStatus.RELEASING and t.key in evicted)
-    ]
+def _pending(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    return [t for t in tasks if t.status is TaskStatus.PENDING]
 
 
 def _choose(

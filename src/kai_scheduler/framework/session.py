@@ -258,11 +258,18 @@ class Session:
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
+        self._job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
 
     # --- orders ----------------------------------------------------------------------------------
 
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
-        return (*(key(job) for key in self.points.job_order), job.rank, job.key)
+        """The job's place in job order; kept per job until one of its pods changes status (`version`):
+        every action orders the pending jobs, and the victim actions the running ones for each attempt."""
+        cached = self._job_keys.get(job)
+        if cached is None or cached[0] != job.version:
+            cached = (job.version, (*(key(job) for key in self.points.job_order), job.rank, job.key))
+            self._job_keys[job] = cached
+        return cached[1]
 
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
         return (*(key(task) for key in self.points.task_order), task.rank, task.key)

@@ -130,7 +130,7 @@ class JobsAtOpen:
 
     # A pending pod, or no schedulable pod and a reason for it (gated pods of an invalid job).
     waiting: tuple[JobInfo, ...]
-    # Preemptible with a running pod: the only possible victims.
+    # Preemptible with a running pod: the victims, with pods placed during the session (among `waiting`).
     preemptible_running: tuple[JobInfo, ...]
     # Marked stale, or able to become so (see `JobInfo.may_go_stale`).
     may_go_stale: tuple[JobInfo, ...]

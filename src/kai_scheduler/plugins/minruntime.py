@@ -32,9 +32,13 @@ class MinRuntimePlugin:
                 f"got {self.resolve_method!r}"
             )
         self._session: Session | None = None
+        self._reclaim_runtimes: dict[tuple[str, str], float] = {}
 
     def on_session_open(self, session: Session) -> None:
         self._session = session
+        # The reclaim minimum runtime by (reclaimer's queue, victim's queue): asked for every candidate
+        # victim of every reclaim attempt.
+        self._reclaim_runtimes = {}
         protection = session.points.victim_protection
         protection.setdefault("preempt", []).append(self.preempt_protected)
         protection.setdefault("reclaim", []).append(self.reclaim_protected)
@@ -43,18 +47,25 @@ class MinRuntimePlugin:
         self._session = None
 
     def preempt_protected(self, preemptor: JobInfo, victim: JobInfo) -> bool:
+        if victim.last_start is None:
+            return False
         assert self._session is not None
         queues = self._session.snapshot.queues
         runtime = _walk_up(queues, victim.queue, "preempt_min_runtime", self.default_preempt)
         return self._younger_than(victim, runtime)
 
     def reclaim_protected(self, reclaimer: JobInfo, victim: JobInfo) -> bool:
-        assert self._session is not None
-        queues = self._session.snapshot.queues
-        start = victim.queue
-        if self.resolve_method == "lca":
-            start = _victim_side_below_lca(queues, reclaimer.queue, victim.queue)
-        runtime = _walk_up(queues, start, "reclaim_min_runtime", self.default_reclaim)
+        if victim.last_start is None:
+            return False
+        runtime = self._reclaim_runtimes.get((reclaimer.queue, victim.queue))
+        if runtime is None:
+            assert self._session is not None
+            queues = self._session.snapshot.queues
+            start = victim.queue
+            if self.resolve_method == "lca":
+                start = _victim_side_below_lca(queues, reclaimer.queue, victim.queue)
+            runtime = _walk_up(queues, start, "reclaim_min_runtime", self.default_reclaim)
+            self._reclaim_runtimes[(reclaimer.queue, victim.queue)] = runtime
         return self._younger_than(victim, runtime)
 
     def _younger_than(self, job: JobInfo, runtime: float) -> bool:

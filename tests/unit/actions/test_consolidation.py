@@ -110,7 +110,9 @@ def test_max_consolidation_preemptees_bounds_the_pods_moved(limit: int | None, c
     if limit is not None:
         document["maxConsolidationPreemptees"] = limit
     result = run(two_moves(), config(**document), cycles=1)
-    assert sorted(evicted(result)) == (["p2", "p3"] if consolidated else [])
+    # Both pods of one node move to the other (which node's depends on the jobs considered: at most
+    # maxConsolidationPreemptees + 1 of them, as KAI).
+    assert sorted(evicted(result)) in ([["p0", "p1"], ["p2", "p3"]] if consolidated else [[]])
 
 
 def test_zero_max_consolidation_preemptees_turns_consolidation_off() -> None:
