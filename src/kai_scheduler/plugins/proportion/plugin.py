@@ -388,7 +388,7 @@ def _victim_units(
             for task in unit:
                 if count_moved or task.status is TaskStatus.RELEASING:
                     amount.add(resources_of(task))
-            if not amount.is_zero():
+            if any(value > EPSILON for value in amount.values()):
                 units.append((tasks[0].job.queue, amount))
     return units
 
