@@ -95,6 +95,17 @@ def allocation_after_each_cycle(objects: list[Any], result: Any) -> list[tuple[i
     return timeline
 
 
+def stops(result: Any) -> dict[str, int]:
+    """How often each pod was evicted and not moved (pipelined again in the same cycle)."""
+    counted: dict[str, int] = {}
+    for record in result.cycles:
+        moved = {d.pod for d in record.decisions if d.type == "pipeline"}
+        for d in record.decisions:
+            if d.type == "evict" and d.pod not in moved:
+                counted[d.pod] = counted.get(d.pod, 0) + 1
+    return counted
+
+
 @pytest.mark.parametrize(
     ("hog", "mixed", "within"),
     [("b3", False, 3), ("a1", False, 3), ("b3", True, 4), ("a1", True, 4)],
@@ -123,7 +134,7 @@ def test_every_queue_reaches_its_fair_share_within_a_few_cycles(
     converged_at = next(cycle for cycle, time, gap in gaps if time >= last_arrival and gap <= MAX_GAP)
     cycles_to_converge = converged_at - first_after_arrival + 1
     final_gap = gaps[-1][2]
-    evictions = max(p["evictions"] for p in document["pods"])
+    evictions = max(stops(result).values(), default=0)
 
     print(f"\nhog {hog}{' (mixed shapes, staggered arrivals)' if mixed else ''}: fair shares {fair}")
     for cycle, time, held in timeline:
@@ -132,7 +143,7 @@ def test_every_queue_reaches_its_fair_share_within_a_few_cycles(
     print(
         f"  converged in {cycles_to_converge} cycles after the last submission (cycle {converged_at}); "
         f"largest gap at the end {final_gap:g} GPU; steady {result.steady} after {len(result.cycles)} "
-        f"cycles; most evictions of one pod {evictions}"
+        f"cycles; most times one pod was stopped {evictions}"
     )
     record_property("fair_shares", fair)
     record_property("cycles_to_converge", cycles_to_converge)
@@ -141,7 +152,8 @@ def test_every_queue_reaches_its_fair_share_within_a_few_cycles(
     assert result.steady
     assert final_gap <= MAX_GAP
     assert cycles_to_converge <= within
-    # It stays converged, and no pod was taken twice on the way (no ping-pong).
+    # It stays converged, and no pod was stopped twice on the way (no ping-pong); a victim that its
+    # scenario moves (evicted and pipelined elsewhere in the same cycle) is not stopped.
     assert all(gap <= MAX_GAP for cycle, _, gap in gaps if cycle >= converged_at)
     assert evictions <= 1
     if not mixed:

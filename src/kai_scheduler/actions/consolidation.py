@@ -22,7 +22,7 @@ from kai_scheduler.actions.victims import (
     solve,
     stays_evicted,
 )
-from kai_scheduler.framework.gang import scheduling_signature
+from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import EPSILON, Resources
@@ -77,7 +77,9 @@ class Consolidation(VictimAction):
         if not job.preemptible:
             return True
         nodes = session.snapshot.nodes
-        # Moving pods only helps when the GPUs exist, just not together.
+        # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted).
+        if any(task.request.mig_instances for task in tasks_to_allocate(session, job)):
+            return False
         free = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
         return free + EPSILON < request.gpu
 
@@ -95,39 +97,28 @@ class Consolidation(VictimAction):
     def _closest_to_room_first(
         self, session: Session, job: JobInfo, tasks: list[TaskInfo]
     ) -> Iterator[VictimUnit]:
-        """Victims on the nodes with the most free GPUs first (moving them frees room soonest), in
-        victim order among the jobs of nodes with equal room (a job counts where it has the most).
+        """The victims, in victim order, among the jobs considered at all.
 
-        KAI looks at maxConsolidationPreemptees + 1 of the preemptible jobs only (the first its job map
+        KAI considers maxConsolidationPreemptees + 1 of the preemptible jobs only (the first its job map
         hands out, in no particular order) and orders those as victims; so does this, choosing them
-        deterministically and usefully: by room, then by node name. Each group is ordered only once the
-        ones before it are used up."""
+        deterministically and usefully: the jobs on the nodes with the most free GPUs first (moving them
+        frees room soonest), then by node name. Without a bound every job is considered, as KAI."""
         cap = session.config.max_consolidation_preemptees + 1  # jobs considered; 0: no bound
         free = session.snapshot.nodes.idle_gpus_total()
         # Only nodes with candidates, most room first, by name among equals (index order is name order).
         with_jobs = np.fromiter(self._on_node, dtype=np.intp, count=len(self._on_node))
         with_jobs.sort()
         order = with_jobs[np.argsort(-free[with_jobs], kind="stable")]
-        rooms = free[order].tolist()
-        seen: set[JobInfo] = set()
-        full = False  # `cap` jobs found
-        start = 0
-        while start < len(rooms) and not full:
-            room = rooms[start]
-            end = start
-            tier: list[JobInfo] = []
-            while end < len(rooms) and rooms[end] == room and not full:
-                for victim in self._on_node[int(order[end])]:
-                    if victim not in seen and victim is not job:
-                        seen.add(victim)
-                        tier.append(victim)
-                        full = len(seen) == cap
-                        if full:
-                            break
-                end += 1
-            start = end
-            if tier:
-                yield from order_victims(session, self.name, job, tasks, tier)
+        chosen: dict[JobInfo, None] = {}
+        for node in order.tolist():
+            for victim in self._on_node[node]:
+                if victim is not job:
+                    chosen[victim] = None
+                    if len(chosen) == cap:
+                        break
+            if len(chosen) == cap:
+                break
+        return order_victims(session, self.name, job, tasks, list(chosen))
 
 
 def _all_placed(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

@@ -274,7 +274,10 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -
 def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
     statement = session.statement(scenario.action)
     evicted: list[TaskInfo] = []
-    needed = request_of(session, scenario.tasks).gpu
+    # (MIG instances are not among the free GPUs counted here: a preemptor asking for some is not
+    # filtered by this count.)
+    uses_mig = any(task.request.mig_instances for task in scenario.tasks)
+    needed = 0.0 if uses_mig else request_of(session, scenario.tasks).gpu
     nodes = session.snapshot.nodes
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0

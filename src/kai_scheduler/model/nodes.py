@@ -53,13 +53,16 @@ class GpuGroup:
     def fully_releasing(self) -> bool:
         return self.used - self.releasing <= EPSILON
 
+    # A shared GPU all of whose holders release is joined by nobody (KAI's IsTaskFitOnGpuGroup): it comes
+    # back as a whole GPU (see `_refresh_shared`), on which a pod opens a new shared GPU.
+
     @property
     def free_now(self) -> float:
-        return 0.0 if self.claimed else 1.0 - self.used
+        return 0.0 if self.claimed or self.fully_releasing else 1.0 - self.used
 
     @property
     def free_soon(self) -> float:
-        return 0.0 if self.claimed else 1.0 - self.used + self.releasing
+        return 0.0 if self.claimed or self.fully_releasing else 1.0 - self.used + self.releasing
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,25 +538,6 @@ class NodeTable:
             group = self.group_by_id[group_id]
             group.releasing += group.holders.get(pod_key, 0.0)
         self._refresh_shared(node)
-
-    def can_keep(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> bool:
-        """Whether a releasing pod's resources are still unclaimed by anyone pipelined onto them, so that
-        it could keep running instead."""
-        ok = (
-            self.rel_cpu[node] >= request.cpu - EPSILON
-            and self.rel_memory[node] >= request.memory - EPSILON
-            and self.rel_pods[node] >= 1 - EPSILON
-            and self.rel_gpus[node] - self._rel_group_gpus[node] >= request.whole_gpus - EPSILON
-        )
-        for name, amount in request.scalars:
-            j = self.scalar_index.get(name)
-            if j is not None and self.rel_scalars[node, j] < amount - EPSILON:
-                return False
-        for group_id in groups:
-            group = self.group_by_id[group_id]
-            if group.claimed or group.free_soon < group.holders.get(pod_key, 0.0) - EPSILON:
-                return False
-        return bool(ok)
 
     def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         self._changed(node)

@@ -149,7 +149,10 @@ def test_a_gpu_pipelined_to_a_whole_gpu_pod_is_not_shared_out_in_the_same_cycle(
     assert binds(decisions) == {}
 
 
-def test_a_fraction_may_join_a_shared_gpu_whose_other_holder_is_terminating() -> None:
+def test_a_fraction_waits_for_a_shared_gpu_whose_only_holder_is_terminating() -> None:
+    # KAI joins no shared GPU all of whose holders are releasing (IsTaskFitOnGpuGroup, node_info's
+    # gpu_sharing_node_info.go): the GPU comes back whole, and the pod is pipelined onto a new shared GPU
+    # there. With a holder that stays, the GPU is joined, pipelined onto the releasing part.
     objects = [
         node("n0", gpus=1),
         queue("q"),
@@ -157,7 +160,11 @@ def test_a_fraction_may_join_a_shared_gpu_whose_other_holder_is_terminating() ->
         pod("frac", fraction=0.5),
     ]
     decisions = one_cycle(objects, ALLOCATE)
-    assert [(d.type, d.pod, d.gpu_groups) for d in decisions] == [("bind", "default/frac", ("g1",))]
+    assert [(d.type, d.pod) for d in decisions] == [("pipeline", "default/frac")]
+    assert decisions[0].gpu_groups != ("g1",)
+    staying = pod("staying", fraction=0.25, node_name="n0", labels={"runai-gpu-group": "g1"})
+    decisions = one_cycle([*objects[:2], staying, *objects[2:]], ALLOCATE)
+    assert [(d.type, d.pod, d.gpu_groups) for d in decisions] == [("pipeline", "default/frac", ("g1",))]
 
 
 # --- scheduling signatures -----------------------------------------------------------------------

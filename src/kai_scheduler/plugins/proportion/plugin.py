@@ -258,8 +258,11 @@ class ProportionPlugin:
     def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim_queue: str) -> bool:
         """The first victim's test of `reclaim_is_fair`, before anything is taken: a queue at or below its
         share (and, for GuaranteeDeservedQuota, its deserved quota) can give nothing, so its jobs are not
-        even candidates."""
+        even candidates. Unless consolidating reclaim is on: a victim that moves gives nothing up, so any
+        queue's jobs may be moved to make room."""
         assert self._session is not None
+        if self._session.config.allow_consolidating_reclaim:
+            return True
         queues = self._session.snapshot.queues
         total = self._session.snapshot.capacity
         reclaimer_side, victim_side = _split(
