@@ -24,11 +24,16 @@ class Preempt(VictimAction):
         return session.check_quota(job, request) is not None
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        candidates = [v for v in self.by_queue.get(job.queue, ()) if v.priority < job.priority]
-        if not candidates:
+        if not self.by_queue.get(job.queue):
             return False
-        pool = self.pool(session, (job.queue, job.priority), job, tasks, candidates)
-        victims = order_victims(session, self.name, job, tasks, pool)
+        victims = order_victims(
+            session,
+            self.name,
+            job,
+            tasks,
+            self.heaps(session, [job.queue], tasks),
+            admit=lambda victim: victim.priority < job.priority,
+        )
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"

@@ -40,10 +40,7 @@ class Reclaim(VictimAction):
         ]
         if not allowed:
             return False
-        candidates = [victim for name in allowed for victim in self.by_queue[name]]
-        # What the pool depends on: the queues allowed, and the reclaimer's queue (minimum runtimes).
-        pool = self.pool(session, (job.queue, *allowed), job, tasks, candidates)
-        victims = order_victims(session, self.name, job, tasks, pool)
+        victims = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
 
         def fair(preemptor: JobInfo, taken: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, taken) for check in session.points.reclaim_validators)

@@ -35,7 +35,7 @@ from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, PodSet, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.nodes import BoolArray, NodeTable
 from kai_scheduler.model.resources import EPSILON, Resources
 
 # Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
@@ -78,40 +78,48 @@ class _Last:
         return other.key < self.key
 
 
-@dataclass(slots=True)
-class VictimPool:
-    """Candidate victim jobs ready to be handed out (`order_victims`): per leaf queue a heap in reverse
-    job order, each job's victim pods, and the jobs protected by their minimum runtime. Handing victims
-    out works on a copy, so one pool serves every preemptor alike until the cluster changes."""
-
-    heaps: dict[str, list[tuple[_Last, int, JobInfo]]]
-    left_of: dict[JobInfo, list[TaskInfo]]
-    protected: set[JobInfo]
+# Per leaf queue, its candidate jobs as a heap in reverse job order (the entries: the job's order key,
+# reversed; a tie-breaking counter; the job).
+Heaps = dict[str, list[tuple[_Last, int, JobInfo]]]
 
 
-def victim_pool(
-    session: Session, action: str, preemptor: JobInfo, tasks: Sequence[TaskInfo], jobs: Iterable[JobInfo]
-) -> VictimPool:
-    """The candidates among `jobs`: only jobs with a pod on a node the preemptor's `tasks` may use at
-    all (freeing other nodes cannot help), and of the jobs protected by their minimum runtime only those
-    running pods above their minMember (only those pods may go)."""
-    usable = session.usable_nodes(tasks)
-    heaps: dict[str, list[tuple[_Last, int, JobInfo]]] = {}
-    left_of: dict[JobInfo, list[TaskInfo]] = {}
-    protected: set[JobInfo] = set()
-    for job in jobs:
-        active = active_tasks(session, job)
-        if not active or not any(usable[task.node] for task in active):
+def victim_heaps(session: Session, jobs: Iterable[JobInfo], usable: BoolArray | None = None) -> Heaps:
+    """`jobs` by leaf queue, each queue's as a heap in reverse job order (see `order_victims`), leaving out
+    jobs with no pod on a `usable` node."""
+    heaps: Heaps = {}
+    for count, job in enumerate(jobs):
+        if usable is not None and not any(usable[task.node] for task in active_tasks(session, job)):
             continue
-        if session.is_protected(action, preemptor, job):
-            if not _above_min(active):
-                continue
-            protected.add(job)
-        left_of[job] = active
-        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), len(left_of), job))
+        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), count, job))
     for heap in heaps.values():
         heapq.heapify(heap)
-    return VictimPool(heaps, left_of, protected)
+    return heaps
+
+
+class LeafVictims:
+    """One leaf queue's candidate victims in reverse job order, ready to be cut down to the jobs with a
+    pod on the nodes some preemptor may use (`heap`): the order does not depend on the preemptor, so one
+    of these serves every attempt until the cluster changes."""
+
+    __slots__ = ("entries", "nodes", "starts")
+
+    def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
+        # Sorted, so a heap as it is (and so is any selection of it, in order).
+        self.entries = sorted((_Last(session.job_order_key(job)), 0, job) for job in jobs)
+        nodes: list[int] = []
+        starts: list[int] = []
+        for _, _, job in self.entries:
+            starts.append(len(nodes))
+            nodes.extend(task.node for task in active_tasks(session, job))
+        self.nodes = np.array(nodes, dtype=np.intp)
+        self.starts = np.array(starts, dtype=np.intp)
+
+    def heap(self, usable: BoolArray) -> list[tuple[_Last, int, JobInfo]]:
+        """The jobs with a pod on a `usable` node, as a heap (sorted)."""
+        if not self.entries:
+            return []
+        on_usable = np.logical_or.reduceat(usable[self.nodes], self.starts)
+        return [self.entries[i] for i in np.flatnonzero(on_usable).tolist()]
 
 
 def order_victims(
@@ -119,36 +127,40 @@ def order_victims(
     action: str,
     preemptor: JobInfo,
     tasks: Sequence[TaskInfo],
-    jobs: Sequence[JobInfo] | VictimPool,
+    jobs: Sequence[JobInfo] | Heaps,
+    admit: Callable[[JobInfo], bool] | None = None,
 ) -> Iterator[VictimUnit]:
-    """Victims in the reverse of the scheduling order (KAI's victim queue), from `jobs` (or a pool of
-    them made earlier, see `victim_pool`). Down the queue tree, at every level the child that ranks last
-    in queue order (over its fair share, above its quota, low priority, large dominant share: see
-    proportion's `victim_queue_key`); in the leaf reached, the job that ranks last in job order (the
-    lowest priority; among equals one running above its minMember before one at it; then the newest).
-    From that job one unit (`_next_unit`); a job with pods left goes back into its queue and is ranked
-    again with what it has left. The preemptor's own pods are never its victims.
+    """Victims in the reverse of the scheduling order (KAI's victim queue), from `jobs` (or their heaps,
+    made earlier with `victim_heaps` for the nodes `tasks` may use). Down the queue tree, at every level
+    the child that ranks last in queue order (over its fair share, above its quota, low priority, large
+    dominant share: see proportion's `victim_queue_key`); in the leaf reached, the job that ranks last in
+    job order (the lowest priority; among equals one running above its minMember before one at it; then
+    the newest). From that job one unit (`_next_unit`); a job with pods left goes back into its queue and
+    is ranked again with what it has left.
+
+    A job is passed over when `admit` refuses it, when it is the preemptor itself, when none of its pods
+    runs on a node the preemptor's `tasks` may use at all (freeing other nodes cannot help), or when its
+    minimum runtime protects it and it runs no pod above its minMember (a protected job gives only
+    those).
 
     Lazy: the solver usually needs only the first few units. A job is ranked again when the solver asks
     for the next unit, by which time the unit handed out is evicted, so the job order sees what it has
     left (as KAI ranks the job's remaining pods)."""
-    pool = jobs if isinstance(jobs, VictimPool) else victim_pool(session, action, preemptor, tasks, jobs)
+    usable = session.usable_nodes(tasks)
+    source = jobs if isinstance(jobs, dict) else victim_heaps(session, jobs, usable)
     queues = session.snapshot.queues
     nodes = session.snapshot.nodes
-    heaps = {name: list(heap) for name, heap in pool.heaps.items()}  # copies are heaps too
-    left_of = dict(pool.left_of)
-    protected = pool.protected
-    counter = len(left_of)
+    heaps = {name: list(heap) for name, heap in source.items()}  # copies are heaps too
+    left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once it is looked at
+    passed: set[JobInfo] = set()  # looked at, and passed over
+    protected: set[JobInfo] = set()
+    counter = sum(len(heap) for heap in heaps.values())
     allocated = {queue.name: queue.allocated.copy() for queue in queues}
     taken: dict[str, Resources] = {queue.name: Resources() for queue in queues}
-    jobs_below: dict[str, int] = {}
-    for name, heap in heaps.items():
-        for queue in queues.ancestry(name):
-            jobs_below[queue.name] = jobs_below.get(queue.name, 0) + len(heap)
     victim_key = session.points.victim_queue_order
     # Each queue's rank (see `rank`), kept until a victim is taken below it: a unit changes only the
     # queues on its leaf's path.
-    ranks: dict[str, tuple[tuple[Any, ...], str]] = {}
+    ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
 
     def held(tasks: list[TaskInfo]) -> Resources:
         total = Resources()
@@ -156,57 +168,79 @@ def order_victims(
             total.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
         return total
 
-    def rank(name: str) -> tuple[tuple[Any, ...], str]:
-        """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
-        whose job would go."""
-        known = ranks.get(name)
-        if known is None:
-            known = ranks[name] = ranked(name)
-        return known
+    def eligible(job: JobInfo) -> bool:
+        """Whether the job may give anything at all (asked once, when it first comes up)."""
+        if job in left_of:
+            return True
+        if job in passed:
+            return False
+        active = active_tasks(session, job)
+        ok = job is not preemptor and (admit is None or admit(job))
+        ok = ok and bool(active) and any(usable[task.node] for task in active)
+        if ok and session.is_protected(action, preemptor, job):
+            ok = _above_min(active)
+            protected.add(job)
+        if ok:
+            left_of[job] = active
+        else:
+            passed.add(job)
+        return ok
 
-    def ranked(name: str) -> tuple[tuple[Any, ...], str]:
+    def rank(name: str) -> tuple[tuple[Any, ...], str] | None:
+        """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
+        whose job would go; None when no job below it may give anything."""
+        if name not in ranks:
+            ranks[name] = ranked(name)
+        return ranks[name]
+
+    def ranked(name: str) -> tuple[tuple[Any, ...], str] | None:
         queue = queues[name]
-        leaf = name if queue.is_leaf else last_child(queue.children)[1]
+        if queue.is_leaf:
+            heap = heaps.get(name)
+            while heap and not eligible(heap[0][2]):
+                heapq.heappop(heap)
+            if not heap:
+                return None
+            leaf = name
+        else:
+            best = last_child(queue.children)
+            if best is None:
+                return None
+            leaf = best[1]
         if victim_key is None:
             return (queue.rank,), leaf
-        next_job = heaps[leaf][0][2]
         remaining = allocated[name].copy()
         remaining.sub(taken[name])
-        remaining.sub(held(left_of[next_job]))
+        remaining.sub(held(left_of[heaps[leaf][0][2]]))
         return victim_key(queue, allocated[name], remaining), leaf
 
-    def last_child(names: list[str]) -> tuple[str, str]:
+    def last_child(names: list[str]) -> tuple[str, str] | None:
         best: tuple[tuple[Any, ...], str, str] | None = None
         for name in names:
-            if jobs_below.get(name, 0) <= 0:
-                continue
-            key, leaf = rank(name)
-            if best is None or best[0] < key:
-                best = (key, name, leaf)
-        assert best is not None, "a queue with candidate jobs below it has a child with some"
-        return best[1], best[2]
+            found = rank(name)
+            if found is not None and (best is None or best[0] < found[0]):
+                best = (found[0], name, found[1])
+        return None if best is None else (best[1], best[2])
 
-    while any(jobs_below.get(root, 0) > 0 for root in queues.roots):
-        leaf = last_child(queues.roots)[1]
+    while (best := last_child(queues.roots)) is not None:
+        leaf = best[1]
         job = heapq.heappop(heaps[leaf])[2]
         for queue in queues.ancestry(leaf):
             ranks.pop(queue.name, None)
-        unit = [] if job is preemptor else _next_unit(session, left_of[job], job in protected)
-        if unit:
-            yield VictimUnit(job, unit)
-            amount = held(unit)
-            for queue in queues.ancestry(leaf):
-                taken[queue.name].add(amount)
-            gone = {id(task) for task in unit}
-            rest = [task for task in left_of[job] if id(task) not in gone]
-            left_of[job] = rest
-            if rest and (job not in protected or _above_min(rest)):
-                # Ranked again now that its unit is gone (evicted by the solver before asking for more).
-                counter += 1
-                heapq.heappush(heaps[leaf], (_Last(session.job_order_key(job)), counter, job))
-                continue
+        unit = _next_unit(session, left_of[job], job in protected)
+        if not unit:
+            continue
+        yield VictimUnit(job, unit)
+        amount = held(unit)
         for queue in queues.ancestry(leaf):
-            jobs_below[queue.name] -= 1
+            taken[queue.name].add(amount)
+        gone = {id(task) for task in unit}
+        rest = [task for task in left_of[job] if id(task) not in gone]
+        left_of[job] = rest
+        if rest and (job not in protected or _above_min(rest)):
+            # Ranked again now that its unit is gone (evicted by the solver before asking for more).
+            counter += 1
+            heapq.heappush(heaps[leaf], (_Last(session.job_order_key(job)), counter, job))
 
 
 def _above_min(tasks: list[TaskInfo]) -> bool:
@@ -395,19 +429,21 @@ class VictimAction(ABC):
     this action.
 
     The jobs that could be victims are kept by queue (`by_queue`) and brought up to date after every
-    commit; victim pools made for one attempt serve every later one with the same key (`pool`) until
-    then: most attempts fail, and each ordered every candidate job again."""
+    commit; each queue's victim heap, made when first needed, serves every attempt until then (`heaps`):
+    most attempts fail, and each ordered every candidate job again."""
 
     name = ""
     gave_up = ""  # why a job still waits after this action found no valid scenario for it
 
     def __init__(self) -> None:
         self.by_queue: dict[str, dict[JobInfo, None]] = {}
-        self._pools: dict[tuple[object, ...], VictimPool] = {}
+        self._leaves: dict[str, LeafVictims] = {}
+        self._heaps: dict[tuple[str, bytes], list[tuple[_Last, int, JobInfo]]] = {}
 
     def execute(self, session: Session) -> None:
         self.by_queue.clear()
-        self._pools.clear()
+        self._leaves.clear()
+        self._heaps.clear()
         # Running at session open, or placed since by an earlier action (among the jobs that were waiting).
         at_open = session.snapshot.jobs_at_open()
         candidates = [
@@ -452,9 +488,14 @@ class VictimAction(ABC):
         """Bring the candidates up to date after a commit (its decisions are those from `decided` on):
         pods it placed (and victims it moved) may be victims of the next attempt; victims that stopped may
         leave their job with none."""
-        self._pools.clear()
         tasks_of = session.snapshot.tasks
         touched = list(dict.fromkeys(tasks_of[d.pod].job for d in session.decisions[decided:]))
+        # Only the queues of the jobs it changed need their victims ordered again.
+        changed = {job.queue for job in touched}
+        for leaf in changed:
+            self._leaves.pop(leaf, None)
+        for key in [key for key in self._heaps if key[0] in changed]:
+            del self._heaps[key]
         for job in touched:
             if self.could_be_victim(session, job):
                 self.by_queue.setdefault(job.queue, {})[job] = None
@@ -462,21 +503,22 @@ class VictimAction(ABC):
                 del self.by_queue[job.queue][job]
         self.committed(session, touched)
 
-    def pool(
-        self,
-        session: Session,
-        key: tuple[object, ...],
-        preemptor: JobInfo,
-        tasks: list[TaskInfo],
-        jobs: list[JobInfo],
-    ) -> VictimPool:
-        """The victim pool of `jobs` for this preemptor, made once per `key` (which must tell apart
-        whatever the pool depends on besides the nodes the tasks may use) until the next commit."""
-        full_key = (*key, session.usable_nodes(tasks).tobytes())
-        made = self._pools.get(full_key)
-        if made is None:
-            made = self._pools[full_key] = victim_pool(session, self.name, preemptor, tasks, jobs)
-        return made
+    def heaps(self, session: Session, leaves: Iterable[str], tasks: Sequence[TaskInfo]) -> Heaps:
+        """The victim heaps of these leaf queues' candidates with a pod on a node `tasks` may use, each
+        queue's made once until the next commit (`LeafVictims`), and cut to those nodes once per set of
+        nodes."""
+        usable = session.usable_nodes(tasks)
+        mask = usable.tobytes()
+        found: Heaps = {}
+        for leaf in leaves:
+            heap = self._heaps.get((leaf, mask))
+            if heap is None:
+                victims = self._leaves.get(leaf)
+                if victims is None:
+                    victims = self._leaves[leaf] = LeafVictims(session, self.by_queue.get(leaf, {}))
+                heap = self._heaps[(leaf, mask)] = victims.heap(usable)
+            found[leaf] = heap
+        return found
 
     @staticmethod
     def could_be_victim(session: Session, job: JobInfo) -> bool:
