@@ -89,9 +89,8 @@ class Consolidation(VictimAction):
         def reason(victim: TaskInfo) -> str:
             return f"consolidated to make room for {job.key} (queue {job.queue})"
 
-        scenario = Scenario(
-            self.name, job, tasks, _all_placed, reason, session.config.max_consolidation_preemptees
-        )
+        bound = session.config.max_consolidation_preemptees
+        scenario = Scenario(self.name, job, tasks, _all_placed, reason, bound, by_node=False)
         return solve(session, scenario, victims)
 
     def _closest_to_room_first(

@@ -14,8 +14,7 @@ simulates each growing scenario on a Statement:
 
 The first valid scenario is committed. KAI tries the victims node by node, so a victim on a node the
 preemptor does not use is never even evicted; here, once the preemptor fits with every victim so far
-gone, the scenario is simulated first with only the victims on the nodes it took (whole victim jobs), and
-with all of them only if that fails.
+gone, the scenario is simulated with only the victims on the nodes it took (whole victim jobs).
 """
 
 from __future__ import annotations
@@ -90,7 +89,8 @@ def victim_heaps(session: Session, jobs: Iterable[JobInfo], usable: BoolArray | 
     for count, job in enumerate(jobs):
         if usable is not None and not any(usable[task.node] for task in active_tasks(session, job)):
             continue
-        heaps.setdefault(job.queue, []).append((_Last(session.job_order_key(job)), count, job))
+        key = session.victim_order_key(job, len(active_tasks(session, job)))
+        heaps.setdefault(job.queue, []).append((_Last(key), count, job))
     for heap in heaps.values():
         heapq.heapify(heap)
     return heaps
@@ -105,7 +105,9 @@ class LeafVictims:
 
     def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
         # Sorted, so a heap as it is (and so is any selection of it, in order).
-        self.entries = sorted((_Last(session.job_order_key(job)), 0, job) for job in jobs)
+        self.entries = sorted(
+            (_Last(session.victim_order_key(job, len(active_tasks(session, job)))), 0, job) for job in jobs
+        )
         nodes: list[int] = []
         starts: list[int] = []
         for _, _, job in self.entries:
@@ -143,104 +145,141 @@ def order_victims(
     minimum runtime protects it and it runs no pod above its minMember (a protected job gives only
     those).
 
-    Lazy: the solver usually needs only the first few units. A job is ranked again when the solver asks
-    for the next unit, by which time the unit handed out is evicted, so the job order sees what it has
-    left (as KAI ranks the job's remaining pods)."""
+    Lazy: the solver usually needs only the first few units. A job is ranked again with the pods it has
+    left (`Session.victim_order_key`), as KAI ranks the job's remaining pods."""
     usable = session.usable_nodes(tasks)
     source = jobs if isinstance(jobs, dict) else victim_heaps(session, jobs, usable)
-    queues = session.snapshot.queues
-    nodes = session.snapshot.nodes
-    heaps = {name: list(heap) for name, heap in source.items()}  # copies are heaps too
-    left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once it is looked at
-    passed: set[JobInfo] = set()  # looked at, and passed over
-    protected: set[JobInfo] = set()
-    counter = sum(len(heap) for heap in heaps.values())
-    allocated = {queue.name: queue.allocated.copy() for queue in queues}
-    taken: dict[str, Resources] = {queue.name: Resources() for queue in queues}
-    victim_key = session.points.victim_queue_order
-    # Each queue's rank (see `rank`), kept until a victim is taken below it: a unit changes only the
-    # queues on its leaf's path.
-    ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
+    order = _VictimOrder(session, action, preemptor, usable, source, admit)
+    while (leaf := order.next_leaf()) is not None:
+        job = order.pop(leaf)
+        unit = _next_unit(session, order.left_of[job], job in order.protected)
+        if unit:
+            yield VictimUnit(job, unit)
+            order.took(leaf, job, unit)
 
-    def held(tasks: list[TaskInfo]) -> Resources:
+
+class _VictimOrder:
+    """The state of one `order_victims`: the heaps it hands jobs out from (copies), what each job looked
+    at has left, and each queue's rank, kept until a victim is taken below it (a unit changes only the
+    queues on its leaf's path). A class rather than closures: mutually recursive closures would make a
+    reference cycle holding the session."""
+
+    def __init__(
+        self,
+        session: Session,
+        action: str,
+        preemptor: JobInfo,
+        usable: BoolArray,
+        source: Heaps,
+        admit: Callable[[JobInfo], bool] | None,
+    ) -> None:
+        self.session = session
+        self.action = action
+        self.preemptor = preemptor
+        self.usable = usable
+        self.admit = admit
+        self.queues = session.snapshot.queues
+        self.heaps = {name: list(heap) for name, heap in source.items()}  # copies are heaps too
+        self.left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once looked at
+        self.passed: set[JobInfo] = set()  # looked at, and passed over
+        self.protected: set[JobInfo] = set()
+        self.counter = sum(len(heap) for heap in self.heaps.values())
+        self.allocated = {queue.name: queue.allocated.copy() for queue in self.queues}
+        self.taken: dict[str, Resources] = {queue.name: Resources() for queue in self.queues}
+        self.ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
+        self.held_of: dict[JobInfo, Resources] = {}  # what each job looked at holds of what it has left
+
+    def next_leaf(self) -> str | None:
+        """The leaf queue whose job goes next (None: no job left that may give anything)."""
+        best = self._last_child(self.queues.roots)
+        return None if best is None else best[1]
+
+    def pop(self, leaf: str) -> JobInfo:
+        job = heapq.heappop(self.heaps[leaf])[2]
+        for queue in self.queues.ancestry(leaf):
+            self.ranks.pop(queue.name, None)
+        return job
+
+    def took(self, leaf: str, job: JobInfo, unit: list[TaskInfo]) -> None:
+        """Account a unit handed out; a job with pods left goes back, ranked with what it has left."""
+        amount = self._held(unit)
+        for queue in self.queues.ancestry(leaf):
+            self.taken[queue.name].add(amount)
+        gone = {id(task) for task in unit}
+        rest = [task for task in self.left_of[job] if id(task) not in gone]
+        self.left_of[job] = rest
+        self.held_of.pop(job, None)
+        if rest and (job not in self.protected or _above_min(rest)):
+            self.counter += 1
+            key = _Last(self.session.victim_order_key(job, len(rest)))
+            heapq.heappush(self.heaps[leaf], (key, self.counter, job))
+
+    def _held(self, tasks: list[TaskInfo]) -> Resources:
+        nodes = self.session.snapshot.nodes
         total = Resources()
         for task in tasks:
             total.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
         return total
 
-    def eligible(job: JobInfo) -> bool:
+    def _eligible(self, job: JobInfo) -> bool:
         """Whether the job may give anything at all (asked once, when it first comes up)."""
-        if job in left_of:
+        if job in self.left_of:
             return True
-        if job in passed:
+        if job in self.passed:
             return False
+        session = self.session
         active = active_tasks(session, job)
-        ok = job is not preemptor and (admit is None or admit(job))
-        ok = ok and bool(active) and any(usable[task.node] for task in active)
-        if ok and session.is_protected(action, preemptor, job):
+        ok = job is not self.preemptor and (self.admit is None or self.admit(job))
+        ok = ok and bool(active) and any(self.usable[task.node] for task in active)
+        if ok and session.is_protected(self.action, self.preemptor, job):
             ok = _above_min(active)
-            protected.add(job)
+            self.protected.add(job)
         if ok:
-            left_of[job] = active
+            self.left_of[job] = active
         else:
-            passed.add(job)
+            self.passed.add(job)
         return ok
 
-    def rank(name: str) -> tuple[tuple[Any, ...], str] | None:
+    def _rank(self, name: str) -> tuple[tuple[Any, ...], str] | None:
         """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
         whose job would go; None when no job below it may give anything."""
-        if name not in ranks:
-            ranks[name] = ranked(name)
-        return ranks[name]
+        if name not in self.ranks:
+            self.ranks[name] = self._ranked(name)
+        return self.ranks[name]
 
-    def ranked(name: str) -> tuple[tuple[Any, ...], str] | None:
-        queue = queues[name]
+    def _ranked(self, name: str) -> tuple[tuple[Any, ...], str] | None:
+        queue = self.queues[name]
         if queue.is_leaf:
-            heap = heaps.get(name)
-            while heap and not eligible(heap[0][2]):
+            heap = self.heaps.get(name)
+            while heap and not self._eligible(heap[0][2]):
                 heapq.heappop(heap)
             if not heap:
                 return None
             leaf = name
         else:
-            best = last_child(queue.children)
+            best = self._last_child(queue.children)
             if best is None:
                 return None
             leaf = best[1]
+        victim_key = self.session.points.victim_queue_order
         if victim_key is None:
             return (queue.rank,), leaf
-        remaining = allocated[name].copy()
-        remaining.sub(taken[name])
-        remaining.sub(held(left_of[heaps[leaf][0][2]]))
-        return victim_key(queue, allocated[name], remaining), leaf
+        remaining = self.allocated[name].copy()
+        remaining.sub(self.taken[name])
+        next_job = self.heaps[leaf][0][2]
+        held = self.held_of.get(next_job)
+        if held is None:
+            held = self.held_of[next_job] = self._held(self.left_of[next_job])
+        remaining.sub(held)
+        return victim_key(queue, self.allocated[name], remaining), leaf
 
-    def last_child(names: list[str]) -> tuple[str, str] | None:
+    def _last_child(self, names: list[str]) -> tuple[str, str] | None:
         best: tuple[tuple[Any, ...], str, str] | None = None
         for name in names:
-            found = rank(name)
+            found = self._rank(name)
             if found is not None and (best is None or best[0] < found[0]):
                 best = (found[0], name, found[1])
         return None if best is None else (best[1], best[2])
-
-    while (best := last_child(queues.roots)) is not None:
-        leaf = best[1]
-        job = heapq.heappop(heaps[leaf])[2]
-        for queue in queues.ancestry(leaf):
-            ranks.pop(queue.name, None)
-        unit = _next_unit(session, left_of[job], job in protected)
-        if not unit:
-            continue
-        yield VictimUnit(job, unit)
-        amount = held(unit)
-        for queue in queues.ancestry(leaf):
-            taken[queue.name].add(amount)
-        gone = {id(task) for task in unit}
-        rest = [task for task in left_of[job] if id(task) not in gone]
-        left_of[job] = rest
-        if rest and (job not in protected or _above_min(rest)):
-            # Ranked again now that its unit is gone (evicted by the solver before asking for more).
-            counter += 1
-            heapq.heappush(heaps[leaf], (_Last(session.job_order_key(job)), counter, job))
 
 
 def _above_min(tasks: list[TaskInfo]) -> bool:
@@ -282,6 +321,10 @@ class Scenario:
     # The validator only gets stricter as victims are added (reclaim's fairness rules judge each victim
     # by what was taken before it), so the first invalid scenario ends the search.
     invalid_is_final: bool = False
+    # Search a one-pod preemptor's victims node by node (`_search_by_node`), as KAI; otherwise (and for
+    # gangs) accumulated (`_search`): what consolidation does, whose candidates are few (bounded by
+    # maxConsolidationPreemptees) and whose victims' gangs span nodes, each of which would be a scenario.
+    by_node: bool = True
 
 
 class Outcome(Enum):
@@ -298,14 +341,77 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -
     for hook in session.points.on_solution_start:
         hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
-    if _search(session, scenario, victims):
+    search = _search_by_node if scenario.by_node and len(scenario.tasks) == 1 else _search
+    if search(session, scenario, victims):
         return True
     for task in released:
         session.state.restore_reservation(task)
     return False
 
 
+def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+    """KAI's search for one pod (the job solver's scenarios, tried node by node): victims accumulate in
+    victim order, and after each one, for every node of its job, the scenario evicts the victims so far
+    that have a pod on that node (their whole jobs' units) and nothing else. Victims elsewhere are never
+    touched, so a scenario costs what its node holds, however many victims came before."""
+    statement = session.statement(scenario.action)
+    (task,) = scenario.tasks
+    needed = 0.0 if task.request.mig_instances else request_of(session, scenario.tasks).gpu
+    nodes = session.snapshot.nodes
+    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
+    taken: dict[JobInfo, list[TaskInfo]] = {}  # the units so far, by job
+    on_node: dict[int, dict[JobInfo, None]] = {}  # the jobs with a unit's pod on each node
+    # The victim sets simulated already: the same set evicts the same pods from the same cluster, so it
+    # fails the same way again.
+    tried: set[frozenset[str]] = set()
+    simulated = 0
+    counts = session.counts[scenario.action]
+    for victim in victims:
+        taken.setdefault(victim.job, []).extend(victim.tasks)
+        for victim_task in victim.tasks:
+            on_node.setdefault(victim_task.node, {})[victim.job] = None
+        available += request_of(session, victim.tasks).gpu
+        if available + EPSILON < needed:
+            counts.scenarios_filtered += 1
+            continue
+        for node in sorted({t.node for t in active_tasks(session, victim.job)}):
+            jobs_here = on_node.get(node)
+            if not jobs_here:
+                continue
+            evicted = [t for job in jobs_here for t in taken[job]]
+            if 0 <= scenario.max_victims < len(evicted):
+                continue  # more pods than a scenario may evict
+            same = frozenset(t.key for t in evicted)
+            if same in tried:
+                continue
+            tried.add(same)
+            # The room the scenario makes is on its victims' nodes (the pod fit nowhere else before);
+            # whole GPUs first, without evicting anything, then everything.
+            if not _whole_gpus_on_a_node(nodes, task, evicted):
+                counts.scenarios_filtered += 1
+                continue
+            for victim_task in evicted:
+                statement.evict(victim_task, scenario.reason(victim_task))
+            freed = sorted({t.node for t in evicted})
+            if not session.candidate_nodes(task)[freed].any():
+                counts.scenarios_filtered += 1
+                statement.discard()
+                continue
+            simulated += 1
+            counts.scenarios_simulated += 1
+            outcome = _simulate(session, statement, scenario, evicted)
+            if outcome is Outcome.COMMITTABLE:
+                statement.commit()
+                return True
+            statement.discard()
+            if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
+                return False
+    return False
+
+
 def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+    """The search for several pods (a gang): victims accumulate, evicted, in victim order; once the
+    preemptor could fit, the scenario is simulated (`_try_scenario`)."""
     statement = session.statement(scenario.action)
     evicted: list[TaskInfo] = []
     # (MIG instances are not among the free GPUs counted here: a preemptor asking for some is not
@@ -316,6 +422,7 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0
     counts = session.counts[scenario.action]
+    tried: set[frozenset[str]] = set()  # the victim sets simulated already (see `_search_by_node`)
     for victim in victims:
         step = victim.tasks
         for task in step:
@@ -327,7 +434,7 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
             continue
         simulated += 1
         counts.scenarios_simulated += 1
-        outcome = _try_scenario(session, statement, scenario, evicted)
+        outcome = _try_scenario(session, statement, scenario, evicted, tried)
         if outcome is Outcome.COMMITTABLE:
             statement.commit()
             return True
@@ -335,6 +442,24 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
             break
     statement.discard()
     return False
+
+
+def _whole_gpus_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:
+    """Whether some node of `victims` would have the whole GPUs `task` asks for, free or releasing once
+    they are gone (a cheap necessary condition)."""
+    wanted = task.request.whole_gpus
+    if wanted <= 0:
+        return True
+    room: dict[int, float] = {}
+    for victim in victims:
+        # (A shared GPU comes back whole once its last holder goes: count each as a whole GPU.)
+        freed = victim.request.whole_gpus + (
+            victim.request.gpu_devices if victim.request.is_shared_gpu else 0
+        )
+        room[victim.node] = room.get(victim.node, 0.0) + freed
+    return any(
+        gpus + nodes.free_gpus[node] + nodes.rel_gpus[node] >= wanted - EPSILON for node, gpus in room.items()
+    )
 
 
 def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
@@ -349,13 +474,18 @@ def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
 
 
 def _try_scenario(
-    session: Session, statement: Statement, scenario: Scenario, evicted: list[TaskInfo]
+    session: Session,
+    statement: Statement,
+    scenario: Scenario,
+    evicted: list[TaskInfo],
+    tried: set[frozenset[str]],
 ) -> Outcome:
-    """Simulate the scenario of `evicted` (all virtually evicted on `statement`); unless committable,
-    everything the simulation did is rolled back (the evictions stay)."""
+    """Simulate the scenario of `evicted` (all virtually evicted on `statement`) as KAI's node-by-node
+    search would: with only the victim jobs that have a pod on the nodes the preemptor takes when every
+    victim so far is gone (the others keep running, untouched). Unless committable, everything it did is
+    rolled back (the evictions stay)."""
     checkpoint = statement.checkpoint()
     preemptor = scenario.preemptor
-    # Where the preemptor would go with every victim so far gone.
     if place_pipelined(session, statement, preemptor, scenario.tasks, _takes(preemptor)) is not None:
         statement.rollback(checkpoint)
         return Outcome.UNPLACEABLE
@@ -363,18 +493,16 @@ def _try_scenario(
     statement.rollback(checkpoint)
     on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
     needed = [task for task in evicted if id(task.job) in on_those]
-    bound = scenario.max_victims
-    if len(needed) < len(evicted) and (bound < 0 or len(needed) <= bound):
-        # Only the victim jobs on those nodes, as KAI's node-by-node search would have taken them.
-        for task in evicted:
-            if id(task.job) not in on_those:
-                statement.keep(task)
-        if _simulate(session, statement, scenario, needed) is Outcome.COMMITTABLE:
-            return Outcome.COMMITTABLE
-        statement.rollback(checkpoint)
-    if 0 <= bound < len(evicted):
+    if 0 <= scenario.max_victims < len(needed):
         return Outcome.UNPLACEABLE  # not within the bound on the pods evicted
-    outcome = _simulate(session, statement, scenario, evicted)
+    same = frozenset(task.key for task in needed)
+    if same in tried:
+        return Outcome.UNPLACEABLE  # simulated already: it would fail the same way
+    tried.add(same)
+    for task in evicted:
+        if id(task.job) not in on_those:
+            statement.keep(task)
+    outcome = _simulate(session, statement, scenario, needed)
     if outcome is not Outcome.COMMITTABLE:
         statement.rollback(checkpoint)
     return outcome

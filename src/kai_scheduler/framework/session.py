@@ -84,6 +84,10 @@ SubsetProvider = Callable[[JobInfo, PodSet | SubGroupSet | None, Sequence[TaskIn
 @dataclass(slots=True)
 class ExtensionPoints:
     job_order: list[Callable[[JobInfo], Any]] = field(default_factory=list)
+    # The same order for a victim job with only some of its active pods left (the int): KAI ranks what a
+    # job has left after some of its pods were taken, so whoever registers a job order that depends on
+    # the job's pods registers this too.
+    victim_job_order: list[Callable[[JobInfo, int], Any]] = field(default_factory=list)
     task_order: list[Callable[[TaskInfo], Any]] = field(default_factory=list)
     podset_order: list[Callable[[PodSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
@@ -270,6 +274,10 @@ class Session:
             cached = (job.version, (*(key(job) for key in self.points.job_order), job.rank, job.key))
             self._job_keys[job] = cached
         return cached[1]
+
+    def victim_order_key(self, job: JobInfo, left: int) -> tuple[Any, ...]:
+        """The job order key of a victim job with `left` of its active pods left."""
+        return (*(key(job, left) for key in self.points.victim_job_order), job.rank, job.key)
 
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
         return (*(key(task) for key in self.points.task_order), task.rank, task.key)

@@ -29,11 +29,16 @@ class PriorityPlugin(_OrderingPlugin):
 
     def on_session_open(self, session: Session) -> None:
         session.points.job_order.append(lambda job: -job.priority)
+        session.points.victim_job_order.append(lambda job, left: -job.priority)
 
 
 def elastic_rank(job: JobInfo) -> int:
     """Jobs below their minMember first, then jobs exactly at it, then jobs above it."""
-    allocated = job.active_allocated()
+    return elastic_rank_with(job, job.active_allocated())
+
+
+def elastic_rank_with(job: JobInfo, allocated: int) -> int:
+    """`elastic_rank` of the job with `allocated` active pods."""
     if allocated < job.min_member:
         return 0
     return 1 if allocated == job.min_member else 2
@@ -44,6 +49,7 @@ class ElasticPlugin(_OrderingPlugin):
 
     def on_session_open(self, session: Session) -> None:
         session.points.job_order.append(elastic_rank)
+        session.points.victim_job_order.append(elastic_rank_with)
 
 
 class TaskOrderPlugin(_OrderingPlugin):

@@ -53,6 +53,8 @@ class ProportionPlugin:
         self._order_keys: dict[tuple[str, float, float, float, float, float, float], tuple[Any, ...]] = {}
         # Each queue's allocation when the victim search for the current reclaimer started.
         self._before: dict[str, Resources] = {}
+        # victim_queue_key's parts that depend on the queue and its allocation only.
+        self._victim_keys: dict[tuple[str, float, float, float], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -167,26 +169,27 @@ class ProportionPlugin:
         """The queue order key of a queue in a victim queue (KAI's queue order with no job, `allocated`
         the queue's allocation before any victim was taken, and the dominant-share criterion computed on
         `remaining`, the allocation once its victims so far and its next one are gone). Victims come from
-        the queue whose key is the largest."""
-        fair, deserved = queue.fair_share, queue.deserved
-        used = allocated.values()
-        over_utilised = all(f < u - EPSILON for f, u in zip(fair.values(), used, strict=True))
-        starved = all(d < 0 or u <= d + EPSILON for d, u in zip(deserved.values(), used, strict=True))
+        the queue whose key is the largest. Asked for each victim handed out: all but the dominant share
+        of `remaining` is kept per queue and allocation."""
         shares = self._allocatable_shares(queue)
-        zero_share_use = any(share <= EPSILON and u > EPSILON for share, u in zip(shares, used, strict=True))
-        smaller_share = self._smaller_share.get(queue.name)
-        if smaller_share is None:
-            smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
-        return (
-            over_utilised,
-            not starved,
-            -queue.priority,
-            zero_share_use,
-            _dominant(remaining.values(), shares),
-            _dominant(used, shares),
-            smaller_share,
-            queue.rank,
-        )
+        memo = (queue.name, *allocated.values())
+        known = self._victim_keys.get(memo)
+        if known is None:
+            fair, deserved = queue.fair_share, queue.deserved
+            used = allocated.values()
+            over_utilised = all(f < u - EPSILON for f, u in zip(fair.values(), used, strict=True))
+            starved = all(d < 0 or u <= d + EPSILON for d, u in zip(deserved.values(), used, strict=True))
+            zero_share_use = any(
+                share <= EPSILON and u > EPSILON for share, u in zip(shares, used, strict=True)
+            )
+            smaller_share = self._smaller_share.get(queue.name)
+            if smaller_share is None:
+                smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
+            known = self._victim_keys[memo] = (
+                (over_utilised, not starved, -queue.priority, zero_share_use),
+                (_dominant(used, shares), smaller_share, queue.rank),
+            )
+        return (*known[0], _dominant(remaining.values(), shares), *known[1])
 
     # --- capacity checks -------------------------------------------------------------------------
 
