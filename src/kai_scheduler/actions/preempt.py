@@ -26,14 +26,16 @@ class Preempt(VictimAction):
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         if not self.by_queue.get(job.queue):
             return False
-        victims = order_victims(
-            session,
-            self.name,
-            job,
-            tasks,
-            self.heaps(session, [job.queue], tasks),
-            admit=lambda victim: victim.priority < job.priority,
-        )
+        # Only jobs of lower priority may go: cut them out of the heap (sorted, so still a heap) before
+        # ordering, rather than pass over every job of equal or higher priority in each attempt.
+        heap = [
+            entry
+            for entry in self.heaps(session, [job.queue], tasks)[job.queue]
+            if entry[2].priority < job.priority
+        ]
+        if not heap:
+            return False
+        victims = order_victims(session, self.name, job, tasks, {job.queue: heap})
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
