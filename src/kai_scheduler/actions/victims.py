@@ -104,15 +104,28 @@ class LeafVictims:
     __slots__ = ("entries", "nodes", "starts")
 
     def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
-        # Sorted, so a heap as it is (and so is any selection of it, in order).
-        self.entries = sorted(
-            (_Last(session.victim_order_key(job, len(active_tasks(session, job)))), 0, job) for job in jobs
+        # Each job's order key and nodes, kept until one of its pods changes status: a commit orders its
+        # queues' victims again, most of them unchanged.
+        known: dict[JobInfo, tuple[int, tuple[Any, ...], list[int]]] = session.scratch.setdefault(
+            "victims.entries", {}
         )
+        rows: list[tuple[tuple[Any, ...], list[int], JobInfo]] = []
+        for job in jobs:
+            cached = known.get(job)
+            if cached is None or cached[0] != job.version:
+                active = active_tasks(session, job)
+                key = session.victim_order_key(job, len(active))
+                cached = known[job] = (job.version, key, [task.node for task in active])
+            rows.append((cached[1], cached[2], job))
+        # Sorted in reverse job order (keys are unique: they end with the job's key), so a heap as it is,
+        # and so is any selection of it, in order.
+        rows.sort(key=lambda row: row[0], reverse=True)
+        self.entries = [(_Last(key), 0, job) for key, _, job in rows]
         nodes: list[int] = []
         starts: list[int] = []
-        for _, _, job in self.entries:
+        for _, job_nodes, _ in rows:
             starts.append(len(nodes))
-            nodes.extend(task.node for task in active_tasks(session, job))
+            nodes.extend(job_nodes)
         self.nodes = np.array(nodes, dtype=np.intp)
         self.starts = np.array(starts, dtype=np.intp)
 
