@@ -6,11 +6,11 @@ simulator until the cluster settles and reports:
 
 * the first cycle's placement rate: pods bound or pipelined in cycle 1 / cycle 1's wall time (snapshot
   build + scheduling session, the span of the simulator's `cycleSeconds`);
-* the cycles it takes to settle: after the first cycle fills the cluster, a few more cycles reclaim
-  towards the fair shares (evict victims and pipeline the reclaiming pods onto what they release; victims
-  that turn out not to be needed keep running) and bind, one cycle later, what was pipelined (a pipelined
-  pod holds its nominated node for one cycle); with the default seed the last decision is taken in
-  cycle 6;
+* the cycles it takes to settle: the first cycle fills the cluster and already starts to reclaim towards
+  the fair shares (pods placed earlier in a cycle may be victims), a few more cycles reclaim the rest
+  (evict victims and pipeline the reclaiming pods onto what they release) and bind, one cycle later, what
+  was pipelined (a pipelined pod holds its nominated node for one cycle); with the default seed the last
+  decision is taken in cycle 4;
 * the steady cycle time: the median of the cycles after that in which nothing was bound, pipelined or
   evicted (the backlog still waits, so each of them walks every pending job and finds that nothing
   fits). The run stops once --quiet (3) such cycles followed each other, or at --cycles (15), or when the
@@ -44,7 +44,7 @@ Usage:
     .venv/bin/python benchmarks/run.py --profile [N]     # cProfile cycle N (default 1) to results/
 
 (Without --cycles, `simulate` runs until a cycle decides nothing and nothing is due any more, at most
---max-cycles cycles: for this workload that is cycle 7, the first quiet one.)
+--max-cycles cycles: for this workload that is cycle 5, the first quiet one.)
 """
 
 from __future__ import annotations
