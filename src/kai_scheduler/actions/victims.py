@@ -533,16 +533,33 @@ def _simulate(session: Session, statement: Statement, scenario: Scenario, victim
             jobs.append(task.job)
     order = QueueOrderedJobs(session, jobs)
     moved = _moved(preemptor)
+    # Once the preemptor is placed, the most whole GPUs any node has free or releasing: placing pods
+    # only lowers it, and a victim job none of whose pods fits it cannot be placed again (most often
+    # none of them can: the preemptor took what they released).
+    room = -1.0
+    popped: set[int] = set()
     while (job := order.pop()) is not None:
+        popped.add(id(job))
         if job is preemptor:
             if place_pipelined(session, statement, job, scenario.tasks, _takes(job)) is not None:
                 return Outcome.UNPLACEABLE
-        else:
+            nodes = session.snapshot.nodes
+            room = float((nodes.free_gpus + nodes.rel_gpus).max(initial=0.0))
+            left = [victim for victim in jobs if id(victim) not in popped]
+            if all(_smallest_whole_gpus(session, victim) > room + EPSILON for victim in left):
+                break
+        elif not (0 <= room + EPSILON < _smallest_whole_gpus(session, job)):
             # Its victims that cannot be placed again stay evicted.
             place_pipelined(session, statement, job, tasks_to_allocate(session, job), moved)
     if not scenario.validate(preemptor, victims):
         return Outcome.INVALID
     return Outcome.COMMITTABLE
+
+
+def _smallest_whole_gpus(session: Session, job: JobInfo) -> float:
+    """The fewest whole GPUs any pod of the job still to place asks for (0 if one asks for none: a
+    CPU-only, shared-GPU or MIG pod)."""
+    return float(min((task.request.whole_gpus for task in tasks_to_allocate(session, job)), default=0))
 
 
 def _takes(preemptor: JobInfo) -> Callable[[TaskInfo, str], str]:

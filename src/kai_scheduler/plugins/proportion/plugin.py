@@ -310,17 +310,32 @@ class ProportionPlugin:
                 amount = remaining[name] = before.get(name, queues[name].allocated).copy()
             return amount
 
+        # Per victim queue, what does not change from one unit to the next: where the branches split,
+        # the victim side's allocatable share and deserved quota, whether the reclaimer side stays within
+        # its deserved quota.
+        sides: dict[str, tuple[QueueInfo, Resources, Resources, bool] | None] = {}
         count_moved = not session.config.allow_consolidating_reclaim
         for queue_name, amount in _victim_units(victims, self._task_resources, count_moved):
-            reclaimer_side, victim_side = _split(reclaimer_path, list(reversed(queues.ancestry(queue_name))))
-            if victim_side is None or reclaimer_side is None:
+            if queue_name not in sides:
+                reclaimer_side, victim_side = _split(
+                    reclaimer_path, list(reversed(queues.ancestry(queue_name)))
+                )
+                if victim_side is None or reclaimer_side is None:
+                    sides[queue_name] = None
+                else:
+                    share = Resources(
+                        *(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES)
+                    )
+                    reclaimer_before = before.get(reclaimer_side.name, reclaimer_side.allocated)
+                    within = _all_le(reclaimer_before.plus(request), _deserved(reclaimer_side, total))
+                    sides[queue_name] = (victim_side, share, _deserved(victim_side, total), within)
+            side = sides[queue_name]
+            if side is None:
                 return False
+            victim_side, share, victim_deserved, within_deserved = side
             victim_left = left(victim_side.name)
-            share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
             maintain = not _all_le(victim_left, share)
-            reclaimer_before = before.get(reclaimer_side.name, reclaimer_side.allocated)
-            within_deserved = _all_le(reclaimer_before.plus(request), _deserved(reclaimer_side, total))
-            guarantee = within_deserved and not _all_le(victim_left, _deserved(victim_side, total))
+            guarantee = within_deserved and not _all_le(victim_left, victim_deserved)
             if not (maintain or guarantee):
                 return False
             names = {r for r in RESOURCE_NAMES if amount.get(r) > 0}
