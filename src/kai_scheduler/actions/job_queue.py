@@ -42,6 +42,8 @@ class QueueOrderedJobs:
         self._counter = 0
         self._cache: dict[str, _Ranked | None] = {}  # None: the queue has nothing to hand out
         self._paths: dict[str, list[str]] = {}  # leaf -> the names of the leaf and its ancestors
+        # The rank the root queue the last job came from had when it was handed out.
+        self.popped_rank: tuple[Any, ...] = ()
         for job in jobs:
             self._counter += 1
             self._heaps.setdefault(job.queue, []).append((session.job_order_key(job), self._counter, job))
@@ -59,6 +61,9 @@ class QueueOrderedJobs:
         best = self._best_child(self._queues.roots)
         if best is None:
             return None
+        ranked = self._cache[best]
+        assert ranked is not None
+        self.popped_rank = ranked.rank
         while not self._queues[best].is_leaf:
             ranked = self._ranked(best)
             assert ranked is not None  # a queue chosen by rank has a job to hand out

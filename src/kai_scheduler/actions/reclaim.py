@@ -9,9 +9,16 @@ checked when the job is placed, with the victims already gone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from kai_scheduler.actions.victims import Scenario, VictimAction, order_victims, solve
+from kai_scheduler.actions.victims import (
+    Scenario,
+    SharedVictims,
+    VictimAction,
+    VictimUnit,
+    order_victims,
+    solve,
+)
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -40,7 +47,18 @@ class Reclaim(VictimAction):
         ]
         if not allowed:
             return False
-        victims = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
+        victims: Iterable[VictimUnit]
+        if len(tasks) == 1:
+            # The order depends on the preemptor only through its queue (minimum runtimes), the nodes it
+            # may use and the queues it may take from: jobs alike share it (see SharedVictims).
+            key = (job.queue, session.usable_nodes(tasks).tobytes(), tuple(allowed))
+            shared = self.shared_orders.get(key)
+            if shared is None:
+                order = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
+                shared = self.shared_orders[key] = SharedVictims(order)
+            victims = shared
+        else:
+            victims = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
 
         def fair(preemptor: JobInfo, taken: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, taken) for check in session.points.reclaim_validators)
@@ -48,5 +66,5 @@ class Reclaim(VictimAction):
         def reason(victim: TaskInfo) -> str:
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
-        scenario = Scenario(self.name, job, tasks, fair, reason, invalid_is_final=True)
+        scenario = Scenario(self.name, job, tasks, fair, reason, invalid_is_final=True, replays=self.replays)
         return solve(session, scenario, victims)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -30,6 +30,7 @@ import numpy as np
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.placement import place_pipelined
+from kai_scheduler.actions.replays import Prefix, Replays, Step, alone_in_branch, last_for
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
@@ -52,6 +53,28 @@ class VictimUnit:
 
     job: JobInfo
     tasks: list[TaskInfo]
+
+
+class SharedVictims:
+    """One victim order, handed to every attempt that would compute it alike: the units it produced so
+    far, then more from the underlying (lazy) order as an attempt needs them. Valid while the cluster
+    stays as it was when the order started (the owner drops it on a commit), and only when every unit is
+    asked for with the cluster as it was (one-pod preemptors: each scenario is undone before the next)."""
+
+    def __init__(self, source: Iterator[VictimUnit]) -> None:
+        self._source = source
+        self._units: list[VictimUnit] = []
+
+    def __iter__(self) -> Iterator[VictimUnit]:
+        index = 0
+        while True:
+            if index == len(self._units):
+                unit = next(self._source, None)
+                if unit is None:
+                    return
+                self._units.append(unit)
+            yield self._units[index]
+            index += 1
 
 
 def active_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
@@ -338,6 +361,9 @@ class Scenario:
     # gangs) accumulated (`_search`): what consolidation does, whose candidates are few (bounded by
     # maxConsolidationPreemptees) and whose victims' gangs span nodes, each of which would be a scenario.
     by_node: bool = True
+    # What re-placing victim sets did before earlier preemptors' turns (`replays`), kept by the action
+    # until the cluster changes; None: nothing is remembered.
+    replays: Replays | None = None
 
 
 class Outcome(Enum):
@@ -354,6 +380,9 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -
     for hook in session.points.on_solution_start:
         hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
+    if released and scenario.replays is not None:
+        # The cluster is not the one the replays were recorded on, nor will it be for the next preemptor.
+        scenario = replace(scenario, replays=None)
     search = _search_by_node if scenario.by_node and len(scenario.tasks) == 1 else _search
     if search(session, scenario, victims):
         return True
@@ -379,6 +408,10 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     tried: set[frozenset[str]] = set()
     simulated = 0
     counts = session.counts[scenario.action]
+    replays = scenario.replays
+    # Whether the pod fits anywhere as the cluster is (without evicting anything): if not, a scenario
+    # whose victims all go back where they were before its turn cannot place it either.
+    fits_now = replays is not None and bool(session.candidate_nodes(task).any())
     for victim in victims:
         taken.setdefault(victim.job, []).extend(victim.tasks)
         for victim_task in victim.tasks:
@@ -412,7 +445,13 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
                 continue
             simulated += 1
             counts.scenarios_simulated += 1
-            outcome = _simulate(session, statement, scenario, evicted)
+            known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
+            if known is not None and known.all_home and not fits_now and last_for(session, task.job, known):
+                # Every victim goes back where it was before its turn (see `replays`): the cluster is then
+                # as it is now, where it fits nowhere.
+                outcome = Outcome.UNPLACEABLE
+            else:
+                outcome = _simulate(session, statement, scenario, evicted)
             if outcome is Outcome.COMMITTABLE:
                 statement.commit()
                 return True
@@ -523,7 +562,11 @@ def _try_scenario(
 
 def _simulate(session: Session, statement: Statement, scenario: Scenario, victims: list[TaskInfo]) -> Outcome:
     """Place the preemptor and every victim job again in queue order (KAI's
-    TryToVirtuallyAllocatePreemptorAndGetVictims), then validate. The caller rolls back on failure."""
+    TryToVirtuallyAllocatePreemptorAndGetVictims), then validate. The caller rolls back on failure.
+
+    When the same victims were placed again before another preemptor's turn and this one would come
+    after all of them too, their placements are replayed (see `replays`); when they all come before the
+    preemptor, that prefix is kept for the next one."""
     preemptor = scenario.preemptor
     jobs = [preemptor]
     seen = {id(preemptor)}
@@ -531,8 +574,23 @@ def _simulate(session: Session, statement: Statement, scenario: Scenario, victim
         if id(task.job) not in seen:
             seen.add(id(task.job))
             jobs.append(task.job)
-    order = QueueOrderedJobs(session, jobs)
     moved = _moved(preemptor)
+    replays = scenario.replays
+    key = tuple(task.key for task in victims)
+    known = replays.get(key) if replays is not None else None
+    if known is not None and last_for(session, preemptor, known):
+        names = session.snapshot.nodes.names
+        for step in known.steps:
+            for task, node, groups in step.placed:
+                statement.pipeline(task, node, groups, moved(task, names[node]))
+        if place_pipelined(session, statement, preemptor, scenario.tasks, _takes(preemptor)) is not None:
+            return Outcome.UNPLACEABLE
+        return Outcome.COMMITTABLE if scenario.validate(preemptor, victims) else Outcome.INVALID
+    order = QueueOrderedJobs(session, jobs)
+    recording = replays is not None and alone_in_branch(session, preemptor, jobs[1:])
+    home = {id(task): (task.node, task.gpu_groups) for task in victims} if recording else {}
+    steps: list[Step] = []
+    new_groups = len(session.snapshot.existing_gpu_groups)
     # Once the preemptor is placed, the most whole GPUs any node has free or releasing: placing pods
     # only lowers it, and a victim job none of whose pods fits it cannot be placed again (most often
     # none of them can: the preemptor took what they released).
@@ -541,6 +599,8 @@ def _simulate(session: Session, statement: Statement, scenario: Scenario, victim
     while (job := order.pop()) is not None:
         popped.add(id(job))
         if job is preemptor:
+            if recording and len(steps) == len(jobs) - 1:
+                _remember(session, replays, key, victims, home, steps, new_groups)
             if place_pipelined(session, statement, job, scenario.tasks, _takes(job)) is not None:
                 return Outcome.UNPLACEABLE
             nodes = session.snapshot.nodes
@@ -550,10 +610,36 @@ def _simulate(session: Session, statement: Statement, scenario: Scenario, victim
                 break
         elif not (0 <= room + EPSILON < _smallest_whole_gpus(session, job)):
             # Its victims that cannot be placed again stay evicted.
+            mark = statement.checkpoint()
             place_pipelined(session, statement, job, tasks_to_allocate(session, job), moved)
+            if recording:
+                steps.append(Step(job, order.popped_rank, tuple(statement.placements_since(mark))))
     if not scenario.validate(preemptor, victims):
         return Outcome.INVALID
     return Outcome.COMMITTABLE
+
+
+def _remember(
+    session: Session,
+    replays: Replays | None,
+    key: tuple[str, ...],
+    victims: list[TaskInfo],
+    home: dict[int, tuple[int, tuple[str, ...]]],
+    steps: list[Step],
+    groups_before: int,
+) -> None:
+    """Keep what placing every victim job again did before the preemptor's turn (`home`: each victim's
+    node and GPUs before), unless it handed out a new shared-GPU id (a replay would hand out that one
+    again)."""
+    if replays is None or len(session.snapshot.existing_gpu_groups) != groups_before:
+        return
+    back = {
+        id(task)
+        for step in steps
+        for task, node, groups in step.placed
+        if home.get(id(task)) == (node, groups)
+    }
+    replays.record(key, Prefix(tuple(steps), tuple(task for task in victims if id(task) not in back)))
 
 
 def _smallest_whole_gpus(session: Session, job: JobInfo) -> float:
@@ -595,6 +681,8 @@ class VictimAction(ABC):
 
     def __init__(self) -> None:
         self.by_queue: dict[str, dict[JobInfo, None]] = {}
+        self.replays = Replays()  # valid until the next commit
+        self.shared_orders: dict[tuple[object, ...], SharedVictims] = {}  # likewise
         self._leaves: dict[str, LeafVictims] = {}
         self._heaps: dict[tuple[str, bytes], list[tuple[_Last, int, JobInfo]]] = {}
 
@@ -602,6 +690,8 @@ class VictimAction(ABC):
         self.by_queue.clear()
         self._leaves.clear()
         self._heaps.clear()
+        self.replays.clear()
+        self.shared_orders.clear()
         # Running at session open, or placed since by an earlier action (among the jobs that were waiting).
         at_open = session.snapshot.jobs_at_open()
         candidates = [
@@ -646,6 +736,8 @@ class VictimAction(ABC):
         """Bring the candidates up to date after a commit (its decisions are those from `decided` on):
         pods it placed (and victims it moved) may be victims of the next attempt; victims that stopped may
         leave their job with none."""
+        self.replays.clear()
+        self.shared_orders.clear()
         tasks_of = session.snapshot.tasks
         touched = list(dict.fromkeys(tasks_of[d.pod].job for d in session.decisions[decided:]))
         # Only the queues of the jobs it changed need their victims ordered again.

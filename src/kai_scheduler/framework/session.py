@@ -251,7 +251,6 @@ class Session:
         # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.
         self.scratch: dict[str, Any] = {}
         self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
-        self._group_counter = 0
         self._wake_at: float | None = None
         # What each action tried (pod groups taken up, eviction scenarios), for metrics.
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
@@ -411,17 +410,23 @@ class Session:
             elif reusable:
                 ids.append(reusable.pop(0))
             else:
-                ids.append(self.new_gpu_group_id(node))
+                ids.append(self.new_gpu_group_id(node, ids))
         return tuple(ids)
 
-    def new_gpu_group_id(self, node: int) -> str:
-        """A GPU group id unique in the cluster, stable for a given input (simulations are reproducible)."""
+    def new_gpu_group_id(self, node: int, chosen: Sequence[str] = ()) -> str:
+        """A GPU group id unique in the cluster, stable for a given input (simulations are reproducible):
+        the node's name, the cycle, and the lowest number no group on the cluster now and no committed
+        placement has taken (nor one of `chosen`, handed out to the same pod). A function of the cluster
+        as it is, so a scenario undone and tried again hands out the same ids (the victim solver replays
+        scenarios)."""
         name = self.snapshot.nodes.names[node]
+        live = self.snapshot.nodes.group_by_id
+        taken = self.snapshot.existing_gpu_groups
+        number = 0
         while True:
-            self._group_counter += 1
-            candidate = f"{name}-gpu-c{self.cycle}-{self._group_counter}"
-            if candidate not in self.snapshot.existing_gpu_groups:
-                self.snapshot.existing_gpu_groups.add(candidate)
+            number += 1
+            candidate = f"{name}-gpu-c{self.cycle}-{number}"
+            if candidate not in live and candidate not in taken and candidate not in chosen:
                 return candidate
 
     def explain_no_fit(self, task: TaskInfo) -> str:

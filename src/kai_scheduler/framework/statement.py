@@ -105,6 +105,15 @@ class Statement:
     def checkpoint(self) -> int:
         return len(self._operations)
 
+    def placements_since(self, checkpoint: int) -> list[tuple[TaskInfo, int, tuple[str, ...]]]:
+        """The pods placed since a checkpoint (a pod kept where it was counts: its own node and GPUs), with
+        their nodes and shared GPUs, in the order they were placed."""
+        return [
+            (op.task, op.node, op.gpu_groups)
+            for op in self._operations[checkpoint:]
+            if op.type in ("bind", "pipeline", "keep")
+        ]
+
     def rollback(self, checkpoint: int = 0) -> None:
         while len(self._operations) > checkpoint:
             op = self._operations.pop()
@@ -125,10 +134,14 @@ class Statement:
         eviction that was taken back (kept) leaves no trace."""
         nodes = self._session.snapshot.nodes
         kept = {id(op.task) for op in self._operations if op.type == "keep"}
+        taken_ids = self._session.snapshot.existing_gpu_groups
         decisions = []
         for op in self._operations:
             if op.type == "keep" or (op.type == "evict" and id(op.task) in kept):
                 continue
+            if op.type != "evict":
+                # Handed out for good: not to another pod this cycle, even once this one leaves the GPU.
+                taken_ids.update(op.gpu_groups)
             decision_type: DecisionType = op.type
             decisions.append(
                 Decision(

@@ -537,7 +537,8 @@ class NodeTable:
         for group_id in groups:
             group = self.group_by_id[group_id]
             group.releasing += group.holders.get(pod_key, 0.0)
-        self._refresh_shared(node)
+        if groups:  # otherwise no shared GPU of the node changed
+            self._refresh_shared(node)
 
     def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         self._changed(node)
@@ -552,7 +553,8 @@ class NodeTable:
         for group_id in groups:
             group = self.group_by_id[group_id]
             group.releasing -= group.holders.get(pod_key, 0.0)
-        self._refresh_shared(node)
+        if groups:
+            self._refresh_shared(node)
 
     def portion_on(self, request: PodRequest, node: int) -> float:
         """The portion of one GPU a shared-GPU request takes on one node (see `portion_for`)."""
@@ -607,15 +609,26 @@ class NodeTable:
         self._refresh_shared(node)
 
     def _refresh_shared(self, node: int) -> None:
+        # Hot (every change to a pod holding shared GPUs): one pass over the node's few groups, and the
+        # arrays written once each.
         self._changed(node)
-        groups = self.groups.get(node, ())
-        self.shared_free_now[node] = max((g.free_now for g in groups), default=0.0)
-        self.shared_free_total[node] = sum(g.free_now for g in groups)
-        self.shared_free_soon[node] = max((g.free_soon for g in groups), default=0.0)
-        # A shared GPU all of whose holders are releasing comes back as a whole GPU, and its reservation
-        # pod's slot with it.
-        fully_releasing = sum(1 for g in groups if g.fully_releasing)
+        best_now = total_now = best_soon = 0.0
+        fully_releasing = 0
+        for group in self.groups.get(node, ()):
+            if group.used - group.releasing <= EPSILON:
+                # A shared GPU all of whose holders are releasing comes back as a whole GPU, and its
+                # reservation pod's slot with it; nobody joins it (see GpuGroup.free_now).
+                fully_releasing += 1
+            elif not group.claimed:
+                now = 1.0 - group.used
+                total_now += now
+                best_now = max(best_now, now)
+                best_soon = max(best_soon, now + group.releasing)
+        self.shared_free_now[node] = best_now
+        self.shared_free_total[node] = total_now
+        self.shared_free_soon[node] = best_soon
         change = fully_releasing - self._rel_group_gpus[node]
-        self.rel_gpus[node] += change
-        self.rel_pods[node] += change
-        self._rel_group_gpus[node] = fully_releasing
+        if change:
+            self.rel_gpus[node] += change
+            self.rel_pods[node] += change
+            self._rel_group_gpus[node] = fully_releasing
