@@ -432,8 +432,8 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
                 continue
             tried.add(same)
             # The room the scenario makes is on its victims' nodes (the pod fit nowhere else before);
-            # whole GPUs first, without evicting anything, then everything.
-            if not _whole_gpus_on_a_node(nodes, task, evicted):
+            # plain resources first, without evicting anything, then everything.
+            if not _room_on_a_node(nodes, task, evicted):
                 counts.scenarios_filtered += 1
                 continue
             for victim_task in evicted:
@@ -496,22 +496,49 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
     return False
 
 
-def _whole_gpus_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:
-    """Whether some node of `victims` would have the whole GPUs `task` asks for, free or releasing once
-    they are gone (a cheap necessary condition)."""
-    wanted = task.request.whole_gpus
-    if wanted <= 0:
-        return True
-    room: dict[int, float] = {}
+def _room_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:
+    """Whether some node of `victims` would have the CPU, memory, pod slots and whole GPUs `task` asks
+    for, free or releasing, once they are gone: a cheap necessary condition (no eviction, no mask), lenient
+    to rounding, that rules out most victim sets on a node short of CPU or memory."""
+    request = task.request
+    room: dict[int, list[float]] = {}
     for victim in victims:
-        # (A shared GPU comes back whole once its last holder goes: count each as a whole GPU.)
-        freed = victim.request.whole_gpus + (
-            victim.request.gpu_devices if victim.request.is_shared_gpu else 0
-        )
-        room[victim.node] = room.get(victim.node, 0.0) + freed
-    return any(
-        gpus + nodes.free_gpus[node] + nodes.rel_gpus[node] >= wanted - EPSILON for node, gpus in room.items()
-    )
+        freed = room.get(victim.node)
+        if freed is None:
+            freed = room[victim.node] = [0.0, 0.0, 0.0, 0.0]
+        asked = victim.request
+        shared = asked.gpu_devices if asked.is_shared_gpu else 0
+        freed[0] += asked.cpu
+        freed[1] += asked.memory
+        # (A shared GPU comes back whole once its last holder goes, with its reservation pod's slot: count
+        # each as a whole GPU and a slot.)
+        freed[2] += 1 + shared
+        freed[3] += asked.whole_gpus + shared
+    for node, (cpu, memory, pods, gpus) in room.items():
+        if (
+            _at_least(
+                nodes.cap_cpu.item(node) - nodes.used_cpu.item(node) + nodes.rel_cpu.item(node) + cpu,
+                request.cpu,
+            )
+            and _at_least(
+                nodes.cap_memory.item(node)
+                - nodes.used_memory.item(node)
+                + nodes.rel_memory.item(node)
+                + memory,
+                request.memory,
+            )
+            and _at_least(
+                nodes.cap_pods.item(node) - nodes.used_pods.item(node) + nodes.rel_pods.item(node) + pods, 1
+            )
+            and _at_least(nodes.free_gpus.item(node) + nodes.rel_gpus.item(node) + gpus, request.whole_gpus)
+        ):
+            return True
+    return False
+
+
+def _at_least(room: float, asked: float) -> bool:
+    # Looser than the node table's own test by far more than rounding: a necessary condition only.
+    return room >= asked - EPSILON - 1e-9 * abs(asked)
 
 
 def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
