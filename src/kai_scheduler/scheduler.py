@@ -22,6 +22,7 @@ from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.dynamicresources import DynamicResourcesPlugin
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
+from kai_scheduler.plugins.fragmentation import GpuFragmentationPlugin
 from kai_scheduler.plugins.gpu_order import GpuPackPlugin, GpuSpreadPlugin
 from kai_scheduler.plugins.minruntime import MinRuntimePlugin
 from kai_scheduler.plugins.ordering import (
@@ -60,6 +61,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "nodeplacement": NodePlacementPlugin,
     "gpupack": GpuPackPlugin,
     "gpuspread": GpuSpreadPlugin,
+    "gpufragmentation": GpuFragmentationPlugin,
     "minruntime": MinRuntimePlugin,
     "podaffinity": PodAffinityPlugin,
     "topology": TopologyPlugin,

@@ -143,6 +143,9 @@ class NodeTable:
         # far with how much of that log they had seen: a mask is brought up to date by re-checking only
         # the nodes changed since (placing a pod changes one node), see `fit`.
         self._changes: list[int] = []
+        # Entries dropped from the front of that log so far: a position in the log that outlives a
+        # reset is `_changes_dropped + index` (see `changed_since`).
+        self._changes_dropped = 0
         # Bumped by every change of usage: equal versions of one table, equal usage.
         self.version = 0
         self._free_soon: tuple[int, tuple[FloatArray, FloatArray, FloatArray]] | None = None
@@ -276,6 +279,16 @@ class NodeTable:
         mask.flags.writeable = False
         self._fit_masks[key] = (mask, seen)
         return mask
+
+    def change_position(self) -> int:
+        """Where the log of usage changes stands now, for `changed_since`."""
+        return self._changes_dropped + len(self._changes)
+
+    def changed_since(self, position: int) -> list[int] | None:
+        """The nodes whose usage changed since `change_position` answered `position` (a node may repeat),
+        or None when the log no longer reaches back that far (any node may have changed)."""
+        start = position - self._changes_dropped
+        return None if start < 0 else self._changes[start:]
 
     def anything_releasing(self) -> bool:
         """Whether any node has resources being released (only then can fitting soon differ from fitting
@@ -434,6 +447,7 @@ class NodeTable:
         self.version += 1
         if len(self._changes) >= 8 * self.size + 1024:
             # Keep the log short: start afresh, every cached mask is recomputed once.
+            self._changes_dropped += len(self._changes)
             self._changes.clear()
             self._fit_masks.clear()
             self._releasing_seen = None

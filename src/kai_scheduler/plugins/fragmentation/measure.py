@@ -1,0 +1,292 @@
+"""How much of a node's idle GPU capacity the workload mix cannot use: its *stranded* GPUs.
+
+For one class of the mix on one node, the pods of that class the node could still take are the fewest
+of what its GPUs, its CPU and its memory allow:
+
+* GPUs: whole-GPU pods of n GPUs, free whole GPUs // n; shared-GPU pods of portion p on d devices, the
+  sum over its GPUs of free portion // p (a free whole GPU gives 1 // p), // d; MIG pods, the free
+  instances of each profile they ask for // the count;
+* CPU: idle CPU // the class's CPU request (any number when it asks for none), and memory alike.
+
+Those pods would use (that count x the class's GPUs per pod) of the node's idle GPUs; the rest is
+stranded for that class, and the node's fragmentation is the mix-weighted mean of it:
+
+    frag(node) = idle GPUs - sum over classes of weight x GPUs the class could use there
+
+(weights add up to 1; a class the node may not take, e.g. one that asks for another GPU model, uses
+none of it). The measure follows FGD's idea, the expected idle GPU capacity a pod of the target workload
+cannot use, and goes past it in three ways: a GPU's leftover after the pods of a class that fit on it is
+stranded too (FGD counts a GPU either wholly usable or not: a 0.6 free GPU serves two 0.25 pods and
+strands 0.1 here, none in FGD); multi-GPU pods use whole GPUs in multiples of their size (three free
+GPUs serve one 2-GPU pod and strand one); and CPU or memory bounds the pods a node can take (eight free
+GPUs with CPU for two more 1-GPU pods strand six; FGD only asks whether one more pod fits).
+
+Placing a pod changes only its own node, so the cost of a placement is that node's change of
+fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
+have used anyway, and highest where it breaks up room the mix needs (an idle node an 8-GPU pod would
+take, the last CPUs that let a node's idle GPUs be used). Everything is numpy over rows of node states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+import numpy as np
+
+from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
+from kai_scheduler.model.resources import PodRequest, mig_gpu_units
+
+# How many pods of the mix a node's idle capacity is offered before it is judged (see the module).
+OFFERS: Final = 3
+# How likely GPUs that a class's pods leave for lack of CPU or memory go to lighter pods (see the module).
+LIGHTER_FILL: Final = 0.75
+# Slack for counting how many pods fit: 0.3 + 0.3 + 0.4 portions must fill a GPU exactly.
+_SLACK: Final = 1e-9
+# A class's portion on nodes where it cannot share a GPU (unknown GPU memory): larger than a GPU, so
+# that it fits nowhere.
+_NO_PORTION: Final = 2.0
+# The reciprocal of a request of nothing: whatever is idle holds more such pods than anything else allows.
+_UNBOUNDED: Final = 1e30
+
+
+@dataclass(frozen=True, slots=True)
+class MixArrays:
+    """The mix as arrays over its classes (K), in this order: shared-GPU classes, whole-GPU classes, MIG
+    classes; and over nodes and classes (N x K) where a class differs by node (a gpu-memory portion
+    depends on the node's GPU memory; the predicates decide where it may run). Requests appear as
+    reciprocals (per_*: 1 / what one pod takes), so that counting pods is a multiplication; asking for
+    nothing has the reciprocal _UNBOUNDED."""
+
+    weight: FloatArray  # K, adding up to 1
+    shared: int  # how many shared-GPU classes come first
+    gpu: int  # how many classes ask for shared or whole GPUs (the rest: MIG)
+    per_cpu: FloatArray  # K, per millicore
+    per_memory: FloatArray  # K, per byte
+    # GPUs: a whole-GPU pod of n GPUs counts as portion 1 on n devices.
+    per_device: FloatArray  # K: 1 / devices per pod
+    per_portion: FloatArray  # N x shared: 1 / portion of one GPU per device, on each node
+    whole_portions: FloatArray  # N x K: pods (devices) one free whole GPU holds, 1 // portion
+    per_mig: FloatArray  # K - gpu x S: 1 / instances of each MIG column per pod
+    demand: FloatArray  # N x K: GPUs one pod of the class takes on the node (0 where it may not run)
+
+
+@dataclass(slots=True)
+class NodeStates:
+    """Rows of node states: idle CPU, memory, whole GPUs, the free portion of each shared GPU (at least
+    the last column empty, for a GPU a placement would start sharing), and free MIG instances per
+    column."""
+
+    nodes: IntArray  # which node each row is (for the per-node columns of the mix)
+    cpu: FloatArray
+    memory: FloatArray
+    whole: FloatArray
+    shared: FloatArray  # rows x columns
+    mig: FloatArray  # rows x S
+
+
+def mig_columns(table: NodeTable) -> tuple[IntArray, FloatArray]:
+    """The node table's MIG scalar columns, and the GPUs one instance of each counts for."""
+    columns = [j for j, name in enumerate(table.scalar_names) if name.startswith("nvidia.com/mig-")]
+    units = [float(mig_gpu_units(table.scalar_names[j])) for j in columns]
+    return np.array(columns, dtype=np.int64), np.array(units, dtype=np.float64)
+
+
+def node_states(table: NodeTable, rows: IntArray, width: int, mig: IntArray) -> NodeStates:
+    """The idle resources of the nodes `rows` now (shared GPUs in the node's own order)."""
+    shared = np.zeros((rows.size, width))
+    groups = table.groups
+    for i, node in enumerate(rows.tolist()):
+        for j, group in enumerate(groups.get(node, ())):
+            shared[i, j] = group.free_now
+    return NodeStates(
+        nodes=rows,
+        cpu=table.cap_cpu[rows] - table.used_cpu[rows],
+        memory=table.cap_memory[rows] - table.used_memory[rows],
+        whole=table.free_gpus[rows].astype(np.float64),
+        shared=shared,
+        mig=table.cap_scalars[rows][:, mig] - table.used_scalars[rows][:, mig],
+    )
+
+
+def fragmentation(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> FloatArray:
+    """Each row's stranded GPUs: the expected least any of `OFFERS` pods of the mix would strand there
+    (see the module's description)."""
+    stranded = idle(states, mig_units)[:, None] - usable(mix, states)
+    order = np.argsort(stranded, axis=1)
+    stranded = np.take_along_axis(stranded, order, axis=1)
+    # With the classes from least to most stranded, the least of the offers strands at least the i-th
+    # value when every offer is of class i or later: (weight of those classes) ** OFFERS. Summed over
+    # the steps between consecutive values, that is the expectation.
+    later = 1.0 - np.cumsum(mix.weight[order[:, :-1]], axis=1)
+    np.maximum(later, 0.0, out=later)
+    result: FloatArray = stranded[:, 0] + (np.diff(stranded, axis=1) * later**OFFERS).sum(axis=1)
+    return result
+
+
+def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
+    """Rows x classes: the GPUs of each row that pods of each class could use."""
+    nodes = states.nodes
+    # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion //
+    # portion (none of a whole-GPU class's); summed over the GPUs, // devices per pod.
+    per_gpu = states.whole[:, None] * mix.whole_portions[nodes]
+    if mix.shared:
+        per_portion = mix.per_portion[nodes][:, None, :]
+        per_gpu[:, : mix.shared] += np.floor(states.shared[:, :, None] * per_portion + _SLACK).sum(axis=1)
+    slots = np.floor(per_gpu * mix.per_device + _SLACK)
+    if mix.gpu < slots.shape[1]:
+        per_column = np.floor(states.mig[:, None, :] * mix.per_mig[None, :, :] + _SLACK)
+        slots[:, mix.gpu :] = per_column.min(axis=2)
+    # ... and by CPU and memory: as many as they hold (a class asking for none has a per-pod reciprocal
+    # so large that they never bind; negative idle amounts, of pods that fit only once others leave,
+    # hold none), or all that the GPUs hold if one more fits, weighed LIGHTER_FILL to one.
+    by_cpu = np.floor(states.cpu[:, None] * mix.per_cpu + _SLACK)
+    np.minimum(by_cpu, np.floor(states.memory[:, None] * mix.per_memory + _SLACK), out=by_cpu)
+    bounded = np.minimum(slots, by_cpu)
+    np.maximum(bounded, 0.0, out=bounded)
+    slots *= by_cpu >= 1.0
+    slots *= LIGHTER_FILL
+    slots += (1.0 - LIGHTER_FILL) * bounded
+    slots *= mix.demand[nodes]
+    return slots
+
+
+def after_placing(
+    states: NodeStates, request: PodRequest, mig: IntArray, scalar_index: dict[str, int]
+) -> NodeStates:
+    """The rows' states with a pod of `request` placed on each, its shared GPUs aside (see
+    `shared_options`)."""
+    mig_after = states.mig
+    if request.scalars and mig.size:
+        mig_after = states.mig.copy()
+        position = {int(column): k for k, column in enumerate(mig.tolist())}
+        for name, amount in request.scalars:
+            k = position.get(scalar_index.get(name, -1))
+            if k is not None:
+                mig_after[:, k] -= amount
+    return NodeStates(
+        nodes=states.nodes,
+        cpu=states.cpu - request.cpu,
+        memory=states.memory - request.memory,
+        whole=states.whole - request.whole_gpus,
+        shared=states.shared,
+        mig=mig_after,
+    )
+
+
+def shared_options(states: NodeStates, portion: FloatArray) -> tuple[NodeStates, IntArray, IntArray]:
+    """Every way of putting one device of a shared-GPU pod (`portion` of a GPU per row) on the rows:
+    joining each shared GPU with room, or starting to share a free whole GPU. Returns the states after
+    each option, and for each the row it belongs to and which GPU it takes (a column of `shared`; the
+    last column: a new shared GPU)."""
+    width = states.shared.shape[1]
+    room = states.shared[:, : width - 1] >= portion[:, None] - _SLACK
+    new = states.whole >= 1 - _SLACK
+    # A row with no option now (it fits only once releasing pods are gone) is costed as a new GPU.
+    new |= ~room.any(axis=1)
+    fits = np.concatenate([room, new[:, None]], axis=1)
+    row, column = np.nonzero(fits)
+    shared = states.shared[row].copy()
+    opens = column == width - 1
+    shared[np.arange(row.size), column] -= np.where(opens, portion[row] - 1.0, portion[row])
+    after = NodeStates(
+        nodes=states.nodes[row],
+        cpu=states.cpu[row],
+        memory=states.memory[row],
+        whole=states.whole[row] - opens,
+        shared=shared,
+        mig=states.mig[row],
+    )
+    return after, row, column
+
+
+def idle(states: NodeStates, mig_units: FloatArray) -> FloatArray:
+    """Each row's idle GPUs: free whole GPUs, the free portions of its shared GPUs, free MIG instances."""
+    result: FloatArray = states.whole + states.shared.sum(axis=1)
+    if mig_units.size:
+        result = result + states.mig @ mig_units
+    return result
+
+
+def cheapest_per_row(rows: int, row: IntArray, cost: FloatArray, room: FloatArray) -> IntArray:
+    """Per row (of `rows`), its cheapest option: `row` is each option's row (every row has one), `cost`
+    its cost, ties to the least `room` (the tightest GPU that fits, as gpupack), then the first."""
+    order = np.lexsort((room, cost, row))
+    starts = np.searchsorted(row[order], np.arange(rows))
+    result: IntArray = order[starts]
+    return result
+
+
+def mix_arrays(
+    requests: list[PodRequest], weights: list[float], access: list[BoolArray], table: NodeTable, mig: IntArray
+) -> MixArrays:
+    """The classes of the mix (their requests, weights, and the nodes each may run on) as arrays, in
+    MixArrays' order of classes."""
+    shared = [k for k, r in enumerate(requests) if r.is_shared_gpu and not r.mig_instances]
+    whole = [k for k, r in enumerate(requests) if not r.is_shared_gpu and not r.mig_instances]
+    migs = [k for k, r in enumerate(requests) if r.mig_instances]
+    order = shared + whole + migs
+    requests = [requests[k] for k in order]
+    portion = np.full((table.size, len(order)), _NO_PORTION)
+    devices = np.zeros(len(order))
+    demand = np.zeros((table.size, len(order)))
+    for i, (k, request) in enumerate(zip(order, requests, strict=True)):
+        if request.mig_instances:
+            demand[:, i] = sum(mig_gpu_units(name) * amount for name, amount in request.mig_instances)
+        elif request.is_shared_gpu:
+            share = table.portion_for(request)
+            usable = np.isfinite(share) & (share <= 1.0 + _SLACK)
+            portion[usable, i] = share[usable]
+            devices[i] = request.gpu_devices
+            demand[usable, i] = share[usable] * request.gpu_devices
+        else:
+            portion[:, i] = 1.0
+            devices[i] = request.whole_gpus
+            demand[:, i] = request.whole_gpus
+        demand[~access[k], i] = 0.0
+    position = {int(column): s for s, column in enumerate(mig.tolist())}
+    per_mig = np.full((len(migs), mig.size), _UNBOUNDED)
+    for i, request in enumerate(requests[len(shared) + len(whole) :]):
+        for name, amount in request.mig_instances:
+            s = position.get(table.scalar_index.get(name, -1))
+            if s is None:
+                per_mig[i, :] = 0.0  # a profile no node has: this class fits nowhere
+            else:
+                per_mig[i, s] = 1.0 / amount
+    return MixArrays(
+        weight=np.array([weights[k] for k in order], dtype=np.float64),
+        shared=len(shared),
+        gpu=len(shared) + len(whole),
+        per_cpu=_per([r.cpu for r in requests]),
+        per_memory=_per([r.memory for r in requests]),
+        per_device=_per(devices.tolist()),
+        per_portion=1.0 / portion[:, : len(shared)],
+        whole_portions=np.floor(1.0 / portion + _SLACK),
+        per_mig=per_mig,
+        demand=demand,
+    )
+
+
+def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units: FloatArray) -> MixArrays:
+    """The mix with each class's weight divided by the share of the cluster's GPUs on nodes that could
+    hold one of its pods when empty: a class only some nodes can take arrives at those nodes that much
+    more often."""
+    everything = np.arange(table.size)
+    empty = NodeStates(
+        nodes=everything,
+        cpu=table.cap_cpu.astype(np.float64),
+        memory=table.cap_memory.astype(np.float64),
+        whole=table.cap_gpus.astype(np.float64),
+        shared=np.zeros((table.size, 1)),
+        mig=table.cap_scalars[:, mig].astype(np.float64),
+    )
+    gpus = idle(empty, mig_units)
+    holds = usable(mix, empty) > 0
+    share = (gpus @ holds) / max(float(gpus.sum()), _SLACK)
+    weight = np.where(share > 0, mix.weight / np.maximum(share, _SLACK), 0.0)
+    return replace(mix, weight=weight / max(float(weight.sum()), _SLACK))
+
+
+def _per(amounts: list[float]) -> FloatArray:
+    values = np.array(amounts, dtype=np.float64)
+    return np.where(values > 0, 1.0 / np.maximum(values, _SLACK), _UNBOUNDED)

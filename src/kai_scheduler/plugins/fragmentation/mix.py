@@ -1,0 +1,62 @@
+"""The workload mix a cycle places against: the kinds of GPU pods the cluster sees, and how often.
+
+FGD (Weng et al., ATC'23) measures fragmentation against the target workload's distribution, the
+"typical pods" that make up most of the trace. Here the mix is learnt from the snapshot itself: every
+live pod that asks for a GPU (pending, placed, running or leaving) counts once for its *class*, the pods
+alike in what they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices,
+MIG instances) and in where they may run (their placement constraints). The most frequent classes that
+together cover `coverage` of those pods, at most `max_classes` of them, are the mix; their weights are
+their frequencies among the chosen ones. The mix stays fixed for the session: a pod placed in it moves
+from pending to placed and still counts once, so nothing the session does changes what it learnt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kai_scheduler.model.jobs import TaskInfo, TaskStatus
+from kai_scheduler.model.resources import PodRequest
+
+_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class PodClass:
+    """Pods alike for placement: one request and one set of placement constraints; `example` is one of
+    them (the predicates that decide where the class may run are asked of it)."""
+
+    request: PodRequest
+    weight: float
+    example: TaskInfo
+
+
+def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> list[PodClass]:
+    """The most frequent GPU pod classes among the live `tasks`, covering `coverage` of their pods (at
+    most `max_classes` classes), with weights that add up to 1; the most frequent first."""
+    counts: dict[tuple[PodRequest, str], int] = {}
+    examples: dict[tuple[PodRequest, str], TaskInfo] = {}
+    for task in tasks:
+        if task.status in _DONE or not task.request.uses_gpu:
+            continue
+        key = (task.request, task.placement.key)
+        count = counts.get(key)
+        if count is None:
+            counts[key] = 1
+            examples[key] = task
+        else:
+            counts[key] = count + 1
+    total = sum(counts.values())
+    if not total:
+        return []
+    # The most frequent first; equal counts in a fixed order (the request's shape, then placement), so
+    # that the same cluster always yields the same mix.
+    ranked = sorted(counts, key=lambda key: (-counts[key], repr(key[0].shape()), key[1]))
+    chosen: list[tuple[PodRequest, str]] = []
+    covered = 0
+    for key in ranked:
+        if len(chosen) >= max_classes or covered >= coverage * total:
+            break
+        chosen.append(key)
+        covered += counts[key]
+    return [PodClass(key[0], counts[key] / covered, examples[key]) for key in chosen]

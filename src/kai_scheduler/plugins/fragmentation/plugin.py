@@ -1,0 +1,90 @@
+"""`gpufragmentation`: place each pod where it strands the fewest GPUs for the workload the cluster sees.
+
+A node-order plugin and a GPU chooser in one. It learns the mix of GPU pods from the snapshot (`mix`),
+measures each node's stranded GPUs against it (`measure`) and scores each candidate node by what placing
+the pod there adds to them (`costs`); for a shared-GPU pod it also chooses which of the node's GPUs the
+pod shares. It takes the place of `nodeplacement` (binpack or spread), `gpusharingorder` and
+`gpupack`/`gpuspread`, whose preferences it replaces; the other scores keep their meaning around it, as
+its scores lie in `nodeplacement`'s band (0-9): a nominated node, pod affinity, fitting now rather than
+after releases (nodeavailability) and CPU-only nodes for CPU-only pods (resourcetype) still come first.
+
+It works wherever the session places a pod: allocate, and the moves and preemptors of consolidation,
+reclaim and preempt; gangs, topology domains and queue order are the session's, unchanged.
+
+Arguments: `coverage` (default 0.95), the share of the live GPU pods the mix's classes must cover, the
+most frequent classes first; `maxClasses` (default 32), the most classes it keeps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kai_scheduler.framework.session import Session, pack_gpus
+from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
+from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
+from kai_scheduler.plugins.fragmentation.measure import mig_columns, mix_arrays, scarcity_weighted
+from kai_scheduler.plugins.fragmentation.mix import learn_mix
+from kai_scheduler.plugins.predicates import gpu_kind_nodes
+
+MAX_SCORE: Final = 9.0  # nodeplacement's band (KAI's MaxHighDensity)
+DEFAULT_COVERAGE: Final = 1.0
+DEFAULT_MAX_CLASSES: Final = 64
+
+
+def _coverage(arguments: dict[str, Any]) -> float:
+    value = arguments.get("coverage", DEFAULT_COVERAGE)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"gpufragmentation.arguments.coverage: expected a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _max_classes(arguments: dict[str, Any]) -> int:
+    value = arguments.get("maxClasses", DEFAULT_MAX_CLASSES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"gpufragmentation.arguments.maxClasses: expected a positive integer, got {value!r}")
+    return value
+
+
+class GpuFragmentationPlugin:
+    name = "gpufragmentation"
+
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.coverage = _coverage(arguments)
+        self.max_classes = _max_classes(arguments)
+        self.costs: PlacementCosts | None = None
+
+    def on_session_open(self, session: Session) -> None:
+        table = session.snapshot.nodes
+        classes = learn_mix(session.snapshot.tasks.values(), self.coverage, self.max_classes)
+        access = [session.usable_nodes([c.example]) & gpu_kind_nodes(table, c.request) for c in classes]
+        mig, mig_units = mig_columns(table)
+        mix = mix_arrays([c.request for c in classes], [c.weight for c in classes], access, table, mig)
+        mix = scarcity_weighted(mix, table, mig, mig_units)
+        costs = self.costs = PlacementCosts(table, mix)
+        session.points.node_scorers.append(lambda task, rows: score(costs, task, rows))
+
+        def choose(
+            nodes: NodeTable, node: int, portion: float, devices: int, soon: bool
+        ) -> list[GpuGroup | None]:
+            if soon:  # pipelined onto GPUs being released: their state now says nothing of then
+                return pack_gpus(nodes, node, portion, devices, soon)
+            return costs.choose_gpus(node, portion, devices)
+
+        session.points.gpu_chooser = choose
+
+    def on_session_close(self, session: Session) -> None:
+        self.costs = None
+
+
+def score(costs: PlacementCosts, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+    """The candidates' scores: the best place MAX_SCORE, the worst 0, the others in between in order."""
+    keys = costs.order(task.request, rows)
+    if keys.size == 0:
+        return 0.0
+    low, high = float(keys.min()), float(keys.max())
+    if high - low <= 0.0:
+        return MAX_SCORE
+    result: FloatArray = (keys - low) * (MAX_SCORE / (high - low))
+    return result
