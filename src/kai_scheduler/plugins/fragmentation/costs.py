@@ -29,6 +29,7 @@ from kai_scheduler.plugins.fragmentation.measure import (
     cheapest_per_row,
     fragmentation,
     idle,
+    join,
     mig_columns,
     node_states,
     shared_options,
@@ -38,6 +39,7 @@ _COST_QUANTUM: Final = 1e-6  # GPUs: cost differences below it are rounding, not
 _IDLE_GPU_WEIGHT: Final = 1e-7  # per idle GPU of the largest node, below one quantum
 _IDLE_CPU_WEIGHT: Final = 1e-9  # per idle CPU of the largest node, below that
 _NEW_GPU: Final = -1  # the cheapest option is to start sharing a free whole GPU
+_FEW_ROWS: Final = 32  # up to this many nodes are costed as they are, without looking for alike ones
 
 
 @dataclass(slots=True)
@@ -59,6 +61,9 @@ class PlacementCosts:
         self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
         self.state = node_states(table, everything, self.width, self.mig)
         self.frag = fragmentation(mix, self.state, self.mig_units)
+        # Nodes whose state changed since their `frag` was computed: it is computed again together
+        # with the next costs that need it (one evaluation instead of two).
+        self._frag_stale = np.zeros(table.size, dtype=np.bool_)
         self._position = table.change_position()
         # How many times node states were refreshed, and each node's last refresh.
         self._refreshes = 0
@@ -69,6 +74,10 @@ class PlacementCosts:
         self._last: PodRequest | None = None
         self._gpu_scale = max(float(table.cap_gpus.max(initial=0.0)), 1.0)
         self._cpu_scale = max(float(table.cap_cpu.max(initial=0.0)), 1.0)
+        # Nodes alike for the mix (the same classes may run there, with the same portions and GPU
+        # memory): in the same state, a placement costs the same on each.
+        alike = np.column_stack([mix.whole_portions, mix.per_portion, mix.demand, table.gpu_memory_mib])
+        self._kind = np.unique(alike, axis=0, return_inverse=True)[1].reshape(-1).astype(np.float64)
 
     # --- node states ------------------------------------------------------------------------------
 
@@ -79,7 +88,12 @@ class PlacementCosts:
         self._position = table.change_position()
         if changed is not None and not changed:
             return
-        rows = np.arange(table.size) if changed is None else np.unique(np.array(changed, dtype=np.int64))
+        if changed is None:
+            rows = np.arange(table.size)
+        elif len(changed) == 1:
+            rows = np.array(changed, dtype=np.int64)
+        else:
+            rows = np.array(sorted(set(changed)), dtype=np.int64)
         most = max((len(table.groups.get(node, ())) for node in rows.tolist()), default=0)
         if most + 1 > self.width:  # a node shares more GPUs than any did: widen every row
             extra = np.zeros((table.size, most + 1 - self.width))
@@ -92,9 +106,29 @@ class PlacementCosts:
         state.whole[rows] = fresh.whole
         state.shared[rows] = fresh.shared
         state.mig[rows] = fresh.mig
-        self.frag[rows] = fragmentation(self.mix, fresh, self.mig_units)
+        self._frag_stale[rows] = True
         self._refreshes += 1
         self._refreshed[rows] = self._refreshes
+
+    def _frag_of(self, rows: IntArray, *others: NodeStates) -> tuple[FloatArray, list[FloatArray]]:
+        """`frag` of the nodes `rows` (brought up to date), and the fragmentation of other states, in
+        one evaluation."""
+        stale = rows[self._frag_stale.take(rows)]
+        parts = [*others]
+        if stale.size:
+            parts.insert(0, self._rows(stale))
+        results: list[FloatArray] = []
+        if parts:
+            joined = parts[0] if len(parts) == 1 else join(parts)
+            values = fragmentation(self.mix, joined, self.mig_units)
+            start = 0
+            for part in parts:
+                results.append(values[start : start + part.nodes.size])
+                start += part.nodes.size
+        if stale.size:
+            self.frag[stale] = results.pop(0)
+            self._frag_stale[stale] = False
+        return self.frag.take(rows), results
 
     def _rows(self, rows: IntArray) -> NodeStates:
         state = self.state
@@ -128,14 +162,22 @@ class PlacementCosts:
         return keys
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
+        if rows.size > _FEW_ROWS:
+            # Many nodes are alike and in the same state (a new cluster, full nodes): cost each state
+            # once.
+            first, inverse = self._distinct(rows)
+            if first.size < rows.size:
+                self._compute(request, first, costs)
+                costs.keys[rows] = costs.keys.take(first).take(inverse)
+                costs.gpu[rows] = costs.gpu.take(first).take(inverse)
+                return
         before = self._rows(rows)
         after = after_placing(before, request, self.mig, self.table.scalar_index)
         if request.is_shared_gpu:
             portion = self._portion(request, rows)
             options, row, column = shared_options(after, portion)
-            cost = np.round(
-                (fragmentation(self.mix, options, self.mig_units) - self.frag[rows][row]) / _COST_QUANTUM
-            )
+            frag, (frag_after,) = self._frag_of(rows, options)
+            cost = np.round((frag_after - frag.take(row)) / _COST_QUANTUM)
             opens = column == self.width - 1
             room = np.where(opens, 1.0, before.shared[row, np.where(opens, 0, column)])
             cheapest = cheapest_per_row(rows.size, row, cost, room)
@@ -143,13 +185,30 @@ class PlacementCosts:
             cost = cost[cheapest] * (_COST_QUANTUM * request.gpu_devices)
             left = idle(after, self.mig_units) - portion * request.gpu_devices
         else:
-            cost = fragmentation(self.mix, after, self.mig_units) - self.frag[rows]
+            frag, (frag_after,) = self._frag_of(rows, after)
+            cost = frag_after - frag
             left = idle(after, self.mig_units)
             cost = np.round(cost / _COST_QUANTUM) * _COST_QUANTUM
         keys = -cost
         keys -= _IDLE_GPU_WEIGHT * np.maximum(left, 0.0) / self._gpu_scale
         keys -= _IDLE_CPU_WEIGHT * np.maximum(after.cpu, 0.0) / self._cpu_scale
         costs.keys[rows] = keys
+
+    def _distinct(self, rows: IntArray) -> tuple[IntArray, IntArray]:
+        """The first of each set of alike nodes of `rows` in the same state, and which set each is."""
+        state = self.state
+        key = np.column_stack(
+            [
+                self._kind.take(rows),
+                state.cpu.take(rows),
+                state.memory.take(rows),
+                state.whole.take(rows),
+                state.shared.take(rows, axis=0),
+                state.mig.take(rows, axis=0),
+            ]
+        )
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        return rows.take(first), inverse.reshape(-1)
 
     def _portion(self, request: PodRequest, rows: IntArray) -> FloatArray:
         portion = self.table.portion_for(request, rows)
@@ -178,9 +237,10 @@ class PlacementCosts:
         ):
             gpu = int(last.gpu[node])
             return [None if gpu == _NEW_GPU else groups[gpu]]
-        before = self._rows(np.array([node], dtype=np.int64))
-        options, _, column = shared_options(before, np.array([min(portion, 1.0)]))
-        cost = np.round((fragmentation(self.mix, options, self.mig_units) - self.frag[node]) / _COST_QUANTUM)
+        row = np.array([node], dtype=np.int64)
+        options, _, column = shared_options(self._rows(row), np.array([min(portion, 1.0)]))
+        frag, (frag_after,) = self._frag_of(row, options)
+        cost = np.round((frag_after - frag[0]) / _COST_QUANTUM)
         room = [groups[c].free_now if c < len(groups) else 1.0 for c in column.tolist()]
         ranked = sorted(zip(cost.tolist(), room, column.tolist(), strict=True))
         chosen: list[GpuGroup | None] = []

@@ -85,6 +85,18 @@ class NodeStates:
     mig: FloatArray  # rows x S
 
 
+def join(parts: list[NodeStates]) -> NodeStates:
+    """The rows of several states, one after the other."""
+    return NodeStates(
+        nodes=np.concatenate([p.nodes for p in parts]),
+        cpu=np.concatenate([p.cpu for p in parts]),
+        memory=np.concatenate([p.memory for p in parts]),
+        whole=np.concatenate([p.whole for p in parts]),
+        shared=np.concatenate([p.shared for p in parts]),
+        mig=np.concatenate([p.mig for p in parts]),
+    )
+
+
 def mig_columns(table: NodeTable) -> tuple[IntArray, FloatArray]:
     """The node table's MIG scalar columns, and the GPUs one instance of each counts for."""
     columns = [j for j, name in enumerate(table.scalar_names) if name.startswith("nvidia.com/mig-")]
@@ -112,15 +124,21 @@ def node_states(table: NodeTable, rows: IntArray, width: int, mig: IntArray) -> 
 def fragmentation(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> FloatArray:
     """Each row's stranded GPUs: the expected least any of `OFFERS` pods of the mix would strand there
     (see the module's description)."""
-    stranded = idle(states, mig_units)[:, None] - usable(mix, states)
-    order = np.argsort(stranded, axis=1)
-    stranded = np.take_along_axis(stranded, order, axis=1)
+    stranded = usable(mix, states)
+    np.subtract(idle(states, mig_units)[:, None], stranded, out=stranded)
+    rows, classes = stranded.shape
+    order = stranded.argsort(axis=1)
+    flat = order + (np.arange(rows) * classes)[:, None]
+    stranded = stranded.ravel().take(flat)
     # With the classes from least to most stranded, the least of the offers strands at least the i-th
     # value when every offer is of class i or later: (weight of those classes) ** OFFERS. Summed over
     # the steps between consecutive values, that is the expectation.
-    later = 1.0 - np.cumsum(mix.weight[order[:, :-1]], axis=1)
+    later = mix.weight.take(order[:, :-1]).cumsum(axis=1)
+    np.subtract(1.0, later, out=later)
     np.maximum(later, 0.0, out=later)
-    result: FloatArray = stranded[:, 0] + (np.diff(stranded, axis=1) * later**OFFERS).sum(axis=1)
+    np.power(later, OFFERS, out=later)
+    later *= stranded[:, 1:] - stranded[:, :-1]
+    result: FloatArray = stranded[:, 0] + later.sum(axis=1)
     return result
 
 
@@ -129,25 +147,31 @@ def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
     nodes = states.nodes
     # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion //
     # portion (none of a whole-GPU class's); summed over the GPUs, // devices per pod.
-    per_gpu = states.whole[:, None] * mix.whole_portions[nodes]
-    if mix.shared:
-        per_portion = mix.per_portion[nodes][:, None, :]
-        per_gpu[:, : mix.shared] += np.floor(states.shared[:, :, None] * per_portion + _SLACK).sum(axis=1)
-    slots = np.floor(per_gpu * mix.per_device + _SLACK)
+    slots = states.whole[:, None] * mix.whole_portions.take(nodes, axis=0)
+    if mix.shared and states.shared.any():
+        per_gpu = states.shared[:, :, None] * mix.per_portion.take(nodes, axis=0)[:, None, :]
+        per_gpu += _SLACK
+        slots[:, : mix.shared] += np.floor(per_gpu, out=per_gpu).sum(axis=1)
+    slots *= mix.per_device
+    slots += _SLACK
+    np.floor(slots, out=slots)
     if mix.gpu < slots.shape[1]:
         per_column = np.floor(states.mig[:, None, :] * mix.per_mig[None, :, :] + _SLACK)
         slots[:, mix.gpu :] = per_column.min(axis=2)
     # ... and by CPU and memory: as many as they hold (a class asking for none has a per-pod reciprocal
     # so large that they never bind; negative idle amounts, of pods that fit only once others leave,
     # hold none), or all that the GPUs hold if one more fits, weighed LIGHTER_FILL to one.
-    by_cpu = np.floor(states.cpu[:, None] * mix.per_cpu + _SLACK)
-    np.minimum(by_cpu, np.floor(states.memory[:, None] * mix.per_memory + _SLACK), out=by_cpu)
+    by_cpu = states.cpu[:, None] * mix.per_cpu
+    np.minimum(by_cpu, states.memory[:, None] * mix.per_memory, out=by_cpu)
+    by_cpu += _SLACK
+    np.floor(by_cpu, out=by_cpu)
     bounded = np.minimum(slots, by_cpu)
     np.maximum(bounded, 0.0, out=bounded)
+    bounded *= 1.0 - LIGHTER_FILL
     slots *= by_cpu >= 1.0
     slots *= LIGHTER_FILL
-    slots += (1.0 - LIGHTER_FILL) * bounded
-    slots *= mix.demand[nodes]
+    slots += bounded
+    slots *= mix.demand.take(nodes, axis=0)
     return slots
 
 
