@@ -25,12 +25,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# SCALE_ARGS: options of benchmarks/scale.py, e.g. SCALE_ARGS=--quick.
+# SCALE_ARGS: options of benchmarks/scale.py, e.g. SCALE_ARGS=--quick; FRAGMENTATION_ARGS: options of
+# benchmarks/fragmentation.py, e.g. FRAGMENTATION_ARGS=--quick (the full run replays 750 times).
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 	$(BIN)/python benchmarks/live.py
 	$(BIN)/python benchmarks/report.py
+	$(BIN)/python benchmarks/fragmentation.py $(FRAGMENTATION_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src fakeapi tests benchmarks

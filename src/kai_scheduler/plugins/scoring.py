@@ -15,6 +15,7 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON
+from kai_scheduler.plugins import cpu_steering
 
 MAX_HIGH_DENSITY: Final = 9.0
 RESOURCE_TYPE: Final = 10.0
@@ -101,7 +102,10 @@ class NominatedNodePlugin(_ScoringPlugin):
 
 class NodePlacementPlugin(_ScoringPlugin):
     """binpack: fill the fullest nodes first (by free GPUs for GPU pods, free CPU for CPU pods; free is
-    idle plus releasing); spread: the emptiest first. Arguments `gpu` and `cpu` choose per kind of pod."""
+    idle plus releasing); spread: the emptiest first. Arguments `gpu` and `cpu` choose per kind of pod.
+
+    `cpuAvoidsIdleGpus: "true"` (not KAI's, off by default) ranks the nodes of a CPU-only pod first by
+    their idle GPUs, fewest first, and only then by `cpu` (see `cpu_steering`)."""
 
     name = "nodeplacement"
 
@@ -115,8 +119,14 @@ class NodePlacementPlugin(_ScoringPlugin):
                 )
         self.gpu_strategy = arguments.get("gpu", BINPACK)
         self.cpu_strategy = arguments.get("cpu", BINPACK)
+        self.cpu_avoids_idle_gpus = cpu_steering.flag(arguments)
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        if self.cpu_avoids_idle_gpus and not task.request.uses_gpu:
+            return cpu_steering.avoid_idle_gpus(nodes, rows, self._score(nodes, task, rows))
+        return self._score(nodes, task, rows)
+
+    def _score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         # What is not allocated: idle plus releasing, as KAI's NonAllocatedResource (so a pod being
         # evicted frees its node for this count, and a victim placed again weighs its own node so too).
         # (`take` gathers the candidates' values at a fraction of fancy indexing's cost, same values.)

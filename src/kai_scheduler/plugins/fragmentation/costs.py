@@ -1,16 +1,18 @@
 """What placing a pod on each node costs in stranded GPUs, kept up to date through a session.
 
 `PlacementCosts` keeps every node's state and fragmentation (`measure`), and per distinct request the
-cost of placing it on each node, as one array over all nodes with the moment each entry was computed. A
-placement changes one node (a rollback or an eviction as well), so the node states are brought up to date
-from the node table's log of changes, for the changed nodes only, and a request's costs only for the
-candidates that changed since it was last asked: a pod is costed in a few small numpy operations however
-large the cluster, and a request asked for again (the pods of a trace or of a gang are mostly alike)
-costs next to nothing.
+cost of placing it on each node, as one array over all nodes. A placement changes one node (a rollback
+or an eviction as well), so the node states are brought up to date from the node table's log of changes,
+for the changed nodes only, and a request's costs only for the nodes that changed since it was last
+asked: a pod is costed in one small numpy evaluation however large the cluster, and a request asked for
+again (the pods of a trace or of a gang are mostly alike) costs next to nothing. Many nodes alike and in
+the same state (a new cluster) are costed once.
 
-A cost is turned into an order with ties broken towards packing: the lower cost first (compared to a
-millionth of a GPU, below which differences are rounding), then the node left with fewer idle GPUs, then
-with less idle CPU, then (the session's own rule) the node name.
+A cost is turned into an order (higher is better) with ties broken towards packing: the lower cost
+first (compared to a millionth of a GPU, below which differences are rounding), then the node left with
+fewer idle GPUs, then with less idle CPU, then (the session's own rule) the node name. A CPU-only pod
+goes first where the fewest GPUs are idle and only then by cost: the measure sees the next pods of the
+mix, not that CPU taken next to idle GPUs is missing later, when the cluster is fuller.
 """
 
 from __future__ import annotations
@@ -25,27 +27,28 @@ from kai_scheduler.model.resources import EPSILON, PodRequest
 from kai_scheduler.plugins.fragmentation.measure import (
     MixArrays,
     NodeStates,
-    after_placing,
     cheapest_per_row,
-    fragmentation,
-    idle,
+    evaluate,
     join,
     mig_columns,
     node_states,
     shared_options,
 )
 
-_COST_QUANTUM: Final = 1e-6  # GPUs: cost differences below it are rounding, not a preference
-_IDLE_GPU_WEIGHT: Final = 1e-7  # per idle GPU of the largest node, below one quantum
-_IDLE_CPU_WEIGHT: Final = 1e-9  # per idle CPU of the largest node, below that
+_PER_QUANTUM: Final = 1e6  # costs are compared to a millionth of a GPU
+_IDLE_GPU_WEIGHT: Final = 1e-7  # per idle GPU of the largest node: below one quantum
+_IDLE_CPU_WEIGHT: Final = 1e-9  # per idle CPU of the largest node: below that
+_CPU_POD_PER_IDLE_GPU: Final = 1e3  # for a CPU-only pod, one idle GPU outweighs any cost
 _NEW_GPU: Final = -1  # the cheapest option is to start sharing a free whole GPU
+_PROJECTION_SEED: Final = 11  # any fixed seed: the same sets every run
 _FEW_ROWS: Final = 32  # up to this many nodes are costed as they are, without looking for alike ones
 
 
 @dataclass(slots=True)
 class _Costs:
-    """One request's order keys on every node, when each was computed (-1: never), and for a
-    shared-GPU request the GPU its cheapest option takes (a column of the node's state, or _NEW_GPU)."""
+    """One request's order keys on every node, when each was computed (a count of node refreshes, -1:
+    never), and for a shared-GPU request the GPU its cheapest option takes (a column of the node's
+    state, or _NEW_GPU)."""
 
     keys: FloatArray
     computed: IntArray
@@ -57,23 +60,21 @@ class PlacementCosts:
         self.table = table
         self.mix = mix
         self.mig, self.mig_units = mig_columns(table)
-        everything = np.arange(table.size)
         self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
-        self.state = node_states(table, everything, self.width, self.mig)
-        self.frag = fragmentation(mix, self.state, self.mig_units)
+        self.state = node_states(table, np.arange(table.size), self.width, self.mig)
+        self.frag = evaluate(mix, self.state, self.mig_units)[0]
         # Nodes whose state changed since their `frag` was computed: it is computed again together
         # with the next costs that need it (one evaluation instead of two).
         self._frag_stale = np.zeros(table.size, dtype=np.bool_)
         self._position = table.change_position()
-        # How many times node states were refreshed, and each node's last refresh.
+        # How many node refreshes there were, and when each node was refreshed last.
         self._refreshes = 0
         self._refreshed = np.zeros(table.size, dtype=np.int64)
         self._costs: dict[PodRequest, _Costs] = {}
-        # The last request costed, for the GPU chooser that the session asks right after (see
-        # `choose_gpus`).
+        # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
-        self._gpu_scale = max(float(table.cap_gpus.max(initial=0.0)), 1.0)
-        self._cpu_scale = max(float(table.cap_cpu.max(initial=0.0)), 1.0)
+        self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
+        self._per_cpu = _IDLE_CPU_WEIGHT / max(float(table.cap_cpu.max(initial=0.0)), 1.0)
         # Nodes alike for the mix (the same classes may run there, with the same portions and GPU
         # memory): in the same state, a placement costs the same on each.
         alike = np.column_stack([mix.whole_portions, mix.per_portion, mix.demand, table.gpu_memory_mib])
@@ -86,66 +87,52 @@ class PlacementCosts:
         table = self.table
         changed = table.changed_since(self._position)
         self._position = table.change_position()
-        if changed is not None and not changed:
-            return
-        if changed is None:
-            rows = np.arange(table.size)
-        elif len(changed) == 1:
-            rows = np.array(changed, dtype=np.int64)
-        else:
-            rows = np.array(sorted(set(changed)), dtype=np.int64)
-        most = max((len(table.groups.get(node, ())) for node in rows.tolist()), default=0)
-        if most + 1 > self.width:  # a node shares more GPUs than any did: widen every row
-            extra = np.zeros((table.size, most + 1 - self.width))
-            self.state.shared = np.concatenate([self.state.shared, extra], axis=1)
-            self.width = most + 1
-        fresh = node_states(table, rows, self.width, self.mig)
-        state = self.state
-        state.cpu[rows] = fresh.cpu
-        state.memory[rows] = fresh.memory
-        state.whole[rows] = fresh.whole
-        state.shared[rows] = fresh.shared
-        state.mig[rows] = fresh.mig
-        self._frag_stale[rows] = True
-        self._refreshes += 1
-        self._refreshed[rows] = self._refreshes
+        if changed is None:  # too much changed to tell what: everything afresh
+            self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
+            self.state = node_states(table, np.arange(table.size), self.width, self.mig)
+            self._frag_stale[:] = True
+            self._refreshes += 1
+            self._refreshed[:] = self._refreshes
+        elif changed:
+            for node in set(changed):
+                self._refresh(node)
 
-    def _frag_of(self, rows: IntArray, *others: NodeStates) -> tuple[FloatArray, list[FloatArray]]:
-        """`frag` of the nodes `rows` (brought up to date), and the fragmentation of other states, in
-        one evaluation."""
-        stale = rows[self._frag_stale.take(rows)]
-        parts = [*others]
-        if stale.size:
-            parts.insert(0, self._rows(stale))
-        results: list[FloatArray] = []
-        if parts:
-            joined = parts[0] if len(parts) == 1 else join(parts)
-            values = fragmentation(self.mix, joined, self.mig_units)
-            start = 0
-            for part in parts:
-                results.append(values[start : start + part.nodes.size])
-                start += part.nodes.size
-        if stale.size:
-            self.frag[stale] = results.pop(0)
-            self._frag_stale[stale] = False
-        return self.frag.take(rows), results
+    def _refresh(self, node: int) -> None:
+        """One node's state from the table (plain floats: far cheaper than numpy for one row)."""
+        table, state = self.table, self.state
+        state.cpu[node] = table.cap_cpu.item(node) - table.used_cpu.item(node)
+        state.memory[node] = table.cap_memory.item(node) - table.used_memory.item(node)
+        state.whole[node] = table.free_gpus.item(node)
+        groups = table.groups.get(node, ())
+        if len(groups) + 1 > self.width:  # a node shares more GPUs than any did: widen every row
+            extra = np.zeros((table.size, len(groups) + 1 - self.width))
+            state.shared = np.concatenate([state.shared, extra], axis=1)
+            self.width = len(groups) + 1
+        shared = state.shared[node]
+        shared[:] = 0.0
+        for column, group in enumerate(groups):
+            shared[column] = group.free_now
+        if self.mig.size:
+            state.mig[node] = table.cap_scalars[node, self.mig] - table.used_scalars[node, self.mig]
+        self._frag_stale[node] = True
+        self._refreshes += 1
+        self._refreshed[node] = self._refreshes
 
     def _rows(self, rows: IntArray) -> NodeStates:
         state = self.state
         return NodeStates(
             nodes=rows,
-            cpu=state.cpu[rows],
-            memory=state.memory[rows],
-            whole=state.whole[rows],
-            shared=state.shared[rows],
-            mig=state.mig[rows],
+            cpu=state.cpu.take(rows),
+            memory=state.memory.take(rows),
+            whole=state.whole.take(rows),
+            shared=state.shared.take(rows, axis=0),
+            mig=state.mig.take(rows, axis=0),
         )
 
     # --- costs ------------------------------------------------------------------------------------
 
     def order(self, request: PodRequest, rows: IntArray) -> FloatArray:
-        """How good a place each node of `rows` is for a pod of `request` (higher is better; see the
-        module)."""
+        """How good a place each node of `rows` is for a pod of `request` (higher is better)."""
         self._sync()
         costs = self._costs.get(request)
         if costs is None:
@@ -153,49 +140,94 @@ class PlacementCosts:
             costs = self._costs[request] = _Costs(
                 np.zeros(size), np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64)
             )
+        # Only the candidates whose node changed since they were costed (usually the one or two
+        # nodes the last placements took).
         stale = rows[costs.computed.take(rows) < self._refreshed.take(rows)]
         if stale.size:
-            self._compute(request, stale, costs)
             costs.computed[stale] = self._refreshes
+            self._compute(request, stale, costs)
         self._last = request
         keys: FloatArray = costs.keys.take(rows)
         return keys
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
         if rows.size > _FEW_ROWS:
-            # Many nodes are alike and in the same state (a new cluster, full nodes): cost each state
-            # once.
             first, inverse = self._distinct(rows)
             if first.size < rows.size:
                 self._compute(request, first, costs)
                 costs.keys[rows] = costs.keys.take(first).take(inverse)
                 costs.gpu[rows] = costs.gpu.take(first).take(inverse)
                 return
-        before = self._rows(rows)
-        after = after_placing(before, request, self.mig, self.table.scalar_index)
+        # The nodes' own fragmentation where it is out of date, evaluated with the states after
+        # placing the pod: [stale nodes as they are] + [each of `rows` with the pod].
+        stale = rows[self._frag_stale.take(rows)]
+        after = self._rows(rows)
+        after.cpu -= request.cpu
+        after.memory -= request.memory
+        after.whole -= request.whole_gpus
+        if request.scalars and self.mig.size:
+            for name, amount in request.mig_instances:
+                column = np.flatnonzero(self.mig == self.table.scalar_index.get(name, -1))
+                after.mig[:, column] -= amount
         if request.is_shared_gpu:
-            portion = self._portion(request, rows)
-            options, row, column = shared_options(after, portion)
-            frag, (frag_after,) = self._frag_of(rows, options)
-            cost = np.round((frag_after - frag.take(row)) / _COST_QUANTUM)
-            opens = column == self.width - 1
-            room = np.where(opens, 1.0, before.shared[row, np.where(opens, 0, column)])
-            cheapest = cheapest_per_row(rows.size, row, cost, room)
-            costs.gpu[rows] = np.where(opens[cheapest], _NEW_GPU, column[cheapest])
-            cost = cost[cheapest] * (_COST_QUANTUM * request.gpu_devices)
-            left = idle(after, self.mig_units) - portion * request.gpu_devices
-        else:
-            frag, (frag_after,) = self._frag_of(rows, after)
-            cost = frag_after - frag
-            left = idle(after, self.mig_units)
-            cost = np.round(cost / _COST_QUANTUM) * _COST_QUANTUM
-        keys = -cost
-        keys -= _IDLE_GPU_WEIGHT * np.maximum(left, 0.0) / self._gpu_scale
-        keys -= _IDLE_CPU_WEIGHT * np.maximum(after.cpu, 0.0) / self._cpu_scale
+            self._compute_shared(request, rows, stale, after, costs)
+            return
+        frag, left = evaluate(
+            self.mix, join([self._rows(stale), after]) if stale.size else after, self.mig_units
+        )
+        if stale.size:
+            self._fresh(stale, frag[: stale.size])
+            frag, left = frag[stale.size :], left[stale.size :]
+        cost = np.subtract(frag, self.frag.take(rows), out=frag)
+        self._keys(request, rows, cost, left, after.cpu, costs)
+
+    def _compute_shared(
+        self, request: PodRequest, rows: IntArray, stale: IntArray, after: NodeStates, costs: _Costs
+    ) -> None:
+        """A shared-GPU pod: each GPU it could join or start costed, the cheapest kept per node."""
+        portion = self.table.portion_for(request, rows)
+        portion = np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
+        options, row, column = shared_options(after, portion)
+        frag, _ = evaluate(
+            self.mix, join([self._rows(stale), options]) if stale.size else options, self.mig_units
+        )
+        if stale.size:
+            self._fresh(stale, frag[: stale.size])
+            frag = frag[stale.size :]
+        cost = np.rint((frag - self.frag.take(rows).take(row)) * _PER_QUANTUM)
+        opens = column == self.width - 1
+        room = np.where(opens, 1.0, after.shared[row, np.where(opens, 0, column)])
+        cheapest = cheapest_per_row(rows.size, row, cost, room)
+        costs.gpu[rows] = np.where(opens.take(cheapest), _NEW_GPU, column.take(cheapest))
+        devices = request.gpu_devices
+        left = after.whole + after.shared.sum(axis=1) - portion * devices
+        self._keys(request, rows, cost.take(cheapest) * (devices / _PER_QUANTUM), left, after.cpu, costs)
+
+    def _fresh(self, stale: IntArray, frag: FloatArray) -> None:
+        self.frag[stale] = frag
+        self._frag_stale[stale] = False
+
+    def _keys(
+        self,
+        request: PodRequest,
+        rows: IntArray,
+        cost: FloatArray,
+        left: FloatArray,
+        cpu: FloatArray,
+        costs: _Costs,
+    ) -> None:
+        """Order keys from costs (GPUs), the idle GPUs and CPU a placement leaves (see the module)."""
+        keys = np.rint(cost * -_PER_QUANTUM)
+        keys *= 1.0 / _PER_QUANTUM
+        np.maximum(left, 0.0, out=left)
+        keys -= left * (_CPU_POD_PER_IDLE_GPU if not request.uses_gpu else self._per_gpu)
+        np.maximum(cpu, 0.0, out=cpu)
+        keys -= cpu * self._per_cpu
         costs.keys[rows] = keys
 
     def _distinct(self, rows: IntArray) -> tuple[IntArray, IntArray]:
-        """The first of each set of alike nodes of `rows` in the same state, and which set each is."""
+        """The first of each set of alike nodes of `rows` in the same state, and which set each is
+        (every row its own set if two states could not be told apart)."""
         state = self.state
         key = np.column_stack(
             [
@@ -207,12 +239,13 @@ class PlacementCosts:
                 state.mig.take(rows, axis=0),
             ]
         )
-        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        return rows.take(first), inverse.reshape(-1)
-
-    def _portion(self, request: PodRequest, rows: IntArray) -> FloatArray:
-        portion = self.table.portion_for(request, rows)
-        return np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
+        # Sets by a random projection of the state (sorting numbers is far cheaper than sorting rows),
+        # checked: a set whose states differ after all would be costed wrong, so then none are formed.
+        projection = np.random.default_rng(_PROJECTION_SEED).random(key.shape[1]) + 0.5
+        _, first, inverse = np.unique(key @ projection, return_index=True, return_inverse=True)
+        if not np.array_equal(key, key.take(first, axis=0).take(inverse, axis=0)):
+            return rows, np.arange(rows.size)
+        return rows.take(first), inverse
 
     # --- shared GPUs ------------------------------------------------------------------------------
 
@@ -221,26 +254,31 @@ class PlacementCosts:
         sharing a free whole GPU.
 
         The session asks right after costing the pod's request on the candidates, so for one device the
-        cheapest option it found is the answer while the node has not changed since; otherwise (several
-        devices, or asked out of turn) the options are costed again: the cheapest first, ties to the GPU
-        with the least room that fits (as gpupack), a new one last."""
+        cheapest option found then is the answer while the node has not changed since; otherwise
+        (several devices, or asked out of turn) the options are costed again: the cheapest first, ties
+        to the GPU with the least room that fits (as gpupack), a new one last."""
         self._sync()
         groups = self.table.groups.get(node, [])
-        last = self._costs.get(self._last) if self._last is not None else None
+        last = self._last
+        costs = self._costs.get(last) if last is not None else None
         if (
             devices == 1
             and last is not None
-            and self._last is not None
-            and self._last.is_shared_gpu
-            and last.computed[node] >= self._refreshed[node]
-            and abs(self.table.portion_on(self._last, node) - portion) <= EPSILON
+            and costs is not None
+            and last.is_shared_gpu
+            and costs.computed[node] >= self._refreshed[node]
+            and abs(self.table.portion_on(last, node) - portion) <= EPSILON
         ):
-            gpu = int(last.gpu[node])
+            gpu = int(costs.gpu[node])
             return [None if gpu == _NEW_GPU else groups[gpu]]
         row = np.array([node], dtype=np.int64)
         options, _, column = shared_options(self._rows(row), np.array([min(portion, 1.0)]))
-        frag, (frag_after,) = self._frag_of(row, options)
-        cost = np.round((frag_after - frag[0]) / _COST_QUANTUM)
+        before = self._rows(row) if self._frag_stale[node] else None
+        frag, _ = evaluate(self.mix, join([before, options]) if before else options, self.mig_units)
+        if before is not None:
+            self._fresh(row, frag[:1])
+            frag = frag[1:]
+        cost = np.rint((frag - self.frag[node]) * _PER_QUANTUM)
         room = [groups[c].free_now if c < len(groups) else 1.0 for c in column.tolist()]
         ranked = sorted(zip(cost.tolist(), room, column.tolist(), strict=True))
         chosen: list[GpuGroup | None] = []

@@ -67,7 +67,8 @@ class MixArrays:
     per_device: FloatArray  # K: 1 / devices per pod
     per_portion: FloatArray  # N x shared: 1 / portion of one GPU per device, on each node
     whole_portions: FloatArray  # N x K: pods (devices) one free whole GPU holds, 1 // portion
-    per_mig: FloatArray  # K - gpu x S: 1 / instances of each MIG column per pod
+    per_mig: FloatArray  # K - gpu x S: 1 / instances of each MIG column per pod (0: none asked)
+    mig_unasked: FloatArray  # K - gpu x S: _UNBOUNDED where a class asks for none of a column
     demand: FloatArray  # N x K: GPUs one pod of the class takes on the node (0 where it may not run)
 
 
@@ -85,15 +86,16 @@ class NodeStates:
     mig: FloatArray  # rows x S
 
 
-def join(parts: list[NodeStates]) -> NodeStates:
-    """The rows of several states, one after the other."""
+def join(parts: list[NodeStates | None]) -> NodeStates:
+    """The rows of several states, one after the other (None: no rows)."""
+    present = [p for p in parts if p is not None]
     return NodeStates(
-        nodes=np.concatenate([p.nodes for p in parts]),
-        cpu=np.concatenate([p.cpu for p in parts]),
-        memory=np.concatenate([p.memory for p in parts]),
-        whole=np.concatenate([p.whole for p in parts]),
-        shared=np.concatenate([p.shared for p in parts]),
-        mig=np.concatenate([p.mig for p in parts]),
+        nodes=np.concatenate([p.nodes for p in present]),
+        cpu=np.concatenate([p.cpu for p in present]),
+        memory=np.concatenate([p.memory for p in present]),
+        whole=np.concatenate([p.whole for p in present]),
+        shared=np.concatenate([p.shared for p in present]),
+        mig=np.concatenate([p.mig for p in present]),
     )
 
 
@@ -121,15 +123,17 @@ def node_states(table: NodeTable, rows: IntArray, width: int, mig: IntArray) -> 
     )
 
 
-def fragmentation(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> FloatArray:
-    """Each row's stranded GPUs: the expected least any of `OFFERS` pods of the mix would strand there
-    (see the module's description)."""
+def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each row's stranded GPUs, the expected least any of `OFFERS` pods of the mix would strand there
+    (see the module's description), and its idle GPUs."""
+    free = idle(states, mig_units)
+    if not mix.weight.size:  # no GPU pods in the cluster: none for which anything is stranded
+        return np.zeros(free.size), free
     stranded = usable(mix, states)
-    np.subtract(idle(states, mig_units)[:, None], stranded, out=stranded)
+    np.subtract(free[:, None], stranded, out=stranded)
     rows, classes = stranded.shape
     order = stranded.argsort(axis=1)
-    flat = order + (np.arange(rows) * classes)[:, None]
-    stranded = stranded.ravel().take(flat)
+    stranded = stranded.ravel().take(order + (np.arange(rows) * classes)[:, None])
     # With the classes from least to most stranded, the least of the offers strands at least the i-th
     # value when every offer is of class i or later: (weight of those classes) ** OFFERS. Summed over
     # the steps between consecutive values, that is the expectation.
@@ -138,8 +142,8 @@ def fragmentation(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> 
     np.maximum(later, 0.0, out=later)
     np.power(later, OFFERS, out=later)
     later *= stranded[:, 1:] - stranded[:, :-1]
-    result: FloatArray = stranded[:, 0] + later.sum(axis=1)
-    return result
+    frag: FloatArray = stranded[:, 0] + later.sum(axis=1)
+    return frag, free
 
 
 def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
@@ -157,6 +161,7 @@ def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
     np.floor(slots, out=slots)
     if mix.gpu < slots.shape[1]:
         per_column = np.floor(states.mig[:, None, :] * mix.per_mig[None, :, :] + _SLACK)
+        per_column += mix.mig_unasked[None, :, :]
         slots[:, mix.gpu :] = per_column.min(axis=2)
     # ... and by CPU and memory: as many as they hold (a class asking for none has a per-pod reciprocal
     # so large that they never bind; negative idle amounts, of pods that fit only once others leave,
@@ -173,29 +178,6 @@ def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
     slots += bounded
     slots *= mix.demand.take(nodes, axis=0)
     return slots
-
-
-def after_placing(
-    states: NodeStates, request: PodRequest, mig: IntArray, scalar_index: dict[str, int]
-) -> NodeStates:
-    """The rows' states with a pod of `request` placed on each, its shared GPUs aside (see
-    `shared_options`)."""
-    mig_after = states.mig
-    if request.scalars and mig.size:
-        mig_after = states.mig.copy()
-        position = {int(column): k for k, column in enumerate(mig.tolist())}
-        for name, amount in request.scalars:
-            k = position.get(scalar_index.get(name, -1))
-            if k is not None:
-                mig_after[:, k] -= amount
-    return NodeStates(
-        nodes=states.nodes,
-        cpu=states.cpu - request.cpu,
-        memory=states.memory - request.memory,
-        whole=states.whole - request.whole_gpus,
-        shared=states.shared,
-        mig=mig_after,
-    )
 
 
 def shared_options(states: NodeStates, portion: FloatArray) -> tuple[NodeStates, IntArray, IntArray]:
@@ -269,14 +251,16 @@ def mix_arrays(
             demand[:, i] = request.whole_gpus
         demand[~access[k], i] = 0.0
     position = {int(column): s for s, column in enumerate(mig.tolist())}
-    per_mig = np.full((len(migs), mig.size), _UNBOUNDED)
+    per_mig = np.zeros((len(migs), mig.size))
+    unasked = np.full((len(migs), mig.size), _UNBOUNDED)
     for i, request in enumerate(requests[len(shared) + len(whole) :]):
         for name, amount in request.mig_instances:
             s = position.get(table.scalar_index.get(name, -1))
             if s is None:
-                per_mig[i, :] = 0.0  # a profile no node has: this class fits nowhere
+                unasked[i, :] = 0.0  # a profile no node has: this class fits nowhere
             else:
                 per_mig[i, s] = 1.0 / amount
+                unasked[i, s] = 0.0
     return MixArrays(
         weight=np.array([weights[k] for k in order], dtype=np.float64),
         shared=len(shared),
@@ -287,6 +271,7 @@ def mix_arrays(
         per_portion=1.0 / portion[:, : len(shared)],
         whole_portions=np.floor(1.0 / portion + _SLACK),
         per_mig=per_mig,
+        mig_unasked=unasked,
         demand=demand,
     )
 

@@ -32,18 +32,29 @@ DEFAULT_COVERAGE: Final = 1.0
 DEFAULT_MAX_CLASSES: Final = 64
 
 
+def _number(arguments: dict[str, Any], key: str, default: float) -> float:
+    """A numeric argument, given as a number or as a string (KAI writes plugin arguments as strings)."""
+    value = arguments.get(key, default)
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"gpufragmentation.arguments.{key}: expected a number, got {value!r}") from None
+
+
 def _coverage(arguments: dict[str, Any]) -> float:
-    value = arguments.get("coverage", DEFAULT_COVERAGE)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise ValueError(f"gpufragmentation.arguments.coverage: expected a number in (0, 1], got {value!r}")
-    return float(value)
+    value = _number(arguments, "coverage", DEFAULT_COVERAGE)
+    if not 0 < value <= 1:
+        raise ValueError(f"gpufragmentation.arguments.coverage: expected a number in (0, 1], got {value:g}")
+    return value
 
 
 def _max_classes(arguments: dict[str, Any]) -> int:
-    value = arguments.get("maxClasses", DEFAULT_MAX_CLASSES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"gpufragmentation.arguments.maxClasses: expected a positive integer, got {value!r}")
-    return value
+    value = _number(arguments, "maxClasses", DEFAULT_MAX_CLASSES)
+    if value < 1 or value != int(value):
+        raise ValueError(f"gpufragmentation.arguments.maxClasses: expected a positive integer, got {value:g}")
+    return int(value)
 
 
 class GpuFragmentationPlugin:

@@ -1,0 +1,338 @@
+"""gpufragmentation (issue #11): the measure of stranded GPUs, the mix it learns, and the plugin's choices
+for whole GPUs, fractions, GPU memory, several devices, MIG and CPU-only pods, inside gangs and topology
+constraints; and `nodeplacement`'s `cpuAvoidsIdleGpus` option.
+
+The scenario tests `fragmentation-*` show the policy against KAI's bin-packing on the same clusters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import (
+    binds,
+    config_with,
+    node,
+    one_cycle,
+    open_session,
+    pod,
+    pod_group,
+    pod_group_manifest,
+    queue,
+    simulate,
+    snapshot_of,
+)
+from kai_scheduler.api.objects import PodGroup, Topology
+from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
+from kai_scheduler.model.jobs import TaskStatus
+from kai_scheduler.plugins.fragmentation.measure import NodeStates, evaluate, mig_columns, mix_arrays
+from kai_scheduler.plugins.fragmentation.mix import learn_mix
+from kai_scheduler.scheduler import Scheduler
+
+PLUGINS = [
+    "predicates",
+    "proportion",
+    "priority",
+    "elastic",
+    "nodeavailability",
+    "resourcetype",
+    "subgrouporder",
+    "taskorder",
+    "nominatednode",
+    "gpufragmentation",
+    "minruntime",
+    "topology",
+]
+
+
+def fragmentation_config(actions: str = "allocate", **arguments: Any) -> Any:
+    plugins = [{"name": n, "arguments": arguments if n == "gpufragmentation" else {}} for n in PLUGINS]
+    return parse_config({"actions": actions, "tiers": [{"plugins": plugins}]})
+
+
+ALLOCATE = fragmentation_config()
+
+
+# --- the measure --------------------------------------------------------------------------------
+
+
+def _stranded(node_cpu: float, whole: float, shared: list[float], *requests: tuple[Any, float]) -> float:
+    """Stranded GPUs of one node state for a mix of (pod, weight); the node table only gives shapes."""
+    snapshot = snapshot_of([node("n", gpus=8, cpu="64"), queue("q"), *(p for p, _ in requests)])
+    table = snapshot.nodes
+    tasks = {t.name: t for t in snapshot.tasks.values()}
+    mig, units = mig_columns(table)
+    mix = mix_arrays(
+        [tasks[p.metadata.name].request for p, _ in requests],
+        [w for _, w in requests],
+        [np.ones(table.size, dtype=np.bool_) for _ in requests],
+        table,
+        mig,
+    )
+    states = NodeStates(
+        nodes=np.array([0]),
+        cpu=np.array([node_cpu]),
+        memory=np.array([2.0**40]),
+        whole=np.array([whole]),
+        shared=np.array([[*shared, 0.0]]),
+        mig=np.zeros((1, 0)),
+    )
+    return float(evaluate(mix, states, units)[0][0])
+
+
+def test_gpus_without_cpu_for_them_are_partly_stranded() -> None:
+    # 3 free GPUs, CPU for two 1-GPU pods of 4 CPUs: counted 3 usable with weight 3/4 (lighter pods may
+    # use them) and 2 with weight 1/4: 2.75 usable, 0.25 stranded.
+    assert _stranded(8000, 3, [], (pod("p", gpus=1, cpu="4"), 1.0)) == pytest.approx(0.25)
+
+
+def test_what_a_shared_gpu_holds_after_whole_pods_is_stranded() -> None:
+    # A shared GPU with 0.6 free holds two 0.25 pods: 0.1 stranded.
+    assert _stranded(64000, 0, [0.6], (pod("p", fraction=0.25), 1.0)) == pytest.approx(0.1)
+
+
+def test_multi_gpu_pods_use_free_gpus_in_their_multiples() -> None:
+    assert _stranded(64000, 3, [], (pod("p", gpus=2), 1.0)) == pytest.approx(1.0)
+
+
+def test_fragmentation_is_the_least_of_three_offers() -> None:
+    # 2 free GPUs: nothing stranded for 1-GPU pods, everything for 4-GPU pods; half the mix each. The
+    # least of three offers strands 2 only when all three are 4-GPU pods: 2 x 0.5**3.
+    mix = ((pod("one", gpus=1), 0.5), (pod("four", gpus=4), 0.5))
+    assert _stranded(64000, 2, [], *mix) == pytest.approx(0.25)
+
+
+# --- the mix ------------------------------------------------------------------------------------
+
+
+def test_the_mix_counts_live_gpu_pods_by_kind_most_frequent_first() -> None:
+    objects = [
+        node("n", gpus=8),
+        queue("q"),
+        pod("a", gpus=1),
+        pod("b", gpus=1),
+        pod("c", gpus=1, node_name="n"),
+        pod("d", fraction=0.5),
+        pod("e", gpus=2, phase="Succeeded", node_name="n"),  # done: not live
+        pod("cpu", cpu="2"),  # asks for no GPU
+    ]
+    snapshot = snapshot_of(objects)
+    mix = learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=10)
+    assert [(c.request.whole_gpus, c.request.gpu_portion, c.weight) for c in mix] == [
+        (1, 0.0, pytest.approx(0.75)),
+        (0, 0.5, pytest.approx(0.25)),
+    ]
+    assert [c.weight for c in learn_mix(snapshot.tasks.values(), coverage=0.5, max_classes=10)] == [1.0]
+    assert len(learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=1)) == 1
+
+
+# --- the plugin's choices -----------------------------------------------------------------------
+
+
+def test_a_pod_goes_where_it_keeps_room_for_the_larger_pods_of_the_mix() -> None:
+    # a has 3 free GPUs, b 2. Pending: one 1-GPU pod, then two 2-GPU pods. Binpack takes b (fuller) and
+    # strands one GPU on each node; keeping b's two GPUs whole lets every pod run.
+    objects = [
+        node("a", gpus=4),
+        node("b", gpus=4),
+        queue("q"),
+        pod("r1", gpus=1, node_name="a"),
+        pod("r2", gpus=2, node_name="b"),
+        pod("small", gpus=1),
+        pod("big1", gpus=2),
+        pod("big2", gpus=2),
+    ]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"small": "a", "big1": "a", "big2": "b"}
+    assert binds(one_cycle(objects, config_with(actions="allocate"))) == {"small": "b", "big1": "a"}
+
+
+def test_a_gang_is_placed_whole_or_not_at_all() -> None:
+    # Two 2-GPU members but only one node with 2 free GPUs: the gang waits, nothing of it is bound, and
+    # the 1-GPU pod behind it still runs.
+    objects = [
+        node("a", gpus=2),
+        node("b", gpus=2),
+        queue("q"),
+        pod("r", gpus=1, node_name="b"),
+        pod_group("g", min_member=2),
+        pod("w0", gpus=2, group="g"),
+        pod("w1", gpus=2, group="g"),
+        pod("one", gpus=1),
+    ]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"one": "b"}
+
+
+def test_gpu_memory_pods_are_costed_with_each_nodes_portion() -> None:
+    # 20 GB is half of x's 40 GB GPUs and a quarter of y's 80 GB ones. m joins x's half-used GPU and
+    # fills it (on y it would break a whole GPU).
+    objects = [
+        node("x", gpus=1, gpu_memory=40000),
+        node("y", gpus=1, gpu_memory=80000),
+        queue("q"),
+        pod("r", gpu_memory=20000, node_name="x"),
+        pod("m", gpu_memory=20000),
+    ]
+    document = simulate(objects, ALLOCATE, cycles=1)
+    pods = {p["name"]: p for p in document["pods"]}
+    assert pods["m"]["node"] == "x"
+    assert pods["m"]["gpuGroups"] == pods["r"]["gpuGroups"]
+
+
+def test_a_pod_on_several_shared_devices_gets_that_many_gpus() -> None:
+    objects = [
+        node("a", gpus=4),
+        queue("q"),
+        pod("r", fraction=0.5, node_name="a"),
+        pod("p", fraction=0.5, num_devices=2),
+    ]
+    document = simulate(objects, ALLOCATE, cycles=1)
+    pods = {p["name"]: p for p in document["pods"]}
+    assert pods["p"]["node"] == "a"
+    assert len(set(pods["p"]["gpuGroups"])) == 2
+    assert pods["r"]["gpuGroups"][0] in pods["p"]["gpuGroups"]  # the half-used GPU is filled first
+
+
+def test_a_mig_pod_leaves_the_cpu_that_another_nodes_instances_need() -> None:
+    # Both nodes have a free 1g and a free 3g instance; on m1 the 1g pod's 4 CPUs would leave the 3g
+    # instance without the CPU a 3g pod asks for. Binpack (by whole GPUs: none on either) takes m1.
+    mig = {"nvidia.com/mig.strategy": "mixed"}
+    instances = {"nvidia.com/mig-1g.10gb": 1, "nvidia.com/mig-3g.40gb": 1}
+    objects = [
+        node("m1", gpus=0, cpu="8", labels=mig, extra=instances),
+        node("m2", gpus=0, cpu="64", labels=mig, extra=instances),
+        queue("q"),
+        pod("small", cpu="4", extra_requests={"nvidia.com/mig-1g.10gb": 1}),
+        pod("large", cpu="6", extra_requests={"nvidia.com/mig-3g.40gb": 1}),
+        pod("large2", cpu="6", extra_requests={"nvidia.com/mig-3g.40gb": 1}),
+    ]
+    placed = binds(one_cycle(objects, ALLOCATE))
+    assert placed["small"] == "m2"
+    assert sorted(placed.values()) == ["m1", "m2", "m2"]  # every pod runs
+    assert binds(one_cycle(objects, config_with(actions="allocate"))) == {"small": "m1", "large": "m2"}
+
+
+def test_a_cpu_only_pod_goes_where_no_gpu_is_idle() -> None:
+    # busy's only GPU is taken; idle's is free; the CPU-only pod would fit both.
+    objects = [
+        node("busy", gpus=1, cpu="32"),
+        node("idle", gpus=1, cpu="16"),
+        queue("q"),
+        pod("r", gpus=1, node_name="busy"),
+        pod("etl", cpu="4"),
+    ]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"etl": "busy"}
+
+
+def test_a_topology_constraint_still_decides_where_a_gang_may_go() -> None:
+    rack = "example.com/rack"
+    topology = Topology.model_validate(
+        {
+            "apiVersion": "kai.scheduler/v1alpha1",
+            "kind": "Topology",
+            "metadata": {"name": "dc"},
+            "spec": {"levels": [{"nodeLabel": rack}]},
+        }
+    )
+    objects = [
+        topology,
+        node("a1", gpus=4, labels={rack: "r1"}),
+        node("a2", gpus=4, labels={rack: "r1"}),
+        node("b1", gpus=4, labels={rack: "r2"}),
+        queue("q"),
+        pod("r", gpus=3, node_name="b1"),
+        PodGroup.model_validate(
+            {
+                **pod_group_manifest("g", min_member=2),
+                "spec": {
+                    "minMember": 2,
+                    "queue": "q",
+                    "topologyConstraint": {"topology": "dc", "requiredTopologyLevel": rack},
+                },
+            }
+        ),
+        pod("w0", gpus=1, group="g"),
+        pod("w1", gpus=1, group="g"),
+    ]
+    placed = binds(one_cycle(objects, ALLOCATE))
+    assert set(placed) == {"w0", "w1"}
+    assert {name[0] for name in placed.values()} == {"a"}  # one rack, though b1's last GPU would pack
+
+
+def test_consolidation_and_reclaim_run_with_the_plugin() -> None:
+    # The plugin scores the moves too: consolidation moves p1 next to p0 so that big gets a whole node.
+    objects = [
+        node("a", gpus=2),
+        node("b", gpus=2),
+        queue("q"),
+        pod("p0", gpus=1, node_name="a"),
+        pod("p1", gpus=1, node_name="b"),
+        pod("big", gpus=2),
+    ]
+    document = simulate(objects, fragmentation_config("allocate, consolidation, reclaim, preempt"))
+    pods = {p["name"]: p for p in document["pods"]}
+    assert {pods["p0"]["node"], pods["p1"]["node"]} != {"a", "b"}
+    assert pods["big"]["phase"] == "Running"
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def test_the_default_configuration_does_not_use_it() -> None:
+    assert "gpufragmentation" not in DEFAULT_PLUGINS
+    assert not any(p.name == "gpufragmentation" for p in parse_config(None).plugins())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"coverage": "0"}, "gpufragmentation.arguments.coverage: expected a number in (0, 1], got 0"),
+        ({"coverage": "most"}, "gpufragmentation.arguments.coverage: expected a number, got 'most'"),
+        (
+            {"maxClasses": "2.5"},
+            "gpufragmentation.arguments.maxClasses: expected a positive integer, got 2.5",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(arguments: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        Scheduler(fragmentation_config(**arguments))
+    assert str(error.value) == message
+
+
+def test_arguments_as_kai_writes_them() -> None:
+    Scheduler(fragmentation_config(coverage="0.9", maxClasses="16"))
+
+
+def test_a_session_without_gpu_pods_scores_by_idle_gpus_and_cpu() -> None:
+    objects = [node("a", gpus=1, cpu="8"), node("b", gpus=1, cpu="16"), queue("q"), pod("c", cpu="4")]
+    session = open_session(objects, ALLOCATE)
+    task = next(t for t in session.snapshot.tasks.values() if t.status is TaskStatus.PENDING)
+    placed = session.choose_node(task)
+    assert placed is not None and session.snapshot.nodes.names[placed.node] == "a"  # less CPU left
+
+
+# --- nodeplacement's cpuAvoidsIdleGpus ----------------------------------------------------------
+
+
+def test_cpu_avoids_idle_gpus_option() -> None:
+    objects = [
+        node("busy", gpus=1, cpu="64"),
+        node("idle", gpus=1, cpu="16"),
+        queue("q"),
+        pod("r", gpus=1, node_name="busy"),
+        pod("etl", cpu="4"),
+    ]
+    steering = {"nodeplacement": {"gpu": "binpack", "cpu": "binpack", "cpuAvoidsIdleGpus": "true"}}
+    assert binds(one_cycle(objects, config_with(actions="allocate"))) == {"etl": "idle"}  # KAI: least CPU
+    assert binds(one_cycle(objects, config_with(steering, actions="allocate"))) == {"etl": "busy"}
+
+
+def test_cpu_avoids_idle_gpus_must_be_a_boolean() -> None:
+    bad = {"nodeplacement": {"gpu": "binpack", "cpu": "binpack", "cpuAvoidsIdleGpus": "maybe"}}
+    with pytest.raises(
+        ConfigError, match=r"^nodeplacement.arguments.cpuAvoidsIdleGpus: expected true or false"
+    ):
+        Scheduler(config_with(bad))
