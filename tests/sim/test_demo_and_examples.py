@@ -309,3 +309,18 @@ def test_time_based_fairness_example_favours_the_queue_that_used_less(tmp_path: 
     reclaimed = decisions(later, action="reclaim", type="evict")
     assert reclaimed and all(d["pod"].startswith("default/product-") for d in reclaimed)
     assert 0 < gpus(later)["research"] < 4
+
+
+def test_fragmentation_example_tells_its_story(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "fragmentation.yaml")
+    binpack = simulate(tmp_path, path)
+    evictions = [d for d in binpack["decisions"] if d["type"] == "evict"]
+    assert [(d["action"], d["pod"]) for d in evictions] == [("consolidation", "default/r1")]
+    fragmentation = simulate(tmp_path, path, "--config", str(EXAMPLES / "gpu-fragmentation-config.yaml"))
+    assert [(d["cycle"], d["type"], d["pod"], d["node"]) for d in fragmentation["decisions"]] == [
+        (1, "bind", "default/small", "a"),
+        (1, "bind", "default/w0", "a"),
+        (1, "bind", "default/w1", "b"),
+    ]
+    steering = simulate(tmp_path, path, "--config", str(EXAMPLES / "cpu-steering-config.yaml"))
+    assert steering["summary"]["gpu"]["allocated"] == 8.0

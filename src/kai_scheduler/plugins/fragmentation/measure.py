@@ -1,29 +1,34 @@
 """How much of a node's idle GPU capacity the workload mix cannot use: its *stranded* GPUs.
 
-For one class of the mix on one node, the pods of that class the node could still take are the fewest
-of what its GPUs, its CPU and its memory allow:
+For one class of the mix on one node, the pods of that class the node could still take:
 
-* GPUs: whole-GPU pods of n GPUs, free whole GPUs // n; shared-GPU pods of portion p on d devices, the
+* by GPUs: whole-GPU pods of n GPUs, free whole GPUs // n; shared-GPU pods of portion p on d devices, the
   sum over its GPUs of free portion // p (a free whole GPU gives 1 // p), // d; MIG pods, the free
   instances of each profile they ask for // the count;
-* CPU: idle CPU // the class's CPU request (any number when it asks for none), and memory alike.
+* by CPU and memory: idle CPU // the class's CPU request (any number when it asks for none), memory
+  alike. These pods may be fewer than the GPUs hold, but the GPUs they leave are not lost if lighter pods
+  come: the count is the GPU-bound one if at least one pod fits, weighed LIGHTER_FILL (3/4), and the
+  CPU- and memory-bound one, weighed the rest.
 
 Those pods would use (that count x the class's GPUs per pod) of the node's idle GPUs; the rest is
-stranded for that class, and the node's fragmentation is the mix-weighted mean of it:
+stranded for that class (a class the node may not take, e.g. one that asks for another GPU model, uses
+none of it). A node is not judged by the next pod alone: its idle capacity is offered pod after pod until
+it is full, and what one class strands another may use. Its fragmentation is the expected least that
+any of OFFERS (3) pods drawn from the mix would strand:
 
-    frag(node) = idle GPUs - sum over classes of weight x GPUs the class could use there
+    frag(node) = E[ min over 3 classes drawn by weight of (idle GPUs - GPUs the class could use) ]
 
-(weights add up to 1; a class the node may not take, e.g. one that asks for another GPU model, uses
-none of it). The measure follows FGD's idea, the expected idle GPU capacity a pod of the target workload
-cannot use, and goes past it in three ways: a GPU's leftover after the pods of a class that fit on it is
+The measure follows FGD's idea (Weng et al., ATC'23: the expected idle GPU capacity a pod of the target
+workload cannot use) and goes past it: a GPU's leftover after the pods of a class that fit on it is
 stranded too (FGD counts a GPU either wholly usable or not: a 0.6 free GPU serves two 0.25 pods and
 strands 0.1 here, none in FGD); multi-GPU pods use whole GPUs in multiples of their size (three free
-GPUs serve one 2-GPU pod and strand one); and CPU or memory bounds the pods a node can take (eight free
-GPUs with CPU for two more 1-GPU pods strand six; FGD only asks whether one more pod fits).
+GPUs serve one 2-GPU pod and strand one); CPU and memory bound the pods a node can take (FGD only asks
+whether one more pod fits); and stranding that another class of the mix would avoid counts less than
+stranding that none avoids (FGD's expectation is over one pod).
 
 Placing a pod changes only its own node, so the cost of a placement is that node's change of
 fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
-have used anyway, and highest where it breaks up room the mix needs (an idle node an 8-GPU pod would
+have used anyway, and highest where it breaks up room the mix needs (an idle node a large pod would
 take, the last CPUs that let a node's idle GPUs be used). Everything is numpy over rows of node states.
 """
 

@@ -6,7 +6,8 @@ live pod that asks for a GPU (pending, placed, running or leaving) counts once f
 alike in what they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices,
 MIG instances) and in where they may run (their placement constraints). The most frequent classes that
 together cover `coverage` of those pods, at most `max_classes` of them, are the mix; their weights are
-their frequencies among the chosen ones. The mix stays fixed for the session: a pod placed in it moves
+their frequencies among the chosen ones (the plugin then weighs in how few nodes can take a class). The
+mix stays fixed for the session: a pod placed in it moves
 from pending to placed and still counts once, so nothing the session does changes what it learnt.
 """
 
