@@ -108,7 +108,7 @@ def test_fragmentation_is_the_least_of_three_offers() -> None:
 # --- the mix ------------------------------------------------------------------------------------
 
 
-def test_the_mix_counts_live_gpu_pods_by_kind_most_frequent_first() -> None:
+def test_the_mix_counts_live_and_recent_gpu_pods_by_kind_most_frequent_first() -> None:
     objects = [
         node("n", gpus=8),
         queue("q"),
@@ -116,14 +116,14 @@ def test_the_mix_counts_live_gpu_pods_by_kind_most_frequent_first() -> None:
         pod("b", gpus=1),
         pod("c", gpus=1, node_name="n"),
         pod("d", fraction=0.5),
-        pod("e", gpus=2, phase="Succeeded", node_name="n"),  # done: not live
+        pod("e", fraction=0.5, phase="Succeeded", node_name="n"),  # finished, still kept: recent
         pod("cpu", cpu="2"),  # asks for no GPU
     ]
     snapshot = snapshot_of(objects)
     mix = learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=10)
     assert [(c.request.whole_gpus, c.request.gpu_portion, c.weight) for c in mix] == [
-        (1, 0.0, pytest.approx(0.75)),
-        (0, 0.5, pytest.approx(0.25)),
+        (1, 0.0, pytest.approx(0.6)),
+        (0, 0.5, pytest.approx(0.4)),
     ]
     assert [c.weight for c in learn_mix(snapshot.tasks.values(), coverage=0.5, max_classes=10)] == [1.0]
     assert len(learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=1)) == 1

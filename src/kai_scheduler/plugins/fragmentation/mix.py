@@ -2,13 +2,14 @@
 
 FGD (Weng et al., ATC'23) measures fragmentation against the target workload's distribution, the
 "typical pods" that make up most of the trace. Here the mix is learnt from the snapshot itself: every
-live pod that asks for a GPU (pending, placed, running or leaving) counts once for its *class*, the pods
-alike in what they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices,
-MIG instances) and in where they may run (their placement constraints). The most frequent classes that
-together cover `coverage` of those pods, at most `max_classes` of them, are the mix; their weights are
-their frequencies among the chosen ones (the plugin then weighs in how few nodes can take a class). The
-mix stays fixed for the session: a pod placed in it moves
-from pending to placed and still counts once, so nothing the session does changes what it learnt.
+pod it holds that asks for a GPU counts once for its *class*: the live ones (pending, placed, running,
+leaving) and the recent ones (finished pods the cluster still keeps). A class is the pods alike in what
+they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices, MIG instances)
+and in where they may run (their placement constraints). The most frequent classes that together cover
+`coverage` of those pods, at most `max_classes` of them, are the mix; their weights are their
+frequencies among the chosen ones (the plugin then weighs in how few nodes can take a class). The mix
+stays fixed for the session: a pod placed in it moves from pending to placed and still counts once, so
+nothing the session does changes what it learnt.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kai_scheduler.model.jobs import TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.resources import PodRequest
-
-_DONE = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +32,12 @@ class PodClass:
 
 
 def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> list[PodClass]:
-    """The most frequent GPU pod classes among the live `tasks`, covering `coverage` of their pods (at
+    """The most frequent GPU pod classes among `tasks`, covering `coverage` of their pods (at
     most `max_classes` classes), with weights that add up to 1; the most frequent first."""
     counts: dict[tuple[PodRequest, str], int] = {}
     examples: dict[tuple[PodRequest, str], TaskInfo] = {}
     for task in tasks:
-        if task.status in _DONE or not task.request.uses_gpu:
+        if not task.request.uses_gpu:
             continue
         key = (task.request, task.placement.key)
         count = counts.get(key)

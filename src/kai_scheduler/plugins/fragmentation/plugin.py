@@ -12,9 +12,10 @@ It works wherever the session places a pod: allocate, and the moves and preempto
 reclaim and preempt; gangs, topology domains and queue order are the session's, unchanged.
 
 Arguments (numbers, or strings as KAI writes plugin arguments): `coverage` (default 1.0), the share of
-the live GPU pods the mix's classes must cover, the most frequent classes first; `maxClasses` (default
-64), the most classes it keeps. Each class's weight is its share of the pods divided by the share of the
-cluster's GPUs on nodes that could hold one of its pods (`measure.scarcity_weighted`).
+the GPU pods (live and recent) the mix's classes must cover, the most frequent classes first;
+`maxClasses` (default 64), the most classes it keeps. Each class's weight is its share of the pods
+divided by the share of the cluster's GPUs on nodes that could hold one of its pods
+(`measure.scarcity_weighted`).
 """
 
 from __future__ import annotations
