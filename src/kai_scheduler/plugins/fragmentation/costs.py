@@ -78,7 +78,7 @@ class PlacementCosts:
         # Nodes alike for the mix (the same classes may run there, with the same portions and GPU
         # memory): in the same state, a placement costs the same on each.
         alike = np.column_stack([mix.whole_portions, mix.per_portion, mix.demand, table.gpu_memory_mib])
-        self._kind = np.unique(alike, axis=0, return_inverse=True)[1].reshape(-1).astype(np.float64)
+        self._kind = _row_sets(alike)[1].astype(np.float64)
 
     # --- node states ------------------------------------------------------------------------------
 
@@ -239,12 +239,7 @@ class PlacementCosts:
                 state.mig.take(rows, axis=0),
             ]
         )
-        # Sets by a random projection of the state (sorting numbers is far cheaper than sorting rows),
-        # checked: a set whose states differ after all would be costed wrong, so then none are formed.
-        projection = np.random.default_rng(_PROJECTION_SEED).random(key.shape[1]) + 0.5
-        _, first, inverse = np.unique(key @ projection, return_index=True, return_inverse=True)
-        if not np.array_equal(key, key.take(first, axis=0).take(inverse, axis=0)):
-            return rows, np.arange(rows.size)
+        first, inverse = _row_sets(key)
         return rows.take(first), inverse
 
     # --- shared GPUs ------------------------------------------------------------------------------
@@ -292,3 +287,16 @@ class PlacementCosts:
                 break
         chosen.extend([None] * (devices - len(chosen)))
         return chosen[:devices]
+
+
+def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:
+    """Equal rows of `matrix` as sets: the first row of each set, and which set each row is in (every
+    row its own set if two rows could not be told apart)."""
+    # Sets by a random projection of the rows (sorting numbers is far cheaper than sorting rows),
+    # checked: rows put together that differ after all would be costed wrong, so then none are.
+    projection = np.random.default_rng(_PROJECTION_SEED).random(matrix.shape[1]) + 0.5
+    _, first, inverse = np.unique(matrix @ projection, return_index=True, return_inverse=True)
+    if not np.array_equal(matrix, matrix.take(first, axis=0).take(inverse, axis=0)):
+        every = np.arange(matrix.shape[0])
+        return every, every
+    return first, inverse.reshape(-1)

@@ -37,9 +37,11 @@ def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> l
     counts: dict[tuple[PodRequest, str], int] = {}
     examples: dict[tuple[PodRequest, str], TaskInfo] = {}
     for task in tasks:
-        if not task.request.uses_gpu:
+        request = task.request
+        # (whole GPUs and devices first: far cheaper than `uses_gpu`, which looks for MIG instances)
+        if not (request.whole_gpus or request.gpu_devices or (request.scalars and request.uses_gpu)):
             continue
-        key = (task.request, task.placement.key)
+        key = (request, task.placement.key)
         count = counts.get(key)
         if count is None:
             counts[key] = 1
