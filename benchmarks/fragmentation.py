@@ -170,7 +170,8 @@ def summarise(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]
             }
             if values:
                 row["means"][policy] = _mean(values.values())
-                row["perSeed"][policy] = values
+                if policy == "FGD":  # (the others' seeds are in ../shared/traces, as FGD's)
+                    row["perSeed"][policy] = values
         fgd_mean, ours_mean = row["means"].get("FGD"), row["means"].get(OURS)
         row["oursAboveFgd"] = None if fgd_mean is None or ours_mean is None else ours_mean > fgd_mean
         by_workload[workload] = row
