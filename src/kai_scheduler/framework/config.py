@@ -24,12 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from kai_scheduler.api.constants import NODE_POOL_LABEL
 from kai_scheduler.framework.config_values import ConfigError as ConfigError
 from kai_scheduler.framework.config_values import duration, duration_text
+from kai_scheduler.framework.shard_config import ShardSpec, parse_label_key, parse_shards, shard_document
 from kai_scheduler.framework.usage_config import CLIENT_TYPES as CLIENT_TYPES
 from kai_scheduler.framework.usage_config import USAGE_METRIC_DEFAULTS as USAGE_METRIC_DEFAULTS
 from kai_scheduler.framework.usage_config import UsageDbConfig as UsageDbConfig
 from kai_scheduler.framework.usage_config import parse_usage_db_config, usage_db_config_document
+from kai_scheduler.model.partition import Partition
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_PLUGINS = (
@@ -106,6 +109,10 @@ class SchedulerConfig:
     period: float = 1.0
     queue_depth_per_action: dict[str, int] = field(default_factory=dict)
     usage_db: UsageDbConfig | None = None
+    # Node pools (`shard_config`): the partition label and the scheduling shards (none: one scheduler,
+    # KAI's default shard: the nodes, queues and PodGroups without the label).
+    node_pool_label_key: str = NODE_POOL_LABEL
+    shards: tuple[ShardSpec, ...] = ()
     # What a person should know about the document that is not an error (flags that do nothing), one
     # line each naming where; not part of the configuration itself.
     notices: tuple[str, ...] = field(default=(), compare=False)
@@ -153,6 +160,8 @@ _KNOWN_KEYS = {
     "period",
     "queueDepthPerAction",
     "usageDBConfig",
+    "nodePoolLabelKey",
+    "shards",
 }
 
 
@@ -167,7 +176,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         raise ConfigError(f"{unknown[0]}: unknown key (known: {', '.join(sorted(_KNOWN_KEYS))})")
     default = SchedulerConfig()
     notices: list[str] = []
-    return SchedulerConfig(
+    config = SchedulerConfig(
         actions=_actions(document.get("actions")) or default.actions,
         tiers=_tiers(document.get("tiers"), notices) or default.tiers,
         default_staleness_grace_period=duration(document, "defaultStalenessGracePeriod", 60.0),
@@ -178,8 +187,39 @@ def parse_config(document: Any) -> SchedulerConfig:
         period=_positive_duration(document, "period", 1.0),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
         usage_db=parse_usage_db_config(document.get("usageDBConfig")),
+        node_pool_label_key=parse_label_key(document.get("nodePoolLabelKey")),
+        shards=parse_shards(document.get("shards"), PLACEMENT_STRATEGIES),
         notices=tuple(notices),
     )
+    for shard in config.shards:
+        shard_config(config, shard.name)  # each shard's own keys are checked now, not when it starts
+    return config
+
+
+def shard_config(config: SchedulerConfig, name: str) -> SchedulerConfig:
+    """The configuration the shard `name` runs: the document's keys, then the shard's `config` keys over
+    them, then its placement strategy (KAI's operator writes each shard's ConfigMap the same way)."""
+    shard = next((s for s in config.shards if s.name == name), None)
+    if shard is None:
+        known = ", ".join(s.name for s in config.shards) or "none configured"
+        raise ConfigError(f"shard {name!r}: no such shard (shards: {known})")
+    if not shard.config and shard.placement_strategy is None:
+        resolved = config
+    else:
+        document = {**config_document(config), **shard.config}
+        document.pop("shards", None)
+        try:
+            resolved = parse_config(document)
+        except ConfigError as error:
+            raise ConfigError(f"shards[{config.shards.index(shard)}].config: {error}") from None
+        if shard.placement_strategy is not None:
+            resolved = with_placement_strategy(resolved, shard.placement_strategy)
+    return replace(resolved, shards=(), notices=config.notices)
+
+
+def shard_partition(config: SchedulerConfig, name: str) -> Partition:
+    shard = next(s for s in config.shards if s.name == name)
+    return shard.partition(config.node_pool_label_key)
 
 
 def _actions(value: Any) -> tuple[str, ...]:
@@ -296,6 +336,10 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         document["queueDepthPerAction"] = dict(config.queue_depth_per_action)
     if config.usage_db is not None:
         document["usageDBConfig"] = usage_db_config_document(config.usage_db)
+    if config.node_pool_label_key != default.node_pool_label_key:
+        document["nodePoolLabelKey"] = config.node_pool_label_key
+    if config.shards:
+        document["shards"] = [shard_document(shard) for shard in config.shards]
     return document
 
 

@@ -45,6 +45,7 @@ from kai_scheduler.model.builder import (
 )
 from kai_scheduler.model.dra_cache import Derived, DraInputs
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
@@ -67,9 +68,16 @@ class _Hold(NamedTuple):
 class ClusterCache:
     """See the module doc. Pods and PodGroups arrive as `PodState` / `PodGroupState` (their `rank` is
     their creation order); the cluster-scoped kinds are set as a whole, and a set that equals the current
-    one changes nothing."""
+    one changes nothing.
 
-    def __init__(self) -> None:
+    With a `partition` (a scheduling shard: `model.partition`), the cache holds that shard's view: only its
+    nodes, queues and PodGroups, and of the pods only those its PodGroups hold as ours; every other pod is
+    another scheduler's to it (it holds the node it is bound to, when that node is the shard's)."""
+
+    def __init__(self, partition: Partition | None = None) -> None:
+        self.partition = partition
+        # Partitioned: each PodGroup's pool label (None: absent), for the pods that name it.
+        self._group_pools: dict[str, str | None] = {}
         self.derivations = PodDerivations()
         # --- inputs -----------------------------------------------------------------------------
         self._nodes: dict[str, Node] = {}
@@ -116,9 +124,9 @@ class ClusterCache:
         self._tasks_out_of_place: float | None = None
 
     @classmethod
-    def of(cls, state: ClusterState) -> ClusterCache:
+    def of(cls, state: ClusterState, partition: Partition | None = None) -> ClusterCache:
         """A cache holding a whole `ClusterState` (a build from scratch)."""
-        cache = cls()
+        cache = cls(partition)
         cache.set_nodes(state.nodes)
         cache.set_queues(state.queues)
         cache.set_topologies(state.topologies)
@@ -139,13 +147,21 @@ class ClusterCache:
     # --- deltas: cluster-scoped kinds ----------------------------------------------------------------
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
-        by_name = {node.metadata.name: node for node in nodes}
+        partition = self.partition
+        by_name = {
+            node.metadata.name: node
+            for node in nodes
+            if partition is None or partition.holds(node.metadata.labels)
+        }
         if by_name != self._nodes:
             self._nodes = by_name
             self._everything_dirty = True
 
     def set_queues(self, queues: Sequence[Queue]) -> None:
         """The queues in creation order (older queues win fair-share ties)."""
+        partition = self.partition
+        if partition is not None:
+            queues = [queue for queue in queues if partition.holds(queue.metadata.labels)]
         if list(queues) != self._queues:
             self._queues = list(queues)
             self._queue_tree = build_queue_tree(self._queues)
@@ -222,12 +238,53 @@ class ClusterCache:
 
     def upsert_pod_group(self, state: PodGroupState) -> None:
         key = state.pod_group.key
+        partition = self.partition
+        if partition is not None:
+            pool = state.pod_group.metadata.labels.get(partition.label_key)
+            moved = key not in self._group_pools or self._group_pools[key] != pool
+            self._group_pools[key] = pool
+            if not partition.holds_value(pool):  # another shard's: its pods are not ours either
+                if self._groups.pop(key, None) is not None:
+                    self._dirty_jobs.add(key)
+                if moved:
+                    self._pods_follow_group(key)
+                return
+            if moved:
+                self._pods_follow_group(key)
         self._groups[key] = state
         self._dirty_jobs.add(key)
 
     def remove_pod_group(self, key: str) -> None:
         if self._groups.pop(key, None) is not None:
             self._dirty_jobs.add(key)
+        if key in self._group_pools:
+            del self._group_pools[key]
+            self._pods_follow_group(key)
+
+    def _pods_follow_group(self, group_key: str) -> None:
+        """The pods that name a PodGroup whose pool changed (or that arrived or left) are ours or another
+        scheduler's as it now says."""
+        for key in list(self._named_by_group.get(group_key, ())):
+            state = self._pods[key]
+            if (key in self._job_of_pod) != self.schedules(state.pod):
+                self._unindex(key, state)
+                self._index(key, state)
+
+    def schedules(self, pod: Pod) -> bool:
+        """Whether this cache schedules `pod` (a pod of this scheduler, in its partition)."""
+        return pod.spec.scheduler_name == c.SCHEDULER_NAME and self._in_partition(pod)
+
+    def _in_partition(self, pod: Pod) -> bool:
+        """A pod's pool is its PodGroup's; a pod whose PodGroup is not known speaks for itself."""
+        partition = self.partition
+        if partition is None:
+            return True
+        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+        if named is not None:
+            group_key = f"{pod.namespace}/{named}"
+            if group_key in self._group_pools:
+                return partition.holds_value(self._group_pools[group_key])
+        return partition.holds(pod.metadata.labels)
 
     def pod(self, key: str) -> PodState | None:
         return self._pods.get(key)
@@ -291,7 +348,9 @@ class ClusterCache:
             group_key = f"{pod.namespace}/{named}"
             self._named_by_group.setdefault(group_key, set()).add(key)
             self._dirty_jobs.add(group_key)  # its first pod may speak for it
-        if pod.spec.scheduler_name == c.SCHEDULER_NAME:
+        if pod.spec.scheduler_name == c.SCHEDULER_NAME and (
+            self.partition is None or self._in_partition(pod)
+        ):
             job = job_key_of(pod)
             self._job_of_pod[key] = job
             self._ours_by_job.setdefault(job, set()).add(key)
@@ -361,6 +420,12 @@ class ClusterCache:
     @property
     def job_times(self) -> Mapping[str, JobTimes]:
         return self._job_times
+
+    @property
+    def job_keys(self) -> frozenset[str]:
+        """The jobs this cache schedules (up to date)."""
+        self.refresh()
+        return frozenset(self._jobs)
 
     @property
     def running_jobs(self) -> frozenset[str]:
@@ -489,7 +554,7 @@ class ClusterCache:
         self._running_counts.clear()
         self._base_reasons.clear()
         for key, state in self._pods.items():
-            if state.pod.spec.scheduler_name == c.SCHEDULER_NAME:
+            if key in self._job_of_pod:  # ours
                 continue
             node = table.index.get(state.node_name) if state.node_name else None
             if node is not None and state.phase not in _FINISHED:

@@ -76,6 +76,7 @@ class SimCluster:
         pod_groups: list[tuple[PodGroup, int, float]],  # object, rank, arrival
         pods: list[SimPod],
         dra: SimDra | None = None,
+        cache: ClusterCache | None = None,
     ) -> None:
         self.nodes = nodes
         self.queues = queues
@@ -88,7 +89,8 @@ class SimCluster:
         self.stale_grace = -1.0
         # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
         self.wake_at: float | None = None
-        self.cache = ClusterCache()
+        # The scheduler's view; with scheduling shards, a `ShardedCache` that also keeps each shard's.
+        self.cache = cache if cache is not None else ClusterCache()
         self.cache.set_nodes(nodes)
         self.cache.set_queues(queues)
         self.cache.set_topologies(topologies)
@@ -251,8 +253,11 @@ class SimDra:
     made: dict[str, list[ResourceClaim]] = field(default_factory=dict)
 
 
-def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
-    """Turn loaded objects (in input order) into the simulated cluster at second 0."""
+def build_cluster(
+    objects: Sequence[ApiObject], start: datetime, cache: ClusterCache | None = None
+) -> SimCluster:
+    """Turn loaded objects (in input order) into the simulated cluster at second 0 (its scheduler's view:
+    `cache`, by default a new `ClusterCache`)."""
     nodes = [o for o in objects if isinstance(o, Node)]
     queues = [o for o in objects if isinstance(o, Queue)]
     topologies = [o for o in objects if isinstance(o, Topology)]
@@ -296,6 +301,7 @@ def build_cluster(objects: Sequence[ApiObject], start: datetime) -> SimCluster:
         pods.append(_sim_pod(pod, rank_of[key], arrival))
     _name_unlabelled_gpus(pods, nodes)
     cluster = SimCluster(
+        cache=cache,
         nodes=nodes,
         queues=queues,
         priorities=priorities,

@@ -7,11 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.cluster.bookkeeping import next_job_times
-from kai_scheduler.cluster.driver import CycleDriver
-from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.cluster.driver import CycleDriver, UsageSource
+from kai_scheduler.cluster.shards import ShardedDriver
+from kai_scheduler.framework.config import SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.shard_config import DEFAULT_SHARD
+from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.shard_caches import ShardedCache
+from kai_scheduler.model.snapshot import JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.sim import gc_policy
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
@@ -42,6 +47,29 @@ class SimulationResult:
     fair_share: dict[str, tuple[float, float, float]]
     # Why each job that still has pending pods waits, as of the last cycle that considered it.
     reasons: dict[str, str]
+    # The scheduling shards, by name (None: one scheduler for every node, no partition).
+    shards: dict[str, Partition] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    name: str
+    partition: Partition
+    config: SchedulerConfig
+
+
+def shard_plans(config: SchedulerConfig, objects: Sequence[ApiObject]) -> list[ShardPlan] | None:
+    """The shards to schedule: the configured ones; none configured, KAI's default shard (the objects
+    without the node-pool label) when some node, queue, PodGroup or pod carries the label; else None: one
+    scheduler that sees everything, which is the default shard when nothing is labelled (and costs
+    nothing)."""
+    key = config.node_pool_label_key
+    if config.shards:
+        return [ShardPlan(s.name, s.partition(key), shard_config(config, s.name)) for s in config.shards]
+    kinds = (Node, Queue, PodGroup, Pod)
+    if any(isinstance(o, kinds) and key in o.metadata.labels for o in objects):
+        return [ShardPlan(DEFAULT_SHARD, Partition(key, None), config)]
+    return None
 
 
 class Simulation:
@@ -50,11 +78,29 @@ class Simulation:
     ) -> None:
         self.config = config
         self.options = options
-        self.cluster = build_cluster(objects, options.start)
+        plans = shard_plans(config, objects)
+        self.shards = {plan.name: plan.partition for plan in plans} if plans is not None else None
+        cache = ShardedCache(self.shards) if self.shards is not None else None
+        self.cluster = build_cluster(objects, options.start, cache)
         self.cluster.stale_grace = config.default_staleness_grace_period
-        # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
+        # Time-based fairness: the queues' usage, recorded after each cycle until the next one (per shard:
+        # each of KAI's schedulers keeps its own).
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
         self.driver = CycleDriver(config, self.cluster.cache, self.usage)
+        self.sharded: ShardedDriver | None = None
+        self.usage_resolution: float | None = self.usage.history.params.resolution if self.usage else None
+        if plans is not None and isinstance(cache, ShardedCache):
+            usages: list[UsageSource | None] = []
+            for plan in plans:
+                usage_db = plan.config.usage_db
+                recorder = UsageRecorder(usage_db.params(options.start)) if usage_db else None
+                usages.append(recorder)
+                if recorder is not None:
+                    resolution = recorder.history.params.resolution
+                    self.usage_resolution = min(resolution, self.usage_resolution or resolution)
+            self.sharded = ShardedDriver(
+                cache, [(p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)]
+            )
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
@@ -90,6 +136,7 @@ class Simulation:
             time=self._final_time(records),
             fair_share=fair_share,
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
+            shards=self.shards,
         )
 
     def _out_of_cycles(self, now: float, cycles: int) -> bool:
@@ -106,6 +153,26 @@ class Simulation:
         cluster.now = now
         cluster.complete_due()
         cluster.admit_arrivals()
+        result, seconds, times = self._schedule(number, now)
+        cluster.cache.replace_job_times(times)
+        cluster.wake_at = result.wake_at
+        resolution = self.usage_resolution
+        if resolution is not None and any(p.phase == "Pending" for p in cluster.arrived_pods()):
+            # Time-based fairness: fair shares drift as usage ages, so pending pods are looked at again
+            # once per usage bucket even when nothing else happens.
+            drift = now + resolution
+            cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
+        cluster.remove_terminated()
+        return CycleRecord(number, now, result.decisions, seconds), result
+
+    def _schedule(self, number: int, now: float) -> tuple[SessionResult, float, dict[str, JobTimes]]:
+        """One cycle of the scheduler (of every shard), its decisions applied to the cluster: the result,
+        its seconds, and every job's times after it."""
+        cluster = self.cluster
+        if self.sharded is not None:
+            sharded = self.sharded.run(number, now)
+            cluster.apply(sharded.result.decisions)
+            return sharded.result, sharded.seconds, self.sharded.job_times_after(sharded, now)
         outcome = self.driver.run(number, now)
         result = outcome.result
         cluster.apply(result.decisions)
@@ -113,15 +180,7 @@ class Simulation:
         times = next_job_times(
             cache.job_times, outcome.running_before, cache.running_jobs, result.stale_since, now
         )
-        cache.replace_job_times(times)
-        cluster.wake_at = result.wake_at
-        if self.usage is not None and any(p.phase == "Pending" for p in cluster.arrived_pods()):
-            # Time-based fairness: fair shares drift as usage ages, so pending pods are looked at again
-            # once per usage bucket even when nothing else happens.
-            drift = now + self.usage.history.params.resolution
-            cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
-        cluster.remove_terminated()
-        return CycleRecord(number, now, result.decisions, outcome.seconds), result
+        return result, outcome.seconds, times
 
     def _final_time(self, records: list[CycleRecord]) -> float:
         last = records[-1].time if records else 0.0

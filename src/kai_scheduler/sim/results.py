@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.objects import AllocationResult, ResourceClaim
 from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.framework.decisions import ClaimAllocation
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.sim.engine import SimulationResult
@@ -43,6 +46,7 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
     pods = []
     phases = dict.fromkeys(PHASES, 0)
     gpu_allocated = 0.0
+    gpu_by_node: dict[str, float] = {}
     for sim_pod in cluster.arrived_pods():
         if sim_pod.pod.spec.scheduler_name != SCHEDULER_NAME:
             continue
@@ -55,6 +59,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
             gpu = task.request.gpu_units(memory)
         if running:
             gpu_allocated += gpu
+            if sim_pod.node is not None:
+                gpu_by_node[sim_pod.node] = gpu_by_node.get(sim_pod.node, 0.0) + gpu
         phases[sim_pod.phase] = phases.get(sim_pod.phase, 0) + 1
         pods.append(
             {
@@ -70,7 +76,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
                 "evictions": sim_pod.evictions,
             }
         )
-    return {
+    shards = _Shards(result) if result.shards is not None else None
+    document = {
         "summary": {
             "cycles": len(result.cycles),
             "time": result.time,
@@ -79,8 +86,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
             "gpu": {"capacity": _clean(snapshot.nodes.gpu_units()), "allocated": _clean(gpu_allocated)},
         },
         "pods": pods,
-        "podGroups": _pod_groups(result, snapshot, numbers),
-        "queues": _queues(result, snapshot, numbers),
+        "podGroups": _pod_groups(result, snapshot, numbers, shards),
+        "queues": _queues(result, snapshot, numbers, shards),
         "decisions": [
             {
                 "cycle": record.cycle,
@@ -100,6 +107,63 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
         # Only where there are DRA claims: the document of any other input is as it always was.
         **({"resourceClaims": [_claim(claim) for claim in claims]} if claims else {}),
     }
+    if shards is not None:
+        # Only where the cluster is partitioned: the document of any other input is as it always was.
+        document["shards"] = shards.summaries(snapshot, gpu_by_node)
+    return document
+
+
+class _Shards:
+    """Which shard holds each node, queue and job (see `model.partition`)."""
+
+    def __init__(self, result: SimulationResult) -> None:
+        assert result.shards is not None
+        self.partitions: dict[str, Partition] = result.shards
+        cluster = result.cluster
+        key = next(iter(self.partitions.values())).label_key
+        self.label_key = key
+        self.node_shard = {n.metadata.name: self.shard_of(n.metadata.labels) for n in cluster.nodes}
+        self.queue_shard = {q.metadata.name: self.shard_of(q.metadata.labels) for q in cluster.queues}
+        # A job's pool is its PodGroup's label; a pod without a PodGroup speaks for itself.
+        self.job_labels: dict[str, dict[str, str]] = {
+            pg.key: pg.metadata.labels for pg, _, _ in cluster.pod_groups
+        }
+        for sim_pod in cluster.pods:
+            self.job_labels.setdefault(sim_pod.job_key, sim_pod.pod.metadata.labels)
+
+    def shard_of(self, labels: dict[str, str]) -> str | None:
+        return next((name for name, p in self.partitions.items() if p.holds(labels)), None)
+
+    def job_shard(self, job: str) -> str | None:
+        return self.shard_of(self.job_labels.get(job, {}))
+
+    def unserved(self, job: str) -> str:
+        """Why a job no shard holds waits."""
+        pool = self.job_labels.get(job, {}).get(self.label_key)
+        which = f"node pool {pool!r}" if pool else "the default node pool (no node-pool label)"
+        return f"no scheduling shard serves {which}"
+
+    def summaries(self, snapshot: ClusterSnapshot, gpu_by_node: dict[str, float]) -> list[dict[str, Any]]:
+        nodes = snapshot.nodes
+        out = []
+        for name, partition in self.partitions.items():
+            mine = [node for node, shard in self.node_shard.items() if shard == name]
+            among = np.zeros(nodes.size, dtype=np.bool_)
+            among[[nodes.index[node] for node in mine if node in nodes.index]] = True
+            capacity = nodes.gpu_units(among)
+            out.append(
+                {
+                    "name": name,
+                    "nodePool": partition.pool,
+                    "nodes": len(mine),
+                    "queues": [queue for queue, shard in self.queue_shard.items() if shard == name],
+                    "gpu": {
+                        "capacity": _clean(capacity),
+                        "allocated": _clean(sum(gpu_by_node.get(node, 0.0) for node in mine)),
+                    },
+                }
+            )
+        return out
 
 
 def _devices(allocation: AllocationResult | None) -> list[dict[str, str]]:
@@ -155,31 +219,35 @@ def _status_numbers(result: SimulationResult, snapshot: ClusterSnapshot) -> dict
 
 
 def _pod_groups(
-    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers]
+    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers], shards: _Shards | None
 ) -> list[dict[str, Any]]:
     groups = []
     for job in snapshot.jobs.values():
         counts = numbers[job.key]
         pending = counts.pending
         reason = result.reasons.get(job.key) if pending else None
+        shard = shards.job_shard(job.key) if shards is not None else None
+        if pending and reason is None and shards is not None and shard is None:
+            reason = shards.unserved(job.key)
         if pending and reason is None and job.invalid_reason:
             reason = job.invalid_reason
-        groups.append(
-            {
-                "namespace": job.namespace,
-                "name": job.name,
-                "queue": job.queue,
-                "minMember": job.min_member,
-                "running": counts.running,
-                "pending": pending,
-                "unschedulableReason": reason,
-            }
-        )
+        group: dict[str, Any] = {
+            "namespace": job.namespace,
+            "name": job.name,
+            "queue": job.queue,
+            "minMember": job.min_member,
+            "running": counts.running,
+            "pending": pending,
+            "unschedulableReason": reason,
+        }
+        if shards is not None:
+            group["shard"] = shard
+        groups.append(group)
     return groups
 
 
 def _queues(
-    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers]
+    result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers], shards: _Shards | None
 ) -> list[dict[str, Any]]:
     parents = {queue.name: queue.parent for queue in snapshot.queues}
     totals = queue_numbers(parents, ((snapshot.jobs[key].queue, n) for key, n in numbers.items()))
@@ -187,13 +255,14 @@ def _queues(
     for queue in result.cluster.queues:
         name = queue.metadata.name
         total = totals.get(name, Numbers())
-        queues.append(
-            {
-                "name": name,
-                "parent": queue.spec.parent_queue or None,
-                "fairShare": resources_json(result.fair_share.get(name, (0.0, 0.0, 0.0))),
-                "allocated": resources_json(total.allocated),
-                "requested": resources_json(total.requested),
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": name,
+            "parent": queue.spec.parent_queue or None,
+            "fairShare": resources_json(result.fair_share.get(name, (0.0, 0.0, 0.0))),
+            "allocated": resources_json(total.allocated),
+            "requested": resources_json(total.requested),
+        }
+        if shards is not None:
+            entry["shard"] = shards.queue_shard.get(name)
+        queues.append(entry)
     return queues
