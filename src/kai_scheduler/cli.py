@@ -33,8 +33,11 @@ from kai_scheduler.framework.config import (
     ConfigError,
     SchedulerConfig,
     parse_config,
+    shard_config,
+    shard_partition,
     with_placement_strategy,
 )
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
@@ -145,6 +148,12 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
     )
     run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
+    run.add_argument(
+        "--shard",
+        metavar="NAME",
+        help="scheduler: serve this shard of the configuration's `shards` (its node pool and settings); "
+        "default: the nodes, queues and PodGroups without the node-pool label",
+    )
     # A port of 0 turns its server off, as Kubernetes components' port flags do (`_port` checks them).
     run.add_argument(
         "--metrics-port", type=int, default=8080, metavar="PORT", help="/metrics, /healthz, /readyz; 0: off"
@@ -278,6 +287,7 @@ def _run(args: argparse.Namespace) -> int:
     from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
 
     config = _config(args.config)
+    config, partition = _shard(config, args.shard, args.config)
     if args.placement_strategy:
         config = with_placement_strategy(config, args.placement_strategy)
     Scheduler(config)  # validates plugins and actions before anything connects
@@ -297,6 +307,7 @@ def _run(args: argparse.Namespace) -> int:
         reservation=None if args.no_gpu_reservation else _reservation(args),
         scaling_pod_image=args.scaling_pod_image,
         plugin_server_port=_port("--plugin-server-port", args.plugin_server_port),
+        partition=partition,
     )
     if "admission" in options.components and not options.tls_cert_dir:
         raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
@@ -313,6 +324,20 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, ssl.SSLError, ValueError) as error:
         raise UsageError(f"run: {error}") from None
     return 0
+
+
+def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> tuple[SchedulerConfig, Partition]:
+    """The configuration and node pool of the shard `name` (KAI's SchedulingShard); none named: the
+    configuration's default shard (no partitionLabelValue) if it lists one, else KAI's default shard (the
+    objects without the node-pool label) on the document's configuration."""
+    if name is None:
+        name = next((s.name for s in config.shards if s.partition_label_value is None), None)
+        if name is None:
+            return config, Partition(config.node_pool_label_key)
+    try:
+        return shard_config(config, name), shard_partition(config, name)
+    except ConfigError as error:
+        raise UsageError(f"--shard: {error} in {path or 'the default configuration'}") from None
 
 
 def _port(flag: str, port: int) -> int:

@@ -38,6 +38,7 @@ from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_PO
 from kai_scheduler.k8s.scale_adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
 from kai_scheduler.k8s.scheduler_loop import run_live
 from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
+from kai_scheduler.model.partition import Partition
 
 COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")
 # What `--all` runs: the scale adjuster only helps with a cluster autoscaler, so (as KAI deploys it) it runs
@@ -79,6 +80,9 @@ class RunOptions:
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
     plugin_server_port: int = PLUGIN_SERVER_PORT  # the scheduler's, on 127.0.0.1; 0: none
+    # The node pool the scheduler serves (KAI's SchedulingShard; `shard_config`): its partition, with
+    # `config` already the shard's. None: KAI's default shard (the objects without the node-pool label).
+    partition: Partition | None = None
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
@@ -158,6 +162,7 @@ async def _scheduler(
     binder: bool,
     informers: InformerSet | None,
 ) -> None:
+    partition = options.partition or Partition(options.config.node_pool_label_key)
     await run_live(
         client,
         options.config,
@@ -168,7 +173,9 @@ async def _scheduler(
         lease_namespace=options.lease_namespace,
         metrics=SchedulerMetrics(registry),
         ready=synced,
-        lease_name=LEASES["scheduler"],
+        # KAI's scheduler of a shard with a partition value elects its leader as `<scheduler>-<value>`.
+        lease_name=LEASES["scheduler"] + (f"-{partition.value}" if partition.value else ""),
+        partition=partition,
         # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
         require_pod_groups=True,
         reservation=options.reservation,

@@ -78,6 +78,7 @@ from kai_scheduler.k8s.state import (
     parse_rfc3339,
 )
 from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, JobTimes
@@ -182,6 +183,7 @@ class SchedulerLoop:
         clock: SessionClock | None = None,
         backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
         node_pool: str = "default",
+        partition: Partition | None = None,
         concurrency: int = 16,
         record_events: bool = True,
         require_pod_groups: bool = False,
@@ -196,13 +198,16 @@ class SchedulerLoop:
         self.leader = leader
         self.clock = clock or SessionClock()
         self.backoff_limit = backoff_limit
-        self.node_pool = node_pool
+        # With a partition (a scheduling shard), its pool names this scheduler's conditions and BindRequests.
+        self.partition = partition
+        self.node_pool = partition.pool if partition is not None else node_pool
         self.record_events = record_events
         self.states = StateBuilder(
             informers,
             self.clock,
             scheduler_name=scheduler_name,
             require_pod_groups=require_pod_groups,
+            partition=partition,
         )
         self.cycle = 0
         # In memory, between cycles (see the module doc).
@@ -367,7 +372,10 @@ class SchedulerLoop:
             snapshot.tasks.get(decision.pod), snapshot, decision.node
         )
         labels = {SELECTED_NODE_LABEL: decision.node}
-        if self.node_pool != "default":
+        partition = self.partition
+        if partition is not None and partition.value is not None:
+            labels[partition.label_key] = partition.value  # KAI: the shard's partition labels
+        elif partition is None and self.node_pool != "default":
             labels[c.NODE_POOL_LABEL] = self.node_pool
         return {
             "apiVersion": BIND_REQUESTS.api_version,
@@ -885,6 +893,7 @@ async def run_live(
     namespace: str | None = None,
     metrics: SchedulerMetrics | None = None,
     node_pool: str = "default",
+    partition: Partition | None = None,
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
     ready: asyncio.Event | None = None,
     require_pod_groups: bool = False,
@@ -918,6 +927,7 @@ async def run_live(
         leader=elector,
         backoff_limit=backoff_limit,
         node_pool=node_pool,
+        partition=partition,
         require_pod_groups=require_pod_groups,
         publish_cycles=serve_plugins,
     )

@@ -77,6 +77,7 @@ from kai_scheduler.k8s.client import (
 )
 from kai_scheduler.k8s.dra_state import DraFeed
 from kai_scheduler.k8s.informers import (
+    POD_GROUP_INDEX,
     POD_INDEX,
     POD_NODE_INDEX,
     InformerSet,
@@ -85,6 +86,7 @@ from kai_scheduler.k8s.informers import (
 )
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups, is_shared_gpu_pod
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
@@ -375,8 +377,13 @@ class StateBuilder:
         *,
         scheduler_name: str = c.SCHEDULER_NAME,
         require_pod_groups: bool = False,
+        partition: Partition | None = None,
     ) -> None:
         self.informers = informers
+        # The node pool this scheduler serves (a shard of KAI's): the cache holds its view, and the loop's
+        # bookkeeping looks only at its jobs, so that two shards never write over each other's PodGroups.
+        self.partition = partition
+        self._group_pools: dict[str, tuple[str | None]] = {}  # PodGroup key -> (its pool label,) as last seen
         self.clock = clock
         self.scheduler_name = scheduler_name
         # With a pod grouper running, a pending pod waits until it names its PodGroup (as in KAI): placed
@@ -395,7 +402,7 @@ class StateBuilder:
         self._groups = _Parsed("podgroup", _checked(PodGroup), same_pod_group_model)
         self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
         self._topologies = _Parsed("topology", _checked(Topology))
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(partition)
         self._dra = DraFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
@@ -525,11 +532,10 @@ class StateBuilder:
     def _update_groups(self) -> None:
         cache = self.informers.pod_groups.cache
         dirty, self._dirty_groups = self._dirty_groups, set()
-        self._changed_jobs.update(dirty)
-        self._times_changed.update(dirty)
         for key in dirty:
             obj = cache.get(key)
             group = self._groups.get(key, obj) if obj is not None else None
+            self._note_group(key, group)
             if obj is not None and group is None:
                 self._skipped[key] = f"PodGroup {key}"
             else:
@@ -548,7 +554,7 @@ class StateBuilder:
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
-            if (obj.get("status") or {}).get("schedulingConditions"):
+            if (obj.get("status") or {}).get("schedulingConditions") and key in self._changed_jobs:
                 self._conditioned_groups.add(group.key)
             rank = self._rank((*self._created(obj, key), _GROUP))
             state = PodGroupState(group, rank)
@@ -564,6 +570,26 @@ class StateBuilder:
                 self._group_times.pop(key, None)
             else:
                 self._group_times[key] = times
+
+    def _note_group(self, key: str, group: PodGroup | None) -> None:
+        """The PodGroup `key` changed (None: gone or unreadable): the loop's bookkeeping looks at it when
+        it is this shard's now or was before; when its pool changed, the pods that name it are looked at
+        again (a pod's pool is its PodGroup's)."""
+        partition = self.partition
+        if partition is None:
+            self._changed_jobs.add(key)
+            self._times_changed.add(key)
+            return
+        before = self._group_pools.pop(key, None)
+        after = None if group is None else (group.metadata.labels.get(partition.label_key),)
+        if after is not None:
+            self._group_pools[key] = after
+        if before != after:
+            named = self.informers.pods.by_index(POD_GROUP_INDEX, key)
+            self._dirty_pods.update(object_key(pod) for pod in named)
+        if any(pool is not None and partition.holds_value(pool[0]) for pool in (before, after)):
+            self._changed_jobs.add(key)
+            self._times_changed.add(key)
 
     def _update_pods(self) -> None:
         informers = self.informers
@@ -598,7 +624,7 @@ class StateBuilder:
     def _remember_loop_view(self, key: str, state: PodState, request: JsonObject | None) -> None:
         if request is not None:
             self._bind_requests[key] = request
-        if state.pod.spec.scheduler_name != c.SCHEDULER_NAME:
+        if state.pod.spec.scheduler_name != c.SCHEDULER_NAME or not self.cache.schedules(state.pod):
             return
         job = job_key_of(state.pod)
         self._our_states[key] = state

@@ -248,8 +248,15 @@ def fill_in_order(budget: int, counts: Iterable[tuple[str, int]]) -> list[tuple[
     return shares
 
 
-def inherited_labels(workload: Workload) -> dict[str, str]:
-    return dict(workload.labels)
+def inherited_labels(ctx: Context, workload: Workload) -> dict[str, str]:
+    """The workload's labels, plus the pod's node-pool label when the workload has none (KAI's pod
+    controller, `addNodePoolLabel`): the PodGroup then goes to the pod's scheduling shard."""
+    labels = dict(workload.labels)
+    key = ctx.defaults.node_pool_label_key
+    pool = ctx.pod.labels().get(key)
+    if key not in labels and pool is not None:
+        labels[key] = pool
+    return labels
 
 
 def inherited_annotations(ctx: Context, workload: Workload) -> dict[str, str]:
@@ -303,7 +310,7 @@ def build_plan(
         preemptibility=resolve_preemptibility(ctx, workload),
         sub_groups=tuple(sub_groups),
         topology_constraint=topology_constraint(workload),
-        labels=inherited_labels(workload),
+        labels=inherited_labels(ctx, workload),
         annotations=inherited_annotations(ctx, workload),
         owner_reference=owner.owner_reference(),
         pod_subgroup=pod_subgroup,
