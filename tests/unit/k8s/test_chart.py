@@ -83,6 +83,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "placementStrategy": "spread",
         "schedulerName": "gpu-scheduler",
     },
+    "shards": {
+        "nodePoolLabelKey": "example.com/pool",
+        "scheduler": {
+            "config": {"actions": "allocate, reclaim"},
+            "shards": [
+                {"name": "default"},
+                {
+                    "name": "a100",
+                    "partitionLabelValue": "a100",
+                    "placementStrategy": "spread",
+                    "config": {"queueDepthPerAction": {"allocate": 25}},
+                },
+            ],
+        },
+    },
     # The README's `helm install` (release and namespace are the README's for every variant).
     "readme-install": INSTALL.values,
 }
@@ -888,3 +903,42 @@ def test_install_notes_name_the_release(variant: str) -> None:
     assert _one(variant, "Service", f"{RELEASE}-metrics")["spec"]["ports"][0]["port"] == 8080
     reserving = VARIANTS[variant].get("resourceReservation", {}).get("enabled", True)
     assert ("kubectl get pods -n kai-resource-reservation" in notes) == reserving
+
+
+# --- scheduling shards -------------------------------------------------------------------------------
+
+
+def test_each_shard_runs_a_scheduler_of_its_own() -> None:
+    """scheduler.shards: one Deployment per shard (`--shard=<name>`, its placement strategy, selectors that
+    do not overlap), and the configuration that every shard's `run` reads, with the shards in it."""
+    deployments = {
+        d["metadata"]["name"]: d
+        for d in _docs("shards", "Deployment")
+        if d["metadata"]["labels"]["app.kubernetes.io/component"] == "scheduler"
+    }
+    assert set(deployments) == {f"{RELEASE}-scheduler-default", f"{RELEASE}-scheduler-a100"}
+    selectors = [tuple(sorted(d["spec"]["selector"]["matchLabels"].items())) for d in deployments.values()]
+    assert len(set(selectors)) == 2
+    document = yaml.safe_load(
+        _one("shards", "ConfigMap", f"{RELEASE}-scheduler-config")["data"]["config.yaml"]
+    )
+    config = cli.parse_config(document)
+    assert config.node_pool_label_key == "example.com/pool"
+    for name, strategy, value in (("default", "binpack", None), ("a100", "spread", "a100")):
+        deployment = deployments[f"{RELEASE}-scheduler-{name}"]
+        assert deployment["spec"]["template"]["metadata"]["labels"]["kai.scheduler/shard"] == name
+        args = _run(_container(deployment)["args"])
+        assert (args.shard, args.placement_strategy) == (name, strategy)
+        shard_config, partition = cli._shard(config, args.shard, args.config)
+        assert (partition.label_key, partition.value) == ("example.com/pool", value)
+        assert shard_config.actions == ("allocate", "reclaim")  # scheduler.config under the shard's keys
+        assert shard_config.queue_depth_per_action == ({"allocate": 25} if name == "a100" else {})
+    # No shards: the one scheduler of the default shard, and the configuration as it was given.
+    assert "--shard" not in " ".join(_args("default", "scheduler"))
+
+
+def test_shards_need_a_scheduler_deployment_each() -> None:
+    with pytest.raises(AssertionError, match="allInOne: false"):
+        render_chart({"allInOne": True, "scheduler": {"shards": [{"name": "a"}]}})
+    with pytest.raises(AssertionError, match="every shard needs a name"):
+        render_chart({"scheduler": {"shards": [{"partitionLabelValue": "a"}]}})
