@@ -324,3 +324,28 @@ def test_fragmentation_example_tells_its_story(tmp_path: Path) -> None:
     ]
     steering = simulate(tmp_path, path, "--config", str(EXAMPLES / "cpu-steering-config.yaml"))
     assert steering["summary"]["gpu"]["allocated"] == 8.0
+
+
+def test_node_pools_example_schedules_each_pool_on_its_own(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "node-pools.yaml")
+    document = simulate(tmp_path, path, "--config", str(EXAMPLES / "node-pools-config.yaml"))
+    queues = queues_by_name(document)
+    # Fair share divided on the training pool's 16 GPUs: research asks for 12, product for 8, both get 8.
+    assert {name: q["fairShare"]["gpu"] for name, q in queues.items()} == {
+        "research": 8.0,
+        "product": 8.0,
+        "serving": 2.0,
+        "batch": 0.0,
+    }
+    pools = {"train": "training", "infer": "inference", "cpu": "default"}
+    shard_of_node = {node: pool for prefix, pool in pools.items() for node in (f"{prefix}-0", f"{prefix}-1")}
+    for pod in document["pods"]:
+        if pod["node"] is not None:  # every pod runs in its queue's pool
+            assert shard_of_node[pod["node"]] == queues[pod["queue"]]["shard"]
+    pods = pods_by_name(document)
+    assert pods["default/serve-0"]["node"] != pods["default/serve-1"]["node"]  # the inference pool spreads
+    assert [p["name"] for p in document["pods"] if p["phase"] == "Pending"] == ["research-4", "research-5"]
+    # Without the shards only the default shard runs: the labelled pools wait, saying why.
+    plain = simulate(tmp_path, path)
+    reasons = {g["name"]: g["unschedulableReason"] for g in plain["podGroups"] if g["pending"]}
+    assert reasons["pg-serve-0"] == "no scheduling shard serves node pool 'inference'"

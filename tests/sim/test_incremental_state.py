@@ -23,8 +23,10 @@ import yaml
 from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome
+from kai_scheduler.cluster.shards import ShardRun
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
-from kai_scheduler.model.cache import ClusterCache, build_snapshot
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
 
@@ -42,22 +44,28 @@ def inputs() -> Iterator[Any]:
     for folder in sorted((ROOT / "tests" / "scenarios").iterdir()):
         if (folder / "input.yaml").exists():
             config = folder / "config.yaml"
+            if not config.exists() and "config" in yaml.safe_load((folder / "expected.yaml").read_text()):
+                config = folder / "expected.yaml"
             yield pytest.param(
                 folder / "input.yaml", config if config.exists() else None, id=f"scenarios/{folder.name}"
             )
 
 
 class CheckingDriver(CycleDriver):
-    """Before each cycle, the incremental snapshot must equal a snapshot built from scratch."""
+    """Before each cycle, the incremental snapshot must equal a snapshot built from scratch (of the shard's
+    partition, for a shard's driver)."""
 
-    def __init__(self, driver: CycleDriver, simulation: Simulation) -> None:
-        super().__init__(simulation.config, driver.cache, driver.usage)
+    def __init__(
+        self, driver: CycleDriver, simulation: Simulation, partition: Partition | None = None
+    ) -> None:
+        super().__init__(driver.scheduler.config, driver.cache, driver.usage)
         self.simulation = simulation
+        self.partition = partition
         self.compared = 0
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         incremental = fingerprint(self.cache.snapshot())
-        rebuilt = fingerprint(build_snapshot(self.simulation.cluster.state()))
+        rebuilt = fingerprint(ClusterCache.of(self.simulation.cluster.state(), self.partition).snapshot())
         for part, value in rebuilt.items():
             assert incremental[part] == value, f"cycle {cycle}: {part} differs"
         self.compared += 1
@@ -68,13 +76,16 @@ class RebuildingDriver(CycleDriver):
     """Each cycle on a cache built from scratch from the whole state (the cluster's own cache still gets
     the cycle's outcome, as its deltas)."""
 
-    def __init__(self, driver: CycleDriver, simulation: Simulation) -> None:
-        super().__init__(simulation.config, driver.cache, driver.usage)
+    def __init__(
+        self, driver: CycleDriver, simulation: Simulation, partition: Partition | None = None
+    ) -> None:
+        super().__init__(driver.scheduler.config, driver.cache, driver.usage)
         self.simulation = simulation
+        self.partition = partition
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         own = self.cache
-        self.cache = ClusterCache.of(self.simulation.cluster.state())
+        self.cache = ClusterCache.of(self.simulation.cluster.state(), self.partition)
         try:
             outcome = super().run(cycle, now)
         finally:
@@ -86,13 +97,12 @@ class RebuildingDriver(CycleDriver):
 
 
 def simulation(path: Path, config_path: Path | None) -> Simulation:
-    config = (
-        parse_config(yaml.safe_load(config_path.read_text()))
-        if config_path is not None
-        else SchedulerConfig()
-    )
+    document = yaml.safe_load(config_path.read_text()) if config_path is not None else None
+    if config_path is not None and config_path.name == "expected.yaml":
+        document = document["config"]  # a scenario's configuration
+    config = parse_config(document) if document is not None else SchedulerConfig()
     options = SimulationOptions(start=datetime(2026, 1, 1, tzinfo=UTC), max_cycles=200)
-    return Simulation(load_manifests([path]), config, options)
+    return Simulation([loaded.obj for loaded in load_manifests([path])], config, options)
 
 
 def decisions(sim: Simulation) -> list[tuple[int, float, str, str, str, str, tuple[str, ...], str]]:
@@ -104,15 +114,25 @@ def decisions(sim: Simulation) -> list[tuple[int, float, str, str, str, str, tup
     ]
 
 
+def wrap(sim: Simulation, driver: type[CheckingDriver] | type[RebuildingDriver]) -> list[CycleDriver]:
+    """Put `driver` around the simulation's driver, or around each shard's (node pools)."""
+    if sim.sharded is None:
+        sim.driver = driver(sim.driver, sim)
+        return [sim.driver]
+    sim.sharded.shards = [
+        ShardRun(s.name, s.partition, driver(s.driver, sim, s.partition)) for s in sim.sharded.shards
+    ]
+    return [s.driver for s in sim.sharded.shards]
+
+
 @pytest.mark.parametrize(("path", "config"), list(inputs()))
 def test_incremental_state_decides_as_a_rebuilt_one(path: Path, config: Path | None) -> None:
     incremental = simulation(path, config)
-    checking = CheckingDriver(incremental.driver, incremental)
-    incremental.driver = checking
+    checking = wrap(incremental, CheckingDriver)
     rebuilt = simulation(path, config)
-    rebuilt.driver = RebuildingDriver(rebuilt.driver, rebuilt)
+    wrap(rebuilt, RebuildingDriver)
     assert decisions(incremental) == decisions(rebuilt)
-    assert checking.compared > 0
+    assert all(isinstance(d, CheckingDriver) and d.compared > 0 for d in checking)
 
 
 def busy_cluster(seed: int) -> list[ApiObject]:

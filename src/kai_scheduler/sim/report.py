@@ -31,6 +31,9 @@ def render(document: dict[str, Any], console: Console, *, title: str) -> None:
         f"pods: {pods['Running']} running, {pods['Pending']} pending, {pods['Succeeded']} succeeded, "
         f"{pods['Failed']} failed; GPUs: {_num(gpu['allocated'])} of {_num(gpu['capacity'])} allocated"
     )
+    shards = _shards_table(document)
+    if shards is not None:
+        console.print(shards)
     console.print(_queues_table(document))
     timeline = _timeline_table(document)
     if timeline is not None:
@@ -42,10 +45,32 @@ def render(document: dict[str, Any], console: Console, *, title: str) -> None:
     console.print(_timings_line(document))
 
 
+def _shards_table(document: dict[str, Any]) -> Table | None:
+    """The scheduling shards of a partitioned run (node pools): each schedules its own nodes and queues."""
+    shards = document.get("shards")
+    if not shards:
+        return None
+    table = Table(title="Scheduling shards (node pools)", title_justify="left")
+    for column in ("shard", "node pool", "nodes", "GPUs allocated", "queues"):
+        table.add_column(column, justify="right" if column in ("nodes", "GPUs allocated") else "left")
+    for shard in shards:
+        gpu = shard["gpu"]
+        table.add_row(
+            shard["name"],
+            shard["nodePool"],
+            str(shard["nodes"]),
+            f"{_num(gpu['allocated'])} of {_num(gpu['capacity'])}",
+            ", ".join(shard["queues"]),
+        )
+    return table
+
+
 def _queues_table(document: dict[str, Any]) -> Table:
+    sharded = "shards" in document
     table = Table(title="Queues", title_justify="left")
     for column in (
         "queue",
+        *(("shard",) if sharded else ()),
         "parent",
         "GPU fair share",
         "GPU allocated",
@@ -53,11 +78,12 @@ def _queues_table(document: dict[str, Any]) -> Table:
         "CPU alloc/fair",
         "memory alloc/fair",
     ):
-        table.add_column(column, justify="left" if column in ("queue", "parent") else "right")
+        table.add_column(column, justify="left" if column in ("queue", "shard", "parent") else "right")
     for queue in document["queues"]:
         fair, allocated, requested = queue["fairShare"], queue["allocated"], queue["requested"]
         table.add_row(
             queue["name"],
+            *((queue["shard"] or "(none)",) if sharded else ()),
             queue["parent"] or "",
             _num(fair["gpu"]),
             _num(allocated["gpu"]),
