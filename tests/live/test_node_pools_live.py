@@ -9,7 +9,7 @@ from typing import Any
 
 from live_support import FakeGpuNodes, eventually, run
 
-from helpers import node_manifest, pod_manifest, queue_manifest
+from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import parse_config, shard_config, shard_partition
 from kai_scheduler.k8s.components import RunOptions, run_components
@@ -86,6 +86,9 @@ def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:
             for i in range(2):
                 store.create(in_pool("a", pod_manifest(f"a2-{i}", "qa2", gpus=1)))
             store.create(in_pool("b", pod_manifest("b-0", "qb", gpus=1)))
+            # A pod without the label whose PodGroup is pool b's: pool b schedules it and labels it.
+            store.create(in_pool("b", pod_group_manifest("gb-1", "qb")))
+            store.create(pod_manifest("b-1", "qb", gpus=1, group="gb-1"))
             store.create(pod_manifest("d-0", "qb", gpus=1))  # no pool label: the default shard's
             await eventually(
                 lambda: (
@@ -99,14 +102,15 @@ def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:
 
     run(body(), timeout=60)
     where = placed(store)
-    assert where["a2-0"] == where["a2-1"] == "a0" and where["b-0"] == "b0"
-    assert all(node != "b0" for name, node in where.items() if name != "b-0")
+    assert where["a2-0"] == where["a2-1"] == "a0" and where["b-0"] == where["b-1"] == "b0"
+    assert all(node != "b0" for name, node in where.items() if not name.startswith("b-"))
+    assert store.get("pods", "b-1", "default")["metadata"]["labels"][POOL] == "b"  # KAI: the bound pod's pool
     assert "d-0" not in where  # nobody serves the default pool here
     # Each PodGroup carries its pod's pool (the pod grouper), and each BindRequest its scheduler's.
     groups = {g["metadata"]["name"]: g for g in store.list("podgroups", "default")}
     assert all(g["metadata"]["labels"].get(POOL) == "b" for name, g in groups.items() if "b-0" in name)
     for request in store.list("bindrequests", "default"):
-        pool = "b" if request["spec"]["podName"] == "b-0" else "a"
+        pool = "b" if request["spec"]["podName"].startswith("b-") else "a"
         assert request["metadata"]["labels"][POOL] == pool
     # Pool a's scheduler reclaimed exactly qa1's two GPUs above its pool share.
     evicted = [e.name for e in store.evictions]

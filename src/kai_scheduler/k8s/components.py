@@ -171,7 +171,7 @@ async def _scheduler(
         binder=binder,
         leader_election=options.leader_elect,
         lease_namespace=options.lease_namespace,
-        metrics=SchedulerMetrics(registry),
+        metrics=SchedulerMetrics(registry, node_pool=partition.pool),
         ready=synced,
         # KAI's scheduler of a shard with a partition value elects its leader as `<scheduler>-<value>`.
         lease_name=LEASES["scheduler"] + (f"-{partition.value}" if partition.value else ""),

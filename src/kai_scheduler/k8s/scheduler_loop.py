@@ -454,6 +454,23 @@ class SchedulerLoop:
                 await self._delete_bind_request(namespace, name)
         self.binding[decision.pod] = (uid, Placed(decision.node, decision.gpu_groups, decision.claims))
         report.bind_requests.append(decision.pod)
+        await self._label_pool(namespace, name, meta)
+
+    async def _label_pool(self, namespace: str, name: str, meta: JsonObject) -> None:
+        """KAI's `nodePoolLabelsChange`: a pod bound by the scheduler of a pool (a shard with a partition
+        value) carries that pool's label, added when it lacks it (its PodGroup brought it to the shard)."""
+        partition = self.partition
+        if partition is None or partition.value is None:
+            return
+        if (meta.get("labels") or {}).get(partition.label_key) == partition.value:
+            return
+        try:
+            await self.client.patch(
+                PODS, name, {"metadata": {"labels": {partition.label_key: partition.value}}}, namespace
+            )
+        except ApiStatusError as error:
+            if error.code != 404:  # gone: nothing to label
+                raise
 
     async def _get_bind_request(self, namespace: str, name: str) -> JsonObject | None:
         try:
