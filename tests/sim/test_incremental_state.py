@@ -24,7 +24,7 @@ from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome
 from kai_scheduler.cluster.shards import ShardRun
-from kai_scheduler.framework.config import SchedulerConfig, parse_config
+from kai_scheduler.framework.config import SchedulerConfig, config_document, parse_config
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
@@ -209,3 +209,16 @@ def test_busy_cluster_decides_as_a_rebuilt_one(seed: int) -> None:
     kinds = {(d[2], d[3]) for d in ours}
     assert ("allocate", "bind") in kinds and any(action != "allocate" for action, _ in kinds), kinds
     assert checking.compared > 20
+
+
+@pytest.mark.parametrize(("path", "config"), [p for p in inputs() if "node-pools" not in str(p.values[0])])
+def test_one_default_shard_decides_as_one_scheduler(path: Path, config: Path | None) -> None:
+    """KAI's default shard holds every object that carries no node-pool label: on such inputs, the sharded
+    simulator (one shard on its own cache) decides exactly as the unpartitioned one."""
+    plain = simulation(path, config)
+    document = config_document(plain.config)
+    document["shards"] = [{"name": "default"}]
+    objects = [loaded.obj for loaded in load_manifests([path])]
+    sharded = Simulation(objects, parse_config(document), plain.options)
+    assert sharded.sharded is not None
+    assert decisions(sharded) == decisions(plain)

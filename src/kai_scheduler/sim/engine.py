@@ -83,24 +83,24 @@ class Simulation:
         cache = ShardedCache(self.shards) if self.shards is not None else None
         self.cluster = build_cluster(objects, options.start, cache)
         self.cluster.stale_grace = config.default_staleness_grace_period
-        # Time-based fairness: the queues' usage, recorded after each cycle until the next one (per shard:
-        # each of KAI's schedulers keeps its own).
+        # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
         self.driver = CycleDriver(config, self.cluster.cache, self.usage)
-        self.sharded: ShardedDriver | None = None
         self.usage_resolution: float | None = self.usage.history.params.resolution if self.usage else None
+        # Node pools: every shard's scheduler on its own cache, each with its own usage history (as each
+        # of KAI's schedulers keeps its own); `driver` and `usage` above are then not used.
+        self.sharded: ShardedDriver | None = None
         if plans is not None and isinstance(cache, ShardedCache):
-            usages: list[UsageSource | None] = []
-            for plan in plans:
-                usage_db = plan.config.usage_db
-                recorder = UsageRecorder(usage_db.params(options.start)) if usage_db else None
-                usages.append(recorder)
-                if recorder is not None:
-                    resolution = recorder.history.params.resolution
-                    self.usage_resolution = min(resolution, self.usage_resolution or resolution)
-            self.sharded = ShardedDriver(
-                cache, [(p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)]
-            )
+            usages = [
+                UsageRecorder(p.config.usage_db.params(options.start)) if p.config.usage_db else None
+                for p in plans
+            ]
+            resolutions = [u.history.params.resolution for u in usages if u is not None]
+            self.usage_resolution = min(resolutions) if resolutions else None
+            shards: list[tuple[str, Partition, SchedulerConfig, UsageSource | None]] = [
+                (p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)
+            ]
+            self.sharded = ShardedDriver(cache, shards)
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
