@@ -145,3 +145,14 @@ def test_bad_shards_are_one_line_errors(document: dict[str, Any], message: str) 
 def test_an_unknown_shard_is_named() -> None:
     with pytest.raises(ConfigError, match="no such shard"):
         shard_config(parse_config(SHARDS), "pool-c")
+
+
+def test_run_names_an_unknown_shard_in_one_line(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from kai_scheduler.cli import main
+
+    config = tmp_path / "config.yaml"
+    config.write_text("shards: [{name: pool-a, partitionLabelValue: a}]\n")
+    assert main(["run", "--component", "scheduler", "--config", str(config), "--shard", "pool-b"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("kai-scheduler: error: --shard: shard 'pool-b': no such shard (shards: pool-a)")
+    assert "\n" not in error
