@@ -40,6 +40,8 @@ from kai_scheduler.model.resources import EPSILON, Resources
 
 # Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
 MAX_SCENARIOS = 64
+# Committable scenarios compared after the first when a plugin judges outcomes (see `_Choice`).
+ALTERNATIVES = 8
 
 # Checks a simulated scenario: the preemptor, and the victims in the order they were taken (each still
 # RELEASING if it stays evicted, else placed again).
@@ -412,7 +414,10 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     # Whether the pod fits anywhere as the cluster is (without evicting anything): if not, a scenario
     # whose victims all go back where they were before its turn cannot place it either.
     fits_now = replays is not None and bool(session.candidate_nodes(task).any())
+    choice = _Choice(session, statement)
     for victim in victims:
+        if not choice.still_looking(victim):
+            break
         taken.setdefault(victim.job, []).extend(victim.tasks)
         for victim_task in victim.tasks:
             on_node.setdefault(victim_task.node, {})[victim.job] = None
@@ -453,12 +458,63 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
             else:
                 outcome = _simulate(session, statement, scenario, evicted)
             if outcome is Outcome.COMMITTABLE:
-                statement.commit()
-                return True
-            statement.discard()
+                if choice.judge is None:
+                    statement.commit()
+                    return True
+                choice.offer(victim, evicted)  # (and undone)
+            else:
+                statement.discard()
             if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
-                return False
-    return False
+                return choice.commit(scenario)
+    return choice.commit(scenario)
+
+
+class _Choice:
+    """Which committable scenario of a one-pod search to take. KAI takes the first. A plugin that judges
+    outcomes (`outcome_stranded`, gpufragmentation's) makes the search go on among victims KAI's order
+    ranks alike (the same rank but for age: priority, elastic state), for at most ALTERNATIVES more
+    committable scenarios, and takes the one that leaves the fewest GPUs stranded on the nodes it
+    touches (the change against the cluster as it was; ties: the first found)."""
+
+    def __init__(self, session: Session, statement: Statement) -> None:
+        self.session = session
+        self.statement = statement
+        self.judge = session.points.outcome_stranded
+        self.best: tuple[float, list[TaskInfo]] | None = None
+        self.rank: tuple[Any, ...] | None = None  # the rank of the first committable scenario's victim
+        self.found = 0
+
+    def _rank(self, victim: VictimUnit) -> tuple[Any, ...]:
+        job = victim.job
+        return self.session.victim_order_key(job, len(active_tasks(self.session, job)))[:-2]
+
+    def still_looking(self, victim: VictimUnit) -> bool:
+        return self.rank is None or (self.found <= ALTERNATIVES and self._rank(victim) == self.rank)
+
+    def offer(self, victim: VictimUnit, evicted: list[TaskInfo]) -> None:
+        """Judge the committable scenario now on the statement, then undo it."""
+        assert self.judge is not None
+        touched = sorted({t.node for t in evicted} | {n for _, n, _ in self.statement.placements_since(0)})
+        after = self.judge(touched)
+        self.statement.discard()
+        cost = after - self.judge(touched)
+        if self.rank is None:
+            self.rank = self._rank(victim)
+        self.found += 1
+        if self.best is None or cost < self.best[0] - EPSILON:
+            self.best = (cost, list(evicted))
+
+    def commit(self, scenario: Scenario) -> bool:
+        """Simulate the chosen scenario again (the same cluster, the same outcome) and commit it."""
+        if self.best is None:
+            return False
+        evicted = self.best[1]
+        for task in evicted:
+            self.statement.evict(task, scenario.reason(task))
+        outcome = _simulate(self.session, self.statement, scenario, evicted)
+        assert outcome is Outcome.COMMITTABLE, "a scenario simulated again must end as before"
+        self.statement.commit()
+        return True
 
 
 def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:

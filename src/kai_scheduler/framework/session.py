@@ -98,6 +98,10 @@ class ExtensionPoints:
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
+    # The GPUs stranded on these nodes as the session's state leaves them once their releases end (lower
+    # is better): lets the victim solver prefer, among victims of one rank, the outcome that strands the
+    # fewest (not KAI's: gpufragmentation registers it).
+    outcome_stranded: Callable[[list[int]], float] | None = None
     quota_checks: list[JobCapacityCheck] = field(default_factory=list)
     gpu_chooser: GpuChooser | None = None
     # Reclaim: may the job take resources from other queues, and is a scenario (victims evicted,

@@ -128,6 +128,27 @@ def node_states(table: NodeTable, rows: IntArray, width: int, mig: IntArray) -> 
     )
 
 
+def node_states_soon(table: NodeTable, rows: IntArray, mig: IntArray) -> NodeStates:
+    """`node_states` once the pods being released are gone: what a scenario of the victim actions (its
+    victims evicted, its preemptor and moved victims pipelined) leaves on the nodes."""
+    groups = table.groups
+    width = max((len(groups.get(node, ())) for node in rows.tolist()), default=0) + 1
+    shared = np.zeros((rows.size, width))
+    for i, node in enumerate(rows.tolist()):
+        for j, group in enumerate(groups.get(node, ())):
+            shared[i, j] = group.free_soon
+    return NodeStates(
+        nodes=rows,
+        cpu=table.cap_cpu[rows] - table.used_cpu[rows] + table.rel_cpu[rows],
+        memory=table.cap_memory[rows] - table.used_memory[rows] + table.rel_memory[rows],
+        whole=(table.free_gpus[rows] + table.rel_gpus[rows]).astype(np.float64),
+        shared=shared,
+        mig=table.cap_scalars[rows][:, mig]
+        - table.used_scalars[rows][:, mig]
+        + table.rel_scalars[rows][:, mig],
+    )
+
+
 def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Each row's stranded GPUs, the expected least any of `OFFERS` pods of the mix would strand there
     (see the module's description), and its idle GPUs."""

@@ -9,7 +9,10 @@ its scores lie in `nodeplacement`'s band (0-9): a nominated node, pod affinity, 
 after releases (nodeavailability) and CPU-only nodes for CPU-only pods (resourcetype) still come first.
 
 It works wherever the session places a pod: allocate, and the moves and preemptors of consolidation,
-reclaim and preempt; gangs, topology domains and queue order are the session's, unchanged.
+reclaim and preempt; gangs, topology domains and queue order are the session's, unchanged. It also judges
+the outcomes of those actions' scenarios (`outcome_stranded`: the GPUs stranded on some nodes once their
+releases end), so that among victims KAI's order ranks alike the solver takes those whose outcome strands
+the fewest GPUs (see `actions.victims`).
 
 Arguments (numbers, or strings as KAI writes plugin arguments): `coverage` (default 1.0), the share of
 the GPU pods (live and recent) the mix's classes must cover, the most frequent classes first;
@@ -22,11 +25,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import numpy as np
+
 from kai_scheduler.framework.session import Session, pack_gpus
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
-from kai_scheduler.plugins.fragmentation.measure import mig_columns, mix_arrays, scarcity_weighted
+from kai_scheduler.plugins.fragmentation.measure import (
+    evaluate,
+    mig_columns,
+    mix_arrays,
+    node_states_soon,
+    scarcity_weighted,
+)
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
 from kai_scheduler.plugins.predicates import gpu_kind_nodes
 
@@ -87,6 +98,12 @@ class GpuFragmentationPlugin:
             return costs.choose_gpus(node, portion, devices)
 
         session.points.gpu_chooser = choose
+
+        def stranded(rows: list[int]) -> float:
+            nodes = np.array(sorted(rows), dtype=np.int64)
+            return float(evaluate(mix, node_states_soon(table, nodes, mig), mig_units)[0].sum())
+
+        session.points.outcome_stranded = stranded
 
     def on_session_close(self, session: Session) -> None:
         self.costs = None
