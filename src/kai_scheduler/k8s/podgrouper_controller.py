@@ -46,6 +46,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.cluster.podgrouper import (
+    DEFAULT_GROUPER_DEFAULTS,
+    GrouperDefaults,
+    GroupingError,
+    PodGroupPlan,
+    plan_pod_group,
+    pod_group_manifest,
+)
 from kai_scheduler.k8s.client import (
     POD_GROUPS,
     PODS,
@@ -57,14 +65,6 @@ from kai_scheduler.k8s.client import (
 from kai_scheduler.k8s.events import record_event
 from kai_scheduler.k8s.informers import POD_GROUP_INDEX, Backoff, Informer, InformerSet, object_key
 from kai_scheduler.k8s.leader import LeaderElector
-from kai_scheduler.k8s.podgrouper import (
-    DEFAULT_GROUPER_DEFAULTS,
-    GrouperDefaults,
-    GroupingError,
-    PodGroupPlan,
-    plan_pod_group,
-    pod_group_manifest,
-)
 
 log = logging.getLogger(__name__)
 

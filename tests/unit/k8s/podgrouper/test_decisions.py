@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pg_objects import obj, pod
 
-from kai_scheduler.k8s.podgrouper import (
+from kai_scheduler.cluster.podgrouper import (
     GrouperDefaults,
     GroupingError,
     KindDefaults,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from kai_scheduler.k8s.podgrouper._common import (
+from kai_scheduler.cluster.podgrouper._common import (
     BUILD,
     INFERENCE,
     PRIORITY_LABEL,
@@ -26,10 +26,10 @@ from kai_scheduler.k8s.podgrouper._common import (
     segment_of,
     segment_sub_groups,
 )
-from kai_scheduler.k8s.podgrouper._fields import Node, int_text
-from kai_scheduler.k8s.podgrouper.errors import GroupingError
-from kai_scheduler.k8s.podgrouper.owners import KObject
-from kai_scheduler.k8s.podgrouper.plan import PodGroupPlan, SubGroupPlan
+from kai_scheduler.cluster.podgrouper._fields import Node, int_text
+from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.cluster.podgrouper.owners import KObject
+from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan
 
 Grouper = Callable[[Context], PodGroupPlan]
 

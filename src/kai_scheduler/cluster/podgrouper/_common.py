@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.k8s.podgrouper._fields import Node, int_text
-from kai_scheduler.k8s.podgrouper.errors import GroupingError
-from kai_scheduler.k8s.podgrouper.owners import KObject
-from kai_scheduler.k8s.podgrouper.plan import (
+from kai_scheduler.cluster.podgrouper._fields import Node, int_text
+from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.cluster.podgrouper.owners import KObject
+from kai_scheduler.cluster.podgrouper.plan import (
     PREEMPTIBILITY_VALUES,
     GrouperDefaults,
     PodGroupPlan,

@@ -3,10 +3,10 @@
 `plan_pod_group` is the entry point; docs/podgrouper.md lists the rules per workload kind.
 """
 
-from kai_scheduler.k8s.podgrouper.errors import GroupingError
-from kai_scheduler.k8s.podgrouper.grouper import DEFAULT_GROUPER_DEFAULTS, plan_pod_group
-from kai_scheduler.k8s.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
-from kai_scheduler.k8s.podgrouper.plan import (
+from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.cluster.podgrouper.grouper import DEFAULT_GROUPER_DEFAULTS, plan_pod_group
+from kai_scheduler.cluster.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
+from kai_scheduler.cluster.podgrouper.plan import (
     GrouperDefaults,
     KindDefaults,
     PodGroupPlan,
