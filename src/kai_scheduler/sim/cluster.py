@@ -32,6 +32,7 @@ from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 from kai_scheduler.sim.claims import SimClaims, made_claims
+from kai_scheduler.sim.workloads import SimWorkloads, Workload
 
 # Objects without a creation timestamp are created just before second 0, in input order.
 _BEFORE_START = -1e-9
@@ -114,6 +115,12 @@ class SimCluster:
         self._finishing: list[tuple[float, int, SimPod]] = []  # (finish time, tie, pod): a heap
         self._nominated: set[SimPod] = set()
         self._terminating = [pod for pod in pods if pod.terminating]
+        # The workloads' controllers (none: the input has no workloads), the pods whose phase changed since
+        # they last looked, and the next free creation rank for what they make.
+        self.workloads: SimWorkloads | None = None
+        self._changed: list[SimPod] = []
+        self._evicted: list[SimPod] = []
+        self.next_rank = len(pods) + len(pod_groups)
 
     # --- what the scheduler sees ---------------------------------------------------------------------
 
@@ -168,6 +175,7 @@ class SimCluster:
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at = self.now
                 pod.finish_at = None if pod.duration is None else self.now + pod.duration
+                self._changed.append(pod)
                 if pod.finish_at is not None:
                     heapq.heappush(self._finishing, (pod.finish_at, id(pod), pod))
             elif decision.type == "pipeline":
@@ -182,6 +190,7 @@ class SimCluster:
                 self._nominated.discard(pod)
                 if pod.phase == "Running":  # not one already recreated (moved, then taken again)
                     pod.evictions += 1
+                    self._evicted.append(pod)
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
@@ -212,6 +221,47 @@ class SimCluster:
                 if pod.pod.spec.resource_claims:
                     self.claims.released(pod.pod)
                 self._update(pod)
+                self._changed.append(pod)
+
+    def run_controllers(self) -> None:
+        """The workloads' controllers react to what happened since they last looked (binds, completions,
+        evictions) and to the clock: new pods and PodGroups arrive now, deleted pods go."""
+        workloads = self.workloads
+        if workloads is None:
+            return
+        changed, self._changed = self._changed, []
+        for pod in self._evicted:
+            if workloads.owns(pod.pod) and not workloads.replaced_by_name(pod.pod):
+                # Deleted by the eviction: its controller makes a new pod in its place; this one stays in
+                # the record as Failed.
+                pod.phase = "Failed"
+                self._update(pod)
+            changed.append(pod)
+        self._evicted = []
+        made = workloads.react(self.now, [(pod.pod, pod.phase) for pod in changed])
+        for group in made.pod_groups:
+            self.pod_groups.append((group, self.next_rank, self.now))
+            self._arrivals.append((self.now, -1, PodGroupState(group, self.next_rank)))
+            self.next_rank += 1
+        for new in made.pods:
+            sim_pod = _sim_pod(new, self.next_rank, self.now)
+            self.next_rank += 1
+            self.pods.append(sim_pod)
+            self._by_key[sim_pod.key] = sim_pod
+            self._arrivals.append((self.now, -1, sim_pod))
+        for key in made.deleted:
+            self._delete(key)
+
+    def _delete(self, key: str) -> None:
+        pod = self._by_key.pop(key, None)
+        if pod is None:
+            return
+        if pod.pod.spec.resource_claims and pod.phase == "Running":
+            self.claims.released(pod.pod, gone=True)
+        pod.finish_at = None
+        self._nominated.discard(pod)
+        self.cache.remove_pod(key)
+        self.pods = [p for p in self.pods if p is not pod]
 
     def next_event_after(self, time: float) -> float | None:
         """When something next arrives, completes or falls due (a stale gang's grace period, the end of a
@@ -222,6 +272,10 @@ class SimCluster:
             times.append(finish)
         if self.wake_at is not None:
             times.append(self.wake_at)
+        if self.workloads is not None:
+            controllers = self.workloads.next_event_after(time)
+            if controllers is not None:
+                times.append(controllers)
         later = [t for t in times if t > time + 1e-9]
         if self.stale_grace >= 0:
             # A stale gang's deadline counts even when it is already due: the next cycle evicts it.
@@ -254,10 +308,16 @@ class SimDra:
 
 
 def build_cluster(
-    objects: Sequence[ApiObject], start: datetime, cache: ClusterCache | None = None
+    loaded: Sequence[ApiObject | Workload], start: datetime, cache: ClusterCache | None = None
 ) -> SimCluster:
     """Turn loaded objects (in input order) into the simulated cluster at second 0 (its scheduler's view:
-    `cache`, by default a new `ClusterCache`)."""
+    `cache`, by default a new `ClusterCache`); workloads there at second 0 become their pods first."""
+    workloads = SimWorkloads(start) if any(isinstance(o, Workload) for o in loaded) else None
+    objects = (
+        workloads.initial(loaded)
+        if workloads is not None
+        else [o for o in loaded if not isinstance(o, Workload)]
+    )
     nodes = [o for o in objects if isinstance(o, Node)]
     queues = [o for o in objects if isinstance(o, Queue)]
     topologies = [o for o in objects if isinstance(o, Topology)]
@@ -323,6 +383,7 @@ def build_cluster(
             seconds_since(annotations.get(c.STALE_PODGROUP_TIMESTAMP_ANNOTATION), start),
         )
         cluster.cache.set_job_times(pod_group.key, times)
+    cluster.workloads = workloads
     return cluster
 
 

@@ -20,6 +20,7 @@ from kai_scheduler.model.snapshot import JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.sim import gc_policy
 from kai_scheduler.sim.cluster import SimCluster, build_cluster
+from kai_scheduler.sim.workloads import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ def shard_plans(config: SchedulerConfig, objects: Sequence[ApiObject]) -> list[S
 
 class Simulation:
     def __init__(
-        self, objects: Sequence[ApiObject], config: SchedulerConfig, options: SimulationOptions
+        self, objects: Sequence[ApiObject | Workload], config: SchedulerConfig, options: SimulationOptions
     ) -> None:
         self.config = config
         self.options = options
@@ -152,6 +153,7 @@ class Simulation:
         cluster = self.cluster
         cluster.now = now
         cluster.complete_due()
+        cluster.run_controllers()
         cluster.admit_arrivals()
         result, seconds, times = self._schedule(number, now)
         cluster.cache.replace_job_times(times)

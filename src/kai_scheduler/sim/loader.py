@@ -19,6 +19,7 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import object_key, object_ref, parse_object
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.sim.gc_policy import collector_paused
+from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
 
 # The C loader is several times faster, which matters for 10,000+ pod documents; the pure-Python one is a
 # fallback for Python builds without libyaml. Both are "safe": no arbitrary Python objects from YAML tags.
@@ -71,7 +72,7 @@ class LoadedObject:
     """An object and where it came from: `index` is its 1-based document in `source`, `item` its 1-based
     position inside a `kind: List` document (None otherwise), `line` the 1-based line where it starts."""
 
-    obj: ApiObject
+    obj: ApiObject | Workload
     source: str
     index: int
     item: int | None = None
@@ -107,7 +108,7 @@ def load_manifests(paths: Sequence[str]) -> list[LoadedObject]:
     with collector_paused():
         for file in _expand(paths):
             for entry in _load_file(file):
-                previous = first_seen.setdefault(object_key(entry.obj), entry)
+                previous = first_seen.setdefault(_key(entry.obj), entry)
                 if previous is not entry:
                     raise _duplicate(entry, previous)
                 loaded.append(entry)
@@ -270,10 +271,19 @@ def _typed_item(entry: Any, listing: dict[str, Any]) -> Any:
 
 def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> LoadedObject:
     try:
-        obj = parse_object(data, source, index, item)
+        # Workloads (Jobs, Deployments, ...) are their controllers' to expand: `sim.workloads`.
+        obj: ApiObject | Workload = (
+            parse_workload(data, source, index, item)
+            if is_workload_document(data)
+            else parse_object(data, source, index, item)
+        )
     except ManifestError as exc:
         raise exc.located(line=line) from None
     return LoadedObject(obj, source, index, item, line)
+
+
+def _key(obj: ApiObject | Workload) -> tuple[str, str, str]:
+    return obj.key if isinstance(obj, Workload) else object_key(obj)
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -293,7 +303,8 @@ def _syntax_error(source: str, exc: yaml.MarkedYAMLError) -> ManifestError:
 
 
 def _duplicate(entry: LoadedObject, previous: LoadedObject) -> ManifestError:
-    ref = object_ref(entry.obj)
+    obj = entry.obj
+    ref = f"{obj.kind} {obj.namespace}/{obj.metadata.name}" if isinstance(obj, Workload) else object_ref(obj)
     return ManifestError(
         entry.source,
         f"duplicate {ref}: already defined in {previous.location}",

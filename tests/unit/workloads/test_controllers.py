@@ -1,0 +1,433 @@
+"""Each workload kind expands into the pods its controller makes, grouped as the live pod grouper groups
+them, and the controllers act in simulated time."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.objects import Pod, PodGroup
+from kai_scheduler.cluster.podgrouper import plan_pod_group, pod_group_manifest
+from kai_scheduler.framework.config import parse_config
+from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.sim.cluster import build_cluster
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.loader import load_manifests
+from kai_scheduler.workloads.cron import parse_schedule
+from kai_scheduler.workloads.runtime import Runtime
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+CLUSTER = """
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec: {resources: {gpu: {quota: 16}, cpu: {quota: -1}, memory: {quota: -1}}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8", pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8", pods: "110"}}
+"""
+
+
+def template(gpu: int = 1, duration: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"labels": dict(labels)}
+    if duration:
+        meta["annotations"] = {"simulation.kai.scheduler/duration": duration}
+    return {
+        "metadata": meta,
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": str(gpu)}}}
+            ],
+        },
+    }
+
+
+def workload(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default", "labels": {"kai.scheduler/queue": "team-a"}},
+        "spec": spec,
+    }
+
+
+RAY_SPEC = {
+    "headGroupSpec": {"template": template(0)},
+    "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 1, "template": template(1)}],
+}
+
+# kind -> (manifest, the pod names, minMember of each PodGroup by name prefix, sub-groups)
+CASES: dict[str, tuple[dict[str, Any], list[str], int, list[str]]] = {
+    "Job": (
+        workload("batch/v1", "Job", "train", {"parallelism": 2, "completions": 3, "template": template()}),
+        [r"train-[b-z2-9]{5}", r"train-[b-z2-9]{5}"],
+        1,
+        [],
+    ),
+    "IndexedJob": (
+        workload(
+            "batch/v1",
+            "Job",
+            "idx",
+            {"parallelism": 3, "completions": 3, "completionMode": "Indexed", "template": template()},
+        ),
+        [r"idx-0-[b-z2-9]{5}", r"idx-1-[b-z2-9]{5}", r"idx-2-[b-z2-9]{5}"],
+        1,
+        [],
+    ),
+    "Deployment": (
+        workload(
+            "apps/v1",
+            "Deployment",
+            "web",
+            {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template(app="web")},
+        ),
+        [r"web-[b-z2-9]{1,10}-[b-z2-9]{5}"] * 2,
+        1,
+        [],
+    ),
+    "ReplicaSet": (
+        workload("apps/v1", "ReplicaSet", "rs", {"replicas": 2, "template": template()}),
+        [r"rs-[b-z2-9]{5}"] * 2,
+        1,
+        [],
+    ),
+    "StatefulSet": (
+        workload(
+            "apps/v1",
+            "StatefulSet",
+            "db",
+            {"replicas": 3, "podManagementPolicy": "Parallel", "template": template()},
+        ),
+        ["db-0", "db-1", "db-2"],
+        1,
+        [],
+    ),
+    "PyTorchJob": (
+        workload(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            "pt",
+            {
+                "pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": template()},
+                    "Worker": {"replicas": 2, "template": template()},
+                }
+            },
+        ),
+        ["pt-master-0", "pt-worker-0", "pt-worker-1"],
+        3,
+        ["master", "worker"],
+    ),
+    "TFJob": (
+        workload(
+            "kubeflow.org/v1",
+            "TFJob",
+            "tf",
+            {
+                "tfReplicaSpecs": {
+                    "PS": {"replicas": 1, "template": template(0)},
+                    "Worker": {"replicas": 2, "template": template()},
+                }
+            },
+        ),
+        ["tf-ps-0", "tf-worker-0", "tf-worker-1"],
+        3,
+        ["ps", "worker"],
+    ),
+    "XGBoostJob": (
+        workload(
+            "kubeflow.org/v1",
+            "XGBoostJob",
+            "xgb",
+            {
+                "xgbReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": template()},
+                    "Worker": {"replicas": 1, "template": template()},
+                }
+            },
+        ),
+        ["xgb-master-0", "xgb-worker-0"],
+        2,
+        ["master", "worker"],
+    ),
+    "JAXJob": (
+        workload(
+            "kubeflow.org/v1",
+            "JAXJob",
+            "jax",
+            {"jaxReplicaSpecs": {"Worker": {"replicas": 2, "template": template()}}},
+        ),
+        ["jax-worker-0", "jax-worker-1"],
+        2,
+        ["worker"],
+    ),
+    "MPIJob": (
+        workload(
+            "kubeflow.org/v2beta1",
+            "MPIJob",
+            "mpi",
+            {
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": template(0)},
+                    "Worker": {"replicas": 2, "template": template()},
+                }
+            },
+        ),
+        [r"mpi-launcher-[b-z2-9]{5}", "mpi-worker-0", "mpi-worker-1"],
+        3,
+        ["launcher", "worker"],
+    ),
+    "RayCluster": (
+        workload("ray.io/v1", "RayCluster", "rc", copy.deepcopy(RAY_SPEC)),
+        [r"rc-head-[b-z2-9]{5}", r"rc-gpu-worker-[b-z2-9]{5}", r"rc-gpu-worker-[b-z2-9]{5}"],
+        2,
+        ["headgroup", "gpu"],
+    ),
+    "RayJob": (
+        workload(
+            "ray.io/v1",
+            "RayJob",
+            "rj",
+            {"entrypoint": "python x.py", "rayClusterSpec": copy.deepcopy(RAY_SPEC)},
+        ),
+        [
+            r"rj-[b-z2-9]{5}-head-[b-z2-9]{5}",
+            r"rj-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
+            r"rj-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
+        ],
+        2,
+        ["headgroup", "gpu", "submitter"],
+    ),
+    "JobSet": (
+        workload(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            "js",
+            {
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": 2,
+                        "template": {
+                            "spec": {
+                                "parallelism": 2,
+                                "completions": 2,
+                                "completionMode": "Indexed",
+                                "template": template(),
+                            }
+                        },
+                    }
+                ]
+            },
+        ),
+        [
+            r"js-workers-0-0-[b-z2-9]{5}",
+            r"js-workers-0-1-[b-z2-9]{5}",
+            r"js-workers-1-0-[b-z2-9]{5}",
+            r"js-workers-1-1-[b-z2-9]{5}",
+        ],
+        4,
+        [],
+    ),
+    "LeaderWorkerSet": (
+        workload(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            "lws",
+            {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "workerTemplate": template()}},
+        ),
+        ["lws-0", "lws-1", "lws-0-1", "lws-0-2", "lws-1-1", "lws-1-2"],
+        3,
+        ["leader", "workers"],
+    ),
+}
+
+
+def load(tmp_path: Path, *docs: dict[str, Any]) -> list[Any]:
+    path = tmp_path / "input.yaml"
+    path.write_text(CLUSTER + "".join("---\n" + yaml.safe_dump(doc) for doc in docs))
+    return [loaded.obj for loaded in load_manifests([str(path)])]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_kind_expands_as_its_controller_and_groups_as_the_live_grouper(
+    tmp_path: Path, case: str
+) -> None:
+    manifest, names, min_member, sub_groups = CASES[case]
+    cluster = build_cluster(load(tmp_path, manifest), START)
+    pods = [p.pod for p in cluster.pods]
+    assert len(pods) == len(names)
+    import re
+
+    for pattern in names:
+        assert any(re.fullmatch(pattern, pod.metadata.name) for pod in pods), (
+            pattern,
+            [p.metadata.name for p in pods],
+        )
+    groups = {pg.metadata.name: pg for pg, _, _ in cluster.pod_groups}
+    runtime = cluster.workloads.runtime if cluster.workloads else None
+    assert runtime is not None
+    for pod in pods:
+        # The live pod grouper, called directly on the pod and its owners as the controllers made them.
+        made = runtime.find("Pod", "default", pod.metadata.name)
+        assert made is not None
+        plan = plan_pod_group(made, runtime.owners(made))
+        expected = pod_group_manifest(plan)
+        group = groups[plan.name]
+        assert pod.metadata.annotations["pod-group-name"] == plan.name
+        assert group.spec.min_member == expected["spec"]["minMember"] == min_member
+        assert group.spec.queue == expected["spec"]["queue"] == "team-a"
+        assert group.spec.priority_class_name == expected["spec"]["priorityClassName"]
+        assert [g.name for g in group.spec.sub_groups] == [
+            g["name"] for g in expected["spec"].get("subGroups", [])
+        ]
+        assert [g.name for g in group.spec.sub_groups] == sub_groups
+        # ownerReferences: the pod's controller, as the real controller sets it.
+        (owner,) = [r for r in pod.metadata.owner_references if r.controller]
+        assert runtime.objects[owner.uid]["metadata"]["name"] == owner.name
+
+
+def run(tmp_path: Path, *docs: dict[str, Any], until: float) -> Simulation:
+    simulation = Simulation(
+        load(tmp_path, *docs), parse_config(None), SimulationOptions(start=START, until=until)
+    )
+    simulation.run()
+    return simulation
+
+
+def test_job_makes_its_next_pod_when_one_succeeds(tmp_path: Path) -> None:
+    job = workload(
+        "batch/v1", "Job", "train", {"parallelism": 1, "completions": 3, "template": template(8, "10m")}
+    )
+    sim = run(tmp_path, job, until=3600)
+    pods = sorted(sim.cluster.pods, key=lambda p: p.scheduled_at or 0)
+    assert [p.phase for p in pods] == ["Succeeded"] * 3
+    assert [p.scheduled_at for p in pods] == [0.0, 600.0, 1200.0]
+    runtime = sim.cluster.workloads.runtime  # type: ignore[union-attr]
+    status = runtime.find("Job", "default", "train")["status"]  # type: ignore[index]
+    assert status["succeeded"] == 3 and status["conditions"][0]["type"] == "Complete"
+
+
+def test_deployment_replaces_an_evicted_pod_with_a_new_one(tmp_path: Path) -> None:
+    deployment = workload(
+        "apps/v1",
+        "Deployment",
+        "web",
+        {"replicas": 1, "selector": {"matchLabels": {}}, "template": template(1)},
+    )
+    cluster = build_cluster(load(tmp_path, deployment), START)
+    cluster.admit_arrivals()
+    (pod,) = cluster.pods
+    cluster.apply([Decision("allocate", "bind", pod.key, "n1", (), "")])
+    cluster.apply([Decision("reclaim", "evict", pod.key, "n1", (), "")])
+    cluster.now = 30.0
+    cluster.run_controllers()
+    cluster.admit_arrivals()
+    old, new = cluster.pods
+    assert old.phase == "Failed" and old.evictions == 1
+    assert new.phase == "Pending" and new.arrival == 30.0 and new.key != old.key
+    assert new.pod.metadata.name.startswith(old.pod.metadata.name.rsplit("-", 1)[0] + "-")
+    assert new.key in {state.pod.key for state in cluster.cache.state().pods}
+
+
+def test_statefulset_pod_comes_back_under_its_name(tmp_path: Path) -> None:
+    sts = workload("apps/v1", "StatefulSet", "db", {"replicas": 1, "template": template(1)})
+    cluster = build_cluster(load(tmp_path, sts), START)
+    cluster.admit_arrivals()
+    (pod,) = cluster.pods
+    cluster.apply([Decision("allocate", "bind", pod.key, "n1", (), "")])
+    cluster.apply([Decision("reclaim", "evict", pod.key, "n1", (), "")])
+    cluster.run_controllers()
+    assert [(p.pod.metadata.name, p.phase) for p in cluster.pods] == [("db-0", "Pending")]
+
+
+def test_cronjob_fires_on_its_schedule(tmp_path: Path) -> None:
+    cron = workload(
+        "batch/v1",
+        "CronJob",
+        "nightly",
+        {"schedule": "*/30 * * * *", "jobTemplate": {"spec": {"template": template(1, "5m")}}},
+    )
+    sim = run(tmp_path, cron, until=3600 + 60)
+    pods = sorted(sim.cluster.pods, key=lambda p: p.arrival)
+    assert [p.arrival for p in pods] == [1800.0, 3600.0]
+    minutes = int(START.timestamp()) // 60
+    assert [p.pod.metadata.name.rsplit("-", 1)[0] for p in pods] == [
+        f"nightly-{minutes + 30}",
+        f"nightly-{minutes + 60}",
+    ]
+    assert pods[0].phase == "Succeeded" and pods[1].phase == "Running"
+
+
+def test_cronjob_forbid_skips_while_a_job_runs(tmp_path: Path) -> None:
+    cron = workload(
+        "batch/v1",
+        "CronJob",
+        "c",
+        {
+            "schedule": "*/10 * * * *",
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"template": template(1, "25m")}},
+        },
+    )
+    sim = run(tmp_path, cron, until=3600)
+    assert sorted(p.arrival for p in sim.cluster.pods) == [600.0, 2400.0]
+
+
+def test_mpi_launcher_waits_for_workers_when_asked(tmp_path: Path) -> None:
+    mpi = copy.deepcopy(CASES["MPIJob"][0])
+    mpi["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    sim = run(tmp_path, mpi, until=60)
+    launcher = [p for p in sim.cluster.pods if "launcher" in p.pod.metadata.name]
+    assert len(launcher) == 1 and launcher[0].arrival > 0
+
+
+def test_a_workload_error_is_one_located_line(tmp_path: Path) -> None:
+    bad = workload("batch/v1", "Job", "bad", {"parallelism": "two", "template": template()})
+    with pytest.raises(ManifestError) as caught:
+        load(tmp_path, bad)
+    message = str(caught.value)
+    assert "input.yaml" in message and "Job default/bad" in message and "spec.parallelism" in message
+    assert "\n" not in message
+
+
+def test_runtime_is_deterministic() -> None:
+    job = CASES["Job"][0]
+    names = [[p["metadata"]["name"] for p in Runtime().apply(job, START).pods_created()] for _ in range(2)]
+    assert names[0] == names[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "after", "expected"),
+    [
+        ("*/15 * * * *", datetime(2026, 1, 1, 0, 7, tzinfo=UTC), datetime(2026, 1, 1, 0, 15, tzinfo=UTC)),
+        ("0 3 * * mon", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 5, 3, 0, tzinfo=UTC)),
+        ("@monthly", datetime(2026, 1, 31, 12, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)),
+        ("0 0 13 * 5", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)),
+        ("30 1 1-7/3 jan-mar *", datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 4, 1, 30, tzinfo=UTC)),
+    ],
+)
+def test_cron_next_time(text: str, after: datetime, expected: datetime) -> None:
+    assert parse_schedule(text).next_after(after) == expected
+
+
+def test_pods_and_groups_are_api_objects(tmp_path: Path) -> None:
+    cluster = build_cluster(load(tmp_path, CASES["PyTorchJob"][0]), START)
+    assert all(isinstance(p.pod, Pod) for p in cluster.pods)
+    assert all(isinstance(g, PodGroup) for g, _, _ in cluster.pod_groups)
