@@ -227,9 +227,10 @@ class SimCluster:
         """The workloads' controllers react to what happened since they last looked (binds, completions,
         evictions) and to the clock: new pods and PodGroups arrive now, deleted pods go."""
         workloads = self.workloads
-        if workloads is None:
-            return
         changed, self._changed = self._changed, []
+        if workloads is None:
+            self._evicted.clear()
+            return
         for pod in self._evicted:
             if workloads.owns(pod.pod) and not workloads.replaced_by_name(pod.pod):
                 # Deleted by the eviction: its controller makes a new pod in its place; this one stays in

@@ -106,10 +106,13 @@ def reconcile_kubeflow(job: Mapping[str, Any], view: View, now: datetime) -> Rec
             )
             if pod_name in pods and phase_of(pods[pod_name]) != "Failed":
                 continue
-            pod_labels = {**labels, REPLICA_TYPE_LABEL: lower, REPLICA_INDEX_LABEL: str(index)}
+            pod_labels = {**labels, REPLICA_INDEX_LABEL: str(index)}
             if mpi_operator:
+                # The MPI operator labels the role only; the training operator the replica type too.
                 pod_labels[JOB_ROLE_LABEL] = lower
-            elif lower in _MASTER_TYPES:
+            else:
+                pod_labels[REPLICA_TYPE_LABEL] = lower
+            if not mpi_operator and lower in _MASTER_TYPES:
                 pod_labels[JOB_ROLE_LABEL] = "master"
             spec = {"hostname": pod_name, "subdomain": name}
             out.create.append(pod_from_template(job, template, name=pod_name, labels=pod_labels, spec=spec))
@@ -133,7 +136,7 @@ def _mpi_launcher(
         running = sum(1 for pod in pods.values() if is_running(pod))
         if running < workers:
             return []
-    role = {**labels, JOB_ROLE_LABEL: "launcher", REPLICA_TYPE_LABEL: "launcher"}
+    role = {**labels, JOB_ROLE_LABEL: "launcher"}
     spec = {
         "backoffLimit": integer(job, "spec", "runPolicy", "backoffLimit", default=6),
         "template": with_labels(template, role),

@@ -2,8 +2,8 @@
 
 JobSet: for each replicated job, `replicas` batch Jobs `<jobset>-<replicated job>-<job index>`, each labelled
 and annotated (and its pods too) with `jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`, `job-index`,
-...; pods get the JobSet as DNS subdomain. The JobSet completes when all its Jobs have. (All Jobs are made
-at once, `startupPolicyOrder: InOrder` included.)
+...; pods get the JobSet as DNS subdomain. The JobSet completes when all its Jobs have. With
+`startupPolicyOrder: InOrder`, a replicated job's Jobs are made once every pod of the ones before runs.
 
 LeaderWorkerSet: a StatefulSet `<lws>` of `replicas` leader pods `<lws>-<group>` (the leader template, else
 the worker template) and, per leader, a StatefulSet `<lws>-<group>` owned by the leader pod, of `size - 1`
@@ -59,13 +59,16 @@ def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> 
     replicated = items(job_set, "spec", "replicatedJobs")
     if not replicated:
         raise WorkloadError("has no replicated jobs", object_ref=ref(job_set), field="spec.replicatedJobs")
-    text(
-        job_set,
-        "spec",
-        "startupPolicy",
-        "startupPolicyOrder",
-        default="AnyOrder",
-        choices=("AnyOrder", "InOrder"),
+    in_order = (
+        text(
+            job_set,
+            "spec",
+            "startupPolicy",
+            "startupPolicyOrder",
+            default="AnyOrder",
+            choices=("AnyOrder", "InOrder"),
+        )
+        == "InOrder"
     )
     jobs = {name_of(job): job for job in view.owned(job_set)}
     out = Reconciled()
@@ -93,6 +96,7 @@ def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> 
                 object_ref=ref(job_set),
                 field=".".join((*path, "template.spec.template.spec.containers")),
             )
+        ready = True
         for index in range(replicas):
             job_name = f"{name}-{rj}-{index}"
             meta = {
@@ -105,7 +109,9 @@ def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> 
             }
             global_index += 1
             if job_name in jobs:
+                ready = ready and _job_ready(jobs[job_name], view)
                 continue
+            ready = False
             spec = dict(mapping(job_template, "spec"))
             pod_template = with_labels(mapping(job_template, "spec", "template"), meta, meta)
             if dns is None or dns is True:
@@ -125,7 +131,19 @@ def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> 
                     annotations={**(template_meta.get("annotations") or {}), **meta},
                 )
             )
+        if in_order and not ready:
+            break  # the next replicated job starts once every Job of this one runs
     return out
+
+
+def _job_ready(job: Mapping[str, Any], view: View) -> bool:
+    """All the pods the Job runs at once are running (or it has finished)."""
+    if job_finished(job):
+        return True
+    parallelism = integer(job, "spec", "parallelism", default=1)
+    completions = integer(job, "spec", "completions", default=parallelism)
+    running = sum(1 for pod in view.owned(job) if is_running(pod))
+    return running >= min(parallelism, completions)
 
 
 def _job_count(job_set: Mapping[str, Any], replicated: list[Mapping[str, Any]]) -> int:

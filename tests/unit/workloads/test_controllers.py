@@ -431,3 +431,122 @@ def test_pods_and_groups_are_api_objects(tmp_path: Path) -> None:
     cluster = build_cluster(load(tmp_path, CASES["PyTorchJob"][0]), START)
     assert all(isinstance(p.pod, Pod) for p in cluster.pods)
     assert all(isinstance(g, PodGroup) for g, _, _ in cluster.pod_groups)
+
+
+def test_the_workloads_example_runs_as_its_comments_say() -> None:
+    example = Path(__file__).parents[3] / "examples" / "workloads.yaml"
+    objects = [loaded.obj for loaded in load_manifests([str(example)])]
+    sim = Simulation(objects, parse_config(None), SimulationOptions(start=START))
+    result = sim.run()
+    assert result.steady
+    pods = sim.cluster.pods
+    sweep = sorted(p.scheduled_at or 0 for p in pods if p.pod.metadata.name.startswith("sweep-"))
+    assert sweep == [0.0, 0.0, 600.0, 600.0]
+    llm = [p for p in pods if p.pod.metadata.name.startswith("llm-")]
+    assert len(llm) == 4 and all(p.scheduled_at == 0.0 and p.phase == "Succeeded" for p in llm)
+    (gang,) = {p.job_key for p in llm}
+    assert sim.cluster.cache.snapshot().jobs[gang].min_member == 4
+    chat = [p for p in pods if p.pod.metadata.name.startswith("chat-")]
+    assert len(chat) == 2 and all(p.phase == "Running" for p in chat)
+
+
+def arrivals(sim: Simulation) -> dict[str, float]:
+    return {p.pod.metadata.name: p.arrival for p in sim.cluster.pods}
+
+
+def test_statefulset_ordered_ready_makes_each_pod_once_the_one_before_runs(tmp_path: Path) -> None:
+    sts = workload("apps/v1", "StatefulSet", "db", {"replicas": 3, "template": template(1)})
+    sim = run(tmp_path, sts, until=10)
+    times = arrivals(sim)
+    assert sorted(times) == ["db-0", "db-1", "db-2"]
+    assert times["db-0"] < times["db-1"] < times["db-2"]
+    assert all(p.phase == "Running" for p in sim.cluster.pods)
+
+
+def test_rayjob_submits_once_its_cluster_runs_and_deletes_the_cluster_after(tmp_path: Path) -> None:
+    ray_job = workload(
+        "ray.io/v1",
+        "RayJob",
+        "rj",
+        {"entrypoint": "python x.py", "rayClusterSpec": copy.deepcopy(RAY_SPEC)},
+    )
+    ray_job["metadata"]["annotations"] = {"simulation.kai.scheduler/duration": "5m"}
+    sim = run(tmp_path, ray_job, until=3600)
+    (submitter,) = sim.cluster.pods  # the cluster's pods are deleted with it
+    assert submitter.pod.metadata.name.startswith("rj-") and submitter.arrival > 0
+    assert submitter.phase == "Succeeded"
+    assert submitter.pod.metadata.labels["kai.scheduler/subgroup-name"] == "submitter"
+    runtime = sim.cluster.workloads.runtime  # type: ignore[union-attr]
+    assert not [o for o in runtime.objects.values() if o["kind"] == "RayCluster"]
+    assert runtime.find("RayJob", "default", "rj")["status"]["jobDeploymentStatus"] == "Complete"  # type: ignore[index]
+
+
+def test_jobset_in_order_starts_a_replicated_job_once_the_one_before_runs(tmp_path: Path) -> None:
+    def replicated(name: str, parallelism: int) -> dict[str, Any]:
+        return {
+            "name": name,
+            "replicas": 1,
+            "template": {"spec": {"parallelism": parallelism, "template": template()}},
+        }
+
+    job_set = workload(
+        "jobset.x-k8s.io/v1alpha2",
+        "JobSet",
+        "js",
+        {
+            "startupPolicy": {"startupPolicyOrder": "InOrder"},
+            "replicatedJobs": [replicated("driver", 1), replicated("workers", 2)],
+        },
+    )
+    sim = run(tmp_path, job_set, until=10)
+    times = arrivals(sim)
+    driver = [t for name, t in times.items() if name.startswith("js-driver-0-")]
+    workers = [t for name, t in times.items() if name.startswith("js-workers-0-")]
+    assert driver == [0.0] and len(workers) == 2 and min(workers) > 0
+    groups = {p.job_key for p in sim.cluster.pods}
+    assert len(groups) == 2  # InOrder: one PodGroup per replicated job
+
+
+def test_leaderworkerset_leader_ready_starts_workers_after_the_leader(tmp_path: Path) -> None:
+    lws = workload(
+        "leaderworkerset.x-k8s.io/v1",
+        "LeaderWorkerSet",
+        "lws",
+        {
+            "replicas": 1,
+            "startupPolicy": "LeaderReady",
+            "leaderWorkerTemplate": {"size": 3, "workerTemplate": template()},
+        },
+    )
+    sim = run(tmp_path, lws, until=10)
+    times = arrivals(sim)
+    assert times["lws-0"] == 0.0 and times["lws-0-1"] > 0 and times["lws-0-2"] > 0
+    labels = {p.pod.metadata.name: p.pod.metadata.labels for p in sim.cluster.pods}
+    assert labels["lws-0-2"]["leaderworkerset.sigs.k8s.io/worker-index"] == "2"
+    assert labels["lws-0"]["leaderworkerset.sigs.k8s.io/group-index"] == "0"
+
+
+def test_job_gives_up_after_backoff_limit_failures(tmp_path: Path) -> None:
+    job = workload("batch/v1", "Job", "j", {"backoffLimit": 1, "template": template(1)})
+    cluster = build_cluster(load(tmp_path, job), START)
+    for _ in range(2):
+        cluster.admit_arrivals()
+        (pod,) = [p for p in cluster.pods if p.phase == "Pending"]
+        cluster.apply([Decision("allocate", "bind", pod.key, "n1", (), "")])
+        cluster.apply([Decision("reclaim", "evict", pod.key, "n1", (), "")])
+        cluster.run_controllers()
+    assert [p.phase for p in cluster.pods] == ["Failed", "Failed"]
+    runtime = cluster.workloads.runtime  # type: ignore[union-attr]
+    status = runtime.find("Job", "default", "j")["status"]  # type: ignore[index]
+    assert status["failed"] == 2 and status["conditions"][0]["type"] == "Failed"
+
+
+def test_a_workload_defined_twice_is_an_error(tmp_path: Path) -> None:
+    job = CASES["Job"][0]
+    with pytest.raises(ManifestError, match="duplicate Job default/train"):
+        load(tmp_path, job, job)
+
+
+def test_input_without_workloads_has_no_controllers(tmp_path: Path) -> None:
+    cluster = build_cluster(load(tmp_path), START)
+    assert cluster.workloads is None
