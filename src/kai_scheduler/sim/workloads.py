@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kai_scheduler.api import constants as c
@@ -23,7 +23,7 @@ from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject, ObjectMeta, Pod, PodGroup
 from kai_scheduler.cluster.podgrouper import GroupingError, plan_pod_group, pod_group_manifest
 from kai_scheduler.workloads import WorkloadError, controller_for, is_workload
-from kai_scheduler.workloads.objects import ref
+from kai_scheduler.workloads.objects import phase_of, ref
 from kai_scheduler.workloads.runtime import Changes, Runtime
 
 
@@ -77,14 +77,44 @@ def parse_workload(doc: dict[str, Any], source: str, index: int, item: int | Non
         raise error(f"invalid metadata: {str(exc).splitlines()[0]}", field="metadata") from None
     workload = Workload(doc, metadata)
     try:
-        expand(Runtime(), workload, datetime.now().astimezone(), source)
+        _dry_run(workload, source)
     except WorkloadError as exc:
         raise error(exc.message, exc.object_ref or None, exc.field) from None
     except GroupingError as exc:
         raise error(f"pod grouper: {exc}") from None
     except ManifestError as exc:
-        raise error(f"a pod it makes is invalid: {exc.message}", exc.object_ref, exc.field) from None
+        # The pod's field is in the template the pod came from; its name says which one.
+        at = f" at {exc.field}" if exc.field else ""
+        raise error(f"makes an invalid {exc.object_ref or 'pod'}{at}: {exc.message}") from None
     return workload
+
+
+# A dry run's clock (any time will do: only CronJobs read it, and they are run to their next firing).
+_DRY_RUN_START = datetime(2026, 1, 1, tzinfo=UTC)
+# Stages of a workload that wait for earlier pods to run: a StatefulSet's next ordinal, workers after their
+# LWS leader, a RayJob's submitter after its cluster, an MPI launcher after its workers, the next
+# replicated job of an in-order JobSet. A dry run goes through this many.
+_DRY_RUN_STAGES = 16
+
+
+def _dry_run(workload: Workload, source: str) -> None:
+    """Everything the workload's controllers would make, as if each pod ran as soon as it was made and
+    each CronJob fired: raises what the simulation would raise at that point."""
+    runtime, groups, now = Runtime(), set[str](), _DRY_RUN_START
+    expand(runtime, workload, now, source, groups)
+    for _ in range(_DRY_RUN_STAGES):
+        pending = [
+            (uid, "Running")
+            for uid, obj in runtime.objects.items()
+            if obj.get("kind") == "Pod" and phase_of(obj) == "Pending"
+        ]
+        when = runtime.next_time(now)
+        if not pending and when is None:
+            return
+        _made(runtime, runtime.set_pod_phase(pending, now), source, groups)
+        if when is not None:
+            now = when
+            _made(runtime, runtime.due(now), source, groups)
 
 
 @dataclass
@@ -182,7 +212,16 @@ class SimWorkloads:
         return True
 
     def react(self, now: float, phases: Iterable[tuple[Pod, str]]) -> Made:
-        """Controllers see the pods' new phases, and timed ones the clock, at `now`."""
+        """Controllers see the pods' new phases, and timed ones the clock, at `now`. What they make that a
+        cluster would refuse stops the run with one line (the dry run at load time catches most of it)."""
+        try:
+            return self._react(now, phases)
+        except WorkloadError as exc:
+            raise ManifestError("simulation", f"at {now:g}s: {exc}") from None
+        except GroupingError as exc:
+            raise ManifestError("simulation", f"at {now:g}s: pod grouper: {exc}") from None
+
+    def _react(self, now: float, phases: Iterable[tuple[Pod, str]]) -> Made:
         moment = self._at(now)
         made = self.arrive(now)
         updates = [(pod.metadata.uid, phase) for pod, phase in phases if self.owns(pod)]

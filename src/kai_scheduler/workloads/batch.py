@@ -106,7 +106,8 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
     }
     if condition is not None:
         status["conditions"] = [{"type": condition, "status": "True"}]
-        status["completionTime" if condition == "Complete" else "failureTime"] = _rfc3339(now)
+        if condition == "Complete":
+            status["completionTime"] = _rfc3339(now)
     if indexed:
         status["completedIndexes"] = ",".join(str(i) for i in sorted(done_indexes))
     out.status = status

@@ -54,13 +54,24 @@ def ref(obj: Mapping[str, Any]) -> str:
 
 
 def at(obj: Mapping[str, Any], *path: str) -> Any:
-    """The value at `path`, or None when any step is missing."""
+    """The value at `path` (a digit step indexes a list), or None when any step is missing."""
     value: Any = obj
     for key in path:
-        if not isinstance(value, Mapping):
+        if isinstance(value, list) and key.isdigit():
+            value = value[int(key)] if int(key) < len(value) else None
+        elif isinstance(value, Mapping):
+            value = value.get(key)
+        else:
             return None
-        value = value.get(key)
     return value
+
+
+def field_path(path: tuple[str, ...]) -> str:
+    """`spec.workerGroupSpecs[0].replicas`, as errors name a field."""
+    out = ""
+    for key in path:
+        out += f"[{key}]" if key.isdigit() else (f".{key}" if out else key)
+    return out
 
 
 def mapping(obj: Mapping[str, Any], *path: str, required: bool = False) -> Mapping[str, Any]:
@@ -69,7 +80,7 @@ def mapping(obj: Mapping[str, Any], *path: str, required: bool = False) -> Mappi
         return {}
     if not isinstance(value, Mapping):
         problem = "is missing" if value is None else f"expected an object, got {type(value).__name__}"
-        raise WorkloadError(problem, object_ref=ref(obj), field=".".join(path))
+        raise WorkloadError(problem, object_ref=ref(obj), field=field_path(path))
     return value
 
 
@@ -78,7 +89,7 @@ def items(obj: Mapping[str, Any], *path: str) -> list[Mapping[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
-        raise WorkloadError("expected a list of objects", object_ref=ref(obj), field=".".join(path))
+        raise WorkloadError("expected a list of objects", object_ref=ref(obj), field=field_path(path))
     return value
 
 
@@ -87,10 +98,12 @@ def integer(obj: Mapping[str, Any], *path: str, default: int, minimum: int = 0) 
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"expected an integer, got {value!r}", object_ref=ref(obj), field=".".join(path))
+        raise WorkloadError(
+            f"expected an integer, got {value!r}", object_ref=ref(obj), field=field_path(path)
+        )
     if value < minimum:
         raise WorkloadError(
-            f"must be at least {minimum}, got {value}", object_ref=ref(obj), field=".".join(path)
+            f"must be at least {minimum}, got {value}", object_ref=ref(obj), field=field_path(path)
         )
     return value
 
@@ -104,10 +117,10 @@ def text(obj: Mapping[str, Any], *path: str, default: str = "", choices: Sequenc
     if value is None or value == "":
         return default
     if not isinstance(value, str):
-        raise WorkloadError(f"expected a string, got {value!r}", object_ref=ref(obj), field=".".join(path))
+        raise WorkloadError(f"expected a string, got {value!r}", object_ref=ref(obj), field=field_path(path))
     if choices and value not in choices:
         raise WorkloadError(
-            f"must be one of {', '.join(choices)}, got {value!r}", object_ref=ref(obj), field=".".join(path)
+            f"must be one of {', '.join(choices)}, got {value!r}", object_ref=ref(obj), field=field_path(path)
         )
     return value
 
@@ -118,7 +131,7 @@ def flag(obj: Mapping[str, Any], *path: str) -> bool:
         return False
     if not isinstance(value, bool):
         raise WorkloadError(
-            f"expected true or false, got {value!r}", object_ref=ref(obj), field=".".join(path)
+            f"expected true or false, got {value!r}", object_ref=ref(obj), field=field_path(path)
         )
     return value
 
@@ -173,7 +186,9 @@ def template_of(obj: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
     template = mapping(obj, *path, required=True)
     spec = template.get("spec")
     if not isinstance(spec, Mapping) or not isinstance(spec.get("containers"), list):
-        raise WorkloadError("is missing", object_ref=ref(obj), field=".".join((*path, "spec", "containers")))
+        raise WorkloadError(
+            "is missing", object_ref=ref(obj), field=field_path((*path, "spec", "containers"))
+        )
     return template
 
 

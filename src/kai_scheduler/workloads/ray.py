@@ -48,15 +48,16 @@ _DURATION = "simulation.kai.scheduler/duration"
 
 
 def worker_groups(cluster: Mapping[str, Any], *path: str) -> list[tuple[str, int, Mapping[str, Any]]]:
-    """Each worker group's (name, pods wanted, template)."""
+    """Each worker group's (name, pods wanted, template); `path` leads to the cluster spec."""
     groups = []
     for i, group in enumerate(items(cluster, *path, "workerGroupSpecs")):
+        at_group = (*path, "workerGroupSpecs", str(i))
         name = text(group, "groupName") or f"group-{i}"
-        minimum = integer(group, "minReplicas", default=0)
-        maximum = integer(group, "maxReplicas", default=2**31 - 1)
-        replicas = min(max(integer(group, "replicas", default=minimum), minimum), maximum)
-        hosts = integer(group, "numOfHosts", default=1, minimum=1)
-        groups.append((name, replicas * hosts, template_of(group, "template")))
+        minimum = integer(cluster, *at_group, "minReplicas", default=0)
+        maximum = integer(cluster, *at_group, "maxReplicas", default=2**31 - 1)
+        replicas = min(max(integer(cluster, *at_group, "replicas", default=minimum), minimum), maximum)
+        hosts = integer(cluster, *at_group, "numOfHosts", default=1, minimum=1)
+        groups.append((name, replicas * hosts, template_of(cluster, *at_group, "template")))
     return groups
 
 

@@ -26,6 +26,7 @@ from kai_scheduler.workloads.objects import (
     View,
     at,
     child_object,
+    field_path,
     integer,
     is_active,
     is_running,
@@ -87,15 +88,10 @@ def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> 
         path = ("spec", "replicatedJobs", str(i))
         rj = text(entry, "name")
         if not rj:
-            raise WorkloadError("is missing", object_ref=ref(job_set), field=".".join((*path, "name")))
-        replicas = integer(entry, "replicas", default=1)
-        job_template = mapping(entry, "template")
-        if not isinstance(at(job_template, "spec", "template", "spec", "containers"), list):
-            raise WorkloadError(
-                "is missing",
-                object_ref=ref(job_set),
-                field=".".join((*path, "template.spec.template.spec.containers")),
-            )
+            raise WorkloadError("is missing", object_ref=ref(job_set), field=field_path((*path, "name")))
+        replicas = integer(job_set, *path, "replicas", default=1)
+        job_template = mapping(job_set, *path, "template", required=True)
+        template_of(job_set, *path, "template", "spec", "template")
         ready = True
         for index in range(replicas):
             job_name = f"{name}-{rj}-{index}"
@@ -147,7 +143,10 @@ def _job_ready(job: Mapping[str, Any], view: View) -> bool:
 
 
 def _job_count(job_set: Mapping[str, Any], replicated: list[Mapping[str, Any]]) -> int:
-    return sum(integer(entry, "replicas", default=1) for entry in replicated)
+    return sum(
+        integer(job_set, "spec", "replicatedJobs", str(i), "replicas", default=1)
+        for i in range(len(replicated))
+    )
 
 
 def _lws_templates(lws: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], int]:

@@ -550,3 +550,33 @@ def test_a_workload_defined_twice_is_an_error(tmp_path: Path) -> None:
 def test_input_without_workloads_has_no_controllers(tmp_path: Path) -> None:
     cluster = build_cluster(load(tmp_path), START)
     assert cluster.workloads is None
+
+
+def test_an_error_in_what_a_cronjob_makes_later_is_reported_at_load(tmp_path: Path) -> None:
+    bad_template = template(1)
+    bad_template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    cron = workload(
+        "batch/v1",
+        "CronJob",
+        "c",
+        {"schedule": "@hourly", "jobTemplate": {"spec": {"template": bad_template}}},
+    )
+    with pytest.raises(ManifestError) as caught:
+        load(tmp_path, cron)
+    assert "CronJob default/c" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_error_in_what_lws_workers_would_be_is_reported_at_load(tmp_path: Path) -> None:
+    lws = workload(
+        "leaderworkerset.x-k8s.io/v1",
+        "LeaderWorkerSet",
+        "lws",
+        {
+            "replicas": 1,
+            "startupPolicy": "LeaderReady",
+            "leaderWorkerTemplate": {"size": 2, "workerTemplate": template()},
+        },
+    )
+    lws["metadata"]["labels"]["kai.scheduler/preemptibility"] = "sometimes"
+    with pytest.raises(ManifestError, match="preemptibility"):
+        load(tmp_path, lws)
