@@ -225,7 +225,7 @@ class SimCluster:
 
     def run_controllers(self) -> None:
         """The workloads' controllers react to what happened since they last looked (binds, completions,
-        evictions) and to the clock: new pods and PodGroups arrive now, deleted pods go."""
+        evictions) and to the clock: new pods and PodGroups arrive now, deleted pods end."""
         workloads = self.workloads
         changed, self._changed = self._changed, []
         if workloads is None:
@@ -247,6 +247,11 @@ class SimCluster:
         for new in made.pods:
             sim_pod = _sim_pod(new, self.next_rank, self.now)
             self.next_rank += 1
+            ended = self._by_key.get(sim_pod.key)
+            if ended is not None:
+                # Made again under the name of one that ended (a StatefulSet's ordinal): the new one is
+                # the record now.
+                self.pods = [p for p in self.pods if p is not ended]
             self.pods.append(sim_pod)
             self._by_key[sim_pod.key] = sim_pod
             self._arrivals.append((self.now, -1, sim_pod))
@@ -254,15 +259,17 @@ class SimCluster:
             self._delete(key)
 
     def _delete(self, key: str) -> None:
-        pod = self._by_key.pop(key, None)
-        if pod is None:
+        """A controller deleted the pod: it leaves the scheduler's view, and stays in the record as it
+        ended (Failed if it had not finished)."""
+        pod = self._by_key.get(key)
+        if pod is None or pod.phase in ("Succeeded", "Failed"):
             return
-        if pod.pod.spec.resource_claims and pod.phase == "Running":
-            self.claims.released(pod.pod, gone=True)
-        pod.finish_at = None
+        if pod.pod.spec.resource_claims:
+            self.claims.released(pod.pod)
+        pod.phase, pod.finish_at = "Failed", None
+        pod.nominated_node, pod.nominated_gpu_groups = None, ()
         self._nominated.discard(pod)
-        self.cache.remove_pod(key)
-        self.pods = [p for p in self.pods if p is not pod]
+        self._update(pod)
 
     def next_event_after(self, time: float) -> float | None:
         """When something next arrives, completes or falls due (a stale gang's grace period, the end of a

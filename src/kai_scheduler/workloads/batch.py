@@ -3,8 +3,8 @@
 Job: up to `parallelism` pods at a time until `completions` have succeeded (no `completions`: until one
 has, then the others finish); `completionMode: Indexed` gives each pod a completion index (0 ..
 completions-1), in its name (`<job>-<index>-<random>`), label and annotation; a failed pod is replaced
-until more than `backoffLimit` (6) have failed, then the Job fails and its active pods are deleted.
-`suspend: true` runs nothing.
+until more than `backoffLimit` (6) have failed, or `activeDeadlineSeconds` have passed since the Job
+started: then the Job fails and its active pods are deleted. `suspend: true` runs nothing.
 
 CronJob: a Job `<cronjob>-<scheduled time in minutes since the epoch>` at each time its schedule fires
 (in `timeZone`, default UTC), the most recent missed one only; `concurrencyPolicy` Allow, Forbid (skip
@@ -14,7 +14,7 @@ while a Job runs) or Replace (delete the running Jobs first); `suspend: true` fi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -73,6 +73,7 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
         )
     backoff_limit = integer(job, "spec", "backoffLimit", default=DEFAULT_BACKOFF_LIMIT)
     suspended = flag(job, "spec", "suspend")
+    deadline = job_deadline(job)
 
     pods = list(view.owned(job))
     active = [pod for pod in pods if is_active(pod)]
@@ -83,7 +84,7 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
     if job_finished(job):
         return out
     condition: str | None = None
-    if failed > backoff_limit:
+    if failed > backoff_limit or (deadline is not None and now >= deadline):
         condition = "Failed"
         out.delete.extend(active)
         active = []
@@ -100,6 +101,7 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
         out.delete.extend(active)
         active = []
     status: dict[str, Any] = {
+        "startTime": at(job, "status", "startTime") or _rfc3339(now),
         "active": len(active) + len(out.create),
         "succeeded": len(succeeded),
         "failed": failed,
@@ -112,6 +114,21 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
         status["completedIndexes"] = ",".join(str(i) for i in sorted(done_indexes))
     out.status = status
     return out
+
+
+def job_deadline(job: Mapping[str, Any]) -> datetime | None:
+    """When a started Job with `activeDeadlineSeconds` fails (its running pods deleted)."""
+    seconds = optional_integer(job, "spec", "activeDeadlineSeconds", minimum=1)
+    started = at(job, "status", "startTime")
+    if seconds is None or not started or job_finished(job):
+        return None
+    return datetime.fromisoformat(str(started).replace("Z", "+00:00")) + timedelta(seconds=seconds)
+
+
+def job_next_time(job: Mapping[str, Any], now: datetime) -> datetime | None:
+    """When the Job next has work by the clock alone: its active deadline."""
+    deadline = job_deadline(job)
+    return deadline if deadline is not None and deadline > now else None
 
 
 def _new_pods(
@@ -173,6 +190,8 @@ def _rfc3339(moment: datetime) -> str:
 
 def _zone(cron_job: Mapping[str, Any]) -> tzinfo:
     name = text(cron_job, "spec", "timeZone", default="UTC")
+    if name == "UTC":
+        return UTC  # without the system's time zone database too
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

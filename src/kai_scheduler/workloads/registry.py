@@ -21,7 +21,7 @@ class Controller:
 
 
 CONTROLLERS: dict[tuple[str, str], Controller] = {
-    ("batch", "Job"): Controller(batch.reconcile_job, replaces_by_name=False),
+    ("batch", "Job"): Controller(batch.reconcile_job, False, batch.job_next_time),
     ("batch", "CronJob"): Controller(batch.reconcile_cron_job, False, batch.cron_job_next_time),
     ("apps", "Deployment"): Controller(apps.reconcile_deployment, replaces_by_name=False),
     ("apps", "ReplicaSet"): Controller(apps.reconcile_replica_set, replaces_by_name=False),

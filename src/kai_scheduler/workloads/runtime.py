@@ -152,10 +152,14 @@ class Runtime:
             if obj is None or controller is None:
                 continue
             result = controller.reconcile(obj, self, now)
-            if controller.next_time is not None:
-                self._checked[uid] = now
             if result.status is not None:
                 obj["status"] = {**(obj.get("status") or {}), **result.status}
+            if controller.next_time is not None:
+                # Only objects with a timer are looked at by the clock (most Jobs have none).
+                if controller.next_time(obj, now) is not None:
+                    self._checked[uid] = now
+                else:
+                    self._checked.pop(uid, None)
             touched: list[str] = []
             for doomed in result.delete:
                 doomed_uid = str(at(doomed, "metadata", "uid") or "")

@@ -472,7 +472,9 @@ def test_rayjob_submits_once_its_cluster_runs_and_deletes_the_cluster_after(tmp_
     )
     ray_job["metadata"]["annotations"] = {"simulation.kai.scheduler/duration": "5m"}
     sim = run(tmp_path, ray_job, until=3600)
-    (submitter,) = sim.cluster.pods  # the cluster's pods are deleted with it
+    ended = [p for p in sim.cluster.pods if p.phase == "Failed"]  # the cluster's, deleted with it
+    assert len(ended) == 3 and all(p.pod.metadata.labels["ray.io/cluster"].startswith("rj-") for p in ended)
+    (submitter,) = [p for p in sim.cluster.pods if p.phase != "Failed"]
     assert submitter.pod.metadata.name.startswith("rj-") and submitter.arrival > 0
     assert submitter.phase == "Succeeded"
     assert submitter.pod.metadata.labels["kai.scheduler/subgroup-name"] == "submitter"
@@ -580,3 +582,22 @@ def test_an_error_in_what_lws_workers_would_be_is_reported_at_load(tmp_path: Pat
     lws["metadata"]["labels"]["kai.scheduler/preemptibility"] = "sometimes"
     with pytest.raises(ManifestError, match="preemptibility"):
         load(tmp_path, lws)
+
+
+def test_job_fails_at_its_active_deadline(tmp_path: Path) -> None:
+    job = workload(
+        "batch/v1",
+        "Job",
+        "j",
+        {"activeDeadlineSeconds": 300, "completions": 2, "template": template(1, "10m")},
+    )
+    sim = run(tmp_path, job, until=3600)
+    (pod,) = sim.cluster.pods  # deleted at the deadline, and no second one
+    assert pod.phase == "Failed" and pod.scheduled_at == 0.0
+    assert pod.key not in {
+        state.pod.key for state in sim.cluster.cache.state().pods if state.phase != "Failed"
+    }
+    runtime = sim.cluster.workloads.runtime  # type: ignore[union-attr]
+    status = runtime.find("Job", "default", "j")["status"]  # type: ignore[index]
+    assert status["conditions"][0]["type"] == "Failed"
+    assert not [p for p in sim.cluster.pods if p.phase == "Running"]
