@@ -601,3 +601,39 @@ def test_job_fails_at_its_active_deadline(tmp_path: Path) -> None:
     status = runtime.find("Job", "default", "j")["status"]  # type: ignore[index]
     assert status["conditions"][0]["type"] == "Failed"
     assert not [p for p in sim.cluster.pods if p.phase == "Running"]
+
+
+def test_reclaimed_deployment_pods_are_replaced_and_wait(tmp_path: Path) -> None:
+    """End to end: team-b reclaims its quota from team-c's Deployment (over its quota); the ReplicaSet replaces each evicted
+    pod with a new pending one, as on a cluster."""
+    queues = [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"resources": {"gpu": {"quota": 8}, "cpu": {"quota": -1}, "memory": {"quota": -1}}},
+        }
+        for name in ("team-b", "team-c")
+    ]
+    deployment = workload(
+        "apps/v1",
+        "Deployment",
+        "web",
+        {"replicas": 16, "selector": {"matchLabels": {}}, "template": template(1)},
+    )
+    deployment["metadata"]["labels"]["kai.scheduler/preemptibility"] = "preemptible"
+    deployment["metadata"]["labels"]["kai.scheduler/queue"] = "team-c"
+    job = workload(
+        "batch/v1", "Job", "train", {"parallelism": 8, "completions": 8, "template": template(1, "1h")}
+    )
+    job["metadata"]["labels"]["kai.scheduler/queue"] = "team-b"
+    job["metadata"]["annotations"] = {"simulation.kai.scheduler/arrival": "60s"}
+    sim = run(tmp_path, *queues, deployment, job, until=300)
+    web = [p for p in sim.cluster.pods if p.pod.metadata.name.startswith("web-")]
+    evicted = [p for p in web if p.evictions]
+    assert len(evicted) == 8 and all(p.phase == "Failed" for p in evicted)
+    replacements = [p for p in web if p.arrival > 0]
+    assert len(replacements) == 8 and all(p.phase == "Pending" for p in replacements)
+    assert sum(p.phase == "Running" for p in web) == 8
+    train = [p for p in sim.cluster.pods if p.pod.metadata.name.startswith("train-")]
+    assert len(train) == 8 and all(p.phase == "Running" for p in train)
