@@ -4,6 +4,7 @@ them, and the controllers act in simulated time."""
 from __future__ import annotations
 
 import copy
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -273,8 +274,6 @@ def test_each_kind_expands_as_its_controller_and_groups_as_the_live_grouper(
     cluster = build_cluster(load(tmp_path, manifest), START)
     pods = [p.pod for p in cluster.pods]
     assert len(pods) == len(names)
-    import re
-
     for pattern in names:
         assert any(re.fullmatch(pattern, pod.metadata.name) for pod in pods), (
             pattern,
@@ -604,8 +603,8 @@ def test_job_fails_at_its_active_deadline(tmp_path: Path) -> None:
 
 
 def test_reclaimed_deployment_pods_are_replaced_and_wait(tmp_path: Path) -> None:
-    """End to end: team-b reclaims its quota from team-c's Deployment (over its quota); the ReplicaSet replaces each evicted
-    pod with a new pending one, as on a cluster."""
+    """End to end: team-b reclaims its quota from team-c's Deployment (over its quota); the ReplicaSet
+    replaces each evicted pod with a new pending one, as on a cluster."""
     queues = [
         {
             "apiVersion": "scheduling.run.ai/v2",
