@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from kai_scheduler.api.constants import SIM_DURATION_ANNOTATION
 from kai_scheduler.workloads.batch import job_finished
 from kai_scheduler.workloads.objects import (
     Reconciled,
@@ -44,7 +45,6 @@ IDENTIFIER_LABEL = "ray.io/identifier"
 HEAD_GROUP = "headgroup"
 ORIGIN_KIND_LABEL = "ray.io/originated-from-crd"
 ORIGIN_NAME_LABEL = "ray.io/originated-from-cr-name"
-_DURATION = "simulation.kai.scheduler/duration"
 
 
 def worker_groups(cluster: Mapping[str, Any], *path: str) -> list[tuple[str, int, Mapping[str, Any]]]:
@@ -165,9 +165,9 @@ def _default_submitter(ray_job: Mapping[str, Any]) -> dict[str, Any]:
         else "rayproject/ray"
     )
     annotations = {}
-    duration = (at(ray_job, "metadata", "annotations") or {}).get(_DURATION)
+    duration = (at(ray_job, "metadata", "annotations") or {}).get(SIM_DURATION_ANNOTATION)
     if duration is not None:
-        annotations[_DURATION] = duration
+        annotations[SIM_DURATION_ANNOTATION] = duration
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [

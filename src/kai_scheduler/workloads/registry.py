@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kai_scheduler.workloads import apps, batch, kubeflow, ray, sets
 from kai_scheduler.workloads.objects import Manifest, Reconcile, group_of
+
+# When an object next has work by the clock alone, after `now` (None: not by the clock).
+NextTime = Callable[[Mapping[str, Any], datetime], datetime | None]
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,7 @@ class Controller:
 
     reconcile: Reconcile
     replaces_by_name: bool  # a lost pod comes back under its own name (else a new pod replaces it)
-    next_time: Any = None  # (object, now) -> datetime | None
+    next_time: NextTime | None = None
 
 
 CONTROLLERS: dict[tuple[str, str], Controller] = {
@@ -55,5 +58,4 @@ def next_time(obj: Mapping[str, Any], now: datetime) -> datetime | None:
     controller = controller_for(obj)
     if controller is None or controller.next_time is None:
         return None
-    result: datetime | None = controller.next_time(obj, now)
-    return result
+    return controller.next_time(obj, now)
