@@ -636,3 +636,19 @@ def test_reclaimed_deployment_pods_are_replaced_and_wait(tmp_path: Path) -> None
     assert sum(p.phase == "Running" for p in web) == 8
     train = [p for p in sim.cluster.pods if p.pod.metadata.name.startswith("train-")]
     assert len(train) == 8 and all(p.phase == "Running" for p in train)
+
+
+def test_runtime_replaces_a_deleted_pod_and_deletes_what_an_object_controls() -> None:
+    runtime = Runtime()
+    made = runtime.apply(CASES["Deployment"][0], START)
+    first, second = made.pods_created()
+    replaced = runtime.delete([first["metadata"]["uid"]], START)
+    assert [p["metadata"]["name"] for p in replaced.pods_deleted()] == [first["metadata"]["name"]]
+    (new,) = replaced.pods_created()
+    assert new["metadata"]["name"] != first["metadata"]["name"]
+    assert new["metadata"]["ownerReferences"] == second["metadata"]["ownerReferences"]
+    deployment = runtime.find("Deployment", "default", "web")
+    assert deployment is not None
+    gone = runtime.delete([deployment["metadata"]["uid"]], START)
+    assert sorted(o["kind"] for o in gone.deleted) == ["Deployment", "Pod", "Pod", "ReplicaSet"]
+    assert not runtime.objects
