@@ -5,7 +5,7 @@ RayCluster: a head pod `<cluster>-head-<random>` and, per worker group, `replica
 `ray.io/cluster`, `ray.io/node-type`, `ray.io/group`; a pod that fails, is evicted or deleted is replaced.
 `suspend: true` runs nothing.
 
-RayJob: a RayCluster `<rayjob>-<random>` from `rayClusterSpec` (none: the job runs on an existing cluster),
+RayJob: a RayCluster `<rayjob>-raycluster-<random>` from `rayClusterSpec` (none: the job runs on an existing cluster),
 then, in `K8sJobMode` (the default) once the head and every worker run, the submitter, a batch Job
 `<rayjob>` from `submitterPodTemplate` (else a small `ray job submit` pod carrying the RayJob's
 `simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster is deleted
@@ -135,7 +135,9 @@ def reconcile_ray_job(ray_job: Mapping[str, Any], view: View, now: datetime) -> 
         origin = {ORIGIN_KIND_LABEL: "RayJob", ORIGIN_NAME_LABEL: name}
         spec = mapping(ray_job, "spec", "rayClusterSpec")
         out.create.append(
-            child_object(ray_job, "ray.io/v1", "RayCluster", spec, generate_name=f"{name}-", labels=origin)
+            child_object(
+                ray_job, "ray.io/v1", "RayCluster", spec, generate_name=f"{name}-raycluster-", labels=origin
+            )
         )
         return out
     if mode != "K8sJobMode" or submitters:

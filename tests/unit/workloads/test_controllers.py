@@ -208,9 +208,9 @@ CASES: dict[str, tuple[dict[str, Any], list[str], int, list[str]]] = {
             {"entrypoint": "python x.py", "rayClusterSpec": copy.deepcopy(RAY_SPEC)},
         ),
         [
-            r"rj-[b-z2-9]{5}-head-[b-z2-9]{5}",
-            r"rj-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
-            r"rj-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
+            r"rj-raycluster-[b-z2-9]{5}-head-[b-z2-9]{5}",
+            r"rj-raycluster-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
+            r"rj-raycluster-[b-z2-9]{5}-gpu-worker-[b-z2-9]{5}",
         ],
         2,
         ["headgroup", "gpu", "submitter"],
