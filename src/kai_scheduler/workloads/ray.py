@@ -5,8 +5,8 @@ RayCluster: a head pod `<cluster>-head-<random>` and, per worker group, `replica
 `ray.io/cluster`, `ray.io/node-type`, `ray.io/group`; a pod that fails, is evicted or deleted is replaced.
 `suspend: true` runs nothing.
 
-RayJob: a RayCluster `<rayjob>-raycluster-<random>` from `rayClusterSpec` (none: the job runs on an existing cluster),
-then, in `K8sJobMode` (the default) once the head and every worker run, the submitter, a batch Job
+RayJob: a RayCluster `<rayjob>-raycluster-<random>` from `rayClusterSpec` (none: the job runs on an
+existing cluster), then, in `K8sJobMode` (the default) once the head and every worker run, the submitter, a batch Job
 `<rayjob>` from `submitterPodTemplate` (else a small `ray job submit` pod carrying the RayJob's
 `simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster is deleted
 (`shutdownAfterJobFinishes`).
