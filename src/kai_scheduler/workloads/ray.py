@@ -6,10 +6,10 @@ RayCluster: a head pod `<cluster>-head-<random>` and, per worker group, `replica
 `suspend: true` runs nothing.
 
 RayJob: a RayCluster `<rayjob>-raycluster-<random>` from `rayClusterSpec` (none: the job runs on an
-existing cluster), then, in `K8sJobMode` (the default) once the head and every worker run, the submitter, a batch Job
-`<rayjob>` from `submitterPodTemplate` (else a small `ray job submit` pod carrying the RayJob's
-`simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster is deleted
-(`shutdownAfterJobFinishes`).
+existing cluster), then, in `K8sJobMode` (the default) once the head and every worker run, the
+submitter, a batch Job `<rayjob>` from `submitterPodTemplate` (else a small `ray job submit` pod carrying
+the RayJob's `simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster is
+deleted (`shutdownAfterJobFinishes`).
 """
 
 from __future__ import annotations
