@@ -8,14 +8,14 @@ RayCluster: a head pod `<cluster>-head-<random>` and, per worker group, `replica
 RayJob: a RayCluster `<rayjob>-raycluster-<random>` from `rayClusterSpec` (none: the job runs on an
 existing cluster), then, in `K8sJobMode` (the default) once the head and every worker run, the
 submitter, a batch Job `<rayjob>` from `submitterPodTemplate` (else a small `ray job submit` pod carrying
-the RayJob's `simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster is
-deleted (`shutdownAfterJobFinishes`).
+the RayJob's `simulation.kai.scheduler/duration`). When the submitter Job finishes, the cluster stays,
+unless `shutdownAfterJobFinishes: true`: then it is deleted `ttlSecondsAfterFinished` (0) later.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kai_scheduler.api.constants import SIM_DURATION_ANNOTATION
@@ -121,11 +121,10 @@ def reconcile_ray_job(ray_job: Mapping[str, Any], view: View, now: datetime) -> 
     out = Reconciled()
     name = name_of(ray_job)
     if any(job_finished(job) for job in submitters):
-        out.status = {"jobDeploymentStatus": "Complete"}
-        if (
-            flag(ray_job, "spec", "shutdownAfterJobFinishes")
-            or at(ray_job, "spec", "shutdownAfterJobFinishes") is None
-        ):
+        ended = at(ray_job, "status", "endTime") or _rfc3339(now)
+        out.status = {"jobDeploymentStatus": "Complete", "endTime": ended}
+        cleanup = ray_job_cleanup_time({**ray_job, "status": out.status})
+        if cleanup is not None and now >= cleanup:
             out.delete = clusters
         return out
     if flag(ray_job, "spec", "suspend"):
@@ -149,6 +148,26 @@ def reconcile_ray_job(ray_job: Mapping[str, Any], view: View, now: datetime) -> 
     spec = {"backoffLimit": backoff, "template": with_labels(template, {})}
     out.create.append(child_object(ray_job, "batch/v1", "Job", spec, name=name))
     return out
+
+
+def ray_job_cleanup_time(ray_job: Mapping[str, Any]) -> datetime | None:
+    """When a finished RayJob with `shutdownAfterJobFinishes` deletes its cluster:
+    `ttlSecondsAfterFinished` (default 0) after it ended."""
+    ended = at(ray_job, "status", "endTime")
+    if not ended or not flag(ray_job, "spec", "shutdownAfterJobFinishes"):
+        return None
+    ttl = integer(ray_job, "spec", "ttlSecondsAfterFinished", default=0)
+    return datetime.fromisoformat(str(ended).replace("Z", "+00:00")) + timedelta(seconds=ttl)
+
+
+def ray_job_next_time(ray_job: Mapping[str, Any], now: datetime) -> datetime | None:
+    """When the RayJob next has work by the clock alone: deleting its cluster after the TTL."""
+    cleanup = ray_job_cleanup_time(ray_job)
+    return cleanup if cleanup is not None and cleanup > now else None
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _cluster_up(cluster: Mapping[str, Any], view: View) -> bool:

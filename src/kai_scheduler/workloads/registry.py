@@ -34,7 +34,7 @@ CONTROLLERS: dict[tuple[str, str], Controller] = {
         for kind in kubeflow.REPLICA_SPECS
     },
     ("ray.io", "RayCluster"): Controller(ray.reconcile_ray_cluster, replaces_by_name=False),
-    ("ray.io", "RayJob"): Controller(ray.reconcile_ray_job, replaces_by_name=False),
+    ("ray.io", "RayJob"): Controller(ray.reconcile_ray_job, False, ray.ray_job_next_time),
     ("jobset.x-k8s.io", "JobSet"): Controller(sets.reconcile_job_set, replaces_by_name=False),
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): Controller(sets.reconcile_leader_worker_set, True),
 }

@@ -467,19 +467,38 @@ def test_rayjob_submits_once_its_cluster_runs_and_deletes_the_cluster_after(tmp_
         "ray.io/v1",
         "RayJob",
         "rj",
-        {"entrypoint": "python x.py", "rayClusterSpec": copy.deepcopy(RAY_SPEC)},
+        {
+            "entrypoint": "python x.py",
+            "rayClusterSpec": copy.deepcopy(RAY_SPEC),
+            "shutdownAfterJobFinishes": True,
+            "ttlSecondsAfterFinished": 600,
+        },
     )
     ray_job["metadata"]["annotations"] = {"simulation.kai.scheduler/duration": "5m"}
-    sim = run(tmp_path, ray_job, until=3600)
+    # The submitter starts once the cluster runs (second 1), ends 5 minutes later, and the cluster goes
+    # 10 minutes after that.
+    before = run(tmp_path, ray_job, until=800)
+    assert sorted(p.phase for p in before.cluster.pods) == ["Running", "Running", "Running", "Succeeded"]
+    sim = run(tmp_path, ray_job, until=1000)
     ended = [p for p in sim.cluster.pods if p.phase == "Failed"]  # the cluster's, deleted with it
     assert len(ended) == 3 and all(p.pod.metadata.labels["ray.io/cluster"].startswith("rj-") for p in ended)
     (submitter,) = [p for p in sim.cluster.pods if p.phase != "Failed"]
-    assert submitter.pod.metadata.name.startswith("rj-") and submitter.arrival > 0
+    assert submitter.pod.metadata.name.startswith("rj-") and submitter.arrival == 1.0
     assert submitter.phase == "Succeeded"
     assert submitter.pod.metadata.labels["kai.scheduler/subgroup-name"] == "submitter"
     runtime = sim.cluster.workloads.runtime  # type: ignore[union-attr]
     assert not [o for o in runtime.objects.values() if o["kind"] == "RayCluster"]
     assert runtime.find("RayJob", "default", "rj")["status"]["jobDeploymentStatus"] == "Complete"  # type: ignore[index]
+
+
+def test_rayjob_keeps_its_cluster_by_default(tmp_path: Path) -> None:
+    ray_job = workload(
+        "ray.io/v1", "RayJob", "rj", {"entrypoint": "x", "rayClusterSpec": copy.deepcopy(RAY_SPEC)}
+    )
+    ray_job["metadata"]["annotations"] = {"simulation.kai.scheduler/duration": "5m"}
+    sim = run(tmp_path, ray_job, until=3600)
+    phases = sorted(p.phase for p in sim.cluster.pods)
+    assert phases == ["Running", "Running", "Running", "Succeeded"]
 
 
 def test_jobset_in_order_starts_a_replicated_job_once_the_one_before_runs(tmp_path: Path) -> None:
