@@ -240,6 +240,9 @@ class SimCluster:
             changed.append(pod)
         self._evicted = []
         made = workloads.react(self.now, [(pod.pod, pod.phase) for pod in changed])
+        # Deletions first: a pod made again under its name (a StatefulSet's) replaces the one deleted.
+        for key in made.deleted:
+            self._delete(key)
         for group in made.pod_groups:
             self.pod_groups.append((group, self.next_rank, self.now))
             self._arrivals.append((self.now, -1, PodGroupState(group, self.next_rank)))
@@ -255,8 +258,6 @@ class SimCluster:
             self.pods.append(sim_pod)
             self._by_key[sim_pod.key] = sim_pod
             self._arrivals.append((self.now, -1, sim_pod))
-        for key in made.deleted:
-            self._delete(key)
 
     def _delete(self, key: str) -> None:
         """A controller deleted the pod: it leaves the scheduler's view, and stays in the record as it

@@ -102,9 +102,11 @@ def reconcile_stateful_set(stateful_set: Mapping[str, Any], view: View, now: dat
     )
     name = name_of(stateful_set)
     revision = f"{name}-{template_hash(template)}"
-    pods = {name_of(pod): pod for pod in view.owned(stateful_set) if is_active(pod)}
+    owned = list(view.owned(stateful_set))
+    pods = {name_of(pod): pod for pod in owned if is_active(pod)}
     service = at(stateful_set, "spec", "serviceName")
-    out = Reconciled()
+    # A pod that ended (failed, or completed) is deleted and made again under its name.
+    out = Reconciled(delete=[pod for pod in owned if not is_active(pod)])
     for ordinal in range(start, start + replicas):
         pod_name = f"{name}-{ordinal}"
         pod = pods.get(pod_name)
@@ -131,6 +133,7 @@ def reconcile_stateful_set(stateful_set: Mapping[str, Any], view: View, now: dat
         if policy == "OrderedReady":
             break
     wanted = {f"{name}-{ordinal}" for ordinal in range(start, start + replicas)}
-    out.delete = [pod for pod_name, pod in pods.items() if pod_name not in wanted]
-    out.status = {"replicas": len(pods) + len(out.create) - len(out.delete)}
+    surplus = [pod for pod_name, pod in pods.items() if pod_name not in wanted]
+    out.delete += surplus
+    out.status = {"replicas": len(pods) + len(out.create) - len(surplus)}
     return out

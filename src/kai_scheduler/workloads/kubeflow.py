@@ -104,8 +104,10 @@ def reconcile_kubeflow(job: Mapping[str, Any], view: View, now: datetime) -> Rec
             pod_name = (
                 f"{name}-{lower}" if kind == "MPIJob" and lower == "launcher" else f"{name}-{lower}-{index}"
             )
-            if pod_name in pods and phase_of(pods[pod_name]) != "Failed":
-                continue
+            if pod_name in pods:
+                if phase_of(pods[pod_name]) != "Failed":
+                    continue
+                out.delete.append(pods[pod_name])  # made again under its name
             pod_labels = {**labels, REPLICA_INDEX_LABEL: str(index)}
             if mpi_operator:
                 # The MPI operator labels the role only; the training operator the replica type too.

@@ -671,3 +671,19 @@ def test_runtime_replaces_a_deleted_pod_and_deletes_what_an_object_controls() ->
     gone = runtime.delete([deployment["metadata"]["uid"]], START)
     assert sorted(o["kind"] for o in gone.deleted) == ["Deployment", "Pod", "Pod", "ReplicaSet"]
     assert not runtime.objects
+
+
+def test_a_statefulset_pod_that_completes_is_made_again_under_its_name(tmp_path: Path) -> None:
+    sts = workload("apps/v1", "StatefulSet", "db", {"replicas": 1, "template": template(1, "10m")})
+    sim = run(tmp_path, sts, until=1500)
+    assert [(p.pod.metadata.name, p.phase, p.arrival) for p in sim.cluster.pods] == [
+        ("db-0", "Running", 1200.0)
+    ]
+
+
+def test_a_failed_kubeflow_pod_is_made_again_under_its_name() -> None:
+    runtime = Runtime()
+    (master, worker) = runtime.apply(CASES["XGBoostJob"][0], START).pods_created()
+    again = runtime.set_pod_phase([(worker["metadata"]["uid"], "Failed")], START)
+    assert [p["metadata"]["name"] for p in again.pods_deleted()] == ["xgb-worker-0"]
+    assert [p["metadata"]["name"] for p in again.pods_created()] == ["xgb-worker-0"]
