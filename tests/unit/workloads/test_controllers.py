@@ -683,7 +683,7 @@ def test_a_statefulset_pod_that_completes_is_made_again_under_its_name(tmp_path:
 
 def test_a_failed_kubeflow_pod_is_made_again_under_its_name() -> None:
     runtime = Runtime()
-    (master, worker) = runtime.apply(CASES["XGBoostJob"][0], START).pods_created()
+    (_master, worker) = runtime.apply(CASES["XGBoostJob"][0], START).pods_created()
     again = runtime.set_pod_phase([(worker["metadata"]["uid"], "Failed")], START)
     assert [p["metadata"]["name"] for p in again.pods_deleted()] == ["xgb-worker-0"]
     assert [p["metadata"]["name"] for p in again.pods_created()] == ["xgb-worker-0"]
