@@ -231,7 +231,7 @@ class SimCluster:
         if workloads is None:
             self._evicted.clear()
             return
-        for pod in self._evicted:
+        for pod in dict.fromkeys(self._evicted):  # a pod moved and then taken again is evicted twice
             if workloads.owns(pod.pod) and not workloads.replaced_by_name(pod.pod):
                 # Deleted by the eviction: its controller makes a new pod in its place; this one stays in
                 # the record as Failed.
