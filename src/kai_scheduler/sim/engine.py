@@ -59,7 +59,7 @@ class ShardPlan:
     config: SchedulerConfig
 
 
-def shard_plans(config: SchedulerConfig, objects: Sequence[ApiObject]) -> list[ShardPlan] | None:
+def shard_plans(config: SchedulerConfig, objects: Sequence[ApiObject | Workload]) -> list[ShardPlan] | None:
     """The shards to schedule: the configured ones; none configured, KAI's default shard (the objects
     without the node-pool label) when some node, queue, PodGroup or pod carries the label; else None: one
     scheduler that sees everything, which is the default shard when nothing is labelled (and costs
@@ -68,7 +68,10 @@ def shard_plans(config: SchedulerConfig, objects: Sequence[ApiObject]) -> list[S
     if config.shards:
         return [ShardPlan(s.name, s.partition(key), shard_config(config, s.name)) for s in config.shards]
     kinds = (Node, Queue, PodGroup, Pod)
-    if any(isinstance(o, kinds) and key in o.metadata.labels for o in objects):
+    if any(
+        (isinstance(o, kinds) and key in o.metadata.labels) or (isinstance(o, Workload) and o.has_label(key))
+        for o in objects
+    ):
         return [ShardPlan(DEFAULT_SHARD, Partition(key, None), config)]
     return None
 

@@ -46,6 +46,11 @@ class Workload:
     def key(self) -> tuple[str, str, str]:
         return (self.kind, self.namespace, self.metadata.name)
 
+    def has_label(self, key: str) -> bool:
+        """Whether the workload or any pod template in it carries the label `key` (its pods or PodGroups
+        may then carry it: the node-pool label puts them in a scheduling shard)."""
+        return _labels_anywhere(self.manifest, key)
+
     def arrival(self, start: datetime) -> float:
         """Seconds after `start` at which it is created."""
         own = self.metadata.annotations.get(c.SIM_ARRIVAL_ANNOTATION)
@@ -53,6 +58,17 @@ class Workload:
         stamp = self.metadata.creation_timestamp
         created = (stamp - start).total_seconds() if stamp is not None else 0.0
         return max(seconds, created)
+
+
+def _labels_anywhere(value: Any, key: str) -> bool:
+    if isinstance(value, Mapping):
+        labels = value.get("labels")
+        if isinstance(labels, Mapping) and key in labels:
+            return True
+        return any(_labels_anywhere(item, key) for item in value.values())
+    if isinstance(value, list):
+        return any(_labels_anywhere(item, key) for item in value)
+    return False
 
 
 def is_workload_document(doc: Any) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kai_scheduler.api.constants import NODE_POOL_LABEL
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import Pod, PodGroup
 from kai_scheduler.cluster.podgrouper import plan_pod_group, pod_group_manifest
@@ -687,3 +688,30 @@ def test_a_failed_kubeflow_pod_is_made_again_under_its_name() -> None:
     again = runtime.set_pod_phase([(worker["metadata"]["uid"], "Failed")], START)
     assert [p["metadata"]["name"] for p in again.pods_deleted()] == ["xgb-worker-0"]
     assert [p["metadata"]["name"] for p in again.pods_created()] == ["xgb-worker-0"]
+
+
+def test_a_workload_in_a_node_pool_is_scheduled_as_a_labelled_pod_would_be(tmp_path: Path) -> None:
+    """A pool label on a pod template puts the pods (and, through the pod grouper, their PodGroups) in that
+    pool's scheduling shard: with no such shard configured, they wait, as a bare pod so labelled does."""
+    labelled = workload(
+        "apps/v1",
+        "Deployment",
+        "web",
+        {
+            "replicas": 1,
+            "selector": {"matchLabels": {}},
+            "template": template(1, **{NODE_POOL_LABEL: "pool-a"}),
+        },
+    )
+    bare = {"apiVersion": "v1", "kind": "Pod", **template(1, **{NODE_POOL_LABEL: "pool-a"})}
+    bare["metadata"].update(name="bare", namespace="default")
+    bare["metadata"]["labels"]["kai.scheduler/queue"] = "team-a"
+    phases = [[p.phase for p in run(tmp_path, doc, until=10).cluster.pods] for doc in (labelled, bare)]
+    assert phases == [["Pending"], ["Pending"]]
+    unlabelled = workload(
+        "apps/v1",
+        "Deployment",
+        "web",
+        {"replicas": 1, "selector": {"matchLabels": {}}, "template": template(1)},
+    )
+    assert [p.phase for p in run(tmp_path, unlabelled, until=10).cluster.pods] == ["Running"]
