@@ -118,6 +118,9 @@ class SimCluster:
         # The workloads' controllers (none: the input has no workloads), the pods whose phase changed since
         # they last looked, and the next free creation rank for what they make.
         self.workloads: SimWorkloads | None = None
+        # For the pods they make later: the claim templates, and the claim names in use (DRA).
+        self.claim_templates: dict[str, ResourceClaimTemplate] = {}
+        self.claims_taken: set[str] = set()
         self._changed: list[SimPod] = []
         self._evicted: list[SimPod] = []
         self.next_rank = len(pods) + len(pod_groups)
@@ -236,6 +239,8 @@ class SimCluster:
                 # Deleted by the eviction: its controller makes a new pod in its place; this one stays in
                 # the record as Failed.
                 pod.phase = "Failed"
+                if pod.pod.spec.resource_claims:
+                    self.claims.released(pod.pod, gone=True)  # its own claims go with it
                 self._update(pod)
             changed.append(pod)
         self._evicted = []
@@ -248,6 +253,11 @@ class SimCluster:
             self._arrivals.append((self.now, -1, PodGroupState(group, self.next_rank)))
             self.next_rank += 1
         for new in made.pods:
+            if new.spec.resource_claims:
+                # Kubernetes' resourceclaim controller makes the pod's claims from their templates.
+                new, claims = made_claims(new, self.claim_templates, self.claims_taken)
+                if claims:
+                    self.claims.expect(new.key, claims)
             sim_pod = _sim_pod(new, self.next_rank, self.now)
             self.next_rank += 1
             ended = self._by_key.get(sim_pod.key)
@@ -266,7 +276,7 @@ class SimCluster:
         if pod is None or pod.phase in ("Succeeded", "Failed"):
             return
         if pod.pod.spec.resource_claims:
-            self.claims.released(pod.pod)
+            self.claims.released(pod.pod, gone=True)
         pod.phase, pod.finish_at = "Failed", None
         pod.nominated_node, pod.nominated_gpu_groups = None, ()
         self._nominated.discard(pod)
@@ -393,6 +403,7 @@ def build_cluster(
         )
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.workloads = workloads
+    cluster.claim_templates, cluster.claims_taken = templates, taken
     return cluster
 
 

@@ -715,3 +715,44 @@ def test_a_workload_in_a_node_pool_is_scheduled_as_a_labelled_pod_would_be(tmp_p
         {"replicas": 1, "selector": {"matchLabels": {}}, "template": template(1)},
     )
     assert [p.phase for p in run(tmp_path, unlabelled, until=10).cluster.pods] == ["Running"]
+
+
+def test_pods_made_later_get_claims_from_their_templates(tmp_path: Path) -> None:
+    """DRA: the resourceclaim controller makes each pod's claims, for a Job's next pods as for its first."""
+    dra = "resource.k8s.io/v1"
+    device_class = {
+        "apiVersion": dra,
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {},
+    }
+    devices = [{"name": f"gpu-{i}"} for i in range(2)]
+    slice_ = {
+        "apiVersion": dra,
+        "kind": "ResourceSlice",
+        "metadata": {"name": "n1-gpus"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "pool": {"name": "n1", "generation": 0},
+            "nodeName": "n1",
+            "devices": devices,
+        },
+    }
+    claim_template = {
+        "apiVersion": dra,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}
+            }
+        },
+    }
+    pod_template = template(0, "10m")
+    pod_template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    job = workload("batch/v1", "Job", "dra", {"completions": 2, "template": pod_template})
+    sim = run(tmp_path, device_class, slice_, claim_template, job, until=3600)
+    pods = sorted(sim.cluster.pods, key=lambda p: p.arrival)
+    assert [(p.phase, p.scheduled_at) for p in pods] == [("Succeeded", 0.0), ("Succeeded", 600.0)]
+    claims = {c.metadata.name for c in sim.cluster.claims.claims.values()}
+    assert {f"{p.pod.metadata.name}-gpu" for p in pods} <= claims
