@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kai_scheduler.actions.victims import Scenario, VictimAction, order_victims, solve
+from kai_scheduler.actions.victim_order import order_victims
+from kai_scheduler.actions.victim_scenarios import Scenario
+from kai_scheduler.actions.victim_search import solve
+from kai_scheduler.actions.victims import VictimAction
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources

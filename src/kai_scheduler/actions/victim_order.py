@@ -1,0 +1,320 @@
+"""Victims in the reverse of the scheduling order (KAI's victim queue), unit by unit.
+
+`order_victims` hands out, lazily, what the victim solver takes next: down the queue tree the child that
+ranks last, in the leaf the job that ranks last, and from that job one unit (`VictimUnit`: one pod above
+its minMember, or the rest of its pods at once). The per-queue candidate lists (`LeafVictims`) are ordered
+once and kept until a commit changes the queue; `SharedVictims` lets preemptors alike share one order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, PodSet, TaskInfo
+from kai_scheduler.model.nodes import BoolArray
+from kai_scheduler.model.resources import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class VictimUnit:
+    """What one step of the search takes from a victim job: one pod above its minMember, or the rest of
+    its pods (the gang) at once."""
+
+    job: JobInfo
+    tasks: list[TaskInfo]
+
+
+class SharedVictims:
+    """One victim order, handed to every attempt that would compute it alike: the units it produced so
+    far, then more from the underlying (lazy) order as an attempt needs them. Valid while the cluster
+    stays as it was when the order started (the owner drops it on a commit), and only when every unit is
+    asked for with the cluster as it was (one-pod preemptors: each scenario is undone before the next)."""
+
+    def __init__(self, source: Iterator[VictimUnit]) -> None:
+        self._source = source
+        self._units: list[VictimUnit] = []
+
+    def __iter__(self) -> Iterator[VictimUnit]:
+        index = 0
+        while True:
+            if index == len(self._units):
+                unit = next(self._source, None)
+                if unit is None:
+                    return
+                self._units.append(unit)
+            yield self._units[index]
+            index += 1
+
+
+def active_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """The pods that may be victims: running ones, and ones placed earlier in this cycle (allocated or
+    pipelined), as KAI's active-allocated pods. Kept per job until one of its pods changes status: every
+    attempt of every victim action looks at every candidate job."""
+    known: dict[JobInfo, tuple[int, list[TaskInfo]]] = session.scratch.setdefault("victims.active", {})
+    cached = known.get(job)
+    if cached is None or cached[0] != job.version:
+        cached = known[job] = (job.version, [t for t in job.tasks if t.status in ACTIVE_ALLOCATED])
+    return cached[1]
+
+
+class _Last:
+    """A job order key that sorts in reverse: the victim queue hands out the job that ranks last."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Last) -> bool:
+        return other.key < self.key
+
+
+# Per leaf queue, its candidate jobs as a heap in reverse job order (the entries: the job's order key,
+# reversed; a tie-breaking counter; the job).
+VictimEntry = tuple[_Last, int, JobInfo]
+Heaps = dict[str, list[VictimEntry]]
+
+
+def victim_heaps(session: Session, jobs: Iterable[JobInfo], usable: BoolArray | None = None) -> Heaps:
+    """`jobs` by leaf queue, each queue's as a heap in reverse job order (see `order_victims`), leaving out
+    jobs with no pod on a `usable` node."""
+    heaps: Heaps = {}
+    for count, job in enumerate(jobs):
+        if usable is not None and not any(usable[task.node] for task in active_tasks(session, job)):
+            continue
+        key = session.victim_order_key(job, len(active_tasks(session, job)))
+        heaps.setdefault(job.queue, []).append((_Last(key), count, job))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    return heaps
+
+
+class LeafVictims:
+    """One leaf queue's candidate victims in reverse job order, ready to be cut down to the jobs with a
+    pod on the nodes some preemptor may use (`heap`): the order does not depend on the preemptor, so one
+    of these serves every attempt until the cluster changes."""
+
+    __slots__ = ("entries", "nodes", "starts")
+
+    def __init__(self, session: Session, jobs: Iterable[JobInfo]) -> None:
+        # Each job's order key and nodes, kept until one of its pods changes status: a commit orders its
+        # queues' victims again, most of them unchanged.
+        known: dict[JobInfo, tuple[int, tuple[Any, ...], list[int]]] = session.scratch.setdefault(
+            "victims.entries", {}
+        )
+        rows: list[tuple[tuple[Any, ...], list[int], JobInfo]] = []
+        for job in jobs:
+            cached = known.get(job)
+            if cached is None or cached[0] != job.version:
+                active = active_tasks(session, job)
+                key = session.victim_order_key(job, len(active))
+                cached = known[job] = (job.version, key, [task.node for task in active])
+            rows.append((cached[1], cached[2], job))
+        # Sorted in reverse job order (keys are unique: they end with the job's key), so a heap as it is,
+        # and so is any selection of it, in order.
+        rows.sort(key=lambda row: row[0], reverse=True)
+        self.entries = [(_Last(key), 0, job) for key, _, job in rows]
+        nodes: list[int] = []
+        starts: list[int] = []
+        for _, job_nodes, _ in rows:
+            starts.append(len(nodes))
+            nodes.extend(job_nodes)
+        self.nodes = np.array(nodes, dtype=np.intp)
+        self.starts = np.array(starts, dtype=np.intp)
+
+    def heap(self, usable: BoolArray) -> list[tuple[_Last, int, JobInfo]]:
+        """The jobs with a pod on a `usable` node, as a heap (sorted)."""
+        if not self.entries:
+            return []
+        on_usable = np.logical_or.reduceat(usable[self.nodes], self.starts)
+        return [self.entries[i] for i in np.flatnonzero(on_usable).tolist()]
+
+
+def order_victims(
+    session: Session,
+    action: str,
+    preemptor: JobInfo,
+    tasks: Sequence[TaskInfo],
+    jobs: Sequence[JobInfo] | Heaps,
+    admit: Callable[[JobInfo], bool] | None = None,
+) -> Iterator[VictimUnit]:
+    """Victims in the reverse of the scheduling order (KAI's victim queue), from `jobs` (or their heaps,
+    made earlier with `victim_heaps` for the nodes `tasks` may use). Down the queue tree, at every level
+    the child that ranks last in queue order (over its fair share, above its quota, low priority, large
+    dominant share: see proportion's `victim_queue_key`); in the leaf reached, the job that ranks last in
+    job order (the lowest priority; among equals one running above its minMember before one at it; then
+    the newest). From that job one unit (`_next_unit`); a job with pods left goes back into its queue and
+    is ranked again with what it has left.
+
+    A job is passed over when `admit` refuses it, when it is the preemptor itself, when none of its pods
+    runs on a node the preemptor's `tasks` may use at all (freeing other nodes cannot help), or when its
+    minimum runtime protects it and it runs no pod above its minMember (a protected job gives only
+    those).
+
+    Lazy: the solver usually needs only the first few units. A job is ranked again with the pods it has
+    left (`Session.victim_order_key`), as KAI ranks the job's remaining pods."""
+    usable = session.usable_nodes(tasks)
+    source = jobs if isinstance(jobs, dict) else victim_heaps(session, jobs, usable)
+    order = _VictimOrder(session, action, preemptor, usable, source, admit)
+    while (leaf := order.next_leaf()) is not None:
+        job = order.pop(leaf)
+        unit = _next_unit(session, order.left_of[job], job in order.protected)
+        if unit:
+            yield VictimUnit(job, unit)
+            order.took(leaf, job, unit)
+
+
+class _VictimOrder:
+    """The state of one `order_victims`: the heaps it hands jobs out from (copies), what each job looked
+    at has left, and each queue's rank, kept until a victim is taken below it (a unit changes only the
+    queues on its leaf's path). A class rather than closures: mutually recursive closures would make a
+    reference cycle holding the session."""
+
+    def __init__(
+        self,
+        session: Session,
+        action: str,
+        preemptor: JobInfo,
+        usable: BoolArray,
+        source: Heaps,
+        admit: Callable[[JobInfo], bool] | None,
+    ) -> None:
+        self.session = session
+        self.action = action
+        self.preemptor = preemptor
+        self.usable = usable
+        self.admit = admit
+        self.queues = session.snapshot.queues
+        self.heaps = {name: list(heap) for name, heap in source.items()}  # copies are heaps too
+        self.left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once looked at
+        self.passed: set[JobInfo] = set()  # looked at, and passed over
+        self.protected: set[JobInfo] = set()
+        self.counter = sum(len(heap) for heap in self.heaps.values())
+        self.allocated = {queue.name: queue.allocated.copy() for queue in self.queues}
+        self.taken: dict[str, Resources] = {queue.name: Resources() for queue in self.queues}
+        self.ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
+        self.held_of: dict[JobInfo, Resources] = {}  # what each job looked at holds of what it has left
+
+    def next_leaf(self) -> str | None:
+        """The leaf queue whose job goes next (None: no job left that may give anything)."""
+        best = self._last_child(self.queues.roots)
+        return None if best is None else best[1]
+
+    def pop(self, leaf: str) -> JobInfo:
+        job = heapq.heappop(self.heaps[leaf])[2]
+        for queue in self.queues.ancestry(leaf):
+            self.ranks.pop(queue.name, None)
+        return job
+
+    def took(self, leaf: str, job: JobInfo, unit: list[TaskInfo]) -> None:
+        """Account a unit handed out; a job with pods left goes back, ranked with what it has left."""
+        amount = self._held(unit)
+        for queue in self.queues.ancestry(leaf):
+            self.taken[queue.name].add(amount)
+        gone = {id(task) for task in unit}
+        rest = [task for task in self.left_of[job] if id(task) not in gone]
+        self.left_of[job] = rest
+        self.held_of.pop(job, None)
+        if rest and (job not in self.protected or _above_min(rest)):
+            self.counter += 1
+            key = _Last(self.session.victim_order_key(job, len(rest)))
+            heapq.heappush(self.heaps[leaf], (key, self.counter, job))
+
+    def _held(self, tasks: list[TaskInfo]) -> Resources:
+        nodes = self.session.snapshot.nodes
+        total = Resources()
+        for task in tasks:
+            total.add(task.request.queue_resources(float(nodes.gpu_memory_mib[task.node])))
+        return total
+
+    def _eligible(self, job: JobInfo) -> bool:
+        """Whether the job may give anything at all (asked once, when it first comes up)."""
+        if job in self.left_of:
+            return True
+        if job in self.passed:
+            return False
+        session = self.session
+        active = active_tasks(session, job)
+        ok = job is not self.preemptor and (self.admit is None or self.admit(job))
+        ok = ok and bool(active) and any(self.usable[task.node] for task in active)
+        if ok and session.is_protected(self.action, self.preemptor, job):
+            ok = _above_min(active)
+            self.protected.add(job)
+        if ok:
+            self.left_of[job] = active
+        else:
+            self.passed.add(job)
+        return ok
+
+    def _rank(self, name: str) -> tuple[tuple[Any, ...], str] | None:
+        """The queue's victim-order key (forward: the largest is handed out first) and the leaf below it
+        whose job would go; None when no job below it may give anything."""
+        if name not in self.ranks:
+            self.ranks[name] = self._ranked(name)
+        return self.ranks[name]
+
+    def _ranked(self, name: str) -> tuple[tuple[Any, ...], str] | None:
+        queue = self.queues[name]
+        if queue.is_leaf:
+            heap = self.heaps.get(name)
+            while heap and not self._eligible(heap[0][2]):
+                heapq.heappop(heap)
+            if not heap:
+                return None
+            leaf = name
+        else:
+            best = self._last_child(queue.children)
+            if best is None:
+                return None
+            leaf = best[1]
+        victim_key = self.session.points.victim_queue_order
+        if victim_key is None:
+            return (queue.rank,), leaf
+        remaining = self.allocated[name].copy()
+        remaining.sub(self.taken[name])
+        next_job = self.heaps[leaf][0][2]
+        held = self.held_of.get(next_job)
+        if held is None:
+            held = self.held_of[next_job] = self._held(self.left_of[next_job])
+        remaining.sub(held)
+        return victim_key(queue, self.allocated[name], remaining), leaf
+
+    def _last_child(self, names: list[str]) -> tuple[str, str] | None:
+        best: tuple[tuple[Any, ...], str, str] | None = None
+        for name in names:
+            found = self._rank(name)
+            if found is not None and (best is None or best[0] < found[0]):
+                best = (found[0], name, found[1])
+        return None if best is None else (best[1], best[2])
+
+
+def _above_min(tasks: list[TaskInfo]) -> bool:
+    """Whether some pod set of these pods' job has more of them than its minMember."""
+    counts: dict[int, int] = {}
+    podsets: dict[int, PodSet] = {}
+    for task in tasks:
+        counts[id(task.podset)] = counts.get(id(task.podset), 0) + 1
+        podsets[id(task.podset)] = task.podset
+    return any(count > podsets[key].min_member for key, count in counts.items())
+
+
+def _next_unit(session: Session, tasks: list[TaskInfo], protected: bool) -> list[TaskInfo]:
+    """What to take next from a job whose victim pods left are `tasks` (KAI's GetTasksToEvict): if a pod
+    set runs above its minMember, one pod of it (the pod set furthest above, its pod last in task order:
+    the newest); else every pod left at once (the gang), unless the job is protected (then nothing)."""
+    by_podset: dict[int, tuple[PodSet, list[TaskInfo]]] = {}
+    for task in tasks:
+        by_podset.setdefault(id(task.podset), (task.podset, []))[1].append(task)
+    above = [(podset, members) for podset, members in by_podset.values() if len(members) > podset.min_member]
+    if above:
+        _, members = max(above, key=lambda entry: len(entry[1]) / max(entry[0].min_member, 1))
+        return [max(members, key=session.task_order_key)]
+    if protected:
+        return []
+    return sorted(tasks, key=session.task_order_key, reverse=True)

@@ -1,0 +1,303 @@
+"""The victim solver that consolidation, reclaim and preempt share (KAI's job solver): which scenarios
+are simulated, in which order, and which is committed.
+
+For a pending job (the preemptor) it takes victims unit by unit in victim order (`victim_order`) and
+simulates each growing scenario on a Statement (`victim_scenarios.simulate`): the victims so far evicted
+virtually, the preemptor and every victim job placed again by the allocation routine, the action's
+validator judging the outcome. The first valid scenario is committed (with a plugin that judges outcomes,
+the best of a few among victims ranked alike: `_Choice`). Cheap filters skip scenarios that cannot free
+what the preemptor asks for, and at most MAX_SCENARIOS are simulated per preemptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from kai_scheduler.actions.placement import place_pipelined
+from kai_scheduler.actions.replays import last_for
+from kai_scheduler.actions.victim_order import VictimUnit, active_tasks
+from kai_scheduler.actions.victim_scenarios import Outcome, Scenario, simulate, takes
+from kai_scheduler.framework.gang import request_of
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.resources import EPSILON
+
+# Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
+MAX_SCENARIOS = 64
+# Committable scenarios compared after the first when a plugin judges outcomes (see `_Choice`).
+ALTERNATIVES = 8
+
+
+def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+    """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
+
+    Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
+    the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
+    for hook in session.points.on_solution_start:
+        hook()
+    released = [task for task in scenario.tasks if session.state.release_reservation(task)]
+    if released and scenario.replays is not None:
+        # The cluster is not the one the replays were recorded on, nor will it be for the next preemptor.
+        scenario = replace(scenario, replays=None)
+    search = _search_by_node if scenario.by_node and len(scenario.tasks) == 1 else _search
+    if search(session, scenario, victims):
+        return True
+    for task in released:
+        session.state.restore_reservation(task)
+    return False
+
+
+def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+    """KAI's search for one pod (the job solver's scenarios, tried node by node): victims accumulate in
+    victim order, and after each one, for every node of its job, the scenario evicts the victims so far
+    that have a pod on that node (their whole jobs' units) and nothing else. Victims elsewhere are never
+    touched, so a scenario costs what its node holds, however many victims came before."""
+    statement = session.statement(scenario.action)
+    (task,) = scenario.tasks
+    needed = 0.0 if task.request.mig_instances else request_of(session, scenario.tasks).gpu
+    nodes = session.snapshot.nodes
+    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
+    taken: dict[JobInfo, list[TaskInfo]] = {}  # the units so far, by job
+    on_node: dict[int, dict[JobInfo, None]] = {}  # the jobs with a unit's pod on each node
+    # The victim sets simulated already: the same set evicts the same pods from the same cluster, so it
+    # fails the same way again.
+    tried: set[frozenset[str]] = set()
+    simulated = 0
+    counts = session.counts[scenario.action]
+    replays = scenario.replays
+    # Whether the pod fits anywhere as the cluster is (without evicting anything): if not, a scenario
+    # whose victims all go back where they were before its turn cannot place it either.
+    fits_now = replays is not None and bool(session.candidate_nodes(task).any())
+    choice = _Choice(session, statement)
+    for victim in victims:
+        if not choice.still_looking(victim):
+            break
+        taken.setdefault(victim.job, []).extend(victim.tasks)
+        for victim_task in victim.tasks:
+            on_node.setdefault(victim_task.node, {})[victim.job] = None
+        available += request_of(session, victim.tasks).gpu
+        if available + EPSILON < needed:
+            counts.scenarios_filtered += 1
+            continue
+        for node in sorted({t.node for t in active_tasks(session, victim.job)}):
+            jobs_here = on_node.get(node)
+            if not jobs_here:
+                continue
+            evicted = [t for job in jobs_here for t in taken[job]]
+            if 0 <= scenario.max_victims < len(evicted):
+                continue  # more pods than a scenario may evict
+            same = frozenset(t.key for t in evicted)
+            if same in tried:
+                continue
+            tried.add(same)
+            # The room the scenario makes is on its victims' nodes (the pod fit nowhere else before);
+            # plain resources first, without evicting anything, then everything.
+            if not _room_on_a_node(nodes, task, evicted):
+                counts.scenarios_filtered += 1
+                continue
+            for victim_task in evicted:
+                statement.evict(victim_task, scenario.reason(victim_task))
+            freed = sorted({t.node for t in evicted})
+            if not session.candidate_nodes(task)[freed].any():
+                counts.scenarios_filtered += 1
+                statement.discard()
+                continue
+            simulated += 1
+            counts.scenarios_simulated += 1
+            known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
+            if known is not None and known.all_home and not fits_now and last_for(session, task.job, known):
+                # Every victim goes back where it was before its turn (see `replays`): the cluster is then
+                # as it is now, where it fits nowhere.
+                outcome = Outcome.UNPLACEABLE
+            else:
+                outcome = simulate(session, statement, scenario, evicted)
+            if outcome is Outcome.COMMITTABLE:
+                if choice.judge is None:
+                    statement.commit()
+                    return True
+                choice.offer(victim, evicted)  # (and undone)
+            else:
+                statement.discard()
+            if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
+                return choice.commit(scenario)
+    return choice.commit(scenario)
+
+
+class _Choice:
+    """Which committable scenario of a one-pod search to take. KAI takes the first. A plugin that judges
+    outcomes (`outcome_stranded`, gpufragmentation's) makes the search go on among victims KAI's order
+    ranks alike (the same rank but for age: priority, elastic state), for at most ALTERNATIVES more
+    committable scenarios, and takes the one that leaves the fewest GPUs stranded on the nodes it
+    touches (the change against the cluster as it was; ties: the first found)."""
+
+    def __init__(self, session: Session, statement: Statement) -> None:
+        self.session = session
+        self.statement = statement
+        self.judge = session.points.outcome_stranded
+        self.best: tuple[float, list[TaskInfo]] | None = None
+        self.rank: tuple[Any, ...] | None = None  # the rank of the first committable scenario's victim
+        self.found = 0
+
+    def _rank(self, victim: VictimUnit) -> tuple[Any, ...]:
+        job = victim.job
+        return self.session.victim_order_key(job, len(active_tasks(self.session, job)))[:-2]
+
+    def still_looking(self, victim: VictimUnit) -> bool:
+        return self.rank is None or (self.found <= ALTERNATIVES and self._rank(victim) == self.rank)
+
+    def offer(self, victim: VictimUnit, evicted: list[TaskInfo]) -> None:
+        """Judge the committable scenario now on the statement, then undo it."""
+        assert self.judge is not None
+        touched = sorted({t.node for t in evicted} | {n for _, n, _ in self.statement.placements_since(0)})
+        after = self.judge(touched)
+        self.statement.discard()
+        cost = after - self.judge(touched)
+        if self.rank is None:
+            self.rank = self._rank(victim)
+        self.found += 1
+        if self.best is None or cost < self.best[0] - EPSILON:
+            self.best = (cost, list(evicted))
+
+    def commit(self, scenario: Scenario) -> bool:
+        """Simulate the chosen scenario again (the same cluster, the same outcome) and commit it."""
+        if self.best is None:
+            return False
+        evicted = self.best[1]
+        for task in evicted:
+            self.statement.evict(task, scenario.reason(task))
+        outcome = simulate(self.session, self.statement, scenario, evicted)
+        assert outcome is Outcome.COMMITTABLE, "a scenario simulated again must end as before"
+        self.statement.commit()
+        return True
+
+
+def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+    """The search for several pods (a gang): victims accumulate, evicted, in victim order; once the
+    preemptor could fit, the scenario is simulated (`_try_scenario`)."""
+    statement = session.statement(scenario.action)
+    evicted: list[TaskInfo] = []
+    # (MIG instances are not among the free GPUs counted here: a preemptor asking for some is not
+    # filtered by this count.)
+    uses_mig = any(task.request.mig_instances for task in scenario.tasks)
+    needed = 0.0 if uses_mig else request_of(session, scenario.tasks).gpu
+    nodes = session.snapshot.nodes
+    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
+    simulated = 0
+    counts = session.counts[scenario.action]
+    tried: set[frozenset[str]] = set()  # the victim sets simulated already (see `_search_by_node`)
+    for victim in victims:
+        step = victim.tasks
+        for task in step:
+            statement.evict(task, scenario.reason(task))
+        evicted.extend(step)
+        available += request_of(session, step).gpu
+        if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
+            counts.scenarios_filtered += 1
+            continue
+        simulated += 1
+        counts.scenarios_simulated += 1
+        outcome = _try_scenario(session, statement, scenario, evicted, tried)
+        if outcome is Outcome.COMMITTABLE:
+            statement.commit()
+            return True
+        if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
+            break
+    statement.discard()
+    return False
+
+
+def _room_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:
+    """Whether some node of `victims` would have the CPU, memory, pod slots and whole GPUs `task` asks
+    for, free or releasing, once they are gone: a cheap necessary condition (no eviction, no mask), lenient
+    to rounding, that rules out most victim sets on a node short of CPU or memory."""
+    request = task.request
+    room: dict[int, list[float]] = {}
+    for victim in victims:
+        freed = room.get(victim.node)
+        if freed is None:
+            freed = room[victim.node] = [0.0, 0.0, 0.0, 0.0]
+        asked = victim.request
+        shared = asked.gpu_devices if asked.is_shared_gpu else 0
+        freed[0] += asked.cpu
+        freed[1] += asked.memory
+        # (A shared GPU comes back whole once its last holder goes, with its reservation pod's slot: count
+        # each as a whole GPU and a slot.)
+        freed[2] += 1 + shared
+        freed[3] += asked.whole_gpus + shared
+    for node, (cpu, memory, pods, gpus) in room.items():
+        if (
+            _at_least(
+                nodes.cap_cpu.item(node) - nodes.used_cpu.item(node) + nodes.rel_cpu.item(node) + cpu,
+                request.cpu,
+            )
+            and _at_least(
+                nodes.cap_memory.item(node)
+                - nodes.used_memory.item(node)
+                + nodes.rel_memory.item(node)
+                + memory,
+                request.memory,
+            )
+            and _at_least(
+                nodes.cap_pods.item(node) - nodes.used_pods.item(node) + nodes.rel_pods.item(node) + pods, 1
+            )
+            and _at_least(nodes.free_gpus.item(node) + nodes.rel_gpus.item(node) + gpus, request.whole_gpus)
+        ):
+            return True
+    return False
+
+
+def _at_least(room: float, asked: float) -> bool:
+    # Looser than the node table's own test by far more than rounding: a necessary condition only.
+    return room >= asked - EPSILON - 1e-9 * abs(asked)
+
+
+def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
+    """Cheap per-node filter: pods asking for whole GPUs need nodes with that many free or releasing GPUs
+    each; counting slots for the smallest such pod never rejects a scenario that could work."""
+    whole = [task.request.whole_gpus for task in tasks if task.request.whole_gpus > 0]
+    if not whole:
+        return True
+    smallest = min(whole)
+    slots = np.floor((nodes.free_gpus + nodes.rel_gpus + EPSILON) / smallest).sum()
+    return bool(slots >= len(whole))
+
+
+def _try_scenario(
+    session: Session,
+    statement: Statement,
+    scenario: Scenario,
+    evicted: list[TaskInfo],
+    tried: set[frozenset[str]],
+) -> Outcome:
+    """Simulate the scenario of `evicted` (all virtually evicted on `statement`) as KAI's node-by-node
+    search would: with only the victim jobs that have a pod on the nodes the preemptor takes when every
+    victim so far is gone (the others keep running, untouched). Unless committable, everything it did is
+    rolled back (the evictions stay)."""
+    checkpoint = statement.checkpoint()
+    preemptor = scenario.preemptor
+    if place_pipelined(session, statement, preemptor, scenario.tasks, takes(preemptor)) is not None:
+        statement.rollback(checkpoint)
+        return Outcome.UNPLACEABLE
+    taken_nodes = {task.node for task in scenario.tasks}
+    statement.rollback(checkpoint)
+    on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
+    needed = [task for task in evicted if id(task.job) in on_those]
+    if 0 <= scenario.max_victims < len(needed):
+        return Outcome.UNPLACEABLE  # not within the bound on the pods evicted
+    same = frozenset(task.key for task in needed)
+    if same in tried:
+        return Outcome.UNPLACEABLE  # simulated already: it would fail the same way
+    tried.add(same)
+    for task in evicted:
+        if id(task.job) not in on_those:
+            statement.keep(task)
+    outcome = simulate(session, statement, scenario, needed)
+    if outcome is not Outcome.COMMITTABLE:
+        statement.rollback(checkpoint)
+    return outcome
