@@ -27,6 +27,8 @@ def test_standalone_server_writes_a_kubeconfig(tmp_path: Path) -> None:
             "0",
             "--kubeconfig",
             str(config),
+            "--seed",
+            "none",
             "-f",
             str(seed),
         ],

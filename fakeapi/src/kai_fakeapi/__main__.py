@@ -1,5 +1,10 @@
 """`kai-fakeapi` (`python -m kai_fakeapi`) `--port 0 --kubeconfig PATH [-f manifests.yaml ...]`: serve until
-interrupted; prints the URL on the first line of stdout."""
+interrupted; prints the URL on the first line of stdout.
+
+By default it is ready for the README's walk-through: it starts with the try-it seed (two 8-GPU nodes,
+KAI's priority classes and default queues: `kai_fakeapi.seed`), its kubelet stand-in starts bound pods,
+and the workload controllers turn Jobs, CronJobs, Deployments, ReplicaSets and StatefulSets into pods.
+`--seed none --no-kubelet --no-controllers` gives a bare API server."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from .controllers import WorkloadControllers
+from .seed import try_it_seed
 from .server import FakeApiServer
 
 
@@ -27,8 +34,26 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="YAML manifests to load at start (repeatable)",
     )
+    parser.add_argument(
+        "--seed",
+        choices=("try-it", "none"),
+        default="try-it",
+        help="what the server starts with before the -f files: try-it (default): two 8-GPU nodes, KAI's "
+        "priority classes and default queues; none: nothing",
+    )
     parser.add_argument("--bookmark-interval", type=float, default=1.0)
-    parser.add_argument("--kubelet", action="store_true", help="bound pods become Running")
+    parser.add_argument(
+        "--kubelet",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bound pods become Running, as a node's kubelet would start them (default: on)",
+    )
+    parser.add_argument(
+        "--controllers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Jobs, CronJobs, Deployments, ReplicaSets and StatefulSets make their pods (default: on)",
+    )
     parser.add_argument("--graceful-pod-deletion", action="store_true")
     parser.add_argument("--auto-create-namespaces", action="store_true")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
@@ -44,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         graceful_pod_deletion=args.graceful_pod_deletion,
         auto_create_namespaces=args.auto_create_namespaces,
     )
+    if args.seed == "try-it":
+        server.store.load(try_it_seed())
     for path in args.filename:
         server.store.load(path.read_text())
+    controllers = WorkloadControllers(server.store) if args.controllers else None
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -55,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     server.start()
+    if controllers is not None:
+        controllers.start()
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)
     print(server.url, flush=True)
@@ -62,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
     finally:
+        if controllers is not None:
+            controllers.stop()
         server.stop()
     return 0
 

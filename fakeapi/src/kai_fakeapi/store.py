@@ -57,11 +57,13 @@ class Store(ObjectApi):
 
     # ---------------------------------------------------------------------------- Python API for tests
 
-    def create(self, obj: Obj, *, namespace: str | None = None, keep_status: bool = True) -> Obj:
+    def create(
+        self, obj: Obj, *, namespace: str | None = None, keep_status: bool = True, keep_uid: bool = False
+    ) -> Obj:
         """Create from a manifest (type from apiVersion/kind). Unlike POST, the status is kept as given
         (`keep_status`), so tests can seed running pods and ready nodes directly."""
         rt = self.type_of(obj)
-        return self.create_object(rt, obj, namespace, keep_status=keep_status)
+        return self.create_object(rt, obj, namespace, keep_status=keep_status, keep_uid=keep_uid)
 
     def get(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Obj:
         rt = self.resource(resource)

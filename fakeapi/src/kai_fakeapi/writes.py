@@ -136,8 +136,11 @@ class ObjectApi:
         *,
         dry_run: bool = False,
         keep_status: bool = False,
+        keep_uid: bool = False,
     ) -> Obj:
-        """POST: the real server's create, including defaulting and admission the scheduler relies on."""
+        """POST: the real server's create, including defaulting and admission the scheduler relies on.
+        `keep_uid`: the object's own uid stays (the in-process controllers make objects whose owner
+        references were written before the server saw them)."""
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
         obj = clone(body)
@@ -166,7 +169,8 @@ class ObjectApi:
                 raise already_exists(rt.key, name)
             for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
                 metadata.pop(k, None)
-            metadata["uid"] = str(uuid.uuid4())
+            if not (keep_uid and metadata.get("uid")):
+                metadata["uid"] = str(uuid.uuid4())
             metadata["creationTimestamp"] = self._now()
             metadata["generation"] = 1
             if rt.has_status and not keep_status and rt.plural not in ("nodes",):
