@@ -58,7 +58,7 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     victim order, and after each one, for every node of its job, the scenario evicts the victims so far
     that have a pod on that node (their whole jobs' units) and nothing else. Victims elsewhere are never
     touched, so a scenario costs what its node holds, however many victims came before."""
-    statement = session.statement(scenario.action)
+    statement = session.statement(scenario.action, scenario.preemptor.key)
     (task,) = scenario.tasks
     needed = 0.0 if task.request.mig_instances else request_of(session, scenario.tasks).gpu
     nodes = session.snapshot.nodes
@@ -180,7 +180,7 @@ class _Choice:
 def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
     """The search for several pods (a gang): victims accumulate, evicted, in victim order; once the
     preemptor could fit, the scenario is simulated (`_try_scenario`)."""
-    statement = session.statement(scenario.action)
+    statement = session.statement(scenario.action, scenario.preemptor.key)
     evicted: list[TaskInfo] = []
     # (MIG instances are not among the free GPUs counted here: a preemptor asking for some is not
     # filtered by this count.)

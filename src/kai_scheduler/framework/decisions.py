@@ -25,7 +25,8 @@ class Decision:
     """One bind, pipeline or evict, with the action that took it and a reason a person can read.
 
     `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict); `claims` the DRA
-    claims a bound pod gets, with their devices."""
+    claims a bound pod gets, with their devices; `for_job` the pod group a victim action acted for (its
+    preemptor: the evictions, the moves and its own pods' pipelines; empty elsewhere)."""
 
     action: str
     type: DecisionType
@@ -34,6 +35,7 @@ class Decision:
     gpu_groups: tuple[str, ...]
     reason: str
     claims: tuple[ClaimAllocation, ...] = ()
+    for_job: str = ""
 
 
 @dataclass(slots=True)

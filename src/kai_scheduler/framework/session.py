@@ -494,8 +494,8 @@ class Session:
 
     # --- decisions -------------------------------------------------------------------------------
 
-    def statement(self, action: str) -> Statement:
-        return Statement(self, action)
+    def statement(self, action: str, for_job: str = "") -> Statement:
+        return Statement(self, action, for_job)
 
     def record(self, decisions: Sequence[Decision]) -> None:
         self.decisions.extend(decisions)

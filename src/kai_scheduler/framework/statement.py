@@ -39,9 +39,10 @@ class _Operation:
 
 
 class Statement:
-    def __init__(self, session: Session, action: str) -> None:
+    def __init__(self, session: Session, action: str, for_job: str = "") -> None:
         self._session = session
         self._action = action
+        self._for_job = for_job  # the pod group its decisions are taken for (see Decision.for_job)
         self._operations: list[_Operation] = []
         # Pods evicted on this statement: virtually, until it commits (their status before is in the
         # session state's `virtually_evicted`).
@@ -145,7 +146,13 @@ class Statement:
             decision_type: DecisionType = op.type
             decisions.append(
                 Decision(
-                    self._action, decision_type, op.task.key, nodes.names[op.node], op.gpu_groups, op.reason
+                    self._action,
+                    decision_type,
+                    op.task.key,
+                    nodes.names[op.node],
+                    op.gpu_groups,
+                    op.reason,
+                    for_job=self._for_job,
                 )
             )
         self._session.record(decisions)

@@ -50,6 +50,8 @@ class SimulationResult:
     reasons: dict[str, str]
     # The scheduling shards, by name (None: one scheduler for every node, no partition).
     shards: dict[str, Partition] | None = None
+    # When the run became steady (the time of its first cycle that found nothing to do or wait for).
+    steady_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ class Simulation:
         fair_share: dict[str, tuple[float, float, float]] = {}
         reasons: dict[str, str] = {}
         steady = False
+        steady_since: float | None = None
         now = 0.0
         while not self._out_of_cycles(now, len(records)):
             if records:
@@ -126,7 +129,8 @@ class Simulation:
             reasons = {**reasons, **result.unschedulable}
             # Steady: nothing was decided (a pipeline promises a bind later) and nothing can change.
             if not result.decisions and not cluster.has_future_events():
-                steady = True
+                if not steady:
+                    steady, steady_since = True, now
                 if self.options.cycles is None:
                     # Nothing can change any more; with --until the clock simply runs out at D.
                     break
@@ -141,6 +145,7 @@ class Simulation:
             fair_share=fair_share,
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
             shards=self.shards,
+            steady_since=steady_since,
         )
 
     def _out_of_cycles(self, now: float, cycles: int) -> bool:

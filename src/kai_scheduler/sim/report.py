@@ -25,6 +25,8 @@ def render(document: dict[str, Any], console: Console, *, title: str) -> None:
     pods = summary["pods"]
     gpu = summary["gpu"]
     state = "steady" if summary["steady"] else "stopped before the steady state"
+    if "steadySince" in summary:
+        state = f"steady from {summary['steadySince']:g}s"
     console.print(f"[bold]{title}[/bold]")
     console.print(
         f"{summary['cycles']} cycles, {summary['time']:g}s simulated ({state}); "
@@ -95,6 +97,7 @@ def _queues_table(document: dict[str, Any]) -> Table:
 
 
 _MAX_TIMELINE_ROWS = 20
+_NAMES_SHOWN = 3  # pod names a timeline line shows before "(+N more)"
 
 
 def _timeline_table(document: dict[str, Any]) -> Table | None:
@@ -110,12 +113,40 @@ def _timeline_table(document: dict[str, Any]) -> Table | None:
     table.add_column("what happened")
     for cycle in sorted(by_cycle)[:_MAX_TIMELINE_ROWS]:
         decisions = by_cycle[cycle]
-        counts = Counter((d["action"], d["type"]) for d in decisions)
-        story = ", ".join(f"{action} {kind} {n}" for (action, kind), n in counts.items())
-        table.add_row(str(cycle), f"{decisions[0]['time']:g}s", story)
+        table.add_row(str(cycle), f"{decisions[0]['time']:g}s", _story(decisions))
     if len(by_cycle) > _MAX_TIMELINE_ROWS:
         table.caption = f"... and {len(by_cycle) - _MAX_TIMELINE_ROWS} more cycles (see --output json)"
     return table
+
+
+def _story(decisions: list[dict[str, Any]]) -> str:
+    """One cycle's decisions in words, one line per action and pod group it acted for: "reclaim for
+    speech/asr: evicted vision/train-3, vision/train-4; pipelined speech/asr-0"."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for decision in decisions:
+        groups.setdefault((decision["action"], decision.get("for", "")), []).append(decision)
+    lines = []
+    for (action, for_job), group in groups.items():
+        evicted = [d["pod"] for d in group if d["type"] == "evict"]
+        placed = [d for d in group if d["type"] != "evict"]
+        moved = [d["pod"] for d in placed if d["pod"] in evicted]
+        stopped = [pod for pod in evicted if pod not in moved]
+        parts = [f"evicted {_names(stopped)}"] if stopped else []
+        for verb, kind in (("bound", "bind"), ("pipelined", "pipeline")):
+            pods = [d["pod"] for d in placed if d["type"] == kind and d["pod"] not in moved]
+            if pods:
+                parts.append(f"{verb} {_names(pods)}")
+        if moved:
+            parts.append(f"moved {_names(moved)}")
+        head = f"{action} for {for_job}" if for_job else action
+        lines.append(f"{head}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def _names(pods: list[str]) -> str:
+    """At most _NAMES_SHOWN pod names, then how many more."""
+    shown = ", ".join(pods[:_NAMES_SHOWN])
+    return shown if len(pods) <= _NAMES_SHOWN else f"{shown} (+{len(pods) - _NAMES_SHOWN} more)"
 
 
 def _waiting_table(document: dict[str, Any]) -> Table | None:

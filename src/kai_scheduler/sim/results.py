@@ -69,7 +69,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
                 "podGroup": sim_pod.job_key,
                 "queue": job.queue if job else None,
                 "phase": sim_pod.phase,
-                "node": sim_pod.node if running else None,
+                # A pod that ended keeps the node it ran on (a pending one has none).
+                "node": sim_pod.node if running or sim_pod.phase in ("Succeeded", "Failed") else None,
                 "gpuGroups": list(sim_pod.gpu_groups) if running else [],
                 "gpu": _clean(gpu),
                 "scheduledAt": sim_pod.scheduled_at,
@@ -82,6 +83,8 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
             "cycles": len(result.cycles),
             "time": result.time,
             "steady": result.steady,
+            # (Only with a run that went on after it was steady: --until or --cycles past that point.)
+            **({"steadySince": result.steady_since} if _steady_before_end(result) else {}),
             "pods": phases,
             "gpu": {"capacity": _clean(snapshot.nodes.gpu_units()), "allocated": _clean(gpu_allocated)},
         },
@@ -98,6 +101,7 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
                 "node": d.node,
                 "gpuGroups": list(d.gpu_groups),
                 "reason": d.reason,
+                **({"for": d.for_job} if d.for_job else {}),
                 **({"resourceClaims": [_claim_allocation(a) for a in d.claims]} if d.claims else {}),
             }
             for record in result.cycles
@@ -266,3 +270,7 @@ def _queues(
             entry["shard"] = shards.queue_shard.get(name)
         queues.append(entry)
     return queues
+
+
+def _steady_before_end(result: SimulationResult) -> bool:
+    return result.steady_since is not None and result.steady_since < result.time - 1e-9
