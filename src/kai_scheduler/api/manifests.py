@@ -1,7 +1,9 @@
 """From one parsed YAML document to a typed, validated API object (pure: no file I/O).
 
 Two layers of checks run here. The schema (the pydantic models in `objects.py`) rejects what the API server
-would: wrong types, missing names, bad quantities. The semantic checks reject what KAI's admission webhooks
+would: wrong types, missing names, bad quantities; with `strict` (the simulator's input) also fields the kind
+does not have, as strict field validation does (`strict.py`), and a Queue without resources, as KAI's webhook
+does. The semantic checks reject what KAI's admission webhooks
 and the API server's own validation would: a `gpu-fraction` of 1.5, a GPU fraction together with a whole-GPU
 request, a PodGroup whose subGroups form a cycle. Catching both at load time means the simulator never runs
 a workload that a real cluster would refuse, and every error names the file, document and field.
@@ -44,6 +46,7 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.api.quantity import format_quantity
+from kai_scheduler.api.strict import unknown_field
 
 SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("v1", "Node"): Node,
@@ -89,17 +92,28 @@ class InvalidField(Exception):
 # --- public API ---------------------------------------------------------------------------------
 
 
-def parse_object(doc: Any, source: str, index: int, item: int | None = None) -> ApiObject:
+def parse_object(
+    doc: Any, source: str, index: int, item: int | None = None, *, strict: bool = False
+) -> ApiObject:
     """Validate one document (index = its 1-based position in `source`; item = position in a `kind: List`).
 
-    Raises ManifestError, never anything else, for any input a real cluster would reject.
+    Raises ManifestError, never anything else, for any input a real cluster would reject. `strict` also
+    refuses fields the kind does not have (`strict.unknown_field`), as `kubectl apply --validate=strict`
+    does: the simulator's input is checked so; what live mode reads from the API server is not (yet).
     """
     try:
         if not isinstance(doc, dict):
             raise InvalidField(
                 None, f"expected a mapping with apiVersion and kind, got {describe_value(doc)}"
             )
-        obj = validate_schema(_model_for(doc), doc)
+        model = _model_for(doc)
+        unknown = unknown_field(model, doc) if strict else None
+        if unknown is not None:
+            raise InvalidField(unknown.path, unknown.message)
+        obj = validate_schema(model, doc)
+        if strict and isinstance(obj, Queue) and "resources" not in obj.spec.model_fields_set:
+            # KAI's Queue webhook (`queue_webhook.go`, on by default) refuses a Queue without resources.
+            raise InvalidField("spec.resources", "required field is missing (KAI refuses a Queue without it)")
         _check_object(obj)
         return obj
     except InvalidField as problem:

@@ -318,11 +318,14 @@ def _max_into(total: dict[str, Fraction], amounts: dict[str, Fraction]) -> None:
 
 
 class QueueResource(K8sModel):
-    """One resource of a queue. `-1` is unlimited; a limit of 0 allows nothing."""
+    """One resource of a queue. `-1` is unlimited; a limit of 0 allows nothing. A field left out is 0: a
+    limit left out blocks the resource."""
 
+    # KAI's CRD has no defaults (`pkg/apis/scheduling/v2/resources.go`): it reads a field left out as 0.
+    # `strict.omitted_queue_fields` warns where that changes the answer.
     quota: float = 0.0
-    limit: float = -1.0
-    over_quota_weight: float = 1.0
+    limit: float = 0.0
+    over_quota_weight: float = 0.0
 
 
 class QueueResources(K8sModel):

@@ -275,7 +275,7 @@ def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> L
         obj: ApiObject | Workload = (
             parse_workload(data, source, index, item)
             if is_workload_document(data)
-            else parse_object(data, source, index, item)
+            else parse_object(data, source, index, item, strict=True)
         )
     except ManifestError as exc:
         raise exc.located(line=line) from None

@@ -63,6 +63,7 @@ def test_multi_document_file_keeps_document_order_and_positions(tmp_path: Path) 
         apiVersion: scheduling.run.ai/v2
         kind: Queue
         metadata: {name: team-a}
+        spec: {resources: {}}
         ---
         """
         )
@@ -75,7 +76,7 @@ def test_multi_document_file_keeps_document_order_and_positions(tmp_path: Path) 
         (source, 2, None),
         (source, 3, None),
     ]
-    assert [entry.line for entry in loaded] == [2, 7, 11]
+    assert [entry.line for entry in loaded] == [2, 7, 12]
 
 
 def test_empty_documents_are_skipped_but_still_counted(tmp_path: Path) -> None:
@@ -99,14 +100,16 @@ def test_kind_list_items_are_separate_objects(tmp_path: Path) -> None:
         - apiVersion: scheduling.run.ai/v2
           kind: Queue
           metadata: {name: q0}
+          spec: {resources: {}}
         - apiVersion: scheduling.run.ai/v2
           kind: Queue
           metadata: {name: q1}
+          spec: {resources: {}}
         """,
     )
     loaded = load_manifests([source])
     assert names(loaded) == ["q0", "q1"]
-    assert [(entry.index, entry.item, entry.line) for entry in loaded] == [(1, 1, 4), (1, 2, 7)]
+    assert [(entry.index, entry.item, entry.line) for entry in loaded] == [(1, 1, 4), (1, 2, 8)]
 
 
 def test_typed_list_items_inherit_kind_and_api_version(tmp_path: Path) -> None:
@@ -216,6 +219,7 @@ def test_error_in_a_list_item_names_the_item(tmp_path: Path) -> None:
         apiVersion: scheduling.run.ai/v2
         kind: Queue
         metadata: {name: q}
+        spec: {resources: {}}
         ---
         apiVersion: v1
         kind: List
@@ -227,7 +231,7 @@ def test_error_in_a_list_item_names_the_item(tmp_path: Path) -> None:
     )
     text = load_error([source])
     assert text.startswith(
-        f"{source}: document 2, item 3 at line 10 (Node n2): status.allocatable.cpu: 'lots'"
+        f"{source}: document 2, item 3 at line 11 (Node n2): status.allocatable.cpu: 'lots'"
     )
 
 
@@ -307,8 +311,9 @@ def test_duplicate_objects_name_both_places(tmp_path: Path) -> None:
 def test_duplicate_cluster_scoped_objects_are_detected(tmp_path: Path) -> None:
     source = write(
         tmp_path / "x.yaml",
-        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\n---\n"
-        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q, namespace: other}\n",
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\nspec: {resources: {}}\n---\n"
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q, namespace: other}\n"
+        "spec: {resources: {}}\n",
     )
     assert "duplicate Queue q" in load_error([source])
 

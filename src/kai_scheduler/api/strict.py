@@ -1,0 +1,459 @@
+"""Input checked as strictly as a cluster checks it, and warnings where valid input probably says what
+its author did not mean.
+
+* `unknown_field`: a field the object's schema does not have is an error, as the API server's strict field
+  validation (`kubectl apply --validate=strict`) refuses it, with a "did you mean" when a known field is
+  close. Without it a typo is silently dropped: `minMembers: 3` left a gang of one, `qouta: 8` a quota of 0.
+* `notices`: what a cluster accepts but that changes the answer unnoticed: a label or annotation key one
+  edit away from one of KAI's (`gpu-fractoin`, `kai.scheduler/queeu`: a pod on no GPU, in the default
+  queue), and a Queue resource field left out (KAI reads every one as 0, and a limit of 0 blocks the
+  resource).
+
+Pure (no I/O): the simulator's loader calls both (through `manifests.parse_object`, and on each object it
+loads); the live edge can call them on what it reads.
+
+The schema of each object is the model the scheduler reads it with (`objects.py`, and for KAI's kinds the
+full CRD models of `crd_models.py`), plus the fields that Kubernetes (1.34) or KAI define and the
+scheduler ignores, listed below per model. Inside a field the scheduler does not read (a pod's `volumes`,
+`env`, probes) nothing is checked: those parts are not modelled here, and a valid manifest must never be
+refused for them. Maps with free keys (labels, resource lists, opaque driver parameters) are not fields.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api import crd_models as crd
+from kai_scheduler.api import objects as o
+
+# Fields Kubernetes or KAI define that the models leave out because scheduling never reads them. Each
+# list is the rest of the real type's fields (Kubernetes 1.34 `k8s.io/api`, KAI's `pkg/apis`).
+_OBJECT_META = (
+    "generateName",
+    "selfLink",
+    "resourceVersion",
+    "generation",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+    "managedFields",
+)
+IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
+    o.ObjectMeta: _OBJECT_META,
+    o.OwnerReference: ("blockOwnerDeletion",),
+    o.PodAffinityTerm: ("matchLabelKeys", "mismatchLabelKeys"),
+    o.Taint: ("timeAdded",),
+    o.NodeSpec: ("podCIDR", "podCIDRs", "providerID", "configSource", "externalID"),
+    o.NodeCondition: ("lastHeartbeatTime", "lastTransitionTime", "reason", "message"),
+    o.NodeStatus: (
+        "phase",
+        "addresses",
+        "daemonEndpoints",
+        "nodeInfo",
+        "images",
+        "volumesInUse",
+        "volumesAttached",
+        "config",
+        "runtimeHandlers",
+        "features",
+    ),
+    o.ResourceRequirements: ("claims",),
+    o.Container: (
+        "command",
+        "args",
+        "workingDir",
+        "envFrom",
+        "env",
+        "resizePolicy",
+        "restartPolicyRules",
+        "volumeMounts",
+        "volumeDevices",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+    ),
+    o.PodSpec: (
+        "volumes",
+        "ephemeralContainers",
+        "restartPolicy",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+        "dnsPolicy",
+        "serviceAccountName",
+        "serviceAccount",
+        "automountServiceAccountToken",
+        "hostPID",
+        "hostIPC",
+        "shareProcessNamespace",
+        "securityContext",
+        "imagePullSecrets",
+        "hostname",
+        "hostnameOverride",
+        "subdomain",
+        "hostAliases",
+        "dnsConfig",
+        "readinessGates",
+        "runtimeClassName",
+        "enableServiceLinks",
+        "preemptionPolicy",
+        "topologySpreadConstraints",
+        "setHostnameAsFQDN",
+        "os",
+        "hostUsers",
+        "resources",
+    ),
+    o.PodStatus: (
+        "observedGeneration",
+        "conditions",
+        "message",
+        "reason",
+        "nominatedNodeName",
+        "hostIP",
+        "hostIPs",
+        "podIP",
+        "podIPs",
+        "startTime",
+        "initContainerStatuses",
+        "containerStatuses",
+        "qosClass",
+        "ephemeralContainerStatuses",
+        "resize",
+        "extendedResourceClaimStatus",
+    ),
+    o.PriorityClass: ("description", "preemptionPolicy"),
+    # Dynamic Resource Allocation (resource.k8s.io/v1).
+    o.DeviceCapacity: ("requestPolicy",),
+    o.Device: (
+        "consumesCounters",
+        "taints",
+        "bindsToNode",
+        "bindingConditions",
+        "bindingFailureConditions",
+        "allowMultipleAllocations",
+    ),
+    o.ResourceSliceSpec: ("sharedCounters",),
+    o.DeviceClassSpec: ("extendedResourceName",),
+    o.ExactDeviceRequest: ("tolerations", "capacity"),
+    o.DeviceSubRequest: ("tolerations", "capacity"),
+    o.DeviceConstraint: ("distinctAttribute",),
+    o.DeviceRequestAllocationResult: (
+        "adminAccess",
+        "tolerations",
+        "bindingConditions",
+        "bindingFailureConditions",
+        "shareID",
+        "consumedCapacity",
+    ),
+    o.AllocationResult: ("allocationTimestamp",),
+    o.ResourceClaimStatus: ("devices",),
+    # A claim template's metadata is a whole ObjectMeta.
+    o.ClaimTemplateMeta: (
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "ownerReferences",
+        *_OBJECT_META,
+    ),
+    # KAI's status types, where the CRD models word them differently (queue_types.go, podgroup_types.go).
+    crd.Condition: ("lastProbeTime",),
+    crd.QueueDetails: (
+        "queueRequestedResources",
+        "queueDeservedResources",
+        "queueAllocatedResources",
+        "queueAllocatedNonPreemptibleResources",
+        "queueResourceLimits",
+        "podGroupRequestedResources",
+        "podGroupRequestedNonPreemptibleResources",
+    ),
+}
+
+# The schema a kind is checked against, where it is more than the model the scheduler reads it with.
+_FULL_MODELS: Mapping[type[BaseModel], type[BaseModel]] = {
+    o.Queue: crd.QueueObject,
+    o.PodGroup: crd.PodGroupObject,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownField:
+    """A field the schema does not have: `path` is the manifest path of the field itself."""
+
+    path: str
+    name: str
+    suggestion: str | None
+
+    @property
+    def message(self) -> str:
+        hint = f'; did you mean "{self.suggestion}"?' if self.suggestion else ""
+        return f'unknown field "{self.name}"{hint}'
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a model allows: its field names, and for fields that hold models, how to step into them."""
+
+    known: frozenset[str]
+    children: Mapping[str, tuple[str, type[BaseModel]]]  # field -> ("one" | "list" | "map", model)
+
+
+def unknown_field(model: type[BaseModel], doc: Any) -> UnknownField | None:
+    """The first field of `doc` (a raw manifest read as `model`) that the kind's schema does not have, in
+    document order; None when every field is known. Values of the wrong type are left to the schema."""
+    return _walk(_shape(_FULL_MODELS.get(model, model)), doc, "")
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate to a misspelt `word`, if one is close enough to be what was meant."""
+    candidates = list(candidates)
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    # Case alone (`nodename` for `nodeName`) is always a typo.
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    return lowered.get(word.lower())
+
+
+def _walk(shape: _Shape, doc: Any, path: str) -> UnknownField | None:
+    if not isinstance(doc, dict):
+        return None
+    known, children = shape.known, shape.children
+    for key, value in doc.items():
+        if key not in known:
+            name = str(key)
+            return UnknownField(_join(path, name), name, did_you_mean(name, known))
+        child = children.get(key)
+        if child is None or value is None:
+            continue
+        how, model = child
+        sub = _shape(model)
+        where = _join(path, key)
+        if how == "one":
+            found = _walk(sub, value, where)
+        elif how == "list":
+            found = _walk_list(sub, value, where)
+        else:
+            found = _walk_map(sub, value, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk_list(shape: _Shape, items: Any, path: str) -> UnknownField | None:
+    if not isinstance(items, list):
+        return None
+    for index, item in enumerate(items):
+        found = _walk(shape, item, f"{path}[{index}]")
+        if found is not None:
+            return found
+    return None
+
+
+def _walk_map(shape: _Shape, entries: Any, path: str) -> UnknownField | None:
+    if not isinstance(entries, dict):
+        return None
+    for name, entry in entries.items():
+        found = _walk(shape, entry, f"{path}.{name}")
+        if found is not None:
+            return found
+    return None
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+@cache
+def _shape(model: type[BaseModel]) -> _Shape:
+    known = set(IGNORED_FIELDS.get(model, ()))
+    children: dict[str, tuple[str, type[BaseModel]]] = {}
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        known.add(alias)
+        child = _model_in(info.annotation)
+        if child is not None:
+            children[alias] = child
+    return _Shape(frozenset(known), children)
+
+
+def _model_in(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """How a field holds a model: ("one", M) for M or M | None, ("list", M) for list[M], ("map", M) for
+    dict[str, M]; None for scalars and free-form values."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _model_in(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return _model_in(options[0]) if len(options) == 1 else None
+    if origin is list:
+        inner = _model_in(get_args(annotation)[0])
+        return ("list", inner[1]) if inner is not None and inner[0] == "one" else None
+    if origin is dict:
+        inner = _model_in(get_args(annotation)[1])
+        return ("map", inner[1]) if inner is not None and inner[0] == "one" else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return ("one", annotation)
+    return None
+
+
+# --- warnings -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something valid that probably does not mean what its author meant; `path` names the field."""
+
+    path: str
+    message: str
+
+
+KAI_KEYS: frozenset[str] = frozenset(
+    {
+        c.QUEUE_LABEL,
+        c.POD_GROUP_ANNOTATION,
+        c.SUBGROUP_LABEL,
+        c.PREEMPTIBILITY_LABEL,
+        c.TASK_PRIORITY_LABEL,
+        c.GPU_FRACTION_ANNOTATION,
+        c.GPU_MEMORY_ANNOTATION,
+        c.GPU_FRACTION_NUM_DEVICES_ANNOTATION,
+        c.GPU_FRACTION_CONTAINER_ANNOTATION,
+        c.GPU_GROUP_LABEL,
+        c.RECEIVED_RESOURCE_TYPE_ANNOTATION,
+        c.LAST_START_TIMESTAMP_ANNOTATION,
+        c.STALE_PODGROUP_TIMESTAMP_ANNOTATION,
+        c.TOPOLOGY_ANNOTATION,
+        c.TOPOLOGY_REQUIRED_ANNOTATION,
+        c.TOPOLOGY_PREFERRED_ANNOTATION,
+        c.NODE_POOL_LABEL,
+        c.GPU_MEMORY_LABEL,
+        c.MIG_STRATEGY_LABEL,
+        c.MIG_ENABLED_LABEL,
+        c.SIM_ARRIVAL_ANNOTATION,
+        c.SIM_DURATION_ANNOTATION,
+    }
+)
+"""Label and annotation keys KAI (or the simulator) reads; a key one edit away from one is a warning.
+(`mps` is left out: at three letters, every short key would be "one edit away".)"""
+
+_QUEUE_RESOURCES = ("gpu", "cpu", "memory")
+
+
+def notices(obj: o.ApiObject) -> list[Notice]:
+    """The warnings about one object, in field order."""
+    found = near_miss_keys(obj.metadata)
+    if isinstance(obj, o.Queue):
+        found += omitted_queue_fields(obj)
+    return found
+
+
+def near_miss_keys(metadata: o.ObjectMeta) -> list[Notice]:
+    """Label and annotation keys one edit (a letter added, dropped, changed, or two swapped) away from a
+    key KAI reads: the cluster takes them, and KAI never sees them."""
+    found = []
+    for section, keys in (("labels", metadata.labels), ("annotations", metadata.annotations)):
+        for key in keys:
+            meant = _near_kai_key(key)
+            if meant is not None:
+                found.append(
+                    Notice(
+                        f"metadata.{section}.{key}",
+                        f'"{key}" is not a key KAI reads; did you mean "{meant}"?',
+                    )
+                )
+    return found
+
+
+def omitted_queue_fields(queue: o.Queue) -> list[Notice]:
+    """A Queue's resource fields left out, where that changes what KAI does: KAI's CRD has no defaults, so
+    it reads a missing number as 0 (`pkg/apis/scheduling/v2/resources.go`), and a limit of 0 lets the
+    queue use none of that resource, an overQuotaWeight of 0 gives it nothing above its quota. (A missing
+    quota is 0 as well, which is also what a reader expects; no warning.)"""
+    resources = queue.spec.resources
+    given = resources.model_fields_set
+    found = []
+    for name in _QUEUE_RESOURCES:
+        path = f"spec.resources.{name}"
+        if name not in given:
+            found.append(
+                Notice(
+                    path,
+                    f"not set: KAI reads quota, limit and overQuotaWeight 0, and a limit of 0 blocks "
+                    f"{name} for this queue (write limit: -1 for no limit)",
+                )
+            )
+            continue
+        resource: o.QueueResource = getattr(resources, name)
+        fields = resource.model_fields_set
+        if "limit" not in fields:
+            found.append(
+                Notice(
+                    f"{path}.limit",
+                    f"not set: KAI reads 0, which blocks {name} for this queue (write -1 for no limit)",
+                )
+            )
+        if "over_quota_weight" not in fields and resource.quota != c.UNLIMITED:
+            found.append(
+                Notice(
+                    f"{path}.overQuotaWeight",
+                    f"not set: KAI reads 0, so the queue gets no {name} above its quota "
+                    "(write 1 to share what others leave idle)",
+                )
+            )
+    return found
+
+
+@cache
+def _near_kai_key(key: str) -> str | None:
+    """The KAI key `key` is one edit away from (None for KAI's keys themselves and for the rest). Cached:
+    thousands of pods carry the same few keys."""
+    if key in KAI_KEYS:
+        return None
+    return next((known for known in sorted(KAI_KEYS) if _one_edit_apart(key, known)), None)
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """True when one insertion, deletion, substitution or swap of neighbours turns `a` into `b` (a != b)."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    if len(a) == len(b):
+        rest_a, rest_b = a[start + 1 :], b[start + 1 :]
+        if rest_a == rest_b:  # one substitution
+            return True
+        swapped = start + 1 < len(a) and a[start] == b[start + 1] and a[start + 1] == b[start]
+        return swapped and a[start + 2 :] == b[start + 2 :]
+    if len(a) > len(b):
+        a, b = b, a
+    return a[start:] == b[start + 1 :]  # one letter inserted into the shorter
+
+
+__all__ = [
+    "IGNORED_FIELDS",
+    "KAI_KEYS",
+    "Notice",
+    "UnknownField",
+    "did_you_mean",
+    "near_miss_keys",
+    "notices",
+    "omitted_queue_fields",
+    "unknown_field",
+]
