@@ -41,6 +41,7 @@ from kai_scheduler.model.partition import Partition
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
+from kai_scheduler.sim.input_checks import warnings as input_warnings
 from kai_scheduler.sim.json_output import document_json
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
@@ -249,7 +250,9 @@ def _simulate(args: argparse.Namespace) -> int:
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
     with collector_paused():
-        objects = [loaded.obj for loaded in load_manifests(paths)]
+        loaded = load_manifests(paths)
+        _warn(input_warnings(loaded))
+        objects = [entry.obj for entry in loaded]
         try:
             simulation = Simulation(objects, config, options)
         except ConfigError as error:
@@ -261,6 +264,19 @@ def _simulate(args: argparse.Namespace) -> int:
             document = result_document(result)
             _output(args, document, demo=demo)
     return 0
+
+
+_MAX_WARNINGS = 20
+
+
+def _warn(lines: Sequence[str]) -> None:
+    """Warnings about the input on stderr, one a line; a flood (a typo repeated in 10,000 pods) is cut
+    short with a count of the rest."""
+    shown = lines if len(lines) <= _MAX_WARNINGS else lines[: _MAX_WARNINGS - 1]
+    for line in shown:
+        print(f"kai-scheduler: warning: {line}", file=sys.stderr)
+    if len(shown) < len(lines):
+        print(f"kai-scheduler: warning: ... and {len(lines) - len(shown)} more warnings", file=sys.stderr)
 
 
 def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -> None:

@@ -170,11 +170,14 @@ def test_demo_text_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("path", MANIFEST_EXAMPLES, ids=lambda p: p.name)
-def test_every_example_runs_to_the_steady_state(path: Path, tmp_path: Path) -> None:
+def test_every_example_runs_to_the_steady_state(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for extra in ([], ["--config", str(CONFIG)]):
         document = simulate(tmp_path, str(path), *extra)
         assert document["summary"]["steady"] is True
         assert document["summary"]["pods"]["Running"] > 0
+        assert capsys.readouterr().err == ""  # no warning: examples write what they mean
 
 
 def test_examples_folder_holds_the_documented_files() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -210,13 +210,16 @@ class _Shape:
     """What a model allows: its field names, and for fields that hold models, how to step into them."""
 
     known: frozenset[str]
-    children: Mapping[str, tuple[str, type[BaseModel]]]  # field -> ("one" | "list" | "map", model)
+    children: Mapping[str, tuple[str, _Shape]]  # field -> ("one" | "list" | "map", the model's shape)
 
 
 def unknown_field(model: type[BaseModel], doc: Any) -> UnknownField | None:
     """The first field of `doc` (a raw manifest read as `model`) that the kind's schema does not have, in
     document order; None when every field is known. Values of the wrong type are left to the schema."""
-    return _walk(_shape(_FULL_MODELS.get(model, model)), doc, "")
+    shape = _shape(_FULL_MODELS.get(model, model))
+    # Almost every document is clean: a check that builds no paths first (a fifth of the cost), the walk
+    # that names the field only for the rest.
+    return None if _is_clean(shape, doc) else _walk(shape, doc, "")
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
@@ -230,6 +233,26 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return lowered.get(word.lower())
 
 
+def _is_clean(shape: _Shape, doc: Any) -> bool:
+    if not isinstance(doc, dict):
+        return True
+    if not shape.known.issuperset(doc):
+        return False
+    for key, (how, sub) in shape.children.items():
+        value = doc.get(key)
+        if value is None:
+            continue
+        if how == "one":
+            if not _is_clean(sub, value):
+                return False
+        elif how == "list":
+            if isinstance(value, list) and not all(_is_clean(sub, item) for item in value):
+                return False
+        elif isinstance(value, dict) and not all(_is_clean(sub, entry) for entry in value.values()):
+            return False
+    return True
+
+
 def _walk(shape: _Shape, doc: Any, path: str) -> UnknownField | None:
     if not isinstance(doc, dict):
         return None
@@ -241,8 +264,7 @@ def _walk(shape: _Shape, doc: Any, path: str) -> UnknownField | None:
         child = children.get(key)
         if child is None or value is None:
             continue
-        how, model = child
-        sub = _shape(model)
+        how, sub = child
         where = _join(path, key)
         if how == "one":
             found = _walk(sub, value, where)
@@ -281,14 +303,15 @@ def _join(path: str, name: str) -> str:
 
 @cache
 def _shape(model: type[BaseModel]) -> _Shape:
+    # The models nest without cycles, so each shape is built from its children's, once (cached).
     known = set(IGNORED_FIELDS.get(model, ()))
-    children: dict[str, tuple[str, type[BaseModel]]] = {}
+    children: dict[str, tuple[str, _Shape]] = {}
     for name, info in model.model_fields.items():
         alias = info.alias or name
         known.add(alias)
         child = _model_in(info.annotation)
         if child is not None:
-            children[alias] = child
+            children[alias] = (child[0], _shape(child[1]))
     return _Shape(frozenset(known), children)
 
 
@@ -419,6 +442,18 @@ def omitted_queue_fields(queue: o.Queue) -> list[Notice]:
     return found
 
 
+def missing_priority_class(pod: o.Pod, classes: Collection[str]) -> Notice | None:
+    """A pod naming a PriorityClass that is not among `classes` (the cluster's), which the API server's
+    Priority admission refuses (`no PriorityClass with name ... was found`); None when it exists or the pod
+    names none."""
+    name = pod.spec.priority_class_name
+    if not name or name in classes:
+        return None
+    meant = did_you_mean(name, classes)
+    hint = f'; did you mean "{meant}"?' if meant else f" (there are: {', '.join(sorted(classes))})"
+    return Notice("spec.priorityClassName", f'no PriorityClass with name "{name}" was found{hint}')
+
+
 @cache
 def _near_kai_key(key: str) -> str | None:
     """The KAI key `key` is one edit away from (None for KAI's keys themselves and for the rest). Cached:
@@ -452,6 +487,7 @@ __all__ = [
     "Notice",
     "UnknownField",
     "did_you_mean",
+    "missing_priority_class",
     "near_miss_keys",
     "notices",
     "omitted_queue_fields",

@@ -19,6 +19,7 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import object_key, object_ref, parse_object
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.sim.gc_policy import collector_paused
+from kai_scheduler.sim.input_checks import check_references
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
 
 # The C loader is several times faster, which matters for 10,000+ pod documents; the pure-Python one is a
@@ -101,7 +102,7 @@ def load_manifests(paths: Sequence[str]) -> list[LoadedObject]:
     """Load every object in `paths` (files, or folders searched recursively for *.yaml / *.yml).
 
     Raises ManifestError (one line, naming file, document and field) for anything wrong with the input,
-    including an object defined twice.
+    including an object defined twice and a pod naming a PriorityClass that does not exist.
     """
     loaded: list[LoadedObject] = []
     first_seen: dict[tuple[str, str, str], LoadedObject] = {}
@@ -112,6 +113,7 @@ def load_manifests(paths: Sequence[str]) -> list[LoadedObject]:
                 if previous is not entry:
                     raise _duplicate(entry, previous)
                 loaded.append(entry)
+    check_references(loaded)
     return loaded
 
 

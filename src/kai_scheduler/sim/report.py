@@ -36,6 +36,9 @@ def render(document: dict[str, Any], console: Console, *, title: str) -> None:
     shards = _shards_table(document)
     if shards is not None:
         console.print(shards)
+    others = _other_schedulers_line(document)
+    if others:
+        console.print(others)
     console.print(_queues_table(document))
     timeline = _timeline_table(document)
     if timeline is not None:
@@ -65,6 +68,21 @@ def _shards_table(document: dict[str, Any]) -> Table | None:
             ", ".join(shard["queues"]),
         )
     return table
+
+
+def _other_schedulers_line(document: dict[str, Any]) -> str | None:
+    """How many pods the input leaves to other schedulers, by scheduler, and how many of them wait unbound
+    (the simulation never places them): none should vanish without a word."""
+    others = document.get("otherSchedulerPods") or []
+    if not others:
+        return None
+    names = Counter(pod["schedulerName"] for pod in others)
+    unbound = sum(1 for pod in others if pod["node"] is None)
+    by_name = ", ".join(f"{name} {count}" for name, count in sorted(names.items()))
+    return (
+        f"left to other schedulers: {len(others)} pod{'s' if len(others) != 1 else ''} ({by_name}); "
+        f"{unbound} unbound (never placed here), {len(others) - unbound} on nodes (holding their resources)"
+    )
 
 
 def _queues_table(document: dict[str, Any]) -> Table:

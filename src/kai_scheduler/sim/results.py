@@ -16,6 +16,7 @@ from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.sim.cluster import SimPod
 from kai_scheduler.sim.engine import SimulationResult
 
 PHASES = ("Running", "Pending", "Succeeded", "Failed")
@@ -44,11 +45,13 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
     nodes = snapshot.nodes
     claims = list(cluster.claims.claims.values())
     pods = []
+    others = []
     phases = dict.fromkeys(PHASES, 0)
     gpu_allocated = 0.0
     gpu_by_node: dict[str, float] = {}
     for sim_pod in cluster.arrived_pods():
         if sim_pod.pod.spec.scheduler_name != SCHEDULER_NAME:
+            others.append(_other_scheduler_pod(sim_pod))
             continue
         job = snapshot.jobs.get(sim_pod.job_key)
         task = snapshot.tasks.get(sim_pod.key)
@@ -87,8 +90,11 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
             **({"steadySince": result.steady_since} if _steady_before_end(result) else {}),
             "pods": phases,
             "gpu": {"capacity": _clean(snapshot.nodes.gpu_units()), "allocated": _clean(gpu_allocated)},
+            # Only where the input has pods for other schedulers, as `otherSchedulerPods` below.
+            **({"otherSchedulers": len(others)} if others else {}),
         },
         "pods": pods,
+        **({"otherSchedulerPods": others} if others else {}),
         "podGroups": _pod_groups(result, snapshot, numbers, shards),
         "queues": _queues(result, snapshot, numbers, shards),
         "decisions": [
@@ -168,6 +174,18 @@ class _Shards:
                 }
             )
         return out
+
+
+def _other_scheduler_pod(sim_pod: SimPod) -> dict[str, Any]:
+    """A pod left to another scheduler: where it is (a bound one holds its node's resources; an unbound one
+    is never placed here)."""
+    return {
+        "namespace": sim_pod.pod.namespace,
+        "name": sim_pod.pod.metadata.name,
+        "schedulerName": sim_pod.pod.spec.scheduler_name,
+        "phase": sim_pod.phase,
+        "node": sim_pod.node,
+    }
 
 
 def _devices(allocation: AllocationResult | None) -> list[dict[str, str]]:

@@ -49,6 +49,7 @@ class Sim:
         self.folder = folder
         self.capsys = capsys
         self.count = 0
+        self.warnings: list[str] = []  # stderr of the last successful run
 
     def __call__(
         self, documents: list[dict[str, Any]], *flags: str, config: dict[str, Any] | None = None
@@ -61,7 +62,9 @@ class Sim:
             config_path.write_text(yaml.safe_dump(config))
             args += ["--config", str(config_path)]
         assert main(args) == 0, self.capsys.readouterr().err
-        return json.loads(self.capsys.readouterr().out)  # type: ignore[no-any-return]
+        captured = self.capsys.readouterr()
+        self.warnings = captured.err.splitlines()
+        return json.loads(captured.out)  # type: ignore[no-any-return]
 
     def fails(self, args: list[str]) -> str:
         """Runs and expects exit status 2 with exactly one line on stderr; returns that line."""
@@ -585,6 +588,173 @@ def test_missing_config_file(sim: Sim, tmp_path: Path) -> None:
     path = write(tmp_path, "ok.yaml", [node_manifest("n0"), queue_manifest("q")])
     line = sim.fails(["simulate", path, "--config", str(tmp_path / "none.yaml")])
     assert "none.yaml" in line
+
+
+# Strict input (issue #14): each typo a cluster refuses stops the run with the field named.
+def _typo(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    node = doc
+    *parents, last = path.split(".")
+    for step in parents:
+        node = node.setdefault(step, {})
+    node[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "meant"),
+    [
+        (_typo(queue_manifest("q"), "spec.resources.gpu.qouta", 8), "spec.resources.gpu.qouta", "quota"),
+        (_typo(pod_group_manifest("g"), "spec.minMembers", 3), "spec.minMembers", "minMember"),
+        (
+            _typo(pod_manifest("p"), "spec.schedulername", "kai-scheduler"),
+            "spec.schedulername",
+            "schedulerName",
+        ),
+        (_typo(pod_manifest("p"), "metadata.lables", {}), "metadata.lables", "labels"),
+        (_typo(node_manifest("n1"), "status.allocateble", {}), "status.allocateble", "allocatable"),
+        (
+            _typo(priority_class_manifest("urgent", 200), "globalDefualt", True),
+            "globalDefualt",
+            "globalDefault",
+        ),
+        (
+            {
+                "apiVersion": "kai.scheduler/v1alpha1",
+                "kind": "Topology",
+                "metadata": {"name": "net"},
+                "spec": {"levels": [{"nodeLable": "zone"}]},
+            },
+            "spec.levels[0].nodeLable",
+            "nodeLabel",
+        ),
+    ],
+)
+def test_an_unknown_field_stops_the_run_naming_file_document_and_field(
+    sim: Sim, tmp_path: Path, document: dict[str, Any], field: str, meant: str
+) -> None:
+    path = write(tmp_path, "typo.yaml", [node_manifest("n0"), queue_manifest("q"), document])
+    line = sim.fails(["simulate", path])
+    assert f"{path}: document 3 at line " in line
+    assert f'{field}: unknown field "{field.rsplit(".", 1)[-1]}"; did you mean "{meant}"?' in line
+
+
+def test_a_pod_naming_a_priority_class_that_does_not_exist_is_refused(sim: Sim, tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "pods.yaml",
+        [node_manifest("n0"), queue_manifest("q"), pod_manifest("p", priority_class="inferance")],
+    )
+    line = sim.fails(["simulate", path])
+    assert line == (
+        f"kai-scheduler: error: {path}: document 3 at line 33 (Pod default/p): spec.priorityClassName: "
+        'no PriorityClass with name "inferance" was found; did you mean "inference"?'
+    )
+
+
+def test_a_priority_class_defined_anywhere_in_the_input_exists(sim: Sim) -> None:
+    doc = sim(
+        [
+            node_manifest("n0"),
+            queue_manifest("q"),
+            pod_manifest("p", gpus=1, priority_class="urgent"),
+            priority_class_manifest("urgent", 1000),
+        ]
+    )
+    assert by_name(doc["pods"])["p"]["phase"] == "Running"
+    assert sim.warnings == []
+
+
+def test_a_queue_without_resources_is_refused(sim: Sim, tmp_path: Path) -> None:
+    queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "q"}}
+    line = sim.fails(["simulate", write(tmp_path, "q.yaml", [queue])])
+    assert "(Queue q): spec.resources: required field is missing" in line
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "meant"),
+    [
+        ("annotations", "gpu-fractoin", "gpu-fraction"),
+        ("labels", "kai.scheduler/queeu", "kai.scheduler/queue"),
+    ],
+)
+def test_a_key_one_edit_from_a_kai_key_is_a_warning_naming_both(
+    sim: Sim, section: str, key: str, meant: str
+) -> None:
+    pod = pod_manifest("p", None, **{section: {key: "0.5"}})  # type: ignore[arg-type]
+    sim([node_manifest("n0"), queue_manifest("default-queue"), pod])
+    path = sim.folder / f"input{sim.count}.yaml"
+    assert sim.warnings == [
+        f"kai-scheduler: warning: {path}: document 3 at line 33 (Pod default/p): metadata.{section}.{key}: "
+        f'"{key}" is not a key KAI reads; did you mean "{meant}"?'
+    ]
+
+
+def test_a_queue_limit_left_out_blocks_the_resource_as_in_kai_and_says_so(sim: Sim) -> None:
+    queue = queue_manifest("q")
+    del queue["spec"]["resources"]["gpu"]["limit"]
+    doc = sim([node_manifest("n0", gpus=4), queue, pod_manifest("p", gpus=1)])
+    assert by_name(doc["pods"])["p"]["phase"] == "Pending"
+    assert (doc["podGroups"][0]["unschedulableReason"] or "").startswith("OverLimit")
+    assert len(sim.warnings) == 1
+    assert sim.warnings[0].endswith(
+        "(Queue q): spec.resources.gpu.limit: not set: KAI reads 0, which blocks gpu for this queue "
+        "(write -1 for no limit)"
+    )
+
+
+def test_pods_left_to_other_schedulers_are_counted_listed_and_warned_about(
+    sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_scheduler = pod_manifest("plain", gpus=1)
+    del no_scheduler["spec"]["schedulerName"]
+    documents = [
+        node_manifest("n0", gpus=4),
+        queue_manifest("q"),
+        pod_manifest("mine", gpus=1),
+        no_scheduler,
+        pod_manifest("theirs", None, gpus=1, node_name="n0", scheduler="volcano"),
+    ]
+    doc = sim(documents, config=ALLOCATE_ONLY)
+    assert set(by_name(doc["pods"])) == {"mine"}
+    assert doc["summary"]["otherSchedulers"] == 2
+    assert doc["otherSchedulerPods"] == [
+        {
+            "namespace": "default",
+            "name": "plain",
+            "schedulerName": "default-scheduler",
+            "phase": "Pending",
+            "node": None,
+        },
+        {
+            "namespace": "default",
+            "name": "theirs",
+            "schedulerName": "volcano",
+            "phase": "Running",
+            "node": "n0",
+        },
+    ]
+    assert len(sim.warnings) == 1
+    assert sim.warnings[0].startswith(
+        "kai-scheduler: warning: unbound pods left to other schedulers, never placed here: 1 "
+        "(default-scheduler: 1); the first is Pod default/plain in "
+    )
+    assert "the first is Pod default/plain in " in sim.warnings[0]
+
+    path = write(tmp_path, "others.yaml", documents)
+    assert main(["simulate", path]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "left to other schedulers: 2 pods (default-scheduler 1, volcano 1); 1 unbound (never placed here), "
+        "1 on nodes (holding their resources)"
+    ) in text
+
+
+def test_a_flood_of_warnings_is_cut_short_with_a_count(sim: Sim) -> None:
+    typos = [pod_manifest(f"p{i}", annotations={"gpu-fractoin": "0.5"}) for i in range(25)]
+    sim([node_manifest("n0"), queue_manifest("q"), *typos])
+    assert len(sim.warnings) == 20
+    assert all("gpu-fractoin" in line for line in sim.warnings[:19])
+    assert sim.warnings[19] == "kai-scheduler: warning: ... and 6 more warnings"
 
 
 def test_bad_input_from_the_real_command_prints_no_traceback(tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""Checks of the simulator's input as a whole, after every object loaded on its own (`loader.py`): what the
+API server refuses across objects, and what the run should say about input that a cluster accepts but that
+probably does not mean what its author meant.
+
+The rules themselves are `kai_scheduler.api.strict`'s (pure, shared with the live edge); this module
+locates them in the input files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.manifests import object_ref
+from kai_scheduler.api.objects import Pod, PriorityClass
+from kai_scheduler.api.strict import missing_priority_class, notices
+
+if TYPE_CHECKING:
+    from kai_scheduler.sim.loader import LoadedObject
+
+
+def check_references(loaded: Sequence[LoadedObject]) -> None:
+    """Raises ManifestError for the first pod that names a PriorityClass neither the input nor the
+    deployment (KAI's four shipped classes) defines: the API server refuses such a pod."""
+    classes = set(c.BUILTIN_PRIORITY_CLASSES)
+    classes.update(entry.obj.metadata.name for entry in loaded if isinstance(entry.obj, PriorityClass))
+    for entry in loaded:
+        if isinstance(entry.obj, Pod) and entry.obj.spec.priority_class_name:
+            problem = missing_priority_class(entry.obj, classes)
+            if problem is not None:
+                raise _located(entry, problem.path, problem.message)
+
+
+def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
+    """One line per warning, located as errors are (`file: document 3 at line 41 (Pod a/b): field: ...`):
+    keys one edit away from KAI's, Queue fields left out that change the answer, and how many pods were
+    left to other schedulers."""
+    lines = [
+        str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in notices(entry.obj)
+    ]
+    other = other_scheduler_pods(loaded)
+    if other:
+        first = other[0]
+        names = Counter(entry.obj.spec.scheduler_name for entry in other if isinstance(entry.obj, Pod))
+        by_name = ", ".join(f"{name}: {count}" for name, count in sorted(names.items()))
+        lines.append(
+            f"unbound pods left to other schedulers, never placed here: {len(other)} ({by_name}); the first "
+            f"is {object_ref(first.obj)} in {first.location} (only schedulerName: {c.SCHEDULER_NAME} is "
+            "scheduled; a pod without schedulerName is default-scheduler's)"
+        )
+    return lines
+
+
+def other_scheduler_pods(loaded: Sequence[LoadedObject]) -> list[LoadedObject]:
+    """Pods for another scheduler that no node holds: a cluster would leave them to that scheduler, so the
+    simulation never places them. (Bound ones are part of the cluster: they hold their node's resources.)"""
+    return [
+        entry
+        for entry in loaded
+        if isinstance(entry.obj, Pod)
+        and entry.obj.spec.scheduler_name != c.SCHEDULER_NAME
+        and not entry.obj.spec.node_name
+    ]
+
+
+def _located(entry: LoadedObject, field: str, message: str) -> ManifestError:
+    return ManifestError(
+        entry.source,
+        message,
+        document=entry.index,
+        item=entry.item,
+        line=entry.line,
+        object_ref=object_ref(entry.obj),
+        field=field,
+    )
