@@ -84,6 +84,16 @@ TYPOS = [
         "spec.tolerations[0].efect",
         "effect",
     ),
+    (
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu"},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClasName": "gpu"}}]}},
+        },
+        "spec.devices.requests[0].exactly.deviceClasName",
+        "deviceClassName",
+    ),
 ]
 
 
@@ -207,6 +217,11 @@ def test_ignored_fields_are_not_also_modelled(model: type[BaseModel]) -> None:
 
 
 # --- warnings ------------------------------------------------------------------------------------
+
+
+def test_a_node_label_one_edit_from_the_gpu_memory_label_is_a_warning() -> None:
+    node = parse_object(node_manifest("n", labels={"nvidia.com/gpu.memroy": "81920"}), "in.yaml", 1)
+    assert [n.path for n in notices(node)] == ["metadata.labels.nvidia.com/gpu.memroy"]
 
 
 @pytest.mark.parametrize(
