@@ -16,7 +16,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import object_ref
 from kai_scheduler.api.objects import Pod, PriorityClass
-from kai_scheduler.api.strict import missing_priority_class, notices
+from kai_scheduler.api.strict import missing_priority_class
 
 if TYPE_CHECKING:
     from kai_scheduler.sim.loader import LoadedObject
@@ -36,10 +36,10 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
 
 def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
     """One line per warning, located as errors are (`file: document 3 at line 41 (Pod a/b): field: ...`):
-    keys one edit away from KAI's, Queue fields left out that change the answer, and how many pods were
-    left to other schedulers."""
+    each object's own (found by the loader: keys one edit away from KAI's, Queue fields left out that
+    change the answer), and how many pods were left to other schedulers."""
     lines = [
-        str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in notices(entry.obj)
+        str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in entry.notices
     ]
     other = other_scheduler_pods(loaded)
     if other:
@@ -57,13 +57,14 @@ def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
 def other_scheduler_pods(loaded: Sequence[LoadedObject]) -> list[LoadedObject]:
     """Pods for another scheduler that no node holds: a cluster would leave them to that scheduler, so the
     simulation never places them. (Bound ones are part of the cluster: they hold their node's resources.)"""
-    return [
-        entry
-        for entry in loaded
-        if isinstance(entry.obj, Pod)
-        and entry.obj.spec.scheduler_name != c.SCHEDULER_NAME
-        and not entry.obj.spec.node_name
-    ]
+    found = []
+    for entry in loaded:
+        obj = entry.obj
+        if obj.kind == "Pod":
+            spec = obj.spec
+            if spec.scheduler_name != c.SCHEDULER_NAME and not spec.node_name:
+                found.append(entry)
+    return found
 
 
 def _located(entry: LoadedObject, field: str, message: str) -> ManifestError:
