@@ -224,7 +224,7 @@ def unknown_field(model: type[BaseModel], doc: Any) -> UnknownField | None:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to a misspelt `word`, if one is close enough to be what was meant."""
-    candidates = list(candidates)
+    candidates = sorted(candidates)  # sets iterate in a different order each run; ties must not
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     if close:
         return close[0]
@@ -448,15 +448,17 @@ def omitted_queue_fields(queue: o.Queue) -> list[Notice]:
     return found
 
 
-def missing_priority_class(pod: o.Pod, classes: Collection[str]) -> Notice | None:
-    """A pod naming a PriorityClass that is not among `classes` (the cluster's), which the API server's
-    Priority admission refuses (`no PriorityClass with name ... was found`); None when it exists or the pod
-    names none."""
-    name = pod.spec.priority_class_name
+def missing_priority_class(obj: o.Pod | o.PodGroup, classes: Collection[str]) -> Notice | None:
+    """A pod or PodGroup naming a PriorityClass that is not among `classes` (the cluster's); None when it
+    exists or it names none. The API server's Priority admission refuses such a pod (`no PriorityClass
+    with name ... was found`); a PodGroup is accepted, and KAI gives it the default priority."""
+    name = obj.spec.priority_class_name
     if not name or name in classes:
         return None
     meant = did_you_mean(name, classes)
     hint = f'; did you mean "{meant}"?' if meant else f" (there are: {', '.join(sorted(classes))})"
+    if isinstance(obj, o.PodGroup):
+        hint += "; KAI gives the job the default priority"
     return Notice("spec.priorityClassName", f'no PriorityClass with name "{name}" was found{hint}')
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import object_ref
-from kai_scheduler.api.objects import Pod, PriorityClass
+from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
 
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 def check_references(loaded: Sequence[LoadedObject]) -> None:
     """Raises ManifestError for the first pod that names a PriorityClass neither the input nor the
     deployment (KAI's four shipped classes) defines: the API server refuses such a pod."""
-    classes = set(c.BUILTIN_PRIORITY_CLASSES)
-    classes.update(entry.obj.metadata.name for entry in loaded if isinstance(entry.obj, PriorityClass))
+    classes = _priority_classes(loaded)
     for entry in loaded:
         if isinstance(entry.obj, Pod) and entry.obj.spec.priority_class_name:
             problem = missing_priority_class(entry.obj, classes)
@@ -37,10 +36,17 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
 def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
     """One line per warning, located as errors are (`file: document 3 at line 41 (Pod a/b): field: ...`):
     each object's own (found by the loader: keys one edit away from KAI's, Queue fields left out that
-    change the answer), and how many pods were left to other schedulers."""
+    change the answer), PodGroups naming a PriorityClass that does not exist, and how many pods were left
+    to other schedulers."""
     lines = [
         str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in entry.notices
     ]
+    classes = _priority_classes(loaded)
+    for entry in loaded:
+        if isinstance(entry.obj, PodGroup) and entry.obj.spec.priority_class_name:
+            problem = missing_priority_class(entry.obj, classes)
+            if problem is not None:
+                lines.append(str(_located(entry, problem.path, problem.message)))
     other = other_scheduler_pods(loaded)
     if other:
         first = other[0]
@@ -52,6 +58,12 @@ def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
             "scheduled; a pod without schedulerName is default-scheduler's)"
         )
     return lines
+
+
+def _priority_classes(loaded: Sequence[LoadedObject]) -> set[str]:
+    classes = set(c.BUILTIN_PRIORITY_CLASSES)
+    classes.update(entry.obj.metadata.name for entry in loaded if isinstance(entry.obj, PriorityClass))
+    return classes
 
 
 def other_scheduler_pods(loaded: Sequence[LoadedObject]) -> list[LoadedObject]:

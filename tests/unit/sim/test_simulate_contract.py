@@ -664,6 +664,24 @@ def test_a_priority_class_defined_anywhere_in_the_input_exists(sim: Sim) -> None
     assert sim.warnings == []
 
 
+def test_a_pod_group_naming_a_priority_class_that_does_not_exist_is_a_warning(sim: Sim) -> None:
+    # The API server accepts such a PodGroup; KAI gives the job the default priority (train, 50).
+    doc = sim(
+        [
+            node_manifest("n0"),
+            queue_manifest("q"),
+            pod_group_manifest("g", priority_class="inferance"),
+            pod_manifest("g-0", group="g", gpus=1),
+        ]
+    )
+    assert by_name(doc["pods"])["g-0"]["phase"] == "Running"
+    assert len(sim.warnings) == 1
+    assert sim.warnings[0].endswith(
+        '(PodGroup default/g): spec.priorityClassName: no PriorityClass with name "inferance" was found; '
+        'did you mean "inference"?; KAI gives the job the default priority'
+    )
+
+
 def test_a_queue_without_resources_is_refused(sim: Sim, tmp_path: Path) -> None:
     queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "q"}}
     line = sim.fails(["simulate", write(tmp_path, "q.yaml", [queue])])
