@@ -33,6 +33,8 @@ import pytest
 import yaml
 
 from kai_scheduler.cli import main
+from kai_scheduler.sim.input_checks import warnings as input_warnings
+from kai_scheduler.sim.loader import load_manifests
 
 HERE = Path(__file__).parent
 SCENARIOS = sorted(p.parent.name for p in HERE.glob("*/expected.yaml"))
@@ -149,3 +151,11 @@ def test_every_scenario_explains_itself() -> None:
         text = (HERE / name / "expected.yaml").read_text()
         assert text.lstrip().startswith("#"), f"{name}/expected.yaml must start with a comment saying why"
         assert "§" in text or "contract" in text, f"{name}/expected.yaml must cite the reference"
+
+
+def test_every_scenario_input_needs_no_warning() -> None:
+    # A scenario says what it means: every Queue field written (KAI reads a left-out one as 0, and a
+    # limit of 0 blocks the resource), no key one edit from KAI's, no pod silently left to another
+    # scheduler. `simulate` would warn about each.
+    for name in SCENARIOS:
+        assert input_warnings(load_manifests([str(HERE / name / "input.yaml")])) == [], name
