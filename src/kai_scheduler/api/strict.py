@@ -389,23 +389,48 @@ def notices(obj: o.ApiObject) -> list[Notice]:
 def near_miss_keys(metadata: o.ObjectMeta) -> list[Notice]:
     """Label and annotation keys one edit (a letter added, dropped, changed, or two swapped) away from a
     key KAI reads: the cluster takes them, and KAI never sees them."""
-    labels, annotations = metadata.labels, metadata.annotations
+    return _near_misses("metadata", metadata.labels, metadata.annotations)
+
+
+def _near_misses(path: str, labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> list[Notice]:
     # Nearly every key was seen before and is fine (a set lookup, no call): this runs for every object.
     if _FINE_KEYS.issuperset(labels) and _FINE_KEYS.issuperset(annotations):
         return []
     found = []
     for section, keys in (("labels", labels), ("annotations", annotations)):
         for key in keys:
-            meant = _near_kai_key(key)
+            meant = _near_kai_key(str(key))
             if meant is None:
                 _FINE_KEYS.add(key)
             else:
                 found.append(
                     Notice(
-                        f"metadata.{section}.{key}",
+                        f"{path}.{section}.{key}",
                         f'"{key}" is not a key KAI reads; did you mean "{meant}"?',
                     )
                 )
+    return found
+
+
+def near_miss_keys_in(manifest: Mapping[str, Any], path: str = "") -> list[Notice]:
+    """`near_miss_keys` for every `metadata` in a raw manifest (a workload's own and its pod templates'),
+    with the full path (`spec.template.metadata.annotations.gpu-fractoin`)."""
+    found: list[Notice] = []
+    for key, value in manifest.items():
+        where = _join(path, str(key))
+        if key == "metadata" and isinstance(value, Mapping):
+            labels, annotations = value.get("labels"), value.get("annotations")
+            found += _near_misses(
+                where,
+                labels if isinstance(labels, Mapping) else {},
+                annotations if isinstance(annotations, Mapping) else {},
+            )
+        elif isinstance(value, Mapping):
+            found += near_miss_keys_in(value, where)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    found += near_miss_keys_in(item, f"{where}[{index}]")
     return found
 
 
@@ -500,6 +525,7 @@ __all__ = [
     "did_you_mean",
     "missing_priority_class",
     "near_miss_keys",
+    "near_miss_keys_in",
     "notices",
     "omitted_queue_fields",
     "unknown_field",

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.api.manifests import object_ref
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
 
@@ -54,7 +53,7 @@ def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
         by_name = ", ".join(f"{name}: {count}" for name, count in sorted(names.items()))
         lines.append(
             f"unbound pods left to other schedulers, never placed here: {len(other)} ({by_name}); the first "
-            f"is {object_ref(first.obj)} in {first.location} (only schedulerName: {c.SCHEDULER_NAME} is "
+            f"is {first.ref} in {first.location} (only schedulerName: {c.SCHEDULER_NAME} is "
             "scheduled; a pod without schedulerName is default-scheduler's)"
         )
     return lines
@@ -72,10 +71,8 @@ def other_scheduler_pods(loaded: Sequence[LoadedObject]) -> list[LoadedObject]:
     found = []
     for entry in loaded:
         obj = entry.obj
-        if obj.kind == "Pod":
-            spec = obj.spec
-            if spec.scheduler_name != c.SCHEDULER_NAME and not spec.node_name:
-                found.append(entry)
+        if isinstance(obj, Pod) and obj.spec.scheduler_name != c.SCHEDULER_NAME and not obj.spec.node_name:
+            found.append(entry)
     return found
 
 
@@ -86,6 +83,6 @@ def _located(entry: LoadedObject, field: str, message: str) -> ManifestError:
         document=entry.index,
         item=entry.item,
         line=entry.line,
-        object_ref=object_ref(entry.obj),
+        object_ref=entry.ref,
         field=field,
     )

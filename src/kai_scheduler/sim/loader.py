@@ -18,7 +18,7 @@ import yaml
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import object_key, object_ref, parse_object
 from kai_scheduler.api.objects import ApiObject
-from kai_scheduler.api.strict import Notice, notices
+from kai_scheduler.api.strict import Notice, near_miss_keys_in, notices
 from kai_scheduler.sim.gc_policy import collector_paused
 from kai_scheduler.sim.input_checks import check_references
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
@@ -81,6 +81,14 @@ class LoadedObject:
     item: int | None = None
     line: int | None = None
     notices: tuple[Notice, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        """How messages name the object: `Pod default/a-0`, `Queue team-a`, `Job team/train`."""
+        obj = self.obj
+        if isinstance(obj, Workload):
+            return f"{obj.kind} {obj.namespace}/{obj.metadata.name}"
+        return object_ref(obj)
 
     @property
     def location(self) -> str:
@@ -285,8 +293,10 @@ def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> L
     except ManifestError as exc:
         raise exc.located(line=line) from None
     # The warnings are found here, while the object is fresh in the CPU's caches: a second pass over
-    # 85,000 objects cost more than the checks themselves.
-    return LoadedObject(obj, source, index, item, line, tuple(notices(obj)))
+    # 85,000 objects cost more than the checks themselves. (A workload's labels and its pod templates'
+    # reach its pods and PodGroups: near misses there count too.)
+    found = near_miss_keys_in(obj.manifest) if isinstance(obj, Workload) else notices(obj)
+    return LoadedObject(obj, source, index, item, line, tuple(found))
 
 
 def _key(obj: ApiObject | Workload) -> tuple[str, str, str]:
@@ -310,8 +320,7 @@ def _syntax_error(source: str, exc: yaml.MarkedYAMLError) -> ManifestError:
 
 
 def _duplicate(entry: LoadedObject, previous: LoadedObject) -> ManifestError:
-    obj = entry.obj
-    ref = f"{obj.kind} {obj.namespace}/{obj.metadata.name}" if isinstance(obj, Workload) else object_ref(obj)
+    ref = entry.ref
     return ManifestError(
         entry.source,
         f"duplicate {ref}: already defined in {previous.location}",

@@ -163,7 +163,8 @@ def _made(runtime: Runtime, changes: Changes, source: str, groups: set[str]) -> 
             group = parse_object(pod_group_manifest(plan), source, 0)
             assert isinstance(group, PodGroup)
             made.pod_groups.append(group)
-        pod = parse_object(_without_status(manifest), source, 0)
+        # Strict, as the simulator's own pods: a typo in a pod template is refused where it is written.
+        pod = parse_object(_without_status(manifest), source, 0, strict=True)
         assert isinstance(pod, Pod)
         made.pods.append(pod)
     made.deleted = [f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in changes.pods_deleted()]

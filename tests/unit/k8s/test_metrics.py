@@ -260,9 +260,9 @@ def _queue(name: str, labels: dict[str, str], gpu: float, millicores: float, meg
             "metadata": {"name": name, "labels": labels},
             "spec": {
                 "resources": {
-                    "gpu": {"quota": gpu},
-                    "cpu": {"quota": millicores},
-                    "memory": {"quota": megabytes},
+                    "gpu": {"quota": gpu, "limit": -1, "overQuotaWeight": 1},
+                    "cpu": {"quota": millicores, "limit": -1, "overQuotaWeight": 1},
+                    "memory": {"quota": megabytes, "limit": -1, "overQuotaWeight": 1},
                 }
             },
         }

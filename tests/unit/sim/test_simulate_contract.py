@@ -767,6 +767,47 @@ def test_pods_left_to_other_schedulers_are_counted_listed_and_warned_about(
     ) in text
 
 
+def _job(template_metadata: dict[str, Any], requests: dict[str, str], **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "labels": {"kai.scheduler/queue": "q", **labels}},
+        "spec": {
+            "completions": 1,
+            "template": {
+                "metadata": template_metadata,
+                "spec": {
+                    "schedulerName": "kai-scheduler",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "m", "resources": requests}],
+                },
+            },
+        },
+    }
+
+
+def test_a_typo_in_a_workloads_pod_template_is_refused(sim: Sim, tmp_path: Path) -> None:
+    job = _job({}, {"request": {"nvidia.com/gpu": "1"}})
+    path = write(tmp_path, "job.yaml", [node_manifest("n0"), queue_manifest("q"), job])
+    line = sim.fails(["simulate", path])
+    assert f"{path}: document 3 at line " in line
+    assert "(Job default/train): makes an invalid Pod default/train-" in line
+    assert (
+        'at spec.containers[0].resources.request: unknown field "request"; did you mean "requests"?' in line
+    )
+
+
+def test_near_miss_keys_of_a_workload_and_its_pod_templates_are_warnings(sim: Sim) -> None:
+    job = _job(
+        {"annotations": {"gpu-fractoin": "0.5"}}, {"requests": {"cpu": "1"}}, **{"kai.scheduler/queeu": "q"}
+    )
+    sim([node_manifest("n0"), queue_manifest("q"), job])
+    assert [line.split("(Job default/train): ")[1].split(":")[0] for line in sim.warnings] == [
+        "metadata.labels.kai.scheduler/queeu",
+        "spec.template.metadata.annotations.gpu-fractoin",
+    ]
+
+
 def test_a_flood_of_warnings_is_cut_short_with_a_count(sim: Sim) -> None:
     typos = [pod_manifest(f"p{i}", annotations={"gpu-fractoin": "0.5"}) for i in range(25)]
     sim([node_manifest("n0"), queue_manifest("q"), *typos])

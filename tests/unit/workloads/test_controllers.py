@@ -29,7 +29,11 @@ CLUSTER = """
 apiVersion: scheduling.run.ai/v2
 kind: Queue
 metadata: {name: team-a}
-spec: {resources: {gpu: {quota: 16}, cpu: {quota: -1}, memory: {quota: -1}}}
+spec:
+  resources:
+    gpu: {quota: 16, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
 ---
 apiVersion: v1
 kind: Node
@@ -630,7 +634,13 @@ def test_reclaimed_deployment_pods_are_replaced_and_wait(tmp_path: Path) -> None
             "apiVersion": "scheduling.run.ai/v2",
             "kind": "Queue",
             "metadata": {"name": name},
-            "spec": {"resources": {"gpu": {"quota": 8}, "cpu": {"quota": -1}, "memory": {"quota": -1}}},
+            "spec": {
+                "resources": {
+                    "gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1},
+                    "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                    "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                }
+            },
         }
         for name in ("team-b", "team-c")
     ]
