@@ -9,13 +9,14 @@ locates them in the input files.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
+from kai_scheduler.sim.workloads import Workload
 
 if TYPE_CHECKING:
     from kai_scheduler.sim.loader import LoadedObject
@@ -56,7 +57,36 @@ def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
             f"is {first.ref} in {first.location} (only schedulerName: {c.SCHEDULER_NAME} is "
             "scheduled; a pod without schedulerName is default-scheduler's)"
         )
+    for entry in loaded:
+        if isinstance(entry.obj, Workload):
+            for path, scheduler in _template_schedulers(entry.obj.manifest, ""):
+                if scheduler != c.SCHEDULER_NAME:
+                    message = (
+                        "not set: the pods made from this template are default-scheduler's"
+                        if scheduler is None
+                        else f"{scheduler!r}: the pods made from this template are left to that scheduler"
+                    )
+                    lines.append(
+                        str(_located(entry, f"{path}.spec.schedulerName", f"{message}, never placed here"))
+                    )
     return lines
+
+
+def _template_schedulers(value: Any, path: str) -> Iterator[tuple[str, str | None]]:
+    """Every pod template in a workload's manifest (a mapping whose `spec` lists `containers`, wherever
+    the kind keeps it: `spec.template`, `spec.replicatedJobs[0].template.spec.template`, ...), with the
+    schedulerName it gives its pods (None: none)."""
+    if isinstance(value, Mapping):
+        spec = value.get("spec")
+        if path and isinstance(spec, Mapping) and isinstance(spec.get("containers"), list):
+            name = spec.get("schedulerName")
+            yield path, name if isinstance(name, str) else None
+            return
+        for key, item in value.items():
+            yield from _template_schedulers(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _template_schedulers(item, f"{path}[{index}]")
 
 
 def _priority_classes(loaded: Sequence[LoadedObject]) -> set[str]:

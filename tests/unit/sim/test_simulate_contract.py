@@ -808,6 +808,17 @@ def test_near_miss_keys_of_a_workload_and_its_pod_templates_are_warnings(sim: Si
     ]
 
 
+def test_a_workload_whose_pods_are_another_schedulers_is_a_warning(sim: Sim) -> None:
+    job = _job({}, {"requests": {"cpu": "1"}})
+    del job["spec"]["template"]["spec"]["schedulerName"]
+    doc = sim([node_manifest("n0"), queue_manifest("q"), job])
+    assert doc["summary"]["otherSchedulers"] == 1
+    assert [line.split("(Job default/train): ")[1] for line in sim.warnings] == [
+        "spec.template.spec.schedulerName: not set: the pods made from this template are "
+        "default-scheduler's, never placed here"
+    ]
+
+
 def test_a_flood_of_warnings_is_cut_short_with_a_count(sim: Sim) -> None:
     typos = [pod_manifest(f"p{i}", annotations={"gpu-fractoin": "0.5"}) for i in range(25)]
     sim([node_manifest("n0"), queue_manifest("q"), *typos])
