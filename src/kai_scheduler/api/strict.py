@@ -217,14 +217,15 @@ def unknown_field(model: type[BaseModel], doc: Any) -> UnknownField | None:
     """The first field of `doc` (a raw manifest read as `model`) that the kind's schema does not have, in
     document order; None when every field is known. Values of the wrong type are left to the schema."""
     shape = _shape(_FULL_MODELS.get(model, model))
-    # Almost every document is clean: a check that builds no paths first (a fifth of the cost), the walk
-    # that names the field only for the rest.
+    # Almost every document is clean: a check that builds no path strings first, the walk that names the
+    # field only for the rest.
     return None if _is_clean(shape, doc) else _walk(shape, doc, "")
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to a misspelt `word`, if one is close enough to be what was meant."""
-    candidates = sorted(candidates)  # sets iterate in a different order each run; ties must not
+    # Sorted: a set iterates in another order each run, and a tie must not pick differently.
+    candidates = sorted(candidates)
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     if close:
         return close[0]
