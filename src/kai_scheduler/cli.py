@@ -47,9 +47,9 @@ from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
 
 if TYPE_CHECKING:
-    from kai_scheduler.k8s.binder import GpuReservation
+    from kai_scheduler.k8s.binder.binder import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
-    from kai_scheduler.k8s.lightkube_client import LightkubeClient
+    from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
@@ -119,14 +119,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
-    from kai_scheduler.k8s.binder import (
+    from kai_scheduler.k8s.binder.binder import (
         DEFAULT_RESERVATION_IMAGE,
         DEFAULT_RESERVATION_NAMESPACE,
         DEFAULT_RESERVATION_SERVICE_ACCOUNT,
     )
     from kai_scheduler.k8s.components import COMPONENTS
-    from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
-    from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+    from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+    from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT
 
     which = run.add_mutually_exclusive_group(required=True)
     which.add_argument(
@@ -364,7 +364,7 @@ def _port(flag: str, port: int) -> int:
 
 
 def _reservation(args: argparse.Namespace) -> GpuReservation:
-    from kai_scheduler.k8s.binder import GpuReservation
+    from kai_scheduler.k8s.binder.binder import GpuReservation
 
     try:
         timeout = parse_duration(args.reservation_timeout)
@@ -381,8 +381,8 @@ def _reservation(args: argparse.Namespace) -> GpuReservation:
 
 
 def _reserve(args: argparse.Namespace) -> int:
-    from kai_scheduler.k8s.client import ApiStatusError
-    from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
+    from kai_scheduler.k8s.binder.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
+    from kai_scheduler.k8s.runtime.client import ApiStatusError
 
     if not args.pod_name or not args.namespace:
         raise UsageError(
@@ -415,7 +415,7 @@ def _client(kubeconfig: str | None) -> LightkubeClient:
     """The API client from a kubeconfig (or in-cluster); a broken kubeconfig is one line, not a traceback."""
     from lightkube.core.exceptions import ConfigError as KubeConfigError
 
-    from kai_scheduler.k8s.lightkube_client import LightkubeClient
+    from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
     where = kubeconfig or "the in-cluster or default kubeconfig"
     try:

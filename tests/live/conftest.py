@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 for _folder in (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]):
     if str(_folder) not in sys.path:

@@ -10,12 +10,13 @@ from typing import Any, TypeVar
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.binder import DEFAULT_RESERVATION_NAMESPACE, Binder, GpuReservation
-from kai_scheduler.k8s.client import ApiStatusError
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.reservation_app import publish_gpu
-from kai_scheduler.k8s.scheduler_loop import SchedulerLoop
+from kai_scheduler.k8s.binder.binder import DEFAULT_RESERVATION_NAMESPACE, Binder, GpuReservation
+from kai_scheduler.k8s.binder.reservation_app import publish_gpu
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.client import ApiStatusError
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 
 T = TypeVar("T")
 

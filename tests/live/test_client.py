@@ -13,8 +13,8 @@ from live_support import run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.client import BIND_REQUESTS, NODES, PODS, QUEUES, ApiStatusError, WatchEvent
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, NODES, PODS, QUEUES, ApiStatusError, WatchEvent
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 MakeClient = Callable[..., LightkubeClient]
 

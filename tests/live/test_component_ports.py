@@ -14,8 +14,8 @@ from live_support import eventually, in_thread, run
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
-from kai_scheduler.k8s.http_server import BackgroundHTTPServer
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.http_server import BackgroundHTTPServer
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 
 def _free_port() -> int:

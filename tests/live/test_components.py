@@ -12,7 +12,7 @@ from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import LEASES, RunOptions, run_components
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 CONTROLLERS = frozenset({"binder", "podgrouper", "status-controllers"})
 

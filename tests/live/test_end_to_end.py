@@ -12,10 +12,10 @@ from live_support import FakeGpuNodes, Live, eventually, in_thread, run
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.informers import object_key
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.metrics import SchedulerMetrics
-from kai_scheduler.k8s.scheduler_loop import run_live
+from kai_scheduler.k8s.components import run_live
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 
 
 def seed(store: Store) -> list[str]:

@@ -16,10 +16,11 @@ from live_support import Live, in_thread, run
 
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.scheduler_loop import SchedulerLoop
-from kai_scheduler.k8s.state import SessionClock, StateBuilder
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
+from kai_scheduler.k8s.scheduler.state import SessionClock, StateBuilder
 
 
 def bound(server: FakeApiServer) -> set[str]:

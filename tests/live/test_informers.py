@@ -9,18 +9,18 @@ from live_support import eventually, in_thread, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.client import PODS, QUEUES, JsonObject
-from kai_scheduler.k8s.informers import (
-    FAST_BACKOFF,
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.client import PODS, QUEUES, JsonObject
+from kai_scheduler.k8s.runtime.informers import (
     INDEXERS,
     POD_GROUP_INDEX,
     POD_NODE_INDEX,
     QUEUE_INDEX,
     Informer,
     InformerSet,
-    object_key,
 )
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.objects import object_key
 
 MakeClient = Callable[..., LightkubeClient]
 

@@ -10,9 +10,9 @@ from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.client import LEASES
-from kai_scheduler.k8s.leader import LeaderElector, micro_time
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.client import LEASES
+from kai_scheduler.k8s.runtime.leader import LeaderElector, micro_time, while_leading
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 MakeClient = Callable[..., LightkubeClient]
 FAST = {"lease_duration": 0.8, "renew_deadline": 0.5, "retry_period": 0.05}
@@ -83,14 +83,17 @@ def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
     async def body() -> None:
         client = LightkubeClient.from_url(server.url)
         elector = LeaderElector(client, namespace="default", identity="me", **FAST)
-        async with Live(server, binder=False, leader=elector) as live:
+        async with Live(server, binder=False, loop=False, leading=elector.leading) as live:
+            stop = asyncio.Event()
+            # The loop runs during each term the elector holds; here it holds none yet.
+            scheduling = asyncio.create_task(while_leading(elector, live.loop.run, stop))
             await asyncio.sleep(0.3)
             assert live.loop.cycle == 0 and store.list("bindrequests") == []
-            stop = asyncio.Event()
             campaign = asyncio.create_task(elector.run(stop))
             await live.until(lambda: len(store.list("bindrequests")) == 1)
             stop.set()
             await campaign
+            await scheduling
         await client.aclose()
 
     run(body())

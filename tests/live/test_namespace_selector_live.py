@@ -13,7 +13,7 @@ from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 HOSTNAME = "kubernetes.io/hostname"
 

@@ -13,7 +13,7 @@ from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manif
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import parse_config, shard_config, shard_partition
 from kai_scheduler.k8s.components import RunOptions, run_components
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 POOL = "kai.scheduler/node-pool"
 CONFIG = parse_config(

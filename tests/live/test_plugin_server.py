@@ -21,9 +21,9 @@ from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manif
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.cli import main
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig, parse_config
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.plugin_server import PluginServer
-from kai_scheduler.k8s.scheduler_loop import run_live
+from kai_scheduler.k8s.components import run_live
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.plugin_server import PluginServer
 
 
 def get(url: str) -> tuple[int, str]:

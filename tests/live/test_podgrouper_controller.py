@@ -12,17 +12,18 @@ from live_support import eventually, run
 
 from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.client import POD_GROUPS, PODS
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.podgrouper_controller import (
+from kai_scheduler.k8s.podgrouper.controller import (
     EVENT_REASON,
-    KeyQueue,
     Outcome,
     PodGrouperController,
     guess_plural,
     owner_resource_kind,
 )
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.client import POD_GROUPS, PODS
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 MakeClient = Callable[..., LightkubeClient]
 REPLICA_TYPE = "training.kubeflow.org/replica-type"

@@ -12,7 +12,7 @@ from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.scale_adjuster import (
+from kai_scheduler.k8s.scaleadjuster.adjuster import (
     DO_NOT_DISRUPT_ANNOTATION,
     SHAPE_LABEL,
     ScaleAdjuster,

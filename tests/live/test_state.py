@@ -9,11 +9,13 @@ from live_support import run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
+from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.client import BIND_REQUESTS, PODS, ApiStatusError
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.state import LiveState, Placed, SessionClock, StateBuilder, pod_gpu_groups
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.state import LiveState, Placed, SessionClock, StateBuilder
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.scheduler import Scheduler
 
@@ -194,7 +196,7 @@ class _NoClient:
 
 
 def test_another_scheduler_name() -> None:
-    from kai_scheduler.k8s.client import WatchEvent
+    from kai_scheduler.k8s.runtime.client import WatchEvent
 
     informers = InformerSet(_NoClient())  # type: ignore[arg-type]
     mine = pod_manifest("mine", scheduler="kai-shard-b")
@@ -219,7 +221,7 @@ def test_another_scheduler_name() -> None:
 
 
 def test_pending_pods_wait_for_their_pod_group_when_a_grouper_runs() -> None:
-    from kai_scheduler.k8s.client import WatchEvent
+    from kai_scheduler.k8s.runtime.client import WatchEvent
 
     informers = InformerSet(_NoClient())  # type: ignore[arg-type]
     ungrouped = pod_manifest("ungrouped")

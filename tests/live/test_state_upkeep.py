@@ -19,10 +19,11 @@ from live_support import Live, eventually, run
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.cluster.status import queue_numbers
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet, queue_of_pod_group
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.state import LiveState, SessionClock, StateBuilder, same_pod_model
-from kai_scheduler.k8s.status_controllers import QueueStatusController, QueueUsage
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.state import LiveState, SessionClock, StateBuilder, same_pod_model
+from kai_scheduler.k8s.status.controllers import QueueStatusController, QueueUsage
 
 MakeClient = Callable[..., LightkubeClient]
 START = 1_767_225_600.0

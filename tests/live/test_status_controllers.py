@@ -11,11 +11,12 @@ from live_support import eventually, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
-from kai_scheduler.k8s.informers import FAST_BACKOFF, InformerSet
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.metrics import QueueMetrics
-from kai_scheduler.k8s.status_controllers import (
+from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
+from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.metrics import QueueMetrics
+from kai_scheduler.k8s.status.controllers import (
     PodGroupStatusController,
     QueueStatusController,
     Usage,

@@ -23,21 +23,23 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry
 
+from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.admission import WebhookServer
-from kai_scheduler.k8s.binder import Binder, GpuReservation
-from kai_scheduler.k8s.client import KubeClient
-from kai_scheduler.k8s.http_server import MetricsServer
-from kai_scheduler.k8s.informers import CONTROLLER_KINDS, SCHEDULER_KINDS, InformerSet
-from kai_scheduler.k8s.leader import LeaderElector, run_leading
-from kai_scheduler.k8s.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.metrics import QueueMetrics, SchedulerMetrics
-from kai_scheduler.k8s.plugin_server import PLUGIN_SERVER_PORT
-from kai_scheduler.k8s.podgrouper_controller import PodGrouperController
-from kai_scheduler.k8s.scale_adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
-from kai_scheduler.k8s.scale_adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
-from kai_scheduler.k8s.scheduler_loop import run_live
-from kai_scheduler.k8s.status_controllers import PodGroupStatusController, QueueStatusController
+from kai_scheduler.k8s.admission.review import WebhookServer
+from kai_scheduler.k8s.binder.binder import Binder, GpuReservation
+from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
+from kai_scheduler.k8s.runtime.client import KubeClient
+from kai_scheduler.k8s.runtime.http_server import MetricsServer
+from kai_scheduler.k8s.runtime.informers import CONTROLLER_KINDS, SCHEDULER_KINDS, InformerSet
+from kai_scheduler.k8s.runtime.leader import LeaderElector, lead
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+from kai_scheduler.k8s.scaleadjuster.adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
+from kai_scheduler.k8s.scheduler.loop import DEFAULT_BACKOFF_LIMIT, SchedulerLoop
+from kai_scheduler.k8s.scheduler.metrics import QueueMetrics, SchedulerMetrics
+from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
+from kai_scheduler.k8s.status.controllers import PodGroupStatusController, QueueStatusController
 from kai_scheduler.model.partition import Partition
 
 COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")
@@ -185,6 +187,95 @@ async def _scheduler(
     )
 
 
+# --- the scheduler: its loop, its plugin server and (in its process) the binder ----------------------
+
+
+async def run_live(
+    client: KubeClient,
+    config: SchedulerConfig,
+    stop: asyncio.Event,
+    *,
+    period: float | None = None,
+    scheduler_name: str = c.SCHEDULER_NAME,
+    binder: bool = True,
+    leader_election: bool = False,
+    lease_name: str = "kai-scheduler",
+    lease_namespace: str = "kai-scheduler",
+    identity: str | None = None,
+    namespace: str | None = None,
+    metrics: SchedulerMetrics | None = None,
+    node_pool: str = "default",
+    partition: Partition | None = None,
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
+    ready: asyncio.Event | None = None,
+    require_pod_groups: bool = False,
+    reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
+    cdi: bool = False,
+    plugin_server_port: int = 0,
+    informers: InformerSet | None = None,
+) -> None:
+    """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
+    binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
+    lease is released). With `leader_election`, the loop and the binder work only while this process
+    holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
+    set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
+    until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
+    reservation pods). With a `plugin_server_port` (0: none, the default), the plugin server
+    (`scheduler/plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn
+    on. `informers`: started and stopped by the caller, shared with other components of the process
+    (default: this function's own)."""
+    own_informers = informers is None
+    if informers is None:
+        informers = InformerSet(client, namespace=namespace)
+    elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
+    serve_plugins = plugin_server_port != 0 and bool(endpoint_paths(config))
+    loop = SchedulerLoop(
+        client,
+        informers,
+        config,
+        period=config.period if period is None else period,
+        scheduler_name=scheduler_name,
+        metrics=metrics,
+        leading=elector.leading if elector is not None else None,
+        backoff_limit=backoff_limit,
+        node_pool=node_pool,
+        partition=partition,
+        require_pod_groups=require_pod_groups,
+        publish_cycles=serve_plugins,
+    )
+    bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
+
+    async def work(term: asyncio.Event) -> None:
+        jobs = [loop.run(term)] + ([bind.run(term)] if bind is not None else [])
+        await asyncio.gather(*jobs)
+
+    plugins = None
+    if serve_plugins:
+        plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
+        plugins.start()
+    if own_informers:
+        informers.start()
+    tasks = [asyncio.create_task(lead(elector, work, stop), name="scheduler")]
+    if ready is not None:
+        tasks.append(asyncio.create_task(_signal_synced(informers, ready, stop), name="ready"))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if own_informers:
+            await informers.stop()
+        if plugins is not None:
+            await plugins.aclose()
+
+
+async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:
+    if await wait_or_stop(informers.wait_synced(), stop):
+        ready.set()
+
+
 async def _leading(
     client: KubeClient,
     options: RunOptions,
@@ -194,11 +285,10 @@ async def _leading(
 ) -> None:
     """Run `work` until `stop`; with leader election, only during the terms this process holds the
     component's Lease (the informers keep their caches warm in between)."""
-    if not options.leader_elect:
-        await work(stop)
-        return
-    elector = LeaderElector(client, LEASES[component], options.lease_namespace, options.identity)
-    await run_leading(elector, work, stop)
+    elector = None
+    if options.leader_elect:
+        elector = LeaderElector(client, LEASES[component], options.lease_namespace, options.identity)
+    await lead(elector, work, stop)
 
 
 async def _binder(

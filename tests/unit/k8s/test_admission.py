@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from kai_fakeapi.patch import json_patch
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
-from kai_scheduler.k8s.admission import (
+from kai_scheduler.k8s.admission.review import (
     MUTATE_POD_PATH,
     VALIDATE_POD_PATH,
     VALIDATE_PODGROUP_PATH,

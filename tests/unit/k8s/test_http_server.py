@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.parser import text_string_to_metric_families
 
-from kai_scheduler.k8s.http_server import MetricsServer
-from kai_scheduler.k8s.metrics import SchedulerMetrics
+from kai_scheduler.k8s.runtime.http_server import MetricsServer
+from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 
 
 def get(

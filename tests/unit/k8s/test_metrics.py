@@ -14,7 +14,12 @@ from kai_scheduler.api.objects import ApiObject, Queue
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.session import Session
-from kai_scheduler.k8s.metrics import LATENCY_BUCKETS_MS, PodGroupRef, QueueMetrics, SchedulerMetrics
+from kai_scheduler.k8s.scheduler.metrics import (
+    LATENCY_BUCKETS_MS,
+    PodGroupRef,
+    QueueMetrics,
+    SchedulerMetrics,
+)
 from kai_scheduler.scheduler import ACTIONS, PLUGINS, Scheduler
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

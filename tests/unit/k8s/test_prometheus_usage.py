@@ -18,7 +18,7 @@ import pytest
 
 from fake_prometheus import FakePrometheus, closed_port_url
 from kai_scheduler.framework.config import UsageDbConfig, parse_config
-from kai_scheduler.k8s.prometheus_usage import (
+from kai_scheduler.k8s.scheduler.prometheus_usage import (
     PrometheusUsage,
     UsageQueryError,
     parse_vector,
@@ -204,7 +204,7 @@ def test_the_last_answer_counts_until_it_is_stale() -> None:
 
 def test_prometheus_down_means_no_usage_and_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     source = PrometheusUsage(usage_db(connectionString=closed_port_url()), wall=Wall(NOW))
-    with caplog.at_level(logging.DEBUG, logger="kai_scheduler.k8s.prometheus_usage"):
+    with caplog.at_level(logging.DEBUG, logger="kai_scheduler.k8s.scheduler.prometheus_usage"):
         assert asyncio.run(source.fetch()) is False
         assert asyncio.run(source.fetch()) is False
     assert source.usage(NOW) == {}
@@ -218,7 +218,7 @@ def test_a_bad_answer_is_logged_in_one_line(mode: str, caplog: pytest.LogCapture
     with a_used_half() as prom:
         prom.mode = mode
         source = PrometheusUsage(usage_db(connectionString=prom.url), wall=Wall(NOW))
-        with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.prometheus_usage"):
+        with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.scheduler.prometheus_usage"):
             assert asyncio.run(source.fetch()) is False
     assert source.latest is None
     [record] = caplog.records
@@ -231,7 +231,7 @@ def test_an_outage_warns_again_after_a_recovery(caplog: pytest.LogCaptureFixture
     wall = Wall(NOW)
     with a_used_half() as prom:
         source = PrometheusUsage(usage_db(connectionString=prom.url), wall=wall)
-        with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.prometheus_usage"):
+        with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.scheduler.prometheus_usage"):
             prom.mode = "error"
             asyncio.run(source.fetch())
             asyncio.run(source.fetch())
@@ -248,7 +248,7 @@ def test_stale_data_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     with a_used_half() as prom:
         source = PrometheusUsage(usage_db(connectionString=prom.url), wall=Wall(NOW))
         asyncio.run(source.fetch())
-    with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.prometheus_usage"):
+    with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.scheduler.prometheus_usage"):
         source.usage(NOW + 3600)
         source.usage(NOW + 3700)
     [record] = caplog.records

@@ -8,9 +8,9 @@ from typing import Any, cast
 
 import pytest
 
-from kai_scheduler.k8s.client import PODS, ApiStatusError, ResourceKind
-from kai_scheduler.k8s.informers import Backoff
-from kai_scheduler.k8s.reservation_app import GpuDiscoveryError, discover_gpu_uuid, publish_gpu
+from kai_scheduler.k8s.binder.reservation_app import GpuDiscoveryError, discover_gpu_uuid, publish_gpu
+from kai_scheduler.k8s.runtime.backoff import Backoff
+from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, ResourceKind
 
 LIBRARY_NOT_FOUND = 12
 DRIVER_NOT_LOADED = 9

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import node_manifest, pod_manifest
-from kai_scheduler.k8s.scale_adjuster import (
+from kai_scheduler.k8s.scaleadjuster.adjuster import (
     DO_NOT_DISRUPT_ANNOTATION,
     SHAPE_LABEL,
     GpuFacts,

@@ -67,7 +67,7 @@ from kai_scheduler.api.objects import (
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.framework.decisions import ClaimAllocation
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.client import (
     NAMESPACES,
     NODES,
     PRIORITY_CLASSES,
@@ -75,15 +75,10 @@ from kai_scheduler.k8s.client import (
     TOPOLOGIES,
     JsonObject,
 )
-from kai_scheduler.k8s.dra_state import DraFeed
-from kai_scheduler.k8s.informers import (
-    POD_GROUP_INDEX,
-    POD_INDEX,
-    POD_NODE_INDEX,
-    InformerSet,
-    object_key,
-    resource_version,
-)
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
@@ -95,10 +90,6 @@ log = logging.getLogger(__name__)
 
 OTHER_SCHEDULER = "other-scheduler"
 _TERMINAL = ("Succeeded", "Failed")
-# KAI's GPU reservation pods (binder.py) carry `app=kai-resource-reservation`: utility pods left out of the
-# state, as the scheduling model already accounts each shared GPU (and its reservation pod's slot).
-RESERVATION_APP = "kai-resource-reservation"
-
 M = TypeVar("M", bound=K8sModel)
 
 # The last part of a rank's sort key (`StateBuilder._rank`): a PodGroup, or a pod (after its group).
@@ -828,35 +819,13 @@ def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed
     return Placed(str(node), tuple(str(g) for g in spec.get("selectedGPUGroups") or ()))
 
 
-def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
-    """A BindRequest belongs to the pod incarnation its owner reference names; one without an owner
-    reference, to any incarnation not created after it."""
-    pod_meta = pod.get("metadata") or {}
-    meta = request.get("metadata") or {}
-    owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod" and o.get("uid")]
-    if owners:
-        return any(str(o["uid"]) == str(pod_meta.get("uid") or "") for o in owners)
-    made, born = meta.get("creationTimestamp"), pod_meta.get("creationTimestamp")
-    if made and born:
-        try:
-            return parse_rfc3339(str(made)) >= parse_rfc3339(str(born))
-        except ValueError:
-            return True
-    return True
-
-
 __all__ = [
     "OTHER_SCHEDULER",
-    "RESERVATION_APP",
     "JobPods",
     "LiveState",
     "Placed",
     "SessionClock",
     "StateBuilder",
-    "bind_request_is_for",
     "is_reservation_pod",
-    "object_key",
     "outstanding_placement",
-    "parse_rfc3339",
-    "pod_gpu_groups",
 ]

@@ -29,7 +29,8 @@ from types import TracebackType
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.backoff import DEFAULT_BACKOFF, Backoff
+from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     DEVICE_CLASSES,
     NAMESPACES,
@@ -47,6 +48,7 @@ from kai_scheduler.k8s.client import (
     ResourceKind,
     WatchEvent,
 )
+from kai_scheduler.k8s.runtime.objects import object_key, resource_version
 
 log = logging.getLogger(__name__)
 
@@ -56,39 +58,6 @@ AddHandler = Callable[[JsonObject], None]
 UpdateHandler = Callable[[JsonObject, JsonObject], None]
 DeleteHandler = Callable[[JsonObject], None]
 IndexFunc = Callable[[JsonObject], Iterable[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Exponential backoff with jitter: attempt n waits `initial * factor**n`, capped at `maximum`, of
-    which a random part up to `jitter` (a fraction) is taken off, so that many clients that lost the server
-    together do not come back together."""
-
-    initial: float = 0.2
-    maximum: float = 5.0
-    factor: float = 2.0
-    jitter: float = 0.5
-
-    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
-        base = min(self.maximum, self.initial * self.factor ** min(attempt, 64))
-        draw = (rng or random).random()
-        return base * (1.0 - self.jitter * draw)
-
-
-FAST_BACKOFF = Backoff(initial=0.01, maximum=0.2)
-"""For tests: reconnect within a fraction of a second."""
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """`namespace/name` for namespaced objects, `name` for cluster-scoped ones."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    name = str(meta.get("name") or "")
-    return f"{namespace}/{name}" if namespace else name
-
-
-def resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 @dataclass(slots=True)
@@ -123,7 +92,7 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = DEFAULT_BACKOFF,
         rng: random.Random | None = None,
         on_add: AddHandler | None = None,
         on_update: UpdateHandler | None = None,
@@ -472,7 +441,7 @@ class InformerSet:
         client: KubeClient,
         *,
         namespace: str | None = None,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = DEFAULT_BACKOFF,
         kinds: Sequence[ResourceKind] = SCHEDULER_KINDS,
         rng: random.Random | None = None,
     ) -> None:
@@ -571,17 +540,13 @@ class InformerSet:
 
 __all__ = [
     "CONTROLLER_KINDS",
-    "FAST_BACKOFF",
     "INDEXERS",
     "POD_GROUP_INDEX",
     "POD_INDEX",
     "POD_NODE_INDEX",
     "QUEUE_INDEX",
     "SCHEDULER_KINDS",
-    "Backoff",
     "Informer",
     "InformerSet",
     "InformerStats",
-    "object_key",
-    "resource_version",
 ]

@@ -42,7 +42,7 @@ from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
 
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.client import (
     PODS,
     ApiStatusError,
     JsonObject,
@@ -63,7 +63,7 @@ _WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
 
 class LightkubeClient:
-    """A `KubeClient` (see `kai_scheduler.k8s.client`) over lightkube's configured HTTP connection.
+    """A `KubeClient` (see `kai_scheduler.k8s.runtime.client`) over lightkube's configured HTTP connection.
 
     `field_manager` names this component in server-side field management (every write carries it).
     `timeout`: seconds for ordinary requests. Watches ask the server to end the stream after a random

@@ -45,17 +45,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.cluster.bookkeeping import next_job_times, parse_rfc3339
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ClaimAllocation, Decision, SessionResult
-from kai_scheduler.k8s.binder import Binder, GpuReservation
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     POD_GROUPS,
     PODS,
@@ -63,20 +62,15 @@ from kai_scheduler.k8s.client import (
     JsonObject,
     KubeClient,
 )
-from kai_scheduler.k8s.events import record_event
-from kai_scheduler.k8s.informers import POD_INDEX, InformerSet, object_key
-from kai_scheduler.k8s.leader import LeaderElector, wait_any, while_leading
-from kai_scheduler.k8s.metrics import PodGroupRef, SchedulerMetrics
-from kai_scheduler.k8s.plugin_server import CycleState, PluginServer, endpoint_paths
-from kai_scheduler.k8s.prometheus_usage import PrometheusUsage
-from kai_scheduler.k8s.state import (
-    LiveState,
-    Placed,
-    SessionClock,
-    StateBuilder,
-    bind_request_is_for,
-    parse_rfc3339,
-)
+from kai_scheduler.k8s.runtime.events import record_event
+from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scheduler.metrics import PodGroupRef, SchedulerMetrics
+from kai_scheduler.k8s.scheduler.plugin_server import CycleState
+from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
+from kai_scheduler.k8s.scheduler.state import LiveState, Placed, SessionClock, StateBuilder
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.queues import QueueInfo
@@ -179,7 +173,7 @@ class SchedulerLoop:
         scheduler_name: str = c.SCHEDULER_NAME,
         metrics: SchedulerMetrics | None = None,
         *,
-        leader: LeaderElector | None = None,
+        leading: Callable[[], bool] | None = None,
         clock: SessionClock | None = None,
         backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
         node_pool: str = "default",
@@ -195,7 +189,10 @@ class SchedulerLoop:
         self.period = period
         self.scheduler_name = scheduler_name
         self.metrics = metrics
-        self.leader = leader
+        # Under leader election (`runtime.leader.run_leading` runs `run` during each term), whether the
+        # term still holds: a cycle takes time, and one whose term ended meanwhile writes nothing.
+        self.leading = leading
+        self._terms = 0  # calls of `run`: every one after the first starts a new term
         self.clock = clock or SessionClock()
         self.backoff_limit = backoff_limit
         # With a partition (a scheduling shard), its pool names this scheduler's conditions and BindRequests.
@@ -232,7 +229,6 @@ class SchedulerLoop:
         self._garbage_candidates: set[str] = set()
         self._watch_for_garbage()
         self._watch_pod_conditions()
-        self._was_leader = leader is None
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
@@ -254,7 +250,7 @@ class SchedulerLoop:
     # --- one cycle -------------------------------------------------------------------------------
 
     def _leading(self) -> bool:
-        return self.leader is None or self.leader.is_leader.is_set()
+        return self.leading is None or self.leading()
 
     def reset_memory(self) -> None:
         """Forget what a previous term remembered (on gaining leadership)."""
@@ -842,8 +838,11 @@ class SchedulerLoop:
                 await asyncio.gather(fetcher, return_exceptions=True)
 
     async def _run(self, stop: asyncio.Event) -> None:
+        self._terms += 1
+        if self._terms > 1:
+            self.reset_memory()  # a new term: what an earlier one remembered may be stale
         while not self.informers.synced:
-            if await wait_any(self.informers.wait_synced(30.0), stop):
+            if await wait_or_stop(self.informers.wait_synced(30.0), stop):
                 break
             if stop.is_set():
                 return
@@ -853,17 +852,9 @@ class SchedulerLoop:
             assert self.config.usage_db is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
-                    wait_any(self.prometheus.answered.wait(), stop), self.config.usage_db.wait_timeout
+                    wait_or_stop(self.prometheus.answered.wait(), stop), self.config.usage_db.wait_timeout
                 )
         while not stop.is_set():
-            if self.leader is not None and not self.leader.is_leader.is_set():
-                self._was_leader = False
-                if not await wait_any(self.leader.is_leader.wait(), stop):
-                    return
-                continue
-            if not self._was_leader:
-                self.reset_memory()
-                self._was_leader = True
             started = time.monotonic()
             try:
                 await self.run_once()
@@ -892,97 +883,6 @@ def queue_usage(snapshot: ClusterSnapshot) -> dict[str, tuple[float, float, floa
     return usage
 
 
-# --- everything together ---------------------------------------------------------------------------
-
-
-async def run_live(
-    client: KubeClient,
-    config: SchedulerConfig,
-    stop: asyncio.Event,
-    *,
-    period: float | None = None,
-    scheduler_name: str = c.SCHEDULER_NAME,
-    binder: bool = True,
-    leader_election: bool = False,
-    lease_name: str = "kai-scheduler",
-    lease_namespace: str = "kai-scheduler",
-    identity: str | None = None,
-    namespace: str | None = None,
-    metrics: SchedulerMetrics | None = None,
-    node_pool: str = "default",
-    partition: Partition | None = None,
-    backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
-    ready: asyncio.Event | None = None,
-    require_pod_groups: bool = False,
-    reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
-    cdi: bool = False,
-    plugin_server_port: int = 0,
-    informers: InformerSet | None = None,
-) -> None:
-    """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
-    binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
-    lease is released). With `leader_election`, the loop and the binder work only while this process
-    holds the Lease `lease_namespace/lease_name`. `namespace` limits the namespaced informers. `ready` is
-    set once the caches are synced (for a readiness probe). With `require_pod_groups`, pending pods wait
-    until the pod grouper has named their PodGroup. `reservation` is the binder's (None: no GPU
-    reservation pods). With a `plugin_server_port` (0: none, the default), the plugin server
-    (`plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn on.
-    `informers`: started and stopped by the caller, shared with other components of the process
-    (default: this function's own)."""
-    own_informers = informers is None
-    if informers is None:
-        informers = InformerSet(client, namespace=namespace)
-    elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
-    serve_plugins = plugin_server_port != 0 and bool(endpoint_paths(config))
-    loop = SchedulerLoop(
-        client,
-        informers,
-        config,
-        period=config.period if period is None else period,
-        scheduler_name=scheduler_name,
-        metrics=metrics,
-        leader=elector,
-        backoff_limit=backoff_limit,
-        node_pool=node_pool,
-        partition=partition,
-        require_pod_groups=require_pod_groups,
-        publish_cycles=serve_plugins,
-    )
-    plugins = None
-    if serve_plugins:
-        plugins = PluginServer(lambda: loop.last_cycle, config, port=plugin_server_port)
-        plugins.start()
-    if own_informers:
-        informers.start()
-    tasks = [asyncio.create_task(loop.run(stop), name="scheduler-loop")]
-    if elector is not None:
-        tasks.append(asyncio.create_task(elector.run(stop), name="leader-election"))
-    if binder:
-        bind = Binder(client, informers, reservation=reservation, cdi=cdi)
-        if elector is None:
-            tasks.append(asyncio.create_task(bind.run(stop), name="binder"))
-        else:
-            tasks.append(asyncio.create_task(while_leading(elector, bind.run, stop), name="binder"))
-    if ready is not None:
-        tasks.append(asyncio.create_task(_signal_synced(informers, ready, stop), name="ready"))
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if own_informers:
-            await informers.stop()
-        if plugins is not None:
-            await plugins.aclose()
-
-
-async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:
-    if await wait_any(informers.wait_synced(), stop):
-        ready.set()
-
-
 __all__ = [
     "DEFAULT_BACKOFF_LIMIT",
     "POD_SCHEDULED",
@@ -993,5 +893,4 @@ __all__ = [
     "queue_usage",
     "reason_of",
     "received_gpu",
-    "run_live",
 ]

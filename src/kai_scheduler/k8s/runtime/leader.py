@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
 
-from kai_scheduler.k8s.client import LEASES, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.client import LEASES, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +179,10 @@ class LeaderElector:
             )
         self.is_leader.clear()
 
+    def leading(self) -> bool:
+        """Whether this candidate holds the lease now."""
+        return self.is_leader.is_set()
+
     async def run(self, stop: asyncio.Event) -> None:
         """Campaign, then renew, until `stop` is set; then release the lease if held."""
         last_renewal = self.monotonic()
@@ -204,27 +208,12 @@ class LeaderElector:
                 await self.release()
 
 
-async def wait_any(work: Awaitable[Any], stop: asyncio.Event) -> bool:
-    """Wait for `work` or `stop`; True when `work` finished first (and did not return False)."""
-    task = asyncio.ensure_future(work)
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, stopper):
-            if not pending.done():
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pending
-    return task in done and not stop.is_set() and task.result() is not False
-
-
 async def while_leading(
     elector: LeaderElector, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
 ) -> None:
     """Run `work(term_stop)` during each leadership term; `term_stop` is set when the term ends."""
     while not stop.is_set():
-        if not await wait_any(elector.is_leader.wait(), stop):
+        if not await wait_or_stop(elector.is_leader.wait(), stop):
             return
         term_stop = asyncio.Event()
 
@@ -250,12 +239,25 @@ async def run_leading(
     await asyncio.gather(elector.run(stop), while_leading(elector, work, stop))
 
 
+async def lead(
+    elector: LeaderElector | None, work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """The live edge's one leadership mechanism: run `work(term)` until `stop`, during each term
+    `elector` holds its Lease (`term` is set when the term ends), or all along without an elector. A
+    component never sees the elector; one that must not act on a term that ended meanwhile (the
+    scheduling loop, whose cycle takes time) is handed `elector.leading`."""
+    if elector is None:
+        await work(stop)
+        return
+    await run_leading(elector, work, stop)
+
+
 __all__ = [
     "Attempt",
     "LeaderElector",
     "default_identity",
+    "lead",
     "micro_time",
     "run_leading",
-    "wait_any",
     "while_leading",
 ]

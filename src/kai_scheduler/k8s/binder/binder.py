@@ -64,11 +64,10 @@ from dataclasses import dataclass, field
 
 from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.labels import gpu_group_labels
+from kai_scheduler.api.labels import gpu_group_labels, pod_gpu_groups
 from kai_scheduler.api.manifests import InvalidField
-from kai_scheduler.k8s.admission import fraction_container_index, shared_gpu_config_maps
-from kai_scheduler.k8s.claim_binding import bind_claims
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.binder.claim_binding import bind_claims
+from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     CONFIG_MAPS,
     PODS,
@@ -77,8 +76,14 @@ from kai_scheduler.k8s.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.informers import InformerSet, object_key
-from kai_scheduler.k8s.state import RESERVATION_APP, bind_request_is_for, pod_gpu_groups
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import (
+    RESERVATION_APP,
+    bind_request_is_for,
+    fraction_container_index,
+    shared_gpu_config_maps,
+)
+from kai_scheduler.k8s.runtime.objects import object_key
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,8 @@ from pydantic import ValidationError
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Affinity, Taint, Toleration
 from kai_scheduler.api.quantity import parse_quantity
-from kai_scheduler.k8s.client import (
+from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     NODES,
     POD_GROUPS,
@@ -43,10 +44,10 @@ from kai_scheduler.k8s.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.informers import POD_INDEX, Informer, InformerSet, object_key
-from kai_scheduler.k8s.leader import LeaderElector
-from kai_scheduler.k8s.podgrouper_controller import wait_or_stop
-from kai_scheduler.k8s.state import bind_request_is_for, parse_rfc3339
+from kai_scheduler.k8s.runtime.informers import POD_INDEX, Informer, InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.model.builder import floor_gpu_memory_mib
 from kai_scheduler.model.matching import node_affinity_required_matches, untolerated_taint
 
@@ -550,7 +551,7 @@ class ScaleAdjuster:
     last); `grace`: seconds a fractional pod must have been pending to count (when no condition says it
     is unschedulable); `cooldown`: seconds a shape whose scaling pod got bound gets no new one;
     `max_gpus_per_pod`: see `plan_scaling_pods`; `priority_class`: the scaling pods' class (created when
-    missing; None: no class); `leader`: act only while it holds the lease."""
+    missing; None: no class)."""
 
     def __init__(
         self,
@@ -567,7 +568,6 @@ class ScaleAdjuster:
         image: str = DEFAULT_IMAGE,
         priority_class: str | None = DEFAULT_PRIORITY_CLASS,
         max_gpus_per_pod: int | None = None,
-        leader: LeaderElector | None = None,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -584,7 +584,6 @@ class ScaleAdjuster:
         self.image = image
         self.priority_class = priority_class
         self.max_gpus_per_pod = max_gpus_per_pod
-        self.leader = leader
         self.wall = wall
         self.monotonic = monotonic
         self.stats = AdjusterStats()
@@ -846,9 +845,6 @@ class ScaleAdjuster:
         self._add_handlers()
         last = -math.inf
         while not stop.is_set():
-            if self.leader is not None and not self.leader.is_leader.is_set():
-                await wait_or_stop(self.leader.is_leader.wait(), stop)
-                continue
             pause = last + self.min_interval - self.monotonic()
             if pause > 0:
                 with contextlib.suppress(TimeoutError):

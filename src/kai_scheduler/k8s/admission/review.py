@@ -62,7 +62,8 @@ from kai_scheduler.api.manifests import (
 )
 from kai_scheduler.api.objects import Pod, PodGroup, Queue
 from kai_scheduler.api.quantity import parse_quantity
-from kai_scheduler.k8s.http_server import AppHTTPServer, BackgroundHTTPServer, QuietHandler
+from kai_scheduler.k8s.runtime.http_server import AppHTTPServer, BackgroundHTTPServer, QuietHandler
+from kai_scheduler.k8s.runtime.kai_objects import fraction_container_index, shared_gpu_config_maps
 
 log = logging.getLogger(__name__)
 
@@ -373,20 +374,6 @@ def _mutate_pod(request: _Request, *, gpu_runtime_class: str, scheduler_name: st
     return allowed_response(request.uid, patch=patch)
 
 
-def shared_gpu_config_maps(prefix: str, container_index: int) -> tuple[str, str]:
-    """The two ConfigMaps of a GPU-sharing container, as KAI names them: `<prefix>-<index>` and
-    `<prefix>-<index>-evar`.
-
-    The first holds `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS`; the container's env
-    entries `NVIDIA_VISIBLE_DEVICES` and `RUNAI_NUM_OF_GPUS` take their values from its keys. The second
-    (KAI's "direct env vars" map) holds `GPU_PORTION` and is imported whole with `envFrom`. The reference
-    names both maps and the three variables but not which map carries which; this split is KAI's
-    gpusharing layout: explicit entries for the device and the count (they replace a same-named entry of
-    the user's, so nothing masks the device the binder hands out), the portion through `envFrom`."""
-    capabilities = f"{prefix}-{container_index}"
-    return capabilities, f"{capabilities}{c.SHARED_GPU_ENV_CONFIGMAP_SUFFIX}"
-
-
 def uses_gpu_sharing(obj: Mapping[str, Any]) -> bool:
     """Whether a pod asks for a shared GPU (`gpu-fraction` or `gpu-memory`)."""
     metadata = obj.get("metadata")
@@ -394,41 +381,6 @@ def uses_gpu_sharing(obj: Mapping[str, Any]) -> bool:
     return isinstance(annotations, dict) and (
         c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
     )
-
-
-def fraction_container_index(obj: Mapping[str, Any]) -> int:
-    """The index in `spec.containers` of the container that receives a pod's shared GPU: the one named by
-    `gpu-fraction-container-name`, else (annotation absent or empty) the first.
-
-    Raises `InvalidField` when the annotation names no container of `spec.containers` (an init container
-    included: init containers are not targets)."""
-    metadata = obj.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    wanted = annotations.get(c.GPU_FRACTION_CONTAINER_ANNOTATION) if isinstance(annotations, dict) else None
-    if wanted is None or wanted == "":
-        return 0
-    spec = obj.get("spec")
-    spec = spec if isinstance(spec, dict) else {}
-    names = _container_names(spec.get("containers"))
-    if wanted in names:
-        return names.index(wanted)
-    field = f"metadata.annotations.{c.GPU_FRACTION_CONTAINER_ANNOTATION}"
-    listed = ", ".join(repr(name) for name in names) or "none"
-    if wanted in _container_names(spec.get("initContainers")):
-        raise InvalidField(
-            field,
-            f"{short_repr(wanted)} is an init container; the GPU fraction goes to one of "
-            f"spec.containers ({listed})",
-        )
-    raise InvalidField(
-        field, f"no container named {short_repr(wanted)} in spec.containers (the pod's containers: {listed})"
-    )
-
-
-def _container_names(containers: Any) -> list[Any]:
-    if not isinstance(containers, list):
-        return []
-    return [item.get("name") if isinstance(item, dict) else None for item in containers]
 
 
 def _gpu_sharing_patch(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -829,12 +781,10 @@ __all__ = [
     "WebhookServer",
     "allowed_response",
     "denied_response",
-    "fraction_container_index",
     "review_pod_mutation",
     "review_pod_validation",
     "review_podgroup_validation",
     "review_queue_validation",
-    "shared_gpu_config_maps",
     "uses_gpu_sharing",
     "webhook_routes",
 ]

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.k8s.client import PODS, ApiStatusError, KubeClient
-from kai_scheduler.k8s.informers import Backoff
+from kai_scheduler.k8s.runtime.backoff import Backoff
+from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, KubeClient
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from kai_scheduler.k8s.client import EVENTS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.client import EVENTS, ApiStatusError, JsonObject, KubeClient
 
 log = logging.getLogger(__name__)
 

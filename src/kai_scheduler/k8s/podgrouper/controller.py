@@ -27,8 +27,8 @@ is left to the user, as KAI does.
 Work comes from the pods informer's handlers (new and changed pods), from the PodGroups informer (a
 deleted PodGroup re-groups its pods), and from a periodic resync over every cached pod. Keys go through a
 de-duplicating work queue (`KeyQueue`, as client-go's workqueue: a key is never processed by two workers
-at once); failures to reach the API are retried with backoff. With a `leader`, pods are grouped only
-while it holds the lease.
+at once); failures to reach the API are retried with backoff. Under leader election `run` runs during
+each term (`runtime.leader.lead`).
 
     grouper = PodGrouperController(client, informers)
     await grouper.run(stop)            # until `stop` (an asyncio.Event) is set
@@ -41,7 +41,7 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +54,8 @@ from kai_scheduler.cluster.podgrouper import (
     plan_pod_group,
     pod_group_manifest,
 )
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
+from kai_scheduler.k8s.runtime.client import (
     POD_GROUPS,
     PODS,
     ApiStatusError,
@@ -62,9 +63,11 @@ from kai_scheduler.k8s.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.events import record_event
-from kai_scheduler.k8s.informers import POD_GROUP_INDEX, Backoff, Informer, InformerSet, object_key
-from kai_scheduler.k8s.leader import LeaderElector
+from kai_scheduler.k8s.runtime.events import record_event
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, Informer, InformerSet
+from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +75,6 @@ EVENT_REASON = "PodGrouperWarning"
 """The reason of the Warning Event recorded on a pod that cannot be grouped."""
 
 MAX_OWNER_DEPTH = 16
-
-RETRY_BACKOFF = Backoff(initial=0.5, maximum=30.0)
-"""Delays between attempts at a pod (or a status write) after the API server failed."""
 
 # The plural of every kind the pod grouper knows (and a few common ones), by (API group, kind).
 KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
@@ -154,85 +154,6 @@ def _controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-# --- a de-duplicating work queue -------------------------------------------------------------------
-
-
-class KeyQueue:
-    """A work queue of keys, like client-go's workqueue: a key waiting is not queued twice, and a key being
-    processed is not handed to a second worker; added meanwhile, it comes back after `done`. `add_after`
-    queues a key later (retries)."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._waiting: set[str] = set()
-        self._processing: set[str] = set()
-        self._again: set[str] = set()
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def add(self, key: str) -> None:
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-        if key in self._processing:
-            self._again.add(key)
-        elif key not in self._waiting:
-            self._waiting.add(key)
-            self._queue.put_nowait(key)
-
-    def add_after(self, key: str, delay: float) -> None:
-        if delay <= 0:
-            self.add(key)
-            return
-        if key in self._timers or key in self._waiting:
-            return
-        loop = asyncio.get_running_loop()
-        self._timers[key] = loop.call_later(delay, self._fire, key)
-
-    def _fire(self, key: str) -> None:
-        self._timers.pop(key, None)
-        self.add(key)
-
-    async def get(self) -> str:
-        key = await self._queue.get()
-        self._waiting.discard(key)
-        self._processing.add(key)
-        return key
-
-    def done(self, key: str) -> None:
-        self._processing.discard(key)
-        if key in self._again:
-            self._again.discard(key)
-            self.add(key)
-
-    @property
-    def idle(self) -> bool:
-        """Nothing waiting, in progress or scheduled."""
-        return not (self._waiting or self._processing or self._timers)
-
-    def close(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-
-
-async def wait_or_stop(work: Awaitable[Any], stop: asyncio.Event, timeout: float | None = None) -> bool:
-    """Wait for `work`, `stop` or `timeout`; True when `work` finished first and did not return False."""
-    task = asyncio.ensure_future(work)
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        done, _ = await asyncio.wait({task, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pending in (task, stopper):
-            if not pending.done():
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pending
-    return task in done and not task.cancelled() and task.exception() is None and task.result() is not False
-
-
 # --- the controller --------------------------------------------------------------------------------
 
 
@@ -275,7 +196,7 @@ class PodGrouperController:
 
     `workers`: pods grouped at once; `resync_period`: seconds between scans of every cached pod;
     `owner_cache_ttl`: seconds an owner read from the API is reused; `backoff`: retry delays after API
-    failures; `leader`: group only while it holds the lease."""
+    failures."""
 
     def __init__(
         self,
@@ -289,7 +210,6 @@ class PodGrouperController:
         resync_period: float = 30.0,
         owner_cache_ttl: float = 2.0,
         backoff: Backoff = RETRY_BACKOFF,
-        leader: LeaderElector | None = None,
         component: str = "pod-grouper",
     ) -> None:
         self.client = client
@@ -301,7 +221,6 @@ class PodGrouperController:
         self.resync_period = resync_period
         self.owner_cache_ttl = owner_cache_ttl
         self.backoff = backoff
-        self.leader = leader
         self.component = component
         self.stats = GrouperStats()
         self.queue = KeyQueue()
@@ -633,9 +552,6 @@ class PodGrouperController:
 
     async def _worker(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            if self.leader is not None and not self.leader.is_leader.is_set():
-                await wait_or_stop(self.leader.is_leader.wait(), stop)
-                continue
             key = await self.queue.get()
             try:
                 await self._process(key)
@@ -680,10 +596,8 @@ __all__ = [
     "EVENT_REASON",
     "KNOWN_PLURALS",
     "GrouperStats",
-    "KeyQueue",
     "Outcome",
     "PodGrouperController",
     "guess_plural",
     "owner_resource_kind",
-    "wait_or_stop",
 ]

@@ -26,8 +26,10 @@ from pydantic import BaseModel, ValidationError
 
 from kai_scheduler.api.objects import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kai_scheduler.framework.decisions import ClaimAllocation
-from kai_scheduler.k8s.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
-from kai_scheduler.k8s.informers import InformerSet, object_key, resource_version
+from kai_scheduler.k8s.runtime.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
+from kai_scheduler.k8s.runtime.objects import object_key, resource_version
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import reserve_claim
 
@@ -189,19 +191,4 @@ def _outstanding(request: JsonObject, pod: JsonObject) -> bool:
     return not owners or any(str(o.get("uid")) == uid for o in owners)
 
 
-def pod_claim_name(pod: JsonObject, name: str) -> str | None:
-    """The ResourceClaim a pod's claim `name` stands for (KAI's `GetResourceClaimName`): the one it names,
-    or the one made from its template (`status.resourceClaimStatuses`)."""
-    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
-        if entry.get("name") != name:
-            continue
-        if entry.get("resourceClaimName"):
-            return str(entry["resourceClaimName"])
-        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-            if status.get("name") == name and status.get("resourceClaimName"):
-                return str(status["resourceClaimName"])
-        return None
-    return None
-
-
-__all__ = ["BindingClaims", "DraFeed", "pod_claim_name"]
+__all__ = ["BindingClaims", "DraFeed"]

@@ -8,8 +8,8 @@ reads it again, up to five times (client-go's `retry.DefaultRetry`).
 
 from __future__ import annotations
 
-from kai_scheduler.k8s.client import RESOURCE_CLAIMS, ApiStatusError, JsonObject, KubeClient
-from kai_scheduler.k8s.dra_state import pod_claim_name
+from kai_scheduler.k8s.runtime.client import RESOURCE_CLAIMS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
 
 _ATTEMPTS = 5
 

@@ -36,8 +36,8 @@ controller wrote last while the cache has not caught up yet, so that neither a b
 resync rewrites an unchanged status. Events mark the affected objects; a pass runs `debounce` seconds
 after the first mark (batching bursts) and every `resync_period` seconds over everything (a PodGroup whose
 inputs, itself, its pods, the nodes and the PriorityClasses, are at the versions they had when its status
-was last found up to date is not computed again). Failed writes are retried with backoff. With a `leader`,
-statuses are written only while it holds the lease.
+was last found up to date is not computed again). Failed writes are retried with backoff. Under leader
+election `run` runs during each term (`runtime.leader.lead`).
 
     pod_groups = PodGroupStatusController(client, informers)
     queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
@@ -61,7 +61,8 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass, Queue
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
-from kai_scheduler.k8s.client import (
+from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
+from kai_scheduler.k8s.runtime.client import (
     NODES,
     POD_GROUPS,
     PRIORITY_CLASSES,
@@ -71,19 +72,16 @@ from kai_scheduler.k8s.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.informers import (
+from kai_scheduler.k8s.runtime.informers import (
     POD_GROUP_INDEX,
-    Backoff,
     Informer,
     InformerSet,
-    object_key,
     pod_group_of_pod,
     queue_of_pod_group,
-    resource_version,
 )
-from kai_scheduler.k8s.leader import LeaderElector
-from kai_scheduler.k8s.metrics import QueueMetrics
-from kai_scheduler.k8s.podgrouper_controller import RETRY_BACKOFF, wait_or_stop
+from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scheduler.metrics import QueueMetrics
 from kai_scheduler.model.builder import floor_gpu_memory_mib, pod_group_traits, pod_request
 from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.resources import PodRequest, Resources
@@ -250,14 +248,12 @@ class _StatusLoop:
         debounce: float,
         concurrency: int,
         backoff: Backoff,
-        leader: LeaderElector | None,
     ) -> None:
         self.client = client
         self.informers = informers
         self.resync_period = resync_period
         self.debounce = debounce
         self.backoff = backoff
-        self.leader = leader
         self.stats = StatusStats()
         self._semaphore = asyncio.Semaphore(max(1, concurrency))
         self._dirty: set[str] = set()
@@ -348,9 +344,6 @@ class _StatusLoop:
 
     # --- running ---
 
-    def _leading(self) -> bool:
-        return self.leader is None or self.leader.is_leader.is_set()
-
     async def run_pass(self) -> set[str]:
         """Take the marks and run one pass; returns the keys whose write failed (marked again)."""
         self._wake.clear()
@@ -385,11 +378,6 @@ class _StatusLoop:
         retry_at: float | None = None
         attempt = 0
         while not stop.is_set():
-            if not self._leading():
-                assert self.leader is not None
-                await wait_or_stop(self.leader.is_leader.wait(), stop)
-                self.mark_all()
-                continue
             now = time.monotonic()
             if now >= next_resync:
                 self.mark_all()
@@ -447,7 +435,6 @@ class PodGroupStatusController(_StatusLoop):
         debounce: float = 0.1,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
-        leader: LeaderElector | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -456,7 +443,6 @@ class PodGroupStatusController(_StatusLoop):
             debounce=debounce,
             concurrency=concurrency,
             backoff=backoff,
-            leader=leader,
         )
         self._requests: dict[str, PodRequest | None] = {}  # pod uid -> its request (None: unreadable)
         # What a status is computed from, when it was last found up to date (see `_inputs`): a resync
@@ -762,7 +748,6 @@ class QueueStatusController(_StatusLoop):
         debounce: float = 1.0,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
-        leader: LeaderElector | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -771,7 +756,6 @@ class QueueStatusController(_StatusLoop):
             debounce=debounce,
             concurrency=concurrency,
             backoff=backoff,
-            leader=leader,
         )
         self.metrics = metrics
         self._own = _OwnUsage()

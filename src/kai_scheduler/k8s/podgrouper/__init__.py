@@ -1,0 +1,1 @@
+"""The pod grouper controller (KAI's pkg/podgrouper); its pure planner is kai_scheduler.cluster.podgrouper, shared with the simulator."""

@@ -1,0 +1,1 @@
+"""The node scale adjuster (KAI's pkg/nodescaleadjuster): scaling pods for cluster autoscalers."""
