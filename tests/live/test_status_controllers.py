@@ -15,7 +15,6 @@ from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.scheduler.metrics import QueueMetrics
 from kai_scheduler.k8s.status.controllers import (
     PodGroupStatusController,
     QueueStatusController,
@@ -23,6 +22,7 @@ from kai_scheduler.k8s.status.controllers import (
     format_milli,
     normalized_resource_list,
 )
+from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.model.priorities import is_preemptible
 
 MakeClient = Callable[..., LightkubeClient]

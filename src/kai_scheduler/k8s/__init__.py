@@ -1,1 +1,2 @@
-"""The live edge: one package per component over a shared runtime; components.py runs them (`kai-scheduler run`)."""
+"""The live edge: one package per component over a shared runtime; components.py runs them
+(`kai-scheduler run`)."""

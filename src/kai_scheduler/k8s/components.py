@@ -37,9 +37,10 @@ from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.k8s.scaleadjuster.adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
 from kai_scheduler.k8s.scheduler.loop import DEFAULT_BACKOFF_LIMIT, SchedulerLoop
-from kai_scheduler.k8s.scheduler.metrics import QueueMetrics, SchedulerMetrics
+from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
 from kai_scheduler.k8s.status.controllers import PodGroupStatusController, QueueStatusController
+from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.model.partition import Partition
 
 COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")

@@ -17,9 +17,9 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.k8s.scheduler.metrics import (
     LATENCY_BUCKETS_MS,
     PodGroupRef,
-    QueueMetrics,
     SchedulerMetrics,
 )
+from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.scheduler import ACTIONS, PLUGINS, Scheduler
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -1,1 +1,3 @@
-"""The binder (KAI's pkg/binder and pkg/resourcereservation): BindRequests to bindings, GPU reservation pods, shared-GPU environment wiring, DRA claims, and the reservation app."""
+"""The binder (KAI's pkg/binder and pkg/resourcereservation): BindRequests to bindings, GPU reservation
+pods, shared-GPU environment wiring, DRA claims, and the reservation app.
+"""

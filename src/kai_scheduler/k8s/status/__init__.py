@@ -1,1 +1,3 @@
-"""The status controllers (KAI's pkg/podgroupcontroller and pkg/queuecontroller): PodGroup and Queue status."""
+"""The status controllers (KAI's pkg/podgroupcontroller and pkg/queuecontroller): PodGroup and Queue
+status.
+"""

@@ -81,7 +81,7 @@ from kai_scheduler.k8s.runtime.informers import (
 )
 from kai_scheduler.k8s.runtime.objects import object_key, resource_version
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
-from kai_scheduler.k8s.scheduler.metrics import QueueMetrics
+from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.model.builder import floor_gpu_memory_mib, pod_group_traits, pod_request
 from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.resources import PodRequest, Resources
