@@ -9,7 +9,8 @@ import pytest
 
 from kai_scheduler import cli
 from kai_scheduler.cli import main
-from kai_scheduler.k8s.admission.review import VALIDATE_POD_PATH, webhook_routes
+from kai_scheduler.k8s.admission.review import VALIDATE_POD_PATH
+from kai_scheduler.k8s.admission.server import webhook_routes
 from kai_scheduler.k8s.components import RunOptions
 
 

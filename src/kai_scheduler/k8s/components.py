@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.admission.review import WebhookServer
+from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder, GpuReservation
 from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
 from kai_scheduler.k8s.runtime.client import KubeClient

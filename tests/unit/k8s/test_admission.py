@@ -30,13 +30,12 @@ from kai_scheduler.k8s.admission.review import (
     VALIDATE_POD_PATH,
     VALIDATE_PODGROUP_PATH,
     VALIDATE_QUEUE_PATH,
-    CertificateReloader,
-    WebhookServer,
     review_pod_mutation,
     review_pod_validation,
     review_podgroup_validation,
     review_queue_validation,
 )
+from kai_scheduler.k8s.admission.server import CertificateReloader, WebhookServer
 
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
 QUEUE_KIND = {"group": "scheduling.run.ai", "version": "v2", "kind": "Queue"}
