@@ -125,7 +125,7 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         DEFAULT_RESERVATION_SERVICE_ACCOUNT,
     )
     from kai_scheduler.k8s.components import COMPONENTS
-    from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+    from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
     from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT
 
     which = run.add_mutually_exclusive_group(required=True)

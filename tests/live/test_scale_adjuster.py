@@ -12,13 +12,9 @@ from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.scaleadjuster.adjuster import (
-    DO_NOT_DISRUPT_ANNOTATION,
-    SHAPE_LABEL,
-    ScaleAdjuster,
-    pod_shape,
-    requested_gpus,
-)
+from kai_scheduler.k8s.scaleadjuster.controller import ScaleAdjuster
+from kai_scheduler.k8s.scaleadjuster.plan import DO_NOT_DISRUPT_ANNOTATION, SHAPE_LABEL, requested_gpus
+from kai_scheduler.k8s.scaleadjuster.shapes import pod_shape
 
 NS = "kai-scale-adjust"
 A100 = {"gpu-type": "a100"}

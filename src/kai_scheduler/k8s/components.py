@@ -34,8 +34,8 @@ from kai_scheduler.k8s.runtime.informers import CONTROLLER_KINDS, SCHEDULER_KIND
 from kai_scheduler.k8s.runtime.leader import LeaderElector, lead
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
-from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
-from kai_scheduler.k8s.scaleadjuster.adjuster import SCALE_ADJUSTER_KINDS, ScaleAdjuster
+from kai_scheduler.k8s.scaleadjuster.controller import SCALE_ADJUSTER_KINDS, ScaleAdjuster
+from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 from kai_scheduler.k8s.scheduler.loop import DEFAULT_BACKOFF_LIMIT, SchedulerLoop
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths

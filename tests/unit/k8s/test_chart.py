@@ -36,7 +36,7 @@ from kai_scheduler.api import crds
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
 from kai_scheduler.k8s.binder.binder import GpuReservation
 from kai_scheduler.k8s.components import ALL_COMPONENTS
-from kai_scheduler.k8s.scaleadjuster.adjuster import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 
 # --- the values combinations ---------------------------------------------------------------------
 

@@ -10,20 +10,22 @@ from typing import Any
 import pytest
 
 from helpers import node_manifest, pod_manifest
-from kai_scheduler.k8s.scaleadjuster.adjuster import (
+from kai_scheduler.k8s.scaleadjuster.plan import (
     DO_NOT_DISRUPT_ANNOTATION,
     SHAPE_LABEL,
-    GpuFacts,
     ScalingPlan,
     is_unschedulable,
-    node_fits_shape,
-    node_gpu_facts,
     plan_scaling_pods,
-    pod_shape,
     requested_gpus,
-    shape_gpu_facts,
     shared_gpu_request,
     shared_gpu_units,
+)
+from kai_scheduler.k8s.scaleadjuster.shapes import (
+    GpuFacts,
+    node_fits_shape,
+    node_gpu_facts,
+    pod_shape,
+    shape_gpu_facts,
 )
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

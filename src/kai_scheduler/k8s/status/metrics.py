@@ -104,6 +104,4 @@ def _scaled(amount: float, factor: float) -> float:
     return amount if amount == UNLIMITED else amount * factor
 
 
-
-
 __all__ = ["QueueMetrics"]

@@ -1,0 +1,412 @@
+"""The node scale adjuster as a controller (KAI's `nodescaleadjuster`): keeps the scaling pods that
+`plan.plan_scaling_pods` asks for, creating, replacing and deleting them (docs/scale-adjuster.md).
+
+    adjuster = ScaleAdjuster(client, informers)   # informers: pods, nodes (+ podgroups, bindrequests)
+    await adjuster.run(stop)                      # until `stop` (an asyncio.Event) is set
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.runtime.client import (
+    BIND_REQUESTS,
+    NODES,
+    POD_GROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    ApiStatusError,
+    JsonObject,
+    KubeClient,
+    ResourceKind,
+)
+from kai_scheduler.k8s.runtime.informers import POD_INDEX, Informer, InformerSet
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scaleadjuster.plan import (
+    DEFAULT_GPU_MEMORY_TO_FRACTION_RATIO,
+    DEFAULT_GRACE,
+    DEFAULT_IMAGE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_PRIORITY_CLASS,
+    SCALING_PRIORITY_VALUE,
+    SHAPE_LABEL,
+    ScalingPlan,
+    fraction_ratio,
+    is_pending,
+    is_scaling_pod,
+    plan_scaling_pods,
+)
+from kai_scheduler.k8s.scaleadjuster.shapes import GpuFacts, pod_shape, shape_gpu_facts
+
+log = logging.getLogger(__name__)
+
+_UNRESOLVED: Final = object()
+_WRITE_MEMORY = 30.0  # seconds (real time) a write is remembered while the informer does not show it
+
+
+DEFAULT_PERIOD: Final = 5.0
+
+
+DEFAULT_COOLDOWN: Final = 30.0
+
+
+NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
+
+
+SCALE_ADJUSTER_KINDS: Final = (PODS, NODES, POD_GROUPS, BIND_REQUESTS)
+"""The informers the adjuster reads (PodGroups and BindRequests are optional)."""
+
+
+@dataclass(slots=True)
+class AdjusterStats:
+    """What the adjuster did, for tests and diagnostics."""
+
+    cycles: int = 0
+    created: int = 0
+    deleted: int = 0
+    released: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class ScaleAdjuster:
+    """See the module doc. `informers` must include pods; nodes, PodGroups and BindRequests are used when
+    present; the caller starts them.
+
+    `namespace`: where scaling pods live; `ratio`: `gpu-memory-to-fraction-ratio`; `period`: seconds
+    between plans (pod events bring the next one forward, but never closer than `min_interval` to the
+    last); `grace`: seconds a fractional pod must have been pending to count (when no condition says it
+    is unschedulable); `cooldown`: seconds a shape whose scaling pod got bound gets no new one;
+    `max_gpus_per_pod`: see `plan_scaling_pods`; `priority_class`: the scaling pods' class (created when
+    missing; None: no class)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        ratio: float = DEFAULT_GPU_MEMORY_TO_FRACTION_RATIO,
+        period: float = DEFAULT_PERIOD,
+        grace: float = DEFAULT_GRACE,
+        cooldown: float = DEFAULT_COOLDOWN,
+        min_interval: float = 0.5,
+        scheduler_name: str = c.SCHEDULER_NAME,
+        image: str = DEFAULT_IMAGE,
+        priority_class: str | None = DEFAULT_PRIORITY_CLASS,
+        max_gpus_per_pod: int | None = None,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        fraction_ratio(ratio)  # fail early on a bad flag
+        self.client = client
+        self.informers = informers
+        self.namespace = namespace
+        self.ratio = ratio
+        self.period = period
+        self.grace = grace
+        self.cooldown = cooldown
+        self.min_interval = min_interval
+        self.scheduler_name = scheduler_name
+        self.image = image
+        self.priority_class = priority_class
+        self.max_gpus_per_pod = max_gpus_per_pod
+        self.wall = wall
+        self.monotonic = monotonic
+        self.stats = AdjusterStats()
+        self.holds: dict[str, float] = {}  # shape key -> monotonic time the hold ends
+        self._namespace_ready = False
+        self._resolved_class: object = _UNRESOLVED
+        self._created: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) not yet seen
+        self._deleted: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) still seen
+        self._wake = asyncio.Event()
+        self._handlers_added = False
+
+    # --- planning ----------------------------------------------------------------------------------
+
+    @property
+    def pods(self) -> Informer:
+        return self.informers.pods
+
+    def _relevant(self, pod: Mapping[str, Any]) -> bool:
+        if is_scaling_pod(pod, self.namespace):
+            return True
+        spec = pod.get("spec") or {}
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        return str(spec.get("schedulerName") or "") == self.scheduler_name and (
+            c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
+        )
+
+    def _being_bound(self, candidates: Iterable[JsonObject]) -> set[str]:
+        requests = self.informers.optional(BIND_REQUESTS)
+        if requests is None:
+            return set()
+        bound: set[str] = set()
+        for pod in candidates:
+            key = object_key(pod)
+            if any(bind_request_is_for(r, pod) for r in requests.by_index(POD_INDEX, key)):
+                bound.add(key)
+        return bound
+
+    def _shape_facts(self, candidates: Iterable[JsonObject]) -> dict[str, GpuFacts]:
+        nodes = self.informers.optional(NODES)
+        if nodes is None:
+            return {}
+        node_objects = nodes.objects()
+        shapes = {shape.key: shape for shape in map(pod_shape, candidates)}
+        facts: dict[str, GpuFacts] = {}
+        for key, shape in shapes.items():
+            found = shape_gpu_facts(shape, node_objects)
+            if found is not None:
+                facts[key] = found
+        return facts
+
+    def _held(self) -> set[str]:
+        now = self.monotonic()
+        for key in [k for k, until in self.holds.items() if until <= now]:
+            del self.holds[key]
+        return set(self.holds)
+
+    def _class_for_plan(self) -> str | None:
+        resolved = self._resolved_class
+        if resolved is _UNRESOLVED:
+            return self.priority_class
+        return resolved if isinstance(resolved, str) else None
+
+    def plan(self) -> ScalingPlan:
+        """The plan for the informers' current view (pure, apart from reading the caches)."""
+        candidates: list[JsonObject] = []
+        existing: list[JsonObject] = []
+        for pod in self.pods.objects():
+            if is_scaling_pod(pod, self.namespace):
+                existing.append(pod)
+            elif self._relevant(pod) and is_pending(pod):
+                candidates.append(pod)
+        groups = self.informers.optional(POD_GROUPS)
+        return plan_scaling_pods(
+            candidates,
+            existing,
+            namespace=self.namespace,
+            gpu_memory_to_fraction_ratio=self.ratio,
+            scheduler_name=self.scheduler_name,
+            now=self.wall(),
+            grace=self.grace,
+            pod_groups=groups.cache if groups is not None else None,
+            being_bound=self._being_bound(candidates),
+            shape_facts=self._shape_facts(candidates),
+            max_gpus_per_pod=self.max_gpus_per_pod,
+            held_shapes=self._held(),
+            image=self.image,
+            priority_class=self._class_for_plan(),
+        )
+
+    # --- acting ------------------------------------------------------------------------------------
+
+    async def reconcile_once(self) -> ScalingPlan:
+        """Plan, then delete and create scaling pods; returns the plan as carried out. API failures of
+        single pods are logged and counted (the next cycle tries again); a failure to reach the API at
+        all is raised.
+
+        Writes of earlier cycles that the pods informer does not show yet (a pod created here and not yet
+        seen, one deleted here and still shown) are not acted on again: that would undo them."""
+        self.stats.cycles += 1
+        self._forget_seen_writes()
+        plan = self.plan()
+        if plan.create and not self._prepared:
+            await self._prepare()
+            plan = self.plan()  # with the priority class as resolved
+        plan.delete = [name for name in plan.delete if name not in self._created and not self._stale(name)]
+        plan.create = [m for m in plan.create if m["metadata"]["name"] not in self._created]
+        released = sorted({shape for name in plan.delete if (shape := self._released_shape(name))})
+        plan.released_shapes = released
+        now = self.monotonic()
+        for key in released:
+            self.holds[key] = now + self.cooldown
+        if released:
+            self.stats.released += len(released)
+            log.info("scaling pods got nodes (shapes %s); deleting them", ", ".join(released))
+        await asyncio.gather(*(self._delete(name) for name in plan.delete))
+        await asyncio.gather(*(self._create(manifest) for manifest in plan.create))
+        return plan
+
+    def _cached(self, name: str) -> JsonObject | None:
+        return self.pods.get(name, self.namespace)
+
+    def _released_shape(self, name: str) -> str | None:
+        """The shape of a scaling pod that got a node (or finished)."""
+        pod = self._cached(name)
+        if pod is None:
+            return None
+        phase = str((pod.get("status") or {}).get("phase") or "Pending")
+        if not (pod.get("spec") or {}).get("nodeName") and phase not in ("Succeeded", "Failed"):
+            return None
+        shape = ((pod.get("metadata") or {}).get("labels") or {}).get(SHAPE_LABEL)
+        return str(shape) if shape else None
+
+    def _uid(self, name: str) -> str | None:
+        pod = self._cached(name)
+        return str((pod.get("metadata") or {}).get("uid") or "") if pod is not None else None
+
+    def _stale(self, name: str) -> bool:
+        """Deleted here, and the cache still shows that very pod."""
+        deleted = self._deleted.get(name)
+        return deleted is not None and deleted[0] == self._uid(name)
+
+    def _forget_seen_writes(self) -> None:
+        expired = time.monotonic() - _WRITE_MEMORY
+        for name, (uid, at) in list(self._created.items()):
+            if self._uid(name) == uid or at < expired:
+                del self._created[name]
+        for name, (uid, at) in list(self._deleted.items()):
+            if self._uid(name) != uid or at < expired:
+                del self._deleted[name]
+
+    @property
+    def _prepared(self) -> bool:
+        return self._namespace_ready and self._resolved_class is not _UNRESOLVED
+
+    async def _prepare(self) -> None:
+        """The namespace and the priority class, before the first scaling pod."""
+        if not self._namespace_ready:
+            try:
+                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+                await self.client.create(NAMESPACES, namespace)
+                log.info("created namespace %s", self.namespace)
+            except ApiStatusError as error:
+                if error.code != 409:
+                    self._note(f"namespace {self.namespace}: {error}")
+            self._namespace_ready = True  # if it is still missing, pod creation says so and we retry
+        if self._resolved_class is _UNRESOLVED:
+            self._resolved_class = await self._ensure_priority_class()
+
+    async def _ensure_priority_class(self) -> str | None:
+        name = self.priority_class
+        if not name:
+            return None
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": SCALING_PRIORITY_VALUE,
+            "preemptionPolicy": "Never",
+            "globalDefault": False,
+            "description": "KAI scale adjuster scaling pods: never preempt, always preemptible.",
+        }
+        try:
+            await self.client.create(PRIORITY_CLASSES, body)
+            log.info("created PriorityClass %s", name)
+            return name
+        except ApiStatusError as error:
+            if error.code == 409:
+                return name
+            create_error = error
+        try:
+            await self.client.get(PRIORITY_CLASSES, name)
+            return name
+        except ApiStatusError as error:
+            self._note(f"PriorityClass {name} cannot be created ({create_error}) nor read ({error})")
+            log.warning("scaling pods go without a priority class: %s is not available", name)
+            return None
+
+    async def _delete(self, name: str) -> None:
+        uid = self._uid(name)
+        try:
+            await self.client.delete(PODS, name, self.namespace)
+        except ApiStatusError as error:
+            if error.code != 404:
+                self._note(f"delete {self.namespace}/{name}: {error}")
+            return
+        self.stats.deleted += 1
+        if uid:
+            self._deleted[name] = (uid, time.monotonic())
+        log.info("deleted scaling pod %s/%s", self.namespace, name)
+
+    async def _create(self, manifest: JsonObject) -> None:
+        name = manifest["metadata"]["name"]
+        try:
+            created = await self.client.create(PODS, manifest)
+        except ApiStatusError as error:
+            if error.code == 409:
+                return
+            if error.code == 404:
+                self._namespace_ready = False  # the namespace is gone: create it again next time
+            elif error.code == 403 and "PriorityClass" in error.message:
+                self._resolved_class = _UNRESOLVED  # the class is gone: look again next time
+            self._note(f"create {self.namespace}/{name}: {error}")
+            return
+        self.stats.created += 1
+        uid = str((created.get("metadata") or {}).get("uid") or "")
+        if uid:
+            self._created[name] = (uid, time.monotonic())
+        gpus = manifest["spec"]["containers"][0]["resources"]["requests"][c.GPU_RESOURCE]
+        log.info("created scaling pod %s/%s for %s GPUs", self.namespace, name, gpus)
+
+    def _note(self, message: str) -> None:
+        log.warning("scale adjuster: %s", message)
+        self.stats.errors.append(message)
+        del self.stats.errors[:-50]
+
+    # --- running -----------------------------------------------------------------------------------
+
+    def _on_pod(self, pod: JsonObject) -> None:
+        if self._relevant(pod):
+            self._wake.set()
+
+    def _on_pod_update(self, old: JsonObject, new: JsonObject) -> None:
+        if self._relevant(old) or self._relevant(new):
+            self._wake.set()
+
+    def _add_handlers(self) -> None:
+        if not self._handlers_added:
+            self._handlers_added = True
+            self.pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod)
+
+    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
+        """Plan and act every `period` (sooner after pod events) until `stop` is set. Waits for the
+        informers to sync first."""
+        waits = [informer.wait_synced() for informer in self.informers]
+        if not await wait_or_stop(asyncio.gather(*waits), stop, sync_timeout):
+            if not stop.is_set():
+                log.warning("scale adjuster: the informers did not sync in time")
+            return
+        self._add_handlers()
+        last = -math.inf
+        while not stop.is_set():
+            pause = last + self.min_interval - self.monotonic()
+            if pause > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), pause)
+                if stop.is_set():
+                    break
+            self._wake.clear()
+            last = self.monotonic()
+            try:
+                await self.reconcile_once()
+            except asyncio.CancelledError:
+                raise
+            except (ApiStatusError, ConnectionError, OSError, TimeoutError) as error:
+                self._note(f"cycle failed: {type(error).__name__}: {error}")
+            except Exception as error:
+                log.exception("scale adjuster: cycle failed unexpectedly")
+                self._note(f"cycle failed: {type(error).__name__}: {error}")
+            await wait_or_stop(self._wake.wait(), stop, self.period)
+
+
+__all__ = [
+    "DEFAULT_COOLDOWN",
+    "DEFAULT_PERIOD",
+    "NAMESPACES",
+    "SCALE_ADJUSTER_KINDS",
+    "AdjusterStats",
+    "ScaleAdjuster",
+]
