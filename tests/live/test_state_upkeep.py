@@ -23,7 +23,7 @@ from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.state import LiveState, SessionClock, StateBuilder, same_pod_model
-from kai_scheduler.k8s.status.controllers import QueueStatusController, QueueUsage
+from kai_scheduler.k8s.status.queues import QueueStatusController, QueueUsage
 
 MakeClient = Callable[..., LightkubeClient]
 START = 1_767_225_600.0

@@ -39,8 +39,9 @@ from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALIN
 from kai_scheduler.k8s.scheduler.loop import DEFAULT_BACKOFF_LIMIT, SchedulerLoop
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
-from kai_scheduler.k8s.status.controllers import PodGroupStatusController, QueueStatusController
 from kai_scheduler.k8s.status.metrics import QueueMetrics
+from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
+from kai_scheduler.k8s.status.queues import QueueStatusController
 from kai_scheduler.model.partition import Partition
 
 COMPONENTS: Final = ("scheduler", "binder", "podgrouper", "status-controllers", "admission", "scale-adjuster")

@@ -1,0 +1,287 @@
+"""The PodGroup status controller (KAI's `podgroupcontroller`): each PodGroup's `status` counters and
+resources (running, pending, allocated, requested, preemptible or not), from its pods.
+
+`PodGroupStatusController` writes each PodGroup's
+
+    status:
+      resourcesStatus: {allocated, allocatedNonPreemptible, requested}
+      running / succeeded / failed / pending      (its pods, counted by phase; no phase counts as pending)
+
+from the pods that name it (`pod-group-name`). A pod that is not finished asks for its resources
+(`requested`); one that is also bound to a node (`spec.nodeName`) holds them (`allocated`);
+`allocatedNonPreemptible` is `allocated` when the PodGroup is non-preemptible, else zero. Preemptibility
+as the scheduler decides it (`model.builder`): the PodGroup's `spec.preemptibility`, then its
+`kai.scheduler/preemptibility` label, then its first pod's label; else its priority (the priority class
+named by the spec, the `priorityClassName` label or the first pod; the cluster's PriorityClasses, then
+KAI's four built-in classes, then the pod's `spec.priority`, then the cluster's global default or 50)
+below 100 means preemptible.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
+from kai_scheduler.cluster.status import PodFacts, pod_group_numbers
+from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
+from kai_scheduler.k8s.runtime.client import (
+    NODES,
+    POD_GROUPS,
+    PRIORITY_CLASSES,
+    JsonObject,
+    KubeClient,
+)
+from kai_scheduler.k8s.runtime.informers import (
+    POD_GROUP_INDEX,
+    Informer,
+    InformerSet,
+    pod_group_of_pod,
+)
+from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.status.loop import (
+    FINISHED,
+    POD_COUNTERS,
+    RESOURCE_LISTS,
+    NodeGpuMemory,
+    StatusLoop,
+    Usage,
+    creation_order,
+    merge_resource_list,
+    normalized_resource_list,
+)
+from kai_scheduler.model.builder import pod_group_traits, pod_request
+from kai_scheduler.model.priorities import Priorities, is_preemptible
+from kai_scheduler.model.resources import PodRequest
+
+log = logging.getLogger(__name__)
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or object_key(obj))
+
+
+def _counters(status: Mapping[str, Any]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for name in POD_COUNTERS:
+        value = status.get(name)
+        out[name] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    return out
+
+
+class PodGroupStatusController(StatusLoop):
+    """KAI's podgroupcontroller (see the module doc). `informers` must include pods and PodGroups; nodes
+    (GPU memory of `gpu-memory` pods) and PriorityClasses are used when present."""
+
+    kind = POD_GROUPS
+    name = "podgroup status"
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        *,
+        resync_period: float = 30.0,
+        debounce: float = 0.1,
+        concurrency: int = 8,
+        backoff: Backoff = RETRY_BACKOFF,
+    ) -> None:
+        super().__init__(
+            client,
+            informers,
+            resync_period=resync_period,
+            debounce=debounce,
+            concurrency=concurrency,
+            backoff=backoff,
+        )
+        self._requests: dict[str, PodRequest | None] = {}  # pod uid -> its request (None: unreadable)
+        # What a status is computed from, when it was last found up to date (see `_inputs`): a resync
+        # computes again only the PodGroups whose inputs changed since, not every PodGroup every time.
+        self._settled: dict[str, tuple[str, frozenset[tuple[str, str]], int]] = {}
+        self._cluster_epoch = 0  # counts changes of nodes and PriorityClasses (read by every status)
+
+    # --- computing ---
+
+    def _request(self, pod: JsonObject) -> PodRequest | None:
+        uid = _uid(pod)
+        if uid in self._requests:
+            return self._requests[uid]
+        request: PodRequest | None
+        try:
+            request = pod_request(Pod.model_validate(pod))
+        except (ValidationError, ValueError, TypeError, KeyError) as error:
+            log.warning("pod %s: its resources cannot be read (%s); counted as none", object_key(pod), error)
+            request = None
+        self._requests[uid] = request
+        return request
+
+    def _priorities(self) -> Priorities:
+        informer = self.informers.optional(PRIORITY_CLASSES)
+        classes: list[PriorityClass] = []
+        for obj in informer.objects() if informer is not None else ():
+            try:
+                classes.append(PriorityClass.model_validate(obj))
+            except (ValidationError, ValueError, TypeError):
+                continue  # the scheduler skips it too
+        return Priorities.of(classes)
+
+    def is_preemptible(
+        self, group: JsonObject, pods: list[JsonObject], priorities: Priorities | None = None
+    ) -> bool:
+        """As the scheduler decides it (`model.builder.pod_group_traits`, with the group's first pod)."""
+        priorities = priorities or self._priorities()
+        try:
+            model = PodGroup.model_validate(group)
+        except (ValidationError, ValueError, TypeError) as error:
+            log.warning("PodGroup %s cannot be read (%s): preemptible by default", object_key(group), error)
+            return is_preemptible("", priorities.default)
+        first: Pod | None = None
+        for pod in sorted(pods, key=creation_order):
+            try:
+                first = Pod.model_validate(pod)
+                break
+            except (ValidationError, ValueError, TypeError):
+                continue
+        return pod_group_traits(model, first, priorities).preemptible
+
+    def pod_group_status(
+        self,
+        group: JsonObject,
+        *,
+        memory: NodeGpuMemory | None = None,
+        priorities: Priorities | None = None,
+    ) -> dict[str, Any]:
+        """The status fields this controller owns, as they should be (`cluster.status`)."""
+        memory = memory or NodeGpuMemory(self.informers.optional(NODES))
+        pods = self.informers.pods.by_index(POD_GROUP_INDEX, object_key(group))
+        facts = []
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            phase = (pod.get("status") or {}).get("phase")
+            facts.append(
+                PodFacts(
+                    str(phase) if phase else None,
+                    bool(node),
+                    memory.of(str(node)) if node else 0.0,
+                    None if str(phase) in FINISHED else self._request(pod),
+                )
+            )
+        preemptible = self.is_preemptible(group, pods, priorities)
+        numbers = pod_group_numbers(facts, preemptible=preemptible, min_gpu_memory_mib=memory.of(None))
+        self.stats.computed += 1
+        return {
+            "resourcesStatus": {
+                "allocated": Usage.of(numbers.allocated).resource_list(),
+                "allocatedNonPreemptible": Usage.of(numbers.allocated_non_preemptible).resource_list(),
+                "requested": Usage.of(numbers.requested).resource_list(),
+            },
+            "running": numbers.running,
+            "succeeded": numbers.succeeded,
+            "failed": numbers.failed,
+            "pending": numbers.pending,
+        }
+
+    def _current(self, obj: JsonObject) -> Any:
+        status = obj.get("status") or {}
+        resources = status.get("resourcesStatus") or {}
+        return {
+            "resourcesStatus": {
+                name: normalized_resource_list(resources.get(name)) for name in RESOURCE_LISTS
+            },
+            **_counters(status),
+        }
+
+    def _patch(self, obj: JsonObject, desired: Any) -> JsonObject:
+        current = ((obj.get("status") or {}).get("resourcesStatus")) or {}
+        lists = {
+            name: merge_resource_list(current.get(name), desired["resourcesStatus"][name])
+            for name in RESOURCE_LISTS
+        }
+        counters = {name: desired[name] for name in POD_COUNTERS}
+        return {"status": {"resourcesStatus": lists, **counters}}
+
+    async def sync(self, keys: Iterable[str] | None = None) -> set[str]:
+        informer = self.informers.pod_groups
+        everything = keys is None
+        targets = list(informer.cache) if keys is None else sorted(set(keys))
+        memory = NodeGpuMemory(self.informers.optional(NODES))
+        priorities = self._priorities()
+        writes: list[tuple[str, JsonObject, Any]] = []
+        for key in targets:
+            obj = informer.cache.get(key)
+            if obj is None:
+                self._written.pop(key, None)
+                self._settled.pop(key, None)
+                continue
+            inputs = self._inputs(key, obj)
+            if inputs is not None and self._settled.get(key) == inputs:
+                self.stats.unchanged += 1
+                continue
+            desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
+            if self._up_to_date(key, obj, desired):
+                self.stats.unchanged += 1
+                if inputs is not None:
+                    self._settled[key] = inputs
+                continue
+            self._settled.pop(key, None)
+            writes.append((key, obj, desired))
+        if everything:
+            self._forget_gone(informer.cache)
+            self._settled = {k: v for k, v in self._settled.items() if k in informer.cache}
+            alive = {
+                str((p.get("metadata") or {}).get("uid") or object_key(p))
+                for p in self.informers.pods.cache.values()
+            }
+            for uid in [u for u in self._requests if u not in alive]:
+                del self._requests[uid]
+        return await self._write_all(writes)
+
+    def _inputs(self, key: str, group: JsonObject) -> tuple[str, frozenset[tuple[str, str]], int] | None:
+        """What the status of `group` is computed from, as versions: the PodGroup (its status included: what
+        it is compared with), its pods, and the nodes and PriorityClasses as counted by the handlers (None
+        before they are added: nothing is then known to be unchanged)."""
+        if not self._handlers_added:
+            return None
+        pods = self.informers.pods.by_index(POD_GROUP_INDEX, key)
+        versions = frozenset((_uid(pod), resource_version(pod)) for pod in pods)
+        return (resource_version(group), versions, self._cluster_epoch)
+
+    # --- events ---
+
+    def _informers_needed(self) -> list[Informer]:
+        return [self.informers.pods, self.informers.pod_groups]
+
+    def _add_handlers(self) -> None:
+        groups_of = pod_group_of_pod
+
+        def pod_added(pod: JsonObject) -> None:
+            self.mark(*groups_of(pod))
+
+        def pod_updated(old: JsonObject, new: JsonObject) -> None:
+            self.mark(*groups_of(old), *groups_of(new))
+
+        def pod_deleted(pod: JsonObject) -> None:
+            self._requests.pop(_uid(pod), None)
+            self.mark(*groups_of(pod))
+
+        def group_changed(*objs: JsonObject) -> None:
+            self.mark(object_key(objs[-1]))
+
+        def group_deleted(group: JsonObject) -> None:
+            self._written.pop(object_key(group), None)
+
+        def cluster_changed(*_: JsonObject) -> None:
+            self._cluster_epoch += 1
+
+        self.informers.pods.add_handler(pod_added, pod_updated, pod_deleted)
+        self.informers.pod_groups.add_handler(group_changed, group_changed, group_deleted)
+        for kind in (NODES, PRIORITY_CLASSES):
+            informer = self.informers.optional(kind)
+            if informer is not None:
+                informer.add_handler(cluster_changed, cluster_changed, cluster_changed)
+
+
+__all__ = ["PodGroupStatusController"]
