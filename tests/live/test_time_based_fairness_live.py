@@ -18,7 +18,7 @@ from live_support import Live, run
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
-from kai_scheduler.k8s.scheduler.loop import CycleReport
+from kai_scheduler.k8s.scheduler.effects import CycleReport
 from kai_scheduler.k8s.scheduler.state import SessionClock
 
 HOUR = 3600.0

@@ -21,7 +21,7 @@ from fake_prometheus import FakePrometheus, closed_port_url
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
-from kai_scheduler.k8s.scheduler.loop import CycleReport
+from kai_scheduler.k8s.scheduler.effects import CycleReport
 from kai_scheduler.k8s.scheduler.state import SessionClock
 
 ONE_GPU: dict[str, Any] = {"gpus": 1, "cpu": None, "memory": None}

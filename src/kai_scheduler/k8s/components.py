@@ -36,7 +36,8 @@ from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scaleadjuster.controller import SCALE_ADJUSTER_KINDS, ScaleAdjuster
 from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
-from kai_scheduler.k8s.scheduler.loop import DEFAULT_BACKOFF_LIMIT, SchedulerLoop
+from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT
+from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
 from kai_scheduler.k8s.status.metrics import QueueMetrics

@@ -1,0 +1,189 @@
+"""The scheduler's PodGroup effects: the job times as annotations (`kai.scheduler/last-start-timestamp`,
+`kai.scheduler/stale-podgroup-timestamp`) and the status `schedulingConditions` entry
+`UnschedulableOnNodePool` for this node pool with its reason and message, a Warning event for each new
+reason (module doc of `loop.py`). The times are also kept in memory (`job_times`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject
+from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
+from kai_scheduler.k8s.scheduler.state import LiveState
+from kai_scheduler.model.snapshot import JobTimes
+
+UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
+KNOWN_REASONS = ("NonPreemptibleOverQuota", "OverLimit", "QueueDoesNotExist")
+DEFAULT_REASON = "Unschedulable"
+
+
+def reason_of(message: str) -> str:
+    """The scheduling-condition reason of an unschedulable explanation (its leading word when it is one
+    of KAI's, e.g. "OverLimit: queue a would exceed ...")."""
+    head = message.split(":", 1)[0].strip()
+    return head if head in KNOWN_REASONS else DEFAULT_REASON
+
+
+class PodGroupUpdates:
+    def __init__(self, effects: Effects, node_pool: str) -> None:
+        self.effects = effects
+        self.node_pool = node_pool
+        self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
+        self.job_times_changed: set[str] = set()  # jobs whose entry changed since the last build
+        # Jobs whose times are looked at again after the next cycle: those whose pods or PodGroup changed
+        # (kept until a cycle got that far), and those the last cycle decided on or found stale.
+        self.jobs_changed: set[str] = set()
+        self._decided_jobs: set[str] = set()
+
+    def update(
+        self, live: LiveState, result: SessionResult, now: float, report: CycleReport
+    ) -> tuple[list[Awaitable[None]], set[str]]:
+        """The writes of job times (annotations and `job_times`) and of the PodGroups' unschedulable
+        conditions after a cycle, and the jobs the cycle placed. Only jobs whose pods or PodGroup changed
+        since the last cycle that got this far, or that this cycle or the last decided on or reported
+        staleness for, can get new times: for every other job this cycle would compute what the last one
+        did (they are left as they are)."""
+        job_pods = live.job_pods
+        placed_jobs: set[str] = set()
+        change: dict[str, int] = {}  # job -> pods this cycle binds (+) or evicts (-)
+        for decision in result.decisions:
+            job = live.job_of_pod.get(decision.pod)
+            if job is None:
+                continue
+            if decision.type == "evict":
+                change[job] = change.get(job, 0) - 1
+                continue
+            placed_jobs.add(job)
+            if decision.type == "bind":
+                change[job] = change.get(job, 0) + 1
+        decided_jobs = change.keys() | placed_jobs | result.stale_since.keys()
+        touched = self.jobs_changed | decided_jobs | self._decided_jobs
+        self.jobs_changed, self._decided_jobs = set(), decided_jobs
+        jobs = {job for job in touched if job in live.pod_groups or job in job_pods}  # those that exist
+        running = {job: pods.running for job in jobs if (pods := job_pods.get(job)) is not None}
+        running_before = {job for job, n in running.items() if n > 0}
+        running_after = {job for job in jobs if running.get(job, 0) + change.get(job, 0) > 0}
+
+        annotations: dict[str, dict[str, str | None]] = {}
+
+        def annotate(job: str, name: str, value: str | None) -> None:
+            obj = live.pod_groups.get(job)
+            if obj is None:
+                return
+            current = ((obj.get("metadata") or {}).get("annotations") or {}).get(name)
+            if current != value:
+                annotations.setdefault(job, {})[name] = value
+
+        before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
+        after = next_job_times(before, running_before, running_after, result.stale_since, now)
+        for job in jobs | after.keys():
+            old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
+            if old.last_start != new.last_start:
+                stamp = None if new.last_start is None else self.effects.clock.stamp(new.last_start)
+                annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
+        for job, since in result.stale_since.items():
+            annotate(
+                job,
+                c.STALE_PODGROUP_TIMESTAMP_ANNOTATION,
+                None if since is None else self.effects.clock.stamp(since),
+            )
+        # Remembered for every job that exists: it overrides the annotations until the cache shows them.
+        for job in touched:
+            if job in jobs or job in after:
+                self.job_times[job] = after.get(job, JobTimes())
+            else:
+                self.job_times.pop(job, None)
+        self.job_times_changed |= touched
+
+        calls: list[Awaitable[None]] = []
+        for job, changes in annotations.items():
+            calls.append(
+                self.effects.limited(
+                    self._annotate(live.pod_groups[job], changes), report, f"annotate PodGroup {job}"
+                )
+            )
+        # Only PodGroups with something to say or something said before can get new conditions.
+        speaking = result.unschedulable.keys() | placed_jobs | live.conditioned_groups
+        for job in sorted(job for job in speaking if job in live.pod_groups):
+            obj = live.pod_groups[job]
+            message = result.unschedulable.get(job) if job not in placed_jobs else None
+            pending = job in job_pods and job_pods[job].unbound > 0
+            if message is None and pending and job not in placed_jobs:
+                continue  # not considered this cycle: what it said last stays
+            if message is None and not (obj.get("status") or {}).get("schedulingConditions"):
+                continue  # nothing to say, nothing said before
+            conditions = self._conditions(obj, message, now)
+            if conditions is not None:
+                call = self._set_conditions(obj, conditions, message, report)
+                calls.append(self.effects.limited(call, report, f"status of PodGroup {job}"))
+        report.pod_group_updates = len(calls)
+        return calls, placed_jobs
+
+    async def _annotate(self, obj: JsonObject, changes: Mapping[str, str | None]) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.effects.client.patch(
+                POD_GROUPS, meta["name"], {"metadata": {"annotations": dict(changes)}}, meta.get("namespace")
+            )
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+
+    def _conditions(self, obj: JsonObject, message: str | None, now: float) -> list[JsonObject] | None:
+        """The new `schedulingConditions`, or None when nothing changes."""
+        current: list[JsonObject] = list((obj.get("status") or {}).get("schedulingConditions") or [])
+        ours = [
+            cond
+            for cond in current
+            if cond.get("type") == UNSCHEDULABLE_ON_NODE_POOL and cond.get("nodePool") == self.node_pool
+        ]
+        others = [cond for cond in current if cond not in ours]
+        if message is None:
+            return others if ours else None
+        reason = reason_of(message)
+        if ours and ours[0].get("reason") == reason and ours[0].get("message") == message and len(ours) == 1:
+            return None
+        previous = ours[0].get("transitionID", "0") if ours else "0"
+        transition = str(int(previous) + 1) if str(previous).isdigit() else "1"
+        condition = {
+            "type": UNSCHEDULABLE_ON_NODE_POOL,
+            "nodePool": self.node_pool,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "transitionID": transition,
+            "lastTransitionTime": self.effects.clock.stamp(now),
+            "reasons": [{"reason": reason, "message": message}],
+        }
+        return [*others, condition]
+
+    async def _set_conditions(
+        self, obj: JsonObject, conditions: list[JsonObject], message: str | None, report: CycleReport
+    ) -> None:
+        meta = obj["metadata"]
+        try:
+            await self.effects.client.patch(
+                POD_GROUPS,
+                meta["name"],
+                {"status": {"schedulingConditions": conditions}},
+                meta.get("namespace"),
+                subresource="status",
+            )
+        except ApiStatusError as error:
+            if error.code != 404:
+                raise
+            return
+        if message is not None and self.effects.record_events:
+            await self.effects.event(obj, "Warning", "Unschedulable", message)
+
+
+__all__ = [
+    "DEFAULT_REASON",
+    "KNOWN_REASONS",
+    "UNSCHEDULABLE_ON_NODE_POOL",
+    "PodGroupUpdates",
+    "reason_of",
+]
