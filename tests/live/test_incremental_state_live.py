@@ -19,8 +19,9 @@ from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
-from kai_scheduler.k8s.scheduler.state import SessionClock, StateBuilder
+from kai_scheduler.k8s.scheduler.state import StateBuilder
 
 
 def bound(server: FakeApiServer) -> set[str]:

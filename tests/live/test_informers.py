@@ -11,12 +11,12 @@ from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import PODS, QUEUES, JsonObject
+from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import (
     INDEXERS,
     POD_GROUP_INDEX,
     POD_NODE_INDEX,
     QUEUE_INDEX,
-    Informer,
     InformerSet,
 )
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient

@@ -9,8 +9,8 @@ from live_support import Live, run
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.pod_groups import reason_of
-from kai_scheduler.k8s.scheduler.state import SessionClock
 
 
 def bind_requests(server: FakeApiServer) -> dict[str, dict[str, Any]]:

@@ -15,7 +15,8 @@ from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.scheduler.state import LiveState, Placed, SessionClock, StateBuilder
+from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClock
+from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.scheduler import Scheduler
 

@@ -22,7 +22,9 @@ from kai_scheduler.cluster.status import queue_numbers
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.scheduler.state import LiveState, SessionClock, StateBuilder, same_pod_model
+from kai_scheduler.k8s.scheduler.live_state import LiveState, SessionClock
+from kai_scheduler.k8s.scheduler.parsing import same_pod_model
+from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.k8s.status.queues import QueueStatusController, QueueUsage
 
 MakeClient = Callable[..., LightkubeClient]

@@ -19,7 +19,7 @@ from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.k8s.scheduler.effects import CycleReport
-from kai_scheduler.k8s.scheduler.state import SessionClock
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
 
 HOUR = 3600.0
 WITH_USAGE = parse_config(

@@ -22,7 +22,7 @@ from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.k8s.scheduler.effects import CycleReport
-from kai_scheduler.k8s.scheduler.state import SessionClock
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
 
 ONE_GPU: dict[str, Any] = {"gpus": 1, "cpu": None, "memory": None}
 A_USED_EVERYTHING = {"kai_queue_allocated_gpus": {"a": 4 * 60.0}, "nvidia_com_gpu": 4 * 60.0}

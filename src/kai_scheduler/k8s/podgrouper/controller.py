@@ -64,7 +64,8 @@ from kai_scheduler.k8s.runtime.client import (
     ResourceKind,
 )
 from kai_scheduler.k8s.runtime.events import record_event
-from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, Informer, InformerSet
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue

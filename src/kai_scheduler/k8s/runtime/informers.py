@@ -1,30 +1,12 @@
-"""Informers: an in-memory cache of one kind of object, kept current by list + watch.
-
-An `Informer` lists its kind, then watches from the list's resourceVersion with bookmarks, and keeps
-tracking the version of every event it receives (bookmarks included), so that a watch that ends, cleanly
-or not, resumes exactly where it stopped: nothing is lost and nothing is seen twice. When the server says
-the version is too old (410 Gone: its event history moved on), the informer lists again and reconciles the
-cache with the new list: objects that vanished meanwhile are removed and reported to `on_delete` (with
-their last known state), new ones to `on_add`, changed ones to `on_update`. Connection failures (server
-down, connection cut mid-stream) are retried with jittered exponential backoff (`Backoff`).
-
-The cache maps `namespace/name` (or `name` for cluster-scoped kinds) to the object as the API server sent
-it. Indexes map a derived value to the keys of the objects that have it (pods by node, by pod group, by
-queue). `synced` is set once the first list is in the cache. Handlers run in the informer's task, in event
-order; they must be quick and must not block (enqueue work elsewhere).
-
-`InformerSet` runs the informers the scheduler, the binder and the state builder read from.
-"""
+"""The informers the live components read from (`InformerSet`): which kinds each component watches, and the
+indexes they look objects up by (pods by node, by PodGroup, by queue; BindRequests by pod). One informer is
+`informer.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import random
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -42,323 +24,11 @@ from kai_scheduler.k8s.runtime.client import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     TOPOLOGIES,
-    ApiStatusError,
     JsonObject,
     KubeClient,
     ResourceKind,
-    WatchEvent,
 )
-from kai_scheduler.k8s.runtime.objects import object_key, resource_version
-
-log = logging.getLogger(__name__)
-
-_SHORT_WATCH = 1.0  # seconds: a watch that ends sooner without any event is retried with backoff
-
-AddHandler = Callable[[JsonObject], None]
-UpdateHandler = Callable[[JsonObject, JsonObject], None]
-DeleteHandler = Callable[[JsonObject], None]
-IndexFunc = Callable[[JsonObject], Iterable[str]]
-
-
-@dataclass(slots=True)
-class InformerStats:
-    """What happened to an informer, for tests and diagnostics."""
-
-    lists: int = 0
-    relists_after_gone: int = 0
-    watches: int = 0
-    reconnects: int = 0
-    events: int = 0
-    bookmarks: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Handlers:
-    on_add: AddHandler | None
-    on_update: UpdateHandler | None
-    on_delete: DeleteHandler | None
-
-
-class Informer:
-    """A cache of one kind (in one namespace, or all), kept current by list + watch. See the module doc."""
-
-    def __init__(
-        self,
-        client: KubeClient,
-        kind: ResourceKind,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        indexers: Mapping[str, IndexFunc] | None = None,
-        backoff: Backoff = DEFAULT_BACKOFF,
-        rng: random.Random | None = None,
-        on_add: AddHandler | None = None,
-        on_update: UpdateHandler | None = None,
-        on_delete: DeleteHandler | None = None,
-        optional: bool = False,
-    ) -> None:
-        self.client = client
-        self.kind = kind
-        # An optional kind that this client may not list (403) counts as empty and synced, like a kind
-        # the server does not serve, rather than holding back every informer's sync.
-        self.optional = optional
-        self.namespace = namespace if kind.namespaced else None
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        self.backoff = backoff
-        self.rng = rng or random.Random()
-        self.cache: dict[str, JsonObject] = {}
-        self.resource_version = ""
-        self.synced = asyncio.Event()
-        self.stats = InformerStats()
-        self.served = True  # False while the server does not know the kind (its CRD is not installed)
-        self._indexers: dict[str, IndexFunc] = dict(indexers or {})
-        self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-        self._indexed: dict[str, dict[str, tuple[str, ...]]] = {name: {} for name in self._indexers}
-        self._handlers: list[_Handlers] = []
-        if on_add or on_update or on_delete:
-            self.add_handler(on_add, on_update, on_delete)
-        self._task: asyncio.Task[None] | None = None
-        self._progressed = False
-
-    def __repr__(self) -> str:
-        return f"Informer({self.kind.plural}, rv={self.resource_version!r}, objects={len(self.cache)})"
-
-    # --- reading -----------------------------------------------------------------------------------
-
-    def get(self, name: str, namespace: str | None = None) -> JsonObject | None:
-        return self.cache.get(f"{namespace}/{name}" if namespace and self.kind.namespaced else name)
-
-    def objects(self) -> list[JsonObject]:
-        return list(self.cache.values())
-
-    def index_keys(self, index: str, value: str) -> set[str]:
-        return set(self._indexes[index].get(value, ()))
-
-    def by_index(self, index: str, value: str) -> list[JsonObject]:
-        """The objects whose `index` function yields `value`, in key order."""
-        return [self.cache[key] for key in sorted(self._indexes[index].get(value, ()))]
-
-    def index_values(self, index: str) -> list[str]:
-        return sorted(value for value, keys in self._indexes[index].items() if keys)
-
-    # --- handlers ----------------------------------------------------------------------------------
-
-    def add_handler(
-        self,
-        on_add: AddHandler | None = None,
-        on_update: UpdateHandler | None = None,
-        on_delete: DeleteHandler | None = None,
-    ) -> None:
-        """Register callbacks. Registered after objects are cached, `on_add` is not replayed for them: read
-        `objects()` first if needed (nothing runs in between on the event loop)."""
-        self._handlers.append(_Handlers(on_add, on_update, on_delete))
-
-    def _emit(self, what: str, *args: JsonObject) -> None:
-        for handlers in self._handlers:
-            callback: Callable[..., None] | None = getattr(handlers, what)
-            if callback is None:
-                continue
-            try:
-                callback(*args)
-            except Exception:
-                log.exception("informer %s: %s handler failed", self.kind.plural, what)
-
-    # --- cache updates -----------------------------------------------------------------------------
-
-    def _index(self, key: str, obj: JsonObject | None) -> None:
-        for name, func in self._indexers.items():
-            index, indexed = self._indexes[name], self._indexed[name]
-            for value in indexed.pop(key, ()):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
-            if obj is None:
-                continue
-            try:
-                values = tuple(dict.fromkeys(v for v in func(obj) if v))
-            except Exception:
-                log.exception("informer %s: index %s failed on %s", self.kind.plural, name, key)
-                values = ()
-            if values:
-                indexed[key] = values
-                for value in values:
-                    index.setdefault(value, set()).add(key)
-
-    def _store(self, obj: JsonObject) -> None:
-        key = object_key(obj)
-        old = self.cache.get(key)
-        self.cache[key] = obj
-        self._index(key, obj)
-        if old is None:
-            self._emit("on_add", obj)
-        else:
-            self._emit("on_update", old, obj)
-
-    def _remove(self, key: str, last: JsonObject | None) -> None:
-        old = self.cache.pop(key, None)
-        if old is None:
-            return  # already gone (a relist reported it): do not report it twice
-        self._index(key, None)
-        self._emit("on_delete", last if last is not None else old)
-
-    def _replace(self, items: Sequence[JsonObject], version: str) -> None:
-        """Reconcile the cache with a complete list: deletions for what vanished, then adds and updates."""
-        fresh = {object_key(obj): obj for obj in items}
-        for key in [k for k in self.cache if k not in fresh]:
-            self._remove(key, None)
-        for key, obj in fresh.items():
-            old = self.cache.get(key)
-            if old is not None and resource_version(old) == resource_version(obj) and resource_version(obj):
-                continue
-            self._store(obj)
-        self.resource_version = version
-        self.synced.set()
-
-    def apply_event(self, event: WatchEvent) -> None:
-        """One watch event into the cache (public for tests that feed events by hand)."""
-        obj = event.object
-        version = resource_version(obj)
-        if event.type == "BOOKMARK":
-            self.stats.bookmarks += 1
-        elif event.type == "DELETED":
-            self.stats.events += 1
-            self._remove(object_key(obj), obj)
-        else:
-            self.stats.events += 1
-            self._store(obj)
-        if version:
-            self.resource_version = version
-
-    # --- running -----------------------------------------------------------------------------------
-
-    async def _list(self) -> None:
-        try:
-            items, version = await self.client.list_objects(
-                self.kind,
-                self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-            )
-        except ApiStatusError as error:
-            if error.code != 404 and not (error.code == 403 and self.optional):
-                raise
-            # The kind is not served (its CRD is not installed), or optional and forbidden to us: an
-            # empty cache, listed again later.
-            if self.served:
-                why = "the server does not serve this kind" if error.code == 404 else "not allowed to list it"
-                log.warning("informer %s: %s (%d); going on without it", self.kind.plural, why, error.code)
-            self.served = False
-            self._replace([], "")
-            raise
-        self.served = True
-        self.stats.lists += 1
-        self._replace(items, version)
-
-    async def _watch(self) -> None:
-        """Watch until the stream ends; `_progressed` tells whether any event (bookmarks included) came."""
-        self.stats.watches += 1
-        stream = self.client.watch(
-            self.kind,
-            self.resource_version,
-            self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            bookmarks=True,
-        )
-        try:
-            async for event in stream:
-                self.apply_event(event)
-                self._progressed = True
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
-
-    async def run(self) -> None:
-        """List, then watch forever (until cancelled), recovering from every failure.
-
-        A watch that ends cleanly (the server's timeout) is resumed at once from the last version; after
-        a 410 the informer lists again at once (with backoff if that keeps happening); any other failure
-        is retried after `backoff.delay(attempt)`, where `attempt` counts failures since the last progress.
-        """
-        attempt = 0
-        gone = 0
-        need_list = True
-        while True:
-            self._progressed = False
-            delay: float | None = None
-            try:
-                if need_list:
-                    await self._list()
-                    need_list = False
-                    attempt = 0
-                opened = time.monotonic()
-                await self._watch()
-                if not self._progressed and time.monotonic() - opened < _SHORT_WATCH:
-                    delay = self.backoff.delay(attempt, self.rng)  # do not spin on streams that end at once
-            except asyncio.CancelledError:
-                raise
-            except ApiStatusError as error:
-                self._note(error)
-                if error.code == 410:
-                    self.stats.relists_after_gone += 1
-                    log.info("informer %s: %s; listing again", self.kind.plural, error)
-                    need_list = True
-                    delay = self.backoff.delay(gone - 1, self.rng) if gone else None
-                    gone += 1
-                elif error.code in (403, 404) and not self.served:
-                    need_list = True  # the kind may be installed (or allowed) later: look again, slowly
-                    delay = self.backoff.maximum
-                elif error.code == 404:
-                    need_list = True  # the kind went away while watched (its CRD was deleted)
-                    delay = self.backoff.delay(attempt, self.rng)
-                else:
-                    log.warning("informer %s: %s", self.kind.plural, error)
-                    delay = self.backoff.delay(attempt, self.rng)
-            except (ConnectionError, OSError, TimeoutError) as error:
-                self._note(error)
-                self.stats.reconnects += 1
-                log.info("informer %s: connection failed (%s); retrying", self.kind.plural, error)
-                delay = self.backoff.delay(0 if self._progressed else attempt, self.rng)
-            except Exception as error:
-                self._note(error)
-                log.exception("informer %s: unexpected failure", self.kind.plural)
-                delay = self.backoff.delay(attempt, self.rng)
-            if self._progressed:
-                attempt, gone = 0, 0
-            if delay is not None:
-                attempt += 1
-                await asyncio.sleep(delay)
-
-    def _note(self, error: BaseException) -> None:
-        self.stats.errors.append(f"{type(error).__name__}: {error}")
-        del self.stats.errors[:-50]
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name=f"informer-{self.kind.plural}")
-        return self._task
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def wait_synced(self, timeout: float | None = None) -> bool:
-        try:
-            await asyncio.wait_for(self.synced.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
-
+from kai_scheduler.k8s.runtime.informer import IndexFunc, Informer
 
 # --- the scheduler's informers ---------------------------------------------------------------------
 
@@ -501,6 +171,19 @@ class InformerSet:
         """None when this set does not watch Namespaces (every component but the scheduler)."""
         return self.informers.get(NAMESPACES)
 
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Namespace name -> its labels, from the Namespace informer (empty without one)."""
+        informer = self.namespaces
+        if informer is None:
+            return {}
+        labels: dict[str, dict[str, str]] = {}
+        for key, obj in informer.cache.items():
+            meta = obj.get("metadata") or {}
+            raw = meta.get("labels") or {}
+            if isinstance(raw, dict):
+                labels[str(meta.get("name") or key)] = {str(k): str(v) for k, v in raw.items()}
+        return labels
+
     def optional(self, kind: ResourceKind) -> Informer | None:
         return self.informers.get(kind)
 
@@ -546,7 +229,5 @@ __all__ = [
     "POD_NODE_INDEX",
     "QUEUE_INDEX",
     "SCHEDULER_KINDS",
-    "Informer",
     "InformerSet",
-    "InformerStats",
 ]

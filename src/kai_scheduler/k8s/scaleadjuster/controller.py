@@ -29,7 +29,8 @@ from kai_scheduler.k8s.runtime.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.runtime.informers import POD_INDEX, Informer, InformerSet
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.runtime.wait import wait_or_stop

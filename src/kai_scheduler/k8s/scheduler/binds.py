@@ -13,8 +13,8 @@ from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
+from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
-from kai_scheduler.k8s.scheduler.state import LiveState, Placed
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.snapshot import ClusterSnapshot

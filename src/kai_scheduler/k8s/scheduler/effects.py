@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.k8s.runtime.client import ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.events import record_event
-from kai_scheduler.k8s.scheduler.state import SessionClock
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
 
 
 @dataclass(slots=True)

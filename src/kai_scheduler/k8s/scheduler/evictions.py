@@ -7,7 +7,7 @@ from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.k8s.runtime.client import ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
-from kai_scheduler.k8s.scheduler.state import LiveState
+from kai_scheduler.k8s.scheduler.live_state import LiveState
 
 
 class Evictions:

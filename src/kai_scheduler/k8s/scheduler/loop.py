@@ -63,12 +63,13 @@ from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT, BindRequests
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.evictions import Evictions
+from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState
 from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions
 from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
 from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
-from kai_scheduler.k8s.scheduler.state import LiveState, Placed, SessionClock, StateBuilder
+from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources

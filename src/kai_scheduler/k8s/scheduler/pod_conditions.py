@@ -10,7 +10,7 @@ from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
-from kai_scheduler.k8s.scheduler.state import LiveState
+from kai_scheduler.k8s.scheduler.live_state import LiveState
 
 POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable

@@ -12,7 +12,7 @@ from kai_scheduler.cluster.bookkeeping import next_job_times
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
-from kai_scheduler.k8s.scheduler.state import LiveState
+from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.snapshot import JobTimes
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"

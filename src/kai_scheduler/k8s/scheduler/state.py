@@ -8,16 +8,8 @@ What is live mode's own:
   `parse_object`, the same checks as the simulator's input (KAI's admission rules), so that nothing the
   builder cannot handle reaches it. An object that fails is skipped and logged once per version; one bad
   object never stops scheduling. Pods of other schedulers only need to parse (they occupy capacity).
-* Each pod's runtime facts: `spec.nodeName`, `status.phase`, the shared GPUs from the `runai-gpu-group`
-  label(s), `deletionTimestamp` (terminating). A pod with an outstanding BindRequest (not Failed, for this
-  very pod: same uid) counts as bound to the BindRequest's selected node and GPU groups, as KAI's
-  scheduler cache does; so does a pod whose BindRequest this process created but the informer has not
-  shown yet (`binding`), so that no pod is ever placed twice. Pods this process evicted are terminating
-  until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`,
-  `ClusterCache.nominate`). Pending pods with scheduling gates are left out, and so are pending pods not yet
-  grouped when a pod grouper runs (`require_pod_groups`).
-* GPU reservation pods (label `app=kai-resource-reservation`, created by the binder) are left out
-  entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
+* Each pod's runtime facts (`pod_facts.py`): its node or its outstanding BindRequest's, what this process
+  is binding or evicting, pipelines; gated and ungrouped pods and GPU reservation pods left out.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank), kept by `cluster.ranks.CreationRanks` as objects
   come and go (the few objects whose rank moves to make room for a new one are handed to the cache again);
@@ -31,42 +23,28 @@ What is live mode's own:
 * For the loop, per job: how many of its pods run and which wait (`JobPods`), and which jobs changed since
   the last build, so that a cycle's bookkeeping looks at those jobs rather than at every pod.
 
-The session clock: the core measures time in seconds on one clock (`now`, minimum runtimes, staleness).
-Live, that clock is seconds since the scheduler loop started (`SessionClock.start`, a wall-clock instant in
-UTC); an RFC 3339 timestamp converts to it by subtracting the start, so times before the start are
-negative, and back by adding it. The annotations are what survives a restart; the clock itself does not
-need to.
+The models are read in `parsing.py`; what the loop gets besides the state, and the session clock, is
+`live_state.py`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Set
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Generic, TypeVar, cast, get_args
-
-from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import (
-    K8sModel,
     Node,
     Pod,
     PodGroup,
-    PodPhase,
     PriorityClass,
     Queue,
     Topology,
 )
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339, scheduler_phase
+from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.ranks import CreationRanks
-from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import (
     NAMESPACES,
     NODES,
@@ -76,281 +54,33 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
-from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
-from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
+from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
+from kai_scheduler.k8s.scheduler.parsing import (
+    Parsed,
+    checked,
+    renamed,
+    same_pod_group_model,
+    same_pod_model,
+    schema_only,
+)
+from kai_scheduler.k8s.scheduler.pod_facts import is_reservation_pod, pod_facts
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups, is_shared_gpu_pod
-from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
 
 log = logging.getLogger(__name__)
 
 OTHER_SCHEDULER = "other-scheduler"
-_TERMINAL = ("Succeeded", "Failed")
-M = TypeVar("M", bound=K8sModel)
 
 # The last part of a rank's sort key (`StateBuilder._rank`): a PodGroup, or a pod (after its group).
 _GROUP, _POD = 0, 1
 _NO_TIMES = JobTimes()
 _CLUSTER_SCOPED = (NODES, QUEUES, TOPOLOGIES, PRIORITY_CLASSES, NAMESPACES)
-
-
-class SessionClock:
-    """Seconds since `start` (a wall-clock instant, seconds since the epoch; default: now), and RFC 3339
-    timestamps to and from that clock. `wall` is the wall clock (tests may pass their own)."""
-
-    def __init__(self, start: float | None = None, wall: Callable[[], float] = time.time) -> None:
-        self.wall = wall
-        self.start = wall() if start is None else start
-
-    def now(self) -> float:
-        return self.wall() - self.start
-
-    def seconds(self, stamp: str | datetime) -> float:
-        """An RFC 3339 timestamp (or an aware datetime) on the session clock."""
-        moment = parse_rfc3339(stamp) if isinstance(stamp, str) else stamp
-        return moment.timestamp() - self.start
-
-    def stamp(self, seconds: float) -> str:
-        """A session-clock time as RFC 3339 in UTC, to the second (Go's time.RFC3339)."""
-        moment = datetime.fromtimestamp(self.start + seconds, tz=UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """A node and the shared GPUs on it: a pipelined pod's nomination, or a bind not yet seen (with the
-    DRA claims it allocates)."""
-
-    node: str
-    gpu_groups: tuple[str, ...] = ()
-    claims: tuple[ClaimAllocation, ...] = ()
-
-
-@dataclass(slots=True)
-class JobPods:
-    """One job's pods of ours that the state holds, as the loop's bookkeeping reads them (kept per changed
-    pod). Finished pods count only in `pods`."""
-
-    pods: int = 0
-    running: int = 0  # bound (or binding), not terminating
-    unbound: int = 0  # not bound (terminating or not): the job still waits for a placement
-    waiting: dict[str, None] = field(default_factory=dict)  # the unbound ones not terminating, as a set
-
-    def count(self, key: str, state: PodState, sign: int) -> None:
-        """Count the pod `key` in (`sign` 1) or out (-1)."""
-        self.pods += sign
-        if state.phase in _TERMINAL:
-            return
-        if state.node_name is not None:
-            self.running += 0 if state.terminating else sign
-            return
-        self.unbound += sign
-        if state.terminating:
-            return
-        if sign > 0:
-            self.waiting[key] = None
-        else:
-            self.waiting.pop(key, None)
-
-
-class LiveState:
-    """What the loop needs to act on the decisions of one cycle, as of one `StateBuilder.build`.
-
-    Everything but `state` is kept current by the builder per changed object and handed here as read-only
-    views of the builder's own (no copy, no walk over every pod): they are as of this build until the next
-    one, i.e. for the cycle this build starts. `state`, the whole `ClusterState` (every pod, in creation
-    order), is made from the cache only when asked for, which must be before the next `build` (the cache
-    has moved on by then: asking later is an error, never a state of another moment)."""
-
-    def __init__(
-        self,
-        cache: ClusterCache,
-        *,
-        pods: Mapping[str, JsonObject],
-        our_pods: Mapping[str, PodState],
-        job_of_pod: Mapping[str, str],
-        pod_groups: Mapping[str, JsonObject],
-        active_jobs: Set[str],
-        bind_requests: Mapping[str, JsonObject],
-        job_times: Mapping[str, JobTimes],
-        job_pods: Mapping[str, JobPods],
-        changed_jobs: Set[str],
-        conditioned_groups: Set[str],
-        skipped: tuple[str, ...] = (),
-    ) -> None:
-        self.pods = pods  # pod key -> the pod as cached (every pod that parsed)
-        self.our_pods = our_pods  # pod key -> its PodState, for our pods (nomination not applied)
-        self.job_of_pod = job_of_pod  # pod key -> job key, for our pods
-        self.pod_groups = pod_groups  # job key -> the PodGroup as cached
-        self.active_jobs = active_jobs  # jobs with a pod bound (or binding) and not finished
-        self.bind_requests = bind_requests  # pod key -> its BindRequest (any phase, any incarnation)
-        self.job_times = job_times  # job key -> its times, as the cycle starts with them
-        self.job_pods = job_pods  # job key -> its pods (jobs with pods of ours)
-        self.changed_jobs = changed_jobs  # jobs whose pods or PodGroup changed since the last build
-        self.conditioned_groups = conditioned_groups  # PodGroups whose status has schedulingConditions
-        self.skipped = skipped  # objects left out because they do not validate
-        self._cache: ClusterCache | None = cache
-        self._state: ClusterState | None = None
-
-    @property
-    def state(self) -> ClusterState:
-        if self._state is None:
-            if self._cache is None:
-                raise RuntimeError("LiveState.state asked for after the next build: the cache has moved on")
-            self._state = self._cache.state()
-        return self._state
-
-    def expire(self) -> None:
-        """The cache is about to change: `state` can no longer be made (one made already stays)."""
-        self._cache = None
-
-
-class _Parsed(Generic[M]):
-    """Parsed models by object key, re-parsed only when the resourceVersion changes, and (with `same_model`)
-    not even then when the new version differs from the parsed one only where the model does not look."""
-
-    def __init__(
-        self,
-        what: str,
-        parse: Callable[[JsonObject, str], M],
-        same_model: Callable[[JsonObject, JsonObject], bool] | None = None,
-    ) -> None:
-        self.what = what
-        self.parse = parse
-        self.same_model = same_model
-        self.entries: dict[str, tuple[str, M | None]] = {}
-        self.sources: dict[str, JsonObject] = {}  # key -> the object a model was parsed from (`same_model`)
-        self.warned: set[tuple[str, str]] = set()
-
-    def get(self, key: str, obj: JsonObject) -> M | None:
-        version = resource_version(obj)
-        entry = self.entries.get(key)
-        if entry is not None and entry[0] == version and version:
-            return entry[1]
-        if entry is not None and entry[1] is not None and self.same_model is not None:
-            source = self.sources.get(key)
-            if source is not None and self.same_model(source, obj):
-                # The same model object keeps the cache's in-place path open (`ClusterCache.upsert_pod`).
-                self.entries[key] = (version, entry[1])
-                return entry[1]
-        try:
-            model: M | None = self.parse(obj, key)
-        except (ManifestError, ValidationError, ValueError, TypeError) as error:
-            if (key, version) not in self.warned:
-                self.warned.add((key, version))
-                log.warning("skipping %s %s (resourceVersion %s): %s", self.what, key, version, error)
-            model = None
-        self.entries[key] = (version, model)
-        if self.same_model is not None:
-            self.sources[key] = obj
-        return model
-
-    def forget(self, key: str) -> None:
-        self.entries.pop(key, None)
-        self.sources.pop(key, None)
-
-    def parse_all(
-        self, cache: Mapping[str, JsonObject], label: str, skipped: list[str]
-    ) -> list[tuple[str, JsonObject, M]]:
-        """Every object of an informer's cache that parses, as (key, object, model), in key order; the
-        others are named in `skipped` (`<label> <key>`); entries of vanished objects are forgotten."""
-        parsed: list[tuple[str, JsonObject, M]] = []
-        for key, obj in sorted(cache.items()):
-            model = self.get(key, obj)
-            if model is None:
-                skipped.append(f"{label} {key}")
-            else:
-                parsed.append((key, obj, model))
-        self.prune(set(cache))
-        return parsed
-
-    def prune(self, alive: set[str]) -> list[M]:
-        """Forget entries whose object is gone; returns their models."""
-        gone = [key for key in self.entries if key not in alive]
-        dropped = [model for key in gone if (model := self.entries.pop(key)[1]) is not None]
-        for key in gone:
-            self.sources.pop(key, None)
-        self.warned = {item for item in self.warned if item[0] in alive}
-        return dropped
-
-
-def _checked(kind: type[M]) -> Callable[[JsonObject, str], M]:
-    def parse(obj: JsonObject, key: str) -> M:
-        model = parse_object(obj, f"{kind.__name__} {key}", 1)
-        if not isinstance(model, kind):
-            raise ValueError(f"expected a {kind.__name__}, got {type(model).__name__}")
-        return cast(M, model)
-
-    return parse
-
-
-def _schema_only(kind: type[M]) -> Callable[[JsonObject, str], M]:
-    def parse(obj: JsonObject, key: str) -> M:
-        del key
-        return kind.model_validate(obj)
-
-    return parse
-
-
-# A pod's (and a PodGroup's) model is made of its metadata and spec; what changes while it runs is read
-# from the object itself (`_pod_facts`: spec.nodeName, status.phase, the GPU-group labels,
-# deletionTimestamp) or by no one (the resourceVersion, managed fields, the rest of the status; a PodGroup's
-# model has no status at all; of a pod's status only `resourceClaimStatuses` counts: where the DRA claims
-# made from its templates are). A pod's model keeps `status.phase` and `spec.nodeName` as first parsed:
-# nothing reads them there (the state export takes both from `PodState`).
-_METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
-_POD_PHASES = frozenset(get_args(PodPhase))
-
-
-def _model_input(obj: JsonObject) -> JsonObject:
-    view = {key: value for key, value in obj.items() if key != "status"}
-    status = obj.get("status")
-    made = status.get("resourceClaimStatuses") if isinstance(status, dict) else None
-    if made:  # the claims made from the pod's templates: where its DRA claims are
-        view["status"] = {"resourceClaimStatuses": made}
-    meta = view.get("metadata")
-    if isinstance(meta, dict):
-        view["metadata"] = {key: value for key, value in meta.items() if key not in _METADATA_UNREAD}
-    spec = view.get("spec")
-    if isinstance(spec, dict) and "nodeName" in spec:
-        view["spec"] = {key: value for key, value in spec.items() if key != "nodeName"}
-    return view
-
-
-def same_pod_model(old: JsonObject, new: JsonObject) -> bool:
-    """Whether the pod `new` parses to the same model as `old` did (bound, started, its status written):
-    then that model can be kept. A status that would not validate is left to the parser to reject."""
-    status = new.get("status")
-    if status is not None and not isinstance(status, dict):
-        return False
-    phase = (status or {}).get("phase")
-    if phase is not None and phase not in _POD_PHASES:
-        return False
-    return _model_input(old) == _model_input(new)
-
-
-def same_pod_group_model(old: JsonObject, new: JsonObject) -> bool:
-    """Whether the PodGroup `new` parses to the same model as `old` did (only its status was written)."""
-    return _model_input(old) == _model_input(new)
-
-
-def _renamed(
-    parse: Callable[[JsonObject, str], Pod], name: str, *, always: bool
-) -> Callable[[JsonObject, str], Pod]:
-    """`parse`, then the pod's schedulerName set to `name` (if `always`, else only if it says ours)."""
-
-    def rename(obj: JsonObject, key: str) -> Pod:
-        pod = parse(obj, key)
-        current = pod.spec.scheduler_name
-        if current != name and (always or current == c.SCHEDULER_NAME):
-            pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"scheduler_name": name})})
-        return pod
-
-    return rename
 
 
 class StateBuilder:
@@ -382,17 +112,15 @@ class StateBuilder:
         self.require_pod_groups = require_pod_groups
         # The cache knows our pods by the name `kai-scheduler`: ours are presented under that name, and
         # others (even ones that say kai-scheduler: another shard's) under another one.
-        self._our_pods = _Parsed(
-            "pod", _renamed(_checked(Pod), c.SCHEDULER_NAME, always=True), same_pod_model
+        self._our_pods = Parsed("pod", renamed(checked(Pod), c.SCHEDULER_NAME, always=True), same_pod_model)
+        self._other_pods = Parsed(
+            "pod", renamed(schema_only(Pod), OTHER_SCHEDULER, always=False), same_pod_model
         )
-        self._other_pods = _Parsed(
-            "pod", _renamed(_schema_only(Pod), OTHER_SCHEDULER, always=False), same_pod_model
-        )
-        self._nodes = _Parsed("node", _schema_only(Node))
-        self._queues = _Parsed("queue", _checked(Queue))
-        self._groups = _Parsed("podgroup", _checked(PodGroup), same_pod_group_model)
-        self._classes = _Parsed("priorityclass", _schema_only(PriorityClass))
-        self._topologies = _Parsed("topology", _checked(Topology))
+        self._nodes = Parsed("node", schema_only(Node))
+        self._queues = Parsed("queue", checked(Queue))
+        self._groups = Parsed("podgroup", checked(PodGroup), same_pod_group_model)
+        self._classes = Parsed("priorityclass", schema_only(PriorityClass))
+        self._topologies = Parsed("topology", checked(Topology))
         self.cache = ClusterCache(partition)
         self._dra = DraFeed(informers)
         self._ranks = CreationRanks()
@@ -518,7 +246,7 @@ class StateBuilder:
             )
             cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
         if NAMESPACES.plural in dirty:
-            cache.set_namespace_labels(_namespace_labels(informers))
+            cache.set_namespace_labels(informers.namespace_labels())
 
     def _update_groups(self) -> None:
         cache = self.informers.pod_groups.cache
@@ -622,7 +350,7 @@ class StateBuilder:
         self._job_of_pod[key] = job
         self._changed_jobs.add(job)
         self._job_pods.setdefault(job, JobPods()).count(key, state, 1)
-        if state.node_name is not None and state.phase not in _TERMINAL:
+        if state.node_name is not None and state.phase not in TERMINAL_PHASES:
             self._active_pods[job] = self._active_pods.get(job, 0) + 1
 
     def _forget_loop_view(self, key: str) -> None:
@@ -636,7 +364,7 @@ class StateBuilder:
         pods.count(key, state, -1)
         if not pods.pods:
             del self._job_pods[job]
-        if state.node_name is None or state.phase in _TERMINAL:
+        if state.node_name is None or state.phase in TERMINAL_PHASES:
             return
         left = self._active_pods[job] - 1
         if left:
@@ -657,7 +385,14 @@ class StateBuilder:
             return None
         self._skipped.pop(key, None)
         request = requests[0] if requests else None
-        fact = self._pod_facts(key, obj, request, self._binding.get(key), self._evicting.get(key))
+        fact = pod_facts(
+            obj,
+            request,
+            self._binding.get(key),
+            self._evicting.get(key),
+            ours=self._ours(obj),
+            require_pod_groups=self.require_pod_groups,
+        )
         if fact is None:
             return None
         node_name, phase, gpu_groups, terminating = fact
@@ -750,82 +485,8 @@ class StateBuilder:
             log.warning("PodGroup %s: ignoring annotation %s=%r (not RFC 3339)", job, name, raw)
             return None
 
-    def _pod_facts(
-        self,
-        key: str,
-        obj: JsonObject,
-        request: JsonObject | None,
-        binding: tuple[str, Placed] | None,
-        evicting: str | None,
-    ) -> tuple[str | None, str, tuple[str, ...], bool] | None:
-        """(node, phase, gpu groups, terminating) as the core sees it; None to leave the pod out."""
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        uid = str(meta.get("uid") or "")
-        raw_phase = str((obj.get("status") or {}).get("phase") or "Pending")
-        node = spec.get("nodeName") or None
-        terminating = bool(meta.get("deletionTimestamp")) or (evicting is not None and evicting == uid)
-        groups = pod_gpu_groups(meta.get("labels") or {})
-        bound = node is not None and raw_phase not in _TERMINAL
-        if node is None and raw_phase not in _TERMINAL:
-            placed = outstanding_placement(request, obj)
-            if placed is None and binding is not None and binding[0] == uid:
-                placed = binding[1]
-            if placed is not None:
-                node, groups, bound = placed.node, placed.gpu_groups, True
-        elif bound and not groups:
-            placed = outstanding_placement(request, obj)
-            if placed is not None and placed.node == node:
-                groups = placed.gpu_groups
-        if not bound and spec.get("schedulingGates") and self._ours(obj):
-            return None  # gated: not for the scheduler yet (Kubernetes semantics)
-        grouped = bool((meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION))
-        if not bound and self.require_pod_groups and self._ours(obj) and not grouped:
-            return None  # not grouped yet: the pod grouper has not annotated it
-        node_name, phase = scheduler_phase(str(node) if bound else None, raw_phase)
-        return (node_name, phase, groups if bound else (), terminating)
-
-
-def _namespace_labels(informers: InformerSet) -> dict[str, dict[str, str]]:
-    """Namespace name -> its labels, from the Namespace informer (empty without one)."""
-    informer = informers.namespaces
-    if informer is None:
-        return {}
-    labels: dict[str, dict[str, str]] = {}
-    for key, obj in informer.cache.items():
-        meta = obj.get("metadata") or {}
-        raw = meta.get("labels") or {}
-        if isinstance(raw, dict):
-            labels[str(meta.get("name") or key)] = {str(k): str(v) for k, v in raw.items()}
-    return labels
-
-
-def is_reservation_pod(obj: JsonObject) -> bool:
-    """A GPU reservation pod (label `app=kai-resource-reservation`): not part of the ClusterState."""
-    return ((obj.get("metadata") or {}).get("labels") or {}).get("app") == RESERVATION_APP
-
-
-def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed | None:
-    """Where a BindRequest puts its pod: unless it Failed or belongs to another incarnation of the pod (see
-    `bind_request_is_for`). A Succeeded request counts too: the cache may show it before the bound pod."""
-    if request is None or not bind_request_is_for(request, pod):
-        return None
-    if (request.get("status") or {}).get("phase") == "Failed":
-        return None
-    spec = request.get("spec") or {}
-    node = spec.get("selectedNode")
-    if not node:
-        return None
-    return Placed(str(node), tuple(str(g) for g in spec.get("selectedGPUGroups") or ()))
-
 
 __all__ = [
     "OTHER_SCHEDULER",
-    "JobPods",
-    "LiveState",
-    "Placed",
-    "SessionClock",
     "StateBuilder",
-    "is_reservation_pod",
-    "outstanding_placement",
 ]

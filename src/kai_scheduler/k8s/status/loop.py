@@ -41,10 +41,8 @@ from kai_scheduler.k8s.runtime.client import (
     KubeClient,
     ResourceKind,
 )
-from kai_scheduler.k8s.runtime.informers import (
-    Informer,
-    InformerSet,
-)
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import resource_version
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.model.builder import floor_gpu_memory_mib

@@ -35,12 +35,8 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
-from kai_scheduler.k8s.runtime.informers import (
-    POD_GROUP_INDEX,
-    Informer,
-    InformerSet,
-    pod_group_of_pod,
-)
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
 from kai_scheduler.k8s.runtime.objects import object_key, resource_version
 from kai_scheduler.k8s.status.loop import (
     FINISHED,

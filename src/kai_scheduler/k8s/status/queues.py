@@ -31,11 +31,8 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
-from kai_scheduler.k8s.runtime.informers import (
-    Informer,
-    InformerSet,
-    queue_of_pod_group,
-)
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.objects import object_key, resource_version
 from kai_scheduler.k8s.status.loop import (
     RESOURCE_LISTS,

@@ -1,0 +1,82 @@
+"""A pod's runtime facts as the scheduling core sees them.
+
+* Each pod's runtime facts: `spec.nodeName`, `status.phase`, the shared GPUs from the `runai-gpu-group`
+  label(s), `deletionTimestamp` (terminating). A pod with an outstanding BindRequest (not Failed, for this
+  very pod: same uid) counts as bound to the BindRequest's selected node and GPU groups, as KAI's
+  scheduler cache does; so does a pod whose BindRequest this process created but the informer has not
+  shown yet (`binding`), so that no pod is ever placed twice. Pods this process evicted are terminating
+  until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`,
+  `ClusterCache.nominate`). Pending pods with scheduling gates are left out, and so are pending pods not yet
+  grouped when a pod grouper runs (`require_pod_groups`).
+* GPU reservation pods (label `app=kai-resource-reservation`, created by the binder) are left out
+  entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.labels import pod_gpu_groups
+from kai_scheduler.cluster.bookkeeping import scheduler_phase
+from kai_scheduler.k8s.runtime.client import JsonObject
+from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, Placed
+
+
+def pod_facts(
+    obj: JsonObject,
+    request: JsonObject | None,
+    binding: tuple[str, Placed] | None,
+    evicting: str | None,
+    *,
+    ours: bool,
+    require_pod_groups: bool,
+) -> tuple[str | None, str, tuple[str, ...], bool] | None:
+    """(node, phase, gpu groups, terminating) as the core sees a pod (`ours`: of this scheduler), given its
+    BindRequest, what the loop is binding and evicting; None to leave the pod out."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    uid = str(meta.get("uid") or "")
+    raw_phase = str((obj.get("status") or {}).get("phase") or "Pending")
+    node = spec.get("nodeName") or None
+    terminating = bool(meta.get("deletionTimestamp")) or (evicting is not None and evicting == uid)
+    groups = pod_gpu_groups(meta.get("labels") or {})
+    bound = node is not None and raw_phase not in TERMINAL_PHASES
+    if node is None and raw_phase not in TERMINAL_PHASES:
+        placed = outstanding_placement(request, obj)
+        if placed is None and binding is not None and binding[0] == uid:
+            placed = binding[1]
+        if placed is not None:
+            node, groups, bound = placed.node, placed.gpu_groups, True
+    elif bound and not groups:
+        placed = outstanding_placement(request, obj)
+        if placed is not None and placed.node == node:
+            groups = placed.gpu_groups
+    if not bound and spec.get("schedulingGates") and ours:
+        return None  # gated: not for the scheduler yet (Kubernetes semantics)
+    grouped = bool((meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION))
+    if not bound and require_pod_groups and ours and not grouped:
+        return None  # not grouped yet: the pod grouper has not annotated it
+    node_name, phase = scheduler_phase(str(node) if bound else None, raw_phase)
+    return (node_name, phase, groups if bound else (), terminating)
+
+
+def is_reservation_pod(obj: JsonObject) -> bool:
+    """A GPU reservation pod (label `app=kai-resource-reservation`): not part of the ClusterState."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get("app") == RESERVATION_APP
+
+
+def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed | None:
+    """Where a BindRequest puts its pod: unless it Failed or belongs to another incarnation of the pod (see
+    `bind_request_is_for`). A Succeeded request counts too: the cache may show it before the bound pod."""
+    if request is None or not bind_request_is_for(request, pod):
+        return None
+    if (request.get("status") or {}).get("phase") == "Failed":
+        return None
+    spec = request.get("spec") or {}
+    node = spec.get("selectedNode")
+    if not node:
+        return None
+    return Placed(str(node), tuple(str(g) for g in spec.get("selectedGPUGroups") or ()))
+
+
+__all__ = ["is_reservation_pod", "outstanding_placement", "pod_facts"]
