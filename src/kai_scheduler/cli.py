@@ -47,7 +47,7 @@ from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
 
 if TYPE_CHECKING:
-    from kai_scheduler.k8s.binder.binder import GpuReservation
+    from kai_scheduler.k8s.binder.reservations import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
     from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
-    from kai_scheduler.k8s.binder.binder import (
+    from kai_scheduler.k8s.binder.reservations import (
         DEFAULT_RESERVATION_IMAGE,
         DEFAULT_RESERVATION_NAMESPACE,
         DEFAULT_RESERVATION_SERVICE_ACCOUNT,
@@ -364,7 +364,7 @@ def _port(flag: str, port: int) -> int:
 
 
 def _reservation(args: argparse.Namespace) -> GpuReservation:
-    from kai_scheduler.k8s.binder.binder import GpuReservation
+    from kai_scheduler.k8s.binder.reservations import GpuReservation
 
     try:
         timeout = parse_duration(args.reservation_timeout)

@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.k8s.binder.binder import DEFAULT_RESERVATION_NAMESPACE, Binder, GpuReservation
+from kai_scheduler.k8s.binder.binder import Binder
 from kai_scheduler.k8s.binder.reservation_app import publish_gpu
+from kai_scheduler.k8s.binder.reservations import DEFAULT_RESERVATION_NAMESPACE, GpuReservation
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet

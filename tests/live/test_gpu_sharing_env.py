@@ -22,7 +22,7 @@ from kai_fakeapi import FakeApiServer, Store
 from kai_fakeapi.patch import json_patch
 from kai_scheduler.k8s.admission.review import MUTATE_POD_PATH, VALIDATE_POD_PATH
 from kai_scheduler.k8s.admission.server import webhook_routes
-from kai_scheduler.k8s.binder.binder import RESERVED_GPU_ANNOTATION
+from kai_scheduler.k8s.binder.reservations import RESERVED_GPU_ANNOTATION
 
 PREFIX_ANNOTATION = "runai/shared-gpu-configmap"
 RESERVATIONS = "kai-resource-reservation"

@@ -9,7 +9,7 @@ from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
-from kai_scheduler.k8s.binder.binder import RESERVED_GPU_ANNOTATION
+from kai_scheduler.k8s.binder.reservations import RESERVED_GPU_ANNOTATION
 
 NAMESPACE = "kai-resource-reservation"
 

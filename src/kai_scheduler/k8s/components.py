@@ -26,7 +26,8 @@ from prometheus_client import CollectorRegistry
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.admission.server import WebhookServer
-from kai_scheduler.k8s.binder.binder import Binder, GpuReservation
+from kai_scheduler.k8s.binder.binder import Binder
+from kai_scheduler.k8s.binder.reservations import GpuReservation
 from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
 from kai_scheduler.k8s.runtime.client import KubeClient
 from kai_scheduler.k8s.runtime.http_server import MetricsServer

@@ -34,7 +34,7 @@ from kai_fakeapi.crd_validation import schema_for, validate_object
 from kai_scheduler import cli
 from kai_scheduler.api import crds
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
-from kai_scheduler.k8s.binder.binder import GpuReservation
+from kai_scheduler.k8s.binder.reservations import GpuReservation
 from kai_scheduler.k8s.components import ALL_COMPONENTS
 from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
 

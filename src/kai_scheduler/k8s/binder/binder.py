@@ -12,8 +12,8 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    PreBind): under the prefix the admission webhook put in the pod's annotation `runai/shared-gpu-configmap`,
    `<prefix>-<i>` with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS` and
    `<prefix>-<i>-evar` with `GPU_PORTION` (`i`: the index of the container named by
-   `gpu-fraction-container-name`, else 0; see `admission.shared_gpu_config_maps`), which the container's
-   env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with the three
+   `gpu-fraction-container-name`, else 0; see `runtime.kai_objects.shared_gpu_config_maps`), which the
+   container's env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with the three
    keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another live pod
    (two pods with one prefix, as when a pod's manifest is copied) fails the attempt instead of being taken.
    Each GPU group gets a reservation pod, as in KAI (see
@@ -48,8 +48,9 @@ accounts each shared GPU. The resync sweeps away the reservation pod of a group 
 (no non-terminal pod outside the reservation namespace labelled with it, and no BindRequest, unless
 Failed, of an existing pod selecting it).
 
-`reservation=None` turns reservation pods off: the GPU group id stands in for the GPU's UUID. That is only
-right where no real device is handed out (fake GPU nodes, tests without a device plugin).
+The GPU environment is `gpu_env.py`, the reservation pods `reservations.py`, the DRA claims
+`claim_binding.py`. `reservation=None` turns reservation pods off: the GPU group id stands in for the GPU's
+UUID. That is only right where no real device is handed out (fake GPU nodes, tests without a device plugin).
 """
 
 from __future__ import annotations
@@ -57,77 +58,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
-import string
 import time
 from dataclasses import dataclass, field
 
-from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.labels import gpu_group_labels, pod_gpu_groups
-from kai_scheduler.api.manifests import InvalidField
+from kai_scheduler.api.labels import gpu_group_labels
 from kai_scheduler.k8s.binder.claim_binding import bind_claims
+from kai_scheduler.k8s.binder.errors import BindFailure
+from kai_scheduler.k8s.binder.gpu_env import get_pod, write_gpu_config_maps
+from kai_scheduler.k8s.binder.reservations import GpuReservation, Reservations
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
-    CONFIG_MAPS,
     PODS,
     ApiStatusError,
     JsonObject,
     KubeClient,
-    ResourceKind,
 )
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import (
-    RESERVATION_APP,
     bind_request_is_for,
-    fraction_container_index,
-    shared_gpu_config_maps,
 )
 from kai_scheduler.k8s.runtime.objects import object_key
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF_LIMIT = 3
-GPU_CONFIGMAP_SUFFIX = "-gpu"
-VISIBLE_DEVICES = c.NVIDIA_VISIBLE_DEVICES_ENV
-CDI_GPU_KIND = "k8s.device-plugin.nvidia.com/gpu"  # the NVIDIA device plugin's CDI device kind
-GPU_PORTION = c.GPU_PORTION_ENV
-NUM_OF_GPUS = c.NUM_OF_GPUS_ENV
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 PENDING = "Pending"
-NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
-DEFAULT_RESERVATION_NAMESPACE = "kai-resource-reservation"
-DEFAULT_RESERVATION_TIMEOUT = 40.0
-DEFAULT_RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
-# The project's own image (deploy/Dockerfile) runs the reservation app; the chart passes its image.
-DEFAULT_RESERVATION_IMAGE = f"kai-scheduler:{__version__}"
-RESERVATION_APP_LABEL = "app"
-RESERVED_GPU_ANNOTATION = c.RESERVED_GPU_ANNOTATION
-DO_NOT_DISRUPT_ANNOTATION = c.DO_NOT_DISRUPT_ANNOTATION
-GPU_RESOURCE = "nvidia.com/gpu"
-RESERVATION_RUNTIME_CLASS = "nvidia"
-RESERVATION_POLL_INTERVAL = 0.1
-_NAME_CHARS = string.ascii_lowercase + string.digits
-
-
-@dataclass(frozen=True, slots=True)
-class GpuReservation:
-    """How the binder reserves shared GPUs (see the module doc)."""
-
-    namespace: str = DEFAULT_RESERVATION_NAMESPACE
-    service_account: str = DEFAULT_RESERVATION_SERVICE_ACCOUNT
-    image: str = DEFAULT_RESERVATION_IMAGE
-    timeout: float = DEFAULT_RESERVATION_TIMEOUT
-
-
-class BindFailure(Exception):
-    """An attempt that failed; `final` ones are not retried (the pod is gone, replaced, bound elsewhere)."""
-
-    def __init__(self, reason: str, *, final: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.final = final
 
 
 @dataclass(slots=True)
@@ -137,10 +95,6 @@ class BinderStats:
     failures: int = 0  # failed attempts
     failed: int = 0  # requests given up
     outcomes: dict[str, str] = field(default_factory=dict)  # request key -> last phase written
-
-
-def _field_env(name: str, path: str) -> JsonObject:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
 class Binder:
@@ -155,7 +109,7 @@ class Binder:
         concurrency: int = 10,
         resync_period: float = 30.0,
         drain_timeout: float = 5.0,
-        reservation: GpuReservation | None = GpuReservation(),
+        reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
         cdi: bool = False,
     ) -> None:
         self.client = client
@@ -168,9 +122,7 @@ class Binder:
         # KAI's --cdi-enabled: name the GPU as a CDI device (the device plugin's CDI spec) rather than by
         # its bare UUID in NVIDIA_VISIBLE_DEVICES.
         self.cdi = cdi
-        self._namespace_ready = False
-        self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
-        self._reservation_locks: dict[str, asyncio.Lock] = {}
+        self.reservations = Reservations(client, informers, reservation) if reservation is not None else None
         self._stopping = False
         self.stats = BinderStats()
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -263,8 +215,8 @@ class Binder:
                     await asyncio.wait_for(stop.wait(), self.resync_period)
                 if not stop.is_set():
                     self.resync()
-                    if self.reservation is not None:
-                        await self._sweep_reservations(self.reservation)
+                    if self.reservations is not None:
+                        await self.reservations.sweep()
         finally:
             # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
             self._stopping = True
@@ -332,12 +284,7 @@ class Binder:
         self._later(key, delay)
 
     async def _pod(self, namespace: str, name: str) -> JsonObject | None:
-        try:
-            return await self.client.get(PODS, name, namespace)
-        except ApiStatusError as error:
-            if error.code == 404:
-                return None
-            raise
+        return await get_pod(self.client, namespace, name)
 
     async def _bind(self, request: JsonObject, namespace: str, pod_name: str, node: str) -> str:
         """Bind the pod (once); returns the reason to record."""
@@ -421,234 +368,9 @@ class Binder:
         if not shared:
             return
         devices = groups
-        if self.reservation is not None:
-            reservation = self.reservation
-            for group in groups:
-                self._reserving[group] = self._reserving.get(group, 0) + 1
-            try:
-                devices = [await self._reserve(reservation, node, group) for group in groups]
-            finally:
-                for group in groups:
-                    left = self._reserving.get(group, 1) - 1
-                    if left > 0:
-                        self._reserving[group] = left
-                    else:
-                        self._reserving.pop(group, None)
-                        self._reservation_locks.pop(group, None)
-        await self._write_gpu_config_map(pod, namespace, pod_name, devices, received)
-
-    # --- GPU reservation pods --------------------------------------------------------------------
-
-    async def _ensure_namespace(self, settings: GpuReservation) -> None:
-        if self._namespace_ready:
-            return
-        body: JsonObject = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": settings.namespace}}
-        try:
-            await self.client.create(NAMESPACES, body)
-        except ApiStatusError as error:
-            # 409: it exists. 403: the binder may not create namespaces (the chart's RBAC), because the
-            # chart makes this one; if it is missing after all, creating the pod names the problem.
-            if error.code not in (403, 409):
-                raise
-        self._namespace_ready = True
-
-    async def _find_reservation(self, settings: GpuReservation, group: str) -> JsonObject | None:
-        pods, _ = await self.client.list_objects(
-            PODS, settings.namespace, label_selector=f"{c.GPU_GROUP_LABEL}={group}"
-        )
-        live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
-        return live[0] if live else None
-
-    @staticmethod
-    def reservation_pod(settings: GpuReservation, node: str, group: str) -> JsonObject:
-        suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
-        gpu = {GPU_RESOURCE: "1"}
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"gpu-reservation-{node}-{suffix}",
-                "namespace": settings.namespace,
-                "labels": {RESERVATION_APP_LABEL: RESERVATION_APP, c.GPU_GROUP_LABEL: group},
-                "annotations": {DO_NOT_DISRUPT_ANNOTATION: "true"},
-            },
-            "spec": {
-                "nodeName": node,
-                "runtimeClassName": RESERVATION_RUNTIME_CLASS,
-                "serviceAccountName": settings.service_account,
-                "restartPolicy": "Always",
-                "terminationGracePeriodSeconds": 5,
-                "containers": [
-                    {
-                        "name": "resource-reservation",
-                        "image": settings.image,
-                        "command": ["kai-scheduler", "reserve"],
-                        # The app annotates its own pod: it learns which one from the downward API.
-                        "env": [
-                            _field_env("POD_NAME", "metadata.name"),
-                            _field_env("POD_NAMESPACE", "metadata.namespace"),
-                        ],
-                        "resources": {"requests": dict(gpu), "limits": dict(gpu)},
-                    }
-                ],
-            },
-        }
-
-    async def _reserve(self, settings: GpuReservation, node: str, group: str) -> str:
-        """Make sure `group` has a reservation pod and return the GPU UUID it publishes (or the group id
-        with `timeout=0` when it has not published yet)."""
-        await self._ensure_namespace(settings)
-        # Pods sharing a GPU are bound concurrently: one at a time finds or creates its reservation pod,
-        # so that a GPU never gets two.
-        async with self._reservation_locks.setdefault(group, asyncio.Lock()):
-            reservation = await self._find_reservation(settings, group)
-            if reservation is None:
-                body = self.reservation_pod(settings, node, group)
-                try:
-                    reservation = await self.client.create(PODS, body)
-                except ApiStatusError as error:
-                    if error.code != 409:
-                        raise
-                    reservation = body
-        name = str(reservation["metadata"]["name"])
-        where = f"{settings.namespace}/{name}"
-        deadline = time.monotonic() + settings.timeout
-        while True:
-            annotations = (reservation.get("metadata") or {}).get("annotations") or {}
-            published = annotations.get(RESERVED_GPU_ANNOTATION)
-            if published:
-                return str(published)
-            if settings.timeout <= 0:
-                return group
-            if time.monotonic() >= deadline:
-                raise BindFailure(
-                    f"reservation pod {where} for GPU group {group} did not publish "
-                    f"{RESERVED_GPU_ANNOTATION} within {settings.timeout:g}s"
-                )
-            await asyncio.sleep(min(RESERVATION_POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
-            try:
-                reservation = await self.client.get(PODS, name, settings.namespace)
-            except ApiStatusError as error:
-                if error.code != 404:
-                    raise
-                raise BindFailure(f"reservation pod {where} vanished") from error
-
-    def _groups_in_use(self, settings: GpuReservation) -> set[str]:
-        """GPU groups held by a non-terminal pod (outside the reservation namespace), selected by a
-        BindRequest (not Failed) of a pod that still exists (its labels may lag in the cache), or being
-        reserved right now."""
-        used = set(self._reserving)
-        pods = self.informers.pods.cache
-        for obj in pods.values():
-            meta = obj.get("metadata") or {}
-            if meta.get("namespace") == settings.namespace:
-                continue
-            if (obj.get("status") or {}).get("phase") in (SUCCEEDED, FAILED):
-                continue
-            used.update(pod_gpu_groups(meta.get("labels") or {}))
-        for request in self.informers.bind_requests.cache.values():
-            if (request.get("status") or {}).get("phase") == FAILED:
-                continue
-            spec = request.get("spec") or {}
-            meta = request.get("metadata") or {}
-            pod = pods.get(f"{meta.get('namespace') or 'default'}/{spec.get('podName') or meta.get('name')}")
-            if pod is not None and bind_request_is_for(request, pod):
-                used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
-        return used
-
-    async def _sweep_reservations(self, settings: GpuReservation) -> None:
-        """Delete the reservation pods of GPU groups no pod holds any more."""
-        try:
-            pods, _ = await self.client.list_objects(
-                PODS,
-                settings.namespace,
-                label_selector=f"{RESERVATION_APP_LABEL}={RESERVATION_APP}",
-            )
-            used = self._groups_in_use(settings)
-            for obj in pods:
-                meta = obj.get("metadata") or {}
-                group = (meta.get("labels") or {}).get(c.GPU_GROUP_LABEL)
-                if group in used or meta.get("deletionTimestamp"):
-                    continue
-                log.info("binder: GPU group %s is free: deleting reservation pod %s", group, meta.get("name"))
-                try:
-                    await self.client.delete(PODS, str(meta["name"]), settings.namespace)
-                except ApiStatusError as error:
-                    if error.code != 404:
-                        raise
-        except (ApiStatusError, ConnectionError, OSError) as error:
-            log.warning("binder: sweeping reservation pods: %s", error)
-
-    async def _write_gpu_config_map(
-        self, pod: JsonObject, namespace: str, pod_name: str, groups: list[str], received: JsonObject
-    ) -> None:
-        portion = str(received.get("portion") or "0.00")
-        try:
-            count = int(received.get("count") or len(groups))
-            total = f"{count * float(portion):.2f}"
-        except ValueError:
-            total = portion
-        devices = [f"{CDI_GPU_KIND}={device}" for device in groups] if self.cdi else groups
-        data = {VISIBLE_DEVICES: ",".join(devices), GPU_PORTION: portion, NUM_OF_GPUS: total}
-        meta = pod.get("metadata") or {}
-        prefix = (meta.get("annotations") or {}).get(c.SHARED_GPU_CONFIGMAP_ANNOTATION)
-        if not prefix:
-            # Admission off: the name the pod's manifest must refer to itself.
-            await self._upsert_config_map(pod, namespace, pod_name, f"{pod_name}{GPU_CONFIGMAP_SUFFIX}", data)
-            return
-        try:
-            index = fraction_container_index(pod)
-        except InvalidField as problem:  # the webhook refuses such a pod; the annotation changed since
-            raise BindFailure(f"{problem.field}: {problem.message}") from problem
-        capabilities, direct = shared_gpu_config_maps(str(prefix), index)
-        await self._upsert_config_map(pod, namespace, pod_name, capabilities, data)
-        await self._upsert_config_map(pod, namespace, pod_name, direct, {GPU_PORTION: portion})
-
-    async def _upsert_config_map(
-        self, pod: JsonObject, namespace: str, pod_name: str, name: str, data: dict[str, str]
-    ) -> None:
-        """Create the ConfigMap `name`, owned by the pod, with `data`; one that exists (an earlier attempt,
-        an earlier pod of this name) is taken over, unless it belongs to another pod that has not finished."""
-        uid = (pod.get("metadata") or {}).get("uid", "")
-        owners = [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}]
-        body: JsonObject = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "ownerReferences": owners},
-            "data": data,
-        }
-        try:
-            await self.client.create(CONFIG_MAPS, body)
-            return
-        except ApiStatusError as error:
-            if error.code != 409:
-                raise
-        try:
-            existing = await self.client.get(CONFIG_MAPS, name, namespace)
-        except ApiStatusError as error:
-            if error.code != 404:
-                raise
-            await self.client.create(CONFIG_MAPS, body)  # gone meanwhile
-            return
-        for ref in (existing.get("metadata") or {}).get("ownerReferences") or []:
-            if ref.get("kind") != "Pod" or ref.get("uid") == uid or not ref.get("name"):
-                continue
-            other = await self._pod(namespace, str(ref["name"]))
-            other_meta = (other or {}).get("metadata") or {}
-            if (
-                other is not None
-                and other_meta.get("uid") == ref.get("uid")
-                and (other.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
-            ):
-                raise BindFailure(
-                    f"ConfigMap {namespace}/{name} holds the GPU environment of pod "
-                    f"{namespace}/{ref['name']}, which has not finished: the two pods carry one "
-                    f"{c.SHARED_GPU_CONFIGMAP_ANNOTATION} (a copied manifest?); create this pod without "
-                    "that annotation and the env entries that refer to those ConfigMaps"
-                )
-        await self.client.patch(
-            CONFIG_MAPS, name, {"metadata": {"ownerReferences": owners}, "data": data}, namespace
-        )
+        if self.reservations is not None:
+            devices = await self.reservations.reserve_all(node, groups)
+        await write_gpu_config_maps(self.client, pod, namespace, pod_name, devices, received, cdi=self.cdi)
 
     async def _rollback(self, namespace: str, pod_name: str, request: JsonObject, node: str) -> None:
         """Take the GPU labels back from a pod that did not get bound (KAI's rollback)."""
@@ -737,18 +459,4 @@ def _uid(obj: JsonObject) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
-__all__ = [
-    "DEFAULT_BACKOFF_LIMIT",
-    "DEFAULT_RESERVATION_IMAGE",
-    "DEFAULT_RESERVATION_NAMESPACE",
-    "DEFAULT_RESERVATION_TIMEOUT",
-    "GPU_CONFIGMAP_SUFFIX",
-    "GPU_PORTION",
-    "NUM_OF_GPUS",
-    "RESERVED_GPU_ANNOTATION",
-    "VISIBLE_DEVICES",
-    "BindFailure",
-    "Binder",
-    "BinderStats",
-    "gpu_group_labels",
-]
+__all__ = ["DEFAULT_BACKOFF_LIMIT", "Binder", "BinderStats"]
