@@ -13,8 +13,8 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    `<prefix>-<i>` with `NVIDIA_VISIBLE_DEVICES`, `GPU_PORTION` and `RUNAI_NUM_OF_GPUS` and
    `<prefix>-<i>-evar` with `GPU_PORTION` (`i`: the index of the container named by
    `gpu-fraction-container-name`, else 0; see `runtime.kai_objects.shared_gpu_config_maps`), which the
-   container's env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with the three
-   keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another live pod
+   container's env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with
+   the three keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another live pod
    (two pods with one prefix, as when a pod's manifest is copied) fails the attempt instead of being taken.
    Each GPU group gets a reservation pod, as in KAI (see
    "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
