@@ -14,13 +14,13 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    `<prefix>-<i>-evar` with `GPU_PORTION` (`i`: the index of the container named by
    `gpu-fraction-container-name`, else 0; see `runtime.kai_objects.shared_gpu_config_maps`), which the
    container's env refers to. Without the annotation (admission off) it is one ConfigMap `<pod>-gpu` with
-   the three keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another live pod
-   (two pods with one prefix, as when a pod's manifest is copied) fails the attempt instead of being taken.
-   Each GPU group gets a reservation pod, as in KAI (see
-   "GPU reservation pods" below), and the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES`
-   (comma-separated, one per device); with reservation off, the GPU group id stands in for it.
-   DRA claims (`resourceClaimAllocations`): each claim is reserved for the pod and gets its allocation
-   unless it has one (`claim_binding.py`, KAI's dynamicresources PreBind).
+   the three keys, which the pod must refer to itself. A ConfigMap of that name that belongs to another
+   live pod (two pods with one prefix, as when a pod's manifest is copied) fails the attempt instead of
+   being taken. Each GPU group gets a reservation pod, as in KAI (see "GPU reservation pods" below), and
+   the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES` (comma-separated, one per device);
+   with reservation off, the GPU group id stands in for it. DRA claims (`resourceClaimAllocations`): each
+   claim is reserved for the pod and gets its allocation unless it has one (`claim_binding.py`, KAI's
+   dynamicresources PreBind).
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
 4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
