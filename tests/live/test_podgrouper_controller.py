@@ -12,13 +12,8 @@ from live_support import eventually, run
 
 from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.k8s.podgrouper.controller import (
-    EVENT_REASON,
-    Outcome,
-    PodGrouperController,
-    guess_plural,
-    owner_resource_kind,
-)
+from kai_scheduler.k8s.podgrouper.controller import EVENT_REASON, Outcome, PodGrouperController
+from kai_scheduler.k8s.podgrouper.owners import guess_plural, owner_resource_kind
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, PODS
 from kai_scheduler.k8s.runtime.informers import InformerSet

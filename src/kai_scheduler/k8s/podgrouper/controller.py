@@ -3,15 +3,16 @@
 For each pod with `spec.schedulerName` = ours that is not finished, not terminating and not yet grouped
 (no `pod-group-name` annotation, or one naming a PodGroup that does not exist), `reconcile_pod`:
 
-1. reads the pod's owner chain through the API: each controller owner reference is fetched with a GET at
-   the reference's apiVersion (the plural from a table of the kinds the grouper knows, else guessed from
-   the kind the way client-go's `UnsafeGuessKindToResource` does). An owner that cannot be read because
-   its kind is not served, or access is forbidden, stands in as a stub made from the reference (name,
-   uid, kind): the grouper then groups the pod by it as an unknown kind (`pg-<owner>-<uid>`, minMember 1).
-   A known kind answering 404 means the owner is gone (the pod will be garbage-collected): the pod is left
-   alone. Owners are remembered for `owner_cache_ttl` seconds, so that the pods of one job, which arrive
-   together, do not each read the whole chain; but only for pods seen before the read started, so that a
-   pod never meets its owner as it was before the pod existed (a job scaled up, then its new pod);
+1. reads the pod's owner chain through the API (`owners.py`): each controller owner reference is fetched
+   with a GET at the reference's apiVersion (the plural from a table of the kinds the grouper knows, else
+   guessed from the kind the way client-go's `UnsafeGuessKindToResource` does). An owner that cannot be
+   read because its kind is not served, or access is forbidden, stands in as a stub made from the reference
+   (name, uid, kind): the grouper then groups the pod by it as an unknown kind (`pg-<owner>-<uid>`,
+   minMember 1). A known kind answering 404 means the owner is gone (the pod will be garbage-collected):
+   the pod is left alone. Owners are remembered for `owner_cache_ttl` seconds, so that the pods of one job,
+   which arrive together, do not each read the whole chain; but only for pods seen before the read started,
+   so that a pod never meets its owner as it was before the pod existed (a job scaled up, then its new
+   pod);
 2. plans the PodGroup with `plan_pod_group` (pure); a `GroupingError` becomes a Warning Event on the pod
    (reason `PodGrouperWarning`, once per message and pod) and a log line, never a crash;
 3. creates the PodGroup (`pod_group_manifest`); if it exists already (in the informer cache, or the
@@ -54,6 +55,7 @@ from kai_scheduler.cluster.podgrouper import (
     plan_pod_group,
     pod_group_manifest,
 )
+from kai_scheduler.k8s.podgrouper.owners import OwnerGone, OwnerReader, Owners, controller_reference
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
     POD_GROUPS,
@@ -61,7 +63,6 @@ from kai_scheduler.k8s.runtime.client import (
     ApiStatusError,
     JsonObject,
     KubeClient,
-    ResourceKind,
 )
 from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
@@ -75,41 +76,6 @@ log = logging.getLogger(__name__)
 EVENT_REASON = "PodGrouperWarning"
 """The reason of the Warning Event recorded on a pod that cannot be grouped."""
 
-MAX_OWNER_DEPTH = 16
-
-# The plural of every kind the pod grouper knows (and a few common ones), by (API group, kind).
-KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
-    ("", "Pod"): "pods",
-    ("", "ReplicationController"): "replicationcontrollers",
-    ("apps", "Deployment"): "deployments",
-    ("apps", "ReplicaSet"): "replicasets",
-    ("apps", "StatefulSet"): "statefulsets",
-    ("apps", "DaemonSet"): "daemonsets",
-    ("batch", "Job"): "jobs",
-    ("batch", "CronJob"): "cronjobs",
-    ("kubeflow.org", "PyTorchJob"): "pytorchjobs",
-    ("kubeflow.org", "TFJob"): "tfjobs",
-    ("kubeflow.org", "XGBoostJob"): "xgboostjobs",
-    ("kubeflow.org", "JAXJob"): "jaxjobs",
-    ("kubeflow.org", "PaddleJob"): "paddlejobs",
-    ("kubeflow.org", "MPIJob"): "mpijobs",
-    ("kubeflow.org", "Notebook"): "notebooks",
-    ("trainer.kubeflow.org", "TrainJob"): "trainjobs",
-    ("ray.io", "RayCluster"): "rayclusters",
-    ("ray.io", "RayJob"): "rayjobs",
-    ("ray.io", "RayService"): "rayservices",
-    ("jobset.x-k8s.io", "JobSet"): "jobsets",
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkersets",
-    ("serving.knative.dev", "Service"): "services",
-    ("serving.knative.dev", "Configuration"): "configurations",
-    ("serving.knative.dev", "Revision"): "revisions",
-    ("argoproj.io", "Workflow"): "workflows",
-    ("nvidia.com", "DynamoGraphDeployment"): "dynamographdeployments",
-    ("machinelearning.seldon.io", "SeldonDeployment"): "seldondeployments",
-    ("workspace.devfile.io", "DevWorkspace"): "devworkspaces",
-    ("sparkoperator.k8s.io", "SparkApplication"): "sparkapplications",
-}
-
 _SPEC_FIELDS = (
     "minMember",
     "queue",
@@ -120,39 +86,8 @@ _SPEC_FIELDS = (
 )
 
 
-def guess_plural(kind: str) -> str:
-    """client-go's `UnsafeGuessKindToResource`: `Widget` -> `widgets`, `Policy` -> `policies`,
-    `Class` -> `classes`."""
-    singular = kind.lower()
-    if not singular:
-        return singular
-    if singular.endswith("s"):
-        return singular + "es"
-    if singular.endswith("y"):
-        return singular[:-1] + "ies"
-    return singular + "s"
-
-
-def owner_resource_kind(api_version: str, kind: str) -> ResourceKind:
-    """Where to GET an owner that an owner reference names (namespaced: owners share the pod's namespace)."""
-    group, _, version = api_version.rpartition("/")
-    plural = KNOWN_PLURALS.get((group, kind)) or guess_plural(kind)
-    return ResourceKind(group, version, kind, plural, True)
-
-
 def is_finished(pod: Mapping[str, Any]) -> bool:
     return str((pod.get("status") or {}).get("phase") or "") in ("Succeeded", "Failed")
-
-
-def _controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The first owner reference with `controller: true` (the grouper itself reports malformed ones)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 # --- the controller --------------------------------------------------------------------------------
@@ -179,16 +114,6 @@ class GrouperStats:
     owner_reads: int = 0
     retries: int = 0
     errors: list[str] = field(default_factory=list)
-
-
-class _OwnerGone(Exception):
-    pass
-
-
-@dataclass(slots=True)
-class _Owners:
-    objects: list[JsonObject]
-    unreadable: list[str]  # why a stub stands in for an owner
 
 
 class PodGrouperController:
@@ -220,18 +145,20 @@ class PodGrouperController:
         self.defaults = defaults
         self.workers = max(1, workers)
         self.resync_period = resync_period
-        self.owner_cache_ttl = owner_cache_ttl
+        self.owners = OwnerReader(client, owner_cache_ttl, on_read=self._count_owner_read)
         self.backoff = backoff
         self.component = component
         self.stats = GrouperStats()
         self.queue = KeyQueue()
         self._confirmed: dict[str, tuple[Any, ...]] = {}  # PodGroup key -> spec known to be on the server
         self._group_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # with their users
-        self._owner_cache: dict[tuple[str, str, str, str], tuple[float, JsonObject | None]] = {}
         self._reported: dict[str, str] = {}  # pod uid -> last message recorded as an Event
         self._attempts: dict[str, int] = {}
         self._seen: dict[str, float] = {}  # pod key -> when it was queued (monotonic)
         self._handlers_added = False
+
+    def _count_owner_read(self) -> None:
+        self.stats.owner_reads += 1
 
     # --- reading the caches ------------------------------------------------------------------------
 
@@ -285,11 +212,11 @@ class PodGrouperController:
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         annotated = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
-        bare = _controller_reference(pod) is None
+        bare = controller_reference(pod) is None
         try:
             not_before = time.monotonic() if seen_at is None else seen_at
-            owners = _Owners([], []) if bare else await self._owners(pod, namespace, not_before)
-        except _OwnerGone as gone:
+            owners = Owners([], []) if bare else await self.owners.chain(pod, namespace, not_before)
+        except OwnerGone as gone:
             log.debug("pod %s/%s: %s; not grouped", namespace, meta.get("name"), gone)
             return Outcome.OWNER_GONE
         try:
@@ -312,85 +239,6 @@ class PodGrouperController:
         await self._patch_pod(pod, plan)
         self._reported.pop(str(meta.get("uid") or ""), None)
         return Outcome.GROUPED
-
-    async def _owners(self, pod: JsonObject, namespace: str, not_before: float) -> _Owners:
-        """The pod's controller chain, read through the API (stubs for owners that cannot be read)."""
-        found = _Owners([], [])
-        seen: set[str] = set()
-        current: Mapping[str, Any] = pod
-        for _ in range(MAX_OWNER_DEPTH):
-            ref = _controller_reference(current)
-            if ref is None:
-                break
-            api_version, kind = ref.get("apiVersion"), ref.get("kind")
-            name, uid = ref.get("name"), ref.get("uid")
-            if not all(isinstance(v, str) and v for v in (api_version, kind, name, uid)):
-                break  # malformed: the grouper names the field
-            assert isinstance(api_version, str) and isinstance(kind, str)
-            assert isinstance(name, str) and isinstance(uid, str)
-            if uid in seen:
-                break  # a cycle: the grouper reports it
-            seen.add(uid)
-            owner = await self._read_owner(api_version, kind, name, uid, namespace, not_before, found)
-            found.objects.append(owner)
-            current = owner
-        return found
-
-    async def _read_owner(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        uid: str,
-        namespace: str,
-        not_before: float,
-        found: _Owners,
-    ) -> JsonObject:
-        rkind = owner_resource_kind(api_version, kind)
-        key = (api_version, kind, namespace, name)
-        now = time.monotonic()
-        cached = self._owner_cache.get(key)
-        obj: JsonObject | None
-        if cached is not None and not_before <= cached[0] and now - cached[0] < self.owner_cache_ttl:
-            obj = cached[1]
-        else:
-            self.stats.owner_reads += 1
-            try:
-                obj = await self.client.get(rkind, name, namespace)
-            except ApiStatusError as error:
-                known = (rkind.group, kind) in KNOWN_PLURALS
-                if error.code == 404 and known:
-                    raise _OwnerGone(f"its owner {kind} {namespace}/{name} is gone") from None
-                if error.code not in (400, 403, 404, 405, 406):
-                    raise
-                log.info(
-                    "owner %s %s/%s of a pod cannot be read (%s); grouping by its reference",
-                    kind,
-                    namespace,
-                    name,
-                    error,
-                )
-                found.unreadable.append(f"{kind} {namespace}/{name}: {error.code} {error.reason}")
-                obj = None
-            self._prune_owner_cache(now)
-            self._owner_cache[key] = (now, obj)
-        if obj is not None and str((obj.get("metadata") or {}).get("uid") or "") == uid:
-            return obj
-        if obj is not None:
-            # Same name, another object: the owner was replaced; the pod belongs to the old one.
-            raise _OwnerGone(f"its owner {kind} {namespace}/{name} (uid {uid}) was replaced")
-        return {
-            "apiVersion": api_version,
-            "kind": kind,
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
-        }
-
-    def _prune_owner_cache(self, now: float) -> None:
-        if len(self._owner_cache) < 1024:
-            return
-        for key, (at, _) in list(self._owner_cache.items()):
-            if now - at >= self.owner_cache_ttl:
-                del self._owner_cache[key]
 
     async def _ensure_pod_group(self, plan: PodGroupPlan) -> None:
         manifest = pod_group_manifest(plan)
@@ -595,10 +443,7 @@ def _signature(spec: Mapping[str, Any]) -> tuple[Any, ...]:
 
 __all__ = [
     "EVENT_REASON",
-    "KNOWN_PLURALS",
     "GrouperStats",
     "Outcome",
     "PodGrouperController",
-    "guess_plural",
-    "owner_resource_kind",
 ]
