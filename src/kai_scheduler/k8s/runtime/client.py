@@ -2,11 +2,12 @@
 
 Components talk to the API server only through `KubeClient`, with objects as plain JSON dicts (what the
 API server sends): the scheduling core never sees them, only the `ClusterState` built from them. The
-implementation on lightkube lives in `k8s/lightkube_client.py`; tests may substitute a recording fake.
+implementation on lightkube lives in `lightkube_client.py`; tests may substitute a recording fake.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -121,3 +122,43 @@ class KubeClient(Protocol):
     async def evict(self, namespace: str, pod: str) -> None:
         """POST the pod's eviction subresource (policy/v1 Eviction)."""
         ...
+
+
+def status_from_object(obj: Mapping[str, Any]) -> ApiStatusError:
+    """The error a `Status` object (an error answer's body, a watch's ERROR event) stands for."""
+    code = obj.get("code")
+    return ApiStatusError(
+        int(code) if isinstance(code, int) else 500,
+        str(obj.get("reason") or ""),
+        str(obj.get("message") or ""),
+    )
+
+
+def status_error(code: int, content: bytes) -> ApiStatusError:
+    """The error for an HTTP error answer: its `Status` body when there is one, else the bare code."""
+    try:
+        body = json.loads(content) if content else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        status = status_from_object(body)
+        return ApiStatusError(code, status.reason, status.message)
+    text = content.decode(errors="replace").strip()[:500] if content else ""
+    return ApiStatusError(code, _REASONS.get(code, "Unknown"), text)
+
+
+_REASONS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}

@@ -49,6 +49,8 @@ from kai_scheduler.k8s.runtime.client import (
     PatchType,
     ResourceKind,
     WatchEvent,
+    status_error,
+    status_from_object,
 )
 
 log = logging.getLogger(__name__)
@@ -255,7 +257,7 @@ class LightkubeClient:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         if response.status >= 400:
-            raise _status_error(response.status, data)
+            raise status_error(response.status, data)
         if not data:
             return None
         try:
@@ -348,7 +350,7 @@ class LightkubeClient:
             raise ConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
         try:
             if response.status >= 400:
-                raise _status_error(response.status, await response.read())
+                raise status_error(response.status, await response.read())
             pending = b""
             async for chunk in response.content.iter_any():
                 lines = (pending + chunk).split(b"\n")
@@ -374,7 +376,7 @@ class LightkubeClient:
         etype = event.get("type")
         obj = event.get("object") or {}
         if etype == "ERROR":
-            raise _status_from_object(obj)
+            raise status_from_object(obj)
         if etype not in _WATCH_EVENT_TYPES:
             log.warning("watch %s: ignoring an event of unknown type %r", path, etype)
             return None
@@ -467,45 +469,6 @@ def _environment_proxy(url: str) -> str | None:
     if parts.hostname and proxy_bypass(parts.hostname):
         return None
     return getproxies().get(parts.scheme)
-
-
-def _status_from_object(obj: Mapping[str, Any]) -> ApiStatusError:
-    code = obj.get("code")
-    return ApiStatusError(
-        int(code) if isinstance(code, int) else 500,
-        str(obj.get("reason") or ""),
-        str(obj.get("message") or ""),
-    )
-
-
-def _status_error(code: int, content: bytes) -> ApiStatusError:
-    """The error for an HTTP error answer: its `Status` body when there is one, else the bare code."""
-    try:
-        body = json.loads(content) if content else None
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and body.get("kind") == "Status":
-        status = _status_from_object(body)
-        return ApiStatusError(code, status.reason, status.message)
-    text = content.decode(errors="replace").strip()[:500] if content else ""
-    return ApiStatusError(code, _REASONS.get(code, "Unknown"), text)
-
-
-_REASONS: dict[int, str] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    409: "Conflict",
-    410: "Expired",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
 
 
 __all__ = ["LightkubeClient"]
