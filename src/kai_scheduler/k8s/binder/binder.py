@@ -78,7 +78,7 @@ from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import (
     bind_request_is_for,
 )
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ class Binder:
             return f"pod was bound to {node} already"
         if bound_to:
             raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if metadata_of(pod).get("deletionTimestamp"):
             raise BindFailure("pod is being deleted", final=True)
         await self._bind_claims(request, pod)
         annotations: dict[str, str] | None = None
@@ -356,7 +356,7 @@ class Binder:
         shared = _shares_gpus(resource_type, groups)
         if shared:
             patch["metadata"]["labels"] = gpu_group_labels(groups)
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         has = {
             "annotations": meta.get("annotations") or {},
             "labels": meta.get("labels") or {},
@@ -456,7 +456,7 @@ def _shares_gpus(resource_type: str, groups: list[str]) -> bool:
 
 
 def _uid(obj: JsonObject) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return str(metadata_of(obj).get("uid") or "")
 
 
 __all__ = ["DEFAULT_BACKOFF_LIMIT", "Binder", "BinderStats"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kai_scheduler.k8s.runtime.client import RESOURCE_CLAIMS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 _ATTEMPTS = 5
 
@@ -17,7 +18,7 @@ _ATTEMPTS = 5
 async def bind_claims(client: KubeClient, request: JsonObject, pod: JsonObject) -> str | None:
     """Write the BindRequest's claim allocations for `pod`; None when done, else why not (KAI's words).
     Connection errors are the caller's to handle."""
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     namespace, name = meta.get("namespace") or "default", str(meta.get("name") or "")
     uid = str(meta.get("uid") or "")
     for entry in (request.get("spec") or {}).get("resourceClaimAllocations") or []:

@@ -9,6 +9,7 @@ from kai_scheduler.api.manifests import InvalidField
 from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.runtime.client import CONFIG_MAPS, PODS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.kai_objects import fraction_container_index, shared_gpu_config_maps
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 GPU_CONFIGMAP_SUFFIX = "-gpu"
 VISIBLE_DEVICES = c.NVIDIA_VISIBLE_DEVICES_ENV
@@ -49,7 +50,7 @@ async def write_gpu_config_maps(
         total = portion
     devices = [f"{CDI_GPU_KIND}={device}" for device in groups] if cdi else groups
     data = {VISIBLE_DEVICES: ",".join(devices), GPU_PORTION: portion, NUM_OF_GPUS: total}
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     prefix = (meta.get("annotations") or {}).get(c.SHARED_GPU_CONFIGMAP_ANNOTATION)
     if not prefix:
         # Admission off: the name the pod's manifest must refer to itself.
@@ -69,7 +70,7 @@ async def _upsert_config_map(
 ) -> None:
     """Create the ConfigMap `name`, owned by the pod, with `data`; one that exists (an earlier attempt,
     an earlier pod of this name) is taken over, unless it belongs to another pod that has not finished."""
-    uid = (pod.get("metadata") or {}).get("uid", "")
+    uid = metadata_of(pod).get("uid", "")
     owners = [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}]
     body: JsonObject = {
         "apiVersion": "v1",
@@ -90,7 +91,7 @@ async def _upsert_config_map(
             raise
         await client.create(CONFIG_MAPS, body)  # gone meanwhile
         return
-    for ref in (existing.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in metadata_of(existing).get("ownerReferences") or []:
         if ref.get("kind") != "Pod" or ref.get("uid") == uid or not ref.get("name"):
             continue
         other = await get_pod(client, namespace, str(ref["name"]))

@@ -17,6 +17,7 @@ from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject, KubeClient, ResourceKind
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class Reservations:
         pods, _ = await self.client.list_objects(
             PODS, self.settings.namespace, label_selector=f"{c.GPU_GROUP_LABEL}={group}"
         )
-        live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+        live = [p for p in pods if not metadata_of(p).get("deletionTimestamp")]
         return live[0] if live else None
 
     @staticmethod
@@ -157,7 +158,7 @@ class Reservations:
         where = f"{self.settings.namespace}/{name}"
         deadline = time.monotonic() + self.settings.timeout
         while True:
-            annotations = (reservation.get("metadata") or {}).get("annotations") or {}
+            annotations = annotations_of(reservation)
             published = annotations.get(RESERVED_GPU_ANNOTATION)
             if published:
                 return str(published)
@@ -183,7 +184,7 @@ class Reservations:
         used = set(self._reserving)
         pods = self.informers.pods.cache
         for obj in pods.values():
-            meta = obj.get("metadata") or {}
+            meta = metadata_of(obj)
             if meta.get("namespace") == self.settings.namespace:
                 continue
             if (obj.get("status") or {}).get("phase") in (SUCCEEDED, FAILED):
@@ -193,7 +194,7 @@ class Reservations:
             if (request.get("status") or {}).get("phase") == FAILED:
                 continue
             spec = request.get("spec") or {}
-            meta = request.get("metadata") or {}
+            meta = metadata_of(request)
             pod = pods.get(f"{meta.get('namespace') or 'default'}/{spec.get('podName') or meta.get('name')}")
             if pod is not None and bind_request_is_for(request, pod):
                 used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
@@ -209,7 +210,7 @@ class Reservations:
             )
             used = self.groups_in_use()
             for obj in pods:
-                meta = obj.get("metadata") or {}
+                meta = metadata_of(obj)
                 group = (meta.get("labels") or {}).get(c.GPU_GROUP_LABEL)
                 if group in used or meta.get("deletionTimestamp"):
                     continue

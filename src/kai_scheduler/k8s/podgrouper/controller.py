@@ -67,7 +67,7 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
@@ -173,7 +173,7 @@ class PodGrouperController:
     def is_ours(self, pod: Mapping[str, Any]) -> bool:
         """A pod this grouper looks after: our scheduler's, not finished, not being deleted."""
         spec = pod.get("spec") or {}
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         return (
             str(spec.get("schedulerName") or "") == self.scheduler_name
             and not meta.get("deletionTimestamp")
@@ -191,7 +191,7 @@ class PodGrouperController:
         """Ours, and without a `pod-group-name` annotation naming an existing PodGroup."""
         if not self.is_ours(pod):
             return False
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         group = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
         if not group:
             return True
@@ -209,7 +209,7 @@ class PodGrouperController:
         if not self.needs_grouping(pod):
             return Outcome.SKIPPED
         self.stats.reconciled += 1
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         namespace = str(meta.get("namespace") or "default")
         annotated = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
         bare = controller_reference(pod) is None
@@ -297,7 +297,7 @@ class PodGrouperController:
         return True
 
     async def _patch_pod(self, pod: JsonObject, plan: PodGroupPlan) -> None:
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         annotations = meta.get("annotations") or {}
         labels = meta.get("labels") or {}
         if all(annotations.get(k) == v for k, v in plan.pod_annotations().items()) and all(
@@ -314,7 +314,7 @@ class PodGrouperController:
 
     async def _report(self, pod: JsonObject, message: str) -> None:
         """A Warning Event on the pod (once per message), and a log line."""
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")
         if self._reported.get(uid) == message:
@@ -346,7 +346,7 @@ class PodGrouperController:
 
     def _on_pod_delete(self, pod: JsonObject) -> None:
         self._seen.pop(object_key(pod), None)
-        self._reported.pop(str((pod.get("metadata") or {}).get("uid") or ""), None)
+        self._reported.pop(str(metadata_of(pod).get("uid") or ""), None)
 
     def _on_group_delete(self, group: JsonObject) -> None:
         key = object_key(group)

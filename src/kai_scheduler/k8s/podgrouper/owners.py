@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scheduler.k8s.runtime.client import ApiStatusError, JsonObject, KubeClient, ResourceKind
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def owner_resource_kind(api_version: str, kind: str) -> ResourceKind:
 
 def controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The first owner reference with `controller: true` (the grouper itself reports malformed ones)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    refs = metadata_of(obj).get("ownerReferences")
     if not isinstance(refs, list):
         return None
     for ref in refs:
@@ -163,7 +164,7 @@ class OwnerReader:
                 obj = None
             self._prune(now)
             self._cache[key] = (now, obj)
-        if obj is not None and str((obj.get("metadata") or {}).get("uid") or "") == uid:
+        if obj is not None and str(metadata_of(obj).get("uid") or "") == uid:
             return obj
         if obj is not None:
             # Same name, another object: the owner was replaced; the pod belongs to the old one.

@@ -6,6 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from kai_scheduler.k8s.runtime.client import EVENTS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +17,7 @@ def event_for(
     obj: JsonObject, *, type: str, reason: str, message: str, component: str, stamp: str
 ) -> JsonObject:
     """A core/v1 Event whose involvedObject is `obj` (apiVersion and kind taken from it, Pod if absent)."""
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     namespace = str(meta.get("namespace") or "default")
     return {
         "apiVersion": "v1",
@@ -57,7 +58,7 @@ async def record_event(
     try:
         await client.create(EVENTS, event)
     except (ApiStatusError, ConnectionError, OSError) as error:
-        meta = obj.get("metadata") or {}
+        meta = metadata_of(obj)
         log.debug("event on %s/%s not recorded: %s", meta.get("namespace"), meta.get("name"), error)
         return False
     return True

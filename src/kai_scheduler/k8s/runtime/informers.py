@@ -29,6 +29,7 @@ from kai_scheduler.k8s.runtime.client import (
     ResourceKind,
 )
 from kai_scheduler.k8s.runtime.informer import IndexFunc, Informer
+from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of
 
 # --- the scheduler's informers ---------------------------------------------------------------------
 
@@ -45,25 +46,25 @@ def pod_node(pod: JsonObject) -> list[str]:
 
 def pod_group_of_pod(pod: JsonObject) -> list[str]:
     """`namespace/<pod-group-name annotation>`."""
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     group = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
     return [f"{meta.get('namespace') or 'default'}/{group}"] if group else []
 
 
 def queue_of_pod(pod: JsonObject) -> list[str]:
-    queue = ((pod.get("metadata") or {}).get("labels") or {}).get(c.QUEUE_LABEL)
+    queue = labels_of(pod).get(c.QUEUE_LABEL)
     return [str(queue)] if queue else []
 
 
 def queue_of_pod_group(group: JsonObject) -> list[str]:
     spec = group.get("spec") or {}
-    labels = (group.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(group)
     queue = spec.get("queue") or labels.get(c.QUEUE_LABEL)
     return [str(queue)] if queue else []
 
 
 def pod_of_bind_request(request: JsonObject) -> list[str]:
-    meta = request.get("metadata") or {}
+    meta = metadata_of(request)
     pod = (request.get("spec") or {}).get("podName")
     return [f"{meta.get('namespace') or 'default'}/{pod}"] if pod else []
 
@@ -178,7 +179,7 @@ class InformerSet:
             return {}
         labels: dict[str, dict[str, str]] = {}
         for key, obj in informer.cache.items():
-            meta = obj.get("metadata") or {}
+            meta = metadata_of(obj)
             raw = meta.get("labels") or {}
             if isinstance(raw, dict):
                 labels[str(meta.get("name") or key)] = {str(k): str(v) for k, v in raw.items()}

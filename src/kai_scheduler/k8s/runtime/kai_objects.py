@@ -12,6 +12,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import InvalidField, short_repr
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import JsonObject
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 # KAI's GPU reservation pods (the binder's) carry `app=kai-resource-reservation`: utility pods left out of the
 # state, as the scheduling model already accounts each shared GPU (and its reservation pod's slot).
@@ -70,8 +71,8 @@ def container_names(containers: Any) -> list[Any]:
 def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
     """A BindRequest belongs to the pod incarnation its owner reference names; one without an owner
     reference, to any incarnation not created after it."""
-    pod_meta = pod.get("metadata") or {}
-    meta = request.get("metadata") or {}
+    pod_meta = metadata_of(pod)
+    meta = metadata_of(request)
     owners = [o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod" and o.get("uid")]
     if owners:
         return any(str(o["uid"]) == str(pod_meta.get("uid") or "") for o in owners)

@@ -52,6 +52,7 @@ from kai_scheduler.k8s.runtime.client import (
     status_error,
     status_from_object,
 )
+from kai_scheduler.k8s.runtime.objects import metadata_of
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class LightkubeClient:
     def _namespace_of(self, kind: ResourceKind, obj: Mapping[str, Any], namespace: str | None) -> str | None:
         if not kind.namespaced:
             return None
-        meta = obj.get("metadata") or {}
+        meta = metadata_of(obj)
         return str(namespace or meta.get("namespace") or self.namespace)
 
     # --- requests --------------------------------------------------------------------------------
@@ -301,7 +302,7 @@ class LightkubeClient:
             page = await self._request("GET", path, params=params)
             if not isinstance(page, dict):
                 raise ApiStatusError(500, "InternalError", f"GET {path}: the answer is not a list")
-            meta = page.get("metadata") or {}
+            meta = metadata_of(page)
             if version is None:
                 version = str(meta.get("resourceVersion") or "")
             for item in page.get("items") or []:
@@ -396,7 +397,7 @@ class LightkubeClient:
         self, kind: ResourceKind, obj: JsonObject, *, subresource: str | None = None
     ) -> JsonObject:
         body = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = str(metadata_of(obj).get("name") or "")
         if not name:
             raise ValueError("replace: the object has no metadata.name")
         ns = self._namespace_of(kind, obj, None)

@@ -7,50 +7,50 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """An object's `metadata` ({} when absent or null)."""
     return obj.get("metadata") or {}
 
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return meta(obj).get("labels") or {}
+    return metadata_of(obj).get("labels") or {}
 
 
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return meta(obj).get("annotations") or {}
+    return metadata_of(obj).get("annotations") or {}
 
 
 def owner_references_of(obj: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-    return meta(obj).get("ownerReferences") or ()
+    return metadata_of(obj).get("ownerReferences") or ()
 
 
 def uid_of(obj: Mapping[str, Any]) -> str:
     """An object's uid ("" when it has none yet)."""
-    return str(meta(obj).get("uid") or "")
+    return str(metadata_of(obj).get("uid") or "")
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
     """Whether the object carries a deletionTimestamp (it is being deleted)."""
-    return bool(meta(obj).get("deletionTimestamp"))
+    return bool(metadata_of(obj).get("deletionTimestamp"))
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """`namespace/name` for namespaced objects, `name` for cluster-scoped ones."""
-    metadata = meta(obj)
+    metadata = metadata_of(obj)
     namespace = metadata.get("namespace")
     name = str(metadata.get("name") or "")
     return f"{namespace}/{name}" if namespace else name
 
 
 def resource_version(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
+    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 __all__ = [
     "annotations_of",
     "is_deleting",
     "labels_of",
-    "meta",
+    "metadata_of",
     "object_key",
     "owner_references_of",
     "resource_version",

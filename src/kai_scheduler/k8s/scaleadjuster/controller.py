@@ -32,7 +32,7 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scaleadjuster.plan import (
     DEFAULT_GPU_MEMORY_TO_FRACTION_RATIO,
@@ -143,7 +143,7 @@ class ScaleAdjuster:
         if is_scaling_pod(pod, self.namespace):
             return True
         spec = pod.get("spec") or {}
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        annotations = annotations_of(pod)
         return str(spec.get("schedulerName") or "") == self.scheduler_name and (
             c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
         )
@@ -251,12 +251,12 @@ class ScaleAdjuster:
         phase = str((pod.get("status") or {}).get("phase") or "Pending")
         if not (pod.get("spec") or {}).get("nodeName") and phase not in ("Succeeded", "Failed"):
             return None
-        shape = ((pod.get("metadata") or {}).get("labels") or {}).get(SHAPE_LABEL)
+        shape = labels_of(pod).get(SHAPE_LABEL)
         return str(shape) if shape else None
 
     def _uid(self, name: str) -> str | None:
         pod = self._cached(name)
-        return str((pod.get("metadata") or {}).get("uid") or "") if pod is not None else None
+        return str(metadata_of(pod).get("uid") or "") if pod is not None else None
 
     def _stale(self, name: str) -> bool:
         """Deleted here, and the cache still shows that very pod."""
@@ -346,7 +346,7 @@ class ScaleAdjuster:
             self._note(f"create {self.namespace}/{name}: {error}")
             return
         self.stats.created += 1
-        uid = str((created.get("metadata") or {}).get("uid") or "")
+        uid = str(metadata_of(created).get("uid") or "")
         if uid:
             self._created[name] = (uid, time.monotonic())
         gpus = manifest["spec"]["containers"][0]["resources"]["requests"][c.GPU_RESOURCE]

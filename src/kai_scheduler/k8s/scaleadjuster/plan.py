@@ -27,7 +27,7 @@ from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of, object_key
 from kai_scheduler.k8s.scaleadjuster.shapes import GpuFacts, Shape, pod_shape, positive_int
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class SharedGpuRequest:
 def shared_gpu_request(pod: Mapping[str, Any]) -> SharedGpuRequest | None:
     """The pod's `gpu-fraction` / `gpu-memory` request, or None when it has none (or an invalid one,
     which admission rejects anyway)."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(pod)
     raw_fraction = annotations.get(c.GPU_FRACTION_ANNOTATION)
     raw_memory = annotations.get(c.GPU_MEMORY_ANNOTATION)
     if (raw_fraction is None) == (raw_memory is None):
@@ -113,23 +113,19 @@ def shared_gpu_units(
 
 
 def is_scaling_pod(pod: Mapping[str, Any], namespace: str = DEFAULT_NAMESPACE) -> bool:
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     return meta.get("namespace") == namespace and (meta.get("labels") or {}).get(APP_LABEL) == APP_VALUE
 
 
 def is_pending(pod: Mapping[str, Any]) -> bool:
     spec = pod.get("spec") or {}
     phase = str((pod.get("status") or {}).get("phase") or "Pending")
-    return (
-        not spec.get("nodeName")
-        and phase == "Pending"
-        and not (pod.get("metadata") or {}).get("deletionTimestamp")
-    )
+    return not spec.get("nodeName") and phase == "Pending" and not metadata_of(pod).get("deletionTimestamp")
 
 
 def _group_reason(pod: Mapping[str, Any], pod_groups: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The reason of the pod's PodGroup `UnschedulableOnNodePool` condition, if any."""
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     name = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
     if not name:
         return None
@@ -167,7 +163,7 @@ def is_unschedulable(
         return reason not in NOT_CURED_BY_NODES
     if _marked_unschedulable(pod) or now is None:
         return True
-    created = (pod.get("metadata") or {}).get("creationTimestamp")
+    created = metadata_of(pod).get("creationTimestamp")
     if not created:
         return True
     try:
@@ -347,7 +343,7 @@ def plan_scaling_pods(
     terminating: set[str] = set()
     released: set[str] = set()
     for pod in sorted(existing_scaling_pods, key=object_key):
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         name = str(meta.get("name") or "")
         if meta.get("deletionTimestamp"):
             terminating.add(name)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Affinity, Taint, Toleration
 from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of
 from kai_scheduler.model.builder import floor_gpu_memory_mib
 from kai_scheduler.model.matching import node_affinity_required_matches, untolerated_taint
 
@@ -84,7 +85,7 @@ def _is_default_toleration(toleration: Mapping[str, Any]) -> bool:
 def pod_shape(pod: Mapping[str, Any]) -> Shape:
     """The pod's shape (see the module doc)."""
     spec = pod.get("spec") or {}
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(pod)
     selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
     pool = labels.get(c.NODE_POOL_LABEL)
     if pool:
@@ -110,7 +111,7 @@ def pod_shape(pod: Mapping[str, Any]) -> Shape:
 def node_fits_shape(node: Mapping[str, Any], shape: Shape) -> bool:
     """The node satisfies the shape's node selector and required node affinity, and the shape tolerates
     its NoSchedule / NoExecute taints."""
-    meta = node.get("metadata") or {}
+    meta = metadata_of(node)
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     try:
         raw_affinity = shape.spec.get("affinity")
@@ -131,7 +132,7 @@ def shape_gpu_facts(shape: Shape, nodes: Iterable[Mapping[str, Any]]) -> GpuFact
     fits."""
     found: list[GpuFacts] = []
     for node in nodes:
-        labels = (node.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(node)
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         facts = node_gpu_facts(labels, allocatable)
         if (facts.gpu_count or facts.memory_mib) and node_fits_shape(node, shape):

@@ -11,7 +11,7 @@ from kai_scheduler.framework.decisions import ClaimAllocation, Decision
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
@@ -247,7 +247,7 @@ class BindRequests:
             obj = cache.get(key)
             if obj is None:
                 continue
-            meta = obj.get("metadata") or {}
+            meta = metadata_of(obj)
             namespace = meta.get("namespace") or "default"
             pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
             pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")

@@ -29,7 +29,7 @@ from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
-from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import reserve_claim
 
@@ -99,7 +99,7 @@ class DraFeed:
                 key = object_key(obj)
                 spec = obj.get("spec") or {}
                 if spec.get("resourceClaimAllocations"):
-                    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+                    namespace = metadata_of(obj).get("namespace") or "default"
                     self._requests[key] = f"{namespace}/{spec.get('podName') or obj['metadata']['name']}"
                     self._claims_dirty = True
                 elif self._requests.pop(key, None) is not None:
@@ -160,7 +160,7 @@ class DraFeed:
                 _assume(claims, f"{pod_key.split('/', 1)[0]}/{claim_name}", pod, parsed)
         for pod_key, (uid, allocations) in self._binding.items():
             pod = pods.get(pod_key)
-            if pod is None or str((pod.get("metadata") or {}).get("uid") or "") != uid:
+            if pod is None or str(metadata_of(pod).get("uid") or "") != uid:
                 continue
             for allocation in allocations:
                 _assume(claims, allocation.claim, pod, allocation.allocation)
@@ -172,7 +172,7 @@ def _assume(
 ) -> None:
     claim = claims.get(key)
     if claim is not None:
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         claims[key] = reserve_claim(
             claim, str(meta.get("name") or ""), str(meta.get("uid") or ""), allocation
         )
@@ -184,10 +184,8 @@ def _outstanding(request: JsonObject, pod: JsonObject) -> bool:
         return False
     if ((pod.get("status") or {}).get("phase")) in ("Succeeded", "Failed"):
         return False
-    uid = str((pod.get("metadata") or {}).get("uid") or "")
-    owners = [
-        o for o in (request.get("metadata") or {}).get("ownerReferences") or [] if o.get("kind") == "Pod"
-    ]
+    uid = str(metadata_of(pod).get("uid") or "")
+    owners = [o for o in metadata_of(request).get("ownerReferences") or [] if o.get("kind") == "Pod"]
     return not owners or any(str(o.get("uid")) == uid for o in owners)
 
 

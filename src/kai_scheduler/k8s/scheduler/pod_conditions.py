@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.objects import metadata_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 
@@ -98,7 +99,7 @@ class PodScheduledConditions:
         """Forget what was written to a pod once it is gone (or replaced by a new pod of the same name)."""
 
         def uid(pod: JsonObject) -> str:
-            return str((pod.get("metadata") or {}).get("uid") or "")
+            return str(metadata_of(pod).get("uid") or "")
 
         def pod_replaced(old: JsonObject, new: JsonObject) -> None:
             if uid(old) != uid(new):

@@ -19,6 +19,7 @@ from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.cluster.bookkeeping import scheduler_phase
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, Placed
 
 
@@ -33,7 +34,7 @@ def pod_facts(
 ) -> tuple[str | None, str, tuple[str, ...], bool] | None:
     """(node, phase, gpu groups, terminating) as the core sees a pod (`ours`: of this scheduler), given its
     BindRequest, what the loop is binding and evicting; None to leave the pod out."""
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     spec = obj.get("spec") or {}
     uid = str(meta.get("uid") or "")
     raw_phase = str((obj.get("status") or {}).get("phase") or "Pending")
@@ -62,7 +63,7 @@ def pod_facts(
 
 def is_reservation_pod(obj: JsonObject) -> bool:
     """A GPU reservation pod (label `app=kai-resource-reservation`): not part of the ClusterState."""
-    return ((obj.get("metadata") or {}).get("labels") or {}).get("app") == RESERVATION_APP
+    return labels_of(obj).get("app") == RESERVATION_APP
 
 
 def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed | None:

@@ -11,6 +11,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.bookkeeping import next_job_times
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject
+from kai_scheduler.k8s.runtime.objects import annotations_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.snapshot import JobTimes
@@ -73,7 +74,7 @@ class PodGroupUpdates:
             obj = live.pod_groups.get(job)
             if obj is None:
                 return
-            current = ((obj.get("metadata") or {}).get("annotations") or {}).get(name)
+            current = annotations_of(obj).get(name)
             if current != value:
                 annotations.setdefault(job, {})[name] = value
 

@@ -54,7 +54,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
-from kai_scheduler.k8s.runtime.objects import object_key
+from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of, object_key
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.parsing import (
@@ -160,7 +160,7 @@ class StateBuilder:
 
         def request_changed(*objs: JsonObject) -> None:
             for obj in objs:
-                meta = obj.get("metadata") or {}
+                meta = metadata_of(obj)
                 pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
                 self._dirty_pods.add(f"{meta.get('namespace') or 'default'}/{pod_name}")
 
@@ -280,7 +280,7 @@ class StateBuilder:
             if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
                 self._group_states[key] = state
                 self.cache.upsert_pod_group(state)
-            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            annotations = annotations_of(obj)
             times = JobTimes(
                 self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
                 self._annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
@@ -468,7 +468,7 @@ class StateBuilder:
         return current is None or self._created(current, key) != self._created(previous, key)
 
     def _created(self, obj: JsonObject, key: str) -> tuple[float, str]:
-        stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+        stamp = metadata_of(obj).get("creationTimestamp")
         try:
             seconds = parse_rfc3339(str(stamp)).timestamp() if stamp else 0.0
         except ValueError:

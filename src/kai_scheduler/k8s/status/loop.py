@@ -43,7 +43,7 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.runtime.objects import resource_version
+from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, resource_version
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.model.builder import floor_gpu_memory_mib
 from kai_scheduler.model.resources import Resources
@@ -144,7 +144,7 @@ def merge_resource_list(current: Any, desired: Mapping[str, str]) -> dict[str, s
 def gpu_memory_mib_of(node: Mapping[str, Any]) -> float:
     """The node's GPU memory (MiB) from the GPU Operator's label, floored to 100 MiB as KAI does; 0 when
     unknown."""
-    raw = ((node.get("metadata") or {}).get("labels") or {}).get(c.GPU_MEMORY_LABEL)
+    raw = labels_of(node).get(c.GPU_MEMORY_LABEL)
     if not isinstance(raw, str) or not raw.isdigit():
         return 0.0
     return float(floor_gpu_memory_mib(int(raw)))
@@ -170,7 +170,7 @@ class NodeGpuMemory:
 
 
 def creation_order(obj: JsonObject) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
 
@@ -272,7 +272,7 @@ class StatusLoop:
         return {key for (key, _, _), ok in zip(writes, results, strict=True) if not ok}
 
     async def _write(self, key: str, obj: JsonObject, desired: Any) -> bool:
-        meta = obj.get("metadata") or {}
+        meta = metadata_of(obj)
         name = str(meta.get("name") or "")
         namespace = meta.get("namespace") if self.kind.namespaced else None
         async with self._semaphore:

@@ -37,7 +37,7 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
-from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
 from kai_scheduler.k8s.status.loop import (
     FINISHED,
     POD_COUNTERS,
@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or object_key(obj))
+    return str(metadata_of(obj).get("uid") or object_key(obj))
 
 
 def _counters(status: Mapping[str, Any]) -> dict[str, int | None]:
@@ -228,8 +228,7 @@ class PodGroupStatusController(StatusLoop):
             self._forget_gone(informer.cache)
             self._settled = {k: v for k, v in self._settled.items() if k in informer.cache}
             alive = {
-                str((p.get("metadata") or {}).get("uid") or object_key(p))
-                for p in self.informers.pods.cache.values()
+                str(metadata_of(p).get("uid") or object_key(p)) for p in self.informers.pods.cache.values()
             }
             for uid in [u for u in self._requests if u not in alive]:
                 del self._requests[uid]

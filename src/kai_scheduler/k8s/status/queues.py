@@ -33,7 +33,7 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
-from kai_scheduler.k8s.runtime.objects import object_key, resource_version
+from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, object_key, resource_version
 from kai_scheduler.k8s.status.loop import (
     RESOURCE_LISTS,
     ZERO,
@@ -138,7 +138,7 @@ def _usage_view(group: Mapping[str, Any]) -> tuple[Any, ...]:
     """What of a PodGroup the queue totals read."""
     return (
         (group.get("spec") or {}).get("queue"),
-        ((group.get("metadata") or {}).get("labels") or {}).get(c.QUEUE_LABEL),
+        labels_of(group).get(c.QUEUE_LABEL),
         repr((group.get("status") or {}).get("resourcesStatus")),
     )
 
@@ -200,7 +200,7 @@ class QueueStatusController(StatusLoop):
         """Every queue's usage (its PodGroups and all its descendants: `cluster.status.queue_numbers`) and
         its children, by name. Before the handlers are added (`run`), the sums are those of the first call."""
         self._catch_up()
-        queues = {str((q.get("metadata") or {}).get("name")): q for q in self.informers.queues.objects()}
+        queues = {str(metadata_of(q).get("name")): q for q in self.informers.queues.objects()}
         parents: dict[str, str | None] = {}
         children: dict[str, list[str]] = {name: [] for name in queues}
         for name, queue in queues.items():
