@@ -30,9 +30,9 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    the API server cannot be reached, the outcome is unknown and nothing can be recorded: that is retried
    with backoff without counting as an attempt.
 
-Requests are processed by `concurrency` workers from a queue fed by the BindRequest informer (a request is
-never processed by two workers at once) and by a periodic resync. On stop, requests in progress finish
-(up to `drain_timeout` seconds) before the workers go.
+Requests are processed by `concurrency` workers from the work queue (`KeyQueue`) fed by the BindRequest
+informer (a request is never processed by two workers at once) and by a periodic resync. On stop, requests
+in progress finish (up to `drain_timeout` seconds) before the workers go.
 
 GPU reservation pods (`reservation`, a `GpuReservation`; KAI's `resourcereservation`): for each selected
 GPU group the binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in the reservation
@@ -79,6 +79,7 @@ from kai_scheduler.k8s.runtime.kai_objects import (
     bind_request_is_for,
 )
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
+from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
 
@@ -125,39 +126,22 @@ class Binder:
         self.reservations = Reservations(client, informers, reservation) if reservation is not None else None
         self._stopping = False
         self.stats = BinderStats()
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
-        self._active: set[str] = set()
-        self._dirty: set[str] = set()
+        self.queue = KeyQueue()
         self._not_before: dict[str, float] = {}
         self._attempts: dict[str, int] = {}
         self._outages: dict[str, int] = {}
         # Requests (key -> uid) whose final outcome this binder wrote: the cache may still show them
         # Pending for a moment, and acting on that would undo a Failed or bind again.
         self._done: dict[str, str] = {}
-        self._timers: set[asyncio.TimerHandle] = set()
         self._handlers_added = False
 
     # --- the queue -------------------------------------------------------------------------------
 
     def enqueue(self, key: str) -> None:
-        if key in self._active:
-            self._dirty.add(key)
-        elif key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+        self.queue.add(key)
 
     def _later(self, key: str, delay: float) -> None:
-        loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle | None = None
-
-        def fire() -> None:
-            if handle is not None:
-                self._timers.discard(handle)
-            self.enqueue(key)
-
-        handle = loop.call_later(delay, fire)
-        self._timers.add(handle)
+        self.queue.add_after(key, delay)
 
     def _watch_requests(self) -> None:
         if self._handlers_added:
@@ -185,11 +169,11 @@ class Binder:
 
     async def _worker(self) -> None:
         while not self._stopping:
-            key = await self._queue.get()
+            key = await self.queue.get()
             if self._stopping:
+                self.queue.done(key)
+                self.queue.add(key)  # for the next term
                 break
-            self._queued.discard(key)
-            self._active.add(key)
             try:
                 await self.reconcile(key)
             except asyncio.CancelledError:
@@ -198,10 +182,7 @@ class Binder:
                 log.exception("binder: reconciling %s failed", key)
                 self._later(key, self.backoff_base)
             finally:
-                self._active.discard(key)
-                if key in self._dirty:
-                    self._dirty.discard(key)
-                    self.enqueue(key)
+                self.queue.done(key)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Reconcile until `stop` is set."""
@@ -220,11 +201,9 @@ class Binder:
         finally:
             # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
             self._stopping = True
-            for handle in self._timers:
-                handle.cancel()
-            self._timers.clear()
+            self.queue.close()
             deadline = time.monotonic() + self.drain_timeout
-            while self._active and time.monotonic() < deadline:
+            while self.queue.processing and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             for worker in workers:
                 worker.cancel()

@@ -56,6 +56,11 @@ class KeyQueue:
             self.add(key)
 
     @property
+    def processing(self) -> bool:
+        """A key is being processed."""
+        return bool(self._processing)
+
+    @property
     def idle(self) -> bool:
         """Nothing waiting, in progress or scheduled."""
         return not (self._waiting or self._processing or self._timers)
