@@ -47,3 +47,20 @@ def test_a_run_that_goes_on_after_it_is_steady_says_since_when(tmp_path: Path, u
     assert f"7200s simulated (steady from {summary['steadySince']:g}s)" in text
     _, plain = run(tmp_path)
     assert "steadySince" not in plain["summary"]
+
+
+def test_jobs_alike_that_wait_for_the_same_reason_share_a_row(tmp_path: Path) -> None:
+    running = RECLAIM.read_text().split("- apiVersion: v1\n  kind: Pod\n  metadata: {name: b-0")[0]
+    pod = (
+        "- {{apiVersion: v1, kind: Pod, metadata: {{name: big-{i}, labels: {{kai.scheduler/queue: b}}}},"
+        " spec: {{schedulerName: kai-scheduler,"
+        ' containers: [{{name: m, resources: {{requests: {{nvidia.com/gpu: "8"}}}}}}]}}}}'
+    )
+    manifests = tmp_path / "alike.yaml"
+    manifests.write_text(running + "\n".join(pod.format(i=i) for i in range(3)) + "\n")
+    text = tmp_path / "report.txt"
+    assert main(["simulate", str(manifests), "--out", str(text)]) == 0
+    report = text.read_text()
+    assert "Waiting pod groups (3)" in report, report
+    # big-0 tried first and failed; big-1 and big-2, of its shape, wait for that one reason: one row.
+    assert "2: default/pg-big-1, default/pg-big-2" in report, report

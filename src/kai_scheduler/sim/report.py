@@ -168,23 +168,27 @@ def _names(pods: list[str]) -> str:
 
 
 def _waiting_table(document: dict[str, Any]) -> Table | None:
+    """Pod groups that wait, one row per queue, pending count and reason: jobs of one shape that wait
+    for the same reason read as one row with their count, not as near-identical rows."""
     waiting = [g for g in document["podGroups"] if g["pending"]]
     if not waiting:
         return None
-    table = Table(title=f"Waiting pod groups ({len(waiting)})", title_justify="left")
-    table.add_column("pod group")
-    table.add_column("queue")
-    table.add_column("pending", justify="right")
-    table.add_column("why it waits")
-    for group in waiting[:_MAX_WAITING_ROWS]:
-        table.add_row(
-            f"{group['namespace']}/{group['name']}",
-            group["queue"],
-            str(group["pending"]),
-            group["unschedulableReason"] or "not considered yet",
+    rows: dict[tuple[str, int, str], list[str]] = {}
+    for group in waiting:
+        reason = group["unschedulableReason"] or "not considered yet"
+        rows.setdefault((group["queue"], group["pending"], reason), []).append(
+            f"{group['namespace']}/{group['name']}"
         )
-    if len(waiting) > _MAX_WAITING_ROWS:
-        table.caption = f"... and {len(waiting) - _MAX_WAITING_ROWS} more (see --output json)"
+    table = Table(title=f"Waiting pod groups ({len(waiting)})", title_justify="left")
+    table.add_column("pod groups")
+    table.add_column("queue")
+    table.add_column("pending each", justify="right")
+    table.add_column("why they wait")
+    for (queue, pending, reason), names in list(rows.items())[:_MAX_WAITING_ROWS]:
+        label = names[0] if len(names) == 1 else f"{len(names)}: {_names(names)}"
+        table.add_row(label, queue, str(pending), reason)
+    if len(rows) > _MAX_WAITING_ROWS:
+        table.caption = f"... and {len(rows) - _MAX_WAITING_ROWS} more rows (see --output json)"
     return table
 
 
