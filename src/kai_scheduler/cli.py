@@ -125,6 +125,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         DEFAULT_RESERVATION_SERVICE_ACCOUNT,
     )
     from kai_scheduler.k8s.components import COMPONENTS
+    from kai_scheduler.k8s.runtime.logs import FORMATS as LOG_FORMATS
+    from kai_scheduler.k8s.runtime.logs import LEVELS as LOG_LEVELS
     from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
     from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT
 
@@ -149,6 +151,21 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
     )
     run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
+    logs = run.add_argument_group("logs (stderr)")
+    logs.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="info (default): a line per cycle that decided something, per server and per problem; "
+        "debug: also every bind and eviction",
+    )
+    logs.add_argument("-v", "--verbose", action="store_true", help="the same as --log-level debug")
+    logs.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text (default), or one JSON object per line",
+    )
     run.add_argument(
         "--shard",
         metavar="NAME",
@@ -301,6 +318,9 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -
 
 def _run(args: argparse.Namespace) -> int:
     from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
+    from kai_scheduler.k8s.runtime.logs import configure
+
+    configure("debug" if args.verbose else args.log_level, args.log_format)
 
     config = _config(args.config)
     config, partition = _shard(config, args.shard, args.config)
@@ -435,7 +455,8 @@ async def _until_signalled(options: RunOptions, client: LightkubeClient) -> None
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await run_components(options, stop, client)
+    async with client:  # its connections closed on the way out, not left to the garbage collector
+        await run_components(options, stop, client)
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: LightkubeClient) -> None:

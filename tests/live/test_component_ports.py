@@ -92,3 +92,23 @@ def test_a_port_serves_there(server: FakeApiServer, started: list[str]) -> None:
     urls = [f"http://127.0.0.1:{metrics}/readyz", f"http://127.0.0.1:{plugins}/get-snapshot"]
     assert _run_scheduler(server, _options(metrics, plugins), until_served=urls) == [200, 200]
     assert sorted(started) == ["metrics", "plugins"]
+
+
+@pytest.mark.parametrize("which", ["metrics", "plugins"])
+def test_a_port_in_use_names_the_server_and_the_address(which: str) -> None:
+    from kai_scheduler.k8s.runtime.http_server import MetricsServer
+    from kai_scheduler.k8s.scheduler.plugin_server import PluginServer
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        server: BackgroundHTTPServer = (
+            MetricsServer(host="127.0.0.1", port=port)
+            if which == "metrics"
+            else PluginServer(lambda: None, SchedulerConfig(), host="127.0.0.1", port=port)
+        )
+        with pytest.raises(OSError) as raised:
+            server.start()
+    assert str(raised.value).startswith(f"{which} server: cannot listen on 127.0.0.1:{port} (")
+    assert "in use" in str(raised.value)

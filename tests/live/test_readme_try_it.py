@@ -2,8 +2,8 @@
 kubectl applying `examples/live/hello-gpu.yaml` end with the Job's pod bound and Running (issue #14).
 
 Only what a test must change is changed: a free port for 6443, a temporary kubeconfig for
-/tmp/kubeconfig, and this interpreter for `.venv/bin/` (`python -m kai_fakeapi`, `python -m
-kai_scheduler`)."""
+/tmp/kubeconfig, this interpreter for `.venv/bin/` (`python -m kai_fakeapi`, `python -m kai_scheduler`),
+and free ports for the scheduler's metrics and plugin servers (8080 and 8081 by default)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,9 @@ def test_the_readme_walk_through_ends_with_the_jobs_pod_running(tmp_path: Path) 
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(running(as_run_here(background[0], port, kubeconfig)))
         wait_for_kubeconfig(kubeconfig, server)
-        stack.enter_context(running(as_run_here(background[1], port, kubeconfig)))
+        metrics, plugins = free_port(), free_port()
+        ports = ["--metrics-port", str(metrics), "--plugin-server-port", str(plugins)]
+        scheduler = stack.enter_context(running([*as_run_here(background[1], port, kubeconfig), *ports]))
         for line in commands:
             done = kubectl(as_run_here(line, port, kubeconfig), cache)
             assert done.returncode == 0, f"{line}: {done.stderr}"
@@ -110,3 +112,9 @@ def test_the_readme_walk_through_ends_with_the_jobs_pod_running(tmp_path: Path) 
         (pod,) = running_pods
         owner = pod["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["name"]) == ("Job", "hello-gpu")
+    # Its log tells the story at the default level: the servers it serves, a line for the cycle that
+    # decided to bind the pod.
+    assert f"metrics listening on 0.0.0.0:{metrics}" in scheduler.stderr, scheduler.output()
+    assert " ERROR " not in scheduler.stderr, scheduler.output()
+    cycle_lines = [line for line in scheduler.stderr.splitlines() if " INFO " in line and ": 1 bind" in line]
+    assert cycle_lines, scheduler.output()

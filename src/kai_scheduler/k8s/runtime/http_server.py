@@ -153,7 +153,13 @@ class BackgroundHTTPServer:
         with self._lock:
             if self._server is not None:
                 return
-            server = self._make_server()
+            try:
+                server = self._make_server()
+            except OSError as error:
+                # Say which server and which address: "Address already in use" alone names neither.
+                where = f"{self.host or '*'}:{self._address[1]}"
+                reason = (error.strerror or str(error)).lower()
+                raise OSError(f"{self.name} server: cannot listen on {where} ({reason})") from None
             thread = threading.Thread(
                 target=server.serve_forever,
                 kwargs={"poll_interval": _POLL_INTERVAL},

@@ -61,6 +61,7 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT, BindRequests
+from kai_scheduler.k8s.scheduler.cycle_log import log_cycle
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.evictions import Evictions
 from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClock
@@ -243,6 +244,7 @@ class SchedulerLoop:
             self.last_report = report
             return report
         await self._carry_out(live, snapshot, result, now, report)
+        log_cycle(log, self.cycle, result)
         await self.binds.collect_garbage(live, report)
         report.seconds = time.perf_counter() - started
         if self.metrics is not None:
