@@ -17,6 +17,7 @@ must be thread-safe and quick (read a flag or an `Event`, do not call the API se
 from __future__ import annotations
 
 import asyncio
+import errno
 import gzip
 import logging
 import socket
@@ -109,6 +110,10 @@ class QuietHandler(BaseHTTPRequestHandler):
         self.send_body(status, f"{text}\n".encode(), "text/plain; charset=utf-8", head=head)
 
 
+# Why an address cannot be listened on: taken, not this host's, or a privileged port.
+_ADDRESS_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
+
+
 class BackgroundHTTPServer:
     """An `AppHTTPServer` served from a daemon thread; `start()`/`stop()` are idempotent.
 
@@ -156,6 +161,8 @@ class BackgroundHTTPServer:
             try:
                 server = self._make_server()
             except OSError as error:
+                if error.errno not in _ADDRESS_ERRORS:
+                    raise  # (a missing certificate, ...: its own message says what)
                 # Say which server and which address: "Address already in use" alone names neither.
                 where = f"{self.host or '*'}:{self._address[1]}"
                 reason = (error.strerror or str(error)).lower()
