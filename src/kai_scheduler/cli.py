@@ -39,7 +39,7 @@ from kai_scheduler.framework.config import (
 )
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.scheduler import Scheduler
-from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.input_checks import warnings as input_warnings
 from kai_scheduler.sim.json_output import document_json
@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--output", choices=("text", "json"), default="text")
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
+    simulate.add_argument(
+        "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
+    )
     commands.add_parser(
         "run",
         help="schedule a real Kubernetes cluster (live mode)",
@@ -275,10 +278,24 @@ def _simulate(args: argparse.Namespace) -> int:
         except ConfigError as error:
             raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
         gc.freeze()  # later collections skip the input's objects (reference counting still frees them)
+    report = _Report(args.report, simulation) if args.report else None
+    progress = None
+    if sys.stderr.isatty():  # rich's progress module is imported only for a terminal
+        from kai_scheduler.sim.progress import progress_bar
+
+        progress = progress_bar(sys.stderr, options)
+        if progress is not None:
+            simulation.observers.append(progress)
     with fewer_collections():
-        result = simulation.run()
+        try:
+            result = simulation.run()
+        finally:
+            if progress is not None:
+                progress.close()
         with collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
             document = result_document(result)
+            if report is not None:
+                report.write(result, document, title=_title(demo))
             _output(args, document, demo=demo)
     return 0
 
@@ -296,6 +313,36 @@ def _warn(lines: Sequence[str]) -> None:
         print(f"kai-scheduler: warning: ... and {len(lines) - len(shown)} more warnings", file=sys.stderr)
 
 
+class _Report:
+    """`--report DIR`: the fair shares recorded while the run goes, the files written after it."""
+
+    def __init__(self, directory: str, simulation: Simulation) -> None:
+        from kai_scheduler.sim.timeseries import FairShareRecorder
+
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UsageError(f"--report {directory}: not a directory")
+        self.fair_shares = FairShareRecorder()
+        simulation.observers.append(self.fair_shares)
+
+    def write(self, result: SimulationResult, document: dict[str, Any], *, title: str) -> None:
+        from kai_scheduler.sim.report_html import write_report
+        from kai_scheduler.sim.timeseries import run_facts
+
+        try:
+            write_report(self.directory, document, run_facts(result, self.fair_shares), title=title)
+        except OSError as error:
+            raise UsageError(f"--report {self.directory}: {error.strerror or error}") from None
+
+
+def _title(demo: bool) -> str:
+    return (
+        "kai-scheduler demo: three teams share four racks of 8-GPU nodes"
+        if demo
+        else "kai-scheduler simulate"
+    )
+
+
 def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -> None:
     if args.output == "json":
         _write(args.out, document_json(document))
@@ -304,11 +351,7 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -
 
     from kai_scheduler.sim.report import render
 
-    title = (
-        "kai-scheduler demo: three teams share four racks of 8-GPU nodes"
-        if demo
-        else "kai-scheduler simulate"
-    )
+    title = _title(demo)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             render(document, Console(file=handle, width=140), title=title)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,6 +37,11 @@ class CycleRecord:
     time: float
     decisions: list[Decision]
     seconds: float
+
+
+# Called after every cycle with its record and result (the report's recorder, the progress bar): nothing is
+# recorded for a run that has no observer.
+CycleObserver = Callable[[CycleRecord, SessionResult], None]
 
 
 @dataclass(eq=False)
@@ -84,6 +89,7 @@ class Simulation:
     ) -> None:
         self.config = config
         self.options = options
+        self.observers: list[CycleObserver] = []
         plans = shard_plans(config, objects)
         self.shards = {plan.name: plan.partition for plan in plans} if plans is not None else None
         cache = ShardedCache(self.shards) if self.shards is not None else None
@@ -125,6 +131,8 @@ class Simulation:
                     # It made the cluster's jobs and pods, which live as long as the run.
                     gc_policy.keep_survivors()
             records.append(record)
+            for observe in self.observers:
+                observe(record, result)
             fair_share = result.fair_share
             reasons = {**reasons, **result.unschedulable}
             # Steady: nothing was decided (a pipeline promises a bind later) and nothing can change.
