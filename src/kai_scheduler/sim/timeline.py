@@ -161,6 +161,8 @@ class _Replay:
                 group.arrival = min(group.arrival, arrival)
         self.group_running: Counter[str] = Counter()
         self.evictions: list[Eviction] = []
+        # Each pod's last bind or evict, by its index in the decisions.
+        self.last_decision: dict[str, int] = {}
 
     def _queue(self, pod: str) -> str:
         queue = self.pods[pod]["queue"]
@@ -235,7 +237,7 @@ class _Replay:
         else:
             self._waiting(pod, +1)
 
-    def decide(self, decision: dict[str, Any]) -> None:
+    def decide(self, decision: dict[str, Any], seq: int) -> None:
         pod, time = decision["pod"], decision["time"]
         if decision["type"] == "bind":
             self._waiting(pod, -1)
@@ -244,7 +246,8 @@ class _Replay:
             run = self._stop(pod)
             queue = self._queue(pod)
             self.evictions.append(Eviction(time, pod, queue, decision["action"], time - run.start, run.gpu))
-            self._waiting(pod, +1)
+            if not (self.pods[pod]["phase"] == "Failed" and self.last_decision.get(pod) == seq):
+                self._waiting(pod, +1)  # unless its controller replaced it (it ends Failed)
 
     def complete(self, pod: str) -> None:
         self._stop(pod)
@@ -264,6 +267,7 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
     for seq, decision in enumerate(document["decisions"]):
         if decision["type"] in ("bind", "evict"):
             events.append((decision["time"], _DECIDE, seq, decision))
+            state.last_decision[decision["pod"]] = seq
             if decision["type"] == "bind":
                 last_bind[decision["pod"]] = decision["time"]
     for seq, (key, pod) in enumerate(state.pods.items()):
@@ -281,9 +285,9 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
     totals: list[float] = []
     fragmented: list[float] = []
     completed: dict[str, float] = {}
-    for i, (time, kind, _, item) in enumerate(events):
+    for i, (time, kind, seq, item) in enumerate(events):
         if kind == _DECIDE:
-            state.decide(item)
+            state.decide(item, seq)
         elif kind == _ARRIVE:
             state.arrive(item, time)
         else:
@@ -321,14 +325,15 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
 
 
 def _completions(state: _Replay, completed: dict[str, float]) -> None:
-    """A group completes when every pod of it has succeeded: at its last pod's completion."""
+    """A group completes when every pod of it has succeeded (but those its controller replaced, which end
+    `Failed`): at its last pod's completion."""
     finish: dict[str, float] = {}
     unfinished: set[str] = set()
     for key, pod in state.pods.items():
         group = pod["podGroup"]
         if key in completed:
             finish[group] = max(finish.get(group, -math.inf), completed[key])
-        else:
+        elif pod["phase"] != "Failed":
             unfinished.add(group)
     for key, times in state.groups.items():
         if key in finish and key not in unfinished and times.start is not None:

@@ -20,10 +20,14 @@ import yaml
 
 from helpers import START, node_manifest, pod_manifest, queue_manifest
 from kai_scheduler.cli import main
-from kai_scheduler.sim.engine import CycleRecord, SimulationOptions
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.sim.engine import CycleRecord, Simulation, SimulationOptions
+from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.progress import ProgressBar, progress_bar
-from kai_scheduler.sim.summary import jain_index
-from kai_scheduler.sim.timeline import fragmented_gpus
+from kai_scheduler.sim.results import result_document
+from kai_scheduler.sim.summary import jain_index, summary
+from kai_scheduler.sim.timeline import NO_QUEUE, fragmented_gpus, replay
+from kai_scheduler.sim.timeseries import FairShareRecorder, run_facts
 
 TWO_TEAMS = [
     queue_manifest("team-a", gpu=2),
@@ -31,13 +35,17 @@ TWO_TEAMS = [
 ]
 
 
-def run_report(tmp_path: Path, documents: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], Path]:
+def run_report(
+    tmp_path: Path, documents: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any], Path]:
     """The summary, the result document and the report folder of one run."""
     manifests = tmp_path / "input.yaml"
     manifests.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     report = tmp_path / "report"
     result = tmp_path / "result.json"
-    status = main(["simulate", str(manifests), "--report", str(report), "--output", "json", "--out", str(result)])
+    status = main(
+        ["simulate", str(manifests), "--report", str(report), "--output", "json", "--out", str(result)]
+    )
     assert status == 0
     summary = json.loads((report / "summary.json").read_text())
     return summary, json.loads(result.read_text()), report
@@ -253,3 +261,37 @@ def test_a_report_path_that_is_a_file_is_a_one_line_error(
     assert main(["simulate", str(manifests), "--report", str(taken)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "--report" in error and "not a directory" in error
+
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if not p.name.endswith("config.yaml"))
+RUNS = [ROOT / "src/kai_scheduler/sim/demo", *EXAMPLES]
+
+
+@pytest.mark.parametrize("path", RUNS, ids=[p.name for p in RUNS])
+def test_the_replay_ends_where_the_result_document_does(path: Path) -> None:
+    # The demo and every example (gangs, fractions, reclaim, preempt, consolidation, node pools): the
+    # timeline's last state is the document's final state, queue by queue.
+    objects = [loaded.obj for loaded in load_manifests([str(path)])]
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, max_cycles=200))
+    recorder = FairShareRecorder()
+    simulation.observers.append(recorder)
+    result = simulation.run()
+    document = result_document(result)
+    timeline = replay(document, run_facts(result, recorder))
+    numbers = summary(timeline)
+    pending = Counter(p["queue"] or NO_QUEUE for p in document["pods"] if p["phase"] == "Pending")
+    for queue in timeline.queues:
+        assert timeline.pending[queue][-1] == pending[queue], queue
+    for queue in document["queues"]:
+        if queue["name"] in timeline.leaf_queues:
+            assert timeline.allocated[queue["name"]][-1] == pytest.approx(queue["allocated"]["gpu"])
+            # The fair shares recorded last are the last cycle's, which the document has.
+            assert timeline.fair_share[queue["name"]][-1] == pytest.approx(queue["fairShare"]["gpu"])
+    assert timeline.total_allocated[-1] == pytest.approx(document["summary"]["gpu"]["allocated"])
+    assert numbers["evictions"] == sum(p["evictions"] for p in document["pods"])
+    started = {g.key for g in timeline.groups if g.start is not None}
+    running = {
+        f"{g['namespace']}/{g['name']}" for g in document["podGroups"] if g["running"] >= g["minMember"]
+    }
+    assert running <= started
