@@ -53,6 +53,8 @@ class SimPod:
     scheduled_at: float | None = None
     finish_at: float | None = None
     evictions: int = 0
+    # When a controller deleted it before it finished (it ends Failed without a decision): for reports.
+    deleted_at: float | None = None
 
     @property
     def key(self) -> str:
@@ -277,7 +279,7 @@ class SimCluster:
             return
         if pod.pod.spec.resource_claims:
             self.claims.released(pod.pod, gone=True)
-        pod.phase, pod.finish_at = "Failed", None
+        pod.phase, pod.finish_at, pod.deleted_at = "Failed", None, self.now
         pod.nominated_node, pod.nominated_gpu_groups = None, ()
         self._nominated.discard(pod)
         self._update(pod)

@@ -26,8 +26,9 @@ FloatArray = npt.NDArray[np.float64]
 NO_QUEUE = "(no queue)"
 _EPS = 1e-9
 
-# Events at one instant, in the order the simulated cluster takes them.
-_COMPLETE, _ARRIVE, _DECIDE = 0, 1, 2
+# Events at one instant, in the order the simulated cluster takes them: completions, the controllers'
+# deletions, arrivals, the cycle's decisions.
+_COMPLETE, _DELETE, _ARRIVE, _DECIDE = 0, 1, 2, 3
 
 
 @dataclass(slots=True)
@@ -252,6 +253,13 @@ class _Replay:
     def complete(self, pod: str) -> None:
         self._stop(pod)
 
+    def delete(self, pod: str) -> None:
+        """Its controller deleted it unfinished: it stops, or waits no more."""
+        if pod in self.running:
+            self._stop(pod)
+        else:
+            self._waiting(pod, -1)
+
     def fragmented(self) -> float:
         shared = np.fromiter((1.0 - held[1] for held in self.shared.values()), float, len(self.shared))
         return fragmented_gpus(
@@ -265,6 +273,11 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
     events: list[tuple[float, int, int, Any]] = []
     last_bind: dict[str, float] = {}
     for seq, decision in enumerate(document["decisions"]):
+        pod_facts = facts.pods.get(decision["pod"])
+        # Decisions before a pod arrived were for one of the same name that ended before it was made
+        # again (a StatefulSet's ordinal): the document follows the last one only, and so does the replay.
+        if pod_facts is None or decision["time"] < pod_facts.arrival - _EPS:
+            continue
         if decision["type"] in ("bind", "evict"):
             events.append((decision["time"], _DECIDE, seq, decision))
             state.last_decision[decision["pod"]] = seq
@@ -277,6 +290,8 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
             start = last_bind.get(key, pod_facts.arrival if pod_facts.initial_node is not None else None)
             if start is not None:
                 events.append((start + pod_facts.duration, _COMPLETE, seq, key))
+        if pod["phase"] == "Failed" and pod_facts.deleted_at is not None:
+            events.append((pod_facts.deleted_at, _DELETE, seq, key))
     events.sort(key=lambda event: (event[0], event[1], event[2]))
     end = float(document["summary"]["time"])
     times: list[float] = []
@@ -290,6 +305,8 @@ def replay(document: dict[str, Any], facts: RunFacts) -> Timeline:
             state.decide(item, seq)
         elif kind == _ARRIVE:
             state.arrive(item, time)
+        elif kind == _DELETE:
+            state.delete(item)
         else:
             state.complete(item)
             completed[item] = time

@@ -42,6 +42,8 @@ class PodFacts:
     # Where the input had it running (bound in the manifests), and on which shared GPUs.
     initial_node: str | None = None
     initial_groups: tuple[str, ...] = ()
+    # When its controller deleted it unfinished (a Job past its deadline, a RayJob's cluster).
+    deleted_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,9 @@ def run_facts(result: SimulationResult, fair_shares: FairShareRecorder | None = 
         request = task.request if task is not None else derivations.of(pod)[0]
         node, _ = scheduler_phase(pod.spec.node_name, pod.status.phase)
         groups = pod_gpu_groups(pod.metadata.labels) if node is not None else ()
-        pods[sim_pod.key] = PodFacts(sim_pod.arrival, sim_pod.duration, request, node, groups)
+        pods[sim_pod.key] = PodFacts(
+            sim_pod.arrival, sim_pod.duration, request, node, groups, sim_pod.deleted_at
+        )
     nodes = snapshot.nodes
     return RunFacts(
         pods=pods,

@@ -295,3 +295,40 @@ def test_the_replay_ends_where_the_result_document_does(path: Path) -> None:
         f"{g['namespace']}/{g['name']}" for g in document["podGroups"] if g["running"] >= g["minMember"]
     }
     assert running <= started
+
+
+def job(name: str, spec: dict[str, Any], duration: str) -> dict[str, Any]:
+    container = {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    template = {
+        "metadata": {"annotations": {"simulation.kai.scheduler/duration": duration}},
+        "spec": {"schedulerName": "kai-scheduler", "restartPolicy": "Never", "containers": [container]},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kai.scheduler/queue": "q"}},
+        "spec": {**spec, "template": template},
+    }
+
+
+def test_workloads_pods_made_mid_run_and_deleted_unfinished(tmp_path: Path) -> None:
+    # Two GPUs. A Job of two 10 s pods one after the other: its second pod is made when the first
+    # succeeds at 10 (KAI's pod grouper gives each pod of a Job a PodGroup of its own: two groups that
+    # complete 10 s after they arrive). A Job whose 100 s pod passes its 15 s deadline: the controller
+    # deletes the pod at 15 (it ends Failed), and its GPU is free from then on.
+    summary, document, _ = run_report(
+        tmp_path,
+        [
+            node_manifest("node0", gpus=2),
+            queue_manifest("q"),
+            job("steps", {"parallelism": 1, "completions": 2}, "10s"),
+            job("late", {"activeDeadlineSeconds": 15}, "100s"),
+        ],
+    )
+    phases = Counter(p["phase"] for p in document["pods"])
+    assert phases == {"Succeeded": 2, "Failed": 1}
+    assert summary["time"] == 20.0
+    assert summary["jctSeconds"] == {"count": 2, "mean": 10.0, "p50": 10.0, "p99": 10.0}
+    assert summary["podGroups"] == {"total": 3, "started": 3, "completed": 2, "runningFromInput": 0}
+    # 2 GPUs for 0-15, 1 for 15-20, of 2 x 20.
+    assert summary["gpuAllocationRatio"] == pytest.approx(35 / 40)
