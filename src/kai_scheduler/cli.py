@@ -296,8 +296,22 @@ def _simulate(args: argparse.Namespace) -> int:
             document = result_document(result)
             if report is not None:
                 report.write(result, document, title=_title(demo))
-            _output(args, document, demo=demo)
+            _output(
+                args, document, demo=demo, ran=_what_ran(result, document) if args.output == "text" else None
+            )
     return 0
+
+
+def _what_ran(result: SimulationResult, document: dict[str, Any]) -> dict[str, Any] | None:
+    """For a run that completed (nothing left running or waiting), what it ran (`summary.what_ran`)."""
+    pods = document["summary"]["pods"]
+    if pods["Running"] or pods["Pending"] or not document["pods"]:
+        return None
+    from kai_scheduler.sim.summary import what_ran
+    from kai_scheduler.sim.timeline import replay
+    from kai_scheduler.sim.timeseries import run_facts
+
+    return what_ran(replay(document, run_facts(result)))
 
 
 _MAX_WARNINGS = 20
@@ -343,7 +357,9 @@ def _title(demo: bool) -> str:
     )
 
 
-def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -> None:
+def _output(
+    args: argparse.Namespace, document: dict[str, Any], *, demo: bool, ran: dict[str, Any] | None = None
+) -> None:
     if args.output == "json":
         _write(args.out, document_json(document))
         return
@@ -354,9 +370,9 @@ def _output(args: argparse.Namespace, document: dict[str, Any], *, demo: bool) -
     title = _title(demo)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
-            render(document, Console(file=handle, width=140), title=title)
+            render(document, Console(file=handle, width=140), title=title, ran=ran)
     else:
-        render(document, Console(width=140), title=title)
+        render(document, Console(width=140), title=title, ran=ran)
 
 
 def _run(args: argparse.Namespace) -> int:

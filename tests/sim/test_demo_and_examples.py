@@ -176,7 +176,9 @@ def test_every_example_runs_to_the_steady_state(
     for extra in ([], ["--config", str(CONFIG)]):
         document = simulate(tmp_path, str(path), *extra)
         assert document["summary"]["steady"] is True
-        assert document["summary"]["pods"]["Running"] > 0
+        pods = document["summary"]["pods"]
+        # Something runs at the end, or (a run that completes) everything has ended.
+        assert pods["Running"] > 0 or (pods["Pending"] == 0 and pods["Succeeded"] > 0)
         assert capsys.readouterr().err == ""  # no warning: examples write what they mean
 
 

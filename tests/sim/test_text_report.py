@@ -64,3 +64,20 @@ def test_jobs_alike_that_wait_for_the_same_reason_share_a_row(tmp_path: Path) ->
     assert "Waiting pod groups (3)" in report, report
     # big-0 tried first and failed; big-1 and big-2, of its shape, wait for that one reason: one row.
     assert "2: default/pg-big-1, default/pg-big-2" in report, report
+
+
+def test_a_completed_run_ends_with_what_ran(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "overnight-batch.yaml"
+    text = tmp_path / "report.txt"
+    assert main(["simulate", str(example), "--out", str(text)]) == 0
+    out = tmp_path / "result.json"
+    assert main(["simulate", str(example), "--output", "json", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["summary"]["pods"]["Running"] == document["summary"]["pods"]["Pending"] == 0
+    evictions = sum(1 for d in document["decisions"] if d["type"] == "evict")
+    (line,) = [line for line in text.read_text().splitlines() if line.startswith("what ran:")]
+    assert f"; {evictions} evictions;" in line and "GPU-hours used" in line
+    # An unfinished run (the demo) has no such line.
+    demo = tmp_path / "demo.txt"
+    assert main(["simulate", "--out", str(demo)]) == 0
+    assert "what ran:" not in demo.read_text()

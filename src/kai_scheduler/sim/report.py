@@ -20,7 +20,10 @@ def _num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}"
 
 
-def render(document: dict[str, Any], console: Console, *, title: str) -> None:
+def render(
+    document: dict[str, Any], console: Console, *, title: str, ran: dict[str, Any] | None = None
+) -> None:
+    """The text report; `ran` (`summary.what_ran`) ends a run that completed with what it ran."""
     summary = document["summary"]
     pods = summary["pods"]
     gpu = summary["gpu"]
@@ -47,6 +50,8 @@ def render(document: dict[str, Any], console: Console, *, title: str) -> None:
     if waiting is not None:
         console.print(waiting)
     console.print(_decisions_line(document))
+    if ran is not None:
+        console.print(_ran_line(ran))
     console.print(_timings_line(document))
 
 
@@ -190,6 +195,19 @@ def _waiting_table(document: dict[str, Any]) -> Table | None:
     if len(rows) > _MAX_WAITING_ROWS:
         table.caption = f"... and {len(rows) - _MAX_WAITING_ROWS} more rows (see --output json)"
     return table
+
+
+def _ran_line(ran: dict[str, Any]) -> str:
+    waited = (
+        f"waited {ran['waitMean']:.0f}s on average, {ran['waitLongest']:.0f}s at most"
+        if ran["waitMean"] is not None
+        else "none waited"
+    )
+    evictions = ran["evictions"]
+    return (
+        f"what ran: {ran['podGroups']} pod groups ({waited}); {evictions} "
+        f"{'eviction' if evictions == 1 else 'evictions'}; {ran['gpuHours']:.1f} GPU-hours used"
+    )
 
 
 def _decisions_line(document: dict[str, Any]) -> str:

@@ -103,3 +103,16 @@ def summary(timeline: Timeline) -> dict[str, Any]:
         },
         "queues": queues,
     }
+
+
+def what_ran(timeline: Timeline) -> dict[str, Any]:
+    """The few numbers the text report ends a completed run with: the pod groups that ran, their mean and
+    longest wait, the evictions and the GPU-hours used."""
+    waited = waits(timeline)
+    return {
+        "podGroups": sum(1 for g in timeline.groups if g.start is not None and not g.preexisting),
+        "waitMean": _clean(float(np.mean(waited))) if waited else None,
+        "waitLongest": _clean(max(waited)) if waited else None,
+        "evictions": len(timeline.evictions),
+        "gpuHours": _clean(integral(timeline.times, timeline.total_allocated, timeline.end) / 3600),
+    }
