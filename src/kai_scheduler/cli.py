@@ -16,6 +16,7 @@ import os
 import signal
 import ssl
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -58,6 +59,18 @@ class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit status 2."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default where it has one and its help does not say it already; the
+    description and epilog as written (they list kinds and annotations line by line)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default in (None, False, [], argparse.SUPPRESS) or "default" in text or action.nargs == 0:
+            return text
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
 class _Parser(argparse.ArgumentParser):
     """Errors raise UsageError instead of exiting. A command's arguments can be added by `arguments` when
     the command is first parsed (or its help shown), so that building the parser imports nothing of the
@@ -66,6 +79,7 @@ class _Parser(argparse.ArgumentParser):
     def __init__(
         self, *args: Any, arguments: Callable[[argparse.ArgumentParser], None] | None = None, **kwargs: Any
     ) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
         self._arguments = arguments
 
@@ -79,6 +93,29 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _simulate_epilog() -> str:
+    """What `simulate --help` lists: the kinds it reads and the simulation-only annotations."""
+    from kai_scheduler.api import constants as c
+    from kai_scheduler.api.manifests import SUPPORTED_KINDS
+    from kai_scheduler.workloads.registry import CONTROLLERS
+
+    kinds = sorted({kind for _, kind in SUPPORTED_KINDS})
+    workloads = sorted({kind for _, kind in CONTROLLERS})
+    return "\n".join(
+        [
+            "kinds read:",
+            *textwrap.wrap(", ".join(kinds), width=96, initial_indent="  ", subsequent_indent="  "),
+            "workloads (expanded into pods by their controllers, grouped by the pod grouper):",
+            *textwrap.wrap(", ".join(workloads), width=96, initial_indent="  ", subsequent_indent="  "),
+            "simulation annotations (on a pod, a pod template or a PodGroup):",
+            f"  {c.SIM_ARRIVAL_ANNOTATION}: DURATION   submitted at this simulated time (default 0)",
+            f"  {c.SIM_DURATION_ANNOTATION}: DURATION  runs this long once bound, then succeeds",
+            "examples: kai-scheduler simulate examples/two-teams.yaml --output json",
+            "          kai-scheduler simulate examples/overnight-batch.yaml --report /tmp/night",
+        ]
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kai-scheduler", description="A KAI-compatible scheduler for shared GPU clusters.")
     parser.add_argument("--version", action="version", version=f"kai-scheduler {__version__}")
@@ -86,20 +123,42 @@ def _parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate",
         help="run the scheduler against an in-memory cluster built from Kubernetes manifests",
-        description="Run the scheduler against an in-memory cluster built from Kubernetes manifests. "
-        "With no PATH, runs the built-in demo.",
+        description=textwrap.fill(
+            "Run the scheduler against an in-memory cluster built from Kubernetes manifests. With no PATH, "
+            "runs the built-in demo. Without --cycles or --until, it runs until nothing can change any more "
+            "(the steady state).",
+            width=96,
+        ),
+        epilog=_simulate_epilog(),
     )
     simulate.add_argument("paths", nargs="*", metavar="PATH", help="YAML files or folders of them")
-    simulate.add_argument("--config", metavar="FILE", help="scheduler configuration (KAI's format)")
-    simulate.add_argument("--cycles", type=int, metavar="N", help="run exactly N cycles")
-    simulate.add_argument("--until", metavar="DURATION", help="stop at this simulated time (90s, 10m, 2h)")
     simulate.add_argument(
-        "--max-cycles", type=int, default=1000, metavar="N", help="cap for the steady-state run"
+        "--config", metavar="FILE", help="scheduler configuration (KAI's format; default: KAI's default)"
+    )
+    when = simulate.add_mutually_exclusive_group()
+    when.add_argument("--cycles", type=int, metavar="N", help="run exactly N cycles")
+    when.add_argument(
+        "--until", metavar="DURATION", help="run until this simulated time (90s, 10m, 2h), steady or not"
     )
     simulate.add_argument(
-        "--start", default=DEFAULT_START, metavar="RFC3339", help="wall-clock time of second 0"
+        "--max-cycles",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="cap for the run to the steady state (default: 1000)",
     )
-    simulate.add_argument("--output", choices=("text", "json"), default="text")
+    simulate.add_argument(
+        "--start",
+        default=DEFAULT_START,
+        metavar="RFC3339",
+        help=f"wall-clock time of second 0 (default: {DEFAULT_START})",
+    )
+    simulate.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text tables (default) or the JSON document",
+    )
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
     simulate.add_argument(
         "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
@@ -212,8 +271,14 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="hand shared GPUs over as CDI devices (k8s.device-plugin.nvidia.com/gpu=<uuid>), as KAI's flag",
     )
-    reservation.add_argument("--reservation-namespace", default=DEFAULT_RESERVATION_NAMESPACE)
-    reservation.add_argument("--reservation-service-account", default=DEFAULT_RESERVATION_SERVICE_ACCOUNT)
+    reservation.add_argument(
+        "--reservation-namespace", default=DEFAULT_RESERVATION_NAMESPACE, help="where reservation pods run"
+    )
+    reservation.add_argument(
+        "--reservation-service-account",
+        default=DEFAULT_RESERVATION_SERVICE_ACCOUNT,
+        help="the reservation pods' service account",
+    )
     reservation.add_argument(
         "--reservation-image", default=DEFAULT_RESERVATION_IMAGE, help="an image of this project"
     )

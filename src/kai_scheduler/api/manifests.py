@@ -173,10 +173,26 @@ def _model_for(doc: dict[Any, Any]) -> type[ApiObject]:
     )
 
 
+# What a Queue's numbers count (KAI's Queue: plain numbers, no Kubernetes quantities).
+_QUEUE_UNITS: Mapping[str, str] = {"gpu": "GPUs", "cpu": "millicores", "memory": "MB (10^6 bytes)"}
+
+
 def _from_validation_error(exc: ValidationError) -> InvalidField:
     """The first schema error, with the manifest path (`spec.containers[0].resources.requests.cpu`)."""
     error = exc.errors(include_url=False)[0]
-    return InvalidField(_format_loc(error["loc"]) or None, _describe(error))
+    message = _describe(error)
+    loc = error["loc"]
+    if (
+        len(loc) == 4
+        and loc[:2] == ("spec", "resources")
+        and loc[2] in _QUEUE_UNITS
+        and error["type"] != "missing"
+    ):
+        # A Queue's `16Gi` or `4000m`: say what the number is in.
+        message += (
+            f"; a queue's {loc[2]} {loc[3]} is a plain number of {_QUEUE_UNITS[str(loc[2])]}, -1: unlimited"
+        )
+    return InvalidField(_format_loc(loc) or None, message)
 
 
 def _format_loc(loc: tuple[int | str, ...]) -> str:

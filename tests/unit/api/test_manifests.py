@@ -487,3 +487,13 @@ def test_a_host_port_out_of_range_is_a_one_line_error_naming_the_field(port: int
     }
     with pytest.raises(ManifestError, match=r"spec\.containers\[0\]\.ports\[0\]\.hostPort"):
         parse_object(pod, "pods.yaml", 1)
+
+
+def test_a_queue_quantity_written_as_kubernetes_writes_it_says_the_unit() -> None:
+    queue = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+        "spec": {"resources": {"memory": {"quota": "16Gi", "limit": -1, "overQuotaWeight": 1}}},
+    }
+    assert_rejected(queue, "spec.resources.memory.quota", "a plain number of MB", ref="Queue q")
