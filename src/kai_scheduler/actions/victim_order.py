@@ -91,7 +91,7 @@ def victim_heaps(session: Session, jobs: Iterable[JobInfo], usable: BoolArray | 
         key = session.victim_order_key(job, len(active_tasks(session, job)))
         heaps.setdefault(job.queue, []).append((_Last(key), count, job))
     for heap in heaps.values():
-        heapq.heapify(heap)
+        heap.sort()  # sorted: a heap, and what `_LeafQueue` takes
     return heaps
 
 
@@ -170,6 +170,39 @@ def order_victims(
             order.took(leaf, job, unit)
 
 
+class _LeafQueue:
+    """One leaf's candidates in victim order: the sorted entries it started with, read in order, and a
+    small heap of the jobs put back with what they have left. The same order as one heap of both, without
+    the heap's comparisons (each a Python call) on every pop: most jobs are taken whole and never return."""
+
+    __slots__ = ("_next", "_returned", "_sorted")
+
+    def __init__(self, entries: list[VictimEntry]) -> None:
+        self._sorted = entries  # sorted, never changed (it may be shared)
+        self._next = 0
+        self._returned: list[VictimEntry] = []
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._sorted) or bool(self._returned)
+
+    def _from_returned(self) -> bool:
+        if not self._returned:
+            return False
+        return self._next >= len(self._sorted) or self._returned[0] < self._sorted[self._next]
+
+    def first(self) -> JobInfo:
+        return self._returned[0][2] if self._from_returned() else self._sorted[self._next][2]
+
+    def pop(self) -> JobInfo:
+        if self._from_returned():
+            return heapq.heappop(self._returned)[2]
+        self._next += 1
+        return self._sorted[self._next - 1][2]
+
+    def push(self, entry: VictimEntry) -> None:
+        heapq.heappush(self._returned, entry)
+
+
 class _VictimOrder:
     """The state of one `order_victims`: the heaps it hands jobs out from (copies), what each job looked
     at has left, and each queue's rank, kept until a victim is taken below it (a unit changes only the
@@ -191,11 +224,12 @@ class _VictimOrder:
         self.usable = usable
         self.admit = admit
         self.queues = session.snapshot.queues
-        self.heaps = {name: list(heap) for name, heap in source.items()}  # copies are heaps too
+        self.heaps = {name: _LeafQueue(entries) for name, entries in source.items()}
         self.left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once looked at
         self.passed: set[JobInfo] = set()  # looked at, and passed over
         self.protected: set[JobInfo] = set()
-        self.counter = sum(len(heap) for heap in self.heaps.values())
+        self.counter = sum(len(entries) for entries in source.values())
+        self.paths: dict[str, list[str]] = {}  # leaf -> the names of the leaf and its ancestors
         self.allocated = {queue.name: queue.allocated.copy() for queue in self.queues}
         self.taken: dict[str, Resources] = {queue.name: Resources() for queue in self.queues}
         self.ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
@@ -206,17 +240,23 @@ class _VictimOrder:
         best = self._last_child(self.queues.roots)
         return None if best is None else best[1]
 
+    def _path(self, leaf: str) -> list[str]:
+        path = self.paths.get(leaf)
+        if path is None:
+            path = self.paths[leaf] = [queue.name for queue in self.queues.ancestry(leaf)]
+        return path
+
     def pop(self, leaf: str) -> JobInfo:
-        job = heapq.heappop(self.heaps[leaf])[2]
-        for queue in self.queues.ancestry(leaf):
-            self.ranks.pop(queue.name, None)
+        job = self.heaps[leaf].pop()
+        for name in self._path(leaf):
+            self.ranks.pop(name, None)
         return job
 
     def took(self, leaf: str, job: JobInfo, unit: list[TaskInfo]) -> None:
         """Account a unit handed out; a job with pods left goes back, ranked with what it has left."""
         amount = self._held(unit)
-        for queue in self.queues.ancestry(leaf):
-            self.taken[queue.name].add(amount)
+        for name in self._path(leaf):
+            self.taken[name].add(amount)
         gone = {id(task) for task in unit}
         rest = [task for task in self.left_of[job] if id(task) not in gone]
         self.left_of[job] = rest
@@ -224,7 +264,7 @@ class _VictimOrder:
         if rest and (job not in self.protected or _above_min(rest)):
             self.counter += 1
             key = _Last(self.session.victim_order_key(job, len(rest)))
-            heapq.heappush(self.heaps[leaf], (key, self.counter, job))
+            self.heaps[leaf].push((key, self.counter, job))
 
     def _held(self, tasks: list[TaskInfo]) -> Resources:
         nodes = self.session.snapshot.nodes
@@ -263,8 +303,8 @@ class _VictimOrder:
         queue = self.queues[name]
         if queue.is_leaf:
             heap = self.heaps.get(name)
-            while heap and not self._eligible(heap[0][2]):
-                heapq.heappop(heap)
+            while heap and not self._eligible(heap.first()):
+                heap.pop()
             if not heap:
                 return None
             leaf = name
@@ -278,7 +318,7 @@ class _VictimOrder:
             return (queue.rank,), leaf
         remaining = self.allocated[name].copy()
         remaining.sub(self.taken[name])
-        next_job = self.heaps[leaf][0][2]
+        next_job = self.heaps[leaf].first()
         held = self.held_of.get(next_job)
         if held is None:
             held = self.held_of[next_job] = self._held(self.left_of[next_job])

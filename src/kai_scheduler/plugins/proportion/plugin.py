@@ -45,6 +45,7 @@ class ProportionPlugin:
             raise ValueError(f"proportion.arguments.{name}: must be >= 1, got {multiplier:g}")
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
+        self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
         self._next_request: dict[JobInfo, tuple[int, Resources]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
@@ -60,6 +61,7 @@ class ProportionPlugin:
 
     def on_session_open(self, session: Session) -> None:
         self._session = session
+        self._chains = {}
         snapshot = session.snapshot
         account_queues(snapshot)
         compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value)
@@ -93,15 +95,26 @@ class ProportionPlugin:
         self._shift(task, self._task_resources(task), -1.0)
 
     def _shift(self, task: TaskInfo, amount: Resources, sign: float) -> None:
-        assert self._session is not None
-        queues = self._session.snapshot.queues
-        if task.job.queue not in queues:
-            return
-        delta = Resources(amount.gpu * sign, amount.cpu * sign, amount.memory * sign)
-        for queue in queues.ancestry(task.job.queue):
-            queue.allocated.add(delta)
-            if not task.job.preemptible:
-                queue.allocated_non_preemptible.add(delta)
+        # Hot (every placement, eviction and undo of every scenario): the queue's chain to the root is
+        # kept per queue, and the vector added in place.
+        name = task.job.queue
+        chain = self._chains.get(name)
+        if chain is None:
+            assert self._session is not None
+            queues = self._session.snapshot.queues
+            chain = self._chains[name] = queues.ancestry(name) if name in queues else []
+        gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
+        non_preemptible = not task.job.preemptible
+        for queue in chain:
+            allocated = queue.allocated
+            allocated.gpu += gpu
+            allocated.cpu += cpu
+            allocated.memory += memory
+            if non_preemptible:
+                allocated = queue.allocated_non_preemptible
+                allocated.gpu += gpu
+                allocated.cpu += cpu
+                allocated.memory += memory
 
     # --- queue order -----------------------------------------------------------------------------
 
