@@ -29,6 +29,7 @@ import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import DeviceClass, Node, Pod, Queue, ResourceClaim, ResourceSlice, Topology
+from kai_scheduler.model.backoff import is_backed_off
 from kai_scheduler.model.builder import (
     PodDerivations,
     build_node_table,
@@ -88,6 +89,8 @@ class ClusterCache:
         self._dra = DraInputs()  # claims, slices, device classes; which pods use which claims
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
+        # PodGroups backed off on their pool (`model.backoff`): not scheduled, their pods not ours.
+        self._backed_off: dict[str, PodGroupState] = {}
         self._job_times: dict[str, JobTimes] = {}
         # A pipelined pod's nominated node and shared GPUs, for the next cycle only (see `nominate`).
         self._nominated: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -236,12 +239,34 @@ class ClusterCache:
         self._unindex(key, previous)
         self._nominated.pop(key, None)
 
+    @property
+    def pool_label_key(self) -> str:
+        """The node-pool label that names a PodGroup's pool (`model.partition.pool_of`)."""
+        return self.partition.label_key if self.partition is not None else c.NODE_POOL_LABEL
+
+    @property
+    def backed_off(self) -> Mapping[str, PodGroupState]:
+        """The PodGroups left out for their `schedulingBackoff` (`model.backoff`), by key."""
+        return self._backed_off
+
     def upsert_pod_group(self, state: PodGroupState) -> None:
         key = state.pod_group.key
         partition = self.partition
+        label_key = self.pool_label_key
+        labels = state.pod_group.metadata.labels
+        ours = partition is None or partition.holds_value(labels.get(label_key))
+        if ours and is_backed_off(state.pod_group, state.condition_pool, label_key):
+            # KAI's cache leaves it out of the session: neither tried nor counted in its queue.
+            self._backed_off[key] = state
+            if self._groups.pop(key, None) is not None:
+                self._dirty_jobs.add(key)
+            self._group_pools.pop(key, None)
+            self._pods_follow_group(key)
+            return
+        was_backed_off = self._backed_off.pop(key, None) is not None
         if partition is not None:
-            pool = state.pod_group.metadata.labels.get(partition.label_key)
-            moved = key not in self._group_pools or self._group_pools[key] != pool
+            pool = labels.get(partition.label_key)
+            moved = was_backed_off or key not in self._group_pools or self._group_pools[key] != pool
             self._group_pools[key] = pool
             if not partition.holds_value(pool):  # another shard's: its pods are not ours either
                 if self._groups.pop(key, None) is not None:
@@ -253,10 +278,14 @@ class ClusterCache:
                 self._pods_follow_group(key)
         self._groups[key] = state
         self._dirty_jobs.add(key)
+        if was_backed_off and partition is None:
+            self._pods_follow_group(key)  # its pods are ours again
 
     def remove_pod_group(self, key: str) -> None:
         if self._groups.pop(key, None) is not None:
             self._dirty_jobs.add(key)
+        if self._backed_off.pop(key, None) is not None:
+            self._pods_follow_group(key)
         if key in self._group_pools:
             del self._group_pools[key]
             self._pods_follow_group(key)
@@ -275,11 +304,14 @@ class ClusterCache:
         return pod.spec.scheduler_name == c.SCHEDULER_NAME and self._in_partition(pod)
 
     def _in_partition(self, pod: Pod) -> bool:
-        """A pod's pool is its PodGroup's; a pod whose PodGroup is not known speaks for itself."""
+        """A pod's pool is its PodGroup's; a pod whose PodGroup is not known speaks for itself. A pod whose
+        PodGroup is backed off is in no one's."""
         partition = self.partition
+        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+        if named is not None and self._backed_off and f"{pod.namespace}/{named}" in self._backed_off:
+            return False  # its PodGroup is backed off: held like another scheduler's pod
         if partition is None:
             return True
-        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
             group_key = f"{pod.namespace}/{named}"
             if group_key in self._group_pools:
@@ -349,7 +381,7 @@ class ClusterCache:
             self._named_by_group.setdefault(group_key, set()).add(key)
             self._dirty_jobs.add(group_key)  # its first pod may speak for it
         if pod.spec.scheduler_name == c.SCHEDULER_NAME and (
-            self.partition is None or self._in_partition(pod)
+            (self.partition is None and not self._backed_off) or self._in_partition(pod)
         ):
             job = job_key_of(pod)
             self._job_of_pod[key] = job
@@ -515,7 +547,7 @@ class ClusterCache:
         return ClusterState(
             nodes=list(self._nodes.values()),
             pods=pods,
-            pod_groups=sorted(self._groups.values(), key=lambda g: g.rank),
+            pod_groups=sorted([*self._groups.values(), *self._backed_off.values()], key=lambda g: g.rank),
             queues=list(self._queues),
             priority_classes=self._priorities.classes,
             default_priority=self._priorities.default,

@@ -26,6 +26,11 @@ class ShardedCache(ClusterCache):
         # The shards share what a pod asks for: it does not depend on the partition.
         for cache in self.shards.values():
             cache.derivations = self.derivations
+        self._label_key = next((p.label_key for p in partitions.values()), super().pool_label_key)
+
+    @property
+    def pool_label_key(self) -> str:
+        return self._label_key  # the shards' (they share one)
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         nodes = list(nodes)

@@ -47,6 +47,9 @@ class PodState:
 class PodGroupState:
     pod_group: PodGroup
     rank: float
+    # The node pool of its latest `schedulingConditions` entry (None: none), for `schedulingBackoff`
+    # (`model.backoff`); edges fill it in only for PodGroups with a backoff.
+    condition_pool: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

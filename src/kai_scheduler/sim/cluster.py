@@ -4,7 +4,7 @@ apply between scheduling cycles (binds, evictions, completions, arrivals, termin
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,8 +26,10 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
 from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.model.backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.partition import pool_of
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
@@ -114,6 +116,10 @@ class SimCluster:
             key=lambda item: (item[0], item[1]),
             reverse=True,
         )
+        # PodGroups with a `schedulingBackoff` (`model.backoff`), and the message of the scheduling
+        # condition written on those that were unschedulable on their pool, by key.
+        self._backing_off = {pg.key: (pg, rank) for pg, rank, _ in pod_groups if backs_off(pg)}
+        self.conditions: dict[str, str] = {}
         self._finishing: list[tuple[float, int, SimPod]] = []  # (finish time, tie, pod): a heap
         self._nominated: set[SimPod] = set()
         self._terminating = [pod for pod in pods if pod.terminating]
@@ -203,6 +209,27 @@ class SimCluster:
                     self.claims.released(pod.pod)
             self._update(pod)
         self.cache.nominate(pipelined)
+
+    def write_conditions(self, unschedulable: Mapping[str, str]) -> None:
+        """KAI's status updater after a cycle, as far as `schedulingBackoff` reads it: a PodGroup with a
+        backoff that ends the cycle unschedulable with no pod placed gets its `UnschedulableOnNodePool`
+        condition on its pool, and so is left out of the cycles that follow."""
+        due = [key for key in unschedulable if key in self._backing_off and key not in self.conditions]
+        if not due:
+            return
+        placed = {
+            pod.job_key
+            for pod in self.arrived_pods()
+            if pod.job_key in unschedulable and (pod.node is not None or pod.nominated_node is not None)
+        }
+        label_key = self.cache.pool_label_key
+        for key in due:
+            if key in placed:
+                continue  # KAI writes no condition on a job with allocated pods
+            group, rank = self._backing_off[key]
+            self.conditions[key] = with_pool_prefix(group, unschedulable[key], label_key)
+            pool = pool_of(group.metadata.labels, label_key)
+            self.cache.upsert_pod_group(PodGroupState(group, rank, condition_pool=pool))
 
     def remove_terminated(self) -> None:
         """Pods that were terminating when the cycle ran are gone for good."""

@@ -172,6 +172,7 @@ class Simulation:
         cluster.run_controllers()
         cluster.admit_arrivals()
         result, seconds, times = self._schedule(number, now)
+        cluster.write_conditions(result.unschedulable)
         cluster.cache.replace_job_times(times)
         cluster.wake_at = result.wake_at
         resolution = self.usage_resolution

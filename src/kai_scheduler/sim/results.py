@@ -265,6 +265,36 @@ def _pod_groups(
         if shards is not None:
             group["shard"] = shard
         groups.append(group)
+    groups.extend(_backed_off_groups(result, shards))
+    return groups
+
+
+def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list[dict[str, Any]]:
+    """The PodGroups their `schedulingBackoff` took out of scheduling (no session sees them): their pods
+    and the scheduling condition written on them."""
+    backed_off = result.cluster.cache.backed_off
+    if not backed_off:
+        return []
+    phases: dict[str, list[str]] = {}
+    for sim_pod in result.cluster.arrived_pods():
+        if sim_pod.job_key in backed_off:
+            phases.setdefault(sim_pod.job_key, []).append(sim_pod.phase)
+    groups = []
+    for key, state in sorted(backed_off.items(), key=lambda item: item[1].rank):
+        group = state.pod_group
+        pods = phases.get(key, [])
+        entry: dict[str, Any] = {
+            "namespace": group.namespace,
+            "name": group.metadata.name,
+            "queue": group.spec.queue,
+            "minMember": group.spec.min_member,
+            "running": pods.count("Running"),
+            "pending": pods.count("Pending"),
+            "unschedulableReason": result.cluster.conditions.get(key),
+        }
+        if shards is not None:
+            entry["shard"] = shards.job_shard(key)
+        groups.append(entry)
     return groups
 
 

@@ -28,7 +28,10 @@ its decisions through the API, as KAI's scheduler does:
   `Unschedulable`, message = the job's reason (at most 1024 characters), as kube-scheduler and KAI set it
   (cluster autoscalers and Karpenter act on it): a merge patch of the `status` subresource with the pod's
   whole `conditions` list. Written only when status, reason or message change (what was written is
-  remembered per pod uid); the binding sets `PodScheduled` = `True` later.
+  remembered per pod uid); the binding sets `PodScheduled` = `True` later. Not for the pods of a PodGroup
+  with `markUnschedulable: false`; with `schedulingBackoff: 1` the messages on the PodGroup and its pods
+  start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
+  (`model.backoff`); no condition is written while the job has a pod bound (KAI).
 
 Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). Under leader
 election `run` runs during each term, and a cycle whose term ended meanwhile (`leading`) writes nothing.
@@ -166,8 +169,11 @@ class SchedulerLoop:
             metrics=metrics,
         )
         self.evictions = Evictions(effects, informers)
-        self.pod_groups = PodGroupUpdates(effects, self.node_pool)
-        self.pod_scheduled = PodScheduledConditions(effects, informers)
+        label_key = partition.label_key if partition is not None else c.NODE_POOL_LABEL
+        self.pod_groups = PodGroupUpdates(
+            effects, self.node_pool, label_key, backed_off=lambda: self.states.cache.backed_off.keys()
+        )
+        self.pod_scheduled = PodScheduledConditions(effects, informers, label_key)
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from kai_scheduler.api import constants as c
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import metadata_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
+from kai_scheduler.k8s.scheduler.pod_groups import message_on
 
 POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable
@@ -19,9 +21,10 @@ MAX_CONDITION_MESSAGE = 1024
 
 
 class PodScheduledConditions:
-    def __init__(self, effects: Effects, informers: InformerSet) -> None:
+    def __init__(self, effects: Effects, informers: InformerSet, label_key: str = c.NODE_POOL_LABEL) -> None:
         self.effects = effects
         self.informers = informers
+        self.label_key = label_key  # the node-pool label (`message_on`)
         self.written: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self._watch_pods()
 
@@ -41,6 +44,11 @@ class PodScheduledConditions:
             pods = live.job_pods.get(job)
             if job in placed_jobs or pods is None:
                 continue
+            group = live.pod_groups.get(job)
+            if group is not None:
+                if (group.get("spec") or {}).get("markUnschedulable") is False:
+                    continue  # KAI leaves such pods' PodScheduled condition alone
+                message = message_on(group, message, self.label_key)
             for key in pods.waiting:
                 pod = live.pods.get(key)
                 if pod is None or busy(key):

@@ -5,7 +5,7 @@ reason (module doc of `loop.py`). The times are also kept in memory (`job_times`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.bookkeeping import next_job_times
@@ -14,6 +14,7 @@ from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObj
 from kai_scheduler.k8s.runtime.objects import annotations_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
+from kai_scheduler.model.backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
@@ -28,10 +29,28 @@ def reason_of(message: str) -> str:
     return head if head in KNOWN_REASONS else DEFAULT_REASON
 
 
+def message_on(group: JsonObject, message: str, label_key: str) -> str:
+    """What is written on a PodGroup and its pods for `message`: with `schedulingBackoff: 1`, prefixed
+    with the PodGroup's node pool (`model.backoff`)."""
+    labels = (group.get("metadata") or {}).get("labels") or {}
+    return prefixed(message, (group.get("spec") or {}).get("schedulingBackoff"), labels, label_key)
+
+
 class PodGroupUpdates:
-    def __init__(self, effects: Effects, node_pool: str) -> None:
+    """`label_key`: the node-pool label (messages name a PodGroup's pool); `backed_off`: the PodGroups the
+    cache leaves out for their `schedulingBackoff`, which are not this scheduler's to write on."""
+
+    def __init__(
+        self,
+        effects: Effects,
+        node_pool: str,
+        label_key: str = c.NODE_POOL_LABEL,
+        backed_off: Callable[[], Collection[str]] = frozenset,
+    ) -> None:
         self.effects = effects
         self.node_pool = node_pool
+        self.label_key = label_key
+        self.backed_off = backed_off
         self.job_times: dict[str, JobTimes] = {}  # last start / stale since, as last written
         self.job_times_changed: set[str] = set()  # jobs whose entry changed since the last build
         # Jobs whose times are looked at again after the next cycle: those whose pods or PodGroup changed
@@ -108,9 +127,14 @@ class PodGroupUpdates:
             )
         # Only PodGroups with something to say or something said before can get new conditions.
         speaking = result.unschedulable.keys() | placed_jobs | live.conditioned_groups
+        speaking -= set(self.backed_off())  # what a backed-off PodGroup says stays
         for job in sorted(job for job in speaking if job in live.pod_groups):
             obj = live.pod_groups[job]
             message = result.unschedulable.get(job) if job not in placed_jobs else None
+            if message is not None:
+                if job in job_pods and job_pods[job].running > 0:
+                    continue  # KAI writes no condition on a job with allocated pods (what it said stays)
+                message = message_on(obj, message, self.label_key)
             pending = job in job_pods and job_pods[job].unbound > 0
             if message is None and pending and job not in placed_jobs:
                 continue  # not considered this cycle: what it said last stays
@@ -147,8 +171,10 @@ class PodGroupUpdates:
         reason = reason_of(message)
         if ours and ours[0].get("reason") == reason and ours[0].get("message") == message and len(ours) == 1:
             return None
-        previous = ours[0].get("transitionID", "0") if ours else "0"
-        transition = str(int(previous) + 1) if str(previous).isdigit() else "1"
+        # One more than the latest condition of any pool (KAI's setTransitionID), so that the newest
+        # condition is the one `schedulingBackoff` reads.
+        latest = max((transition_id(cond.get("transitionID")) for cond in current), default=0)
+        transition = str(max(latest, 0) + 1)
         condition = {
             "type": UNSCHEDULABLE_ON_NODE_POOL,
             "nodePool": self.node_pool,

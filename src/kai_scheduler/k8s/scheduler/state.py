@@ -66,6 +66,7 @@ from kai_scheduler.k8s.scheduler.parsing import (
     schema_only,
 )
 from kai_scheduler.k8s.scheduler.pod_facts import is_reservation_pod, pod_facts
+from kai_scheduler.model.backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
@@ -276,7 +277,10 @@ class StateBuilder:
             if (obj.get("status") or {}).get("schedulingConditions") and key in self._changed_jobs:
                 self._conditioned_groups.add(group.key)
             rank = self._rank((*self._created(obj, key), _GROUP))
-            state = PodGroupState(group, rank)
+            # Read for `schedulingBackoff` only: other PodGroups' status writes change nothing here.
+            conditions = (obj.get("status") or {}).get("schedulingConditions") or []
+            pool = latest_condition_pool(conditions) if backs_off(group) else None
+            state = PodGroupState(group, rank, pool)
             if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
                 self._group_states[key] = state
                 self.cache.upsert_pod_group(state)
