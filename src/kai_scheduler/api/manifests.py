@@ -28,12 +28,15 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import (
     ApiObject,
+    ConfigMap,
     Container,
     DeviceClass,
     DeviceSelector,
     K8sModel,
     Node,
     ObjectMeta,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodGroup,
     PriorityClass,
@@ -43,6 +46,7 @@ from kai_scheduler.api.objects import (
     ResourceClaimTemplate,
     ResourceList,
     ResourceSlice,
+    StorageClass,
     Topology,
 )
 from kai_scheduler.api.quantity import format_quantity
@@ -59,10 +63,16 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): ResourceClaimTemplate,
     ("resource.k8s.io/v1", "ResourceSlice"): ResourceSlice,
     ("resource.k8s.io/v1", "DeviceClass"): DeviceClass,
+    ("v1", "ConfigMap"): ConfigMap,
+    ("v1", "PersistentVolumeClaim"): PersistentVolumeClaim,
+    ("v1", "PersistentVolume"): PersistentVolume,
+    ("storage.k8s.io/v1", "StorageClass"): StorageClass,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 
-_NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate"})
+_NAMESPACED_KINDS = frozenset(
+    {"Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate", "ConfigMap", "PersistentVolumeClaim"}
+)
 _EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_KINDS)
 
 # Go's strconv is stricter than Python's int()/float() (no `1_000`, no `nan`); mirror it.

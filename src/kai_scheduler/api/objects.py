@@ -203,6 +203,31 @@ class ContainerPort(K8sModel):
     name: str = ""
 
 
+class ConfigMapRef(K8sModel):
+    """A ConfigMap a pod reads (a volume, a projected source, `envFrom` or an env var's `configMapKeyRef`);
+    one that is not `optional` must exist for the pod to be scheduled (KAI's ConfigMap predicate)."""
+
+    name: str = ""
+    optional: bool | None = None
+
+
+class EnvVarSource(K8sModel):
+    config_map_key_ref: ConfigMapRef | None = None
+
+
+class EnvVar(K8sModel):
+    name: str = ""
+    value_from: EnvVarSource | None = None
+
+
+class EnvFromSource(K8sModel):
+    config_map_ref: ConfigMapRef | None = None
+
+
+class VolumeMount(K8sModel):
+    name: str = ""
+
+
 class Container(K8sModel):
     name: str = ""
     image: str = ""
@@ -210,6 +235,32 @@ class Container(K8sModel):
     ports: list[ContainerPort] = Field(default_factory=list)
     # `Always` on an init container makes it a sidecar: it keeps running beside the main containers.
     restart_policy: str | None = None
+    # Tuples: the empty one is shared, and most of the many pods a cluster holds have none of these.
+    env: tuple[EnvVar, ...] = ()
+    env_from: tuple[EnvFromSource, ...] = ()
+    volume_mounts: tuple[VolumeMount, ...] = ()
+
+
+class PersistentVolumeClaimVolumeSource(K8sModel):
+    claim_name: str = Field(min_length=1)
+    read_only: bool = False
+
+
+class VolumeProjection(K8sModel):
+    config_map: ConfigMapRef | None = None
+
+
+class ProjectedVolumeSource(K8sModel):
+    sources: list[VolumeProjection] = Field(default_factory=list)
+
+
+class Volume(K8sModel):
+    """A pod volume, as far as scheduling reads it: the ConfigMaps it needs and the claim it mounts."""
+
+    name: str = ""
+    config_map: ConfigMapRef | None = None
+    projected: ProjectedVolumeSource | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
 
 
 class PodSchedulingGate(K8sModel):
@@ -245,6 +296,8 @@ class PodSpec(K8sModel):
     # On the node's network, every container port is a host port (the API server defaults `hostPort`).
     host_network: bool = False
     resource_claims: list[PodResourceClaim] = Field(default_factory=list)
+    volumes: tuple[Volume, ...] = ()
+    ephemeral_containers: tuple[Container, ...] = ()
 
 
 class PodResourceClaimStatus(K8sModel):
@@ -617,4 +670,74 @@ class ResourceClaimTemplate(K8sModel):
 
 
 DraObject = ResourceClaim | ResourceClaimTemplate | ResourceSlice | DeviceClass
-ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject
+
+
+# --- Storage and ConfigMaps (v1, storage.k8s.io/v1): what the volume-binding and ConfigMap predicates read
+
+
+class ConfigMap(Namespaced):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["ConfigMap"] = "ConfigMap"
+    metadata: ObjectMeta
+
+
+class PersistentVolumeClaimSpec(K8sModel):
+    storage_class_name: str | None = None
+    volume_name: str = ""
+    access_modes: list[str] = Field(default_factory=list)
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+
+
+class PersistentVolumeClaim(Namespaced):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["PersistentVolumeClaim"] = "PersistentVolumeClaim"
+    metadata: ObjectMeta
+    spec: PersistentVolumeClaimSpec = Field(default_factory=PersistentVolumeClaimSpec)
+
+
+class ObjectReference(K8sModel):
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class VolumeNodeAffinity(K8sModel):
+    required: NodeSelector | None = None
+
+
+class PersistentVolumeSpec(K8sModel):
+    capacity: ResourceList = Field(default_factory=dict)
+    storage_class_name: str = ""
+    access_modes: list[str] = Field(default_factory=list)
+    claim_ref: ObjectReference | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+
+
+class PersistentVolume(K8sModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["PersistentVolume"] = "PersistentVolume"
+    metadata: ObjectMeta
+    spec: PersistentVolumeSpec = Field(default_factory=PersistentVolumeSpec)
+
+
+class TopologySelectorRequirement(K8sModel):
+    key: str = Field(min_length=1)
+    values: list[str] = Field(default_factory=list)
+
+
+class TopologySelectorTerm(K8sModel):
+    match_label_expressions: list[TopologySelectorRequirement] = Field(default_factory=list)
+
+
+class StorageClass(K8sModel):
+    api_version: Literal["storage.k8s.io/v1"] = "storage.k8s.io/v1"
+    kind: Literal["StorageClass"] = "StorageClass"
+    metadata: ObjectMeta
+    provisioner: str = ""
+    # The API server defaults it to Immediate.
+    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    allowed_topologies: list[TopologySelectorTerm] = Field(default_factory=list)
+
+
+StorageObject = ConfigMap | PersistentVolumeClaim | PersistentVolume | StorageClass
+ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject | StorageObject

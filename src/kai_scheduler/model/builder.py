@@ -32,6 +32,7 @@ from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.queues import QueueInfo, QueueTree
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import PodGroupState, PodState
+from kai_scheduler.model.storage import claim_names, required_config_maps
 
 # Resources that placement does not model as countable node capacity.
 _NOT_SCALAR = frozenset(
@@ -120,7 +121,21 @@ def pod_placement(pod: Pod, host_ports: tuple[HostPort, ...] | None = None) -> P
         # Where host ports are free differs from where they are not: jobs with other ports (or none) must
         # not share a scheduling signature.
         key += f"|ports={json.dumps(sorted(host_ports))}"
-    return Placement(key, dict(spec.node_selector), affinity, tuple(spec.tolerations), has_pod_affinity)
+    config_maps = required_config_maps(pod)
+    claims = claim_names(pod)
+    if config_maps or claims:
+        # Which ConfigMaps exist and where claims bind differ by name: such pods share placements only
+        # with pods that need the same.
+        key += f"|storage={json.dumps([config_maps, claims])}"
+    return Placement(
+        key,
+        dict(spec.node_selector),
+        affinity,
+        tuple(spec.tolerations),
+        has_pod_affinity,
+        config_maps,
+        claims,
+    )
 
 
 def _quantity(node: Node, name: str, default: float = 0.0) -> float:

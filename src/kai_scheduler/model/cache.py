@@ -28,7 +28,19 @@ from typing import NamedTuple, Protocol, TypeVar
 import numpy as np
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import DeviceClass, Node, Pod, Queue, ResourceClaim, ResourceSlice, Topology
+from kai_scheduler.api.objects import (
+    ConfigMap,
+    DeviceClass,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    Queue,
+    ResourceClaim,
+    ResourceSlice,
+    StorageClass,
+    Topology,
+)
 from kai_scheduler.model.backoff import is_backed_off
 from kai_scheduler.model.builder import (
     PodDerivations,
@@ -46,10 +58,11 @@ from kai_scheduler.model.builder import (
 )
 from kai_scheduler.model.dra_cache import Derived, DraInputs
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
-from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree, build_topology
 
 _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING)
@@ -87,6 +100,10 @@ class ClusterCache:
         self._priorities = Priorities()
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
         self._dra = DraInputs()  # claims, slices, device classes; which pods use which claims
+        self._storage = Storage()
+        self._storage_objects: tuple[
+            list[ConfigMap], list[PersistentVolumeClaim], list[PersistentVolume], list[StorageClass]
+        ] = ([], [], [], [])
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
         # PodGroups backed off on their pool (`model.backoff`): not scheduled, their pods not ours.
@@ -137,6 +154,9 @@ class ClusterCache:
         cache.set_namespace_labels(state.namespace_labels)
         cache.set_dra(state.resource_slices, state.device_classes, enabled=state.dra_enabled)
         cache.set_claims(state.resource_claims)
+        cache.set_storage(
+            state.config_maps, state.persistent_volume_claims, state.persistent_volumes, state.storage_classes
+        )
         for group in state.pod_groups:
             cache.upsert_pod_group(group)
         for pod in state.pods:
@@ -148,6 +168,18 @@ class ClusterCache:
         return cache
 
     # --- deltas: cluster-scoped kinds ----------------------------------------------------------------
+
+    def set_storage(
+        self,
+        config_maps: Sequence[ConfigMap],
+        claims: Sequence[PersistentVolumeClaim],
+        volumes: Sequence[PersistentVolume],
+        classes: Sequence[StorageClass],
+    ) -> None:
+        """ConfigMaps and storage objects, all of them. No job is made of them: only the predicates read
+        them (`model.storage`), each session afresh."""
+        self._storage_objects = (list(config_maps), list(claims), list(volumes), list(classes))
+        self._storage = Storage.of(config_maps, claims, volumes, classes)
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         partition = self.partition
@@ -487,6 +519,8 @@ class ClusterCache:
             # `_base_reasons` holds exactly the jobs that have a topology constraint (see `_rebuild_job`).
             topology_jobs=frozenset(self._base_reasons),
             dra=self._dra.snapshot(self._table, self._job_of_pod) if self._dra.active else None,
+            storage=self._storage,
+            node_pool=self.partition.pool if self.partition is not None else DEFAULT_NODE_POOL,
         )
         return snapshot
 
@@ -558,6 +592,10 @@ class ClusterCache:
             resource_slices=list(self._dra.slices),
             device_classes=list(self._dra.classes),
             dra_enabled=self._dra.enabled,
+            config_maps=self._storage_objects[0],
+            persistent_volume_claims=self._storage_objects[1],
+            persistent_volumes=self._storage_objects[2],
+            storage_classes=self._storage_objects[3],
         )
 
     def claim(self, key: str) -> ResourceClaim | None:

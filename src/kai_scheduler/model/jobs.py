@@ -45,6 +45,10 @@ class Placement:
     affinity: Affinity | None
     tolerations: tuple[Toleration, ...]
     has_pod_affinity: bool
+    # What the ConfigMap and volume-binding predicates read (`model.storage`): the ConfigMaps the pod needs
+    # and the PersistentVolumeClaims it mounts, as `namespace/name` (usually none).
+    config_maps: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
 
 
 # A host port bound on every address of the node (Kubernetes' default host IP).

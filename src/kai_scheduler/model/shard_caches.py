@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kai_scheduler.api.objects import DeviceClass, Node, Queue, ResourceClaim, ResourceSlice, Topology
+from kai_scheduler.api.objects import (
+    ConfigMap,
+    DeviceClass,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Queue,
+    ResourceClaim,
+    ResourceSlice,
+    StorageClass,
+    Topology,
+)
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
@@ -64,6 +75,17 @@ class ShardedCache(ClusterCache):
         super().set_dra(slices, classes, enabled=enabled)
         for cache in self.shards.values():
             cache.set_dra(slices, classes, enabled=enabled)
+
+    def set_storage(
+        self,
+        config_maps: Sequence[ConfigMap],
+        claims: Sequence[PersistentVolumeClaim],
+        volumes: Sequence[PersistentVolume],
+        classes: Sequence[StorageClass],
+    ) -> None:
+        super().set_storage(config_maps, claims, volumes, classes)
+        for cache in self.shards.values():
+            cache.set_storage(config_maps, claims, volumes, classes)
 
     def upsert_claim(self, claim: ResourceClaim) -> None:
         super().upsert_claim(claim)

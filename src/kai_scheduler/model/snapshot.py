@@ -12,13 +12,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kai_scheduler.api.objects import (
+    ConfigMap,
     DeviceClass,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodGroup,
     Queue,
     ResourceClaim,
     ResourceSlice,
+    StorageClass,
     Topology,
 )
 from kai_scheduler.model.dra import DraSnapshot
@@ -26,6 +30,7 @@ from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
 from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree
 
 
@@ -86,6 +91,11 @@ class ClusterState:
     resource_slices: Sequence[ResourceSlice] = ()
     device_classes: Sequence[DeviceClass] = ()
     dra_enabled: bool = True
+    # ConfigMaps and storage, for the ConfigMap and volume-binding predicates (`model.storage`).
+    config_maps: Sequence[ConfigMap] = ()
+    persistent_volume_claims: Sequence[PersistentVolumeClaim] = ()
+    persistent_volumes: Sequence[PersistentVolume] = ()
+    storage_classes: Sequence[StorageClass] = ()
 
 
 @dataclass(eq=False)
@@ -114,6 +124,10 @@ class ClusterSnapshot:
     pod_affinity_tasks: list[TaskInfo] = field(default_factory=list)
     # DRA devices and claims; None when the cluster has no DRA objects and no pod with claims.
     dra: DraSnapshot | None = None
+    # ConfigMaps, claims, volumes and storage classes (`model.storage`); the node pool's name, as KAI's
+    # messages give it (`model.partition.pool_of`).
+    storage: Storage = field(default_factory=Storage)
+    node_pool: str = "default"
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

@@ -55,7 +55,7 @@ DEFAULT_PRIORITY_CLASS = "kai-snapshot-default-priority"
 
 def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[JsonDict]:
     """The state's objects as manifests (see the module doc), in the order a `kind: List` should hold
-    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, then PodGroups and Pods by creation
+    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects and ConfigMaps, then PodGroups and Pods by creation
     rank."""
     at = session_instant(origin, now)
     items: list[JsonDict] = [dump(pc) for pc in _priority_classes(state)]
@@ -63,6 +63,8 @@ def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[J
     items += [dump(queue) for queue in _in_creation_order(list(state.queues))]
     items += [dump(node) for node in state.nodes]
     items += [dump(obj) for obj in (*state.device_classes, *state.resource_slices, *state.resource_claims)]
+    storage = (*state.storage_classes, *state.persistent_volumes, *state.persistent_volume_claims)
+    items += [dump(obj) for obj in (*storage, *state.config_maps)]
     ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]

@@ -4,7 +4,9 @@ Static filters (cordoned nodes, nodeSelector and required node affinity, taints)
 placement constraints and the nodes, so the session evaluates them once per distinct placement. The
 GPU-kind rules (MIG modes, shared GPUs, GPU memory) depend only on the request. Host ports and
 inter-pod affinity depend on where other pods are, so they are evaluated per pod against indexes kept
-live through the session. Preferred node affinity and PreferNoSchedule taints add node scores.
+live through the session. Preferred node affinity and PreferNoSchedule taints add node scores. KAI's
+pre-filters (missing ConfigMaps, unusable claims: `storage_predicates.py`; a request above the pool's
+largest node: `max_node_resources.py`) refuse a pod on every node; its claims' volumes restrict nodes.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from kai_scheduler.model.nodes import (
     NodeTable,
 )
 from kai_scheduler.model.resources import PodRequest
+from kai_scheduler.plugins.max_node_resources import MaxNodeResources
 from kai_scheduler.plugins.node_ports import node_ports_predicate
 from kai_scheduler.plugins.pod_affinity import shared_index
 from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
+from kai_scheduler.plugins.storage_predicates import StorageChecks
 
 
 def _node_flags(nodes: NodeTable, flag: Callable[[NodeSpecInfo], bool]) -> StaticPredicate:
@@ -174,6 +178,15 @@ class PredicatesPlugin:
         points.static_predicates.append(
             ("taints", "node(s) had untolerated taint", make_taint_filter(taints))
         )
+        storage = StorageChecks(session.snapshot.storage)
+        points.static_predicates.extend(storage.node_filters())
+        largest = MaxNodeResources(nodes, session.snapshot.node_pool)
+
+        def pre_filter(task: TaskInfo) -> str | None:
+            # KAI's pre-filters: ConfigMaps, claims, then MaxNodePoolResources.
+            return storage.pre_filter(task) or largest.pre_filter(task)
+
+        points.pre_predicates.append(pre_filter)
 
         kind_cache: dict[tuple[object, ...], BoolArray] = {}
 

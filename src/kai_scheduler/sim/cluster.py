@@ -13,8 +13,11 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import (
     ApiObject,
+    ConfigMap,
     DeviceClass,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodGroup,
     PriorityClass,
@@ -22,6 +25,7 @@ from kai_scheduler.api.objects import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    StorageClass,
     Topology,
 )
 from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
@@ -34,6 +38,7 @@ from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 from kai_scheduler.sim.claims import SimClaims, made_claims
+from kai_scheduler.sim.storage import SimStorage
 from kai_scheduler.sim.workloads import SimWorkloads, Workload
 
 # Objects without a creation timestamp are created just before second 0, in input order.
@@ -82,6 +87,7 @@ class SimCluster:
         pods: list[SimPod],
         dra: SimDra | None = None,
         cache: ClusterCache | None = None,
+        storage: SimStorage | None = None,
     ) -> None:
         self.nodes = nodes
         self.queues = queues
@@ -103,9 +109,12 @@ class SimCluster:
         dra = dra or SimDra()
         self.cache.set_dra(dra.slices, dra.classes)
         self.claims = SimClaims(self.cache, dra.claims)
+        self.storage = storage or SimStorage()
+        self.storage.hand_to(self.cache)
         for key, made in dra.made.items():
             self.claims.expect(key, made)
         self._by_key = {pod.key: pod for pod in pods}
+        self.nodes_by_name = {node.metadata.name: node for node in nodes}
         # Arrivals not admitted yet, latest first (popped from the end).
         self._arrivals: list[tuple[float, int, SimPod | PodGroupState]] = sorted(
             [(pod.arrival, i, pod) for i, pod in enumerate(pods)]
@@ -183,6 +192,8 @@ class SimCluster:
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
                 if decision.claims:
                     self.claims.bound(pod.pod, decision.claims)
+                if pod.pod.spec.volumes:
+                    self.storage.bound(pod.pod, self.nodes_by_name[decision.node], self.cache)
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at = self.now
                 pod.finish_at = None if pod.duration is None else self.now + pod.duration
@@ -421,6 +432,12 @@ def build_cluster(
             classes=[o for o in objects if isinstance(o, DeviceClass)],
             claims=claims,
             made={key: claims for key, claims in made.items() if claims},
+        ),
+        storage=SimStorage(
+            config_maps=[o for o in objects if isinstance(o, ConfigMap)],
+            claims=[o for o in objects if isinstance(o, PersistentVolumeClaim)],
+            volumes=[o for o in objects if isinstance(o, PersistentVolume)],
+            classes=[o for o in objects if isinstance(o, StorageClass)],
         ),
     )
     for _, pod_group, _ in ranked_groups:

@@ -238,7 +238,8 @@ def test_a_shape_no_node_holds_is_not_tried_again_for_another_queue(monkeypatch:
     assert len(calls) == 1
     tried, skipped = ("a-big", "b-big") if calls == ["a-big"] else ("b-big", "a-big")
     first = result.reasons[f"default/pg-{tried}"]
-    assert "Insufficient GPUs" in first
+    # KAI's MaxNodePoolResources says why no node can hold it.
+    assert "Max GPU resources available in a single node in the default node-pool is topped at 1" in first
     assert result.reasons[f"default/pg-{skipped}"].endswith(first)
     assert f"default/pg-{tried}" in result.reasons[f"default/pg-{skipped}"]
 
@@ -253,7 +254,7 @@ def test_a_shape_without_room_still_gets_its_own_queue_checks() -> None:
         pod("limited-big", "limited", gpus=2),
     ]
     reasons = run(objects, ALLOCATE, cycles=1).reasons
-    assert "Insufficient GPUs" in reasons["default/pg-free-big"]
+    assert "Max GPU resources available in a single node" in reasons["default/pg-free-big"]
     assert reasons["default/pg-limited-big"].startswith("OverLimit")
 
 

@@ -4,15 +4,23 @@ yields the same nodes, queues, jobs and pods (node, status, shared GPUs, creatio
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from helpers import node, pod, pod_group, priority_class, queue
+from helpers import node, objects_of, pod, pod_group, priority_class, queue
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import Pod, Topology
+from kai_scheduler.api.objects import (
+    ConfigMap,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+    Topology,
+)
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
 from kai_scheduler.model.state_export import (
@@ -336,3 +344,45 @@ def test_priority_class_objects_round_trip(tmp_path: Path) -> None:
     again, objects = reload(export_state(state, origin=ORIGIN, now=0.0), tmp_path)
     assert objects == [pc]
     assert again.priority_classes == state.priority_classes and again.default_priority == 1000
+
+
+def test_config_maps_and_storage_objects_round_trip(tmp_path: Path) -> None:
+    state = rich_state()
+    storage = objects_of(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "team"}},
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv"},
+            "spec": {"capacity": {"storage": "10Gi"}, "storageClassName": "local", "claimRef": {"name": "c"}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c"},
+            "spec": {
+                "storageClassName": "local",
+                "volumeName": "pv",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    state = replace(
+        state,
+        config_maps=[o for o in storage if isinstance(o, ConfigMap)],
+        storage_classes=[o for o in storage if isinstance(o, StorageClass)],
+        persistent_volumes=[o for o in storage if isinstance(o, PersistentVolume)],
+        persistent_volume_claims=[o for o in storage if isinstance(o, PersistentVolumeClaim)],
+    )
+    again, _ = reload(export_state(state, origin=ORIGIN, now=NOW), tmp_path)
+    assert list(again.config_maps) == list(state.config_maps)
+    assert list(again.storage_classes) == list(state.storage_classes)
+    assert list(again.persistent_volumes) == list(state.persistent_volumes)
+    assert list(again.persistent_volume_claims) == list(state.persistent_volume_claims)

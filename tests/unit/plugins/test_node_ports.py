@@ -109,9 +109,9 @@ def test_pods_alike_but_for_their_host_ports_are_explained_each_on_its_own() -> 
     cluster = objects(
         node_manifest("n0", gpus=8),
         queue_manifest("q"),
-        with_ports(pod_manifest("a", duration=60), port(80)),
-        with_ports(pod_manifest("b", gpus=16), port(80)),
-        pod_manifest("c", gpus=16),
+        with_ports(pod_manifest("a", gpus=1, duration=60), port(80)),
+        with_ports(pod_manifest("b", gpus=8), port(80)),
+        pod_manifest("c", gpus=8),
     )
     reasons = run(cluster, cycles=1).reasons
     assert REJECTION in reasons["default/pg-b"]
