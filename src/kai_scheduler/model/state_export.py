@@ -55,8 +55,8 @@ DEFAULT_PRIORITY_CLASS = "kai-snapshot-default-priority"
 
 def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[JsonDict]:
     """The state's objects as manifests (see the module doc), in the order a `kind: List` should hold
-    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects and ConfigMaps, then PodGroups and Pods by creation
-    rank."""
+    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects and ConfigMaps, then
+    PodGroups and Pods by creation rank."""
     at = session_instant(origin, now)
     items: list[JsonDict] = [dump(pc) for pc in _priority_classes(state)]
     items += [dump(topology) for topology in state.topologies]

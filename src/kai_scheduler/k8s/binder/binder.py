@@ -67,6 +67,7 @@ from kai_scheduler.k8s.binder.claim_binding import bind_claims
 from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.binder.gpu_env import get_pod, write_gpu_config_maps
 from kai_scheduler.k8s.binder.reservations import GpuReservation, Reservations
+from kai_scheduler.k8s.binder.volume_binding import bind_volumes, mounts_claims
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     PODS,
@@ -291,6 +292,10 @@ class Binder:
         if metadata_of(pod).get("deletionTimestamp"):
             raise BindFailure("pod is being deleted", final=True)
         await self._bind_claims(request, pod)
+        if mounts_claims(pod):
+            failure = await bind_volumes(self.client, pod, node)
+            if failure is not None:
+                raise BindFailure(failure)
         annotations: dict[str, str] | None = None
         if _shares_gpus(resource_type, groups):
             await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)

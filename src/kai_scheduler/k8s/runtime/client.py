@@ -46,6 +46,9 @@ TOPOLOGIES = ResourceKind("kai.scheduler", "v1alpha1", "Topology", "topologies",
 RESOURCE_CLAIMS = ResourceKind("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True)
 RESOURCE_SLICES = ResourceKind("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False)
 DEVICE_CLASSES = ResourceKind("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False)
+PERSISTENT_VOLUME_CLAIMS = ResourceKind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True)
+PERSISTENT_VOLUMES = ResourceKind("", "v1", "PersistentVolume", "persistentvolumes", False)
+STORAGE_CLASSES = ResourceKind("storage.k8s.io", "v1", "StorageClass", "storageclasses", False)
 
 
 @dataclass(frozen=True, slots=True)

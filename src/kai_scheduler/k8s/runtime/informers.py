@@ -14,15 +14,19 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.runtime.backoff import DEFAULT_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
+    CONFIG_MAPS,
     DEVICE_CLASSES,
     NAMESPACES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     POD_GROUPS,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    STORAGE_CLASSES,
     TOPOLOGIES,
     JsonObject,
     KubeClient,
@@ -87,11 +91,18 @@ CONTROLLER_KINDS: tuple[ResourceKind, ...] = (
 """What the binder, the pod grouper and the status controllers watch (`components.py`)."""
 
 DRA_KINDS: tuple[ResourceKind, ...] = (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES)
-SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES, *DRA_KINDS)
-OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES, *DRA_KINDS})
+# What the ConfigMap and volume-binding predicates read (`scheduler/storage_state.py`).
+STORAGE_KINDS: tuple[ResourceKind, ...] = (
+    CONFIG_MAPS,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+)
+SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES, *DRA_KINDS, *STORAGE_KINDS)
+OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES, *DRA_KINDS, *STORAGE_KINDS})
 """Kinds the scheduler can do without: a ClusterRole that may not list them (an older chart) costs only
-namespaceSelector matching by label (Namespaces), or DRA (resource.k8s.io), not the scheduler's
-readiness."""
+namespaceSelector matching by label (Namespaces), DRA (resource.k8s.io), or the ConfigMap and volume
+predicates (those pods then wait, saying why), not the scheduler's readiness."""
 """The scheduler also watches Namespaces: their labels are what pod (anti-)affinity's namespaceSelector
 matches (`state.py`); and DRA's claims, slices and device classes (`dra_state.py`). Only the scheduler's
 ClusterRole may list them."""

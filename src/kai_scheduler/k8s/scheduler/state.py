@@ -66,6 +66,7 @@ from kai_scheduler.k8s.scheduler.parsing import (
     schema_only,
 )
 from kai_scheduler.k8s.scheduler.pod_facts import is_reservation_pod, pod_facts
+from kai_scheduler.k8s.scheduler.storage_state import StorageFeed
 from kai_scheduler.model.backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
@@ -124,6 +125,7 @@ class StateBuilder:
         self._topologies = Parsed("topology", checked(Topology))
         self.cache = ClusterCache(partition)
         self._dra = DraFeed(informers)
+        self._storage = StorageFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
         self._pod_objects: dict[str, JsonObject] = {}
@@ -210,6 +212,7 @@ class StateBuilder:
         if self._cluster_dirty:
             self._update_cluster_scoped()
         self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
+        self._storage.update(self.cache)
         while self._dirty_groups or self._dirty_pods:  # again when ranks moved to make room (`_rank`)
             self._update_groups()
             self._update_pods()
