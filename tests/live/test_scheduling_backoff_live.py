@@ -65,3 +65,27 @@ def test_a_single_backoff_pod_group_is_marked_once_and_then_left_alone(server: F
 
     run(body(), timeout=10.0)
     assert not server.store.get("pods", "once-0")["spec"].get("nodeName")
+
+
+def test_a_job_with_a_pod_running_gets_no_scheduling_condition(server: FakeApiServer) -> None:
+    """KAI's markPodGroupUnschedulable writes nothing while the job has allocated pods (so a backoff
+    never takes a running job out of scheduling)."""
+    store = server.store
+    store.create(node_manifest("n1", gpus=1))
+    store.create(queue_manifest("q"))
+    elastic = pod_group_manifest("elastic", "q")
+    elastic["spec"]["schedulingBackoff"] = 1
+    store.create(elastic)
+    store.create(pod_manifest("elastic-0", gpus=1, group="elastic", node_name="n1", phase="Running"))
+    store.create(pod_manifest("elastic-1", gpus=1, group="elastic"))
+
+    async def body() -> None:
+        async with Live(server, loop=False) as live:
+            report = await live.loop.run_once()
+            assert report.errors == [] and report.result is not None
+            assert "default/elastic" in report.result.unschedulable
+            assert conditions(server, "elastic") == []
+            again = await live.loop.run_once()
+            assert again.result is not None and "default/elastic" in again.result.unschedulable  # still tried
+
+    run(body(), timeout=10.0)
