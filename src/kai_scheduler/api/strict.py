@@ -14,9 +14,11 @@ loads); the live edge can call them on what it reads.
 
 The schema of each object is the model the scheduler reads it with (`objects.py`, and for KAI's kinds the
 full CRD models of `crd_models.py`), plus the fields that Kubernetes (1.34) or KAI define and the
-scheduler ignores, listed below per model. Inside a field the scheduler does not read (a pod's `volumes`,
-`env`, probes) nothing is checked: those parts are not modelled here, and a valid manifest must never be
-refused for them. Maps with free keys (labels, resource lists, opaque driver parameters) are not fields.
+scheduler ignores, listed below per model. Inside a field the scheduler does not read (probes) or reads
+only a little of (a pod's `volumes`, `env`, `envFrom`, `volumeMounts`, `ephemeralContainers`: tuples of
+partial models, which the walk does not enter) nothing is checked: those parts are not modelled whole
+here, and a valid manifest must never be refused for them. Maps with free keys (labels, resource lists,
+opaque driver parameters) are not fields.
 """
 
 from __future__ import annotations
@@ -69,11 +71,8 @@ IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
         "command",
         "args",
         "workingDir",
-        "envFrom",
-        "env",
         "resizePolicy",
         "restartPolicyRules",
-        "volumeMounts",
         "volumeDevices",
         "livenessProbe",
         "readinessProbe",
@@ -88,8 +87,6 @@ IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
         "tty",
     ),
     o.PodSpec: (
-        "volumes",
-        "ephemeralContainers",
         "restartPolicy",
         "terminationGracePeriodSeconds",
         "activeDeadlineSeconds",
@@ -171,6 +168,49 @@ IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
         "ownerReferences",
         *_OBJECT_META,
     ),
+    # ConfigMaps and storage (v1, storage.k8s.io/v1): the ConfigMap and volume-binding predicates read
+    # names, classes, capacities, claim references and node affinity only.
+    o.ConfigMap: ("data", "binaryData", "immutable"),
+    o.PersistentVolumeClaim: ("status",),
+    o.PersistentVolumeClaimSpec: (
+        "selector",
+        "volumeMode",
+        "dataSource",
+        "dataSourceRef",
+        "volumeAttributesClassName",
+    ),
+    o.PersistentVolume: ("status",),
+    o.PersistentVolumeSpec: (
+        "persistentVolumeReclaimPolicy",
+        "mountOptions",
+        "volumeMode",
+        "volumeAttributesClassName",
+        # The volume source, one of:
+        "awsElasticBlockStore",
+        "azureDisk",
+        "azureFile",
+        "cephfs",
+        "cinder",
+        "csi",
+        "fc",
+        "flexVolume",
+        "flocker",
+        "gcePersistentDisk",
+        "glusterfs",
+        "hostPath",
+        "iscsi",
+        "local",
+        "nfs",
+        "photonPersistentDisk",
+        "portworxVolume",
+        "quobyte",
+        "rbd",
+        "scaleIO",
+        "storageos",
+        "vsphereVolume",
+    ),
+    o.ObjectReference: ("kind", "apiVersion", "resourceVersion", "fieldPath"),
+    o.StorageClass: ("parameters", "reclaimPolicy", "mountOptions", "allowVolumeExpansion"),
     # KAI's status types, where the CRD models word them differently (queue_types.go, podgroup_types.go).
     crd.Condition: ("lastProbeTime",),
     crd.QueueDetails: (

@@ -299,3 +299,57 @@ def test_a_queue_without_resources_is_refused_as_kais_webhook_refuses_it() -> No
     with pytest.raises(ManifestError) as caught:
         parse_object(doc, "in.yaml", 1, strict=True)
     assert caught.value.field == "spec.resources"
+
+
+def test_config_maps_and_storage_objects_as_a_cluster_holds_them_are_accepted() -> None:
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "team"},
+        "data": {"a": "1"},
+        "binaryData": {},
+        "immutable": True,
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "storageClassName": "local",
+            "accessModes": ["ReadWriteOnce"],
+            "volumeMode": "Filesystem",
+            "resources": {"requests": {"storage": "1Gi"}},
+            "selector": {"matchLabels": {"a": "b"}},
+        },
+        "status": {"phase": "Pending"},
+    }
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "pv"},
+        "spec": {
+            "capacity": {"storage": "10Gi"},
+            "storageClassName": "local",
+            "local": {"path": "/mnt/disks/ssd1"},
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "c"},
+        },
+        "status": {"phase": "Bound"},
+    }
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "reclaimPolicy": "Delete",
+        "parameters": {"type": "ssd"},
+        "allowVolumeExpansion": True,
+    }
+    pod = pod_manifest("p")
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}, "secret": None}]
+    pod["spec"]["containers"][0]["env"] = [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]
+    for doc in (config_map, claim, volume, storage_class, pod):
+        parse_object(doc, "in.yaml", 1, strict=True)
+    found = unknown_field(o.StorageClass, _with(storage_class, "volumeBindingMod", "Immediate"))
+    assert found is not None and found.suggestion == "volumeBindingMode"
