@@ -323,6 +323,7 @@ def measure(
                 )
             )
             metrics_port = _free_port()
+            run_log = (Path(tmp) / "run.log").open("wb")
             run_process = subprocess.Popen(
                 [
                     sys.executable,
@@ -341,8 +342,10 @@ def measure(
                     "0",
                 ],
                 env={**os.environ, "PYTHONPATH": str(src)},
-                stderr=subprocess.PIPE,
+                # A file, not a pipe nobody reads while it runs: its log would fill the pipe and stop it.
+                stderr=run_log,
             )
+            run_log.close()  # the child has its own descriptor
             _wait_ready(metrics_port, run_process, 120)
             time.sleep(1.0)  # let the first idle cycles pass
             baseline = server.ask("stats")

@@ -92,7 +92,7 @@ def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:
             store.create(pod_manifest("d-0", "qb", gpus=1))  # no pool label: the default shard's
             await eventually(
                 lambda: (
-                    {"a2-0", "a2-1", "b-0"} <= placed(store).keys()
+                    {"a2-0", "a2-1", "b-0", "b-1"} <= placed(store).keys()
                     and sum(name.startswith("a1-") for name in placed(store)) == 2
                 ),
                 timeout=20,

@@ -277,7 +277,7 @@ class PodGrouperController:
                 raise
             return await self.client.get(POD_GROUPS, meta["name"], meta["namespace"])
         self.stats.created += 1
-        log.info("created PodGroup %s/%s", meta["namespace"], meta["name"])
+        log.debug("created PodGroup %s/%s", meta["namespace"], meta["name"])
         return None
 
     async def _update(self, plan: PodGroupPlan, spec: Mapping[str, Any], existing: JsonObject) -> bool:
@@ -293,7 +293,7 @@ class PodGrouperController:
                 return False
             raise
         self.stats.updated += 1
-        log.info("updated PodGroup %s/%s: %s", plan.namespace, plan.name, ", ".join(sorted(diff)))
+        log.debug("updated PodGroup %s/%s: %s", plan.namespace, plan.name, ", ".join(sorted(diff)))
         return True
 
     async def _patch_pod(self, pod: JsonObject, plan: PodGroupPlan) -> None:
