@@ -8,9 +8,9 @@ from live_support import Live, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.api.reasons import OVER_LIMIT, UNSCHEDULABLE, WaitReason, code_of
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
-from kai_scheduler.k8s.scheduler.pod_groups import reason_of
 
 
 def bind_requests(server: FakeApiServer) -> dict[str, dict[str, Any]]:
@@ -100,10 +100,12 @@ def test_pod_group_status_annotations_and_events(server: FakeApiServer) -> None:
     assert len(events) == 1 and events[0]["reason"] == "Unschedulable" and events[0]["type"] == "Warning"
 
 
-def test_reason_of() -> None:
-    assert reason_of("OverLimit: queue a would exceed its gpu limit") == "OverLimit"
-    assert reason_of("NonPreemptibleOverQuota: ...") == "NonPreemptibleOverQuota"
-    assert reason_of("0/3 nodes are available: 3 Insufficient GPUs") == "Unschedulable"
+def test_the_condition_reason_is_the_reasons_code_not_read_from_its_message() -> None:
+    assert code_of(WaitReason("queue a would exceed its gpu limit", OVER_LIMIT)) == "OverLimit"
+    assert code_of(WaitReason("OverLimit: as a message only")) == UNSCHEDULABLE
+    assert code_of("0/3 nodes are available: 3 Insufficient GPUs") == "Unschedulable"
+    joined = WaitReason("OverLimit: queue a", OVER_LIMIT).joined("reclaim: no room")
+    assert code_of(joined) == OVER_LIMIT and joined == "OverLimit: queue a; reclaim: no room"
 
 
 def test_reclaim_evicts_through_the_eviction_subresource(server: FakeApiServer) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
+from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
@@ -63,9 +64,9 @@ class Allocate:
 
 
 def _failed_like(session: Session, job: JobInfo, first: str) -> None:
-    session.unschedulable[job.key] = (
-        f"a job of the same shape, {first}, could not be scheduled in this cycle: "
-        f"{session.unschedulable.get(first, 'it did not fit')}"
+    why = session.unschedulable.get(first, "it did not fit")
+    session.unschedulable[job.key] = WaitReason(
+        f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
     )
 
 

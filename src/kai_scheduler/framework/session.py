@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
@@ -503,7 +504,12 @@ class Session:
     def add_reason(self, job_key: str, reason: str) -> None:
         """Add why a later action could not help either to the reason a job waits."""
         earlier = self.unschedulable.get(job_key)
-        self.unschedulable[job_key] = f"{earlier}; {reason}" if earlier else reason
+        if not earlier:
+            self.unschedulable[job_key] = reason
+        elif isinstance(earlier, WaitReason):
+            self.unschedulable[job_key] = earlier.joined(reason)  # the first reason's code stays
+        else:
+            self.unschedulable[job_key] = f"{earlier}; {reason}"
 
     def wake_at(self, time: float) -> None:
         """Note that the outcome may change by itself at `time` (see `SessionResult.wake_at`)."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kai_scheduler.api.objects import PodGroup
+from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.model.partition import pool_of
 
 NO_SCHEDULING_BACKOFF: Final = -1  # retry forever (the default)
@@ -73,4 +74,4 @@ def prefixed(message: str, backoff: object, labels: Mapping[str, str], label_key
     """`with_pool_prefix` from a PodGroup's raw `schedulingBackoff` and labels (live mode's objects)."""
     if backoff != SINGLE_SCHEDULING_BACKOFF:
         return message
-    return f"Node-Pool '{pool_of(labels, label_key)}': {message}"
+    return WaitReason(f"Node-Pool '{pool_of(labels, label_key)}': {message}", code_of(message))

@@ -16,6 +16,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
+from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
 from kai_scheduler.model.jobs import (
     ALL_HOST_IPS,
     HostPort,
@@ -333,9 +334,12 @@ def _resource_shape(pod: Pod) -> tuple[object, ...]:
 def queue_problem(queue: str, queues: QueueTree) -> str | None:
     """Why a job in `queue` cannot be scheduled because of its queue, if it cannot."""
     if queue in queues.orphans:
-        return f"QueueDoesNotExist: the parent {queues.orphans[queue]} of queue {queue} does not exist"
+        return WaitReason(
+            f"QueueDoesNotExist: the parent {queues.orphans[queue]} of queue {queue} does not exist",
+            QUEUE_DOES_NOT_EXIST,
+        )
     if queue not in queues:
-        return f"QueueDoesNotExist: queue {queue} does not exist"
+        return WaitReason(f"QueueDoesNotExist: queue {queue} does not exist", QUEUE_DOES_NOT_EXIST)
     if not queues[queue].is_leaf:
         return f"queue {queue} is not a leaf queue; jobs must be submitted to leaf queues"
     return None

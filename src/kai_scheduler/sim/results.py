@@ -11,6 +11,7 @@ import numpy as np
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.objects import AllocationResult, ResourceClaim
+from kai_scheduler.api.reasons import code_of
 from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.model.partition import Partition
@@ -261,6 +262,9 @@ def _pod_groups(
             "running": counts.running,
             "pending": pending,
             "unschedulableReason": reason,
+            # With a reason, KAI's code for it, from the core (OverLimit, QueueDoesNotExist, ...; else
+            # Unschedulable).
+            **({"unschedulableCode": code_of(reason)} if reason else {}),
         }
         if shards is not None:
             group["shard"] = shard
@@ -292,6 +296,8 @@ def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list
             "pending": pods.count("Pending"),
             "unschedulableReason": result.cluster.conditions.get(key),
         }
+        if key in result.cluster.conditions:
+            entry["unschedulableCode"] = code_of(result.cluster.conditions[key])
         if shards is not None:
             entry["shard"] = shards.job_shard(key)
         groups.append(entry)

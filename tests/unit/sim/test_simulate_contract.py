@@ -156,7 +156,8 @@ def test_every_field_of_the_result_document(sim: Sim) -> None:
 
     groups = by_name(doc["podGroups"])
     for entry in doc["podGroups"]:
-        assert set(entry) == {
+        # (unschedulableCode: only beside a reason)
+        assert set(entry) - {"unschedulableCode"} == {
             "namespace",
             "name",
             "queue",
@@ -168,6 +169,7 @@ def test_every_field_of_the_result_document(sim: Sim) -> None:
     assert groups["g"]["minMember"] == 2
     assert (groups["g"]["running"], groups["g"]["pending"]) == (0, 2)
     assert isinstance(groups["g"]["unschedulableReason"], str) and groups["g"]["unschedulableReason"]
+    assert groups["g"]["unschedulableCode"] == "Unschedulable"
     whole_group = pods["whole"]["podGroup"].split("/")[1]
     assert groups[whole_group]["unschedulableReason"] is None
     assert groups[whole_group]["minMember"] == 1

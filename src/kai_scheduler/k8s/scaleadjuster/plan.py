@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.api.reasons import NOT_CURED_BY_NODES
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import (
     JsonObject,
@@ -50,8 +51,8 @@ DEFAULT_SCHEDULER: Final = "default-scheduler"
 
 
 UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"
-NOT_CURED_BY_NODES: Final = frozenset({"OverLimit", "NonPreemptibleOverQuota", "QueueDoesNotExist"})
-"""PodGroup condition reasons that more nodes do not cure: such pods never ask for nodes."""
+# NOT_CURED_BY_NODES (api.reasons): PodGroup condition reasons that more nodes do not cure, so such pods
+# never ask for nodes.
 
 
 # --- GPU Operator labels ---------------------------------------------------------------------------

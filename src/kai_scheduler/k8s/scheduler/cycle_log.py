@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from kai_scheduler.api.reasons import code_of
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.logs import fields
-from kai_scheduler.k8s.scheduler.pod_groups import reason_of
 
 _NOUNS = {
     "bind": ("bind", "binds"),
@@ -22,7 +22,7 @@ def log_cycle(log: logging.Logger, cycle: int, result: SessionResult) -> None:
     if not result.decisions:
         return
     counts = Counter(decision.type for decision in result.decisions)
-    waiting = Counter(reason_of(message) for message in result.unschedulable.values())
+    waiting = Counter(code_of(message) for message in result.unschedulable.values())
     done = ", ".join(
         f"{counts[kind]} {_NOUNS[kind][counts[kind] != 1]}"
         for kind in ("bind", "pipeline", "evict")

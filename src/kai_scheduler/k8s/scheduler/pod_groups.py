@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.reasons import code_of
 from kai_scheduler.cluster.bookkeeping import next_job_times
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject
@@ -18,15 +19,6 @@ from kai_scheduler.model.backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
-KNOWN_REASONS = ("NonPreemptibleOverQuota", "OverLimit", "QueueDoesNotExist")
-DEFAULT_REASON = "Unschedulable"
-
-
-def reason_of(message: str) -> str:
-    """The scheduling-condition reason of an unschedulable explanation (its leading word when it is one
-    of KAI's, e.g. "OverLimit: queue a would exceed ...")."""
-    head = message.split(":", 1)[0].strip()
-    return head if head in KNOWN_REASONS else DEFAULT_REASON
 
 
 def message_on(group: JsonObject, message: str, label_key: str) -> str:
@@ -168,7 +160,7 @@ class PodGroupUpdates:
         others = [cond for cond in current if cond not in ours]
         if message is None:
             return others if ours else None
-        reason = reason_of(message)
+        reason = code_of(message)
         if ours and ours[0].get("reason") == reason and ours[0].get("message") == message and len(ours) == 1:
             return None
         # One more than the latest condition of any pool (KAI's setTransitionID), so that the newest
@@ -208,9 +200,6 @@ class PodGroupUpdates:
 
 
 __all__ = [
-    "DEFAULT_REASON",
-    "KNOWN_REASONS",
     "UNSCHEDULABLE_ON_NODE_POOL",
     "PodGroupUpdates",
-    "reason_of",
 ]

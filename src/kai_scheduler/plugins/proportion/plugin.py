@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, WaitReason
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
@@ -228,11 +229,12 @@ class ProportionPlugin:
                     and request.get(r) > EPSILON
                     and queue.allocated.get(r) + request.get(r) > limit + EPSILON
                 ):
-                    return (
+                    return WaitReason(
                         f"OverLimit: queue {queue.name} would exceed its {r} limit "
                         f"({_amount(r, queue.allocated.get(r))} allocated + "
                         f"{_amount(r, request.get(r))} requested "
-                        f"> limit {_amount(r, limit)})"
+                        f"> limit {_amount(r, limit)})",
+                        OVER_LIMIT,
                     )
         return None
 
@@ -246,11 +248,12 @@ class ProportionPlugin:
                 deserved = queue.deserved.get(r)
                 used = queue.allocated_non_preemptible.get(r)
                 if deserved >= 0 and request.get(r) > EPSILON and used + request.get(r) > deserved + EPSILON:
-                    return (
+                    return WaitReason(
                         f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
                         "above its "
                         f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
-                        f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})"
+                        f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})",
+                        NON_PREEMPTIBLE_OVER_QUOTA,
                     )
         return None
 
