@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import openb  # the openb replay's trace-row manifests
 import yaml
 from bench_io import TRACES
 
@@ -138,19 +139,7 @@ def _tuned_down(
 
 
 def node_doc(row: dict[str, str]) -> dict[str, Any]:
-    resources = {
-        "cpu": f"{row['cpu_milli']}m",
-        "memory": f"{row['memory_mib']}Mi",
-        "pods": "110",
-        "nvidia.com/gpu": row["gpu"],
-    }
-    name = row["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, GPU_MODEL_LABEL: row["model"]}},
-        "status": {"capacity": dict(resources), "allocatable": dict(resources)},
-    }
+    return openb.node_doc(row, name_column="name")
 
 
 def pod_name(index: int) -> str:

@@ -39,14 +39,16 @@ def read(traces: Path, name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def node_doc(row: dict[str, str]) -> dict[str, Any]:
+def node_doc(row: dict[str, str], name_column: str = "sn") -> dict[str, Any]:
+    """A trace node row (`cpu_milli`, `memory_mib`, `gpu`, `model`, and its name in `name_column`) as a
+    Node."""
     resources = {
         "cpu": f"{row['cpu_milli']}m",
         "memory": f"{row['memory_mib']}Mi",
         "pods": "110",
         "nvidia.com/gpu": row["gpu"],
     }
-    name = row["sn"]
+    name = row[name_column]
     return {
         "apiVersion": "v1",
         "kind": "Node",
