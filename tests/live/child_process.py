@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from typing import IO
 
 STOP_TIMEOUT = 30.0  # seconds from SIGTERM to a kill
 TAIL = 4000  # characters of each stream a failure shows
@@ -20,7 +22,23 @@ class Child:
         )
         self.stdout = self.stderr = ""
         self.killed = False
-        self._collected = False  # the output is read once, when the child has exited
+        self._collected = False  # the output is kept once the child has exited
+        # Both pipes are read while the child runs: a child that logs more than a pipe holds (64 KiB)
+        # would otherwise block on its next write, and the test would wait for it in vain.
+        self._chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self._readers = [
+            threading.Thread(target=self._drain, args=(stream, self._chunks[name]), daemon=True)
+            for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _drain(stream: IO[str] | None, chunks: list[str]) -> None:
+        if stream is None:
+            return
+        for line in stream:
+            chunks.append(line)
 
     @property
     def returncode(self) -> int | None:
@@ -37,12 +55,16 @@ class Child:
         """Wait for the child to exit by itself (killed after `timeout` seconds); its exit code."""
         if not self._collected:
             try:
-                stdout, stderr = self.process.communicate(timeout=timeout)
+                self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.killed = True
                 self.process.kill()
-                stdout, stderr = self.process.communicate()
-            self.stdout, self.stderr, self._collected = stdout or "", stderr or "", True
+                self.process.wait()
+            for reader in self._readers:
+                reader.join(timeout=10)
+            self.stdout = "".join(self._chunks["stdout"])
+            self.stderr = "".join(self._chunks["stderr"])
+            self._collected = True
         return self.process.returncode
 
     def output(self) -> str:

@@ -44,3 +44,18 @@ def test_a_child_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
         _until_ready(child, ready)
     assert child.killed and child.returncode == -9
     assert "to stdout" in child.output() and "killed" in child.output()
+
+
+def test_a_child_that_logs_more_than_a_pipe_holds_is_not_blocked(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    # 256 KiB on stderr (a pipe holds 64 KiB): only a parent that reads as the child writes lets it finish.
+    code = (
+        "import pathlib, sys\nsys.stderr.write('x' * 262144)\nsys.stderr.flush()\n"
+        f"pathlib.Path({str(done)!r}).touch()\n"
+    )
+    child = Child([sys.executable, "-c", code])
+    deadline = time.monotonic() + 30
+    while not done.exists():
+        assert time.monotonic() < deadline, "the child is blocked writing its log"
+        time.sleep(0.02)
+    assert child.wait(30) == 0 and len(child.stderr) == 262144
