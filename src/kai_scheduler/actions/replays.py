@@ -1,6 +1,6 @@
 """What re-placing a victim set did before the preemptor's turn, remembered for the next preemptor.
 
-A scenario's simulation (`victims._simulate`) places the preemptor and the victim jobs again in queue
+A scenario's simulation (`victim_scenarios.simulate`) places the preemptor and the victim jobs again in queue
 order. Up to the preemptor's turn it is a function of the cluster and the victim set alone: the same
 victims, evicted from the same cluster, are handed out in the same order and placed on the same nodes,
 whichever preemptor waits behind them. Reclaim tries the same victim sets for one pending job after
@@ -9,7 +9,7 @@ fail at the preemptor's turn, so that prefix is worth keeping:
 
 * `Replays.record` keeps, per victim set, each victim job's placements and the rank its branch of the
   queue tree had when it was handed out, up to the preemptor's turn;
-* `Replays.last_for` tells whether another preemptor would also come last: its branch (the root child
+* `last_for` tells whether another preemptor would also come last: its branch (the root child
   holding its queue) holds no victim, so its rank stays the same while the victims are placed, and it ranks
   after every victim branch at the moment that branch was handed out;
 * then the victims' placements can be replayed on the statement without searching nodes, and when every
@@ -17,8 +17,9 @@ fail at the preemptor's turn, so that prefix is worth keeping:
   that fits nowhere now cannot fit then either.
 
 What is kept is valid until the cluster changes (a commit, a reservation given up): the owner clears it.
-Placements that created a new shared-GPU id are not kept (ids are handed out once; a replay would reuse
-one), nor are prefixes whose preemptor shared a branch with a victim (it could change the victims' order).
+Prefixes whose preemptor shared a branch with a victim are not kept (it could change the victims' order).
+New shared-GPU ids in a replayed placement are those a fresh search would hand out: ids are a function
+of the cluster as it is (`Session.new_gpu_group_id`).
 """
 
 from __future__ import annotations

@@ -95,7 +95,6 @@ def simulate(session: Session, statement: Statement, scenario: Scenario, victims
     recording = replays is not None and alone_in_branch(session, preemptor, jobs[1:])
     home = {id(task): (task.node, task.gpu_groups) for task in victims} if recording else {}
     steps: list[Step] = []
-    new_groups = len(session.snapshot.existing_gpu_groups)
     # Once the preemptor is placed, the most whole GPUs any node has free or releasing: placing pods
     # only lowers it, and a victim job none of whose pods fits it cannot be placed again (most often
     # none of them can: the preemptor took what they released).
@@ -105,7 +104,7 @@ def simulate(session: Session, statement: Statement, scenario: Scenario, victims
         popped.add(id(job))
         if job is preemptor:
             if recording and len(steps) == len(jobs) - 1:
-                _remember(session, replays, key, victims, home, steps, new_groups)
+                _remember(replays, key, victims, home, steps)
             if place_pipelined(session, statement, job, scenario.tasks, takes(job)) is not None:
                 return Outcome.UNPLACEABLE
             nodes = session.snapshot.nodes
@@ -125,18 +124,16 @@ def simulate(session: Session, statement: Statement, scenario: Scenario, victims
 
 
 def _remember(
-    session: Session,
     replays: Replays | None,
     key: tuple[str, ...],
     victims: list[TaskInfo],
     home: dict[int, tuple[int, tuple[str, ...]]],
     steps: list[Step],
-    groups_before: int,
 ) -> None:
     """Keep what placing every victim job again did before the preemptor's turn (`home`: each victim's
-    node and GPUs before), unless it handed out a new shared-GPU id (a replay would hand out that one
-    again)."""
-    if replays is None or len(session.snapshot.existing_gpu_groups) != groups_before:
+    node and GPUs before). A shared-GPU id it handed out is kept too: ids are a function of the cluster
+    as it is (`Session.new_gpu_group_id`), so a fresh search would hand out the same one."""
+    if replays is None:
         return
     back = {
         id(task)
