@@ -115,7 +115,7 @@ class WorkloadControllers:
                     log.warning("controllers: cannot create %s: %s", _name(made), error)
         for gone in changes.deleted:
             try:
-                self.store.delete(_resource_of(gone), _name(gone), _namespace(gone))
+                self.store.delete(self.store.type_of(gone), _name(gone), _namespace(gone))
             except ApiError as error:
                 if error.code != 404:
                     log.warning("controllers: cannot delete %s: %s", _name(gone), error)
@@ -126,7 +126,7 @@ class WorkloadControllers:
             if status and self._statuses.get(uid) != status:
                 self._statuses[uid] = clone(status)
                 try:
-                    self.store.set_status(_resource_of(obj), _name(obj), clone(status), _namespace(obj))
+                    self.store.set_status(self.store.type_of(obj), _name(obj), clone(status), _namespace(obj))
                 except ApiError as error:
                     if error.code != 404:
                         log.warning("controllers: cannot write the status of %s: %s", _name(obj), error)
@@ -138,9 +138,3 @@ def _name(obj: Obj) -> str:
 
 def _namespace(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "default")
-
-
-def _resource_of(obj: Obj) -> str:
-    return {"Pod": "pods", "Job": "jobs", "CronJob": "cronjobs", "Deployment": "deployments"}.get(
-        str(obj.get("kind")), f"{str(obj.get('kind')).lower()}s"
-    )

@@ -73,8 +73,12 @@ class Replays:
 
 
 def branch_of(session: Session, queue: str) -> str:
-    """The root queue whose subtree holds `queue`."""
-    return session.snapshot.queues.ancestry(queue)[-1].name
+    """The root queue whose subtree holds `queue` (asked for every scenario: kept per session)."""
+    roots: dict[str, str] = session.scratch.setdefault("replays.roots", {})
+    root = roots.get(queue)
+    if root is None:
+        root = roots[queue] = session.snapshot.queues.ancestry(queue)[-1].name
+    return root
 
 
 def alone_in_branch(session: Session, preemptor: JobInfo, victim_jobs: list[JobInfo]) -> bool:

@@ -71,3 +71,14 @@ SHARED_GPU_ENV_CONFIGMAP_SUFFIX: Final = "-evar"
 NVIDIA_VISIBLE_DEVICES_ENV: Final = "NVIDIA_VISIBLE_DEVICES"
 GPU_PORTION_ENV: Final = "GPU_PORTION"
 NUM_OF_GPUS_ENV: Final = "RUNAI_NUM_OF_GPUS"
+
+# Each Kubeflow training job kind and the spec field that holds its replica specs (the pod grouper reads
+# them, the simulator's controllers expand them).
+KUBEFLOW_REPLICA_SPECS: Final = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from kai_scheduler.api.constants import KUBEFLOW_REPLICA_SPECS
 from kai_scheduler.workloads.batch import job_finished
 from kai_scheduler.workloads.errors import WorkloadError
 from kai_scheduler.workloads.objects import (
@@ -37,14 +38,6 @@ from kai_scheduler.workloads.objects import (
     with_labels,
 )
 
-REPLICA_SPECS = {
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "TFJob": "tfReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "JAXJob": "jaxReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-}
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 OPERATOR_LABEL = "training.kubeflow.org/operator-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
@@ -59,7 +52,7 @@ def _operator(kind: str, mpi_operator: bool) -> str:
 
 def _replica_specs(job: Mapping[str, Any]) -> dict[str, tuple[int, Mapping[str, Any]]]:
     """Each replica type's (replicas, pod template), in the manifest's order."""
-    field = REPLICA_SPECS[str(job.get("kind"))]
+    field = KUBEFLOW_REPLICA_SPECS[str(job.get("kind"))]
     specs = mapping(job, "spec", field, required=True)
     if not specs:
         raise WorkloadError("has no replica types", object_ref=ref(job), field=f"spec.{field}")

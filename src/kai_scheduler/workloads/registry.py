@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kai_scheduler.api.constants import KUBEFLOW_REPLICA_SPECS
 from kai_scheduler.workloads import apps, batch, kubeflow, ray, sets
 from kai_scheduler.workloads.objects import Manifest, Reconcile, group_of
 
@@ -31,7 +32,7 @@ CONTROLLERS: dict[tuple[str, str], Controller] = {
     ("apps", "StatefulSet"): Controller(apps.reconcile_stateful_set, replaces_by_name=True),
     **{
         ("kubeflow.org", kind): Controller(kubeflow.reconcile_kubeflow, True)
-        for kind in kubeflow.REPLICA_SPECS
+        for kind in KUBEFLOW_REPLICA_SPECS
     },
     ("ray.io", "RayCluster"): Controller(ray.reconcile_ray_cluster, replaces_by_name=False),
     ("ray.io", "RayJob"): Controller(ray.reconcile_ray_job, False, ray.ray_job_next_time),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.podgrouper._common import (
     BUILD,
     INFERENCE,
@@ -135,14 +136,6 @@ def group_deployment(ctx: Context) -> PodGroupPlan:
 
 # --- Kubeflow training operators -------------------------------------------------------------------
 
-KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "TFJob": "tfReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "JAXJob": "jaxReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-}
 # Roles other than workers come first when a gang size smaller than the job is shared among them.
 _ROLE_ORDER = ("Master", "Chief", "Launcher", "PS", "Evaluator")
 REPLICA_TYPE_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
@@ -177,7 +170,7 @@ def _kubeflow_min_member(ctx: Context, total: int, delayed: int) -> int:
 def group_kubeflow(ctx: Context) -> PodGroupPlan:
     """One gang per job, a sub-group per replica type, workers split into segments when asked."""
     top = ctx.top
-    specs_node = top.node("spec", KUBEFLOW_REPLICA_SPECS[top.kind])
+    specs_node = top.node("spec", c.KUBEFLOW_REPLICA_SPECS[top.kind])
     specs = specs_node.required_mapping()
     if not specs:
         raise specs_node.error("has no replica types")
@@ -475,7 +468,7 @@ GROUPERS: Mapping[tuple[str, str], Grouper] = {
     ("batch", "Job"): group_job,
     ("batch", "CronJob"): group_cronjob,
     ("apps", "Deployment"): group_deployment,
-    **{("kubeflow.org", kind): group_kubeflow for kind in KUBEFLOW_REPLICA_SPECS},
+    **{("kubeflow.org", kind): group_kubeflow for kind in c.KUBEFLOW_REPLICA_SPECS},
     ("ray.io", "RayCluster"): group_ray,
     ("ray.io", "RayJob"): group_ray,
     ("ray.io", "RayService"): group_ray,

@@ -30,6 +30,7 @@ import numpy as np
 from kai_scheduler.framework.session import Session, pack_gpus
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
+from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
 from kai_scheduler.plugins.fragmentation.measure import (
     evaluate,
@@ -47,14 +48,7 @@ DEFAULT_MAX_CLASSES: Final = 64
 
 
 def _number(arguments: dict[str, Any], key: str, default: float) -> float:
-    """A numeric argument, given as a number or as a string (KAI writes plugin arguments as strings)."""
-    value = arguments.get(key, default)
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"gpufragmentation.arguments.{key}: expected a number, got {value!r}") from None
+    return number("gpufragmentation", arguments, key, default)
 
 
 def _coverage(arguments: dict[str, Any]) -> float:

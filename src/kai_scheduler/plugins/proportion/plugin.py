@@ -20,6 +20,7 @@ from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
 
 # A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
@@ -475,14 +476,7 @@ def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 
 
 def _number(arguments: dict[str, Any], key: str, default: float) -> float:
-    """Plugin arguments are strings in KAI's configuration ("1.5"); numbers are accepted too."""
-    value = arguments.get(key, default)
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"proportion.arguments.{key}: expected a number, got {value!r}") from None
+    return number("proportion", arguments, key, default)
 
 
 def _split(path_a: list[QueueInfo], path_b: list[QueueInfo]) -> tuple[QueueInfo | None, QueueInfo | None]:
