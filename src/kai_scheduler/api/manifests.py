@@ -137,6 +137,12 @@ def parse_object(
         ) from None
 
 
+def field_message(field: str | None, message: str) -> str:
+    """A problem on one line, its field first (`metadata.annotations.gpu-fraction: must be between ...`): how
+    the admission webhooks deny an object and how live mode says why it cannot take one."""
+    return f"{field}: {message}" if field else message
+
+
 def validate_schema(model: type[_Model], doc: Any) -> _Model:
     """`doc` as a `model`; a schema error raises InvalidField at the manifest path of its first problem."""
     try:

@@ -40,3 +40,23 @@ class WaitReason(str):
 def code_of(reason: str) -> str:
     """The code of a reason (a plain message is KAI's generic Unschedulable)."""
     return reason.code if isinstance(reason, WaitReason) else UNSCHEDULABLE
+
+
+# Why a pod waits, as live mode writes it on the pod: the `reason` of its `PodScheduled=False` condition and
+# of the Warning event that goes with it (docs/live-reasons.md lists them; `kubectl kai why` reads them, so
+# they are stable). `Unschedulable` is kube-scheduler's and KAI's (cluster autoscalers act on it): the job
+# waits for room. The others say the scheduler cannot take the pod as it is; no node would help.
+POD_UNSCHEDULABLE: Final = UNSCHEDULABLE
+INVALID_POD: Final = "InvalidPod"  # the pod breaks KAI's admission rules (`api.manifests`)
+POD_GROUP_NOT_FOUND: Final = "PodGroupNotFound"  # its pod-group-name names no PodGroup
+INVALID_POD_GROUP: Final = "InvalidPodGroup"  # its PodGroup breaks KAI's admission rules
+PRIORITY_CLASS_NOT_FOUND: Final = "PriorityClassNotFound"  # spec.priorityClassName names no PriorityClass
+# QUEUE_DOES_NOT_EXIST too: its queue (or a parent of it) does not exist.
+POD_REASONS: Final = (
+    POD_UNSCHEDULABLE,
+    INVALID_POD,
+    POD_GROUP_NOT_FOUND,
+    INVALID_POD_GROUP,
+    QUEUE_DOES_NOT_EXIST,
+    PRIORITY_CLASS_NOT_FOUND,
+)

@@ -41,6 +41,7 @@ from kai_scheduler.api.manifests import (
     check_queue,
     check_sub_groups,
     describe_value,
+    field_message,
     short_repr,
     validate_schema,
 )
@@ -264,7 +265,7 @@ def _named(request: _Request, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _field_message(problem: InvalidField) -> str:
-    return f"{problem.field}: {problem.message}" if problem.field else problem.message
+    return field_message(problem.field, problem.message)
 
 
 # Pods.

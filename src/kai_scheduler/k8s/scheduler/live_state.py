@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.framework.decisions import ClaimAllocation
@@ -22,6 +23,9 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodState
+
+if TYPE_CHECKING:
+    from kai_scheduler.k8s.scheduler.waiting import Waiting
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -109,6 +113,8 @@ class LiveState:
         changed_jobs: Set[str],
         conditioned_groups: Set[str],
         skipped: tuple[str, ...] = (),
+        rejected: Mapping[str, Waiting] | None = None,
+        invalid_groups: Mapping[str, str] | None = None,
     ) -> None:
         self.pods = pods  # pod key -> the pod as cached (every pod that parsed)
         self.our_pods = our_pods  # pod key -> its PodState, for our pods (nomination not applied)
@@ -121,6 +127,10 @@ class LiveState:
         self.changed_jobs = changed_jobs  # jobs whose pods or PodGroup changed since the last build
         self.conditioned_groups = conditioned_groups  # PodGroups whose status has schedulingConditions
         self.skipped = skipped  # objects left out because they do not validate
+        # Waiting pods of ours the scheduler cannot take, and why (pod key -> `Waiting`); PodGroups that
+        # break KAI's admission rules (key -> the problem, its field first). Read-only views, as above.
+        self.rejected: Mapping[str, Waiting] = rejected if rejected is not None else {}
+        self.invalid_groups: Mapping[str, str] = invalid_groups if invalid_groups is not None else {}
         self._cache: ClusterCache | None = cache
         self._state: ClusterState | None = None
 

@@ -45,6 +45,8 @@ class Parsed(Generic[M]):
         self.entries: dict[str, tuple[str, M | None]] = {}
         self.sources: dict[str, JsonObject] = {}  # key -> the object a model was parsed from (`same_model`)
         self.warned: set[tuple[str, str]] = set()
+        # key -> why the object's current version does not parse (live mode says so on the object)
+        self.errors: dict[str, Exception] = {}
 
     def get(self, key: str, obj: JsonObject) -> M | None:
         version = resource_version(obj)
@@ -63,7 +65,10 @@ class Parsed(Generic[M]):
             if (key, version) not in self.warned:
                 self.warned.add((key, version))
                 log.warning("skipping %s %s (resourceVersion %s): %s", self.what, key, version, error)
+            self.errors[key] = error
             model = None
+        else:
+            self.errors.pop(key, None)
         self.entries[key] = (version, model)
         if self.same_model is not None:
             self.sources[key] = obj
@@ -72,6 +77,7 @@ class Parsed(Generic[M]):
     def forget(self, key: str) -> None:
         self.entries.pop(key, None)
         self.sources.pop(key, None)
+        self.errors.pop(key, None)
 
     def parse_all(
         self, cache: Mapping[str, JsonObject], label: str, skipped: list[str]
@@ -94,6 +100,7 @@ class Parsed(Generic[M]):
         dropped = [model for key in gone if (model := self.entries.pop(key)[1]) is not None]
         for key in gone:
             self.sources.pop(key, None)
+            self.errors.pop(key, None)
         self.warned = {item for item in self.warned if item[0] in alive}
         return dropped
 

@@ -1,6 +1,7 @@
-"""The scheduler's `PodScheduled` effect: each pending pod of a job that ends the cycle unschedulable gets
-the pod condition `PodScheduled` = `False`, reason `Unschedulable`, the job's reason as message (module doc
-of `loop.py`), written only when it changes (what was written is remembered per pod uid)."""
+"""The scheduler's `PodScheduled` effect: each pending pod of a job that ends the cycle unschedulable, and
+each waiting pod the scheduler cannot take, gets the pod condition `PodScheduled` = `False` with the reason
+and message of `waiting.py` (module doc of `loop.py`), written only when it changes (what was written is
+remembered per pod uid), and a Warning event with the same reason and message, once per distinct pair."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from kai_scheduler.k8s.runtime.objects import metadata_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.k8s.scheduler.pod_groups import message_on
+from kai_scheduler.k8s.scheduler.waiting import Waiting, job_waiting, waits_for_scheduler
 
 POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable
 MAX_CONDITION_MESSAGE = 1024
+MAX_EVENTS_REMEMBERED = 16  # distinct (reason, message) pairs evented per pod, the oldest forgotten first
 
 
 class PodScheduledConditions:
@@ -26,6 +29,7 @@ class PodScheduledConditions:
         self.informers = informers
         self.label_key = label_key  # the node-pool label (`message_on`)
         self.written: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
+        self.evented: dict[str, dict[tuple[str, str], None]] = {}  # pod uid -> (reason, message) evented
         self._watch_pods()
 
     def calls(
@@ -38,31 +42,44 @@ class PodScheduledConditions:
         report: CycleReport,
     ) -> list[Awaitable[None]]:
         """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
-        this cycle and `busy` pods, decided on, nominated or being bound, are left alone)."""
+        this cycle and `busy` pods, decided on, nominated or being bound, are left alone) and for the
+        waiting pods the scheduler cannot take (`live.rejected`)."""
         calls: list[Awaitable[None]] = []
+
+        def say(key: str, pod: JsonObject, why: Waiting) -> None:
+            conditions = self._wanted(pod, why.reason, why.message[:MAX_CONDITION_MESSAGE], now)
+            if conditions is not None:
+                call = self._write(pod, conditions)
+                calls.append(self.effects.limited(call, report, f"status of Pod {key}"))
+
         for job, message in result.unschedulable.items():
             pods = live.job_pods.get(job)
             if job in placed_jobs or pods is None:
                 continue
             group = live.pod_groups.get(job)
-            if group is not None:
-                if (group.get("spec") or {}).get("markUnschedulable") is False:
-                    continue  # KAI leaves such pods' PodScheduled condition alone
-                message = message_on(group, message, self.label_key)
+            if group is not None and (group.get("spec") or {}).get("markUnschedulable") is False:
+                continue  # KAI leaves such pods' PodScheduled condition alone
+            why: Waiting | None = None
             for key in pods.waiting:
                 pod = live.pods.get(key)
                 if pod is None or busy(key):
                     continue
-                conditions = self._wanted(pod, message[:MAX_CONDITION_MESSAGE], now)
-                if conditions is not None:
-                    call = self._write(pod, conditions)
-                    calls.append(self.effects.limited(call, report, f"status of Pod {key}"))
+                if why is None:
+                    why = job_waiting(job, message, pod, live.pod_groups, live.invalid_groups)
+                    if group is not None:
+                        why = Waiting(why.reason, message_on(group, why.message, self.label_key))
+                say(key, pod, why)
+        cached = self.informers.pods.cache
+        for key, why in live.rejected.items():
+            pod = cached.get(key)
+            if pod is not None and waits_for_scheduler(pod):
+                say(key, pod, why)
         return calls
 
-    def _wanted(self, pod: JsonObject, message: str, now: float) -> list[JsonObject] | None:
+    def _wanted(self, pod: JsonObject, reason: str, message: str, now: float) -> list[JsonObject] | None:
         """The pod's new `conditions` with PodScheduled False, or None when it (or what this loop wrote
         last, newer than the cache for a moment) says so already."""
-        wanted = ("False", POD_REASON_UNSCHEDULABLE, message)
+        wanted = ("False", reason, message)
         uid = str(pod["metadata"].get("uid") or "")
         current: list[JsonObject] = list((pod.get("status") or {}).get("conditions") or [])
         ours = next((cond for cond in current if cond.get("type") == POD_SCHEDULED), None)
@@ -75,7 +92,7 @@ class PodScheduledConditions:
         condition: JsonObject = {
             "type": POD_SCHEDULED,
             "status": "False",
-            "reason": POD_REASON_UNSCHEDULABLE,
+            "reason": reason,
             "message": message,
             "lastProbeTime": None,
             "lastTransitionTime": stamp,
@@ -97,11 +114,16 @@ class PodScheduledConditions:
                 raise
             return
         ours = next(cond for cond in conditions if cond.get("type") == POD_SCHEDULED)
-        self.written[str(meta.get("uid") or "")] = (
-            str(ours["status"]),
-            str(ours["reason"]),
-            str(ours["message"]),
-        )
+        uid = str(meta.get("uid") or "")
+        reason, message = str(ours["reason"]), str(ours["message"])
+        self.written[uid] = (str(ours["status"]), reason, message)
+        evented = self.evented.setdefault(uid, {})
+        if not self.effects.record_events or (reason, message) in evented:
+            return
+        evented[(reason, message)] = None
+        if len(evented) > MAX_EVENTS_REMEMBERED:
+            del evented[next(iter(evented))]
+        await self.effects.event(pod, "Warning", reason, message)
 
     def _watch_pods(self) -> None:
         """Forget what was written to a pod once it is gone (or replaced by a new pod of the same name)."""
@@ -112,9 +134,11 @@ class PodScheduledConditions:
         def pod_replaced(old: JsonObject, new: JsonObject) -> None:
             if uid(old) != uid(new):
                 self.written.pop(uid(old), None)
+                self.evented.pop(uid(old), None)
 
         def pod_gone(pod: JsonObject) -> None:
             self.written.pop(uid(pod), None)
+            self.evented.pop(uid(pod), None)
 
         self.informers.pods.add_handler(on_update=pod_replaced, on_delete=pod_gone)
 

@@ -43,6 +43,7 @@ from kai_scheduler.api.objects import (
     Queue,
     Topology,
 )
+from kai_scheduler.api.strict import missing_priority_class
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.k8s.runtime.client import (
@@ -67,6 +68,13 @@ from kai_scheduler.k8s.scheduler.parsing import (
 )
 from kai_scheduler.k8s.scheduler.pod_facts import is_reservation_pod, pod_facts
 from kai_scheduler.k8s.scheduler.storage_state import StorageFeed
+from kai_scheduler.k8s.scheduler.waiting import (
+    Waiting,
+    invalid_pod,
+    problem_text,
+    unknown_priority_class,
+    waits_for_scheduler,
+)
 from kai_scheduler.model.backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
@@ -133,6 +141,12 @@ class StateBuilder:
         self._group_times: dict[str, JobTimes] = {}
         self._group_states: dict[str, PodGroupState] = {}  # as last handed to the cache
         self._skipped: dict[str, str] = {}  # object key -> "<Kind> <key>", for objects that do not parse
+        # Pods of ours that wait but that the scheduler cannot take (`waiting.py`), and why; PodGroups that
+        # break the admission rules, and how (their pods wait for them: `InvalidPodGroup`).
+        self._rejected: dict[str, Waiting] = {}
+        self._invalid_groups: dict[str, str] = {}
+        self._class_names: set[str] = set(c.BUILTIN_PRIORITY_CLASSES)  # the cluster's PriorityClasses
+        self._class_rejected: set[str] = set()  # pods rejected for their PriorityClass: looked at again
         # Cluster-scoped objects that do not validate, by kind (in the order they are read).
         self._cluster_skipped: dict[str, list[str]] = {kind.plural: [] for kind in _CLUSTER_SCOPED}
         # What the loop reads, kept per changed pod (see `LiveState`).
@@ -249,6 +263,8 @@ class StateBuilder:
                 informers.priority_classes.cache, "PriorityClass", skipped[PRIORITY_CLASSES.plural]
             )
             cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
+            self._class_names = set(c.BUILTIN_PRIORITY_CLASSES) | {pc.metadata.name for _, _, pc in classes}
+            self._dirty_pods |= self._class_rejected  # their class may exist now
         if NAMESPACES.plural in dirty:
             cache.set_namespace_labels(informers.namespace_labels())
 
@@ -261,8 +277,10 @@ class StateBuilder:
             self._note_group(key, group)
             if obj is not None and group is None:
                 self._skipped[key] = f"PodGroup {key}"
+                self._invalid_groups[key] = problem_text(self._groups.errors.get(key))
             else:
                 self._skipped.pop(key, None)
+                self._invalid_groups.pop(key, None)
             previous = self._group_objects.pop(key, None)
             self._conditioned_groups.discard(key)
             if previous is not None and self._incarnation_ended(previous, obj, key):
@@ -331,6 +349,8 @@ class StateBuilder:
                 self._our_pods.forget(key)
                 self._other_pods.forget(key)
                 self._skipped.pop(key, None)
+            self._rejected.pop(key, None)
+            self._class_rejected.discard(key)
             found = requests.by_index(POD_INDEX, key) if obj else []
             state = self._pod_state(key, obj, found) if obj else None
             self._forget_loop_view(key)
@@ -389,8 +409,17 @@ class StateBuilder:
         (self._other_pods if ours else self._our_pods).forget(key)
         if parsed is None:
             self._skipped[key] = f"Pod {key}"
+            if ours and waits_for_scheduler(obj):
+                self._rejected[key] = invalid_pod(self._our_pods.errors.get(key))
             return None
         self._skipped.pop(key, None)
+        if ours and parsed.spec.priority_class_name and waits_for_scheduler(obj):
+            # The API server's Priority admission refuses such a pod (the simulator's check too).
+            problem = missing_priority_class(parsed, self._class_names)
+            if problem is not None:
+                self._rejected[key] = unknown_priority_class(problem)
+                self._class_rejected.add(key)
+                return None
         request = requests[0] if requests else None
         fact = pod_facts(
             obj,
@@ -463,6 +492,8 @@ class StateBuilder:
             job_pods=MappingProxyType(self._job_pods),
             changed_jobs=self._changed_jobs,  # a new set each build
             conditioned_groups=self._conditioned_groups,
+            rejected=MappingProxyType(self._rejected),
+            invalid_groups=MappingProxyType(self._invalid_groups),
             skipped=tuple(name for names in self._cluster_skipped.values() for name in names)
             + tuple(sorted(self._skipped.values())),
         )

@@ -1,0 +1,112 @@
+"""Every pod that waits says why, on itself (issue #13): a pod the scheduler cannot take (annotations that
+break KAI's admission rules, a PodGroup or queue that does not exist, a PodGroup that breaks the rules, a
+PriorityClass that does not exist) gets PodScheduled=False with a reason and a message naming the field and
+the value, and one Warning event per distinct reason, not one per cycle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from live_support import Live, run
+
+from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from kai_fakeapi import FakeApiServer
+
+MALFORMED = {
+    "fraction-abc": ({"gpu-fraction": "abc"}, "metadata.annotations.gpu-fraction", "'abc'"),
+    "fraction-1-5": ({"gpu-fraction": "1.5"}, "metadata.annotations.gpu-fraction", "'1.5'"),
+    "memory-minus-5": ({"gpu-memory": "-5"}, "metadata.annotations.gpu-memory", "'-5'"),
+    "fraction-and-memory": (
+        {"gpu-fraction": "0.5", "gpu-memory": "1024"},
+        "metadata.annotations",
+        "gpu-fraction and gpu-memory cannot both be set",
+    ),
+}
+
+
+def pod_scheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((cond for cond in conditions if cond.get("type") == "PodScheduled"), None)
+
+
+def events_of(server: FakeApiServer, name: str) -> list[dict[str, Any]]:
+    return [e for e in server.store.list("events", "default") if e["involvedObject"]["name"] == name]
+
+
+def test_pods_the_scheduler_cannot_take_say_why_once(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpus=4))
+    store.create(queue_manifest("q"))
+    for name, (given, _, _) in MALFORMED.items():
+        store.create(pod_manifest(name, annotations=given))
+    store.create(pod_manifest("orphan", group="no-such-group"))
+    store.create(pod_manifest("homeless", "nobody"))
+    cyclic = pod_group_manifest("cyclic", min_member=1)
+    cyclic["spec"]["subGroups"] = [{"name": "a", "parent": "b", "minMember": 1}, {"name": "b", "parent": "a"}]
+    store.create(cyclic)
+    store.create(pod_manifest("cyclic-0", group="cyclic"))
+    store.create(pod_manifest("fine", fraction=0.5))
+
+    async def body() -> None:
+        async with Live(server, loop=False, binder=False) as live:
+            for _ in range(3):  # several cycles: nothing is written twice
+                report = await live.loop.run_once()
+                assert report.errors == []
+                assert report.bind_requests == ["default/fine"] or live.loop.cycle > 1
+            await live.until(lambda: pod_scheduled(live.informers.pods.cache["default/orphan"]) is not None)
+            await live.loop.run_once()
+
+    run(body())
+    expected: dict[str, tuple[str, str]] = {
+        name: ("InvalidPod", f"{field}: ") for name, (_, field, _) in MALFORMED.items()
+    }
+    expected["orphan"] = (
+        "PodGroupNotFound",
+        "metadata.annotations.pod-group-name: PodGroup default/no-such-group does not exist",
+    )
+    expected["homeless"] = ("QueueDoesNotExist", "metadata.labels.kai.scheduler/queue: queue nobody")
+    expected["cyclic-0"] = ("InvalidPodGroup", "PodGroup default/cyclic is refused: spec.subGroups[")
+    for name, (reason, start) in expected.items():
+        condition = pod_scheduled(store.get("pods", name))
+        assert condition is not None, name
+        assert condition["status"] == "False" and condition["reason"] == reason, (name, condition)
+        assert condition["message"].startswith(start), (name, condition["message"])
+        [event] = events_of(server, name)  # one, after four cycles
+        assert (event["type"], event["reason"], event["message"]) == ("Warning", reason, condition["message"])
+    for name, (_, _, value) in MALFORMED.items():
+        assert value in store.get("pods", name)["status"]["conditions"][0]["message"], name
+    assert store.get("pods", "fine").get("status", {}).get("conditions") is None  # it was bound
+
+
+def test_a_pod_whose_priority_class_is_gone_waits_until_it_exists_again(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpus=4))
+    store.create(queue_manifest("q"))
+    serving = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "serving"},
+        "value": 200,
+    }
+    store.create(serving)
+    store.create(pod_manifest("urgent", gpus=1, priority_class="serving"))  # admitted while it existed
+    store.delete("priorityclasses", "serving")
+
+    async def body() -> None:
+        async with Live(server, loop=False, binder=False) as live:
+            for _ in range(2):
+                report = await live.loop.run_once()
+                assert report.bind_requests == [] and report.errors == []
+            await live.until(lambda: pod_scheduled(live.informers.pods.cache["default/urgent"]) is not None)
+            condition = pod_scheduled(store.get("pods", "urgent"))
+            assert condition is not None and condition["reason"] == "PriorityClassNotFound"
+            assert condition["message"].startswith(
+                'spec.priorityClassName: no PriorityClass with name "serving" was found'
+            )
+            store.create(serving)
+            await live.until(lambda: "serving" in live.informers.priority_classes.cache)
+            assert (await live.loop.run_once()).bind_requests == ["default/urgent"]
+
+    run(body())
+    [event] = events_of(server, "urgent")
+    assert event["reason"] == "PriorityClassNotFound" and event["type"] == "Warning"
