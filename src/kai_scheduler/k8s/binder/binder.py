@@ -23,7 +23,10 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    dynamicresources PreBind).
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
-4. Record the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
+4. Record the bind as kube-scheduler does, a Normal `Scheduled` event on the pod (`Successfully assigned
+   <ns>/<pod> to <node>`, and for shared GPUs the GPU group(s) and portion), reported as the pod's
+   scheduler; a request given up gets a Warning `FailedBinding` event with the last failure. Then record
+   the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
    removes the GPU labels again (KAI's rollback) and is retried after `1 << failedAttempts` seconds
    (times `backoff_base`, which tests scale down) while `failedAttempts < backoffLimit`; then the request
    is Failed (unless the pod turns out bound after all) and the scheduler will place the pod anew. When
@@ -75,6 +78,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
+from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import (
     bind_request_is_for,
@@ -85,6 +89,8 @@ from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF_LIMIT = 3
+SCHEDULED = "Scheduled"  # the pod's event on a bind (kube-scheduler's reason)
+FAILED_BINDING = "FailedBinding"  # the pod's event when its BindRequest is given up (KAI's reason)
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 PENDING = "Pending"
@@ -315,7 +321,15 @@ class Binder:
                 return f"pod was bound to {node} already"
             raise BindFailure(f"binding conflict: {error.message}") from error
         self.stats.binds += 1
+        await self._event(
+            pod, "Normal", SCHEDULED, scheduled_message(pod, node, resource_type, groups, received)
+        )
         return ""
+
+    async def _event(self, pod: JsonObject, kind: str, reason: str, message: str) -> None:
+        """An event on the pod, reported as the pod's scheduler (the binder binds on its behalf)."""
+        component = str((pod.get("spec") or {}).get("schedulerName") or c.SCHEDULER_NAME)
+        await record_event(self.client, pod, type=kind, reason=reason, message=message, component=component)
 
     async def _bind_claims(self, request: JsonObject, pod: JsonObject) -> None:
         """DRA: the claims' allocations are written before the pod is bound (KAI's PreBind)."""
@@ -410,6 +424,11 @@ class Binder:
         if give_up:
             self.stats.failed += 1
             await self._set_status(request, FAILED, failure.reason, attempts)
+            pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
+            if pod is not None and bind_request_is_for(request, pod):  # not for a pod gone or replaced
+                node = str((request.get("spec") or {}).get("selectedNode") or "")
+                message = f"Failed to bind {namespace}/{pod_name} to {node}: {failure.reason}"
+                await self._event(pod, "Warning", FAILED_BINDING, message)
             return
         delay = self.backoff_base * (1 << attempts)
         self._not_before[key] = time.monotonic() + delay
@@ -434,6 +453,21 @@ class Binder:
                 self._later(object_key(request), self.backoff_base)
 
 
+def scheduled_message(
+    pod: JsonObject, node: str, resource_type: str, groups: list[str], received: JsonObject
+) -> str:
+    """kube-scheduler's words for a bind, and the shared GPUs a fractional pod got."""
+    meta = metadata_of(pod)
+    message = f"Successfully assigned {meta.get('namespace') or 'default'}/{meta.get('name')} to {node}"
+    if _shares_gpus(resource_type, groups):
+        plural = "s" if len(groups) > 1 else ""
+        portion = received.get("portion")
+        message += f" on shared GPU group{plural} {', '.join(groups)}"
+        if portion:
+            message += f" ({portion} of {'each' if plural else 'the'} GPU)"
+    return message
+
+
 def _shares_gpus(resource_type: str, groups: list[str]) -> bool:
     """A fractional pod with GPU groups: it gets group labels (and reservation pods) before its binding."""
     return resource_type == "Fraction" and bool(groups)
@@ -443,4 +477,11 @@ def _uid(obj: JsonObject) -> str:
     return str(metadata_of(obj).get("uid") or "")
 
 
-__all__ = ["DEFAULT_BACKOFF_LIMIT", "Binder", "BinderStats"]
+__all__ = [
+    "DEFAULT_BACKOFF_LIMIT",
+    "FAILED_BINDING",
+    "SCHEDULED",
+    "Binder",
+    "BinderStats",
+    "scheduled_message",
+]

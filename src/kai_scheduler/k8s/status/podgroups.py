@@ -15,6 +15,10 @@ as the scheduler decides it (`model.builder`): the PodGroup's `spec.preemptibili
 named by the spec, the `priorityClassName` label or the first pod; the cluster's PriorityClasses, then
 KAI's four built-in classes, then the pod's `spec.priority`, then the cluster's global default or 50)
 below 100 means preemptible.
+
+When a write makes a PodGroup's pods all Running (at least `minMember` of them, none pending), a Normal
+event `Running` on it says so, once per time it gets there (a PodGroup found so already, as after a restart,
+gets none).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
+from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
@@ -54,6 +59,20 @@ from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.resources import PodRequest
 
 log = logging.getLogger(__name__)
+
+GROUP_RUNNING = "Running"  # the PodGroup's event when all its pods run
+EVENT_COMPONENT = "podgroup-controller"
+
+
+def all_running(group: JsonObject, status: Mapping[str, Any]) -> bool:
+    """Whether the counters in `status` say every pod of `group` that is not finished runs, and at least
+    its minMember (one at least)."""
+    running, pending = status.get("running"), status.get("pending")
+    if not isinstance(running, int) or not isinstance(pending, int):
+        return False
+    min_member = (group.get("spec") or {}).get("minMember")
+    needed = min_member if isinstance(min_member, int) and min_member > 0 else 1
+    return pending == 0 and running >= needed
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -98,6 +117,7 @@ class PodGroupStatusController(StatusLoop):
         # computes again only the PodGroups whose inputs changed since, not every PodGroup every time.
         self._settled: dict[str, tuple[str, frozenset[tuple[str, str]], int]] = {}
         self._cluster_epoch = 0  # counts changes of nodes and PriorityClasses (read by every status)
+        self._running: set[str] = set()  # PodGroups known all running (their `Running` event is said)
 
     # --- computing ---
 
@@ -224,6 +244,7 @@ class PodGroupStatusController(StatusLoop):
                 continue
             self._settled.pop(key, None)
             writes.append((key, obj, desired))
+        arriving = self._note_running(writes)
         if everything:
             self._forget_gone(informer.cache)
             self._settled = {k: v for k, v in self._settled.items() if k in informer.cache}
@@ -232,7 +253,34 @@ class PodGroupStatusController(StatusLoop):
             }
             for uid in [u for u in self._requests if u not in alive]:
                 del self._requests[uid]
-        return await self._write_all(writes)
+            self._running &= set(informer.cache)
+        failed = await self._write_all(writes)
+        for key, obj, running in arriving:
+            if key not in failed:
+                self._running.add(key)
+                message = f"All {running} pods are running"
+                await record_event(
+                    self.client,
+                    obj,
+                    type="Normal",
+                    reason=GROUP_RUNNING,
+                    message=message,
+                    component=EVENT_COMPONENT,
+                )
+        return failed
+
+    def _note_running(self, writes: list[tuple[str, JsonObject, Any]]) -> list[tuple[str, JsonObject, int]]:
+        """The PodGroups these writes make all running (for their `Running` event); those that stop being
+        so are forgotten, and those shown so already remembered without an event."""
+        arriving = []
+        for key, obj, desired in writes:
+            if not all_running(obj, desired):
+                self._running.discard(key)
+            elif all_running(obj, obj.get("status") or {}):
+                self._running.add(key)
+            elif key not in self._running:
+                arriving.append((key, obj, int(desired["running"])))
+        return arriving
 
     def _inputs(self, key: str, group: JsonObject) -> tuple[str, frozenset[tuple[str, str]], int] | None:
         """What the status of `group` is computed from, as versions: the PodGroup (its status included: what
