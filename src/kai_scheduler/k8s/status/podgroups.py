@@ -258,7 +258,7 @@ class PodGroupStatusController(StatusLoop):
         for key, obj, running in arriving:
             if key not in failed:
                 self._running.add(key)
-                message = f"All {running} pods are running"
+                message = f"All its pods are running ({running} of {running})"
                 await record_event(
                     self.client,
                     obj,
