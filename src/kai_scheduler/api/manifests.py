@@ -8,9 +8,13 @@ and the API server's own validation would: a `gpu-fraction` of 1.5, a GPU fracti
 request, a PodGroup whose subGroups form a cycle. Catching both at load time means the simulator never runs
 a workload that a real cluster would refuse, and every error names the file, document and field.
 
-The admission webhooks (`kai_scheduler.k8s.admission`) apply the same rules to live objects: they call
-`validate_schema` and the rule sets `check_gpu_sharing` (pods), `check_queue` and `check_sub_groups`
-(PodGroups), which raise `InvalidField`, so a manifest the simulator refuses is one a cluster refuses too.
+This module owns those rules for every caller. The admission webhooks (`kai_scheduler.k8s.admission`)
+apply them to live objects: they call `validate_schema` and the rule sets `check_gpu_sharing` (pods),
+`check_queue_has_resources` and `check_queue` (Queues) and `check_sub_groups` (PodGroups), which raise
+`InvalidField`, so a manifest the simulator refuses is one a cluster refuses too. Live mode's scheduler
+reads every pod of its own and every PodGroup with `parse_object`, so that in a cluster without the
+webhook, what the webhook would have refused waits with the webhook's words on it (`field_message`;
+`k8s/scheduler/waiting.py`).
 """
 
 from __future__ import annotations
@@ -121,9 +125,8 @@ def parse_object(
         if unknown is not None:
             raise InvalidField(unknown.path, unknown.message)
         obj = validate_schema(model, doc)
-        if strict and isinstance(obj, Queue) and "resources" not in obj.spec.model_fields_set:
-            # KAI's Queue webhook (`queue_webhook.go`, on by default) refuses a Queue without resources.
-            raise InvalidField("spec.resources", "required field is missing (KAI refuses a Queue without it)")
+        if strict and isinstance(obj, Queue):
+            check_queue_has_resources(doc)
         _check_object(obj)
         return obj
     except InvalidField as problem:
@@ -571,6 +574,18 @@ def _check_requests_within_limits(path: str, container: Container) -> None:
 
 
 # Queues, PodGroups, Topologies.
+
+
+def check_queue_has_resources(doc: Any) -> None:
+    """KAI's Queue webhook (`queue_webhook.go`, on by default) refuses a Queue without `spec.resources`
+    (the raw document: the model would default them). Raises InvalidField."""
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    if spec is None or (isinstance(spec, dict) and spec.get("resources") is None):
+        raise InvalidField(
+            "spec.resources",
+            "required field is missing (KAI refuses a Queue without it); give the queue's gpu, cpu and "
+            "memory quota and limit",
+        )
 
 
 def check_queue(queue: Queue) -> None:

@@ -13,8 +13,9 @@ The rules are the simulator's own (`kai_scheduler.api.manifests`: `check_gpu_sha
 `check_sub_groups`, after the same schema), so a manifest that `kai-scheduler simulate` refuses is refused
 by a cluster too, with the same field path and words. A denial is HTTP-level success with `allowed: false`
 and `status {code: 400, message}`, the message one line that starts with the field
-(`metadata.annotations.gpu-fraction: must be between 0 and 1 ...`). The one rule the simulator does not
-apply is the Queue webhook's `spec.resources` requirement (the simulator defaults a missing one).
+(`metadata.annotations.gpu-fraction: must be between 0 and 1 ...`, `api.manifests.field_message`, as live
+mode's pod conditions say it). The Queue webhook's `spec.resources` requirement is
+`check_queue_has_resources`, which the simulator's input checks apply too.
 
 Each `review_*` function takes the decoded JSON body and never raises: a malformed review (not a mapping,
 no `request.uid`, an object of the wrong kind, ...) is answered with a denial that says what is wrong.
@@ -39,6 +40,7 @@ from kai_scheduler.api.manifests import (
     InvalidField,
     check_gpu_sharing,
     check_queue,
+    check_queue_has_resources,
     check_sub_groups,
     describe_value,
     field_message,
@@ -351,13 +353,7 @@ def _mutate_pod(request: _Request, *, gpu_runtime_class: str, scheduler_name: st
 def _validate_queue(request: _Request) -> Review:
     obj = request.object
     assert obj is not None
-    spec = obj.get("spec")
-    if spec is None or (isinstance(spec, dict) and spec.get("resources") is None):
-        # KAI's Queue webhook; the simulator instead defaults a missing `resources` (quota 0, no limit).
-        raise InvalidField(
-            "spec.resources",
-            "required field is missing; give the queue's gpu, cpu and memory quota and limit",
-        )
+    check_queue_has_resources(obj)
     check_queue(validate_schema(Queue, _named(request, obj)))
     return allowed_response(request.uid)
 
