@@ -13,22 +13,28 @@ its decisions through the API, as KAI's scheduler does:
   just requested is remembered until the informer shows it, and 409 AlreadyExists means it is done. A
   Failed BindRequest, or one left from an earlier pod of the same name, is replaced.
 * evict -> the pod's `eviction` subresource (policy/v1); the pod is remembered as terminating until the
-  informer shows it so.
+  informer shows it so. A Normal event on the pod names the action, the preemptor and the reason
+  (`Preempted`; `Evicted` for a stale gang), one on its PodGroup (`Evict`) per action and preemptor.
 * pipeline -> remembered in memory for the next cycle only (the nominated node and shared GPUs), exactly
   as the simulator does; nothing is written.
 * PodGroups: the `kai.scheduler/last-start-timestamp` annotation when a job goes from no running pod to
   some (removed when it has none), `kai.scheduler/stale-podgroup-timestamp` as the cycle reports staleness,
   and the status `schedulingConditions` entry of type `UnschedulableOnNodePool` for this node pool, with
   the reason (`NonPreemptibleOverQuota`, `OverLimit`, `QueueDoesNotExist`, else `Unschedulable`) and the
-  message; it is removed once the job gets a placement. A Warning event records each new reason. The
+  message; it is removed once the job gets a placement. A Warning event records each new reason; a Normal
+  `Scheduled` event the cycle that binds the first pods of a job that had none running. The
   times are also kept in memory (newer than the cache for a moment after a write; the only record for
   jobs without a PodGroup object, i.e. bare pods when no pod grouper runs).
 * Pods: each pending pod (no node, no outstanding BindRequest, not placed or pipelined this cycle) of a job
   that ends the cycle unschedulable gets the pod condition `PodScheduled` = `False`, reason
   `Unschedulable`, message = the job's reason (at most 1024 characters), as kube-scheduler and KAI set it
   (cluster autoscalers and Karpenter act on it): a merge patch of the `status` subresource with the pod's
-  whole `conditions` list. Written only when status, reason or message change (what was written is
-  remembered per pod uid); the binding sets `PodScheduled` = `True` later. Not for the pods of a PodGroup
+  whole `conditions` list. Where the job cannot be built from what the user wrote, the reason says so
+  and the message names the field (`PodGroupNotFound`, `InvalidPodGroup`, `QueueDoesNotExist`); a waiting
+  pod the scheduler cannot take at all gets `InvalidPod` or `PriorityClassNotFound` (`waiting.py`,
+  docs/live-reasons.md). Written only when status, reason or message change (what was written is
+  remembered per pod uid), with a Warning event of the same reason and message once per distinct pair;
+  the binding sets `PodScheduled` = `True` later. Not for the pods of a PodGroup
   with `markUnschedulable: false`; with `schedulingBackoff: 1` the messages on the PodGroup and its pods
   start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
   (`model.backoff`); no condition is written while the job has a pod bound (KAI).
