@@ -110,3 +110,43 @@ def test_a_pod_whose_priority_class_is_gone_waits_until_it_exists_again(server: 
     run(body())
     [event] = events_of(server, "urgent")
     assert event["reason"] == "PriorityClassNotFound" and event["type"] == "Warning"
+
+
+def test_what_the_simulator_warns_about_is_a_warning_event_once(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(node_manifest("n1", gpus=4))
+    store.create(queue_manifest("q"))
+    sparse = queue_manifest("sparse")
+    del sparse["spec"]["resources"]["cpu"]["limit"]
+    store.create(sparse)
+    store.create(pod_manifest("typo", annotations={"gpu-fractoin": "0.5"}))
+    group = pod_group_manifest("classy", min_member=1)
+    group["spec"]["priorityClassName"] = "inferance"
+    store.create(group)
+    store.create(pod_manifest("classy-0", group="classy"))
+
+    async def body() -> None:
+        async with Live(server, loop=False, binder=False) as live:
+            for _ in range(3):
+                report = await live.loop.run_once()
+                assert report.errors == []
+            store.apply({**sparse, "status": {"allocated": {}}})  # a status write reads the queue again
+            await live.loop.run_once()
+
+    run(body())
+    [typo] = events_of(server, "typo")
+    assert (typo["type"], typo["reason"]) == ("Warning", "MisspelledKey")
+    assert typo["message"] == (
+        "metadata.annotations.gpu-fractoin: "
+        '"gpu-fractoin" is not a key KAI reads; did you mean "gpu-fraction"?'
+    )
+    [classy] = [e for e in events_of(server, "classy") if e["reason"] == "PriorityClassNotFound"]
+    assert classy["message"].startswith(
+        'spec.priorityClassName: no PriorityClass with name "inferance" was found; did you mean "inference"?'
+    )
+    assert classy["involvedObject"]["kind"] == "PodGroup"
+    [queue] = events_of(server, "sparse")
+    assert queue["reason"] == "FieldNotSet" and queue["message"].startswith(
+        "spec.resources.cpu.limit: not set"
+    )
+    assert not events_of(server, "q")

@@ -25,6 +25,7 @@ from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodState
 
 if TYPE_CHECKING:
+    from kai_scheduler.k8s.scheduler.notices import Noticed
     from kai_scheduler.k8s.scheduler.waiting import Waiting
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -115,6 +116,7 @@ class LiveState:
         skipped: tuple[str, ...] = (),
         rejected: Mapping[str, Waiting] | None = None,
         invalid_groups: Mapping[str, str] | None = None,
+        noticed: tuple[Noticed, ...] = (),
     ) -> None:
         self.pods = pods  # pod key -> the pod as cached (every pod that parsed)
         self.our_pods = our_pods  # pod key -> its PodState, for our pods (nomination not applied)
@@ -131,6 +133,7 @@ class LiveState:
         # break KAI's admission rules (key -> the problem, its field first). Read-only views, as above.
         self.rejected: Mapping[str, Waiting] = rejected if rejected is not None else {}
         self.invalid_groups: Mapping[str, str] = invalid_groups if invalid_groups is not None else {}
+        self.noticed = noticed  # warnings about the objects read for this build (`notices.py`)
         self._cache: ClusterCache | None = cache
         self._state: ClusterState | None = None
 

@@ -75,6 +75,7 @@ from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.evictions import Evictions
 from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.metrics import PodGroupRef, SchedulerMetrics
+from kai_scheduler.k8s.scheduler.notices import NoticeEvents
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState
 from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions
 from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
@@ -180,6 +181,7 @@ class SchedulerLoop:
             effects, self.node_pool, label_key, backed_off=lambda: self.states.cache.backed_off.keys()
         )
         self.pod_scheduled = PodScheduledConditions(effects, informers, label_key)
+        self.notices = NoticeEvents(effects, informers)
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
@@ -303,6 +305,7 @@ class SchedulerLoop:
             return key in decided or key in self.nominated or key in self.binding
 
         writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report))
+        writes.extend(self.notices.calls(live.noticed, report))
         await asyncio.gather(*writes)
 
     def _observe(

@@ -58,6 +58,7 @@ from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_
 from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of, object_key
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
+from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
 from kai_scheduler.k8s.scheduler.parsing import (
     Parsed,
     checked,
@@ -147,6 +148,7 @@ class StateBuilder:
         self._invalid_groups: dict[str, str] = {}
         self._class_names: set[str] = set(c.BUILTIN_PRIORITY_CLASSES)  # the cluster's PriorityClasses
         self._class_rejected: set[str] = set()  # pods rejected for their PriorityClass: looked at again
+        self._noticed: list[Noticed] = []  # warnings about the objects read since the last build
         # Cluster-scoped objects that do not validate, by kind (in the order they are read).
         self._cluster_skipped: dict[str, list[str]] = {kind.plural: [] for kind in _CLUSTER_SCOPED}
         # What the loop reads, kept per changed pod (see `LiveState`).
@@ -250,6 +252,8 @@ class StateBuilder:
         if QUEUES.plural in dirty:
             skipped[QUEUES.plural] = []
             queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped[QUEUES.plural])
+            for _, obj, queue in queues:
+                self._noticed += notices_of(obj, queue, self._class_names)
             cache.set_queues([q for _, _, q in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
         if TOPOLOGIES.plural in dirty:
             skipped[TOPOLOGIES.plural] = []
@@ -295,6 +299,7 @@ class StateBuilder:
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
+            self._noticed += notices_of(obj, group, self._class_names)
             if (obj.get("status") or {}).get("schedulingConditions") and key in self._changed_jobs:
                 self._conditioned_groups.add(group.key)
             rank = self._rank((*self._created(obj, key), _GROUP))
@@ -420,6 +425,8 @@ class StateBuilder:
                 self._rejected[key] = unknown_priority_class(problem)
                 self._class_rejected.add(key)
                 return None
+        if ours:
+            self._noticed += notices_of(obj, parsed, self._class_names)
         request = requests[0] if requests else None
         fact = pod_facts(
             obj,
@@ -480,6 +487,7 @@ class StateBuilder:
     # --- what the loop reads -------------------------------------------------------------------------
 
     def _live_state(self) -> LiveState:
+        noticed, self._noticed = tuple(self._noticed), []
         self._last = LiveState(
             self.cache,
             pods=MappingProxyType(self._pod_objects),
@@ -494,6 +502,7 @@ class StateBuilder:
             conditioned_groups=self._conditioned_groups,
             rejected=MappingProxyType(self._rejected),
             invalid_groups=MappingProxyType(self._invalid_groups),
+            noticed=noticed,
             skipped=tuple(name for names in self._cluster_skipped.values() for name in names)
             + tuple(sorted(self._skipped.values())),
         )
