@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.reasons import POD_GROUP_NOT_FOUND, PRIORITY_CLASS_NOT_FOUND
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -21,6 +22,9 @@ POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable
 MAX_CONDITION_MESSAGE = 1024
 MAX_EVENTS_REMEMBERED = 16  # distinct (reason, message) pairs evented per pod, the oldest forgotten first
+# Reasons that name an object another informer shows: said only when a second cycle finds them still so
+# (the pod grouper creates a PodGroup before it names it on the pod, but the two watches may arrive apart).
+_CONFIRMED_REASONS = frozenset({POD_GROUP_NOT_FOUND, PRIORITY_CLASS_NOT_FOUND})
 
 
 class PodScheduledConditions:
@@ -30,6 +34,7 @@ class PodScheduledConditions:
         self.label_key = label_key  # the node-pool label (`message_on`)
         self.written: dict[str, tuple[str, str, str]] = {}  # pod uid -> PodScheduled as written
         self.evented: dict[str, dict[tuple[str, str], None]] = {}  # pod uid -> (reason, message) evented
+        self._unconfirmed: set[str] = set()  # pod uids the last cycle found waiting for `_CONFIRMED_REASONS`
         self._watch_pods()
 
     def calls(
@@ -45,8 +50,14 @@ class PodScheduledConditions:
         this cycle and `busy` pods, decided on, nominated or being bound, are left alone) and for the
         waiting pods the scheduler cannot take (`live.rejected`)."""
         calls: list[Awaitable[None]] = []
+        unconfirmed, self._unconfirmed = self._unconfirmed, set()
 
         def say(key: str, pod: JsonObject, why: Waiting) -> None:
+            if why.reason in _CONFIRMED_REASONS:
+                uid = str(pod["metadata"].get("uid") or "")
+                self._unconfirmed.add(uid)
+                if uid not in unconfirmed:
+                    return  # the first cycle to find it so
             conditions = self._wanted(pod, why.reason, why.message[:MAX_CONDITION_MESSAGE], now)
             if conditions is not None:
                 call = self._write(pod, conditions)
