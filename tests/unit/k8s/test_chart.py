@@ -654,6 +654,8 @@ EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
         ("scheduling.run.ai", "podgroups"): READ,
         ("scheduling.run.ai", "queues/status"): {"update", "patch"},
         ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
+        ("", "events"): {"create", "patch"},  # a PodGroup's Running event
+        ("events.k8s.io", "events"): {"create", "patch"},
     },
 }
 
