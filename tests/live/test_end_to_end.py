@@ -87,6 +87,14 @@ def test_everything_ends_bound_exactly_once(server: FakeApiServer) -> None:
     assert len([r for r in server.requests(verb="create", resource="bindrequests")]) == len(names)
     nodes = bound(store)
     assert nodes["gang-0"] == nodes["gang-1"] == nodes["gang-2"] or len(set(nodes.values())) == 2
+    # One Scheduled event per pod: gang-1's from the retry that found it bound (its bind's answer was
+    # lost), and none twice for half-0 (its status update was lost after the event).
+    scheduled = Counter(
+        e["involvedObject"]["name"]
+        for e in store.list("events", "default")
+        if e["reason"] == "Scheduled" and e["involvedObject"]["kind"] == "Pod"
+    )
+    assert scheduled == Counter(names), scheduled
 
     gang = store.get("podgroups", "gang")
     assert "kai.scheduler/last-start-timestamp" in gang["metadata"]["annotations"]

@@ -140,6 +140,9 @@ class Binder:
         # Requests (key -> uid) whose final outcome this binder wrote: the cache may still show them
         # Pending for a moment, and acting on that would undo a Failed or bind again.
         self._done: dict[str, str] = {}
+        # Requests (key -> uid) whose pod's Scheduled event was recorded: an attempt that finds the pod
+        # bound already records it only if the bind's own answer was lost.
+        self._announced: dict[str, str] = {}
         self._handlers_added = False
 
     # --- the queue -------------------------------------------------------------------------------
@@ -166,6 +169,7 @@ class Binder:
             self._attempts.pop(key, None)
             self._outages.pop(key, None)
             self._done.pop(key, None)
+            self._announced.pop(key, None)
 
         self.informers.bind_requests.add_handler(changed, lambda old, new: changed(old, new), gone)
 
@@ -292,6 +296,7 @@ class Binder:
             await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
             await self._bind_claims(request, pod)
             self.stats.already_bound += 1
+            await self._scheduled(request, pod, node, resource_type, groups, received)
             return f"pod was bound to {node} already"
         if bound_to:
             raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
@@ -318,13 +323,29 @@ class Binder:
             current = await self._pod(namespace, pod_name)
             if current is not None and (current.get("spec") or {}).get("nodeName") == node:
                 self.stats.already_bound += 1
+                await self._scheduled(request, current, node, resource_type, groups, received)
                 return f"pod was bound to {node} already"
             raise BindFailure(f"binding conflict: {error.message}") from error
         self.stats.binds += 1
-        await self._event(
-            pod, "Normal", SCHEDULED, scheduled_message(pod, node, resource_type, groups, received)
-        )
+        await self._scheduled(request, pod, node, resource_type, groups, received)
         return ""
+
+    async def _scheduled(
+        self,
+        request: JsonObject,
+        pod: JsonObject,
+        node: str,
+        resource_type: str,
+        groups: list[str],
+        received: JsonObject,
+    ) -> None:
+        """The pod's Scheduled event, once per request (as far as this binder remembers)."""
+        key, uid = object_key(request), _uid(request)
+        if self._announced.get(key) == uid:
+            return
+        self._announced[key] = uid
+        message = scheduled_message(pod, node, resource_type, groups, received)
+        await self._event(pod, "Normal", SCHEDULED, message)
 
     async def _event(self, pod: JsonObject, kind: str, reason: str, message: str) -> None:
         """An event on the pod, reported as the pod's scheduler (the binder binds on its behalf)."""
