@@ -76,6 +76,9 @@ def test_pods_the_scheduler_cannot_take_say_why_once(server: FakeApiServer) -> N
     for name, (_, _, value) in MALFORMED.items():
         assert value in store.get("pods", name)["status"]["conditions"][0]["message"], name
     assert store.get("pods", "fine").get("status", {}).get("conditions") is None  # it was bound
+    [refused] = [e for e in events_of(server, "cyclic") if e["involvedObject"]["kind"] == "PodGroup"]
+    assert (refused["type"], refused["reason"]) == ("Warning", "InvalidPodGroup")
+    assert refused["message"].startswith("spec.subGroups[")
 
 
 def test_a_pod_whose_priority_class_is_gone_waits_until_it_exists_again(server: FakeApiServer) -> None:
@@ -119,6 +122,7 @@ def test_what_the_simulator_warns_about_is_a_warning_event_once(server: FakeApiS
     sparse = queue_manifest("sparse")
     del sparse["spec"]["resources"]["cpu"]["limit"]
     store.create(sparse)
+    store.create(queue_manifest("narcissus", parent="narcissus"))
     store.create(pod_manifest("typo", annotations={"gpu-fractoin": "0.5"}))
     group = pod_group_manifest("classy", min_member=1)
     group["spec"]["priorityClassName"] = "inferance"
@@ -150,3 +154,8 @@ def test_what_the_simulator_warns_about_is_a_warning_event_once(server: FakeApiS
         "spec.resources.cpu.limit: not set"
     )
     assert not events_of(server, "q")
+    [own_parent] = events_of(server, "narcissus")
+    assert (own_parent["reason"], own_parent["message"]) == (
+        "InvalidQueue",
+        "spec.parentQueue: a queue cannot be its own parent ('narcissus')",
+    )

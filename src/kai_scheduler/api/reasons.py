@@ -52,6 +52,7 @@ POD_GROUP_NOT_FOUND: Final = "PodGroupNotFound"  # its pod-group-name names no P
 INVALID_POD_GROUP: Final = "InvalidPodGroup"  # its PodGroup breaks KAI's admission rules
 PRIORITY_CLASS_NOT_FOUND: Final = "PriorityClassNotFound"  # spec.priorityClassName names no PriorityClass
 # QUEUE_DOES_NOT_EXIST too: its queue (or a parent of it) does not exist.
+INVALID_QUEUE: Final = "InvalidQueue"  # a Queue that breaks KAI's admission rules (an event on it)
 POD_REASONS: Final = (
     POD_UNSCHEDULABLE,
     INVALID_POD,

@@ -7,7 +7,9 @@ per object and message.
 * `PriorityClassNotFound` (PodGroup): `spec.priorityClassName` names no PriorityClass (KAI gives the job
   the default priority);
 * `FieldNotSet` (Queue): a resource, its `limit` or its `overQuotaWeight` left out (KAI reads 0, and a
-  limit of 0 blocks the resource).
+  limit of 0 blocks the resource);
+* `InvalidPodGroup`, `InvalidQueue`: the object breaks KAI's admission rules, so the scheduler leaves it
+  out (the problem, its field first; a PodGroup's pods say so too).
 
 The state builder finds them as it reads each object (`Noticed`), the loop hands them to `NoticeEvents`.
 """

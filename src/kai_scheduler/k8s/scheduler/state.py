@@ -43,6 +43,7 @@ from kai_scheduler.api.objects import (
     Queue,
     Topology,
 )
+from kai_scheduler.api.reasons import INVALID_POD_GROUP, INVALID_QUEUE
 from kai_scheduler.api.strict import missing_priority_class
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.ranks import CreationRanks
@@ -254,6 +255,10 @@ class StateBuilder:
             queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped[QUEUES.plural])
             for _, obj, queue in queues:
                 self._noticed += notices_of(obj, queue, self._class_names)
+            for key, error in self._queues.errors.items():
+                refused = informers.queues.cache.get(key)
+                if refused is not None:
+                    self._noticed.append(Noticed(refused, INVALID_QUEUE, problem_text(error)))
             cache.set_queues([q for _, _, q in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
         if TOPOLOGIES.plural in dirty:
             skipped[TOPOLOGIES.plural] = []
@@ -282,6 +287,7 @@ class StateBuilder:
             if obj is not None and group is None:
                 self._skipped[key] = f"PodGroup {key}"
                 self._invalid_groups[key] = problem_text(self._groups.errors.get(key))
+                self._noticed.append(Noticed(obj, INVALID_POD_GROUP, self._invalid_groups[key]))
             else:
                 self._skipped.pop(key, None)
                 self._invalid_groups.pop(key, None)
