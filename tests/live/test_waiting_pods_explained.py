@@ -11,6 +11,7 @@ from live_support import Live, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.model.partition import Partition
 
 MALFORMED = {
     "fraction-abc": ({"gpu-fraction": "abc"}, "metadata.annotations.gpu-fraction", "'abc'"),
@@ -159,3 +160,22 @@ def test_what_the_simulator_warns_about_is_a_warning_event_once(server: FakeApiS
         "InvalidQueue",
         "spec.parentQueue: a queue cannot be its own parent ('narcissus')",
     )
+
+
+def test_with_node_pools_one_scheduler_says_it(server: FakeApiServer) -> None:
+    store = server.store
+    store.create(queue_manifest("q"))
+    for pool in ("a", "b"):
+        labels = {"kai.scheduler/node-pool": pool}
+        store.create(pod_manifest(f"bad-{pool}", annotations={"gpu-fraction": "2"}, labels=labels))
+
+    async def body() -> dict[str | None, set[str]]:
+        said: dict[str | None, set[str]] = {}
+        for pool in ("a", "b", None):
+            async with Live(
+                server, loop=False, binder=False, gpus=False, partition=Partition(value=pool)
+            ) as live:
+                said[pool] = set(live.loop.states.build().rejected)
+        return said
+
+    assert run(body()) == {"a": {"default/bad-a"}, "b": {"default/bad-b"}, None: set()}

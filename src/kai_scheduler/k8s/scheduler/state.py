@@ -56,7 +56,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
-from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of, object_key
+from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
@@ -200,6 +200,16 @@ class StateBuilder:
             handler = cluster_changed(informer.kind.plural)
             informer.add_handler(handler, handler, handler)
 
+    def _in_shard(self, obj: JsonObject) -> bool:
+        """Whether an object that does not parse is this shard's (so that one shard says what is wrong with
+        it, not every one): by its node-pool label, a pod by its PodGroup's when that is known."""
+        if self.partition is None:
+            return True
+        named = annotations_of(obj).get(c.POD_GROUP_ANNOTATION)
+        namespace = metadata_of(obj).get("namespace") or "default"
+        group = self._group_objects.get(f"{namespace}/{named}") if named else None
+        return self.partition.holds(labels_of(group if group is not None else obj))
+
     def _ours(self, obj: JsonObject) -> bool:
         return str((obj.get("spec") or {}).get("schedulerName") or "default-scheduler") == self.scheduler_name
 
@@ -253,12 +263,13 @@ class StateBuilder:
         if QUEUES.plural in dirty:
             skipped[QUEUES.plural] = []
             queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped[QUEUES.plural])
-            for _, obj, queue in queues:
-                self._noticed += notices_of(obj, queue, self._class_names)
-            for key, error in self._queues.errors.items():
-                refused = informers.queues.cache.get(key)
-                if refused is not None:
-                    self._noticed.append(Noticed(refused, INVALID_QUEUE, problem_text(error)))
+            if self.partition is None or self.partition.value is None:  # one shard speaks for queues
+                for _, obj, queue in queues:
+                    self._noticed += notices_of(obj, queue, self._class_names)
+                for key, error in self._queues.errors.items():
+                    refused = informers.queues.cache.get(key)
+                    if refused is not None:
+                        self._noticed.append(Noticed(refused, INVALID_QUEUE, problem_text(error)))
             cache.set_queues([q for _, _, q in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
         if TOPOLOGIES.plural in dirty:
             skipped[TOPOLOGIES.plural] = []
@@ -287,7 +298,8 @@ class StateBuilder:
             if obj is not None and group is None:
                 self._skipped[key] = f"PodGroup {key}"
                 self._invalid_groups[key] = problem_text(self._groups.errors.get(key))
-                self._noticed.append(Noticed(obj, INVALID_POD_GROUP, self._invalid_groups[key]))
+                if self._in_shard(obj):
+                    self._noticed.append(Noticed(obj, INVALID_POD_GROUP, self._invalid_groups[key]))
             else:
                 self._skipped.pop(key, None)
                 self._invalid_groups.pop(key, None)
@@ -305,7 +317,8 @@ class StateBuilder:
                 continue
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
-            self._noticed += notices_of(obj, group, self._class_names)
+            if self._in_shard(obj):
+                self._noticed += notices_of(obj, group, self._class_names)
             if (obj.get("status") or {}).get("schedulingConditions") and key in self._changed_jobs:
                 self._conditioned_groups.add(group.key)
             rank = self._rank((*self._created(obj, key), _GROUP))
@@ -420,18 +433,23 @@ class StateBuilder:
         (self._other_pods if ours else self._our_pods).forget(key)
         if parsed is None:
             self._skipped[key] = f"Pod {key}"
-            if ours and waits_for_scheduler(obj):
+            if ours and waits_for_scheduler(obj) and self._in_shard(obj):
                 self._rejected[key] = invalid_pod(self._our_pods.errors.get(key))
             return None
         self._skipped.pop(key, None)
-        if ours and parsed.spec.priority_class_name and waits_for_scheduler(obj):
+        if (
+            ours
+            and parsed.spec.priority_class_name
+            and waits_for_scheduler(obj)
+            and self.cache.schedules(parsed)
+        ):
             # The API server's Priority admission refuses such a pod (the simulator's check too).
             problem = missing_priority_class(parsed, self._class_names)
             if problem is not None:
                 self._rejected[key] = unknown_priority_class(problem)
                 self._class_rejected.add(key)
                 return None
-        if ours:
+        if ours and self.cache.schedules(parsed):
             self._noticed += notices_of(obj, parsed, self._class_names)
         request = requests[0] if requests else None
         fact = pod_facts(
