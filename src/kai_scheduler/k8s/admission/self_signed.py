@@ -9,7 +9,9 @@ renewal), and every replica re-reads it every `check_interval`, so a renewal mad
 without a restart. Every pass also makes sure that both webhook configurations carry the CA bundle and the
 failure policy: the chart installs them with `failurePolicy: Ignore` and no CA, so that nothing in the
 cluster is refused while no replica serves yet, and the policy asked for (KAI's: Fail) starts with the CA.
-A `helm upgrade` that puts the chart's values back is corrected the same way on the next pass.
+A `helm upgrade` that puts the chart's values back is corrected the same way on the next pass, and so is
+the one race left: a replica that read the Secret just before another rotated the CA (every few years)
+may publish the older bundle after the newer one, until the next pass a minute later.
 
 A Secret this component did not make (without its label) is served as it is and never written: whoever made
 it renews it; its `ca.crt`, if any, is published.
