@@ -434,3 +434,49 @@ def test_an_unreachable_api_server_is_retried_until_stop(tmp_path: Path) -> None
             assert await asyncio.wait_for(task, 5) is False
 
     run(body(), timeout=30)
+
+
+def test_until_it_has_a_certificate_the_component_is_not_ready_and_serves_nothing(tmp_path: Path) -> None:
+    """`run_components` with the admission's own certificate: while the Secret cannot be read (RBAC not
+    there yet), /readyz says not ready (the Service sends the API server nowhere) and no webhook port is
+    open; once it can, the webhooks serve and /readyz says so."""
+    from kai_scheduler.framework.config import SchedulerConfig
+    from kai_scheduler.k8s.components import RunOptions, run_components
+
+    webhook_port, metrics_port = _free_port(), _free_port()
+    options = RunOptions(
+        components=frozenset({"admission"}),
+        config=SchedulerConfig(),
+        metrics_port=metrics_port,
+        webhook_port=webhook_port,
+        self_signed=_settings(),
+    )
+    readyz = f"http://127.0.0.1:{metrics_port}/readyz"
+
+    async def body() -> None:
+        with FakeApiServer(auto_create_namespaces=True) as server:
+            forbidden = server.fail_next(10_000, 403, verb="get", resource="secrets")
+            async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+                await _install_webhook_configurations(client)
+                stop = asyncio.Event()
+                task = asyncio.create_task(run_components(options, stop, client))
+                try:
+                    while forbidden.remaining > 10_000 - 2:  # refused twice: retried, not given up
+                        await asyncio.sleep(0.05)
+                    assert await in_thread(_status, readyz) == 503
+                    with pytest.raises(OSError):
+                        socket.create_connection(("127.0.0.1", webhook_port), timeout=1).close()
+                    server.clear_faults()
+                    deadline = asyncio.get_running_loop().time() + 20
+                    while await in_thread(_status, readyz) != 200:
+                        assert asyncio.get_running_loop().time() < deadline, "never ready"
+                        await asyncio.sleep(0.05)
+                    while len(_ca_bundles(server)) != 1 or _ca_bundles(server) == {""}:
+                        await asyncio.sleep(0.05)
+                    (ca_pem,) = _ca_bundles(server)
+                    await in_thread(_served, webhook_port, ca_pem)
+                finally:
+                    stop.set()
+                    await asyncio.wait_for(task, 10)
+
+    run(body(), timeout=60)
