@@ -48,6 +48,7 @@ from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
 
 if TYPE_CHECKING:
+    from kai_scheduler.k8s.admission.self_signed import SelfSignedTLS
     from kai_scheduler.k8s.binder.reservations import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
     from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
@@ -254,6 +255,21 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         "lists the snapshot or reflectjoborder plugin); 0: off",
     )
     run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
+    tls = run.add_argument_group(
+        "the admission webhooks' own certificate (instead of a --tls-cert-dir given)"
+    )
+    tls.add_argument(
+        "--tls-secret",
+        metavar="NAME",
+        help="make a CA and certificate, keep and renew them in this Secret of $POD_NAMESPACE (shared by "
+        "replicas); --tls-cert-dir, if given, is where the files go",
+    )
+    tls.add_argument("--webhook-service", default="kai-scheduler-admission", help="the names to certify")
+    tls.add_argument("--mutating-webhook-configuration", metavar="NAME", help="gets the CA as caBundle")
+    tls.add_argument("--validating-webhook-configuration", metavar="NAME", help="gets the CA as caBundle")
+    tls.add_argument(
+        "--webhook-failure-policy", choices=("Fail", "Ignore"), default="Fail", help="set with the CA"
+    )
     run.add_argument("--gpu-pod-runtime-class", default="nvidia", help="runtimeClassName given to GPU pods")
     run.add_argument(
         "--no-gpu-sharing",
@@ -461,6 +477,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics_port=_port("--metrics-port", args.metrics_port),
         webhook_port=_port("--webhook-port", args.webhook_port),
         tls_cert_dir=args.tls_cert_dir,
+        self_signed=_self_signed(args),
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
         gpu_sharing=not args.no_gpu_sharing,
         cdi_enabled=args.cdi_enabled,
@@ -469,8 +486,11 @@ def _run(args: argparse.Namespace) -> int:
         plugin_server_port=_port("--plugin-server-port", args.plugin_server_port),
         partition=partition,
     )
-    if "admission" in options.components and not options.tls_cert_dir:
-        raise UsageError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
+    if "admission" in options.components and not (options.tls_cert_dir or options.self_signed):
+        raise UsageError(
+            "--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key "
+            "(or --tls-secret, to make their own)"
+        )
     if "admission" in options.components and options.webhook_port == 0:
         raise UsageError(WEBHOOK_PORT_OFF)
     client = _client(args.kubeconfig)
@@ -484,6 +504,20 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, ssl.SSLError, ValueError) as error:
         raise UsageError(f"run: {error}") from None
     return 0
+
+
+def _self_signed(args: argparse.Namespace) -> SelfSignedTLS | None:
+    if not args.tls_secret:
+        return None
+    from kai_scheduler.k8s.admission.self_signed import SelfSignedTLS
+
+    return SelfSignedTLS(
+        secret=args.tls_secret,
+        service=args.webhook_service,
+        mutating_webhook_configuration=args.mutating_webhook_configuration,
+        validating_webhook_configuration=args.validating_webhook_configuration,
+        failure_policy=args.webhook_failure_policy,
+    )
 
 
 def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> tuple[SchedulerConfig, Partition]:

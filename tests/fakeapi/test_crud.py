@@ -367,3 +367,21 @@ def test_delete_collection_and_dry_run(api: Any, make_pod: Any, server: Any) -> 
     assert deleted["kind"] == "PodList" and [p["metadata"]["name"] for p in deleted["items"]] == ["a", "b"]
     assert [p["metadata"]["name"] for p in server.store.list("pods")] == ["c"]
     assert api.call("DELETE", "/api/v1/namespaces/default")[0] == 403
+
+
+def test_strategic_merge_patch_merges_webhooks_by_name(api: Any) -> None:
+    """As Kubernetes' admissionregistration types (`patchMergeKey:"name"`): a patch that names one webhook
+    changes that one and keeps the rest of it and the others (how a CA is injected into caBundle)."""
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    service = {"name": "svc", "namespace": "kai", "path": "/validate"}
+    webhooks = [
+        {"name": name, "failurePolicy": "Ignore", "clientConfig": {"service": service}, "sideEffects": "None"}
+        for name in ("a.kai", "b.kai")
+    ]
+    api.ok("POST", path, {"metadata": {"name": "hooks"}, "webhooks": webhooks})
+    patch = {"webhooks": [{"name": "b.kai", "failurePolicy": "Fail", "clientConfig": {"caBundle": "Q0E="}}]}
+    out = api.ok("PATCH", f"{path}/hooks", patch, content_type="application/strategic-merge-patch+json")
+    assert out["webhooks"] == [
+        webhooks[0],
+        {**webhooks[1], "failurePolicy": "Fail", "clientConfig": {"service": service, "caBundle": "Q0E="}},
+    ]

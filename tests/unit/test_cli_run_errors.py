@@ -34,7 +34,8 @@ def test_a_missing_kubeconfig_is_one_line(capsys: pytest.CaptureFixture[str]) ->
 
 def test_admission_needs_certificates(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--component", "admission"]) == 2
-    assert "--tls-cert-dir" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--tls-cert-dir" in err and "--tls-secret" in err
 
 
 def test_a_bad_scheduler_configuration_is_refused_before_connecting(

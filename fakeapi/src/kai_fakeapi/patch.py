@@ -25,6 +25,7 @@ MERGE_KEYS: dict[str, str] = {
     "hostAliases": "ip",
     "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name",
+    "webhooks": "name",  # Mutating/ValidatingWebhookConfiguration
 }
 # Lists of scalars that strategic merge patch unions instead of replacing.
 MERGE_PRIMITIVE_LISTS: frozenset[str] = frozenset({"finalizers"})

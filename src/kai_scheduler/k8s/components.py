@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -25,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.admission.self_signed import CertificateKeeper, SelfSignedTLS
 from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder
 from kai_scheduler.k8s.binder.reservations import GpuReservation
@@ -80,6 +82,9 @@ class RunOptions:
     metrics_port: int = 8080  # /metrics, /healthz, /readyz; 0: none
     webhook_port: int = 9443
     tls_cert_dir: str | None = None
+    # The admission webhooks make and keep their own certificate in this Secret (`self_signed.py`); the
+    # files go to `tls_cert_dir`, or to a directory of the process's own when that is None.
+    self_signed: SelfSignedTLS | None = None
     gpu_pod_runtime_class: str = "nvidia"
     gpu_sharing: bool = True  # False: the admission webhook refuses gpu-fraction / gpu-memory pods
     cdi_enabled: bool = False  # the binder names shared GPUs as CDI devices
@@ -115,14 +120,24 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
         work.append(lambda: _status_controllers(client, options, stop, registry, shared))
     if "scale-adjuster" in chosen:
         work.append(lambda: _scale_adjuster(client, options, stop))
-    webhook = _webhook(options) if "admission" in chosen else None
+    webhook = None
+    own_cert_dir = None
+    if "admission" in chosen:
+        if options.self_signed is not None and options.tls_cert_dir is None:
+            own_cert_dir = tempfile.TemporaryDirectory(prefix="kai-admission-tls-")
+        webhook = _webhook(options, own_cert_dir.name if own_cert_dir is not None else None)
+        if options.self_signed is not None:
+            serving = asyncio.Event()
+            ready.append(serving)
+            keeper = CertificateKeeper(client, options.self_signed, webhook.cert_dir)
+            work.append(lambda: _self_signed_admission(keeper, webhook, stop, serving))
     metrics = None
     if options.metrics_port:
         metrics = MetricsServer(
             registry, port=options.metrics_port, ready=lambda: all(e.is_set() for e in ready)
         )
         metrics.start()
-    if webhook is not None:
+    if webhook is not None and options.self_signed is None:
         webhook.start()
     if shared is not None:
         shared.start()
@@ -135,6 +150,8 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
             await metrics.aclose()
         if webhook is not None:
             await webhook.aclose()
+        if own_cert_dir is not None:
+            own_cert_dir.cleanup()
 
 
 def _shared_informers(client: KubeClient, chosen: frozenset[str]) -> InformerSet | None:
@@ -336,15 +353,29 @@ async def _scale_adjuster(client: KubeClient, options: RunOptions, stop: asyncio
         await _leading(client, options, "scale-adjuster", adjuster.run, stop)
 
 
-def _webhook(options: RunOptions) -> WebhookServer:
-    if options.tls_cert_dir is None:
+def _webhook(options: RunOptions, own_cert_dir: str | None) -> WebhookServer:
+    cert_dir = options.tls_cert_dir or own_cert_dir
+    if cert_dir is None:
         raise ValueError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
     if options.webhook_port == 0:
         raise ValueError(WEBHOOK_PORT_OFF)
     return WebhookServer(
-        options.tls_cert_dir,
+        cert_dir,
         port=options.webhook_port,
         scheduler_name=options.scheduler_name,
         gpu_runtime_class=options.gpu_pod_runtime_class,
         gpu_sharing_enabled=options.gpu_sharing,
     )
+
+
+async def _self_signed_admission(
+    keeper: CertificateKeeper, webhook: WebhookServer, stop: asyncio.Event, serving: asyncio.Event
+) -> None:
+    """The webhooks on a certificate of their own: serve once the Secret gives one (until then nothing is
+    served and /readyz says so), then keep it renewed and published until `stop`. While no replica serves,
+    the chart's webhooks ignore failures (see `self_signed.py`), so nothing else waits for this."""
+    if not await keeper.start(stop):
+        return
+    webhook.start()
+    serving.set()
+    await keeper.run(stop)  # its first pass publishes the CA: this replica serves by then

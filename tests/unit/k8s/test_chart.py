@@ -341,7 +341,7 @@ def test_every_flag_is_one_run_accepts(variant: str) -> None:
             cli._reservation(parsed)  # the timeout is a duration, not negative
         components = set(parsed.component or ALL_COMPONENTS) - set(parsed.skip)
         if "admission" in components:
-            assert parsed.tls_cert_dir
+            assert parsed.tls_cert_dir or parsed.tls_secret
         if parsed.all:
             assert "scale-adjuster" not in components
 
@@ -533,6 +533,11 @@ def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
             assert webhook["sideEffects"] == "None" and webhook["admissionReviewVersions"] == ["v1"]
             paths.add(service["path"])
         annotations = configuration["metadata"].get("annotations", {})
+        policies = {webhook["failurePolicy"] for webhook in configuration["webhooks"]}
+        given = VARIANTS[variant].get("admission", {}).get("failurePolicy", "Fail")
+        # A certificate given (cert-manager, caBundle): the policy as given; else Ignore until the CA is in.
+        own = variant != "cert-manager" and not VARIANTS[variant].get("admission", {}).get("caBundle")
+        assert policies == {"Ignore" if own else given}, variant
         if variant == "cert-manager":
             assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{RELEASE}-admission"
             (certificate,) = _docs(variant, "Certificate")
@@ -562,7 +567,9 @@ KNOWN_RESOURCES = {
         "namespaces",
         "persistentvolumeclaims",
         "persistentvolumes",
+        "secrets",
     },
+    "admissionregistration.k8s.io": {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
     "storage.k8s.io": {"storageclasses"},
     "events.k8s.io": {"events"},
     "coordination.k8s.io": {"leases"},
@@ -675,7 +682,9 @@ SCALE_ADJUST_NAMESPACE = "kai-scale-adjust"  # the component's own default; `run
 def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
     grants: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
-        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+        assert "nonResourceURLs" not in rule
+        # Only the admission webhooks' own certificate is limited to named objects (`_named_grants`).
+        assert "resourceNames" not in rule or role["metadata"]["name"] == f"{RELEASE}-admission"
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 grants.setdefault((group, resource), set()).update(rule["verbs"])
@@ -694,21 +703,112 @@ def test_rbac_names_only_known_resources_and_verbs(variant: str) -> None:
             assert verbs <= KNOWN_VERBS and "*" not in verbs
 
 
+def _named_grants(role: dict[str, Any]) -> dict[tuple[str, str, str | None], set[str]]:
+    """(api group, resource, object name or None for any) -> verbs."""
+    grants: dict[tuple[str, str, str | None], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for name in rule.get("resourceNames") or [None]:
+                    grants.setdefault((group, resource, name), set()).update(rule["verbs"])
+    return grants
+
+
+SECRET = "kai-admission-tls"  # admission.tls.secretName
+WEBHOOKS = f"{RELEASE}-admission"  # both webhook configurations
+# The admission webhooks' own certificate: its Secret in the release namespace, the CA into both webhook
+# configurations (by name), and nothing else.
+ADMISSION_ROLE = {("", "secrets", None): {"create"}, ("", "secrets", SECRET): {"get", "update"}}
+ADMISSION_CLUSTER_ROLE = {
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", WEBHOOKS): {"get", "patch"},
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", WEBHOOKS): {"get", "patch"},
+}
+
+
+def _bound_roles(variant: str, account: str) -> set[tuple[str, str]]:
+    return {
+        (binding["kind"], binding["roleRef"]["name"])
+        for binding in _docs(variant, "ClusterRoleBinding") + _docs(variant, "RoleBinding")
+        if account in {s["name"] for s in binding["subjects"]}
+    }
+
+
 def test_each_component_gets_exactly_what_it_needs() -> None:
     roles = {role["metadata"]["name"]: role for role in _docs("default", "ClusterRole")}
-    assert set(roles) == {f"{RELEASE}-{component}" for component in EXPECTED_RULES}  # admission: none
+    assert set(roles) == {f"{RELEASE}-{component}" for component in [*EXPECTED_RULES, "admission"]}
     for component, expected in EXPECTED_RULES.items():
         assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
+    assert _named_grants(roles[f"{RELEASE}-admission"]) == ADMISSION_CLUSTER_ROLE
+    role = _one("default", "Role", f"{RELEASE}-admission")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert _named_grants(role) == ADMISSION_ROLE
     (admission,) = [
         sa for sa in _docs("default", "ServiceAccount") if sa["metadata"]["name"] == f"{RELEASE}-admission"
     ]
-    assert admission["automountServiceAccountToken"] is False
-    bound = {
-        s["name"]
-        for b in _docs("default", "ClusterRoleBinding") + _docs("default", "RoleBinding")
-        for s in b["subjects"]
+    assert "automountServiceAccountToken" not in admission  # it talks to the API server
+    assert _bound_roles("default", f"{RELEASE}-admission") == {
+        ("ClusterRoleBinding", f"{RELEASE}-admission"),
+        ("RoleBinding", f"{RELEASE}-admission"),
     }
-    assert f"{RELEASE}-admission" not in bound
+
+
+@pytest.mark.parametrize("variant", ["cert-manager", "custom"])
+def test_admission_given_a_certificate_reads_nothing_from_the_api_server(variant: str) -> None:
+    """With cert-manager or a caBundle, the Secret is mounted: no RBAC, no token, no --tls-secret."""
+    (admission,) = [
+        sa for sa in _docs(variant, "ServiceAccount") if sa["metadata"]["name"] == f"{RELEASE}-admission"
+    ]
+    assert admission["automountServiceAccountToken"] is False
+    assert _bound_roles(variant, f"{RELEASE}-admission") == set()
+    assert not [
+        r
+        for r in _docs(variant, "Role") + _docs(variant, "ClusterRole")
+        if "admission" in r["metadata"]["name"]
+    ]
+    parsed = _run(_args(variant, "admission"))
+    assert parsed.tls_cert_dir == "/etc/kai-scheduler/tls" and parsed.tls_secret is None
+    pod = _one(variant, "Deployment", f"{RELEASE}-admission")["spec"]["template"]["spec"]
+    (tls,) = [volume for volume in pod["volumes"] if volume["name"] == "tls"]
+    assert tls["secret"]["secretName"] == SECRET
+
+
+@pytest.mark.parametrize(("variant", "deployment"), [("default", "admission"), ("all-in-one", "all-in-one")])
+def test_admission_makes_its_certificate_for_the_charts_names(variant: str, deployment: str) -> None:
+    """By default the component makes its own certificate: the flags name the Secret its Role may write,
+    the Service the webhooks call, the two webhook configurations it may patch, and the failure policy
+    they get with the CA (installed with Ignore, so nothing waits for the admission pods)."""
+    parsed = _run(_args(variant, deployment))
+    tls = cli._self_signed(parsed)
+    assert tls is not None and parsed.tls_cert_dir is None
+    assert tls.secret == SECRET
+    configurations = _docs(variant, "MutatingWebhookConfiguration") + _docs(
+        variant, "ValidatingWebhookConfiguration"
+    )
+    assert {(c["kind"], c["metadata"]["name"]) for c in configurations} == {
+        ("MutatingWebhookConfiguration", tls.mutating_webhook_configuration),
+        ("ValidatingWebhookConfiguration", tls.validating_webhook_configuration),
+    }
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            assert webhook["clientConfig"]["service"] == {
+                **webhook["clientConfig"]["service"],
+                "name": tls.service,
+                "namespace": NAMESPACE,
+            }
+            assert "caBundle" not in webhook["clientConfig"]
+            assert webhook["failurePolicy"] == "Ignore"
+    assert tls.failure_policy == "Fail"  # admission.failurePolicy, KAI's
+    assert _one(variant, "Service", tls.service)
+    pod = _one(variant, "Deployment", f"{RELEASE}-{deployment}")["spec"]["template"]["spec"]
+    assert "tls" not in {volume["name"] for volume in pod["volumes"]}
+    # The files go to a directory of the process's own under $TMPDIR or /tmp: a writable emptyDir.
+    assert {"name": "tmp", "mountPath": "/tmp"} in _container(
+        _one(variant, "Deployment", f"{RELEASE}-{deployment}")
+    )["volumeMounts"]
+    account = pod["serviceAccountName"]
+    assert {("ClusterRoleBinding", f"{RELEASE}-admission"), ("RoleBinding", f"{RELEASE}-admission")} <= (
+        _bound_roles(variant, account)
+    )
 
 
 def test_namespaced_grants() -> None:
@@ -737,6 +837,7 @@ def test_all_in_one_account_holds_every_component_role() -> None:
         assert subjects[f"{RELEASE}-{component}"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-leader-election"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-binder-reservations"] == {f"{RELEASE}-all-in-one"}
+    assert subjects[f"{RELEASE}-admission"] == {f"{RELEASE}-all-in-one"}
 
 
 def _scale_adjuster_objects(variant: str) -> list[dict[str, Any]]:
@@ -792,7 +893,7 @@ def test_scale_adjuster_deployment(variant: str) -> None:
 def test_scale_adjuster_rbac(variant: str) -> None:
     account = f"{RELEASE}-scale-adjuster"
     roles = {role["metadata"]["name"]: role for role in _docs(variant, "ClusterRole")}
-    assert set(roles) == {f"{RELEASE}-{c}" for c in (*EXPECTED_RULES, "scale-adjuster")}
+    assert set(roles) == {f"{RELEASE}-{c}" for c in (*EXPECTED_RULES, "admission", "scale-adjuster")}
     assert _grants(roles[account]) == SCALE_ADJUSTER_RULES
     for component, expected in EXPECTED_RULES.items():  # the others are unchanged
         assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
@@ -901,7 +1002,7 @@ def test_binder_cdi_enabled_reaches_the_binder(variant: str, deployment: str) ->
 
 def test_readme_installs_this_chart() -> None:
     assert INSTALL.chart == CHART
-    assert INSTALL.values == {"admission": {"enabled": False}}  # the webhooks need TLS set up first
+    assert INSTALL.values == {}  # the defaults: the admission webhooks make their own certificate
 
 
 @pytest.mark.parametrize("variant", ["default", "fake-gpus", "custom"])

@@ -95,3 +95,39 @@ readinessProbe:
 - --cdi-enabled
 {{- end }}
 {{- end }}
+
+{{- /* The admission webhooks make their own certificate (`run --tls-secret`) unless cert-manager or the
+user provides one (admission.certManager.enabled, admission.caBundle). */}}
+{{- define "kai-scheduler.admissionOwnCertificate" -}}
+{{- if and .Values.admission.enabled (not .Values.admission.certManager.enabled) (not .Values.admission.caBundle) -}}
+true
+{{- end }}
+{{- end }}
+
+{{- /* The webhooks' failurePolicy as installed: with a certificate of their own, Ignore until the admission
+component has written its CA (it sets admission.failurePolicy then), so that nothing waits for it. */}}
+{{- define "kai-scheduler.admissionFailurePolicy" -}}
+{{- if include "kai-scheduler.admissionOwnCertificate" . -}}
+Ignore
+{{- else -}}
+{{ .Values.admission.failurePolicy }}
+{{- end }}
+{{- end }}
+
+{{- /* The admission webhooks' flags (the admission Deployment and the all-in-one one). */}}
+{{- define "kai-scheduler.admissionArgs" -}}
+- --webhook-port=9443
+{{- if include "kai-scheduler.admissionOwnCertificate" . }}
+- --tls-secret={{ .Values.admission.tls.secretName }}
+- --webhook-service={{ .Release.Name }}-admission
+- --mutating-webhook-configuration={{ .Release.Name }}-admission
+- --validating-webhook-configuration={{ .Release.Name }}-admission
+- --webhook-failure-policy={{ .Values.admission.failurePolicy }}
+{{- else }}
+- --tls-cert-dir=/etc/kai-scheduler/tls
+{{- end }}
+- --gpu-pod-runtime-class={{ .Values.admission.gpuPodRuntimeClassName }}
+{{- if not .Values.admission.gpuSharing }}
+- --no-gpu-sharing
+{{- end }}
+{{- end }}
