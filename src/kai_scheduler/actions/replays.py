@@ -14,7 +14,12 @@ fail at the preemptor's turn, so that prefix is worth keeping:
   after every victim branch at the moment that branch was handed out;
 * then the victims' placements can be replayed on the statement without searching nodes, and when every
   victim went back where it was the cluster is as before the eviction at the preemptor's turn, so one
-  that fits nowhere now cannot fit then either.
+  that fits nowhere now cannot fit then either;
+* when some victims did not go back, the cluster at the preemptor's turn differs from today's only on the
+  nodes they left (more room) and the nodes they moved to (less room). A preemptor that fits nowhere now,
+  and whose nodes are chosen by their own resources and labels alone (no inter-pod rules or topology in
+  play), can then only fit on a node they left: what each of those had free then is kept (`SoonRoom`),
+  and a preemptor that does not fit any of them is known to fail without replaying anything.
 
 What is kept is valid until the cluster changes (a commit, a reservation given up): the owner clears it.
 Prefixes whose preemptor shared a branch with a victim are not kept (it could change the victims' order).
@@ -29,6 +34,8 @@ from typing import Any
 
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import SoonRoom
+from kai_scheduler.model.resources import PodRequest
 
 # A pod placed again: the pod, its node and its shared GPUs.
 Placement = tuple[TaskInfo, int, tuple[str, ...]]
@@ -52,10 +59,17 @@ class Prefix:
     # The victims not placed back on their own node and GPUs (moved, or evicted for good); none: the
     # cluster is as it was before the eviction.
     left: tuple[TaskInfo, ...]
+    # What each node they left had free at the preemptor's turn.
+    rooms: tuple[SoonRoom, ...] = ()
 
     @property
     def all_home(self) -> bool:
         return not self.left
+
+    def rules_out(self, request: PodRequest) -> bool:
+        """Whether a pod asking for `request` fits none of the nodes the victims left (see the module's
+        note for when that means it fits nowhere)."""
+        return not any(room.may_hold(request) for room in self.rooms)
 
 
 class Replays:

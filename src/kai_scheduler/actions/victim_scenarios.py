@@ -104,7 +104,7 @@ def simulate(session: Session, statement: Statement, scenario: Scenario, victims
         popped.add(id(job))
         if job is preemptor:
             if recording and len(steps) == len(jobs) - 1:
-                _remember(replays, key, victims, home, steps)
+                _remember(session, replays, key, victims, home, steps)
             if place_pipelined(session, statement, job, scenario.tasks, takes(job)) is not None:
                 return Outcome.UNPLACEABLE
             nodes = session.snapshot.nodes
@@ -124,6 +124,7 @@ def simulate(session: Session, statement: Statement, scenario: Scenario, victims
 
 
 def _remember(
+    session: Session,
     replays: Replays | None,
     key: tuple[str, ...],
     victims: list[TaskInfo],
@@ -131,8 +132,9 @@ def _remember(
     steps: list[Step],
 ) -> None:
     """Keep what placing every victim job again did before the preemptor's turn (`home`: each victim's
-    node and GPUs before). A shared-GPU id it handed out is kept too: ids are a function of the cluster
-    as it is (`Session.new_gpu_group_id`), so a fresh search would hand out the same one."""
+    node and GPUs before), and what the nodes the victims left have free then. A shared-GPU id it handed
+    out is kept too: ids are a function of the cluster as it is (`Session.new_gpu_group_id`), so a fresh
+    search would hand out the same one."""
     if replays is None:
         return
     back = {
@@ -141,7 +143,10 @@ def _remember(
         for task, node, groups in step.placed
         if home.get(id(task)) == (node, groups)
     }
-    replays.record(key, Prefix(tuple(steps), tuple(task for task in victims if id(task) not in back)))
+    left = tuple(task for task in victims if id(task) not in back)
+    nodes = session.snapshot.nodes
+    rooms = tuple(nodes.soon_room(node) for node in sorted({home[id(task)][0] for task in left}))
+    replays.record(key, Prefix(tuple(steps), left, rooms))
 
 
 def _smallest_whole_gpus(session: Session, job: JobInfo) -> float:

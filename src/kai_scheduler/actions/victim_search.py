@@ -72,8 +72,10 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     counts = session.counts[scenario.action]
     replays = scenario.replays
     # Whether the pod fits anywhere as the cluster is (without evicting anything): if not, a scenario
-    # whose victims all go back where they were before its turn cannot place it either.
+    # whose victims all go back where they were before its turn cannot place it either, nor (when only
+    # its own resources and labels choose its nodes) one where it fits none of the nodes they left.
     fits_now = replays is not None and bool(session.candidate_nodes(task).any())
+    by_room = not task.job.has_topology() and not session.reads_other_pods(task)
     choice = _Choice(session, statement)
     for victim in victims:
         if not choice.still_looking(victim):
@@ -111,9 +113,14 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
             simulated += 1
             counts.scenarios_simulated += 1
             known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
-            if known is not None and known.all_home and not fits_now and last_for(session, task.job, known):
-                # Every victim goes back where it was before its turn (see `replays`): the cluster is then
-                # as it is now, where it fits nowhere.
+            if (
+                known is not None
+                and not fits_now
+                and (known.all_home or (by_room and known.rules_out(task.request)))
+                and last_for(session, task.job, known)
+            ):
+                # At its turn the cluster is as it is now, where it fits nowhere, but for the nodes the
+                # victims left, where it does not fit either (see `replays`).
                 outcome = Outcome.UNPLACEABLE
             else:
                 outcome = simulate(session, statement, scenario, evicted)

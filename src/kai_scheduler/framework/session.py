@@ -464,6 +464,11 @@ class Session:
                 return failure
         return None
 
+    def reads_other_pods(self, task: TaskInfo) -> bool:
+        """Whether the nodes the task may use depend on more of it than its request and placement
+        constraints (inter-pod rules in play: then they depend on where other pods are)."""
+        return any(read(task) is not None for read in self._pod_readers())
+
     def _pod_readers(self) -> list[Callable[[TaskInfo], Hashable]]:
         """The `depends_on` of the task predicates that have one (fixed once the session is open)."""
         if self._readers is None:

@@ -77,6 +77,45 @@ class PipelineTake:
 
 
 @dataclass(frozen=True, slots=True)
+class SoonRoom:
+    """What one node had free once its releasing pods are gone, as `NodeTable.node_fits(..., soon=True)`
+    read it at that moment: kept so that the node can be ruled out for a pod later, when the cluster is
+    no longer in that state (the victim solver's replays, see actions/replays.py)."""
+
+    cpu: float
+    memory: float
+    pods: float
+    gpus: float
+    shared: float  # the most any shared GPU on the node had free
+    gpu_memory_mib: float  # of each GPU (for gpu-memory requests)
+
+    def may_hold(self, request: PodRequest) -> bool:
+        """False only when `node_fits(request, node, soon=True)` was False then: the same comparisons for
+        CPU, memory, the pod slot, whole GPUs and one-device shared GPUs; what else a request asks for
+        (shared GPUs on several devices, extended resources) is not looked at, so it may hold."""
+        ok = (
+            self.cpu >= request.cpu - EPSILON
+            and self.memory >= request.memory - EPSILON
+            and self.pods >= 1 - EPSILON
+        )
+        if ok and request.whole_gpus:
+            ok = self.gpus >= request.whole_gpus - EPSILON
+        if ok and request.is_shared_gpu and request.gpu_devices == 1:
+            portion = _portion(request, self.gpu_memory_mib)
+            joins = self.shared >= portion - EPSILON
+            opens = self.gpus >= 1 - EPSILON and self.pods >= 2 - EPSILON
+            ok = portion <= 1.0 + EPSILON and (joins or opens)
+        return ok
+
+
+def _portion(request: PodRequest, gpu_memory_mib: float) -> float:
+    """The portion of one GPU a shared-GPU request takes on a node whose GPUs have `gpu_memory_mib`."""
+    if request.gpu_portion > 0:
+        return request.gpu_portion
+    return request.gpu_memory_mib / max(gpu_memory_mib, 1.0) if gpu_memory_mib > 0 else float("inf")
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSpecInfo:
     """The static facts of one node that placement reads outside the arrays."""
 
@@ -369,6 +408,20 @@ class NodeTable:
             ok = ok and free >= amount - EPSILON
         return bool(ok)
 
+    def soon_room(self, node: int) -> SoonRoom:
+        """What the node has free once its releasing pods are gone (computed as `node_fits` does)."""
+        cpu = self.cap_cpu.item(node) - self.used_cpu.item(node)
+        memory = self.cap_memory.item(node) - self.used_memory.item(node)
+        pods = self.cap_pods.item(node) - self.used_pods.item(node)
+        return SoonRoom(
+            cpu=cpu + self.rel_cpu.item(node),
+            memory=memory + self.rel_memory.item(node),
+            pods=pods + self.rel_pods.item(node),
+            gpus=self.free_gpus.item(node) + self.rel_gpus.item(node),
+            shared=self.shared_free_soon.item(node),
+            gpu_memory_mib=float(self.gpu_memory_mib[node]),
+        )
+
     def fit_rows(self, request: PodRequest, rows: Rows, *, soon: bool) -> BoolArray:
         """Whether each node of `rows` holds the request (see `fit`), computed afresh."""
         cpu_free = self.cap_cpu[rows] - self.used_cpu[rows]
@@ -572,10 +625,7 @@ class NodeTable:
 
     def portion_on(self, request: PodRequest, node: int) -> float:
         """The portion of one GPU a shared-GPU request takes on one node (see `portion_for`)."""
-        if request.gpu_portion > 0:
-            return request.gpu_portion
-        memory = float(self.gpu_memory_mib[node])
-        return request.gpu_memory_mib / max(memory, 1.0) if memory > 0 else float("inf")  # as portion_for
+        return _portion(request, float(self.gpu_memory_mib[node]))  # as portion_for
 
     def share_gpus(
         self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...], *, releasing: bool

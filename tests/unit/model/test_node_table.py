@@ -365,3 +365,51 @@ def test_a_copy_and_its_original_keep_their_fit_masks_apart() -> None:
     t.clear_node(1)
     assert list(t.fit(request, soon=True)) == [True, True]
     assert list(copy.fit(request, soon=True)) == [False, True]
+
+
+# --- the room a node has soon, kept for later (SoonRoom) ----------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_soon_room_holds_what_node_fits_soon_holds(seed: int) -> None:
+    """`soon_room(n).may_hold(r)` answers as `node_fits(r, n, soon=True)` for plain, whole-GPU and
+    one-device shared requests, and never says no where node_fits says yes for the rest."""
+    rng = np.random.default_rng(seed)
+    t = table(
+        *(node(f"n{i}", gpus=8, cpu="16", memory="64Gi", gpu_memory=81920) for i in range(6)),
+    )
+    for array, scale in (
+        (t.used_cpu, 16000),
+        (t.rel_cpu, 4000),
+        (t.used_memory, 64 * GI),
+        (t.rel_memory, 16 * GI),
+        (t.used_pods, 110),
+        (t.rel_pods, 3),
+        (t.rel_gpus, 3),
+    ):
+        array[:] = np.round(rng.random(t.size) * scale)
+    t.free_gpus[:] = rng.integers(0, 9, t.size)
+    t.shared_free_soon[:] = np.round(rng.random(t.size), 2)
+    requests = [
+        PodRequest(cpu=float(cpu), memory=float(memory) * GI, whole_gpus=gpus)
+        for cpu in (0, 2000, 9000)
+        for memory in (0, 8, 40)
+        for gpus in (0, 1, 4, 8)
+    ]
+    requests += [
+        PodRequest(cpu=1000.0, memory=GI, gpu_portion=portion, gpu_devices=1) for portion in (0.1, 0.5, 0.9)
+    ]
+    requests += [PodRequest(cpu=1000.0, memory=GI, gpu_memory_mib=40960, gpu_devices=1)]
+    partial = [
+        PodRequest(cpu=1000.0, memory=GI, gpu_portion=0.5, gpu_devices=2),
+        PodRequest(cpu=1000.0, memory=GI, scalars=(("example.com/fpga", 1.0),)),
+    ]
+    answers = set()
+    for n in range(t.size):
+        room = t.soon_room(n)
+        for request in requests:
+            answers.add(room.may_hold(request))
+            assert room.may_hold(request) == t.node_fits(request, n, soon=True), (n, request)
+        for request in partial:
+            assert room.may_hold(request) or not t.node_fits(request, n, soon=True), (n, request)
+    assert answers == {True, False}
