@@ -10,11 +10,8 @@ commands when they start, not here: `simulate` needs none of them, and they were
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
-import signal
-import ssl
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -48,6 +45,8 @@ from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.results import result_document
 
 if TYPE_CHECKING:
+    import asyncio
+
     from kai_scheduler.k8s.admission.self_signed import SelfSignedTLS
     from kai_scheduler.k8s.binder.reservations import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
@@ -457,6 +456,9 @@ def _output(
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import ssl
+
     from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
     from kai_scheduler.k8s.runtime.logs import configure
 
@@ -559,6 +561,9 @@ def _reservation(args: argparse.Namespace) -> GpuReservation:
 
 
 def _reserve(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
     from kai_scheduler.k8s.binder.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
     from kai_scheduler.k8s.runtime.client import ApiStatusError
 
@@ -609,6 +614,9 @@ def _client(kubeconfig: str | None) -> LightkubeClient:
 
 
 async def _until_signalled(options: RunOptions, client: LightkubeClient) -> None:
+    import asyncio
+    import signal
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

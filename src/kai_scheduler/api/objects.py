@@ -34,6 +34,7 @@ class K8sModel(BaseModel):
         extra="ignore",
         frozen=True,
         arbitrary_types_allowed=True,
+        defer_build=True,
     )
 
 
