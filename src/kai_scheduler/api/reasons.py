@@ -50,14 +50,14 @@ POD_UNSCHEDULABLE: Final = UNSCHEDULABLE
 INVALID_POD: Final = "InvalidPod"  # the pod breaks KAI's admission rules (`api.manifests`)
 POD_GROUP_NOT_FOUND: Final = "PodGroupNotFound"  # its pod-group-name names no PodGroup
 INVALID_POD_GROUP: Final = "InvalidPodGroup"  # its PodGroup breaks KAI's admission rules
-PRIORITY_CLASS_NOT_FOUND: Final = "PriorityClassNotFound"  # spec.priorityClassName names no PriorityClass
 # QUEUE_DOES_NOT_EXIST too: its queue (or a parent of it) does not exist.
-INVALID_QUEUE: Final = "InvalidQueue"  # a Queue that breaks KAI's admission rules (an event on it)
 POD_REASONS: Final = (
     POD_UNSCHEDULABLE,
     INVALID_POD,
     POD_GROUP_NOT_FOUND,
     INVALID_POD_GROUP,
     QUEUE_DOES_NOT_EXIST,
-    PRIORITY_CLASS_NOT_FOUND,
 )
+# Warnings on an object the scheduler still takes (events only):
+PRIORITY_CLASS_NOT_FOUND: Final = "PriorityClassNotFound"  # spec.priorityClassName names no PriorityClass
+INVALID_QUEUE: Final = "InvalidQueue"  # a Queue that breaks KAI's admission rules (an event on it)

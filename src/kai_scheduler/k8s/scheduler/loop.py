@@ -31,7 +31,7 @@ its decisions through the API, as KAI's scheduler does:
   (cluster autoscalers and Karpenter act on it): a merge patch of the `status` subresource with the pod's
   whole `conditions` list. Where the job cannot be built from what the user wrote, the reason says so
   and the message names the field (`PodGroupNotFound`, `InvalidPodGroup`, `QueueDoesNotExist`); a waiting
-  pod the scheduler cannot take at all gets `InvalidPod` or `PriorityClassNotFound` (`waiting.py`,
+  pod the scheduler cannot take at all gets `InvalidPod` (`waiting.py`,
   docs/live-reasons.md). Written only when status, reason or message change (what was written is
   remembered per pod uid), with a Warning event of the same reason and message once per distinct pair;
   the binding sets `PodScheduled` = `True` later. Not for the pods of a PodGroup

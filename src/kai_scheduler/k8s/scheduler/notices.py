@@ -4,8 +4,8 @@ per object and message.
 
 * `MisspelledKey` (Pod, PodGroup, Queue): a label or annotation key one edit away from one KAI reads
   (`gpu-fractoin`: the pod would run on no GPU);
-* `PriorityClassNotFound` (PodGroup): `spec.priorityClassName` names no PriorityClass (KAI gives the job
-  the default priority);
+* `PriorityClassNotFound` (Pod, PodGroup): `spec.priorityClassName` names no PriorityClass (a pod's was
+  deleted after the pod was admitted; KAI gives the pod or the job the default priority);
 * `FieldNotSet` (Queue): a resource, its `limit` or its `overQuotaWeight` left out (KAI reads 0, and a
   limit of 0 blocks the resource);
 * `InvalidPodGroup`, `InvalidQueue`: the object breaks KAI's admission rules, so the scheduler leaves it
@@ -46,10 +46,15 @@ def notices_of(obj: JsonObject, model: o.ApiObject, classes: Collection[str]) ->
     found = [
         Noticed(obj, MISSPELLED_KEY, field_message(n.path, n.message)) for n in near_miss_keys(model.metadata)
     ]
-    if isinstance(model, o.PodGroup) and model.spec.priority_class_name:
+    if isinstance(model, o.Pod | o.PodGroup) and model.spec.priority_class_name:
         problem = missing_priority_class(model, classes)
         if problem is not None:
-            found.append(Noticed(obj, PRIORITY_CLASS_NOT_FOUND, field_message(problem.path, problem.message)))
+            # A pod was admitted while its class existed (the API server refuses one naming none): KAI
+            # schedules it at the default priority, as it does a PodGroup's job.
+            message = problem.message
+            if isinstance(model, o.Pod):
+                message += "; KAI schedules the pod at the default priority"
+            found.append(Noticed(obj, PRIORITY_CLASS_NOT_FOUND, field_message(problem.path, message)))
     elif isinstance(model, o.Queue):
         found += [
             Noticed(obj, FIELD_NOT_SET, field_message(n.path, n.message)) for n in omitted_queue_fields(model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.reasons import POD_GROUP_NOT_FOUND, PRIORITY_CLASS_NOT_FOUND
+from kai_scheduler.api.reasons import POD_GROUP_NOT_FOUND
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -24,7 +24,7 @@ MAX_CONDITION_MESSAGE = 1024
 MAX_EVENTS_REMEMBERED = 16  # distinct (reason, message) pairs evented per pod, the oldest forgotten first
 # Reasons that name an object another informer shows: said only when a second cycle finds them still so
 # (the pod grouper creates a PodGroup before it names it on the pod, but the two watches may arrive apart).
-_CONFIRMED_REASONS = frozenset({POD_GROUP_NOT_FOUND, PRIORITY_CLASS_NOT_FOUND})
+_CONFIRMED_REASONS = frozenset({POD_GROUP_NOT_FOUND})
 
 
 class PodScheduledConditions:

@@ -44,7 +44,6 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.api.reasons import INVALID_POD_GROUP, INVALID_QUEUE
-from kai_scheduler.api.strict import missing_priority_class
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.ranks import CreationRanks
 from kai_scheduler.k8s.runtime.client import (
@@ -74,7 +73,6 @@ from kai_scheduler.k8s.scheduler.waiting import (
     Waiting,
     invalid_pod,
     problem_text,
-    unknown_priority_class,
     waits_for_scheduler,
 )
 from kai_scheduler.model.backoff import backs_off, latest_condition_pool
@@ -148,7 +146,6 @@ class StateBuilder:
         self._rejected: dict[str, Waiting] = {}
         self._invalid_groups: dict[str, str] = {}
         self._class_names: set[str] = set(c.BUILTIN_PRIORITY_CLASSES)  # the cluster's PriorityClasses
-        self._class_rejected: set[str] = set()  # pods rejected for their PriorityClass: looked at again
         self._noticed: list[Noticed] = []  # warnings about the objects read since the last build
         # Cluster-scoped objects that do not validate, by kind (in the order they are read).
         self._cluster_skipped: dict[str, list[str]] = {kind.plural: [] for kind in _CLUSTER_SCOPED}
@@ -283,8 +280,14 @@ class StateBuilder:
                 informers.priority_classes.cache, "PriorityClass", skipped[PRIORITY_CLASSES.plural]
             )
             cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
-            self._class_names = set(c.BUILTIN_PRIORITY_CLASSES) | {pc.metadata.name for _, _, pc in classes}
-            self._dirty_pods |= self._class_rejected  # their class may exist now
+            names = set(c.BUILTIN_PRIORITY_CLASSES) | {pc.metadata.name for _, _, pc in classes}
+            gone, self._class_names = self._class_names - names, names
+            if gone:  # the pods naming a class that is gone are read again, to say so (`notices_of`)
+                self._dirty_pods |= {
+                    key
+                    for key, obj in informers.pods.cache.items()
+                    if obj.get("spec", {}).get("priorityClassName") in gone
+                }
         if NAMESPACES.plural in dirty:
             cache.set_namespace_labels(informers.namespace_labels())
 
@@ -374,7 +377,6 @@ class StateBuilder:
                 self._other_pods.forget(key)
                 self._skipped.pop(key, None)
             self._rejected.pop(key, None)
-            self._class_rejected.discard(key)
             found = requests.by_index(POD_INDEX, key) if obj else []
             state = self._pod_state(key, obj, found) if obj else None
             self._forget_loop_view(key)
@@ -437,18 +439,6 @@ class StateBuilder:
                 self._rejected[key] = invalid_pod(self._our_pods.errors.get(key))
             return None
         self._skipped.pop(key, None)
-        if (
-            ours
-            and parsed.spec.priority_class_name
-            and waits_for_scheduler(obj)
-            and self.cache.schedules(parsed)
-        ):
-            # The API server's Priority admission refuses such a pod (the simulator's check too).
-            problem = missing_priority_class(parsed, self._class_names)
-            if problem is not None:
-                self._rejected[key] = unknown_priority_class(problem)
-                self._class_rejected.add(key)
-                return None
         if ours and self.cache.schedules(parsed):
             self._noticed += notices_of(obj, parsed, self._class_names)
         request = requests[0] if requests else None

@@ -6,10 +6,10 @@ Two kinds of waiting pods:
 * Pods the scheduler cannot take at all (`rejected`): the pod breaks KAI's admission rules (the same rules,
   from the same module, as the admission webhook and the simulator's input: `api.manifests.parse_object`),
   so it never reaches the cluster state: `InvalidPod`, with the webhook's own denial
-  (`metadata.annotations.gpu-fraction: must be between 0 and 1 (exclusive), got '1.5'; ...`); or it names a
-  PriorityClass that does not exist (`api.strict.missing_priority_class`, the simulator's check):
-  `PriorityClassNotFound`. A cluster with the webhook installed refuses such pods; one without it (or
-  with the webhook installed after the pods) holds them, and they would otherwise wait without a word.
+  (`metadata.annotations.gpu-fraction: must be between 0 and 1 (exclusive), got '1.5'; ...`). A cluster
+  with the webhook installed refuses such pods; one without it (or with the webhook installed after the
+  pods) holds them, and they would otherwise wait without a word. (A pod whose PriorityClass was deleted
+  after it was admitted is scheduled at the default priority, as KAI does, with a Warning: `notices`.)
 * Pods of a job the cycle found unschedulable (`job_waiting`): the core's reason, with the field named
   where the job cannot be built from what the user wrote: its PodGroup does not exist
   (`PodGroupNotFound`) or breaks the admission rules (`InvalidPodGroup`), its queue does not exist
@@ -29,11 +29,9 @@ from kai_scheduler.api.reasons import (
     INVALID_POD_GROUP,
     POD_GROUP_NOT_FOUND,
     POD_UNSCHEDULABLE,
-    PRIORITY_CLASS_NOT_FOUND,
     QUEUE_DOES_NOT_EXIST,
     code_of,
 )
-from kai_scheduler.api.strict import Notice
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES
@@ -72,10 +70,6 @@ def invalid_pod(error: Exception | None) -> Waiting:
     return Waiting(INVALID_POD, problem_text(error))
 
 
-def unknown_priority_class(problem: Notice) -> Waiting:
-    return Waiting(PRIORITY_CLASS_NOT_FOUND, field_message(problem.path, problem.message))
-
-
 def job_waiting(
     job: str,
     message: str,
@@ -108,6 +102,5 @@ __all__ = [
     "invalid_pod",
     "job_waiting",
     "problem_text",
-    "unknown_priority_class",
     "waits_for_scheduler",
 ]
