@@ -32,20 +32,25 @@ class Consolidation(VictimAction):
         # The candidate victims by node (each job under every node it has an active pod on), kept up to
         # date after every commit: victims are looked for node by node (`_closest_to_room_first`), and
         # going through every running job for each of hundreds of pending jobs was most of a busy cycle.
+        # Made at the first attempt (most pending jobs are blocked: no attempt, no index), from the
+        # candidates in the order the action found them.
         self._on_node: dict[int, dict[JobInfo, None]] = {}
         self._nodes_of: dict[JobInfo, list[int]] = {}
+        self._unindexed: list[JobInfo] | None = None
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
             return
         self._on_node.clear()
         self._nodes_of.clear()
+        self._unindexed = None
         super().execute(session)
 
     def started(self, session: Session, candidates: list[JobInfo]) -> None:
-        self._index(session, candidates)
+        self._unindexed = candidates
 
     def committed(self, session: Session, touched: list[JobInfo]) -> None:
+        # (A commit follows an attempt, which made the index.)
         for job in touched:
             for node in self._nodes_of.pop(job, ()):
                 jobs = self._on_node[node]
@@ -79,6 +84,9 @@ class Consolidation(VictimAction):
         return free + EPSILON < request.gpu
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        if self._unindexed is not None:
+            self._index(session, self._unindexed)
+            self._unindexed = None
         victims = self._closest_to_room_first(session, job, tasks)
 
         def reason(victim: TaskInfo) -> str:

@@ -44,6 +44,11 @@ class VictimAction(ABC):
         self._heaps.clear()
         self.replays.clear()
         self.shared_orders.clear()
+        # Nothing waits (most cycles of a cluster that keeps up): nothing to do, not even looking at the
+        # running jobs.
+        pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
+        if not pending:
+            return
         # Running at session open, or placed since by an earlier action (among the jobs that were waiting).
         at_open = session.snapshot.jobs_at_open()
         candidates = [
@@ -58,7 +63,6 @@ class VictimAction(ABC):
         for candidate in candidates:
             self.by_queue.setdefault(candidate.queue, {})[candidate] = None
         self.started(session, candidates)
-        pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
         queue = QueueOrderedJobs(session, pending, session.config.queue_depth_per_action.get(self.name))
         failed: set[tuple[object, ...]] = set()
         counts = session.counts[self.name]
