@@ -15,8 +15,6 @@ import socket
 import ssl
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from child_process import running
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from live_support import in_thread, run
+from ports import free_port, http_status
 
 from chart_support import INSTALL, NAMESPACE, RELEASE, render_chart
 from kai_fakeapi import FakeApiServer
@@ -48,22 +47,6 @@ SERVICE_NAMES = [
     f"{SERVICE}.{NAMESPACE}.svc",
     f"{SERVICE}.{NAMESPACE}.svc.cluster.local",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-    except OSError:
-        return 0
 
 
 def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
@@ -153,10 +136,10 @@ def test_the_charts_admission_makes_publishes_and_shares_its_certificate(tmp_pat
                 str(kubeconfig),
             ]
 
-        first_port, first_metrics = _free_port(), _free_port()
+        first_port, first_metrics = free_port(), free_port()
         with running(replica(first_port, first_metrics), env=env) as first:
             _wait(
-                lambda: _status(f"http://127.0.0.1:{first_metrics}/readyz") == 200,
+                lambda: http_status(f"http://127.0.0.1:{first_metrics}/readyz") == 200,
                 60,
                 "the first replica ready",
             )
@@ -178,10 +161,10 @@ def test_the_charts_admission_makes_publishes_and_shares_its_certificate(tmp_pat
             with pytest.raises(ssl.SSLCertVerificationError):
                 _review(first_port, ca_pem, "elsewhere.example")
 
-            second_port, second_metrics = _free_port(), _free_port()
+            second_port, second_metrics = free_port(), free_port()
             with running(replica(second_port, second_metrics), env=env) as second:
                 _wait(
-                    lambda: _status(f"http://127.0.0.1:{second_metrics}/readyz") == 200,
+                    lambda: http_status(f"http://127.0.0.1:{second_metrics}/readyz") == 200,
                     60,
                     "the second replica ready",
                 )
@@ -443,7 +426,7 @@ def test_until_it_has_a_certificate_the_component_is_not_ready_and_serves_nothin
     from kai_scheduler.framework.config import SchedulerConfig
     from kai_scheduler.k8s.components import RunOptions, run_components
 
-    webhook_port, metrics_port = _free_port(), _free_port()
+    webhook_port, metrics_port = free_port(), free_port()
     options = RunOptions(
         components=frozenset({"admission"}),
         config=SchedulerConfig(),
@@ -463,12 +446,12 @@ def test_until_it_has_a_certificate_the_component_is_not_ready_and_serves_nothin
                 try:
                     while forbidden.remaining > 10_000 - 2:  # refused twice: retried, not given up
                         await asyncio.sleep(0.05)
-                    assert await in_thread(_status, readyz) == 503
+                    assert await in_thread(http_status, readyz) == 503
                     with pytest.raises(OSError):
                         socket.create_connection(("127.0.0.1", webhook_port), timeout=1).close()
                     server.clear_faults()
                     deadline = asyncio.get_running_loop().time() + 20
-                    while await in_thread(_status, readyz) != 200:
+                    while await in_thread(http_status, readyz) != 200:
                         assert asyncio.get_running_loop().time() < deadline, "never ready"
                         await asyncio.sleep(0.05)
                     while len(_ca_bundles(server)) != 1 or _ca_bundles(server) == {""}:

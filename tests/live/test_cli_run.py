@@ -4,7 +4,6 @@ kubectl as the client that submits the work (issue #4's acceptance walk-through)
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from child_process import running
+from ports import free_port
 
 from kai_fakeapi import FakeApiServer, Store
 
@@ -100,12 +100,6 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -139,7 +133,7 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
         pods += [_pod(f"mnist-worker-{i}", "worker", owner_uid) for i in range(3)]
         _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(pods))
 
-        metrics_port = _free_port()
+        metrics_port = free_port()
         command = [sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"]
         command += ["--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
         command += ["--plugin-server-port", "0"]

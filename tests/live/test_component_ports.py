@@ -5,33 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 from live_support import eventually, in_thread, run
+from ports import free_port, http_status
 
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
 from kai_scheduler.k8s.runtime.http_server import BackgroundHTTPServer
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-    except OSError:
-        return 0
 
 
 @pytest.fixture
@@ -60,7 +43,7 @@ def _run_scheduler(server: FakeApiServer, options: RunOptions, until_served: lis
             statuses: list[int] = []
 
             async def served() -> bool:
-                statuses[:] = [await in_thread(_status, url) for url in until_served]
+                statuses[:] = [await in_thread(http_status, url) for url in until_served]
                 return all(status == 200 for status in statuses)
 
             deadline = asyncio.get_running_loop().time() + 8
@@ -88,7 +71,7 @@ def test_port_zero_starts_no_server(server: FakeApiServer, started: list[str]) -
 
 
 def test_a_port_serves_there(server: FakeApiServer, started: list[str]) -> None:
-    metrics, plugins = _free_port(), _free_port()
+    metrics, plugins = free_port(), free_port()
     urls = [f"http://127.0.0.1:{metrics}/readyz", f"http://127.0.0.1:{plugins}/get-snapshot"]
     assert _run_scheduler(server, _options(metrics, plugins), until_served=urls) == [200, 200]
     assert sorted(started) == ["metrics", "plugins"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from live_support import FakeGpuNodes, Live, eventually, in_thread, run
+from ports import free_port
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
@@ -124,12 +125,6 @@ def test_snapshot_replays_the_live_cycle_and_job_order_lists_pending_jobs(
         ("default/pg-solo", 75, 1),
         ("default/gang", 0, 2),
     ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_run_live_serves_the_snapshot_when_the_configuration_lists_it(server: FakeApiServer) -> None:

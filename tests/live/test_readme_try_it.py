@@ -11,7 +11,6 @@ import contextlib
 import json
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from child_process import Child, running
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 90.0
@@ -39,12 +39,6 @@ def readme_try_it_lines() -> list[str]:
             blocks[-1].append(line)
     (block,) = [b for b in blocks if any("kai-fakeapi --port" in line for line in b)]
     return [line.split("#", 1)[0].strip() for line in block if line.split("#", 1)[0].strip()]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def as_run_here(line: str, port: int, kubeconfig: Path) -> list[str]:
