@@ -38,6 +38,7 @@ from kai_scheduler.framework.config import (
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
+from kai_scheduler.sim.estimates import start_estimates
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.input_checks import warnings as input_warnings
 from kai_scheduler.sim.json_output import document_json
@@ -373,7 +374,7 @@ def _simulate(args: argparse.Namespace) -> int:
             if progress is not None:
                 progress.close()
         with collector_paused():  # the document: hundreds of thousands of dicts and lists, no cycles
-            document = result_document(result)
+            document = result_document(result, start_estimates(simulation, result))
             if report is not None:
                 report.write(result, document, title=_title(demo))
             _output(

@@ -57,14 +57,20 @@ def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[J
     """The state's objects as manifests (see the module doc), in the order a `kind: List` should hold
     them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects and ConfigMaps, then
     PodGroups and Pods by creation rank."""
+    return [dump(obj) for obj in export_objects(state, origin=origin, now=now)]
+
+
+def export_objects(state: ClusterState, *, origin: datetime, now: float) -> list[ApiObject]:
+    """What `export_state` writes, as the API models themselves (in the same order): for a caller that
+    hands them to the simulator without a round trip through manifests (the start-time look-ahead)."""
     at = session_instant(origin, now)
-    items: list[JsonDict] = [dump(pc) for pc in _priority_classes(state)]
-    items += [dump(topology) for topology in state.topologies]
-    items += [dump(queue) for queue in _in_creation_order(list(state.queues))]
-    items += [dump(node) for node in state.nodes]
-    items += [dump(obj) for obj in (*state.device_classes, *state.resource_slices, *state.resource_claims)]
-    storage = (*state.storage_classes, *state.persistent_volumes, *state.persistent_volume_claims)
-    items += [dump(obj) for obj in (*storage, *state.config_maps)]
+    items: list[ApiObject] = [*_priority_classes(state)]
+    items += state.topologies
+    items += _in_creation_order(list(state.queues))
+    items += state.nodes
+    items += [*state.device_classes, *state.resource_slices, *state.resource_claims]
+    items += [*state.storage_classes, *state.persistent_volumes, *state.persistent_volume_claims]
+    items += state.config_maps
     ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]
@@ -76,7 +82,7 @@ def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[J
             objects.append(_pod_group(entry.pod_group, state.job_times.get(entry.pod_group.key), origin))
         else:
             objects.append(_pod(entry, at))
-    items += [dump(obj) for obj in _in_creation_order(objects)]
+    items += _in_creation_order(objects)
     return items
 
 
@@ -200,6 +206,7 @@ def _plain(value: Any) -> Any:
 __all__ = [
     "DEFAULT_PRIORITY_CLASS",
     "dump",
+    "export_objects",
     "export_state",
     "manifest_list",
     "rfc3339",

@@ -221,6 +221,19 @@ class SimCluster:
             self._update(pod)
         self.cache.nominate(pipelined)
 
+    def nominate(self, pipelined: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
+        """Pods pipelined before this simulation began (pod key -> node, shared GPUs), as if its first
+        cycle followed the one that pipelined them: a look-ahead from a state with nominations."""
+        held = {}
+        for key, (node, groups) in pipelined.items():
+            pod = self._by_key.get(key)
+            if pod is None or pod.phase != "Pending" or pod.node is not None:
+                continue
+            pod.nominated_node, pod.nominated_gpu_groups = node, groups
+            self._nominated.add(pod)
+            held[key] = (node, groups)
+        self.cache.nominate(held)
+
     def write_conditions(self, unschedulable: Mapping[str, str]) -> None:
         """KAI's status updater after a cycle, as far as `schedulingBackoff` reads it: a PodGroup with a
         backoff that ends the cycle unschedulable with no pod placed gets its `UnschedulableOnNodePool`

@@ -90,6 +90,9 @@ class Simulation:
         self.config = config
         self.options = options
         self.observers: list[CycleObserver] = []
+        # Asked after every cycle (after the observers): True ends the run there, steady or not (the
+        # start-time look-ahead stops once every job it watches has started). None: never.
+        self.done: Callable[[], bool] | None = None
         plans = shard_plans(config, objects)
         self.shards = {plan.name: plan.partition for plan in plans} if plans is not None else None
         cache = ShardedCache(self.shards) if self.shards is not None else None
@@ -135,6 +138,8 @@ class Simulation:
                 observe(record, result)
             fair_share = result.fair_share
             reasons = {**reasons, **result.unschedulable}
+            if self.done is not None and self.done():
+                break
             # Steady: nothing was decided (a pipeline promises a bind later) and nothing can change.
             if not result.decisions and not cluster.has_future_events():
                 if not steady:

@@ -178,23 +178,45 @@ def _waiting_table(document: dict[str, Any]) -> Table | None:
     waiting = [g for g in document["podGroups"] if g["pending"]]
     if not waiting:
         return None
-    rows: dict[tuple[str, int, str], list[str]] = {}
+    estimated = any("estimatedStart" in g for g in waiting)
+    rows: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     for group in waiting:
         reason = group["unschedulableReason"] or "not considered yet"
-        rows.setdefault((group["queue"], group["pending"], reason), []).append(
-            f"{group['namespace']}/{group['name']}"
-        )
+        rows.setdefault((group["queue"], group["pending"], reason), []).append(group)
     table = Table(title=f"Waiting pod groups ({len(waiting)})", title_justify="left")
     table.add_column("pod groups")
     table.add_column("queue")
     table.add_column("pending each", justify="right")
+    if estimated:
+        table.add_column("starts (estimate)", justify="right")
     table.add_column("why they wait")
-    for (queue, pending, reason), names in list(rows.items())[:_MAX_WAITING_ROWS]:
+    for (queue, pending, reason), groups in list(rows.items())[:_MAX_WAITING_ROWS]:
+        names = [f"{g['namespace']}/{g['name']}" for g in groups]
         label = names[0] if len(names) == 1 else f"{len(names)}: {_names(names)}"
-        table.add_row(label, queue, str(pending), reason)
+        starts = (_starts(groups),) if estimated else ()
+        table.add_row(label, queue, str(pending), *starts, reason)
     if len(rows) > _MAX_WAITING_ROWS:
         table.caption = f"... and {len(rows) - _MAX_WAITING_ROWS} more rows (see --output json)"
     return table
+
+
+def _starts(groups: list[dict[str, Any]]) -> str:
+    """When a row's pod groups start: the estimate (a range for several), "unknown" where there is none,
+    and "started at" for groups that run and only wait for pods above their minMember."""
+    started = [g for g in groups if g["running"] >= g["minMember"] and g.get("estimatedStart") is not None]
+    if len(started) == len(groups):
+        return "started at " + _span([g["estimatedStart"] for g in started])
+    times = [g["estimatedStart"] for g in groups if g not in started and g.get("estimatedStart") is not None]
+    unknown = len(groups) - len(started) - len(times)
+    parts = [_span(times)] if times else []
+    if unknown:
+        parts.append("unknown" if not parts else f"{unknown} unknown")
+    return ", ".join(parts)
+
+
+def _span(times: list[float]) -> str:
+    low, high = min(times), max(times)
+    return f"{low:g}s" if low == high else f"{low:g}-{high:g}s"
 
 
 def _ran_line(ran: dict[str, Any]) -> str:

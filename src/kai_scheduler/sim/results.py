@@ -5,6 +5,7 @@ Units: cpu in cores, memory in bytes, gpu in GPU units, times in simulated secon
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,11 @@ def _clean(value: float) -> float:
     return 0.0 if rounded == 0 else rounded
 
 
-def result_document(result: SimulationResult) -> dict[str, Any]:
+def result_document(
+    result: SimulationResult, estimates: Mapping[str, float | None] | None = None
+) -> dict[str, Any]:
+    """The document; with `estimates` (`sim.estimates.start_estimates`, as `simulate` passes them), each
+    pod group's `estimatedStart`."""
     snapshot = final_snapshot(result)
     numbers = _status_numbers(result, snapshot)
     cluster = result.cluster
@@ -96,7 +101,7 @@ def result_document(result: SimulationResult) -> dict[str, Any]:
         },
         "pods": pods,
         **({"otherSchedulerPods": others} if others else {}),
-        "podGroups": _pod_groups(result, snapshot, numbers, shards),
+        "podGroups": _with_estimates(_pod_groups(result, snapshot, numbers, shards), estimates),
         "queues": _queues(result, snapshot, numbers, shards),
         "decisions": [
             {
@@ -270,6 +275,18 @@ def _pod_groups(
             group["shard"] = shard
         groups.append(group)
     groups.extend(_backed_off_groups(result, shards))
+    return groups
+
+
+def _with_estimates(
+    groups: list[dict[str, Any]], estimates: Mapping[str, float | None] | None
+) -> list[dict[str, Any]]:
+    """Each group's `estimatedStart`: the look-ahead's estimate for one that waits to start when the run
+    ends, its actual start for one that started; null when neither is known."""
+    if estimates is None:
+        return groups
+    for group in groups:
+        group["estimatedStart"] = estimates.get(f"{group['namespace']}/{group['name']}")
     return groups
 
 

@@ -232,6 +232,8 @@ class _Replay:
 
     def arrive(self, pod: str, time: float) -> None:
         facts = self.facts.pods[pod]
+        if facts.ended_before:
+            return
         if facts.initial_node is not None:
             self._start(pod, time, facts.initial_node, facts.initial_groups)
             self.groups[self.pods[pod]["podGroup"]].preexisting = True

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.cluster.bookkeeping import scheduler_phase
+from kai_scheduler.cluster.bookkeeping import FINISHED_PHASES, scheduler_phase
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.sim.engine import CycleRecord, SimulationResult
@@ -44,6 +44,9 @@ class PodFacts:
     initial_groups: tuple[str, ...] = ()
     # When its controller deleted it unfinished (a Job past its deadline, a RayJob's cluster).
     deleted_at: float | None = None
+    # It had ended already in the input (Succeeded or Failed, e.g. a past run a start-time estimate
+    # learns from): it neither waits nor runs.
+    ended_before: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,13 @@ def run_facts(result: SimulationResult, fair_shares: FairShareRecorder | None = 
         node, _ = scheduler_phase(pod.spec.node_name, pod.status.phase)
         groups = pod_gpu_groups(pod.metadata.labels) if node is not None else ()
         pods[sim_pod.key] = PodFacts(
-            sim_pod.arrival, sim_pod.duration, request, node, groups, sim_pod.deleted_at
+            sim_pod.arrival,
+            sim_pod.duration,
+            request,
+            node,
+            groups,
+            sim_pod.deleted_at,
+            ended_before=pod.status.phase in FINISHED_PHASES,
         )
     nodes = snapshot.nodes
     return RunFacts(

@@ -165,14 +165,18 @@ def test_every_field_of_the_result_document(sim: Sim) -> None:
             "running",
             "pending",
             "unschedulableReason",
+            "estimatedStart",
         }
     assert groups["g"]["minMember"] == 2
+    # The gang waits behind pods that run for good (no duration): no estimate; the others started at 0.
+    assert groups["g"]["estimatedStart"] is None
     assert (groups["g"]["running"], groups["g"]["pending"]) == (0, 2)
     assert isinstance(groups["g"]["unschedulableReason"], str) and groups["g"]["unschedulableReason"]
     assert groups["g"]["unschedulableCode"] == "Unschedulable"
     whole_group = pods["whole"]["podGroup"].split("/")[1]
     assert groups[whole_group]["unschedulableReason"] is None
     assert groups[whole_group]["minMember"] == 1
+    assert groups[whole_group]["estimatedStart"] == 0.0
 
     queues = by_name(doc["queues"])
     assert [q["name"] for q in doc["queues"]] == ["dept", "team", "idle"]  # parents and idle ones too
