@@ -38,7 +38,7 @@ from kai_scheduler.framework.config import (
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
-from kai_scheduler.sim.estimates import start_estimates
+from kai_scheduler.sim.estimates import estimate_starts, start_estimates
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.input_checks import warnings as input_warnings
 from kai_scheduler.sim.json_output import document_json
@@ -253,6 +253,12 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="scheduler: 127.0.0.1 port of /get-snapshot and /get-job-order (when the configuration "
         "lists the snapshot or reflectjoborder plugin); 0: off",
+    )
+    run.add_argument(
+        "--start-estimates",
+        default="30s",
+        metavar="DURATION",
+        help="scheduler: how often waiting PodGroups get kai.scheduler/estimated-start (default 30s); 0: off",
     )
     run.add_argument("--tls-cert-dir", metavar="DIR", help="tls.crt and tls.key for the admission webhooks")
     tls = run.add_argument_group(
@@ -488,6 +494,7 @@ def _run(args: argparse.Namespace) -> int:
         scaling_pod_image=args.scaling_pod_image,
         plugin_server_port=_port("--plugin-server-port", args.plugin_server_port),
         partition=partition,
+        **_estimate_options(args.start_estimates),
     )
     if "admission" in options.components and not (options.tls_cert_dir or options.self_signed):
         raise UsageError(
@@ -521,6 +528,17 @@ def _self_signed(args: argparse.Namespace) -> SelfSignedTLS | None:
         validating_webhook_configuration=args.validating_webhook_configuration,
         failure_policy=args.webhook_failure_policy,
     )
+
+
+def _estimate_options(every: str) -> dict[str, Any]:
+    """RunOptions' start-time estimates (`--start-estimates`): the simulator's look-ahead, every `every`."""
+    try:
+        interval = parse_duration(every)
+    except ValueError as error:
+        raise UsageError(f"--start-estimates: {error}") from None
+    if interval < 0:
+        raise UsageError(f"--start-estimates: {every!r} is negative (0 turns the estimates off)")
+    return {"estimator": estimate_starts, "estimate_interval": interval} if interval > 0 else {}
 
 
 def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> tuple[SchedulerConfig, Partition]:

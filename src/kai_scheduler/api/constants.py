@@ -23,6 +23,8 @@ GPU_GROUP_LABEL: Final = "runai-gpu-group"
 RECEIVED_RESOURCE_TYPE_ANNOTATION: Final = "received-resource-type"
 LAST_START_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-start-timestamp"
 STALE_PODGROUP_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/stale-podgroup-timestamp"
+# This project's, not KAI's: when a waiting PodGroup is estimated to start, RFC 3339 (docs/start-times.md).
+ESTIMATED_START_ANNOTATION: Final = "kai.scheduler/estimated-start"
 TOPOLOGY_ANNOTATION: Final = "kai.scheduler/topology"
 TOPOLOGY_REQUIRED_ANNOTATION: Final = "kai.scheduler/topology-required-placement"
 TOPOLOGY_PREFERRED_ANNOTATION: Final = "kai.scheduler/topology-preferred-placement"

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -43,6 +45,7 @@ from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT
 from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
+from kai_scheduler.k8s.scheduler.start_times import DEFAULT_INTERVAL, StartTimeAnnotations, StartTimeEstimator
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
 from kai_scheduler.k8s.status.queues import QueueStatusController
@@ -94,6 +97,10 @@ class RunOptions:
     # The node pool the scheduler serves (KAI's SchedulingShard; `shard_config`): its partition, with
     # `config` already the shard's. None: KAI's default shard (the objects without the node-pool label).
     partition: Partition | None = None
+    # The start-time estimates (`scheduler/start_times.py`; the CLI passes the simulator's look-ahead),
+    # every `estimate_interval` seconds. None: no estimates.
+    estimator: StartTimeEstimator | None = None
+    estimate_interval: float = DEFAULT_INTERVAL
 
 
 async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeClient | None = None) -> None:
@@ -205,6 +212,8 @@ async def _scheduler(
         cdi=options.cdi_enabled,
         plugin_server_port=options.plugin_server_port,
         informers=informers,
+        estimator=options.estimator,
+        estimate_interval=options.estimate_interval,
     )
 
 
@@ -234,6 +243,8 @@ async def run_live(
     cdi: bool = False,
     plugin_server_port: int = 0,
     informers: InformerSet | None = None,
+    estimator: StartTimeEstimator | None = None,
+    estimate_interval: float = DEFAULT_INTERVAL,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
@@ -244,7 +255,8 @@ async def run_live(
     reservation pods). With a `plugin_server_port` (0: none, the default), the plugin server
     (`scheduler/plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn
     on. `informers`: started and stopped by the caller, shared with other components of the process
-    (default: this function's own)."""
+    (default: this function's own). With an `estimator`, waiting PodGroups get start-time estimates every
+    `estimate_interval` seconds, computed in a worker process (`scheduler/start_times.py`)."""
     own_informers = informers is None
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
@@ -265,9 +277,26 @@ async def run_live(
         publish_cycles=serve_plugins,
     )
     bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
+    estimates, executor = None, None
+    if estimator is not None:
+        # A process, not a thread: the look-ahead is Python and would hold the interpreter lock against
+        # the scheduling cycle. Spawned, since this process runs threads (informers, the cycle's worker).
+        executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        estimates = StartTimeAnnotations(
+            client,
+            informers,
+            config,
+            loop.clock,
+            estimator,
+            cycles=lambda: loop.last_cycle,
+            request_state=loop.request_state,
+            executor=executor,
+            interval=estimate_interval,
+        )
 
     async def work(term: asyncio.Event) -> None:
         jobs = [loop.run(term)] + ([bind.run(term)] if bind is not None else [])
+        jobs += [estimates.run(term)] if estimates is not None else []
         await asyncio.gather(*jobs)
 
     plugins = None
@@ -290,6 +319,8 @@ async def run_live(
             await informers.stop()
         if plugins is not None:
             await plugins.aclose()
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:

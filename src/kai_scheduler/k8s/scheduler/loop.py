@@ -44,7 +44,8 @@ election `run` runs during each term, and a cycle whose term ended meanwhile (`l
 `run(stop)` returns after the cycle in progress when `stop` is set (graceful shutdown).
 This module drives the cycle and keeps the pipelines; each effect is a module of its own: `binds.py`,
 `evictions.py`, `pod_groups.py`, `pod_conditions.py` (what they share: `effects.py`). Each cycle's
-state is published as `last_cycle` for the plugin server (`plugin_server.py`: `/get-snapshot`, ...).
+state is published as `last_cycle` for the plugin server (`plugin_server.py`: `/get-snapshot`, ...), and
+one cycle's when asked (`request_state`: the start-time estimates of `start_times.py`).
 With `metrics`, each cycle carried out is recorded in them (what each one measures: `metrics.py`).
 With `usageDBConfig`, the queues' time-based usage comes from Prometheus when it has a `connectionString`
 (`prometheus_usage.py`, fetched in the background by `run`), else from the loop's in-memory history.
@@ -160,6 +161,8 @@ class SchedulerLoop:
         # only when published: the whole state is a walk over every pod each cycle.
         self.publish_cycles = publish_cycles
         self.last_cycle: CycleState | None = None
+        # Asked for by the start-time estimates (`start_times.py`): publish the next cycle's state once.
+        self.state_requested = False
         effects = Effects(
             client,
             self.clock,
@@ -199,6 +202,10 @@ class SchedulerLoop:
         if self.prometheus is not None:
             usage = _PrometheusSource(self.prometheus, self.clock)
         self.driver = CycleDriver(config, self.states.cache, usage)
+
+    def request_state(self) -> None:
+        """Publish the next cycle's state as `last_cycle` (even when cycles are not published)."""
+        self.state_requested = True
 
     @property
     def binding(self) -> dict[str, tuple[str, Placed]]:
@@ -249,7 +256,8 @@ class SchedulerLoop:
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
-        if self.publish_cycles:
+        if self.publish_cycles or self.state_requested:
+            self.state_requested = False
             self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
         core_seconds = time.perf_counter() - started
         if not self._leading():

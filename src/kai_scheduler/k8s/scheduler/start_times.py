@@ -1,0 +1,226 @@
+"""Live mode's start-time estimates (docs/start-times.md): every `interval`, off the scheduling path, the
+look-ahead of `sim/estimates.py` on the state the scheduler last scheduled, written to each waiting
+PodGroup as `kai.scheduler/estimated-start` (RFC 3339, to the second).
+
+Off the scheduling path: the loop hands over the state of its next cycle only when asked
+(`request_state`), which it makes anyway for that cycle; the look-ahead runs in `executor`, a worker
+process in `run_live` (a thread would hold the interpreter lock against the cycle). The estimator comes
+from the caller (the CLI passes `sim.estimates.estimate_starts`: the live edge does not import the
+simulator's).
+
+What this task adds to the state: when each running pod started (`status.startTime`), and the run times
+of completed pods (`status.startTime` to their containers' latest `finishedAt`), remembered across
+estimates in a `RunHistory` (a Succeeded pod may be deleted before a later estimate).
+
+The state is the one a cycle started from, so the look-ahead's first cycle is that cycle again (same
+state, same decisions): a job it starts at once is one that cycle placed, and gets no estimate.
+
+Writes are rare: an annotation is written when a PodGroup starts waiting with an estimate, rewritten only
+when the estimate moves by more than `tolerance` seconds (or 5% of the time until it, if more), and
+removed when the group starts, stops waiting or has no estimate any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from typing import Any
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.cluster.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject, KubeClient
+from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scheduler.live_state import SessionClock
+from kai_scheduler.k8s.scheduler.plugin_server import CycleState
+from kai_scheduler.model.builder import job_key_of
+
+log = logging.getLogger(__name__)
+
+StartTimeEstimator = Callable[[StartTimeQuery], Mapping[str, float | None]]
+
+DEFAULT_INTERVAL = 30.0
+DEFAULT_TOLERANCE = 60.0
+# Beyond the absolute tolerance, an estimate far ahead may move by this part of the time until it.
+_RELATIVE_TOLERANCE = 0.05
+# An estimate this close to the cycle's own time is that cycle's placement (float noise aside).
+_PLACED_BY_THE_CYCLE = 1e-6
+
+
+class StartTimeAnnotations:
+    """See the module doc. `cycles` answers the last published cycle state; `request_state` asks the loop
+    to publish its next one."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: InformerSet,
+        config: SchedulerConfig,
+        clock: SessionClock,
+        estimate: StartTimeEstimator,
+        *,
+        cycles: Callable[[], CycleState | None],
+        request_state: Callable[[], None],
+        executor: Executor | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        tolerance: float = DEFAULT_TOLERANCE,
+    ) -> None:
+        self.client = client
+        self.informers = informers
+        self.config = config
+        self.clock = clock
+        self.estimate = estimate
+        self.cycles = cycles
+        self.request_state = request_state
+        self.executor = executor
+        self.interval = interval
+        self.tolerance = tolerance
+        self.history = RunHistory()
+        self.writes = 0  # PodGroup patches made, for tests and logs
+        self._seen_cycle = -1
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Estimate and annotate every `interval` until `stop` is set."""
+        while not stop.is_set():
+            try:
+                await self.run_once(stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("start-time estimates failed")
+            await wait_or_stop(stop.wait(), stop, timeout=self.interval)
+
+    async def run_once(self, stop: asyncio.Event | None = None) -> int:
+        """Ask for the next cycle's state, estimate from it and write what changed; the writes made."""
+        cycle = await self._next_cycle(stop)
+        if cycle is None:
+            return 0
+        query = self.query(cycle)
+        loop = asyncio.get_running_loop()
+        estimates = await loop.run_in_executor(self.executor, self.estimate, query)
+        return await self.annotate(cycle, estimates)
+
+    async def _next_cycle(self, stop: asyncio.Event | None) -> CycleState | None:
+        self.request_state()
+        while True:
+            cycle = self.cycles()
+            if cycle is not None and cycle.cycle > self._seen_cycle:
+                self._seen_cycle = cycle.cycle
+                return cycle
+            if stop is not None and stop.is_set():
+                return None
+            await asyncio.sleep(0.02)
+
+    # --- the query -------------------------------------------------------------------------------
+
+    def query(self, cycle: CycleState) -> StartTimeQuery:
+        """The look-ahead's input: the cycle's state, its running pods' start times, the run history."""
+        state = cycle.state
+        groups = {entry.pod_group.key: entry.pod_group for entry in state.pod_groups}
+        pods = self.informers.pods.cache
+        started: dict[str, float] = {}
+        for entry in state.pods:
+            if entry.pod.spec.scheduler_name != c.SCHEDULER_NAME:
+                continue
+            raw = pods.get(entry.pod.key)
+            if raw is None:
+                continue
+            status = raw.get("status") or {}
+            begun = _seconds(self.clock, status.get("startTime"))
+            if entry.phase == "Succeeded":
+                ended = _finished(self.clock, status)
+                if begun is not None and ended is not None:
+                    run_id = str(metadata_of(raw).get("uid") or entry.pod.key)
+                    group = groups.get(job_key_of(entry.pod))
+                    self.history.add(run_id, shape_of(entry.pod, group), ended - begun)
+            elif entry.node_name is not None and begun is not None:
+                started[entry.pod.key] = begun
+        return StartTimeQuery(
+            state=state,
+            config=self.config,
+            origin=cycle.origin,
+            # The state is the one the cycle started from (not the one its decisions left): the look-ahead
+            # begins with that very cycle, and a job it starts at once was placed by it.
+            start=cycle.now,
+            started=started,
+            history=self.history,
+        )
+
+    # --- the annotations -------------------------------------------------------------------------
+
+    async def annotate(self, cycle: CycleState, estimates: Mapping[str, float | None]) -> int:
+        """Write the estimates of the waiting PodGroups, remove those of the others; the writes made."""
+        waiting = waiting_jobs(cycle.state)
+        now = self.clock.now()
+        writes = 0
+        for entry in cycle.state.pod_groups:
+            key = entry.pod_group.key
+            obj = self.informers.pod_groups.cache.get(key)
+            if obj is None:
+                continue
+            current = annotations_of(obj).get(c.ESTIMATED_START_ANNOTATION)
+            estimate = estimates.get(key) if key in waiting else None
+            if estimate is not None and estimate <= cycle.now + _PLACED_BY_THE_CYCLE:
+                estimate = None  # the cycle itself placed it: it does not wait
+            changed, value = self._new_value(current, estimate, now)
+            if changed and await self._patch(obj, value):
+                writes += 1
+        self.writes += writes
+        if writes:
+            log.info("start-time estimates: %d PodGroup annotations written", writes)
+        return writes
+
+    def _new_value(self, current: Any, estimate: float | None, now: float) -> tuple[bool, str | None]:
+        """Whether the annotation changes (`current` is what it holds), and to what (None: removed)."""
+        if estimate is None:
+            return current is not None, None
+        written = _seconds(self.clock, current)
+        if written is not None:
+            slack = max(self.tolerance, _RELATIVE_TOLERANCE * (estimate - now))
+            if abs(written - estimate) <= slack:
+                return False, None
+        return True, self.clock.stamp(estimate)
+
+    async def _patch(self, obj: JsonObject, value: str | None) -> bool:
+        meta = metadata_of(obj)
+        patch = {"metadata": {"annotations": {c.ESTIMATED_START_ANNOTATION: value}}}
+        try:
+            await self.client.patch(POD_GROUPS, str(meta.get("name")), patch, meta.get("namespace"))
+        except ApiStatusError as error:
+            if error.code == 404:
+                return False
+            raise
+        return True
+
+
+def _seconds(clock: SessionClock, stamp: Any) -> float | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return clock.seconds(parse_rfc3339(stamp))
+    except ValueError:
+        return None
+
+
+def _finished(clock: SessionClock, status: Mapping[str, Any]) -> float | None:
+    """When a completed pod's last container finished (None: not said)."""
+    times = []
+    for container in status.get("containerStatuses") or []:
+        terminated = ((container or {}).get("state") or {}).get("terminated") or {}
+        seconds = _seconds(clock, terminated.get("finishedAt"))
+        if seconds is not None:
+            times.append(seconds)
+    return max(times) if times else None
+
+
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "DEFAULT_TOLERANCE",
+    "StartTimeAnnotations",
+    "StartTimeEstimator",
+]
