@@ -88,11 +88,13 @@ def _busy_workload() -> list[ApiObject]:
     return objects
 
 
-@pytest.mark.parametrize("cut", [{"cycles": n} for n in (1, 2, 3, 4)] + [{"until": t} for t in (30, 75, 120)])
-def test_estimates_are_the_starts_of_the_run_continued(cut: dict[str, Any]) -> None:
+@pytest.mark.parametrize("until", [0, 1, 30, 70, 71, 75, 120])
+def test_estimates_are_the_starts_of_the_run_continued(until: float) -> None:
+    """Cut points: after the first cycle, mid-way, on the cycle that pipelines a consolidation (70: the
+    look-ahead starts with its nominations) and the one that binds it."""
     objects = _busy_workload()
     full, _ = _run(objects)
-    stopped, estimates = _run(objects, **cut)
+    stopped, estimates = _run(objects, until=until)
     waiting = _waiting(stopped)
     assert waiting, "the cut leaves jobs waiting"
     look_ahead_start = stopped.cycles[-1].time + 1.0
@@ -157,6 +159,12 @@ def test_a_waiting_job_that_never_fits_has_no_estimate() -> None:
     _, estimates = _run(objects)
     assert estimates["default/pg-huge"] is None
     assert estimates["default/pg-fits"] == 0.0
+
+
+def test_a_run_of_exactly_n_cycles_gets_no_look_ahead() -> None:
+    objects = [node("n0", gpus=8), queue("q"), pod("first", gpus=8, duration=100), pod("second", gpus=8)]
+    _, estimates = _run(objects, cycles=1)
+    assert estimates == {"default/pg-first": 0.0, "default/pg-second": None}
 
 
 def test_the_real_run_is_not_changed_by_the_look_ahead() -> None:

@@ -38,14 +38,18 @@ from kai_scheduler.sim.engine import CycleRecord, Simulation, SimulationOptions,
 _DIGITS = 6
 
 
-def estimate_starts(query: StartTimeQuery) -> dict[str, float | None]:
+def estimate_starts(query: StartTimeQuery, *, steady: bool = False) -> dict[str, float | None]:
     """Every job that waits to start (`run_times.waiting_jobs`) -> when it starts in the look-ahead, on
-    the query's session clock (None: not within it). Nothing waits: no look-ahead."""
+    the query's session clock (None: not within it). Nothing waits: no look-ahead. `steady`: the state is
+    a steady one (nothing would change in it without a pod ending), so that, when no pod has a duration,
+    the look-ahead would only repeat it: every estimate is None without running it."""
     state = query.state
     targets = waiting_jobs(state)
     if not targets:
         return {}
     groups = {entry.pod_group.key: entry.pod_group for entry in state.pod_groups}
+    if steady and not _anything_ends(query, groups):
+        return dict.fromkeys(sorted(targets))
     entries = {entry.pod.key: entry for entry in state.pods}
     objects: list[ApiObject] = []
     job_of: dict[str, str] = {}
@@ -78,6 +82,19 @@ def estimate_starts(query: StartTimeQuery) -> dict[str, float | None]:
     return {
         job: round(query.start + starts[job], _DIGITS) if job in starts else None for job in sorted(targets)
     }
+
+
+def _anything_ends(query: StartTimeQuery, groups: Mapping[str, PodGroup]) -> bool:
+    """Whether some pod of ours that runs or waits has a duration (known or estimated)."""
+    for entry in query.state.pods:
+        pod = entry.pod
+        if pod.spec.scheduler_name != c.SCHEDULER_NAME or entry.phase in ("Succeeded", "Failed"):
+            continue
+        if known_duration(pod) is not None:
+            return True
+        if query.history.estimate(shape_of(pod, groups.get(job_key_of(pod)))) is not None:
+            return True
+    return False
 
 
 def _timed(pod: Pod, entry: PodState, groups: Mapping[str, PodGroup], query: StartTimeQuery) -> Pod:
@@ -122,7 +139,11 @@ def start_estimates(simulation: Simulation, result: SimulationResult) -> dict[st
     that waits to start when the run ends, the look-ahead's estimate from the final state (None: it does
     not start within the look-ahead); for one that started, when it did (the earliest scheduling time of
     its pods that run or ran to completion; None when none of them was scheduled in the run, as pods
-    that the input gives as Succeeded)."""
+    that the input gives as Succeeded).
+
+    A run of exactly `--cycles` N cycles is a look at those cycles (the benchmarks time one cycle of a
+    whole trace so): it gets no look-ahead, which would cost about as much again; its waiting groups get
+    None (`--until` asks when they start)."""
     cluster = result.cluster
     state = cluster.cache.state()
     groups = {group.key: group for group, _, _ in cluster.pod_groups}
@@ -143,6 +164,8 @@ def start_estimates(simulation: Simulation, result: SimulationResult) -> dict[st
         if pod.phase in ("Running", "Succeeded") and pod.scheduled_at is not None:
             first = actual[job]
             actual[job] = pod.scheduled_at if first is None else min(first, pod.scheduled_at)
+    if simulation.options.cycles is not None:
+        return actual
     last = result.cycles[-1].time if result.cycles else 0.0
     query = StartTimeQuery(
         state=state,
@@ -154,7 +177,7 @@ def start_estimates(simulation: Simulation, result: SimulationResult) -> dict[st
         history=history,
         max_cycles=simulation.options.max_cycles,
     )
-    estimates = estimate_starts(query)
+    estimates = estimate_starts(query, steady=result.steady)
     return {**actual, **estimates}
 
 

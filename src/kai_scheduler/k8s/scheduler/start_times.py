@@ -85,15 +85,18 @@ class StartTimeAnnotations:
         self._seen_cycle = -1
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Estimate and annotate every `interval` until `stop` is set."""
+        """Estimate and annotate every `interval` until `stop` is set (the first one interval after the
+        start: a scheduler that just started has a backlog to place first)."""
         while not stop.is_set():
+            await wait_or_stop(stop.wait(), stop, timeout=self.interval)
+            if stop.is_set():
+                return
             try:
                 await self.run_once(stop)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("start-time estimates failed")
-            await wait_or_stop(stop.wait(), stop, timeout=self.interval)
 
     async def run_once(self, stop: asyncio.Event | None = None) -> int:
         """Ask for the next cycle's state, estimate from it and write what changed; the writes made."""
