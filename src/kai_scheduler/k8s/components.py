@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
 import os
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -256,7 +254,7 @@ async def run_live(
     (`scheduler/plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn
     on. `informers`: started and stopped by the caller, shared with other components of the process
     (default: this function's own). With an `estimator`, waiting PodGroups get start-time estimates every
-    `estimate_interval` seconds, computed in a worker process (`scheduler/start_times.py`)."""
+    `estimate_interval` seconds, computed in a forked child process (`scheduler/start_times.py`)."""
     own_informers = informers is None
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
@@ -277,11 +275,8 @@ async def run_live(
         publish_cycles=serve_plugins,
     )
     bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
-    estimates, executor = None, None
+    estimates = None
     if estimator is not None:
-        # A process, not a thread: the look-ahead is Python and would hold the interpreter lock against
-        # the scheduling cycle. Spawned, since this process runs threads (informers, the cycle's worker).
-        executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
         estimates = StartTimeAnnotations(
             client,
             informers,
@@ -290,7 +285,6 @@ async def run_live(
             estimator,
             cycles=lambda: loop.last_cycle,
             request_state=loop.request_state,
-            executor=executor,
             interval=estimate_interval,
         )
 
@@ -319,8 +313,6 @@ async def run_live(
             await informers.stop()
         if plugins is not None:
             await plugins.aclose()
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
 
 
 async def _signal_synced(informers: InformerSet, ready: asyncio.Event, stop: asyncio.Event) -> None:
