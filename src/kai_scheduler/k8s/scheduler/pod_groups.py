@@ -135,6 +135,9 @@ class PodGroupUpdates:
                 annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
                 if old.last_start is None and change.get(job, 0) > 0 and job not in running_before:
                     started.add(job)
+        for job in placed_jobs:
+            # A start-time estimate (start_times.py) is for a job that waits: it goes with its placement.
+            annotate(job, c.ESTIMATED_START_ANNOTATION, None)
         for job, since in result.stale_since.items():
             annotate(
                 job,

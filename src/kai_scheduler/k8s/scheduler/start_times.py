@@ -19,7 +19,8 @@ state, same decisions): a job it starts at once is one that cycle placed, and ge
 
 Writes are rare: an annotation is written when a PodGroup starts waiting with an estimate, rewritten only
 when the estimate moves by more than `tolerance` seconds (or 5% of the time until it, if more), and
-removed when the group starts, stops waiting or has no estimate any more.
+removed when the group stops waiting or has no estimate any more. The loop's PodGroup effects
+(`pod_groups.py`) remove it from a group its cycle places, in the patch that records the start.
 """
 
 from __future__ import annotations
