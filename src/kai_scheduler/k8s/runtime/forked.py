@@ -5,9 +5,9 @@ nothing is serialised on the way in, and the work does not hold this process's i
 
 Fork in a process with threads is safe here because the child does so little: it computes, writes its
 answer to the pipe and leaves with `os._exit` (no atexit handlers, no flushing of streams whose locks
-another thread may have held at the fork, no event loop), and the parent's objects are frozen out of its
-garbage collection (no finaliser of theirs runs there). `fn` must not log or print. Where `os.fork` does
-not exist, `fn(arg)` runs on a thread instead.
+another thread may have held at the fork, no event loop); its logging is off and its standard streams
+are new ones (to /dev/null), so that nothing it runs, a finaliser included, takes a lock of the
+parent's. Where `os.fork` does not exist, `fn(arg)` runs on a thread instead.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import os
 import pickle
 import signal
+import sys
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
@@ -63,8 +65,12 @@ def _child(fn: Callable[[A], R], arg: A, read_fd: int, write_fd: int) -> None:  
     status = 0
     try:
         os.close(read_fd)
-        # What the parent held stays out of the collector's sight: garbage cycles of the parent (an
-        # unclosed client session) would otherwise be finalised here, with their logging and I/O.
+        # Nothing here may take a lock another thread of the parent held at the fork: the streams and the
+        # logging handlers are set aside (a finaliser of the parent's garbage, say an unclosed client
+        # session's, may still run here and write), and the parent's objects are kept out of the
+        # collector's sight while they stay frozen (the work may unfreeze them: `sim.gc_policy`).
+        logging.disable(logging.CRITICAL)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the child's short life
         gc.freeze()
         try:
             payload = pickle.dumps((True, fn(arg)))
