@@ -8,16 +8,31 @@ it does not know.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from helpers import START, gang, node, objects_of, pod, pod_group, pod_manifest, queue
+from helpers import (
+    START,
+    cluster_state,
+    gang,
+    node,
+    objects_of,
+    pod,
+    pod_group,
+    pod_manifest,
+    queue,
+    queue_manifest,
+)
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cli import main
+from kai_scheduler.cluster.run_times import StartTimeQuery, remaining
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.k8s.scheduler.start_times import look_ahead_config
+from kai_scheduler.model.partition import Partition
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
-from kai_scheduler.sim.estimates import start_estimates
+from kai_scheduler.sim.estimates import estimate_starts, start_estimates
 from kai_scheduler.sim.results import result_document
 
 
@@ -146,8 +161,6 @@ def test_without_anything_known_the_estimate_is_unknown(capsys: pytest.CaptureFi
 
 
 def test_an_estimate_outrun_is_unknown_a_known_duration_outrun_ends_at_once() -> None:
-    from kai_scheduler.cluster.run_times import remaining
-
     assert remaining(100.0, known=False, elapsed=30.0) == 70.0
     assert remaining(100.0, known=False, elapsed=130.0) is None
     assert remaining(100.0, known=True, elapsed=130.0) == 0.0
@@ -182,8 +195,6 @@ def test_simulate_prints_the_estimates(tmp_path: Any, capsys: pytest.CaptureFixt
     speech's earlier run of the same shape (1 hour)."""
     out = tmp_path / "result.json"
     assert main(["simulate", "--output", "json", "--out", str(out)]) == 0
-    import json
-
     document = json.loads(out.read_text(encoding="utf-8"))
     groups = {f"{g['namespace']}/{g['name']}": g for g in document["podGroups"]}
     assert groups["speech/tts-train"]["estimatedStart"] == 3600.0
@@ -193,3 +204,25 @@ def test_simulate_prints_the_estimates(tmp_path: Any, capsys: pytest.CaptureFixt
     row = next(line for line in text.splitlines() if "speech/tts-train" in line)
     assert "3600s" in row
     assert "starts (estimate)" in text
+
+
+def test_a_node_pools_state_is_estimated_as_that_pools_shard() -> None:
+    """Live mode's state is one node pool's: the look-ahead schedules it as that pool's shard."""
+    pool = {"kai.scheduler/node-pool": "a"}
+    labelled_queue = queue_manifest("q")
+    labelled_queue["metadata"]["labels"] = pool
+    objects: list[ApiObject] = [node("n0", gpus=8, labels=pool), *objects_of(labelled_queue)]
+    objects += [
+        pod("first", gpus=8, duration=100, labels=pool, node_name="n0"),
+        pod("second", gpus=8, labels=pool),
+    ]
+    state = cluster_state(objects)
+
+    def estimate(config: SchedulerConfig) -> float | None:
+        query = StartTimeQuery(
+            state=state, config=config, origin=START, start=0.0, started={"default/first": 0.0}
+        )
+        return estimate_starts(query)["default/pg-second"]
+
+    assert estimate(look_ahead_config(SchedulerConfig(), Partition(value="a"))) == 100.0
+    assert estimate(SchedulerConfig()) is None  # as the default shard, pool a's objects are not scheduled

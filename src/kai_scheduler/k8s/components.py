@@ -286,6 +286,7 @@ async def run_live(
             cycles=lambda: loop.last_cycle,
             request_state=loop.request_state,
             interval=estimate_interval,
+            partition=partition,
         )
 
     async def work(term: asyncio.Event) -> None:

@@ -28,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.shard_config import ShardSpec
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.forked import in_forked_child
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -42,6 +44,7 @@ from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState
 from kai_scheduler.model.builder import job_key_of
+from kai_scheduler.model.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ _PLACED_BY_THE_CYCLE = 1e-6
 
 class StartTimeAnnotations:
     """See the module doc. `cycles` answers the last published cycle state; `request_state` asks the loop
-    to publish its next one."""
+    to publish its next one; `partition`: the node pool the scheduler serves (its state is that pool's)."""
 
     def __init__(
         self,
@@ -72,10 +75,11 @@ class StartTimeAnnotations:
         fork: bool = True,
         interval: float = DEFAULT_INTERVAL,
         tolerance: float = DEFAULT_TOLERANCE,
+        partition: Partition | None = None,
     ) -> None:
         self.client = client
         self.informers = informers
-        self.config = config
+        self.config = look_ahead_config(config, partition)
         self.clock = clock
         self.estimate = estimate
         self.cycles = cycles
@@ -206,6 +210,15 @@ class StartTimeAnnotations:
         return True
 
 
+def look_ahead_config(config: SchedulerConfig, partition: Partition | None) -> SchedulerConfig:
+    """The configuration the look-ahead schedules a node pool's state with: that pool's shard, as the
+    scheduler serves it (the simulator would take objects with the pool's label for another shard's)."""
+    if partition is None or partition.value is None:
+        return config  # the default shard: what the simulator makes of labelled input by itself
+    shard = ShardSpec(partition.pool, partition.value)
+    return replace(config, node_pool_label_key=partition.label_key, shards=(shard,))
+
+
 def _seconds(clock: SessionClock, stamp: Any) -> float | None:
     if not isinstance(stamp, str) or not stamp:
         return None
@@ -231,4 +244,5 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "StartTimeAnnotations",
     "StartTimeEstimator",
+    "look_ahead_config",
 ]
