@@ -9,9 +9,11 @@ it does not know.
 from __future__ import annotations
 
 import json
+from io import StringIO
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from helpers import (
     START,
@@ -33,6 +35,7 @@ from kai_scheduler.k8s.scheduler.start_times import look_ahead_config
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
 from kai_scheduler.sim.estimates import estimate_starts, start_estimates
+from kai_scheduler.sim.report import render
 from kai_scheduler.sim.results import result_document
 
 
@@ -226,3 +229,41 @@ def test_a_node_pools_state_is_estimated_as_that_pools_shard() -> None:
 
     assert estimate(look_ahead_config(SchedulerConfig(), Partition(value="a"))) == 100.0
     assert estimate(SchedulerConfig()) is None  # as the default shard, pool a's objects are not scheduled
+
+
+def test_the_text_column_says_when_each_row_starts() -> None:
+    """Per row of waiting pod groups: one estimate, a range, "unknown", or when a running group (its extra
+    pods wait) started."""
+
+    def group(name: str, queue: str, start: float | None, running: int = 0) -> dict[str, Any]:
+        return {
+            "namespace": "ns",
+            "name": name,
+            "queue": queue,
+            "minMember": 1,
+            "running": running,
+            "pending": 1,
+            "unschedulableReason": f"waits in {queue}",
+            "estimatedStart": start,
+        }
+
+    objects = [node("n0", gpus=8), queue("q"), pod("a", gpus=8)]
+    simulation = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START))
+    document = result_document(simulation.run())
+    document["podGroups"] = [
+        group("one", "q1", 120.0),
+        group("two", "q2", 60.0),
+        group("three", "q2", 90.0),
+        group("four", "q3", None),
+        group("five", "q4", 30.0),
+        group("six", "q4", None),
+        group("elastic", "q5", 10.0, running=1),
+    ]
+    out = StringIO()
+    render(document, Console(file=out, width=200), title="t")
+    rows = {line.split("│")[1].strip(): line for line in out.getvalue().splitlines() if line.startswith("│")}
+    assert "120s" in rows["ns/one"]
+    assert "60-90s" in rows["2: ns/two, ns/three"]
+    assert "unknown" in rows["ns/four"]
+    assert "30s, 1 unknown" in rows["2: ns/five, ns/six"]
+    assert "started at 10s" in rows["ns/elastic"]
