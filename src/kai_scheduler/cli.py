@@ -165,6 +165,12 @@ def _parser() -> argparse.ArgumentParser:
         "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
     )
     commands.add_parser(
+        "trace",
+        help="turn public cluster traces into manifests for simulate (trace import FORMAT ...)",
+        description="Turn public cluster traces into manifests for `kai-scheduler simulate`.",
+        arguments=_trace_arguments,
+    )
+    commands.add_parser(
         "run",
         help="schedule a real Kubernetes cluster (live mode)",
         description="Run live-mode components against the Kubernetes API until SIGTERM or SIGINT.",
@@ -315,6 +321,18 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
+def _trace_arguments(trace: argparse.ArgumentParser) -> None:
+    from kai_scheduler.traces.command import add_arguments
+
+    add_arguments(trace)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from kai_scheduler.traces.command import run
+
+    return run(args)
+
+
 def _reserve_arguments(reserve: argparse.ArgumentParser) -> None:
     reserve.add_argument(
         "--kubeconfig", metavar="FILE", help="default: in-cluster, then $KUBECONFIG, ~/.kube/config"
@@ -337,7 +355,7 @@ def program() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        commands = {"run": _run, "reserve": _reserve, "simulate": _simulate}
+        commands = {"run": _run, "reserve": _reserve, "simulate": _simulate, "trace": _trace}
         return commands[args.command](args)
     except (UsageError, ManifestError, ConfigError) as error:
         print(f"kai-scheduler: error: {error}", file=sys.stderr)
