@@ -141,6 +141,8 @@ class SimCluster:
         self._changed: list[SimPod] = []
         self._evicted: list[SimPod] = []
         self.next_rank = len(pods) + len(pod_groups)
+        # The keys of the pending pods handed to the scheduler (`_update`).
+        self._pending: set[str] = set()
 
     # --- what the scheduler sees ---------------------------------------------------------------------
 
@@ -158,9 +160,19 @@ class SimCluster:
                     heapq.heappush(self._finishing, (item.finish_at, id(item), item))
 
     def _update(self, pod: SimPod) -> None:
+        # Every change the scheduler sees comes through here, so this is where the waiting pods are counted.
+        if pod.phase == "Pending":
+            self._pending.add(pod.key)
+        else:
+            self._pending.discard(pod.key)
         self.cache.upsert_pod(
             PodState(pod.pod, pod.rank, pod.node, pod.phase, pod.gpu_groups, pod.terminating)
         )
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether any pod the scheduler sees is pending (waiting, or pipelined onto a node)."""
+        return bool(self._pending)
 
     def state(self) -> ClusterState:
         """The cluster as the scheduler sees it now (only what has arrived), as a `ClusterState`."""
@@ -265,6 +277,7 @@ class SimCluster:
             if pod.pod.spec.resource_claims:
                 self.claims.released(pod.pod, gone=True)
             self.cache.remove_pod(pod.key)
+            self._pending.discard(pod.key)
             del self._by_key[pod.key]
         gone_ids = {id(pod) for pod in gone}
         self.pods = [p for p in self.pods if id(p) not in gone_ids]
