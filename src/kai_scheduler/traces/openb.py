@@ -20,7 +20,7 @@ Pods (`openb_pod_list_*.csv`): a bare Pod each, as the trace has no jobs of seve
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from kai_scheduler.traces.jobs import PodShape, Trace, TraceJob, check_names, in_arrival_order
 from kai_scheduler.traces.manifests import node_manifest
@@ -125,5 +125,5 @@ def _shape(row: Row) -> PodShape:
     )
 
 
-def _missing(row: Row, column: str) -> str:
+def _missing(row: Row, column: str) -> NoReturn:
     raise row.error("is empty", column)

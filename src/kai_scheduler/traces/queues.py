@@ -12,7 +12,8 @@ By default a job goes to the queue named after a column of its row (openb: `qos`
     queues:                      # optional, per queue: quota (GPUs), limit (-1: none), overQuotaWeight
       serving: {quota: 3000, overQuotaWeight: 2}
 
-A row no rule matches is an error. Quotas: a queue given one keeps it; the others share the rest of the
+Without `rules`, the default rule names the queues (and `queues` sets their quotas). A row no rule
+matches is an error. Quotas: a queue given one keeps it; the others share the rest of the
 cluster's GPUs in proportion to the GPU-seconds their jobs ask for (GPUs x duration; a job without a
 duration counts until the last job of the trace ends), as whole GPUs (largest remainders), so that the
 quotas add up to the cluster. A queue that asks for no GPUs gets quota 0 (it still gets idle GPUs over
@@ -152,7 +153,7 @@ def read_mapping(path: str, column: str) -> QueueMapping:
     except yaml.YAMLError as exc:
         raise ManifestError(path, f"invalid YAML: {exc}") from None
     if not isinstance(document, dict):
-        raise ManifestError(path, "expected a mapping with `rules` (and optionally `queues`)")
+        raise ManifestError(path, "expected a mapping with `rules` and/or `queues`")
     unknown = sorted(set(document) - {"rules", "queues"})
     if unknown:
         raise ManifestError(path, f"unknown key(s) {', '.join(map(str, unknown))} (known: rules, queues)")
@@ -162,6 +163,8 @@ def read_mapping(path: str, column: str) -> QueueMapping:
 
 
 def _rules(path: str, raw: Any) -> tuple[Rule, ...]:
+    if raw is None:
+        return ()  # only quotas: the default rule names the queues
     if not isinstance(raw, list) or not raw:
         raise ManifestError(
             path, "expected a list of rules, each `{match: {COLUMN: VALUE}, queue: NAME}`", field="rules"

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import yaml
+
+from kai_scheduler.cli import main
+
 from .trace_files import POLLUX, annotations, imported, requests, write
 
 ARRIVAL = "simulation.kai.scheduler/arrival"
@@ -61,3 +66,13 @@ def test_queues_share_the_default_cluster_by_gpu_hours(tmp_path: Path) -> None:
     }
     # 64 GPUs (16x4) by 0.5 : 300 : 0.5 GPU-hours
     assert quotas == {"cifar10": 0, "imagenet": 64, "ncf": 0}
+
+
+def test_without_an_output_the_manifests_go_to_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["trace", "import", "pollux", str(workload(tmp_path)), "--limit", "1"]) == 0
+    captured = capsys.readouterr()
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(captured.out)]
+    assert kinds == ["Node"] * 16 + ["Queue", "PodGroup"] + ["Pod"] * 6
+    assert "1 jobs (6 pods)" in captured.err

@@ -134,3 +134,19 @@ def test_a_row_no_rule_matches_and_a_bad_mapping_are_refused(
     assert f"{mapping}: rules[0].queue: expected a queue name" in error_of(
         capsys, "openb", str(pods), "--nodes", str(nodes), "--queues", str(mapping)
     )
+
+
+def test_a_mapping_file_of_quotas_alone_keeps_the_default_queues(tmp_path: Path, nodes: Path) -> None:
+    pods = write(
+        tmp_path, "pods.csv", OPENB_PODS, [GOOD_POD, "p-1,6000,12288,1,1000,,BE,Running,100,1000,105"]
+    )
+    mapping = tmp_path / "queues.yaml"
+    mapping.write_text("queues:\n  ls: {quota: 1, limit: 2}\n")
+    docs = imported(
+        ["openb", str(pods), "--nodes", str(nodes), "--queues", str(mapping)], tmp_path / "o.yaml"
+    )
+    gpu = {name: doc["spec"]["resources"]["gpu"] for (kind, name), doc in docs.items() if kind == "Queue"}
+    assert gpu == {
+        "ls": {"quota": 1, "limit": 2, "overQuotaWeight": 1},
+        "be": {"quota": 7, "limit": -1, "overQuotaWeight": 1},
+    }
