@@ -15,7 +15,10 @@ Pods (`openb_pod_list_*.csv`): a bare Pod each, as the trace has no jobs of seve
   shares its GPU(s): KAI's `gpu-fraction: gpu_milli/1000` (and `gpu-fraction-num-devices: num_gpu`
   for more than one), otherwise `nvidia.com/gpu: num_gpu`; `gpu_spec` (models separated by `|`) as
   required node affinity on `nvidia.com/gpu.product`;
-* priority: `qos` through `PRIORITY_OF_QOS`.
+* priority: `qos` through `PRIORITY_OF_QOS` (none: `train`).
+
+The multigpu pod lists have no `gpu_spec`, `qos` or times: their pods arrive at second 0 and run until the
+simulation ends, with priority `train`.
 """
 
 from __future__ import annotations
@@ -27,22 +30,13 @@ from kai_scheduler.traces.manifests import node_manifest
 from kai_scheduler.traces.rows import Row, read_rows
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-POD_COLUMNS = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "qos",
-    "creation_time",
-    "deletion_time",
-    "scheduled_time",
-)
+# The multigpu pod lists have only these; the others add gpu_spec, qos, pod_phase and the times.
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 # The trace's QoS classes onto KAI's priority classes: latency-sensitive services are KAI's inference
 # (125, never preempted), Guaranteed pods build (100, never preempted), Burstable build-preemptible (75),
 # best effort train (50, preemptible, and over quota only on what others leave idle).
 PRIORITY_OF_QOS = {"LS": "inference", "Guaranteed": "build", "Burstable": "build-preemptible", "BE": "train"}
+NO_QOS = "train"  # a pod list without QoS (the multigpu lists): best effort
 UNSCHEDULED_RULES = ("lifetime", "skip")
 MIN_DURATION = 1.0
 _NO_VALUE = ("", "nan")
@@ -84,7 +78,7 @@ def read_trace(nodes_path: str, pods_path: str, unscheduled: str = "lifetime") -
 
 def pod_job(row: Row, unscheduled: str = "lifetime") -> TraceJob | None:
     """The pod of one trace row (None: left out by the `--unscheduled skip` rule)."""
-    created = row.whole("creation_time")
+    created = row.optional_whole("creation_time") or 0
     scheduled = row.optional_whole("scheduled_time")
     deleted = row.optional_whole("deletion_time")
     if scheduled is None and unscheduled == "skip":
@@ -96,14 +90,14 @@ def pod_job(row: Row, unscheduled: str = "lifetime") -> TraceJob | None:
         which = "creation_time" if scheduled is None else "scheduled_time"
         raise row.error(f"{deleted} is before {which} {began}", "deletion_time")
     qos = row.text("qos")
-    if qos not in PRIORITY_OF_QOS:
+    if qos and qos not in PRIORITY_OF_QOS:
         raise row.error(f"unknown QoS {qos!r} (known: {', '.join(PRIORITY_OF_QOS)})", "qos")
     return TraceJob(
         name=row.text("name") or _missing(row, "name"),
         row=row,
         arrival=float(created),
         duration=None if deleted is None else max(float(deleted - began), MIN_DURATION),
-        priority_class=PRIORITY_OF_QOS[qos],
+        priority_class=PRIORITY_OF_QOS[qos] if qos else NO_QOS,
         pod=_shape(row),
     )
 

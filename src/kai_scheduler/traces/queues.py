@@ -1,7 +1,8 @@
 """Which queue each job goes to, and the queues' GPU quotas.
 
 By default a job goes to the queue named after a column of its row (openb: `qos`, Pollux:
-`application`), lower-cased (`LS` -> `ls`). A mapping file (`--queues MAPPING.yaml`) replaces that:
+`application`), lower-cased (`LS` -> `ls`; empty or absent: `default`). A mapping file
+(`--queues MAPPING.yaml`) replaces that:
 
     rules:                       # the first rule whose `match` fits the row wins
     - match: {qos: LS}           # trace columns; a value or a list of values
@@ -15,9 +16,9 @@ By default a job goes to the queue named after a column of its row (openb: `qos`
 Without `rules`, the default rule names the queues (and `queues` sets their quotas). A row no rule
 matches is an error. Quotas: a queue given one keeps it; the others share the rest of the
 cluster's GPUs in proportion to the GPU-seconds their jobs ask for (GPUs x duration; a job without a
-duration counts until the last job of the trace ends), as whole GPUs (largest remainders), so that the
-quotas add up to the cluster. A queue that asks for no GPUs gets quota 0 (it still gets idle GPUs over
-quota, by its weight).
+duration counts until the last job of the trace ends; with no time at all, by the GPUs they ask for), as
+whole GPUs (largest remainders), so that the quotas add up to the cluster. A queue that asks for no GPUs
+gets quota 0 (it still gets idle GPUs over quota, by its weight).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.traces.jobs import TraceJob
 from kai_scheduler.traces.rows import Row
 
+# The default rule's queue for a row whose column is empty or absent (the multigpu pod lists have no qos).
+EMPTY_VALUE_QUEUE = "default"
 # Kubernetes names: queues are also the namespaces of their pods.
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
@@ -66,7 +69,7 @@ class QueueMapping:
 
     def queue_of(self, row: Row) -> str:
         if not self.rules:
-            name = row.text(self.column).lower()
+            name = row.text(self.column).lower() or EMPTY_VALUE_QUEUE
             if not _NAME.fullmatch(name):
                 raise row.error(
                     f"{name!r} cannot name a queue (lower-case letters, digits and '-')", self.column
@@ -100,10 +103,14 @@ def plan_queues(
     """Every queue that has a job (and every queue the mapping file lists), by name, with its quota."""
     names = sorted(set(queues) | set(mapping.settings or {}))
     demand = dict.fromkeys(names, 0.0)
+    gpus = dict.fromkeys(names, 0.0)
     end = max((job.arrival + (job.duration or 0.0) for job in jobs), default=0.0)
     for job, queue in zip(jobs, queues, strict=True):
         seconds = job.duration if job.duration is not None else end - job.arrival
         demand[queue] += job.pod.gpu_amount * job.replicas * seconds
+        gpus[queue] += job.pod.gpu_amount * job.replicas
+    if not any(demand.values()):  # no durations (all at second 0): by the GPUs asked for
+        demand = gpus
     fixed = {name: mapping.setting(name).quota for name in names if mapping.setting(name).quota is not None}
     left = max(math.floor(capacity - sum(q for q in fixed.values() if q is not None)), 0)
     shared = _split(left, {name: demand[name] for name in names if name not in fixed})

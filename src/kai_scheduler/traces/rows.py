@@ -23,7 +23,8 @@ class Row:
         return ManifestError(self.source, message, line=self.line, field=column)
 
     def text(self, column: str) -> str:
-        return self.values[column].strip()
+        """The column's value, stripped ("" for a column the file does not have)."""
+        return self.values.get(column, "").strip()
 
     def whole(self, column: str, *, minimum: int = 0) -> int:
         """The column as a whole number, at least `minimum`."""

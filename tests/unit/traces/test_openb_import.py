@@ -148,3 +148,18 @@ def test_a_folder_output_holds_nodes_queues_and_jobs(tmp_path: Path, trace: tupl
         "queues.yaml",
     ]
     assert len(docs) == 2 + 4 + 4
+
+
+def test_a_pod_list_without_times_or_qos_arrives_at_once_and_runs_on(tmp_path: Path) -> None:
+    # As the multigpu lists: name,cpu_milli,memory_mib,num_gpu,gpu_milli only.
+    write(tmp_path, "openb_node_list_gpu_node.csv", OPENB_NODES, ["n-0,64000,262144,8,V100M32"])
+    pods = write(
+        tmp_path, "pods.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", ["p-0,12000,16384,4,1000"]
+    )
+    pod = imported(["openb", str(pods)], tmp_path / "out.yaml")["Pod", "p-0"]
+    assert annotations(pod) == {ARRIVAL: "0s"}  # no duration: it runs until the simulation ends
+    assert pod["spec"]["priorityClassName"] == "train"
+    assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "default"
+    assert requests(pod)["nvidia.com/gpu"] == "4"
+    queue = imported(["openb", str(pods)], tmp_path / "out.yaml")["Queue", "default"]
+    assert queue["spec"]["resources"]["gpu"]["quota"] == 8  # no times: shared by the GPUs asked for
