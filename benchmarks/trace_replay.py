@@ -38,6 +38,7 @@ DOC_END = "<!-- trace-replay:end -->"
 
 
 def measure(tree: Path, work: Path, pods: Path, window: str | None) -> dict[str, Any]:
+    stamp = bench_io.stamp(tree)  # the load average before the run
     env = bench_io.child_env(tree)
     manifests = work / "openb.yaml"
     command = ["-m", "kai_scheduler", "trace", "import", "openb", str(pods), "-o", str(manifests)]
@@ -53,7 +54,7 @@ def measure(tree: Path, work: Path, pods: Path, window: str | None) -> dict[str,
     summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
     total = imported.seconds + simulated.seconds
     return {
-        **bench_io.stamp(tree),
+        **stamp,
         "input": {"pods": str(pods), "window": window, "importMessage": imported.stderr.strip()},
         "importSeconds": imported.seconds,
         "importCpuSeconds": imported.cpu_seconds,
@@ -65,6 +66,7 @@ def measure(tree: Path, work: Path, pods: Path, window: str | None) -> dict[str,
         "goalSeconds": GOAL_SECONDS,
         "meetsGoal": total < GOAL_SECONDS,
         "cycles": document["summary"]["cycles"],
+        "cycleSecondsTotal": sum(document["cycleSeconds"]),
         "simulatedSeconds": document["summary"]["time"],
         "steady": document["summary"]["steady"],
         "pods": document["summary"]["pods"],
@@ -115,7 +117,7 @@ def table(result: dict[str, Any]) -> str:
             "simulated time",
             f"{result['simulatedSeconds']:,.0f} s ({result['simulatedSeconds'] / 86400:.1f} days)",
         ),
-        ("cycles", f"{result['cycles']:,}"),
+        ("cycles", f"{result['cycles']:,} (their sessions: {result['cycleSecondsTotal']:,.1f} s wall)"),
         (
             "gpuAllocationRatio (time-weighted)",
             f"{s['gpuAllocationRatio']:.4f} of {s['gpuCapacity']:,.0f} GPUs",

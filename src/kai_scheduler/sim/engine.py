@@ -216,9 +216,7 @@ class Simulation:
         binds, then its completion) instead of three. (`--cycles N` counts the cycles that run, so it skips
         the same way.)"""
         return (
-            self.usage_resolution is None
-            and self.cluster.workloads is None
-            and not self.cluster.has_pending
+            self.usage_resolution is None and self.cluster.workloads is None and not self.cluster.has_pending
         )
 
     def _final_time(self, records: list[CycleRecord]) -> float:
