@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler.cli import main
-
-from .trace_files import OPENB_NODES, OPENB_PODS, annotations, imported, requests, write
+from trace_files import OPENB_NODES, OPENB_PODS, annotations, imported, requests, write
 
 ARRIVAL = "simulation.kai.scheduler/arrival"
 DURATION = "simulation.kai.scheduler/duration"

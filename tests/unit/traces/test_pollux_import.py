@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from kai_scheduler.cli import main
-
-from .trace_files import POLLUX, annotations, imported, requests, write
+from trace_files import POLLUX, annotations, imported, requests, write
 
 ARRIVAL = "simulation.kai.scheduler/arrival"
 DURATION = "simulation.kai.scheduler/duration"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler.cli import main
-
-from .trace_files import OPENB_NODES, OPENB_PODS, POLLUX, imported, write
+from trace_files import OPENB_NODES, OPENB_PODS, POLLUX, imported, write
 
 GOOD_POD = "p-0,6000,12288,1,460,,LS,Running,100,1000,105"
 

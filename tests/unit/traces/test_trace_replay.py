@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from kai_scheduler.cli import main
-
-from .trace_files import POLLUX, write
+from trace_files import POLLUX, write
 
 REPO = Path(__file__).resolve().parents[3]
 OPENB = REPO.parent / "shared" / "traces" / "cluster-trace-gpu-v2023" / "csv"
