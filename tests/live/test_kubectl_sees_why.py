@@ -147,6 +147,11 @@ def test_kubectl_shows_why_pods_wait_where_they_went_and_who_preempted_them(tmp_
             and "metadata.annotations.gpu-fraction: must be between 0 and 1" in described
         )
 
+        # The shared GPU's group is named (checked now: the preemption below may take the half too).
+        [half] = [e for e in kubectl.events("half") if e["reason"] == "Scheduled"]
+        group = pods["half"]["metadata"]["labels"]["runai-gpu-group"]
+        assert half["message"].endswith(f"on shared GPU group {group} (0.50 of the GPU)"), half
+
         # A higher-priority pod that needs a whole node: preempt makes room on one.
         kubectl.apply(pod("urgent", gpus=8, priority="build-preemptible"))
         wait_for(
@@ -185,9 +190,6 @@ def test_kubectl_shows_why_pods_wait_where_they_went_and_who_preempted_them(tmp_
             assert len(scheduled) == 1, (name, scheduled)
             assert scheduled[0]["message"].startswith(f"Successfully assigned default/{name} to {node}")
             assert scheduled[0]["source"]["component"] == "kai-scheduler"
-        [half] = [e for e in kubectl.events("half") if e["reason"] == "Scheduled"]
-        group = pods["half"]["metadata"]["labels"]["runai-gpu-group"]
-        assert half["message"].endswith(f"on shared GPU group {group} (0.50 of the GPU)"), half
         # The PodGroups the user follows: started, then all running.
         group_events = [e for e in kubectl.events(urgent_group) if e["involvedObject"]["kind"] == "PodGroup"]
         reasons = [e["reason"] for e in group_events]
