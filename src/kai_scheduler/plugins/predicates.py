@@ -12,6 +12,7 @@ largest node: `max_node_resources.py`) refuse a pod on every node; its claims' v
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,10 +42,65 @@ from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 from kai_scheduler.plugins.storage_predicates import StorageChecks
 
 
-def _node_flags(nodes: NodeTable, flag: Callable[[NodeSpecInfo], bool]) -> StaticPredicate:
+def _node_flags(specs: list[NodeSpecInfo], flag: Callable[[NodeSpecInfo], bool]) -> StaticPredicate:
     """A static predicate that does not depend on the pod (cordon, readiness): computed once."""
-    mask = np.array([flag(spec) for spec in nodes.specs], dtype=np.bool_)
+    mask = np.array([flag(spec) for spec in specs], dtype=np.bool_)
     return lambda placement, nodes: mask
+
+
+NamedFilter = tuple[str, str, StaticPredicate]
+
+
+def _not_cordoned(spec: NodeSpecInfo) -> bool:
+    return not spec.unschedulable
+
+
+@dataclass(frozen=True)
+class _NodeFacts:
+    """What the plugin derives from the nodes' static facts alone (`NodeTable.specs`): the filters for
+    cordon, readiness, node affinity and taints, and each node's taints."""
+
+    specs: list[NodeSpecInfo]
+    filters: list[NamedFilter]
+    taints: list[list[Any]]
+    soft_taints: bool  # some node has a PreferNoSchedule taint
+
+    @classmethod
+    def of(cls, specs: list[NodeSpecInfo]) -> _NodeFacts:
+        taints = [list(spec.taints) for spec in specs]
+        filters: list[NamedFilter] = [
+            (
+                "unschedulable",
+                "node(s) were unschedulable",
+                _node_flags(specs, lambda s: not s.unschedulable),
+            ),
+            ("notready", "node(s) were not ready", _node_flags(specs, lambda s: s.ready)),
+            (
+                "nodeaffinity",
+                "node(s) didn't match Pod's node affinity/selector",
+                make_affinity_filter(_LabelIndex(specs)),
+            ),
+            ("taints", "node(s) had untolerated taint", make_taint_filter(taints)),
+        ]
+        soft = any(t.effect == "PreferNoSchedule" for node_taints in taints for t in node_taints)
+        return cls(specs, filters, taints, soft)
+
+
+# The facts of the last few node tables, by their specs (one list per table: a change to any node builds a
+# new table). Every cycle of a cluster whose nodes do not change opens a session on the same nodes, and
+# these are walks over all of them (a tenth of a small cycle, or more).
+_FACTS_KEPT = 8
+_facts: dict[int, _NodeFacts] = {}
+
+
+def _node_facts(specs: list[NodeSpecInfo]) -> _NodeFacts:
+    known = _facts.get(id(specs))
+    if known is not None and known.specs is specs:
+        return known
+    if len(_facts) >= _FACTS_KEPT:
+        del _facts[next(iter(_facts))]  # the oldest
+    facts = _facts[id(specs)] = _NodeFacts.of(specs)
+    return facts
 
 
 def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
@@ -63,8 +119,8 @@ class _LabelIndex:
     """Nodes carrying a label with a given value: one walk over the nodes per label key asked for, then
     a plain nodeSelector is a few ANDs instead of a walk over every node's labels per placement."""
 
-    def __init__(self, nodes: NodeTable) -> None:
-        self._nodes = nodes
+    def __init__(self, specs: list[NodeSpecInfo]) -> None:
+        self._specs = specs
         # Label key -> (each node's value as a number, value -> that number); -1: no such label.
         self._keys: dict[str, tuple[IntArray, dict[str, int]]] = {}
 
@@ -73,13 +129,13 @@ class _LabelIndex:
             numbers: dict[str, int] = {}
             ids = [
                 numbers.setdefault(spec.labels[key], len(numbers)) if key in spec.labels else -1
-                for spec in self._nodes.specs
+                for spec in self._specs
             ]
             self._keys[key] = (np.array(ids, dtype=np.int64), numbers)
         ids_of_nodes, numbers = self._keys[key]
         number = numbers.get(value)
         if number is None:
-            return np.zeros(self._nodes.size, dtype=np.bool_)
+            return np.zeros(len(self._specs), dtype=np.bool_)
         return np.asarray(ids_of_nodes == number, dtype=np.bool_)
 
 
@@ -160,24 +216,10 @@ class PredicatesPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-        taints = [list(spec.taints) for spec in nodes.specs]
+        facts = _node_facts(nodes.specs)
+        taints = facts.taints
         points = session.points
-        points.static_predicates.append(
-            ("unschedulable", "node(s) were unschedulable", _node_flags(nodes, lambda s: not s.unschedulable))
-        )
-        points.static_predicates.append(
-            ("notready", "node(s) were not ready", _node_flags(nodes, lambda s: s.ready))
-        )
-        points.static_predicates.append(
-            (
-                "nodeaffinity",
-                "node(s) didn't match Pod's node affinity/selector",
-                make_affinity_filter(_LabelIndex(nodes)),
-            )
-        )
-        points.static_predicates.append(
-            ("taints", "node(s) had untolerated taint", make_taint_filter(taints))
-        )
+        points.static_predicates.extend(facts.filters)
         storage = StorageChecks(session.snapshot.storage)
         points.static_predicates.extend(storage.node_filters())
         largest = MaxNodeResources(nodes, session.snapshot.node_pool)
@@ -213,7 +255,7 @@ class PredicatesPlugin:
         )
 
         preference_cache: dict[str, FloatArray] = {}
-        soft_taints = any(t.effect == "PreferNoSchedule" for node_taints in taints for t in node_taints)
+        soft_taints = facts.soft_taints
 
         def preferences(task: TaskInfo, rows: IntArray) -> FloatArray | float:
             placement = task.placement
