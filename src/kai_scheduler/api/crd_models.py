@@ -43,6 +43,11 @@ class QueueStatus(K8sModel):
     requested: ResourceList = Field(
         default_factory=dict, description="Resources asked for by the queue's pods, running or waiting."
     )
+    fair_share: ResourceList = Field(
+        default_factory=dict,
+        description="The queue's fair share as the scheduler last computed it (not KAI's: written by "
+        "this project's scheduler).",
+    )
 
 
 class QueueObject(Queue):

@@ -29,6 +29,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.admission.self_signed import CertificateKeeper, SelfSignedTLS
 from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder
+from kai_scheduler.k8s.binder.metrics import BinderMetrics
 from kai_scheduler.k8s.binder.reservations import GpuReservation
 from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
 from kai_scheduler.k8s.runtime.client import KubeClient
@@ -118,7 +119,7 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
             )
         )
     elif "binder" in chosen:
-        work.append(lambda: _binder(client, options, stop, shared))
+        work.append(lambda: _binder(client, options, stop, registry, shared))
     if "podgrouper" in chosen:
         work.append(lambda: _podgrouper(client, options, stop, shared))
     if "status-controllers" in chosen:
@@ -275,6 +276,8 @@ async def run_live(
         publish_cycles=serve_plugins,
     )
     bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
+    if bind is not None and metrics is not None:
+        BinderMetrics(metrics.registry, bind.stats)
     estimates = None
     if estimator is not None:
         estimates = StartTimeAnnotations(
@@ -337,10 +340,15 @@ async def _leading(
 
 
 async def _binder(
-    client: KubeClient, options: RunOptions, stop: asyncio.Event, shared: InformerSet | None
+    client: KubeClient,
+    options: RunOptions,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    shared: InformerSet | None,
 ) -> None:
     async with _informers(client, shared) as informers:
         binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
+        BinderMetrics(registry, binder.stats)
         await _leading(client, options, "binder", binder.run, stop)
 
 

@@ -605,6 +605,7 @@ EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
         ("", "pods/eviction"): {"create"},
         ("scheduling.k8s.io", "priorityclasses"): READ,
         ("scheduling.run.ai", "queues"): READ,
+        ("scheduling.run.ai", "queues/status"): {"patch"},
         ("scheduling.run.ai", "podgroups"): READ | {"patch"},
         ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
         ("scheduling.run.ai", "bindrequests"): READ | {"create", "delete"},

@@ -38,6 +38,8 @@ its decisions through the API, as KAI's scheduler does:
   with `markUnschedulable: false`; with `schedulingBackoff: 1` the messages on the PodGroup and its pods
   start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
   (`model.backoff`); no condition is written while the job has a pod bound (KAI).
+* Queues: each queue's fair share in `status.fairShare`, when it changed (`queue_fair_share.py`; not
+  KAI's, for `kubectl kai queues`).
 
 Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). Under leader
 election `run` runs during each term, and a cycle whose term ended meanwhile (`leading`) writes nothing.
@@ -71,6 +73,7 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT, BindRequests
+from kai_scheduler.k8s.scheduler.cycle_gauges import gpu_allocation, waiting_by_queue
 from kai_scheduler.k8s.scheduler.cycle_log import log_cycle
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.evictions import Evictions
@@ -81,6 +84,7 @@ from kai_scheduler.k8s.scheduler.plugin_server import CycleState
 from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions
 from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
 from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
+from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.queues import QueueInfo
@@ -185,6 +189,7 @@ class SchedulerLoop:
         )
         self.pod_scheduled = PodScheduledConditions(effects, informers, label_key)
         self.notices = NoticeEvents(effects, informers)
+        self.fair_share = QueueFairShare(effects, informers)
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
@@ -229,6 +234,7 @@ class SchedulerLoop:
         self.nominated.clear()
         self.binds.binding.clear()
         self.evictions.evicting.clear()
+        self.fair_share.forget()
         if self.usage is not None:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
@@ -314,6 +320,7 @@ class SchedulerLoop:
 
         writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report))
         writes.extend(self.notices.calls(live.noticed, report))
+        writes.extend(self.fair_share.calls(result.fair_share, report))
         await asyncio.gather(*writes)
 
     def _observe(
@@ -331,6 +338,8 @@ class SchedulerLoop:
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")
             groups[pod_key] = PodGroupRef(namespace, name, uid)
         self.metrics.observe_session(result, seconds, pod_groups=groups)
+        self.metrics.set_waiting(waiting_by_queue(snapshot, result.unschedulable))
+        self.metrics.set_gpu_allocation(gpu_allocation(snapshot.nodes))
         if self.usage is not None or self.prometheus is not None:
             self.metrics.observe_usage_query(self.usage_query_seconds)
             self.metrics.set_queue_usage(queue_usage(snapshot))

@@ -7,6 +7,11 @@ they run in one process; the queue controller's are `status/metrics.py`):
   `--metrics-namespace=kai`): cycle, session, action and plugin latencies (gauges, milliseconds), task
   scheduling and bind latency histograms (buckets 5 ms x 2^0..9), per-action pod group and scenario
   counters, preemption attempts, per-queue fair share and usage, and evicted pods per pod group.
+  Beyond KAI's set, for the chart's dashboard: the pod groups and pods that wait, by queue and reason
+  code (`kai_queue_pending_pod_groups`, `kai_queue_pending_pods`), and the cluster's GPUs
+  (`kai_cluster_capacity_gpus`, `kai_cluster_allocated_gpus`, `kai_cluster_shared_gpus`, and
+  `kai_cluster_idle_gpus` by placement: idle nodes, partly used nodes, unused parts of shared GPUs, the
+  last two being the fragmented ones), each set after every cycle (`cycle_gauges.py`).
 
 Where the scheduler's values come from in live mode (`SchedulerLoop`, every cycle it carries out):
 
@@ -53,6 +58,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
 from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.k8s.scheduler.cycle_gauges import IDLE_PLACEMENTS, GpuAllocation, Waiting
 
 LATENCY_BUCKETS_MS: tuple[float, ...] = tuple(5.0 * 2**exponent for exponent in range(10))
 """5 ms x 2^0..9 (5 ms to 2.56 s), KAI's buckets for task scheduling, bind and usage-query latency."""
@@ -201,8 +207,32 @@ class SchedulerMetrics:
             labelnames=("podgroup", "namespace", "uid", "nodepool", "action"),
             registry=r,
         )
+        # Not KAI's: what a dashboard needs beyond KAI's set (the chart's Grafana dashboard), after each
+        # cycle (`cycle_gauges.py`).
+        self.pending_pod_groups = gauge(
+            "queue_pending_pod_groups",
+            "Pod groups that ended the last cycle unschedulable, by queue and KAI's reason code",
+            ("queue_name", "reason"),
+        )
+        self.pending_pods = gauge(
+            "queue_pending_pods",
+            "Pending pods of the pod groups that ended the last cycle unschedulable, by queue and reason",
+            ("queue_name", "reason"),
+        )
+        self.cluster_capacity_gpus = gauge("cluster_capacity_gpus", "GPUs of the cluster's nodes")
+        self.cluster_allocated_gpus = gauge(
+            "cluster_allocated_gpus", "GPUs allocated to pods: whole GPUs plus the held parts of shared GPUs"
+        )
+        self.cluster_shared_gpus = gauge("cluster_shared_gpus", "GPUs shared by fractional pods")
+        self.cluster_idle_gpus = gauge(
+            "cluster_idle_gpus",
+            "Idle GPUs by where they are: on an idle node (idle_node), as whole GPUs on a node with GPUs in "
+            "use (partial_node), as the unused part of a shared GPU (shared_gpu)",
+            ("placement",),
+        )
         self._fair_share_queues: set[str] = set()
         self._usage_queues: set[str] = set()
+        self._waiting: set[tuple[str, str]] = set()
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -316,6 +346,24 @@ class SchedulerMetrics:
             for gauge in (self.queue_gpu_usage, self.queue_cpu_usage, self.queue_memory_usage):
                 gauge.remove(queue)
         self._usage_queues = set(usage)
+
+    def set_waiting(self, waiting: Mapping[tuple[str, str], Waiting]) -> None:
+        """(queue, reason) -> the pod groups that wait and their pending pods; label sets gone since the
+        last call are dropped."""
+        for (queue, reason), counts in waiting.items():
+            self.pending_pod_groups.labels(queue_name=queue, reason=reason).set(counts.pod_groups)
+            self.pending_pods.labels(queue_name=queue, reason=reason).set(counts.pods)
+        for queue, reason in self._waiting - set(waiting):
+            self.pending_pod_groups.remove(queue, reason)
+            self.pending_pods.remove(queue, reason)
+        self._waiting = set(waiting)
+
+    def set_gpu_allocation(self, allocation: GpuAllocation) -> None:
+        self.cluster_capacity_gpus.set(allocation.capacity)
+        self.cluster_allocated_gpus.set(allocation.allocated)
+        self.cluster_shared_gpus.set(allocation.shared)
+        for placement in IDLE_PLACEMENTS:
+            self.cluster_idle_gpus.labels(placement=placement).set(allocation.idle.get(placement, 0.0))
 
     # --- what the caller measures ----------------------------------------------------------------
 
