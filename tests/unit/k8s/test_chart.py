@@ -974,7 +974,12 @@ def _iter_strings(value: Any) -> Iterator[str]:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_nothing_is_left_unrendered(variant: str) -> None:
-    for _, document in _rendered(variant):
+    dashboard = (CHART / "dashboards" / "kai-scheduler.json").read_text()
+    for template, document in _rendered(variant):
+        if template == "dashboard.yaml":
+            # Grafana's own templates (`{{queue_name}}` legends) are in it: it is the file, unrendered.
+            assert document["data"] == {"kai-scheduler.json": dashboard.rstrip("\n")}
+            continue
         for text in _iter_strings(document):
             assert "{{" not in text and "<no value>" not in text
 
