@@ -221,9 +221,13 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         share = {name: by_name[name]["fairShare"]["gpu"] for name in ("team", "roomy")}
         assert share["team"] >= 4 and share["roomy"] >= 2 and share["team"] + share["roomy"] <= 16, share
         assert team["GPU FAIR SHARE"] == f"{share['team']:.2f}".rstrip("0").rstrip(".")
+        cpu = {
+            row["QUEUE"].strip(): row for row in columns(kubectl.kai("queues", "--resource", "cpu").stdout)
+        }
+        assert (cpu["team"]["CPU QUOTA"], cpu["team"]["CPU ALLOCATED"]) == ("unlimited", "200m")
 
         # why: each waiting pod's reason, and what would let it start.
-        capped = kubectl.kai("why", "capped")
+        capped = kubectl.kai("-n", "default", "why", "capped")
         assert capped.returncode == 0, capped.stderr
         assert "OverLimit" in capped.stdout
         assert "queue team may use at most 6 gpu; it holds 1.5 and this job asks for 6" in capped.stdout
@@ -268,6 +272,8 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         missing = kubectl.kai("why", "nosuch")
         assert missing.returncode == 1
         assert missing.stderr == "error: no pod or pod group nosuch in namespace default\n"
+        elsewhere = kubectl.kai("why", "capped", "-n", "kube-system")
+        assert elsewhere.stderr == "error: no pod or pod group capped in namespace kube-system\n"
         unreachable_config = tmp_path / "unreachable"
         unreachable_config.write_text(
             kubectl.kubeconfig.read_text().replace(
