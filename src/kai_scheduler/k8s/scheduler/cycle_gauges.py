@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from kai_scheduler.api.reasons import code_of
-from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
@@ -37,17 +36,20 @@ def waiting_by_queue(
 ) -> dict[tuple[str, str], Waiting]:
     """(queue, reason code) -> the pod groups that end the cycle unschedulable and their pending pods
     (gated ones included: they wait as well)."""
-    groups: dict[tuple[str, str], int] = {}
-    pods: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str], list[int]] = {}
+    jobs = snapshot.jobs
     for job_key, reason in unschedulable.items():
-        job = snapshot.jobs.get(job_key)
+        job = jobs.get(job_key)
         if job is None:
             continue
         key = (job.queue, code_of(reason))
-        groups[key] = groups.get(key, 0) + 1
-        pending = sum(1 for task in job.tasks if task.status is TaskStatus.PENDING) + job.gated
-        pods[key] = pods.get(key, 0) + pending
-    return {key: Waiting(groups[key], pods[key]) for key in groups}
+        count = counts.get(key)
+        if count is None:
+            count = counts[key] = [0, 0]
+        count[0] += 1
+        # The job's tally (cached across the actions' questions) has its pending pods already counted.
+        count[1] += job.tally().pending + job.gated
+    return {key: Waiting(groups, pods) for key, (groups, pods) in counts.items()}
 
 
 @dataclass(frozen=True, slots=True)
