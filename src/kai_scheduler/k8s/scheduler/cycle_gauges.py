@@ -18,7 +18,8 @@ from kai_scheduler.model.snapshot import ClusterSnapshot
 
 # Where idle GPUs are, the `placement` label of `kai_cluster_idle_gpus`: on a node none of whose GPUs is
 # in use, as whole GPUs on a node that has some in use, or as the unused part of a shared GPU. The last two
-# are the fragmented ones: a job that wants a whole node, or a whole GPU, cannot use them.
+# are the fragmented ones: the first serve no pod that wants a whole node, the second no pod that wants a
+# whole GPU.
 IDLE_NODE = "idle_node"
 PARTIAL_NODE = "partial_node"
 SHARED_GPU = "shared_gpu"
