@@ -5,7 +5,8 @@ status, fair shares, conditions and events the plugin reads are the components' 
 The cluster: the fake API server's try-it seed (two 8-GPU nodes, KAI's default queues) plus queue team
 (GPU quota 4, limit 6) and queue roomy (quota 2, no limit). Pods: `whole` (1 GPU) and `half` (half a
 shared GPU) in team run; `capped` (6 GPUs) in team would take team over its limit (OverLimit); `huge`
-(10 GPUs) in roomy fits on no node (Unschedulable); `lost` names queue nobody (QueueDoesNotExist).
+(10 GPUs) in roomy fits on no node (Unschedulable); `lost` names queue nobody (QueueDoesNotExist); `bad`
+asks for `gpu-fraction: abc` (InvalidPod on the pod: admission is off).
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ def queue(name: str, gpu_quota: float, gpu_limit: float) -> dict[str, Any]:
     }
 
 
-def pod(name: str, queue_name: str, gpus: float) -> dict[str, Any]:
+def pod(name: str, queue_name: str, gpus: float | str) -> dict[str, Any]:
     resources: dict[str, Any] = {"requests": {"cpu": "100m"}}
     annotations = {}
-    if gpus < 1:
+    if isinstance(gpus, str) or gpus < 1:
         annotations["gpu-fraction"] = str(gpus)
     else:
         resources["limits"] = {"nvidia.com/gpu": str(int(gpus))}
@@ -171,6 +172,10 @@ def settled(kubectl: Kubectl) -> bool:
         and reason("capped") == "OverLimit"
         and reason("huge") == "Unschedulable"
         and reason("lost") == "QueueDoesNotExist"
+        and any(
+            condition.get("reason") == "InvalidPod"
+            for condition in pods["bad"]["status"].get("conditions", [])
+        )
         and (team.get("status") or {}).get("allocated", {}).get("nvidia.com/gpu") == "1500m"
         and "fairShare" in (team.get("status") or {})
     )
@@ -188,6 +193,7 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
             pod("half", "team", 0.5),
         ]
         then = [pod("capped", "team", 6), pod("huge", "roomy", 10), pod("lost", "nobody", 1)]
+        then.append(pod("bad", "roomy", "abc"))  # admission is off: the scheduler says what is wrong
         deadline = time.monotonic() + DEADLINE_SECONDS
         for objects, done in ((first, running_first), (then, settled)):
             (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all(objects))
@@ -241,6 +247,10 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
             "queue nobody does not exist: create it, or label the workload with an existing queue"
         ]
         assert any(event["reason"] == "Unschedulable" for event in lost["events"]), lost
+        bad = json.loads(kubectl.kai("why", "bad", "-o", "json").stdout)
+        assert (bad["reason"], bad["state"]) == ("InvalidPod", "Waiting"), bad
+        assert "gpu-fraction" in bad["message"] and "abc" in bad["message"], bad
+        assert bad["toStart"][0].startswith("fix the field the message names"), bad
         whole = json.loads(kubectl.kai("why", "whole", "-o", "json").stdout)
         assert whole["state"] == "Running" and whole["toStart"] == []
         waiting = columns(kubectl.kai("why", "-A").stdout)

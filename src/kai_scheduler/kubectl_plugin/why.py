@@ -1,14 +1,15 @@
 """`kubectl kai why POD|PODGROUP`: why a pod or pod group waits and what would let it start.
 
-What it reads, all written by the scheduler and its components: the PodGroup's scheduling condition
-(`status.schedulingConditions`, KAI's reason code and message per node pool), the pod's `PodScheduled`
-condition, the Warning and Normal events about the pod and its PodGroup, a BindRequest in flight, the
-queue's spec and status (quota, limit, fair share, allocated), and the free GPUs of the nodes
-(`top.py`). From those it says what would let the job start, by reason: a queue to create, a limit or a
-quota the job does not fit in (by how much), or no node with room for a pod (the most free GPUs on one
-node, and whether the queue is within its fair share, which decides if other queues' pods are reclaimed
-for it). `estimated-start` shows the PodGroup's `kai.scheduler/estimated-start` annotation when the
-cluster has one.
+What it reads, all written by the scheduler and its components (docs/live-reasons.md): the PodGroup's
+scheduling condition (`status.schedulingConditions`, KAI's reason code and message per node pool), the
+pod's `PodScheduled` condition (whose own reasons, such as `InvalidPod`, come first: they are the pod's),
+the Warning and Normal events about the pod and its PodGroup, a BindRequest in flight, the queue's spec
+and status (quota, limit, fair share, allocated), and the free GPUs of the nodes (`top.py`). From those
+it says what would let the job start, by reason: a queue to create, a limit or a quota the job does not
+fit in (by how much), no node with room for a pod (the most free GPUs on one node, and whether the queue
+is within its fair share, which decides if other queues' pods are reclaimed for it), or the field of the
+pod or PodGroup to fix. `estimated-start` shows the PodGroup's `kai.scheduler/estimated-start`
+annotation when the cluster has one.
 
 Without a name, every pod group of the namespace (or all, with -A) that has a scheduling condition, i.e.
 that the scheduler could not place in its last attempt, as a table.
@@ -157,20 +158,40 @@ def _state(pods: list[JsonObject]) -> str:
 
 
 def _read_conditions(explanation: Explanation, group: JsonObject | None, pod: JsonObject | None) -> None:
-    """The PodGroup's latest scheduling condition (KAI's reason code), else the pod's PodScheduled."""
+    """The pod's own reason when it is the pod's (InvalidPod, PriorityClassNotFound, PodGroupNotFound,
+    InvalidPodGroup: docs/live-reasons.md), else the PodGroup's latest scheduling condition (KAI's reason
+    code), else the pod's PodScheduled=False."""
+    pod_condition = next(
+        (
+            condition
+            for condition in ((pod or {}).get("status") or {}).get("conditions") or []
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False"
+        ),
+        None,
+    )
     conditions = ((group or {}).get("status") or {}).get("schedulingConditions") or []
-    if conditions:
+    own = pod_condition is not None and pod_condition.get("reason") != reasons.POD_UNSCHEDULABLE
+    if conditions and not own:
         latest = max(conditions, key=lambda cond: str(cond.get("lastTransitionTime") or ""))
         explanation.reason = str(latest.get("reason") or reasons.UNSCHEDULABLE)
         explanation.message = str(latest.get("message") or "")
         explanation.node_pool = str(latest.get("nodePool") or "")
         explanation.since = str(latest.get("lastTransitionTime") or "")
-        return
-    for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            explanation.reason = str(condition.get("reason") or "")
-            explanation.message = str(condition.get("message") or "")
-            explanation.since = str(condition.get("lastTransitionTime") or "")
+    elif pod_condition is not None:
+        explanation.reason = str(pod_condition.get("reason") or "")
+        explanation.message = str(pod_condition.get("message") or "")
+        explanation.since = str(pod_condition.get("lastTransitionTime") or "")
+
+
+# What to do about the reasons that are the pod's or its PodGroup's own (their messages name the field).
+_FIXES = {
+    reasons.INVALID_POD: "fix the field the message names (the admission webhook refuses such pods); a pod "
+    "whose annotations are fixed in place is read again and scheduled",
+    reasons.PRIORITY_CLASS_NOT_FOUND: "create that PriorityClass, or recreate the pod with one that exists",
+    reasons.POD_GROUP_NOT_FOUND: "create the PodGroup the pod-group-name annotation names (the pod grouper "
+    "makes one for the workloads it knows: is it running?)",
+    reasons.INVALID_POD_GROUP: "fix the PodGroup's field the message names",
+}
 
 
 def _events(events: list[JsonObject], objects: list[JsonObject]) -> list[dict[str, Any]]:
@@ -250,6 +271,8 @@ def _to_start(
 ) -> list[str]:
     hints: list[str] = []
     name = explanation.queue
+    if explanation.reason in _FIXES:
+        return [_FIXES[explanation.reason]]
     if pod is not None and group is None:
         hints.append("the pod has no PodGroup yet: the pod grouper makes one (is it running?)")
         return hints
