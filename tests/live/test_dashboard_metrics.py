@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import sys
 import time
 import urllib.request
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from child_process import running
+from ports import free_port
 
 from chart_support import RELEASE, render_chart
 from helpers import pod_manifest, queue_manifest
@@ -117,12 +117,6 @@ def test_the_chart_renders_the_dashboard_for_grafanas_sidecar() -> None:
 
 
 # --- the components' /metrics ------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def exposed_names(text: str) -> set[str]:

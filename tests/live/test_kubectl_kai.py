@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,17 +25,12 @@ from typing import Any
 import pytest
 import yaml
 from child_process import running
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 120.0
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def queue(name: str, gpu_quota: float, gpu_limit: float) -> dict[str, Any]:
