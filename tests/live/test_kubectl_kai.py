@@ -141,6 +141,8 @@ def cluster(tmp_path: Path) -> Iterator[Kubectl]:
             *(sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"),
             *("--no-gpu-reservation", "--kubeconfig", str(kubeconfig)),
             *("--metrics-port", str(free_port()), "--plugin-server-port", "0"),
+            # The estimates are off: the test writes the annotation itself, and no estimator may drop it.
+            *("--start-estimates", "0"),
         ]
         with running(scheduler, env=env):
             yield Kubectl(kubeconfig, tmp_path / "cache", env)
@@ -235,10 +237,12 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         assert "Unschedulable" in huge.stdout and "pod huge does not fit" in huge.stdout, huge.stdout
         hint = "no node has 10 GPUs (the largest has 8): ask for fewer GPUs per pod, or add a node that large"
         assert f"To start:\n  - {hint}\nEvents:" in huge.stdout, huge.stdout
-        # An estimated start on the PodGroup (the annotation an estimator writes) is shown as it is.
+        # An estimated start on the PodGroup (the scheduler's estimates write it) is shown as it is.
         group = json.loads(kubectl.kai("why", "huge", "-o", "json").stdout)["podGroup"]
         kubectl("annotate", "podgroup", group, "kai.scheduler/estimated-start=2026-12-02T03:00:00Z")
         assert "Estimated start: 2026-12-02T03:00:00Z\n" in kubectl.kai("why", "huge").stdout
+        starts = {row["QUEUE"]: row["ESTIMATED START"] for row in columns(kubectl.kai("why").stdout)}
+        assert starts == {"team": "-", "roomy": "2026-12-02T03:00:00Z", "nobody": "-"}
         lost = json.loads(kubectl.kai("why", "lost", "-o", "json").stdout)
         assert (lost["reason"], lost["queue"], lost["state"]) == ("QueueDoesNotExist", "nobody", "Waiting")
         assert lost["toStart"] == [

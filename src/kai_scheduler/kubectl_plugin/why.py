@@ -8,8 +8,8 @@ and status (quota, limit, fair share, allocated), and the free GPUs of the nodes
 it says what would let the job start, by reason: a queue to create, a limit or a quota the job does not
 fit in (by how much), no node with room for a pod (the most free GPUs on one node, and whether the queue
 is within its fair share, which decides if other queues' pods are reclaimed for it), or the field of the
-pod or PodGroup to fix. `estimated-start` shows the PodGroup's `kai.scheduler/estimated-start`
-annotation when the cluster has one.
+pod or PodGroup to fix. `Estimated start` is the PodGroup's `kai.scheduler/estimated-start` annotation
+(the scheduler's start-time estimates, docs/start-times.md), when it has one.
 
 Without a name, every pod group of the namespace (or all, with -A) that has a scheduling condition, i.e.
 that the scheduler could not place in its last attempt, as a table.
@@ -30,7 +30,6 @@ from kai_scheduler.kubectl_plugin.table import render
 from kai_scheduler.kubectl_plugin.top import fetch as fetch_gpus
 from kai_scheduler.kubectl_plugin.top import gpu_allocation
 
-ESTIMATED_START_ANNOTATION = "kai.scheduler/estimated-start"
 POD_KINDS = ("pod", "pods", "po")
 POD_GROUP_KINDS = ("podgroup", "podgroups", "pg")
 EVENTS_SHOWN = 8
@@ -116,7 +115,7 @@ async def explain(cluster: Cluster, target: str) -> Explanation:
     )
     if group is not None:
         annotations = (group.get("metadata") or {}).get("annotations") or {}
-        explanation.estimated_start = annotations.get(ESTIMATED_START_ANNOTATION)
+        explanation.estimated_start = annotations.get(c.ESTIMATED_START_ANNOTATION)
     _read_conditions(explanation, group, pod)
     explanation.events = _events(await cluster.list(EVENTS, namespace), [o for o in (pod, group) if o])
     if explanation.state == "Waiting":
@@ -418,7 +417,7 @@ async def waiting_groups(cluster: Cluster, all_namespaces: bool) -> list[dict[st
                 "pending": int((group.get("status") or {}).get("pending") or 0),
                 "reason": latest.get("reason") or "",
                 "message": latest.get("message") or "",
-                "estimatedStart": (meta.get("annotations") or {}).get(ESTIMATED_START_ANNOTATION),
+                "estimatedStart": (meta.get("annotations") or {}).get(c.ESTIMATED_START_ANNOTATION),
             }
         )
     rows.sort(key=lambda r: (r["namespace"], r["podGroup"]))
@@ -429,9 +428,16 @@ def waiting_table(rows: list[dict[str, Any]], all_namespaces: bool) -> str:
     def cut(message: str) -> str:
         return message if len(message) <= MESSAGE_WIDTH else message[: MESSAGE_WIDTH - 3] + "..."
 
-    headers: tuple[str, ...] = ("PODGROUP", "QUEUE", "PENDING", "REASON", "MESSAGE")
+    headers: tuple[str, ...] = ("PODGROUP", "QUEUE", "PENDING", "REASON", "ESTIMATED START", "MESSAGE")
     body: list[tuple[str, ...]] = [
-        (str(r["podGroup"]), str(r["queue"] or "-"), str(r["pending"]), str(r["reason"]), cut(r["message"]))
+        (
+            str(r["podGroup"]),
+            str(r["queue"] or "-"),
+            str(r["pending"]),
+            str(r["reason"]),
+            str(r["estimatedStart"] or "-"),
+            cut(r["message"]),
+        )
         for r in rows
     ]
     if all_namespaces:
@@ -440,4 +446,4 @@ def waiting_table(rows: list[dict[str, Any]], all_namespaces: bool) -> str:
     return render(headers, body)
 
 
-__all__ = ["ESTIMATED_START_ANNOTATION", "Explanation", "explain", "text", "waiting_groups", "waiting_table"]
+__all__ = ["Explanation", "explain", "text", "waiting_groups", "waiting_table"]
