@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import sys
 import textwrap
@@ -164,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
     )
+    _what_if_arguments(simulate)
     commands.add_parser(
         "trace",
         help="turn public cluster traces into manifests for simulate (trace import FORMAT ...)",
@@ -365,12 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    options = SimulationOptions(
-        start=_start(args.start),
-        cycles=_positive("--cycles", args.cycles),
-        until=_until(args.until),
-        max_cycles=_positive("--max-cycles", args.max_cycles) or 1000,
-    )
+    if args.compare or args.sweep or args.workers is not None or args.ray is not None:
+        return _what_if(args)
+    options = _options(args)
     config = _config(args.config)
     demo = not args.paths
     paths = [str(_demo_folder())] if demo else list(args.paths)
@@ -405,6 +404,15 @@ def _simulate(args: argparse.Namespace) -> int:
                 args, document, demo=demo, ran=_what_ran(result, document) if args.output == "text" else None
             )
     return 0
+
+
+def _options(args: argparse.Namespace) -> SimulationOptions:
+    return SimulationOptions(
+        start=_start(args.start),
+        cycles=_positive("--cycles", args.cycles),
+        until=_until(args.until),
+        max_cycles=_positive("--max-cycles", args.max_cycles) or 1000,
+    )
 
 
 def _what_ran(result: SimulationResult, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -709,13 +717,13 @@ def _positive(flag: str, value: int | None) -> int | None:
     return value
 
 
-def _config(path: str | None) -> SchedulerConfig:
+def _config(path: str | None, flag: str = "--config") -> SchedulerConfig:
     if path is None:
         return SchedulerConfig()
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"--config {path}: {error.strerror}") from None
+        raise UsageError(f"{flag} {path}: {error.strerror}") from None
     try:
         document: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
@@ -729,3 +737,113 @@ def _config(path: str | None) -> SchedulerConfig:
     for notice in config.notices:
         print(f"kai-scheduler: warning: {path}: {notice}", file=sys.stderr)
     return config
+
+
+# --- what-if: --compare and --sweep (sim.variants runs them; sim.compare, sim.sweep show them) ----------
+
+
+def _what_if_arguments(simulate: argparse.ArgumentParser) -> None:
+    what_if = simulate.add_argument_group("what-if: the same input under several configurations")
+    what_if.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A.yaml", "B.yaml"),
+        help="run under two scheduler configurations and show both runs' summary numbers with B - A, and "
+        "the pod groups whose start or fate changed (--report: one page for both)",
+    )
+    what_if.add_argument(
+        "--sweep",
+        metavar="FILE",
+        help="run every combination of the values FILE varies (a base configuration's keys, plugin "
+        "arguments, queue fields; see README) and print each run's summary numbers",
+    )
+    what_if.add_argument(
+        "--workers", type=int, metavar="N", help="--sweep: processes to run in (default: one per core)"
+    )
+    what_if.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="--sweep: run on this Ray cluster (ray://host:10001, or auto); pip install 'kai-scheduler[ray]'",
+    )
+
+
+def _what_if(args: argparse.Namespace) -> int:
+    from kai_scheduler.sim.variants import RayError, Variant, default_workers, run_variants
+
+    if args.compare and args.sweep:
+        raise UsageError("--compare and --sweep: give one of them")
+    flag = "--compare" if args.compare else "--sweep" if args.sweep else None
+    if flag != "--sweep" and (args.workers is not None or args.ray is not None):
+        raise UsageError(f"{'--workers' if args.workers is not None else '--ray'}: only with --sweep")
+    if args.config:
+        raise UsageError(f"--config: not with {flag} (it names its own configurations)")
+    if args.sweep and args.report:
+        raise UsageError("--report: not with --sweep (every run's summary is in --output json)")
+    options = _options(args)
+    demo = not args.paths
+    with collector_paused():
+        loaded = load_manifests([str(_demo_folder())] if demo else list(args.paths))
+        _warn(input_warnings(loaded))
+        objects = [entry.obj for entry in loaded]
+    if args.compare:
+        from kai_scheduler.sim import compare
+
+        variants = [Variant(path, _checked(_config(path, "--compare"), path)) for path in args.compare]
+        a, b = run_variants(objects, variants, options, keep_timelines=bool(args.report))
+        document = compare.comparison(a, b, a_name=args.compare[0], b_name=args.compare[1])
+        if args.report:
+            _compare_report(args.report, document, a, b)
+        _what_if_output(args, document, compare.render)
+        return 0
+    from kai_scheduler.sim import sweep
+    from kai_scheduler.sim.sweep_file import load_sweep
+
+    plan = load_sweep(args.sweep, objects)
+    _warn(plan.notices)
+    workers = _positive("--workers", args.workers) or default_workers()
+    try:
+        outcomes = run_variants(objects, plan.variants, options, workers=workers, ray_address=args.ray)
+    except RayError as error:
+        raise UsageError(str(error)) from None
+    _what_if_output(args, sweep.sweep_document(plan, outcomes), sweep.render)
+    return 0
+
+
+def _checked(config: SchedulerConfig, path: str) -> SchedulerConfig:
+    """The configuration, its plugins and actions known (before any run starts)."""
+    try:
+        Scheduler(config)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+    return config
+
+
+def _compare_report(directory: str, document: dict[str, Any], a: Any, b: Any) -> None:
+    from kai_scheduler.sim.compare_html import write_comparison_report
+
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--report {directory}: not a directory")
+    title = f"kai-scheduler simulate --compare {document['a']['config']} {document['b']['config']}"
+    try:
+        write_comparison_report(path, document, a.timeline, b.timeline, title=title)
+    except OSError as error:
+        raise UsageError(f"--report {directory}: {error.strerror or error}") from None
+
+
+def _what_if_output(
+    args: argparse.Namespace, document: dict[str, Any], render: Callable[[dict[str, Any], Any], None]
+) -> None:
+    if args.output == "json":
+        _write(args.out, json.dumps(document, indent=2) + "\n")
+        return
+    from rich.console import Console
+
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as handle:
+                render(document, Console(file=handle, width=140))
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: {error.strerror}") from None
+    else:
+        render(document, Console(width=140))

@@ -69,3 +69,9 @@ def job_order(config: SchedulerConfig, state: ClusterState, *, cycle: int, now: 
     """The pending jobs of `state` in the order the allocate action takes them up (KAI's
     `reflectjoborder`), on a snapshot of its own."""
     return Scheduler(config).job_order(build_snapshot(state), cycle=cycle, now=now)
+
+
+def check_config(config: SchedulerConfig) -> None:
+    """The scheduler's own checks of a configuration (unknown plugins or actions, bad plugin arguments) as
+    a ConfigError, for an edge to run before any cycle (`simulate --sweep` checks every combination)."""
+    Scheduler(config)
