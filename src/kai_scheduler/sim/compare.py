@@ -141,7 +141,9 @@ def fate_text(side: dict[str, Any] | None) -> str:
 
 def render(document: dict[str, Any], console: Console) -> None:
     a_name, b_name = document["a"]["config"], document["b"]["config"]
-    console.print(f"[bold]kai-scheduler simulate --compare[/bold]: A = {a_name}, B = {b_name}")
+    console.print(
+        f"[bold]kai-scheduler simulate --compare[/bold]: A = {a_name}, B = {b_name}", soft_wrap=True
+    )
     labels = dict(FIGURES)
     figures = Table(title="Summary (summary.json's numbers)", title_justify="left")
     figures.add_column("figure")

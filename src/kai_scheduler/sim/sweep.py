@@ -6,6 +6,7 @@ Pure: the sweep and its outcomes in, a JSON-able dict out; `render` prints that 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,7 @@ def sweep_document(sweep: Sweep, outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 
 def _value(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def render(document: dict[str, Any], console: Console) -> None:
@@ -52,7 +53,8 @@ def render(document: dict[str, Any], console: Console) -> None:
     base = document["config"] or "KAI's default configuration"
     console.print(
         f"[bold]kai-scheduler simulate --sweep {document['sweep']}[/bold]: "
-        f"{len(runs)} run{'s' if len(runs) != 1 else ''} on {base}"
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''} on {base}",
+        soft_wrap=True,
     )
     table = Table(caption="wait and JCT: mean and p99, in simulated seconds; every number: --output json")
     for parameter in document["parameters"]:

@@ -18,6 +18,7 @@ a mistake is a `ConfigError` of one line naming the file and the parameter (and 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +103,7 @@ def load_sweep(path: str, objects: Sequence[ApiObject | Workload]) -> Sweep:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True).strip()
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _yaml(name: str, path: Path) -> Any:
