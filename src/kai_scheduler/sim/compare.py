@@ -108,10 +108,14 @@ def comparison(a: Outcome, b: Outcome, *, a_name: str, b_name: str) -> dict[str,
 
 
 def number(value: float | None) -> str:
+    """At most three decimals; a value too small for them keeps two significant digits (a difference of
+    0.0004 is not shown as 0)."""
     if value is None:
         return "–"
     if value == int(value):
         return f"{value:,.0f}"
+    if abs(value) < 0.001:
+        return f"{value:.2g}"
     return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 

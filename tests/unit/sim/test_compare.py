@@ -179,3 +179,34 @@ def test_flags_that_do_not_go_with_compare(
     manifests, config_a, config_b = write_inputs(tmp_path)
     error = run_error(["simulate", "--compare", str(config_a), str(config_b), str(manifests), *extra], capsys)
     assert message in error
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_readmes_comparison_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # the README's paths are from the checkout's root
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## What-if: compare and sweep") :]
+    block = section[section.index("```\n$ kai-scheduler simulate --compare") + 4 :]
+    block = block[: block.index("\n```\n")]
+    command = block.splitlines()[0].removeprefix("$ kai-scheduler ").split()
+    assert main(command) == 0
+    printed = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    shown = [line for line in block.splitlines()[1:] if line.startswith(("│", "kai-scheduler", "Pod groups"))]
+    assert len(shown) >= 10
+    for line in shown:
+        assert line in printed, line
+
+
+def test_the_example_sweep_file_reads_on_the_demo() -> None:
+    from kai_scheduler.sim.loader import load_manifests
+    from kai_scheduler.sim.sweep_file import load_sweep
+
+    demo = ROOT / "src" / "kai_scheduler" / "sim" / "demo"
+    objects = [entry.obj for entry in load_manifests([str(demo)])]
+    sweep = load_sweep(str(ROOT / "examples" / "what-if" / "sweep.yaml"), objects)
+    assert sweep.base == "kai-default-config.yaml"
+    assert len(sweep.variants) == 4
