@@ -1,3 +1,5 @@
 from kai_scheduler.cli import program
 
-raise SystemExit(program())
+# Guarded: a process pool that spawns its workers (sim.variants) imports this module again in each.
+if __name__ == "__main__":
+    raise SystemExit(program())

@@ -768,6 +768,7 @@ def _what_if_arguments(simulate: argparse.ArgumentParser) -> None:
 
 
 def _what_if(args: argparse.Namespace) -> int:
+    from kai_scheduler.sim.progress import runs_done
     from kai_scheduler.sim.variants import RayError, Variant, default_workers, run_variants
 
     if args.compare and args.sweep:
@@ -789,7 +790,9 @@ def _what_if(args: argparse.Namespace) -> int:
         from kai_scheduler.sim import compare
 
         variants = [Variant(path, _checked(_config(path, "--compare"), path)) for path in args.compare]
-        a, b = run_variants(objects, variants, options, keep_timelines=bool(args.report))
+        a, b = run_variants(
+            objects, variants, options, keep_timelines=bool(args.report), done=runs_done(sys.stderr, 2)
+        )
         document = compare.comparison(a, b, a_name=args.compare[0], b_name=args.compare[1])
         if args.report:
             _compare_report(args.report, document, a, b)
@@ -802,7 +805,14 @@ def _what_if(args: argparse.Namespace) -> int:
     _warn(plan.notices)
     workers = _positive("--workers", args.workers) or default_workers()
     try:
-        outcomes = run_variants(objects, plan.variants, options, workers=workers, ray_address=args.ray)
+        outcomes = run_variants(
+            objects,
+            plan.variants,
+            options,
+            workers=workers,
+            ray_address=args.ray,
+            done=runs_done(sys.stderr, len(plan.variants)),
+        )
     except RayError as error:
         raise UsageError(str(error)) from None
     _what_if_output(args, sweep.sweep_document(plan, outcomes), sweep.render)

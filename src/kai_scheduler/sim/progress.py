@@ -78,3 +78,23 @@ class ProgressBar:
 def progress_bar(stream: TextIO, options: SimulationOptions) -> ProgressBar | None:
     """A progress bar on `stream` when it is a terminal; None otherwise."""
     return ProgressBar(stream, options) if stream.isatty() else None
+
+
+class RunsDone:
+    """`--compare` and `--sweep` on a terminal: "3 of 8 runs done" on one line of stderr, removed when all
+    are. A plain line, not a rich progress bar: its refresh thread would make the process pool start its
+    workers without fork (`sim.variants`)."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.stream = stream
+        self.total = total
+
+    def __call__(self, done: int) -> None:
+        line = "" if done >= self.total else f"{done} of {self.total} runs done"
+        self.stream.write(f"\r\033[K{line}")
+        self.stream.flush()
+
+
+def runs_done(stream: TextIO, total: int) -> RunsDone | None:
+    """The count of runs done on `stream` when it is a terminal; None otherwise."""
+    return RunsDone(stream, total) if stream.isatty() else None

@@ -8,11 +8,14 @@ independent and deterministic, so where they ran changes nothing in their outcom
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from typing import Any
 
 from kai_scheduler.api.objects import ApiObject, Queue
@@ -146,26 +149,36 @@ def run_variants(
 ) -> list[Outcome]:
     """Every variant's outcome, in the variants' order: on the Ray cluster at `ray_address` when given,
     else in a pool of `workers` processes (default: one per core; one worker: in this process). `done`
-    is called with a variant's index as each run ends (for progress)."""
+    is called with the number of runs ended so far, as each ends (for progress)."""
     if ray_address is not None:
-        return _on_ray(ray_address, objects, variants, options, keep_timelines)
+        return _on_ray(ray_address, objects, variants, options, keep_timelines, done)
     count = min(workers or default_workers(), len(variants))
     if count <= 1:
         outcomes = []
-        for i, variant in enumerate(variants):
+        for variant in variants:
             outcomes.append(run_variant(objects, variant, options, keep_timeline=keep_timelines))
             if done is not None:
-                done(i)
+                done(len(outcomes))
         return outcomes
-    # The input goes to each worker once (inherited when processes fork), not with every task.
-    with ProcessPoolExecutor(count, initializer=_keep_input, initargs=(objects, options)) as pool:
+    # The input goes to each worker once, not with every task: inherited when the worker is forked, else
+    # pickled once per worker.
+    with ProcessPoolExecutor(
+        count, mp_context=_context(), initializer=_keep_input, initargs=(objects, options)
+    ) as pool:
         futures = [pool.submit(_run_in_worker, variant, keep_timelines) for variant in variants]
-        results: list[Outcome] = []
-        for i, future in enumerate(futures):
-            results.append(future.result())
+        for finished, _ in enumerate(as_completed(futures), start=1):
             if done is not None:
-                done(i)
-        return results
+                done(finished)
+        return [future.result() for future in futures]
+
+
+def _context() -> BaseContext:
+    """Fork (workers start at once, the input shared) when this process runs no other thread; else a
+    fork server: forking a process while another thread holds a lock (logging's, an allocator's) can leave
+    the child waiting for it forever."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
 
 
 _WORKER_INPUT: tuple[Objects, SimulationOptions] | None = None
@@ -183,7 +196,12 @@ def _run_in_worker(variant: Variant, keep_timeline: bool) -> Outcome:
 
 
 def _on_ray(
-    address: str, objects: Objects, variants: Sequence[Variant], options: SimulationOptions, keep: bool
+    address: str,
+    objects: Objects,
+    variants: Sequence[Variant],
+    options: SimulationOptions,
+    keep: bool,
+    done: Callable[[int], None] | None,
 ) -> list[Outcome]:
     """The runs as Ray tasks: the input is put into the cluster's object store once and every task reads
     it from there. The cluster's workers need kai-scheduler installed (the same version)."""
@@ -199,6 +217,11 @@ def _on_ray(
         remote = ray.remote(run_variant)
         shared = ray.put(list(objects))
         refs = [remote.remote(shared, variant, options, keep_timeline=keep) for variant in variants]
+        waiting = list(refs)
+        while waiting:
+            _, waiting = ray.wait(waiting, num_returns=1)
+            if done is not None:
+                done(len(refs) - len(waiting))
         outcomes: list[Outcome] = ray.get(refs)
         return outcomes
     finally:

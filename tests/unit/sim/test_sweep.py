@@ -257,6 +257,9 @@ class _FakeRay(types.ModuleType):
     def get(self, refs: list[Any]) -> list[Any]:
         return refs
 
+    def wait(self, refs: list[Any], num_returns: int) -> tuple[list[Any], list[Any]]:
+        return refs[:num_returns], refs[num_returns:]
+
     def shutdown(self) -> None:
         self.shut_down = True
 
@@ -271,9 +274,11 @@ def test_ray_runs_every_variant_on_the_cluster_at_the_address(
     objects = [entry.obj for entry in load_manifests([str(write(tmp_path / "in.yaml", reclaim_input()))])]
     variants = load_sweep(str(sweep_file), objects).variants
     options = SimulationOptions(start=START)
-    on_ray = run_variants(objects, variants, options, ray_address="ray://head:10001")
+    counts: list[int] = []
+    on_ray = run_variants(objects, variants, options, ray_address="ray://head:10001", done=counts.append)
     local = run_variants(objects, variants, options, workers=1)
     assert fake.address == "ray://head:10001" and fake.put_count == 1 and fake.shut_down
+    assert counts == [1, 2, 3, 4]
     assert [o.summary for o in on_ray] == [o.summary for o in local]
     assert [o.label for o in on_ray] == [v.label for v in variants]
 
@@ -290,3 +295,26 @@ def test_config_errors_are_config_errors(tmp_path: Path) -> None:
     sweep_file.write_text("vary: {}\n")
     with pytest.raises(ConfigError, match="vary: expected a mapping of parameter to a list of values"):
         load_sweep(str(sweep_file), [])
+
+
+def test_the_pool_counts_runs_as_they_end(tmp_path: Path) -> None:
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump(SWEEP))
+    objects = [entry.obj for entry in load_manifests([str(write(tmp_path / "in.yaml", reclaim_input()))])]
+    variants = load_sweep(str(sweep_file), objects).variants
+    counts: list[int] = []
+    run_variants(objects, variants, SimulationOptions(start=START), workers=2, done=counts.append)
+    assert counts == [1, 2, 3, 4]
+
+
+def test_runs_done_is_one_line_on_a_terminal_and_gone_at_the_end() -> None:
+    import io
+
+    from kai_scheduler.sim.progress import RunsDone, runs_done
+
+    assert runs_done(io.StringIO(), 3) is None  # not a terminal: nothing
+    stream = io.StringIO()
+    count = RunsDone(stream, 3)
+    for done in (1, 2, 3):
+        count(done)
+    assert stream.getvalue() == "\r\033[K1 of 3 runs done\r\033[K2 of 3 runs done\r\033[K"
