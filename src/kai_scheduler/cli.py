@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from kai_scheduler.k8s.binder.reservations import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
     from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+    from kai_scheduler.sim.variants import Outcome
 
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
@@ -780,6 +781,8 @@ def _what_if(args: argparse.Namespace) -> int:
         raise UsageError(f"--config: not with {flag} (it names its own configurations)")
     if args.sweep and args.report:
         raise UsageError("--report: not with --sweep (every run's summary is in --output json)")
+    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise UsageError(f"--report {args.report}: not a directory")
     options = _options(args)
     demo = not args.paths
     with collector_paused():
@@ -828,15 +831,13 @@ def _checked(config: SchedulerConfig, path: str) -> SchedulerConfig:
     return config
 
 
-def _compare_report(directory: str, document: dict[str, Any], a: Any, b: Any) -> None:
+def _compare_report(directory: str, document: dict[str, Any], a: Outcome, b: Outcome) -> None:
     from kai_scheduler.sim.compare_html import write_comparison_report
 
-    path = Path(directory)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--report {directory}: not a directory")
+    assert a.timeline is not None and b.timeline is not None, "kept for the report"
     title = f"kai-scheduler simulate --compare {document['a']['config']} {document['b']['config']}"
     try:
-        write_comparison_report(path, document, a.timeline, b.timeline, title=title)
+        write_comparison_report(Path(directory), document, a.timeline, b.timeline, title=title)
     except OSError as error:
         raise UsageError(f"--report {directory}: {error.strerror or error}") from None
 

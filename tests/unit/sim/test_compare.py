@@ -210,3 +210,13 @@ def test_the_example_sweep_file_reads_on_the_demo() -> None:
     sweep = load_sweep(str(ROOT / "examples" / "what-if" / "sweep.yaml"), objects)
     assert sweep.base == "kai-default-config.yaml"
     assert len(sweep.variants) == 4
+
+
+def test_a_report_path_that_is_a_file_is_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests, config_a, config_b = write_inputs(tmp_path)
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    args = ["simulate", "--compare", str(config_a), str(config_b), str(manifests), "--report", str(taken)]
+    assert f"--report {taken}: not a directory" in run_error(args, capsys)
