@@ -171,6 +171,26 @@ def _fragmentation_and_evictions_plot(a: Timeline, b: Timeline) -> str:
 # --- the page ------------------------------------------------------------------------------------------
 
 
+def _queue_table(document: dict[str, Any]) -> str:
+    """Each leaf queue's time-weighted allocated GPUs and allocated / fair share in A and in B."""
+    a = {q["name"]: q for q in document["a"]["summary"]["queues"]}
+    b = {q["name"]: q for q in document["b"]["summary"]["queues"]}
+    rows = []
+    for name in list(a) + [n for n in b if n not in a]:
+        in_a, in_b = a.get(name, {}), b.get(name, {})
+        rows.append(
+            [
+                name,
+                number(in_a.get("allocatedGpu")),
+                number(in_b.get("allocatedGpu")),
+                number(in_a.get("allocatedOverFairShare")),
+                number(in_b.get("allocatedOverFairShare")),
+            ]
+        )
+    header = ["leaf queue", "allocated GPUs A", "allocated GPUs B", "allocated / fair share A", "... B"]
+    return _table(header, rows)
+
+
 def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str:
     a_name, b_name = document["a"]["config"], document["b"]["config"]
     labels = dict(FIGURES)
@@ -181,6 +201,7 @@ def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str
             for row in document["figures"]
         ],
     )
+    queues = _queue_table(document)
     groups = document["podGroups"]
     changed = groups["changed"]
     if changed:
@@ -225,6 +246,8 @@ def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str
         figures,
         "<p>Each run's numbers are defined as in a single run's report (docs/reports.md); summary.json has "
         "both runs' summaries, these differences and the pod groups below.</p>",
+        "<h2>Queues</h2>",
+        queues,
         group_part,
         "<h2>Over time</h2>",
         _image(_total_plot(a, b), "GPUs allocated and pods pending, A and B"),
