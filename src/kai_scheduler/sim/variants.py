@@ -19,7 +19,7 @@ from multiprocessing.context import BaseContext
 from typing import Any
 
 from kai_scheduler.api.objects import ApiObject, Queue
-from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.results import result_document
@@ -79,7 +79,10 @@ def run_variant(
 ) -> Outcome:
     """Run the input under the variant's configuration: its summary, pod groups' fates and timeline."""
     with collector_paused():
-        simulation = Simulation(with_queues(objects, variant.queues), variant.config, options)
+        try:
+            simulation = Simulation(with_queues(objects, variant.queues), variant.config, options)
+        except ConfigError as error:  # a configuration the input cannot run with (its shards, say)
+            raise ConfigError(f"{variant.label}: {error}") from None
     fair_shares = FairShareRecorder()
     simulation.observers.append(fair_shares)
     with fewer_collections():

@@ -220,3 +220,18 @@ def test_a_report_path_that_is_a_file_is_refused_before_any_run(
     taken.write_text("")
     args = ["simulate", "--compare", str(config_a), str(config_b), str(manifests), "--report", str(taken)]
     assert f"--report {taken}: not a directory" in run_error(args, capsys)
+
+
+def test_a_shards_unknown_plugin_is_a_one_line_error_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A shard's own configuration is read when the run starts (in a worker process): still one line.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "shards:\n- name: default\n- name: training\n  partitionLabelValue: training\n"
+        "  config: {tiers: [{plugins: [{name: binpackk}]}]}\n"
+    )
+    good = ROOT / "examples" / "node-pools-config.yaml"
+    manifests = ROOT / "examples" / "node-pools.yaml"
+    error = run_error(["simulate", "--compare", str(good), str(bad), str(manifests)], capsys)
+    assert f"{bad}: tiers: unknown plugin 'binpackk'" in error
