@@ -823,9 +823,11 @@ def _what_if(args: argparse.Namespace) -> int:
 
 
 def _checked(config: SchedulerConfig, path: str) -> SchedulerConfig:
-    """The configuration, its plugins and actions known (before any run starts)."""
+    """The configuration, its plugins and actions known, its shards' too (before any run starts)."""
+    from kai_scheduler.cluster.driver import check_config
+
     try:
-        Scheduler(config)
+        check_config(config)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
     return config

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.config import ConfigError, SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.cache import ClusterCache, build_snapshot
 from kai_scheduler.model.jobs import JobInfo
@@ -72,6 +72,12 @@ def job_order(config: SchedulerConfig, state: ClusterState, *, cycle: int, now: 
 
 
 def check_config(config: SchedulerConfig) -> None:
-    """The scheduler's own checks of a configuration (unknown plugins or actions, bad plugin arguments) as
-    a ConfigError, for an edge to run before any cycle (`simulate --sweep` checks every combination)."""
+    """The scheduler's own checks of a configuration and of each of its shards' (unknown plugins or
+    actions, bad plugin arguments) as a ConfigError, for an edge to run before any cycle (`simulate
+    --compare` and `--sweep` check every configuration before the first run)."""
     Scheduler(config)
+    for shard in config.shards:
+        try:
+            Scheduler(shard_config(config, shard.name))
+        except ConfigError as error:
+            raise ConfigError(f"shards[{config.shards.index(shard)}] ({shard.name}): {error}") from None

@@ -132,7 +132,7 @@ def _base(path: str, name: Any) -> tuple[str | None, dict[str, Any], tuple[str, 
         config = parse_config(document)
         check_config(config)
     except ConfigError as error:
-        raise ConfigError(f"{name}: {error}") from None
+        raise ConfigError(f"{path}: config: {name}: {error}") from None
     return name, config_document(config), tuple(f"{name}: {notice}" for notice in config.notices)
 
 

@@ -169,7 +169,10 @@ def run_variants(
         count, mp_context=_context(), initializer=_keep_input, initargs=(objects, options)
     ) as pool:
         futures = [pool.submit(_run_in_worker, variant, keep_timelines) for variant in variants]
-        for finished, _ in enumerate(as_completed(futures), start=1):
+        for finished, future in enumerate(as_completed(futures), start=1):
+            if future.exception() is not None:
+                pool.shutdown(cancel_futures=True)  # the runs not started yet would be in vain
+                future.result()
             if done is not None:
                 done(finished)
         return [future.result() for future in futures]

@@ -225,7 +225,7 @@ def test_a_report_path_that_is_a_file_is_refused_before_any_run(
 def test_a_shards_unknown_plugin_is_a_one_line_error_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A shard's own configuration is read when the run starts (in a worker process): still one line.
+    # A shard's own configuration is checked with the rest, before the runs.
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "shards:\n- name: default\n- name: training\n  partitionLabelValue: training\n"
@@ -234,4 +234,4 @@ def test_a_shards_unknown_plugin_is_a_one_line_error_naming_the_file(
     good = ROOT / "examples" / "node-pools-config.yaml"
     manifests = ROOT / "examples" / "node-pools.yaml"
     error = run_error(["simulate", "--compare", str(good), str(bad), str(manifests)], capsys)
-    assert f"{bad}: tiers: unknown plugin 'binpackk'" in error
+    assert f"{bad}: shards[1] (training): tiers: unknown plugin 'binpackk'" in error

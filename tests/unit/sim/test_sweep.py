@@ -318,3 +318,33 @@ def test_runs_done_is_one_line_on_a_terminal_and_gone_at_the_end() -> None:
     for done in (1, 2, 3):
         count(done)
     assert stream.getvalue() == "\r\033[K1 of 3 runs done\r\033[K2 of 3 runs done\r\033[K"
+
+
+def test_a_run_that_fails_in_a_worker_is_the_error_of_its_variant(tmp_path: Path) -> None:
+    from kai_scheduler.framework.config import SchedulerConfig, parse_config
+    from kai_scheduler.sim.variants import Variant
+
+    # Unchecked on purpose (the command checks every configuration first): the worker's error comes back.
+    bad = parse_config({"tiers": [{"plugins": [{"name": "binpackk"}]}]})
+    variants = [Variant("bad one", bad), *(Variant(f"good {i}", SchedulerConfig()) for i in range(3))]
+    objects = [entry.obj for entry in load_manifests([str(write(tmp_path / "in.yaml", reclaim_input()))])]
+    with pytest.raises(ConfigError, match=r"^bad one: tiers: unknown plugin 'binpackk'"):
+        run_variants(objects, variants, SimulationOptions(start=START), workers=2)
+
+
+def test_a_base_configuration_with_a_bad_shard_is_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "base.yaml").write_text(
+        "shards:\n- name: default\n- name: gpu\n  partitionLabelValue: gpu\n"
+        "  config: {actions: 'allocate, x'}\n"
+    )
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text("config: base.yaml\nvary: {period: [1s, 2s]}\n")
+    manifests = write(tmp_path / "input.yaml", reclaim_input())
+    assert main(["simulate", "--sweep", str(sweep_file), str(manifests)]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        f"kai-scheduler: error: {sweep_file}: config: base.yaml: shards[1] (gpu): "
+        "actions: unknown action 'x' (known: allocate, consolidation, preempt, reclaim, stalegangeviction)\n"
+    )
