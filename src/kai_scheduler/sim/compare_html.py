@@ -17,13 +17,14 @@ import numpy as np
 
 from kai_scheduler.sim.compare import FIGURES, fate_text, number, signed, start_text
 from kai_scheduler.sim.report_html import (
-    MAX_QUEUE_PANELS,
     _figure,
     _image,
     _png,
     _steps,
     _table,
     _time_unit,
+    busiest_queues,
+    queue_panels,
 )
 from kai_scheduler.sim.summary import completion_times, waits
 from kai_scheduler.sim.timeline import FloatArray, Timeline
@@ -84,13 +85,10 @@ def _queue_plot(a: Timeline, b: Timeline) -> str:
     end = max(a.end, b.end)
     scale, unit = _time_unit(end)
     queues = [q for q in a.leaf_queues if q in b.allocated]
-    if len(queues) > MAX_QUEUE_PANELS:
-        weight = {q: float(a.allocated[q].sum()) + float(b.allocated[q].sum()) for q in queues}
-        keep = set(sorted(queues, key=lambda q: -weight[q])[:MAX_QUEUE_PANELS])
-        queues = [q for q in queues if q in keep]
-    columns = 3 if len(queues) > 4 else max(1, min(2, len(queues)))
-    rows = max(1, -(-len(queues) // columns))
-    figure, axes = _figure(rows, columns, height=2.4)
+    queues = busiest_queues(
+        queues, {q: float(a.allocated[q].sum()) + float(b.allocated[q].sum()) for q in queues}
+    )
+    figure, axes = queue_panels(len(queues))
     for i, axis in enumerate(axes.flat):
         if i >= len(queues):
             axis.set_visible(False)

@@ -97,21 +97,34 @@ def _busiest(timeline: Timeline, series: dict[str, FloatArray], times: FloatArra
     return [q for q in timeline.queues if q in chosen]
 
 
+def busiest_queues(queues: list[str], weight: dict[str, float]) -> list[str]:
+    """The MAX_QUEUE_PANELS queues of the largest weight, in their order (all of them when fewer)."""
+    if len(queues) <= MAX_QUEUE_PANELS:
+        return queues
+    keep = set(sorted(queues, key=lambda q: -weight[q])[:MAX_QUEUE_PANELS])
+    return [q for q in queues if q in keep]
+
+
+def queue_panels(count: int) -> tuple[Any, Any]:
+    """A figure with a grid of `count` queue panels (3 a row beyond 4, else up to 2)."""
+    columns = 3 if count > 4 else max(1, min(2, count))
+    rows = max(1, -(-count // columns))
+    return _figure(rows, columns, height=2.4)
+
+
 def _allocation_plot(timeline: Timeline) -> str:
     scale, unit = _time_unit(timeline.end)
     shares = timeline.fair_share
     both = {q: timeline.allocated[q] for q in timeline.leaf_queues}
     queues = [q for q in timeline.leaf_queues if q in both]
-    if len(queues) > MAX_QUEUE_PANELS:
-        weight = {
+    queues = busiest_queues(
+        queues,
+        {
             q: float(timeline.allocated[q].sum()) + float(shares[q].sum() if shares[q].size else 0.0)
             for q in queues
-        }
-        keep = set(sorted(queues, key=lambda q: -weight[q])[:MAX_QUEUE_PANELS])
-        queues = [q for q in queues if q in keep]
-    columns = 3 if len(queues) > 4 else max(1, min(2, len(queues)))
-    rows = max(1, -(-len(queues) // columns))
-    figure, axes = _figure(rows, columns, height=2.4)
+        },
+    )
+    figure, axes = queue_panels(len(queues))
     for i, axis in enumerate(axes.flat):
         if i >= len(queues):
             axis.set_visible(False)
