@@ -7,23 +7,10 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler import cli
 from kai_scheduler.cli import main
 from kai_scheduler.k8s.admission.review import VALIDATE_POD_PATH
 from kai_scheduler.k8s.admission.server import webhook_routes
 from kai_scheduler.k8s.components import RunOptions
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
-    seen: list[RunOptions] = []
-
-    async def record(options: RunOptions, client: Any) -> None:
-        seen.append(options)
-
-    monkeypatch.setattr(cli, "_client", lambda kubeconfig: object())
-    monkeypatch.setattr(cli, "_until_signalled", record)
-    return seen
 
 
 def review(annotations: dict[str, str]) -> dict[str, Any]:

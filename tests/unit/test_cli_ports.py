@@ -9,24 +9,10 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler import cli
 from kai_scheduler.cli import main
 from kai_scheduler.k8s.components import RunOptions
 
 PORT_FLAGS = {"--metrics-port": "metrics_port", "--plugin-server-port": "plugin_server_port"}
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
-    """The options `run` would start the components with (nothing connects)."""
-    seen: list[RunOptions] = []
-
-    async def record(options: RunOptions, client: Any) -> None:
-        seen.append(options)
-
-    monkeypatch.setattr(cli, "_client", lambda kubeconfig: object())
-    monkeypatch.setattr(cli, "_until_signalled", record)
-    return seen
 
 
 def test_the_defaults_are_kais(started: list[RunOptions]) -> None:

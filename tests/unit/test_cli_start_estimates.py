@@ -3,27 +3,11 @@ PodGroups (default 30s; 0 turns them off); a bad value is one line and exit 2, b
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from kai_scheduler import cli
 from kai_scheduler.cli import main
 from kai_scheduler.k8s.components import RunOptions
 from kai_scheduler.sim.estimates import estimate_starts
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
-    """The options `run` would start the components with (nothing connects)."""
-    seen: list[RunOptions] = []
-
-    async def record(options: RunOptions, client: Any) -> None:
-        seen.append(options)
-
-    monkeypatch.setattr(cli, "_client", lambda kubeconfig: object())
-    monkeypatch.setattr(cli, "_until_signalled", record)
-    return seen
 
 
 def test_estimates_run_every_30s_by_default(started: list[RunOptions]) -> None:
