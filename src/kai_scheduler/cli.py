@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from kai_scheduler.k8s.admission.self_signed import SelfSignedTLS
     from kai_scheduler.k8s.binder.reservations import GpuReservation
     from kai_scheduler.k8s.components import RunOptions
+    from kai_scheduler.k8s.runtime.leader import LeaseTiming
     from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
     from kai_scheduler.sim.variants import Outcome
 
@@ -222,7 +223,29 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
     )
-    run.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
+    election = run.add_argument_group("leader election (as Kubernetes components' flags)")
+    election.add_argument("--leader-elect", action="store_true", help="work only while holding the Lease")
+    election.add_argument(
+        "--identity", metavar="NAME", help="this replica's name in the Leases (default: host_pid_random)"
+    )
+    election.add_argument(
+        "--leader-elect-lease-duration",
+        default="15s",
+        metavar="DURATION",
+        help="how long a lease not renewed keeps others waiting (a dead leader's successor waits this long)",
+    )
+    election.add_argument(
+        "--leader-elect-renew-deadline",
+        default="10s",
+        metavar="DURATION",
+        help="how long a leader goes on while its renewals fail; below the lease duration",
+    )
+    election.add_argument(
+        "--leader-elect-retry-period",
+        default="2s",
+        metavar="DURATION",
+        help="how often candidates try to take, and the leader to renew, the lease; below the renew deadline",
+    )
     logs = run.add_argument_group("logs (stderr)")
     logs.add_argument(
         "--log-level",
@@ -510,6 +533,8 @@ def _run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         scheduler_name=args.scheduler_name,
         leader_elect=args.leader_elect,
+        identity=args.identity,
+        lease_timing=_lease_timing(args),
         metrics_port=_port("--metrics-port", args.metrics_port),
         webhook_port=_port("--webhook-port", args.webhook_port),
         tls_cert_dir=args.tls_cert_dir,
@@ -580,6 +605,30 @@ def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> tuple
         return shard_config(config, name), shard_partition(config, name)
     except ConfigError as error:
         raise UsageError(f"--shard: {error} in {path or 'the default configuration'}") from None
+
+
+def _lease_timing(args: argparse.Namespace) -> LeaseTiming:
+    """The three `--leader-elect-*` durations; each must be positive, and retry < renew < lease."""
+    from kai_scheduler.k8s.runtime.leader import LeaseTiming
+
+    seconds: dict[str, float] = {}
+    for name in ("lease_duration", "renew_deadline", "retry_period"):
+        flag = "--leader-elect-" + name.replace("_", "-")
+        value = getattr(args, f"leader_elect_{name}")
+        try:
+            seconds[name] = parse_duration(value)
+        except ValueError as error:
+            raise UsageError(f"{flag}: {error}") from None
+        if seconds[name] <= 0:
+            raise UsageError(f"{flag}: {value!r} is not a positive duration")
+    try:
+        return LeaseTiming(**seconds)
+    except ValueError:
+        raise UsageError(
+            "--leader-elect-retry-period, --leader-elect-renew-deadline, --leader-elect-lease-duration: "
+            f"each must be shorter than the next, got {args.leader_elect_retry_period}, "
+            f"{args.leader_elect_renew_deadline}, {args.leader_elect_lease_duration}"
+        ) from None
 
 
 def _port(flag: str, port: int) -> int:

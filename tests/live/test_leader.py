@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.client import LEASES
-from kai_scheduler.k8s.runtime.leader import LeaderElector, micro_time, while_leading
+from kai_scheduler.k8s.runtime.leader import LeaderElector, LeaseTiming, micro_time, while_leading
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 MakeClient = Callable[..., LightkubeClient]
-FAST = {"lease_duration": 0.8, "renew_deadline": 0.5, "retry_period": 0.05}
+FAST = LeaseTiming(lease_duration=0.8, renew_deadline=0.5, retry_period=0.05)
 
 
 def holder(server: FakeApiServer) -> str:
@@ -26,8 +27,8 @@ def holder(server: FakeApiServer) -> str:
 def test_one_leader_release_and_takeover(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
         async with make_client() as client:
-            a = LeaderElector(client, namespace="default", identity="a", **FAST)
-            b = LeaderElector(client, namespace="default", identity="b", **FAST)
+            a = LeaderElector(client, namespace="default", identity="a", timing=FAST)
+            b = LeaderElector(client, namespace="default", identity="b", timing=FAST)
             stop_a, stop_b = asyncio.Event(), asyncio.Event()
             task_a = asyncio.create_task(a.run(stop_a))
             await asyncio.wait_for(a.is_leader.wait(), 3)
@@ -50,8 +51,8 @@ def test_one_leader_release_and_takeover(make_client: MakeClient, server: FakeAp
 def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
         async with make_client() as client:
-            a = LeaderElector(client, namespace="default", identity="a", release_on_stop=False, **FAST)
-            b = LeaderElector(client, namespace="default", identity="b", **FAST)
+            a = LeaderElector(client, namespace="default", identity="a", release_on_stop=False, timing=FAST)
+            b = LeaderElector(client, namespace="default", identity="b", timing=FAST)
             stop_a, stop_b = asyncio.Event(), asyncio.Event()
             task_a = asyncio.create_task(a.run(stop_a))
             await asyncio.wait_for(a.is_leader.wait(), 3)
@@ -74,6 +75,52 @@ def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: F
     assert holder(server) == "intruder"  # b did not release what it no longer holds
 
 
+class SteppedElector(LeaderElector):
+    """An elector on a clock of its own: each wait moves the clock on by the time waited (and is noted),
+    so the moment it takes the lease over is exact, whatever the machine's speed."""
+
+    def __init__(self, client: LightkubeClient, **kwargs: Any) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+        super().__init__(client, monotonic=lambda: self.now, **kwargs)
+
+    async def _sleep(self, seconds: float, stop: asyncio.Event) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+        if self.is_leader.is_set():
+            stop.set()
+
+
+def test_a_dead_leaders_successor_takes_over_when_the_lease_expires(
+    make_client: MakeClient, server: FakeApiServer
+) -> None:
+    # The leader died after its last renewal: the lease stays as it left it. Retrying every 2 s, the
+    # candidate would take it 16 s after first seeing it; it tries again at the expiry itself, 15 s.
+    server.store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "kai-scheduler", "namespace": "default"},
+            "spec": {
+                "holderIdentity": "dead",
+                "leaseDurationSeconds": 15,
+                "renewTime": micro_time(time.time()),
+            },
+        }
+    )
+
+    async def body() -> list[float]:
+        async with make_client() as client:
+            candidate = SteppedElector(client, namespace="default", identity="next", timing=LeaseTiming())
+            await candidate.run(asyncio.Event())
+            assert candidate.transitions == 1
+            return candidate.waits
+
+    waits = run(body())
+    assert waits == [2.0] * 7 + [1.0, 2.0]  # held 7 tries, then the expiry; the last wait is a renewal's
+    assert holder(server) == ""  # released on stop
+
+
 def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
     store = server.store
     store.create(node_manifest("n1"))
@@ -82,7 +129,7 @@ def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
 
     async def body() -> None:
         client = LightkubeClient.from_url(server.url)
-        elector = LeaderElector(client, namespace="default", identity="me", **FAST)
+        elector = LeaderElector(client, namespace="default", identity="me", timing=FAST)
         async with Live(server, binder=False, loop=False, leading=elector.leading) as live:
             stop = asyncio.Event()
             # The loop runs during each term the elector holds; here it holds none yet.

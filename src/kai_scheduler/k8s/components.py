@@ -35,7 +35,7 @@ from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
 from kai_scheduler.k8s.runtime.client import KubeClient
 from kai_scheduler.k8s.runtime.http_server import MetricsServer
 from kai_scheduler.k8s.runtime.informers import CONTROLLER_KINDS, SCHEDULER_KINDS, InformerSet
-from kai_scheduler.k8s.runtime.leader import LeaderElector, lead
+from kai_scheduler.k8s.runtime.leader import LeaderElector, LeaseTiming, lead
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scaleadjuster.controller import SCALE_ADJUSTER_KINDS, ScaleAdjuster
@@ -81,6 +81,7 @@ class RunOptions:
     leader_elect: bool = False
     identity: str | None = None  # this process's name in the Leases (default: host, pid and a random part)
     lease_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "kai-scheduler"))
+    lease_timing: LeaseTiming = field(default_factory=LeaseTiming)
     metrics_port: int = 8080  # /metrics, /healthz, /readyz; 0: none
     webhook_port: int = 9443
     tls_cert_dir: str | None = None
@@ -200,6 +201,8 @@ async def _scheduler(
         binder=binder,
         leader_election=options.leader_elect,
         lease_namespace=options.lease_namespace,
+        identity=options.identity,
+        lease_timing=options.lease_timing,
         metrics=SchedulerMetrics(registry, node_pool=partition.pool),
         ready=synced,
         # KAI's scheduler of a shard with a partition value elects its leader as `<scheduler>-<value>`.
@@ -231,6 +234,7 @@ async def run_live(
     lease_name: str = "kai-scheduler",
     lease_namespace: str = "kai-scheduler",
     identity: str | None = None,
+    lease_timing: LeaseTiming = LeaseTiming(),  # noqa: B008 (frozen, so shared safely)
     namespace: str | None = None,
     metrics: SchedulerMetrics | None = None,
     node_pool: str = "default",
@@ -259,7 +263,9 @@ async def run_live(
     own_informers = informers is None
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
-    elector = LeaderElector(client, lease_name, lease_namespace, identity) if leader_election else None
+    elector = None
+    if leader_election:
+        elector = LeaderElector(client, lease_name, lease_namespace, identity, timing=lease_timing)
     serve_plugins = plugin_server_port != 0 and bool(endpoint_paths(config))
     loop = SchedulerLoop(
         client,
@@ -335,7 +341,9 @@ async def _leading(
     component's Lease (the informers keep their caches warm in between)."""
     elector = None
     if options.leader_elect:
-        elector = LeaderElector(client, LEASES[component], options.lease_namespace, options.identity)
+        elector = LeaderElector(
+            client, LEASES[component], options.lease_namespace, options.identity, timing=options.lease_timing
+        )
     await lead(elector, work, stop)
 
 

@@ -9,6 +9,10 @@ is a replace with the Lease's resourceVersion, so of two candidates only one win
 renewal meets a conflict (someone else holds the lease now), or when renewals have failed for
 `renew_deadline` seconds (the API server is unreachable: another candidate may take over soon after).
 On stop, a leader releases the lease (empties the holder) so that a successor need not wait it out.
+
+A candidate that finds the lease held tries again after `retry_period`, or at the moment the lease would
+expire if that is sooner: after a leader dies, its successor takes over once the lease has expired by its
+own clock, not up to a retry period later (client-go retries on its period only, with jitter).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 
@@ -28,6 +33,23 @@ from kai_scheduler.k8s.runtime.client import LEASES, ApiStatusError, JsonObject,
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 
 log = logging.getLogger(__name__)
+
+
+TIMING_ORDER = "leader election needs 0 < retry_period < renew_deadline < lease_duration"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTiming:
+    """client-go's three durations of leader election, in seconds. The defaults are KAI's (its controllers
+    keep controller-runtime's 15 s / 10 s / 2 s; its scheduler retries every 5 s)."""
+
+    lease_duration: float = 15.0  # how long a lease not renewed stays held
+    renew_deadline: float = 10.0  # how long a leader keeps leading while its renewals fail
+    retry_period: float = 2.0  # how often candidates try to take, and leaders to renew, the lease
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(TIMING_ORDER)
 
 
 class Attempt(Enum):
@@ -56,22 +78,18 @@ class LeaderElector:
         namespace: str = "kai-scheduler",
         identity: str | None = None,
         *,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        timing: LeaseTiming = LeaseTiming(),
         release_on_stop: bool = True,
         wall: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not retry_period < renew_deadline < lease_duration:
-            raise ValueError("leader election needs retry_period < renew_deadline < lease_duration")
         self.client = client
         self.name = name
         self.namespace = namespace
         self.identity = identity or default_identity()
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
+        self.lease_duration = timing.lease_duration
+        self.renew_deadline = timing.renew_deadline
+        self.retry_period = timing.retry_period
         self.release_on_stop = release_on_stop
         self.wall = wall
         self.monotonic = monotonic
@@ -80,6 +98,7 @@ class LeaderElector:
         self.transitions = 0  # times this candidate became leader
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
+        self._expires_at = 0.0  # when the lease held by another expires (monotonic), if not renewed
         self._acquired_at: str | None = None
 
     # --- one attempt -----------------------------------------------------------------------------
@@ -131,7 +150,8 @@ class LeaderElector:
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.identity:
             duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-            if self.monotonic() < self._observed_at + duration:
+            self._expires_at = self._observed_at + duration
+            if self.monotonic() < self._expires_at:
                 return Attempt.HELD
         lease["spec"] = self._spec(spec)
         try:
@@ -183,6 +203,12 @@ class LeaderElector:
         """Whether this candidate holds the lease now."""
         return self.is_leader.is_set()
 
+    def _next_try(self, attempt: Attempt) -> float:
+        """Seconds to the next attempt: the retry period, or less when a held lease expires sooner."""
+        if attempt is not Attempt.HELD:
+            return self.retry_period
+        return min(self.retry_period, max(0.0, self._expires_at - self.monotonic()))
+
     async def run(self, stop: asyncio.Event) -> None:
         """Campaign, then renew, until `stop` is set; then release the lease if held."""
         last_renewal = self.monotonic()
@@ -200,7 +226,7 @@ class LeaderElector:
                         self._lose(f"held by {self.holder}" if attempt is Attempt.HELD else "conflict")
                     elif self.monotonic() - last_renewal > self.renew_deadline:
                         self._lose("renewals failed past the deadline")
-                await self._sleep(self.retry_period, stop)
+                await self._sleep(self._next_try(attempt), stop)
         finally:
             was_leader = self.is_leader.is_set()
             self.is_leader.clear()
@@ -255,6 +281,7 @@ async def lead(
 __all__ = [
     "Attempt",
     "LeaderElector",
+    "LeaseTiming",
     "default_identity",
     "lead",
     "micro_time",
