@@ -87,7 +87,9 @@ class Consolidation(VictimAction):
         if self._unindexed is not None:
             self._index(session, self._unindexed)
             self._unindexed = None
-        victims = self._closest_to_room_first(session, job, tasks)
+
+        def victims() -> Iterator[VictimUnit]:
+            return self._closest_to_room_first(session, job, tasks)
 
         def reason(victim: TaskInfo) -> str:
             return f"consolidated to make room for {job.key} (queue {job.queue})"

@@ -8,9 +8,9 @@ at its limit). The victim solver does the search (see `victims`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from kai_scheduler.actions.victim_order import order_victims
+from kai_scheduler.actions.victim_order import VictimUnit, order_victims
 from kai_scheduler.actions.victim_scenarios import Scenario
 from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.actions.victims import VictimAction
@@ -38,7 +38,9 @@ class Preempt(VictimAction):
         ]
         if not heap:
             return False
-        victims = order_victims(session, self.name, job, tasks, {job.queue: heap})
+
+        def victims() -> Iterator[VictimUnit]:
+            return order_victims(session, self.name, job, tasks, {job.queue: heap})
 
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"

@@ -43,8 +43,10 @@ class Reclaim(VictimAction):
         ]
         if not allowed:
             return False
-        victims: Iterable[VictimUnit]
-        if len(tasks) == 1:
+
+        def victims() -> Iterable[VictimUnit]:
+            if len(tasks) > 1:
+                return order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
             # The order depends on the preemptor only through its queue (minimum runtimes), the nodes it
             # may use and the queues it may take from: jobs alike share it (see SharedVictims).
             key = (job.queue, session.usable_nodes(tasks).tobytes(), tuple(allowed))
@@ -52,9 +54,7 @@ class Reclaim(VictimAction):
             if shared is None:
                 order = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
                 shared = self.shared_orders[key] = SharedVictims(order)
-            victims = shared
-        else:
-            victims = order_victims(session, self.name, job, tasks, self.heaps(session, allowed, tasks))
+            return shared
 
         def fair(preemptor: JobInfo, taken: Sequence[TaskInfo]) -> bool:
             return all(check(preemptor, request, taken) for check in session.points.reclaim_validators)

@@ -11,7 +11,7 @@ what the preemptor asks for, and at most MAX_SCENARIOS are simulated per preempt
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from kai_scheduler.actions.victim_scenarios import Outcome, Scenario, simulate, 
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.disruption import DisruptionBudgets
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.resources import EPSILON
@@ -34,11 +35,17 @@ MAX_SCENARIOS = 64
 ALTERNATIVES = 8
 
 
-def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+def solve(session: Session, scenario: Scenario, victims: Callable[[], Iterable[VictimUnit]]) -> bool:
     """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
+    `victims()` gives the victim order (called again for a second search).
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
-    the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated."""
+    the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated.
+
+    Where PodDisruptionBudgets cover candidate victims, the search first passes over the units that would
+    take a budget beyond what it allows (best effort, as kube-scheduler's preemption); only when that finds
+    nothing does it search the whole order, and the evictions beyond a budget say so (`Statement.commit`).
+    Units are whole gangs or single pods above a job's minimum, so a gang is never left half evicted."""
     for hook in session.points.on_solution_start:
         hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
@@ -46,11 +53,40 @@ def solve(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -
         # The cluster is not the one the replays were recorded on, nor will it be for the next preemptor.
         scenario = replace(scenario, replays=None)
     search = _search_by_node if scenario.by_node and len(scenario.tasks) == 1 else _search
-    if search(session, scenario, victims):
+    budgets = session.snapshot.disruption_budgets
+    within = WithinBudgets(budgets, victims()) if budgets is not None else None
+    if search(session, scenario, within if within is not None else victims()):
+        return True
+    if within is not None and within.passed_over and search(session, scenario, victims()):
         return True
     for task in released:
         session.state.restore_reservation(task)
     return False
+
+
+class WithinBudgets:
+    """The victim units, in order, that keep every PodDisruptionBudget within what it still allows,
+    counting the units handed out before them (a prefix of the order is what a scenario evicts at most);
+    the others are passed over (`passed_over` says whether any was)."""
+
+    def __init__(self, budgets: DisruptionBudgets, units: Iterable[VictimUnit]) -> None:
+        self.budgets = budgets
+        self.units = units
+        self.passed_over = False
+
+    def __iter__(self) -> Iterator[VictimUnit]:
+        remaining = self.budgets.remaining()
+        for unit in self.units:
+            needs: dict[int, int] = {}
+            for task in unit.tasks:
+                for index in self.budgets.covers(task.key):
+                    needs[index] = needs.get(index, 0) + 1
+            if any(count > remaining[index] for index, count in needs.items()):
+                self.passed_over = True
+                continue
+            for index, count in needs.items():
+                remaining[index] -= count
+            yield unit
 
 
 def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:

@@ -42,6 +42,7 @@ from kai_scheduler.api.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     PriorityClass,
     Queue,
@@ -71,11 +72,20 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("v1", "PersistentVolumeClaim"): PersistentVolumeClaim,
     ("v1", "PersistentVolume"): PersistentVolume,
     ("storage.k8s.io/v1", "StorageClass"): StorageClass,
+    ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 
 _NAMESPACED_KINDS = frozenset(
-    {"Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate", "ConfigMap", "PersistentVolumeClaim"}
+    {
+        "Pod",
+        "PodGroup",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "PodDisruptionBudget",
+    }
 )
 _EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_KINDS)
 
@@ -83,6 +93,7 @@ _EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_K
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 _UNSIGNED = re.compile(r"\d+", re.ASCII)
+_PERCENT = re.compile(r"\d+%", re.ASCII)
 
 _SHARED_GPU_ANNOTATIONS = (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
 _SIMULATION_DURATIONS = (c.SIM_ARRIVAL_ANNOTATION, c.SIM_DURATION_ANNOTATION)
@@ -302,6 +313,19 @@ def _check_object(obj: ApiObject) -> None:
         _check_resource_slice(obj)
     elif isinstance(obj, DeviceClass):
         check_selectors("spec.selectors", obj.spec.selectors)
+    elif isinstance(obj, PodDisruptionBudget):
+        _check_disruption_budget(obj)
+
+
+def _check_disruption_budget(budget: PodDisruptionBudget) -> None:
+    spec = budget.spec
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        raise InvalidField("spec", "minAvailable and maxUnavailable cannot be both set")
+    for field, value in (("minAvailable", spec.min_available), ("maxUnavailable", spec.max_unavailable)):
+        if isinstance(value, str) and not _PERCENT.fullmatch(value):
+            raise InvalidField(f"spec.{field}", f"must be a count or a percentage ('50%'), got {value!r}")
+        if isinstance(value, int) and value < 0:
+            raise InvalidField(f"spec.{field}", f"must not be negative, got {value}")
 
 
 def _check_simulation_annotations(metadata: ObjectMeta) -> None:

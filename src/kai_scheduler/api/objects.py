@@ -58,6 +58,7 @@ class ObjectMeta(K8sModel):
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
     owner_references: list[OwnerReference] = Field(default_factory=list)
+    generation: int = 0
 
 
 # --- selectors, affinity, taints ----------------------------------------------------------------
@@ -740,5 +741,35 @@ class StorageClass(K8sModel):
     allowed_topologies: list[TopologySelectorTerm] = Field(default_factory=list)
 
 
+# --- disruption budgets (policy/v1) -------------------------------------------------------------
+
+IntOrPercent = int | str
+"""An IntOrString of a PodDisruptionBudget: a count, or a percentage such as `"50%"`."""
+
+
+class PodDisruptionBudgetSpec(K8sModel):
+    # None selects nothing; an empty selector selects every pod of the namespace (policy/v1).
+    selector: LabelSelector | None = None
+    min_available: IntOrPercent | None = None
+    max_unavailable: IntOrPercent | None = None
+
+
+class PodDisruptionBudgetStatus(K8sModel):
+    observed_generation: int = 0
+    disruptions_allowed: int | None = None
+
+
+class PodDisruptionBudget(Namespaced):
+    """What the victim search reads of a budget: which pods it covers and how many of them may go."""
+
+    api_version: Literal["policy/v1"] = "policy/v1"
+    kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
+    metadata: ObjectMeta
+    spec: PodDisruptionBudgetSpec = Field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus | None = None
+
+
 StorageObject = ConfigMap | PersistentVolumeClaim | PersistentVolume | StorageClass
-ApiObject = Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject | StorageObject
+ApiObject = (
+    Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject | StorageObject | PodDisruptionBudget
+)

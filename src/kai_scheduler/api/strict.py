@@ -42,7 +42,6 @@ _OBJECT_META = (
     "generateName",
     "selfLink",
     "resourceVersion",
-    "generation",
     "deletionGracePeriodSeconds",
     "finalizers",
     "managedFields",
@@ -50,6 +49,14 @@ _OBJECT_META = (
 IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
     o.ObjectMeta: _OBJECT_META,
     o.OwnerReference: ("blockOwnerDeletion",),
+    o.PodDisruptionBudgetSpec: ("unhealthyPodEvictionPolicy",),
+    o.PodDisruptionBudgetStatus: (
+        "disruptedPods",
+        "currentHealthy",
+        "desiredHealthy",
+        "expectedPods",
+        "conditions",
+    ),
     o.PodAffinityTerm: ("matchLabelKeys", "mismatchLabelKeys"),
     o.Taint: ("timeAdded",),
     o.NodeSpec: ("podCIDR", "podCIDRs", "providerID", "configSource", "externalID"),

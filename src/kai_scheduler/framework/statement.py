@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from kai_scheduler.framework.decisions import Decision, DecisionType
+from kai_scheduler.model.disruption import beyond_note
 from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ class Statement:
         nodes = self._session.snapshot.nodes
         kept = {id(op.task) for op in self._operations if op.type == "keep"}
         taken_ids = self._session.snapshot.existing_gpu_groups
+        budgets = self._session.snapshot.disruption_budgets
         decisions = []
         for op in self._operations:
             if op.type == "keep" or (op.type == "evict" and id(op.task) in kept):
@@ -144,6 +146,9 @@ class Statement:
                 # Handed out for good: not to another pod this cycle, even once this one leaves the GPU.
                 taken_ids.update(op.gpu_groups)
             decision_type: DecisionType = op.type
+            reason = op.reason
+            if op.type == "evict" and budgets is not None:
+                reason += beyond_note(budgets.disrupt(op.task.key))
             decisions.append(
                 Decision(
                     self._action,
@@ -151,7 +156,7 @@ class Statement:
                     op.task.key,
                     nodes.names[op.node],
                     op.gpu_groups,
-                    op.reason,
+                    reason,
                     for_job=self._for_job,
                 )
             )

@@ -35,6 +35,7 @@ from kai_scheduler.api.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     Queue,
     ResourceClaim,
     ResourceSlice,
@@ -56,6 +57,7 @@ from kai_scheduler.model.builder import (
     task_status,
     waiting_reason,
 )
+from kai_scheduler.model.disruption import DisruptionBudgets
 from kai_scheduler.model.dra_cache import Derived, DraInputs
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
@@ -104,6 +106,7 @@ class ClusterCache:
         self._storage_objects: tuple[
             list[ConfigMap], list[PersistentVolumeClaim], list[PersistentVolume], list[StorageClass]
         ] = ([], [], [], [])
+        self._disruption_budgets: list[PodDisruptionBudget] = []
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
         # PodGroups backed off on their pool (`model.backoff`): not scheduled, their pods not ours.
@@ -157,6 +160,7 @@ class ClusterCache:
         cache.set_storage(
             state.config_maps, state.persistent_volume_claims, state.persistent_volumes, state.storage_classes
         )
+        cache.set_disruption_budgets(state.disruption_budgets)
         for group in state.pod_groups:
             cache.upsert_pod_group(group)
         for pod in state.pods:
@@ -180,6 +184,11 @@ class ClusterCache:
         them (`model.storage`), each session afresh."""
         self._storage_objects = (list(config_maps), list(claims), list(volumes), list(classes))
         self._storage = Storage.of(config_maps, claims, volumes, classes)
+
+    def set_disruption_budgets(self, budgets: Sequence[PodDisruptionBudget]) -> None:
+        """PodDisruptionBudgets, all of them. Like storage, no job is made of them: each snapshot matches
+        them with the pods afresh (`model.disruption`), and only when there are any."""
+        self._disruption_budgets = list(budgets)
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         partition = self.partition
@@ -521,6 +530,11 @@ class ClusterCache:
             dra=self._dra.snapshot(self._table, self._job_of_pod) if self._dra.active else None,
             storage=self._storage,
             node_pool=self.partition.pool if self.partition is not None else DEFAULT_NODE_POOL,
+            disruption_budgets=(
+                DisruptionBudgets.of(self._disruption_budgets, self._pods.values())
+                if self._disruption_budgets
+                else None
+            ),
         )
         return snapshot
 
@@ -596,6 +610,7 @@ class ClusterCache:
             persistent_volume_claims=self._storage_objects[1],
             persistent_volumes=self._storage_objects[2],
             storage_classes=self._storage_objects[3],
+            disruption_budgets=list(self._disruption_budgets),
         )
 
     def claim(self, key: str) -> ResourceClaim | None:

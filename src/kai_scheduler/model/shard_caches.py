@@ -16,6 +16,7 @@ from kai_scheduler.api.objects import (
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
+    PodDisruptionBudget,
     Queue,
     ResourceClaim,
     ResourceSlice,
@@ -86,6 +87,11 @@ class ShardedCache(ClusterCache):
         super().set_storage(config_maps, claims, volumes, classes)
         for cache in self.shards.values():
             cache.set_storage(config_maps, claims, volumes, classes)
+
+    def set_disruption_budgets(self, budgets: Sequence[PodDisruptionBudget]) -> None:
+        super().set_disruption_budgets(budgets)
+        for cache in self.shards.values():
+            cache.set_disruption_budgets(budgets)
 
     def upsert_claim(self, claim: ResourceClaim) -> None:
         super().upsert_claim(claim)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kai_scheduler.api.objects import (
     ConfigMap,
@@ -18,6 +19,7 @@ from kai_scheduler.api.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     Queue,
     ResourceClaim,
@@ -32,6 +34,9 @@ from kai_scheduler.model.queues import QueueTree
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree
+
+if TYPE_CHECKING:
+    from kai_scheduler.model.disruption import DisruptionBudgets
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,8 @@ class ClusterState:
     persistent_volume_claims: Sequence[PersistentVolumeClaim] = ()
     persistent_volumes: Sequence[PersistentVolume] = ()
     storage_classes: Sequence[StorageClass] = ()
+    # PodDisruptionBudgets: the victim search prefers victims they let go (`model.disruption`).
+    disruption_budgets: Sequence[PodDisruptionBudget] = ()
 
 
 @dataclass(eq=False)
@@ -128,6 +135,9 @@ class ClusterSnapshot:
     # messages give it (`model.partition.pool_of`).
     storage: Storage = field(default_factory=Storage)
     node_pool: str = "default"
+    # The budgets that cover some running pod, with what this cycle's evictions took of them; None when
+    # no budget covers any (the usual cluster: the victim search is then exactly KAI's).
+    disruption_budgets: DisruptionBudgets | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

@@ -55,7 +55,8 @@ DEFAULT_PRIORITY_CLASS = "kai-snapshot-default-priority"
 
 def export_state(state: ClusterState, *, origin: datetime, now: float) -> list[JsonDict]:
     """The state's objects as manifests (see the module doc), in the order a `kind: List` should hold
-    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects and ConfigMaps, then
+    them: PriorityClasses, Topologies, Queues, Nodes, DRA objects, storage objects, ConfigMaps and
+    PodDisruptionBudgets, then
     PodGroups and Pods by creation rank."""
     return [dump(obj) for obj in export_objects(state, origin=origin, now=now)]
 
@@ -71,6 +72,7 @@ def export_objects(state: ClusterState, *, origin: datetime, now: float) -> list
     items += [*state.device_classes, *state.resource_slices, *state.resource_claims]
     items += [*state.storage_classes, *state.persistent_volumes, *state.persistent_volume_claims]
     items += state.config_maps
+    items += state.disruption_budgets
     ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]

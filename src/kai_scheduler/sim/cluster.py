@@ -19,6 +19,7 @@ from kai_scheduler.api.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     PriorityClass,
     Queue,
@@ -474,6 +475,7 @@ def build_cluster(
             seconds_since(annotations.get(c.STALE_PODGROUP_TIMESTAMP_ANNOTATION), start),
         )
         cluster.cache.set_job_times(pod_group.key, times)
+    cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])
     cluster.workloads = workloads
     cluster.claim_templates, cluster.claims_taken = templates, taken
     return cluster
