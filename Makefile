@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(BIN)/kai-scheduler simulate
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -rs
 
 # SCALE_ARGS: options of benchmarks/scale.py, e.g. SCALE_ARGS=--quick; FRAGMENTATION_ARGS: options of
 # benchmarks/fragmentation.py, e.g. FRAGMENTATION_ARGS=--quick (the full run replays 750 times).
