@@ -31,6 +31,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 	$(BIN)/python benchmarks/live.py
+	$(BIN)/python benchmarks/failover.py
 	$(BIN)/python benchmarks/report.py
 	$(BIN)/python benchmarks/fragmentation.py $(FRAGMENTATION_ARGS)
 

@@ -5,7 +5,8 @@
 Reads the keys `scale`, `command` and `openb` (written by `scale.py`) and `live` (written by `live.py`),
 each with its `before` (the session's starting commit) and `after` (this checkout) figures, and writes
 the issue's table (measure, before, after, goal, met?), the growth of cycle time with the cluster, and
-how each figure is measured. A figure that was not measured reads "n/a".
+how each figure is measured; and `failover` (written by `failover.py`): a row per variant measured. A
+figure that was not measured reads "n/a".
 """
 
 from __future__ import annotations
@@ -313,6 +314,44 @@ def provenance(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def failover_rows(results: dict[str, Any]) -> list[str]:
+    """Issue #20's figures (`benchmarks/failover.py`): one row per recorded variant."""
+    lines = [
+        "## Failover (issue #20)",
+        "",
+        "Two replicas of each component (`benchmarks/failover.py`); the leaders of the scheduler and of the",
+        "binder are killed (SIGKILL) while pods are being bound. Seconds from the kill, median (min-max) of",
+        "the runs: until each standby holds its Lease, and until the next bind the API server accepted. A",
+        "killed leader's Lease is only taken once it has not been renewed for the lease duration.",
+        "`after` and `before` use KAI's timing; `before` is the code whose candidates tried again on their",
+        "retry period only (now they also try when a held lease expires); `short` is the timing of the",
+        "high-availability test.",
+        "",
+        "| variant | lease duration / renew deadline / retry period | runs | kill to next bind "
+        "| kill to the new scheduler leader | kill to the new binder leader | measured |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    variants = _get(results, "failover") or {}
+    for which, entry in sorted(variants.items()):
+        leases = entry.get("killToLeaseSeconds") or {}
+        cells = [_seconds(entry.get("killToNextBindSeconds"))]
+        cells += [_seconds(leases.get(component)) for component in ("scheduler", "binder")]
+        timing = f"{entry['leaseDuration']} / {entry['renewDeadline']} / {entry['retryPeriod']}"
+        lines.append(
+            f"| {which} | {timing} | {len(entry.get('runs') or [])} | {' | '.join(cells)} "
+            f"| {entry.get('measured', 'n/a')} |"
+        )
+    if not variants:
+        lines.append("| n/a | | | | | | |")
+    return lines
+
+
+def _seconds(spread: dict[str, float] | None) -> str:
+    if not spread:
+        return "n/a"
+    return f"**{spread['median']:.1f} s** ({spread['min']:.1f}-{spread['max']:.1f} s)"
+
+
 NOTES = f"""\
 ## How each figure is measured
 
@@ -356,6 +395,9 @@ repeat the point (`scale.py point first 5000 --cycles 1`).
   binds and pipelines of the cycle; "allocated" the GPUs of the pods running at its end.
 * **live**: `benchmarks/live.py`: the fake API server and `kai-scheduler run --all` as separate
   processes, pods created over HTTP; see benchmarks/README.md.
+* **failover**: `benchmarks/failover.py`: two replicas of each component, each its own
+  `kai-scheduler run --component=<c> --leader-elect` process, against the fake API server; see
+  benchmarks/README.md.
 * **growth**: the first-cycle and steady workloads at 500..10,000 nodes (4 pending pods a node for the
   first cycle; 14 running and 2 pending a node for the steady one). A size whose measurement did not
   finish within `scale.py --budget` seconds reads "not reached", and larger ones are not tried.
@@ -380,7 +422,8 @@ def document(results: dict[str, Any], with_plot: bool) -> str:
     ]
     if with_plot:
         parts += [f"![growth of cycle time with the cluster]({PLOT.name})", ""]
-    parts += [*growth_rows(results), "", NOTES, "## Runs", "", *provenance(results), ""]
+    parts += [*growth_rows(results), "", *failover_rows(results), "", NOTES, "## Runs", ""]
+    parts += [*provenance(results), ""]
     return "\n".join(parts)
 
 
