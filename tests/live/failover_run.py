@@ -1,8 +1,9 @@
 """A busy run through a failover: work arrives in waves, and while pods are being bound the leaders of the
 scheduler and of the binder are killed (SIGKILL); the standbys must take over and bind everything that
 fits, each pod once, no node over its GPUs. `busy_run_with_failover` runs it against `Replicas`;
-`problems` checks the outcome from what the fake API server recorded. Used by the high-availability test
-and by `benchmarks/failover.py`.
+`busy_run_with_a_paused_leader` stops the scheduler's leader instead, long enough to lose its Lease, and
+lets it go on. `problems` checks the outcome from what the fake API server recorded. Used by the
+high-availability test and by `benchmarks/failover.py`.
 
 The cluster (`seed`): 6 nodes x 8 GPUs, two leaf queues. The work (`submit_wave`, 8 waves): per wave two
 one-GPU pods and a half-GPU pod (a GPU reservation pod each shared GPU: `FakeGpuNodes` plays its device),
@@ -13,6 +14,7 @@ everything fits, however it is packed.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from live_support import FakeGpuNodes, eventually
-from replicas import LEASE_NAMESPACE, Replicas
+from replicas import LEASE_NAMESPACE, Replica, Replicas
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
@@ -109,9 +111,7 @@ async def busy_run_with_failover(
     store = server.store
     outcome = Failover()
     async with FakeGpuNodes(server):
-        for wave in range(WAVES // 2):
-            submit_wave(store, wave)
-            await asyncio.sleep(pause)
+        await _submit(store, range(WAVES // 2), pause)
         await eventually(lambda: len(store.binds) >= KILL_AFTER, timeout=timeout)
         victims = {component: replicas.leader(component) for component in KILLED}
         killed_at, started = time.time(), time.monotonic()
@@ -125,12 +125,10 @@ async def busy_run_with_failover(
             asyncio.create_task(_lease_taken(replicas, c, victims[c].identity, started, outcome, timeout))
             for c in KILLED
         ]
-        for wave in range(WAVES // 2, WAVES):
-            submit_wave(store, wave)
-            await asyncio.sleep(pause)
+        await _submit(store, range(WAVES // 2, WAVES), pause)
         await asyncio.gather(*watching)
         outcome.pods = len(_pods(store))
-        await eventually(lambda: all(_bound(p) for p in _pods(store)), timeout=timeout, interval=0.2)
+        await _all_bound(store, timeout)
     # A bind that reached the API server after the kill but before the new binder led was sent by the
     # killed one (in flight when it died): not the takeover's.
     took_over = _acquired_at(replicas, "binder")
@@ -140,6 +138,44 @@ async def busy_run_with_failover(
     outcome.late_binds = sum(1 for t in accepted if t < took_over)
     outcome.next_bind = min((t for t in accepted if t >= took_over), default=killed_at - 1) - killed_at
     return outcome
+
+
+async def busy_run_with_a_paused_leader(
+    server: FakeApiServer, replicas: Replicas, *, pause: float = 0.3, timeout: float = 300.0
+) -> Replica:
+    """Half the waves, then the fifth, and at once the scheduler's leader is stopped (SIGSTOP: a frozen
+    machine, a long pause) until its standby leads and has bound pods of the other waves; then it goes on
+    (SIGCONT) with its caches as they were. Returns the paused replica once every pod is bound."""
+    store = server.store
+    async with FakeGpuNodes(server):
+        await _submit(store, range(WAVES // 2), pause)
+        await eventually(lambda: len(store.binds) >= KILL_AFTER, timeout=timeout)
+        paused = replicas.leader("scheduler")
+        submit_wave(store, WAVES // 2)  # pending in its caches when it stops, placed by the standby
+        paused.child.process.send_signal(signal.SIGSTOP)
+        try:
+            await eventually(
+                lambda: replicas.holder("scheduler") not in ("", paused.identity),
+                timeout=timeout,
+                interval=0.05,
+            )
+            bound = len(store.binds)
+            await _submit(store, range(WAVES // 2 + 1, WAVES), pause)
+            await eventually(lambda: len(store.binds) > bound, timeout=timeout)
+        finally:
+            paused.child.process.send_signal(signal.SIGCONT)
+        await _all_bound(store, timeout)
+    return paused
+
+
+async def _submit(store: Store, waves: range, pause: float) -> None:
+    for wave in waves:
+        submit_wave(store, wave)
+        await asyncio.sleep(pause)
+
+
+async def _all_bound(store: Store, timeout: float) -> None:
+    await eventually(lambda: all(_bound(p) for p in _pods(store)), timeout=timeout, interval=0.2)
 
 
 def _acquired_at(replicas: Replicas, component: str) -> float:

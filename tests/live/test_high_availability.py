@@ -6,31 +6,49 @@ ever over its GPUs, no BindRequest given up. Short leases (4 s) keep it quick; n
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
-from failover_run import KILLED, Failover, busy_run_with_failover, problems, seed
+from failover_run import (
+    KILLED,
+    Failover,
+    busy_run_with_a_paused_leader,
+    busy_run_with_failover,
+    problems,
+    seed,
+)
 from live_support import run
-from replicas import COMPONENTS, Replicas
+from replicas import COMPONENTS, Replica, Replicas
 
 from kai_fakeapi import FakeApiServer, Store
 
 TIMING = ("4s", "3s", "500ms")  # lease duration, renew deadline, retry period
 
 
-def test_the_standbys_take_over_from_killed_leaders_mid_run(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def replicated(folder: Path) -> Iterator[Replicas]:
+    """The seeded cluster on the fake API server (its kubelet on), and two replicas of each component on
+    it; a failure inside shows every replica's output."""
     store = Store(kubelet=True)
     seed(store)
     with (
         FakeApiServer(store=store, bookmark_interval=0.5) as server,
-        Replicas(server, tmp_path, timing=TIMING) as replicas,
+        Replicas(server, folder, timing=TIMING) as replicas,
     ):
+        yield replicas
+
+
+def test_the_standbys_take_over_from_killed_leaders_mid_run(tmp_path: Path) -> None:
+    with replicated(tmp_path) as replicas:
+        store = replicas.server.store
 
         async def body() -> Failover:
             await replicas.until_ready()
             # Before the kill, each component's Lease is held by one of its replicas.
             for component in COMPONENTS:
                 assert replicas.holder(component) in {f"{component}-0", f"{component}-1"}
-            failover = await busy_run_with_failover(server, replicas)
+            failover = await busy_run_with_failover(replicas.server, replicas)
             assert failover.pods == len(store.list("pods", "default")) > failover.bound_before
             for component in KILLED:
                 # The standby holds the Lease now (the killed one never comes back to take it).
@@ -46,3 +64,19 @@ def test_the_standbys_take_over_from_killed_leaders_mid_run(tmp_path: Path) -> N
         survivors = [r for r in replicas.all if r.identity not in failover.killed.values()]
         assert len(survivors) == 2 * len(COMPONENTS) - len(KILLED)
         assert all(r.child.returncode is None for r in survivors)
+
+
+def test_a_leader_paused_past_its_lease_steps_down_when_it_goes_on(tmp_path: Path) -> None:
+    # It wakes with its caches as they were: nothing it decided from them may be written.
+    with replicated(tmp_path) as replicas:
+
+        async def body() -> Replica:
+            await replicas.until_ready()
+            paused = await busy_run_with_a_paused_leader(replicas.server, replicas)
+            assert replicas.holder("scheduler") not in ("", paused.identity)
+            assert problems(replicas.server.store) == []
+            return paused
+
+        paused = run(body(), timeout=900)
+        assert paused.child.returncode is None
+    assert f"{paused.identity} lost the lease" in paused.child.stderr

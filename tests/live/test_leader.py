@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.client import LEASES
-from kai_scheduler.k8s.runtime.leader import LeaderElector, LeaseTiming, micro_time, while_leading
+from kai_scheduler.k8s.runtime.leader import Attempt, LeaderElector, LeaseTiming, micro_time, while_leading
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 MakeClient = Callable[..., LightkubeClient]
@@ -119,6 +121,45 @@ def test_a_dead_leaders_successor_takes_over_when_the_lease_expires(
     waits = run(body())
     assert waits == [2.0] * 7 + [1.0, 2.0]  # held 7 tries, then the expiry; the last wait is a renewal's
     assert holder(server) == ""  # released on stop
+
+
+def test_a_leader_stopped_past_its_renew_deadline_does_not_lead_when_it_wakes(
+    make_client: MakeClient, server: FakeApiServer
+) -> None:
+    async def body() -> None:
+        async with make_client() as client:
+            now = [100.0]
+            elector = LeaderElector(
+                client, namespace="default", identity="me", timing=FAST, monotonic=lambda: now[0]
+            )
+            stop = asyncio.Event()
+            campaign = asyncio.create_task(elector.run(stop))
+            await asyncio.wait_for(elector.is_leader.wait(), 3)
+            assert elector.leading()
+            # The process is stopped (SIGSTOP, a long pause) for longer than its renew deadline: when it
+            # runs again its lease may be another's, though it has not tried to renew it yet.
+            now[0] += FAST.renew_deadline
+            assert elector.is_leader.is_set() and not elector.leading()
+            stop.set()
+            await campaign
+
+    run(body())
+
+
+def test_a_lease_that_cannot_be_written_is_said(
+    make_client: MakeClient, server: FakeApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its namespace does not exist (or the replica may not write Leases): it would never lead.
+    async def body() -> None:
+        async with make_client() as client:
+            elector = LeaderElector(client, namespace="nowhere", identity="me", timing=FAST)
+            assert await elector.try_acquire_or_renew() is Attempt.FAILED
+
+    with caplog.at_level(logging.WARNING, logger="kai_scheduler.k8s.runtime.leader"):
+        run(body())
+    [record] = caplog.records
+    assert "cannot create lease nowhere/kai-scheduler" in record.getMessage()
+    assert "not found" in record.getMessage()
 
 
 def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:

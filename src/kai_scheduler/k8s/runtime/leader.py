@@ -8,6 +8,9 @@ is a replace with the Lease's resourceVersion, so of two candidates only one win
 `is_leader` (an `asyncio.Event`) is set while this candidate holds the lease. It is cleared at once when a
 renewal meets a conflict (someone else holds the lease now), or when renewals have failed for
 `renew_deadline` seconds (the API server is unreachable: another candidate may take over soon after).
+`leading()`, what a component asks before it writes, also says no once the last renewal is
+`renew_deadline` old: a process that was stopped or starved past its lease learns that it lost it only at
+its next attempt, and must not act on its stale caches before.
 On stop, a leader releases the lease (empties the holder) so that a successor need not wait it out.
 
 A candidate that finds the lease held tries again after `retry_period`, or at the moment the lease would
@@ -99,6 +102,7 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._expires_at = 0.0  # when the lease held by another expires (monotonic), if not renewed
+        self._renewed_at = 0.0  # when the last attempt that took or renewed the lease began (monotonic)
         self._acquired_at: str | None = None
 
     # --- one attempt -----------------------------------------------------------------------------
@@ -137,7 +141,7 @@ class LeaderElector:
             try:
                 created = await self.client.create(LEASES, body)
             except ApiStatusError as create_error:
-                return Attempt.CONFLICT if create_error.code == 409 else Attempt.FAILED
+                return self._refused("create", create_error)
             except (ConnectionError, OSError):
                 return Attempt.FAILED
             self._observe(created)
@@ -157,11 +161,20 @@ class LeaderElector:
         try:
             updated = await self.client.replace(LEASES, lease)
         except ApiStatusError as error:
-            return Attempt.CONFLICT if error.code == 409 else Attempt.FAILED
+            return self._refused("update", error)
         except (ConnectionError, OSError):
             return Attempt.FAILED
         self._observe(updated)
         return Attempt.ACQUIRED
+
+    def _refused(self, verb: str, error: ApiStatusError) -> Attempt:
+        """A write the API server turned down: a race lost (409), or one that will fail every time until
+        someone acts (its namespace missing, not allowed), which is said: else this replica would never
+        lead and never tell why."""
+        if error.code == 409:
+            return Attempt.CONFLICT
+        log.warning("leader election: cannot %s lease %s/%s: %s", verb, self.namespace, self.name, error)
+        return Attempt.FAILED
 
     def _observe(self, lease: JsonObject) -> None:
         spec = lease.get("spec") or {}
@@ -200,8 +213,11 @@ class LeaderElector:
         self.is_leader.clear()
 
     def leading(self) -> bool:
-        """Whether this candidate holds the lease now."""
-        return self.is_leader.is_set()
+        """Whether this candidate holds the lease now: it leads, and took or renewed the lease less than
+        `renew_deadline` ago. A process that was stopped or starved for longer wakes up with `is_leader`
+        still set, its lease taken over meanwhile and its caches stale; until its next attempt finds that
+        out, anything it decided must not be written."""
+        return self.is_leader.is_set() and self.monotonic() - self._renewed_at < self.renew_deadline
 
     def _next_try(self, attempt: Attempt) -> float:
         """Seconds to the next attempt: the retry period, or less when a held lease expires sooner."""
@@ -211,12 +227,12 @@ class LeaderElector:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Campaign, then renew, until `stop` is set; then release the lease if held."""
-        last_renewal = self.monotonic()
         try:
             while not stop.is_set():
+                began = self.monotonic()  # the lease's new renewTime is no earlier than this
                 attempt = await self.try_acquire_or_renew()
                 if attempt is Attempt.ACQUIRED:
-                    last_renewal = self.monotonic()
+                    self._renewed_at = began
                     if not self.is_leader.is_set():
                         self.transitions += 1
                         log.info("leader election: %s leads %s/%s", self.identity, self.namespace, self.name)
@@ -224,7 +240,7 @@ class LeaderElector:
                 elif self.is_leader.is_set():
                     if attempt in (Attempt.CONFLICT, Attempt.HELD):
                         self._lose(f"held by {self.holder}" if attempt is Attempt.HELD else "conflict")
-                    elif self.monotonic() - last_renewal > self.renew_deadline:
+                    elif self.monotonic() - self._renewed_at > self.renew_deadline:
                         self._lose("renewals failed past the deadline")
                 await self._sleep(self._next_try(attempt), stop)
         finally:
