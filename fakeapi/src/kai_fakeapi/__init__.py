@@ -3,7 +3,8 @@
 Real HTTP on 127.0.0.1 that `kubectl` and `lightkube` talk to: discovery, get/list/watch (resourceVersion,
 bookmarks, 410 Gone), create/update/patch/delete with optimistic concurrency, the pod `binding`,
 `eviction` and `status` subresources, CRDs (KAI's, from the definition the Helm chart is generated from),
-and fault injection. Not part of kai-scheduler's wheel or image: a distribution of its own (fakeapi/).
+fault injection, and on demand (`strict=True`) authentication and RBAC as a real API server's. Not part
+of kai-scheduler's wheel or image: a distribution of its own (fakeapi/).
 
     from kai_fakeapi import FakeApiServer
 
@@ -14,6 +15,7 @@ and fault injection. Not part of kai-scheduler's wheel or image: a distribution 
 Standalone: `kai-fakeapi --port 0 --kubeconfig PATH` (or `python -m kai_fakeapi ...`).
 """
 
+from .auth import UserInfo
 from .crds import DEFAULT_CRDS, KAI_CRDS, WORKLOAD_CRDS
 from .errors import ApiError
 from .faults import FaultRule
@@ -37,4 +39,5 @@ __all__ = [
     "RequestRecord",
     "ResourceType",
     "Store",
+    "UserInfo",
 ]

@@ -54,6 +54,17 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="Jobs, CronJobs, Deployments, ReplicaSets and StatefulSets make their pods (default: on)",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="authenticate every request (the kubeconfig's admin token or a ServiceAccount's, e.g. from "
+        "kubectl create token) and authorize it by RBAC, as a real API server; implies --tls",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS (a CA of its own, in the kubeconfig): kubectl sends tokens only over HTTPS",
+    )
     parser.add_argument("--graceful-pod-deletion", action="store_true")
     parser.add_argument("--auto-create-namespaces", action="store_true")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
@@ -65,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         args.host,
         args.port,
         bookmark_interval=args.bookmark_interval,
+        strict=args.strict,
+        tls=args.tls or args.strict,
         kubelet=args.kubelet,
         graceful_pod_deletion=args.graceful_pod_deletion,
         auto_create_namespaces=args.auto_create_namespaces,

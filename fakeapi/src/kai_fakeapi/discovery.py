@@ -87,6 +87,10 @@ def api_resource_list(registry: Registry, group: str, version: str) -> Obj | Non
                 sub_entry.update(kind="Binding", verbs=["create"])
             elif sub == "eviction":
                 sub_entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+            elif sub == "token":
+                sub_entry.update(
+                    group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"]
+                )
             resources.append(sub_entry)
     return {
         "kind": "APIResourceList",

@@ -53,7 +53,7 @@ class ApiError(Exception):
         details = dict(self.details or {})
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after
-        if details:
+        if details or self.details is not None:  # `{}` given is sent, as Go sends an empty StatusDetails
             body["details"] = details
         body["code"] = self.code
         return body

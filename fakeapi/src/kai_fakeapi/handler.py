@@ -10,6 +10,7 @@ import json
 import logging
 import queue
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from . import protobuf, routing
+from .access import Refusal
+from .auth import UserInfo
 from .errors import ApiError, bad_request
 from .faults import FaultRule
 from .meta import Obj
@@ -49,6 +52,7 @@ class RequestRecord:
     name: str | None = None
     code: int | None = None
     time: float = field(default_factory=time.time)
+    user: str | None = None  # who the request acted as (strict mode only)
 
 
 class HttpServer(ThreadingHTTPServer):
@@ -64,6 +68,15 @@ class HttpServer(ThreadingHTTPServer):
         self._ids = itertools.count(1)
         super().__init__(address, Handler)
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        tls = self.owner.tls
+        if tls is not None:
+            # The handshake happens in the connection's thread (`_serve_connection`), not in the one
+            # accepting connections.
+            conn = tls.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        return conn, address
+
     def process_request(self, request: Any, client_address: Any) -> None:
         thread = threading.Thread(
             target=self._serve_connection,
@@ -78,6 +91,8 @@ class HttpServer(ThreadingHTTPServer):
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         try:
+            if isinstance(request, ssl.SSLSocket):
+                request.do_handshake()
             self.finish_request(request, client_address)
         except Exception:
             self.handle_error(request, client_address)
@@ -162,6 +177,8 @@ class Handler(BaseHTTPRequestHandler):
         # response must find it there.
         if self._record is not None:
             self._record.code = code
+            if code in (401, 403):
+                self.owner._log_refusal(self._record)
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -184,9 +201,11 @@ class Handler(BaseHTTPRequestHandler):
     # --------------------------------------------------------------------------------------------- routing
 
     _record: RequestRecord | None = None
+    _user: UserInfo | None = None  # who the request acts as: set before it runs (None without strict mode)
 
     def _dispatch(self, method: str) -> None:
         self._record = None
+        self._user = None
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         record = RequestRecord(method, url.path, query)
@@ -194,6 +213,7 @@ class Handler(BaseHTTPRequestHandler):
         self.owner._log_request(record)
         try:
             body = self._read_body()
+            self._user = self._admit(method, url.path, query, record)
             document = routing.discovery_document(
                 self.store.registry, f"{self.owner.host}:{self.owner.port}", method, url.path
             )
@@ -210,7 +230,14 @@ class Handler(BaseHTTPRequestHandler):
             if route.verb == "watch":
                 self._watch(route, query)
                 return
-            code, result = self._execute(method, route, query, body)
+            if self.owner.reviews.serves(route):
+                authorization = self.headers.get("Authorization")
+                code, result = (
+                    201,
+                    self.owner.reviews.answer(route, self._decode(body), self._user, authorization),
+                )
+            else:
+                code, result = self._execute(method, route, query, body)
             if fault is not None:
                 self._fail(fault, route)
                 return
@@ -222,6 +249,27 @@ class Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a bug here must not look like a dead server
             log.exception("fakeapi: internal error on %s %s", method, self.path)
             self._send_error(ApiError(500, f"fakeapi internal error: {exc!r}"))
+
+    def _admit(self, method: str, path: str, query: dict[str, str], record: RequestRecord) -> UserInfo | None:
+        """Strict mode: the request's user, authenticated and allowed; a `Refusal` (401, 403) otherwise,
+        recorded with whom and what it refused."""
+        access = self.owner.access
+        if access is None:
+            return None
+        try:
+            user = access.admit(method, path, query, self.headers)
+        except Refusal as refusal:
+            record.user = refusal.user.username if refusal.user is not None else None
+            a = refusal.attributes
+            if a is not None:
+                record.verb = a.verb
+            if a is not None and a.resource_request:
+                record.subresource = a.subresource or None
+                record.resource = f"{a.resource}.{a.api_group}" if a.api_group else a.resource
+                record.namespace, record.name = a.namespace or None, a.name or None
+            raise
+        record.user = user.username
+        return user
 
     def _fail(self, fault: FaultRule, route: Route) -> None:
         if fault.delay:

@@ -1,6 +1,8 @@
 """Decoding the protobuf bodies kubectl sends for a few built-in kinds (`kubectl create namespace`,
-`create configmap`, `create secret generic`, `create serviceaccount`, `create priorityclass`, and the
-Eviction of `kubectl drain`). Everything else answers 415, which tells the user to use `apply -f`.
+`create configmap`, `create secret generic`, `create serviceaccount`, `create priorityclass`, `create
+role`/`clusterrole`/`rolebinding`/`clusterrolebinding`, the Eviction of `kubectl drain`, and the reviews
+and TokenRequest of `kubectl auth can-i`, `auth whoami` and `create token`). Everything else answers 415,
+which tells the user to use `apply -f`.
 
 Wire format: the magic `k8s\\0`, then a `runtime.Unknown` {1: typeMeta {1: apiVersion, 2: kind}, 2: raw,
 3: contentEncoding, 4: contentType}, where `raw` is the object's own message. Field numbers are those of
@@ -180,6 +182,79 @@ def _eviction(f: Fields) -> Obj:
     return obj
 
 
+def _fields(data: bytes, keys: tuple[str, ...]) -> Obj:
+    """A message of string fields numbered 1, 2, ... in the order of `keys` (unset ones left out)."""
+    f = parse(data)
+    out: Obj = {}
+    for n, key in enumerate(keys, start=1):
+        _put(out, key, _str(f, n))
+    return out
+
+
+def _policy_rule(data: bytes) -> Obj:
+    f = parse(data)
+    keys = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+    return {key: _strings(f, n) for n, key in enumerate(keys, start=1) if n in f}
+
+
+def _label_selector(data: bytes) -> Obj:
+    f = parse(data)
+    out: Obj = {}
+    _put(out, "matchLabels", _map(f, 1))
+    expressions = []
+    for raw in f.get(2, []):
+        e = parse(raw)
+        expressions.append({"key": _str(e, 1) or "", "operator": _str(e, 2) or "", "values": _strings(e, 3)})
+    _put(out, "matchExpressions", expressions)
+    return out
+
+
+def _role(f: Fields) -> Obj:
+    obj = _with_meta(f)
+    obj["rules"] = [_policy_rule(r) for r in f.get(2, [])]
+    if 3 in f:
+        selectors = parse(f[3][-1]).get(1, [])
+        obj["aggregationRule"] = {"clusterRoleSelectors": [_label_selector(s) for s in selectors]}
+    return obj
+
+
+def _role_binding(f: Fields) -> Obj:
+    obj = _with_meta(f)
+    _put(obj, "subjects", [_fields(s, ("kind", "apiGroup", "name", "namespace")) for s in f.get(2, [])])
+    if 3 in f:
+        obj["roleRef"] = _fields(f[3][-1], ("apiGroup", "kind", "name"))
+    return obj
+
+
+def _access_review(f: Fields) -> Obj:
+    """A (Self)SubjectAccessReview: the spec's attributes, and the subject of a SubjectAccessReview."""
+    obj = _with_meta(f)
+    spec: Obj = {}
+    s = parse(f[2][-1]) if 2 in f else {}
+    if 1 in s:
+        keys = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
+        spec["resourceAttributes"] = _fields(s[1][-1], keys)
+    if 2 in s:
+        spec["nonResourceAttributes"] = _fields(s[2][-1], ("path", "verb"))
+    _put(spec, "user", _str(s, 3))
+    _put(spec, "groups", _strings(s, 4))
+    _put(spec, "uid", _str(s, 6))
+    obj["spec"] = spec
+    return obj
+
+
+def _token_request(f: Fields) -> Obj:
+    obj = _with_meta(f)
+    spec: Obj = {}
+    s = parse(f[2][-1]) if 2 in f else {}
+    _put(spec, "audiences", _strings(s, 1))
+    _put(spec, "expirationSeconds", _int(s, 4))
+    if 3 in s:
+        spec["boundObjectRef"] = _fields(s[3][-1], ("kind", "apiVersion", "name", "uid"))
+    obj["spec"] = spec
+    return obj
+
+
 DECODERS: dict[tuple[str, str], Callable[[Fields], Obj]] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ConfigMap"): _configmap,
@@ -189,6 +264,14 @@ DECODERS: dict[tuple[str, str], Callable[[Fields], Obj]] = {
     ("policy/v1", "Eviction"): _eviction,
     ("policy/v1beta1", "Eviction"): _eviction,
     ("meta.k8s.io/v1", "DeleteOptions"): lambda f: {},
+    ("rbac.authorization.k8s.io/v1", "Role"): _role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): _role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): _role_binding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _role_binding,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): _access_review,
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): _access_review,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): _with_meta,
+    ("authentication.k8s.io/v1", "TokenRequest"): _token_request,
 }
 
 

@@ -19,6 +19,7 @@ ALL_VERBS: tuple[str, ...] = (
     "watch",
 )
 STATUS_VERBS: tuple[str, ...] = ("get", "patch", "update")
+CREATE: tuple[str, ...] = ("create",)
 
 POD_FIELDS: tuple[str, ...] = (
     "spec.nodeName",
@@ -140,7 +141,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("", "v1", "Namespace", "namespaces", False, ("ns",), ("status",), field_selectors=("status.phase",)),
     _rt("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     _rt("", "v1", "Secret", "secrets", True, field_selectors=("type",)),
-    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
+    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
     _rt("", "v1", "Service", "services", True, ("svc",), ("status",), categories=ALL),
     _rt("", "v1", "Endpoints", "endpoints", True, ("ep",)),
     _rt("", "v1", "Event", "events", True, ("ev",), field_selectors=EVENT_FIELDS),
@@ -162,6 +163,17 @@ BUILTIN: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     _rt("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     _rt("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    # Answered, not stored (reviews.py).
+    _rt(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        verbs=CREATE,
+    ),
+    _rt("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, verbs=CREATE),
+    _rt("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, verbs=CREATE),
     _rt(
         "admissionregistration.k8s.io",
         "v1",

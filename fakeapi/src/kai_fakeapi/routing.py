@@ -11,6 +11,9 @@ from .errors import ApiError
 from .meta import Obj
 from .resources import Registry, ResourceType
 
+# Subresources that are only POSTed to: a pod's binding and eviction, a ServiceAccount's TokenRequest.
+CREATE_SUBRESOURCES = ("binding", "eviction", "token")
+
 
 @dataclass(frozen=True)
 class Route:
@@ -91,7 +94,7 @@ def route(registry: Registry, method: str, path: str, query: dict[str, str]) -> 
     if method == "GET":
         verb = "get" if name else ("watch" if watching else "list")
     elif method == "POST":
-        if name and sub not in ("binding", "eviction"):
+        if name and sub not in CREATE_SUBRESOURCES:
             raise method_not_allowed()
         if rt.namespaced and namespace is None:
             raise method_not_allowed()
@@ -106,7 +109,7 @@ def route(registry: Registry, method: str, path: str, query: dict[str, str]) -> 
         raise method_not_allowed()
     if verb not in rt.verbs:
         raise method_not_allowed()
-    if sub in ("binding", "eviction") and verb != "create":
+    if sub in CREATE_SUBRESOURCES and verb != "create":
         raise method_not_allowed()
     if sub == "status" and verb not in ("get", "update", "patch"):
         raise method_not_allowed()

@@ -139,11 +139,9 @@ def field_value(obj: dict[str, Any], path: str) -> str:
     return str(cur)
 
 
-def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> Matcher:
-    """A predicate on the object's selectable fields; unknown fields are a 400 as on the real server."""
-    if not text or not text.strip():
-        return lambda _obj: True
-    reqs: list[tuple[str, str, str]] = []
+def _field_terms(text: str) -> list[tuple[str, str, str]]:
+    """A field selector's (field, operator, value) terms; a 400 `ApiError` on bad syntax."""
+    terms: list[tuple[str, str, str]] = []
     for raw in _split_unescaped(text, ","):
         part = raw.strip()
         if not part:
@@ -151,10 +149,18 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> Matcher:
         m = re.match(r"^([^=!]+?)\s*(==|=|!=)\s*(.*)$", part)
         if not m:
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
-        key, op, value = m.group(1).strip(), m.group(2), _unescape(m.group(3).strip())
+        terms.append((m.group(1).strip(), m.group(2), _unescape(m.group(3).strip())))
+    return terms
+
+
+def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> Matcher:
+    """A predicate on the object's selectable fields; unknown fields are a 400 as on the real server."""
+    if not text or not text.strip():
+        return lambda _obj: True
+    reqs = _field_terms(text)
+    for key, _, _ in reqs:
         if key not in allowed:
             raise ApiError(400, f"field label not supported: {key}")
-        reqs.append((key, op, value))
 
     def match(obj: dict[str, Any]) -> bool:
         for key, op, value in reqs:
@@ -164,3 +170,41 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> Matcher:
         return True
 
     return match
+
+
+def required_field_value(text: str | None, field: str) -> str | None:
+    """The value a field selector requires `field` to equal (`metadata.name=p`), as the API server's
+    `RequiresExactMatch` finds it; None when no term does, or when the selector does not parse."""
+    if not text:
+        return None
+    try:
+        terms = _field_terms(text)
+    except ApiError:
+        return None
+    return next((value for key, op, value in terms if key == field and op != "!="), None)
+
+
+def label_selector_matches(selector: Any, labels: dict[str, str]) -> bool:
+    """A `LabelSelector` object (`matchLabels`, `matchExpressions`) against labels: every requirement
+    holds; `{}` selects everything. A malformed selector selects nothing."""
+    if not isinstance(selector, dict):
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or []
+        if op == "In":
+            held = key in labels and labels[key] in values
+        elif op == "NotIn":
+            held = key not in labels or labels[key] not in values
+        elif op == "Exists":
+            held = key in labels
+        elif op == "DoesNotExist":
+            held = key not in labels
+        else:
+            return False
+        if not held:
+            return False
+    return True

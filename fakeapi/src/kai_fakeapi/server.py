@@ -7,10 +7,16 @@ with FakeApiServer() as server:
     server.drop_watches()
     with server.down():                # the API server is unreachable, the store survives
         time.sleep(10)
+
+    with FakeApiServer(strict=True) as server:   # authentication and RBAC, as a real API server
+        server.store.create(service_account)     # the store's Python API is not checked, like etcd
+        server.write_kubeconfig(path, service_account=("kai-scheduler", "binder"))
+        assert not server.forbidden()            # no request was refused (401 or 403)
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import threading
 import time
@@ -21,11 +27,17 @@ from typing import Any
 
 import yaml
 
+from .access import AccessControl
+from .auth import ADMIN_TOKEN, TokenAuthority
+from .errors import ApiError
 from .faults import VERBS, FaultRule
 from .handler import HttpServer, RequestRecord
 from .meta import Obj
+from .rbac import RbacAuthorizer
+from .reviews import Reviews
 from .routing import Route
 from .store import Store
+from .tls import ServingTls
 from .versioned import Watcher
 
 
@@ -33,8 +45,12 @@ class FakeApiServer:
     """A Kubernetes API server for tests: real HTTP on `host` (an ephemeral port unless `port` is given),
     backed by a `Store` that survives `stop()`/`start()` and `restart()`.
 
-    `bookmark_interval`: seconds between BOOKMARK events on watches that allow them. Other keyword
-    arguments configure the store when none is given (see `Store`).
+    `bookmark_interval`: seconds between BOOKMARK events on watches that allow them. `strict`: every
+    HTTP request is authenticated (bearer token: the kubeconfig's admin token, or a ServiceAccount's,
+    `service_account_token`) and authorized by RBAC from the store's Roles and bindings, with the real
+    401 and 403 answers (`forbidden()` lists them). `tls`: serve HTTPS, with a CA of its own that the
+    kubeconfig carries (kubectl sends a token only over HTTPS). Other keyword arguments configure the
+    store when none is given (see `Store`).
     """
 
     def __init__(
@@ -44,6 +60,8 @@ class FakeApiServer:
         *,
         store: Store | None = None,
         bookmark_interval: float = 1.0,
+        strict: bool = False,
+        tls: bool = False,
         **store_options: Any,
     ) -> None:
         self.host = host
@@ -54,6 +72,12 @@ class FakeApiServer:
         self._faults: list[FaultRule] = []
         self._watches: set[Watcher] = set()
         self._requests: deque[RequestRecord] = deque(maxlen=100_000)
+        self._refusals: list[RequestRecord] = []
+        self.strict = strict
+        self.tokens = TokenAuthority(self.store)
+        self.access = AccessControl(self.tokens, RbacAuthorizer(self.store)) if strict else None
+        self.reviews = Reviews(self.tokens, self.access)
+        self.tls = ServingTls(host) if tls else None
         self._httpd: HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -61,7 +85,7 @@ class FakeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -120,12 +144,20 @@ class FakeApiServer:
 
     # -------------------------------------------------------------------------------------- kubeconfig
 
-    def kubeconfig(self, namespace: str = "default") -> Obj:
+    def kubeconfig(self, namespace: str | None = None, service_account: tuple[str, str] | None = None) -> Obj:
+        """A kubeconfig for this server, as its admin or as `service_account` (namespace, name). Its
+        namespace: `namespace`, else the ServiceAccount's (as in its pods), else `default`."""
+        if namespace is None:
+            namespace = service_account[0] if service_account is not None else "default"
+        token = ADMIN_TOKEN if service_account is None else self.service_account_token(*service_account)
+        cluster: Obj = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.tls.ca_pem).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fakeapi", "cluster": {"server": self.url}}],
-            "users": [{"name": "fakeapi", "user": {"token": "fakeapi"}}],
+            "clusters": [{"name": "fakeapi", "cluster": cluster}],
+            "users": [{"name": "fakeapi", "user": {"token": token}}],
             "contexts": [
                 {
                     "name": "fakeapi",
@@ -136,11 +168,28 @@ class FakeApiServer:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+    def write_kubeconfig(
+        self, path: str | Path, namespace: str | None = None, service_account: tuple[str, str] | None = None
+    ) -> Path:
         out = Path(path)
+        config = self.kubeconfig(namespace, service_account)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False))
+        out.write_text(yaml.safe_dump(config, sort_keys=False))
         return out
+
+    def service_account_token(
+        self, namespace: str, name: str, *, expiration_seconds: int | None = None
+    ) -> str:
+        """A bearer token of an existing ServiceAccount (it stops working when the ServiceAccount is
+        deleted; with `expiration_seconds`, also then). A ValueError names a missing one."""
+        try:
+            token, _ = self.tokens.issue(namespace, name, expiration_seconds=expiration_seconds)
+        except ApiError as err:
+            raise ValueError(
+                f'no ServiceAccount "{name}" in namespace "{namespace}" to issue a token for: create it '
+                "first (server.store.create(...))"
+            ) from err
+        return token
 
     # ---------------------------------------------------------------------------------------- faults
 
@@ -278,5 +327,16 @@ class FakeApiServer:
         return out
 
     def clear_requests(self) -> None:
+        """Forget the requests received so far (not the refusals: `forbidden()` keeps them all)."""
         with self._lock:
             self._requests.clear()
+
+    def _log_refusal(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._refusals.append(record)
+
+    def forbidden(self) -> list[RequestRecord]:
+        """Every request answered 401 or 403 so far, oldest first: `user`, `verb`, `resource`,
+        `subresource`, `namespace` and `name` say who was refused what."""
+        with self._lock:
+            return list(self._refusals)
