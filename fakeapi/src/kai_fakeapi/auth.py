@@ -20,10 +20,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .errors import ApiError
 from .meta import Obj
+from .resources import ResourceType
 from .store import Store
 
 ADMIN_TOKEN = "fakeapi"
@@ -78,19 +79,22 @@ class _Claims:
     uid: str
     expires: float | None
     audiences: tuple[str, ...]
-    bound: tuple[str, str, str] | None  # (resource, name, uid) of the Pod or Secret it is bound to
+    bound: tuple[str, str, str] | None  # (kind, name, uid) of the Pod or Secret it is bound to
 
 
 class TokenAuthority:
     """Issues ServiceAccount tokens and tells whose a bearer token is (`authenticate`)."""
-
-    _BOUND_KINDS: ClassVar[dict[str, str]] = {"Pod": "pods", "Secret": "secrets"}
 
     def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
         self._key = secrets.token_bytes(32)
         self._service_accounts = store.resource("serviceaccounts")
+        # What a token may be bound to, by kind.
+        self.bound_types: dict[str, ResourceType] = {
+            "Pod": store.resource("pods"),
+            "Secret": store.resource("secrets"),
+        }
         self._verified: dict[str, _Claims] = {}  # a signature is checked once per token
 
     def issue(
@@ -161,8 +165,8 @@ class TokenAuthority:
         if account is None or account["metadata"].get("uid", "") != claims.uid:
             return False
         if claims.bound is not None:
-            resource, name, uid = claims.bound
-            obj = self.store.objects.find(self.store.resource(resource), claims.namespace, name)
+            kind, name, uid = claims.bound
+            obj = self.store.objects.find(self.bound_types[kind], claims.namespace, name)
             if obj is None or obj["metadata"].get("uid") != uid:
                 return False
         return True
@@ -180,8 +184,8 @@ class TokenAuthority:
             account = k8s["serviceaccount"]
             bound = next(
                 (
-                    (resource, str(k8s[kind.lower()]["name"]), str(k8s[kind.lower()]["uid"]))
-                    for kind, resource in self._BOUND_KINDS.items()
+                    (kind, str(k8s[kind.lower()]["name"]), str(k8s[kind.lower()]["uid"]))
+                    for kind in self.bound_types
                     if kind.lower() in k8s
                 ),
                 None,

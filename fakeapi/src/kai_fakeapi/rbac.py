@@ -161,7 +161,3 @@ class RbacAuthorizer:
                 self._policy = build_policy(objects)
             self._decisions.clear()
         return self._policy
-
-    def close(self) -> None:
-        for watcher in self._watches:
-            self.store.objects.close_watch(watcher)

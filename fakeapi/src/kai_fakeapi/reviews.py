@@ -23,7 +23,6 @@ _AUTHORIZATION = "authorization.k8s.io"
 _AUTHENTICATION = "authentication.k8s.io"
 _MIN_TOKEN_SECONDS = 10 * 60
 _MAX_TOKEN_SECONDS = 1 << 32
-_BOUND_KINDS = ("Pod", "Secret")
 
 
 class Reviews:
@@ -118,10 +117,9 @@ class Reviews:
         if not isinstance(ref, dict) or not ref:
             return None
         kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
-        if kind not in _BOUND_KINDS:
+        if kind not in self.tokens.bound_types:
             raise bad_request(f"cannot bind token for object of type /v1, Kind={kind}")
-        store = self.tokens.store
-        obj = store.objects.require(store.resource(kind.lower() + "s"), namespace, name)
+        obj = self.tokens.store.objects.require(self.tokens.bound_types[kind], namespace, name)
         uid = str(obj["metadata"].get("uid", ""))
         if ref.get("uid") and ref["uid"] != uid:
             raise conflict(
