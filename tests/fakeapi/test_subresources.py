@@ -60,7 +60,7 @@ def eviction(name: str, **options: Any) -> dict[str, Any]:
     return body
 
 
-def test_eviction_deletes_the_pod_with_one_deleted_event(
+def test_eviction_marks_the_pod_as_a_disruption_target_then_deletes_it(
     api: Any, make_pod: Any, watch: Any, server: Any
 ) -> None:
     api.ok("POST", PODS, make_pod("a"))
@@ -69,6 +69,10 @@ def test_eviction_deletes_the_pod_with_one_deleted_event(
     stream = watch(f"{PODS}?watch=true&resourceVersion={rv}")
     status, body = api.call("POST", f"{PODS}/a/eviction", eviction("a"))
     assert status == 201 and body["status"] == "Success"
+    marked = stream.next_of("ADDED", "MODIFIED", "DELETED")
+    assert marked["type"] == "MODIFIED"
+    (condition,) = [c for c in marked["object"]["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (condition["status"], condition["reason"]) == ("True", "EvictionByEvictionAPI")
     assert stream.next_of("ADDED", "MODIFIED", "DELETED")["type"] == "DELETED"
     assert api.call("GET", f"{PODS}/a")[0] == 404
     assert api.call("POST", f"{PODS}/a/eviction", eviction("a"))[0] == 404
@@ -85,6 +89,7 @@ def test_graceful_pod_deletion_sets_deletion_timestamp_first(make_pod: Any, watc
         stream = watch(f"{PODS}?watch=true&resourceVersion={rv}", url=srv.url)
         store.evict("default", "a")  # bound: terminates gracefully
         store.delete("pods", "b")  # never scheduled: deleted at once
+        assert "deletionTimestamp" not in stream.next()["object"]["metadata"]  # the DisruptionTarget mark
         ev = stream.next()
         assert ev["type"] == "MODIFIED" and ev["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
         assert ev["object"]["metadata"]["deletionTimestamp"]

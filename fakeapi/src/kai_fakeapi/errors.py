@@ -48,8 +48,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # (a Status some handlers build themselves has none)
+            body["reason"] = self.reason
         details = dict(self.details or {})
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after

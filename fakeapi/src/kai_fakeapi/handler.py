@@ -13,6 +13,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ import yaml
 
 from . import protobuf, routing
 from .access import Refusal
+from .admission_request import WriteRequest
 from .auth import UserInfo
 from .errors import ApiError, bad_request
 from .faults import FaultRule
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from .server import FakeApiServer
 
 log = logging.getLogger(__name__)
+
+# Who a request acts as in the admission webhooks' reviews when the server does not authenticate.
+DEFAULT_USER_INFO = {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}
 
 
 @dataclass
@@ -185,6 +190,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        warnings, self._warnings = self._warnings, ()
+        for text in warnings:  # what admission webhooks warned of, as the API server passes it on
+            escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+            self.send_header("Warning", f'299 - "{escaped}"')
         self.end_headers()
         self.wfile.write(data)
 
@@ -201,6 +210,7 @@ class Handler(BaseHTTPRequestHandler):
     # --------------------------------------------------------------------------------------------- routing
 
     _record: RequestRecord | None = None
+    _warnings: Sequence[str] = ()  # admission webhooks' warnings for the next response
     _user: UserInfo | None = None  # who the request acts as: set before it runs (None without strict mode)
 
     def _dispatch(self, method: str) -> None:
@@ -306,9 +316,20 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from None
 
+    def _write_request(self, query: dict[str, str]) -> WriteRequest | None:
+        """The context a write passes to the admission webhooks, when the server calls them."""
+        if not self.owner.admission_webhooks:
+            return None
+        user = getattr(self, "_user", None)
+        user_info = user.admission_user_info() if user is not None else dict(DEFAULT_USER_INFO)
+        request = WriteRequest(self.owner.webhooks, user_info, query.get("fieldManager"))
+        self._warnings = request.warnings  # sent with the response, whatever it is
+        return request
+
     def _execute(self, method: str, route: Route, query: dict[str, str], body: bytes) -> tuple[int, Obj]:
         store, rt, ns, name = self.store, route.rt, route.namespace, route.name
         dry_run = query.get("dryRun") == "All"
+        request = self._write_request(query) if route.verb not in ("get", "list") else None
         if route.verb == "get":
             assert name is not None
             obj = store.get_object(rt, ns, name)
@@ -319,21 +340,29 @@ class Handler(BaseHTTPRequestHandler):
             doc = self._decode(body)
             if route.subresource == "binding":
                 assert ns is not None and name is not None
-                return 201, store.bind_pod(ns, name, doc, dry_run=dry_run)
+                return 201, store.bind_pod(ns, name, doc, dry_run=dry_run, request=request)
             if route.subresource == "eviction":
                 assert ns is not None and name is not None
-                return 201, store.evict_pod(ns, name, doc)
+                return 201, store.evict_pod(ns, name, doc, dry_run=dry_run, request=request)
             if rt.plural == "bindings" and rt.group == "":
                 assert ns is not None
                 pod_name = str((doc.get("metadata") or {}).get("name", "")) if isinstance(doc, dict) else ""
-                return 201, store.bind_pod(ns, pod_name, doc, dry_run=dry_run)
-            return 201, store.create_object(rt, doc, ns, dry_run=dry_run)
+                return 201, store.bind_pod(
+                    ns, pod_name, doc, dry_run=dry_run, request=request, collection=True
+                )
+            return 201, store.create_object(rt, doc, ns, dry_run=dry_run, request=request)
         if route.verb == "deletecollection":
-            return 200, self._deletecollection(route, query, body)
+            return 200, self._deletecollection(route, query, body, request)
         assert name is not None
         if route.verb == "update":
             return 200, store.update_object(
-                rt, ns, name, self._decode(body), subresource=route.subresource, dry_run=dry_run
+                rt,
+                ns,
+                name,
+                self._decode(body),
+                subresource=route.subresource,
+                dry_run=dry_run,
+                request=request,
             )
         if route.verb == "patch":
             obj, created = store.patch_object(
@@ -346,6 +375,7 @@ class Handler(BaseHTTPRequestHandler):
                 field_manager=query.get("fieldManager"),
                 force=query.get("force") == "true",
                 dry_run=dry_run,
+                request=request,
             )
             return (201 if created else 200), obj
         if route.verb == "delete":
@@ -355,10 +385,12 @@ class Handler(BaseHTTPRequestHandler):
             if "gracePeriodSeconds" in query:
                 options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
             dry_run = dry_run or options.get("dryRun") == ["All"]
-            return 200, store.delete_object(rt, ns, name, options, dry_run=dry_run)
+            return 200, store.delete_object(rt, ns, name, options, dry_run=dry_run, request=request)
         raise method_not_allowed()
 
-    def _deletecollection(self, route: Route, query: dict[str, str], body: bytes) -> Obj:
+    def _deletecollection(
+        self, route: Route, query: dict[str, str], body: bytes, request: WriteRequest | None
+    ) -> Obj:
         options = self._decode(body) if body else {}
         items = self.store.delete_collection(
             route.rt,
@@ -367,6 +399,7 @@ class Handler(BaseHTTPRequestHandler):
             field_selector=query.get("fieldSelector"),
             options=options if isinstance(options, dict) else {},
             dry_run=query.get("dryRun") == "All",
+            request=request,
         )
         return {
             "kind": f"{route.rt.kind}List",

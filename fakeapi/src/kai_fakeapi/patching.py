@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from . import patch as patches
-from .errors import ApiError, bad_request, not_found
+from .admission_request import WriteRequest
+from .errors import STALE, ApiError, bad_request, conflict, not_found
 from .jsoncopy import clone
 from .meta import Obj, as_served, meta
 from .resources import ResourceType
 
 if TYPE_CHECKING:
     from .writes import ObjectApi
+
+RETRIES = 5
 
 PATCH_MERGE = "application/merge-patch+json"
 PATCH_STRATEGIC = "application/strategic-merge-patch+json"
@@ -43,9 +46,12 @@ def patch_object(
     field_manager: str | None,
     force: bool,
     dry_run: bool,
+    request: WriteRequest | None = None,
 ) -> tuple[Obj, bool]:
     """PATCH in any of the four flavours (`content_type`: a media type or merge/strategic/json/apply);
-    returns (object, created)."""
+    returns (object, created). With admission webhooks (`request`) the patched object is written without
+    the store's lock, and patched again from the new state when that changed meanwhile (unless the patch
+    named the resourceVersion it applies to)."""
     del force  # apply conflicts between field managers are not modelled
     ctype = content_type.split(";")[0].strip().lower()
     ctype = _PATCH_ALIASES.get(ctype, ctype)
@@ -68,32 +74,94 @@ def patch_object(
             doc = body
     except (ValueError, yaml.YAMLError) as exc:
         raise bad_request(f"error decoding patch: {exc}") from None
-    with api.objects.lock:
-        old = api.objects.find(rt, namespace, name)
-        if ctype == PATCH_APPLY:
-            return _apply(api, rt, namespace, name, doc, old, subresource, field_manager, dry_run)
-        if old is None:
-            raise not_found(rt.key, name)
-        current = as_served(old, rt)
-        if ctype == PATCH_JSON:
-            patched = patches.json_patch(current, doc)
-        elif ctype == PATCH_STRATEGIC:
-            if not isinstance(doc, dict):
-                raise bad_request("strategic merge patch must be a JSON object")
-            patched = patches.strategic_merge_patch(current, doc)
-        else:
-            if not isinstance(doc, dict):
-                raise bad_request("merge patch must be a JSON object")
-            patched = patches.merge_patch(current, doc)
-        if not isinstance(patched, dict):
-            raise ApiError(422, "the patched object is not a JSON object")
-        updated = api.update_object(
-            rt, namespace, name, patched, subresource=subresource, dry_run=dry_run, require_rv=False
+    manager = f"{field_manager}/{subresource or ''}"
+    for _ in range(RETRIES):
+        with api.objects.lock:  # held throughout when no webhook is called
+            old = api.objects.find(rt, namespace, name)
+            target, create = _patched(api, rt, namespace, name, doc, ctype, old, subresource, field_manager)
+            if request is None:
+                return _write(
+                    api, rt, namespace, name, target, create, subresource, dry_run, None, doc, manager, ctype
+                )
+        try:
+            return _write(
+                api, rt, namespace, name, target, create, subresource, dry_run, request, doc, manager, ctype
+            )
+        except ApiError as err:
+            raced = (
+                old is not None and meta(target).get("resourceVersion") == old["metadata"]["resourceVersion"]
+            )
+            if err.code != 409 or not raced:
+                raise
+    raise conflict(rt.key, name, STALE)
+
+
+def _patched(
+    api: ObjectApi,
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    doc: Any,
+    ctype: str,
+    old: Obj | None,
+    subresource: str | None,
+    field_manager: str | None,
+) -> tuple[Obj, bool]:
+    """The object the patch makes of `old` (lock held), and whether it is to be created (apply only)."""
+    if ctype == PATCH_APPLY:
+        return _applied(api, rt, namespace, name, doc, old, subresource, field_manager)
+    if old is None:
+        raise not_found(rt.key, name)
+    current = as_served(old, rt)
+    if ctype == PATCH_JSON:
+        patched = patches.json_patch(current, doc)
+    elif ctype == PATCH_STRATEGIC:
+        if not isinstance(doc, dict):
+            raise bad_request("strategic merge patch must be a JSON object")
+        patched = patches.strategic_merge_patch(current, doc)
+    else:
+        if not isinstance(doc, dict):
+            raise bad_request("merge patch must be a JSON object")
+        patched = patches.merge_patch(current, doc)
+    if not isinstance(patched, dict):
+        raise ApiError(422, "the patched object is not a JSON object")
+    return patched, False
+
+
+def _write(
+    api: ObjectApi,
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    target: Obj,
+    create: bool,
+    subresource: str | None,
+    dry_run: bool,
+    request: WriteRequest | None,
+    doc: Any,
+    manager: str,
+    ctype: str,
+) -> tuple[Obj, bool]:
+    if create:
+        result = api.create_object(rt, target, namespace, dry_run=dry_run, request=request)
+    else:
+        result = api.update_object(
+            rt,
+            namespace,
+            name,
+            target,
+            subresource=subresource,
+            dry_run=dry_run,
+            require_rv=False,
+            request=request,
         )
-        return updated, False
+    if ctype == PATCH_APPLY and not dry_run:
+        with api.objects.lock:
+            api.objects.side_data(rt, namespace, name)[manager] = clone(doc)
+    return result, create
 
 
-def _apply(
+def _applied(
     api: ObjectApi,
     rt: ResourceType,
     namespace: str | None,
@@ -102,10 +170,9 @@ def _apply(
     old: Obj | None,
     subresource: str | None,
     field_manager: str | None,
-    dry_run: bool,
 ) -> tuple[Obj, bool]:
-    """Server-side apply (lock held): create, or merge into the live object, pruning the fields this
-    manager applied last time and no longer does."""
+    """Server-side apply (lock held): the object to create, or the live object with the applied fields
+    merged in, pruning the fields this manager applied last time and no longer does."""
     if not field_manager:
         raise bad_request("PATCH request for server-side apply requires a fieldManager")
     if not isinstance(doc, dict):
@@ -117,26 +184,17 @@ def _apply(
         )
     if doc.get("kind") and doc["kind"] != rt.kind:
         raise bad_request(f"the kind of the applied object ({doc['kind']}) does not match {rt.kind}")
-    manager = f"{field_manager}/{subresource or ''}"
     if old is None:
         if subresource:
             raise not_found(rt.key, name)
         body = clone(doc)
         meta(body)["name"] = name
-        created = api.create_object(rt, body, namespace, dry_run=dry_run)
-        if not dry_run:
-            api.objects.side_data(rt, namespace, name)[manager] = clone(doc)
-        return created, True
+        return body, True
     current = as_served(old, rt)
     if subresource == "status":
         doc = {"status": doc.get("status") or {}}
     applied = api.objects.side_data(rt, namespace, name)
-    merged = patches.server_side_apply(current, doc, applied.get(manager))
+    merged = patches.server_side_apply(current, doc, applied.get(f"{field_manager}/{subresource or ''}"))
     if doc_meta.get("resourceVersion") is None:
         meta(merged)["resourceVersion"] = old["metadata"]["resourceVersion"]
-    result = api.update_object(
-        rt, namespace, name, merged, subresource=subresource, dry_run=dry_run, require_rv=False
-    )
-    if not dry_run:
-        applied[manager] = clone(doc)
-    return result, False
+    return merged, False

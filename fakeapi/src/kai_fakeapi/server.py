@@ -39,6 +39,7 @@ from .routing import Route
 from .store import Store
 from .tls import ServingTls
 from .versioned import Watcher
+from .webhooks import AdmissionWebhooks, WebhookCall
 
 
 class FakeApiServer:
@@ -62,6 +63,7 @@ class FakeApiServer:
         bookmark_interval: float = 1.0,
         strict: bool = False,
         tls: bool = False,
+        admission_webhooks: bool = False,
         **store_options: Any,
     ) -> None:
         self.host = host
@@ -78,6 +80,8 @@ class FakeApiServer:
         self.access = AccessControl(self.tokens, RbacAuthorizer(self.store)) if strict else None
         self.reviews = Reviews(self.tokens, self.access)
         self.tls = ServingTls(host) if tls else None
+        self.admission_webhooks = admission_webhooks
+        self.webhooks = AdmissionWebhooks(self.store)
         self._httpd: HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -294,6 +298,18 @@ class FakeApiServer:
     def compact(self) -> int:
         """Forget the event history (see `Store.compact`): older resourceVersions now get 410 Gone."""
         return self.store.compact()
+
+    # ---------------------------------------------------------------------------- admission webhooks
+
+    def expose_service(self, namespace: str, name: str, port: int, address: tuple[str, int]) -> None:
+        """Where admission webhooks find Service `namespace/name`'s `port`: served at `address` (host,
+        port). There is no cluster network here; the certificate is still checked for the Service's name
+        (`<name>.<namespace>.svc`)."""
+        self.webhooks.expose_service(namespace, name, port, address)
+
+    def webhook_calls(self, webhook: str | None = None) -> list[WebhookCall]:
+        """Admission webhook calls so far (of the webhook named `webhook`), oldest first."""
+        return self.webhooks.calls(webhook)
 
     # -------------------------------------------------------------------------------------- requests
 

@@ -1,13 +1,14 @@
 """The pod subresources a scheduler writes: `binding` (a pod gets its node, once) and `eviction` (a
-delete through the eviction API; PodDisruptionBudgets are not evaluated). Both answer a `Status`, and
-both are recorded (`binds`, `evictions`) for tests to assert on."""
+delete through the eviction API, which PodDisruptionBudgets may refuse: `disruption.py`). Both answer a
+`Status`, and both are recorded (`binds`, `evictions`) for tests to assert on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import STALE, bad_request, conflict, invalid, success_status
+from .disruption import DisruptionBudgets, can_ignore_budgets
+from .errors import STALE, ApiError, bad_request, conflict, invalid, success_status
 from .jsoncopy import clone
 from .kubelet import Kubelet
 from .meta import Obj, format_time, meta
@@ -40,12 +41,14 @@ class PodSubresources:
         pods: ResourceType,
         kubelet: Kubelet,
         delete_pod: DeletePod,
+        budgets: DisruptionBudgets,
         clock: Callable[[], float],
     ) -> None:
         self.objects = objects
         self.pods = pods
         self.kubelet = kubelet
         self.delete_pod = delete_pod
+        self.budgets = budgets
         self.clock = clock
         self.binds: list[BindRecord] = []
         self.evictions: list[EvictionRecord] = []
@@ -105,24 +108,66 @@ class PodSubresources:
             self.kubelet.pod_bound(new)
             return success_status(201)
 
-    def evict(self, namespace: str, name: str, eviction: Obj) -> Obj:
-        """POST pods/eviction (policy/v1 Eviction): deletes the pod."""
+    def evict(self, namespace: str, name: str, eviction: Obj, *, dry_run: bool = False) -> Obj:
+        """POST pods/eviction (policy/v1 Eviction): the pod's disruption budget checked (`DisruptionBudgets`),
+        the pod marked with a DisruptionTarget condition and deleted. `dry_run`: the request's dryRun."""
         if not isinstance(eviction, dict):
             raise bad_request("the body of the request must be a JSON object")
-        eviction_meta = eviction.get("metadata") or {}
-        if eviction_meta.get("name") and eviction_meta["name"] != name:
+        if (eviction.get("metadata") or {}).get("name") != name:
             raise bad_request("name in URL does not match name in Eviction object")
         if eviction.get("kind") not in (None, "Eviction"):
             raise bad_request(
                 f"the object provided is unrecognized (must be of type Eviction): {eviction.get('kind')}"
             )
-        options = dict(eviction.get("deleteOptions") or {})
+        options = _delete_options(eviction, dry_run)
         dry = bool(options.get("dryRun"))
         with self.objects.lock:
             pod = self.objects.require(self.pods, namespace, name)
-            if pod["metadata"].get("deletionTimestamp"):
-                return success_status(201)
+            if not can_ignore_budgets(pod):
+                self.budgets.admit_eviction(pod, dry_run=dry)
+            if not dry:
+                self._mark_disrupted(pod)
             self.delete_pod(namespace, name, options, dry)
             if not dry:
                 self.evictions.append(EvictionRecord(namespace, name, self.objects.resource_version))
             return success_status(201)
+
+    def _mark_disrupted(self, pod: Obj) -> None:
+        """The DisruptionTarget condition the eviction handler writes before it deletes (Kubernetes 1.31+)."""
+        new = clone(pod)
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        previous: Obj = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionTarget"), {}
+        )
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": previous.get("lastTransitionTime")
+            if previous.get("status") == "True"
+            else format_time(self.clock()),
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+        }
+        status["conditions"] = [*conditions, condition]
+        if new != pod:
+            self.objects.commit(self.pods, "MODIFIED", new, pod)
+
+
+def _delete_options(eviction: Obj, dry_run: bool) -> Obj:
+    """The eviction's DeleteOptions with the request's dryRun pushed in (they must not disagree)."""
+    options = dict(eviction.get("deleteOptions") or {})
+    wanted = ["All"] if dry_run else []
+    given = options.get("dryRun") or []
+    if not given:
+        if wanted:
+            options["dryRun"] = wanted
+    elif wanted and given != wanted:
+        raise ApiError(
+            500,
+            f"Non-matching dry-run options in request and content: [{' '.join(wanted)}] and "
+            f"[{' '.join(map(str, given))}]",
+            reason="Unknown",
+        )
+    return options

@@ -100,6 +100,10 @@ def _none(value: Any) -> str:
     return "<none>" if value in (None, "") else str(value)
 
 
+def _int_or_percent(value: Any) -> str:
+    return "N/A" if value is None else str(value)
+
+
 def _node_status(node: Obj, _now: float) -> str:
     state = "Unknown"
     for cond in (node.get("status") or {}).get("conditions") or []:
@@ -171,6 +175,28 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
         _NAME,
         ("Value", "integer", 0, lambda o, _n: o.get("value")),
         ("Global-Default", "boolean", 0, lambda o, _n: bool(o.get("globalDefault", False))),
+        _AGE,
+    ],
+    "poddisruptionbudgets.policy": [
+        _NAME,
+        (
+            "Min Available",
+            "string",
+            0,
+            lambda o, _n: _int_or_percent((o.get("spec") or {}).get("minAvailable")),
+        ),
+        (
+            "Max Unavailable",
+            "string",
+            0,
+            lambda o, _n: _int_or_percent((o.get("spec") or {}).get("maxUnavailable")),
+        ),
+        (
+            "Allowed Disruptions",
+            "integer",
+            0,
+            lambda o, _n: int((o.get("status") or {}).get("disruptionsAllowed", 0)),
+        ),
         _AGE,
     ],
     "leases.coordination.k8s.io": [

@@ -106,6 +106,11 @@ class VersionedStore:
         self._compacted_rv = 0
         self._rv = 0
         self._watchers: set[Watcher] = set()
+        self._observers: list[Callable[[Event], None]] = []
+
+    def add_observer(self, observer: Callable[[Event], None]) -> None:
+        """Call `observer` after every commit, lock held (a controller that keeps other objects in step)."""
+        self._observers.append(observer)
 
     @property
     def resource_version(self) -> int:
@@ -151,6 +156,8 @@ class VersionedStore:
         for w in list(self._watchers):
             w.offer(ev)
         self.changed.notify_all()
+        for observer in self._observers:
+            observer(ev)
         return obj
 
     def find(self, rt: ResourceType, namespace: str | None, name: str) -> Obj | None:

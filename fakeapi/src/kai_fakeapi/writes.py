@@ -10,9 +10,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import patching
+from . import admitted, patching
 from .admission import check_pod_update, default_on_create
+from .admission_request import WriteRequest
 from .crd_registry import CRD_KEY, CrdRegistry
+from .disruption import PDB_KEY, DisruptionBudgets, EvictionRefusal
 from .errors import STALE, ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .jsoncopy import clone
 from .kubelet import Kubelet
@@ -48,11 +50,14 @@ class ObjectApi:
         self._kubelet = Kubelet(
             self.objects, pods, clock, enabled=kubelet, graceful_deletion=graceful_pod_deletion
         )
+        self.disruption = DisruptionBudgets(self.objects, self.registry.resolve(PDB_KEY), clock)
+        self.objects.add_observer(self.disruption.observe)
         self.pod_subresources = PodSubresources(
             self.objects,
             pods,
             self._kubelet,
             lambda ns, name, options, dry: self.delete_object(pods, ns, name, options, dry_run=dry),
+            self.disruption,
             clock,
         )
         ns_type = self.registry.resolve("namespaces")
@@ -72,6 +77,21 @@ class ObjectApi:
     @kubelet.setter
     def kubelet(self, enabled: bool) -> None:
         self._kubelet.enabled = enabled
+
+    @property
+    def disruption_controller(self) -> bool:
+        """Whether PodDisruptionBudgets' status is kept current, as by kube-controller-manager (settable;
+        off, a budget keeps the status it has, and one never processed refuses evictions)."""
+        return self.disruption.enabled
+
+    @disruption_controller.setter
+    def disruption_controller(self, enabled: bool) -> None:
+        self.disruption.enabled = enabled
+
+    @property
+    def refused_evictions(self) -> list[EvictionRefusal]:
+        """Evictions a PodDisruptionBudget refused, oldest first."""
+        return self.disruption.refused
 
     @property
     def binds(self) -> list[BindRecord]:
@@ -137,10 +157,14 @@ class ObjectApi:
         dry_run: bool = False,
         keep_status: bool = False,
         keep_uid: bool = False,
+        request: WriteRequest | None = None,
     ) -> Obj:
         """POST: the real server's create, including defaulting and admission the scheduler relies on.
         `keep_uid`: the object's own uid stays (the in-process controllers make objects whose owner
-        references were written before the server saw them)."""
+        references were written before the server saw them). `request`: an HTTP request the admission
+        webhooks see."""
+        if request is not None:
+            return admitted.create(self, rt, body, namespace, request, dry_run=dry_run)
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
         obj = clone(body)
@@ -231,8 +255,21 @@ class ObjectApi:
         dry_run: bool = False,
         require_rv: bool | None = None,
         keep_status: bool = False,
+        request: WriteRequest | None = None,
     ) -> Obj:
         """PUT (also the last step of every patch): optimistic concurrency on metadata.resourceVersion."""
+        if request is not None:
+            return admitted.update(
+                self,
+                rt,
+                namespace,
+                name,
+                body,
+                request,
+                subresource=subresource,
+                dry_run=dry_run,
+                require_rv=require_rv,
+            )
         if not isinstance(body, dict):
             raise bad_request("the body of the request must be a JSON object")
         new = clone(body)
@@ -333,8 +370,10 @@ class ObjectApi:
         field_manager: str | None = None,
         force: bool = False,
         dry_run: bool = False,
+        request: WriteRequest | None = None,
     ) -> tuple[Obj, bool]:
-        """PATCH in any of the four flavours; returns (object, created): apply can create."""
+        """PATCH in any of the four flavours; returns (object, created): apply can create. Admission
+        webhooks (`request`) see the patched object, as an update (or a create, for apply)."""
         return patching.patch_object(
             self,
             rt,
@@ -346,6 +385,7 @@ class ObjectApi:
             field_manager=field_manager,
             force=force,
             dry_run=dry_run,
+            request=request,
         )
 
     # ------------------------------------------------------------------------------------------ delete
@@ -358,10 +398,13 @@ class ObjectApi:
         options: Obj | None = None,
         *,
         dry_run: bool = False,
+        request: WriteRequest | None = None,
     ) -> Obj:
         """DELETE: preconditions, finalizers, graceful pod termination (if enabled), namespace and CRD
         cascades. Returns the deleted (or now terminating) object."""
         options = options or {}
+        if request is not None:
+            return admitted.delete(self, rt, namespace, name, options, request, dry_run=dry_run)
         with self.objects.lock:
             old = self.objects.require(rt, namespace, name)
             metadata = old["metadata"]
@@ -411,27 +454,92 @@ class ObjectApi:
         field_selector: str | None = None,
         options: Obj | None = None,
         dry_run: bool = False,
+        request: WriteRequest | None = None,
     ) -> list[Obj]:
         with self.objects.lock:
             items, _, _, _ = self.objects.list_objects(
                 rt, namespace, label_selector=label_selector, field_selector=field_selector
             )
-            return [
-                self.delete_object(
-                    rt, item["metadata"].get("namespace"), item["metadata"]["name"], options, dry_run=dry_run
+            if request is None:
+                return [
+                    self.delete_object(
+                        rt,
+                        item["metadata"].get("namespace"),
+                        item["metadata"]["name"],
+                        options,
+                        dry_run=dry_run,
+                    )
+                    for item in items
+                ]
+        # Each item is admitted on its own, without the lock (webhooks are called); one gone meanwhile is
+        # skipped, as the API server's deletecollection skips it.
+        deleted = []
+        for item in items:
+            try:
+                deleted.append(
+                    self.delete_object(
+                        rt,
+                        item["metadata"].get("namespace"),
+                        item["metadata"]["name"],
+                        options,
+                        dry_run=dry_run,
+                        request=request,
+                    )
                 )
-                for item in items
-            ]
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+        return deleted
 
     # ------------------------------------------------------------------------------- pods' lifecycle
 
-    def bind_pod(self, namespace: str, name: str, binding: Obj, *, dry_run: bool = False) -> Obj:
-        """POST pods/binding (see `PodSubresources.bind`)."""
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        binding: Obj,
+        *,
+        dry_run: bool = False,
+        request: WriteRequest | None = None,
+        collection: bool = False,
+    ) -> Obj:
+        """POST pods/binding (see `PodSubresources.bind`); `collection`: through the `bindings` resource."""
+        if request is not None:
+            rt = self.registry.resolve("bindings") if collection else self.pod_subresources.pods
+            binding = admitted.subresource_create(
+                rt,
+                namespace,
+                name,
+                None if collection else "binding",
+                binding,
+                ("", "v1", "Binding"),
+                request,
+                dry_run=dry_run,
+            )
         return self.pod_subresources.bind(namespace, name, binding, dry_run=dry_run)
 
-    def evict_pod(self, namespace: str, name: str, eviction: Obj) -> Obj:
+    def evict_pod(
+        self,
+        namespace: str,
+        name: str,
+        eviction: Obj,
+        *,
+        dry_run: bool = False,
+        request: WriteRequest | None = None,
+    ) -> Obj:
         """POST pods/eviction (see `PodSubresources.evict`)."""
-        return self.pod_subresources.evict(namespace, name, eviction)
+        if request is not None:
+            eviction = admitted.subresource_create(
+                self.pod_subresources.pods,
+                namespace,
+                name,
+                "eviction",
+                eviction,
+                ("policy", "v1", "Eviction"),
+                request,
+                dry_run=dry_run,
+            )
+        return self.pod_subresources.evict(namespace, name, eviction, dry_run=dry_run)
 
     def complete_pod_deletions(self, namespace: str | None = None, name: str | None = None) -> int:
         """What a kubelet does after a graceful delete: remove terminating pods. Returns how many."""
