@@ -516,10 +516,27 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import ssl
 
-    from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
     from kai_scheduler.k8s.runtime.logs import configure
 
     configure("debug" if args.verbose else args.log_level, args.log_format)
+    options = run_options(args)
+    client = _client(args.kubeconfig)
+    try:
+        # Informer caches, parsed models and the cluster state are long-lived, and every API answer and
+        # cycle makes many short-lived objects: with the collector's defaults those were promoted and walked
+        # by full collections again and again (issue #8's live benchmark: about a third of the process's
+        # CPU at 8,000 pods). The simulator's policy: the young generation collected less often.
+        with fewer_collections():
+            asyncio.run(_until_signalled(options, client))
+    except (OSError, ssl.SSLError, ValueError) as error:
+        raise UsageError(f"run: {error}") from None
+    return 0
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """What `kai-scheduler run` starts with these arguments (a `UsageError` names a bad flag). The chart's
+    tests build each Deployment's with it, to ask the components what they need of the API server."""
+    from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
 
     config = _config(args.config)
     config, partition = _shard(config, args.shard, args.config)
@@ -555,17 +572,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     if "admission" in options.components and options.webhook_port == 0:
         raise UsageError(WEBHOOK_PORT_OFF)
-    client = _client(args.kubeconfig)
-    try:
-        # Informer caches, parsed models and the cluster state are long-lived, and every API answer and
-        # cycle makes many short-lived objects: with the collector's defaults those were promoted and walked
-        # by full collections again and again (issue #8's live benchmark: about a third of the process's
-        # CPU at 8,000 pods). The simulator's policy: the young generation collected less often.
-        with fewer_collections():
-            asyncio.run(_until_signalled(options, client))
-    except (OSError, ssl.SSLError, ValueError) as error:
-        raise UsageError(f"run: {error}") from None
-    return 0
+    return options
 
 
 def _self_signed(args: argparse.Namespace) -> SelfSignedTLS | None:
@@ -659,7 +666,13 @@ def _reserve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from kai_scheduler.k8s.binder.reservation_app import GpuDiscoveryError, discover_gpu_uuid, run_reservation
+    from kai_scheduler.k8s.binder.reservation_app import (
+        GpuDiscoveryError,
+        discover_gpu_uuid,
+        reservation_app_access,
+        run_reservation,
+    )
+    from kai_scheduler.k8s.runtime.access import AccessGuard
     from kai_scheduler.k8s.runtime.client import ApiStatusError
 
     if not args.pod_name or not args.namespace:
@@ -677,8 +690,9 @@ def _reserve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        guarded = AccessGuard(client, reservation_app_access(args.namespace), "reserve")
         try:
-            await run_reservation(client, args.namespace, args.pod_name, uuid, stop)
+            await run_reservation(guarded, args.namespace, args.pod_name, uuid, stop)
         finally:
             await client.aclose()
 

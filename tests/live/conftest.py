@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.k8s.runtime import access
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
+
+UNDECLARED_LOGGER = access.log.name
 
 for _folder in (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]):
     if str(_folder) not in sys.path:
@@ -37,6 +40,15 @@ def server() -> Iterator[FakeApiServer]:
     deadline = time.monotonic() + 5
     while _server_threads() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+@pytest.fixture(autouse=True)
+def no_undeclared_calls(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Components run here call through an `AccessGuard` (run_components, run_live, `Live`): a call they
+    did not declare fails the test, also where a component's loop logged the refusal and went on."""
+    yield
+    refused = [record.getMessage() for record in caplog.records if record.name == UNDECLARED_LOGGER]
+    assert not refused, refused
 
 
 @pytest.fixture

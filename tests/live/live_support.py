@@ -13,6 +13,8 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.binder.binder import Binder
 from kai_scheduler.k8s.binder.reservation_app import publish_gpu
 from kai_scheduler.k8s.binder.reservations import DEFAULT_RESERVATION_NAMESPACE, GpuReservation
+from kai_scheduler.k8s.needs import binder_needs, scheduler_needs
+from kai_scheduler.k8s.runtime.access import AccessGuard
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -46,14 +48,21 @@ async def in_thread(func: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(func, *args)
 
 
+def ensure_namespace(server: FakeApiServer, name: str) -> None:
+    """Create the namespace `name` unless it exists (what the chart does for the components' own ones)."""
+    if server.store.try_get("namespaces", name) is None:
+        server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
 # --- fake GPU nodes: what the kubelet, the device plugin and the reservation app do -----------------
 
 
 class FakeGpuNodes:
     """Plays the kubelet, the NVIDIA device plugin and the reservation app for the binder's GPU reservation
-    pods: each one gets a free device of its node (UUID `GPU-<node>-<index>`, lowest index first), which
-    it publishes over HTTP with the reservation app's own `publish_gpu` (so an outage is retried as in a
-    real pod). A device is free again once its reservation pod is gone.
+    pods (in their namespace, made here as the chart makes it): each one gets a free device of its node
+    (UUID `GPU-<node>-<index>`, lowest index first), which it publishes over HTTP with the reservation
+    app's own `publish_gpu` (so an outage is retried as in a real pod). A device is free again once its
+    reservation pod is gone.
 
     async with FakeGpuNodes(server):
         ...
@@ -66,6 +75,7 @@ class FakeGpuNodes:
         self.stop = asyncio.Event()
 
     async def __aenter__(self) -> FakeGpuNodes:
+        ensure_namespace(self.server, self.namespace)
         self.client = LightkubeClient.from_url(self.server.url, timeout=5.0)
         self.task = asyncio.create_task(self.run())
         return self
@@ -109,9 +119,17 @@ class FakeGpuNodes:
 # --- a running scheduler and binder on the fake API server ------------------------------------------
 
 
+def evicted(server: FakeApiServer, namespace: str = "default") -> list[str]:
+    """The pods of `namespace` deleted (as the scheduler evicts), in the order of the requests."""
+    deletes = server.requests(verb="delete", resource="pods")
+    return [str(r.name) for r in deletes if r.namespace == namespace and r.code is not None and r.code < 300]
+
+
 class Live:
     """A client, informers, a scheduler loop and (optionally) a binder with GPU reservation pods, and fake
-    GPU nodes that serve those (`gpus`), running against `server`:
+    GPU nodes that serve those (`gpus`), running against `server`. The loop, the binder and the informers
+    call through an `AccessGuard` of what the scheduler and the binder declare; `client` is unguarded, for
+    the test's own calls:
 
     async with Live(server) as live:
         await live.until(lambda: ...)
@@ -143,14 +161,19 @@ class Live:
         self.tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Live:
+        if self.reservation is not None:
+            ensure_namespace(self.server, self.reservation.namespace)  # the chart's
         self.client = LightkubeClient.from_url(self.server.url, timeout=5.0)
-        self.informers = InformerSet(self.client, backoff=FAST_BACKOFF)
+        partition = self.loop_options.get("partition")
+        accesses = scheduler_needs(pool_labels=partition is not None and partition.value is not None)
+        guarded = AccessGuard(self.client, accesses | binder_needs(reservation=self.reservation), "live")
+        self.informers = InformerSet(guarded, backoff=FAST_BACKOFF)
         self.informers.start()
         self.loop = SchedulerLoop(
-            self.client, self.informers, self.config, period=self.period, **self.loop_options
+            guarded, self.informers, self.config, period=self.period, **self.loop_options
         )
         self.binder = Binder(
-            self.client,
+            guarded,
             self.informers,
             backoff_base=self.backoff_base,
             resync_period=0.5,

@@ -192,3 +192,26 @@ def test_api_server_down_for_a_while(make_client: MakeClient, server: FakeApiSer
                 assert informers.pods.stats.relists_after_gone == 0  # resumed from its version
 
     run(body())
+
+
+def test_a_kind_it_may_not_list_is_not_taken_for_an_empty_one(
+    make_client: MakeClient, server: FakeApiServer
+) -> None:
+    """A 403 is no answer: the informer stays unsynced (its component waits, the log says why) and lists
+    again until it is allowed, rather than working from an empty cache. Only a kind the server does not
+    serve (404) counts as empty."""
+    server.store.create(queue_manifest("q"))
+    forbidden = server.fail_next(10_000, 403, verb="list", resource="queues")
+
+    async def body() -> None:
+        async with make_client() as client:
+            informers = InformerSet(client, backoff=FAST_BACKOFF, kinds=(QUEUES, PODS))
+            async with informers:
+                assert await informers.pods.wait_synced(5)
+                await eventually(lambda: forbidden.hits >= 2)  # refused, and tried again
+                assert not informers[QUEUES].synced.is_set() and informers[QUEUES].cache == {}
+                server.clear_faults()
+                assert await informers.wait_synced(5)
+                assert list(informers[QUEUES].cache) == ["q"]
+
+    run(body())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from live_support import Live, run
+from live_support import Live, evicted, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
@@ -55,7 +55,7 @@ def test_every_scheduler_metric_has_samples_after_binds_and_a_reclaim(server: Fa
             await live.until(lambda: live.loop.last_report is not None and live.loop.cycle >= 3)
 
     run(body())
-    assert sorted(e.name for e in store.evictions) == ["a-2", "a-3"]
+    assert sorted(evicted(server)) == ["a-2", "a-3"]
 
     def sample(name: str, **labels: str) -> float | None:
         return metrics.registry.get_sample_value(name, labels)
@@ -94,14 +94,14 @@ def test_every_scheduler_metric_has_samples_after_binds_and_a_reclaim(server: Fa
     assert (sample("kai_podgroups_scheduled_by_action", action="reclaim") or 0) >= 1
     assert (sample("kai_scenarios_filtered_by_action", action="reclaim") or 0) >= 1
     assert (sample("kai_scenarios_simulation_by_action", action="reclaim") or 0) >= 1
-    evicted = [
+    evicted_samples = [
         s
         for family in metrics.registry.collect()
         if family.name == "kai_pod_group_evicted_pods"
         for s in family.samples
         if s.name.endswith("_total") and s.labels["action"] == "reclaim"
     ]
-    assert sum(s.value for s in evicted) == 2
+    assert sum(s.value for s in evicted_samples) == 2
 
     # Time-based usage: the history records what the queues hold after each cycle's decisions, so from
     # the first cycle on a holds two GPUs and b two (the reclaim's): each half the node's GPUs.

@@ -81,35 +81,10 @@ def test_only_the_scheduler_watches_namespaces(server: FakeApiServer) -> None:
             await asyncio.wait_for(task, 10)
 
     # The binder, pod grouper and status controllers of one process share their informers (one list of
-    # topologies and of nodes); the scale adjuster lists nodes with its own.
+    # nodes, for the status controllers); the scale adjuster lists nodes with its own. None of them reads
+    # topologies either.
     controllers = {"binder", "podgrouper", "status-controllers", "scale-adjuster"}
-    run(
-        components(
-            controllers,
-            lambda: (
-                len(server.requests(verb="list", resource="topologies.kai.scheduler")) >= 1
-                and len(server.requests(verb="list", resource="nodes")) >= 2
-            ),
-        ),
-        timeout=30,
-    )
+    run(components(controllers, lambda: len(server.requests(verb="list", resource="nodes")) >= 2), timeout=30)
     assert namespace_reads() == []
+    assert server.requests(resource="topologies.kai.scheduler") == []
     run(components({"scheduler"}, lambda: "list" in namespace_reads()), timeout=30)
-
-
-def test_a_scheduler_that_may_not_list_namespaces_still_syncs_and_schedules(server: FakeApiServer) -> None:
-    # A ClusterRole without namespaces (an older chart): listing them is forbidden. The scheduler goes on
-    # without namespace labels rather than waiting for a sync that never comes.
-    store = server.store
-    server.fail_next(10_000, 403, verb="list", resource="namespaces")
-    store.create(node_manifest("a", gpus=4))
-    store.create(queue_manifest("q"))
-    store.create(pod_manifest("p", gpus=1))
-
-    async def body() -> None:
-        async with Live(server) as live:
-            assert live.informers.namespaces is not None
-            assert live.informers.namespaces.cache == {}
-            await live.until(lambda: bool(store.get("pods", "p")["spec"].get("nodeName")))
-
-    run(body())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from live_support import FakeGpuNodes, eventually, run
+from live_support import FakeGpuNodes, eventually, evicted, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
@@ -115,5 +115,5 @@ def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:
         pool = "b" if request["spec"]["podName"].startswith("b-") else "a"
         assert request["metadata"]["labels"][POOL] == pool
     # Pool a's scheduler reclaimed exactly qa1's two GPUs above its pool share.
-    evicted = [e.name for e in store.evictions]
-    assert len(evicted) == 2 and set(evicted) <= {f"a1-{i}" for i in range(4)}
+    victims = evicted(server)
+    assert len(victims) == 2 and set(victims) <= {f"a1-{i}" for i in range(4)}

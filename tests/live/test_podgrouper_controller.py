@@ -12,11 +12,12 @@ from live_support import eventually, run
 
 from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.k8s.needs import podgrouper_needs
 from kai_scheduler.k8s.podgrouper.controller import EVENT_REASON, Outcome, PodGrouperController
-from kai_scheduler.k8s.podgrouper.owners import guess_plural, owner_resource_kind
+from kai_scheduler.k8s.podgrouper.owners import owner_resource_kind
+from kai_scheduler.k8s.runtime.access import AccessGuard
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
-from kai_scheduler.k8s.runtime.client import POD_GROUPS, PODS
-from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.informers import PODGROUPER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
@@ -78,22 +79,22 @@ def annotation(obj: dict[str, Any]) -> str | None:
 
 @asynccontextmanager
 async def grouper(make_client: MakeClient, **options: Any) -> AsyncIterator[PodGrouperController]:
-    """A running controller on its own client and informers (stopped, and checked, on exit)."""
+    """A running controller on its own client (held to what the pod grouper declares) and informers
+    (stopped, and checked, on exit)."""
     options.setdefault("resync_period", 0.2)
     options.setdefault("backoff", FAST_BACKOFF)
-    async with (
-        make_client() as client,
-        InformerSet(client, backoff=FAST_BACKOFF, kinds=(PODS, POD_GROUPS)) as informers,
-    ):
-        controller = PodGrouperController(client, informers, **options)
-        stop = asyncio.Event()
-        task = asyncio.create_task(controller.run(stop))
-        try:
-            assert await informers.wait_synced(5)
-            yield controller
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 5)
+    async with make_client() as raw:
+        client = AccessGuard(raw, podgrouper_needs(), "podgrouper")
+        async with InformerSet(client, backoff=FAST_BACKOFF, kinds=PODGROUPER_KINDS) as informers:
+            controller = PodGrouperController(client, informers, **options)
+            stop = asyncio.Event()
+            task = asyncio.create_task(controller.run(stop))
+            try:
+                assert await informers.wait_synced(5)
+                yield controller
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 5)
 
 
 async def settled(controller: PodGrouperController, passes: int = 2) -> None:
@@ -155,7 +156,7 @@ def test_bare_pods_other_schedulers_and_unknown_owners(
         "kind": "Widget",
         "metadata": {"name": "gizmo", "namespace": "default", "uid": "widget-uid-1"},
     }
-    server.store.create(owned_pod("gizmo-0", widget))  # the kind is not served: grouped by its reference
+    server.store.create(owned_pod("gizmo-0", widget))  # a kind the grouper does not read: by its reference
     user = server.store.create(pod_manifest("mine", None, group="my-own-group"))
 
     async def body() -> None:
@@ -178,6 +179,7 @@ def test_bare_pods_other_schedulers_and_unknown_owners(
     assert found[bare_group]["spec"]["queue"] == "team-b"
     assert found["pg-gizmo-widget-uid-1"]["spec"]["queue"] == "default-queue"
     assert found["pg-gizmo-widget-uid-1"]["metadata"]["ownerReferences"][0]["kind"] == "Widget"
+    assert server.requests(resource="widgets.example.com") == []  # never asked for
 
 
 def test_malformed_owner_is_an_event_not_a_crash(server: FakeApiServer, make_client: MakeClient) -> None:
@@ -248,13 +250,13 @@ def test_api_failures_are_retried(server: FakeApiServer, make_client: MakeClient
 
 
 def test_owner_kinds_and_the_work_queue() -> None:
-    assert guess_plural("Widget") == "widgets"
-    assert guess_plural("Policy") == "policies"
-    assert guess_plural("Class") == "classes"
-    assert owner_resource_kind("kubeflow.org/v1", "PyTorchJob").plural == "pytorchjobs"
-    assert owner_resource_kind("serving.knative.dev/v1", "Service").plural == "services"
+    pytorch = owner_resource_kind("kubeflow.org/v1", "PyTorchJob")
+    assert pytorch is not None and pytorch.plural == "pytorchjobs"
+    knative = owner_resource_kind("serving.knative.dev/v1", "Service")
+    assert knative is not None and knative.plural == "services"
     apps = owner_resource_kind("apps/v1", "ReplicaSet")
-    assert (apps.group, apps.version, apps.plural) == ("apps", "v1", "replicasets")
+    assert apps is not None and (apps.group, apps.version, apps.plural) == ("apps", "v1", "replicasets")
+    assert owner_resource_kind("example.com/v1", "Widget") is None  # not read: its role does not grant it
 
     async def body() -> None:
         queue = KeyQueue()

@@ -67,7 +67,6 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
             resources = spec["containers"][0]["resources"]
             assert resources["requests"]["nvidia.com/gpu"] in ("1", 1)
             assert resources["limits"]["nvidia.com/gpu"] in ("1", 1)
-            assert store.try_get("namespaces", NAMESPACE) is not None
             await live.until(lambda: live.binder.stats.outcomes.get("default/frac") == "Succeeded")
 
             # The pod goes: its GPU is free, and the sweep removes the reservation pod.
@@ -75,6 +74,36 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
             await live.until(lambda: reservations(store) == [], timeout=4.0)
 
     run(body(), timeout=8.0)
+    assert server.requests(resource="namespaces", verb="create") == []  # the namespace is the chart's
+
+
+def test_without_its_namespace_a_reservation_pod_fails_the_bind_saying_so(server: FakeApiServer) -> None:
+    """The binder does not create the reservation namespace (the chart does): when it is missing, the
+    API server's 404 is the BindRequest's failure reason, and the pod's FailedBinding event."""
+    store = server.store
+    store.create(node_manifest("n1", gpus=1, gpu_memory=40000))
+    store.create(queue_manifest("q"))
+
+    failures: list[str] = []
+
+    def seen(_: dict[str, Any], request: dict[str, Any]) -> None:
+        if (request.get("status") or {}).get("phase") == "Failed":
+            failures.append(request["status"]["reason"])
+
+    async def body() -> None:
+        async with Live(server, gpus=False) as live:
+            store.delete("namespaces", NAMESPACE)
+            live.informers.bind_requests.add_handler(on_update=seen)
+            store.create(pod_manifest("half", fraction=0.5))
+            await live.until(lambda: bool(failures))
+
+    run(body(), timeout=15.0)
+    reason = failures[0]
+    assert "cannot create the reservation pod for GPU group" in reason
+    assert f'in namespace {NAMESPACE}: namespaces "{NAMESPACE}" not found' in reason
+    failed = [e for e in store.list("events", "default") if e["reason"] == "FailedBinding"]
+    assert failed and f'namespaces "{NAMESPACE}" not found' in failed[0]["message"]
+    assert reservations(store) == [] and server.requests(resource="namespaces", verb="create") == []
 
 
 def test_pods_sharing_a_gpu_get_one_reservation_pod(server: FakeApiServer) -> None:

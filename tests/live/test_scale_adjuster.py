@@ -8,10 +8,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from live_support import Live, run
+from live_support import Live, ensure_namespace, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.k8s.needs import scale_adjuster_needs
+from kai_scheduler.k8s.runtime.access import AccessGuard
 from kai_scheduler.k8s.scaleadjuster.controller import ScaleAdjuster
 from kai_scheduler.k8s.scaleadjuster.plan import DO_NOT_DISRUPT_ANNOTATION, SHAPE_LABEL, requested_gpus
 from kai_scheduler.k8s.scaleadjuster.shapes import pod_shape
@@ -50,7 +52,9 @@ async def adjuster(live: Live, **options: Any) -> AsyncIterator[ScaleAdjuster]:
     options.setdefault("period", 0.1)
     options.setdefault("min_interval", 0.02)
     options.setdefault("grace", 0.0)
-    controller = ScaleAdjuster(live.client, live.informers, **options)
+    ensure_namespace(live.server, NS)  # the chart's: the adjuster makes none
+    client = AccessGuard(live.client, scale_adjuster_needs(), "scale-adjuster")
+    controller = ScaleAdjuster(client, live.informers, **options)
     task = asyncio.create_task(controller.run(live.stop))
     live.tasks.append(task)  # `until` surfaces a crash; Live's exit stops and awaits it
     yield controller

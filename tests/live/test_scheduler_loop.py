@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from live_support import Live, run
+from live_support import Live, evicted, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
@@ -108,7 +108,9 @@ def test_the_condition_reason_is_the_reasons_code_not_read_from_its_message() ->
     assert code_of(joined) == OVER_LIMIT and joined == "OverLimit: queue a; reclaim: no room"
 
 
-def test_reclaim_evicts_through_the_eviction_subresource(server: FakeApiServer) -> None:
+def test_reclaim_marks_its_victims_disruption_targets_then_deletes_them(server: FakeApiServer) -> None:
+    """As KAI's evictor: the DisruptionTarget condition (PreemptionByScheduler, the eviction's message) in a
+    status patch, then a delete; no eviction subresource."""
     store = server.store
     store.create(node_manifest("node0", gpus=4, cpu="32", memory="256Gi"))
     store.create(queue_manifest("team-a", gpu=2))
@@ -117,9 +119,16 @@ def test_reclaim_evicts_through_the_eviction_subresource(server: FakeApiServer) 
         store.create(pod_manifest(f"a-{i}", "team-a", gpus=1, cpu=None, memory=None, node_name="node0"))
     for i in range(2):
         store.create(pod_manifest(f"b-{i}", "team-b", gpus=1, cpu=None, memory=None))
+    marked: dict[str, dict[str, Any]] = {}
+
+    def seen(_: dict[str, Any], pod: dict[str, Any]) -> None:
+        for condition in pod.get("status", {}).get("conditions") or []:
+            if condition["type"] == "DisruptionTarget":
+                marked[pod["metadata"]["name"]] = condition
 
     async def body() -> None:
         async with Live(server, binder=False, loop=False) as live:
+            live.informers.pods.add_handler(on_update=seen)
             first = await live.loop.run_once()
             assert sorted(first.evictions) == ["default/a-2", "default/a-3"]
             assert sorted(live.loop.nominated) == ["default/b-0", "default/b-1"]
@@ -130,8 +139,18 @@ def test_reclaim_evicts_through_the_eviction_subresource(server: FakeApiServer) 
             assert live.loop.nominated == {}
 
     run(body())
-    assert sorted(e.name for e in store.evictions) == ["a-2", "a-3"]
-    assert len(server.requests(verb="create", resource="pods", subresource="eviction")) == 2
+    assert sorted(evicted(server)) == ["a-2", "a-3"]
+    assert sorted(marked) == ["a-2", "a-3"]
+    for condition in marked.values():
+        assert (condition["status"], condition["reason"]) == ("True", "PreemptionByScheduler")
+        assert condition["message"].startswith("Preempted by reclaim for default/")
+        assert condition["lastTransitionTime"]
+    requests = server.requests()
+    for name in ("a-2", "a-3"):
+        (patched,) = [i for i, r in enumerate(requests) if r.name == name and r.subresource == "status"]
+        (deleted,) = [i for i, r in enumerate(requests) if r.name == name and r.verb == "delete"]
+        assert patched < deleted
+    assert server.requests(verb="create", resource="pods", subresource="eviction") == []
     assert {b["spec"]["selectedNode"] for b in store.list("bindrequests")} == {"node0"}
 
 

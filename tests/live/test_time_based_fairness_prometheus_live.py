@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import pytest
-from live_support import Live, run
+from live_support import Live, evicted, run
 
 from fake_prometheus import FakePrometheus, closed_port_url
 from helpers import node_manifest, pod_manifest, queue_manifest
@@ -160,7 +160,7 @@ def test_the_running_loop_fetches_in_the_background_before_its_first_cycle(serve
     # (which would then have been reclaimed, once the usage arrived).
     assert requested_by_queue(names) == {"a": 0, "b": 4}
     assert len(server.requests(verb="create", resource="bindrequests")) == 4
-    assert server.requests(verb="create", resource="pods", subresource="eviction") == []
+    assert evicted(server) == []
 
 
 def test_prometheus_down_the_loop_keeps_scheduling_without_usage(server: FakeApiServer) -> None:

@@ -10,6 +10,9 @@ Every process also serves `/metrics`, `/healthz` and `/readyz`; the scheduler al
 With `leader_elect`, each controller works only while it holds its own Lease (`LEASES`) in
 `lease_namespace`, so that replicas of one component never act together; the admission webhooks are
 stateless and answer from every replica.
+
+Each component watches only the kinds it reads and calls the API server through an `AccessGuard` holding
+it to what it declares (`needs.py`), which is what the chart grants its ServiceAccount.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder
 from kai_scheduler.k8s.binder.metrics import BinderMetrics
 from kai_scheduler.k8s.binder.reservations import GpuReservation
+from kai_scheduler.k8s.needs import INFORMER_KINDS, binder_needs, needs, scheduler_needs
 from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
-from kai_scheduler.k8s.runtime.client import KubeClient
+from kai_scheduler.k8s.runtime.access import AccessGuard, watching
+from kai_scheduler.k8s.runtime.client import KubeClient, ResourceKind
 from kai_scheduler.k8s.runtime.http_server import MetricsServer
-from kai_scheduler.k8s.runtime.informers import CONTROLLER_KINDS, SCHEDULER_KINDS, InformerSet
+from kai_scheduler.k8s.runtime.informers import InformerSet, union_of
 from kai_scheduler.k8s.runtime.leader import LeaderElector, LeaseTiming, lead
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
@@ -110,23 +115,32 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     ready: list[asyncio.Event] = []
     work: list[Callable[[], Awaitable[None]]] = []
     chosen = options.components
+    clients = _guarded(client, options)
     shared = _shared_informers(client, chosen)
     if "scheduler" in chosen:
         synced = asyncio.Event()
         ready.append(synced)
         work.append(
             lambda: _scheduler(
-                client, options, stop, registry, synced, binder="binder" in chosen, informers=shared
+                clients["scheduler"],
+                options,
+                stop,
+                registry,
+                synced,
+                binder="binder" in chosen,
+                informers=shared,
             )
         )
     elif "binder" in chosen:
-        work.append(lambda: _binder(client, options, stop, registry, shared))
+        work.append(lambda: _binder(clients["binder"], options, stop, registry, shared))
     if "podgrouper" in chosen:
-        work.append(lambda: _podgrouper(client, options, stop, shared))
+        work.append(lambda: _podgrouper(clients["podgrouper"], options, stop, shared))
     if "status-controllers" in chosen:
-        work.append(lambda: _status_controllers(client, options, stop, registry, shared))
+        work.append(
+            lambda: _status_controllers(clients["status-controllers"], options, stop, registry, shared)
+        )
     if "scale-adjuster" in chosen:
-        work.append(lambda: _scale_adjuster(client, options, stop))
+        work.append(lambda: _scale_adjuster(clients["scale-adjuster"], options, stop))
     webhook = None
     own_cert_dir = None
     if "admission" in chosen:
@@ -136,7 +150,7 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
         if options.self_signed is not None:
             serving = asyncio.Event()
             ready.append(serving)
-            keeper = CertificateKeeper(client, options.self_signed, webhook.cert_dir)
+            keeper = CertificateKeeper(clients["admission"], options.self_signed, webhook.cert_dir)
             work.append(lambda: _self_signed_admission(keeper, webhook, stop, serving))
     metrics = None
     if options.metrics_port:
@@ -161,24 +175,40 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
             own_cert_dir.cleanup()
 
 
+def _guarded(client: KubeClient, options: RunOptions) -> dict[str, KubeClient]:
+    """Each chosen component's client, held to what it declares. A binder in the scheduler's process runs
+    in the scheduler's loop, on its client."""
+    clients: dict[str, KubeClient] = {}
+    for component in options.components:
+        accesses, who = needs(component, options), component
+        if component == "scheduler" and "binder" in options.components:
+            accesses, who = accesses | needs("binder", options), "scheduler+binder"
+        clients[component] = AccessGuard(client, accesses, who)
+    return clients
+
+
 def _shared_informers(client: KubeClient, chosen: frozenset[str]) -> InformerSet | None:
     """One set of informers for the components of this process that watch the same kinds (the scheduler,
     binder, pod grouper and status controllers), or None when at most one of them runs here: each watch
     of pods costs the API server an encoding and this process a decoding of every pod change, so two
-    sets would do all of that twice for the same caches. The caches are only read by the components."""
-    watching = chosen & {"scheduler", "binder", "podgrouper", "status-controllers"}
-    if len(watching) < 2:
+    sets would do all of that twice for the same caches. The set watches the union of their kinds; the
+    caches are only read by the components."""
+    watchers = [component for component in COMPONENTS if component in chosen and component in INFORMER_KINDS]
+    if len(watchers) < 2:
         return None
-    return InformerSet(client, kinds=SCHEDULER_KINDS if "scheduler" in watching else CONTROLLER_KINDS)
+    kinds = union_of(*(INFORMER_KINDS[component] for component in watchers))
+    return InformerSet(AccessGuard(client, watching(kinds), "+".join(watchers)), kinds=kinds)
 
 
 @contextlib.asynccontextmanager
-async def _informers(client: KubeClient, shared: InformerSet | None) -> AsyncIterator[InformerSet]:
+async def _informers(
+    client: KubeClient, shared: InformerSet | None, kinds: tuple[ResourceKind, ...]
+) -> AsyncIterator[InformerSet]:
     """The shared informers (started and stopped by `run_components`), else this component's own."""
     if shared is not None:
         yield shared
         return
-    async with InformerSet(client, kinds=CONTROLLER_KINDS) as own:
+    async with InformerSet(client, kinds=kinds) as own:
         yield own
 
 
@@ -259,7 +289,15 @@ async def run_live(
     (`scheduler/plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn
     on. `informers`: started and stopped by the caller, shared with other components of the process
     (default: this function's own). With an `estimator`, waiting PodGroups get start-time estimates every
-    `estimate_interval` seconds, computed in a forked child process (`scheduler/start_times.py`)."""
+    `estimate_interval` seconds, computed in a forked child process (`scheduler/start_times.py`). Calls go
+    through an `AccessGuard` of what the scheduler (and binder) declare, unless `client` is one already."""
+    if not isinstance(client, AccessGuard):
+        lease = lease_namespace if leader_election else None
+        pool = partition is not None and partition.value is not None
+        accesses = scheduler_needs(lease_namespace=lease, pool_labels=pool, estimates=estimator is not None)
+        if binder:
+            accesses |= binder_needs(reservation=reservation, lease_namespace=lease)
+        client = AccessGuard(client, accesses, "scheduler+binder" if binder else "scheduler")
     own_informers = informers is None
     if informers is None:
         informers = InformerSet(client, namespace=namespace)
@@ -354,7 +392,7 @@ async def _binder(
     registry: CollectorRegistry,
     shared: InformerSet | None,
 ) -> None:
-    async with _informers(client, shared) as informers:
+    async with _informers(client, shared, INFORMER_KINDS["binder"]) as informers:
         binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
         BinderMetrics(registry, binder.stats)
         await _leading(client, options, "binder", binder.run, stop)
@@ -363,7 +401,7 @@ async def _binder(
 async def _podgrouper(
     client: KubeClient, options: RunOptions, stop: asyncio.Event, shared: InformerSet | None
 ) -> None:
-    async with _informers(client, shared) as informers:
+    async with _informers(client, shared, INFORMER_KINDS["podgrouper"]) as informers:
         grouper = PodGrouperController(client, informers, scheduler_name=options.scheduler_name)
         await _leading(client, options, "podgrouper", grouper.run, stop)
 
@@ -375,7 +413,7 @@ async def _status_controllers(
     registry: CollectorRegistry,
     shared: InformerSet | None,
 ) -> None:
-    async with _informers(client, shared) as informers:
+    async with _informers(client, shared, INFORMER_KINDS["status-controllers"]) as informers:
         pod_groups = PodGroupStatusController(client, informers)
         queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
 

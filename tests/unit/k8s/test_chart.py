@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +36,11 @@ from kai_scheduler import cli
 from kai_scheduler.api import crds
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
 from kai_scheduler.k8s.binder.reservations import GpuReservation
-from kai_scheduler.k8s.components import ALL_COMPONENTS
+from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions
+from kai_scheduler.k8s.needs import needs, reservation_app_needs
+from kai_scheduler.k8s.runtime.access import VERBS, Access, Permission, minimal, permissions
 from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALING_POD_IMAGE
+from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_NAMESPACE as SCALE_ADJUST_NAMESPACE
 
 # --- the values combinations ---------------------------------------------------------------------
 
@@ -384,7 +388,6 @@ def test_the_binder_creates_reservation_pods_as_the_values_say(variant: str, dep
     assert _one(variant, "ServiceAccount", account)["metadata"]["namespace"] == namespace
     app_role = _one(variant, "Role", f"{RELEASE}-resource-reservation")
     assert app_role["metadata"]["namespace"] == namespace
-    assert _grants(app_role) == {("", "pods"): {"get", "patch"}}  # it annotates its own pod
     app_binding = _one(variant, "RoleBinding", f"{RELEASE}-resource-reservation")
     assert app_binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
     binder_role = _one(variant, "Role", f"{RELEASE}-binder-reservations")
@@ -450,7 +453,6 @@ def test_every_leader_elect_account_may_hold_its_lease(variant: str) -> None:
     assert {subject["name"] for subject in binding["subjects"]} == electing
     role = _one(variant, "Role", f"{RELEASE}-leader-election")
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == NAMESPACE
-    assert _grants(role) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -554,176 +556,113 @@ def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
 
 
 # --- RBAC ------------------------------------------------------------------------------------------
-
-KNOWN_RESOURCES = {
-    "": {
-        "pods",
-        "pods/binding",
-        "pods/eviction",
-        "pods/status",
-        "nodes",
-        "configmaps",
-        "events",
-        "namespaces",
-        "persistentvolumeclaims",
-        "persistentvolumes",
-        "secrets",
-    },
-    "admissionregistration.k8s.io": {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
-    "storage.k8s.io": {"storageclasses"},
-    "events.k8s.io": {"events"},
-    "coordination.k8s.io": {"leases"},
-    "scheduling.k8s.io": {"priorityclasses"},
-    "scheduling.run.ai": {
-        "queues",
-        "queues/status",
-        "podgroups",
-        "podgroups/status",
-        "bindrequests",
-        "bindrequests/status",
-    },
-    "kai.scheduler": {"topologies"},
-    "resource.k8s.io": {"resourceclaims", "resourceclaims/status", "resourceslices", "deviceclasses"},
-    "apps": {"deployments", "replicasets", "statefulsets"},
-    "batch": {"jobs", "cronjobs"},
-    "kubeflow.org": {"pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "jaxjobs"},
-    "ray.io": {"rayclusters", "rayjobs", "rayservices"},
-    "jobset.x-k8s.io": {"jobsets"},
-    "leaderworkerset.x-k8s.io": {"leaderworkersets"},
-    "serving.knative.dev": {"services", "configurations", "revisions"},
-}
-KNOWN_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
-READ = {"get", "list", "watch"}
-
-# Exactly what each component may do: (api group, resource) -> verbs.
-EXPECTED_RULES: dict[str, dict[tuple[str, str], set[str]]] = {
-    "scheduler": {
-        ("", "pods"): READ,
-        ("", "nodes"): READ,
-        ("", "namespaces"): READ,
-        ("", "pods/status"): {"patch"},
-        ("", "pods/eviction"): {"create"},
-        ("scheduling.k8s.io", "priorityclasses"): READ,
-        ("scheduling.run.ai", "queues"): READ,
-        ("scheduling.run.ai", "queues/status"): {"patch"},
-        ("scheduling.run.ai", "podgroups"): READ | {"patch"},
-        ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
-        ("scheduling.run.ai", "bindrequests"): READ | {"create", "delete"},
-        ("kai.scheduler", "topologies"): READ,
-        ("resource.k8s.io", "resourceclaims"): READ,
-        ("resource.k8s.io", "resourceslices"): READ,
-        ("resource.k8s.io", "deviceclasses"): READ,
-        ("", "configmaps"): READ,
-        ("", "persistentvolumeclaims"): READ,
-        ("", "persistentvolumes"): READ,
-        ("storage.k8s.io", "storageclasses"): READ,
-        ("", "events"): {"create", "patch"},
-        ("events.k8s.io", "events"): {"create", "patch"},
-    },
-    "binder": {
-        ("", "pods"): READ | {"patch"},
-        ("", "pods/binding"): {"create"},
-        ("", "nodes"): READ,
-        ("", "configmaps"): READ | {"create", "update", "patch", "delete"},
-        ("scheduling.run.ai", "bindrequests"): READ,
-        ("scheduling.run.ai", "bindrequests/status"): {"update", "patch"},
-        ("resource.k8s.io", "resourceclaims"): {"get"},
-        ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
-        ("", "persistentvolumeclaims"): {"get", "list", "patch"},
-        ("", "persistentvolumes"): {"get", "list", "patch"},
-        ("storage.k8s.io", "storageclasses"): {"get", "list"},
-        ("", "events"): {"create", "patch"},
-        ("events.k8s.io", "events"): {"create", "patch"},
-    },
-    "podgrouper": {
-        ("", "pods"): READ | {"patch"},
-        ("scheduling.run.ai", "podgroups"): READ | {"create", "update", "patch"},
-        ("scheduling.k8s.io", "priorityclasses"): READ,
-        **{
-            (group, resource): READ
-            for group in (
-                "apps",
-                "batch",
-                "kubeflow.org",
-                "ray.io",
-                "jobset.x-k8s.io",
-                "leaderworkerset.x-k8s.io",
-                "serving.knative.dev",
-            )
-            for resource in KNOWN_RESOURCES[group]
-        },
-        ("", "events"): {"create", "patch"},
-        ("events.k8s.io", "events"): {"create", "patch"},
-    },
-    "status-controllers": {
-        ("", "pods"): READ,
-        ("scheduling.k8s.io", "priorityclasses"): READ,
-        ("scheduling.run.ai", "queues"): READ,
-        ("scheduling.run.ai", "podgroups"): READ,
-        ("scheduling.run.ai", "queues/status"): {"update", "patch"},
-        ("scheduling.run.ai", "podgroups/status"): {"update", "patch"},
-        ("", "events"): {"create", "patch"},  # a PodGroup's Running event
-        ("events.k8s.io", "events"): {"create", "patch"},
-    },
-}
+#
+# What each ServiceAccount may do is what its components call, as the code declares it (k8s/needs.py):
+# every Deployment's args make the `RunOptions` that `kai-scheduler run` would start with, those give each
+# component's needs, and the roles bound to the Deployment's account must grant exactly their union,
+# namespaces and object names included.
 
 
-# The scale adjuster (clusterAutoscaling: true); it creates and deletes pods through a Role in its namespace.
-SCALE_ADJUSTER_RULES: dict[tuple[str, str], set[str]] = {
-    ("", "pods"): READ,
-    ("", "nodes"): READ,
-    ("scheduling.run.ai", "podgroups"): READ,
-    ("scheduling.run.ai", "bindrequests"): READ,
-    ("", "namespaces"): {"get", "create"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "create"},
-}
-SCALE_ADJUST_NAMESPACE = "kai-scale-adjust"  # the component's own default; `run` has no flag for it
+def _permissions(rule: dict[str, Any], namespace: str | None) -> Iterator[Permission]:
+    assert "nonResourceURLs" not in rule
+    for group in rule["apiGroups"]:
+        for resource in rule["resources"]:
+            for verb in rule["verbs"]:
+                for name in rule.get("resourceNames") or [None]:
+                    yield Permission(group, resource, verb, namespace, name)
 
 
-def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
-    grants: dict[tuple[str, str], set[str]] = {}
-    for rule in role["rules"]:
-        assert "nonResourceURLs" not in rule
-        # Only the admission webhooks' own certificate is limited to named objects (`_named_grants`).
-        assert "resourceNames" not in rule or role["metadata"]["name"] == f"{RELEASE}-admission"
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                grants.setdefault((group, resource), set()).update(rule["verbs"])
-    return grants
+def _granted(variant: str) -> dict[tuple[str, str], frozenset[Permission]]:
+    """(namespace, ServiceAccount) -> what the roles bound to it grant (`minimal`): a ClusterRole bound by a
+    ClusterRoleBinding everywhere, a role bound by a RoleBinding in the binding's namespace."""
+    roles = {
+        (role["kind"], role["metadata"].get("namespace"), role["metadata"]["name"]): role
+        for role in _docs(variant, "ClusterRole") + _docs(variant, "Role")
+    }
+    granted: dict[tuple[str, str], set[Permission]] = {}
+    for binding in _docs(variant, "ClusterRoleBinding") + _docs(variant, "RoleBinding"):
+        where = binding["metadata"].get("namespace")
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], where if ref["kind"] == "Role" else None, ref["name"])]
+        for subject in binding["subjects"]:
+            assert subject["kind"] == "ServiceAccount"
+            account = granted.setdefault((subject["namespace"], subject["name"]), set())
+            for rule in role["rules"]:
+                account.update(_permissions(rule, where))
+    return {account: minimal(permissions) for account, permissions in granted.items()}
+
+
+def _deployment_options(variant: str, deployment: dict[str, Any], tmp_path: Path) -> RunOptions:
+    """What `kai-scheduler run` starts with in this Deployment's pod: its args, its config file (the
+    chart's ConfigMap, mounted there) and POD_NAMESPACE (the downward API's metadata.namespace)."""
+    container = _container(deployment)
+    env = {entry["name"]: entry for entry in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    args = list(container["args"])
+    for index, arg in enumerate(args):
+        if arg.startswith("--config="):
+            config = _one(variant, "ConfigMap", f"{RELEASE}-scheduler-config")["data"]["config.yaml"]
+            path = tmp_path / f"{deployment['metadata']['name']}.yaml"
+            path.write_text(config)
+            args[index] = f"--config={path}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("POD_NAMESPACE", deployment["metadata"]["namespace"])
+        return cli.run_options(_run(args))
+
+
+def _needed(variant: str, tmp_path: Path) -> dict[tuple[str, str], frozenset[Permission]]:
+    """(namespace, ServiceAccount) -> what the components running as it call (`minimal`): every
+    Deployment's components, and the binder's reservation pods (`kai-scheduler reserve`)."""
+    needed: dict[tuple[str, str], set[Access]] = {}
+    for deployment in _docs(variant, "Deployment"):
+        options = _deployment_options(variant, deployment, tmp_path)
+        account = (
+            deployment["metadata"]["namespace"],
+            deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        )
+        for component in options.components:
+            needed.setdefault(account, set()).update(needs(component, options))
+        if "binder" in options.components and options.reservation is not None:
+            reservation = options.reservation
+            pods = (reservation.namespace, reservation.service_account)
+            needed.setdefault(pods, set()).update(reservation_app_needs(reservation.namespace))
+    return {account: permissions(accesses) for account, accesses in needed.items()}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_rbac_names_only_known_resources_and_verbs(variant: str) -> None:
+def test_each_account_is_granted_exactly_what_its_components_call(variant: str, tmp_path: Path) -> None:
+    """Nothing missing (no 403 in a cluster that enforces RBAC), nothing more (least privilege)."""
+    needed, granted = _needed(variant, tmp_path), _granted(variant)
+    for account in sorted(needed.keys() | granted.keys()):
+        missing = needed.get(account, frozenset()) - granted.get(account, frozenset())
+        extra = granted.get(account, frozenset()) - needed.get(account, frozenset())
+        assert not missing and not extra, (account, sorted(missing), sorted(extra))
+    accounts = {
+        (sa["metadata"]["namespace"], sa["metadata"]["name"]) for sa in _docs(variant, "ServiceAccount")
+    }
+    assert needed.keys() <= accounts
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rbac_is_plain(variant: str) -> None:
+    """Named verbs on named resources: no wildcards, no non-resource URLs; events in the core group only
+    (what the components write)."""
     for role in _docs(variant, "ClusterRole") + _docs(variant, "Role"):
-        for (group, resource), verbs in _grants(role).items():
-            assert group in KNOWN_RESOURCES and resource in KNOWN_RESOURCES[group], (
-                role["metadata"]["name"],
-                group,
-                resource,
-            )
-            assert verbs <= KNOWN_VERBS and "*" not in verbs
+        for rule in role["rules"]:
+            assert set(rule["verbs"]) <= VERBS, role["metadata"]["name"]
+            assert "*" not in rule["apiGroups"] and "*" not in rule["resources"]
+            assert not ("events" in rule["resources"] and "events.k8s.io" in rule["apiGroups"])
 
 
-def _named_grants(role: dict[str, Any]) -> dict[tuple[str, str, str | None], set[str]]:
-    """(api group, resource, object name or None for any) -> verbs."""
-    grants: dict[tuple[str, str, str | None], set[str]] = {}
-    for rule in role["rules"]:
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                for name in rule.get("resourceNames") or [None]:
-                    grants.setdefault((group, resource, name), set()).update(rule["verbs"])
-    return grants
-
-
-SECRET = "kai-admission-tls"  # admission.tls.secretName
-WEBHOOKS = f"{RELEASE}-admission"  # both webhook configurations
-# The admission webhooks' own certificate: its Secret in the release namespace, the CA into both webhook
-# configurations (by name), and nothing else.
-ADMISSION_ROLE = {("", "secrets", None): {"create"}, ("", "secrets", SECRET): {"get", "update"}}
-ADMISSION_CLUSTER_ROLE = {
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", WEBHOOKS): {"get", "patch"},
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", WEBHOOKS): {"get", "patch"},
-}
+def test_the_scheduler_deletes_its_victims_and_a_pool_scheduler_labels_pods(tmp_path: Path) -> None:
+    """KAI's evictor: a victim's DisruptionTarget condition, then its delete (no eviction subresource);
+    the scheduler of a node pool (a shard with a partition value) also labels the pods it binds."""
+    scheduler = _granted("default")[(NAMESPACE, f"{RELEASE}-scheduler")]
+    assert {Permission("", "pods/status", "patch"), Permission("", "pods", "delete")} <= scheduler
+    assert not {p for p in scheduler if p.resource in ("pods/eviction", "pods") and p.verb == "create"}
+    assert Permission("", "pods", "patch") not in scheduler
+    assert Permission("policy", "poddisruptionbudgets", "watch") in scheduler
+    assert Permission("", "pods", "patch") in _granted("shards")[(NAMESPACE, f"{RELEASE}-scheduler")]
 
 
 def _bound_roles(variant: str, account: str) -> set[tuple[str, str]]:
@@ -734,23 +673,26 @@ def _bound_roles(variant: str, account: str) -> set[tuple[str, str]]:
     }
 
 
-def test_each_component_gets_exactly_what_it_needs() -> None:
-    roles = {role["metadata"]["name"]: role for role in _docs("default", "ClusterRole")}
-    assert set(roles) == {f"{RELEASE}-{component}" for component in [*EXPECTED_RULES, "admission"]}
-    for component, expected in EXPECTED_RULES.items():
-        assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
-    assert _named_grants(roles[f"{RELEASE}-admission"]) == ADMISSION_CLUSTER_ROLE
-    role = _one("default", "Role", f"{RELEASE}-admission")
-    assert role["metadata"]["namespace"] == NAMESPACE
-    assert _named_grants(role) == ADMISSION_ROLE
-    (admission,) = [
+SECRET = "kai-admission-tls"  # admission.tls.secretName
+WEBHOOKS = f"{RELEASE}-admission"  # both webhook configurations
+
+
+def test_admission_making_its_certificate_may_touch_only_its_secret_and_webhooks() -> None:
+    admission = _granted("default")[(NAMESPACE, f"{RELEASE}-admission")]
+    assert admission == {
+        Permission("", "secrets", "create", NAMESPACE),
+        Permission("", "secrets", "get", NAMESPACE, SECRET),
+        Permission("", "secrets", "update", NAMESPACE, SECRET),
+        *(
+            Permission("admissionregistration.k8s.io", configurations, verb, None, WEBHOOKS)
+            for configurations in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+            for verb in ("get", "patch")
+        ),
+    }
+    (account,) = [
         sa for sa in _docs("default", "ServiceAccount") if sa["metadata"]["name"] == f"{RELEASE}-admission"
     ]
-    assert "automountServiceAccountToken" not in admission  # it talks to the API server
-    assert _bound_roles("default", f"{RELEASE}-admission") == {
-        ("ClusterRoleBinding", f"{RELEASE}-admission"),
-        ("RoleBinding", f"{RELEASE}-admission"),
-    }
+    assert "automountServiceAccountToken" not in account  # it talks to the API server
 
 
 @pytest.mark.parametrize("variant", ["cert-manager", "custom"])
@@ -815,14 +757,12 @@ def test_admission_makes_its_certificate_for_the_charts_names(variant: str, depl
 def test_namespaced_grants() -> None:
     leader = _one("default", "Role", f"{RELEASE}-leader-election")
     assert leader["metadata"]["namespace"] == NAMESPACE
-    assert _grants(leader) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
     binding = _one("default", "RoleBinding", f"{RELEASE}-leader-election")
     assert {s["name"] for s in binding["subjects"]} == {
         f"{RELEASE}-{c}" for c in COMPONENTS if c != "admission"
     }
     reservations = _one("default", "Role", f"{RELEASE}-binder-reservations")
     assert reservations["metadata"]["namespace"] == "kai-resource-reservation"
-    assert _grants(reservations) == {("", "pods"): {"create", "delete"}}
     assert _one("default", "Namespace", "kai-resource-reservation")
     assert not [
         role for role in _docs("minimal", "Role") if role["metadata"]["name"].endswith("leader-election")
@@ -834,7 +774,7 @@ def test_all_in_one_account_holds_every_component_role() -> None:
         binding["roleRef"]["name"]: {s["name"] for s in binding["subjects"]}
         for binding in _docs("all-in-one", "ClusterRoleBinding") + _docs("all-in-one", "RoleBinding")
     }
-    for component in EXPECTED_RULES:
+    for component in ("scheduler", "binder", "podgrouper", "status-controllers", "admission"):
         assert subjects[f"{RELEASE}-{component}"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-leader-election"] == {f"{RELEASE}-all-in-one"}
     assert subjects[f"{RELEASE}-binder-reservations"] == {f"{RELEASE}-all-in-one"}
@@ -893,15 +833,11 @@ def test_scale_adjuster_deployment(variant: str) -> None:
 @pytest.mark.parametrize("variant", ["cluster-autoscaling", "all-in-one-cluster-autoscaling"])
 def test_scale_adjuster_rbac(variant: str) -> None:
     account = f"{RELEASE}-scale-adjuster"
-    roles = {role["metadata"]["name"]: role for role in _docs(variant, "ClusterRole")}
-    assert set(roles) == {f"{RELEASE}-{c}" for c in (*EXPECTED_RULES, "admission", "scale-adjuster")}
-    assert _grants(roles[account]) == SCALE_ADJUSTER_RULES
-    for component, expected in EXPECTED_RULES.items():  # the others are unchanged
-        assert _grants(roles[f"{RELEASE}-{component}"]) == expected, component
+    roles = {role["metadata"]["name"] for role in _docs(variant, "ClusterRole")}
+    assert roles == {f"{RELEASE}-{c}" for c in (*COMPONENTS, "scale-adjuster")}
     pods = _one(variant, "Role", f"{RELEASE}-scale-adjuster-pods")
     assert pods["metadata"]["namespace"] == SCALE_ADJUST_NAMESPACE
-    assert _grants(pods) == {("", "pods"): {"create", "delete"}}
-    assert _one(variant, "Namespace", SCALE_ADJUST_NAMESPACE)
+    assert _one(variant, "Namespace", SCALE_ADJUST_NAMESPACE)  # the chart's: the adjuster makes none
     assert _one(variant, "ServiceAccount", account)["metadata"]["namespace"] == NAMESPACE
     bound = {
         (binding["kind"], binding["roleRef"]["name"])

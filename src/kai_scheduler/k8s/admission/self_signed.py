@@ -40,6 +40,7 @@ from kai_scheduler.k8s.admission.certificates import (
     service_dns_names,
 )
 from kai_scheduler.k8s.admission.server import TLS_CERT_FILE, TLS_KEY_FILE
+from kai_scheduler.k8s.runtime.access import Access, access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF
 from kai_scheduler.k8s.runtime.client import ApiStatusError, JsonObject, KubeClient, ResourceKind
 from kai_scheduler.k8s.runtime.objects import metadata_of
@@ -93,6 +94,19 @@ class SelfSignedTLS:
             (VALIDATING_WEBHOOKS, self.validating_webhook_configuration),
         ]
         return [(kind, name) for kind, name in named if name]
+
+
+def certificate_access(settings: SelfSignedTLS) -> tuple[Access, ...]:
+    """The Secret: created by the first replica, then read and renewed by name; the webhook
+    configurations: read and patched by name."""
+    secrets = (
+        access(SECRETS, "create", namespace=settings.namespace),
+        access(SECRETS, "get", "update", namespace=settings.namespace, names=[settings.secret]),
+    )
+    return (
+        *secrets,
+        *(access(kind, "get", "patch", names=[name]) for kind, name in settings.webhook_configurations),
+    )
 
 
 def _utc_now() -> dt.datetime:
@@ -329,4 +343,5 @@ __all__ = [
     "VALIDATING_WEBHOOKS",
     "CertificateKeeper",
     "SelfSignedTLS",
+    "certificate_access",
 ]

@@ -39,7 +39,8 @@ in progress finish (up to `drain_timeout` seconds) before the workers go.
 
 GPU reservation pods (`reservation`, a `GpuReservation`; KAI's `resourcereservation`): for each selected
 GPU group the binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in the reservation
-namespace (found by its label `runai-gpu-group=<group>`; the namespace is created if missing), labelled
+namespace (found by its label `runai-gpu-group=<group>`; the namespace must exist: the chart makes it, and
+without it the attempt fails saying so), labelled
 `app=kai-resource-reservation`, pinned to the node (`nodeName`), runtime class `nvidia`, requesting and
 limited to `nvidia.com/gpu: 1`, annotated `karpenter.sh/do-not-disrupt: "true"`, running
 `kai-scheduler reserve` (reservation_app.py) as the reservation service account. That app learns its GPU's
@@ -66,11 +67,14 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels
+from kai_scheduler.k8s.binder import claim_binding, gpu_env, volume_binding
 from kai_scheduler.k8s.binder.claim_binding import bind_claims
 from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.binder.gpu_env import get_pod, write_gpu_config_maps
 from kai_scheduler.k8s.binder.reservations import GpuReservation, Reservations
 from kai_scheduler.k8s.binder.volume_binding import bind_volumes, mounts_claims
+from kai_scheduler.k8s.runtime import events
+from kai_scheduler.k8s.runtime.access import Access, access, watching
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     PODS,
@@ -79,7 +83,7 @@ from kai_scheduler.k8s.runtime.client import (
     KubeClient,
 )
 from kai_scheduler.k8s.runtime.events import record_event
-from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.informers import BINDER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import (
     bind_request_is_for,
 )
@@ -87,6 +91,18 @@ from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
+
+# What the binder calls (with reservation pods also `reservations.reservation_access`).
+ACCESS: tuple[Access, ...] = (
+    *watching(BINDER_KINDS),
+    access(PODS, "patch"),  # the GPU labels and annotations, before the bind (and their rollback)
+    access(PODS, "create", subresource="binding"),
+    access(BIND_REQUESTS, "patch", subresource="status"),
+    events.ACCESS,
+    *gpu_env.ACCESS,
+    *claim_binding.ACCESS,
+    *volume_binding.ACCESS,
+)
 
 DEFAULT_BACKOFF_LIMIT = 3
 SCHEDULED = "Scheduled"  # the pod's event on a bind (kube-scheduler's reason)

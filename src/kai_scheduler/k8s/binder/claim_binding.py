@@ -8,9 +8,12 @@ reads it again, up to five times (client-go's `retry.DefaultRetry`).
 
 from __future__ import annotations
 
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import RESOURCE_CLAIMS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
 from kai_scheduler.k8s.runtime.objects import metadata_of
+
+ACCESS = (access(RESOURCE_CLAIMS, "get"), access(RESOURCE_CLAIMS, "update", subresource="status"))
 
 _ATTEMPTS = 5
 

@@ -7,9 +7,14 @@ from __future__ import annotations
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import InvalidField
 from kai_scheduler.k8s.binder.errors import BindFailure
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import CONFIG_MAPS, PODS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.kai_objects import fraction_container_index, shared_gpu_config_maps
 from kai_scheduler.k8s.runtime.objects import metadata_of
+
+# A pod read afresh (the cache may lag; the owner of a ConfigMap taken over), and the ConfigMaps of its
+# GPU environment: created, read back after a 409, taken over.
+ACCESS = (access(PODS, "get"), access(CONFIG_MAPS, "create", "get", "patch"))
 
 GPU_CONFIGMAP_SUFFIX = "-gpu"
 VISIBLE_DEVICES = c.NVIDIA_VISIBLE_DEVICES_ENV

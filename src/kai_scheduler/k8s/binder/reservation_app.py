@@ -20,10 +20,18 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.runtime.access import Access, access
 from kai_scheduler.k8s.runtime.backoff import Backoff
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, KubeClient
 
 log = logging.getLogger(__name__)
+
+
+def reservation_app_access(namespace: str) -> tuple[Access, ...]:
+    """What `kai-scheduler reserve` calls, as the reservation pods' ServiceAccount: it annotates its own pod
+    (whose generated name a role cannot name) in the reservation namespace."""
+    return (access(PODS, "patch", namespace=namespace),)
+
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 # How the device plugin names a whole GPU or a MIG instance in NVIDIA_VISIBLE_DEVICES.

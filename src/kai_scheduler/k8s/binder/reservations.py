@@ -1,5 +1,7 @@
 """GPU reservation pods (KAI's `resourcereservation`; binder.py's module doc): one pod per shared GPU
-group, pinned to its node, whose app publishes the GPU's UUID; swept once no pod holds the group."""
+group, pinned to its node, whose app publishes the GPU's UUID; swept once no pod holds the group. The
+reservation namespace is the chart's (the binder does not create namespaces): without it, creating the pod
+fails the bind, saying so."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from kai_scheduler import __version__
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.k8s.binder.errors import BindFailure
-from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject, KubeClient, ResourceKind
+from kai_scheduler.k8s.runtime.access import Access, access
+from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of
@@ -23,7 +26,6 @@ log = logging.getLogger(__name__)
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
-NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
 DEFAULT_RESERVATION_NAMESPACE = "kai-resource-reservation"
 DEFAULT_RESERVATION_TIMEOUT = 40.0
 DEFAULT_RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
@@ -48,6 +50,11 @@ class GpuReservation:
     timeout: float = DEFAULT_RESERVATION_TIMEOUT
 
 
+def reservation_access(settings: GpuReservation) -> tuple[Access, ...]:
+    """The reservation pods, in their namespace only: found by label, created, polled, swept."""
+    return (access(PODS, "list", "create", "get", "delete", namespace=settings.namespace),)
+
+
 def _field_env(name: str, path: str) -> JsonObject:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
@@ -59,7 +66,6 @@ class Reservations:
         self.client = client
         self.informers = informers
         self.settings = settings
-        self._namespace_ready = False
         self._reserving: dict[str, int] = {}  # GPU group -> reconciles reserving it now (not swept)
         self._reservation_locks: dict[str, asyncio.Lock] = {}
 
@@ -78,23 +84,6 @@ class Reservations:
                 else:
                     self._reserving.pop(group, None)
                     self._reservation_locks.pop(group, None)
-
-    async def _ensure_namespace(self) -> None:
-        if self._namespace_ready:
-            return
-        body: JsonObject = {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": self.settings.namespace},
-        }
-        try:
-            await self.client.create(NAMESPACES, body)
-        except ApiStatusError as error:
-            # 409: it exists. 403: the binder may not create namespaces (the chart's RBAC), because the
-            # chart makes this one; if it is missing after all, creating the pod names the problem.
-            if error.code not in (403, 409):
-                raise
-        self._namespace_ready = True
 
     async def _find(self, group: str) -> JsonObject | None:
         pods, _ = await self.client.list_objects(
@@ -141,7 +130,6 @@ class Reservations:
     async def _reserve(self, node: str, group: str) -> str:
         """Make sure `group` has a reservation pod and return the GPU UUID it publishes (or the group id
         with `timeout=0` when it has not published yet)."""
-        await self._ensure_namespace()
         # Pods sharing a GPU are bound concurrently: one at a time finds or creates its reservation pod,
         # so that a GPU never gets two.
         async with self._reservation_locks.setdefault(group, asyncio.Lock()):
@@ -151,6 +139,11 @@ class Reservations:
                 try:
                     reservation = await self.client.create(PODS, body)
                 except ApiStatusError as error:
+                    if error.code == 404:  # the namespace: the chart makes it, with the reservation flags
+                        raise BindFailure(
+                            f"cannot create the reservation pod for GPU group {group} in namespace "
+                            f"{self.settings.namespace}: {error.message or error.reason}"
+                        ) from error
                     if error.code != 409:
                         raise
                     reservation = body
@@ -232,4 +225,5 @@ __all__ = [
     "RESERVED_GPU_ANNOTATION",
     "GpuReservation",
     "Reservations",
+    "reservation_access",
 ]

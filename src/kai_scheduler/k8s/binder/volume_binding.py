@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -27,6 +28,15 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.model.storage import BIND_CONFLICT, Storage, claim_names
 
 SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
+
+# The pod's claims, every volume and class, the chosen node's labels; then a claim's selected node or a
+# volume's claimRef.
+ACCESS = (
+    access(PERSISTENT_VOLUME_CLAIMS, "get", "patch"),
+    access(PERSISTENT_VOLUMES, "list", "patch"),
+    access(STORAGE_CLASSES, "list"),
+    access(NODES, "get"),
+)
 
 
 def mounts_claims(pod: JsonObject) -> bool:

@@ -3,12 +3,11 @@
 For each pod with `spec.schedulerName` = ours that is not finished, not terminating and not yet grouped
 (no `pod-group-name` annotation, or one naming a PodGroup that does not exist), `reconcile_pod`:
 
-1. reads the pod's owner chain through the API (`owners.py`): each controller owner reference is fetched
-   with a GET at the reference's apiVersion (the plural from a table of the kinds the grouper knows, else
-   guessed from the kind the way client-go's `UnsafeGuessKindToResource` does). An owner that cannot be
-   read because its kind is not served, or access is forbidden, stands in as a stub made from the reference
-   (name, uid, kind): the grouper then groups the pod by it as an unknown kind (`pg-<owner>-<uid>`,
-   minMember 1). A known kind answering 404 means the owner is gone (the pod will be garbage-collected):
+1. reads the pod's owner chain through the API (`owners.py`): each controller owner reference of a kind
+   the grouper knows is fetched with a GET at the reference's apiVersion (the plural from its table of
+   those kinds, which its role may read). An owner of another kind is not read: a stub made from the
+   reference (name, uid, kind) stands in for it, and the grouper groups the pod by it as an unknown kind
+   (`pg-<owner>-<uid>`, minMember 1). A 404 means the owner is gone (the pod will be garbage-collected):
    the pod is left alone. Owners are remembered for `owner_cache_ttl` seconds, so that the pods of one job,
    which arrive together, do not each read the whole chain; but only for pods seen before the read started,
    so that a pod never meets its owner as it was before the pod existed (a job scaled up, then its new
@@ -55,7 +54,9 @@ from kai_scheduler.cluster.podgrouper import (
     plan_pod_group,
     pod_group_manifest,
 )
+from kai_scheduler.k8s.podgrouper.owners import ACCESS as OWNER_ACCESS
 from kai_scheduler.k8s.podgrouper.owners import OwnerGone, OwnerReader, Owners, controller_reference
+from kai_scheduler.k8s.runtime.access import Access, access, watching
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
     POD_GROUPS,
@@ -64,14 +65,24 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
+from kai_scheduler.k8s.runtime.events import ACCESS as EVENT_ACCESS
 from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
-from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, PODGROUPER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
+
+# PodGroups created, read back after a 409 and patched to the plan; pods annotated; owners read.
+ACCESS: tuple[Access, ...] = (
+    *watching(PODGROUPER_KINDS),
+    access(POD_GROUPS, "create", "get", "patch"),
+    access(PODS, "patch"),
+    EVENT_ACCESS,
+    *OWNER_ACCESS,
+)
 
 EVENT_REASON = "PodGrouperWarning"
 """The reason of the Warning Event recorded on a pod that cannot be grouped."""

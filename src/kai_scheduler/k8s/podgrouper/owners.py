@@ -1,7 +1,7 @@
 """A pod's owner chain as the pod grouper controller reads it through the API (controller.py's module doc):
-each controller owner reference fetched at its apiVersion (the plural from the kinds the grouper knows,
-else guessed as client-go does), a stub for an owner that cannot be read, owners reused for a short
-while."""
+each controller owner reference of a kind the grouper knows (`KNOWN_PLURALS`, which is what its role
+may read: `ACCESS`) fetched at its apiVersion, a stub for an owner of another kind or one that cannot be
+read, owners reused for a short while."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import ApiStatusError, JsonObject, KubeClient, ResourceKind
 from kai_scheduler.k8s.runtime.objects import metadata_of
 
@@ -18,7 +19,8 @@ log = logging.getLogger(__name__)
 
 MAX_OWNER_DEPTH = 16
 
-# The plural of every kind the pod grouper knows (and a few common ones), by (API group, kind).
+# The plural of every kind the pod grouper knows (and a few common ones), by (API group, kind): the owners
+# it reads. An owner of another kind is grouped by its reference, as an unknown kind.
 KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
     ("", "Pod"): "pods",
     ("", "ReplicationController"): "replicationcontrollers",
@@ -35,6 +37,7 @@ KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
     ("kubeflow.org", "PaddleJob"): "paddlejobs",
     ("kubeflow.org", "MPIJob"): "mpijobs",
     ("kubeflow.org", "Notebook"): "notebooks",
+    ("kubeflow.org", "ScheduledWorkflow"): "scheduledworkflows",
     ("trainer.kubeflow.org", "TrainJob"): "trainjobs",
     ("ray.io", "RayCluster"): "rayclusters",
     ("ray.io", "RayJob"): "rayjobs",
@@ -49,27 +52,25 @@ KNOWN_PLURALS: Mapping[tuple[str, str], str] = {
     ("machinelearning.seldon.io", "SeldonDeployment"): "seldondeployments",
     ("workspace.devfile.io", "DevWorkspace"): "devworkspaces",
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkapplications",
+    ("kubevirt.io", "VirtualMachineInstance"): "virtualmachineinstances",
+    ("kubevirt.io", "VirtualMachine"): "virtualmachines",
+    ("tekton.dev", "PipelineRun"): "pipelineruns",
+    ("tekton.dev", "TaskRun"): "taskruns",
 }
 
-
-def guess_plural(kind: str) -> str:
-    """client-go's `UnsafeGuessKindToResource`: `Widget` -> `widgets`, `Policy` -> `policies`,
-    `Class` -> `classes`."""
-    singular = kind.lower()
-    if not singular:
-        return singular
-    if singular.endswith("s"):
-        return singular + "es"
-    if singular.endswith("y"):
-        return singular[:-1] + "ies"
-    return singular + "s"
+# Owners are read with GET only (any version: RBAC names groups and resources, not versions).
+ACCESS = tuple(
+    access(ResourceKind(group, "", kind, plural, True), "get")
+    for (group, kind), plural in KNOWN_PLURALS.items()
+)
 
 
-def owner_resource_kind(api_version: str, kind: str) -> ResourceKind:
-    """Where to GET an owner that an owner reference names (namespaced: owners share the pod's namespace)."""
+def owner_resource_kind(api_version: str, kind: str) -> ResourceKind | None:
+    """Where to GET an owner that an owner reference names (namespaced: owners share the pod's namespace);
+    None for a kind the grouper does not read."""
     group, _, version = api_version.rpartition("/")
-    plural = KNOWN_PLURALS.get((group, kind)) or guess_plural(kind)
-    return ResourceKind(group, version, kind, plural, True)
+    plural = KNOWN_PLURALS.get((group, kind))
+    return ResourceKind(group, version, kind, plural, True) if plural else None
 
 
 def controller_reference(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -141,17 +142,20 @@ class OwnerReader:
         now = time.monotonic()
         cached = self._cache.get(key)
         obj: JsonObject | None
-        if cached is not None and not_before <= cached[0] and now - cached[0] < self.ttl:
+        if rkind is None:
+            found.unreadable.append(f"{kind} {namespace}/{name}: not a kind the pod grouper reads")
+            obj = None
+        elif cached is not None and not_before <= cached[0] and now - cached[0] < self.ttl:
             obj = cached[1]
         else:
             self.on_read()
             try:
                 obj = await self.client.get(rkind, name, namespace)
             except ApiStatusError as error:
-                known = (rkind.group, kind) in KNOWN_PLURALS
-                if error.code == 404 and known:
+                if error.code == 404:
                     raise OwnerGone(f"its owner {kind} {namespace}/{name} is gone") from None
-                if error.code not in (400, 403, 404, 405, 406):
+                # A 403 is not among them: the grouper's role grants what it reads (ACCESS).
+                if error.code not in (400, 405, 406):
                     raise
                 log.info(
                     "owner %s %s/%s of a pod cannot be read (%s); grouping by its reference",
@@ -184,12 +188,12 @@ class OwnerReader:
 
 
 __all__ = [
+    "ACCESS",
     "KNOWN_PLURALS",
     "MAX_OWNER_DEPTH",
     "OwnerGone",
     "OwnerReader",
     "Owners",
     "controller_reference",
-    "guess_plural",
     "owner_resource_kind",
 ]

@@ -49,6 +49,7 @@ DEVICE_CLASSES = ResourceKind("resource.k8s.io", "v1", "DeviceClass", "devicecla
 PERSISTENT_VOLUME_CLAIMS = ResourceKind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True)
 PERSISTENT_VOLUMES = ResourceKind("", "v1", "PersistentVolume", "persistentvolumes", False)
 STORAGE_CLASSES = ResourceKind("storage.k8s.io", "v1", "StorageClass", "storageclasses", False)
+PDBS = ResourceKind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import EVENTS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.objects import metadata_of
 
 log = logging.getLogger(__name__)
+
+# core/v1 Events in the object's namespace (`default` for a cluster-scoped one): any namespace.
+ACCESS = access(EVENTS, "create")
 
 MAX_MESSAGE = 1024  # the API server's limit on an event message
 

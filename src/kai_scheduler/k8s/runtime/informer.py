@@ -81,13 +81,9 @@ class Informer:
         on_add: AddHandler | None = None,
         on_update: UpdateHandler | None = None,
         on_delete: DeleteHandler | None = None,
-        optional: bool = False,
     ) -> None:
         self.client = client
         self.kind = kind
-        # An optional kind that this client may not list (403) counts as empty and synced, like a kind
-        # the server does not serve, rather than holding back every informer's sync.
-        self.optional = optional
         self.namespace = namespace if kind.namespaced else None
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -229,13 +225,14 @@ class Informer:
                 field_selector=self.field_selector,
             )
         except ApiStatusError as error:
-            if error.code != 404 and not (error.code == 403 and self.optional):
-                raise
-            # The kind is not served (its CRD is not installed), or optional and forbidden to us: an
-            # empty cache, listed again later.
+            if error.code != 404:
+                raise  # a 403 among them: what a component reads, its role grants (k8s/needs.py)
+            # The kind is not served (its CRD is not installed, or the cluster is older than its API
+            # version): an empty cache, listed again later.
             if self.served:
-                why = "the server does not serve this kind" if error.code == 404 else "not allowed to list it"
-                log.warning("informer %s: %s (%d); going on without it", self.kind.plural, why, error.code)
+                log.warning(
+                    "informer %s: the server does not serve this kind; going on without it", self.kind.plural
+                )
             self.served = False
             self._replace([], "")
             raise
@@ -296,8 +293,8 @@ class Informer:
                     need_list = True
                     delay = self.backoff.delay(gone - 1, self.rng) if gone else None
                     gone += 1
-                elif error.code in (403, 404) and not self.served:
-                    need_list = True  # the kind may be installed (or allowed) later: look again, slowly
+                elif error.code == 404 and not self.served:
+                    need_list = True  # the kind may be installed later: look again, slowly
                     delay = self.backoff.maximum
                 elif error.code == 404:
                     need_list = True  # the kind went away while watched (its CRD was deleted)

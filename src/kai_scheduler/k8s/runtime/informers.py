@@ -18,6 +18,7 @@ from kai_scheduler.k8s.runtime.client import (
     DEVICE_CLASSES,
     NAMESPACES,
     NODES,
+    PDBS,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_GROUPS,
@@ -79,17 +80,13 @@ INDEXERS: dict[ResourceKind, dict[str, IndexFunc]] = {
     BIND_REQUESTS: {POD_INDEX: pod_of_bind_request},
 }
 
-CONTROLLER_KINDS: tuple[ResourceKind, ...] = (
-    PODS,
-    NODES,
-    QUEUES,
-    POD_GROUPS,
-    PRIORITY_CLASSES,
-    BIND_REQUESTS,
-    TOPOLOGIES,
-)
-"""What the binder, the pod grouper and the status controllers watch (`components.py`)."""
-
+# What each component reads from its informers (and so lists and watches: `k8s/needs.py`). A process
+# running several components shares one set of their union (`components.py`).
+BINDER_KINDS: tuple[ResourceKind, ...] = (PODS, BIND_REQUESTS)
+PODGROUPER_KINDS: tuple[ResourceKind, ...] = (PODS, POD_GROUPS)
+# The status controllers; nodes (GPU memory of gpu-memory pods) and PriorityClasses (preemptibility) are
+# read by the PodGroup status.
+STATUS_KINDS: tuple[ResourceKind, ...] = (PODS, NODES, QUEUES, POD_GROUPS, PRIORITY_CLASSES)
 DRA_KINDS: tuple[ResourceKind, ...] = (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES)
 # What the ConfigMap and volume-binding predicates read (`scheduler/storage_state.py`).
 STORAGE_KINDS: tuple[ResourceKind, ...] = (
@@ -98,20 +95,32 @@ STORAGE_KINDS: tuple[ResourceKind, ...] = (
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
 )
-SCHEDULER_KINDS: tuple[ResourceKind, ...] = (*CONTROLLER_KINDS, NAMESPACES, *DRA_KINDS, *STORAGE_KINDS)
-OPTIONAL_KINDS: frozenset[ResourceKind] = frozenset({NAMESPACES, *DRA_KINDS, *STORAGE_KINDS})
-"""Kinds the scheduler can do without: a ClusterRole that may not list them (an older chart) costs only
-namespaceSelector matching by label (Namespaces), DRA (resource.k8s.io), or the ConfigMap and volume
-predicates (those pods then wait, saying why), not the scheduler's readiness."""
-"""The scheduler also watches Namespaces: their labels are what pod (anti-)affinity's namespaceSelector
-matches (`state.py`); and DRA's claims, slices and device classes (`dra_state.py`). Only the scheduler's
-ClusterRole may list them."""
+SCHEDULER_KINDS: tuple[ResourceKind, ...] = (
+    PODS,
+    NODES,
+    QUEUES,
+    POD_GROUPS,
+    PRIORITY_CLASSES,
+    BIND_REQUESTS,
+    TOPOLOGIES,
+    NAMESPACES,
+    *DRA_KINDS,
+    *STORAGE_KINDS,
+    PDBS,
+)
+"""The scheduler's: the cluster it models. Namespaces' labels are what pod (anti-)affinity's
+namespaceSelector matches (`state.py`); DRA's claims, slices and device classes are `dra_state.py`'s;
+PodDisruptionBudgets are there for the victim search."""
+
+
+def union_of(*sets: Sequence[ResourceKind]) -> tuple[ResourceKind, ...]:
+    """The kinds of several components, each once, in the order first named."""
+    return tuple(dict.fromkeys(kind for kinds in sets for kind in kinds))
 
 
 class InformerSet:
-    """The informers for pods, nodes, queues, pod groups, priority classes, bind requests, topologies and
-    namespaces (or `kinds`), with the indexes above. `namespace` limits the namespaced kinds to one
-    namespace (Namespaces themselves are cluster-scoped: all are watched).
+    """The informers of `kinds` (default: the scheduler's), with the indexes above. `namespace` limits the
+    namespaced kinds to one namespace (cluster-scoped kinds, Namespaces among them, are watched whole).
 
         async with InformerSet(client) as informers:
             await informers.wait_synced(30)
@@ -136,7 +145,6 @@ class InformerSet:
                 indexers=INDEXERS.get(kind),
                 backoff=backoff,
                 rng=rng,
-                optional=kind in OPTIONAL_KINDS,
             )
             for kind in kinds
         }
@@ -197,6 +205,7 @@ class InformerSet:
         return labels
 
     def optional(self, kind: ResourceKind) -> Informer | None:
+        """The informer of `kind` when this set has one (it watches what its components read)."""
         return self.informers.get(kind)
 
     def start(self) -> None:
@@ -234,12 +243,17 @@ class InformerSet:
 
 
 __all__ = [
-    "CONTROLLER_KINDS",
+    "BINDER_KINDS",
+    "DRA_KINDS",
     "INDEXERS",
+    "PODGROUPER_KINDS",
     "POD_GROUP_INDEX",
     "POD_INDEX",
     "POD_NODE_INDEX",
     "QUEUE_INDEX",
     "SCHEDULER_KINDS",
+    "STATUS_KINDS",
+    "STORAGE_KINDS",
     "InformerSet",
+    "union_of",
 ]

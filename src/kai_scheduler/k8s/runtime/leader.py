@@ -32,10 +32,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 
+from kai_scheduler.k8s.runtime.access import Access, access
 from kai_scheduler.k8s.runtime.client import LEASES, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 
 log = logging.getLogger(__name__)
+
+
+def lease_access(namespace: str) -> Access:
+    """What a candidate does with the Leases of `namespace`: read, create and replace them."""
+    return access(LEASES, "get", "create", "update", namespace=namespace)
 
 
 TIMING_ORDER = "leader election needs 0 < retry_period < renew_deadline < lease_duration"

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.runtime.access import Access, access, watching
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     NODES,
@@ -27,7 +28,6 @@ from kai_scheduler.k8s.runtime.client import (
     ApiStatusError,
     JsonObject,
     KubeClient,
-    ResourceKind,
 )
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
@@ -62,11 +62,23 @@ DEFAULT_PERIOD: Final = 5.0
 DEFAULT_COOLDOWN: Final = 30.0
 
 
-NAMESPACES = ResourceKind("", "v1", "Namespace", "namespaces", False)
-
-
 SCALE_ADJUSTER_KINDS: Final = (PODS, NODES, POD_GROUPS, BIND_REQUESTS)
 """The informers the adjuster reads (PodGroups and BindRequests are optional)."""
+
+
+def scale_adjuster_access(
+    namespace: str = DEFAULT_NAMESPACE, priority_class: str | None = DEFAULT_PRIORITY_CLASS
+) -> tuple[Access, ...]:
+    """What the adjuster calls: its informers; scaling pods created and deleted in `namespace` (which it
+    does not create: the chart does); its PriorityClass created, or read when it exists."""
+    calls = (*watching(SCALE_ADJUSTER_KINDS), access(PODS, "create", "delete", namespace=namespace))
+    if not priority_class:
+        return calls
+    return (
+        *calls,
+        access(PRIORITY_CLASSES, "create"),
+        access(PRIORITY_CLASSES, "get", names=[priority_class]),
+    )
 
 
 @dataclass(slots=True)
@@ -126,7 +138,6 @@ class ScaleAdjuster:
         self.monotonic = monotonic
         self.stats = AdjusterStats()
         self.holds: dict[str, float] = {}  # shape key -> monotonic time the hold ends
-        self._namespace_ready = False
         self._resolved_class: object = _UNRESOLVED
         self._created: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) not yet seen
         self._deleted: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) still seen
@@ -274,19 +285,10 @@ class ScaleAdjuster:
 
     @property
     def _prepared(self) -> bool:
-        return self._namespace_ready and self._resolved_class is not _UNRESOLVED
+        return self._resolved_class is not _UNRESOLVED
 
     async def _prepare(self) -> None:
-        """The namespace and the priority class, before the first scaling pod."""
-        if not self._namespace_ready:
-            try:
-                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
-                await self.client.create(NAMESPACES, namespace)
-                log.info("created namespace %s", self.namespace)
-            except ApiStatusError as error:
-                if error.code != 409:
-                    self._note(f"namespace {self.namespace}: {error}")
-            self._namespace_ready = True  # if it is still missing, pod creation says so and we retry
+        """The priority class, before the first scaling pod."""
         if self._resolved_class is _UNRESOLVED:
             self._resolved_class = await self._ensure_priority_class()
 
@@ -339,9 +341,12 @@ class ScaleAdjuster:
         except ApiStatusError as error:
             if error.code == 409:
                 return
-            if error.code == 404:
-                self._namespace_ready = False  # the namespace is gone: create it again next time
-            elif error.code == 403 and "PriorityClass" in error.message:
+            if error.code == 404:  # the namespace: the chart makes it
+                self._note(
+                    f"create {self.namespace}/{name}: {error} (the namespace {self.namespace} must exist)"
+                )
+                return
+            if error.code == 403 and "PriorityClass" in error.message:
                 self._resolved_class = _UNRESOLVED  # the class is gone: look again next time
             self._note(f"create {self.namespace}/{name}: {error}")
             return
@@ -406,8 +411,8 @@ class ScaleAdjuster:
 __all__ = [
     "DEFAULT_COOLDOWN",
     "DEFAULT_PERIOD",
-    "NAMESPACES",
     "SCALE_ADJUSTER_KINDS",
     "AdjusterStats",
     "ScaleAdjuster",
+    "scale_adjuster_access",
 ]

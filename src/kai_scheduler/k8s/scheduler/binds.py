@@ -8,6 +8,7 @@ import time
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.decisions import ClaimAllocation, Decision
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
@@ -19,6 +20,11 @@ from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.model.state_export import dump as dump_model
+
+# One BindRequest per placed pod, read back after a 409 and deleted when stale.
+ACCESS = (access(BIND_REQUESTS, "get", "create", "delete"),)
+# The scheduler of a node pool (a shard with a partition value) labels the pods it binds with the pool.
+POOL_LABEL_ACCESS = (access(PODS, "patch"),)
 
 SELECTED_NODE_LABEL = "selected-node"
 DEFAULT_BACKOFF_LIMIT = 3

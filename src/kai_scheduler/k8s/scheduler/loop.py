@@ -67,11 +67,14 @@ from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.k8s.runtime import events
+from kai_scheduler.k8s.runtime.access import Access, watching
 from kai_scheduler.k8s.runtime.client import (
     KubeClient,
 )
-from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.informers import SCHEDULER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.scheduler import binds, evictions, pod_conditions, pod_groups, queue_fair_share
 from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT, BindRequests
 from kai_scheduler.k8s.scheduler.cycle_gauges import gpu_allocation, waiting_by_queue
 from kai_scheduler.k8s.scheduler.cycle_log import log_cycle
@@ -93,6 +96,17 @@ from kai_scheduler.model.snapshot import ClusterSnapshot, JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 
 log = logging.getLogger(__name__)
+
+# What the loop and its effects call (a node pool's scheduler also labels pods: binds.POOL_LABEL_ACCESS).
+ACCESS: tuple[Access, ...] = (
+    *watching(SCHEDULER_KINDS),
+    *binds.ACCESS,
+    *evictions.ACCESS,
+    *pod_groups.ACCESS,
+    *pod_conditions.ACCESS,
+    *queue_fair_share.ACCESS,
+    events.ACCESS,
+)
 
 
 class _PrometheusSource:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.reasons import POD_GROUP_NOT_FOUND
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import metadata_of
@@ -17,6 +18,8 @@ from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.k8s.scheduler.pod_groups import message_on
 from kai_scheduler.k8s.scheduler.waiting import Waiting, job_waiting, waits_for_scheduler
+
+ACCESS = (access(PODS, "patch", subresource="status"),)
 
 POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"  # kube's v1.PodReasonUnschedulable

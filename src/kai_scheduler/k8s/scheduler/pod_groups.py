@@ -17,12 +17,16 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.reasons import code_of
 from kai_scheduler.cluster.bookkeeping import next_job_times
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.objects import annotations_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
+
+# Annotations (last start, staleness) and the scheduling conditions in the status.
+ACCESS = (access(POD_GROUPS, "patch"), access(POD_GROUPS, "patch", subresource="status"))
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
 GROUP_SCHEDULED = "Scheduled"

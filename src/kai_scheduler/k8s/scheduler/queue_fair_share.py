@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import QUEUES, ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
+
+ACCESS = (access(QUEUES, "patch", subresource="status"),)
 
 FAIR_SHARE_FIELD = "fairShare"
 MIB = 1024 * 1024

@@ -36,6 +36,7 @@ from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.cluster.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shard_config import ShardSpec
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.forked import in_forked_child
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -47,6 +48,8 @@ from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.partition import Partition
 
 log = logging.getLogger(__name__)
+
+ACCESS = (access(POD_GROUPS, "patch"),)  # the estimated-start annotation
 
 StartTimeEstimator = Callable[[StartTimeQuery], Mapping[str, float | None]]
 

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.cluster.status import PodFacts, pod_group_numbers
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
     NODES,
@@ -39,6 +40,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
+from kai_scheduler.k8s.runtime.events import ACCESS as EVENT_ACCESS
 from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
@@ -59,6 +61,8 @@ from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.resources import PodRequest
 
 log = logging.getLogger(__name__)
+
+ACCESS = (access(POD_GROUPS, "patch", subresource="status"), EVENT_ACCESS)  # and the Running event
 
 GROUP_RUNNING = "Running"  # the PodGroup's event when all its pods run
 EVENT_COMPONENT = "podgroup-controller"

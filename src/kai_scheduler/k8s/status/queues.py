@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Queue
 from kai_scheduler.cluster.status import Numbers, queue_numbers
+from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
     QUEUES,
@@ -45,6 +46,8 @@ from kai_scheduler.k8s.status.loop import (
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 
 log = logging.getLogger(__name__)
+
+ACCESS = (access(QUEUES, "patch", subresource="status"),)
 
 
 @dataclass(frozen=True, slots=True)
