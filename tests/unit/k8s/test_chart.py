@@ -26,6 +26,7 @@ from chart_support import (
     NAMESPACE,
     RELEASE,
     ROOT,
+    VARIANTS,
     chart,
     lint_chart,
     render_chart,
@@ -43,68 +44,6 @@ from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_IMAGE as DEFAULT_SCALIN
 from kai_scheduler.k8s.scaleadjuster.plan import DEFAULT_NAMESPACE as SCALE_ADJUST_NAMESPACE
 
 # --- the values combinations ---------------------------------------------------------------------
-
-VARIANTS: dict[str, dict[str, Any]] = {
-    "default": {},
-    "all-in-one": {"allInOne": True},
-    "cert-manager": {
-        "admission": {"certManager": {"enabled": True}},
-        "metrics": {"serviceMonitor": {"enabled": True}},
-    },
-    "minimal": {
-        "admission": {"enabled": False},
-        "leaderElection": False,
-        "priorityClasses": {"enabled": False},
-        "defaultQueue": {"enabled": False},
-    },
-    "all-in-one-minimal": {"allInOne": True, "admission": {"enabled": False}, "leaderElection": False},
-    "cluster-autoscaling": {"clusterAutoscaling": True},
-    "all-in-one-cluster-autoscaling": {"allInOne": True, "clusterAutoscaling": True, "leaderElection": False},
-    "fake-gpus": {"resourceReservation": {"enabled": False}},
-    "all-in-one-fake-gpus": {"allInOne": True, "resourceReservation": {"enabled": False}},
-    "no-gpu-sharing": {"admission": {"gpuSharing": False}},
-    "cdi": {"binder": {"cdiEnabled": True}},
-    "all-in-one-cdi": {"allInOne": True, "binder": {"cdiEnabled": True}},
-    "all-in-one-no-gpu-sharing": {"allInOne": True, "admission": {"gpuSharing": False}},
-    "custom-images": {
-        "clusterAutoscaling": True,
-        "resourceReservation": {
-            "namespace": "gpu-reservations",
-            "serviceAccount": "gpu-reserver",
-            "image": "registry.example/kai-scheduler:dev",
-            "timeout": "2m",
-        },
-        "scaleAdjuster": {"scalingPodImage": "mirror.example/pause:3.9"},
-    },
-    "custom": {
-        "admission": {"caBundle": "Y2E=", "failurePolicy": "Ignore"},
-        "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
-        "tolerations": [
-            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
-        ],
-        "imagePullSecrets": [{"name": "registry"}],
-        "scheduler": {"replicas": 2, "config": {"actions": "allocate, reclaim"}},
-        "placementStrategy": "spread",
-        "schedulerName": "gpu-scheduler",
-    },
-    "shards": {
-        "nodePoolLabelKey": "example.com/pool",
-        "scheduler": {
-            "config": {"actions": "allocate, reclaim"},
-            "shards": [
-                {"name": "default"},
-                {
-                    "name": "a100",
-                    "partitionLabelValue": "a100",
-                    "placementStrategy": "spread",
-                    "config": {"queueDepthPerAction": {"allocate": 25}},
-                },
-            ],
-        },
-    },
-    # The README's `helm install` (release and namespace are the README's for every variant).
-    "readme-install": INSTALL.values,
-}
 
 
 def _rendered(variant: str) -> list[tuple[str, dict[str, Any]]]:

@@ -56,6 +56,7 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
+from kai_scheduler.k8s.scheduler.disruption_state import DisruptionBudgetFeed
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
@@ -134,6 +135,7 @@ class StateBuilder:
         self.cache = ClusterCache(partition)
         self._dra = DraFeed(informers)
         self._storage = StorageFeed(informers)
+        self._budgets = DisruptionBudgetFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
         self._pod_objects: dict[str, JsonObject] = {}
@@ -237,6 +239,7 @@ class StateBuilder:
             self._update_cluster_scoped()
         self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
         self._storage.update(self.cache)
+        self._budgets.update(self.cache)
         while self._dirty_groups or self._dirty_pods:  # again when ranks moved to make room (`_rank`)
             self._update_groups()
             self._update_pods()
