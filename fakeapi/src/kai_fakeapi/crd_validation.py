@@ -2,7 +2,7 @@
 a CRD is structural (`crd_errors`, `structural_errors`: the rules of apiextensions.k8s.io/v1) and that an
 object validates against a CRD's OpenAPI schema (`validate_object`, for the subset KAI's CRDs use, strict
 about unknown fields as `kubectl apply`'s field validation is). The tests hold the chart's CRDs and the
-example manifests to them. The store does not apply them: objects are stored as written.
+example manifests to them; the store holds every write of a custom object to its CRD (`cr_schema.py`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import admitted, patching
+from . import admitted, cr_schema, patching
 from .admission import check_pod_update, default_on_create
 from .admission_request import WriteRequest
 from .crd_registry import CRD_KEY, CrdRegistry
@@ -207,6 +207,8 @@ class ObjectApi:
             )
             if rt.key == CRD_KEY:
                 self.crds.prepare_create(obj, self._now())
+            if rt.custom:
+                cr_schema.admit(self.objects, rt, obj)
             if dry_run:
                 return as_served(obj, rt)
             self.objects.commit(rt, "ADDED", obj, None)
@@ -307,6 +309,8 @@ class ObjectApi:
             else:
                 self._carry_over(rt, new, old, namespace, name, keep_status=keep_status)
             new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+            if rt.custom:
+                cr_schema.admit(self.objects, rt, new)
             if new == old:
                 return as_served(old, rt)
             if dry_run:

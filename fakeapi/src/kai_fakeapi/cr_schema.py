@@ -1,0 +1,108 @@
+"""Custom objects held to their CRD's schema on every write, as the API server holds them: fields the
+schema does not declare are pruned (unless it preserves unknown fields), and what is left must validate
+(`crd_validation.validate_object`: types, enums, bounds, patterns, required fields), else 422 Invalid.
+
+Limits: only structural schemas are checked, and CEL rules (`x-kubernetes-validations`) only those
+`crd_validation` knows (KAI's); unknown fields are pruned silently (the API server's default field
+validation would also warn of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .crd_registry import CRD_KEY
+from .crd_validation import structural_errors, validate_object
+from .errors import ApiError
+from .meta import Obj
+from .resources import ResourceType
+from .versioned import VersionedStore
+
+_ROOT = ("apiVersion", "kind", "metadata")
+
+
+def schema_of(objects: VersionedStore, rt: ResourceType) -> Mapping[str, Any] | None:
+    """The served version's openAPIV3Schema (lock held), when it is structural; None otherwise."""
+    crd = objects.of_type(CRD_KEY).get(("", f"{rt.plural}.{rt.group}"))
+    if crd is None:
+        return None
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if version.get("name") == rt.version:
+            schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or None
+            if isinstance(schema, dict) and not structural_errors(schema):
+                return schema
+    return None
+
+
+def admit(objects: VersionedStore, rt: ResourceType, obj: Obj) -> None:
+    """Prune `obj` in place to its schema and validate it (lock held); raises 422 Invalid."""
+    schema = schema_of(objects, rt)
+    if schema is None:
+        return
+    for key in [k for k in obj if k not in _ROOT]:
+        prop = (schema.get("properties") or {}).get(key)
+        if prop is None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            del obj[key]
+        elif prop is not None:
+            obj[key] = prune(prop, obj[key])
+            if obj[key] is None:
+                del obj[key]
+    declared = schema.get("properties") or {}
+    body = {k: v for k, v in obj.items() if k not in _ROOT or (k != "metadata" and k in declared)}
+    causes = [
+        _cause(error)
+        for error in validate_object({**schema, "required": _required(schema)}, body)
+        if "the validator does not know the CEL rule" not in error
+    ]
+    if causes:
+        name = str(obj["metadata"].get("name", ""))
+        text = ", ".join(f"{field}: {message}" for field, message in causes)
+        raise ApiError(
+            422,
+            f'{rt.kind}.{rt.group} "{name}" is invalid: {text}',
+            details={
+                "name": name,
+                "group": rt.group,
+                "kind": rt.kind,
+                "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+            },
+        )
+
+
+def prune(schema: Mapping[str, Any], value: Any) -> Any:
+    """`value` without the fields `schema` does not declare (and without nulls it does not allow)."""
+    if value is None:
+        return None
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [prune(schema["items"], item) for item in value]
+    if not isinstance(value, dict) or schema.get("x-kubernetes-int-or-string"):
+        return value
+    properties = schema.get("properties")
+    additional = schema.get("additionalProperties")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(properties, Mapping) and key in properties:
+            sub: Mapping[str, Any] | None = properties[key]
+        elif isinstance(additional, Mapping):
+            sub = additional
+        elif schema.get("x-kubernetes-preserve-unknown-fields"):
+            out[key] = item
+            continue
+        else:
+            continue
+        assert sub is not None
+        if item is None and not sub.get("nullable"):
+            continue
+        out[key] = prune(sub, item)
+    return out
+
+
+def _required(schema: Mapping[str, Any]) -> list[str]:
+    """The root's required fields other than the ones the server itself fills in."""
+    return [name for name in schema.get("required") or [] if name not in _ROOT]
+
+
+def _cause(error: str) -> tuple[str, str]:
+    field, _, message = error.partition(": ")
+    return (field, message) if message else ("", error)
