@@ -7,6 +7,7 @@ import contextlib
 import json
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -69,3 +70,54 @@ def test_strict_server_serves_https_to_authenticated_clients(tmp_path: Path) -> 
         if shutil.which("kubectl"):
             # The try-it seed's two nodes, read as the kubeconfig's admin.
             assert len(_kubectl(config, tmp_path, "get", "nodes", "-o", "name").split()) == 2
+
+
+def test_strict_server_calls_the_webhooks_through_the_services_it_is_told_to_route(tmp_path: Path) -> None:
+    """--strict passes writes through the admission webhooks; --expose-service routes a webhook's Service
+    (here to a port nothing listens on: a Fail webhook then refuses the write, as a real API server)."""
+    config = tmp_path / "kubeconfig"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    webhooks = tmp_path / "webhooks.yaml"
+    webhooks.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "guard"},
+                "webhooks": [
+                    {
+                        "name": "guard.example.com",
+                        "clientConfig": {"service": {"namespace": "default", "name": "guard", "path": "/v"}},
+                        "rules": [
+                            {
+                                "operations": ["CREATE"],
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "resources": ["configmaps"],
+                            }
+                        ],
+                        "failurePolicy": "Fail",
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                    }
+                ],
+            }
+        )
+    )
+    route = f"default/guard:443=127.0.0.1:{closed}"
+    args = ("--kubeconfig", str(config), "--strict", "--seed", "none", "-f", str(webhooks))
+    with _standalone(*args, "--expose-service", route):
+        if shutil.which("kubectl"):
+            command = ["kubectl", "--kubeconfig", str(config), "create", "configmap", "c"]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+            assert done.returncode != 0
+            assert 'failed calling webhook "guard.example.com"' in done.stderr
+
+
+def test_a_malformed_service_route_is_a_one_line_error() -> None:
+    command = [sys.executable, "-m", "kai_fakeapi", "--port", "0", "--expose-service", "guard=nowhere"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--expose-service 'guard=nowhere': expected NAMESPACE/NAME:PORT=HOST:PORT" in done.stderr

@@ -58,7 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         "--strict",
         action="store_true",
         help="authenticate every request (the kubeconfig's admin token or a ServiceAccount's, e.g. from "
-        "kubectl create token) and authorize it by RBAC, as a real API server; implies --tls",
+        "kubectl create token), authorize it by RBAC and pass every write through the admission webhooks, "
+        "as a real API server; implies --tls",
+    )
+    parser.add_argument(
+        "--expose-service",
+        action="append",
+        default=[],
+        metavar="NAMESPACE/NAME:PORT=HOST:PORT",
+        help="route a Service's port (what a webhook's clientConfig.service names) to an address "
+        "(repeatable): there is no cluster network",
     )
     parser.add_argument(
         "--tls",
@@ -82,6 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         graceful_pod_deletion=args.graceful_pod_deletion,
         auto_create_namespaces=args.auto_create_namespaces,
     )
+    for route in args.expose_service:
+        try:
+            service, address = route.split("=", 1)
+            ref, port = service.rsplit(":", 1)
+            namespace, name = ref.split("/", 1)
+            host, target = address.rsplit(":", 1)
+            server.expose_service(namespace, name, int(port), (host, int(target)))
+        except ValueError:
+            parser.error(f"--expose-service {route!r}: expected NAMESPACE/NAME:PORT=HOST:PORT")
     if args.seed == "try-it":
         server.store.load(try_it_seed())
     for path in args.filename:

@@ -50,8 +50,10 @@ class FakeApiServer:
     HTTP request is authenticated (bearer token: the kubeconfig's admin token, or a ServiceAccount's,
     `service_account_token`) and authorized by RBAC from the store's Roles and bindings, with the real
     401 and 403 answers (`forbidden()` lists them). `tls`: serve HTTPS, with a CA of its own that the
-    kubeconfig carries (kubectl sends a token only over HTTPS). Other keyword arguments configure the
-    store when none is given (see `Store`).
+    kubeconfig carries (kubectl sends a token only over HTTPS). `admission_webhooks`: every HTTP write goes
+    through the store's Mutating- and ValidatingWebhookConfigurations (`webhooks.py`); by default on
+    exactly when `strict` is, so that a strict server holds clients to all of a real one's rules. Other
+    keyword arguments configure the store when none is given (see `Store`).
     """
 
     def __init__(
@@ -63,7 +65,7 @@ class FakeApiServer:
         bookmark_interval: float = 1.0,
         strict: bool = False,
         tls: bool = False,
-        admission_webhooks: bool = False,
+        admission_webhooks: bool | None = None,
         **store_options: Any,
     ) -> None:
         self.host = host
@@ -80,7 +82,7 @@ class FakeApiServer:
         self.access = AccessControl(self.tokens, RbacAuthorizer(self.store)) if strict else None
         self.reviews = Reviews(self.tokens, self.access)
         self.tls = ServingTls(host) if tls else None
-        self.admission_webhooks = admission_webhooks
+        self.admission_webhooks = strict if admission_webhooks is None else admission_webhooks
         self.webhooks = AdmissionWebhooks(self.store)
         self._httpd: HttpServer | None = None
         self._thread: threading.Thread | None = None
