@@ -7,6 +7,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from identities import ALL_IN_ONE, RESERVATION, account, client_as
+from lightkube.config.kubeconfig import KubeConfig
+
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
@@ -68,15 +71,26 @@ class FakeGpuNodes:
         ...
     """
 
-    def __init__(self, server: FakeApiServer, namespace: str = DEFAULT_RESERVATION_NAMESPACE) -> None:
+    def __init__(
+        self,
+        server: FakeApiServer,
+        namespace: str = DEFAULT_RESERVATION_NAMESPACE,
+        *,
+        service_account: tuple[str, str] | None = None,
+    ) -> None:
         self.server = server
         self.namespace = namespace
+        # Whose token the stand-in's client carries (namespace, name); None: the reservation pods'
+        # ServiceAccount's, as the chart makes it (identities.RESERVATION).
+        self.service_account = service_account
         self.devices: dict[str, str] = {}  # reservation pod uid -> the device's UUID
         self.stop = asyncio.Event()
 
     async def __aenter__(self) -> FakeGpuNodes:
         ensure_namespace(self.server, self.namespace)
-        self.client = LightkubeClient.from_url(self.server.url, timeout=5.0)
+        service_account = self.service_account or account(RESERVATION)
+        config = KubeConfig.from_dict(self.server.kubeconfig(service_account=service_account))
+        self.client = LightkubeClient(config, timeout=5.0)
         self.task = asyncio.create_task(self.run())
         return self
 
@@ -127,9 +141,9 @@ def evicted(server: FakeApiServer, namespace: str = "default") -> list[str]:
 
 class Live:
     """A client, informers, a scheduler loop and (optionally) a binder with GPU reservation pods, and fake
-    GPU nodes that serve those (`gpus`), running against `server`. The loop, the binder and the informers
-    call through an `AccessGuard` of what the scheduler and the binder declare; `client` is unguarded, for
-    the test's own calls:
+    GPU nodes that serve those (`gpus`), running against `server`, as one process of both components runs:
+    with the all-in-one ServiceAccount's token (`client`), the loop, the binder and the informers calling
+    through an `AccessGuard` of what the scheduler and the binder declare:
 
     async with Live(server) as live:
         await live.until(lambda: ...)
@@ -163,7 +177,7 @@ class Live:
     async def __aenter__(self) -> Live:
         if self.reservation is not None:
             ensure_namespace(self.server, self.reservation.namespace)  # the chart's
-        self.client = LightkubeClient.from_url(self.server.url, timeout=5.0)
+        self.client = client_as(self.server, ALL_IN_ONE)
         partition = self.loop_options.get("partition")
         accesses = scheduler_needs(pool_labels=partition is not None and partition.value is not None)
         guarded = AccessGuard(self.client, accesses | binder_needs(reservation=self.reservation), "live")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from identities import client_as, run_as
 from live_support import eventually, run
 
 from helpers import node_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions, run_components
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 PODS = 6
@@ -58,7 +58,7 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
 
     async def body() -> tuple[Counter[str], Counter[str], int]:
         stop = asyncio.Event()
-        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+        async with client_as(server, run_as(options.components)) as client:
             task = asyncio.create_task(run_components(options, stop, client))
             await eventually(lambda: server.open_watches("pods") >= 1, timeout=10)
             server.clear_requests()

@@ -1,6 +1,6 @@
 """The chart's manifests as Helm renders them (tests/chart_support.py) and its CRDs, applied with kubectl to
-the fake API server (issue #4: the chart "validates against the Kubernetes schemas and
-`kubectl apply --validate=false` accepts it"); one case is the README's install command."""
+the strict fake API server by its administrator (issue #4: the chart "validates against the Kubernetes
+schemas and `kubectl apply --validate=false` accepts it"); one case is the README's install command."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from identities import ADMIN, kubeconfig_as, refusals, strict_server
 
 from chart_support import CHART, INSTALL, NAMESPACE, render_chart
-from kai_fakeapi import FakeApiServer
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -30,8 +30,8 @@ def test_kubectl_applies_the_rendered_chart(tmp_path: Path, overrides: dict[str,
     documents = [document for _, document in render_chart(overrides)]
     rendered = tmp_path / "chart.yaml"
     rendered.write_text(yaml.safe_dump_all(documents))
-    with FakeApiServer(auto_create_namespaces=True) as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    with strict_server(chart=False, auto_create_namespaces=True) as server:
+        kubeconfig = kubeconfig_as(server, tmp_path / "kubeconfig", ADMIN)
 
         def kubectl(*args: str) -> str:
             done = subprocess.run(
@@ -49,3 +49,4 @@ def test_kubectl_applies_the_rendered_chart(tmp_path: Path, overrides: dict[str,
             kind, name = document["kind"], document["metadata"]["name"]
             namespace = document["metadata"].get("namespace")
             assert server.store.try_get(kind, name, namespace or NAMESPACE) is not None, f"{kind} {name}"
+        assert refusals(server) == []

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import yaml
 from child_process import running
+from identities import ADMIN, ALL_IN_ONE, kubeconfig_as, refusals, strict_server
 from ports import free_port
 
-from kai_fakeapi import FakeApiServer, Store
+from kai_fakeapi import Store
 
 WORKLOAD = """
 apiVersion: scheduling.run.ai/v2
@@ -125,8 +126,9 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
                 },
             }
         )
-    with FakeApiServer(store=store) as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    with strict_server(store=store) as server:
+        kubeconfig = kubeconfig_as(server, tmp_path / "kubeconfig", ADMIN)  # the user's, for kubectl
+        run_kubeconfig = kubeconfig_as(server, tmp_path / "run.kubeconfig", ALL_IN_ONE)
         _kubectl(kubeconfig, "apply", "-f", "-", stdin=WORKLOAD)
         owner_uid = store.get("pytorchjobs", "mnist", "default")["metadata"]["uid"]
         pods = [_pod("mnist-master-0", "master", owner_uid)]
@@ -135,7 +137,7 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
 
         metrics_port = free_port()
         command = [sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"]
-        command += ["--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
+        command += ["--kubeconfig", str(run_kubeconfig), "--metrics-port", str(metrics_port)]
         command += ["--plugin-server-port", "0"]
         # A failure below (a time-out included) shows run's output; run is stopped with SIGTERM at the end.
         with running(command) as child:
@@ -160,5 +162,6 @@ def test_run_all_schedules_a_pytorchjob_submitted_with_kubectl(tmp_path: Path) -
 
             _wait(statuses_filled, 60, "PodGroup and Queue status")
         assert child.returncode == 0 and not child.killed, child.output()
+        assert refusals(server) == []
         # Every pod was bound exactly once.
         assert sorted(b.name for b in store.binds) == sorted(p["metadata"]["name"] for p in pods)

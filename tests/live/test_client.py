@@ -1,14 +1,16 @@
-"""LightkubeClient against the fake API server: CRUD, subresources, watch, and how errors surface."""
+"""LightkubeClient against the fake API server: CRUD, subresources, watch, and how errors surface. The client
+is the test's own (an administrator), except where tokens are the point."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from identities import ADMIN, account, kubeconfig_as
 from lightkube.config.kubeconfig import KubeConfig
-from lightkube.config.models import Cluster, User
 from live_support import run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
@@ -21,7 +23,7 @@ MakeClient = Callable[..., LightkubeClient]
 
 def test_crud_paging_and_conflicts(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client(page_size=2) as client:
+        async with make_client(ADMIN, page_size=2) as client:
             for i in range(5):
                 await client.create(NODES, node_manifest(f"n{i}"))
             nodes, version = await client.list_objects(NODES)
@@ -67,7 +69,7 @@ def test_bind_answers_a_status_and_a_second_bind_conflicts(
     server.store.create(pod_manifest("p", namespace="default"))
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             await client.bind("default", "p", "n1")
             assert (await client.get(PODS, "p", "default"))["spec"]["nodeName"] == "n1"
             with pytest.raises(ApiStatusError) as again:
@@ -85,7 +87,7 @@ def test_bind_answers_a_status_and_a_second_bind_conflicts(
 
 def test_watch_events_bookmarks_and_410(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             _, version = await client.list_objects(QUEUES)
             await client.create(QUEUES, queue_manifest("a"))
             await client.create(NODES, node_manifest("n1"))  # moves the global version on
@@ -115,7 +117,7 @@ def test_watch_events_bookmarks_and_410(make_client: MakeClient, server: FakeApi
 
 def test_unreachable_server_raises_connection_error(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             await client.list_objects(NODES)
             server.stop()
             with pytest.raises(ConnectionError):
@@ -128,7 +130,7 @@ def test_unreachable_server_raises_connection_error(make_client: MakeClient, ser
 
 
 def test_from_kubeconfig(server: FakeApiServer, tmp_path: Path) -> None:
-    path = server.write_kubeconfig(tmp_path / "kubeconfig", namespace="team")
+    path = kubeconfig_as(server, tmp_path / "kubeconfig", ADMIN, namespace="team")
 
     async def body() -> Any:
         async with LightkubeClient.from_kubeconfig(path) as client:
@@ -142,7 +144,7 @@ def test_a_binding_carries_annotations_onto_the_pod(make_client: MakeClient, ser
     server.store.create(pod_manifest("p", gpus=1))
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             await client.bind("default", "p", "n1", annotations={"received-resource-type": "Regular"})
 
     run(body())
@@ -151,29 +153,45 @@ def test_a_binding_carries_annotations_onto_the_pod(make_client: MakeClient, ser
     assert pod["metadata"]["annotations"]["received-resource-type"] == "Regular"
 
 
-def test_a_token_file_is_read_again_after_a_401(server: FakeApiServer, tmp_path: Path) -> None:
-    # In-cluster service account tokens rotate: lightkube's flow re-reads the file once on a 401.
+def kubeconfig_with(server: FakeApiServer, **user: str) -> KubeConfig:
+    """The server's kubeconfig (its CA) with these credentials instead of the administrator's."""
+    config = server.kubeconfig()
+    config["users"][0]["user"] = user
+    return KubeConfig.from_dict(config)
+
+
+@pytest.mark.refusals_expected
+def test_a_token_file_is_read_again_after_a_401(
+    server: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In-cluster service account tokens expire and the kubelet rotates the file: lightkube's flow re-reads
+    # it once on a 401.
+    scheduler = account("scheduler")
+    assert scheduler is not None
     token = tmp_path / "token"
-    token.write_text("old")
-    config = KubeConfig.from_one(cluster=Cluster(server=server.url), user=User(token_file=str(token)))
-    server.fail_next(1, 401, verb="list", resource="nodes")
+    token.write_text(server.service_account_token(*scheduler, expiration_seconds=3600))
+    config = kubeconfig_with(server, tokenFile=str(token))
 
     async def body() -> Any:
         async with LightkubeClient(config, timeout=5.0) as client:
-            token.write_text("new")
+            await client.list_objects(NODES)
+            later = time.time() + 3600
+            monkeypatch.setattr(server.tokens, "clock", lambda: later)  # the token has expired
+            token.write_text(server.service_account_token(*scheduler, expiration_seconds=3600))
             return await client.list_objects(NODES)
 
     assert run(body())[0] == []
-    assert [r.code for r in server.requests(verb="list", resource="nodes")] == [401, 200]
+    assert [r.code for r in server.requests(verb="list", resource="nodes")] == [200, 401, 200]
+    assert [(r.code, r.user) for r in server.forbidden()] == [(401, None)]
 
 
-def test_a_401_without_a_way_to_renew_is_an_api_error(make_client: MakeClient, server: FakeApiServer) -> None:
-    server.fail_next(1, 401, verb="get", resource="nodes")
-
+@pytest.mark.refusals_expected
+def test_a_401_without_a_way_to_renew_is_an_api_error(server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client(token="static") as client:
+        async with LightkubeClient(kubeconfig_with(server, token="static"), timeout=5.0) as client:
             with pytest.raises(ApiStatusError) as denied:
                 await client.get(NODES, "n1")
             assert denied.value.code == 401
 
     run(body())
+    assert [(r.code, r.verb, r.resource) for r in server.forbidden()] == [(401, "get", "nodes")]

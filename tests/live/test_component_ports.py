@@ -7,6 +7,7 @@ import asyncio
 import socket
 
 import pytest
+from identities import client_as, run_as
 from live_support import eventually, in_thread, run
 from ports import free_port, http_status
 
@@ -14,7 +15,6 @@ from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
 from kai_scheduler.k8s.runtime.http_server import BackgroundHTTPServer
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def _run_scheduler(server: FakeApiServer, options: RunOptions, until_served: lis
 
     async def body() -> list[int]:
         stop = asyncio.Event()
-        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+        async with client_as(server, run_as(options.components)) as client:
             task = asyncio.create_task(run_components(options, stop, client))
             await eventually(lambda: bool(server.requests(verb="list", resource="pods")), timeout=8)
             statuses: list[int] = []

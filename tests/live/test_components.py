@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from identities import client_as, run_as
 from live_support import FakeGpuNodes, eventually, run
 
+from chart_support import NAMESPACE
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import LEASES, RunOptions, run_components
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 CONTROLLERS = frozenset({"binder", "podgrouper", "status-controllers"})
 
@@ -23,14 +24,14 @@ def options(components: frozenset[str], identity: str) -> RunOptions:
         config=SchedulerConfig(),
         leader_elect=True,
         identity=identity,
-        lease_namespace="default",
+        lease_namespace=NAMESPACE,  # the chart's: its Role grants the Leases there
         metrics_port=0,  # no servers: no fixed ports in tests
         plugin_server_port=0,
     )
 
 
 def holders(store: Store) -> dict[str, str]:
-    leases = {lease["metadata"]["name"]: lease for lease in store.list("leases", "default")}
+    leases = {lease["metadata"]["name"]: lease for lease in store.list("leases", NAMESPACE)}
     return {
         component: str(leases[name]["spec"].get("holderIdentity") or "") if name in leases else ""
         for component, name in LEASES.items()
@@ -48,7 +49,7 @@ def test_replicas_share_work_through_leases(server: FakeApiServer) -> None:
     store.create(queue_manifest("q", gpu=4))
 
     async def replica(components: frozenset[str], identity: str, stop: asyncio.Event) -> None:
-        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+        async with client_as(server, run_as(components)) as client:
             await run_components(options(components, identity), stop, client)
 
     async def body() -> None:

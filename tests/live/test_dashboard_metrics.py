@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from child_process import running
+from identities import kubeconfig_as, refusals, run_as, strict_server
 from ports import free_port
 
 from chart_support import RELEASE, render_chart
 from helpers import pod_manifest, queue_manifest
-from kai_fakeapi import FakeApiServer
 from kai_fakeapi.seed import try_it_seed
 
 DEADLINE_SECONDS = 90.0
@@ -153,18 +153,18 @@ def test_every_metric_the_dashboard_reads_is_served_by_a_component(tmp_path: Pat
     assert len(queries) >= 25 and len(wanted) >= 25, (queries, wanted)
     assert all(name.startswith("kai_") for name in wanted), wanted
 
-    with FakeApiServer(kubelet=True) as server:
+    with strict_server(kubelet=True) as server:
         server.store.load(try_it_seed())
         server.store.create(queue_manifest("team", gpu=1, parent="default-parent-queue"))
         server.store.create(pod_manifest("fits", "team", gpus=1, cpu=None, memory=None))
         server.store.create(pod_manifest("waits", "team", gpus=64, cpu=None, memory=None))
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         # The pod grouper makes the pods' PodGroups (the scheduler waits for them, as in a cluster).
         components = {"scheduler": ["scheduler"], "binder": ["binder"]}
         components["status-controllers"] = ["status-controllers", "podgrouper"]
         ports = {name: free_port() for name in components}
         with contextlib.ExitStack() as stack:
             for name, port in ports.items():
+                kubeconfig = kubeconfig_as(server, tmp_path / name, run_as(components[name]))
                 command = [
                     *(sys.executable, "-m", "kai_scheduler", "run"),
                     *(word for component in components[name] for word in ("--component", component)),
@@ -194,3 +194,4 @@ def test_every_metric_the_dashboard_reads_is_served_by_a_component(tmp_path: Pat
                     break
                 assert time.monotonic() < deadline, f"not served: {sorted(wanted - served)}, {missing}"
                 time.sleep(0.3)
+        assert refusals(server) == []

@@ -7,13 +7,14 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from identities import ALL_IN_ONE, client_as
 from live_support import FakeGpuNodes, Live, eventually, evicted, in_thread, run
 
+from chart_support import NAMESPACE
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import run_live
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 
@@ -217,7 +218,7 @@ def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> Non
 
     async def body() -> None:
         stop, ready = asyncio.Event(), asyncio.Event()
-        async with LightkubeClient.from_url(server.url) as client, FakeGpuNodes(server):
+        async with client_as(server, ALL_IN_ONE) as client, FakeGpuNodes(server):
             task = asyncio.create_task(
                 run_live(
                     client,
@@ -225,7 +226,7 @@ def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> Non
                     stop,
                     period=0.05,
                     leader_election=True,
-                    lease_namespace="default",
+                    lease_namespace=NAMESPACE,  # the chart's, where its Role grants Leases
                     identity="me",
                     metrics=metrics,
                     ready=ready,
@@ -248,4 +249,4 @@ def test_run_live_with_leader_election_and_metrics(server: FakeApiServer) -> Non
 
 
 def holder_of_lease(store: Store) -> str:
-    return str(store.get("leases", "kai-scheduler", "default")["spec"].get("holderIdentity") or "")
+    return str(store.get("leases", "kai-scheduler", NAMESPACE)["spec"].get("holderIdentity") or "")

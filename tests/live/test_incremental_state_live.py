@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 
+from identities import client_as
 from live_support import Live, in_thread, run
 
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 from kai_scheduler.k8s.scheduler.state import StateBuilder
@@ -31,7 +31,7 @@ def bound(server: FakeApiServer) -> set[str]:
 async def rebuilt_from_scratch(server: FakeApiServer, loop: SchedulerLoop) -> dict[str, object]:
     """What a new scheduler sees: fresh informers, a fresh builder, the loop's in-flight memories."""
     async with (
-        LightkubeClient.from_url(server.url, timeout=5.0) as client,
+        client_as(server, "scheduler") as client,
         InformerSet(client, backoff=FAST_BACKOFF) as informers,
     ):
         assert await informers.wait_synced(5)

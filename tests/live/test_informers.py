@@ -1,10 +1,13 @@
-"""Informers against the fake API server: list + watch, bookmarks, 410 Gone, dropped watches, downtime."""
+"""Informers against the fake API server: list + watch, bookmarks, 410 Gone, dropped watches, downtime (as
+the test's own client: what the informers do, not what a component may read)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
+import pytest
+from identities import ADMIN, account
 from live_support import eventually, in_thread, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
@@ -59,7 +62,7 @@ def test_list_then_watch_with_handlers_and_indexes(make_client: MakeClient, serv
     server.store.create(pod_manifest("a", "team-a", node_name="n1", group="pg-1"))
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             informer = Informer(client, PODS, indexers=INDEXERS[PODS], backoff=FAST_BACKOFF)
             recorder = Recorder(informer)
             informer.start()
@@ -85,7 +88,7 @@ def test_list_then_watch_with_handlers_and_indexes(make_client: MakeClient, serv
 
 def test_bookmarks_advance_the_version(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             informer = Informer(client, PODS, backoff=FAST_BACKOFF)
             informer.start()
             await informer.wait_synced(5)
@@ -105,7 +108,7 @@ def test_410_relists_and_reports_what_vanished(make_client: MakeClient, server: 
         server.store.create(pod_manifest(name))
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             informer = Informer(client, PODS, backoff=FAST_BACKOFF)
             recorder = Recorder(informer)
             informer.start()
@@ -135,7 +138,7 @@ def test_dropped_watches_resume_without_loss_or_duplicates(
     count = 40
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             informer = Informer(client, PODS, backoff=FAST_BACKOFF)
             recorder = Recorder(informer)
             informer.start()
@@ -177,7 +180,7 @@ def test_api_server_down_for_a_while(make_client: MakeClient, server: FakeApiSer
     server.store.create(pod_manifest("before"))
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             informers = InformerSet(client, backoff=FAST_BACKOFF)
             async with informers:
                 assert await informers.wait_synced(5)
@@ -194,24 +197,53 @@ def test_api_server_down_for_a_while(make_client: MakeClient, server: FakeApiSer
     run(body())
 
 
+@pytest.mark.refusals_expected
 def test_a_kind_it_may_not_list_is_not_taken_for_an_empty_one(
     make_client: MakeClient, server: FakeApiServer
 ) -> None:
     """A 403 is no answer: the informer stays unsynced (its component waits, the log says why) and lists
     again until it is allowed, rather than working from an empty cache. Only a kind the server does not
-    serve (404) counts as empty."""
+    serve (404) counts as empty. (The binder's account may read pods, not queues, until it is granted.)"""
     server.store.create(queue_manifest("q"))
-    forbidden = server.fail_next(10_000, 403, verb="list", resource="queues")
+
+    def refused() -> list[tuple[str | None, str | None]]:
+        return [(r.verb, r.resource) for r in server.forbidden()]
 
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client("binder") as client:
             informers = InformerSet(client, backoff=FAST_BACKOFF, kinds=(QUEUES, PODS))
             async with informers:
                 assert await informers.pods.wait_synced(5)
-                await eventually(lambda: forbidden.hits >= 2)  # refused, and tried again
+                await eventually(lambda: len(refused()) >= 2)  # refused, and tried again
                 assert not informers[QUEUES].synced.is_set() and informers[QUEUES].cache == {}
-                server.clear_faults()
+                grant_queue_reads(server, "binder")
                 assert await informers.wait_synced(5)
                 assert list(informers[QUEUES].cache) == ["q"]
 
     run(body())
+    assert set(refused()) == {("list", "queues.scheduling.run.ai")}
+
+
+def grant_queue_reads(server: FakeApiServer, identity: str) -> None:
+    """An administrator lets `identity` list and watch queues (a ClusterRole and its binding)."""
+    found = account(identity)
+    assert found is not None
+    namespace, name = found
+    rbac = "rbac.authorization.k8s.io/v1"
+    rules = [{"apiGroups": ["scheduling.run.ai"], "resources": ["queues"], "verbs": ["list", "watch"]}]
+    server.store.create(
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "read-queues"}, "rules": rules}
+    )
+    server.store.create(
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "read-queues"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "read-queues",
+            },
+            "subjects": [{"kind": "ServiceAccount", "namespace": namespace, "name": name}],
+        }
+    )

@@ -25,7 +25,10 @@ from typing import Any
 import pytest
 import yaml
 from child_process import running
+from identities import ADMIN, ALL_IN_ONE, kubeconfig_as, refusals, strict_server
 from ports import free_port
+
+from kai_fakeapi.seed import try_it_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 120.0
@@ -129,23 +132,23 @@ def columns(table: str) -> list[dict[str, str]]:
 
 @contextlib.contextmanager
 def cluster(tmp_path: Path) -> Iterator[Kubectl]:
-    kubeconfig = tmp_path / "kubeconfig"
+    """What `kai-fakeapi` serves by default (its try-it seed, its kubelet), strict, with `kai-scheduler run
+    --all` on it as the chart's all-in-one account; kubectl and the plugin are the user's (an admin's)."""
     env = plugin_path(tmp_path / "bin")
-    api = [sys.executable, "-m", "kai_fakeapi", "--port", str(free_port()), "--kubeconfig", str(kubeconfig)]
-    with running(api, env=env) as server:
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while not kubeconfig.exists():
-            assert server.returncode is None and time.monotonic() < deadline, "no fake API server"
-            time.sleep(0.05)
+    with strict_server(kubelet=True) as server:
+        server.store.load(try_it_seed())
+        kubeconfig = kubeconfig_as(server, tmp_path / "kubeconfig", ADMIN)
+        components = kubeconfig_as(server, tmp_path / "run.kubeconfig", ALL_IN_ONE)
         scheduler = [
             *(sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"),
-            *("--no-gpu-reservation", "--kubeconfig", str(kubeconfig)),
+            *("--no-gpu-reservation", "--kubeconfig", str(components)),
             *("--metrics-port", str(free_port()), "--plugin-server-port", "0"),
             # The estimates are off: the test writes the annotation itself, and no estimator may drop it.
             *("--start-estimates", "0"),
         ]
         with running(scheduler, env=env):
             yield Kubectl(kubeconfig, tmp_path / "cache", env)
+        assert refusals(server) == []
 
 
 def running_first(kubectl: Kubectl) -> bool:

@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 from child_process import Child, running
+from identities import ADMIN, ALL_IN_ONE, kubeconfig_as, refusals, strict_server
 from ports import free_port
+
+from kai_fakeapi.seed import try_it_seed
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -99,18 +102,17 @@ def pod_scheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_kubectl_shows_why_pods_wait_where_they_went_and_who_preempted_them(tmp_path: Path) -> None:
-    kubeconfig, port = tmp_path / "kubeconfig", free_port()
-    kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache", tmp_path / "manifests")
-    fakeapi = [sys.executable, "-m", "kai_fakeapi", "--port", str(port), "--kubeconfig", str(kubeconfig)]
-    run = [sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"]
-    run += ["--no-gpu-reservation", "--kubeconfig", str(kubeconfig)]
-    run += ["--metrics-port", str(free_port()), "--plugin-server-port", str(free_port())]
+    # What `kai-fakeapi` serves by default (its try-it seed, its kubelet), strict: kubectl is the user's
+    # (an admin's), `run --all` the chart's all-in-one account.
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(running(fakeapi))
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while not kubeconfig.exists():
-            assert server.returncode is None and time.monotonic() < deadline, "no fake API server"
-            time.sleep(0.05)
+        server = stack.enter_context(strict_server(kubelet=True))
+        server.store.load(try_it_seed())
+        kubeconfig = kubeconfig_as(server, tmp_path / "kubeconfig", ADMIN)
+        kubectl = Kubectl(kubeconfig, tmp_path / "kubectl-cache", tmp_path / "manifests")
+        components = kubeconfig_as(server, tmp_path / "run.kubeconfig", ALL_IN_ONE)
+        run = [sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"]
+        run += ["--no-gpu-reservation", "--kubeconfig", str(components)]
+        run += ["--metrics-port", str(free_port()), "--plugin-server-port", str(free_port())]
         scheduler = stack.enter_context(running(run))
         # The seed: two 8-GPU nodes. Two 7-GPU pods and a half GPU fill them but for one GPU and a half.
         kubectl.apply(
@@ -195,3 +197,4 @@ def test_kubectl_shows_why_pods_wait_where_they_went_and_who_preempted_them(tmp_
         reasons = [e["reason"] for e in group_events]
         assert reasons.count("Scheduled") == 1 and reasons.count("Running") == 1, group_events
         assert "Successfully assigned" in kubectl("describe", "pod", "urgent")
+        assert refusals(server) == []

@@ -1,4 +1,5 @@
-"""Leader election on a Lease, and the scheduler loop acting only while it leads."""
+"""Leader election on a Lease, and the scheduler loop acting only while it leads: as the scheduler's
+ServiceAccount, in the chart's namespace (where the chart's Role lets the components hold Leases)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from identities import ADMIN, ALL_IN_ONE, client_as
 from live_support import Live, eventually, run
 
+from chart_support import NAMESPACE
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.client import LEASES
@@ -22,15 +25,15 @@ FAST = LeaseTiming(lease_duration=0.8, renew_deadline=0.5, retry_period=0.05)
 
 
 def holder(server: FakeApiServer) -> str:
-    lease = server.store.try_get("leases", "kai-scheduler", "default")
+    lease = server.store.try_get("leases", "kai-scheduler", NAMESPACE)
     return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
 
 def test_one_leader_release_and_takeover(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client() as client:
-            a = LeaderElector(client, namespace="default", identity="a", timing=FAST)
-            b = LeaderElector(client, namespace="default", identity="b", timing=FAST)
+        async with make_client("scheduler") as client:
+            a = LeaderElector(client, namespace=NAMESPACE, identity="a", timing=FAST)
+            b = LeaderElector(client, namespace=NAMESPACE, identity="b", timing=FAST)
             stop_a, stop_b = asyncio.Event(), asyncio.Event()
             task_a = asyncio.create_task(a.run(stop_a))
             await asyncio.wait_for(a.is_leader.wait(), 3)
@@ -46,15 +49,15 @@ def test_one_leader_release_and_takeover(make_client: MakeClient, server: FakeAp
             assert holder(server) == ""
 
     run(body())
-    lease = server.store.get("leases", "kai-scheduler", "default")
+    lease = server.store.get("leases", "kai-scheduler", NAMESPACE)
     assert lease["spec"]["leaseTransitions"] == 1
 
 
 def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: FakeApiServer) -> None:
     async def body() -> None:
-        async with make_client() as client:
-            a = LeaderElector(client, namespace="default", identity="a", release_on_stop=False, timing=FAST)
-            b = LeaderElector(client, namespace="default", identity="b", timing=FAST)
+        async with make_client("scheduler") as client:
+            a = LeaderElector(client, namespace=NAMESPACE, identity="a", release_on_stop=False, timing=FAST)
+            b = LeaderElector(client, namespace=NAMESPACE, identity="b", timing=FAST)
             stop_a, stop_b = asyncio.Event(), asyncio.Event()
             task_a = asyncio.create_task(a.run(stop_a))
             await asyncio.wait_for(a.is_leader.wait(), 3)
@@ -66,7 +69,7 @@ def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: F
             await asyncio.wait_for(b.is_leader.wait(), 3)
             assert loop.time() - started > 0.5
             # Someone else writes the lease: b sees another holder and stops leading at once.
-            lease = await client.get(LEASES, "kai-scheduler", "default")
+            lease = await client.get(LEASES, "kai-scheduler", NAMESPACE)
             lease["spec"].update({"holderIdentity": "intruder", "renewTime": micro_time(time.time())})
             await client.replace(LEASES, lease)
             await eventually(lambda: not b.is_leader.is_set(), timeout=1)
@@ -102,7 +105,7 @@ def test_a_dead_leaders_successor_takes_over_when_the_lease_expires(
         {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": "kai-scheduler", "namespace": "default"},
+            "metadata": {"name": "kai-scheduler", "namespace": NAMESPACE},
             "spec": {
                 "holderIdentity": "dead",
                 "leaseDurationSeconds": 15,
@@ -112,8 +115,8 @@ def test_a_dead_leaders_successor_takes_over_when_the_lease_expires(
     )
 
     async def body() -> list[float]:
-        async with make_client() as client:
-            candidate = SteppedElector(client, namespace="default", identity="next", timing=LeaseTiming())
+        async with make_client("scheduler") as client:
+            candidate = SteppedElector(client, namespace=NAMESPACE, identity="next", timing=LeaseTiming())
             await candidate.run(asyncio.Event())
             assert candidate.transitions == 1
             return candidate.waits
@@ -127,10 +130,10 @@ def test_a_leader_stopped_past_its_renew_deadline_does_not_lead_when_it_wakes(
     make_client: MakeClient, server: FakeApiServer
 ) -> None:
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client("scheduler") as client:
             now = [100.0]
             elector = LeaderElector(
-                client, namespace="default", identity="me", timing=FAST, monotonic=lambda: now[0]
+                client, namespace=NAMESPACE, identity="me", timing=FAST, monotonic=lambda: now[0]
             )
             stop = asyncio.Event()
             campaign = asyncio.create_task(elector.run(stop))
@@ -151,7 +154,7 @@ def test_a_lease_that_cannot_be_written_is_said(
 ) -> None:
     # Its namespace does not exist (or the replica may not write Leases): it would never lead.
     async def body() -> None:
-        async with make_client() as client:
+        async with make_client(ADMIN) as client:
             elector = LeaderElector(client, namespace="nowhere", identity="me", timing=FAST)
             assert await elector.try_acquire_or_renew() is Attempt.FAILED
 
@@ -169,8 +172,8 @@ def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
     store.create(pod_manifest("p", gpus=1))
 
     async def body() -> None:
-        client = LightkubeClient.from_url(server.url)
-        elector = LeaderElector(client, namespace="default", identity="me", timing=FAST)
+        client = client_as(server, ALL_IN_ONE)  # the elector of Live's process
+        elector = LeaderElector(client, namespace=NAMESPACE, identity="me", timing=FAST)
         async with Live(server, binder=False, loop=False, leading=elector.leading) as live:
             stop = asyncio.Event()
             # The loop runs during each term the elector holds; here it holds none yet.

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from identities import client_as, run_as
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import RunOptions, run_components
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -74,7 +74,7 @@ def test_only_the_scheduler_watches_namespaces(server: FakeApiServer) -> None:
         options = RunOptions(
             components=frozenset(names), config=SchedulerConfig(), metrics_port=0, plugin_server_port=0
         )
-        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+        async with client_as(server, run_as(options.components)) as client:
             task = asyncio.create_task(run_components(options, stop, client))
             await eventually(synced, timeout=8)
             stop.set()

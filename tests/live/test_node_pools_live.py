@@ -7,23 +7,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+from identities import client_as, run_as
 from live_support import FakeGpuNodes, eventually, evicted, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import parse_config, shard_config, shard_partition
 from kai_scheduler.k8s.components import RunOptions, run_components
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 POOL = "kai.scheduler/node-pool"
-CONFIG = parse_config(
-    {
-        "shards": [
-            {"name": "pool-a", "partitionLabelValue": "a"},
-            {"name": "pool-b", "partitionLabelValue": "b"},
-        ]
-    }
-)
+SHARDS = [{"name": "pool-a", "partitionLabelValue": "a"}, {"name": "pool-b", "partitionLabelValue": "b"}]
+CONFIG = parse_config({"shards": SHARDS})
+# The chart installed with these shards (scheduler.shards): its scheduler may then label the pods it binds.
+pytestmark = pytest.mark.chart_values({"scheduler": {"shards": SHARDS}})
 
 
 def shard_options(name: str) -> RunOptions:
@@ -66,7 +63,7 @@ def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:
         store.create(in_pool(pool, queue_manifest(name, gpu=0)))
 
     async def component(options: RunOptions, stop: asyncio.Event) -> None:
-        async with LightkubeClient.from_url(server.url, timeout=5.0) as client:
+        async with client_as(server, run_as(options.components)) as client:
             await run_components(options, stop, client)
 
     async def body() -> None:

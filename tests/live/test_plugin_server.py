@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from identities import ALL_IN_ONE, client_as
 from live_support import FakeGpuNodes, Live, eventually, in_thread, run
 from ports import free_port
 
@@ -23,7 +24,6 @@ from kai_fakeapi import FakeApiServer
 from kai_scheduler.cli import main
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig, parse_config
 from kai_scheduler.k8s.components import run_live
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.plugin_server import PluginServer
 
 
@@ -134,7 +134,7 @@ def test_run_live_serves_the_snapshot_when_the_configuration_lists_it(server: Fa
 
     async def body() -> None:
         stop = asyncio.Event()
-        async with LightkubeClient.from_url(server.url) as client, FakeGpuNodes(server):
+        async with client_as(server, ALL_IN_ONE) as client, FakeGpuNodes(server):  # scheduler and binder
             task = asyncio.create_task(
                 run_live(client, SchedulerConfig(), stop, period=0.05, plugin_server_port=port)
             )

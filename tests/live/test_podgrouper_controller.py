@@ -83,7 +83,7 @@ async def grouper(make_client: MakeClient, **options: Any) -> AsyncIterator[PodG
     (stopped, and checked, on exit)."""
     options.setdefault("resync_period", 0.2)
     options.setdefault("backoff", FAST_BACKOFF)
-    async with make_client() as raw:
+    async with make_client("podgrouper") as raw:
         client = AccessGuard(raw, podgrouper_needs(), "podgrouper")
         async with InformerSet(client, backoff=FAST_BACKOFF, kinds=PODGROUPER_KINDS) as informers:
             controller = PodGrouperController(client, informers, **options)

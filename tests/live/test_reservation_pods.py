@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
@@ -77,9 +78,11 @@ def test_reservation_pod_lifecycle(server: FakeApiServer) -> None:
     assert server.requests(resource="namespaces", verb="create") == []  # the namespace is the chart's
 
 
+@pytest.mark.refusals_expected
 def test_without_its_namespace_a_reservation_pod_fails_the_bind_saying_so(server: FakeApiServer) -> None:
-    """The binder does not create the reservation namespace (the chart does): when it is missing, the
-    API server's 404 is the BindRequest's failure reason, and the pod's FailedBinding event."""
+    """The binder does not create the reservation namespace (the chart does): when it is missing, so is the
+    chart's Role there that lets the binder create pods in it, and the API server's refusal, naming the
+    namespace, is the BindRequest's failure reason and the pod's FailedBinding event."""
     store = server.store
     store.create(node_manifest("n1", gpus=1, gpu_memory=40000))
     store.create(queue_manifest("q"))
@@ -99,11 +102,12 @@ def test_without_its_namespace_a_reservation_pod_fails_the_bind_saying_so(server
 
     run(body(), timeout=15.0)
     reason = failures[0]
-    assert "cannot create the reservation pod for GPU group" in reason
-    assert f'in namespace {NAMESPACE}: namespaces "{NAMESPACE}" not found' in reason
+    refused = f'cannot create resource "pods" in API group "" in the namespace "{NAMESPACE}"'
+    assert reason.startswith("403 Forbidden") and refused in reason
     failed = [e for e in store.list("events", "default") if e["reason"] == "FailedBinding"]
-    assert failed and f'namespaces "{NAMESPACE}" not found' in failed[0]["message"]
+    assert failed and refused in failed[0]["message"]
     assert reservations(store) == [] and server.requests(resource="namespaces", verb="create") == []
+    assert {(r.verb, r.resource, r.namespace) for r in server.forbidden()} == {("create", "pods", NAMESPACE)}
 
 
 def test_pods_sharing_a_gpu_get_one_reservation_pod(server: FakeApiServer) -> None:

@@ -1,5 +1,6 @@
 """`kai-scheduler reserve` as it runs inside a GPU reservation pod: a separate process against the fake
-API server. There is no NVML library on the test machine, so the GPU comes from NVIDIA_VISIBLE_DEVICES."""
+API server, as the chart's reservation ServiceAccount. There is no NVML library on the test machine, so the
+GPU comes from NVIDIA_VISIBLE_DEVICES."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 from child_process import Child, running
+from identities import RESERVATION, kubeconfig_as
 
 from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
@@ -46,13 +48,16 @@ def _annotation(server: FakeApiServer) -> str | None:
 
 
 def _create_reservation_pod(server: FakeApiServer) -> None:
-    server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    server.store.create(pod_manifest(POD, None, gpus=1, namespace=NAMESPACE))
+    server.store.create(pod_manifest(POD, None, gpus=1, namespace=NAMESPACE))  # in the chart's namespace
+
+
+def _kubeconfig(server: FakeApiServer, tmp_path: Path) -> Path:
+    return kubeconfig_as(server, tmp_path / "kubeconfig", RESERVATION)
 
 
 def test_reserve_publishes_the_gpu_and_holds_it_until_sigterm(server: FakeApiServer, tmp_path: Path) -> None:
     _create_reservation_pod(server)
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    kubeconfig = _kubeconfig(server, tmp_path)
     environment = _environment(POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
     # A failure below (a time-out included) shows reserve's output; it is stopped with SIGTERM at the end.
     with running(_command(kubeconfig), env=environment) as child:
@@ -68,18 +73,18 @@ def test_reserve_publishes_the_gpu_and_holds_it_until_sigterm(server: FakeApiSer
 
 
 def test_reserve_for_a_pod_that_does_not_exist_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-    child = _reserve(kubeconfig, POD_NAME="gone", POD_NAMESPACE="default", NVIDIA_VISIBLE_DEVICES="GPU-1234")
+    kubeconfig = _kubeconfig(server, tmp_path)
+    child = _reserve(kubeconfig, POD_NAME="gone", POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
     assert child.returncode == 2, child.output()
     lines = child.stderr.strip().splitlines()
     assert len(lines) == 1, child.output()
     assert lines[0].startswith("kai-scheduler: error: reserve:")
-    assert "default/gone" in lines[0]
+    assert f"{NAMESPACE}/gone" in lines[0]
     assert "404" in lines[0] or "NotFound" in lines[0]
 
 
 def test_reserve_without_a_pod_name_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    kubeconfig = _kubeconfig(server, tmp_path)
     child = _reserve(kubeconfig, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="GPU-1234")
     assert child.returncode == 2, child.output()
     lines = child.stderr.strip().splitlines()
@@ -90,7 +95,7 @@ def test_reserve_without_a_pod_name_is_one_line(server: FakeApiServer, tmp_path:
 
 def test_reserve_without_a_discoverable_gpu_is_one_line(server: FakeApiServer, tmp_path: Path) -> None:
     _create_reservation_pod(server)
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    kubeconfig = _kubeconfig(server, tmp_path)
     child = _reserve(kubeconfig, POD_NAME=POD, POD_NAMESPACE=NAMESPACE, NVIDIA_VISIBLE_DEVICES="all")
     assert child.returncode == 2, child.output()
     lines = child.stderr.strip().splitlines()

@@ -8,7 +8,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from live_support import Live, ensure_namespace, run
+import pytest
+from identities import client_as
+from live_support import Live, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
@@ -20,6 +22,8 @@ from kai_scheduler.k8s.scaleadjuster.shapes import pod_shape
 
 NS = "kai-scale-adjust"
 A100 = {"gpu-type": "a100"}
+# The chart installed for a cluster autoscaler: the adjuster's account, its roles and its namespace (NS).
+pytestmark = pytest.mark.chart_values({"clusterAutoscaling": True})
 
 
 def scaling_pods(server: FakeApiServer) -> dict[str, dict[str, Any]]:
@@ -52,12 +56,18 @@ async def adjuster(live: Live, **options: Any) -> AsyncIterator[ScaleAdjuster]:
     options.setdefault("period", 0.1)
     options.setdefault("min_interval", 0.02)
     options.setdefault("grace", 0.0)
-    ensure_namespace(live.server, NS)  # the chart's: the adjuster makes none
-    client = AccessGuard(live.client, scale_adjuster_needs(), "scale-adjuster")
-    controller = ScaleAdjuster(client, live.informers, **options)
-    task = asyncio.create_task(controller.run(live.stop))
-    live.tasks.append(task)  # `until` surfaces a crash; Live's exit stops and awaits it
-    yield controller
+    # Its own process's client, on the informers of Live's (they read what its own would).
+    async with client_as(live.server, "scale-adjuster") as own:
+        client = AccessGuard(own, scale_adjuster_needs(), "scale-adjuster")
+        controller = ScaleAdjuster(client, live.informers, **options)
+        stop = asyncio.Event()
+        task = asyncio.create_task(controller.run(stop))
+        live.tasks.append(task)  # `until` surfaces a crash
+        try:
+            yield controller
+        finally:
+            stop.set()
+            await task
 
 
 def test_scaling_pods_come_and_go_with_the_fractional_pods(server: FakeApiServer) -> None:

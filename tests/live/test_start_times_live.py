@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from identities import client_as
 from live_support import Live, eventually, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
@@ -17,7 +18,6 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import run_live
-from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.start_times import StartTimeAnnotations
 from kai_scheduler.sim.estimates import estimate_starts
@@ -116,7 +116,7 @@ def test_run_live_estimates_in_a_worker_process_from_completed_runs(server: Fake
 
     async def body() -> None:
         stop = asyncio.Event()
-        client = LightkubeClient.from_url(server.url, timeout=5.0)
+        client = client_as(server, "scheduler")
         task = asyncio.create_task(
             run_live(
                 client,

@@ -1,10 +1,12 @@
-"""The live ClusterState from informer caches: runtime facts, BindRequests, ranks, classes, job times."""
+"""The live ClusterState from informer caches: runtime facts, BindRequests, ranks, classes, job times (the
+scheduler's informers, as its ServiceAccount)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from identities import ADMIN, client_as, refusals, strict_server
 from live_support import run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
@@ -87,14 +89,15 @@ def test_runtime_facts_and_bind_requests() -> None:
     store.create(bind_request(failed, "n2", phase="Failed"))
     store.create(bind_request(stale, "n2", uid="an-older-incarnation"))
 
-    with FakeApiServer(store=store, bookmark_interval=0.1) as server:
+    with strict_server(store=store, bookmark_interval=0.1) as server:
 
         async def body() -> LiveState:
-            async with LightkubeClient.from_url(server.url) as client:
+            async with client_as(server, "scheduler") as client:
                 live, _ = await built(client, evicting={"default/running": running["metadata"]["uid"]})
                 return live
 
         live = run(body())
+        assert refusals(server) == []
     pods = {p.pod.key: p for p in live.state.pods}
     assert "default/bad" not in pods and "Pod default/bad" in live.skipped
     assert (pods["default/running"].node_name, pods["default/running"].gpu_groups) == ("n1", ("g1",))
@@ -147,7 +150,7 @@ def test_classes_groups_times_and_nominations(make_client: MakeClient, server: F
     store.create(pod_manifest("gang-1", group="gang"))
 
     async def body() -> LiveState:
-        async with make_client() as client:
+        async with make_client("scheduler") as client:
             live, clock = await built(client, nominated={"default/gang-0": Placed("n1", ("g",))})
             assert clock.stamp(100.0) == "2026-01-01T00:01:40Z"
             return live
@@ -177,7 +180,7 @@ def test_unknown_kind_does_not_block_sync(make_client: MakeClient, server: FakeA
     server.store.delete("customresourcedefinitions", "topologies.kai.scheduler")
 
     async def body() -> None:
-        async with make_client() as client, InformerSet(client, backoff=FAST_BACKOFF) as informers:
+        async with make_client(ADMIN) as client, InformerSet(client, backoff=FAST_BACKOFF) as informers:
             assert await informers.wait_synced(5)
             assert not informers.topologies.served and informers.topologies.cache == {}
             try:

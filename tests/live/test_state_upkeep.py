@@ -19,6 +19,7 @@ from live_support import Live, eventually, run
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.cluster.status import queue_numbers
+from kai_scheduler.k8s.needs import INFORMER_KINDS
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
@@ -67,7 +68,7 @@ def test_loop_view_models_and_lazy_state(make_client: MakeClient, server: FakeAp
         return informers.pods.cache[f"default/{name}"]
 
     async def body() -> None:
-        async with make_client() as client, InformerSet(client, backoff=FAST_BACKOFF) as informers:
+        async with make_client("scheduler") as client, InformerSet(client, backoff=FAST_BACKOFF) as informers:
             assert await informers.wait_synced(5)
             builder = StateBuilder(informers, SessionClock(start=START))
             first = builder.build()
@@ -177,8 +178,13 @@ def test_queue_sums_follow_pod_group_changes(make_client: MakeClient, server: Fa
         ]
         return {name: QueueUsage.of(numbers) for name, numbers in queue_numbers(parents, own).items()}
 
+    kinds = INFORMER_KINDS["status-controllers"]
+
     async def body() -> None:
-        async with make_client() as client, InformerSet(client, backoff=FAST_BACKOFF) as informers:
+        async with (
+            make_client("status-controllers") as client,
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=kinds) as informers,
+        ):
             assert await informers.wait_synced(5)
             queues = QueueStatusController(client, informers, resync_period=60, debounce=0.01)
             stop = asyncio.Event()

@@ -70,7 +70,7 @@ def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClie
 
     async def body() -> None:
         async with (
-            make_client() as client,
+            make_client("status-controllers") as client,
             InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
         ):
             groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
@@ -150,7 +150,7 @@ def test_status_follows_deletions_and_retries_failed_writes(
 
     async def body() -> None:
         async with (
-            make_client() as client,
+            make_client("status-controllers") as client,
             InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
         ):
             groups = PodGroupStatusController(
