@@ -1,8 +1,9 @@
 """The failover benchmark (issue #20): how long a busy cluster goes without binds when the leaders die.
 
 Two replicas of each of the scheduler, binder, pod grouper and status controllers, each
-`kai-scheduler run --component=<c> --leader-elect` in a process of its own against the fake API server
-(in this process, with its kubelet stand-in and fake GPU devices), as the high-availability test runs them
+`kai-scheduler run --component=<c> --leader-elect` in a process of its own with its ServiceAccount's token,
+against the strict fake API server holding the chart's RBAC (in this process, with its kubelet stand-in
+and fake GPU devices), as the high-availability test runs them
 (`tests/live/replicas.py`, `tests/live/failover_run.py`): work arrives in waves, and once pods are being
 bound the leaders of the scheduler and of the binder are killed (SIGKILL, no Lease released); the rest of
 the work arrives while nobody leads. Each run measures, from the kill:
@@ -12,7 +13,7 @@ the work arrives while nobody leads. Each run measures, from the kill:
   user sees it, the Lease's expiry plus the new leaders' first cycle and bind.
 
 Every run also checks what the test asserts (each pod bound once, no node over its GPUs, no BindRequest
-given up); a run that breaks one is reported and makes the benchmark fail.
+given up, no request refused); a run that breaks one is reported and makes the benchmark fail.
 
     python benchmarks/failover.py                              # KAI's 15s / 10s / 2s, 3 runs
     python benchmarks/failover.py --timing 4s,3s,500ms --runs 5 --record short
@@ -40,15 +41,19 @@ for _folder in (ROOT / "tests" / "live", ROOT / "tests"):  # the test's harness 
     sys.path.insert(0, str(_folder))
 
 from failover_run import KILLED, busy_run_with_failover, problems, seed  # noqa: E402
+from identities import refusals, strict_server  # noqa: E402
 from replicas import KAI_TIMING, Replicas  # noqa: E402
 
-from kai_fakeapi import FakeApiServer, Store  # noqa: E402
+from kai_fakeapi import Store  # noqa: E402
 
 
 def measure_once(timing: tuple[str, str, str], src: Path | None) -> dict[str, Any]:
     store = Store(kubelet=True)
     seed(store)
-    with tempfile.TemporaryDirectory() as folder, FakeApiServer(store=store, bookmark_interval=1.0) as server:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        strict_server(store=store, bookmark_interval=1.0) as server,
+    ):
         with Replicas(server, Path(folder), timing=timing, src=src) as replicas:
 
             async def body() -> Any:
@@ -56,7 +61,7 @@ def measure_once(timing: tuple[str, str, str], src: Path | None) -> dict[str, An
                 return await busy_run_with_failover(server, replicas)
 
             failover = asyncio.run(body())
-        found = problems(store)
+        found = problems(store) + refusals(server)
     return {
         "killToLeaseSeconds": {c: round(failover.lease_taken[c], 2) for c in KILLED},
         "killToNextBindSeconds": round(failover.next_bind, 2) if failover.next_bind > 0 else None,

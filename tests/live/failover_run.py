@@ -215,7 +215,7 @@ def problems(store: Store) -> list[str]:
     found += [f"{ns}/{name} was bound but is gone" for ns, name in binds if (ns, name) not in pods]
     whole: Counter[str] = Counter()
     shared: defaultdict[str, set[str]] = defaultdict(set)
-    portions: Counter[str] = Counter()
+    portions: defaultdict[str, float] = defaultdict(float)
     for record in store.binds:
         pod = pods.get((record.namespace, record.name))
         if pod is None:

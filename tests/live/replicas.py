@@ -1,9 +1,10 @@
 """Replicas of the controllers, as the chart runs them: each `kai-scheduler run --component=<c> --leader-elect
---identity=<c>-<i>` a child process of its own against the fake API server, with ports of its own; who
-leads is read from the Leases' holderIdentity. Used by the high-availability test and by
+--identity=<c>-<i>` a child process of its own against the strict fake API server holding the chart's
+RBAC, with ports of its own and the token of the ServiceAccount the chart gives the component; who leads
+is read from the Leases' holderIdentity. Used by the high-availability test and by
 `benchmarks/failover.py`.
 
-    with Replicas(server, tmp_path, timing=("4s", "3s", "500ms")) as replicas:
+    with strict_server() as server, Replicas(server, tmp_path, timing=TIMING) as replicas:
         await replicas.until_ready()
         replicas.leader("binder").kill()
 """
@@ -20,21 +21,22 @@ from pathlib import Path
 from types import TracebackType
 
 from child_process import Child
+from identities import kubeconfig_as
 from ports import free_port, http_status
 
+from chart_support import NAMESPACE
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.components import LEASES
 
 COMPONENTS = ("scheduler", "binder", "podgrouper", "status-controllers")
-LEASE_NAMESPACE = "kai-scheduler"  # the chart's namespace: the components' POD_NAMESPACE
+LEASE_NAMESPACE = NAMESPACE  # the chart's namespace: the components' POD_NAMESPACE
 KAI_TIMING = ("15s", "10s", "2s")  # lease duration, renew deadline, retry period: KAI's
 
 
 def kubeconfig(server: FakeApiServer, folder: Path, component: str) -> Path:
-    """The one place a component's kubeconfig is made. The fake API server takes any client, so every
-    component gets the same one; a server that checks who asks would get here the token of the chart's
-    ServiceAccount for `component`."""
-    return server.write_kubeconfig(folder / f"{component}.kubeconfig")
+    """The one place a component's kubeconfig is made: with the token of the ServiceAccount the chart
+    gives it (`identities.py`), so that the strict server lets it do what the chart's RBAC grants."""
+    return kubeconfig_as(server, folder / f"{component}.kubeconfig", component)
 
 
 @dataclass
@@ -90,10 +92,6 @@ class Replicas:
         return command
 
     def __enter__(self) -> Replicas:
-        # The namespace the chart is installed in, where the Leases are.
-        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}}
-        if self.server.store.try_get("namespaces", LEASE_NAMESPACE) is None:
-            self.server.store.create(namespace)
         for component in self.components:
             for i in range(self.count):
                 identity, port = f"{component}-{i}", free_port()

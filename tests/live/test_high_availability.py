@@ -1,6 +1,7 @@
 """High availability (issue #20): two replicas of each of the scheduler, binder, pod grouper and status
 controllers, each `kai-scheduler run --component=<c> --leader-elect` in a process of its own, as the chart
-runs them; the leaders of the scheduler and of the binder are killed (SIGKILL) while pods are being bound.
+runs them (each with its ServiceAccount's token, on the strict fake API server with the chart's RBAC); the
+leaders of the scheduler and of the binder are killed (SIGKILL) while pods are being bound.
 The standbys take their Leases over and bind everything that fits: every pod bound exactly once, no node
 ever over its GPUs, no BindRequest given up. Short leases (4 s) keep it quick; nothing is timed."""
 
@@ -18,10 +19,11 @@ from failover_run import (
     problems,
     seed,
 )
+from identities import refusals, strict_server
 from live_support import run
 from replicas import COMPONENTS, Replica, Replicas
 
-from kai_fakeapi import FakeApiServer, Store
+from kai_fakeapi import Store
 
 TIMING = ("4s", "3s", "500ms")  # lease duration, renew deadline, retry period
 
@@ -33,7 +35,7 @@ def replicated(folder: Path) -> Iterator[Replicas]:
     store = Store(kubelet=True)
     seed(store)
     with (
-        FakeApiServer(store=store, bookmark_interval=0.5) as server,
+        strict_server(store=store, bookmark_interval=0.5) as server,
         Replicas(server, folder, timing=TIMING) as replicas,
     ):
         yield replicas
@@ -57,6 +59,7 @@ def test_the_standbys_take_over_from_killed_leaders_mid_run(tmp_path: Path) -> N
                 assert replicas.holder(component) in {f"{component}-0", f"{component}-1"}
             assert failover.next_bind > 0  # the new leaders bound what came after the kill
             assert problems(store) == []
+            assert refusals(replicas.server) == []  # the chart grants each replica what it does
             return failover
 
         failover = run(body(), timeout=900)
@@ -75,6 +78,7 @@ def test_a_leader_paused_past_its_lease_steps_down_when_it_goes_on(tmp_path: Pat
             paused = await busy_run_with_a_paused_leader(replicas.server, replicas)
             assert replicas.holder("scheduler") not in ("", paused.identity)
             assert problems(replicas.server.store) == []
+            assert refusals(replicas.server) == []
             return paused
 
         paused = run(body(), timeout=900)
