@@ -3,7 +3,11 @@ kubectl applying `examples/live/hello-gpu.yaml` end with the Job's pod bound and
 
 Only what a test must change is changed: a free port for 6443, a temporary kubeconfig for
 /tmp/kubeconfig, this interpreter for `.venv/bin/` (`python -m kai_fakeapi`, `python -m kai_scheduler`),
-and free ports for the scheduler's metrics and plugin servers (8080 and 8081 by default)."""
+and free ports for the scheduler's metrics and plugin servers (8080 and 8081 by default).
+
+The walk-through's server is not strict (`kai-fakeapi` without `--strict`: someone trying kai-scheduler out
+has no chart installed to give the components their accounts), so this is the one live test whose clients
+have no identity of their own; every other one runs on the strict server (`identities.py`)."""
 
 from __future__ import annotations
 
