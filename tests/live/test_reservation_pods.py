@@ -103,7 +103,8 @@ def test_without_its_namespace_a_reservation_pod_fails_the_bind_saying_so(server
     run(body(), timeout=15.0)
     reason = failures[0]
     refused = f'cannot create resource "pods" in API group "" in the namespace "{NAMESPACE}"'
-    assert reason.startswith("403 Forbidden") and refused in reason
+    assert reason.startswith("cannot create the reservation pod for GPU group ") and refused in reason
+    assert "the chart makes the namespace and the binder's Role there" in reason
     failed = [e for e in store.list("events", "default") if e["reason"] == "FailedBinding"]
     assert failed and refused in failed[0]["message"]
     assert reservations(store) == [] and server.requests(resource="namespaces", verb="create") == []

@@ -1,7 +1,7 @@
 """GPU reservation pods (KAI's `resourcereservation`; binder.py's module doc): one pod per shared GPU
 group, pinned to its node, whose app publishes the GPU's UUID; swept once no pod holds the group. The
-reservation namespace is the chart's (the binder does not create namespaces): without it, creating the pod
-fails the bind, saying so."""
+reservation namespace and the binder's Role in it are the chart's (the binder does not create namespaces):
+without them, creating the pod fails the bind, saying so."""
 
 from __future__ import annotations
 
@@ -139,10 +139,13 @@ class Reservations:
                 try:
                     reservation = await self.client.create(PODS, body)
                 except ApiStatusError as error:
-                    if error.code == 404:  # the namespace: the chart makes it, with the reservation flags
+                    # 404: no namespace; 403: no Role there (deleting the namespace deletes it too).
+                    # The chart makes both, with the reservation flags: say so rather than retry.
+                    if error.code in (403, 404):
                         raise BindFailure(
                             f"cannot create the reservation pod for GPU group {group} in namespace "
-                            f"{self.settings.namespace}: {error.message or error.reason}"
+                            f"{self.settings.namespace} (the chart makes the namespace and the binder's Role "
+                            f"there, see resourceReservation.namespace): {error}"
                         ) from error
                     if error.code != 409:
                         raise
