@@ -325,7 +325,9 @@ def failover_rows(results: dict[str, Any]) -> list[str]:
         "killed leader's Lease is only taken once it has not been renewed for the lease duration.",
         "`after` and `before` use KAI's timing; `before` is the code whose candidates tried again on their",
         "retry period only (now they also try when a held lease expires); `short` is the timing of the",
-        "high-availability test.",
+        "high-availability test. The replicas start together, so their renewals and looks run in step and",
+        "the runs agree closely; in a cluster they do not, and the takeover varies by up to a retry period",
+        "either way (13-17 s with KAI's timing).",
         "",
         "| variant | lease duration / renew deadline / retry period | runs | kill to next bind "
         "| kill to the new scheduler leader | kill to the new binder leader | measured |",

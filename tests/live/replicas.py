@@ -78,6 +78,18 @@ class Replicas:
         if src is not None:
             self.env["PYTHONPATH"] = str(src)
         self.all: list[Replica] = []
+        self._ports: set[int] = set()  # every port handed out: two children never get the same one
+
+    def _port(self) -> int:
+        port = free_port()
+        while port in self._ports:
+            port = free_port()
+        self._ports.add(port)
+        return port
+
+    def _start(self, component: str, identity: str) -> Replica:
+        port = self._port()
+        return Replica(component, identity, port, Child(self._command(component, identity, port), self.env))
 
     def _command(self, component: str, identity: str, metrics_port: int) -> list[str]:
         lease, renew, retry = self.timing
@@ -88,15 +100,11 @@ class Replicas:
         command += ["--kubeconfig", str(kubeconfig(self.server, self.folder, component))]
         command += ["--metrics-port", str(metrics_port)]
         if component == "scheduler":
-            command += ["--plugin-server-port", str(free_port())]
+            command += ["--plugin-server-port", str(self._port())]
         return command
 
     def __enter__(self) -> Replicas:
-        for component in self.components:
-            for i in range(self.count):
-                identity, port = f"{component}-{i}", free_port()
-                child = Child(self._command(component, identity, port), self.env)
-                self.all.append(Replica(component, identity, port, child))
+        self.all = [self._start(c, f"{c}-{i}") for c in self.components for i in range(self.count)]
         return self
 
     def __exit__(
@@ -119,13 +127,23 @@ class Replicas:
         deadline = time.monotonic() + timeout
         waiting = list(self.all)
         while waiting or not all(self.holder(c) for c in self.components):
-            exited = [r.identity for r in self.all if r.child.returncode is not None]
-            if exited:
-                raise AssertionError(f"exited before the run: {', '.join(exited)}")
+            for index, replica in enumerate(self.all):
+                if replica.child.returncode is not None:
+                    self.all[index] = self._restarted(replica)
+                    waiting = [self.all[index] if r is replica else r for r in waiting]
             if time.monotonic() > deadline:
                 raise AssertionError(f"not ready after {timeout:.0f} s: {[r.identity for r in waiting]}")
             waiting = [r for r in waiting if not await asyncio.to_thread(r.ready)]
             await asyncio.sleep(0.2)
+
+    def _restarted(self, replica: Replica) -> Replica:
+        """A replica that exited because another process took a port it was given between the probe
+        that found it free and its own bind (nothing reserves a port across processes), started again on
+        other ports; any other exit fails."""
+        replica.child.wait(10)
+        if "address already in use" not in replica.child.stderr:
+            raise AssertionError(f"{replica.identity} exited before the run")
+        return self._start(replica.component, replica.identity)
 
     def holder(self, component: str) -> str:
         lease = self.server.store.try_get("leases", LEASES[component], LEASE_NAMESPACE)
