@@ -5,9 +5,9 @@ Only what a test must change is changed: a free port for 6443, a temporary kubec
 /tmp/kubeconfig, this interpreter for `.venv/bin/` (`python -m kai_fakeapi`, `python -m kai_scheduler`),
 and free ports for the scheduler's metrics and plugin servers (8080 and 8081 by default).
 
-The walk-through's server is not strict (`kai-fakeapi` without `--strict`: someone trying kai-scheduler out
-has no chart installed to give the components their accounts), so this is the one live test whose clients
-have no identity of their own; every other one runs on the strict server (`identities.py`)."""
+The walk-through's server is strict (`--strict`: HTTPS, tokens, RBAC, webhooks), its kubeconfig the cluster
+admin's: someone trying kai-scheduler out has no chart installed to give the components accounts of their
+own (`test_chart_installed.py` runs each component with its own)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from child_process import Child, running
 from ports import free_port
 
@@ -86,6 +87,7 @@ def test_the_readme_walk_through_ends_with_the_jobs_pod_running(tmp_path: Path) 
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(running(as_run_here(background[0], port, kubeconfig)))
         wait_for_kubeconfig(kubeconfig, server)
+        assert '"server": "https://' in json.dumps(yaml.safe_load(kubeconfig.read_text()))  # strict: HTTPS
         metrics, plugins = free_port(), free_port()
         ports = ["--metrics-port", str(metrics), "--plugin-server-port", str(plugins)]
         scheduler = stack.enter_context(running([*as_run_here(background[1], port, kubeconfig), *ports]))
