@@ -62,8 +62,17 @@ def deleted(server: FakeApiServer) -> list[str]:
     return [str(r.name) for r in server.requests(verb="delete", resource="pods") if r.code == 200]
 
 
-def bound(store: Store, names: list[str]) -> bool:
-    return all((store.try_get("pods", name) or {}).get("spec", {}).get("nodeName") for name in names)
+def schedule_until_bound(server: FakeApiServer, names: list[str]) -> None:
+    """Run the scheduler and the binder until every pod of `names` is bound."""
+
+    def bound() -> bool:
+        return all((server.store.try_get("pods", n) or {}).get("spec", {}).get("nodeName") for n in names)
+
+    async def body() -> None:
+        async with Live(server) as live:
+            await live.until(bound, timeout=20)
+
+    run(body(), timeout=40)
 
 
 def disruption_messages(server: FakeApiServer) -> dict[str, str]:
@@ -89,12 +98,7 @@ def test_a_budget_that_allows_fewer_disruptions_than_the_preemptor_needs_does_no
         store.create(running(f"web-{i}", "web"))
     store.create(budget("web", "web", maxUnavailable=1))
     serve = inference_gang(store, 3)
-
-    async def body() -> None:
-        async with Live(server) as live:
-            await live.until(lambda: bound(store, serve), timeout=20)
-
-    run(body(), timeout=40)
+    schedule_until_bound(server, serve)
     victims = deleted(server)
     assert sorted(victims) == ["web-1", "web-2", "web-3"]  # three deletions, each once: none in vain
     assert server.requests(verb="create", resource="pods", subresource="eviction") == []
@@ -117,12 +121,7 @@ def test_the_victims_no_budget_protects_go_first(server: FakeApiServer) -> None:
         store.create(running(f"web-{i}", "web"))
     store.create(budget("web", "web", minAvailable=2))
     serve = inference_gang(store, 2)
-
-    async def body() -> None:
-        async with Live(server) as live:
-            await live.until(lambda: bound(store, serve), timeout=20)
-
-    run(body(), timeout=40)
+    schedule_until_bound(server, serve)
     assert sorted(deleted(server)) == ["batch-0", "batch-1"]
     assert all("PodDisruptionBudget" not in message for message in disruption_messages(server).values())
     assert store.get("poddisruptionbudgets", "web")["status"]["disruptionsAllowed"] == 0
