@@ -399,7 +399,7 @@ def _simulate(args: argparse.Namespace) -> int:
     paths = [str(_demo_folder())] if demo else list(args.paths)
     with collector_paused():
         loaded = load_manifests(paths)
-        _warn(input_warnings(loaded))
+        _warn(input_warnings(loaded, loaded.skipped))
         objects = [entry.obj for entry in loaded]
         try:
             simulation = Simulation(objects, config, options)
@@ -850,7 +850,7 @@ def _what_if(args: argparse.Namespace) -> int:
     demo = not args.paths
     with collector_paused():
         loaded = load_manifests([str(_demo_folder())] if demo else list(args.paths))
-        _warn(input_warnings(loaded))
+        _warn(input_warnings(loaded, loaded.skipped))
         objects = [entry.obj for entry in loaded]
     if args.compare:
         from kai_scheduler.sim import compare

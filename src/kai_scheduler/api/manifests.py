@@ -37,6 +37,7 @@ from kai_scheduler.api.objects import (
     DeviceClass,
     DeviceSelector,
     K8sModel,
+    Namespace,
     Node,
     ObjectMeta,
     PersistentVolume,
@@ -73,6 +74,7 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("v1", "PersistentVolume"): PersistentVolume,
     ("storage.k8s.io/v1", "StorageClass"): StorageClass,
     ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
+    ("v1", "Namespace"): Namespace,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 
@@ -192,6 +194,8 @@ def _model_for(doc: dict[Any, Any]) -> type[ApiObject]:
     if model is not None:
         return model
     versions = [version for version, known in SUPPORTED_KINDS if known == kind]
+    if not versions and api_version is None:
+        raise InvalidField("apiVersion", f"required field is missing (kind {kind})")
     if not versions:
         raise InvalidField(
             None, f"unsupported kind {api_version or ''} {kind}; expected one of: {_EXPECTED_KINDS}"

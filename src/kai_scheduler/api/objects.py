@@ -450,6 +450,17 @@ class PriorityClass(K8sModel):
     global_default: bool = False
 
 
+# --- Namespace (v1) ------------------------------------------------------------------------------
+
+
+class Namespace(K8sModel):
+    """Only its labels matter here: pod (anti-)affinity's namespaceSelector is matched against them."""
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Namespace"] = "Namespace"
+    metadata: ObjectMeta
+
+
 # --- Topology (kai.scheduler/v1alpha1) ----------------------------------------------------------
 
 
@@ -771,5 +782,14 @@ class PodDisruptionBudget(Namespaced):
 
 StorageObject = ConfigMap | PersistentVolumeClaim | PersistentVolume | StorageClass
 ApiObject = (
-    Node | Pod | Queue | PodGroup | PriorityClass | Topology | DraObject | StorageObject | PodDisruptionBudget
+    Node
+    | Pod
+    | Queue
+    | PodGroup
+    | PriorityClass
+    | Topology
+    | DraObject
+    | StorageObject
+    | PodDisruptionBudget
+    | Namespace
 )

@@ -6,7 +6,8 @@ its author did not mean.
   close. Without it a typo is silently dropped: `minMembers: 3` left a gang of one, `qouta: 8` a quota of 0.
 * `notices`: what a cluster accepts but that changes the answer unnoticed: a label or annotation key one
   edit away from one of KAI's (`gpu-fractoin`, `kai.scheduler/queeu`: a pod on no GPU, in the default
-  queue), and a Queue resource field left out (KAI reads every one as 0, and a limit of 0 blocks the
+  queue) or under KAI's prefix but read by no component (`kai.scheduler/preemtion-delay`, `api.kai_keys`),
+  and a Queue resource field left out (KAI reads every one as 0, and a limit of 0 blocks the
   resource).
 
 Pure (no I/O): the simulator's loader calls both (through `manifests.parse_object`, and on each object it
@@ -35,6 +36,7 @@ from pydantic import BaseModel
 from kai_scheduler.api import constants as c
 from kai_scheduler.api import crd_models as crd
 from kai_scheduler.api import objects as o
+from kai_scheduler.api.kai_keys import KNOWN_KAI_KEYS, unknown_kai_key
 
 # Fields Kubernetes or KAI define that the models leave out because scheduling never reads them. Each
 # list is the rest of the real type's fields (Kubernetes 1.34 `k8s.io/api`, KAI's `pkg/apis`).
@@ -140,6 +142,7 @@ IGNORED_FIELDS: Mapping[type[BaseModel], tuple[str, ...]] = {
         "extendedResourceClaimStatus",
     ),
     o.PriorityClass: ("description", "preemptionPolicy"),
+    o.Namespace: ("spec", "status"),
     # Dynamic Resource Allocation (resource.k8s.io/v1).
     o.DeviceCapacity: ("requestPolicy",),
     o.Device: (
@@ -420,6 +423,7 @@ KAI_KEYS: frozenset[str] = frozenset(
         c.SIM_ARRIVAL_ANNOTATION,
         c.SIM_DURATION_ANNOTATION,
     }
+    | KNOWN_KAI_KEYS
 )
 """Label and annotation keys KAI (or the simulator) reads; a key one edit away from one is a warning.
 (`mps` is left out: at three letters, every short key would be "one edit away".)"""
@@ -437,7 +441,8 @@ def notices(obj: o.ApiObject) -> list[Notice]:
 
 def near_miss_keys(metadata: o.ObjectMeta) -> list[Notice]:
     """Label and annotation keys one edit (a letter added, dropped, changed, or two swapped) away from a
-    key KAI reads: the cluster takes them, and KAI never sees them."""
+    key KAI reads, or under KAI's prefix `kai.scheduler/` and read by none of its components: the cluster
+    takes them, and KAI never sees them."""
     return _near_misses("metadata", metadata.labels, metadata.annotations)
 
 
@@ -448,7 +453,7 @@ def _near_misses(path: str, labels: Mapping[str, Any], annotations: Mapping[str,
     found = []
     for section, keys in (("labels", labels), ("annotations", annotations)):
         for key in keys:
-            meant = _near_kai_key(str(key))
+            meant = _near_kai_key(str(key)) or unknown_kai_key(str(key))
             if meant is None:
                 _FINE_KEYS.add(key)
             else:

@@ -259,7 +259,7 @@ _NO_NAMESPACE_LABELS: NamespaceLabels = MappingProxyType({})
 def namespace_labels(namespace: str, known: NamespaceLabels = _NO_NAMESPACE_LABELS) -> dict[str, str]:
     """The labels we know a namespace has: its labels in `known` (live mode watches Namespaces), plus
     `kubernetes.io/metadata.name`, which the API server sets on every namespace (and which no user
-    label overrides). The simulator has no Namespace input, so there namespaces carry only that label:
+    label overrides). A namespace the simulator's input gives no Namespace for carries only that label:
     a namespaceSelector on it (the usual way to pick namespaces by name) behaves exactly, and one on
     any other label matches nothing, as it would in a cluster whose namespaces carry no other labels.
     Treating such a selector as "all namespaces" instead would let an anti-affinity term block pods it

@@ -87,8 +87,9 @@ class ClusterState:
     # Time-based fairness: each queue's recent usage as a share of capacity (see `model.usage`).
     queue_usage: Mapping[str, Resources] = field(default_factory=dict)
     # Namespace name -> its labels, for pod (anti-)affinity's namespaceSelector. Live mode watches
-    # Namespaces; the simulator has none, so there a namespace carries only `kubernetes.io/metadata.name`
-    # (which the matching adds to every namespace, see `model.matching.namespace_labels`).
+    # Namespaces; the simulator reads those its input gives, and a namespace it was not given carries only
+    # `kubernetes.io/metadata.name` (which the matching adds to every namespace, see
+    # `model.matching.namespace_labels`).
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Dynamic Resource Allocation: the claims (with their status), the devices the slices publish and the
     # device classes; `dra_enabled` is False when the cluster does not serve resource.k8s.io.

@@ -15,6 +15,7 @@ from kai_scheduler.api.objects import (
     ApiObject,
     ConfigMap,
     DeviceClass,
+    Namespace,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -476,6 +477,10 @@ def build_cluster(
         )
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])
+    # Namespaces given in the input carry their labels to namespaceSelectors, as live mode's informer does.
+    namespaces = {o.metadata.name: o.metadata.labels for o in objects if isinstance(o, Namespace)}
+    if namespaces:
+        cluster.cache.set_namespace_labels(namespaces)
     cluster.workloads = workloads
     cluster.claim_templates, cluster.claims_taken = templates, taken
     return cluster

@@ -16,6 +16,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
+from kai_scheduler.sim.skipped import SkippedObject, skipped_warnings
 from kai_scheduler.sim.workloads import Workload
 
 if TYPE_CHECKING:
@@ -33,12 +34,13 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
                 raise _located(entry, problem.path, problem.message)
 
 
-def warnings(loaded: Sequence[LoadedObject]) -> list[str]:
+def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = ()) -> list[str]:
     """One line per warning, located as errors are (`file: document 3 at line 41 (Pod a/b): field: ...`):
-    each object's own (found by the loader: keys one edit away from KAI's, Queue fields left out that
-    change the answer), PodGroups naming a PriorityClass that does not exist, and how many pods were left
-    to other schedulers."""
-    lines = [
+    each object's own (found by the loader: keys one edit away from KAI's or unknown under its prefix,
+    Queue fields left out that change the answer), PodGroups naming a PriorityClass that does not exist,
+    how many pods were left to other schedulers, and the `skipped` objects of kinds the scheduler does not
+    model (with the pods that wait for them)."""
+    lines = skipped_warnings(skipped, [entry.obj for entry in loaded]) + [
         str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in entry.notices
     ]
     classes = _priority_classes(loaded)

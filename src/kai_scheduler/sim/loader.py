@@ -21,6 +21,7 @@ from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.api.strict import Notice, near_miss_keys_in, notices
 from kai_scheduler.sim.gc_policy import collector_paused
 from kai_scheduler.sim.input_checks import check_references
+from kai_scheduler.sim.skipped import SkippedObject, is_unmodelled, skipped_object
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
 
 # The C loader is several times faster, which matters for 10,000+ pod documents; the pure-Python one is a
@@ -93,10 +94,14 @@ class LoadedObject:
     @property
     def location(self) -> str:
         """`x.yaml document 3 (line 41)`, for messages that point back to the input."""
-        where = f"{self.source} document {self.index}"
-        if self.item is not None:
-            where += f", item {self.item}"
-        return f"{where} (line {self.line})" if self.line is not None else where
+        return _location(self.source, self.index, self.item, self.line)
+
+
+def _location(source: str, index: int, item: int | None, line: int | None) -> str:
+    where = f"{source} document {index}"
+    if item is not None:
+        where += f", item {item}"
+    return f"{where} (line {line})" if line is not None else where
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,17 +114,32 @@ class _Document:
     item_lines: tuple[int, ...] = ()
 
 
-def load_manifests(paths: Sequence[str]) -> list[LoadedObject]:
+class LoadedInput(list[LoadedObject]):
+    """The loaded objects, in input order; `skipped`: those of kinds the scheduler does not model
+    (`sim.skipped`), left out of the list."""
+
+    skipped: list[SkippedObject]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped = []
+
+
+def load_manifests(paths: Sequence[str]) -> LoadedInput:
     """Load every object in `paths` (files, or folders searched recursively for *.yaml / *.yml).
 
     Raises ManifestError (one line, naming file, document and field) for anything wrong with the input,
-    including an object defined twice and a pod naming a PriorityClass that does not exist.
+    including an object defined twice and a pod naming a PriorityClass that does not exist. Objects of
+    kinds the scheduler does not model are not errors: they go to `skipped`.
     """
-    loaded: list[LoadedObject] = []
+    loaded = LoadedInput()
     first_seen: dict[tuple[str, str, str], LoadedObject] = {}
     with collector_paused():
         for file in _expand(paths):
             for entry in _load_file(file):
+                if isinstance(entry, SkippedObject):
+                    loaded.skipped.append(entry)
+                    continue
                 previous = first_seen.setdefault(_key(entry.obj), entry)
                 if previous is not entry:
                     raise _duplicate(entry, previous)
@@ -161,7 +181,7 @@ def _yaml_files(folder: Path) -> list[str]:
 # --- files and documents ------------------------------------------------------------------------
 
 
-def _load_file(source: str) -> Iterator[LoadedObject]:
+def _load_file(source: str) -> Iterator[LoadedObject | SkippedObject]:
     # Documents are validated as they are parsed, so the raw dictionaries of a large file never all live at
     # the same time.
     for document in _documents(source, _read_bytes(source)):
@@ -244,7 +264,7 @@ def _item_lines(node: yaml.Node) -> tuple[int, ...]:
     return ()
 
 
-def _objects_in(document: _Document, source: str) -> Iterator[LoadedObject]:
+def _objects_in(document: _Document, source: str) -> Iterator[LoadedObject | SkippedObject]:
     data = document.data
     if not _is_list(data):
         yield _parse(data, source, document.index, None, document.line)
@@ -282,7 +302,9 @@ def _typed_item(entry: Any, listing: dict[str, Any]) -> Any:
     return {"apiVersion": listing.get("apiVersion"), "kind": kind, **entry}
 
 
-def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> LoadedObject:
+def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> LoadedObject | SkippedObject:
+    if not is_workload_document(data) and is_unmodelled(data):
+        return skipped_object(data, _location(source, index, item, line))
     try:
         # Workloads (Jobs, Deployments, ...) are their controllers' to expand: `sim.workloads`.
         obj: ApiObject | Workload = (
