@@ -1,9 +1,9 @@
 """The failover benchmark (issue #20): how long a busy cluster goes without binds when the leaders die.
 
-Two replicas of each of the scheduler, binder, pod grouper and status controllers, each
-`kai-scheduler run --component=<c> --leader-elect` in a process of its own with its ServiceAccount's token,
-against the strict fake API server holding the chart's RBAC (in this process, with its kubelet stand-in
-and fake GPU devices), as the high-availability test runs them
+The chart installed with two replicas of each of the scheduler, binder, pod grouper and status
+controllers, each pod a process run exactly as its Deployment says (its args, its ServiceAccount's token;
+only `--identity` and the `--leader-elect-*` timing added), against the strict fake API server (in this
+process, with its kubelet stand-in and fake GPU devices), as the high-availability test runs them
 (`tests/live/replicas.py`, `tests/live/failover_run.py`): work arrives in waves, and once pods are being
 bound the leaders of the scheduler and of the binder are killed (SIGKILL, no Lease released); the rest of
 the work arrives while nobody leads. Each run measures, from the kill:
@@ -52,7 +52,7 @@ def measure_once(timing: tuple[str, str, str], src: Path | None) -> dict[str, An
     seed(store)
     with (
         tempfile.TemporaryDirectory() as folder,
-        strict_server(store=store, bookmark_interval=1.0) as server,
+        strict_server(chart=False, store=store, bookmark_interval=1.0) as server,
     ):
         with Replicas(server, Path(folder), timing=timing, src=src) as replicas:
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from installed_chart import ChartPod
 from live_support import FakeGpuNodes, eventually
-from replicas import LEASE_NAMESPACE, Replica, Replicas
+from replicas import LEASE_NAMESPACE, Replicas
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
@@ -118,11 +119,12 @@ async def busy_run_with_failover(
         for victim in victims.values():
             victim.kill()  # every signal sent before any death is waited for
         for component, victim in victims.items():
+            assert victim.child is not None
             await asyncio.to_thread(victim.child.process.wait)
-            outcome.killed[component] = victim.identity
+            outcome.killed[component] = victim.name
         outcome.bound_before = len(store.binds)
         watching = [
-            asyncio.create_task(_lease_taken(replicas, c, victims[c].identity, started, outcome, timeout))
+            asyncio.create_task(_lease_taken(replicas, c, victims[c].name, started, outcome, timeout))
             for c in KILLED
         ]
         await _submit(store, range(WAVES // 2, WAVES), pause)
@@ -142,7 +144,7 @@ async def busy_run_with_failover(
 
 async def busy_run_with_a_paused_leader(
     server: FakeApiServer, replicas: Replicas, *, pause: float = 0.3, timeout: float = 300.0
-) -> Replica:
+) -> ChartPod:
     """Half the waves, then the fifth, and at once the scheduler's leader is stopped (SIGSTOP: a frozen
     machine, a long pause) until its standby leads and has bound pods of the other waves; then it goes on
     (SIGCONT) with its caches as they were. Returns the paused replica once every pod is bound."""
@@ -151,11 +153,12 @@ async def busy_run_with_a_paused_leader(
         await _submit(store, range(WAVES // 2), pause)
         await eventually(lambda: len(store.binds) >= KILL_AFTER, timeout=timeout)
         paused = replicas.leader("scheduler")
+        assert paused.child is not None
         submit_wave(store, WAVES // 2)  # pending in its caches when it stops, placed by the standby
         paused.child.process.send_signal(signal.SIGSTOP)
         try:
             await eventually(
-                lambda: replicas.holder("scheduler") not in ("", paused.identity),
+                lambda: replicas.holder("scheduler") not in ("", paused.name),
                 timeout=timeout,
                 interval=0.05,
             )

@@ -8,7 +8,9 @@ runs it: the CRDs and every rendered manifest created, and each Deployment's pod
 - its environment as the container's `env` gives it (`fieldRef` names: the pod's name and namespace);
 - free ports instead of the container's ports (`--metrics-port`, `--webhook-port`, the scheduler's
   plugin server), and the chart's Services routed to them (`FakeApiServer.expose_service`), so that the
-  API server calls the admission webhooks through their Service, over TLS.
+  API server calls the admission webhooks through their Service, over TLS; a pod that loses a port to
+  another process between the probe that found it free and its own bind is started again on other ports;
+- `extra_args(pod)` appended to its args: what a test adds to the chart's (leader-election timing, say).
 
     chart = InstalledChart(server, tmp_path, {"allInOne": True})
     chart.install()
@@ -25,7 +27,7 @@ import copy
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ class ChartPod:
     """One replica of a Deployment, as a child process."""
 
     deployment: str
+    index: int  # the pod's ordinal in its Deployment
     name: str
     service_account: str
     command: list[str]
@@ -57,6 +60,11 @@ class ChartPod:
         port = self.ports.get("metrics")
         return port is not None and http_status(f"http://127.0.0.1:{port}/readyz") == 200
 
+    def kill(self) -> None:
+        """SIGKILL (not waited for), as a node that dies: no graceful stop, nothing released."""
+        assert self.child is not None
+        self.child.process.kill()
+
 
 @dataclass
 class InstalledChart:
@@ -65,7 +73,11 @@ class InstalledChart:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     release: str = RELEASE
     namespace: str = NAMESPACE
+    # Arguments a test adds to a pod's own (after the chart's and the rewritten ports).
+    extra_args: Callable[[ChartPod], list[str]] = field(default=lambda pod: [])
+    src: Path | None = None  # the kai_scheduler sources the pods run (default: as installed)
     pods: list[ChartPod] = field(default_factory=list)
+    _ports: set[int] = field(default_factory=set)  # every port handed out: no two pods get the same one
 
     @property
     def documents(self) -> list[dict[str, Any]]:
@@ -119,9 +131,9 @@ class InstalledChart:
             folder / "kubeconfig", namespace=namespace, service_account=(namespace, account)
         )
         ports = {
-            port.get("name", str(port["containerPort"])): free_port() for port in container.get("ports", [])
+            port.get("name", str(port["containerPort"])): self._port() for port in container.get("ports", [])
         }
-        ports.setdefault("metrics", free_port())
+        ports.setdefault("metrics", self._port())
         args = [_remap(arg, mounts) for arg in container.get("args", [])]
         args = [
             a
@@ -132,14 +144,25 @@ class InstalledChart:
         if "webhook" in ports:
             args.append(f"--webhook-port={ports['webhook']}")
         if any(arg in ("--component=scheduler", "--all") for arg in args):
-            ports["plugins"] = free_port()
+            ports["plugins"] = self._port()
             args.append(f"--plugin-server-port={ports['plugins']}")
         env = {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "HOME") if key in os.environ}
         for variable in container.get("env", []):
             env[variable["name"]] = _env_value(variable, name, namespace)
         env["TMPDIR"] = str(mounts.get("/tmp", folder))
+        if self.src is not None:
+            env["PYTHONPATH"] = str(self.src)
         command = [sys.executable, "-m", "kai_scheduler", *args]
-        return ChartPod(deployment["metadata"]["name"], name, account, command, env, ports)
+        pod = ChartPod(deployment["metadata"]["name"], index, name, account, command, env, ports)
+        pod.command += self.extra_args(pod)
+        return pod
+
+    def _port(self) -> int:
+        port = free_port()
+        while port in self._ports:
+            port = free_port()
+        self._ports.add(port)
+        return port
 
     def _mounts(
         self, spec: dict[str, Any], container: dict[str, Any], namespace: str, folder: Path
@@ -214,18 +237,33 @@ class InstalledChart:
         )
 
     async def until_ready(self, timeout: float = 120.0) -> None:
-        """Every pod serves /readyz (its caches are synced); fails early when one exits."""
+        """Every pod serves /readyz (its caches are synced); fails early when one exits, unless it lost a
+        port race (then it is started again on other ports)."""
         deadline = time.monotonic() + timeout
         waiting = list(self.pods)
         while waiting:
             for pod in waiting:
                 assert pod.child is not None
                 if pod.child.returncode is not None:
-                    raise AssertionError(f"{pod.name} exited with {pod.child.returncode}")
-            waiting = [pod for pod in waiting if not pod.ready()]
+                    self._restart(pod)
+            waiting = [pod for pod in waiting if not await asyncio.to_thread(pod.ready)]
             if waiting and time.monotonic() > deadline:
                 raise AssertionError(f"not ready in time: {[pod.name for pod in waiting]}")
             await asyncio.sleep(0.1)
+
+    def _restart(self, pod: ChartPod) -> None:
+        """A pod that exited because another process took a port it was given between the probe that
+        found it free and its own bind (nothing reserves a port across processes), started again on other
+        ports, its Services routed there; any other exit fails."""
+        assert pod.child is not None
+        pod.child.wait(10)
+        if "address already in use" not in pod.child.stderr:
+            raise AssertionError(f"{pod.name} exited with {pod.child.returncode}")
+        (deployment,) = [d for d in self._deployments() if d["metadata"]["name"] == pod.deployment]
+        fresh = self._pod(deployment, pod.index)
+        pod.command, pod.ports = fresh.command, fresh.ports
+        pod.child = Child(pod.command, pod.env)
+        self._route_services()
 
     def alive(self) -> None:
         """Fail when a component process has exited."""
