@@ -42,10 +42,16 @@ def machine() -> dict[str, Any]:
     }
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as results.json records it: relative to the repository (`src`, `../wt-baseline/src`,
+    `../shared/traces/...`), so that no machine's folders end up in the repository."""
+    return os.path.relpath(Path(path).resolve(), REPO)
+
+
 def tree_info(tree: Path) -> dict[str, Any]:
     """Which code was measured: the source folder and the last commit that changed it (benchmark-only
     commits and rebases of them do not change this id), with `+dirty` if it has uncommitted changes."""
-    info: dict[str, Any] = {"path": str(tree)}
+    info: dict[str, Any] = {"path": shown_path(tree)}
     try:
         commit = subprocess.run(
             ["git", "-C", str(tree), "log", "-1", "--format=%h", "--", "."],

@@ -16,7 +16,7 @@ verb and resource; the benchmark's own creates are not counted), and the CPU sec
 
     python benchmarks/live.py                        # 500 nodes, 4,000 pods, then 1,000 nodes, 8,000 pods
     python benchmarks/live.py --nodes 200 --pods 1500 --no-double
-    python benchmarks/live.py --src /work/wt-baseline/src --record before
+    python benchmarks/live.py --src ../baseline/src --record before
 
 The figures go into `benchmarks/results.json` under the key `live` (other benchmarks own other keys of
 that file): `live.after` (or `live.<--record>`), one entry per size.
@@ -413,7 +413,7 @@ def measure(
         "runCpuSeconds": round(run_cpu, 1),
         "serverCpuSecondsPerPod": round(server_cpu / max(bound, 1), 5),
         "loadAverageBefore": os.getloadavg(),
-        "src": str(src),
+        "src": os.path.relpath(src.resolve(), ROOT),  # relative: no machine's folders in results.json
     }
 
 

@@ -4,7 +4,7 @@
     python benchmarks/scale.py                      # everything, against this checkout's src/
     python benchmarks/scale.py --quick              # up to 5,000 nodes, fewer steady cycles
     python benchmarks/scale.py --only openb,command # some of: scale, command, openb
-    python benchmarks/scale.py --tree /work/wt-baseline/src   # the same against another tree: "before"
+    python benchmarks/scale.py --tree ../baseline/src       # the same against another tree: "before"
 
 Each measurement runs in a child process that imports `kai_scheduler` from the tree under test
 (`--tree`, default this checkout's `src/`) and uses only its public entry points: the API models,

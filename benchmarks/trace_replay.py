@@ -55,7 +55,12 @@ def measure(tree: Path, work: Path, pods: Path, window: str | None) -> dict[str,
     total = imported.seconds + simulated.seconds
     return {
         **stamp,
-        "input": {"pods": str(pods), "window": window, "importMessage": imported.stderr.strip()},
+        "input": {
+            "pods": bench_io.shown_path(pods),
+            "window": window,
+            # Without the temporary folder it wrote to, which is of no use once the run is over.
+            "importMessage": imported.stderr.strip().replace(str(work), "DIR"),
+        },
         "importSeconds": imported.seconds,
         "importCpuSeconds": imported.cpu_seconds,
         "simulateSeconds": simulated.seconds,

@@ -1,4 +1,4 @@
-"""`kai-scheduler simulate`: the public contract (docs: /work/shared/design/simulate-contract.md).
+"""`kai-scheduler simulate`: the public contract (the team's design note `simulate-contract.md`).
 
 Every test drives the real command line (`kai_scheduler.cli.main`) on manifests written to a temporary
 folder, and reads the JSON result document back, as benchmarks and users do.

@@ -3,7 +3,8 @@ their authors meant (`api.strict`, the simulator's own checks), each as a Warnin
 per object and message.
 
 * `MisspelledKey` (Pod, PodGroup, Queue): a label or annotation key one edit away from one KAI reads
-  (`gpu-fractoin`: the pod would run on no GPU);
+  (`gpu-fractoin`: the pod would run on no GPU), or under KAI's prefix and read by none of its components
+  (`kai.scheduler/preemtion-delay`), with the key meant;
 * `PriorityClassNotFound` (Pod, PodGroup): `spec.priorityClassName` names no PriorityClass (a pod's was
   deleted after the pod was admitted; KAI gives the pod or the job the default priority);
 * `FieldNotSet` (Queue): a resource, its `limit` or its `overQuotaWeight` left out (KAI reads 0, and a
