@@ -13,10 +13,31 @@ from collections.abc import Iterable, Sequence
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.replays import Replays
 from kai_scheduler.actions.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry
+from kai_scheduler.api.durations import go_duration_text
+from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
+
+# KAI's message for a job passed over for its preemption delay (`recordPreemptionDelayFitError`), up to
+# where KAI names the end as a wall-clock time: the core's clock has no date, so it says how long is left.
+DELAY_MESSAGE = "Workload is within its preemption delay window ({}) and may not trigger evictions"
+
+
+def within_preemption_delay(session: Session, job: JobInfo) -> bool:
+    """Whether the job may not evict anyone yet (KAI's `FilterWithinPreemptionDelay`): then it waits with
+    KAI's reason (once per cycle, however many actions pass it over), and the cycle wakes when the delay
+    ends."""
+    end = job.preemption_delay_end()
+    if end is None or session.now >= end:
+        return False
+    session.wake_at(end)
+    message = DELAY_MESSAGE.format(go_duration_text(job.preemption_delay))
+    if message not in session.unschedulable.get(job.key, ""):
+        left = go_duration_text(end - session.now)
+        session.add_reason(job.key, WaitReason(f"{message} for another {left}", PREEMPTION_DELAY_NOT_ELAPSED))
+    return True
 
 
 class VictimAction(ABC):
@@ -46,7 +67,11 @@ class VictimAction(ABC):
         self.shared_orders.clear()
         # Nothing waits (most cycles of a cluster that keeps up): nothing to do, not even looking at the
         # running jobs.
-        pending = [j for j in with_pending(session.snapshot) if j.invalid_reason is None]
+        pending = [
+            j
+            for j in with_pending(session.snapshot)
+            if j.invalid_reason is None and not within_preemption_delay(session, j)
+        ]
         if not pending:
             return
         # Running at session open, or placed since by an earlier action (among the jobs that were waiting).

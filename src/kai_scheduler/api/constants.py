@@ -23,6 +23,11 @@ GPU_GROUP_LABEL: Final = "runai-gpu-group"
 RECEIVED_RESOURCE_TYPE_ANNOTATION: Final = "received-resource-type"
 LAST_START_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-start-timestamp"
 STALE_PODGROUP_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/stale-podgroup-timestamp"
+# Preemption delay (KAI v0.17): on a workload or its pods, how long its PodGroup must wait (a Go duration)
+# before it may evict anyone; the scheduler stamps the second on a PodGroup whose pod it evicts (RFC 3339),
+# which starts the wait again.
+PREEMPTION_DELAY_ANNOTATION: Final = "kai.scheduler/preemption-delay"
+LAST_EVICTION_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-eviction-timestamp"
 # This project's, not KAI's: when a waiting PodGroup is estimated to start, RFC 3339 (docs/start-times.md).
 ESTIMATED_START_ANNOTATION: Final = "kai.scheduler/estimated-start"
 TOPOLOGY_ANNOTATION: Final = "kai.scheduler/topology"

@@ -173,6 +173,10 @@ CRDS: tuple[CrdDefinition, ...] = (
                 "description": "preemptible or non-preemptible; when empty, a priority below 100 "
                 "is preemptible."
             },
+            "spec.preemptionDelay": {
+                "description": "A duration (e.g. 5m): the PodGroup may not evict others (preempt, reclaim, "
+                "consolidation) until this long after its creation or its last eviction."
+            },
             "spec.subGroups": {
                 "description": "Sub-gangs, each with its own minMember; pods join one through the "
                 "kai.scheduler/subgroup-name label.",

@@ -60,6 +60,47 @@ def parse_duration(text: str | float) -> float:
     return float(-total if match[1] == "-" else total)
 
 
+_GO_UNITS = frozenset({"ns", "us", "µs", "μs", "ms", "s", "m", "h"})
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds of a duration exactly as Go's `time.ParseDuration` reads it, which is how KAI reads its
+    duration annotations and `metav1.Duration` fields: a unit on every number (`90s`, `1h30m`; only `0`
+    may go without), no days or weeks. Raise ValueError naming the bad input otherwise."""
+    stripped = text.strip()
+    if stripped in ("0", "+0", "-0"):
+        return 0.0
+    match = _GO_DURATION.fullmatch(stripped)
+    if match is None or any(unit not in _GO_UNITS for _, unit in _TERM.findall(match[2])):
+        raise ValueError(f"{text!r} is not a Go duration (use a unit on each number: 30s, 5m, 1h30m)")
+    return parse_duration(stripped)
+
+
+def go_duration_text(seconds: float) -> str:
+    """A duration as Go's `time.Duration.String` writes it (`2m0s`, `1h30m0s`, `1.5s`, `500ms`), the way
+    KAI's messages show durations."""
+    nanos = round(seconds * 1e9)
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 10**9:
+        for unit, size in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{_trimmed(Fraction(nanos, size))}{unit}"
+    hours, rest = divmod(nanos, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = f"{_trimmed(Fraction(rest, 10**9))}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _trimmed(value: Fraction) -> str:
+    return f"{float(value):.9f}".rstrip("0").rstrip(".")
+
+
 def _finite(seconds: float, original: object) -> float:
     """Reject infinities and NaN, which YAML can spell (`.inf`) and which no scheduler clock can hold."""
     if not math.isfinite(seconds):

@@ -12,9 +12,10 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
+from kai_scheduler.api.durations import parse_go_duration
 from kai_scheduler.api.quantity import parse_quantity, quantity_text
 
 Quantity = Annotated[
@@ -421,6 +422,11 @@ class SubGroup(K8sModel):
     topology_constraint: TopologyConstraint | None = None
 
 
+def _go_duration(text: str) -> str:
+    parse_go_duration(text)  # a metav1.Duration: KAI cannot read the PodGroup otherwise
+    return text
+
+
 class PodGroupSpec(K8sModel):
     min_member: int = Field(default=1, ge=1)
     queue: str = ""
@@ -430,6 +436,8 @@ class PodGroupSpec(K8sModel):
     sub_groups: list[SubGroup] = Field(default_factory=list)
     mark_unschedulable: bool | None = None
     scheduling_backoff: int | None = None
+    # KAI v0.17: how long the job must wait, from its creation or last eviction, before it may evict others.
+    preemption_delay: Annotated[str, AfterValidator(_go_duration)] | None = None
 
 
 class PodGroup(Namespaced):

@@ -14,6 +14,7 @@ from typing import Final
 NON_PREEMPTIBLE_OVER_QUOTA: Final = "NonPreemptibleOverQuota"
 OVER_LIMIT: Final = "OverLimit"
 QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
+PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"
 UNSCHEDULABLE: Final = "Unschedulable"
 
 # The codes a node added to the cluster cannot cure (the job's queue, not the cluster's size, stops it).

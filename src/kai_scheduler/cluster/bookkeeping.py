@@ -1,11 +1,12 @@
 """What a cluster remembers between cycles, by the same rules in the simulator and live mode: a pod's
-phase as the scheduler sees it, RFC 3339 timestamps, and each job's start and staleness times (KAI keeps
-the last two on the PodGroup as `kai.scheduler/last-start-timestamp` and
-`kai.scheduler/stale-podgroup-timestamp`)."""
+phase as the scheduler sees it, RFC 3339 timestamps, and each job's start, staleness and last eviction
+times (KAI keeps the last three on the PodGroup as `kai.scheduler/last-start-timestamp`,
+`kai.scheduler/stale-podgroup-timestamp` and `kai.scheduler/last-eviction-timestamp`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from kai_scheduler.model.snapshot import JobTimes
@@ -46,16 +47,21 @@ def next_job_times(
     running_after: Set[str],
     stale_since: Mapping[str, float | None],
     now: float,
+    evicted: Set[str] = frozenset(),
 ) -> dict[str, JobTimes]:
     """The job times after a cycle: a job that went from no running pod to some has (re)started now
     (minimum runtimes count from here), one with no running pod has no start; the cycle's staleness
-    updates (None: no longer stale) replace the old ones. Jobs with neither time are left out."""
+    updates (None: no longer stale) replace the old ones; a job the cycle evicted a pod of was last evicted
+    now (its preemption delay starts again, as KAI stamps it when it commits an eviction). Jobs with no
+    time are left out."""
     updated = dict(times)
     for job in running_after - running_before:
-        updated[job] = JobTimes(now, updated.get(job, JobTimes()).stale_since)
+        updated[job] = replace(updated.get(job, JobTimes()), last_start=now)
     for job, current in times.items():
         if current.last_start is not None and job not in running_after:
-            updated[job] = JobTimes(None, updated[job].stale_since)
+            updated[job] = replace(updated[job], last_start=None)
     for job, since in stale_since.items():
-        updated[job] = JobTimes(updated.get(job, JobTimes()).last_start, since)
-    return {job: t for job, t in updated.items() if t.last_start is not None or t.stale_since is not None}
+        updated[job] = replace(updated.get(job, JobTimes()), stale_since=since)
+    for job in evicted:
+        updated[job] = replace(updated.get(job, JobTimes()), last_eviction=now)
+    return {job: t for job, t in updated.items() if not t.empty()}

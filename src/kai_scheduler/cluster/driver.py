@@ -40,6 +40,11 @@ class CycleOutcome:
     seconds: float  # wall time from the snapshot to the decisions (what `cycleSeconds` reports)
     usage_seconds: float  # of which: asking for the queues' usage
 
+    def evicted_jobs(self) -> set[str]:
+        """The jobs the cycle evicted a pod of (their last eviction is now)."""
+        tasks = self.snapshot.tasks
+        return {tasks[d.pod].job.key for d in self.result.decisions if d.type == "evict" and d.pod in tasks}
+
 
 class CycleDriver:
     """Runs the scheduler configured by `config` on `cache`, one cycle per `run`."""

@@ -72,7 +72,12 @@ class ShardedDriver:
                 del times[job]
             times.update(
                 next_job_times(
-                    own, shard_outcome.running_before, running_after, shard_outcome.result.stale_since, now
+                    own,
+                    shard_outcome.running_before,
+                    running_after,
+                    shard_outcome.result.stale_since,
+                    now,
+                    shard_outcome.evicted_jobs(),
                 )
             )
         return times

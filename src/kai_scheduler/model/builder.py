@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.durations import parse_duration, parse_go_duration
 from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
@@ -396,6 +396,8 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
         min_member=spec.min_member,
         rank=pg_state.rank,
         topology=_constraint(spec.topology_constraint),
+        preemption_delay=spec_preemption_delay(spec.preemption_delay),
+        created=pg_state.created,
     )
     # Leaf sub-groups are pod sets (gang units); the others only group them, under their constraints.
     parents = {g.parent for g in spec.sub_groups if g.parent}
@@ -421,6 +423,23 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
     return job
 
 
+def spec_preemption_delay(text: str | None) -> float:
+    """A PodGroup's `spec.preemptionDelay` in seconds (admitted as a Go duration); negative is none."""
+    return max(parse_go_duration(text), 0.0) if text else 0.0
+
+
+def annotation_preemption_delay(text: str | None) -> float:
+    """A `kai.scheduler/preemption-delay` annotation as KAI's pod grouper reads it (`ParsePreemptionDelay`):
+    a non-negative Go duration; anything else (a unit-less number, a negative one) is no delay."""
+    if text is None:
+        return 0.0
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError:
+        return 0.0
+    return max(seconds, 0.0)
+
+
 def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobInfo:
     """The job of a pod without a PodGroup object, as KAI's pod grouper would make it."""
     pod = pod_state.pod
@@ -436,6 +455,9 @@ def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobI
         preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
         min_member=1,
         rank=pod_state.rank,
+        # The pod grouper copies the pod's preemption delay into its PodGroup.
+        preemption_delay=annotation_preemption_delay(annotations.get(c.PREEMPTION_DELAY_ANNOTATION)),
+        created=pod_state.created,
         # The pod grouper copies a bare pod's topology annotations into its PodGroup.
         topology=_constraint(
             TopologyConstraintSpec(

@@ -474,13 +474,17 @@ class ClusterCache:
             task.nominated_groups = groups
 
     def set_job_times(self, key: str, times: JobTimes) -> None:
-        if times.last_start is None and times.stale_since is None:
+        if times.empty():
             self._job_times.pop(key, None)
         else:
             self._job_times[key] = times
         job = self._jobs.get(key)
         if job is not None:
-            job.last_start, job.stale_since = times.last_start, times.stale_since
+            job.last_start, job.stale_since, job.last_eviction = (
+                times.last_start,
+                times.stale_since,
+                times.last_eviction,
+            )
 
     def replace_job_times(self, times: Mapping[str, JobTimes]) -> None:
         """Every job's times at once (jobs left out have none)."""
@@ -707,7 +711,11 @@ class ClusterCache:
             job.invalid_reason = queue_problem(job.queue, self._queue_tree)
         times = self._job_times.get(key)
         if times is not None:
-            job.last_start, job.stale_since = times.last_start, times.stale_since
+            job.last_start, job.stale_since, job.last_eviction = (
+                times.last_start,
+                times.stale_since,
+                times.last_eviction,
+            )
         gated = 0
         index = self._table.index
         for state in ours:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, NamedTuple
@@ -236,6 +237,12 @@ class JobInfo:
     # when it has been a stale gang (running below its minMember).
     last_start: float | None = None
     stale_since: float | None = None
+    # Preemption delay (KAI v0.17): the job may evict others (preempt, reclaim, consolidation) only once
+    # this many seconds have passed since it was created or last had a pod evicted (session-clock seconds;
+    # None: not known, as long ago). Zero: no delay.
+    preemption_delay: float = 0.0
+    created: float | None = None
+    last_eviction: float | None = None
     # Bumped whenever one of its pods changes status in a session, so derived values can be cached
     # (`tally`, and the sessions' per-job caches). Whoever changes a pod's status must bump it.
     version: int = 0
@@ -304,6 +311,14 @@ class JobInfo:
 
     def pending_tasks(self) -> list[TaskInfo]:
         return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+
+    def preemption_delay_end(self) -> float | None:
+        """When the job may start evicting others (KAI's `PreemptionDelayEnd`): its delay counted from the
+        later of its creation and its last eviction; None without a delay."""
+        if self.preemption_delay <= 0:
+            return None
+        anchors = [t for t in (self.created, self.last_eviction) if t is not None]
+        return (max(anchors) if anchors else -math.inf) + self.preemption_delay
 
     def has_pending(self) -> bool:
         return self.tally().pending > 0

@@ -51,6 +51,9 @@ class PodState:
     terminating: bool = False
     nominated_node: str | None = None
     nominated_gpu_groups: tuple[str, ...] = ()  # the shared GPUs it was pipelined onto
+    # When it was created, in session-clock seconds (None: not known): the start of a preemption delay
+    # for the job the pod grouper makes of a pod without a PodGroup.
+    created: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +63,23 @@ class PodGroupState:
     # The node pool of its latest `schedulingConditions` entry (None: none), for `schedulingBackoff`
     # (`model.backoff`); edges fill it in only for PodGroups with a backoff.
     condition_pool: str | None = None
+    # When it was created, in session-clock seconds (None: not known): where its preemption delay starts.
+    created: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class JobTimes:
-    """Bookkeeping a cluster keeps on PodGroups (KAI's last-start and stale-podgroup timestamps), in
-    session-clock seconds."""
+    """Bookkeeping a cluster keeps on PodGroups (KAI's last-start, stale-podgroup and last-eviction
+    timestamps), in session-clock seconds."""
 
     last_start: float | None = None
     stale_since: float | None = None
+    # When one of its pods was last evicted (KAI's `kai.scheduler/last-eviction-timestamp`): its preemption
+    # delay starts again from here.
+    last_eviction: float | None = None
+
+    def empty(self) -> bool:
+        return self.last_start is None and self.stale_since is None and self.last_eviction is None
 
 
 @dataclass(frozen=True, slots=True)

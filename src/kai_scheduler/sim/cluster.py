@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from kai_scheduler.api import constants as c
@@ -100,6 +100,8 @@ class SimCluster:
         self.now = 0.0
         # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
         self.stale_grace = -1.0
+        # Input objects created before they arrive (a creationTimestamp before the start), by key.
+        self.created_before: dict[str, float] = {}
         # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
         self.wake_at: float | None = None
         # The scheduler's view; with scheduling shards, a `ShardedCache` that also keeps each shard's.
@@ -129,7 +131,7 @@ class SimCluster:
         )
         # PodGroups with a `schedulingBackoff` (`model.backoff`), and the message of the scheduling
         # condition written on those that were unschedulable on their pool, by key.
-        self._backing_off = {pg.key: (pg, rank) for pg, rank, _ in pod_groups if backs_off(pg)}
+        self._backing_off = {pg.key: (pg, rank, arrival) for pg, rank, arrival in pod_groups if backs_off(pg)}
         self.conditions: dict[str, str] = {}
         self._finishing: list[tuple[float, int, SimPod]] = []  # (finish time, tie, pod): a heap
         self._nominated: set[SimPod] = set()
@@ -153,7 +155,8 @@ class SimCluster:
         while self._arrivals and self._arrivals[-1][0] <= self.now:
             _, _, item = self._arrivals.pop()
             if isinstance(item, PodGroupState):
-                self.cache.upsert_pod_group(item)
+                key = item.pod_group.key
+                self.cache.upsert_pod_group(replace(item, created=self.created_at(key, self.now)))
             else:
                 if item.pod.spec.resource_claims:
                     self.claims.arrived(item.key)
@@ -167,9 +170,15 @@ class SimCluster:
             self._pending.add(pod.key)
         else:
             self._pending.discard(pod.key)
+        created = self.created_at(pod.key, pod.arrival)
         self.cache.upsert_pod(
-            PodState(pod.pod, pod.rank, pod.node, pod.phase, pod.gpu_groups, pod.terminating)
+            PodState(pod.pod, pod.rank, pod.node, pod.phase, pod.gpu_groups, pod.terminating, created=created)
         )
+
+    def created_at(self, key: str, arrival: float) -> float:
+        """When a pod or PodGroup was created (session seconds): when it arrives, unless the input gave it
+        an earlier creationTimestamp (where a preemption delay starts)."""
+        return min(arrival, self.created_before.get(key, arrival))
 
     @property
     def has_pending(self) -> bool:
@@ -264,10 +273,10 @@ class SimCluster:
         for key in due:
             if key in placed:
                 continue  # KAI writes no condition on a job with allocated pods
-            group, rank = self._backing_off[key]
+            group, rank, arrival = self._backing_off[key]
             self.conditions[key] = with_pool_prefix(group, unschedulable[key], label_key)
             pool = pool_of(group.metadata.labels, label_key)
-            self.cache.upsert_pod_group(PodGroupState(group, rank, condition_pool=pool))
+            self.cache.upsert_pod_group(PodGroupState(group, rank, pool, self.created_at(key, arrival)))
 
     def remove_terminated(self) -> None:
         """Pods that were terminating when the cycle ran are gone for good."""
@@ -468,12 +477,16 @@ def build_cluster(
             classes=[o for o in objects if isinstance(o, StorageClass)],
         ),
     )
+    for (when, _), obj, _ in [*ranked_groups, *ranked_pods]:
+        if obj.metadata.creation_timestamp is not None:
+            cluster.created_before[obj.key] = when
     for _, pod_group, _ in ranked_groups:
         # KAI's bookkeeping on a PodGroup, as a live cluster's (or a snapshot of one) carries it.
         annotations = pod_group.metadata.annotations
         times = JobTimes(
             seconds_since(annotations.get(c.LAST_START_TIMESTAMP_ANNOTATION), start),
             seconds_since(annotations.get(c.STALE_PODGROUP_TIMESTAMP_ANNOTATION), start),
+            seconds_since(annotations.get(c.LAST_EVICTION_TIMESTAMP_ANNOTATION), start),
         )
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])

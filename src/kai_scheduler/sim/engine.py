@@ -202,7 +202,12 @@ class Simulation:
         cluster.apply(result.decisions)
         cache = cluster.cache
         times = next_job_times(
-            cache.job_times, outcome.running_before, cache.running_jobs, result.stale_since, now
+            cache.job_times,
+            outcome.running_before,
+            cache.running_jobs,
+            result.stale_since,
+            now,
+            outcome.evicted_jobs(),
         )
         return result, outcome.seconds, times
 

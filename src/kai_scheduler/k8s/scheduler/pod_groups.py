@@ -1,5 +1,6 @@
 """The scheduler's PodGroup effects: the job times as annotations (`kai.scheduler/last-start-timestamp`,
-`kai.scheduler/stale-podgroup-timestamp`) and the status `schedulingConditions` entry
+`kai.scheduler/stale-podgroup-timestamp`, `kai.scheduler/last-eviction-timestamp` when a cycle evicts a
+pod of the job) and the status `schedulingConditions` entry
 `UnschedulableOnNodePool` for this node pool with its reason and message, a Warning event for each new
 reason (module doc of `loop.py`). The times are also kept in memory (`job_times`).
 
@@ -25,7 +26,7 @@ from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
-# Annotations (last start, staleness) and the scheduling conditions in the status.
+# Annotations (last start, staleness, last eviction) and the scheduling conditions in the status.
 ACCESS = (access(POD_GROUPS, "patch"), access(POD_GROUPS, "patch", subresource="status"))
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
@@ -101,12 +102,14 @@ class PodGroupUpdates:
         job_pods = live.job_pods
         placed_jobs: set[str] = set()
         change: dict[str, int] = {}  # job -> pods this cycle binds (+) or evicts (-)
+        evicted: set[str] = set()
         for decision in result.decisions:
             job = live.job_of_pod.get(decision.pod)
             if job is None:
                 continue
             if decision.type == "evict":
                 change[job] = change.get(job, 0) - 1
+                evicted.add(job)
                 continue
             placed_jobs.add(job)
             if decision.type == "bind":
@@ -131,9 +134,14 @@ class PodGroupUpdates:
                 annotations.setdefault(job, {})[name] = value
 
         before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
-        after = next_job_times(before, running_before, running_after, result.stale_since, now)
+        after = next_job_times(before, running_before, running_after, result.stale_since, now, evicted)
         for job in jobs | after.keys():
             old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
+            if old.last_eviction != new.last_eviction and new.last_eviction is not None:
+                # KAI stamps it and never takes it away (it starts the job's preemption delay again).
+                annotate(
+                    job, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, self.effects.clock.stamp(new.last_eviction)
+                )
             if old.last_start != new.last_start:
                 stamp = None if new.last_start is None else self.effects.clock.stamp(new.last_start)
                 annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)

@@ -331,7 +331,7 @@ class StateBuilder:
             # Read for `schedulingBackoff` only: other PodGroups' status writes change nothing here.
             conditions = (obj.get("status") or {}).get("schedulingConditions") or []
             pool = latest_condition_pool(conditions) if backs_off(group) else None
-            state = PodGroupState(group, rank, pool)
+            state = PodGroupState(group, rank, pool, self._created_at(obj))
             if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
                 self._group_states[key] = state
                 self.cache.upsert_pod_group(state)
@@ -339,8 +339,9 @@ class StateBuilder:
             times = JobTimes(
                 self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
                 self._annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
+                self._annotation_time(annotations, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, key),
             )
-            if times.last_start is None and times.stale_since is None:
+            if times.empty():
                 self._group_times.pop(key, None)
             else:
                 self._group_times[key] = times
@@ -457,7 +458,9 @@ class StateBuilder:
             return None
         node_name, phase, gpu_groups, terminating = fact
         rank = self._rank((*self._created(obj, key), 1))
-        return PodState(parsed, rank, node_name, phase, gpu_groups, terminating)
+        return PodState(
+            parsed, rank, node_name, phase, gpu_groups, terminating, created=self._created_at(obj)
+        )
 
     def _name_unlabelled_gpus(self, node: str) -> None:
         """Bound shared-GPU pods on `node` that name no GPU group (bound by something else) get one, packed
@@ -538,6 +541,14 @@ class StateBuilder:
         except ValueError:
             seconds = 0.0
         return (seconds, key)
+
+    def _created_at(self, obj: JsonObject) -> float | None:
+        """Its creationTimestamp on the session clock (None: none, or not a time)."""
+        stamp = metadata_of(obj).get("creationTimestamp")
+        try:
+            return self.clock.seconds(str(stamp)) if stamp else None
+        except ValueError:
+            return None
 
     def _annotation_time(self, annotations: Mapping[str, str], name: str, job: str) -> float | None:
         raw = annotations.get(name)
