@@ -212,3 +212,49 @@ def test_bind_requests_of_gone_or_replaced_pods_are_collected(server: FakeApiSer
             await live.until(lambda: sorted(live.informers.bind_requests.cache) == ["default/kept"])
 
     run(body())
+
+
+def test_preemption_delay_holds_the_preemptor_and_an_eviction_is_stamped(server: FakeApiServer) -> None:
+    """KAI v0.17's preemption delay, live: a PodGroup within its `spec.preemptionDelay` evicts nobody and
+    says why (KAI's message); another one without a delay preempts, and the scheduler stamps the victim's
+    PodGroup with `kai.scheduler/last-eviction-timestamp` (KAI's statement commitEvict)."""
+    store = server.store
+    store.create(node_manifest("node0", gpus=1))
+    store.create(queue_manifest("q", gpu=1))
+    for name, value in (("train", 50), ("build", 100)):
+        store.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+    store.create(pod_group_manifest("victim", priority_class="train"))
+    store.create(pod_manifest("victim-0", group="victim", gpus=1, priority_class="train", node_name="node0"))
+    waiter = pod_group_manifest("waiter", priority_class="build")
+    waiter["spec"]["preemptionDelay"] = "1h"
+    store.create(waiter)
+    store.create(pod_manifest("waiter-0", group="waiter", gpus=1, priority_class="build"))
+    clock = SessionClock()
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False, clock=clock) as live:
+            first = await live.loop.run_once()
+            assert first.evictions == []
+            store.create(pod_group_manifest("eager", priority_class="build"))
+            store.create(pod_manifest("eager-0", group="eager", gpus=1, priority_class="build"))
+            await live.until(lambda: "default/eager-0" in live.informers.pods.cache)
+            second = await live.loop.run_once()
+            assert second.evictions == ["default/victim-0"]
+
+    run(body())
+    [condition] = store.get("podgroups", "waiter")["status"]["schedulingConditions"]
+    assert (
+        "Workload is within its preemption delay window (1h0m0s) and may not trigger evictions"
+        in (condition["message"])
+    )
+    stamp = store.get("podgroups", "victim")["metadata"]["annotations"][
+        "kai.scheduler/last-eviction-timestamp"
+    ]
+    assert abs(clock.seconds(stamp)) < 60
