@@ -579,6 +579,16 @@ def decision_rows(result: SimulationResult) -> list[tuple[int, str, str, str]]:
     return [(r.cycle, d.action, d.type, d.pod.split("/", 1)[1]) for r in result.cycles for d in r.decisions]
 
 
+def stale_evictions(result: SimulationResult) -> list[tuple[float, str]]:
+    """(time, pod name) of each stale-gang eviction of a run."""
+    return [
+        (r.time, d.pod.split("/", 1)[1])
+        for r in result.cycles
+        for d in r.decisions
+        if d.action == "stalegangeviction"
+    ]
+
+
 def evicted(result: SimulationResult, action: str | None = None) -> list[str]:
     """Names of the pods evicted in a run (by `action` if given), in order."""
     return [

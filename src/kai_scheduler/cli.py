@@ -16,6 +16,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -25,7 +26,7 @@ import yaml
 
 from kai_scheduler import __version__
 from kai_scheduler.api.constants import SCHEDULER_NAME
-from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.durations import parse_duration, parse_go_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.framework.config import (
     PLACEMENT_STRATEGIES,
@@ -219,6 +220,13 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--config", metavar="FILE", help="scheduler configuration (KAI's format)")
     run.add_argument(
         "--placement-strategy", choices=PLACEMENT_STRATEGIES, help="binpack or spread (as KAI's operator)"
+    )
+    run.add_argument(
+        "--default-staleness-grace-period",
+        metavar="DURATION",
+        help="how long a gang may run below its minMember before it is evicted, where its PodGroup does not "
+        "say (negative: never; as KAI's scheduler flag; default: the configuration's "
+        "defaultStalenessGracePeriod, 60s)",
     )
     run.add_argument(
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
@@ -533,6 +541,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _go_duration_flag(args: argparse.Namespace) -> float:
+    """`--default-staleness-grace-period`, read as KAI's scheduler reads it (Go's `time.ParseDuration`)."""
+    try:
+        return parse_go_duration(args.default_staleness_grace_period)
+    except ValueError as error:
+        raise UsageError(f"--default-staleness-grace-period: {error}") from None
+
+
 def run_options(args: argparse.Namespace) -> RunOptions:
     """What `kai-scheduler run` starts with these arguments (a `UsageError` names a bad flag). The chart's
     tests build each Deployment's with it, to ask the components what they need of the API server."""
@@ -542,6 +558,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     config, partition = _shard(config, args.shard, args.config)
     if args.placement_strategy:
         config = with_placement_strategy(config, args.placement_strategy)
+    if args.default_staleness_grace_period is not None:
+        config = replace(config, default_staleness_grace_period=_go_duration_flag(args))
     Scheduler(config)  # validates plugins and actions before anything connects
     chosen = set(ALL_COMPONENTS) if args.all else set(args.component)
     options = RunOptions(

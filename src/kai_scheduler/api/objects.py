@@ -438,6 +438,9 @@ class PodGroupSpec(K8sModel):
     scheduling_backoff: int | None = None
     # KAI v0.17: how long the job must wait, from its creation or last eviction, before it may evict others.
     preemption_delay: Annotated[str, AfterValidator(_go_duration)] | None = None
+    # KAI v0.17: how long a gang may run below its minMember before it is evicted (negative: never);
+    # unset, the scheduler's default.
+    staleness_grace_period: Annotated[str, AfterValidator(_go_duration)] | None = None
 
 
 class PodGroup(Namespaced):

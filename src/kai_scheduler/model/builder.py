@@ -382,6 +382,12 @@ def pod_group_traits(pg: PodGroup, first_pod: Pod | None, priorities: Priorities
     return JobTraits(queue, priority, is_preemptible(preemptibility, priority))
 
 
+def staleness_grace(pg: PodGroup) -> float | None:
+    """The PodGroup's own staleness grace period in seconds (the model checked it is a Go duration)."""
+    text = pg.spec.staleness_grace_period
+    return None if text is None else parse_go_duration(text)
+
+
 def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, priorities: Priorities) -> JobInfo:
     """A job from an explicit PodGroup; where the PodGroup is silent, its first pod speaks for it."""
     pg: PodGroup = pg_state.pod_group
@@ -396,6 +402,7 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
         min_member=spec.min_member,
         rank=pg_state.rank,
         topology=_constraint(spec.topology_constraint),
+        staleness_grace=staleness_grace(pg),
         preemption_delay=spec_preemption_delay(spec.preemption_delay),
         created=pg_state.created,
     )

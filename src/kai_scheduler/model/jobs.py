@@ -237,6 +237,9 @@ class JobInfo:
     # when it has been a stale gang (running below its minMember).
     last_start: float | None = None
     stale_since: float | None = None
+    # Its own staleness grace period in seconds (PodGroup `spec.stalenessGracePeriod`; negative: never
+    # evicted as stale); None: the scheduler's default.
+    staleness_grace: float | None = None
     # Preemption delay (KAI v0.17): the job may evict others (preempt, reclaim, consolidation) only once
     # this many seconds have passed since it was created or last had a pod evicted (session-clock seconds;
     # None: not known, as long ago). Zero: no delay.

@@ -33,7 +33,7 @@ from kai_scheduler.api.objects import (
 from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.backoff import backs_off, with_pool_prefix
-from kai_scheduler.model.builder import job_key_of
+from kai_scheduler.model.builder import job_key_of, staleness_grace
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import pool_of
 from kai_scheduler.model.priorities import Priorities
@@ -99,7 +99,11 @@ class SimCluster:
         self.pods = pods
         self.now = 0.0
         # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
+        # The scheduler's default, and the PodGroups' own (`spec.stalenessGracePeriod`) by key.
         self.stale_grace = -1.0
+        self.own_stale_grace = {
+            pg.key: grace for pg, _, _ in pod_groups if (grace := staleness_grace(pg)) is not None
+        }
         # Input objects created before they arrive (a creationTimestamp before the start), by key.
         self.created_before: dict[str, float] = {}
         # When the last cycle said its decisions may change by the clock alone (a minimum runtime ends).
@@ -327,6 +331,9 @@ class SimCluster:
             self._delete(key)
         for group in made.pod_groups:
             self.pod_groups.append((group, self.next_rank, self.now))
+            grace = staleness_grace(group)
+            if grace is not None:
+                self.own_stale_grace[group.key] = grace
             self._arrivals.append((self.now, -1, PodGroupState(group, self.next_rank)))
             self.next_rank += 1
         for new in made.pods:
@@ -373,9 +380,11 @@ class SimCluster:
             if controllers is not None:
                 times.append(controllers)
         later = [t for t in times if t > time + 1e-9]
-        if self.stale_grace >= 0:
-            # A stale gang's deadline counts even when it is already due: the next cycle evicts it.
-            later += [max(since + self.stale_grace, time) for since in self.stale_since.values()]
+        for job, since in self.stale_since.items():
+            grace = self.own_stale_grace.get(job, self.stale_grace)
+            if grace >= 0:
+                # A stale gang's deadline counts even when it is already due: the next cycle evicts it.
+                later.append(max(since + grace, time))
         return min(later) if later else None
 
     def _next_finish(self, time: float) -> float | None:

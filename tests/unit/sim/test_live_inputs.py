@@ -8,7 +8,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from helpers import START, config_with, node, pod, pod_group, pods_by_name, queue, run, simulate
+from helpers import (
+    START,
+    config_with,
+    node,
+    pod,
+    pod_group,
+    pods_by_name,
+    queue,
+    run,
+    simulate,
+    stale_evictions,
+)
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import PodGroup
 
@@ -31,15 +42,6 @@ def stale_gang(group: PodGroup) -> list[Any]:
         pod("g-0", "q", group="g", gpus=1, node_name="n0"),
         pod("blocker", "q", gpus=1, node_name="n0"),
         pod("g-1", "q", group="g", gpus=1),
-    ]
-
-
-def stale_evictions(result: Any) -> list[tuple[float, str]]:
-    return [
-        (r.time, d.pod.split("/", 1)[1])
-        for r in result.cycles
-        for d in r.decisions
-        if d.action == "stalegangeviction"
     ]
 
 

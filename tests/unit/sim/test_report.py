@@ -313,9 +313,9 @@ def job(name: str, spec: dict[str, Any], duration: str) -> dict[str, Any]:
 
 def test_workloads_pods_made_mid_run_and_deleted_unfinished(tmp_path: Path) -> None:
     # Two GPUs. A Job of two 10 s pods one after the other: its second pod is made when the first
-    # succeeds at 10 (KAI's pod grouper gives each pod of a Job a PodGroup of its own: two groups that
-    # complete 10 s after they arrive). A Job whose 100 s pod passes its 15 s deadline: the controller
-    # deletes the pod at 15 (it ends Failed), and its GPU is free from then on.
+    # succeeds at 10 (KAI v0.15+'s pod grouper gives the Job's pods one PodGroup: it completes at 20, 20 s
+    # after it arrived). A Job whose 100 s pod passes its 15 s deadline: the controller deletes the pod
+    # at 15 (it ends Failed), and its GPU is free from then on.
     summary, document, _ = run_report(
         tmp_path,
         [
@@ -328,7 +328,7 @@ def test_workloads_pods_made_mid_run_and_deleted_unfinished(tmp_path: Path) -> N
     phases = Counter(p["phase"] for p in document["pods"])
     assert phases == {"Succeeded": 2, "Failed": 1}
     assert summary["time"] == 20.0
-    assert summary["jctSeconds"] == {"count": 2, "mean": 10.0, "p50": 10.0, "p99": 10.0}
-    assert summary["podGroups"] == {"total": 3, "started": 3, "completed": 2, "runningFromInput": 0}
+    assert summary["jctSeconds"] == {"count": 1, "mean": 20.0, "p50": 20.0, "p99": 20.0}
+    assert summary["podGroups"] == {"total": 2, "started": 2, "completed": 1, "runningFromInput": 0}
     # 2 GPUs for 0-15, 1 for 15-20, of 2 x 20.
     assert summary["gpuAllocationRatio"] == pytest.approx(35 / 40)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.durations import parse_go_duration
 from kai_scheduler.cluster.podgrouper._fields import Node, int_text
 from kai_scheduler.cluster.podgrouper.errors import GroupingError
 from kai_scheduler.cluster.podgrouper.owners import KObject
@@ -27,6 +28,7 @@ LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 SEGMENT_SIZE_ANNOTATION = "kai.scheduler/segment-size"
 SEGMENT_REQUIRED_ANNOTATION = "kai.scheduler/segment-topology-required-placement"
 SEGMENT_PREFERRED_ANNOTATION = "kai.scheduler/segment-topology-preferred-placement"
+STALENESS_GRACE_PERIOD_ANNOTATION = "kai.scheduler/staleness-grace-period"
 
 TRAIN = "train"
 BUILD = "build"
@@ -141,6 +143,25 @@ def resolve_preemptibility(ctx: Context, workload: Workload) -> str | None:
         kind_defaults = ctx.defaults.kinds.get(ctx.top.group_kind)
         found = kind_defaults.preemptibility if kind_defaults is not None else None
     return found
+
+
+def duration_annotation(
+    ctx: Context, owners: Sequence[Mapping[str, str]], key: str, *, minimum: float | None = None
+) -> str | None:
+    """A Go-duration annotation as KAI's default grouper reads it (`calcStalenessGracePeriod`): the
+    owners' annotations in turn, then the pod's; the first valid value wins, and a value Go cannot parse
+    (or below `minimum`) is passed over, as KAI logs and skips it."""
+    for found in (*owners, ctx.pod.annotations()):
+        text = found.get(key)
+        if text is None:
+            continue
+        try:
+            seconds = parse_go_duration(text)
+        except ValueError:
+            continue
+        if minimum is None or seconds >= minimum:
+            return text
+    return None
 
 
 def _label(obj: KObject, key: str) -> Node:
@@ -291,8 +312,11 @@ def build_plan(
     sub_groups: Sequence[SubGroupPlan] = (),
     pod_subgroup: str | None = None,
     priority_labels: Sequence[str] = (PRIORITY_LABEL,),
+    owners: Sequence[KObject] | None = None,
 ) -> PodGroupPlan:
-    """Assemble the plan from the kind-specific parts and the shared decisions."""
+    """Assemble the plan from the kind-specific parts and the shared decisions. `owners` are where the
+    duration annotations are looked for before the pod (KAI's default grouper walks the whole owner chain,
+    nearest first; every other grouper gives it the workload only)."""
     if min_member < 1:
         raise GroupingError(
             f"the gang size works out to {min_member}; it must be at least 1", object_ref=owner.ref
@@ -314,4 +338,9 @@ def build_plan(
         annotations=inherited_annotations(ctx, workload),
         owner_reference=owner.owner_reference(),
         pod_subgroup=pod_subgroup,
+        staleness_grace_period=duration_annotation(
+            ctx,
+            [workload.annotations] if owners is None else [obj.annotations() for obj in owners],
+            STALENESS_GRACE_PERIOD_ANNOTATION,
+        ),
     )

@@ -65,6 +65,7 @@ def group_default(ctx: Context) -> PodGroupPlan:
         workload=Workload.of(top),
         min_member=1,
         default_priority=_default_priority(ctx),
+        owners=ctx.chain[1 : ctx.chain.index(top) + 1],
     )
 
 
@@ -95,20 +96,32 @@ def group_pod(ctx: Context) -> PodGroupPlan:
 # --- batch Job, CronJob, Deployment ----------------------------------------------------------------
 
 
-def _group_job(ctx: Context, job: KObject, workload: Workload) -> PodGroupPlan:
+BATCH_MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
+
+
+def batch_min_member(workload: Workload) -> int | None:
+    """The `kai.scheduler/batch-min-member` annotation (KAI v0.15+, `MinMemberOverrideKey`), if set."""
+    node = workload.annotation_node(BATCH_MIN_MEMBER_ANNOTATION)
+    text = node.opt_str()
+    return None if text is None else int_text(text, node, minimum=1)
+
+
+def _group_job(ctx: Context, job: KObject, workload: Workload, min_member: int) -> PodGroupPlan:
     return build_plan(
         ctx,
-        name=pg_name(ctx.pod.name, job.required_uid()),
+        name=pg_name(job.name, job.required_uid()),
         owner=job,
         workload=workload,
-        min_member=1,
+        min_member=min_member,
         default_priority=TRAIN,
     )
 
 
 def group_job(ctx: Context) -> PodGroupPlan:
-    """One PodGroup per pod, `pg-<pod>-<jobUID>`, minMember 1, owned by the Job."""
-    return _group_job(ctx, ctx.top, Workload.of(ctx.top))
+    """One PodGroup per Job, `pg-<job>-<jobUID>`, owned by the Job; minMember from the Job's
+    `kai.scheduler/batch-min-member` annotation, else 1 (KAI v0.15+, `job_grouper.go`)."""
+    workload = Workload.of(ctx.top)
+    return _group_job(ctx, ctx.top, workload, batch_min_member(workload) or 1)
 
 
 def group_cronjob(ctx: Context) -> PodGroupPlan:
@@ -118,7 +131,8 @@ def group_cronjob(ctx: Context) -> PodGroupPlan:
         raise GroupingError("the pod is not under a batch Job of this CronJob", object_ref=ctx.top.ref)
     cron, own = Workload.of(ctx.top), Workload.of(job)
     merged = Workload(job, {**cron.labels, **own.labels}, {**cron.annotations, **own.annotations})
-    return _group_job(ctx, job, merged)
+    # KAI's CronJob grouper hands the Job to its default grouper: no batch-min-member there.
+    return _group_job(ctx, job, merged, 1)
 
 
 def group_deployment(ctx: Context) -> PodGroupPlan:
@@ -325,7 +339,9 @@ _JOBSET_ORDERS = ("AnyOrder", "InOrder")
 
 
 def group_jobset(ctx: Context) -> PodGroupPlan:
-    """One gang for the whole JobSet, or, with `startupPolicyOrder: InOrder`, one per replicated job."""
+    """One gang for the whole JobSet, or, with `startupPolicyOrder: InOrder`, one per replicated job;
+    `kai.scheduler/batch-min-member` on the JobSet sets its minMember, on a replicated job's template the
+    gang size of each of its replicas."""
     top = ctx.top
     jobs_node = top.node("spec", "replicatedJobs")
     items = jobs_node.items()
@@ -336,11 +352,14 @@ def group_jobset(ctx: Context) -> PodGroupPlan:
         item.required_mapping()
         name = item.at("name").required_str()
         replicas = item.at("replicas").int_or(1)
-        job_spec = item.at("template", "spec")
+        template = item.at("template")
+        job_spec = template.at("spec")
         parallelism = job_spec.at("parallelism").int_or(1)
         completions = job_spec.at("completions").opt_int()
         per_job = parallelism if completions is None else min(parallelism, completions)
-        sizes[name] = replicas * per_job
+        # KAI v0.16+ reads batch-min-member on a replicated job's template as each replica's gang size.
+        own = batch_min_member(Workload(top, {}, template.at("metadata", "annotations").string_map()))
+        sizes[name] = replicas * (per_job if own is None else own)
     order_node = top.node("spec", "startupPolicy", "startupPolicyOrder")
     order = order_node.opt_str() or "AnyOrder"
     if order not in _JOBSET_ORDERS:
@@ -353,6 +372,10 @@ def group_jobset(ctx: Context) -> PodGroupPlan:
         name, min_member = pg_name(top.name, top.required_uid(), replicated_job), sizes[replicated_job]
     else:
         name, min_member = pg_name(top.name, top.required_uid()), sum(sizes.values())
+    # On the JobSet itself it is the flat PodGroup's minMember, as KAI's flat JobSet grouper reads it
+    # (v0.15, and v0.17's `legacyMinAvailable`); v0.17's own grouper, with sub-groups and minSubGroup,
+    # reads it as the number of replicated jobs required (docs/podgrouper.md).
+    min_member = batch_min_member(Workload.of(top)) or min_member
     return build_plan(
         ctx,
         name=name,

@@ -76,6 +76,8 @@ class PodGroupPlan:
     annotations: dict[str, str]
     owner_reference: dict[str, Any]
     pod_subgroup: str | None = None
+    # `spec.stalenessGracePeriod` (a Go duration), from the `kai.scheduler/staleness-grace-period` annotation.
+    staleness_grace_period: str | None = None
 
     def pod_annotations(self) -> dict[str, str]:
         """The annotations the pod grouper puts on the pod."""
@@ -112,6 +114,8 @@ def pod_group_manifest(plan: PodGroupPlan) -> dict[str, Any]:
     }
     if plan.preemptibility:
         spec["preemptibility"] = plan.preemptibility
+    if plan.staleness_grace_period is not None:
+        spec["stalenessGracePeriod"] = plan.staleness_grace_period
     if plan.topology_constraint is not None:
         spec["topologyConstraint"] = plan.topology_constraint.to_manifest()
     if plan.sub_groups:

@@ -94,6 +94,7 @@ _SPEC_FIELDS = (
     "preemptibility",
     "subGroups",
     "topologyConstraint",
+    "stalenessGracePeriod",
 )
 
 

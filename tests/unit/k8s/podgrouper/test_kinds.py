@@ -103,15 +103,37 @@ def test_spark_selector_that_cannot_be_a_name_is_an_error() -> None:
 # --- batch Job, CronJob ----------------------------------------------------------------------------
 
 
-def test_job_groups_each_pod_on_its_own() -> None:
+def test_job_pods_share_one_pod_group() -> None:
+    # KAI v0.17 job_grouper_test.go TestGetPodGroupMetadata_MultiPodJobSharesPodGroup (#1443): one
+    # PodGroup per Job, `pg-<job>-<uid>`, minMember 1 without the annotation.
     job = batch_job(labels={"kai.scheduler/queue": "research"})
     pods = [pod(f"eval-{i}", f"uid-eval-{i}", owner=job, labels={"job-name": "eval"}) for i in range(3)]
     plans = [plan_pod_group(p, [job]) for p in pods]
-    assert [p.name for p in plans] == ["pg-eval-0-uid-job", "pg-eval-1-uid-job", "pg-eval-2-uid-job"]
+    assert [p.name for p in plans] == ["pg-eval-uid-job"] * 3
     assert all(p.min_member == 1 and p.queue == "research" for p in plans)
     assert all(p.owner_reference["kind"] == "Job" and p.owner_reference["uid"] == "uid-job" for p in plans)
     assert plans[0].labels == {"kai.scheduler/queue": "research"}
     check_manifest(plans[0])
+
+
+def test_batch_min_member_sets_the_job_gang_size() -> None:
+    # KAI v0.17 job_grouper_test.go TestGetPodGroupMetadata_MinMemberOverride (#1308).
+    job = batch_job()
+    job["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": "3"}
+    plan = plan_pod_group(pod("eval-0", "uid-eval-0", owner=job), [job])
+    assert (plan.name, plan.min_member) == ("pg-eval-uid-job", 3)
+    assert check_manifest(plan)["spec"]["minMember"] == 3
+
+
+@pytest.mark.parametrize(("value", "message"), [("invalid", "expected an integer"), ("0", "at least 1")])
+def test_batch_min_member_that_is_no_gang_size_is_an_error(value: str, message: str) -> None:
+    # KAI v0.17 job_grouper_test.go TestGetPodGroupMetadata_MinMemberOverrideInvalid: no PodGroup, an error
+    # (KAI's API server refuses a minMember below 1 as well).
+    job = batch_job()
+    job["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": value}
+    with pytest.raises(GroupingError, match=message) as caught:
+        plan_pod_group(pod("eval-0", "uid-eval-0", owner=job), [job])
+    assert "kai.scheduler/batch-min-member" in str(caught.value)
 
 
 def test_cronjob_groups_through_its_job() -> None:
@@ -127,7 +149,7 @@ def test_cronjob_groups_through_its_job() -> None:
     job = batch_job(owner=cron, labels={"team": "eval-nightly"})
     p = pod("nightly-eval-28901234-x7k2p", "uid-cp", owner=job)
     plan = plan_pod_group(p, [cron, job])
-    assert plan.name == "pg-nightly-eval-28901234-x7k2p-uid-job"
+    assert plan.name == "pg-nightly-eval-28901234-uid-job"
     assert plan.owner_reference["kind"] == "Job"
     assert plan.owner_reference["name"] == "nightly-eval-28901234"
     # The CronJob's labels fill in what the Job does not say.
@@ -489,6 +511,28 @@ def test_jobset_in_order_is_one_gang_per_replicated_job() -> None:
     assert (plan.name, plan.min_member) == ("pg-llama-uid-js-driver", 1)
 
 
+def test_batch_min_member_on_the_jobset_is_its_gang_size() -> None:
+    # KAI's flat JobSet grouper (v0.15 `getMinAvailable`, v0.17 `legacyMinAvailable`).
+    for order, name in ((None, "pg-llama-uid-js"), ("InOrder", "pg-llama-uid-js-workers")):
+        js = jobset(order)
+        js["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": "2"}
+        p, job = jobset_pod(js, "workers", 0, 0)
+        assert (plan_pod_group(p, [job, js]).name, plan_pod_group(p, [job, js]).min_member) == (name, 2)
+
+
+def test_batch_min_member_on_a_replicated_job_template_is_each_replica_gang_size() -> None:
+    # KAI v0.17 jobset_grouper.go `singleReplicaSubGroupMinMember`: the template's value replaces the
+    # parallelism of each replica (2 workers x 3 + 1 driver), even above the parallelism.
+    js = jobset()
+    workers = js["spec"]["replicatedJobs"][1]
+    workers["template"]["metadata"] = {"annotations": {"kai.scheduler/batch-min-member": "3"}}
+    p, job = jobset_pod(js, "workers", 1, 0)
+    assert plan_pod_group(p, [job, js]).min_member == 7
+    workers["template"]["metadata"]["annotations"]["kai.scheduler/batch-min-member"] = "0"
+    with pytest.raises(GroupingError, match="at least 1"):
+        plan_pod_group(p, [job, js])
+
+
 def test_trainjob_is_skipped_for_its_jobset() -> None:
     tj = obj(
         "trainer.kubeflow.org/v1alpha1",
@@ -740,3 +784,45 @@ def test_tekton_task_run_on_its_own_is_one_group() -> None:
     plan = plan_pod_group(pod("lint-9k2-pod", "uid-trp", owner=tr), [tr])
     assert (plan.name, plan.min_member) == ("pg-lint-9k2-uid-tr", 1)
     assert plan.owner_reference["kind"] == "TaskRun"
+
+
+# --- kai.scheduler/staleness-grace-period ------------------------------------------------------------
+
+GRACE = "kai.scheduler/staleness-grace-period"
+
+
+def test_staleness_grace_period_goes_from_the_workload_to_the_pod_group_spec() -> None:
+    job = batch_job()
+    job["metadata"]["annotations"] = {GRACE: "30s"}
+    plan = plan_pod_group(pod("eval-0", "uid-eval-0", owner=job, annotations={GRACE: "5s"}), [job])
+    assert plan.staleness_grace_period == "30s"  # the owner's before the pod's, as KAI reads them
+    assert check_manifest(plan)["spec"]["stalenessGracePeriod"] == "30s"
+
+
+@pytest.mark.parametrize("value", ["-10s", "0", "1h30m"])
+def test_staleness_grace_period_on_a_bare_pod_negative_and_zero_included(value: str) -> None:
+    plan = plan_pod_group(pod("p", "uid-p", annotations={GRACE: value}), [])
+    assert plan.staleness_grace_period == value
+    assert PodGroup.model_validate(pod_group_manifest(plan)).spec.staleness_grace_period == value
+
+
+def test_staleness_grace_period_that_go_cannot_read_is_passed_over() -> None:
+    # KAI's calcStalenessGracePeriod logs an invalid value and tries the next: here the pod's.
+    job = batch_job()
+    job["metadata"]["annotations"] = {GRACE: "5 minutes"}
+    plan = plan_pod_group(pod("eval-0", "uid-eval-0", owner=job, annotations={GRACE: "2m"}), [job])
+    assert plan.staleness_grace_period == "2m"
+    job["metadata"]["annotations"] = {GRACE: "1d"}
+    plan = plan_pod_group(pod("eval-0", "uid-eval-0", owner=job), [job])
+    assert plan.staleness_grace_period is None
+    assert "stalenessGracePeriod" not in check_manifest(plan)["spec"]
+
+
+def test_the_default_grouping_reads_the_staleness_grace_period_up_the_owner_chain() -> None:
+    rs = obj("apps/v1", "ReplicaSet", "web-1", "uid-rs", annotations={GRACE: "45s"})
+    p = pod("web-1-a", "uid-a", owner=rs)
+    ss = obj("example.com/v1", "Widget", "w", "uid-w", annotations={GRACE: "90s"})
+    rs_under = obj("apps/v1", "ReplicaSet", "w-1", "uid-rs2", owner=ss, annotations={GRACE: "15s"})
+    q = pod("w-1-a", "uid-b", owner=rs_under)
+    assert plan_pod_group(p, [rs]).staleness_grace_period == "45s"
+    assert plan_pod_group(q, [rs_under, ss]).staleness_grace_period == "15s"  # nearest owner first

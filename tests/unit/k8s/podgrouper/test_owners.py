@@ -37,7 +37,7 @@ def test_owner_without_kind_takes_it_from_the_reference() -> None:
     del job["apiVersion"], job["kind"]
     top = top_owner(p, [job])
     assert (top["apiVersion"], top["kind"]) == ("batch/v1", "Job")
-    assert plan_pod_group(p, [job]).name == "pg-j-0-uid-j"
+    assert plan_pod_group(p, [job]).name == "pg-j-uid-j"
 
 
 def test_owner_fetched_at_another_version_is_accepted() -> None:
