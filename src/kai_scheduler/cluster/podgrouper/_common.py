@@ -325,6 +325,7 @@ def build_plan(
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
         raise GroupingError(f"two sub-groups would be named {duplicate!r}", object_ref=workload.obj.ref)
+    owner_annotations = [workload.annotations] if owners is None else [obj.annotations() for obj in owners]
     return PodGroupPlan(
         name=name,
         namespace=ctx.pod.namespace or "default",
@@ -338,9 +339,9 @@ def build_plan(
         annotations=inherited_annotations(ctx, workload),
         owner_reference=owner.owner_reference(),
         pod_subgroup=pod_subgroup,
-        staleness_grace_period=duration_annotation(
-            ctx,
-            [workload.annotations] if owners is None else [obj.annotations() for obj in owners],
-            STALENESS_GRACE_PERIOD_ANNOTATION,
+        staleness_grace_period=duration_annotation(ctx, owner_annotations, STALENESS_GRACE_PERIOD_ANNOTATION),
+        # KAI's calcPodGroupPreemptionDelay: as the grace period, but a negative delay is passed over too.
+        preemption_delay=duration_annotation(
+            ctx, owner_annotations, c.PREEMPTION_DELAY_ANNOTATION, minimum=0
         ),
     )

@@ -78,6 +78,8 @@ class PodGroupPlan:
     pod_subgroup: str | None = None
     # `spec.stalenessGracePeriod` (a Go duration), from the `kai.scheduler/staleness-grace-period` annotation.
     staleness_grace_period: str | None = None
+    # `spec.preemptionDelay` (a Go duration, not negative), from `kai.scheduler/preemption-delay`.
+    preemption_delay: str | None = None
 
     def pod_annotations(self) -> dict[str, str]:
         """The annotations the pod grouper puts on the pod."""
@@ -116,6 +118,8 @@ def pod_group_manifest(plan: PodGroupPlan) -> dict[str, Any]:
         spec["preemptibility"] = plan.preemptibility
     if plan.staleness_grace_period is not None:
         spec["stalenessGracePeriod"] = plan.staleness_grace_period
+    if plan.preemption_delay is not None:
+        spec["preemptionDelay"] = plan.preemption_delay
     if plan.topology_constraint is not None:
         spec["topologyConstraint"] = plan.topology_constraint.to_manifest()
     if plan.sub_groups:

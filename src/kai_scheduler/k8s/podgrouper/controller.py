@@ -95,6 +95,7 @@ _SPEC_FIELDS = (
     "subGroups",
     "topologyConstraint",
     "stalenessGracePeriod",
+    "preemptionDelay",
 )
 
 

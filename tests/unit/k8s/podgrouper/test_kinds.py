@@ -826,3 +826,34 @@ def test_the_default_grouping_reads_the_staleness_grace_period_up_the_owner_chai
     q = pod("w-1-a", "uid-b", owner=rs_under)
     assert plan_pod_group(p, [rs]).staleness_grace_period == "45s"
     assert plan_pod_group(q, [rs_under, ss]).staleness_grace_period == "15s"  # nearest owner first
+
+
+# --- kai.scheduler/preemption-delay (KAI v0.17's TestCalcPodGroupPreemptionDelay) ----------------------
+
+DELAY = "kai.scheduler/preemption-delay"
+
+
+@pytest.mark.parametrize(
+    ("on_owner", "on_pod", "expected"),
+    [
+        ("5m", None, "5m"),  # valid delay from owner
+        (None, "90s", "90s"),  # valid delay from pod
+        ("1h", "5m", "1h"),  # owner overrides pod
+        ("abc", "30s", "30s"),  # invalid owner value falls through to pod
+        (None, "5", None),  # unit-less number is invalid
+        (None, "-3m", None),  # negative duration is invalid
+        (None, None, None),  # no annotations
+    ],
+)
+def test_preemption_delay_goes_from_the_owners_then_the_pod_to_the_pod_group_spec(
+    on_owner: str | None, on_pod: str | None, expected: str | None
+) -> None:
+    job = batch_job()
+    job["metadata"]["annotations"] = {DELAY: on_owner} if on_owner is not None else {}
+    annotations = {DELAY: on_pod} if on_pod is not None else None
+    plan = plan_pod_group(pod("eval-0", "uid-eval-0", owner=job, annotations=annotations), [job])
+    assert plan.preemption_delay == expected
+    spec = check_manifest(plan)["spec"]
+    assert spec.get("preemptionDelay") == expected
+    if expected is not None:
+        assert PodGroup.model_validate(pod_group_manifest(plan)).spec.preemption_delay is not None
