@@ -367,16 +367,18 @@ def pod_group(name: str, queue: str | None = "q", **kwargs: Any) -> PodGroup:
     return PodGroup.model_validate(pod_group_manifest(name, queue, **kwargs))
 
 
+def priority_class_manifest(name: str, value: int, *, global_default: bool = False) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": global_default,
+    }
+
+
 def priority_class(name: str, value: int, *, global_default: bool = False) -> PriorityClass:
-    return PriorityClass.model_validate(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            "globalDefault": global_default,
-        }
-    )
+    return PriorityClass.model_validate(priority_class_manifest(name, value, global_default=global_default))
 
 
 def gang(

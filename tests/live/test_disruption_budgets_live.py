@@ -15,7 +15,7 @@ from typing import Any
 
 from live_support import Live, run
 
-from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from helpers import node_manifest, pod_group_manifest, pod_manifest, priority_class_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 
 
@@ -40,14 +40,7 @@ def cluster(store: Store) -> None:
     store.create(node_manifest("n0", gpus=4))
     store.create(queue_manifest("q", gpu=4))
     for name, value in (("train", 50), ("inference", 125)):
-        store.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        store.create(priority_class_manifest(name, value))
 
 
 def inference_gang(store: Store, size: int) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from live_support import Live, evicted, run
 
-from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from helpers import node_manifest, pod_group_manifest, pod_manifest, priority_class_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.api.reasons import OVER_LIMIT, UNSCHEDULABLE, WaitReason, code_of
 from kai_scheduler.k8s.runtime.objects import object_key
@@ -222,14 +222,7 @@ def test_preemption_delay_holds_the_preemptor_and_an_eviction_is_stamped(server:
     store.create(node_manifest("node0", gpus=1))
     store.create(queue_manifest("q", gpu=1))
     for name, value in (("train", 50), ("build", 100)):
-        store.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        store.create(priority_class_manifest(name, value))
     store.create(pod_group_manifest("victim", priority_class="train"))
     store.create(pod_manifest("victim-0", group="victim", gpus=1, priority_class="train", node_name="node0"))
     waiter = pod_group_manifest("waiter", priority_class="build")
