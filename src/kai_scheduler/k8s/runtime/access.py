@@ -125,14 +125,7 @@ class AccessGuard:
         self.allowed = permissions(accesses)
 
     def allows(self, permission: Permission) -> bool:
-        allowed = self.allowed
-        group, resource, verb, namespace, name = permission
-        return (
-            permission in allowed
-            or (group, resource, verb, None, name) in allowed
-            or (group, resource, verb, namespace, None) in allowed
-            or (group, resource, verb, None, None) in allowed
-        )
+        return any(broader in self.allowed for broader in _broader(permission))
 
     def _check(
         self,
