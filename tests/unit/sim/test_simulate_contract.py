@@ -19,6 +19,7 @@ from helpers import (
     node_manifest,
     pod_group_manifest,
     pod_manifest,
+    priority_class_manifest,
     queue_manifest,
 )
 from kai_scheduler.cli import main
@@ -30,16 +31,6 @@ def write(folder: Path, name: str, documents: list[dict[str, Any]]) -> str:
     path = folder / name
     path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return str(path)
-
-
-def priority_class_manifest(name: str, value: int, *, global_default: bool = False) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-        "globalDefault": global_default,
-    }
 
 
 class Sim:
