@@ -206,34 +206,42 @@ class Segments:
     constraint: TopologyConstraintPlan | None
 
 
-def read_segments(workload: Workload) -> Segments | None:
-    """From the workload's `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`
-    annotations. Segment placements need a segment size and the `kai.scheduler/topology` name."""
-    size_node = workload.annotation_node(SEGMENT_SIZE_ANNOTATION)
-    required = workload.annotation_node(SEGMENT_REQUIRED_ANNOTATION).opt_str()
-    preferred = workload.annotation_node(SEGMENT_PREFERRED_ANNOTATION).opt_str()
+def read_segments(*sources: Node) -> Segments | None:
+    """From `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`, each taken from
+    the first of `sources` (annotation maps, nearest the pod first) that sets it. Segment placements need a
+    segment size and the `kai.scheduler/topology` name, found the same way."""
+    size_node = _first_set(sources, SEGMENT_SIZE_ANNOTATION)
+    required_node = _first_set(sources, SEGMENT_REQUIRED_ANNOTATION)
+    preferred_node = _first_set(sources, SEGMENT_PREFERRED_ANNOTATION)
+    required, preferred = required_node.opt_str(), preferred_node.opt_str()
     text = size_node.opt_str()
     if text is None:
-        for key, level in (
-            (SEGMENT_REQUIRED_ANNOTATION, required),
-            (SEGMENT_PREFERRED_ANNOTATION, preferred),
-        ):
-            if level is not None:
-                raise workload.annotation_node(key).error(
-                    f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation"
-                )
+        for level_node in (required_node, preferred_node):
+            if not level_node.missing:
+                raise level_node.error(f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation")
         return None
     size = int_text(text, size_node, minimum=1)
     constraint = None
     if required is not None or preferred is not None:
-        topology = workload.annotation_node(c.TOPOLOGY_ANNOTATION).opt_str()
+        topology = _first_set(sources, c.TOPOLOGY_ANNOTATION).opt_str()
         if topology is None:
-            key = SEGMENT_REQUIRED_ANNOTATION if required is not None else SEGMENT_PREFERRED_ANNOTATION
-            raise workload.annotation_node(key).error(
+            level_node = required_node if required is not None else preferred_node
+            raise level_node.error(
                 f"a segment placement needs the topology name in the {c.TOPOLOGY_ANNOTATION} annotation"
             )
         constraint = TopologyConstraintPlan(topology, required, preferred)
     return Segments(size, constraint)
+
+
+def _first_set(sources: Sequence[Node], key: str) -> Node:
+    """Annotation `key` of the first of `sources` that sets it (an empty value counts as unset, as in
+    KAI); unset everywhere: missing, located in the last source."""
+    found = Node(None, "", "")
+    for source in sources:
+        found = Node(source.string_map().get(key) or None, source.ref, f'{source.path}["{key}"]')
+        if not found.missing:
+            break
+    return found
 
 
 def segment_name(parent: str, index: int) -> str:

@@ -210,7 +210,10 @@ def group_kubeflow(ctx: Context) -> PodGroupPlan:
     order = sorted(counts, key=lambda t: _role_rank(t, launcher_last=delayed > 0))
     shares = dict(fill_in_order(min_member, [(t, counts[t]) for t in order]))
     sub_groups = [SubGroupPlan(t.lower(), shares[t]) for t in order]
-    segments = read_segments(Workload.of(top))
+    # Where KAI v0.17's PyTorchJob grouper reads them: the pod, then the Worker template (where its docs
+    # put them, so that every pod of the job, the master too, sees them); the top owner last (ours).
+    pod, template = ctx.pod.node("metadata", "annotations"), specs_node.at("Worker", "template", "metadata")
+    segments = read_segments(pod, template.at("annotations"), top.node("metadata", "annotations"))
     if segments is not None and "Worker" in counts:
         sub_groups += segment_sub_groups("worker", counts["Worker"], shares["Worker"], segments)
 
@@ -416,7 +419,10 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
             SubGroupPlan(LWS_LEADER, shares[LWS_LEADER]),
             SubGroupPlan(LWS_WORKERS, shares[LWS_WORKERS]),
         ]
-        segments = read_segments(Workload.of(top))
+        # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template.
+        template = top.node("spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "annotations")
+        pod = ctx.pod.node("metadata", "annotations")
+        segments = read_segments(pod, template, top.node("metadata", "annotations"))
         if segments is not None:
             sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
