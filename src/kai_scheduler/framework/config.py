@@ -27,6 +27,8 @@ from typing import Any, Final
 from kai_scheduler.api.constants import NODE_POOL_LABEL
 from kai_scheduler.framework.config_values import ConfigError as ConfigError
 from kai_scheduler.framework.config_values import duration, duration_text
+from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets as ScenarioSearchBudgets
+from kai_scheduler.framework.search_budgets import parse_search_budgets, search_budgets_document
 from kai_scheduler.framework.shard_config import ShardSpec, parse_label_key, parse_shards, shard_document
 from kai_scheduler.framework.usage_config import CLIENT_TYPES as CLIENT_TYPES
 from kai_scheduler.framework.usage_config import USAGE_METRIC_DEFAULTS as USAGE_METRIC_DEFAULTS
@@ -109,6 +111,8 @@ class SchedulerConfig:
     period: float = 1.0
     queue_depth_per_action: dict[str, int] = field(default_factory=dict)
     usage_db: UsageDbConfig | None = None
+    # How long the victim search may look (KAI's `scenarioSearchBudgets`, its defaults unless set).
+    scenario_search_budgets: ScenarioSearchBudgets = field(default_factory=ScenarioSearchBudgets)
     # Node pools (`shard_config`): the partition label and the scheduling shards (none: one scheduler,
     # KAI's default shard: the nodes, queues and PodGroups without the label).
     node_pool_label_key: str = NODE_POOL_LABEL
@@ -127,25 +131,32 @@ class SchedulerConfig:
 PLACEMENT_STRATEGIES = ("binpack", "spread")
 
 
-def with_placement_strategy(config: SchedulerConfig, strategy: str) -> SchedulerConfig:
-    """What KAI's operator does for a placement strategy: `nodeplacement` binpacks or spreads GPUs and
-    CPUs; with spread, GPUs are chosen by `gpuspread` instead of `gpupack`, and neither
-    `gpusharingorder` nor the consolidation action runs (both exist to pack)."""
-    if strategy not in PLACEMENT_STRATEGIES:
-        raise ConfigError(f"placement strategy: expected binpack or spread, got {strategy!r}")
+def with_placement_strategy(
+    config: SchedulerConfig, strategy: str, cpu: str | None = None
+) -> SchedulerConfig:
+    """What KAI's operator does for a placement strategy, GPUs' `strategy` and CPUs' `cpu` (the same when
+    not given, as KAI's chart sets both): `nodeplacement` places nodes by each; a GPU spread chooses
+    devices by `gpuspread` instead of `gpupack` and drops `gpusharingorder`; the consolidation action runs
+    only when neither is spread (both exist to pack)."""
+    cpu = strategy if cpu is None else cpu
+    for what, value in (("gpu", strategy), ("cpu", cpu)):
+        if value not in PLACEMENT_STRATEGIES:
+            raise ConfigError(f"placement strategy {what}: expected binpack or spread, got {value!r}")
+    gpu_spread = strategy == "spread"
     tiers = []
     for tier in config.tiers:
         plugins = []
         for plugin in tier:
             if plugin.name == "nodeplacement":
-                plugin = replace(plugin, arguments={**plugin.arguments, "gpu": strategy, "cpu": strategy})
-            elif strategy == "spread" and plugin.name == "gpupack":
+                plugin = replace(plugin, arguments={**plugin.arguments, "gpu": strategy, "cpu": cpu})
+            elif gpu_spread and plugin.name == "gpupack":
                 plugin = replace(plugin, name="gpuspread")
-            elif strategy == "spread" and plugin.name == "gpusharingorder":
+            elif gpu_spread and plugin.name == "gpusharingorder":
                 continue
             plugins.append(plugin)
         tiers.append(tuple(plugins))
-    actions = tuple(a for a in config.actions if not (strategy == "spread" and a == "consolidation"))
+    spread = "spread" in (strategy, cpu)
+    actions = tuple(a for a in config.actions if not (spread and a == "consolidation"))
     return replace(config, tiers=tuple(tiers), actions=actions)
 
 
@@ -160,6 +171,7 @@ _KNOWN_KEYS = {
     "period",
     "queueDepthPerAction",
     "usageDBConfig",
+    "scenarioSearchBudgets",
     "nodePoolLabelKey",
     "shards",
 }
@@ -187,6 +199,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         period=_positive_duration(document, "period", 1.0),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
         usage_db=parse_usage_db_config(document.get("usageDBConfig")),
+        scenario_search_budgets=parse_search_budgets(document.get("scenarioSearchBudgets")),
         node_pool_label_key=parse_label_key(document.get("nodePoolLabelKey")),
         shards=parse_shards(document.get("shards"), PLACEMENT_STRATEGIES),
         notices=tuple(notices),
@@ -336,6 +349,8 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         document["queueDepthPerAction"] = dict(config.queue_depth_per_action)
     if config.usage_db is not None:
         document["usageDBConfig"] = usage_db_config_document(config.usage_db)
+    if config.scenario_search_budgets != default.scenario_search_budgets:
+        document["scenarioSearchBudgets"] = search_budgets_document(config.scenario_search_budgets)
     if config.node_pool_label_key != default.node_pool_label_key:
         document["nodePoolLabelKey"] = config.node_pool_label_key
     if config.shards:

@@ -1,11 +1,12 @@
-"""The small pieces shared by the configuration readers (`config`, `usage_config`): `ConfigError`, and
-reading a duration under a key of a document and writing one back as text."""
+"""The small pieces shared by the configuration readers (`config`, `usage_config`, `search_budgets`,
+`operator_objects`): `ConfigError`, and reading a duration under a key of a document or a Go duration, and
+writing one back as text."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kai_scheduler.api.durations import parse_duration
+from kai_scheduler.api.durations import parse_duration, parse_go_duration
 
 
 class ConfigError(ValueError):
@@ -21,6 +22,20 @@ def duration(document: dict[str, Any], key: str, default: float, *, where: str =
         return parse_duration(str(value))
     except ValueError as error:
         raise ConfigError(f"{where + '.' if where else ''}{key}: {error}") from None
+
+
+def go_duration(value: Any, where: str) -> float:
+    """A non-negative duration written as Go writes them (`500ms`, `2m`), as KAI's `metav1.Duration` fields
+    and duration arguments are, in seconds; errors name `where`."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a duration such as 30s or 2m, got {value!r}")
+    try:
+        seconds = parse_go_duration(value)
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    if seconds < 0:
+        raise ConfigError(f"{where} must be non-negative, got {value!r}")
+    return seconds
 
 
 def duration_text(value: float) -> str:

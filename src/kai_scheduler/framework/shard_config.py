@@ -18,6 +18,7 @@ No `shards`: one scheduler, KAI's default shard. `config_for_shard` resolves one
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -75,18 +76,10 @@ def parse_shards(value: Any, placement_strategies: tuple[str, ...]) -> tuple[Sha
         unknown = sorted(str(k) for k in entry if k not in SHARD_KEYS)
         if unknown:
             raise ConfigError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(SHARD_KEYS)})")
-        name = entry.get("name")
-        if not isinstance(name, str) or not _NAME.match(name) or len(name) > 40:
-            raise ConfigError(
-                f"{where}.name: expected a lowercase DNS label of at most 40 characters, got {name!r}"
-            )
-        label_value = entry.get("partitionLabelValue")
-        if label_value == "":
-            label_value = None  # as KAI: an empty value is the default shard
-        if label_value is not None and (
-            not isinstance(label_value, str) or not _LABEL_VALUE.match(label_value) or len(label_value) > 63
-        ):
-            raise ConfigError(f"{where}.partitionLabelValue: expected a label value, got {label_value!r}")
+        name = check_shard_name(entry.get("name"), f"{where}.name")
+        label_value = check_partition_label_value(
+            entry.get("partitionLabelValue"), f"{where}.partitionLabelValue"
+        )
         strategy = entry.get("placementStrategy")
         if strategy is not None and strategy not in placement_strategies:
             raise ConfigError(
@@ -97,14 +90,36 @@ def parse_shards(value: Any, placement_strategies: tuple[str, ...]) -> tuple[Sha
             raise ConfigError(f"{where}.config: expected a mapping of configuration keys")
         if "shards" in overrides or "nodePoolLabelKey" in overrides:
             raise ConfigError(f"{where}.config: shards and nodePoolLabelKey are the whole document's")
-        for other in shards:
-            if other.name == name:
-                raise ConfigError(f"{where}.name: {name!r} is named twice")
-            if other.partition_label_value == label_value:
-                what = f"partitionLabelValue {label_value!r}" if label_value else "the default partition"
-                raise ConfigError(f"{where}: {what} is served by shard {other.name!r} already")
+        if any(other.name == name for other in shards):
+            raise ConfigError(f"{where}.name: {name!r} is named twice")
+        check_partition_free(shards, label_value, where)
         shards.append(ShardSpec(name, label_value, strategy, dict(overrides)))
     return tuple(shards)
+
+
+def check_shard_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > 40:
+        raise ConfigError(f"{where}: expected a lowercase DNS label of at most 40 characters, got {name!r}")
+    return name
+
+
+def check_partition_label_value(value: Any, where: str) -> str | None:
+    """A label value, None for the default shard (as KAI: an empty value is the default shard)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
+        raise ConfigError(f"{where}: expected a label value, got {value!r}")
+    return value
+
+
+def check_partition_free(
+    shards: Sequence[ShardSpec], label_value: str | None, where: str, shard: str = "shard"
+) -> None:
+    """No other shard serves the partition `label_value` (`shard`: how messages name the other)."""
+    for other in shards:
+        if other.partition_label_value == label_value:
+            what = f"partitionLabelValue {label_value!r}" if label_value else "the default partition"
+            raise ConfigError(f"{where}: {what} is served by {shard} {other.name!r} already")
 
 
 def shard_document(shard: ShardSpec) -> dict[str, Any]:
