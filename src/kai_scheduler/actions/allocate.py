@@ -13,7 +13,7 @@ from typing import Any
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.api.reasons import WaitReason, code_of
-from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
+from kai_scheduler.framework.gang import quota_request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
@@ -84,7 +84,7 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
                 f"waiting for pods: the gang needs {missing} more but has fewer pending"
             )
             return False
-    reason = session.check_job_capacity(job, request_of(session, tasks))
+    reason = session.check_job_capacity(job, quota_request_of(session, tasks))
     if reason is not None:
         session.unschedulable[job.key] = reason
         return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kai_scheduler.framework.gang import request_of
+from kai_scheduler.framework.gang import quota_request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo
@@ -57,7 +57,7 @@ def place_pipelined(
     was keeps running (see `Statement.pipeline`)."""
     if not tasks:
         return "no pod to place"
-    refusal = session.check_job_capacity(job, request_of(session, list(tasks)))
+    refusal = session.check_job_capacity(job, quota_request_of(session, list(tasks)))
     if refusal is not None:
         return refusal
     names = session.snapshot.nodes.names

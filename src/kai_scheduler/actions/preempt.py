@@ -14,6 +14,7 @@ from kai_scheduler.actions.victim_order import VictimUnit, order_victims
 from kai_scheduler.actions.victim_scenarios import Scenario
 from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.actions.victims import VictimAction
+from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -24,7 +25,9 @@ class Preempt(VictimAction):
     gave_up = "evicting lower-priority preemptible jobs of its queue does not make room"
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        return session.check_quota(job, request) is not None
+        # KAI's capacity policy weighs gpu-memory with the largest GPU, not the smallest `request` has.
+        quota_request = quota_request_of(session, tasks_to_allocate(session, job))
+        return session.check_quota(job, quota_request) is not None
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         if not self.by_queue.get(job.queue):

@@ -78,11 +78,22 @@ def _choose(
 
 
 def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
-    """Queue-accounting resources of pending tasks (gpu-memory converted with the smallest GPU)."""
+    """Queue-accounting resources of pending tasks, gpu-memory converted with the cluster's smallest GPU
+    (KAI's init resource vector: queue order, reclaim, what a job asks)."""
+    return _requested(tasks, session.snapshot.min_gpu_memory_mib)
+
+
+def quota_request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
+    """What pending tasks take of their queue's quota and limit before nodes are chosen, gpu-memory
+    converted with the cluster's largest GPU: the least the job can take, so a job this refuses is over
+    on every node (KAI v0.17's capacity policy); each node's own GPUs are checked as pods are placed."""
+    return _requested(tasks, session.snapshot.max_gpu_memory_mib)
+
+
+def _requested(tasks: list[TaskInfo], gpu_memory_mib: float) -> Resources:
     total = Resources()
-    gpu_memory = session.snapshot.min_gpu_memory_mib
     for task in tasks:
-        total.add(task.request.queue_resources(gpu_memory))
+        total.add(task.request.requested_resources(gpu_memory_mib))
     return total
 
 

@@ -28,7 +28,7 @@ from kai_scheduler.model.jobs import (
     TaskStatus,
     TopologyConstraint,
 )
-from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, NodeSpecInfo, NodeTable
+from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, FloatArray, NodeSpecInfo, NodeTable
 from kai_scheduler.model.priorities import Priorities, is_preemptible
 from kai_scheduler.model.queues import QueueInfo, QueueTree
 from kai_scheduler.model.resources import PodRequest, Resources
@@ -159,6 +159,19 @@ def _mig_mode(node: Node) -> int:
 def floor_gpu_memory_mib(mib: int) -> int:
     """KAI floors device memory to 100 MiB so that nearly-equal devices compare equal."""
     return mib // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB
+
+
+def reported_gpu_memory_range(gpu_memory_mib: FloatArray) -> tuple[float, float]:
+    """The smallest and largest per-GPU memory among the nodes that report one, GPU nodes or not (0, 0
+    when none does: KAI v0.17's nil).
+
+    KAI's snapshot reads a node without the label as 100 MiB and so counts only nodes above 100 MiB; its
+    test harness, whose nodes have 100 MiB GPUs, falls back to 100 when none is above. Counting every
+    node that reports its memory gives both: the two differ only for a node labelled below 200 MiB."""
+    reported = gpu_memory_mib[gpu_memory_mib > 0]
+    if not reported.size:
+        return 0.0, 0.0
+    return float(reported.min()), float(reported.max())
 
 
 def _gpu_memory_mib(node: Node) -> float:

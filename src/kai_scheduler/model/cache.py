@@ -54,6 +54,7 @@ from kai_scheduler.model.builder import (
     job_key_of,
     make_task,
     queue_problem,
+    reported_gpu_memory_range,
     task_status,
     waiting_reason,
 )
@@ -134,7 +135,7 @@ class ClusterCache:
         self._base_reasons: dict[str, str | None] = {}
         self._capacity = Resources()
         self._ready_capacity = Resources()
-        self._min_gpu_memory = 0.0
+        self._min_gpu_memory = self._max_gpu_memory = 0.0
         self._foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = []
         # --- what changed since the model was last brought up to date --------------------------
         self._everything_dirty = True
@@ -523,6 +524,7 @@ class ClusterCache:
             tasks=dict(self._tasks),
             capacity=self._capacity.copy(),
             min_gpu_memory_mib=self._min_gpu_memory,
+            max_gpu_memory_mib=self._max_gpu_memory,
             existing_gpu_groups=set(self._table.group_by_id),
             topologies=dict(self._topology_trees),
             host_port_tasks=self._by_rank(self._host_port_tasks),
@@ -632,9 +634,7 @@ class ClusterCache:
             cpu=float(table.cap_cpu[ready].sum()),
             memory=float(table.cap_memory[ready].sum()),
         )
-        gpu_memories = table.gpu_memory_mib[table.cap_gpus > 0]
-        positive = gpu_memories[gpu_memories > 0]
-        self._min_gpu_memory = float(positive.min()) if positive.size else 0.0
+        self._min_gpu_memory, self._max_gpu_memory = reported_gpu_memory_range(table.gpu_memory_mib)
         self._topology_trees = self._build_topologies()
         self._jobs, self._tasks = {}, {}
         self._occupants, self._holds, self._foreign = {}, {}, {}

@@ -121,17 +121,34 @@ class PodRequest:
         return self.whole_gpus > 0 or self.is_shared_gpu or bool(self.mig_instances)
 
     def gpu_units(self, gpu_memory_mib_per_device: float) -> float:
-        """GPU units for queue accounting; gpu-memory converts with the given device memory."""
-        units = float(self.whole_gpus)
-        if self.gpu_portion > 0:
-            units += self.gpu_portion * self.gpu_devices
-        elif self.gpu_memory_mib > 0:
+        """GPU units for queue accounting of a pod on a node; gpu-memory converts with the node's device
+        memory (a whole device where the node does not say)."""
+        memory_units = 0.0
+        if self.gpu_memory_mib > 0:
             portion = (
                 min(1.0, self.gpu_memory_mib / gpu_memory_mib_per_device)
                 if gpu_memory_mib_per_device
                 else 1.0
             )
-            units += portion * self.gpu_devices
+            memory_units = portion * self.gpu_devices
+        return self._gpu_units(memory_units)
+
+    def requested_gpu_units(self, cluster_gpu_memory_mib: float) -> float:
+        """GPU units a pending pod asks of its queue, before a node is chosen: a gpu-memory request counts
+        `devices * memory / cluster_gpu_memory_mib` (KAI v0.17's GpuMemoryAsGpuFraction, not capped at one
+        device), and nothing when no node reports its GPU memory (0 here, KAI's nil: such a request fits
+        no node then anyway)."""
+        memory_units = 0.0
+        if self.gpu_memory_mib > 0 and cluster_gpu_memory_mib > 0:
+            memory_units = self.gpu_devices * self.gpu_memory_mib / cluster_gpu_memory_mib
+        return self._gpu_units(memory_units)
+
+    def _gpu_units(self, memory_units: float) -> float:
+        units = float(self.whole_gpus)
+        if self.gpu_portion > 0:
+            units += self.gpu_portion * self.gpu_devices
+        elif self.gpu_memory_mib > 0:
+            units += memory_units
         if self.scalars:  # most pods have none: no need to look for MIG instances
             for name, count in self.mig_instances:
                 units += mig_gpu_units(name) * count
@@ -139,6 +156,9 @@ class PodRequest:
 
     def queue_resources(self, gpu_memory_mib_per_device: float) -> Resources:
         return Resources(self.gpu_units(gpu_memory_mib_per_device), self.cpu, self.memory)
+
+    def requested_resources(self, cluster_gpu_memory_mib: float) -> Resources:
+        return Resources(self.requested_gpu_units(cluster_gpu_memory_mib), self.cpu, self.memory)
 
     def shape(self) -> tuple[object, ...]:
         """Hashable identity of the request, for caches and scheduling signatures."""

@@ -125,8 +125,11 @@ class ClusterSnapshot:
     tasks: dict[str, TaskInfo]
     # What fair share divides: ready nodes' allocatable, minus what other schedulers' pods hold.
     capacity: Resources
-    # Smallest GPU memory among GPU nodes, to convert pending gpu-memory requests into GPU units.
+    # Smallest and largest per-GPU memory nodes report (0: none does, KAI's nil), to convert gpu-memory
+    # requests not yet on a node into GPU units: the smallest where KAI takes it (queue order, reclaim,
+    # queue requests), the largest for the queue's quota and limit checks (KAI's capacity policy).
     min_gpu_memory_mib: float
+    max_gpu_memory_mib: float = 0.0
     existing_gpu_groups: set[str] = field(default_factory=set)
     topologies: dict[str, TopologyTree] = field(default_factory=dict)
     # Host ports (Kubernetes' NodePorts): our tasks that ask for any (whatever their status), and what

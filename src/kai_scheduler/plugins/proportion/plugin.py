@@ -22,6 +22,7 @@ from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
+from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
 
 # A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
 _ZERO_SHARE_PENALTY: Final = 1000.0
@@ -77,6 +78,9 @@ class ProportionPlugin:
         points.reclaim_eligibility.append(self.can_reclaim)
         points.reclaim_validators.append(self.reclaim_is_fair)
         points.reclaim_victim_filters.append(self.may_reclaim_from)
+        if any(task.request.gpu_memory_mib for task in snapshot.tasks.values()):
+            checks = [self.over_limit, self.non_preemptible_over_quota]
+            points.task_predicates.append(gpu_memory_capacity(session, checks))
         points.on_allocate.append(self._on_allocate)
         points.on_deallocate.append(self._on_deallocate)
 
@@ -653,7 +657,7 @@ def _job_sums(
             ac += request.cpu
             am += request.memory
         elif status is TaskStatus.PENDING:
-            pg += request.gpu_units(pending_gpu_memory)
+            pg += request.requested_gpu_units(pending_gpu_memory)
             pc += request.cpu
             pm += request.memory
     return (ag, ac, am, pg, pc, pm)
