@@ -122,6 +122,41 @@ RELEASE = INSTALL.release
 NAMESPACE = INSTALL.namespace
 
 
+# A KAI v0.17 user's values file, each key from KAI v0.17.0's docs or its chart's example values: the
+# release workflow's registry and tag (the README's install), docs/gpu-sharing (global.gpuSharing),
+# docs/highavailability (global.leaderElection, global.requireDefaultPodAntiAffinityTerm), docs/operator
+# (global.jsonLog), deployments/kai-scheduler/examples/custom-plugins-actions-values.yaml (placement
+# strategy, plugins and actions but its made-up `mycustomplugin` and `mycustomaction`), docs/plugins/
+# reflectjoborder.md (scheduler.plugins), docs/staleness-grace-period (the scheduler flag through
+# scheduler.args) and the chart's own defaults for defaultQueue, defaultPriorityClasses and prometheus.
+KAI_V017_VALUES: dict[str, Any] = {
+    "global": {
+        "registry": "ghcr.io/kai-scheduler/kai-scheduler",
+        "tag": "v0.17.0",
+        "gpuSharing": True,
+        "leaderElection": True,
+        "requireDefaultPodAntiAffinityTerm": True,
+        "jsonLog": True,
+    },
+    "scheduler": {
+        "placementStrategy": "spread",
+        "plugins": {
+            "elastic": {"enabled": False},
+            "predicates": {"priority": 50},
+            "proportion": {"arguments": {"kValue": "2.0"}},
+            "gpuspread": {"enabled": False},
+            "gpupack": {"enabled": True},
+            "reflectjoborder": {"enabled": True},
+        },
+        "actions": {"consolidation": {"enabled": False}, "allocate": {"priority": 600}},
+        "args": {"default-staleness-grace-period": "2m"},
+    },
+    "defaultShard": {"enabled": True},
+    "defaultQueue": {"createDefaultQueue": True},
+    "defaultPriorityClasses": {"enabled": True},
+    "prometheus": {"enabled": False},
+}
+
 # The values combinations the chart tests render (tests/unit/k8s/test_chart.py) and install
 # (tests/live/test_chart_installed.py).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -184,6 +219,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     # The README's `helm install` (release and namespace are the README's for every variant).
     "readme-install": INSTALL.values,
+    # A values file written for KAI v0.17's chart: the keys its docs have a user set.
+    "kai-v0.17": KAI_V017_VALUES,
 }
 
 

@@ -284,6 +284,8 @@ _CLUSTER_KINDS = frozenset(
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
         "Topology",
+        "SchedulingShard",
+        "Config",
     }
 )
 

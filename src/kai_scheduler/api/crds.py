@@ -10,9 +10,10 @@ The fake API server the tests run against (`kai_fakeapi`) installs the same mani
 Where it comes from: the OpenAPI v3 schema of each kind is derived from the pydantic models that the
 scheduler reads (`objects.py`: Queue, PodGroup, Topology), extended by `crd_models.py` with what a real
 cluster's objects also carry (Queue and PodGroup status, the PodGroup fields copied from batch Jobs, the
-whole BindRequest). The conversion keeps types, enums, bounds and required fields, drops pydantic's
-defaults and titles (the API server must store what the user wrote, as KAI's CRDs do), turns quantities
-into `x-kubernetes-int-or-string`, and refuses any JSON-schema keyword it does not know how to express, so
+whole BindRequest), and by `operator_crd_models.py` with KAI's operator objects (SchedulingShard, Config).
+The conversion keeps types, enums, bounds and required fields, drops pydantic's defaults and titles (the
+API server must store what the user wrote, as KAI's CRDs do), turns quantities into
+`x-kubernetes-int-or-string`, and refuses any JSON-schema keyword it does not know how to express, so
 a model change that a CRD cannot carry fails the build instead of producing a schema the API server
 rejects.
 """
@@ -35,6 +36,7 @@ from pydantic_core import core_schema
 from kai_scheduler.api.constants import HOSTNAME_LABEL
 from kai_scheduler.api.crd_models import BindRequest, PodGroupObject, QueueObject
 from kai_scheduler.api.objects import Topology
+from kai_scheduler.api.operator_crd_models import ConfigObject, SchedulingShardObject
 
 SCHEDULING_GROUP = "scheduling.run.ai"
 KAI_GROUP = "kai.scheduler"
@@ -222,6 +224,34 @@ CRDS: tuple[CrdDefinition, ...] = (
             # A label key: a DNS-subdomain prefix (253), "/", a name (63). Bounded so CEL cost is known.
             "spec.levels[].nodeLabel": {"maxLength": 317},
         },
+    ),
+    CrdDefinition(
+        group=KAI_GROUP,
+        version="v1",
+        kind="SchedulingShard",
+        plural="schedulingshards",
+        scope="Cluster",
+        model=SchedulingShardObject,
+        description="A scheduling shard (KAI's operator object): the scheduler of one node pool "
+        "(partitionLabelValue) and its configuration over KAI's defaults.",
+        status_subresource=True,
+        printer_columns=(
+            PrinterColumn("Partition", "string", ".spec.partitionLabelValue"),
+            PrinterColumn("GPU", "string", ".spec.placementStrategy.gpu"),
+            PrinterColumn("CPU", "string", ".spec.placementStrategy.cpu"),
+            _AGE,
+        ),
+    ),
+    CrdDefinition(
+        group=KAI_GROUP,
+        version="v1",
+        kind="Config",
+        plural="configs",
+        scope="Cluster",
+        model=ConfigObject,
+        description="KAI's installation settings (KAI's operator object, one named kai-config): "
+        "the node-pool and queue label keys, the scheduler name and each component's settings.",
+        status_subresource=True,
     ),
 )
 

@@ -48,6 +48,8 @@ def test_write_produces_one_file_per_crd(tmp_path: Path) -> None:
             "scheduling.run.ai_podgroups.yaml",
             "scheduling.run.ai_bindrequests.yaml",
             "kai.scheduler_topologies.yaml",
+            "kai.scheduler_schedulingshards.yaml",
+            "kai.scheduler_configs.yaml",
         ]
     )
     for path in tmp_path.iterdir():
@@ -200,6 +202,26 @@ def test_unknown_fields_are_preserved_only_in_kais_open_maps() -> None:
         "PodGroup": [],
         "BindRequest": ["spec.resourceClaimAllocations[].allocation"],
         "Topology": [],
+        "SchedulingShard": [],
+        # Kubernetes' own types (affinity, tolerations, security context) and each component's deployment
+        # settings, for KAI's operator: stored as written, not read by the scheduler.
+        "Config": [
+            "spec.admission",
+            "spec.binder",
+            "spec.global.affinity",
+            "spec.global.daemonsetsTolerations[]",
+            "spec.global.securityContext",
+            "spec.global.tolerations[]",
+            "spec.global.vpa",
+            "spec.nodeScaleAdjuster",
+            "spec.numaPlacementExporter",
+            "spec.podGroupController",
+            "spec.podGrouper",
+            "spec.prometheus.externalPrometheusHealthProbe",
+            "spec.prometheus.serviceMonitor",
+            "spec.queueController",
+            "spec.scheduler",
+        ],
     }
 
 

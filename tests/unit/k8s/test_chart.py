@@ -78,8 +78,11 @@ CLUSTER_SCOPED = {
     "Namespace",
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
+    "SchedulingShard",
+    "Config",
 }
-FOREIGN_KINDS = {"Queue", "Issuer", "Certificate", "ServiceMonitor"}  # not in the Kubernetes API models
+# Not in the Kubernetes API models; KAI's own kinds are checked against their CRDs instead.
+FOREIGN_KINDS = {"Queue", "Issuer", "Certificate", "ServiceMonitor", "SchedulingShard", "Config"}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -143,6 +146,9 @@ def test_every_document_is_a_kubernetes_object(variant: str) -> None:
         if kind not in FOREIGN_KINDS:
             loaded = codecs.from_dict(document)  # types and required fields, per the Kubernetes API models
             assert _unknown_fields(document, loaded.to_dict()) == [], where  # type: ignore[no-untyped-call]
+        schema = schema_for(document["apiVersion"], kind)
+        if schema is not None:  # KAI's kinds, as the API server validates them against the chart's CRDs
+            assert validate_object(schema, document) == [], where
 
 
 def _unknown_fields(original: Any, loaded: Any, path: str = "") -> list[str]:
@@ -936,3 +942,162 @@ def test_shards_need_a_scheduler_deployment_each() -> None:
         render_chart({"allInOne": True, "scheduler": {"shards": [{"name": "a"}]}})
     with pytest.raises(AssertionError, match="every shard needs a name"):
         render_chart({"scheduler": {"shards": [{"partitionLabelValue": "a"}]}})
+
+
+# --- KAI v0.17's values and operator objects -----------------------------------------------------------
+
+
+def test_the_default_shard_and_kai_config_are_installed() -> None:
+    """KAI's chart installs the SchedulingShard `default` from scheduler.* and the Config `kai-config`;
+    this one too, as plain objects (no hook: the CRDs are in crds/, which Helm installs first)."""
+    (shard,) = _docs("default", "SchedulingShard")
+    assert shard["metadata"]["name"] == "default"
+    assert shard["spec"] == {
+        "partitionLabelValue": "",
+        "placementStrategy": {"gpu": "binpack", "cpu": "binpack"},
+    }
+    (config,) = _docs("default", "Config")
+    assert config["metadata"]["name"] == "kai-config"
+    assert config["spec"]["namespace"] == NAMESPACE
+    assert config["spec"]["global"]["nodePoolLabelKey"] == "kai.scheduler/node-pool"
+    assert _one("shards", "Config", "kai-config")["spec"]["global"]["nodePoolLabelKey"] == "example.com/pool"
+    # scheduler.shards are this chart's own shards: no SchedulingShard `default` beside them.
+    assert _docs("shards", "SchedulingShard") == []
+    assert not [
+        d for _, d in render_chart({"defaultShard": {"enabled": False}}) if d["kind"] == "SchedulingShard"
+    ]
+
+
+def test_kai_values_set_what_they_mean_here() -> None:
+    """The KAI v0.17 values file: its scheduler.* make the default SchedulingShard, its global.* reach
+    every component (JSON logs, leader election, GPU sharing) and what has no counterpart is listed."""
+    (shard,) = _docs("kai-v0.17", "SchedulingShard")
+    spec = shard["spec"]
+    assert spec["placementStrategy"] == {"gpu": "spread", "cpu": "spread"}
+    assert spec["plugins"]["proportion"] == {"arguments": {"kValue": "2.0"}}
+    assert spec["actions"]["consolidation"] == {"enabled": False}
+    assert spec["args"] == {"default-staleness-grace-period": "2m"}
+    assert _one("kai-v0.17", "Config", "kai-config")["spec"]["global"]["jsonLog"] is True
+    for deployment in _docs("kai-v0.17", "Deployment"):
+        assert "--log-format=json" in _container(deployment)["args"], deployment["metadata"]["name"]
+    scheduler = _run(_args("kai-v0.17", "scheduler"))
+    assert (scheduler.placement_strategy, scheduler.leader_elect) == ("spread", True)
+    assert "--no-gpu-sharing" not in _args("kai-v0.17", "admission")
+    notes = render_notes(VARIANTS["kai-v0.17"])
+    ignored = "global.registry, global.tag, global.requireDefaultPodAntiAffinityTerm"
+    assert f"(no counterpart here: KAI's operator, images and hooks): {ignored}\n" in notes + "\n"
+    assert "accepted and ignored" not in render_notes(VARIANTS["default"])
+
+
+def test_kai_global_values_reach_the_pods() -> None:
+    values = {
+        "global": {
+            "nodeSelector": {"pool": "system"},
+            "tolerations": [{"key": "system", "operator": "Exists"}],
+            "imagePullSecrets": [{"name": "kai"}],
+            "imagePullPolicy": "Always",
+            "priorityClassName": "system-cluster-critical",
+            "nodePoolLabelKey": "example.com/pool",
+            "gpuSharing": False,
+            "leaderElection": False,
+            "clusterAutoscaling": True,
+            "resourceReservation": {
+                "namespace": "gpu-reservations",
+                "serviceAccount": "reserver",
+                "namespaceLabels": {"team": "infra"},
+            },
+        },
+        "operator": {"replicaCount": 2},
+        "admission": {"gpuFractionRuntimeClassName": "nvidia-cdi"},
+        "defaultPriorityClasses": {"enabled": False},
+        "defaultQueue": {"parentName": "root", "childName": "default-queue"},
+    }
+    documents = [document for _, document in render_chart(values)]
+    deployments = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Deployment"}
+    assert f"{RELEASE}-scale-adjuster" in deployments
+    for name, deployment in deployments.items():
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"pool": "system"}, name
+        assert pod["tolerations"] == [{"key": "system", "operator": "Exists"}], name
+        assert pod["imagePullSecrets"] == [{"name": "kai"}], name
+        assert pod["priorityClassName"] == "system-cluster-critical", name
+        assert pod["containers"][0]["imagePullPolicy"] == "Always", name
+        assert "--leader-elect" not in pod["containers"][0]["args"], name
+        if name != f"{RELEASE}-scale-adjuster":  # one Recreate replica, as KAI's
+            assert deployment["spec"]["replicas"] == 2, name
+    admission = _run(_container(deployments[f"{RELEASE}-admission"])["args"])
+    assert (admission.no_gpu_sharing, admission.gpu_pod_runtime_class) == (True, "nvidia-cdi")
+    binder = _run(_container(deployments[f"{RELEASE}-binder"])["args"])
+    assert (binder.reservation_namespace, binder.reservation_service_account) == (
+        "gpu-reservations",
+        "reserver",
+    )
+    namespaces = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Namespace"}
+    namespace = namespaces["gpu-reservations"]
+    assert namespace["metadata"]["labels"]["team"] == "infra"
+    assert not [d for d in documents if d["kind"] == "PriorityClass"]
+    queues = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Queue"}
+    assert queues["default-queue"]["spec"]["parentQueue"] == "root" and "root" in queues
+    config = next(d for d in documents if d["kind"] == "Config")
+    assert config["spec"]["global"]["nodePoolLabelKey"] == "example.com/pool"
+    # KAI's createNamespace / createServiceAccount false: they exist already.
+    existing = {"global": {"resourceReservation": {"createNamespace": False, "createServiceAccount": False}}}
+    kinds = {d["kind"] for _, d in render_chart(existing) if d["metadata"].get("namespace") != NAMESPACE}
+    assert "Namespace" not in kinds and "ServiceAccount" not in kinds
+    assert not [
+        d for _, d in render_chart({"defaultQueue": {"createDefaultQueue": False}}) if d["kind"] == "Queue"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        ({"openshift": True}, "openshift: true: this chart makes no SecurityContextConstraints"),
+        (
+            {"global": {"podLabelSelector": {"app": "batch"}}},
+            "global.podLabelSelector, global.namespaceLabelSelector: not supported",
+        ),
+        (
+            {"global": {"namespaceLabelSelector": {"team": "ml"}}},
+            "global.podLabelSelector, global.namespaceLabelSelector: not supported",
+        ),
+        ({"global": {"blockNvidiaVisibleDevices": True}}, "global.blockNvidiaVisibleDevices: not supported"),
+        (
+            {"global": {"resourceReservation": {"appLabel": "mine"}}},
+            'global.resourceReservation.appLabel: "mine" is not supported',
+        ),
+        ({"binder": {"enabled": False}}, "binder.enabled: false: this chart always runs the binder"),
+        (
+            {"queuecontroller": {"enabled": False}},
+            "queuecontroller.enabled: false: this chart always runs the queuecontroller",
+        ),
+        ({"podgrouper": {"queueLabelKey": "team"}}, 'podgrouper.queueLabelKey: "team" is not supported'),
+        (
+            {"nodescaleadjuster": {"scalingPodNamespace": "scale"}},
+            'nodescaleadjuster.scalingPodNamespace: "scale" is not supported',
+        ),
+        (
+            {"scheduler": {"placementStrategy": "pack"}},
+            'scheduler.placementStrategy: "pack"; expected binpack or spread',
+        ),
+        ({"prometheus": {"enabled": True}}, "prometheus.enabled without prometheus.externalPrometheusUrl"),
+        (
+            {"scheduler": {"shards": [{"name": "a"}], "plugins": {"elastic": {"enabled": False}}}},
+            "scheduler.args, plugins, actions, scenarioSearchBudgets make the SchedulingShard default",
+        ),
+    ],
+)
+def test_kai_values_that_contradict_this_chart_are_refused_in_one_line(
+    values: dict[str, Any], refusal: str
+) -> None:
+    with pytest.raises(AssertionError) as raised:
+        render_chart(values)
+    message = str(raised.value)
+    assert refusal in message and "\n" not in message.strip()
+
+
+def test_kai_prometheus_goes_into_kai_config() -> None:
+    url = "http://prometheus.monitoring:9090"
+    documents = render_chart({"prometheus": {"enabled": True, "externalPrometheusUrl": url}})
+    (config,) = [d for _, d in documents if d["kind"] == "Config"]
+    assert config["spec"]["prometheus"] == {"enabled": True, "externalPrometheusUrl": url}

@@ -40,6 +40,9 @@ tolerations:
   {{- toYaml .Values.tolerations | nindent 2 }}
 affinity:
   {{- toYaml .Values.affinity | nindent 2 }}
+{{- with .Values.global.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
 {{- end }}
 
 {{- define "kai-scheduler.containerBasics" -}}
