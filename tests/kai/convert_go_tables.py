@@ -3,10 +3,11 @@
 KAI's action tests (`pkg/scheduler/actions/<action>/*_test.go`) are tables of `TestTopologyBasic` literals:
 nodes, queues, departments, jobs with their tasks, and what every job's or task's pods must look like after
 the action ran once. This reads those literals (a small parser for Go composite literals: nested `Type{...}`,
-keys, numbers, strings, constants, `ptr.To(...)`-style wrappers, simple arithmetic) and writes the same facts
-as plain data; `test_kai_tables.py` builds clusters from them and runs our actions. A literal that refers to
-anything the parser cannot evaluate (a variable, a loop) is written with `unreadable: <why>` and reported as
-not ported.
+keys, numbers, strings, constants, `ptr.To(...)`-style wrappers, simple arithmetic, durations in seconds,
+closures that build sub-group trees, the test file's own one-line helper functions and the harness's
+builders it knows) and writes the same facts as plain data; `test_kai_tables.py` builds clusters from them
+and runs our actions. A literal that refers to anything the parser cannot evaluate (a loop's variable) is
+written with `unreadable: <why>` and reported as not ported.
 
 Run against a checkout of KAI (the Go source is not needed otherwise):
 
@@ -18,6 +19,7 @@ The output is committed; rerun it when porting a newer KAI.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -39,6 +41,8 @@ FILES = {
         "reclaim/reclaimMIG_test.go",
         "reclaim/reclaim_elastic_test.go",
         "reclaim/reclaim_sub_group_test.go",
+        "reclaim/reclaim_numa_test.go",
+        "reclaim/reclaim_anchor_victim_test.go",
     ],
     "preempt": [
         "preempt/preempt_test.go",
@@ -47,6 +51,8 @@ FILES = {
         "preempt/preemptMIG_test.go",
         "preempt/preempt_elastic_test.go",
         "preempt/preempt_subgroups_test.go",
+        "preempt/preempt_numa_test.go",
+        "preempt/preempt_gang_full_drain_test.go",
     ],
     "consolidation": [
         "consolidation/consolidation_test.go",
@@ -63,6 +69,11 @@ FILES = {
         "allocate/allocate_subgroups_test.go",
         "allocate/allocateTopology_test.go",
         "allocate/interpod_affinity_test.go",
+        "allocate/allocate_stuck_in_releasing_test.go",
+        "allocate/allocate_numa_test.go",
+    ],
+    "stalegangeviction": [
+        "stalegangeviction/stalegangeviction_test.go",
     ],
 }
 
@@ -84,13 +95,32 @@ CONSTANTS: dict[str, Any] = {
     "enginev2alpha2.NonPreemptible": "non-preemptible",
     "tasks_fake.NodeAffinityKey": "kai.scheduler/type",
     "subgroup_info.RootSubGroupSetName": "",
+    "v1.ResourceCPU": "cpu",
+    "v1.ResourceMemory": "memory",
+    "v1.PodQOSGuaranteed": "Guaranteed",
+    "v1.PodQOSBurstable": "Burstable",
+    "v1.PodQOSBestEffort": "BestEffort",
+    # The kubelet's Topology Manager policy and scope, as a NodeResourceTopology's attributes name them.
+    "node_info.TopologyPolicyNone": "none",
+    "node_info.TopologyPolicyBestEffort": "best-effort",
+    "node_info.TopologyPolicyRestricted": "restricted",
+    "node_info.TopologyPolicySingleNUMANode": "single-numa-node",
+    "node_info.TopologyScopeContainer": "container",
+    "node_info.TopologyScopePod": "pod",
+    # Durations are written in seconds.
+    "time.Millisecond": 0.001,
+    "time.Second": 1,
+    "time.Minute": 60,
+    "time.Hour": 3600,
     "true": True,
     "false": False,
     "nil": None,
 }
+NUMA_OBSERVED_ANNOTATION = "kai.scheduler/numa-placement-observed"
 # Calls that only wrap their argument (pointers, conversions).
 WRAPPERS = {
     "ptr.To",
+    "pointer.Duration",
     "pointer.Int",
     "pointer.Int32",
     "pointer.Bool",
@@ -146,13 +176,78 @@ def tokens(source: str) -> list[Token]:
 # --- values ------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A helper of the test file that only returns an expression of its parameters
+    (`func cpu(amount string) map[v1.ResourceName]string { return ... }`)."""
+
+    toks: list[Token]
+    parameters: tuple[str, ...]
+    start: int  # the returned expression's first token
+
+    def evaluate(self, args: list[Any], functions: dict[str, Function]) -> Any:
+        if len(args) != len(self.parameters):
+            raise Unreadable(f"calls a helper with {len(args)} arguments for {len(self.parameters)}")
+        parser = Parser(self.toks, self.start, functions)
+        parser.scopes.append(dict(zip(self.parameters, args, strict=True)))
+        return parser.expression()
+
+
+def file_functions(toks: list[Token]) -> dict[str, Function]:
+    """The file's top-level functions whose body is one `return <expression>`."""
+    found: dict[str, Function] = {}
+    for i in range(len(toks) - 2):
+        if toks[i].text != "func" or toks[i + 1].kind != "name" or toks[i + 2].text != "(":
+            continue
+        j = i + 3
+        parameters: list[str] = []
+        expect_name = True
+        while toks[j].text != ")":
+            if expect_name and toks[j].kind == "name":
+                parameters.append(toks[j].text)
+                expect_name = False
+            elif toks[j].text == ",":
+                expect_name = True
+            j += 1
+        while toks[j].text != "{":
+            j += 1
+        if toks[j + 1].text == "return":
+            found[toks[i + 1].text] = Function(toks, tuple(parameters), j + 2)
+    return found
+
+
+def evenly_distributed_topology_nodes(
+    zones: int, spines_per_zone: int, racks_per_spine: int, nodes_per_rack: int, gpus: int
+) -> dict[str, Any]:
+    """allocateTopology_test.go's buildEvenlyDistributedTopologyNodes: node0, node1, ... filling racks,
+    spines and zones in order, each node labelled with its zone, spine and rack (numbered from 1)."""
+    nodes: dict[str, Any] = {}
+    for zone in range(1, zones + 1):
+        for spine in range(1, spines_per_zone + 1):
+            for rack in range(1, racks_per_spine + 1):
+                labels = {
+                    "k8s.io/zone": f"zone{zone}",
+                    "k8s.io/spine": f"spine{spine + (zone - 1) * spines_per_zone}",
+                    "k8s.io/rack": "rack"
+                    + str(
+                        rack + (spine - 1) * racks_per_spine + (zone - 1) * spines_per_zone * racks_per_spine
+                    ),
+                }
+                for _ in range(nodes_per_rack):
+                    nodes[f"node{len(nodes)}"] = {"GPUs": gpus, "Labels": dict(labels)}
+    return nodes
+
+
 class Parser:
     """Go expressions as they appear in the tables: composite literals become dicts (keyed) or lists,
     everything else a Python value."""
 
-    def __init__(self, toks: list[Token], start: int) -> None:
+    def __init__(self, toks: list[Token], start: int, functions: dict[str, Function] | None = None) -> None:
         self.toks = toks
         self.i = start
+        self.functions = functions or {}
+        # Names in scope, innermost last: a closure's variables, a helper function's parameters.
+        self.scopes: list[dict[str, Any]] = []
 
     def peek(self, offset: int = 0) -> Token:
         return self.toks[self.i + offset]
@@ -169,6 +264,9 @@ class Parser:
         while self.peek().text in ("+", "-", "*", "/"):
             operator = self.take().text
             right = self.term()
+            if operator == "+" and isinstance(value, str) and isinstance(right, str):
+                value += right
+                continue
             if not isinstance(value, int | float) or not isinstance(right, int | float):
                 raise Unreadable(f"arithmetic on {value!r} and {right!r}")
             value = {"+": value + right, "-": value - right, "*": value * right, "/": value / right}[operator]
@@ -199,7 +297,8 @@ class Parser:
             return self.body()
         if token.text in ("[", "map"):
             self.type_name()
-            return self.body()
+            value = self.body()
+            return [] if token.text == "[" and value == {} else value  # []int{}: an empty slice
         if token.text == "func":
             return self.closure()
         if token.kind == "name":
@@ -210,9 +309,14 @@ class Parser:
                 self.take("]")
             if self.peek().text == "{":
                 body = self.body()
+                if name == "metav1.Duration":
+                    return body.get("Duration", 0) if isinstance(body, dict) else 0
                 return body
             if self.peek().text == "(":
                 return self.call(name)
+            for scope in reversed(self.scopes):
+                if name in scope:
+                    return scope[name]
             if name in CONSTANTS:
                 return CONSTANTS[name]
             if name.startswith("pod_status."):
@@ -264,6 +368,19 @@ class Parser:
             return {"name": args[0], "topology": args[1], "podSets": [], "subGroups": []}
         if name == "subgroup_info.NewPodSet":
             return {"name": args[0], "minAvailable": args[1], "topology": args[2] if len(args) > 2 else None}
+        if name == "nodes_fake.NewNumaTopology":
+            return {"policy": args[0], "scope": args[1], "zones": args[2:]}
+        if name == "nodes_fake.NewNumaZone":
+            return {"id": args[0], "allocatable": args[1], "available": args[1]}
+        if name == "nodes_fake.NewNumaZoneWithAllocatable":
+            return {"id": args[0], "allocatable": args[1], "available": args[2]}
+        if name == "nodes_fake.NumaObservedPlacementAnnotation":
+            record = [{"zone": zone, "amount": amount} for zone, amount in sorted(args[0].items())]
+            return {NUMA_OBSERVED_ANNOTATION: json.dumps(record, separators=(",", ":"))}
+        if name == "buildEvenlyDistributedTopologyNodes":
+            return evenly_distributed_topology_nodes(*args)
+        if name in self.functions:
+            return self.functions[name].evaluate(args, self.functions)
         raise Unreadable(f"calls {name}")
 
     def closure(self) -> Any:
@@ -275,6 +392,7 @@ class Parser:
         self.type_name()
         self.take("{")
         names: dict[str, Any] = {}
+        self.scopes.append(names)
         result: Any = None
         while self.peek().text != "}":
             target = self.take().text
@@ -294,8 +412,11 @@ class Parser:
                 names[target]["podSets"].append(argument)
             elif method == "AddSubGroup":
                 names[target]["subGroups"].append(argument)
+            elif method == "SetMinSubGroup":
+                names[target]["minSubGroup"] = argument
             else:
                 raise Unreadable(f"calls {target}.{method}")
+        self.scopes.pop()
         self.take("}")
         self.take("(")
         self.take(")")
@@ -329,6 +450,7 @@ class Parser:
 def table_cases(source: str) -> list[dict[str, Any]]:
     """Every `TestTopologyBasic` literal of a test file, in order (unreadable ones say why)."""
     toks = tokens(source)
+    functions = file_functions(toks)
     cases: list[dict[str, Any]] = []
     i = 0
     while i < len(toks):
@@ -338,22 +460,37 @@ def table_cases(source: str) -> list[dict[str, Any]]:
             start = i + 2
         elif token.text == "TestTopologyBasic" and toks[i + 1].text == "{" and toks[i - 1].text == ".":
             start = i + 1
-        if start is None:
+        if start is None or _is_result_type(toks, i):
             i += 1
             continue
-        parser = Parser(toks, start)
+        parser = Parser(toks, start, functions)
+        many = toks[i - 3].text == "]" and toks[i - 4].text == "["  # []test_utils.TestTopologyBasic{...}
         try:
             if toks[start].text != "{":
                 parser.type_name()
             case = parser.body()
             end = parser.i
+            if many:
+                cases += [item if item.get("Name") else {"Name": "(unnamed)", **item} for item in case]
+                i = end
+                continue
         except (Unreadable, ValueError) as why:
             end = _skip_braces(toks, start)
-            name = _literal_name(toks, start, end)
+            name = _literal_name(toks, start, end) or _outer_name(toks, i)
             case = {"Name": name, "unreadable": str(why)}
+        if isinstance(case, dict) and not case.get("Name"):
+            case = {"Name": _outer_name(toks, i), **case}
         cases.append(case)
         i = end
     return cases
+
+
+def _is_result_type(toks: list[Token], at: int) -> bool:
+    """`func f() []test_utils.TestTopologyBasic {`: the type names a function's result, not a literal."""
+    j = at - 2 if toks[at - 1].text == "." else at
+    while toks[j - 1].text in ("[", "]", "*"):
+        j -= 1
+    return toks[j - 1].text == ")"
 
 
 def _skip_braces(toks: list[Token], start: int) -> int:
@@ -375,12 +512,21 @@ def _literal_name(toks: list[Token], start: int, end: int) -> str:
     for j in range(start, end - 2):
         if toks[j].text == "Name" and toks[j + 1].text == ":" and toks[j + 2].kind == "string":
             return toks[j + 2].text.strip('"`')
+    return ""
+
+
+def _outer_name(toks: list[Token], at: int) -> str:
+    """The `name: "..."` just before a literal, where a table keeps the name beside its
+    `TestTopologyBasic` (stalegangeviction_test.go)."""
+    for j in range(at - 3, max(at - 12, 0), -1):
+        if toks[j].text == "name" and toks[j + 1].text == ":" and toks[j + 2].kind == "string":
+            return toks[j + 2].text.strip('"`')
     return "(unnamed)"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kai", type=Path, help="a checkout of NVIDIA/KAI-Scheduler")
+    parser.add_argument("kai", type=Path, help="a checkout of kai-scheduler/KAI-Scheduler")
     parser.add_argument("--only", help="only test files whose name contains this")
     args = parser.parse_args(argv)
     TABLES.mkdir(exist_ok=True)
