@@ -327,6 +327,26 @@ def queue(name: str, **kwargs: Any) -> Queue:
     return Queue.model_validate(queue_manifest(name, **kwargs))
 
 
+def scheduling_shard_manifest(name: str = "default", **spec: Any) -> dict[str, Any]:
+    """KAI's operator's SchedulingShard (kai.scheduler/v1) with `spec`."""
+    return {
+        "apiVersion": "kai.scheduler/v1",
+        "kind": "SchedulingShard",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def kai_config_manifest(**spec: Any) -> dict[str, Any]:
+    """KAI's operator's Config `kai-config` (kai.scheduler/v1) with `spec`."""
+    return {
+        "apiVersion": "kai.scheduler/v1",
+        "kind": "Config",
+        "metadata": {"name": "kai-config"},
+        "spec": spec,
+    }
+
+
 def pod_group_manifest(
     name: str,
     queue: str | None = "q",

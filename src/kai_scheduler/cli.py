@@ -45,6 +45,7 @@ from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.input_checks import warnings as input_warnings
 from kai_scheduler.sim.json_output import document_json
 from kai_scheduler.sim.loader import load_manifests
+from kai_scheduler.sim.operator_input import OperatorObject, with_operator_objects
 from kai_scheduler.sim.results import result_document
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from kai_scheduler.k8s.components import RunOptions
     from kai_scheduler.k8s.runtime.leader import LeaseTiming
     from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-    from kai_scheduler.sim.variants import Outcome
+    from kai_scheduler.sim.variants import Outcome, Variant
 
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
@@ -408,6 +409,8 @@ def _simulate(args: argparse.Namespace) -> int:
     with collector_paused():
         loaded = load_manifests(paths)
         _warn(input_warnings(loaded, loaded.skipped))
+        config, notices = with_operator_objects(config, loaded.operator, args.config)
+        _warn(notices)
         objects = [entry.obj for entry in loaded]
         try:
             simulation = Simulation(objects, config, options)
@@ -873,7 +876,10 @@ def _what_if(args: argparse.Namespace) -> int:
     if args.compare:
         from kai_scheduler.sim import compare
 
-        variants = [Variant(path, _checked(_config(path, "--compare"), path)) for path in args.compare]
+        variants = _with_operator_objects(
+            [Variant(path, _checked(_config(path, "--compare"), path)) for path in args.compare],
+            loaded.operator,
+        )
         a, b = run_variants(
             objects, variants, options, keep_timelines=bool(args.report), done=runs_done(sys.stderr, 2)
         )
@@ -887,6 +893,7 @@ def _what_if(args: argparse.Namespace) -> int:
 
     plan = load_sweep(args.sweep, objects)
     _warn(plan.notices)
+    plan = replace(plan, variants=_with_operator_objects(plan.variants, loaded.operator))
     workers = _positive("--workers", args.workers) or default_workers()
     try:
         outcomes = run_variants(
@@ -901,6 +908,21 @@ def _what_if(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     _what_if_output(args, sweep.sweep_document(plan, outcomes), sweep.render)
     return 0
+
+
+def _with_operator_objects(
+    variants: Sequence[Variant], operator: list[OperatorObject]
+) -> tuple[Variant, ...]:
+    """Each variant's configuration with the input's SchedulingShards and Config applied (they win over
+    it, as in a single run); the warnings once."""
+    shown: list[str] = []
+    result = []
+    for variant in variants:
+        config, notices = with_operator_objects(variant.config, operator, variant.label)
+        shown.extend(n for n in notices if n not in shown)
+        result.append(replace(variant, config=config))
+    _warn(shown)
+    return tuple(result)
 
 
 def _checked(config: SchedulerConfig, path: str) -> SchedulerConfig:

@@ -21,6 +21,7 @@ from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.api.strict import Notice, near_miss_keys_in, notices
 from kai_scheduler.sim.gc_policy import collector_paused
 from kai_scheduler.sim.input_checks import check_references
+from kai_scheduler.sim.operator_input import OperatorObject, is_operator_document, operator_object
 from kai_scheduler.sim.skipped import SkippedObject, is_unmodelled, skipped_object
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
 
@@ -116,13 +117,16 @@ class _Document:
 
 class LoadedInput(list[LoadedObject]):
     """The loaded objects, in input order; `skipped`: those of kinds the scheduler does not model
-    (`sim.skipped`), left out of the list."""
+    (`sim.skipped`), left out of the list; `operator`: KAI's SchedulingShards and Config, which configure
+    the scheduler rather than being scheduled (`sim.operator_input`)."""
 
     skipped: list[SkippedObject]
+    operator: list[OperatorObject]
 
     def __init__(self) -> None:
         super().__init__()
         self.skipped = []
+        self.operator = []
 
 
 def load_manifests(paths: Sequence[str]) -> LoadedInput:
@@ -139,6 +143,10 @@ def load_manifests(paths: Sequence[str]) -> LoadedInput:
             for entry in _load_file(file):
                 if isinstance(entry, SkippedObject):
                     loaded.skipped.append(entry)
+                    continue
+                if isinstance(entry, OperatorObject):
+                    _check_unique(entry, loaded.operator)
+                    loaded.operator.append(entry)
                     continue
                 previous = first_seen.setdefault(_key(entry.obj), entry)
                 if previous is not entry:
@@ -181,7 +189,7 @@ def _yaml_files(folder: Path) -> list[str]:
 # --- files and documents ------------------------------------------------------------------------
 
 
-def _load_file(source: str) -> Iterator[LoadedObject | SkippedObject]:
+def _load_file(source: str) -> Iterator[LoadedObject | SkippedObject | OperatorObject]:
     # Documents are validated as they are parsed, so the raw dictionaries of a large file never all live at
     # the same time.
     for document in _documents(source, _read_bytes(source)):
@@ -264,7 +272,7 @@ def _item_lines(node: yaml.Node) -> tuple[int, ...]:
     return ()
 
 
-def _objects_in(document: _Document, source: str) -> Iterator[LoadedObject | SkippedObject]:
+def _objects_in(document: _Document, source: str) -> Iterator[LoadedObject | SkippedObject | OperatorObject]:
     data = document.data
     if not _is_list(data):
         yield _parse(data, source, document.index, None, document.line)
@@ -302,7 +310,11 @@ def _typed_item(entry: Any, listing: dict[str, Any]) -> Any:
     return {"apiVersion": listing.get("apiVersion"), "kind": kind, **entry}
 
 
-def _parse(data: Any, source: str, index: int, item: int | None, line: int) -> LoadedObject | SkippedObject:
+def _parse(
+    data: Any, source: str, index: int, item: int | None, line: int
+) -> LoadedObject | SkippedObject | OperatorObject:
+    if is_operator_document(data):
+        return operator_object(data, source, index, item, line)
     if not is_workload_document(data) and is_unmodelled(data):
         return skipped_object(data, _location(source, index, item, line))
     try:
@@ -339,6 +351,13 @@ def _syntax_error(source: str, exc: yaml.MarkedYAMLError) -> ManifestError:
         line=mark.line + 1 if mark is not None else None,
         column=mark.column + 1 if mark is not None else None,
     )
+
+
+def _check_unique(entry: OperatorObject, loaded: list[OperatorObject]) -> None:
+    previous = next((o for o in loaded if o.ref == entry.ref), None)
+    if previous is not None:
+        where = _location(previous.source, previous.document, previous.item, previous.line)
+        raise entry.error(f"duplicate {entry.ref}: already defined in {where}")
 
 
 def _duplicate(entry: LoadedObject, previous: LoadedObject) -> ManifestError:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from helpers import kai_config_manifest as kai_config
+from helpers import scheduling_shard_manifest as shard
 from kai_scheduler.framework.config import (
     ConfigError,
     SchedulerConfig,
@@ -52,24 +54,6 @@ BINPACK = [
     "gpusharingorder",
 ]
 ALL_ACTIONS = ["allocate", "consolidation", "reclaim", "preempt", "stalegangeviction"]
-
-
-def shard(name: str = "default", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kai.scheduler/v1",
-        "kind": "SchedulingShard",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def kai_config(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kai.scheduler/v1",
-        "kind": "Config",
-        "metadata": {"name": "kai-config"},
-        "spec": spec,
-    }
 
 
 def rendered(obj: dict[str, Any], config: dict[str, Any] | None = None) -> tuple[list[str], list[Any]]:
