@@ -107,13 +107,7 @@ class DocRun:
 def simulate(tmp_path: Path, *manifests: str, config: str | None = None, **flags: str) -> DocRun:
     """`kai-scheduler simulate` on the manifests (one file each, in order), as a user runs it. `flags`:
     `until="90s"`, `cycles="3"`, ..."""
-    folder = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
-    folder.mkdir()
-    paths = []
-    for index, text in enumerate(manifests):
-        path = folder / f"{index:02d}.yaml"
-        path.write_text(text, encoding="utf-8")
-        paths.append(str(path))
+    folder, paths = _written(tmp_path, "run", manifests)
     args = ["simulate", *paths, "--output", "json", "--out", str(folder / "result.json")]
     if config is not None:
         config_path = folder / "config.yaml"
@@ -186,3 +180,26 @@ def fake_gpu_nodes(count: int = 2, gpus: int = 8) -> str:
     gpu_labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.memory": "40960"}
     labels = {n: {**gpu_labels, "nvidia.com/gpu.count": str(gpus)} for n in names}
     return nodes(*names, labels=labels, **{"nvidia.com/gpu": str(gpus)})
+
+
+def refused(tmp_path: Path, *manifests: str) -> str:
+    """`kai-scheduler simulate` on manifests it refuses: exit status 2 and the one-line error."""
+    folder, paths = _written(tmp_path, "refused", manifests)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        status = main(["simulate", *paths, "--output", "json", "--out", str(folder / "result.json")])
+    lines = [line for line in stderr.getvalue().splitlines() if "error" in line]
+    assert status == 2 and len(lines) == 1, stderr.getvalue()
+    return lines[0]
+
+
+def _written(tmp_path: Path, kind: str, manifests: tuple[str, ...]) -> tuple[Path, list[str]]:
+    """A new folder under `tmp_path` with one file per manifest text, and the files' paths in order."""
+    folder = tmp_path / f"{kind}-{len(list(tmp_path.glob(f'{kind}-*')))}"
+    folder.mkdir()
+    paths = []
+    for index, text in enumerate(manifests):
+        path = folder / f"{index:02d}.yaml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(str(path))
+    return folder, paths
