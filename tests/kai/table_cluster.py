@@ -29,10 +29,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from helpers import cluster_state
+from helpers import cluster_state, open_session
 from kai_scheduler.api import objects as api
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.framework.config import SchedulerConfig, parse_config
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState, JobTimes
+from kai_scheduler.scheduler import PLUGINS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the session's clock starts here
 NAMESPACE = "default"
@@ -65,6 +69,34 @@ def cluster(case: dict[str, Any]) -> list[ApiObject]:
         pods = [_pod(job, index, task) for index, task in enumerate(job.get("Tasks") or [])]
         objects += sorted(pods, key=lambda pod: pod.metadata.name)  # KAI orders tasks by UID (the name)
     return objects
+
+
+def case_session(case: dict[str, Any]) -> Session:
+    """A session on the case's cluster with its configuration's plugins opened, as KAI's BuildSession
+    opens one."""
+    session = open_session(build_snapshot(state(case, cluster(case))), configuration(case))
+    if has_numa(case):
+        # The numa plugin is not in the default configuration: KAI's harness opens it after the others
+        # when a node has a NUMA topology.
+        if "numa" not in PLUGINS:
+            raise NotModelled("the numa plugin is not here")
+        PLUGINS["numa"]({}).on_session_open(session)
+    return session
+
+
+def configuration(case: dict[str, Any]) -> SchedulerConfig:
+    """The default configuration, or the case's; as KAI's harness, consolidation considers every
+    preemptible job (maxConsolidationPreemptees -1) and reclaim may move victims."""
+    conf = (case.get("Mocks") or {}).get("SchedulerConf") or {}
+    document: dict[str, Any] = {"maxConsolidationPreemptees": -1, "allowConsolidatingReclaim": True}
+    if conf.get("Actions"):
+        document["actions"] = conf["Actions"]
+    if conf.get("Tiers"):
+        document["tiers"] = [
+            {"plugins": [{"name": p["Name"], "arguments": p.get("Arguments") or {}} for p in tier["Plugins"]]}
+            for tier in conf["Tiers"]
+        ]
+    return parse_config(document)
 
 
 def state(case: dict[str, Any], objects: list[ApiObject]) -> ClusterState:
