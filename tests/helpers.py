@@ -16,6 +16,7 @@ from kai_scheduler.api.objects import (
     ApiObject,
     DeviceClass,
     Node,
+    NodeResourceTopology,
     Pod,
     PodGroup,
     PriorityClass,
@@ -535,6 +536,7 @@ def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = F
         resource_claims=[o for o in objects if isinstance(o, ResourceClaim)],
         resource_slices=[o for o in objects if isinstance(o, ResourceSlice)],
         device_classes=[o for o in objects if isinstance(o, DeviceClass)],
+        node_topologies=[o for o in objects if isinstance(o, NodeResourceTopology)],
     )
 
 

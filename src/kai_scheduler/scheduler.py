@@ -25,6 +25,7 @@ from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugi
 from kai_scheduler.plugins.fragmentation import GpuFragmentationPlugin
 from kai_scheduler.plugins.gpu_order import GpuPackPlugin, GpuSpreadPlugin
 from kai_scheduler.plugins.minruntime import MinRuntimePlugin
+from kai_scheduler.plugins.numa import NumaPlugin
 from kai_scheduler.plugins.ordering import (
     ElasticPlugin,
     KubeflowPlugin,
@@ -66,6 +67,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "podaffinity": PodAffinityPlugin,
     "topology": TopologyPlugin,
     "dynamicresources": DynamicResourcesPlugin,
+    "numa": NumaPlugin,
     "snapshot": SnapshotPlugin,
     "reflectjoborder": ReflectJobOrderPlugin,
 }

@@ -30,6 +30,10 @@ PREEMPTION_DELAY_ANNOTATION: Final = "kai.scheduler/preemption-delay"
 LAST_EVICTION_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-eviction-timestamp"
 # This project's, not KAI's: when a waiting PodGroup is estimated to start, RFC 3339 (docs/start-times.md).
 ESTIMATED_START_ANNOTATION: Final = "kai.scheduler/estimated-start"
+# A pod's NUMA placement (KAI v0.16): predicted by the scheduler (the binder writes it from the
+# BindRequest's `predictedNUMAZones`), observed by KAI's placement exporter; JSON [{zone, amount}].
+NUMA_PLACEMENT_PREDICTED_ANNOTATION: Final = "kai.scheduler/numa-placement-predicted"
+NUMA_PLACEMENT_OBSERVED_ANNOTATION: Final = "kai.scheduler/numa-placement-observed"
 TOPOLOGY_ANNOTATION: Final = "kai.scheduler/topology"
 TOPOLOGY_REQUIRED_ANNOTATION: Final = "kai.scheduler/topology-required-placement"
 TOPOLOGY_PREFERRED_ANNOTATION: Final = "kai.scheduler/topology-preferred-placement"

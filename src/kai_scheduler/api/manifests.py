@@ -39,6 +39,7 @@ from kai_scheduler.api.objects import (
     K8sModel,
     Namespace,
     Node,
+    NodeResourceTopology,
     ObjectMeta,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -75,6 +76,7 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("storage.k8s.io/v1", "StorageClass"): StorageClass,
     ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
     ("v1", "Namespace"): Namespace,
+    ("topology.node.k8s.io/v1alpha2", "NodeResourceTopology"): NodeResourceTopology,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 

@@ -791,6 +791,44 @@ class PodDisruptionBudget(Namespaced):
     status: PodDisruptionBudgetStatus | None = None
 
 
+# --- NodeResourceTopology (topology.node.k8s.io/v1alpha2): what the numa plugin reads ----------------
+
+
+class NrtAttribute(K8sModel):
+    name: str = ""
+    value: str = ""
+
+
+class NrtResourceInfo(K8sModel):
+    """One resource of a zone: `available` is allocatable minus what running pods hold there."""
+
+    name: str = Field(min_length=1)
+    capacity: Quantity = Fraction(0)
+    allocatable: Quantity = Fraction(0)
+    available: Quantity = Fraction(0)
+
+
+class NrtZone(K8sModel):
+    name: str = Field(min_length=1)
+    type: str = ""  # "Node" for a NUMA node; other levels (sockets, dies) are not modeled
+    parent: str = ""
+    attributes: list[NrtAttribute] = Field(default_factory=list)
+    resources: list[NrtResourceInfo] = Field(default_factory=list)
+
+
+class NodeResourceTopology(K8sModel):
+    """A node's NUMA zones and its kubelet Topology Manager policy and scope, as an exporter (NFD's
+    topology updater, the resource topology exporter) publishes them; named as its node."""
+
+    api_version: Literal["topology.node.k8s.io/v1alpha2"] = "topology.node.k8s.io/v1alpha2"
+    kind: Literal["NodeResourceTopology"] = "NodeResourceTopology"
+    metadata: ObjectMeta
+    # Deprecated by the API in favour of the attributes, still read when they name no policy.
+    topology_policies: list[str] = Field(default_factory=list)
+    zones: list[NrtZone] = Field(default_factory=list)
+    attributes: list[NrtAttribute] = Field(default_factory=list)
+
+
 StorageObject = ConfigMap | PersistentVolumeClaim | PersistentVolume | StorageClass
 ApiObject = (
     Node
@@ -803,4 +841,5 @@ ApiObject = (
     | StorageObject
     | PodDisruptionBudget
     | Namespace
+    | NodeResourceTopology
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kai_scheduler.api.numa_placement import NumaZonePlacement
 from kai_scheduler.api.objects import AllocationResult
 
 DecisionType = Literal["bind", "pipeline", "evict"]
@@ -26,7 +27,8 @@ class Decision:
 
     `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict); `claims` the DRA
     claims a bound pod gets, with their devices; `for_job` the pod group a victim action acted for (its
-    preemptor: the evictions, the moves and its own pods' pipelines; empty elsewhere)."""
+    preemptor: the evictions, the moves and its own pods' pipelines; empty elsewhere); `numa_zones` the
+    NUMA zones a bound pod is predicted to take (the numa plugin; empty without it)."""
 
     action: str
     type: DecisionType
@@ -36,6 +38,7 @@ class Decision:
     reason: str
     claims: tuple[ClaimAllocation, ...] = ()
     for_job: str = ""
+    numa_zones: tuple[NumaZonePlacement, ...] = ()
 
 
 @dataclass(slots=True)

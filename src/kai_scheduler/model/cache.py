@@ -32,6 +32,7 @@ from kai_scheduler.api.objects import (
     ConfigMap,
     DeviceClass,
     Node,
+    NodeResourceTopology,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -64,7 +65,14 @@ from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.resources import PodRequest, Resources
-from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.model.snapshot import (
+    ClusterSnapshot,
+    ClusterState,
+    JobTimes,
+    NumaInputs,
+    PodGroupState,
+    PodState,
+)
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree, build_topology
 
@@ -108,6 +116,7 @@ class ClusterCache:
             list[ConfigMap], list[PersistentVolumeClaim], list[PersistentVolume], list[StorageClass]
         ] = ([], [], [], [])
         self._disruption_budgets: list[PodDisruptionBudget] = []
+        self._node_topologies: dict[str, NodeResourceTopology] = {}  # by name (its node's)
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
         # PodGroups backed off on their pool (`model.backoff`): not scheduled, their pods not ours.
@@ -162,6 +171,7 @@ class ClusterCache:
             state.config_maps, state.persistent_volume_claims, state.persistent_volumes, state.storage_classes
         )
         cache.set_disruption_budgets(state.disruption_budgets)
+        cache.set_node_topologies(state.node_topologies)
         for group in state.pod_groups:
             cache.upsert_pod_group(group)
         for pod in state.pods:
@@ -190,6 +200,11 @@ class ClusterCache:
         """PodDisruptionBudgets, all of them. Like storage, no job is made of them: each snapshot matches
         them with the pods afresh (`model.disruption`), and only when there are any."""
         self._disruption_budgets = list(budgets)
+
+    def set_node_topologies(self, topologies: Sequence[NodeResourceTopology]) -> None:
+        """NodeResourceTopologies, all of them. Only the numa plugin reads them, and only when it is on:
+        nothing is made of them here."""
+        self._node_topologies = {topology.metadata.name: topology for topology in topologies}
 
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         partition = self.partition
@@ -541,6 +556,7 @@ class ClusterCache:
                 if self._disruption_budgets
                 else None
             ),
+            numa=NumaInputs(self._node_topologies, self._pods) if self._node_topologies else None,
         )
         return snapshot
 
@@ -617,6 +633,7 @@ class ClusterCache:
             persistent_volumes=self._storage_objects[2],
             storage_classes=self._storage_objects[3],
             disruption_budgets=list(self._disruption_budgets),
+            node_topologies=list(self._node_topologies.values()),
         )
 
     def claim(self, key: str) -> ResourceClaim | None:

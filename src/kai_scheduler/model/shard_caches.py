@@ -14,6 +14,7 @@ from kai_scheduler.api.objects import (
     ConfigMap,
     DeviceClass,
     Node,
+    NodeResourceTopology,
     PersistentVolume,
     PersistentVolumeClaim,
     PodDisruptionBudget,
@@ -92,6 +93,11 @@ class ShardedCache(ClusterCache):
         super().set_disruption_budgets(budgets)
         for cache in self.shards.values():
             cache.set_disruption_budgets(budgets)
+
+    def set_node_topologies(self, topologies: Sequence[NodeResourceTopology]) -> None:
+        super().set_node_topologies(topologies)
+        for cache in self.shards.values():
+            cache.set_node_topologies(topologies)
 
     def upsert_claim(self, claim: ResourceClaim) -> None:
         super().upsert_claim(claim)

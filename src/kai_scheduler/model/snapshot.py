@@ -16,6 +16,7 @@ from kai_scheduler.api.objects import (
     ConfigMap,
     DeviceClass,
     Node,
+    NodeResourceTopology,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -115,6 +116,18 @@ class ClusterState:
     storage_classes: Sequence[StorageClass] = ()
     # PodDisruptionBudgets: the victim search prefers victims they let go (`model.disruption`).
     disruption_budgets: Sequence[PodDisruptionBudget] = ()
+    # NodeResourceTopologies (the numa plugin's per-node NUMA zones), in any order.
+    node_topologies: Sequence[NodeResourceTopology] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NumaInputs:
+    """The NodeResourceTopologies by node name, and the pods by key (the cache's own, only to be read):
+    handed to a snapshot as they are, so that a configuration without the numa plugin pays nothing for
+    them; the plugin makes its per-node zones of them when it opens."""
+
+    topologies: Mapping[str, NodeResourceTopology]
+    pods: Mapping[str, PodState]
 
 
 @dataclass(eq=False)
@@ -153,6 +166,8 @@ class ClusterSnapshot:
     # The budgets that cover some running pod, with what this cycle's evictions took of them; None when
     # no budget covers any (the usual cluster: the victim search is then exactly KAI's).
     disruption_budgets: DisruptionBudgets | None = None
+    # What the numa plugin reads; None when the cluster has no NodeResourceTopology.
+    numa: NumaInputs | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

@@ -73,6 +73,7 @@ def export_objects(state: ClusterState, *, origin: datetime, now: float) -> list
     items += [*state.storage_classes, *state.persistent_volumes, *state.persistent_volume_claims]
     items += state.config_maps
     items += state.disruption_budgets
+    items += state.node_topologies
     ranked: list[tuple[float, int, PodGroupState | PodState]] = [
         (group.rank, 0, group) for group in state.pod_groups
     ]

@@ -19,10 +19,12 @@ from kai_scheduler.plugins import cpu_steering
 
 MAX_HIGH_DENSITY: Final = 9.0
 RESOURCE_TYPE: Final = 10.0
-AVAILABILITY: Final = 100.0
-GPU_SHARING: Final = 1000.0
-K8S_PLUGINS_SCORE: Final = 100_000.0  # Kubernetes' own scoring plugins (affinity), as KAI scales them
-NOMINATED_NODE: Final = 1_000_000.0
+# The numa plugin's band (KAI v0.17 put it here and moved every band above it up tenfold).
+NUMA: Final = 100.0
+AVAILABILITY: Final = 1000.0
+GPU_SHARING: Final = 10_000.0
+K8S_PLUGINS_SCORE: Final = 1_000_000.0  # Kubernetes' own scoring plugins (affinity), as KAI scales them
+NOMINATED_NODE: Final = 10_000_000.0
 
 BINPACK: Final = "binpack"
 SPREAD: Final = "spread"

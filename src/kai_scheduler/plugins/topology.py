@@ -46,7 +46,7 @@ from kai_scheduler.model.topology import IntArray, TopologyTree
 ROOT = -1  # the level "above" the widest: the whole topology
 # Node scores that keep pods in their preferred domain: above binpack/spread and GPU sharing order, below
 # Kubernetes' affinity scores and the nominated node (see plugins/scoring.py).
-PREFERRED_DOMAIN_SCORE = 10_000.0
+PREFERRED_DOMAIN_SCORE = 100_000.0
 ROOMIEST_DOMAIN_SCORE = 500.0
 
 

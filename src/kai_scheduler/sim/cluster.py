@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.numa_placement import placement_text
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import (
@@ -17,6 +18,7 @@ from kai_scheduler.api.objects import (
     DeviceClass,
     Namespace,
     Node,
+    NodeResourceTopology,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -219,6 +221,9 @@ class SimCluster:
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
                 if decision.claims:
                     self.claims.bound(pod.pod, decision.claims)
+                if decision.numa_zones:  # as KAI's binder writes the BindRequest's predicted zones
+                    predicted = placement_text(decision.numa_zones)
+                    pod.pod = _annotated(pod.pod, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION, predicted)
                 if pod.pod.spec.volumes:
                     self.storage.bound(pod.pod, self.nodes_by_name[decision.node], self.cache)
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
@@ -245,6 +250,8 @@ class SimCluster:
                 pod.scheduled_at, pod.finish_at = None, None
                 if pod.pod.spec.resource_claims:
                     self.claims.released(pod.pod)
+                if c.NUMA_PLACEMENT_PREDICTED_ANNOTATION in pod.pod.metadata.annotations:
+                    pod.pod = _annotated(pod.pod, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION, None)  # a new pod
             self._update(pod)
         self.cache.nominate(pipelined)
 
@@ -499,6 +506,7 @@ def build_cluster(
         )
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])
+    cluster.cache.set_node_topologies([o for o in objects if isinstance(o, NodeResourceTopology)])
     # Namespaces given in the input carry their labels to namespaceSelectors, as live mode's informer does.
     namespaces = {o.metadata.name: o.metadata.labels for o in objects if isinstance(o, Namespace)}
     if namespaces:
@@ -506,6 +514,14 @@ def build_cluster(
     cluster.workloads = workloads
     cluster.claim_templates, cluster.claims_taken = templates, taken
     return cluster
+
+
+def _annotated(pod: Pod, key: str, value: str | None) -> Pod:
+    """The pod with the annotation set (None: removed)."""
+    annotations = {k: v for k, v in pod.metadata.annotations.items() if k != key}
+    if value is not None:
+        annotations[key] = value
+    return pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"annotations": annotations})})
 
 
 def _annotation_seconds(annotations: dict[str, str], name: str) -> float:

@@ -3,7 +3,9 @@ resourcetype, gpusharingorder, nominatednode.
 
 Reference: kai-reference §4.2 ("Node order: sum of every plugin's node score; highest first; ties by node
 name ascending"), §4.4 plugin table and score constants (MaxHighDensity 9, ResourceType 10, Availability
-100, GpuSharing 1000, NominatedNode 1 000 000), §2.6 (placementStrategy gpu/cpu binpack|spread).
+100, GpuSharing 1000, NominatedNode 1 000 000; KAI v0.17 put Numa at 100 and moved Availability and every
+band above it up tenfold: kai-v017 §2.4, pkg/scheduler/plugins/scores), §2.6 (placementStrategy gpu/cpu
+binpack|spread).
 """
 
 from __future__ import annotations
@@ -212,7 +214,7 @@ def test_scores_add_up_with_the_documented_constants() -> None:
     total = np.zeros(2)
     for scorer in session.points.node_scorers:
         total += scorer(task, candidates)
-    assert list(total) == [100.0, 110.0]
+    assert list(total) == [1000.0, 1010.0]
 
 
 def test_config_with_swaps_gpupack_for_gpuspread() -> None:
