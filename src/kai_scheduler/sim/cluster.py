@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.numa_placement import placement_text
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
+from kai_scheduler.api.numa_placement import placement_text
 from kai_scheduler.api.objects import (
     ApiObject,
     ConfigMap,
