@@ -116,7 +116,7 @@ def state(case: dict[str, Any], objects: list[ApiObject]) -> ClusterState:
     # (The numa plugin reads the NodeResourceTopologies from the state; the shared builder passes them on
     # only once it knows them.)
     topologies = [o for o in objects if getattr(o, "kind", "") == "NodeResourceTopology"]
-    extra = {"node_topologies": topologies} if topologies else {}
+    extra: dict[str, Any] = {"node_topologies": topologies} if topologies else {}
     return replace(found, pod_groups=groups, job_times=times, **extra)
 
 

@@ -78,7 +78,7 @@ def _status(task: TaskInfo, initial: str) -> str:
     status = task.status
     if status is TaskStatus.ALLOCATED or (status is TaskStatus.RUNNING and initial in _PLACED):
         return "Allocated"
-    return status.value
+    return str(status.value)
 
 
 def _expected_status(status: str) -> str:
