@@ -11,7 +11,8 @@ written with `unreadable: <why>` and reported as not ported.
 
 Run against a checkout of KAI (the Go source is not needed otherwise):
 
-    python tests/kai/convert_go_tables.py /path/to/KAI-Scheduler [--only reclaim_test]
+    python tests/kai/convert_go_tables.py /path/to/KAI-Scheduler --ref 'v0.17.0 (f218c69b)' \
+        [--only reclaim_test]
 
 The output is committed; rerun it when porting a newer KAI.
 """
@@ -528,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kai", type=Path, help="a checkout of kai-scheduler/KAI-Scheduler")
     parser.add_argument("--only", help="only test files whose name contains this")
+    parser.add_argument(
+        "--ref", required=True, help="the KAI release and commit read, e.g. 'v0.17.0 (f218c69b)'"
+    )
     args = parser.parse_args(argv)
     TABLES.mkdir(exist_ok=True)
     for action, files in FILES.items():
@@ -538,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             cases = table_cases(path.read_text(encoding="utf-8"))
             document = {
                 "source": f"pkg/scheduler/actions/{relative}",
+                "kai": args.ref,
                 "action": action,
                 "cases": cases,
             }
