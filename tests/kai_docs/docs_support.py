@@ -147,7 +147,8 @@ def _pod_specs(node: Any) -> Iterable[dict[str, Any]]:
         if node.get("kind") == "Pod" and isinstance(node.get("spec"), dict):
             yield node["spec"]
         for key, value in node.items():
-            if key == "template" and isinstance(value, dict) and isinstance(value.get("spec"), dict):
+            is_template = key == "template" or key.endswith("Template")  # LWS: leaderTemplate, workerTemplate
+            if is_template and isinstance(value, dict) and isinstance(value.get("spec"), dict):
                 yield value["spec"]
             yield from _pod_specs(value)
     elif isinstance(node, list):

@@ -206,21 +206,25 @@ class Segments:
     constraint: TopologyConstraintPlan | None
 
 
-def read_segments(*sources: Node) -> Segments | None:
+def read_segments(*sources: Node, size: int | None = None) -> Segments | None:
     """From `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`, each taken from
-    the first of `sources` (annotation maps, nearest the pod first) that sets it. Segment placements need a
-    segment size and the `kai.scheduler/topology` name, found the same way."""
+    the first of `sources` (annotation maps, nearest the pod first) that sets it; `size`, when given (a
+    workload's own field for it), comes before the annotation. Segment placements need a segment size and
+    the `kai.scheduler/topology` name, found the same way."""
     size_node = _first_set(sources, SEGMENT_SIZE_ANNOTATION)
     required_node = _first_set(sources, SEGMENT_REQUIRED_ANNOTATION)
     preferred_node = _first_set(sources, SEGMENT_PREFERRED_ANNOTATION)
     required, preferred = required_node.opt_str(), preferred_node.opt_str()
     text = size_node.opt_str()
-    if text is None:
-        for level_node in (required_node, preferred_node):
-            if not level_node.missing:
-                raise level_node.error(f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation")
-        return None
-    size = int_text(text, size_node, minimum=1)
+    if size is None:
+        if text is None:
+            for level_node in (required_node, preferred_node):
+                if not level_node.missing:
+                    raise level_node.error(
+                        f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation"
+                    )
+            return None
+        size = int_text(text, size_node, minimum=1)
     constraint = None
     if required is not None or preferred is not None:
         topology = _first_set(sources, c.TOPOLOGY_ANNOTATION).opt_str()

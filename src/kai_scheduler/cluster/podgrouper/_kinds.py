@@ -419,10 +419,14 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
             SubGroupPlan(LWS_LEADER, shares[LWS_LEADER]),
             SubGroupPlan(LWS_WORKERS, shares[LWS_WORKERS]),
         ]
-        # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template.
+        # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template; the size
+        # first from the LeaderWorkerSet's own subGroupPolicy.subGroupSize.
         template = top.node("spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "annotations")
         pod = ctx.pod.node("metadata", "annotations")
-        segments = read_segments(pod, template, top.node("metadata", "annotations"))
+        policy_size = top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupSize").opt_int(
+            minimum=1
+        )
+        segments = read_segments(pod, template, top.node("metadata", "annotations"), size=policy_size)
         if segments is not None:
             sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)

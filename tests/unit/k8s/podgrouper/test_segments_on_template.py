@@ -105,3 +105,19 @@ def test_leaderworkerset_worker_template() -> None:
         g.topology_constraint == TopologyConstraintPlan("rack-topo", "rack") for g in segments.values()
     )
     assert plan.pod_subgroup == "workers-segment-1"  # worker index 3: the third worker
+
+
+def test_leaderworkerset_sub_group_size_comes_first() -> None:
+    # KAI's getSegmentSize (lws_grouper.go): spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize, then the
+    # annotations; with it, the worker template's placement needs no segment-size annotation.
+    ws = lws(size=5, annotations={SIZE: "4"})
+    ws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupSize": 2}
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        TOPOLOGY: "rack-topo",
+        REQUIRED: "rack",
+    }
+    p, owners = lws_pods(ws, 0, 2)
+    plan = plan_pod_group(p, owners)
+    segments = {g.name: g for g in plan.sub_groups if g.parent == "workers"}
+    assert sorted(segments) == ["workers-segment-0", "workers-segment-1"]
+    assert plan.pod_subgroup == "workers-segment-0"
