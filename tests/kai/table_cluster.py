@@ -36,7 +36,7 @@ from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState, JobTimes
-from kai_scheduler.scheduler import PLUGINS
+from kai_scheduler.scheduler import ACTIONS, PLUGINS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the session's clock starts here
 NAMESPACE = "default"
@@ -71,16 +71,21 @@ def cluster(case: dict[str, Any]) -> list[ApiObject]:
     return objects
 
 
-def case_session(case: dict[str, Any]) -> Session:
-    """A session on the case's cluster with its configuration's plugins opened, as KAI's BuildSession
-    opens one."""
+def run_case(action: str, case: dict[str, Any]) -> Session:
+    """The case's action run once on a session of its cluster, opened as KAI's BuildSession opens one. The
+    numa plugin, not in the default configuration, is opened after the others when a node has a NUMA
+    topology (as KAI's harness does), and closed after the action: bind decisions get their predicted
+    NUMA zones then."""
     session = open_session(build_snapshot(state(case, cluster(case))), configuration(case))
+    numa = None
     if has_numa(case):
-        # The numa plugin is not in the default configuration: KAI's harness opens it after the others
-        # when a node has a NUMA topology.
         if "numa" not in PLUGINS:
             raise NotModelled("the numa plugin is not here")
-        PLUGINS["numa"]({}).on_session_open(session)
+        numa = PLUGINS["numa"]({})
+        numa.on_session_open(session)
+    ACTIONS[action]().execute(session)
+    if numa is not None:
+        numa.on_session_close(session)
     return session
 
 

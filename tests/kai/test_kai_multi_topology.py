@@ -9,16 +9,14 @@ from collections import Counter
 from typing import Any
 
 from built_cases import RACK, ZONE, hierarchical_multi_topology_sub_groups, multi_topology_sub_groups
-from table_cluster import case_session
+from table_cluster import run_case
 
-from kai_scheduler.actions.allocate import Allocate
 from kai_scheduler.model.jobs import TaskStatus
 
 
 def placed_domains(case: dict[str, Any], job: str) -> dict[str, list[tuple[str, str, str]]]:
     """Allocate once; each sub-group's pods as (node, rack, zone). Every pod of the job must be placed."""
-    session = case_session(case)
-    Allocate().execute(session)
+    session = run_case("allocate", case)
     names = session.snapshot.nodes.names
     labels = {name: spec["Labels"] for name, spec in case["Nodes"].items()}
     found: dict[str, list[tuple[str, str, str]]] = {}
