@@ -2,8 +2,10 @@
 worker template of a LeaderWorkerSet), read on the pod first, then the template, then the top owner.
 
 Ported by name from KAI v0.17.0 (f218c69b)
-`pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper_test.go`; KAI names segments
-`worker-<i>`, ours are `worker-segment-<i>` (the names are the grouper's own, nothing reads them).
+`pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper_test.go` and
+`pkg/podgrouper/podgrouper/plugins/leaderworkerset/lws_grouper_test.go`; KAI names segments `worker-<i>`
+(`segment-<i>` for a LeaderWorkerSet), ours are `worker-segment-<i>` / `workers-segment-<i>` (the names
+are the grouper's own, nothing reads them).
 """
 
 from __future__ import annotations
@@ -90,21 +92,23 @@ def test_pod_annotations_come_before_the_template() -> None:
     )
 
 
-def test_leaderworkerset_worker_template() -> None:
-    # KAI's LeaderWorkerSet grouper reads segment placement and topology on the worker template as well.
-    ws = lws(size=5, annotations={SIZE: "2"})
-    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"].setdefault("metadata", {})["annotations"] = {
-        TOPOLOGY: "rack-topo",
-        REQUIRED: "rack",
+def test_leaderworkerset_segment_size_from_worker_template_annotation() -> None:
+    # KAI lws_grouper_test.go: TestBuildSubGroups_SegmentSizeFromWorkerTemplateAnnotation (size and
+    # placements on the worker template, the topology on the LeaderWorkerSet). KAI also puts the leader in
+    # segment 0 (its default LeaderWorker policy), which is not followed here (docs/podgrouper.md).
+    ws = lws(size=5, annotations={TOPOLOGY: "rack"})
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        SIZE: "2",
+        REQUIRED: "rack-unit",
+        PREFERRED: "node",
     }
-    p, owners = lws_pods(ws, 0, 3)
+    p, owners = lws_pods(ws, 0, 1)
     plan = plan_pod_group(p, owners)
     segments = {g.name: g for g in plan.sub_groups if g.parent == "workers"}
     assert sorted(segments) == ["workers-segment-0", "workers-segment-1"]
-    assert all(
-        g.topology_constraint == TopologyConstraintPlan("rack-topo", "rack") for g in segments.values()
-    )
-    assert plan.pod_subgroup == "workers-segment-1"  # worker index 3: the third worker
+    tc = TopologyConstraintPlan("rack", "rack-unit", "node")
+    assert all(g.topology_constraint == tc for g in segments.values())
+    assert plan.pod_subgroup == "workers-segment-0"
 
 
 def test_leaderworkerset_sub_group_size_comes_first() -> None:
