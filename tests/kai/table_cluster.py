@@ -30,8 +30,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from helpers import cluster_state, open_session
-from kai_scheduler.api import objects as api
-from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, PriorityClass, Queue, Topology
+from kai_scheduler.api.objects import (
+    ApiObject,
+    Node,
+    NodeResourceTopology,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    Topology,
+)
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
@@ -42,10 +50,6 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the session's clock starts here
 NAMESPACE = "default"
 # KAI's --stuck-in-releasing-threshold is 2m: a pod deleted this long ago is stuck.
 STUCK_FOR = timedelta(minutes=10)
-
-
-class NotModelled(Exception):
-    """The case needs an input this project does not read (yet)."""
 
 
 def cluster(case: dict[str, Any]) -> list[ApiObject]:
@@ -77,11 +81,8 @@ def run_case(action: str, case: dict[str, Any]) -> Session:
     topology (as KAI's harness does), and closed after the action: bind decisions get their predicted
     NUMA zones then."""
     session = open_session(build_snapshot(state(case, cluster(case))), configuration(case))
-    numa = None
-    if has_numa(case):
-        if "numa" not in PLUGINS:
-            raise NotModelled("the numa plugin is not here")
-        numa = PLUGINS["numa"]({})
+    numa = PLUGINS["numa"]({}) if has_numa(case) else None
+    if numa is not None:
         numa.on_session_open(session)
     ACTIONS[action]().execute(session)
     if numa is not None:
@@ -118,11 +119,7 @@ def state(case: dict[str, Any], objects: list[ApiObject]) -> ClusterState:
         for name, job in jobs.items()
         if job.get("StaleDuration") is not None
     }
-    # (The numa plugin reads the NodeResourceTopologies from the state; the shared builder passes them on
-    # only once it knows them.)
-    topologies = [o for o in objects if getattr(o, "kind", "") == "NodeResourceTopology"]
-    extra: dict[str, Any] = {"node_topologies": topologies} if topologies else {}
-    return replace(found, pod_groups=groups, job_times=times, **extra)
+    return replace(found, pod_groups=groups, job_times=times)
 
 
 def has_numa(case: dict[str, Any]) -> bool:
@@ -142,12 +139,9 @@ def _duration(seconds: float) -> str:
     return f"{_quantity(seconds)}s"
 
 
-def _numa_topology(node: str, topology: dict[str, Any]) -> ApiObject:
+def _numa_topology(node: str, topology: dict[str, Any]) -> NodeResourceTopology:
     """The node's NodeResourceTopology (topology.node.k8s.io/v1alpha2), as the NFD topology exporter
     publishes it and KAI's fake writes it: one zone of type Node per NUMA zone."""
-    model = getattr(api, "NodeResourceTopology", None)
-    if model is None:
-        raise NotModelled("NodeResourceTopology (NUMA) is not an input here")
     zones = []
     for zone in topology["zones"]:
         names = sorted({*zone["allocatable"], *zone["available"]})
@@ -171,8 +165,7 @@ def _numa_topology(node: str, topology: dict[str, Any]) -> ApiObject:
         ],
         "zones": zones,
     }
-    validated: ApiObject = model.model_validate(manifest)
-    return validated
+    return NodeResourceTopology.model_validate(manifest)
 
 
 def _quantity(value: float) -> str:
