@@ -495,6 +495,11 @@ def queues_by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # --- driving a session by hand -------------------------------------------------------------------
 
 
+def _session_seconds(stamp: datetime | None) -> float | None:
+    """A timestamp on the session clock, which starts at START."""
+    return None if stamp is None else (stamp - START).total_seconds()
+
+
 def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = False) -> ClusterState:
     """A ClusterState from objects in creation order: pods with nodeName are running there (terminating
     when they carry a deletionTimestamp), the others pending; shared-GPU pods name their GPU by the
@@ -521,6 +526,7 @@ def cluster_state(objects: Sequence[ApiObject], *, pending_terminating: bool = F
                     phase=(o.status.phase or "Running") if bound else (o.status.phase or "Pending"),
                     gpu_groups=(group,) if group else (),
                     terminating=o.metadata.deletion_timestamp is not None,
+                    deleted=_session_seconds(o.metadata.deletion_timestamp),
                 )
             )
         elif isinstance(o, PodGroup):

@@ -38,6 +38,7 @@ from kai_scheduler.framework.config import (
     with_placement_strategy,
 )
 from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.releasing import DEFAULT_STUCK_IN_RELEASING_THRESHOLD as DEFAULT_STUCK
 from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
 from kai_scheduler.sim.estimates import estimate_starts, start_estimates
@@ -228,6 +229,13 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
         help="how long a gang may run below its minMember before it is evicted, where its PodGroup does not "
         "say (negative: never; as KAI's scheduler flag; default: the configuration's "
         "defaultStalenessGracePeriod, 60s)",
+    )
+    run.add_argument(
+        "--stuck-in-releasing-threshold",
+        metavar="DURATION",
+        help="how long after its deletionTimestamp a running pod is stuck in releasing: what it holds is no "
+        "longer taken as being freed (as KAI's scheduler flag; default: the configuration's "
+        "stuckInReleasingThreshold, 2m)",
     )
     run.add_argument(
         "--scheduler-name", default=SCHEDULER_NAME, help="pods with this schedulerName are scheduled"
@@ -544,12 +552,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _go_duration_flag(args: argparse.Namespace) -> float:
-    """`--default-staleness-grace-period`, read as KAI's scheduler reads it (Go's `time.ParseDuration`)."""
+def _go_duration_flag(args: argparse.Namespace, name: str = "default-staleness-grace-period") -> float:
+    """A duration flag (`--default-staleness-grace-period`, `--stuck-in-releasing-threshold`), read as KAI's
+    scheduler reads it (Go's `time.ParseDuration`)."""
     try:
-        return parse_go_duration(args.default_staleness_grace_period)
+        return parse_go_duration(getattr(args, name.replace("-", "_")))
     except ValueError as error:
-        raise UsageError(f"--default-staleness-grace-period: {error}") from None
+        raise UsageError(f"--{name}: {error}") from None
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
@@ -563,6 +572,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         config = with_placement_strategy(config, args.placement_strategy)
     if args.default_staleness_grace_period is not None:
         config = replace(config, default_staleness_grace_period=_go_duration_flag(args))
+    if args.stuck_in_releasing_threshold is not None:
+        threshold = _go_duration_flag(args, "stuck-in-releasing-threshold")
+        # KAI takes a threshold that is not positive as its default.
+        config = replace(config, stuck_in_releasing_threshold=threshold if threshold > 0 else DEFAULT_STUCK)
     Scheduler(config)  # validates plugins and actions before anything connects
     chosen = set(ALL_COMPONENTS) if args.all else set(args.component)
     options = RunOptions(

@@ -54,13 +54,14 @@ class CycleDriver:
     ) -> None:
         self.scheduler = Scheduler(config)
         self.cache = cache
+        cache.stuck_releases.threshold = config.stuck_in_releasing_threshold
         self.usage = usage
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         started = time.perf_counter()
         queue_usage = self.usage.before_cycle(now) if self.usage is not None else None
         usage_seconds = time.perf_counter() - started
-        snapshot = self.cache.snapshot(queue_usage)
+        snapshot = self.cache.snapshot(queue_usage, now)
         running_before = self.cache.running_jobs
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
         self.cache.after_cycle(decision.pod for decision in result.decisions)
@@ -73,7 +74,7 @@ class CycleDriver:
 def job_order(config: SchedulerConfig, state: ClusterState, *, cycle: int, now: float) -> list[JobInfo]:
     """The pending jobs of `state` in the order the allocate action takes them up (KAI's
     `reflectjoborder`), on a snapshot of its own."""
-    return Scheduler(config).job_order(build_snapshot(state), cycle=cycle, now=now)
+    return Scheduler(config).job_order(build_snapshot(state, now), cycle=cycle, now=now)
 
 
 def check_config(config: SchedulerConfig) -> None:

@@ -35,6 +35,7 @@ from kai_scheduler.framework.usage_config import USAGE_METRIC_DEFAULTS as USAGE_
 from kai_scheduler.framework.usage_config import UsageDbConfig as UsageDbConfig
 from kai_scheduler.framework.usage_config import parse_usage_db_config, usage_db_config_document
 from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.releasing import DEFAULT_STUCK_IN_RELEASING_THRESHOLD
 
 DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_PLUGINS = (
@@ -104,6 +105,9 @@ class SchedulerConfig:
         tuple(PluginOption(name, DEFAULT_PLUGIN_ARGUMENTS.get(name, {})) for name in DEFAULT_PLUGINS),
     )
     default_staleness_grace_period: float = 60.0
+    # How long after its deletionTimestamp a running pod is stuck in releasing (KAI's
+    # `--stuck-in-releasing-threshold`; `model.releasing`).
+    stuck_in_releasing_threshold: float = DEFAULT_STUCK_IN_RELEASING_THRESHOLD
     max_consolidation_preemptees: int = 16
     use_scheduling_signatures: bool = True
     full_hierarchy_fairness: bool = True
@@ -164,6 +168,7 @@ _KNOWN_KEYS = {
     "actions",
     "tiers",
     "defaultStalenessGracePeriod",
+    "stuckInReleasingThreshold",
     "maxConsolidationPreemptees",
     "useSchedulingSignatures",
     "fullHierarchyFairness",
@@ -192,6 +197,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         actions=_actions(document.get("actions")) or default.actions,
         tiers=_tiers(document.get("tiers"), notices) or default.tiers,
         default_staleness_grace_period=duration(document, "defaultStalenessGracePeriod", 60.0),
+        stuck_in_releasing_threshold=_stuck_threshold(document),
         max_consolidation_preemptees=_integer(document, "maxConsolidationPreemptees", 16, minimum=-1),
         use_scheduling_signatures=_boolean(document, "useSchedulingSignatures", True),
         full_hierarchy_fairness=_boolean(document, "fullHierarchyFairness", True),
@@ -325,6 +331,12 @@ def _queue_depths(value: Any) -> dict[str, int]:
     return dict(value)
 
 
+def _stuck_threshold(document: dict[str, Any]) -> float:
+    """KAI takes a threshold that is not positive as its default, 2m."""
+    threshold = duration(document, "stuckInReleasingThreshold", DEFAULT_STUCK_IN_RELEASING_THRESHOLD)
+    return threshold if threshold > 0 else DEFAULT_STUCK_IN_RELEASING_THRESHOLD
+
+
 def config_document(config: SchedulerConfig) -> dict[str, Any]:
     """`config` in KAI's format, as `parse_config` reads it back (`parse_config(config_document(c)) == c`):
     `actions` and `tiers` always, the other options only where they differ from the defaults."""
@@ -335,6 +347,8 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
     }
     if config.default_staleness_grace_period != default.default_staleness_grace_period:
         document["defaultStalenessGracePeriod"] = duration_text(config.default_staleness_grace_period)
+    if config.stuck_in_releasing_threshold != default.stuck_in_releasing_threshold:
+        document["stuckInReleasingThreshold"] = duration_text(config.stuck_in_releasing_threshold)
     if config.max_consolidation_preemptees != default.max_consolidation_preemptees:
         document["maxConsolidationPreemptees"] = config.max_consolidation_preemptees
     if config.use_scheduling_signatures != default.use_scheduling_signatures:

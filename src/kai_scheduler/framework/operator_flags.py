@@ -51,7 +51,6 @@ _WITHOUT_COUNTERPART: Final = frozenset(
         "schedule-csi-storage",
         "scheduler-conf",
         "scheduler-name",
-        "stuck-in-releasing-threshold",
         "update-pod-eviction-condition",
         "v",
         "version",
@@ -89,6 +88,7 @@ class _Flag:
 
 _WITH_COUNTERPART: Final = {
     "default-staleness-grace-period": _Flag("defaultStalenessGracePeriod", _go_duration),
+    "stuck-in-releasing-threshold": _Flag("stuckInReleasingThreshold", _go_duration),
     "max-consolidation-preemptees": _Flag("maxConsolidationPreemptees", _go_int),
     "allow-consolidating-reclaim": _Flag("allowConsolidatingReclaim", _go_bool),
     "full-hierarchy-fairness": _Flag("fullHierarchyFairness", _go_bool),

@@ -265,16 +265,18 @@ def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None 
     return QueueTree(infos)
 
 
-def task_status(state: PodState) -> TaskStatus | None:
+def task_status(state: PodState, *, stuck: bool = False) -> TaskStatus | None:
     """The status a pod starts a session with; None for a terminating pod that was never bound (it holds
-    nothing and will not be scheduled)."""
+    nothing and will not be scheduled). `stuck`: deleted too long ago (`model.releasing`)."""
     if state.phase == "Succeeded":
         return TaskStatus.SUCCEEDED
     if state.phase == "Failed":
         return TaskStatus.FAILED
     if state.node_name is None:
         return None if state.terminating else TaskStatus.PENDING
-    return TaskStatus.RELEASING if state.terminating else TaskStatus.RUNNING
+    if state.terminating:
+        return TaskStatus.STUCK_IN_RELEASING if stuck else TaskStatus.RELEASING
+    return TaskStatus.RUNNING
 
 
 def is_gated(state: PodState) -> bool:
@@ -498,10 +500,12 @@ def make_task(
     job: JobInfo,
     derived: tuple[PodRequest, Placement, tuple[HostPort, ...]],
     node_index: Mapping[str, int],
+    *,
+    stuck: bool = False,
 ) -> TaskInfo | None:
     """The task of one of our pods in `job` (not yet added to it); None when it takes no part in
     scheduling (terminating and never bound, or bound to a node that is not in the cluster)."""
-    status = task_status(pod_state)
+    status = task_status(pod_state, stuck=stuck)
     if status is None:
         return None
     node = node_index.get(pod_state.node_name, -1) if pod_state.node_name else -1

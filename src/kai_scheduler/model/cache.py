@@ -64,6 +64,7 @@ from kai_scheduler.model.dra_cache import Derived, DraInputs
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import (
     ClusterSnapshot,
@@ -76,7 +77,7 @@ from kai_scheduler.model.snapshot import (
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree, build_topology
 
-_OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING)
+_OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
 _FINISHED = ("Succeeded", "Failed")
 
 
@@ -145,6 +146,7 @@ class ClusterCache:
         self._capacity = Resources()
         self._ready_capacity = Resources()
         self._min_gpu_memory = self._max_gpu_memory = 0.0
+        self.stuck_releases = StuckReleases()
         self._foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = []
         # --- what changed since the model was last brought up to date --------------------------
         self._everything_dirty = True
@@ -277,6 +279,7 @@ class ClusterCache:
     def upsert_pod(self, state: PodState) -> None:
         """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says."""
         key = state.pod.key
+        self.stuck_releases.track(key, state)
         previous = self._pods.get(key)
         if previous is not None and self._update_task_in_place(previous, state):
             self._pods[key] = state
@@ -292,6 +295,7 @@ class ClusterCache:
         previous = self._pods.pop(key, None)
         if previous is None:
             return
+        self.stuck_releases.track(key, None)
         self.derivations.forget(previous.pod)
         self._unindex(key, previous)
         self._nominated.pop(key, None)
@@ -395,7 +399,7 @@ class ClusterCache:
             or (previous.phase in _FINISHED) != (state.phase in _FINISHED)
         ):
             return False
-        status = task_status(state)
+        status = task_status(state, stuck=self.stuck_releases.is_stuck(key))
         node = self._node_index(state)
         if status is None or (state.node_name is not None and node < 0):
             return False
@@ -449,7 +453,7 @@ class ClusterCache:
         if node is not None and state.phase not in _FINISHED:
             self._foreign[key] = node
             request = self._derive(pod)[0]
-            self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
+            self._hold(key, _Hold(node, request, self.stuck_releases.releasing(key, state), (), ours=False))
         self._foreign_dirty = True
 
     def _unindex(self, key: str, state: PodState) -> None:
@@ -528,9 +532,15 @@ class ClusterCache:
 
     # --- the cycle -------------------------------------------------------------------------------------
 
-    def snapshot(self, queue_usage: Mapping[str, Resources] | None = None) -> ClusterSnapshot:
+    def snapshot(
+        self, queue_usage: Mapping[str, Resources] | None = None, now: float | None = None
+    ) -> ClusterSnapshot:
         """What one cycle starts from. The session may change the node table and queue tree freely (they
-        are its own); jobs and tasks are shared with the cache until `after_cycle`."""
+        are its own); jobs and tasks are shared with the cache until `after_cycle`. `now` (session
+        clock) moves the time pods stuck in releasing are judged by (`model.releasing`)."""
+        if now is not None:
+            for key in self.stuck_releases.advance(now):
+                self._hold_again(key)
         self.refresh()
         snapshot = ClusterSnapshot(
             nodes=self._table.copy(),
@@ -570,7 +580,9 @@ class ClusterCache:
         for key in decided_pods:
             task = self._tasks.get(key)
             state = self._pods.get(key)
-            status = task_status(state) if state is not None else None
+            status = (
+                task_status(state, stuck=self.stuck_releases.is_stuck(key)) if state is not None else None
+            )
             if task is None or state is None or status is None or self._is_dirty(key):
                 job = self._job_of_pod.get(key)
                 if job is not None:
@@ -666,7 +678,8 @@ class ClusterCache:
             if node is not None and state.phase not in _FINISHED:
                 self._foreign[key] = node
                 request = self._derive(state.pod)[0]
-                self._hold(key, _Hold(node, request, state.terminating, (), ours=False))
+                releasing = self.stuck_releases.releasing(key, state)
+                self._hold(key, _Hold(node, request, releasing, (), ours=False))
         self._dirty_jobs = set(self._ours_by_job) | set(self._groups)
         self._dirty_nodes = set(range(table.size))
         self._foreign_dirty = True
@@ -742,7 +755,8 @@ class ClusterCache:
             nominated = self._nominated.get(state.pod.key)
             if nominated is not None:
                 state = replace(state, nominated_node=nominated[0], nominated_gpu_groups=nominated[1])
-            task = make_task(state, job, self._derive(state.pod), index)
+            stuck = self.stuck_releases.is_stuck(state.pod.key)
+            task = make_task(state, job, self._derive(state.pod), index, stuck=stuck)
             if task is not None:
                 job.tasks.append(task)
                 task.podset.tasks.append(task)
@@ -772,6 +786,17 @@ class ClusterCache:
             self._hold(task.key, _Hold(task.node, task.request, releasing, task.gpu_groups, ours=True))
         else:
             self._release(task.key, ours=True)
+
+    def _hold_again(self, key: str) -> None:
+        """Account again what a pod holds, as it turned stuck in releasing (or back)."""
+        job = self._job_of_pod.get(key)
+        if job is not None:
+            self._dirty_jobs.add(job)  # its task's status changes
+        node = self._foreign.get(key)
+        state = self._pods.get(key)
+        if node is not None and state is not None:
+            releasing = self.stuck_releases.releasing(key, state)
+            self._hold(key, _Hold(node, self._derive(state.pod)[0], releasing, (), ours=False))
 
     def _drop_task(self, task: TaskInfo) -> None:
         if self._tasks.get(task.key) is not task:
@@ -872,6 +897,6 @@ def _discard(index: dict[str, set[str]] | dict[int, set[str]], key: object, valu
             del index[key]  # type: ignore[arg-type]
 
 
-def build_snapshot(state: ClusterState) -> ClusterSnapshot:
-    """A snapshot of a whole `ClusterState`, built from scratch."""
-    return ClusterCache.of(state).snapshot(state.queue_usage)
+def build_snapshot(state: ClusterState, now: float = 0.0) -> ClusterSnapshot:
+    """A snapshot of a whole `ClusterState`, built from scratch, at `now` on the session clock."""
+    return ClusterCache.of(state).snapshot(state.queue_usage, now)

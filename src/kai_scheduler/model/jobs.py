@@ -19,6 +19,8 @@ class TaskStatus(Enum):
     PIPELINED = "Pipelined"  # placed on resources that are still being released
     RUNNING = "Running"  # bound to a node (Bound/Running)
     RELEASING = "Releasing"  # terminating or evicted: still holds its node's resources
+    # Deleted longer ago than the threshold (`model.releasing`): holds them as used, not releasing.
+    STUCK_IN_RELEASING = "StuckInReleasing"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -29,7 +31,13 @@ class TaskStatus(Enum):
 
 # Statuses whose pods occupy node resources, and those counted as the queue's allocation.
 OCCUPYING: Final = frozenset(
-    {TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING, TaskStatus.RELEASING}
+    {
+        TaskStatus.ALLOCATED,
+        TaskStatus.PIPELINED,
+        TaskStatus.RUNNING,
+        TaskStatus.RELEASING,
+        TaskStatus.STUCK_IN_RELEASING,
+    }
 )
 ALLOCATED: Final = frozenset({TaskStatus.ALLOCATED, TaskStatus.RUNNING})
 # Active-allocated: counts toward a gang's minMember (KAI: allocated, pipelined, bound, running).

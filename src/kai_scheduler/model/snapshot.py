@@ -55,6 +55,9 @@ class PodState:
     # When it was created, in session-clock seconds (None: not known): the start of a preemption delay
     # for the job the pod grouper makes of a pod without a PodGroup.
     created: float | None = None
+    # Its deletionTimestamp, in session-clock seconds (None: not being deleted, or not known): a running
+    # pod deleted long enough ago is stuck in releasing (`ClusterCache.stuck_in_releasing_after`).
+    deleted: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

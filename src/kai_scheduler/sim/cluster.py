@@ -59,6 +59,7 @@ class SimPod:
     node: str | None = None
     gpu_groups: tuple[str, ...] = ()
     terminating: bool = False
+    deleted: float | None = None  # its deletionTimestamp in the input, on the session clock
     nominated_node: str | None = None
     nominated_gpu_groups: tuple[str, ...] = ()
     scheduled_at: float | None = None
@@ -178,7 +179,16 @@ class SimCluster:
             self._pending.discard(pod.key)
         created = self.created_at(pod.key, pod.arrival)
         self.cache.upsert_pod(
-            PodState(pod.pod, pod.rank, pod.node, pod.phase, pod.gpu_groups, pod.terminating, created=created)
+            PodState(
+                pod.pod,
+                pod.rank,
+                pod.node,
+                pod.phase,
+                pod.gpu_groups,
+                pod.terminating,
+                created=created,
+                deleted=pod.deleted,
+            )
         )
 
     def created_at(self, key: str, arrival: float) -> float:
@@ -471,6 +481,8 @@ def build_cluster(
         if pod.spec.resource_claims:
             pod, made[pod.key] = made_claims(pod, templates, taken)
         pods.append(_sim_pod(pod, rank_of[key], arrival))
+        if pod.metadata.deletion_timestamp is not None:
+            pods[-1].deleted = (pod.metadata.deletion_timestamp - start).total_seconds()
     _name_unlabelled_gpus(pods, nodes)
     cluster = SimCluster(
         cache=cache,

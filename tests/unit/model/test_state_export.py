@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from helpers import node, objects_of, pod, pod_group, priority_class, queue
+from helpers import node, objects_of, pod, pod_group, pod_manifest, priority_class, queue
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import (
     ConfigMap,
@@ -45,6 +45,13 @@ def with_labels(p: Pod, **labels: str) -> Pod:
     return p.model_copy(
         update={"metadata": p.metadata.model_copy(update={"labels": {**p.metadata.labels, **labels}})}
     )
+
+
+def dying() -> Pod:
+    manifest = pod_manifest("dying", "team-a", gpus=1, node_name="n2")
+    deleted = ORIGIN + timedelta(seconds=NOW - 30)
+    manifest["metadata"]["deletionTimestamp"] = deleted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Pod.model_validate(manifest)
 
 
 def rich_state() -> ClusterState:
@@ -122,13 +129,9 @@ def rich_state() -> ClusterState:
                 ("n1-g2", "n1-g3"),
             ),
         ),
-        # Terminating: one with its own deletionTimestamp, one evicted by this scheduler (none yet).
-        (
-            "pod",
-            PodState(
-                pod("dying", "team-a", gpus=1, node_name="n2", terminating=True), 0, "n2", "Running", (), True
-            ),
-        ),
+        # Terminating: one with its own deletionTimestamp (30 s before the cycle, so not yet stuck in
+        # releasing), one evicted by this scheduler (none yet).
+        ("pod", PodState(dying(), 0, "n2", "Running", (), True, deleted=NOW - 30)),
         ("pod", PodState(pod("evicted", "team-a", gpus=1, node_name="n2"), 0, "n2", "Running", (), True)),
         ("group", idle),
         ("pod", PodState(pod("idle-0", "team-b", group="idle", priority_class="custom"), 0)),
@@ -227,7 +230,7 @@ def test_round_trip_gives_back_the_same_cluster(tmp_path: Path) -> None:
     state = rich_state()
     items = export_state(state, origin=ORIGIN, now=NOW)
     again, _ = reload(items, tmp_path)
-    before = summary(build_snapshot(state), NOW)
+    before = summary(build_snapshot(state, NOW), NOW)
     after = summary(build_snapshot(again), 0.0)
     assert after == before
     # The state is not trivial: it has each kind of pod the export must carry.
@@ -254,7 +257,7 @@ def test_pods_carry_their_runtime_facts() -> None:
     pending = items["Pod", "gang-1"]
     assert "nodeName" not in pending["spec"] and pending["status"] == {"phase": "Pending"}
     # Terminating: its own deletionTimestamp kept, else the snapshot's time; the others have none.
-    assert items["Pod", "dying"]["metadata"]["deletionTimestamp"] == "2025-12-31T23:59:00Z"
+    assert items["Pod", "dying"]["metadata"]["deletionTimestamp"] == "2026-03-01T12:59:30Z"
     assert items["Pod", "evicted"]["metadata"]["deletionTimestamp"] == at
     assert "deletionTimestamp" not in items["Pod", "gang-0"]["metadata"]
     # Shared GPUs as the binder labels them; a pending pod's stale label goes.

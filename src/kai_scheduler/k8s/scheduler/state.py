@@ -459,7 +459,14 @@ class StateBuilder:
         node_name, phase, gpu_groups, terminating = fact
         rank = self._rank((*self._created(obj, key), 1))
         return PodState(
-            parsed, rank, node_name, phase, gpu_groups, terminating, created=self._created_at(obj)
+            parsed,
+            rank,
+            node_name,
+            phase,
+            gpu_groups,
+            terminating,
+            created=self._created_at(obj),
+            deleted=self._stamp_at(obj, "deletionTimestamp"),
         )
 
     def _name_unlabelled_gpus(self, node: str) -> None:
@@ -544,7 +551,11 @@ class StateBuilder:
 
     def _created_at(self, obj: JsonObject) -> float | None:
         """Its creationTimestamp on the session clock (None: none, or not a time)."""
-        stamp = metadata_of(obj).get("creationTimestamp")
+        return self._stamp_at(obj, "creationTimestamp")
+
+    def _stamp_at(self, obj: JsonObject, field: str) -> float | None:
+        """One of its metadata's timestamps on the session clock (None: none, or not a time)."""
+        stamp = metadata_of(obj).get(field)
         try:
             return self.clock.seconds(str(stamp)) if stamp else None
         except ValueError:
