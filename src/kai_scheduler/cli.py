@@ -16,7 +16,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,7 @@ from kai_scheduler.framework.config import (
     shard_partition,
     with_placement_strategy,
 )
+from kai_scheduler.framework.shard_config import DEFAULT_SHARD, check_shard_name
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.releasing import DEFAULT_STUCK_IN_RELEASING_THRESHOLD as DEFAULT_STUCK
 from kai_scheduler.scheduler import Scheduler
@@ -281,8 +282,9 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--shard",
         metavar="NAME",
-        help="scheduler: serve this shard of the configuration's `shards` (its node pool and settings); "
-        "default: the nodes, queues and PodGroups without the node-pool label",
+        help="scheduler: serve this shard (KAI's SchedulingShard): its object's configuration while it "
+        "exists, else the configuration's `shards` entry; default: the shard named default (the nodes, "
+        "queues and PodGroups without the node-pool label)",
     )
     # A port of 0 turns its server off, as Kubernetes components' port flags do (`_port` checks them).
     run.add_argument(
@@ -567,7 +569,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     from kai_scheduler.k8s.components import ALL_COMPONENTS, WEBHOOK_PORT_OFF, RunOptions
 
     config = _config(args.config)
-    config, partition = _shard(config, args.shard, args.config)
+    shard = _shard(config, args.shard, args.config)
+    config, partition = shard.config, shard.partition
     if args.placement_strategy:
         config = with_placement_strategy(config, args.placement_strategy)
     if args.default_staleness_grace_period is not None:
@@ -597,6 +600,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         scaling_pod_image=args.scaling_pod_image,
         plugin_server_port=_port("--plugin-server-port", args.plugin_server_port),
         partition=partition,
+        shard=shard.name,
+        shard_configured=shard.configured,
         **_estimate_options(args.start_estimates),
     )
     if "admission" in options.components and not (options.tls_cert_dir or options.self_signed):
@@ -634,18 +639,34 @@ def _estimate_options(every: str) -> dict[str, Any]:
     return {"estimator": estimate_starts, "estimate_interval": interval} if interval > 0 else {}
 
 
-def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> tuple[SchedulerConfig, Partition]:
-    """The configuration and node pool of the shard `name` (KAI's SchedulingShard); none named: the
-    configuration's default shard (no partitionLabelValue) if it lists one, else KAI's default shard (the
-    objects without the node-pool label) on the document's configuration."""
+def _shard(config: SchedulerConfig, name: str | None, path: str | None) -> _ShardChoice:
+    """The shard `name` (KAI's SchedulingShard) and what `--config` says of it: its configuration and node
+    pool when the configuration lists it; none named, the configuration's default shard (no
+    partitionLabelValue) if it lists one, else KAI's default shard (the objects without the node-pool
+    label) on the document's configuration. A configuration without `shards` leaves any other shard to its
+    SchedulingShard object, which the scheduler waits for (`k8s/scheduler/shard_objects.py`)."""
     if name is None:
         name = next((s.name for s in config.shards if s.partition_label_value is None), None)
         if name is None:
-            return config, Partition(config.node_pool_label_key)
+            return _ShardChoice(DEFAULT_SHARD, config, Partition(config.node_pool_label_key), True)
+    if not config.shards:
+        try:
+            check_shard_name(name, "--shard")
+        except ConfigError as error:
+            raise UsageError(str(error)) from None
+        return _ShardChoice(name, config, Partition(config.node_pool_label_key), name == DEFAULT_SHARD)
     try:
-        return shard_config(config, name), shard_partition(config, name)
+        return _ShardChoice(name, shard_config(config, name), shard_partition(config, name), True)
     except ConfigError as error:
         raise UsageError(f"--shard: {error} in {path or 'the default configuration'}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class _ShardChoice:
+    name: str
+    config: SchedulerConfig
+    partition: Partition
+    configured: bool  # False: only the shard's SchedulingShard object defines it
 
 
 def _lease_timing(args: argparse.Namespace) -> LeaseTiming:

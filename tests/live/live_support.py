@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from identities import ALL_IN_ONE, RESERVATION, account, client_as
 from lightkube.config.kubeconfig import KubeConfig
 
-from kai_fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.binder.binder import Binder
@@ -131,6 +131,21 @@ class FakeGpuNodes:
 
 
 # --- a running scheduler and binder on the fake API server ------------------------------------------
+
+
+def in_pool(pool: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """`manifest` labelled into the node pool `pool` (KAI's default node-pool label)."""
+    manifest["metadata"].setdefault("labels", {})[c.NODE_POOL_LABEL] = pool
+    return manifest
+
+
+def placed(store: Store, namespace: str = "default") -> dict[str, str]:
+    """Pod name -> node, for the bound pods of `namespace`."""
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in store.list("pods", namespace)
+        if p["spec"].get("nodeName")
+    }
 
 
 def evicted(server: FakeApiServer, namespace: str = "default") -> list[str]:

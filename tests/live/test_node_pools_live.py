@@ -5,14 +5,13 @@ own nodes; the pod grouper carries a pod's pool label onto its PodGroup (docs/no
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from identities import client_as, run_as
-from live_support import FakeGpuNodes, eventually, evicted, run
+from live_support import FakeGpuNodes, eventually, evicted, in_pool, placed, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
-from kai_fakeapi import FakeApiServer, Store
+from kai_fakeapi import FakeApiServer
 from kai_scheduler.framework.config import parse_config, shard_config, shard_partition
 from kai_scheduler.k8s.components import RunOptions, run_components
 
@@ -39,19 +38,6 @@ CONTROLLERS = RunOptions(
     metrics_port=0,
     plugin_server_port=0,
 )
-
-
-def in_pool(pool: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    manifest["metadata"].setdefault("labels", {})[POOL] = pool
-    return manifest
-
-
-def placed(store: Store) -> dict[str, str]:
-    return {
-        p["metadata"]["name"]: p["spec"]["nodeName"]
-        for p in store.list("pods", "default")
-        if p["spec"].get("nodeName")
-    }
 
 
 def test_two_shards_schedule_their_own_pools(server: FakeApiServer) -> None:

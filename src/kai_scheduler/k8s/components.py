@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.shard_config import DEFAULT_SHARD
 from kai_scheduler.k8s.admission.self_signed import CertificateKeeper, SelfSignedTLS
 from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder
@@ -49,6 +50,7 @@ from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT
 from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.k8s.scheduler.plugin_server import PLUGIN_SERVER_PORT, PluginServer, endpoint_paths
+from kai_scheduler.k8s.scheduler.shard_objects import ShardObjects, ShardSettings
 from kai_scheduler.k8s.scheduler.start_times import DEFAULT_INTERVAL, StartTimeAnnotations, StartTimeEstimator
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
@@ -102,6 +104,12 @@ class RunOptions:
     # The node pool the scheduler serves (KAI's SchedulingShard; `shard_config`): its partition, with
     # `config` already the shard's. None: KAI's default shard (the objects without the node-pool label).
     partition: Partition | None = None
+    # The scheduler's shard, whose SchedulingShard object (and kai-config) it watches and follows
+    # (`scheduler/shard_objects.py`). `shard_configured`: whether --config defines the shard (lists it, or
+    # it is KAI's default shard), so that `config` and `partition` hold until an object says otherwise;
+    # False: only its object does, and the scheduler waits for it.
+    shard: str = DEFAULT_SHARD
+    shard_configured: bool = True
     # The start-time estimates (`scheduler/start_times.py`; the CLI passes the simulator's look-ahead),
     # every `estimate_interval` seconds. None: no estimates.
     estimator: StartTimeEstimator | None = None
@@ -222,31 +230,41 @@ async def _scheduler(
     binder: bool,
     informers: InformerSet | None,
 ) -> None:
-    partition = options.partition or Partition(options.config.node_pool_label_key)
-    await run_live(
-        client,
-        options.config,
-        stop,
-        scheduler_name=options.scheduler_name,
-        binder=binder,
-        leader_election=options.leader_elect,
-        lease_namespace=options.lease_namespace,
-        identity=options.identity,
-        lease_timing=options.lease_timing,
-        metrics=SchedulerMetrics(registry, node_pool=partition.pool),
-        ready=synced,
-        # KAI's scheduler of a shard with a partition value elects its leader as `<scheduler>-<value>`.
-        lease_name=LEASES["scheduler"] + (f"-{partition.value}" if partition.value else ""),
-        partition=partition,
-        # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
-        require_pod_groups=True,
-        reservation=options.reservation,
-        cdi=options.cdi_enabled,
-        plugin_server_port=options.plugin_server_port,
-        informers=informers,
-        estimator=options.estimator,
-        estimate_interval=options.estimate_interval,
+    """The scheduler of its shard: on the settings its objects (or --config) give at start, then on each
+    change of its objects, between cycles (`scheduler/shard_objects.py`)."""
+    fallback = ShardSettings(
+        options.config, options.partition or Partition(options.config.node_pool_label_key)
     )
+    async with ShardObjects(client, options.shard, fallback, configured=options.shard_configured) as objects:
+        settings = await objects.initial(stop)
+        if settings is None:
+            return
+        partition = settings.partition
+        await run_live(
+            client,
+            settings.config,
+            stop,
+            scheduler_name=options.scheduler_name,
+            binder=binder,
+            leader_election=options.leader_elect,
+            lease_namespace=options.lease_namespace,
+            identity=options.identity,
+            lease_timing=options.lease_timing,
+            metrics=SchedulerMetrics(registry, node_pool=partition.pool),
+            ready=synced,
+            # KAI's scheduler of a shard with a partition value elects its leader as `<scheduler>-<value>`.
+            lease_name=LEASES["scheduler"] + (f"-{partition.value}" if partition.value else ""),
+            partition=partition,
+            # In a cluster the pod grouper (this process's or another's) names every pod's PodGroup.
+            require_pod_groups=True,
+            reservation=options.reservation,
+            cdi=options.cdi_enabled,
+            plugin_server_port=options.plugin_server_port,
+            informers=informers,
+            estimator=options.estimator,
+            estimate_interval=options.estimate_interval,
+            reconfigure=objects.changed,
+        )
 
 
 # --- the scheduler: its loop, its plugin server and (in its process) the binder ----------------------
@@ -278,6 +296,7 @@ async def run_live(
     informers: InformerSet | None = None,
     estimator: StartTimeEstimator | None = None,
     estimate_interval: float = DEFAULT_INTERVAL,
+    reconfigure: Callable[[], SchedulerConfig | None] | None = None,
 ) -> None:
     """Informers, the scheduling loop (every `period`, default `config.period`) and, with `binder`, the
     binder, until `stop` is set; then a graceful shutdown (the cycle and binds in progress finish, the
@@ -288,9 +307,11 @@ async def run_live(
     reservation pods). With a `plugin_server_port` (0: none, the default), the plugin server
     (`scheduler/plugin_server.py`, 127.0.0.1) serves the endpoints that the configuration's plugins turn
     on. `informers`: started and stopped by the caller, shared with other components of the process
-    (default: this function's own). With an `estimator`, waiting PodGroups get start-time estimates every
-    `estimate_interval` seconds, computed in a forked child process (`scheduler/start_times.py`). Calls go
-    through an `AccessGuard` of what the scheduler (and binder) declare, unless `client` is one already."""
+    (default: this function's own). `reconfigure`, asked before each cycle, may give the loop a new
+    configuration (the shard's objects changed). With an `estimator`, waiting PodGroups get start-time
+    estimates every `estimate_interval` seconds, computed in a forked child process
+    (`scheduler/start_times.py`). Calls go through an `AccessGuard` of what the scheduler (and binder)
+    declare, unless `client` is one already."""
     if not isinstance(client, AccessGuard):
         lease = lease_namespace if leader_election else None
         pool = partition is not None and partition.value is not None
@@ -318,6 +339,7 @@ async def run_live(
         partition=partition,
         require_pod_groups=require_pod_groups,
         publish_cycles=serve_plugins,
+        reconfigure=reconfigure,
     )
     bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
     if bind is not None and metrics is not None:

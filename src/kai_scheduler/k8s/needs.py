@@ -21,7 +21,7 @@ from kai_scheduler.k8s.runtime.client import ResourceKind
 from kai_scheduler.k8s.runtime.informers import BINDER_KINDS, PODGROUPER_KINDS, SCHEDULER_KINDS, STATUS_KINDS
 from kai_scheduler.k8s.runtime.leader import lease_access
 from kai_scheduler.k8s.scaleadjuster.controller import scale_adjuster_access
-from kai_scheduler.k8s.scheduler import binds, loop, start_times
+from kai_scheduler.k8s.scheduler import binds, loop, shard_objects, start_times
 from kai_scheduler.k8s.status import podgroups, queues
 
 if TYPE_CHECKING:
@@ -46,8 +46,9 @@ def scheduler_needs(
     *, lease_namespace: str | None = None, pool_labels: bool = False, estimates: bool = False
 ) -> frozenset[Access]:
     """`pool_labels`: the scheduler of a node pool (a partition value) labels the pods it binds;
-    `estimates`: it annotates PodGroups with start-time estimates."""
-    accesses = [*loop.ACCESS]
+    `estimates`: it annotates PodGroups with start-time estimates. Every scheduler watches its
+    SchedulingShard and kai-config (`shard_objects.py`)."""
+    accesses = [*loop.ACCESS, *shard_objects.ACCESS]
     if pool_labels:
         accesses += binds.POOL_LABEL_ACCESS
     if estimates:
@@ -89,7 +90,9 @@ def needs(component: str, options: RunOptions) -> frozenset[Access]:
     """What `component` calls when `kai-scheduler run` starts it with `options`."""
     lease = options.lease_namespace if options.leader_elect else None
     if component == "scheduler":
+        # A shard only its SchedulingShard defines may be a node pool's.
         pool = options.partition is not None and options.partition.value is not None
+        pool = pool or not options.shard_configured
         return scheduler_needs(
             lease_namespace=lease, pool_labels=pool, estimates=options.estimator is not None
         )

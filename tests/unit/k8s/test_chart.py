@@ -929,7 +929,9 @@ def test_each_shard_runs_a_scheduler_of_its_own() -> None:
         assert deployment["spec"]["template"]["metadata"]["labels"]["kai.scheduler/shard"] == name
         args = _run(_container(deployment)["args"])
         assert (args.shard, args.placement_strategy) == (name, strategy)
-        shard_config, partition = cli._shard(config, args.shard, args.config)
+        choice = cli._shard(config, args.shard, args.config)
+        shard_config, partition = choice.config, choice.partition
+        assert (choice.name, choice.configured) == (name, True)
         assert (partition.label_key, partition.value) == ("example.com/pool", value)
         assert shard_config.actions == ("allocate", "reclaim")  # scheduler.config under the shard's keys
         assert shard_config.queue_depth_per_action == ({"allocate": 25} if name == "a100" else {})
@@ -961,8 +963,10 @@ def test_the_default_shard_and_kai_config_are_installed() -> None:
     assert config["spec"]["namespace"] == NAMESPACE
     assert config["spec"]["global"]["nodePoolLabelKey"] == "kai.scheduler/node-pool"
     assert _one("shards", "Config", "kai-config")["spec"]["global"]["nodePoolLabelKey"] == "example.com/pool"
-    # scheduler.shards are this chart's own shards: no SchedulingShard `default` beside them.
+    # This chart's own configuration (scheduler.shards, scheduler.config), which the object would override:
+    # no SchedulingShard `default` beside it.
     assert _docs("shards", "SchedulingShard") == []
+    assert _docs("custom", "SchedulingShard") == []
     assert not [
         d for _, d in render_chart({"defaultShard": {"enabled": False}}) if d["kind"] == "SchedulingShard"
     ]
@@ -1084,6 +1088,10 @@ def test_kai_global_values_reach_the_pods() -> None:
         (
             {"scheduler": {"shards": [{"name": "a"}], "plugins": {"elastic": {"enabled": False}}}},
             "scheduler.args, plugins, actions, scenarioSearchBudgets make the SchedulingShard default",
+        ),
+        (
+            {"scheduler": {"config": {"actions": "allocate"}, "args": {"v": "3"}}},
+            "which scheduler.config and scheduler.shards replace; give the configuration in one place",
         ),
     ],
 )

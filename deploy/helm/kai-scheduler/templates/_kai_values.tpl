@@ -69,8 +69,16 @@ counterpart here (NOTES.txt prints them). values.yaml says what each key becomes
 {{- if and .Values.prometheus.enabled (not .Values.prometheus.externalPrometheusUrl) -}}
 {{- fail "prometheus.enabled without prometheus.externalPrometheusUrl: this chart deploys no Prometheus; give the URL of yours" -}}
 {{- end -}}
-{{- if and .Values.scheduler.shards (or .Values.scheduler.args .Values.scheduler.plugins .Values.scheduler.actions .Values.scheduler.scenarioSearchBudgets) -}}
-{{- fail "scheduler.args, plugins, actions, scenarioSearchBudgets make the SchedulingShard default, which scheduler.shards replaces; give them in scheduler.config" -}}
+{{- if and (or .Values.scheduler.shards .Values.scheduler.config) (or .Values.scheduler.args .Values.scheduler.plugins .Values.scheduler.actions .Values.scheduler.scenarioSearchBudgets) -}}
+{{- fail "scheduler.args, plugins, actions, scenarioSearchBudgets make the SchedulingShard default, which scheduler.config and scheduler.shards replace; give the configuration in one place" -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* Whether the chart renders the SchedulingShard default: KAI's defaultShard.enabled, unless this
+chart's own configuration (scheduler.config, scheduler.shards) is given, which the object would override. */}}
+{{- define "kai-scheduler.defaultShard" -}}
+{{- if and .Values.defaultShard.enabled (not .Values.scheduler.shards) (not .Values.scheduler.config) -}}
+true
 {{- end -}}
 {{- end -}}
 

@@ -149,8 +149,11 @@ class SchedulerLoop:
         record_events: bool = True,
         require_pod_groups: bool = False,
         publish_cycles: bool = True,
+        reconfigure: Callable[[], SchedulerConfig | None] | None = None,
     ) -> None:
         self.client = client
+        # Asked before each cycle: a new configuration to run from then on (the shard's objects changed).
+        self.reconfigure = reconfigure
         self.informers = informers
         self.config = config
         self.period = period
@@ -251,6 +254,15 @@ class SchedulerLoop:
         self.fair_share.forget()
         if self.usage is not None:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
+
+    def apply_config(self, config: SchedulerConfig) -> None:
+        """Run the next cycles with `config` (already checked: `check_config`). The cluster cache and the
+        usage go on; where the usage comes from is chosen at start: a changed `usageDBConfig` takes effect
+        at a restart."""
+        if config.usage_db != self.config.usage_db:
+            log.warning("usageDBConfig changed: the scheduler reads usage from the new one after a restart")
+        self.config = config
+        self.driver = CycleDriver(config, self.states.cache, self.driver.usage)
 
     def _schedule(self, cycle: int, now: float) -> CycleOutcome:
         outcome = self.driver.run(cycle, now)
@@ -405,6 +417,8 @@ class SchedulerLoop:
         while not stop.is_set():
             started = time.monotonic()
             try:
+                if self.reconfigure is not None and (config := self.reconfigure()) is not None:
+                    self.apply_config(config)
                 await self.run_once()
             except asyncio.CancelledError:
                 raise
