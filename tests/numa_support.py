@@ -70,7 +70,7 @@ def observed(placement: dict[str, dict[str, str]]) -> dict[str, str]:
 
 def numa_config(**arguments: Any) -> SchedulerConfig:
     """KAI's default plugins with `numa` enabled (as a SchedulingShard's `plugins.numa.enabled: true`)."""
-    plugins = [{"name": name} for name in DEFAULT_PLUGINS]
+    plugins: list[dict[str, Any]] = [{"name": name} for name in DEFAULT_PLUGINS]
     plugins.append({"name": "numa", "arguments": arguments} if arguments else {"name": "numa"})
     for entry in plugins:
         if entry["name"] == "nodeplacement":
@@ -92,3 +92,9 @@ def zone_room(session: Session, node: str, resource: str) -> list[float]:
     zones = ledger_of(session).by_node[session.snapshot.nodes.index[node]].zones
     scale = 1000.0 if resource == "cpu" else 1.0
     return [z.available.get(resource, 0.0) / scale for z in zones]
+
+
+def cpu_zone_nrt_manifest(node: str, policy: str, cpus: list[str]) -> dict[str, Any]:
+    """A node's NodeResourceTopology with one zone per entry of `cpus` (`node-0`, ...), reporting CPU only."""
+    zones = [zone(f"node-{i}", {"cpu": amount}) for i, amount in enumerate(cpus)]
+    return nrt_manifest(node, policy, "container", *zones)

@@ -140,6 +140,13 @@ class ResourceClaimAllocation(K8sModel):
     )
 
 
+class NUMAZonePlacement(K8sModel):
+    """What a pod takes of one NUMA zone of its node (KAI v0.16)."""
+
+    zone: str = Field(description="The zone, as the node's NodeResourceTopology names it.")
+    amount: ResourceList = Field(description="The amounts the pod takes in that zone.")
+
+
 class BindRequestSpec(K8sModel):
     pod_name: str = Field(default="", description="The pod to bind (same namespace as the BindRequest).")
     selected_node: str = Field(default="", description="The node the scheduler chose.")
@@ -151,6 +158,11 @@ class BindRequestSpec(K8sModel):
     )
     received_gpu: ReceivedGPU | None = Field(default=None, alias="receivedGPU")
     resource_claim_allocations: list[ResourceClaimAllocation] = Field(default_factory=list)
+    predicted_numa_zones: list[NUMAZonePlacement] = Field(
+        default_factory=list,
+        alias="predictedNUMAZones",
+        description="The NUMA zones the scheduler predicts the pod takes on the selected node.",
+    )
     backoff_limit: int | None = Field(default=None, ge=0, description="Bind attempts before giving up.")
 
 

@@ -168,6 +168,7 @@ def test_fields_the_reference_lists_beyond_the_models() -> None:
         "receivedGPU",
         "selectedGPUGroups",
         "resourceClaimAllocations",
+        "predictedNUMAZones",  # KAI v0.16 (the numa plugin)
         "backoffLimit",
     }
     assert set(bind["spec"]["properties"]["receivedGPU"]["properties"]) == {"count", "portion"}

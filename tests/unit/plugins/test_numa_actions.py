@@ -264,7 +264,7 @@ def test_a_placement_made_in_one_cycle_counts_in_the_next() -> None:
     first two take a zone each and their binds carry the zone (the simulator writes it on the pod as
     `kai.scheduler/numa-placement-predicted`, as KAI's binder does); the third fits the node (2 of 8 CPUs
     free) but no zone, because the next cycles read those placements back."""
-    objects = [
+    objects: list[ApiObject] = [
         node("node0", gpus=0, cpu=8, memory="64Gi"),
         nrt("node0", "single-numa-node", "container", zone("node-0", cpu("4")), zone("node-1", cpu("4"))),
         QUEUE0,
@@ -284,7 +284,7 @@ def test_a_placement_made_in_one_cycle_counts_in_the_next() -> None:
 
 def test_without_the_plugin_the_zones_change_nothing() -> None:
     """Opt-in, as in KAI: with the default configuration the same cluster binds all three pods."""
-    objects = [
+    objects: list[ApiObject] = [
         node("node0", gpus=0, cpu=8, memory="64Gi"),
         nrt("node0", "single-numa-node", "container", zone("node-0", cpu("4")), zone("node-1", cpu("4"))),
         QUEUE0,

@@ -15,14 +15,16 @@ import numpy as np
 import pytest
 
 from helpers import node, open_session
-from kai_scheduler.api.objects import ApiObject, Pod
+from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.manifests import parse_object
+from kai_scheduler.api.objects import ApiObject, NodeResourceTopology, Pod
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.plugins.numa.evaluator import Allocation, solve
 from kai_scheduler.plugins.numa.plugin import parse_ignore_list
 from kai_scheduler.plugins.numa.requests import NumaRequests, numa_requests
-from kai_scheduler.plugins.numa.zones import NodeZones, amount, node_zones
+from kai_scheduler.plugins.numa.zones import NodeZones, amount, node_zones, policy_and_scope
 from kai_scheduler.plugins.scoring import NUMA
-from numa_support import ledger_of, nrt, numa_config, zone
+from numa_support import ledger_of, nrt, nrt_manifest, numa_config, zone
 
 GPU = "nvidia.com/gpu"
 Gi = 1024**3
@@ -324,7 +326,7 @@ def test_node_score_tiers(qos: str, gpus: int, node_name: str, score: float) -> 
 
 def test_wants_numa() -> None:
     """TestWantsNuma: a Guaranteed pod or one asking for a device some zone reports is scored."""
-    objects = [
+    objects: list[ApiObject] = [
         node("gpu-node", gpus=4, cpu=16),
         nrt("gpu-node", "single-numa-node", "container", zone("node-0", {GPU: "4", "cpu": "16"})),
     ]
@@ -346,3 +348,61 @@ def test_ignore_list_is_resource_names_separated_by_commas() -> None:
     assert parse_ignore_list({}) == frozenset()
     with pytest.raises(ValueError, match=r"^numa\.arguments\.ignoreList: expected resource names"):
         parse_ignore_list({"ignoreList": ["memory"]})
+
+
+# --- reading NodeResourceTopology objects (KAI's numa_topology_test.go, as facts) ----------------------
+
+
+def test_zones_are_ordered_by_their_number_not_their_place_in_the_object() -> None:
+    """KAI's sortZones: the kubelet prefers the numerically lowest NUMA node, whatever the list order."""
+    zones = zones_of(
+        "single-numa-node",
+        zone("node-10", {"cpu": "4"}),
+        zone("node-2", {"cpu": "4"}),
+        zone("node-0", {"cpu": "4"}),
+    )
+    assert [z.id for z in zones.zones] == ["node-0", "node-2", "node-10"]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "legacy", "expected"),
+    [
+        ([("topologyManagerPolicy", "restricted")], [], ("restricted", "container")),
+        (
+            [("topologyManagerPolicy", "best-effort"), ("topologyManagerScope", "pod")],
+            [],
+            ("best-effort", "pod"),
+        ),
+        ([], ["SingleNUMANodePodLevel"], ("single-numa-node", "pod")),
+        ([], ["Restricted"], ("restricted", "container")),
+        ([("topologyManagerPolicy", "something-new")], [], ("none", "container")),
+        ([], [], ("none", "container")),
+    ],
+)
+def test_policy_and_scope_from_attributes_else_the_deprecated_field(
+    attributes: list[tuple[str, str]], legacy: list[str], expected: tuple[str, str]
+) -> None:
+    manifest = nrt_manifest("n", "none", "container", zone("node-0", {"cpu": "4"}))
+    manifest["attributes"] = [{"name": k, "value": v} for k, v in attributes]
+    manifest["topologyPolicies"] = legacy
+    topology = NodeResourceTopology.model_validate(manifest)
+    assert policy_and_scope(topology) == expected
+
+
+def test_only_numa_node_zones_are_modeled() -> None:
+    manifest = nrt_manifest(
+        "n", "restricted", "pod", zone("socket-0", {"cpu": "8"}), zone("node-0", {"cpu": "4"})
+    )
+    manifest["zones"][0]["type"] = "Socket"
+    built = node_zones(NodeResourceTopology.model_validate(manifest))
+    assert built is not None and [z.id for z in built.zones] == ["node-0"]
+    manifest["zones"] = manifest["zones"][:1]
+    assert node_zones(NodeResourceTopology.model_validate(manifest)) is None
+
+
+def test_a_bad_topology_object_is_one_line_naming_the_field() -> None:
+    manifest = nrt_manifest("n0", "restricted", "pod", zone("node-0", {"cpu": "lots"}))
+    with pytest.raises(
+        ManifestError, match=r"NodeResourceTopology n0\): zones\[0\]\.resources\[0\]\.capacity"
+    ):
+        parse_object(manifest, "in.yaml", 1, strict=True)

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -309,7 +310,7 @@ class Binder:
         if bound_to == node:
             # An earlier attempt bound it (a lost answer, a lost status update, a restart): make sure the
             # pod has its GPUs (a rollback may have run since) and its claims, and do not bind again.
-            await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
+            await self._hand_gpus(request, pod, namespace, pod_name, node, resource_type, groups, received)
             await self._bind_claims(request, pod)
             self.stats.already_bound += 1
             await self._scheduled(request, pod, node, resource_type, groups, received)
@@ -325,12 +326,12 @@ class Binder:
                 raise BindFailure(failure)
         annotations: dict[str, str] | None = None
         if _shares_gpus(resource_type, groups):
-            await self._hand_gpus(pod, namespace, pod_name, node, resource_type, groups, received)
+            await self._hand_gpus(request, pod, namespace, pod_name, node, resource_type, groups, received)
         else:
-            # A whole-GPU (or CPU-only) pod's only hand-over is its received-resource-type annotation: it
-            # rides on the Binding, which the API server copies onto the pod with spec.nodeName (one
-            # write instead of two, and nobody sees the pod bound without it).
-            annotations = {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}
+            # A whole-GPU (or CPU-only) pod's only hand-over is its annotations (received-resource-type, and
+            # its predicted NUMA zones): they ride on the Binding, which the API server copies onto the pod
+            # with spec.nodeName (one write instead of two, and nobody sees the pod bound without them).
+            annotations = bind_annotations(request, resource_type)
         try:
             await self.client.bind(namespace, pod_name, node, annotations=annotations)
         except ApiStatusError as error:
@@ -377,6 +378,7 @@ class Binder:
 
     async def _hand_gpus(
         self,
+        request: JsonObject,
         pod: JsonObject,
         namespace: str,
         pod_name: str,
@@ -385,9 +387,7 @@ class Binder:
         groups: list[str],
         received: JsonObject,
     ) -> None:
-        patch: JsonObject = {
-            "metadata": {"annotations": {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}}
-        }
+        patch: JsonObject = {"metadata": {"annotations": bind_annotations(request, resource_type)}}
         shared = _shares_gpus(resource_type, groups)
         if shared:
             patch["metadata"]["labels"] = gpu_group_labels(groups)
@@ -503,6 +503,17 @@ def scheduled_message(
         if portion:
             message += f" ({portion} of {'each' if plural else 'the'} GPU)"
     return message
+
+
+def bind_annotations(request: JsonObject, resource_type: str) -> dict[str, str]:
+    """What the binder writes on the pod it binds: its received-resource-type and, as KAI v0.17's binder,
+    the NUMA zones the scheduler predicted (`kai.scheduler/numa-placement-predicted`, from the BindRequest's
+    `predictedNUMAZones`), which the scheduler reads back to know the zones the pod takes."""
+    annotations = {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}
+    zones = (request.get("spec") or {}).get("predictedNUMAZones")
+    if zones:
+        annotations[c.NUMA_PLACEMENT_PREDICTED_ANNOTATION] = json.dumps(zones, separators=(",", ":"))
+    return annotations
 
 
 def _shares_gpus(resource_type: str, groups: list[str]) -> bool:

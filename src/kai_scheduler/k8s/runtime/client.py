@@ -52,6 +52,10 @@ PERSISTENT_VOLUME_CLAIMS = ResourceKind("", "v1", "PersistentVolumeClaim", "pers
 PERSISTENT_VOLUMES = ResourceKind("", "v1", "PersistentVolume", "persistentvolumes", False)
 STORAGE_CLASSES = ResourceKind("storage.k8s.io", "v1", "StorageClass", "storageclasses", False)
 PDBS = ResourceKind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True)
+# Published per node by NFD's topology updater (or the resource topology exporter); read by the numa plugin.
+NODE_RESOURCE_TOPOLOGIES = ResourceKind(
+    "topology.node.k8s.io", "v1alpha2", "NodeResourceTopology", "noderesourcetopologies", False
+)
 
 
 @dataclass(frozen=True, slots=True)

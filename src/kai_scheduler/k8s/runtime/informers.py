@@ -17,6 +17,7 @@ from kai_scheduler.k8s.runtime.client import (
     CONFIG_MAPS,
     DEVICE_CLASSES,
     NAMESPACES,
+    NODE_RESOURCE_TOPOLOGIES,
     NODES,
     PDBS,
     PERSISTENT_VOLUME_CLAIMS,
@@ -107,10 +108,13 @@ SCHEDULER_KINDS: tuple[ResourceKind, ...] = (
     *DRA_KINDS,
     *STORAGE_KINDS,
     PDBS,
+    NODE_RESOURCE_TOPOLOGIES,
 )
 """The scheduler's: the cluster it models. Namespaces' labels are what pod (anti-)affinity's
 namespaceSelector matches (`state.py`); DRA's claims, slices and device classes are `dra_state.py`'s;
-PodDisruptionBudgets are there for the victim search."""
+PodDisruptionBudgets are there for the victim search; NodeResourceTopologies for the numa plugin
+(`numa_state.py`; on a cluster without their CRD the informer finds the kind not served and stays empty,
+as KAI watches them only where the CRD is installed)."""
 
 
 def union_of(*sets: Sequence[ResourceKind]) -> tuple[ResourceKind, ...]:

@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.numa_placement import placement_json
 from kai_scheduler.framework.decisions import ClaimAllocation, Decision
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError, JsonObject
@@ -138,6 +139,9 @@ class BindRequests:
                     if decision.claims
                     else {}
                 ),
+                **(
+                    {"predictedNUMAZones": placement_json(decision.numa_zones)} if decision.numa_zones else {}
+                ),
             },
         }
 
@@ -183,7 +187,10 @@ class BindRequests:
                 ):
                     return  # done before (a lost answer, another replica): never twice
                 await self._delete(namespace, name)
-        self.binding[decision.pod] = (uid, Placed(decision.node, decision.gpu_groups, decision.claims))
+        self.binding[decision.pod] = (
+            uid,
+            Placed(decision.node, decision.gpu_groups, decision.claims, decision.numa_zones),
+        )
         report.bind_requests.append(decision.pod)
         await self._label_pool(namespace, name, meta)
 

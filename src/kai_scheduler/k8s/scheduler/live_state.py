@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from kai_scheduler.api.numa_placement import NumaZonePlacement
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import (
@@ -56,11 +57,12 @@ class SessionClock:
 @dataclass(frozen=True, slots=True)
 class Placed:
     """A node and the shared GPUs on it: a pipelined pod's nomination, or a bind not yet seen (with the
-    DRA claims it allocates)."""
+    DRA claims it allocates and the NUMA zones it is predicted to take)."""
 
     node: str
     gpu_groups: tuple[str, ...] = ()
     claims: tuple[ClaimAllocation, ...] = ()
+    numa_zones: tuple[NumaZonePlacement, ...] = ()
 
 
 @dataclass(slots=True)

@@ -60,6 +60,7 @@ from kai_scheduler.k8s.scheduler.disruption_state import DisruptionBudgetFeed
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
+from kai_scheduler.k8s.scheduler.numa_state import NodeTopologyFeed, with_predicted_zones
 from kai_scheduler.k8s.scheduler.parsing import (
     Parsed,
     checked,
@@ -136,6 +137,7 @@ class StateBuilder:
         self._dra = DraFeed(informers)
         self._storage = StorageFeed(informers)
         self._budgets = DisruptionBudgetFeed(informers)
+        self._node_topologies = NodeTopologyFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
         self._pod_objects: dict[str, JsonObject] = {}
@@ -240,6 +242,7 @@ class StateBuilder:
         self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
         self._storage.update(self.cache)
         self._budgets.update(self.cache)
+        self._node_topologies.update(self.cache)
         while self._dirty_groups or self._dirty_pods:  # again when ranks moved to make room (`_rank`)
             self._update_groups()
             self._update_pods()
@@ -457,6 +460,11 @@ class StateBuilder:
         if fact is None:
             return None
         node_name, phase, gpu_groups, terminating = fact
+        if node_name is not None and not (obj.get("spec") or {}).get("nodeName"):
+            # Binding: its NUMA zones as the binder will write them on it.
+            binding = self._binding.get(key)
+            own = binding[1].numa_zones if binding and binding[0] == metadata_of(obj).get("uid", "") else ()
+            parsed = with_predicted_zones(parsed, request, own)
         rank = self._rank((*self._created(obj, key), 1))
         return PodState(
             parsed,

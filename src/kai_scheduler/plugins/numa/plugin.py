@@ -129,17 +129,21 @@ class NumaLedger:
         self.base = np.full(nodes.size, NUMA / max_zones if max_zones else 0.0)
         for index, zones in self.by_node.items():
             self.base[index] = NUMA / len(zones.zones)
-        self.scored_nodes = np.zeros(nodes.size, dtype=np.bool_)
-        self.scored_nodes[list(self.scored)] = True
         self.everywhere = np.ones(nodes.size, dtype=np.bool_)
         self.everywhere.flags.writeable = False
         self._requests: dict[str, NumaRequests] = {}
+        self._aligned_by: dict[tuple[bool, tuple[str, ...]], tuple[str, ...]] = {}
         # Placements: a running pod's from its record; a pod placed in this session (node, zones).
         self.recorded: dict[str, Allocation] = {}
         self.placed: dict[str, tuple[int, tuple[NumaZonePlacement, ...]]] = {}
         self._charged: dict[str, Allocation] = {}
-        self.version = 0
-        self._passing: dict[tuple[object, ...], BoolArray] = {}
+        # Answers per kind of pod (`NumaRequests.signature`) for every node, each node's as of its
+        # version: a placement or eviction changes one node, and only its answers are asked again.
+        self.node_versions = np.zeros(nodes.size, dtype=np.int64)
+        self.filtering_rows = np.array(sorted(self.filtering), dtype=np.int64)
+        self.scored_rows = np.array(sorted(self.scored), dtype=np.int64)
+        self._passing: dict[tuple[object, ...], tuple[BoolArray, IntArray]] = {}
+        self._scores: dict[tuple[object, ...], tuple[FloatArray, IntArray]] = {}
 
     @classmethod
     def open(
@@ -159,9 +163,10 @@ class NumaLedger:
                     zone.available = dict(zone.allocatable)
         for key, state in self.inputs.pods.items():
             index = nodes.index.get(state.node_name) if state.node_name else None
-            zones = self.scored.get(index) if index is not None else None
-            if zones is None or state.phase in ("Succeeded", "Failed") or state.terminating:
+            on_node = self.scored.get(index) if index is not None else None
+            if on_node is None or state.phase in ("Succeeded", "Failed") or state.terminating:
                 continue
+            zones = on_node
             record = placement_record(state.pod.metadata.annotations)
             allocation = allocation_of(record, zones) if record else None
             if allocation is None:
@@ -169,7 +174,11 @@ class NumaLedger:
             if reconstruct:
                 _charge(zones, allocation, -1.0)
             task = tasks.get(key)
-            if task is not None and task.status is TaskStatus.RUNNING and self._accounts(task, zones):
+            if (
+                task is not None
+                and task.status is TaskStatus.RUNNING
+                and self._accounts(self.requests(task), zones)
+            ):
                 self.recorded[key] = allocation
 
     # --- what a pod asks of the zones ----------------------------------------------------------------
@@ -190,17 +199,20 @@ class NumaLedger:
             if not is_qos_gated(name) and name not in self.ignore
         )
 
-    def _accounts(self, task: TaskInfo, zones: NodeZones) -> bool:
+    def _accounts(self, requests: NumaRequests | None, zones: NodeZones) -> bool:
         """Whether the pod is aligned on these zones at all (KAI's shouldScore / shouldFilter)."""
-        requests = self.requests(task)
         return requests is not None and (requests.guaranteed or self._asks_for_device(requests, zones))
 
-    def _aligned(self, requests: NumaRequests, zones: NodeZones) -> list[str]:
-        return [
-            name
-            for name in zones.aware
-            if name not in self.ignore and (requests.guaranteed or not is_qos_gated(name))
-        ]
+    def _aligned(self, requests: NumaRequests, zones: NodeZones) -> tuple[str, ...]:
+        key = (requests.guaranteed, zones.aware)
+        aligned = self._aligned_by.get(key)
+        if aligned is None:
+            aligned = self._aligned_by[key] = tuple(
+                name
+                for name in zones.aware
+                if name not in self.ignore and (requests.guaranteed or not is_qos_gated(name))
+            )
+        return aligned
 
     def evaluate(self, task: TaskInfo, zones: NodeZones) -> Allocation | None:
         """The pod's predicted zones on the node (empty: none aligned), None: the kubelet would refuse."""
@@ -221,32 +233,51 @@ class NumaLedger:
         requests = self.requests(task)
         if requests is None or not (requests.guaranteed or requests.total.keys() & self.devices):
             return self.everywhere
-        key = (self.version, requests.signature)
-        passing = self._passing.get(key)
-        if passing is None:
-            if len(self._passing) > 1000:
-                self._passing.clear()
-            passing = self.everywhere.copy()
-            for index, zones in self.filtering.items():
-                if not self._accounts(task, zones):
-                    continue
-                concurrent, serial = requests.for_scope(zones.scope)
-                if not solve(zones, self._aligned(requests, zones), concurrent, serial):
-                    passing[index] = False
-            self._passing[key] = passing
+        entry = self._passing.get(requests.signature)
+        if entry is None:
+            passing, seen = self.everywhere.copy(), np.full(self.node_versions.size, -1, dtype=np.int64)
+        else:
+            passing, seen = entry
+        stale = self._stale(self.filtering_rows, seen)
+        if stale.size:
+            passing = passing.copy()  # a caller may still hold the earlier answer
+            for index in stale.tolist():
+                zones = self.filtering[index]
+                passing[index] = not self._accounts(requests, zones) or self._solves(requests, zones)
+            seen = seen.copy()
+            seen[stale] = self.node_versions[stale]
+            self._passing[requests.signature] = (passing, seen)
         return passing
+
+    def _stale(self, rows: IntArray, seen: IntArray) -> IntArray:
+        """The nodes of `rows` whose zones changed since an answer was made (all: never made)."""
+        stale: IntArray = rows[self.node_versions[rows] != seen[rows]]
+        return stale
+
+    def _solves(self, requests: NumaRequests, zones: NodeZones) -> bool:
+        concurrent, serial = requests.for_scope(zones.scope)
+        return solve(zones, self._aligned(requests, zones), concurrent, serial)
 
     def scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         requests = self.requests(task)
         if requests is None or not (requests.guaranteed or requests.total.keys() & self.devices):
             return 0.0
-        scores: FloatArray = self.base.take(rows)
-        for position in np.flatnonzero(self.scored_nodes.take(rows)).tolist():
-            zones = self.scored[int(rows[position])]
-            if not self._accounts(task, zones):
-                continue
-            allocation = self.evaluate(task, zones)
-            scores[position] = 0.0 if allocation is None else NUMA / span(allocation)
+        entry = self._scores.get(requests.signature)
+        if entry is None:
+            every, seen = self.base.copy(), np.full(self.node_versions.size, -1, dtype=np.int64)
+        else:
+            every, seen = entry
+        stale = self._stale(self.scored_rows, seen)
+        if stale.size:
+            every, seen = every.copy(), seen.copy()
+            for index in stale.tolist():
+                zones = self.scored[index]
+                if self._accounts(requests, zones):
+                    allocation = self.evaluate(task, zones)
+                    every[index] = 0.0 if allocation is None else NUMA / span(allocation)
+            seen[stale] = self.node_versions[stale]
+            self._scores[requests.signature] = (every, seen)
+        scores: FloatArray = every.take(rows)
         return scores
 
     def allocated(self, task: TaskInfo) -> None:
@@ -255,7 +286,7 @@ class NumaLedger:
             return
         if task.status is TaskStatus.RUNNING:  # an eviction taken back: the pod's zones as recorded
             allocation = self.recorded.get(task.key)
-        elif self._accounts(task, zones):
+        elif self._accounts(self.requests(task), zones):
             allocation = self.evaluate(task, zones) or {}
             self.placed[task.key] = (task.node, zone_placements(allocation, zones))
         else:
@@ -263,7 +294,7 @@ class NumaLedger:
         if allocation:
             _charge(zones, allocation, -1.0)
             self._charged[task.key] = allocation
-            self.version += 1
+            self.node_versions[task.node] += 1
 
     def deallocated(self, task: TaskInfo) -> None:
         zones = self.scored.get(task.node)
@@ -272,7 +303,7 @@ class NumaLedger:
             allocation = self.recorded.get(task.key)
         if zones is not None and allocation:
             _charge(zones, allocation, 1.0)
-            self.version += 1
+            self.node_versions[task.node] += 1
 
 
 def _charge(zones: NodeZones, allocation: Allocation, sign: float) -> None:

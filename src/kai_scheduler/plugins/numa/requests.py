@@ -67,20 +67,12 @@ class NumaRequests:
     serial: tuple[Amounts, ...]  # container scope: ordinary init containers
     # What the pod asks for in all (its request as the scheduler counts it), by resource.
     total: Amounts
+    # Equal for pods the plugin answers alike on the same zones.
+    signature: tuple[object, ...] = ()
 
     def for_scope(self, scope: str) -> tuple[tuple[Amounts, ...], tuple[Amounts, ...]]:
         """The units charged one after the other, and those aligned alone."""
         return (self.pod, ()) if scope == POD_SCOPE else (self.concurrent, self.serial)
-
-    @property
-    def signature(self) -> tuple[object, ...]:
-        """Equal for pods the predicate answers alike on the same zones."""
-        return (
-            self.guaranteed,
-            *(tuple(sorted(unit.items())) for unit in (*self.pod, *self.concurrent)),
-            "|",
-            *(tuple(sorted(unit.items())) for unit in self.serial),
-        )
 
 
 def numa_requests(pod: Pod, guaranteed: bool | None = None) -> NumaRequests:
@@ -96,7 +88,18 @@ def numa_requests(pod: Pod, guaranteed: bool | None = None) -> NumaRequests:
         unit = _container_unit(container, guaranteed)
         (concurrent if _is_sidecar(container) else serial).append(unit)
     concurrent.extend(_container_unit(container, guaranteed) for container in pod.spec.containers)
-    return NumaRequests(guaranteed, (pod_unit,), tuple(concurrent), tuple(serial), total)
+    signature = (
+        guaranteed,
+        _frozen(total),
+        _frozen(pod_unit),
+        tuple(_frozen(unit) for unit in concurrent),
+        tuple(_frozen(unit) for unit in serial),
+    )
+    return NumaRequests(guaranteed, (pod_unit,), tuple(concurrent), tuple(serial), total, signature)
+
+
+def _frozen(unit: Amounts) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(unit.items()))
 
 
 def _amounts(items: Iterable[tuple[str, Fraction]]) -> Amounts:
