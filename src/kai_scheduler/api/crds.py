@@ -37,6 +37,7 @@ from kai_scheduler.api.constants import HOSTNAME_LABEL
 from kai_scheduler.api.crd_models import BindRequest, PodGroupObject, QueueObject
 from kai_scheduler.api.objects import Topology
 from kai_scheduler.api.operator_crd_models import ConfigObject, SchedulingShardObject
+from kai_scheduler.api.topology_rules import IMMUTABLE_NODE_LABELS
 
 SCHEDULING_GROUP = "scheduling.run.ai"
 KAI_GROUP = "kai.scheduler"
@@ -101,7 +102,8 @@ class CrdDefinition:
 
 # The CEL rules on a Topology's levels (the API server evaluates them; the tests' validator knows them).
 TOPOLOGY_LEVEL_RULES = (
-    {"rule": "self == oldSelf", "message": "levels are immutable"},
+    # KAI v0.17: the node labels, in order, never change; aliases may (`api.topology_rules`).
+    {"rule": "self.map(l, l.nodeLabel) == oldSelf.map(l, l.nodeLabel)", "message": IMMUTABLE_NODE_LABELS},
     {
         "rule": f"!self.exists(l, l.nodeLabel == '{HOSTNAME_LABEL}') || "
         f"self[size(self) - 1].nodeLabel == '{HOSTNAME_LABEL}'",
@@ -216,7 +218,9 @@ CRDS: tuple[CrdDefinition, ...] = (
         extras={
             "spec.levels": {
                 "description": "Node labels from the broadest level (e.g. topology.kubernetes.io/zone) "
-                f"to the narrowest; unique, immutable; {HOSTNAME_LABEL} only as the last.",
+                f"to the narrowest; unique, immutable; {HOSTNAME_LABEL} only as the last. A level's "
+                "alias (unique, no level's node label, editable) may stand for its node label in a "
+                "workload's required or preferred level.",
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["nodeLabel"],
                 "x-kubernetes-validations": [dict(rule) for rule in TOPOLOGY_LEVEL_RULES],

@@ -58,6 +58,7 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.api.quantity import format_quantity
 from kai_scheduler.api.strict import unknown_field
+from kai_scheduler.api.topology_rules import alias_problem, update_problem
 
 SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("v1", "Node"): Node,
@@ -310,7 +311,7 @@ def _check_object(obj: ApiObject) -> None:
     elif isinstance(obj, PodGroup):
         check_sub_groups(obj)
     elif isinstance(obj, Topology):
-        _check_topology_levels(obj)
+        check_topology(obj)
     elif isinstance(obj, ResourceClaim):
         check_claim_spec("spec", obj.spec)
     elif isinstance(obj, ResourceClaimTemplate):
@@ -660,7 +661,9 @@ def check_sub_groups(group: PodGroup) -> None:
             chain.append(parent)
 
 
-def _check_topology_levels(topology: Topology) -> None:
+def check_topology(topology: Topology) -> None:
+    """A Topology's levels: unique node labels, the hostname only as the last, and KAI's alias rules
+    (`topology_rules`). Raises InvalidField."""
     levels = topology.spec.levels
     position: dict[str, int] = {}
     for index, level in enumerate(levels):
@@ -670,3 +673,13 @@ def _check_topology_levels(topology: Topology) -> None:
         if label == c.HOSTNAME_LABEL and index != len(levels) - 1:
             raise InvalidField(field, f"{c.HOSTNAME_LABEL} can only be the last (narrowest) level")
         position[label] = index
+    problem = alias_problem(levels)
+    if problem is not None:
+        raise InvalidField("spec.levels", problem)
+
+
+def check_topology_update(old: Topology, new: Topology) -> None:
+    """A change to a Topology: its node labels stay as they were (its aliases may change)."""
+    problem = update_problem(old.spec.levels, new.spec.levels)
+    if problem is not None:
+        raise InvalidField("spec.levels", problem)

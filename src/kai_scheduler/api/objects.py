@@ -475,8 +475,18 @@ class Namespace(K8sModel):
 # --- Topology (kai.scheduler/v1alpha1) ----------------------------------------------------------
 
 
+# A label key (an optional DNS-subdomain prefix and "/", then a name), as KAI v0.17's Topology CRD has it.
+LABEL_KEY_PATTERN: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
 class TopologyLevel(K8sModel):
     node_label: str = Field(min_length=1)
+    # A name workloads may give instead of the node label (KAI v0.17, #1788): unique in the Topology, no
+    # level's node label; it may be edited, the node labels may not (`api.manifests.check_topology_update`).
+    alias: str | None = Field(default=None, min_length=1, max_length=316, pattern=LABEL_KEY_PATTERN)
 
 
 class TopologySpec(K8sModel):

@@ -690,7 +690,10 @@ class ClusterCache:
         labels = [spec.labels for spec in self._table.specs]
         return {
             t.metadata.name: build_topology(
-                t.metadata.name, [level.node_label for level in t.spec.levels], labels
+                t.metadata.name,
+                [level.node_label for level in t.spec.levels],
+                labels,
+                {level.alias: level.node_label for level in t.spec.levels if level.alias},
             )
             for t in self._topologies
         }

@@ -4,6 +4,9 @@ A Topology lists node-label keys from the widest level (say, zone) to the narrow
 A node's domain at level i is the values of its labels for levels 0..i joined with "." (so a rack id is
 unique across zones, as in KAI). A node missing any level's label is outside the topology: a job that
 asks for this topology is never placed there.
+
+A level may have an alias (KAI v0.17, #1788) that workloads name instead of its node label; a name that is
+neither passes through unchanged (and is then no level of the topology).
 """
 
 from __future__ import annotations
@@ -36,9 +39,15 @@ class TopologyTree:
     node_domain: tuple[IntArray, ...]
     domains: tuple[tuple[Domain, ...], ...]
     _by_id: dict[tuple[int, str], Domain] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> node-label key
+
+    def resolve(self, name: str) -> str:
+        """The node-label key a level name stands for (KAI's ResolveAliases): an alias's, else itself."""
+        return self.aliases.get(name, name)
 
     def level_of(self, label: str) -> int | None:
-        """The level index of a node-label key, or None when the topology has no such level."""
+        """The level index of a node-label key or alias, or None when the topology has no such level."""
+        label = self.aliases.get(label, label)
         return self.levels.index(label) if label in self.levels else None
 
     def domain_of(self, node: int, level: int) -> Domain | None:
@@ -52,9 +61,13 @@ class TopologyTree:
 
 
 def build_topology(
-    name: str, levels: Sequence[str], node_labels: Sequence[Mapping[str, str]]
+    name: str,
+    levels: Sequence[str],
+    node_labels: Sequence[Mapping[str, str]],
+    aliases: Mapping[str, str] | None = None,
 ) -> TopologyTree:
-    """The tree of one Topology over the snapshot's nodes (in node-table order)."""
+    """The tree of one Topology over the snapshot's nodes (in node-table order); `aliases`: alias ->
+    node-label key."""
     n = len(node_labels)
     members = np.array([all(level in labels for level in levels) for labels in node_labels], dtype=np.bool_)
     node_domain: list[IntArray] = []
@@ -68,4 +81,6 @@ def build_topology(
                 column[node] = ids.setdefault(domain_id, len(ids))
         node_domain.append(column)
         domains.append(tuple(Domain(depth, domain_id, column == i) for domain_id, i in ids.items()))
-    return TopologyTree(name, tuple(levels), members, tuple(node_domain), tuple(domains))
+    return TopologyTree(
+        name, tuple(levels), members, tuple(node_domain), tuple(domains), aliases=dict(aliases or {})
+    )

@@ -30,6 +30,7 @@ from kai_scheduler.k8s.admission.review import (
     VALIDATE_POD_PATH,
     VALIDATE_PODGROUP_PATH,
     VALIDATE_QUEUE_PATH,
+    VALIDATE_TOPOLOGY_PATH,
     review_pod_mutation,
     review_pod_validation,
     review_podgroup_validation,
@@ -40,6 +41,19 @@ from kai_scheduler.k8s.admission.server import CertificateReloader, WebhookServe
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
 QUEUE_KIND = {"group": "scheduling.run.ai", "version": "v2", "kind": "Queue"}
 PODGROUP_KIND = {"group": "scheduling.run.ai", "version": "v2alpha2", "kind": "PodGroup"}
+TOPOLOGY_KIND = {"group": "kai.scheduler", "version": "v1alpha1", "kind": "Topology"}
+
+
+def topology(*aliases: str) -> dict[str, Any]:
+    """A Topology of two levels (rack, host) with these aliases."""
+    labels = ("example.com/rack", "kubernetes.io/hostname")
+    levels = [{"nodeLabel": label, "alias": alias} for label, alias in zip(labels, aliases, strict=False)]
+    return {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": "dc"},
+        "spec": {"levels": levels or [{"nodeLabel": label} for label in labels]},
+    }
 
 
 # --- builders -------------------------------------------------------------------------------------
@@ -886,7 +900,7 @@ def _der(certificates: Path, pair: str) -> bytes:
     return ssl.PEM_cert_to_DER_cert((certificates / pair / "tls.crt").read_text())
 
 
-def test_the_four_webhooks_over_https(server: WebhookServer, certificates: Path) -> None:
+def test_the_five_webhooks_over_https(server: WebhookServer, certificates: Path) -> None:
     context = _client_context(certificates)
     cases = [
         (VALIDATE_POD_PATH, review(pod({"gpu-fraction": "1.5"})), False, "metadata.annotations.gpu-fraction"),
@@ -901,6 +915,8 @@ def test_the_four_webhooks_over_https(server: WebhookServer, certificates: Path)
             "spec.subGroups[0].parent",
         ),
         (VALIDATE_PODGROUP_PATH, review(podgroup([{"name": "a"}]), PODGROUP_KIND), True, None),
+        (VALIDATE_TOPOLOGY_PATH, review(topology("rack", "rack"), TOPOLOGY_KIND), False, "spec.levels"),
+        (VALIDATE_TOPOLOGY_PATH, review(topology("rack", "node"), TOPOLOGY_KIND), True, None),
     ]
     for path, body, allowed, field in cases:
         status, answer, _ = _post(server, context, path, json.dumps(body).encode())

@@ -497,6 +497,7 @@ def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
             "/validate--v1-pod",
             "/validate-scheduling-run-ai-v2-queue",
             "/validate-scheduling-run-ai-v2alpha2-podgroup",
+            "/validate-kai-scheduler-v1alpha1-topology",
         }
 
 

@@ -42,12 +42,14 @@ from kai_scheduler.api.manifests import (
     check_queue,
     check_queue_has_resources,
     check_sub_groups,
+    check_topology,
+    check_topology_update,
     describe_value,
     field_message,
     short_repr,
     validate_schema,
 )
-from kai_scheduler.api.objects import Pod, PodGroup, Queue
+from kai_scheduler.api.objects import Pod, PodGroup, Queue, Topology
 from kai_scheduler.k8s.admission.gpu_sharing import gpu_sharing_patch, uses_gpus
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ MUTATE_POD_PATH: Final = "/mutate--v1-pod"
 VALIDATE_POD_PATH: Final = "/validate--v1-pod"
 VALIDATE_QUEUE_PATH: Final = "/validate-scheduling-run-ai-v2-queue"
 VALIDATE_PODGROUP_PATH: Final = "/validate-scheduling-run-ai-v2alpha2-podgroup"
+VALIDATE_TOPOLOGY_PATH: Final = "/validate-kai-scheduler-v1alpha1-topology"  # KAI v0.17's path
 
 DEFAULT_GPU_RUNTIME_CLASS: Final = "nvidia"
 DENIED_CODE: Final = 400
@@ -92,6 +95,7 @@ class _Kind:
 _POD = _Kind("", "v1", "Pod")
 _QUEUE = _Kind("scheduling.run.ai", "v2", "Queue")
 _PODGROUP = _Kind("scheduling.run.ai", "v2alpha2", "PodGroup")
+_TOPOLOGY = _Kind("kai.scheduler", "v1alpha1", "Topology")
 
 
 class _Malformed(Exception):
@@ -105,6 +109,7 @@ class _Request:
     name: str
     namespace: str
     object: dict[str, Any] | None  # None for DELETE and CONNECT
+    old_object: dict[str, Any] | None = None  # an UPDATE's object as it was
 
 
 def review_pod_validation(
@@ -153,6 +158,12 @@ def review_queue_validation(review: Any) -> Review:
 def review_podgroup_validation(review: Any) -> Review:
     """Allow or deny a PodGroup: sub-group names unique, every parent an existing sub-group, no cycles."""
     return _guarded(review, _PODGROUP, _validate_podgroup)
+
+
+def review_topology_validation(review: Any) -> Review:
+    """Allow or deny a Topology: its schema, unique node labels (the hostname only as the last), KAI
+    v0.17's alias rules, and on update the same node labels in the same order (aliases may change)."""
+    return _guarded(review, _TOPOLOGY, _validate_topology)
 
 
 def allowed_response(uid: str, *, patch: list[dict[str, Any]] | None = None) -> Review:
@@ -240,7 +251,8 @@ def _parse_review(review: Any, kind: _Kind) -> _Request:
     if obj_kind != kind.kind or obj_version != kind.api_version:
         shown = " ".join(v if isinstance(v, str) else short_repr(v) for v in (obj_version, obj_kind))
         raise _Malformed(f"request.object: this webhook reviews {kind}, got {shown}")
-    return _Request(uid, operation, name, namespace, obj)
+    old = request.get("oldObject") if operation == "UPDATE" else None
+    return _Request(uid, operation, name, namespace, obj, old if isinstance(old, dict) else None)
 
 
 def _check_request_kind(value: Any, kind: _Kind) -> None:
@@ -365,6 +377,16 @@ def _validate_podgroup(request: _Request) -> Review:
     return allowed_response(request.uid)
 
 
+def _validate_topology(request: _Request) -> Review:
+    obj = request.object
+    assert obj is not None
+    topology = validate_schema(Topology, _named(request, obj))
+    check_topology(topology)
+    if request.old_object is not None:
+        check_topology_update(validate_schema(Topology, _named(request, request.old_object)), topology)
+    return allowed_response(request.uid)
+
+
 def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
 
@@ -386,6 +408,7 @@ __all__ = [
     "VALIDATE_PODGROUP_PATH",
     "VALIDATE_POD_PATH",
     "VALIDATE_QUEUE_PATH",
+    "VALIDATE_TOPOLOGY_PATH",
     "Review",
     "Reviewer",
     "allowed_response",
@@ -394,4 +417,5 @@ __all__ = [
     "review_pod_validation",
     "review_podgroup_validation",
     "review_queue_validation",
+    "review_topology_validation",
 ]

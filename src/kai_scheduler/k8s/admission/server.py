@@ -23,6 +23,7 @@ from kai_scheduler.k8s.admission.review import (
     VALIDATE_POD_PATH,
     VALIDATE_PODGROUP_PATH,
     VALIDATE_QUEUE_PATH,
+    VALIDATE_TOPOLOGY_PATH,
     Review,
     Reviewer,
     denied_response,
@@ -30,6 +31,7 @@ from kai_scheduler.k8s.admission.review import (
     review_pod_validation,
     review_podgroup_validation,
     review_queue_validation,
+    review_topology_validation,
 )
 from kai_scheduler.k8s.runtime.http_server import AppHTTPServer, BackgroundHTTPServer, QuietHandler
 
@@ -217,7 +219,7 @@ def webhook_routes(
     gpu_runtime_class: str = DEFAULT_GPU_RUNTIME_CLASS,
     gpu_sharing_enabled: bool = True,
 ) -> dict[str, Reviewer]:
-    """Path -> review function, configured, for the four webhooks the chart registers."""
+    """Path -> review function, configured, for the five webhooks the chart registers."""
     return {
         VALIDATE_POD_PATH: partial(
             review_pod_validation, scheduler_name=scheduler_name, gpu_sharing_enabled=gpu_sharing_enabled
@@ -227,11 +229,12 @@ def webhook_routes(
         ),
         VALIDATE_QUEUE_PATH: review_queue_validation,
         VALIDATE_PODGROUP_PATH: review_podgroup_validation,
+        VALIDATE_TOPOLOGY_PATH: review_topology_validation,
     }
 
 
 class WebhookServer(BackgroundHTTPServer):
-    """The four webhooks over HTTPS on `host:port` (default every interface, 9443), with the certificate
+    """The five webhooks over HTTPS on `host:port` (default every interface, 9443), with the certificate
     and key `tls.crt`/`tls.key` from `cert_dir`, reloaded when they change (see `CertificateReloader`).
 
     `start()` raises when the certificate does not load or the port cannot be bound."""
