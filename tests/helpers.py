@@ -402,6 +402,18 @@ def priority_class(name: str, value: int, *, global_default: bool = False) -> Pr
     return PriorityClass.model_validate(priority_class_manifest(name, value, global_default=global_default))
 
 
+def topology_constraint(
+    topology: str = "dc", *, required: str | None = None, preferred: str | None = None
+) -> dict[str, Any]:
+    """A PodGroup's (or sub-group's) `topologyConstraint`."""
+    found: dict[str, Any] = {"topology": topology}
+    if required is not None:
+        found["requiredTopologyLevel"] = required
+    if preferred is not None:
+        found["preferredTopologyLevel"] = preferred
+    return found
+
+
 def gang(
     name: str, queue: str = "q", *, size: int, min_member: int | None = None, **pod_kwargs: Any
 ) -> list[ApiObject]:

@@ -38,6 +38,7 @@ from helpers import (
     run,
     simulate,
 )
+from helpers import topology_constraint as constraint
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cli import main
@@ -76,17 +77,6 @@ def busy(node: str, gpus: int) -> Manifest:
         node_name=node,
         labels={"kai.scheduler/preemptibility": "non-preemptible"},
     )
-
-
-def constraint(
-    topology: str = "dc", *, required: str | None = None, preferred: str | None = None
-) -> Manifest:
-    found: Manifest = {"topology": topology}
-    if required is not None:
-        found["requiredTopologyLevel"] = required
-    if preferred is not None:
-        found["preferredTopologyLevel"] = preferred
-    return found
 
 
 def job(

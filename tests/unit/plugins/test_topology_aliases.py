@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest, simulate
+from helpers import topology_constraint as constraint
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.k8s.admission.review import review_topology_validation
@@ -53,17 +54,6 @@ def with_aliases(**aliases: str) -> list[Manifest]:
     for name, rack, busy in (("a1", "r1", 3), ("a2", "r1", 0), ("b1", "r2", 2), ("b2", "r2", 0)):
         cluster += rack_node(name, rack, busy)
     return cluster
-
-
-def constraint(
-    topology: str = "dc", *, required: str | None = None, preferred: str | None = None
-) -> Manifest:
-    found: Manifest = {"topology": topology}
-    if required is not None:
-        found["requiredTopologyLevel"] = required
-    if preferred is not None:
-        found["preferredTopologyLevel"] = preferred
-    return found
 
 
 def job(name: str, size: int, *, topology: Manifest | None) -> list[Manifest]:
