@@ -10,7 +10,7 @@ Every other request takes the same on any node, and the job-level checks already
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -24,7 +24,7 @@ REJECTION = "node(s) would take the queue over its quota or limit with their GPU
 CapacityCheck = Callable[[JobInfo, Resources], str | None]
 
 
-def gpu_memory_capacity(session: Session, checks: list[CapacityCheck]) -> NamedPredicate:
+def gpu_memory_capacity(session: Session, checks: Sequence[CapacityCheck]) -> NamedPredicate:
     everywhere = np.ones(session.snapshot.nodes.size, dtype=np.bool_)
     everywhere.flags.writeable = False  # handed out to every other pod
 
