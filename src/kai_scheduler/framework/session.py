@@ -90,8 +90,7 @@ class ExtensionPoints:
     # the job's pods registers this too.
     victim_job_order: list[Callable[[JobInfo, int], Any]] = field(default_factory=list)
     task_order: list[Callable[[TaskInfo], Any]] = field(default_factory=list)
-    # Orders the members of a sub-group (pod sets and non-leaf sub-groups); ties keep their order.
-    podset_order: list[Callable[[PodSet | SubGroupSet], Any]] = field(default_factory=list)
+    podset_order: list[Callable[[PodSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
     pre_predicates: list[PrePredicate] = field(default_factory=list)
@@ -127,6 +126,9 @@ class ExtensionPoints:
     # Job key -> new stale-since time (None clears it), for the edge to remember across cycles.
     stale_updates: dict[str, float | None] = field(default_factory=dict)
     on_allocate: list[TaskHandler] = field(default_factory=list)
+    # Whether a pod evicted on a statement and placed back on its own node (the int) would hold there what
+    # it holds now (the numa plugin: the same NUMA zones); any False, and it moves instead of staying.
+    stays_put: list[Callable[[TaskInfo, int], bool]] = field(default_factory=list)
     on_deallocate: list[TaskHandler] = field(default_factory=list)
     # Topology: the node subsets an allocation attempt must keep within (the first provider that
     # constrains the pods decides).
@@ -287,8 +289,8 @@ class Session:
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
         return (*(key(task) for key in self.points.task_order), task.rank, task.key)
 
-    def podset_order_key(self, member: PodSet | SubGroupSet) -> tuple[Any, ...]:
-        return tuple(key(member) for key in self.points.podset_order)
+    def podset_order_key(self, podset: PodSet) -> tuple[Any, ...]:
+        return (*(key(podset) for key in self.points.podset_order), podset.name)
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         if self.points.queue_order is None:

@@ -58,11 +58,15 @@ class Statement:
 
     def pipeline(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
         """Place a pod on resources that may still be releasing. A pod this statement evicted that is
-        placed back where it was (its node, and its GPUs if it shares some) simply keeps running; placed
-        anywhere else it moves there (a fractional pod onto another GPU of its own node moves too)."""
+        placed back where it was (its node, its GPUs if it shares some, and what a plugin places within
+        the node: `ExtensionPoints.stays_put`) simply keeps running; placed anywhere else it moves there
+        (a fractional pod onto another GPU of its own node moves too, and so does a pod whose NUMA zones
+        went to another pod meanwhile)."""
         if self.evicted_virtually(task):
-            stays = node == task.node and (
-                not task.request.is_shared_gpu or set(gpu_groups) == set(task.gpu_groups)
+            stays = (
+                node == task.node
+                and (not task.request.is_shared_gpu or set(gpu_groups) == set(task.gpu_groups))
+                and all(check(task, node) for check in self._session.points.stays_put)
             )
             if stays:
                 self.keep(task)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from helpers import node, open_session, pod, priority_class, queue, run
 from kai_scheduler.actions.allocate import Allocate
 from kai_scheduler.actions.consolidation import Consolidation
@@ -302,3 +304,76 @@ def test_without_the_plugin_the_zones_change_nothing() -> None:
         "default/b",
         "default/c",
     ]
+
+
+# --- reclaim_repipeline_test.go / consolidation_discard_test.go: the ledger through a statement ----------
+
+
+def repipeline_session() -> Session:
+    """KAI's TestReclaimRepipelineDoesNotGoNegative cluster: two 4-CPU zones, a victim of 3 CPUs
+    recorded in each, a pending preemptor of 3."""
+    return open_session(
+        [
+            node("node0", gpus=0, cpu=16, memory="64Gi"),
+            nrt(
+                "node0",
+                "single-numa-node",
+                "pod",
+                zone("node-0", cpu("4"), cpu("1")),
+                zone("node-1", cpu("4"), cpu("1")),
+            ),
+            QUEUE0,
+            job("victim0", 3, node_name="node0", placement={"node-0": cpu("3")}),
+            job("victim1", 3, node_name="node0", placement={"node-1": cpu("3")}),
+            job("preemptor", 3),
+        ],
+        numa_config(),
+    )
+
+
+def test_reclaim_repipeline_does_not_go_negative() -> None:
+    """TestReclaimRepipelineDoesNotGoNegative: both victims evicted (both zones free), the preemptor
+    pipelined onto zone 0, then a victim placed back on its node: its recorded zone is the preemptor's
+    now, so it does not simply keep running there (that would charge zone 0 twice); it is pipelined onto
+    zone 1."""
+    session = repipeline_session()
+    tasks = session.snapshot.tasks
+    victim0, victim1, preemptor = (tasks[f"default/{n}"] for n in ("victim0", "victim1", "preemptor"))
+    statement = session.statement("reclaim")
+    statement.evict(victim0, "reclaim")
+    statement.evict(victim1, "reclaim")
+    assert zone_room(session, "node0", "cpu") == [4.0, 4.0]
+    statement.pipeline(preemptor, 0, (), "reclaim")
+    assert zone_room(session, "node0", "cpu") == [1.0, 4.0]
+    statement.pipeline(victim0, 0, (), "reclaim")
+    assert zone_room(session, "node0", "cpu") == [1.0, 1.0]
+    assert victim0.status is TaskStatus.PIPELINED
+    statement.discard()
+    assert zone_room(session, "node0", "cpu") == [1.0, 1.0]  # as the session opened
+
+
+def scenario(session: Session, statement: Any) -> None:
+    """KAI's `runScenario`: both victims evicted, the preemptor pipelined onto zone 0, victim0 placed back
+    (onto zone 1: zone 0 is the preemptor's now), victim1 left out (no zone holds it)."""
+    tasks = session.snapshot.tasks
+    for name in ("victim0", "victim1"):
+        statement.evict(tasks[f"default/{name}"], "consolidation")
+    assert zone_room(session, "node0", "cpu") == [4.0, 4.0]
+    statement.pipeline(tasks["default/preemptor"], 0, (), "consolidation")
+    statement.pipeline(tasks["default/victim0"], 0, (), "consolidation")
+    assert zone_room(session, "node0", "cpu") == [1.0, 1.0]  # neither zone over-committed
+
+
+@pytest.mark.parametrize("rollback_first", [False, True], ids=["Discard", "RollbackThenDiscard"])
+def test_consolidation_discard_restores_ledger(rollback_first: bool) -> None:
+    """TestConsolidationDiscardRestoresLedger: a scenario undone (discarded, or rolled back to a
+    checkpoint and then discarded) leaves the zones as they were before it."""
+    session = repipeline_session()
+    before = zone_room(session, "node0", "cpu")
+    statement = session.statement("consolidation")
+    checkpoint = statement.checkpoint()
+    scenario(session, statement)
+    if rollback_first:
+        statement.rollback(checkpoint)
+    statement.discard()
+    assert zone_room(session, "node0", "cpu") == before

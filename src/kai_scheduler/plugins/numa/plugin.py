@@ -88,6 +88,7 @@ class NumaPlugin:
         points.node_scorers.append(ledger.scores)
         points.on_allocate.append(ledger.allocated)
         points.on_deallocate.append(ledger.deallocated)
+        points.stays_put.append(ledger.stays_put)
 
     def on_session_close(self, session: Session) -> None:
         """Bind decisions carry their pods' predicted zones."""
@@ -137,6 +138,7 @@ class NumaLedger:
         self.recorded: dict[str, Allocation] = {}
         self.placed: dict[str, tuple[int, tuple[NumaZonePlacement, ...]]] = {}
         self._charged: dict[str, Allocation] = {}
+        self._released: dict[str, Allocation] = {}  # what a pod held when it was last taken off
         # Answers per kind of pod (`NumaRequests.signature`) for every node, each node's as of its
         # version: a placement or eviction changes one node, and only its answers are asked again.
         self.node_versions = np.zeros(nodes.size, dtype=np.int64)
@@ -304,6 +306,17 @@ class NumaLedger:
         if zones is not None and allocation:
             _charge(zones, allocation, 1.0)
             self.node_versions[task.node] += 1
+            self._released[task.key] = allocation
+
+    def stays_put(self, task: TaskInfo, node: int) -> bool:
+        """Whether a pod evicted and placed back on its node would take the zones it held (KAI compares
+        the fresh placement with the old one): if another pod took them meanwhile, it moves instead, so
+        that its old zones are not charged twice."""
+        zones = self.scored.get(node)
+        held = self._released.get(task.key)
+        if zones is None or not held:
+            return True
+        return self.evaluate(task, zones) == held
 
 
 def _charge(zones: NodeZones, allocation: Allocation, sign: float) -> None:
