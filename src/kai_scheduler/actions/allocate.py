@@ -77,9 +77,7 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         return False
     if not job.is_gang_satisfied():
         missing = job.min_member - job.active_allocated()
-        if len(tasks) < missing or any(
-            len(p.pending()) < p.min_member - p.active_allocated() for p in job.podsets.values()
-        ):
+        if len(tasks) < missing or not job.tree().is_ready():
             session.unschedulable[job.key] = (
                 f"waiting for pods: the gang needs {missing} more but has fewer pending"
             )

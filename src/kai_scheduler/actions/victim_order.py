@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.actions.gang_eviction import has_elastic_surplus, tasks_to_evict
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, PodSet, TaskInfo
+from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.resources import Resources
 
@@ -149,8 +150,8 @@ def order_victims(
     the child that ranks last in queue order (over its fair share, above its quota, low priority, large
     dominant share: see proportion's `victim_queue_key`); in the leaf reached, the job that ranks last in
     job order (the lowest priority; among equals one running above its minMember before one at it; then
-    the newest). From that job one unit (`_next_unit`); a job with pods left goes back into its queue and
-    is ranked again with what it has left.
+    the newest). From that job one unit (`gang_eviction.tasks_to_evict`); a job with pods left goes back
+    into its queue and is ranked again with what it has left.
 
     A job is passed over when `admit` refuses it, when it is the preemptor itself, when none of its pods
     runs on a node the preemptor's `tasks` may use at all (freeing other nodes cannot help), or when its
@@ -164,7 +165,7 @@ def order_victims(
     order = _VictimOrder(session, action, preemptor, usable, source, admit)
     while (leaf := order.next_leaf()) is not None:
         job = order.pop(leaf)
-        unit = _next_unit(session, order.left_of[job], job in order.protected)
+        unit = tasks_to_evict(session, job, order.left_of[job], job in order.protected)
         if unit:
             yield VictimUnit(job, unit)
             order.took(leaf, job, unit)
@@ -261,7 +262,7 @@ class _VictimOrder:
         rest = [task for task in self.left_of[job] if id(task) not in gone]
         self.left_of[job] = rest
         self.held_of.pop(job, None)
-        if rest and (job not in self.protected or _above_min(rest)):
+        if rest and (job not in self.protected or has_elastic_surplus(self.session, job, rest)):
             self.counter += 1
             key = _Last(self.session.victim_order_key(job, len(rest)))
             self.heaps[leaf].push((key, self.counter, job))
@@ -284,7 +285,7 @@ class _VictimOrder:
         ok = job is not self.preemptor and (self.admit is None or self.admit(job))
         ok = ok and bool(active) and any(self.usable[task.node] for task in active)
         if ok and session.is_protected(self.action, self.preemptor, job):
-            ok = _above_min(active)
+            ok = has_elastic_surplus(session, job, active)
             self.protected.add(job)
         if ok:
             self.left_of[job] = active
@@ -332,29 +333,3 @@ class _VictimOrder:
             if found is not None and (best is None or best[0] < found[0]):
                 best = (found[0], name, found[1])
         return None if best is None else (best[1], best[2])
-
-
-def _above_min(tasks: list[TaskInfo]) -> bool:
-    """Whether some pod set of these pods' job has more of them than its minMember."""
-    counts: dict[int, int] = {}
-    podsets: dict[int, PodSet] = {}
-    for task in tasks:
-        counts[id(task.podset)] = counts.get(id(task.podset), 0) + 1
-        podsets[id(task.podset)] = task.podset
-    return any(count > podsets[key].min_member for key, count in counts.items())
-
-
-def _next_unit(session: Session, tasks: list[TaskInfo], protected: bool) -> list[TaskInfo]:
-    """What to take next from a job whose victim pods left are `tasks` (KAI's GetTasksToEvict): if a pod
-    set runs above its minMember, one pod of it (the pod set furthest above, its pod last in task order:
-    the newest); else every pod left at once (the gang), unless the job is protected (then nothing)."""
-    by_podset: dict[int, tuple[PodSet, list[TaskInfo]]] = {}
-    for task in tasks:
-        by_podset.setdefault(id(task.podset), (task.podset, []))[1].append(task)
-    above = [(podset, members) for podset, members in by_podset.values() if len(members) > podset.min_member]
-    if above:
-        _, members = max(above, key=lambda entry: len(entry[1]) / max(entry[0].min_member, 1))
-        return [max(members, key=session.task_order_key)]
-    if protected:
-        return []
-    return sorted(tasks, key=session.task_order_key, reverse=True)

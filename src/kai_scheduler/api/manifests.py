@@ -56,6 +56,7 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
+from kai_scheduler.api.podgroup_rules import Severity, min_findings
 from kai_scheduler.api.quantity import format_quantity
 from kai_scheduler.api.strict import unknown_field
 from kai_scheduler.api.topology_rules import alias_problem, update_problem
@@ -631,8 +632,25 @@ def check_queue(queue: Queue) -> None:
             _check_non_negative_duration(field, value)
 
 
-def check_sub_groups(group: PodGroup) -> None:
-    """Sub-gangs form a forest: unique names, parents that exist, no cycles. Raises InvalidField."""
+def check_sub_groups(group: PodGroup, *, update: bool = False) -> None:
+    """Sub-gangs form a forest (unique names, parents that exist, no cycles) and state their minimums as
+    KAI's webhook requires (`podgroup_rules`; `update`: as for a change to an existing PodGroup, which
+    lets a mid-level minMember pass). Raises InvalidField; what KAI only warns of is `pod_group_warnings`."""
+    findings = min_findings(group.spec)
+    if findings and findings[0].field == "spec.minSubGroup" and findings[0].severity is Severity.STRUCTURAL:
+        raise InvalidField(findings[0].field, findings[0].message)
+    _check_sub_group_graph(group)
+    refused = [finding for finding in findings if finding.refused(update=update)]
+    if refused:
+        raise InvalidField(refused[0].field, "; ".join(finding.message for finding in refused))
+
+
+def pod_group_warnings(group: PodGroup, *, update: bool = False) -> list[tuple[str, str]]:
+    """(field, message) of what KAI's PodGroup webhook admits with a warning."""
+    return [(f.field, f.message) for f in min_findings(group.spec) if not f.refused(update=update)]
+
+
+def _check_sub_group_graph(group: PodGroup) -> None:
     subs = group.spec.sub_groups
     position: dict[str, int] = {}
     for index, sub in enumerate(subs):

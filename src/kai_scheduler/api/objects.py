@@ -415,10 +415,18 @@ class TopologyConstraint(K8sModel):
     preferred_topology_level: str = ""
 
 
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
 class SubGroup(K8sModel):
-    name: str = Field(min_length=1)
-    min_member: int = Field(default=1, ge=0)
-    parent: str | None = None
+    name: str = Field(min_length=1, pattern=_DNS_LABEL)
+    # A leaf's gang size (0: every pod elastic); admission requires it on a leaf and refuses it on a
+    # sub-group with children. Unset, the scheduler reads 0 (KAI v0.15).
+    min_member: int | None = Field(default=None, ge=0)
+    # How many direct children must be satisfied (0: the whole subtree is optional); unset, all of them.
+    # Only on a sub-group with children.
+    min_sub_group: int | None = Field(default=None, ge=0)
+    parent: Annotated[str, Field(pattern=_DNS_LABEL)] | None = None
     topology_constraint: TopologyConstraint | None = None
 
 
@@ -428,7 +436,10 @@ def _go_duration(text: str) -> str:
 
 
 class PodGroupSpec(K8sModel):
-    min_member: int = Field(default=1, ge=1)
+    # Unset, the scheduler reads 1 for a PodGroup without sub-groups (KAI v0.15 made it a pointer).
+    min_member: int | None = Field(default=None, ge=1)
+    # How many direct sub-groups must be satisfied; unset, all of them (not together with minMember).
+    min_sub_group: int | None = Field(default=None, ge=1)
     queue: str = ""
     priority_class_name: str = ""
     preemptibility: Literal["", "preemptible", "non-preemptible"] = ""
@@ -441,6 +452,11 @@ class PodGroupSpec(K8sModel):
     # KAI v0.17: how long a gang may run below its minMember before it is evicted (negative: never);
     # unset, the scheduler's default.
     staleness_grace_period: Annotated[str, AfterValidator(_go_duration)] | None = None
+
+    @property
+    def gang_min_member(self) -> int:
+        """The minMember the scheduler reads: unset is 1 (KAI's default pod set)."""
+        return 1 if self.min_member is None else self.min_member
 
 
 class PodGroup(Namespaced):

@@ -53,7 +53,7 @@ def shape_of(pod: Pod, group: PodGroup | None) -> Shape:
     label = pod.metadata.labels.get(c.QUEUE_LABEL) or c.DEFAULT_QUEUE
     if group is None:
         return Shape(label, 1, pod_request(pod).shape())
-    return Shape(group.spec.queue or label, group.spec.min_member, pod_request(pod).shape())
+    return Shape(group.spec.queue or label, group.spec.gang_min_member, pod_request(pod).shape())
 
 
 def known_duration(pod: Pod) -> float | None:
@@ -127,7 +127,7 @@ def waiting_jobs(state: ClusterState) -> dict[str, int]:
     """The jobs that wait to start, each with its minMember: fewer than minMember of its pods run (bound,
     not finished, not terminating) and at least one waits for a placement. (A job running at or above its
     minMember with more pods pending has started: only its extra pods wait.)"""
-    min_member = {g.pod_group.key: g.pod_group.spec.min_member for g in state.pod_groups}
+    min_member = {g.pod_group.key: g.pod_group.spec.gang_min_member for g in state.pod_groups}
     running: dict[str, int] = {}
     pending: set[str] = set()
     for entry in state.pods:

@@ -1,7 +1,9 @@
 """Which pods of a job the next allocation attempt is about: a gang's missing members, or one more.
 
-KAI allocates a job in passes: while a pod set is below its minMember, the attempt takes exactly the
-missing members (all or nothing); once every pod set is satisfied, an elastic job grows one pod per pass.
+KAI allocates a job in passes down its sub-group tree (`JobInfo.tree`): while a group is below its
+minimum (`minSubGroup` of its children, unset all), the attempt takes exactly the missing pods of the
+children it needs (all or nothing); once it is satisfied, an elastic job grows by one pod of its first
+child in sub-group order that has any, per pass.
 The pods an attempt may take are the pending ones and, while a victim scenario is simulated, the ones it
 evicted virtually: the simulation places its victims again as it places any job.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import Resources
 
 if TYPE_CHECKING:
@@ -51,30 +53,64 @@ def _pending(tasks: list[TaskInfo]) -> list[TaskInfo]:
 def _choose(
     session: Session, job: JobInfo, placeable: Callable[[list[TaskInfo]], list[TaskInfo]]
 ) -> list[TaskInfo]:
-    podsets = list(job.podsets.values())
-    if len(podsets) > 1:
-        podsets.sort(key=session.podset_order_key)
-    if not job.is_gang_satisfied():
-        chosen: list[TaskInfo] = []
-        for podset in podsets:
-            missing = podset.min_member - podset.active_allocated()
-            if missing > 0:
-                pending = placeable(podset.tasks)
-                if len(pending) > 1:
-                    pending.sort(key=session.task_order_key)
-                chosen.extend(pending[:missing])
-        # The group-level minMember may ask for more pods than the pod sets do.
+    chosen = _from_group(session, job.tree(), placeable)
+    if job.min_member and not job.is_gang_satisfied():
+        # The PodGroup's own minMember may ask for more pods than its pod sets do.
         shortfall = job.min_member - job.active_allocated() - len(chosen)
         if shortfall > 0:
             taken = {task.key for task in chosen}
             rest = sorted((t for t in placeable(job.tasks) if t.key not in taken), key=session.task_order_key)
             chosen.extend(rest[:shortfall])
+    return chosen
+
+
+def _from_group(
+    session: Session, group: SubGroupSet, placeable: Callable[[list[TaskInfo]], list[TaskInfo]]
+) -> list[TaskInfo]:
+    """KAI's collectTasksFromSubGroupSet: below its minimum, the missing pods of its first
+    `min_to_satisfy` children in sub-group order (children already satisfied give none); satisfied, the
+    next pods of its first child that has any."""
+    children = group.children
+    if len(children) > 1:
+        children = sorted(children, key=session.podset_order_key)
+    if not group.is_satisfied():
+        chosen: list[TaskInfo] = []
+        for child in children[: group.min_to_satisfy()]:
+            if child.satisfied_members() < child.min_to_satisfy():
+                chosen.extend(_from_member(session, child, placeable))
         return chosen
-    for podset in podsets:
-        pending = placeable(podset.tasks)
-        if pending:
-            return [min(pending, key=session.task_order_key) if len(pending) > 1 else pending[0]]
+    for child in children:
+        found = _from_member(session, child, placeable)
+        if found:
+            return found
     return []
+
+
+def _from_member(
+    session: Session, member: PodSet | SubGroupSet, placeable: Callable[[list[TaskInfo]], list[TaskInfo]]
+) -> list[TaskInfo]:
+    if isinstance(member, SubGroupSet):
+        return _from_group(session, member, placeable)
+    pending = placeable(member.tasks)
+    if not pending:
+        return []
+    missing = member.min_member - member.active_allocated()
+    if missing <= 0:  # satisfied: one pod more
+        return [min(pending, key=session.task_order_key) if len(pending) > 1 else pending[0]]
+    if len(pending) > 1:
+        pending.sort(key=session.task_order_key)
+    return pending[:missing]
+
+
+def allocation_rank(count: int, threshold: int) -> tuple[int, int, float]:
+    """KAI's SubGroupOrderFn as a key, for a member with `count` satisfied children (or active pods) of
+    the `threshold` it needs: below it first (all alike), then required members by their allocation
+    ratio, then optional ones (threshold 0) by how many they have."""
+    if count < threshold:
+        return (0, 0, 0.0)
+    if threshold == 0:
+        return (1, 1, float(count))
+    return (1, 0, count / threshold)
 
 
 def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:

@@ -90,7 +90,8 @@ class ExtensionPoints:
     # the job's pods registers this too.
     victim_job_order: list[Callable[[JobInfo, int], Any]] = field(default_factory=list)
     task_order: list[Callable[[TaskInfo], Any]] = field(default_factory=list)
-    podset_order: list[Callable[[PodSet], Any]] = field(default_factory=list)
+    # Orders the members of a sub-group (pod sets and non-leaf sub-groups); ties keep their order.
+    podset_order: list[Callable[[PodSet | SubGroupSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
     pre_predicates: list[PrePredicate] = field(default_factory=list)
@@ -289,8 +290,8 @@ class Session:
     def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
         return (*(key(task) for key in self.points.task_order), task.rank, task.key)
 
-    def podset_order_key(self, podset: PodSet) -> tuple[Any, ...]:
-        return (*(key(podset) for key in self.points.podset_order), podset.name)
+    def podset_order_key(self, member: PodSet | SubGroupSet) -> tuple[Any, ...]:
+        return tuple(key(member) for key in self.points.podset_order)
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         if self.points.queue_order is None:

@@ -414,7 +414,9 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
         queue=traits.queue,
         priority=traits.priority,
         preemptible=traits.preemptible,
-        min_member=spec.min_member,
+        # With sub-groups KAI reads no minMember of the PodGroup itself (unset: 0 here); without, unset is 1.
+        min_member=spec.min_member if spec.min_member is not None else 0 if spec.sub_groups else 1,
+        min_sub_group=spec.min_sub_group,
         rank=pg_state.rank,
         topology=_constraint(spec.topology_constraint),
         staleness_grace=staleness_grace(pg),
@@ -426,9 +428,11 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
     for group in spec.sub_groups:
         own = _constraint(group.topology_constraint)
         if group.name in parents:
-            job.subgroups.setdefault(group.name, SubGroupSet(group.name, own))
+            job.subgroups.setdefault(
+                group.name, SubGroupSet(group.name, own, min_sub_group=group.min_sub_group)
+            )
         else:
-            job.podsets[group.name] = PodSet(group.name, group.min_member, topology=own)
+            job.podsets[group.name] = PodSet(group.name, group.min_member or 0, topology=own)
     for group in spec.sub_groups:
         parent = job.subgroups.get(group.parent) if group.parent else None
         child = job.subgroups.get(group.name) or job.podsets.get(group.name)
@@ -441,7 +445,7 @@ def job_from_pod_group(pg_state: PodGroupState, first_pod: Pod | None, prioritie
             child.parent = parent
             parent.children.append(child)
     if not job.podsets:
-        job.podsets[""] = PodSet("", spec.min_member)
+        job.podsets[""] = PodSet("", spec.gang_min_member)
     return job
 
 

@@ -186,18 +186,44 @@ class PodSet:
     def pending(self) -> list[TaskInfo]:
         return [task for task in self.tasks if task.status is TaskStatus.PENDING]
 
+    # As a member of its parent (KAI's SubGroupMember): it counts as satisfied once it has its minMember.
+    def min_to_satisfy(self) -> int:
+        return self.min_member
+
+    def satisfied_members(self) -> int:
+        return self.active_allocated()
+
+    def is_ready(self) -> bool:
+        """Whether enough of its pods are there to be scheduled (running or pending)."""
+        return self.count(ACTIVE_ALLOCATED) + len(self.pending()) >= self.min_member
+
 
 @dataclass(eq=False, slots=True)
 class SubGroupSet:
-    """A non-leaf sub-group (one that other sub-groups name as their parent): it holds no pods itself,
-    and its topology constraint keeps the pods of all its descendants together (e.g. sub-group "workers"
-    in one zone, each of its leaf segments in one rack). Its minMember is not a gang unit here: the pod
-    sets of its leaves are."""
+    """A non-leaf sub-group (one that other sub-groups name as their parent), or the job's root (`JobInfo.
+    tree`): it holds no pods itself, it is satisfied when `min_sub_group` of its direct children are
+    (unset: all of them; 0: the whole subtree is optional), and its topology constraint keeps the pods of
+    all its descendants together (e.g. sub-group "workers" in one zone, each of its leaf segments in one
+    rack)."""
 
     name: str
     topology: TopologyConstraint | None = None
     parent: SubGroupSet | None = None
     children: list[SubGroupSet | PodSet] = field(default_factory=list)
+    min_sub_group: int | None = None
+
+    def min_to_satisfy(self) -> int:
+        return len(self.children) if self.min_sub_group is None else self.min_sub_group
+
+    def satisfied_members(self) -> int:
+        """How many of its direct children are satisfied (KAI's GetNumActiveAllocatedDirectSubGroups)."""
+        return sum(1 for child in self.children if child.satisfied_members() >= child.min_to_satisfy())
+
+    def is_satisfied(self) -> bool:
+        return self.satisfied_members() >= self.min_to_satisfy()
+
+    def is_ready(self) -> bool:
+        return sum(1 for child in self.children if child.is_ready()) >= self.min_to_satisfy()
 
     @property
     def podsets(self) -> list[PodSet]:
@@ -262,6 +288,10 @@ class JobInfo:
     gated: int = 0
     # The non-leaf sub-groups by name (pod sets name theirs as `parent`); empty without a hierarchy.
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
+    # The PodGroup's `spec.minSubGroup`: how many of its top-level sub-groups must be satisfied (None: all).
+    min_sub_group: int | None = None
+    # `tree`, once asked (the job's shape never changes after it is made).
+    _root: SubGroupSet | None = field(default=None, init=False, repr=False)
     # `tally` and the `version` it was counted at.
     _tally: tuple[int, Tally] | None = field(default=None, init=False, repr=False)
     # The proportion plugin's per-job queue sums (see `account_queues`): allocated (gpu, cpu, memory) and
@@ -341,6 +371,19 @@ class JobInfo:
             *(podset.topology for podset in self.podsets.values()),
             *(group.topology for group in self.subgroups.values()),
         )
+
+    def tree(self) -> SubGroupSet:
+        """The root of its sub-group tree: the top-level sub-groups (non-leaf ones first, as KAI lists a
+        SubGroupSet's members) and pod sets, `min_sub_group` of them required. Its children keep `parent`
+        None: the job itself is their parent."""
+        root = self._root
+        if root is None:
+            root = self._root = SubGroupSet("", min_sub_group=self.min_sub_group)
+            root.children = [
+                *(group for group in self.subgroups.values() if group.parent is None),
+                *(podset for podset in self.podsets.values() if podset.parent is None),
+            ]
+        return root
 
     def has_topology(self) -> bool:
         """Whether the job, or any of its sub-groups, keeps its pods within a topology domain (asked of

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kai_scheduler.framework.gang import allocation_rank
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo
+from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo
 
 
 class _OrderingPlugin:
@@ -89,11 +90,9 @@ class RayPlugin(_OrderingPlugin):
         session.points.task_order.append(ray_rank)
 
 
-def podset_rank(podset: PodSet) -> tuple[int, float]:
-    """Unsatisfied pod sets first, then the lowest allocated/minMember ratio."""
-    allocated = podset.active_allocated()
-    ratio = allocated / podset.min_member if podset.min_member else float("inf")
-    return (0 if allocated < podset.min_member else 1, ratio)
+def podset_rank(member: PodSet | SubGroupSet) -> tuple[int, int, float]:
+    """Sub-groups below their minimum first, then by allocation ratio (`allocation_rank`)."""
+    return allocation_rank(member.satisfied_members(), member.min_to_satisfy())
 
 
 class SubGroupOrderPlugin(_OrderingPlugin):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.manifests import pod_group_warnings
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
 from kai_scheduler.sim.skipped import SkippedObject, skipped_warnings
@@ -37,7 +38,8 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
 def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = ()) -> list[str]:
     """One line per warning, located as errors are (`file: document 3 at line 41 (Pod a/b): field: ...`):
     each object's own (found by the loader: keys one edit away from KAI's or unknown under its prefix,
-    Queue fields left out that change the answer), PodGroups naming a PriorityClass that does not exist,
+    Queue fields left out that change the answer), KAI's PodGroup webhook warnings (a minSubGroup above
+    the number of sub-groups), PodGroups naming a PriorityClass that does not exist,
     how many pods were left to other schedulers, and the `skipped` objects of kinds the scheduler does not
     model (with the pods that wait for them)."""
     lines = skipped_warnings(skipped, [entry.obj for entry in loaded]) + [
@@ -45,6 +47,9 @@ def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = 
     ]
     classes = _priority_classes(loaded)
     for entry in loaded:
+        if isinstance(entry.obj, PodGroup):
+            # What KAI's PodGroup webhook admits with a warning (a minSubGroup above the children).
+            lines += [str(_located(entry, path, text)) for path, text in pod_group_warnings(entry.obj)]
         if isinstance(entry.obj, PodGroup) and entry.obj.spec.priority_class_name:
             problem = missing_priority_class(entry.obj, classes)
             if problem is not None:

@@ -308,7 +308,7 @@ def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list
             "namespace": group.namespace,
             "name": group.metadata.name,
             "queue": group.spec.queue,
-            "minMember": group.spec.min_member,
+            "minMember": group.spec.gang_min_member,
             "running": pods.count("Running"),
             "pending": pods.count("Pending"),
             "unschedulableReason": result.cluster.conditions.get(key),

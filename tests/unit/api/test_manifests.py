@@ -401,7 +401,11 @@ def test_queue_min_runtimes_must_be_durations() -> None:
 
 
 def test_valid_sub_group_tree_loads() -> None:
-    subs = [{"name": "root"}, {"name": "a", "parent": "root"}, {"name": "b", "parent": "root"}]
+    subs = [
+        {"name": "root"},
+        {"name": "a", "parent": "root", "minMember": 1},
+        {"name": "b", "parent": "root", "minMember": 1},
+    ]
     obj = parse_object(pod_group(subs), SOURCE, 1)
     assert isinstance(obj, PodGroup)
     assert [sub.parent for sub in obj.spec.sub_groups] == [None, "root", "root"]

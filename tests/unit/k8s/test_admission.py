@@ -650,7 +650,7 @@ def test_deleting_a_queue_is_allowed() -> None:
 def test_podgroups_with_a_sub_group_forest_are_allowed() -> None:
     assert_allowed(review_podgroup_validation(review(podgroup(), PODGROUP_KIND)))
     tree = [
-        {"name": "workers", "minMember": 0},
+        {"name": "workers", "minSubGroup": 2},
         {"name": "rack-0", "minMember": 2, "parent": "workers"},
         {"name": "rack-1", "minMember": 2, "parent": "workers"},
         {"name": "leader", "minMember": 1},
@@ -914,7 +914,12 @@ def test_the_five_webhooks_over_https(server: WebhookServer, certificates: Path)
             False,
             "spec.subGroups[0].parent",
         ),
-        (VALIDATE_PODGROUP_PATH, review(podgroup([{"name": "a"}]), PODGROUP_KIND), True, None),
+        (
+            VALIDATE_PODGROUP_PATH,
+            review(podgroup([{"name": "a", "minMember": 1}]), PODGROUP_KIND),
+            True,
+            None,
+        ),
         (VALIDATE_TOPOLOGY_PATH, review(topology("rack", "rack"), TOPOLOGY_KIND), False, "spec.levels"),
         (VALIDATE_TOPOLOGY_PATH, review(topology("rack", "node"), TOPOLOGY_KIND), True, None),
     ]

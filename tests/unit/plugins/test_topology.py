@@ -631,7 +631,7 @@ def workers_job(
         group["spec"]["topologyConstraint"] = whole
     segments = [f"s{i}" for i in range(len(sizes))]
     group["spec"]["subGroups"] = [
-        {"name": "workers", "minMember": sum(sizes), **({"topologyConstraint": workers} if workers else {})},
+        {"name": "workers", **({"topologyConstraint": workers} if workers else {})},
         *(
             {
                 "name": name,
@@ -657,8 +657,8 @@ def test_the_sub_group_tree_is_built_from_the_parents() -> None:
         {"name": "decode", "topologyConstraint": constraint(required="zone")},
         {"name": "decode-leader", "parent": "decode", "minMember": 1},
         {"name": "decode-workers", "parent": "decode", "topologyConstraint": constraint(required="rack")},
-        {"name": "decode-workers-0", "parent": "decode-workers"},
-        {"name": "prefill"},
+        {"name": "decode-workers-0", "parent": "decode-workers", "minMember": 1},
+        {"name": "prefill", "minMember": 1},
     ]
     session = open_session(objects([*SEGMENTS, group]), plugins=["topology"])
     target = session.snapshot.jobs["default/seg"]
@@ -807,7 +807,7 @@ def test_a_growing_segment_stays_in_the_zone_its_parent_runs_in(workers: Manifes
     # Segment s0 (minMember 1, preferring a rack) runs s0-0 on a1 and grows by s0-1: its rack is full.
     group = pod_group_manifest("seg", "q", min_member=2)
     group["spec"]["subGroups"] = [
-        {"name": "workers", "minMember": 2, **({"topologyConstraint": workers} if workers else {})},
+        {"name": "workers", **({"topologyConstraint": workers} if workers else {})},
         {
             "name": "s0",
             "minMember": 1,
@@ -828,7 +828,7 @@ def test_a_new_segment_joins_its_running_sibling_in_the_zone_their_parent_requir
     # s0-0 runs on a1 (zone z0); segment s1 (2 pods, one rack) starts: rack z1.r1 is the fuller with room.
     group = pod_group_manifest("seg", "q", min_member=1)
     group["spec"]["subGroups"] = [
-        {"name": "workers", "minMember": 1, **({"topologyConstraint": workers} if workers else {})},
+        {"name": "workers", **({"topologyConstraint": workers} if workers else {})},
         {"name": "s0", "minMember": 1, "parent": "workers"},
         {
             "name": "s1",
@@ -847,7 +847,7 @@ def workers_subsets(s0_runs: bool) -> list[list[str]]:
     s0-0 unless it runs on a1."""
     group = pod_group_manifest("seg", "q", min_member=1)
     group["spec"]["subGroups"] = [
-        {"name": "workers", "minMember": 1, "topologyConstraint": constraint(required="zone")},
+        {"name": "workers", "topologyConstraint": constraint(required="zone")},
         {"name": "s0", "minMember": 1, "parent": "workers"},
         {"name": "s1", "minMember": 1, "parent": "workers"},
     ]

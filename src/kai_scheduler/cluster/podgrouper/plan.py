@@ -8,6 +8,7 @@ PodGroup object to create, and `PodGroupPlan.pod_patch` into the merge patch for
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -46,9 +47,17 @@ class SubGroupPlan:
     min_member: int
     parent: str | None = None
     topology_constraint: TopologyConstraintPlan | None = None
+    # A sub-group with children: how many of them must be satisfied (KAI refuses minMember on it).
+    min_sub_group: int | None = None
 
-    def to_manifest(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "minMember": self.min_member}
+    def to_manifest(self, children: int = 0) -> dict[str, Any]:
+        """Its manifest; one with `children` states `minSubGroup` (all of them unless set), as KAI's
+        groupers write a parent sub-group."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.min_sub_group is not None or children:
+            out["minSubGroup"] = children if self.min_sub_group is None else self.min_sub_group
+        else:
+            out["minMember"] = self.min_member
         if self.parent:
             out["parent"] = self.parent
         if self.topology_constraint is not None:
@@ -66,7 +75,7 @@ class PodGroupPlan:
 
     name: str
     namespace: str
-    min_member: int
+    min_member: int  # written unless `min_sub_group` is set (KAI: one or the other)
     queue: str
     priority_class_name: str
     preemptibility: str | None
@@ -80,6 +89,8 @@ class PodGroupPlan:
     staleness_grace_period: str | None = None
     # `spec.preemptionDelay` (a Go duration, not negative), from `kai.scheduler/preemption-delay`.
     preemption_delay: str | None = None
+    # `spec.minSubGroup`: how many top-level sub-groups must be satisfied (a JobSet's replicated jobs).
+    min_sub_group: int | None = None
 
     def pod_annotations(self) -> dict[str, str]:
         """The annotations the pod grouper puts on the pod."""
@@ -109,11 +120,12 @@ def pod_group_manifest(plan: PodGroupPlan) -> dict[str, Any]:
         metadata["labels"] = dict(plan.labels)
     if plan.annotations:
         metadata["annotations"] = dict(plan.annotations)
-    spec: dict[str, Any] = {
-        "minMember": plan.min_member,
-        "queue": plan.queue,
-        "priorityClassName": plan.priority_class_name,
-    }
+    spec: dict[str, Any] = (
+        {"minSubGroup": plan.min_sub_group}
+        if plan.min_sub_group is not None
+        else {"minMember": plan.min_member}
+    )
+    spec.update(queue=plan.queue, priorityClassName=plan.priority_class_name)
     if plan.preemptibility:
         spec["preemptibility"] = plan.preemptibility
     if plan.staleness_grace_period is not None:
@@ -123,7 +135,8 @@ def pod_group_manifest(plan: PodGroupPlan) -> dict[str, Any]:
     if plan.topology_constraint is not None:
         spec["topologyConstraint"] = plan.topology_constraint.to_manifest()
     if plan.sub_groups:
-        spec["subGroups"] = [group.to_manifest() for group in plan.sub_groups]
+        children = Counter(group.parent for group in plan.sub_groups if group.parent)
+        spec["subGroups"] = [group.to_manifest(children[group.name]) for group in plan.sub_groups]
     return {"apiVersion": PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": metadata, "spec": spec}
 
 

@@ -46,6 +46,7 @@ from kai_scheduler.api.manifests import (
     check_topology_update,
     describe_value,
     field_message,
+    pod_group_warnings,
     short_repr,
     validate_schema,
 )
@@ -156,7 +157,8 @@ def review_queue_validation(review: Any) -> Review:
 
 
 def review_podgroup_validation(review: Any) -> Review:
-    """Allow or deny a PodGroup: sub-group names unique, every parent an existing sub-group, no cycles."""
+    """Allow or deny a PodGroup: sub-group names unique, every parent an existing sub-group, no cycles, and
+    minimums as KAI's webhook wants them (some refused on create only; KAI's warnings passed on)."""
     return _guarded(review, _PODGROUP, _validate_podgroup)
 
 
@@ -166,31 +168,34 @@ def review_topology_validation(review: Any) -> Review:
     return _guarded(review, _TOPOLOGY, _validate_topology)
 
 
-def allowed_response(uid: str, *, patch: list[dict[str, Any]] | None = None) -> Review:
-    """An AdmissionReview that allows the request, with an optional JSONPatch."""
+def allowed_response(
+    uid: str, *, patch: list[dict[str, Any]] | None = None, warnings: list[str] | None = None
+) -> Review:
+    """An AdmissionReview that allows the request, with an optional JSONPatch and warnings."""
     response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if warnings:
+        response["warnings"] = warnings
     if patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
     return {"apiVersion": REVIEW_API_VERSION, "kind": REVIEW_KIND, "response": response}
 
 
-def denied_response(uid: str, message: str) -> Review:
+def denied_response(uid: str, message: str, *, warnings: list[str] | None = None) -> Review:
     """An AdmissionReview that denies the request with `message` (folded to one line), code 400."""
-    return {
-        "apiVersion": REVIEW_API_VERSION,
-        "kind": REVIEW_KIND,
-        "response": {
-            "uid": uid,
-            "allowed": False,
-            "status": {
-                "status": "Failure",
-                "reason": "BadRequest",
-                "code": DENIED_CODE,
-                "message": _one_line(message),
-            },
+    response: dict[str, Any] = {
+        "uid": uid,
+        "allowed": False,
+        "status": {
+            "status": "Failure",
+            "reason": "BadRequest",
+            "code": DENIED_CODE,
+            "message": _one_line(message),
         },
     }
+    if warnings:
+        response["warnings"] = warnings
+    return {"apiVersion": REVIEW_API_VERSION, "kind": REVIEW_KIND, "response": response}
 
 
 def _guarded(review: Any, kind: _Kind, decide: Callable[[_Request], Review]) -> Review:
@@ -373,8 +378,15 @@ def _validate_queue(request: _Request) -> Review:
 def _validate_podgroup(request: _Request) -> Review:
     obj = request.object
     assert obj is not None
-    check_sub_groups(validate_schema(PodGroup, _named(request, obj)))
-    return allowed_response(request.uid)
+    group = validate_schema(PodGroup, _named(request, obj))
+    update = request.operation == "UPDATE"
+    # KAI's webhook answers its warnings whether it admits the PodGroup or not.
+    warnings = [field_message(field, text) for field, text in pod_group_warnings(group, update=update)]
+    try:
+        check_sub_groups(group, update=update)
+    except InvalidField as problem:
+        return denied_response(request.uid, _field_message(problem), warnings=warnings)
+    return allowed_response(request.uid, warnings=warnings)
 
 
 def _validate_topology(request: _Request) -> Review:
