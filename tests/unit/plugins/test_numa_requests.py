@@ -6,20 +6,26 @@ As in KAI's tests, a pod's QoS is given (KAI sets `status.qosClass`); CPU reads 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
-from helpers import node, open_session
+from helpers import node, open_session, queue
+from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import ApiObject, Pod
+from kai_scheduler.k8s.scheduler.numa_state import with_predicted_zones
 from kai_scheduler.plugins.numa.evaluator import solve
 from kai_scheduler.plugins.numa.plugin import NumaPlugin
+from kai_scheduler.plugins.numa.records import placement_record
 from kai_scheduler.plugins.numa.requests import NumaRequests, numa_requests, qos_class
 from kai_scheduler.plugins.numa.zones import NodeZones, node_zones
 from numa_support import guaranteed_pod_manifest, nrt, numa_config, observed, zone, zone_room
 
 GPU = "nvidia.com/gpu"
+OBSERVED, PREDICTED = c.NUMA_PLACEMENT_OBSERVED_ANNOTATION, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION
 GiB = float(1 << 30)
 
 
@@ -240,3 +246,159 @@ def test_reconstruct_node_available(reconstruct: bool, room: list[float]) -> Non
         objects.append(Pod.model_validate(manifest))
     config = numa_config(reconstructAvailable=str(reconstruct).lower())
     assert zone_room(open_session(objects, config), "node-a", "cpu") == room
+
+
+# --- numa_test.go: TestResolvePlacementRecord, TestShouldFilter --------------------------------------
+
+
+def record(zone_name: str, cpu: str) -> str:
+    return json.dumps([{"zone": zone_name, "amount": {"cpu": cpu}}])
+
+
+@pytest.mark.parametrize(
+    ("annotations", "bind_request", "zone_name"),
+    [
+        pytest.param(
+            {OBSERVED: record("node-0", "1"), PREDICTED: record("node-1", "2")},
+            "node-2",
+            "node-0",
+            id="observed annotation wins over everything",
+        ),
+        pytest.param(
+            {PREDICTED: record("node-1", "2")},
+            "node-2",
+            "node-2",
+            id="BindRequest beats predicted annotation when no observed",
+        ),
+        pytest.param(
+            {PREDICTED: record("node-1", "2")},
+            None,
+            "node-1",
+            id="predicted annotation used when no observed and no BindRequest",
+        ),
+        pytest.param({}, None, None, id="none present yields nil"),
+        pytest.param(
+            {OBSERVED: "{not json", PREDICTED: record("node-1", "2")},
+            None,
+            "node-1",
+            id="malformed observed is ignored, falls through to predicted",
+        ),
+    ],
+)
+def test_resolve_placement_record(
+    annotations: dict[str, str], bind_request: str | None, zone_name: str | None
+) -> None:
+    """TestResolvePlacementRecord: observed, then the outstanding BindRequest's predictedNUMAZones (live
+    mode puts them on the pod as its predicted record while the bind is outstanding), then predicted."""
+    manifest = guaranteed_pod_manifest("p", "1", annotations=annotations)
+    request = None
+    if bind_request is not None:
+        request = {"spec": {"predictedNUMAZones": [{"zone": bind_request, "amount": {"cpu": "3"}}]}}
+    live_pod = with_predicted_zones(Pod.model_validate(manifest), request)
+    found = placement_record(live_pod.metadata.annotations)
+    assert (found[0][0] if found else None) == zone_name
+
+
+GPU_CPU_ZONE = zone("node-0", {GPU: "4", "cpu": "8"})
+
+
+def filter_pod(qos: str, gpus: int = 0, annotations: dict[str, str] | None = None) -> Pod:
+    """KAI's `makeTask`: a pod of the QoS with `gpus` whole GPUs (CPU 1, memory 1Gi; Guaranteed: limits)."""
+    requests = {"cpu": "1", "memory": "1Gi", **({GPU: str(gpus)} if gpus else {})}
+    resources: dict[str, Any] = {"requests": requests}
+    if qos == "Guaranteed":
+        resources["limits"] = dict(requests)
+    elif qos == "BestEffort":
+        resources = {}
+    meta = {"name": "t", "labels": {"kai.scheduler/queue": "q"}, "annotations": annotations or {}}
+    spec = {"schedulerName": "kai-scheduler", "containers": [{"name": "c", "resources": resources}]}
+    return Pod.model_validate({"metadata": meta, "spec": spec})
+
+
+@pytest.mark.parametrize(
+    ("task", "policy", "zones_", "filtered"),
+    [
+        pytest.param(
+            filter_pod("Guaranteed", 2),
+            "single-numa-node",
+            [GPU_CPU_ZONE],
+            True,
+            id="guaranteed whole-GPU on single-numa-node",
+        ),
+        pytest.param(
+            filter_pod("Guaranteed", 1),
+            "restricted",
+            [GPU_CPU_ZONE],
+            True,
+            id="guaranteed whole-GPU on restricted",
+        ),
+        pytest.param(filter_pod("Guaranteed", 1), None, [], False, id="nil node topology passes through"),
+        pytest.param(
+            filter_pod("Guaranteed", 1),
+            "best-effort",
+            [GPU_CPU_ZONE],
+            False,
+            id="best-effort policy passes through",
+        ),
+        pytest.param(
+            filter_pod("Burstable", 1),
+            "single-numa-node",
+            [GPU_CPU_ZONE],
+            True,
+            id="non-guaranteed GPU pod is handled (device alignment is QoS-independent)",
+        ),
+        pytest.param(
+            filter_pod("Burstable"),
+            "restricted",
+            [GPU_CPU_ZONE],
+            False,
+            id="non-guaranteed cpu-only pod passes through (cpu aligns only for Guaranteed)",
+        ),
+        pytest.param(
+            filter_pod("Burstable", 1),
+            "restricted",
+            [zone("node-0", {"cpu": "8"})],
+            False,
+            id="non-guaranteed GPU pod on a node that doesn't track gpu per-zone passes through",
+        ),
+        pytest.param(
+            filter_pod("BestEffort"),
+            "single-numa-node",
+            [GPU_CPU_ZONE],
+            False,
+            id="best-effort QoS passes through",
+        ),
+        pytest.param(
+            filter_pod("Guaranteed", annotations={"gpu-fraction": "0.5"}),
+            "single-numa-node",
+            [GPU_CPU_ZONE],
+            True,
+            id="guaranteed fraction request is handled (cpu/memory still aligned)",
+        ),
+        pytest.param(
+            filter_pod("Guaranteed"),
+            "single-numa-node",
+            [GPU_CPU_ZONE],
+            True,
+            id="guaranteed cpu/memory-only pod is handled",
+        ),
+    ],
+)
+def test_should_filter(task: Pod, policy: str | None, zones_: list[Any], filtered: bool) -> None:
+    """TestShouldFilter (its MIG row left out: a MIG pod is a Guaranteed pod like the cpu/memory-only
+    one here). Whether the node's filter looks at the pod at all: a pod it looks at and cannot align is
+    kept off, so each case asks for more than the one zone holds when it is looked at (9 CPUs, 5 GPUs)."""
+    big = task.model_copy(deep=True)
+    container_ = big.spec.containers[0]
+    for part in (container_.resources.requests, container_.resources.limits):
+        if "cpu" in part:
+            part["cpu"] = Fraction(9)
+        if GPU in part:
+            part[GPU] = Fraction(5)
+    objects: list[ApiObject] = [node("n", gpus=8, cpu=64), queue("q"), big]
+    if policy is not None:
+        objects.append(nrt("n", policy, "pod", *zones_))
+    session = open_session(objects, numa_config())
+    predicates = [p for p in session.points.task_predicates if p.name == "numa"]
+    passing = predicates[0].nodes_passing(session.snapshot.tasks["default/t"]) if predicates else None
+    assert (passing is not None and not bool(passing[0])) is filtered

@@ -4,9 +4,9 @@
 KAI reads a pod's placement, in this order, from its `kai.scheduler/numa-placement-observed` annotation (KAI's
 placement exporter), from its outstanding BindRequest's `predictedNUMAZones`, and from its
 `kai.scheduler/numa-placement-predicted` annotation (which the binder copies from the BindRequest when it
-binds). Between the BindRequest and the bind, the pod carries neither annotation: `with_predicted_zones`
-puts the request's zones on the pod the cache holds as the binder will, so the zones count from the
-cycle after the decision on.
+binds). Between the BindRequest and the bind the pod has no record yet: `with_predicted_zones` puts the
+request's zones on the pod the cache holds as its predicted record (the plugin reads observed before
+predicted), so the zones count from the cycle after the decision on.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.scheduler.object_feed import ObjectsFeed
 from kai_scheduler.model.cache import ClusterCache
 
-_RECORDS = (c.NUMA_PLACEMENT_OBSERVED_ANNOTATION, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION)
-
 
 class NodeTopologyFeed(ObjectsFeed[NodeResourceTopology]):
     """NodeResourceTopologies into the cache (`ClusterCache.set_node_topologies`), as they change."""
@@ -38,12 +36,13 @@ def with_predicted_zones(
     pod: Pod, request: JsonObject | None, binding: tuple[NumaZonePlacement, ...] = ()
 ) -> Pod:
     """The pod with the predicted zones of its outstanding bind (`binding`: this process's own, else its
-    BindRequest's `predictedNUMAZones`), when it carries no placement record yet."""
+    BindRequest's `predictedNUMAZones`) as its predicted record (the freshest prediction, as KAI reads
+    it), unless it carries an observed one."""
     annotations = pod.metadata.annotations
-    if any(annotations.get(key) for key in _RECORDS):
+    if annotations.get(c.NUMA_PLACEMENT_OBSERVED_ANNOTATION):
         return pod
     text = placement_text(binding) if binding else _request_zones(request)
-    if not text:
+    if not text or annotations.get(c.NUMA_PLACEMENT_PREDICTED_ANNOTATION) == text:
         return pod
     metadata = pod.metadata.model_copy(
         update={"annotations": {**annotations, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION: text}}
