@@ -1027,9 +1027,11 @@ def test_kai_global_values_reach_the_pods() -> None:
         assert pod["imagePullSecrets"] == [{"name": "kai"}], name
         assert pod["priorityClassName"] == "system-cluster-critical", name
         assert pod["containers"][0]["imagePullPolicy"] == "Always", name
-        assert "--leader-elect" not in pod["containers"][0]["args"], name
         if name != f"{RELEASE}-scale-adjuster":  # one Recreate replica, as KAI's
             assert deployment["spec"]["replicas"] == 2, name
+            # KAI: more than one replica elects a leader, whatever global.leaderElection says.
+            elects = "--leader-elect" in pod["containers"][0]["args"]
+            assert elects == (name != f"{RELEASE}-admission"), name
     admission = _run(_container(deployments[f"{RELEASE}-admission"])["args"])
     assert (admission.no_gpu_sharing, admission.gpu_pod_runtime_class) == (True, "nvidia-cdi")
     binder = _run(_container(deployments[f"{RELEASE}-binder"])["args"])
@@ -1045,6 +1047,8 @@ def test_kai_global_values_reach_the_pods() -> None:
     assert queues["default-queue"]["spec"]["parentQueue"] == "root" and "root" in queues
     config = next(d for d in documents if d["kind"] == "Config")
     assert config["spec"]["global"]["nodePoolLabelKey"] == "example.com/pool"
+    one = [d for _, d in render_chart({"global": {"leaderElection": False}}) if d["kind"] == "Deployment"]
+    assert not [d for d in one if "--leader-elect" in _container(d)["args"]]
     # KAI's createNamespace / createServiceAccount false: they exist already.
     existing = {"global": {"resourceReservation": {"createNamespace": False, "createServiceAccount": False}}}
     kinds = {d["kind"] for _, d in render_chart(existing) if d["metadata"].get("namespace") != NAMESPACE}

@@ -33,6 +33,8 @@ counterpart here (NOTES.txt prints them). values.yaml says what each key becomes
 {{- $values := index $.Values $component -}}
 {{- if gt $replicas (int $values.replicas) }}{{ $_ := set $values "replicas" $replicas }}{{ end -}}
 {{- end -}}
+{{- /* KAI: more than one replica turns leader election on, whatever global.leaderElection says. */ -}}
+{{- if gt $replicas 1 }}{{ $_ := set .Values "leaderElection" true }}{{ end -}}
 {{- end -}}
 {{- end -}}
 
@@ -66,6 +68,9 @@ counterpart here (NOTES.txt prints them). values.yaml says what each key becomes
 {{- with .Values.scheduler.placementStrategy }}{{ if not (has . (list "binpack" "spread")) -}}
 {{- fail (printf "scheduler.placementStrategy: %q; expected binpack or spread" .) -}}
 {{- end }}{{ end -}}
+{{- if and .Values.kaiConfig.render (ne .Values.kaiConfigDeployer.enabled false) -}}
+{{- fail "kaiConfig.render and kaiConfigDeployer.enabled: give one (KAI refuses both); here kai-config is rendered with the chart either way, so kaiConfigDeployer.enabled: false alone leaves it out" -}}
+{{- end -}}
 {{- if and .Values.prometheus.enabled (not .Values.prometheus.externalPrometheusUrl) -}}
 {{- fail "prometheus.enabled without prometheus.externalPrometheusUrl: this chart deploys no Prometheus; give the URL of yours" -}}
 {{- end -}}
@@ -91,13 +96,13 @@ true
 {{- end -}}
 {{- $fields := dict
   "operator" (list "image" "metricsBindAddress" "probeBindAddress" "qps" "burst" "logLevel")
-  "scheduler" (list "image" "ports" "goMemLimitRatio" "goMemLimit" "podDisruptionBudget")
+  "scheduler" (list "image" "ports" "podDisruptionBudget")
   "binder" (list "name" "image" "resourceReservationImage" "resourceReservationPodResources" "runtimeClassName" "ports" "affinity" "plugins")
   "podgrouper" (list "image" "genericKartaFallback" "affinity" "podDisruptionBudget")
   "admission" (list "name" "image" "ports" "cdi" "affinity" "podDisruptionBudget")
   "podgroupcontroller" (list "image" "affinity")
   "queuecontroller" (list "image" "affinity")
-  "nodescaleadjuster" (list "image" "scalingPodImage" "affinity" "labels") -}}
+  "nodescaleadjuster" (list "image" "scalingPodImage" "affinity") -}}
 {{- range $component := keys $fields | sortAlpha -}}
 {{- $values := index $.Values $component -}}
 {{- range $key := index $fields $component -}}
@@ -108,8 +113,9 @@ true
 {{- end -}}
 {{- end -}}
 {{- /* KAI's hook Jobs and its NUMA exporter: whatever is set in them. */}}
-{{- range $key := list "kaiConfig" "kaiConfigDeployer" "crdupgrader" "topologyMigration" "postCleanup" "numaPlacementExporter" -}}
+{{- range $key := list "crdupgrader" "topologyMigration" "postCleanup" "numaPlacementExporter" -}}
 {{- if index $.Values $key }}{{ $set = append $set $key }}{{ end -}}
 {{- end -}}
+{{- range $key := keys (omit .Values.kaiConfigDeployer "enabled") | sortAlpha }}{{ $set = append $set (printf "kaiConfigDeployer.%s" $key) }}{{ end -}}
 {{- join ", " $set -}}
 {{- end -}}
