@@ -106,3 +106,16 @@ def test_run_shard_names_an_object_when_the_configuration_lists_no_shards(tmp_pa
     config.write_text("shards: [{name: a, partitionLabelValue: a}]\n")
     listed = _run(f"--config={config}", "--shard=a")
     assert (listed.shard, listed.shard_configured, listed.partition) == ("a", True, Partition(POOL, "a"))
+
+
+def test_kai_config_alone_gives_the_node_pool_label() -> None:
+    """No SchedulingShard: --config's configuration, with kai-config's node-pool label (as simulate)."""
+    watched = objects()
+    config = {"apiVersion": "kai.scheduler/v1", "kind": "Config", "metadata": {"name": "kai-config"}}
+    config["spec"] = {"global": {"nodePoolLabelKey": "example.com/pool"}}
+    watched.configs.apply_event(
+        WatchEvent("ADDED", {**config, "metadata": {"name": "kai-config", "resourceVersion": "1"}})
+    )
+    assert watched.changed() is not None
+    assert watched.current.partition == Partition("example.com/pool")
+    assert watched.current.config.actions == ("allocate",) and not watched.from_object

@@ -5,8 +5,9 @@ without a restart.
 Where the shard's object exists, its configuration wins over `--config`: KAI's defaults merged with the
 object, read as KAI's operator reads it (`framework.operator_objects`), with kai-config's node-pool label.
 Where it does not (never created, or deleted), `--config` stands, its own entry for the shard or the whole
-document; a scheduler of a shard that `--config` does not list (and that is not KAI's `default`) waits for
-its object before the first cycle, rather than schedule a node pool it was not meant for.
+document, with kai-config's node-pool label (as `simulate` takes the same objects). A scheduler of a shard
+that `--config` does not list (and that is not KAI's `default`) waits for its object before the first
+cycle, rather than schedule a node pool it was not meant for.
 
 A bad object is one log line naming it and its field; the last good configuration stays. The shard's
 node pool (`partitionLabelValue`, kai-config's `nodePoolLabelKey`) names the scheduler's Lease, metrics and
@@ -125,20 +126,26 @@ class ShardObjects:
         return settings.config
 
     def _read(self, shard: JsonObject | None, config: JsonObject | None) -> ShardSettings | None:
-        """The settings these objects give (no shard object: `--config`'s); None, and one log line, when
-        they do not read well."""
-        if shard is None:
+        """The settings these objects give (no shard object: `--config`'s, with kai-config's node-pool
+        label as the simulator takes it); None, and one log line, when they do not read well."""
+        if shard is None and config is None:
             return self.fallback
         try:
-            merged = config_from_operator_objects([shard], config, self.fallback.config)
-            settings = ShardSettings(shard_config(merged, self.name), shard_partition(merged, self.name))
+            if shard is None:
+                merged = config_from_operator_objects([], config, self.fallback.config)
+                partition = Partition(merged.node_pool_label_key, self.fallback.partition.value)
+                settings = ShardSettings(merged, partition)
+            else:
+                merged = config_from_operator_objects([shard], config, self.fallback.config)
+                settings = ShardSettings(shard_config(merged, self.name), shard_partition(merged, self.name))
             check_config(settings.config)  # its plugins and actions known, their arguments good
         except ConfigError as error:
             log.warning("%s; the scheduler keeps its last good configuration", error)
             return None
         for notice in (n for n in settings.config.notices if n not in self.fallback.config.notices):
             log.warning("%s", notice)
-        log.info("%s %s: read (resourceVersion %s)", SHARD_KIND, self.name, _version(shard))
+        if shard is not None:
+            log.info("%s %s: read (resourceVersion %s)", SHARD_KIND, self.name, _version(shard))
         return settings
 
 
