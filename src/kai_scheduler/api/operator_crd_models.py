@@ -12,13 +12,13 @@ chart deploys the components itself.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from kai_scheduler.api.objects import K8sModel, ObjectMeta, Quantity
 
-OPERATOR_API_VERSION = "kai.scheduler/v1"
+OPERATOR_API_VERSION: Final = "kai.scheduler/v1"
 
 # --- SchedulingShard -------------------------------------------------------------------------------
 
