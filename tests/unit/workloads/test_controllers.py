@@ -78,7 +78,7 @@ RAY_SPEC = {
 }
 
 # kind -> (manifest, the pod names, minMember of each PodGroup by name prefix, sub-groups)
-CASES: dict[str, tuple[dict[str, Any], list[str], int, list[str]]] = {
+CASES: dict[str, tuple[dict[str, Any], list[str], int | None, list[str]]] = {
     "Job": (
         workload("batch/v1", "Job", "train", {"parallelism": 2, "completions": 3, "template": template()}),
         [r"train-[b-z2-9]{5}", r"train-[b-z2-9]{5}"],
@@ -248,8 +248,8 @@ CASES: dict[str, tuple[dict[str, Any], list[str], int, list[str]]] = {
             r"js-workers-1-0-[b-z2-9]{5}",
             r"js-workers-1-1-[b-z2-9]{5}",
         ],
-        4,
-        [],
+        None,  # KAI v0.16+: minSubGroup 1 (one replicated job), a parent with a leaf per replica
+        ["workers", "workers-replica-0", "workers-replica-1"],
     ),
     "LeaderWorkerSet": (
         workload(
@@ -295,7 +295,8 @@ def test_each_kind_expands_as_its_controller_and_groups_as_the_live_grouper(
         expected = pod_group_manifest(plan)
         group = groups[plan.name]
         assert pod.metadata.annotations["pod-group-name"] == plan.name
-        assert group.spec.min_member == expected["spec"]["minMember"] == min_member
+        assert group.spec.min_member == expected["spec"].get("minMember") == min_member
+        assert group.spec.min_sub_group == expected["spec"].get("minSubGroup")
         assert group.spec.queue == expected["spec"]["queue"] == "team-a"
         assert group.spec.priority_class_name == expected["spec"]["priorityClassName"]
         assert [g.name for g in group.spec.sub_groups] == [
@@ -529,7 +530,7 @@ def test_jobset_in_order_starts_a_replicated_job_once_the_one_before_runs(tmp_pa
     workers = [t for name, t in times.items() if name.startswith("js-workers-0-")]
     assert driver == [0.0] and len(workers) == 2 and min(workers) > 0
     groups = {p.job_key for p in sim.cluster.pods}
-    assert len(groups) == 2  # InOrder: one PodGroup per replicated job
+    assert len(groups) == 1  # KAI v0.16+: one PodGroup, InOrder needing one replicated job at a time
 
 
 def test_leaderworkerset_leader_ready_starts_workers_after_the_leader(tmp_path: Path) -> None:

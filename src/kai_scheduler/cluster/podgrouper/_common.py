@@ -325,11 +325,13 @@ def build_plan(
     pod_subgroup: str | None = None,
     priority_labels: Sequence[str] = (PRIORITY_LABEL,),
     owners: Sequence[KObject] | None = None,
+    min_sub_group: int | None = None,
 ) -> PodGroupPlan:
     """Assemble the plan from the kind-specific parts and the shared decisions. `owners` are where the
     duration annotations are looked for before the pod (KAI's default grouper walks the whole owner chain,
-    nearest first; every other grouper gives it the workload only)."""
-    if min_member < 1:
+    nearest first; every other grouper gives it the workload only). With `min_sub_group` the PodGroup
+    states that instead of a minMember."""
+    if min_sub_group is None and min_member < 1:
         raise GroupingError(
             f"the gang size works out to {min_member}; it must be at least 1", object_ref=owner.ref
         )
@@ -351,6 +353,7 @@ def build_plan(
         annotations=inherited_annotations(ctx, workload),
         owner_reference=owner.owner_reference(),
         pod_subgroup=pod_subgroup,
+        min_sub_group=min_sub_group,
         staleness_grace_period=duration_annotation(ctx, owner_annotations, STALENESS_GRACE_PERIOD_ANNOTATION),
         # KAI's calcPodGroupPreemptionDelay: as the grace period, but a negative delay is passed over too.
         preemption_delay=duration_annotation(

@@ -30,7 +30,7 @@ from kai_scheduler.cluster.podgrouper._common import (
 from kai_scheduler.cluster.podgrouper._fields import Node, int_text
 from kai_scheduler.cluster.podgrouper.errors import GroupingError
 from kai_scheduler.cluster.podgrouper.owners import KObject
-from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan
+from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan, TopologyConstraintPlan
 
 Grouper = Callable[[Context], PodGroupPlan]
 
@@ -338,55 +338,71 @@ def _ray_pod_subgroup(ctx: Context, sub_groups: list[SubGroupPlan], submitter: b
 # --- JobSet ----------------------------------------------------------------------------------------
 
 JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 _JOBSET_ORDERS = ("AnyOrder", "InOrder")
 
 
 def group_jobset(ctx: Context) -> PodGroupPlan:
-    """One gang for the whole JobSet, or, with `startupPolicyOrder: InOrder`, one per replicated job;
-    `kai.scheduler/batch-min-member` on the JobSet sets its minMember, on a replicated job's template the
-    gang size of each of its replicas."""
+    """One PodGroup for the whole JobSet, as KAI v0.16+ groups it (`jobset_grouper.go`, #1617): a parent
+    sub-group per replicated job needing all its replicas, a leaf `<replicated job>-replica-<index>` per
+    replica whose minMember is the job's parallelism, or the `kai.scheduler/batch-min-member` of the
+    replicated job's template. The PodGroup needs `minSubGroup` replicated jobs: the JobSet's own
+    batch-min-member (at most their number), else 1 with `startupPolicyOrder: InOrder` (the JobSet
+    controller starts them one after the other) and all of them otherwise."""
     top = ctx.top
     jobs_node = top.node("spec", "replicatedJobs")
     items = jobs_node.items()
     if not items:
         raise jobs_node.error("has no replicated jobs")
-    sizes: dict[str, int] = {}
+    sub_groups: list[SubGroupPlan] = []
     for item in items:
         item.required_mapping()
         name = item.at("name").required_str()
         replicas = item.at("replicas").int_or(1)
         template = item.at("template")
-        job_spec = template.at("spec")
-        parallelism = job_spec.at("parallelism").int_or(1)
-        completions = job_spec.at("completions").opt_int()
-        per_job = parallelism if completions is None else min(parallelism, completions)
-        # KAI v0.16+ reads batch-min-member on a replicated job's template as each replica's gang size.
-        own = batch_min_member(Workload(top, {}, template.at("metadata", "annotations").string_map()))
-        sizes[name] = replicas * (per_job if own is None else own)
+        template_annotations = Workload(top, {}, template.at("metadata", "annotations").string_map())
+        own = batch_min_member(template_annotations)
+        leaf_min = template.at("spec", "parallelism").int_or(1) if own is None else own
+        leaf_topology = _replica_topology(template_annotations)
+        sub_groups.append(SubGroupPlan(name, 0, min_sub_group=replicas))
+        replica_names = [f"{name}-replica-{index}" for index in range(replicas)]
+        sub_groups += [SubGroupPlan(replica, leaf_min, name, leaf_topology) for replica in replica_names]
     order_node = top.node("spec", "startupPolicy", "startupPolicyOrder")
     order = order_node.opt_str() or "AnyOrder"
     if order not in _JOBSET_ORDERS:
         raise order_node.error(f"must be one of {', '.join(_JOBSET_ORDERS)}, got {order!r}")
-    if order == "InOrder":
-        label = pod_label(ctx, JOBSET_REPLICATED_JOB_LABEL)
-        replicated_job = label.required_str()
-        if replicated_job not in sizes:
-            raise label.error(f"replicated job {replicated_job!r} is not in the JobSet")
-        name, min_member = pg_name(top.name, top.required_uid(), replicated_job), sizes[replicated_job]
+    override = batch_min_member(Workload.of(top))
+    if override is not None:
+        min_sub_group = min(override, len(items))
     else:
-        name, min_member = pg_name(top.name, top.required_uid()), sum(sizes.values())
-    # On the JobSet itself it is the flat PodGroup's minMember, as KAI's flat JobSet grouper reads it
-    # (v0.15, and v0.17's `legacyMinAvailable`); v0.17's own grouper, with sub-groups and minSubGroup,
-    # reads it as the number of replicated jobs required (docs/podgrouper.md).
-    min_member = batch_min_member(Workload.of(top)) or min_member
+        min_sub_group = 1 if order == "InOrder" else len(items)
+    job_node = pod_label(ctx, JOBSET_REPLICATED_JOB_LABEL)
+    index_node = pod_label(ctx, JOBSET_JOB_INDEX_LABEL)
+    pod_subgroup = f"{job_node.required_str()}-replica-{index_node.required_str()}"
+    if pod_subgroup not in {group.name for group in sub_groups}:
+        raise index_node.error(f"the JobSet has no replica {pod_subgroup!r}")
     return build_plan(
         ctx,
-        name=name,
+        name=pg_name(top.name, top.required_uid()),
         owner=top,
         workload=Workload.of(top),
-        min_member=max(min_member, 1),
+        min_member=0,
+        min_sub_group=min_sub_group,
         default_priority=TRAIN,
+        sub_groups=sub_groups,
+        pod_subgroup=pod_subgroup,
     )
+
+
+def _replica_topology(template: Workload) -> TopologyConstraintPlan | None:
+    """A replica's constraint from its template's topology annotations; KAI passes over a topology name
+    without a level, and a level without a name."""
+    topology = template.annotation_node(c.TOPOLOGY_ANNOTATION).opt_str()
+    required = template.annotation_node(c.TOPOLOGY_REQUIRED_ANNOTATION).opt_str()
+    preferred = template.annotation_node(c.TOPOLOGY_PREFERRED_ANNOTATION).opt_str()
+    if not topology or not (required or preferred):
+        return None
+    return TopologyConstraintPlan(topology, required or None, preferred or None)
 
 
 # --- LeaderWorkerSet -------------------------------------------------------------------------------

@@ -89,6 +89,7 @@ EVENT_REASON = "PodGrouperWarning"
 
 _SPEC_FIELDS = (
     "minMember",
+    "minSubGroup",
     "queue",
     "priorityClassName",
     "preemptibility",

@@ -200,7 +200,11 @@ def jobset(order: str | None = None, owner: dict[str, Any] | None = None) -> dic
 
 def jobset_pod(js: dict[str, Any], rj: str, job_index: int, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
     job = obj("batch/v1", "Job", f"llama-{rj}-{job_index}", f"uid-js-{rj}-{job_index}", owner=js)
-    labels = {"jobset.sigs.k8s.io/jobset-name": "llama", "jobset.sigs.k8s.io/replicatedjob-name": rj}
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": "llama",
+        "jobset.sigs.k8s.io/replicatedjob-name": rj,
+        "jobset.sigs.k8s.io/job-index": str(job_index),
+    }
     return pod(
         f"llama-{rj}-{job_index}-{i}-abcde", f"uid-jsp-{rj}-{job_index}-{i}", owner=job, labels=labels
     ), job

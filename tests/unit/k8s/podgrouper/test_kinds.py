@@ -487,50 +487,7 @@ def test_ray_worker_of_unknown_group_is_an_error() -> None:
         plan_pod_group(ray_pod(rc, "worker", "gone", 0), [rc])
 
 
-# --- JobSet and TrainJob ---------------------------------------------------------------------------
-
-
-def test_jobset_is_one_gang() -> None:
-    js = jobset()
-    p, job = jobset_pod(js, "workers", 1, 3)
-    plan = plan_pod_group(p, [job, js])
-    assert plan.name == "pg-llama-uid-js"
-    assert plan.min_member == 9
-    assert plan.owner_reference["kind"] == "JobSet"
-    assert plan.sub_groups == ()
-
-
-def test_jobset_in_order_is_one_gang_per_replicated_job() -> None:
-    js = jobset("InOrder")
-    p, job = jobset_pod(js, "workers", 0, 0)
-    plan = plan_pod_group(p, [job, js])
-    assert plan.name == "pg-llama-uid-js-workers"
-    assert plan.min_member == 8
-    p, job = jobset_pod(js, "driver", 0, 0)
-    plan = plan_pod_group(p, [job, js])
-    assert (plan.name, plan.min_member) == ("pg-llama-uid-js-driver", 1)
-
-
-def test_batch_min_member_on_the_jobset_is_its_gang_size() -> None:
-    # KAI's flat JobSet grouper (v0.15 `getMinAvailable`, v0.17 `legacyMinAvailable`).
-    for order, name in ((None, "pg-llama-uid-js"), ("InOrder", "pg-llama-uid-js-workers")):
-        js = jobset(order)
-        js["metadata"]["annotations"] = {"kai.scheduler/batch-min-member": "2"}
-        p, job = jobset_pod(js, "workers", 0, 0)
-        assert (plan_pod_group(p, [job, js]).name, plan_pod_group(p, [job, js]).min_member) == (name, 2)
-
-
-def test_batch_min_member_on_a_replicated_job_template_is_each_replica_gang_size() -> None:
-    # KAI v0.17 jobset_grouper.go `singleReplicaSubGroupMinMember`: the template's value replaces the
-    # parallelism of each replica (2 workers x 3 + 1 driver), even above the parallelism.
-    js = jobset()
-    workers = js["spec"]["replicatedJobs"][1]
-    workers["template"]["metadata"] = {"annotations": {"kai.scheduler/batch-min-member": "3"}}
-    p, job = jobset_pod(js, "workers", 1, 0)
-    assert plan_pod_group(p, [job, js]).min_member == 7
-    workers["template"]["metadata"]["annotations"]["kai.scheduler/batch-min-member"] = "0"
-    with pytest.raises(GroupingError, match="at least 1"):
-        plan_pod_group(p, [job, js])
+# --- TrainJob (JobSets: test_jobset_sub_groups.py) ---------------------------------------------------
 
 
 def test_trainjob_is_skipped_for_its_jobset() -> None:
@@ -549,7 +506,7 @@ def test_trainjob_is_skipped_for_its_jobset() -> None:
     assert plan.name == "pg-llama-uid-js"
     assert plan.owner_reference["kind"] == "JobSet"
     assert plan.queue == "team-a"
-    assert plan.min_member == 9
+    assert plan.min_sub_group == 2
 
 
 # --- LeaderWorkerSet -------------------------------------------------------------------------------
