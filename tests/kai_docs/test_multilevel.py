@@ -152,7 +152,6 @@ def spines(run: DocRun, *pods: str) -> set[str]:
     return {rack.rsplit("-r", 1)[0] for rack in racks(run, *pods)}
 
 
-@pytest.mark.xfail(strict=True, reason="minSubGroup not yet: #21")
 def test_sample1_with_the_doc_pods_only_waits(tmp_path: Path) -> None:
     pods = with_scheduler_name(
         doc_pod("pod-a1", "sample1", "subgroup-a") + "---" + doc_pod("pod-b1", "sample1", "subgroup-b")
@@ -162,7 +161,6 @@ def test_sample1_with_the_doc_pods_only_waits(tmp_path: Path) -> None:
     assert run.groups["sample1"]["unschedulableReason"]
 
 
-@pytest.mark.xfail(strict=True, reason="minSubGroup not yet: #21")
 def test_sample1_each_subgroup_on_one_rack(tmp_path: Path) -> None:
     names = {"subgroup-a": ["pod-a1", "pod-a2"], "subgroup-b": ["pod-b1", "pod-b2", "pod-b3"]}
     pods = "---".join(doc_pod(p, "sample1", sg) for sg, ps in names.items() for p in ps)
@@ -172,7 +170,6 @@ def test_sample1_each_subgroup_on_one_rack(tmp_path: Path) -> None:
     assert len(racks(run, *names["subgroup-b"])) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="minSubGroup not yet: #21")
 def test_sample2_a_and_b_under_one_spine_c_on_a_rack_all_in_one_zone(tmp_path: Path) -> None:
     names = {
         "subgroup-a": ["pod-a1"],
@@ -270,7 +267,7 @@ spec:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="minSubGroup and skip-podgrouper not yet: #21")
+@pytest.mark.xfail(strict=True, reason="skip-podgrouper not yet: #21")
 def test_two_jobs_join_one_podgroup_each_subgroup_under_its_topology(tmp_path: Path) -> None:
     # The test's cluster: 2 zones x 2 racks x 2 nodes of 8 GPUs (a rack takes the 3 rack-workers, 12 GPUs).
     labels = {
