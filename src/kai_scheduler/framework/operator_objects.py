@@ -224,13 +224,19 @@ def read_kai_config(obj: Mapping[str, Any] | None) -> KaiConfig:
 
 def kai_config_notices(settings: KaiConfig, obj: Mapping[str, Any] | None) -> list[str]:
     """What of a Config this scheduler does not follow: another object than `kai-config` (KAI's operator
-    reads only that one), a queue label other than KAI's default (read from kai.scheduler/queue only)."""
+    reads only that one), a scheduler name (a flag of `run`) or queue label (read from kai.scheduler/queue
+    only) other than KAI's default."""
     if obj is None:
         return []
     name = _object_name(obj, CONFIG_KIND)
     notices = []
     if name != CONFIG_NAME:
         notices.append(f"{CONFIG_KIND} {name}: KAI's operator reads only the Config named {CONFIG_NAME}")
+    if settings.scheduler_name != c.SCHEDULER_NAME:
+        notices.append(
+            f"{CONFIG_KIND} {name}: spec.global.schedulerName {settings.scheduler_name!r}: the scheduler's "
+            f"name is run's --scheduler-name (simulate schedules the pods of {c.SCHEDULER_NAME}); ignored"
+        )
     if settings.queue_label_key != c.QUEUE_LABEL:
         notices.append(
             f"{CONFIG_KIND} {name}: spec.global.queueLabelKey {settings.queue_label_key!r}: this scheduler "

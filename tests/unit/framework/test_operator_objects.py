@@ -492,3 +492,16 @@ def test_with_placement_strategy_takes_gpu_and_cpu_apart() -> None:
     assert with_placement_strategy(SchedulerConfig(), "spread") == with_placement_strategy(
         SchedulerConfig(), "spread", "spread"
     )
+
+
+def test_config_fields_this_scheduler_does_not_follow_are_notices() -> None:
+    config = kai_config(**{"global": {"schedulerName": "my-scheduler", "queueLabelKey": "team"}})
+    config["metadata"]["name"] = "other"
+    notices = config_from_operator_objects([], config, SchedulerConfig()).notices
+    assert notices == (
+        "Config other: KAI's operator reads only the Config named kai-config",
+        "Config other: spec.global.schedulerName 'my-scheduler': the scheduler's name is run's "
+        "--scheduler-name (simulate schedules the pods of kai-scheduler); ignored",
+        "Config other: spec.global.queueLabelKey 'team': this scheduler reads a workload's queue from "
+        "kai.scheduler/queue; ignored",
+    )
