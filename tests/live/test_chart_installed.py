@@ -219,6 +219,12 @@ def test_the_installed_chart_binds_every_pod_once_with_no_request_refused(
                     await eventually(lambda: _queue_status_written(server), timeout=60)
 
         run(body(), timeout=240)
+        # Where the chart renders KAI's SchedulingShard default, the scheduler runs its configuration.
+        if any(document["kind"] == "SchedulingShard" for document in chart.documents):
+            schedulers = [p for p in chart.pods if p.deployment.endswith(("-scheduler", "-all-in-one"))]
+            assert schedulers
+            for pod in schedulers:
+                assert pod.child is not None and "SchedulingShard default: read" in pod.child.stderr, pod.name
         counts = Counter(b.name for b in store.binds if b.namespace == TEAM)
         assert counts == Counter({name: 1 for name in names})
         assert refused(server) == []
