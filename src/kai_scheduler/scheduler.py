@@ -44,6 +44,7 @@ from kai_scheduler.plugins.scoring import (
     NominatedNodePlugin,
     ResourceTypePlugin,
 )
+from kai_scheduler.plugins.sg_generators import MultiNodeGangPlugin, NodeLocalGreedyPlugin
 from kai_scheduler.plugins.topology import TopologyPlugin
 
 PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
@@ -70,6 +71,8 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "numa": NumaPlugin,
     "snapshot": SnapshotPlugin,
     "reflectjoborder": ReflectJobOrderPlugin,
+    "sg-nodelocalgreedy": NodeLocalGreedyPlugin,
+    "sg-multinodegang": MultiNodeGangPlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,

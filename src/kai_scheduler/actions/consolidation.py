@@ -15,7 +15,6 @@ import numpy as np
 
 from kai_scheduler.actions.victim_order import VictimUnit, active_tasks, order_victims
 from kai_scheduler.actions.victim_scenarios import Scenario, stays_evicted
-from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.actions.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -96,7 +95,7 @@ class Consolidation(VictimAction):
 
         bound = session.config.max_consolidation_preemptees
         scenario = Scenario(self.name, job, tasks, _all_placed, reason, bound, by_node=False)
-        return solve(session, scenario, victims)
+        return self.solve(session, scenario, victims)
 
     def _closest_to_room_first(
         self, session: Session, job: JobInfo, tasks: list[TaskInfo]

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 
 from kai_scheduler.actions.victim_order import VictimUnit, order_victims
 from kai_scheduler.actions.victim_scenarios import Scenario
-from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.actions.victims import VictimAction
 from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -48,7 +47,7 @@ class Preempt(VictimAction):
         def reason(victim: TaskInfo) -> str:
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
 
-        return solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
+        return self.solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
 
 
 def _no_rule(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 
 from kai_scheduler.actions.victim_order import SharedVictims, VictimUnit, order_victims
 from kai_scheduler.actions.victim_scenarios import Scenario
-from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.actions.victims import VictimAction
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
@@ -63,4 +62,4 @@ class Reclaim(VictimAction):
             return f"reclaimed for {job.key} (queue {job.queue} below fair share)"
 
         scenario = Scenario(self.name, job, tasks, fair, reason, invalid_is_final=True, replays=self.replays)
-        return solve(session, scenario, victims)
+        return self.solve(session, scenario, victims)

@@ -7,11 +7,19 @@ virtually, the preemptor and every victim job placed again by the allocation rou
 validator judging the outcome. The first valid scenario is committed (with a plugin that judges outcomes,
 the best of a few among victims ranked alike: `_Choice`). Cheap filters skip scenarios that cannot free
 what the preemptor asks for, and at most MAX_SCENARIOS are simulated per preemptor.
+
+Which searches run is up to the scenario generator plugins (KAI v0.17's sg-nodelocalgreedy and
+sg-multinodegang, `_searches`), in plugin order, each within its share of the action's time budget.
+KAI v0.17 drives each generator through a search over how many of the job's pods to place (1, 2, 4, ...
+then bisection, then all of them seeded with the best part's victims) and, for MultiNodeGang, node
+subsets by the room their victims leave; the searches here place every pod at once and take victims in
+victim order, and decide as KAI on every ported table (tests/kai), KAI's cases for that search among them
+("Reclaim across many single-GPU nodes", the gang full drain, "jump over full nodes pods").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,9 +27,11 @@ import numpy as np
 
 from kai_scheduler.actions.placement import place_pipelined
 from kai_scheduler.actions.replays import last_for
+from kai_scheduler.actions.search_budget import ActionBudget, Deadline, SearchEnd, unlimited
 from kai_scheduler.actions.victim_order import VictimUnit, active_tasks
 from kai_scheduler.actions.victim_scenarios import Outcome, Scenario, simulate, takes
 from kai_scheduler.framework.gang import request_of
+from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.disruption import DisruptionBudgets
@@ -35,9 +45,16 @@ MAX_SCENARIOS = 64
 ALTERNATIVES = 8
 
 
-def solve(session: Session, scenario: Scenario, victims: Callable[[], Iterable[VictimUnit]]) -> bool:
+def solve(
+    session: Session,
+    scenario: Scenario,
+    victims: Callable[[], Iterable[VictimUnit]],
+    budget: ActionBudget | None = None,
+) -> SearchEnd:
     """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
-    `victims()` gives the victim order (called again for a second search).
+    `victims()` gives the victim order (called again for each search). Each enabled generator searches in
+    turn (`_searches`), within its share of the action's `budget` (none: no limit); how the job's search
+    ended is returned (SOLVED once a scenario is committed).
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
     the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated.
@@ -46,22 +63,64 @@ def solve(session: Session, scenario: Scenario, victims: Callable[[], Iterable[V
     take a budget beyond what it allows (best effort, as kube-scheduler's preemption); only when that finds
     nothing does it search the whole order, and the evictions beyond a budget say so (`Statement.commit`).
     Units are whole gangs or single pods above a job's minimum, so a gang is never left half evicted."""
+    searches = _searches(session.points.scenario_generators, scenario)
+    if not searches:
+        return SearchEnd.NO_GENERATOR
+    job = budget.begin_job() if budget is not None else None
+    if job is not None and job.exhausted():
+        return SearchEnd.NOT_ATTEMPTED
     for hook in session.points.on_solution_start:
         hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
     if released and scenario.replays is not None:
         # The cluster is not the one the replays were recorded on, nor will it be for the next preemptor.
         scenario = replace(scenario, replays=None)
-    search = _search_by_node if scenario.by_node and len(scenario.tasks) == 1 else _search
+    # The victim sets simulated already, by every generator: the same set evicts the same pods from the
+    # same cluster, so it fails the same way again (KAI's fingerprints of failed scenarios).
+    tried: set[frozenset[str]] = set()
     budgets = session.snapshot.disruption_budgets
-    within = WithinBudgets(budgets, victims()) if budgets is not None else None
-    if search(session, scenario, within if within is not None else victims()):
-        return True
-    if within is not None and within.passed_over and search(session, scenario, victims()):
-        return True
+    end = SearchEnd.EXHAUSTED
+    for within_budgets in (True, False) if budgets is not None else (False,):
+        passed_over = False
+        for name, search in searches:
+            units: Iterable[VictimUnit] = victims()
+            if within_budgets:
+                assert budgets is not None
+                units = WithinBudgets(budgets, units)
+            deadline = job.begin_generator(name) if job is not None else unlimited()
+            end = search(session, scenario, units, tried, deadline)
+            if end is SearchEnd.SOLVED:
+                return end
+            if end is SearchEnd.DEADLINE:
+                break
+            passed_over = passed_over or (isinstance(units, WithinBudgets) and units.passed_over)
+        if end is SearchEnd.DEADLINE or not passed_over:
+            break
     for task in released:
         session.state.restore_reservation(task)
-    return False
+    return SearchEnd.DEADLINE if end is SearchEnd.DEADLINE else SearchEnd.EXHAUSTED
+
+
+# A generator's search: commits a scenario and says SOLVED, or says why it stopped (EXHAUSTED, DEADLINE).
+Search = Callable[[Session, Scenario, Iterable[VictimUnit], set[frozenset[str]], Deadline], SearchEnd]
+
+
+def _searches(generators: Sequence[str], scenario: Scenario) -> list[tuple[str, Search]]:
+    """The searches the enabled generators own for this preemptor, in plugin order (none: nothing is
+    found, as KAI without a generator plugin). NodeLocalGreedy is the node-by-node search of a one-pod
+    preemptor (`_search_by_node`: KAI's by-pod solver of v0.13 did exactly this, and v0.17's
+    NodeLocalGreedy still does); MultiNodeGang the accumulated search whose scenarios take the victims on
+    every node the preemptor lands on (`_search`), which also serves gangs and consolidation. KAI tries
+    MultiNodeGang after NodeLocalGreedy fails even for one pod, and so does this; with the failed victim
+    sets shared (`tried`), it simulates only sets the node-by-node search had not reached."""
+    one_pod = scenario.by_node and len(scenario.tasks) == 1
+    found: list[tuple[str, Search]] = []
+    for name in generators:
+        if name == NODE_LOCAL_GREEDY and one_pod:
+            found.append((name, _search_by_node))
+        elif name == MULTI_NODE_GANG:
+            found.append((name, _search))
+    return found
 
 
 class WithinBudgets:
@@ -89,7 +148,13 @@ class WithinBudgets:
             yield unit
 
 
-def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+def _search_by_node(
+    session: Session,
+    scenario: Scenario,
+    victims: Iterable[VictimUnit],
+    tried: set[frozenset[str]],
+    deadline: Deadline,
+) -> SearchEnd:
     """KAI's search for one pod (the job solver's scenarios, tried node by node): victims accumulate in
     victim order, and after each one, for every node of its job, the scenario evicts the victims so far
     that have a pod on that node (their whole jobs' units) and nothing else. Victims elsewhere are never
@@ -101,9 +166,6 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     taken: dict[JobInfo, list[TaskInfo]] = {}  # the units so far, by job
     on_node: dict[int, dict[JobInfo, None]] = {}  # the jobs with a unit's pod on each node
-    # The victim sets simulated already: the same set evicts the same pods from the same cluster, so it
-    # fails the same way again.
-    tried: set[frozenset[str]] = set()
     simulated = 0
     counts = session.counts[scenario.action]
     replays = scenario.replays
@@ -116,6 +178,8 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
     for victim in victims:
         if not choice.still_looking(victim):
             break
+        if (late := deadline.passed()) is not None:
+            return SearchEnd.SOLVED if choice.commit(scenario) else late
         taken.setdefault(victim.job, []).extend(victim.tasks)
         for victim_task in victim.tasks:
             on_node.setdefault(victim_task.node, {})[victim.job] = None
@@ -163,13 +227,13 @@ def _search_by_node(session: Session, scenario: Scenario, victims: Iterable[Vict
             if outcome is Outcome.COMMITTABLE:
                 if choice.judge is None:
                     statement.commit()
-                    return True
+                    return SearchEnd.SOLVED
                 choice.offer(victim, evicted)  # (and undone)
             else:
                 statement.discard()
             if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
-                return choice.commit(scenario)
-    return choice.commit(scenario)
+                return choice.end(scenario)
+    return choice.end(scenario)
 
 
 class _Choice:
@@ -207,6 +271,9 @@ class _Choice:
         if self.best is None or cost < self.best[0] - EPSILON:
             self.best = (cost, list(evicted))
 
+    def end(self, scenario: Scenario) -> SearchEnd:
+        return SearchEnd.SOLVED if self.commit(scenario) else SearchEnd.EXHAUSTED
+
     def commit(self, scenario: Scenario) -> bool:
         """Simulate the chosen scenario again (the same cluster, the same outcome) and commit it."""
         if self.best is None:
@@ -220,7 +287,13 @@ class _Choice:
         return True
 
 
-def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit]) -> bool:
+def _search(
+    session: Session,
+    scenario: Scenario,
+    victims: Iterable[VictimUnit],
+    tried: set[frozenset[str]],
+    deadline: Deadline,
+) -> SearchEnd:
     """The search for several pods (a gang): victims accumulate, evicted, in victim order; once the
     preemptor could fit, the scenario is simulated (`_try_scenario`)."""
     statement = session.statement(scenario.action, scenario.preemptor.key)
@@ -233,8 +306,11 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
     available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0
     counts = session.counts[scenario.action]
-    tried: set[frozenset[str]] = set()  # the victim sets simulated already (see `_search_by_node`)
+    end = SearchEnd.EXHAUSTED
     for victim in victims:
+        if (late := deadline.passed()) is not None:
+            end = late
+            break
         step = victim.tasks
         for task in step:
             statement.evict(task, scenario.reason(task))
@@ -248,11 +324,11 @@ def _search(session: Session, scenario: Scenario, victims: Iterable[VictimUnit])
         outcome = _try_scenario(session, statement, scenario, evicted, tried)
         if outcome is Outcome.COMMITTABLE:
             statement.commit()
-            return True
+            return SearchEnd.SOLVED
         if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
             break
     statement.discard()
-    return False
+    return end
 
 
 def _room_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:

@@ -2,17 +2,23 @@
 
 Each action supplies `blocked` and `attempt`; an attempt orders victims (`victim_order`) and hands them to
 the solver (`victim_search.solve`), which simulates scenarios (`victim_scenarios`) and commits the first
-valid one.
+valid one. As in KAI v0.17, a job one of whose pods fails a pre-predicate no eviction changes is passed
+over without a search, and the search keeps to the action's time budget (`search_budget`): a job whose
+search runs out of time ends the action for the cycle.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.replays import Replays
-from kai_scheduler.actions.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry
+from kai_scheduler.actions.search_budget import ActionBudget, Clock, SearchEnd
+from kai_scheduler.actions.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry, VictimUnit
+from kai_scheduler.actions.victim_scenarios import Scenario
+from kai_scheduler.actions.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
@@ -23,6 +29,13 @@ from kai_scheduler.model.resources import Resources
 # KAI's message for a job passed over for its preemption delay (`recordPreemptionDelayFitError`), up to
 # where KAI names the end as a wall-clock time: the core's clock has no date, so it says how long is left.
 DELAY_MESSAGE = "Workload is within its preemption delay window ({}) and may not trigger evictions"
+
+
+# Why the job whose victim search ran out of time waits; the jobs after it are not looked at this cycle.
+OUT_OF_TIME = "the victim search ran out of time (scenarioSearchBudgets); the action stops for this cycle"
+# Why a job still waits when neither victim search generator plugin is enabled (KAI's
+# SearchResultNoGenerator).
+NO_GENERATOR = "no scenario generator plugin is enabled (sg-nodelocalgreedy, sg-multinodegang)"
 
 
 def within_preemption_delay(session: Session, job: JobInfo) -> bool:
@@ -51,8 +64,12 @@ class VictimAction(ABC):
 
     name = ""
     gave_up = ""  # why a job still waits after this action found no valid scenario for it
+    # The clock of the search budgets (wall time, as KAI's); a test gives its own.
+    clock: Clock = time.perf_counter
 
     def __init__(self) -> None:
+        self.budget: ActionBudget | None = None
+        self.search_end: SearchEnd | None = None  # how the last attempt's search ended
         self.by_queue: dict[str, dict[JobInfo, None]] = {}
         self.replays = Replays()  # valid until the next commit
         self.shared_orders: dict[tuple[object, ...], SharedVictims] = {}  # likewise
@@ -60,6 +77,7 @@ class VictimAction(ABC):
         self._heaps: dict[tuple[str, bytes], list[VictimEntry]] = {}
 
     def execute(self, session: Session) -> None:
+        self.budget = ActionBudget(session.config.scenario_search_budgets, self.name, self.clock)
         self.by_queue.clear()
         self._leaves.clear()
         self._heaps.clear()
@@ -101,7 +119,13 @@ class VictimAction(ABC):
                 signature = self.signature(session, job, tasks)
             if signature in failed or self.blocked(session, job, request_of(session, tasks)):
                 continue
+            if self._invariant_failure(session, job, tasks):
+                # (Jobs of its shape fail alike: they wait for the reason it was given.)
+                if signature is not None:
+                    failed.add(signature)
+                continue
             decided = len(session.decisions)
+            self.search_end = None
             if self.attempt(session, job, tasks):
                 session.unschedulable.pop(job.key, None)
                 queue.refresh()
@@ -109,9 +133,40 @@ class VictimAction(ABC):
                 if job.has_pending():
                     queue.push(job)
                 continue
-            session.add_reason(job.key, f"{self.name}: {self.gave_up}")
+            if self.search_end is not None and self.search_end.stops_action:
+                session.add_reason(job.key, f"{self.name}: {OUT_OF_TIME}")
+                return
+            session.add_reason(job.key, f"{self.name}: {self._gave_up(session)}")
             if signature is not None:
                 failed.add(signature)
+
+    def solve(
+        self, session: Session, scenario: Scenario, victims: Callable[[], Iterable[VictimUnit]]
+    ) -> bool:
+        """Search victims for the scenario within the action's budget (`victim_search.solve`), noting how
+        the search ended."""
+        self.search_end = solve(session, scenario, victims, self.budget)
+        return self.search_end is SearchEnd.SOLVED
+
+    def _invariant_failure(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether a pod of the job fails a pre-predicate no eviction changes (KAI v0.17's victim-invariant
+        pre-filter): then no victim is searched for it, and it waits with KAI's words for why."""
+        checks = session.points.victim_invariant_pre_predicates
+        for task in tasks if checks else ():
+            for check in checks:
+                failure = check(task)
+                if failure is not None:
+                    pod = f"{task.namespace}/{task.name}"
+                    session.add_reason(
+                        job.key, f"{self.name}: Resources were not found for pod {pod} due to: {failure}"
+                    )
+                    return True
+        return False
+
+    def _gave_up(self, session: Session) -> str:
+        if not session.points.scenario_generators:
+            return NO_GENERATOR
+        return self.gave_up
 
     def _committed(self, session: Session, decided: int) -> None:
         """Bring the candidates up to date after a commit (its decisions are those from `decided` on):

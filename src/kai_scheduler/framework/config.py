@@ -57,6 +57,9 @@ DEFAULT_PLUGINS = (
     "minruntime",
     "topology",
     "snapshot",
+    # KAI v0.17's victim search generators, last as in its standalone default.
+    "sg-nodelocalgreedy",
+    "sg-multinodegang",
 )
 DEFAULT_PLUGIN_ARGUMENTS: dict[str, dict[str, str]] = {"nodeplacement": {"cpu": "binpack", "gpu": "binpack"}}
 

@@ -95,6 +95,10 @@ class ExtensionPoints:
     queue_order: QueueOrderKey | None = None
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
     pre_predicates: list[PrePredicate] = field(default_factory=list)
+    # The pre-predicates no eviction can change the answer of (KAI v0.17's victim-invariant ones: volume
+    # binding, ConfigMaps, the largest node of the pool): reclaim, preempt and consolidation pass over a
+    # job one of its pods fails, without searching victims.
+    victim_invariant_pre_predicates: list[PrePredicate] = field(default_factory=list)
     task_predicates: list[NamedPredicate] = field(default_factory=list)
     node_scorers: list[NodeScorer] = field(default_factory=list)
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
@@ -119,6 +123,10 @@ class ExtensionPoints:
     # before any victim was taken and what remains once its victims so far and its next one are gone
     # (no job asks for anything). The victim queue hands out the queue that ranks last.
     victim_queue_order: Callable[[QueueInfo, Resources, Resources], tuple[Any, ...]] | None = None
+    # The victim search's scenario generators (named as in `framework.search_budgets`), in plugin order,
+    # added by sg-nodelocalgreedy and sg-multinodegang; none: reclaim, preempt and consolidation find
+    # nothing.
+    scenario_generators: list[str] = field(default_factory=list)
     # Reclaim: may jobs of this queue be victims of that reclaimer at all (before any scenario is run)?
     reclaim_victim_filters: list[Callable[[JobInfo, Resources, str], bool]] = field(default_factory=list)
     # Per action ("reclaim", "preempt"): is a victim job protected for now (minimum runtime)? A

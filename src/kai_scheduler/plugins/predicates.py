@@ -229,6 +229,8 @@ class PredicatesPlugin:
             return storage.pre_filter(task) or largest.pre_filter(task)
 
         points.pre_predicates.append(pre_filter)
+        # Every one of them is about the pod and the pool, never about what runs where.
+        points.victim_invariant_pre_predicates.append(pre_filter)
 
         kind_cache: dict[tuple[object, ...], BoolArray] = {}
 

@@ -34,6 +34,8 @@ DEFAULT_PLUGIN_NAMES = [
     "minruntime",
     "topology",
     "snapshot",
+    "sg-nodelocalgreedy",
+    "sg-multinodegang",
 ]
 
 

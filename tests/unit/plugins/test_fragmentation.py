@@ -45,6 +45,8 @@ PLUGINS = [
     "gpufragmentation",
     "minruntime",
     "topology",
+    "sg-nodelocalgreedy",
+    "sg-multinodegang",
 ]
 
 

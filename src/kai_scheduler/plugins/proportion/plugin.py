@@ -23,6 +23,7 @@ from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
 from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
+from kai_scheduler.plugins.proportion.victim_filter import may_be_reclaimed
 
 # A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
 _ZERO_SHARE_PENALTY: Final = 1000.0
@@ -280,13 +281,9 @@ class ProportionPlugin:
         return self.non_preemptible_over_quota(job, request)
 
     def may_reclaim_from(self, reclaimer: JobInfo, request: Resources, victim_queue: str) -> bool:
-        """The first victim's test of `reclaim_is_fair`, before anything is taken: a queue at or below its
-        share (and, for GuaranteeDeservedQuota, its deserved quota) can give nothing, so its jobs are not
-        even candidates. Unless consolidating reclaim is on: a victim that moves gives nothing up, so any
-        queue's jobs may be moved to make room."""
+        """Whether any reclaim strategy could take a job of `victim_queue` for this reclaimer, before
+        anything is taken (`victim_filter`: KAI v0.17 asks it whether consolidating reclaim is on or not)."""
         assert self._session is not None
-        if self._session.config.allow_consolidating_reclaim:
-            return True
         queues = self._session.snapshot.queues
         total = self._session.snapshot.capacity
         reclaimer_side, victim_side = _split(
@@ -294,12 +291,15 @@ class ProportionPlugin:
         )
         if reclaimer_side is None or victim_side is None:
             return False
-        held = victim_side.allocated
         share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
-        if not _all_le(held, share):
-            return True
-        within_deserved = _all_le(reclaimer_side.allocated.plus(request), _deserved(reclaimer_side, total))
-        return within_deserved and not _all_le(held, _deserved(victim_side, total))
+        return may_be_reclaimed(
+            victim_side,
+            request,
+            reclaimer_within_deserved=_all_le(
+                reclaimer_side.allocated.plus(request), _deserved(reclaimer_side, total)
+            ),
+            above_share=not _all_le(victim_side.allocated, share),
+        )
 
     def _remember_allocations(self) -> None:
         assert self._session is not None

@@ -1,0 +1,42 @@
+"""Which queues' jobs a reclaimer may take at all, decided before its victims are ordered (KAI v0.17's
+`ReclaimVictimFilterFn`, `pkg/scheduler/plugins/proportion/reclaimable/filter_victims.go`, #1764).
+
+A victim is only worth offering if some reclaim strategy could take it. Both sides are the queues just
+below where the reclaimer's and the victim's branches of the queue tree split:
+
+* the reclaimer's side would go above its deserved quota: only MaintainFairShare can take, so the victim's
+  side must hold more than its allocatable share in some resource;
+* otherwise the victim's side must be above its deserved quota in some resource the reclaimer asks for
+  (GuaranteeDeservedQuota), or exactly at it in every such resource (then MaintainFairShare decides).
+
+Without it, a queue that can give nothing but ranks first in victim order ended the search of a reclaimer
+whose valid victims came later (KAI #1750).
+"""
+
+from __future__ import annotations
+
+from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+
+
+def may_be_reclaimed(
+    victim_side: QueueInfo, request: Resources, *, reclaimer_within_deserved: bool, above_share: bool
+) -> bool:
+    """Whether the victim side's jobs stay candidates. `reclaimer_within_deserved`: the reclaimer's side
+    stays within its deserved quota with `request` added; `above_share`: the victim's side holds more than
+    its allocatable share in some resource."""
+    if not reclaimer_within_deserved:
+        return above_share
+    under = False
+    for resource in RESOURCE_NAMES:
+        if request.get(resource) <= 0:
+            continue
+        deserved = victim_side.deserved.get(resource)
+        if deserved < 0:  # unlimited: never above it
+            continue
+        held = victim_side.allocated.get(resource)
+        if held > deserved + EPSILON:
+            return True
+        if held < deserved - EPSILON:
+            under = True
+    return not under
