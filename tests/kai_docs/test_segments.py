@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from docs_support import DEFAULT_QUEUES, DocRun, nodes, simulate, with_scheduler_name
 
 SINGLE_LEVEL = """
@@ -193,9 +192,6 @@ def test_lws_workers_of_a_segment_share_a_rack(tmp_path: Path) -> None:
     assert racks["lws-segmented-0-3"] == racks["lws-segmented-0-4"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="LeaderWorkerSet LeaderWorker policy (leader in the first segment) not yet: #21"
-)
 def test_lws_leader_shares_the_first_segments_rack(tmp_path: Path) -> None:
     # "With the default LeaderWorker policy, the leader is grouped together with the workers in the first
     # segment."

@@ -443,18 +443,22 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
             minimum=1
         )
         segments = read_segments(pod, template, top.node("metadata", "annotations"), size=policy_size)
-        if segments is not None:
-            sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
         worker_index = int_text(index_node.required_str(), index_node)
-        if worker_index == 0:
-            pod_subgroup = LWS_LEADER
-        elif segments is not None:
-            pod_subgroup = segment_of(LWS_WORKERS, worker_index - 1, workers, segments, index_node)
-        elif worker_index < size:
-            pod_subgroup = LWS_WORKERS
-        else:
+        policy = _lws_segment_policy(top) if segments is not None else None
+        if worker_index >= size and policy != "LeaderExcluded":
             raise index_node.error(f"worker index {worker_index} is beyond the group size {size}")
+        if segments is None:
+            pod_subgroup = LWS_LEADER if worker_index == 0 else LWS_WORKERS
+        elif policy == "LeaderWorker":
+            sub_groups, pod_subgroup = _leader_in_first_segment(size, min_member, worker_index, segments)
+        else:
+            sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
+            pod_subgroup = (
+                LWS_LEADER
+                if worker_index == 0
+                else segment_of(LWS_WORKERS, worker_index - 1, workers, segments, index_node)
+            )
     return build_plan(
         ctx,
         name=pg_name(top.name, top.required_uid(), "group", str(group_index)),
@@ -465,6 +469,51 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
         sub_groups=sub_groups,
         pod_subgroup=pod_subgroup,
     )
+
+
+_LWS_SEGMENT_POLICIES = ("LeaderWorker", "LeaderExcluded")
+
+
+def _lws_segment_policy(top: KObject) -> str:
+    """`subGroupPolicy.subGroupPolicyType`: KAI's default, `LeaderWorker`, puts the leader in the first
+    segment; `LeaderExcluded` keeps it in a sub-group of its own."""
+    node = top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupPolicyType")
+    policy = node.opt_str() or "LeaderWorker"
+    if policy not in _LWS_SEGMENT_POLICIES:
+        raise node.error(f"must be one of {', '.join(_LWS_SEGMENT_POLICIES)}, got {policy!r}")
+    return policy
+
+
+def _leader_in_first_segment(
+    size: int, min_member: int, index: int, segments: Segments
+) -> tuple[list[SubGroupPlan], str]:
+    """KAI v0.17's LeaderWorker segmentation (lws_grouper.go): the group's pods by worker index (the
+    leader is 0) in consecutive segments `segment-<i>`, each under the segment placement; the leader
+    counts as an extra pod of the first segment when the workers divide evenly, as its first pod
+    otherwise. The first segment holds the sub-groups `leader` and `workers`. Returns the sub-groups and
+    the pod's."""
+    even = (size - 1) % segments.size == 0
+
+    def segment(i: int) -> int:
+        if i == 0:
+            return 0
+        return (i - 1) // segments.size if even else i // segments.size
+
+    counts: dict[int, int] = {}
+    for i in range(size):
+        counts[segment(i)] = counts.get(segment(i), 0) + 1
+    names = [f"segment-{k}" for k in counts]
+    shares = dict(fill_in_order(min_member, [(name, counts[k]) for k, name in enumerate(names)]))
+    leader = min(shares[names[0]], 1)
+    groups = [
+        SubGroupPlan(names[0], 0, None, segments.constraint, min_sub_group=2),
+        SubGroupPlan(LWS_LEADER, leader, names[0]),
+        SubGroupPlan(LWS_WORKERS, shares[names[0]] - leader, names[0]),
+        *(SubGroupPlan(name, shares[name], None, segments.constraint) for name in names[1:]),
+    ]
+    if index == 0:
+        return groups, LWS_LEADER
+    return groups, LWS_WORKERS if segment(index) == 0 else names[segment(index)]
 
 
 # --- Knative ---------------------------------------------------------------------------------------

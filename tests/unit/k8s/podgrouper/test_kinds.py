@@ -533,7 +533,7 @@ def test_lws_leader_ready_gangs_only_the_leader() -> None:
     assert groups(plan) == {"leader": (1, None), "workers": (0, None)}
 
 
-def test_lws_segments() -> None:
+def lws_segmented(policy: str | None = None) -> dict[str, Any]:
     ws = lws(
         size=9,
         annotations={
@@ -542,7 +542,30 @@ def test_lws_segments() -> None:
             "kai.scheduler/segment-topology-required-placement": "rack",
         },
     )
-    p, owners = lws_pods(ws, 0, 5)
+    if policy is not None:
+        ws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupPolicyType": policy}
+    return ws
+
+
+def test_lws_segments_leader_in_the_first_segment() -> None:
+    # KAI v0.17's default LeaderWorker policy: 8 workers divide by 4, so the leader is an extra pod of
+    # segment 0 (leader and workers 1-4), segment 1 holds workers 5-8.
+    p, owners = lws_pods(lws_segmented(), 0, 5)
+    plan = plan_pod_group(p, owners)
+    tc = TopologyConstraintPlan("rack-topo", "rack")
+    assert plan.sub_groups == (
+        SubGroupPlan("segment-0", 0, None, tc, min_sub_group=2),
+        SubGroupPlan("leader", 1, "segment-0"),
+        SubGroupPlan("workers", 4, "segment-0"),
+        SubGroupPlan("segment-1", 4, None, tc),
+    )
+    assert plan.pod_subgroup == "segment-1"
+    assert plan.topology_constraint == TopologyConstraintPlan("rack-topo")
+    check_manifest(plan)
+
+
+def test_lws_segments_leader_excluded() -> None:
+    p, owners = lws_pods(lws_segmented("LeaderExcluded"), 0, 5)
     plan = plan_pod_group(p, owners)
     tc = TopologyConstraintPlan("rack-topo", "rack")
     assert plan.sub_groups == (
@@ -553,7 +576,6 @@ def test_lws_segments() -> None:
     )
     # worker index 5 is the 5th worker: the second segment
     assert plan.pod_subgroup == "workers-segment-1"
-    assert plan.topology_constraint == TopologyConstraintPlan("rack-topo")
 
 
 def test_lws_of_size_one_has_no_sub_groups() -> None:

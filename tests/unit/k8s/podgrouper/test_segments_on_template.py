@@ -3,15 +3,16 @@ worker template of a LeaderWorkerSet), read on the pod first, then the template,
 
 Ported by name from KAI v0.17.0 (f218c69b)
 `pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper_test.go` and
-`pkg/podgrouper/podgrouper/plugins/leaderworkerset/lws_grouper_test.go`; KAI names segments `worker-<i>`
-(`segment-<i>` for a LeaderWorkerSet), ours are `worker-segment-<i>` / `workers-segment-<i>` (the names
-are the grouper's own, nothing reads them).
+`pkg/podgrouper/podgrouper/plugins/leaderworkerset/lws_grouper_test.go`. KAI names a PyTorchJob's
+segments `worker-<i>`, ours are `worker-segment-<i>` (and `workers-segment-<i>` for a LeaderWorkerSet's
+LeaderExcluded policy); the names are the grouper's own, nothing reads them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pg_objects import kubeflow_pod, lws, lws_pods, pytorchjob
 
 from kai_scheduler.cluster.podgrouper import SubGroupPlan, TopologyConstraintPlan, plan_pod_group
@@ -92,10 +93,92 @@ def test_pod_annotations_come_before_the_template() -> None:
     )
 
 
+def lws_with_policy(size: int, sub_group_size: int, policy: str | None = None) -> dict[str, Any]:
+    """KAI's lwsOwner: a LeaderWorkerSet with spec.leaderWorkerTemplate.subGroupPolicy."""
+    ws = lws(size=size)
+    sub_group_policy: dict[str, Any] = {"subGroupSize": sub_group_size}
+    if policy is not None:
+        sub_group_policy["subGroupPolicyType"] = policy
+    ws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = sub_group_policy
+    return ws
+
+
+def lws_groups(plan: Any) -> dict[str, tuple[int, str | None, int | None]]:
+    return {g.name: (g.min_member, g.parent, g.min_sub_group) for g in plan.sub_groups}
+
+
+# KAI: TestBuildSubGroups_Segmentation_Divisible_{LeaderPod,WorkerInFirstSegment,WorkerInLaterSegment}:
+# size 5, segments of 2; 4 workers divide evenly, so segment-0 = {leader, w1, w2}, segment-1 = {w3, w4}.
+DIVISIBLE = {
+    "segment-0": (0, None, 2),
+    "leader": (1, "segment-0", None),
+    "workers": (2, "segment-0", None),
+    "segment-1": (2, None, None),
+}
+
+
+@pytest.mark.parametrize(("worker", "subgroup"), [(0, "leader"), (1, "workers"), (3, "segment-1")])
+def test_leaderworker_divisible(worker: int, subgroup: str) -> None:
+    p, owners = lws_pods(lws_with_policy(5, 2), 0, worker)
+    plan = plan_pod_group(p, owners)
+    assert lws_groups(plan) == DIVISIBLE
+    assert plan.pod_subgroup == subgroup
+
+
+def test_leaderworker_not_divisible_leader_pod() -> None:
+    # KAI: TestBuildSubGroups_Segmentation_NotDivisible_LeaderPod: size 4, segments of 2; 3 workers do not
+    # divide, so the leader is the first pod of segment-0 = {leader, w1}, segment-1 = {w2, w3}.
+    p, owners = lws_pods(lws_with_policy(4, 2), 0, 0)
+    plan = plan_pod_group(p, owners)
+    assert lws_groups(plan) == {
+        "segment-0": (0, None, 2),
+        "leader": (1, "segment-0", None),
+        "workers": (1, "segment-0", None),
+        "segment-1": (2, None, None),
+    }
+    assert plan.pod_subgroup == "leader"
+
+
+def test_leaderworker_topology_preferred_only_not_divisible() -> None:
+    # KAI: TestBuildSubGroups_Segmentation_TopologyPreferredOnly_LeaderIncluded_NotDivisible: size 5,
+    # segments of 3: segment-0 = {leader, w1, w2}, segment-1 = {w3, w4}; the segments carry the placement,
+    # the leader and workers under segment-0 do not.
+    ws = lws_with_policy(5, 3)
+    ws["metadata"]["annotations"] = {TOPOLOGY: "rack"}
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {PREFERRED: "node"}
+    p, owners = lws_pods(ws, 0, 1)
+    plan = plan_pod_group(p, owners)
+    assert lws_groups(plan) == {
+        "segment-0": (0, None, 2),
+        "leader": (1, "segment-0", None),
+        "workers": (2, "segment-0", None),
+        "segment-1": (2, None, None),
+    }
+    tc = TopologyConstraintPlan("rack", None, "node")
+    by_name = {g.name: g.topology_constraint for g in plan.sub_groups}
+    assert by_name == {"segment-0": tc, "leader": None, "workers": None, "segment-1": tc}
+    assert plan.pod_subgroup == "workers"
+
+
+@pytest.mark.parametrize(("worker", "subgroup"), [(1, "workers-segment-0"), (3, "workers-segment-1")])
+def test_leader_excluded(worker: int, subgroup: str) -> None:
+    # KAI: TestBuildSubGroups_Segmentation_LeaderExcluded_{WorkerInFirstSegment,WorkerInLaterSegment}: the
+    # leader in a sub-group of its own, workers (w1, w2) and (w3, w4); KAI's segments are top-level
+    # `segment-<i>`, ours sit under `workers`.
+    p, owners = lws_pods(lws_with_policy(5, 2, "LeaderExcluded"), 0, worker)
+    plan = plan_pod_group(p, owners)
+    assert {name: groups[:2] for name, groups in lws_groups(plan).items()} == {
+        "leader": (1, None),
+        "workers": (4, None),
+        "workers-segment-0": (2, "workers"),
+        "workers-segment-1": (2, "workers"),
+    }
+    assert plan.pod_subgroup == subgroup
+
+
 def test_leaderworkerset_segment_size_from_worker_template_annotation() -> None:
-    # KAI lws_grouper_test.go: TestBuildSubGroups_SegmentSizeFromWorkerTemplateAnnotation (size and
-    # placements on the worker template, the topology on the LeaderWorkerSet). KAI also puts the leader in
-    # segment 0 (its default LeaderWorker policy), which is not followed here (docs/podgrouper.md).
+    # KAI: TestBuildSubGroups_SegmentSizeFromWorkerTemplateAnnotation (size and placements on the worker
+    # template, the topology on the LeaderWorkerSet).
     ws = lws(size=5, annotations={TOPOLOGY: "rack"})
     ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
         SIZE: "2",
@@ -104,24 +187,22 @@ def test_leaderworkerset_segment_size_from_worker_template_annotation() -> None:
     }
     p, owners = lws_pods(ws, 0, 1)
     plan = plan_pod_group(p, owners)
-    segments = {g.name: g for g in plan.sub_groups if g.parent == "workers"}
-    assert sorted(segments) == ["workers-segment-0", "workers-segment-1"]
+    assert lws_groups(plan) == DIVISIBLE
     tc = TopologyConstraintPlan("rack", "rack-unit", "node")
-    assert all(g.topology_constraint == tc for g in segments.values())
-    assert plan.pod_subgroup == "workers-segment-0"
+    assert [g.name for g in plan.sub_groups if g.topology_constraint == tc] == ["segment-0", "segment-1"]
+    assert plan.pod_subgroup == "workers"
 
 
 def test_leaderworkerset_sub_group_size_comes_first() -> None:
     # KAI's getSegmentSize (lws_grouper.go): spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize, then the
     # annotations; with it, the worker template's placement needs no segment-size annotation.
-    ws = lws(size=5, annotations={SIZE: "4"})
-    ws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupSize": 2}
+    ws = lws_with_policy(5, 2)
+    ws["metadata"]["annotations"] = {SIZE: "4"}
     ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
         TOPOLOGY: "rack-topo",
         REQUIRED: "rack",
     }
-    p, owners = lws_pods(ws, 0, 2)
+    p, owners = lws_pods(ws, 0, 3)
     plan = plan_pod_group(p, owners)
-    segments = {g.name: g for g in plan.sub_groups if g.parent == "workers"}
-    assert sorted(segments) == ["workers-segment-0", "workers-segment-1"]
-    assert plan.pod_subgroup == "workers-segment-0"
+    assert lws_groups(plan) == DIVISIBLE
+    assert plan.pod_subgroup == "segment-1"
