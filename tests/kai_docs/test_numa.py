@@ -22,9 +22,6 @@ spec:
       enabled: true
 """
 
-# The shard's KAI v0.17 defaults list the victim-search generator plugins.
-pytestmark = pytest.mark.xfail(strict=True, reason="victim-search generators not yet: #21")
-
 
 def node(name: str, cpu: int, memory_gi: int, gpus: int) -> str:
     return f"""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from docs_support import DEFAULT_QUEUES, nodes, refused, simulate
 
 SHARDS = """
@@ -112,9 +111,6 @@ spec:
 POOL = "kai.scheduler/node-pool"
 POOLS = {"node-1": "gpu-nodes", "node-2": "gpu-nodes", "node-3": "cpu-nodes", "node-4": "cpu-nodes"}
 POOLS["node-5"] = "high-memory-nodes"
-# KAI v0.17's shard defaults list the victim-search generator plugins.
-GENERATORS = pytest.mark.xfail(strict=True, reason="victim-search generators not yet: #21")
-
 CLUSTER = nodes(
     *POOLS, "node-6", labels={n: {POOL: pool} for n, pool in POOLS.items()}, **{"nvidia.com/gpu": "8"}
 )
@@ -133,7 +129,6 @@ spec:
 """
 
 
-@GENERATORS
 def test_the_gpu_queues_as_written_get_no_gpu_in_their_shard(tmp_path: Path) -> None:
     run = simulate(
         tmp_path, CLUSTER, SHARDS, DEFAULT_QUEUES, GPU_QUEUES, pool_pod("train", "gpu-queue", "gpu-nodes")
@@ -146,7 +141,6 @@ def test_the_gpu_queues_as_written_get_no_gpu_in_their_shard(tmp_path: Path) -> 
     assert any("SchedulingShard gpu-shard: spec.args.leader-elect" in w for w in run.warnings)
 
 
-@GENERATORS
 def test_each_shard_schedules_its_own_pool(tmp_path: Path) -> None:
     unlimited = GPU_QUEUES.replace("      quota: -1\n", "      quota: -1\n      limit: -1\n").replace(
         "      quota: 10\n", "      quota: 10\n      limit: -1\n"
@@ -172,7 +166,6 @@ def test_the_cpu_queue_example_is_refused(tmp_path: Path) -> None:
     assert 'Queue cpu-queue): spec.resourceQuota: unknown field "resourceQuota"' in error
 
 
-@GENERATORS
 def test_the_example_pod_waits_for_a_shard_of_pool_foo(tmp_path: Path) -> None:
     run = simulate(tmp_path, CLUSTER, SHARDS, DEFAULT_QUEUES, DOC_POD)
     assert run.running() == {}
