@@ -112,7 +112,9 @@ def _searches(generators: Sequence[str], scenario: Scenario) -> list[tuple[str, 
     NodeLocalGreedy still does); MultiNodeGang the accumulated search whose scenarios take the victims on
     every node the preemptor lands on (`_search`), which also serves gangs and consolidation. KAI tries
     MultiNodeGang after NodeLocalGreedy fails even for one pod, and so does this; with the failed victim
-    sets shared (`tried`), it simulates only sets the node-by-node search had not reached."""
+    sets shared (`tried`), it simulates only sets the node-by-node search had not reached. Not here:
+    KAI's NodeLocalGreedy also serves a gang, growing it pod by pod on one node's victims at a time; with
+    it alone, a gang (or consolidation) finds nothing here."""
     one_pod = scenario.by_node and len(scenario.tasks) == 1
     found: list[tuple[str, Search]] = []
     for name in generators:
