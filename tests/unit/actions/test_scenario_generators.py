@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from helpers import decision_rows, gang, node, open_session, pod, queue, run, snapshot_of
+from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.victims import NO_GENERATOR
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig, parse_config
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
-from kai_scheduler.scheduler import Scheduler
+from kai_scheduler.scheduler import ACTIONS, Scheduler
 
 GENERATOR_PLUGINS = ("sg-nodelocalgreedy", "sg-multinodegang")
 
@@ -119,3 +120,54 @@ def test_generator_plugins_register_in_plugin_order_and_once() -> None:
 def test_generator_plugins_accept_and_ignore_arguments_as_kai() -> None:
     document = {"tiers": [{"plugins": [{"name": "sg-nodelocalgreedy", "arguments": {"x": "1"}}]}]}
     Scheduler(parse_config(document))
+
+
+def _full_cluster_of_one_gpu_pods(running_queue: str) -> list[Any]:
+    """10 nodes x 8 GPUs, each GPU held by a 1-GPU train job of `running_queue` (job i on node i % 10)."""
+    objects: list[Any] = [node(f"node{i}", gpus=8) for i in range(10)]
+    objects += [
+        pod(f"running-job-{i}", running_queue, gpus=1, node_name=f"node{i % 10}", priority_class="train")
+        for i in range(80)
+    ]
+    return objects
+
+
+def test_a_gang_no_fair_reclaim_can_place_is_searched_by_multinodegang_and_left_pending() -> None:
+    # KAI v0.17 integration_tests/reclaim/reclaim_topology_test.go TestUnschedulableDistributedReclaimTopology
+    # and TestDefaultGeneratorPortfolioPreservesTopologyReclaimCoverage: queue-1 (deserved 80) wants 10 x 8
+    # GPUs of a cluster queue-0 (deserved 1) fills; taking all 80 would leave queue-0 below its deserved
+    # GPU, so nothing is reclaimed, but the default portfolio reaches MultiNodeGang.
+    objects = [
+        *_full_cluster_of_one_gpu_pods("queue-0"),
+        queue("queue-0", gpu=1, gpu_weight=0),
+        queue("queue-1", gpu=80, gpu_weight=0),
+        *gang("unschedulable-distributed-job", "queue-1", size=10, gpus=8, priority_class="train"),
+    ]
+    session = open_session(snapshot_of(objects), SchedulerConfig())
+    searches: list[None] = []
+    session.points.on_solution_start.append(lambda: searches.append(None))
+    Reclaim().execute(session)
+    assert searches, "reclaim searched for the distributed job"
+    counts = session.counts["reclaim"]
+    assert counts.scenarios_simulated + counts.scenarios_filtered > 0
+    assert session.decisions == []
+
+
+def test_many_one_gpu_jobs_reclaim_a_whole_cluster_of_one_gpu_jobs() -> None:
+    # KAI v0.17 integration_tests/reclaim/reclaim_many_single_gpu_topology_test.go
+    # TestManySingleGPUJobsReclaimTopology (without its 30s reclaim min runtime, which KAI's harness jobs,
+    # started long ago, do not feel): 80 pending 1-GPU jobs of a queue owed 80 GPUs, one cycle of every
+    # action: each running job loses its pod, each pending job is pipelined.
+    objects = [
+        *_full_cluster_of_one_gpu_pods("running"),
+        queue("running", gpu=0, gpu_weight=0),
+        queue("pending", gpu=80, gpu_weight=0),
+        *[pod(f"pending-job-{i}", "pending", gpus=1, priority_class="train") for i in range(80)],
+    ]
+    session = open_session(snapshot_of(objects), SchedulerConfig())
+    for name in SchedulerConfig().actions:
+        ACTIONS[name]().execute(session)
+    evicted = {d.pod for d in session.decisions if d.type == "evict"}
+    pipelined = {d.pod for d in session.decisions if d.type == "pipeline"}
+    assert evicted == {f"default/running-job-{i}" for i in range(80)}
+    assert pipelined == {f"default/pending-job-{i}" for i in range(80)}

@@ -139,6 +139,7 @@ def test_the_action_budget_of_another_action_does_not_apply() -> None:
 
 
 def test_min_job_search_duration_gives_a_job_time_the_action_no_longer_has() -> None:
+    # reclaim/reclaim_budget_test.go TestAttemptToReclaimLetsSolverApplyMinJobBudgetAfterActionBudgetExpires
     session = _session({"maxActionSearchDuration": {"reclaim": "10s"}, "minJobSearchDuration": "30s"})
     action = _SpentBeforeTheFirstJob(FakeClock(), 11.0)
     action.execute(session)
