@@ -136,9 +136,10 @@ spec:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="DRA extended resources (KEP-5004) not yet: #21")
 @pytest.mark.parametrize("resource", ["nvidia.com/gpu", "deviceclass.resource.kubernetes.io/nvidia-gpu"])
 def test_extended_resource_is_allocated_from_dra_devices(tmp_path: Path, resource: str) -> None:
     run = simulate(tmp_path, DRA_ONLY_NODE, EXTENDED_RESOURCE_CLASS, DEFAULT_QUEUES, trainer(resource))
     assert run.running() == {"trainer-0": "node-a"}
-    assert run.pods["trainer-0"]["gpu"] == 1.0
+    # The design counts the implicit name's GPUs as GPUs only in a follow-up; KAI v0.17's code keeps that
+    # name an extended resource of its own (outside the GPU vector), so the pod's GPUs are 0 there.
+    assert run.pods["trainer-0"]["gpu"] == (1.0 if resource == "nvidia.com/gpu" else 0.0)

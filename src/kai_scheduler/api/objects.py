@@ -310,9 +310,25 @@ class PodResourceClaimStatus(K8sModel):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(K8sModel):
+    """Which request of a pod's extended-resource claim serves a container's extended resource (KEP-5004)."""
+
+    container_name: str = Field(min_length=1)
+    resource_name: str = Field(min_length=1)
+    request_name: str = Field(min_length=1)
+
+
+class PodExtendedResourceClaimStatus(K8sModel):
+    """The claim a binder made for a pod's DRA-backed extended resources, and its container mappings."""
+
+    resource_claim_name: str = Field(min_length=1)
+    request_mappings: list[ContainerExtendedResourceRequest] = Field(default_factory=list)
+
+
 class PodStatus(K8sModel):
     phase: PodPhase | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Namespaced(K8sModel):
@@ -594,6 +610,8 @@ class DeviceClassConfiguration(K8sModel):
 class DeviceClassSpec(K8sModel):
     selectors: list[DeviceSelector] = Field(default_factory=list)
     config: list[DeviceClassConfiguration] = Field(default_factory=list)
+    # KEP-5004: pods asking for this extended resource get it from the class's devices.
+    extended_resource_name: str | None = None
 
 
 class DeviceClass(K8sModel):

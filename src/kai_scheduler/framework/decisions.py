@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kai_scheduler.api.numa_placement import NumaZonePlacement
-from kai_scheduler.api.objects import AllocationResult
+from kai_scheduler.api.objects import AllocationResult, ContainerExtendedResourceRequest, DeviceRequest
 
 DecisionType = Literal["bind", "pipeline", "evict"]
 
@@ -22,13 +22,25 @@ class ClaimAllocation:
 
 
 @dataclass(frozen=True, slots=True)
+class ExtendedClaimAllocation:
+    """The claim a pod's DRA-backed extended resources get on its node (KEP-5004), as KAI's BindRequest
+    carries it (`extendedResourceClaimAllocation`): the binder creates the claim with these requests,
+    writes the allocation and names the claim in the pod's status with these container mappings."""
+
+    allocation: AllocationResult
+    device_requests: tuple[DeviceRequest, ...]
+    container_mappings: tuple[ContainerExtendedResourceRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One bind, pipeline or evict, with the action that took it and a reason a person can read.
 
     `gpu_groups` names the shared GPUs the pod gets (bind, pipeline) or frees (evict); `claims` the DRA
-    claims a bound pod gets, with their devices; `for_job` the pod group a victim action acted for (its
-    preemptor: the evictions, the moves and its own pods' pipelines; empty elsewhere); `numa_zones` the
-    NUMA zones a bound pod is predicted to take (the numa plugin; empty without it)."""
+    claims a bound pod gets, with their devices, and `extended_claim` the claim made for its DRA-backed
+    extended resources; `for_job` the pod group a victim action acted for (its preemptor: the evictions,
+    the moves and its own pods' pipelines; empty elsewhere); `numa_zones` the NUMA zones a bound pod is
+    predicted to take (the numa plugin; empty without it)."""
 
     action: str
     type: DecisionType
@@ -37,6 +49,7 @@ class Decision:
     gpu_groups: tuple[str, ...]
     reason: str
     claims: tuple[ClaimAllocation, ...] = ()
+    extended_claim: ExtendedClaimAllocation | None = None
     for_job: str = ""
     numa_zones: tuple[NumaZonePlacement, ...] = ()
 

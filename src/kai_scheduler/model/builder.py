@@ -6,7 +6,7 @@ applies them to the objects that changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -190,16 +190,25 @@ def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | Non
     return TopologyConstraint(spec.topology, spec.required_topology_level, spec.preferred_topology_level)
 
 
-def build_node_table(nodes: list[Node], dra_gpus: Mapping[str, int] | None = None) -> NodeTable:
+def build_node_table(
+    nodes: list[Node], dra_gpus: Mapping[str, int] | None = None, dra_backed: Collection[str] = ()
+) -> NodeTable:
     """The nodes as columns; `dra_gpus` (node name -> GPUs its ResourceSlices publish) join the nodes'
-    GPUs, as KAI adds them to a node's allocatable GPUs."""
+    GPUs, as KAI adds them to a node's allocatable GPUs. `dra_backed`: extended resources a DeviceClass
+    backs (KEP-5004); a node without allocatable for one leaves its fit to the DRA allocator, so its room
+    for it is unbounded here (KAI skips that dimension in fit and does not charge it)."""
     nodes = sorted(nodes, key=lambda n: n.metadata.name)
     extra = dra_gpus or {}
-    scalar_names = sorted({name for n in nodes for name in n.status.allocatable if name not in _NOT_SCALAR})
+    backed = set(dra_backed)
+    scalar_names = sorted(
+        {name for n in nodes for name in n.status.allocatable if name not in _NOT_SCALAR} | backed
+    )
     scalars = np.zeros((len(nodes), len(scalar_names)))
     for i, node in enumerate(nodes):
         for j, name in enumerate(scalar_names):
             scalars[i, j] = _quantity(node, name)
+            if scalars[i, j] <= 0 and name in backed:
+                scalars[i, j] = np.inf
     return NodeTable(
         [
             NodeSpecInfo(

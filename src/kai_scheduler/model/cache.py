@@ -434,8 +434,7 @@ class ClusterCache:
 
     def _index(self, key: str, state: PodState) -> None:
         pod = state.pod
-        if pod.spec.resource_claims:
-            self._dra.index_pod(key, pod)
+        self._dra.track(key, pod)
         named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
             group_key = f"{pod.namespace}/{named}"
@@ -458,8 +457,7 @@ class ClusterCache:
 
     def _unindex(self, key: str, state: PodState) -> None:
         pod = state.pod
-        if pod.spec.resource_claims:
-            self._dra.unindex_pod(key)
+        self._dra.untrack(key)
         named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
             group_key = f"{pod.namespace}/{named}"
@@ -655,7 +653,9 @@ class ClusterCache:
 
     def _rebuild_everything(self) -> None:
         self._everything_dirty = False
-        self._table = build_node_table(list(self._nodes.values()), self._dra.gpus_per_node)
+        self._table = build_node_table(
+            list(self._nodes.values()), self._dra.gpus_per_node, self._dra.backed_scalars
+        )
         table = self._table
         ready = np.array([spec.ready for spec in table.specs], dtype=np.bool_)
         self._ready_capacity = Resources(

@@ -36,6 +36,7 @@ from kai_scheduler.api.objects import (
     ResourceSlice,
 )
 from kai_scheduler.model.dra_devices import ClaimRequest, DeviceCatalog, DeviceFilter
+from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME, ExtendedAsk
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.resources import PodRequest
 
@@ -97,9 +98,15 @@ class PodClaimRef:
     claim: str | None
     from_template: bool
 
+    @property
+    def extended(self) -> bool:
+        """The claim a binder made for the pod's DRA-backed extended resources (not in its spec)."""
+        return self.name == SPECIAL_CLAIM_NAME
+
 
 def pod_claim_refs(pod: Pod) -> tuple[PodClaimRef, ...]:
-    """The pod's claims, resolved as Kubernetes (and KAI's `GetResourceClaimName`) resolve them."""
+    """The pod's claims, resolved as Kubernetes (and KAI's `GetResourceClaimName`) resolve them; a bound
+    pod's extended-resource claim (its `status.extendedResourceClaimStatus`) is one of them, its own."""
     made = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     refs = []
     for entry in pod.spec.resource_claims:
@@ -108,7 +115,21 @@ def pod_claim_refs(pod: Pod) -> tuple[PodClaimRef, ...]:
         else:
             name = made.get(entry.name)
             refs.append(PodClaimRef(entry.name, f"{pod.namespace}/{name}" if name else None, True))
+    extended = bound_extended_claim(pod)
+    if extended is not None:
+        refs.append(PodClaimRef(SPECIAL_CLAIM_NAME, extended, True))
     return tuple(refs)
+
+
+def bound_extended_claim(pod: Pod) -> str | None:
+    """The extended-resource claim (namespace/name) a binder made for the pod. A pending pod that names one
+    has a bind that failed, whose rollback deletes the claim and clears the name: until then it waits."""
+    status = pod.status.extended_resource_claim_status
+    return None if status is None else f"{pod.namespace}/{status.resource_claim_name}"
+
+
+def uses_claims(pod: Pod) -> bool:
+    return bool(pod.spec.resource_claims) or bound_extended_claim(pod) is not None
 
 
 def missing_claim_name(pod_key: str, ref: PodClaimRef) -> str:
@@ -228,9 +249,11 @@ class ClaimState:
 @dataclass(eq=False, slots=True)
 class DraSnapshot:
     """DRA as one cycle sees it: whether the cluster serves it, the devices, every claim, and the claims of
-    each of our pods that has any (pod key -> its references)."""
+    each of our pods that has any (pod key -> its references), and what our pods without an
+    extended-resource claim ask of DRA-backed extended resources (pod key -> its ask)."""
 
     enabled: bool
     catalog: DeviceCatalog
     claims: dict[str, ClaimInfo]
     pod_claims: dict[str, tuple[PodClaimRef, ...]]
+    extended: dict[str, ExtendedAsk] = field(default_factory=dict)

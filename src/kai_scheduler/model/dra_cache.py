@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from kai_scheduler.api.constants import GPU_RESOURCE
 from kai_scheduler.api.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
 from kai_scheduler.model.dra import (
     ClaimInfo,
@@ -21,9 +22,17 @@ from kai_scheduler.model.dra import (
     claim_gpus,
     node_dra_gpus,
     pod_claim_refs,
+    uses_claims,
     with_claim_gpus,
 )
 from kai_scheduler.model.dra_devices import DeviceCatalog
+from kai_scheduler.model.dra_extended import (
+    ExtendedAsk,
+    classes_by_resource,
+    extended_ask,
+    is_extended_claim,
+    may_ask_extended,
+)
 from kai_scheduler.model.jobs import HostPort, Placement
 from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
 from kai_scheduler.model.resources import PodRequest
@@ -46,6 +55,10 @@ class DraInputs:
         self._pods_by_claim: dict[str, set[str]] = {}
         self._catalog: tuple[list[NodeSpecInfo], DeviceCatalog] | None = None  # for the nodes' specs
         self._placements: dict[str, Placement] = {}
+        # Pods asking for a resource a DeviceClass may back (KEP-5004), and what the classes back.
+        self._extended: dict[str, Pod] = {}
+        self._backing: dict[str, str] = {}
+        self._asks: dict[str, tuple[Pod, ExtendedAsk | None]] = {}
 
     @property
     def active(self) -> bool:
@@ -55,17 +68,27 @@ class DraInputs:
     # --- inputs ------------------------------------------------------------------------------------
 
     def set_cluster(self, slices: Sequence[ResourceSlice], classes: Sequence[DeviceClass]) -> bool:
-        """New slices and classes; True when the nodes' DRA GPUs changed (the node table must be made
-        again)."""
+        """New slices and classes; True when the nodes' DRA GPUs or the DRA-backed extended resources
+        changed (the node table must be made again)."""
         slices, classes = list(slices), list(classes)
         if slices == self.slices and classes == self.classes:
             return False
         self.slices, self.classes = slices, classes
         self._catalog = None
+        backing = classes_by_resource(classes)
+        changed = backing.keys() != self._backing.keys()
+        if backing != self._backing:
+            self._backing = backing
+            self._asks.clear()
         gpus = node_dra_gpus(slices)
-        changed = gpus != self.gpus_per_node
+        changed = changed or gpus != self.gpus_per_node
         self.gpus_per_node = gpus
         return changed
+
+    @property
+    def backed_scalars(self) -> list[str]:
+        """The extended resources DeviceClasses back, other than GPUs (which the GPU columns hold)."""
+        return [name for name in self._backing if name != GPU_RESOURCE]
 
     def upsert_claim(self, claim: ResourceClaim) -> set[str]:
         """A claim added or changed; returns the pods to make again."""
@@ -97,6 +120,18 @@ class DraInputs:
         for claim in claims:
             affected |= self.upsert_claim(claim)
         return affected
+
+    def track(self, key: str, pod: Pod) -> None:
+        """A pod came or changed: index its claims, and its extended resources a class may back."""
+        if uses_claims(pod):
+            self.index_pod(key, pod)
+        if may_ask_extended(pod):
+            self._extended[key] = pod
+
+    def untrack(self, key: str) -> None:
+        self.unindex_pod(key)
+        self._extended.pop(key, None)
+        self._asks.pop(key, None)
 
     def index_pod(self, key: str, pod: Pod) -> None:
         refs = pod_claim_refs(pod)
@@ -133,7 +168,8 @@ class DraInputs:
             if claim is None:
                 parts.append(["missing", ref.name, ref.claim])
                 continue
-            gpus += claim_gpus(claim.spec)
+            if not is_extended_claim(claim):  # its GPUs are the pod's own request already
+                gpus += claim_gpus(claim.spec)
             if ref.from_template and claim.status.allocation is None:
                 # A pod's own claim, still to be allocated: only what it asks for matters.
                 parts.append(["asks", claim.spec.model_dump(mode="json")])
@@ -164,5 +200,21 @@ class DraInputs:
         if self._catalog is None or self._catalog[0] is not specs:
             self._catalog = (specs, DeviceCatalog(self.slices, self.classes, specs, self.gpus_per_node))
         claims = {key: info for key in self.claims if (info := self.claim_info(key)) is not None}
+        ours = list(ours)
         pod_claims = {key: self._refs[key][1] for key in ours if key in self._refs}
-        return DraSnapshot(self.enabled, self._catalog[1], claims, pod_claims)
+        extended: dict[str, ExtendedAsk] = {}
+        if self._backing:
+            for key in ours:
+                ask = self._ask(key)
+                if ask is not None and not any(ref.extended for ref in pod_claims.get(key, ())):
+                    extended[key] = ask
+        return DraSnapshot(self.enabled, self._catalog[1], claims, pod_claims, extended)
+
+    def _ask(self, key: str) -> ExtendedAsk | None:
+        pod = self._extended.get(key)
+        if pod is None:
+            return None
+        cached = self._asks.get(key)
+        if cached is None or cached[0] is not pod:
+            cached = self._asks[key] = (pod, extended_ask(pod, self._backing))
+        return cached[1]

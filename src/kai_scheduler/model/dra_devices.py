@@ -199,8 +199,10 @@ class DeviceCatalog:
                 for n in np.flatnonzero(self.shared[i]).tolist():
                     reach[n].append(i)
         self.node_devices = [sorted(devices) for devices in reach]
-        # Nodes whose GPUs come from DRA: they take no pod asking for device-plugin GPUs (KAI's rule).
-        self.gpu_nodes = np.array([dra_gpus.get(spec.name, 0) > 0 for spec in specs], dtype=np.bool_)
+        # The GPUs each node's slices publish (part of the node's GPUs); nodes with any are "DRA-only",
+        # which take no shared-GPU pod (KAI's rule).
+        self.gpu_counts = np.array([dra_gpus.get(spec.name, 0) for spec in specs], dtype=np.float64)
+        self.gpu_nodes = self.gpu_counts > 0
         self.classes = {c.metadata.name: _class_info(c) for c in classes}
         self._matches: dict[DeviceFilter, Matches] = {}
 

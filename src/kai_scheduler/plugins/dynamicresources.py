@@ -12,7 +12,13 @@ kube-scheduler DynamicResources filter it runs (`pkg/scheduler/plugins/dynamicre
   with no consumer gives its devices back. A pod put back where it was gets the same devices again.
 * A bound pod's decision carries its claims' allocations, which the edges write into the claims (the
   BindRequest's `resourceClaimAllocations`, as KAI's binder writes them).
-* Nodes whose GPUs come from ResourceSlices take no pod that asks for device-plugin GPUs (KAI's
+* DRA-backed extended resources (KEP-5004, `model.dra_extended`): a pod asking for a resource a
+  DeviceClass backs, on a node without device-plugin allocatable for it, needs a claim of its own there;
+  the filter asks the node's free devices for that claim's requests alongside the pod's other claims,
+  placing the pod allocates it (in memory: its bind decision carries it as `extended_claim`, the binder
+  creates it), taking the pod off gives its devices back. A bound pod's claim (named in its status) is
+  one of its claims, so an evicted victim frees its devices.
+* Nodes whose GPUs come from ResourceSlices take no shared-GPU pod (fraction or GPU memory; KAI's
   "DRA-only" rule in `node_info.go`).
 
 A session without any DRA object or pod with claims registers nothing: other pods pay nothing for it.
@@ -29,7 +35,7 @@ import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import AllocationResult
-from kai_scheduler.framework.decisions import ClaimAllocation
+from kai_scheduler.framework.decisions import ClaimAllocation, ExtendedClaimAllocation
 from kai_scheduler.framework.session import NamedPredicate, Session
 from kai_scheduler.model.dra import RESERVED_FOR_MAX, ClaimState, DraSnapshot, missing_claim_name
 from kai_scheduler.model.dra_devices import (
@@ -40,6 +46,7 @@ from kai_scheduler.model.dra_devices import (
     allocation_result,
     assign_devices,
 )
+from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME, ExtendedAsk, requests_and_mappings
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import BoolArray
 
@@ -62,17 +69,17 @@ class DynamicResourcesPlugin:
             not_dra_only.flags.writeable = False
             everywhere = _everywhere(catalog.size)
 
-            def device_plugin_nodes(task: TaskInfo) -> BoolArray:
-                return not_dra_only if task.request.device_plugin_gpus else everywhere
+            def not_shared_there(task: TaskInfo) -> BoolArray:
+                return not_dra_only if task.request.is_shared_gpu else everywhere
 
             points.task_predicates.append(
                 NamedPredicate(
                     "draonlynodes",
-                    "node(s) had only DRA GPUs (device-plugin GPU requests cannot be scheduled there)",
-                    device_plugin_nodes,
+                    "fractional/shared GPU pods are not yet supported on DRA-only nodes",
+                    not_shared_there,
                 )
             )
-        if not dra.pod_claims:
+        if not dra.pod_claims and not dra.extended:
             return
         state = self.state = DraSession(session, dra)
         points.pre_predicates.append(state.pre_filter)
@@ -87,8 +94,11 @@ class DynamicResourcesPlugin:
         if self.state is None or not self.state.placed:
             return
         placed = self.state.placed
+        extended = self.state.extended_placed
         session.decisions[:] = [
-            replace(d, claims=placed[d.pod]) if d.type == "bind" and d.pod in placed else d
+            replace(d, claims=placed[d.pod], extended_claim=extended.get(d.pod))
+            if d.type == "bind" and d.pod in placed
+            else d
             for d in session.decisions
         ]
 
@@ -128,12 +138,17 @@ class DraSession:
         ] = {}
         # Pod key -> its claims' allocations as it was placed (for its bind decision).
         self.placed: dict[str, tuple[ClaimAllocation, ...]] = {}
+        self.extended_placed: dict[str, ExtendedClaimAllocation] = {}
+        # Pod key -> its extended-resource claim's devices while placed.
+        self._extended_devices: dict[str, tuple[int, ...]] = {}
+        # Resource name -> nodes with no device-plugin allocatable for it (DRA serves it there).
+        self._dra_served: dict[str, BoolArray] = {}
 
     # --- before any node --------------------------------------------------------------------------
 
     def pre_filter(self, task: TaskInfo) -> str | None:
-        refs = self.dra.pod_claims.get(task.key)
-        if not refs:
+        refs = self.dra.pod_claims.get(task.key, ())
+        if not refs and task.key not in self.dra.extended:
             return None
         if not self.dra.enabled:
             names = ", ".join(ref.name for ref in refs)
@@ -171,8 +186,9 @@ class DraSession:
     # --- per node -----------------------------------------------------------------------------------
 
     def nodes_passing(self, task: TaskInfo) -> BoolArray:
-        refs = self.dra.pod_claims.get(task.key)
-        if not refs:
+        refs = self.dra.pod_claims.get(task.key, ())
+        ask = self.dra.extended.get(task.key)
+        if not refs and ask is None:
             return self.everywhere
         catalog = self.dra.catalog
         ok = np.ones(catalog.size, dtype=np.bool_)
@@ -188,9 +204,39 @@ class DraSession:
             elif ref.claim not in seen:
                 seen.add(ref.claim)
                 pending.extend(state.info.requests)
-        if not pending:
+        if ask is None:
+            return self._meet(pending, ok)
+        # Nodes alike in which of the pod's resources DRA serves there meet the same requests.
+        served = [self._served(name) for name in sorted(ask.amounts)]
+        result = np.zeros(catalog.size, dtype=np.bool_)
+        kinds = np.stack(served, axis=1) if served else np.zeros((catalog.size, 0), dtype=np.bool_)
+        for kind in {tuple(row) for row in kinds[ok].tolist()}:
+            group = ok & np.all(kinds == np.array(kind, dtype=np.bool_), axis=1)
+            names = [name for name, on in zip(sorted(ask.amounts), kind, strict=True) if on]
+            result |= self._meet(pending + _claim_requests(ask, names), group)
+        return result
+
+    def _served(self, resource: str) -> BoolArray:
+        """Nodes that serve `resource` through DRA: no device-plugin allocatable for it."""
+        found = self._dra_served.get(resource)
+        if found is None:
+            nodes = self.nodes
+            if resource == c.GPU_RESOURCE:
+                device_plugin = nodes.cap_gpus - self.dra.catalog.gpu_counts
+            else:
+                column = nodes.scalar_index.get(resource)
+                device_plugin = np.zeros(nodes.size) if column is None else nodes.cap_scalars[:, column]
+                # (the node table's unbounded room stands for "no allocatable, a class backs it")
+                device_plugin = np.where(np.isinf(device_plugin), 0.0, device_plugin)
+            found = self._dra_served[resource] = device_plugin <= 0
+        return found
+
+    def _meet(self, pending: list[ClaimRequest], ok: BoolArray) -> BoolArray:
+        """`ok` narrowed to the nodes whose free devices meet all of `pending`."""
+        if not pending or not ok.any():
             return ok
-        ok &= self._enough_devices(pending)
+        catalog = self.dra.catalog
+        ok = ok & self._enough_devices(pending)
         filters = {request.filter for request in pending}
         if len(pending) == 1 or (len(filters) == 1 and not any(r.all_devices for r in pending)):
             return ok  # one kind of device: the counts are the whole answer
@@ -231,8 +277,9 @@ class DraSession:
     # --- placing and taking off ---------------------------------------------------------------------
 
     def allocated(self, task: TaskInfo) -> None:
-        refs = self.dra.pod_claims.get(task.key)
-        if not refs:
+        refs = self.dra.pod_claims.get(task.key, ())
+        ask = self.dra.extended.get(task.key)
+        if not refs and ask is None:
             return
         node = task.node
         unallocated: list[ClaimState] = []
@@ -250,9 +297,37 @@ class DraSession:
             if state is None or ref.claim is None:
                 continue
             state.reserved_for.add(task.name)
-            if state.allocation is not None:
+            if state.allocation is not None and not ref.extended:
                 allocations.append(ClaimAllocation(ref.name, ref.claim, state.allocation))
         self.placed[task.key] = tuple(allocations)
+        if ask is not None:
+            self._allocate_extended(task.key, ask, node)
+
+    def _allocate_extended(self, pod: str, ask: ExtendedAsk, node: int) -> None:
+        """The pod's extended-resource claim on `node`, where DRA serves any of its resources: the
+        devices it had there before it was taken off if they are still free, else the first that fit."""
+        names = [name for name in sorted(ask.amounts) if self._served(name)[node]]
+        if not names:
+            return  # the device plugin serves them all here: no claim
+        device_requests, mappings = requests_and_mappings(ask, names)
+        requests = _claim_requests(ask, names)
+        remembered = self._remembered.pop((pod, SPECIAL_CLAIM_NAME), None)
+        if (
+            remembered is not None
+            and (remembered[2] is None or remembered[2][node])
+            and all(self.free[d] for d in remembered[1])
+        ):
+            allocation, devices = remembered[0], remembered[1]
+        else:
+            chosen = assign_devices(self.dra.catalog, requests, node, self.free)
+            if chosen is None:
+                return  # the filter let the node through, so this is not expected
+            allocation = allocation_result(self.dra.catalog, requests, (), chosen, self.nodes.names[node])
+            devices = tuple(d for ds in chosen for d in ds)
+        self.free[list(devices)] = False
+        self.version += 1
+        self._extended_devices[pod] = devices
+        self.extended_placed[pod] = ExtendedClaimAllocation(allocation, device_requests, mappings)
 
     def _restore(self, pod: str, claim: str, state: ClaimState, node: int) -> bool:
         """Give a claim back the devices it had when its pod was taken off, if the pod is back on a node
@@ -293,10 +368,15 @@ class DraSession:
         self.version += 1
 
     def deallocated(self, task: TaskInfo) -> None:
-        refs = self.dra.pod_claims.get(task.key)
-        if not refs:
-            return
+        refs = self.dra.pod_claims.get(task.key, ())
         self.placed.pop(task.key, None)
+        extended = self.extended_placed.pop(task.key, None)
+        if extended is not None:
+            devices = self._extended_devices.pop(task.key)
+            nodes = allocation_nodes(self.nodes.specs, self.nodes.index, extended.allocation)
+            self._remembered[(task.key, SPECIAL_CLAIM_NAME)] = (extended.allocation, devices, nodes)
+            self.free[list(devices)] = True
+            self.version += 1
         for ref in refs:
             state = self.claims.get(ref.claim) if ref.claim is not None else None
             if state is None or ref.claim is None:
@@ -307,6 +387,16 @@ class DraSession:
                 self.free[list(state.devices)] = True
                 state.allocation, state.devices, state.nodes = None, (), None
                 self.version += 1
+
+
+def _claim_requests(ask: ExtendedAsk, names: list[str]) -> list[ClaimRequest]:
+    """What the pod's extended-resource claim asks of a node serving `names` through DRA."""
+    requests, _ = requests_and_mappings(ask, names)
+    return [
+        ClaimRequest(r.name, DeviceFilter(r.exactly.device_class_name, ()), False, r.exactly.count)
+        for r in requests
+        if r.exactly is not None
+    ]
 
 
 def _queue_label_problem(claim: str, label: str, queue: str) -> str | None:

@@ -37,6 +37,7 @@ from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.builder import job_key_of, staleness_grace
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.dra import uses_claims
 from kai_scheduler.model.partition import pool_of
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
@@ -229,8 +230,8 @@ class SimCluster:
             pod = self._by_key[decision.pod]
             if decision.type == "bind":
                 pod.phase, pod.node, pod.gpu_groups = "Running", decision.node, decision.gpu_groups
-                if decision.claims:
-                    self.claims.bound(pod.pod, decision.claims)
+                if decision.claims or decision.extended_claim is not None:
+                    pod.pod = self.claims.bound(pod.pod, decision.claims, decision.extended_claim)
                 if decision.numa_zones:  # as KAI's binder writes the BindRequest's predicted zones
                     predicted = placement_text(decision.numa_zones)
                     pod.pod = _annotated(pod.pod, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION, predicted)
@@ -258,8 +259,8 @@ class SimCluster:
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
-                if pod.pod.spec.resource_claims:
-                    self.claims.released(pod.pod)
+                if uses_claims(pod.pod):
+                    pod.pod = self.claims.released(pod.pod)
                 if c.NUMA_PLACEMENT_PREDICTED_ANNOTATION in pod.pod.metadata.annotations:
                     pod.pod = _annotated(pod.pod, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION, None)  # a new pod
             self._update(pod)
@@ -306,8 +307,8 @@ class SimCluster:
             return
         self._terminating = [p for p in self._terminating if p.arrival > self.now]
         for pod in gone:
-            if pod.pod.spec.resource_claims:
-                self.claims.released(pod.pod, gone=True)
+            if uses_claims(pod.pod):
+                pod.pod = self.claims.released(pod.pod, gone=True)
             self.cache.remove_pod(pod.key)
             self._pending.discard(pod.key)
             del self._by_key[pod.key]
@@ -319,8 +320,8 @@ class SimCluster:
             finish_at, _, pod = heapq.heappop(self._finishing)
             if pod.phase == "Running" and pod.finish_at == finish_at:
                 pod.phase, pod.finish_at = "Succeeded", None
-                if pod.pod.spec.resource_claims:
-                    self.claims.released(pod.pod)
+                if uses_claims(pod.pod):
+                    pod.pod = self.claims.released(pod.pod)
                 self._update(pod)
                 self._changed.append(pod)
 
@@ -337,8 +338,8 @@ class SimCluster:
                 # Deleted by the eviction: its controller makes a new pod in its place; this one stays in
                 # the record as Failed.
                 pod.phase = "Failed"
-                if pod.pod.spec.resource_claims:
-                    self.claims.released(pod.pod, gone=True)  # its own claims go with it
+                if uses_claims(pod.pod):
+                    pod.pod = self.claims.released(pod.pod, gone=True)  # its own claims go with it
                 self._update(pod)
             changed.append(pod)
         self._evicted = []
@@ -376,8 +377,8 @@ class SimCluster:
         pod = self._by_key.get(key)
         if pod is None or pod.phase in ("Succeeded", "Failed"):
             return
-        if pod.pod.spec.resource_claims:
-            self.claims.released(pod.pod, gone=True)
+        if uses_claims(pod.pod):
+            pod.pod = self.claims.released(pod.pod, gone=True)
         pod.phase, pod.finish_at, pod.deleted_at = "Failed", None, self.now
         pod.nominated_node, pod.nominated_gpu_groups = None, ()
         self._nominated.discard(pod)

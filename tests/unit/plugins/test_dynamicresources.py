@@ -223,26 +223,37 @@ def test_an_allocated_claim_keeps_its_pods_on_the_nodes_its_devices_reach() -> N
     assert session.candidate_nodes(_task(session, "task-1")).tolist() == [False, True]
 
 
-def test_a_pod_with_device_plugin_gpus_stays_off_nodes_whose_gpus_come_from_dra() -> None:
-    """KAI node_info.go PredicateByNodeResourcesType: "device-plugin GPU requests cannot be scheduled on
-    DRA-only nodes"; CPU pods may go anywhere."""
-    objects: list[ApiObject] = [node("plugin-gpus", gpus=2), node("dra-gpus", gpus=0), queue("q-1")]
+@pytest.mark.parametrize(
+    ("name", "pod", "allowed"),
+    [
+        # KAI v0.17.0 pkg/scheduler/api/node_info/node_info_test.go
+        # TestPredicateByNodeResourcesType_SharedGPU_DRANode
+        ("fraction pod rejected on DRA-only node", {"fraction": 0.5}, [False, True]),
+        ("gpu-memory pod rejected on DRA-only node", {"gpu_memory": 2000}, [False, None]),
+        ("cpu-only pod accepted on DRA-only node", {}, [True, True]),
+        # (the 4th, "fraction pod accepted on device-plugin node", is the second node of the first case)
+        # TestPredicateByNodeResourcesType_DRA "Extended resource request on DRA-only node is allowed ..."
+        ("whole GPUs allowed on a DRA-only node", {"gpus": 1}, [True, True]),
+    ],
+)
+def test_a_dra_only_node_refuses_shared_gpu_pods_only(
+    name: str, pod: dict[str, Any], allowed: list[bool | None]
+) -> None:
+    objects: list[ApiObject] = [node("plugin-gpus", gpus=4), node("dra-gpus", gpus=0), queue("q-1")]
     objects += objects_of(
         device_class_manifest(GPU),
         resource_slice_manifest("s", "dra-gpus", 4, driver=GPU),
-        pod_manifest("whole", "q-1", gpus=1),
-        pod_manifest("half", "q-1", fraction=0.5),
-        pod_manifest("cpu", "q-1"),
-        pod_manifest("big", "q-1", gpus=3),
+        pod_manifest("p", "q-1", **pod),
     )
     session = open_session(build_snapshot(cluster_state(objects)))
-    tasks = session.snapshot.tasks
+    task = session.snapshot.tasks["default/p"]
     # Nodes in name order: dra-gpus, plugin-gpus.
-    assert session.candidate_nodes(tasks["default/whole"]).tolist() == [False, True]
-    assert session.candidate_nodes(tasks["default/half"]).tolist() == [False, True]
-    assert session.candidate_nodes(tasks["default/cpu"]).tolist() == [True, True]
-    explained = session.explain_no_fit(tasks["default/big"])
-    assert "1 node(s) had only DRA GPUs" in explained and "1 Insufficient GPUs" in explained
+    # (None: the device-plugin node has no GPU memory label, so gpu-memory is another matter there.)
+    got = session.candidate_nodes(task).tolist()
+    assert [g if a is not None else None for g, a in zip(got, allowed, strict=True)] == allowed, name
+    if "fraction" in pod:  # (gpu-memory is refused first for want of the nodes' GPU memory label)
+        explained = session.explain_no_fit(task)
+        assert "fractional/shared GPU pods are not yet supported on DRA-only nodes" in explained
 
 
 def test_a_session_without_dra_registers_nothing() -> None:
