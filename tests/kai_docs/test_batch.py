@@ -169,7 +169,6 @@ def test_pytorch_job_is_all_or_nothing(tmp_path: Path, gpus: int, running: int) 
     assert group["minMember"] == 3
 
 
-@pytest.mark.xfail(strict=True, reason="skip-podgrouper not yet: #21")
 def test_external_podgroup_is_joined_and_the_pod_grouper_stays_out(tmp_path: Path) -> None:
     run = simulate(tmp_path, fake_gpu_nodes(1, 2), DEFAULT_QUEUES, EXTERNAL_PODGROUP_JOB)
     assert set(run.groups) == {"external-batch-job"}

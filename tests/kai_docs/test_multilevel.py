@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from docs_support import DEFAULT_QUEUES, DocRun, nodes, simulate, with_scheduler_name
 
 SAMPLE1 = """
@@ -267,7 +266,6 @@ spec:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="skip-podgrouper not yet: #21")
 def test_two_jobs_join_one_podgroup_each_subgroup_under_its_topology(tmp_path: Path) -> None:
     # The test's cluster: 2 zones x 2 racks x 2 nodes of 8 GPUs (a rack takes the 3 rack-workers, 12 GPUs).
     labels = {

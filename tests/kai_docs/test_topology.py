@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from docs_support import DEFAULT_QUEUES, nodes, simulate
 
 JOB = """
@@ -150,7 +149,6 @@ spec:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="skip-podgrouper not yet: #21")
 def test_alias_names_the_rack_level(tmp_path: Path) -> None:
     # Two racks of two 2-GPU nodes: the gang of three (1 GPU each) fits one rack only when the alias
     # `rack` resolves to the rack label.

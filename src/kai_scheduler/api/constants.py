@@ -12,6 +12,9 @@ QUEUE_LABEL: Final = "kai.scheduler/queue"
 DEFAULT_QUEUE: Final = "default-queue"
 POD_GROUP_ANNOTATION: Final = "pod-group-name"
 SUBGROUP_LABEL: Final = "kai.scheduler/subgroup-name"
+# On a pod or any of its owners, exactly "true": the pod grouper leaves the pod alone, which joins the
+# PodGroup its pod-group-name names (an external one, made by the user or another controller; KAI v0.15).
+SKIP_PODGROUPER_ANNOTATION: Final = "kai.scheduler/skip-podgrouper"
 PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
 TASK_PRIORITY_LABEL: Final = "kai.scheduler/task-priority"
 GPU_FRACTION_ANNOTATION: Final = "gpu-fraction"

@@ -525,9 +525,16 @@ def make_task(
     if pod_state.node_name and node < 0:
         return None  # bound to a node that is not in the cluster: it holds nothing we schedule
     pod = pod_state.pod
-    podset = job.podsets.get(pod.metadata.labels.get(c.SUBGROUP_LABEL, "")) or next(
-        iter(job.podsets.values())
-    )
+    podset = podset_of(job, pod)
+    if podset is None:
+        if node < 0:
+            # KAI leaves a pod naming a sub-group its PodGroup does not have out of the job, and says so.
+            name = pod.metadata.labels.get(c.SUBGROUP_LABEL, _DEFAULT_POD_SET)
+            job.stray[pod.key] = (
+                f'Pod references subgroup "{name}", which does not exist in PodGroup {job.key}'
+            )
+            return None
+        podset = next(iter(job.podsets.values()))  # bound: it holds its node whatever it names
     request, placement, host_ports = derived
     nominated = pod_state.nominated_node
     return TaskInfo(
@@ -547,6 +554,19 @@ def make_task(
         nominated_groups=pod_state.nominated_gpu_groups,
         host_ports=host_ports,
     )
+
+
+def podset_of(job: JobInfo, pod: Pod) -> PodSet | None:
+    """The pod set the pod's `kai.scheduler/subgroup-name` names; without the label, the job's only pod
+    set when the PodGroup has no sub-groups (KAI's "default", which the label may also name); None when
+    there is no such pod set."""
+    name = pod.metadata.labels.get(c.SUBGROUP_LABEL)
+    if name is None or (name == _DEFAULT_POD_SET and "" in job.podsets):
+        return job.podsets.get("")
+    return job.podsets.get(name)
+
+
+_DEFAULT_POD_SET = "default"
 
 
 def waiting_reason(job: JobInfo, gated: int) -> str | None:

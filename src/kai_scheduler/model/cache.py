@@ -738,6 +738,12 @@ class ClusterCache:
                 job.invalid_reason = f"PodGroup {key} does not exist"
             else:
                 job = implicit_job(ours[0], implicit_pod_group_name(first_pod), self._priorities)
+                if first_pod.metadata.annotations.get(c.SKIP_PODGROUPER_ANNOTATION) == "true":
+                    # No pod grouper makes it a PodGroup, and it names none (KAI never schedules it).
+                    skip, named = c.SKIP_PODGROUPER_ANNOTATION, c.POD_GROUP_ANNOTATION
+                    job.invalid_reason = (
+                        f'the pod has {skip}: "true" and no {named}: no PodGroup is made for it'
+                    )
         else:
             return None
         if job.invalid_reason is None:

@@ -290,6 +290,9 @@ class JobInfo:
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
     # The PodGroup's `spec.minSubGroup`: how many of its top-level sub-groups must be satisfied (None: all).
     min_sub_group: int | None = None
+    # Waiting pods of the PodGroup that are none of its tasks: they name a sub-group it does not have (pod
+    # key -> KAI's message for them).
+    stray: dict[str, str] = field(default_factory=dict)
     # `tree`, once asked (the job's shape never changes after it is made).
     _root: SubGroupSet | None = field(default=None, init=False, repr=False)
     # `tally` and the `version` it was counted at.

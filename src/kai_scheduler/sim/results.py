@@ -84,6 +84,12 @@ def result_document(
                 "gpu": _clean(gpu),
                 "scheduledAt": sim_pod.scheduled_at,
                 "evictions": sim_pod.evictions,
+                # A pod naming a sub-group its PodGroup does not have: left out of its job, as KAI does.
+                **(
+                    {"unschedulableReason": job.stray[sim_pod.key]}
+                    if job and sim_pod.key in job.stray
+                    else {}
+                ),
             }
         )
     shards = _Shards(result) if result.shards is not None else None

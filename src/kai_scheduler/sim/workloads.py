@@ -21,7 +21,12 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject, ObjectMeta, Pod, PodGroup
-from kai_scheduler.cluster.podgrouper import GroupingError, plan_pod_group, pod_group_manifest
+from kai_scheduler.cluster.podgrouper import (
+    GroupingError,
+    plan_pod_group,
+    pod_group_manifest,
+    skips_pod_grouper,
+)
 from kai_scheduler.workloads import WorkloadError, controller_for, is_workload
 from kai_scheduler.workloads.objects import phase_of, ref
 from kai_scheduler.workloads.runtime import Changes, Runtime
@@ -153,7 +158,12 @@ def expand(
 def _made(runtime: Runtime, changes: Changes, source: str, groups: set[str]) -> Made:
     made = Made()
     for manifest in changes.pods_created():
-        plan = plan_pod_group(manifest, runtime.owners(manifest))
+        owners = runtime.owners(manifest)
+        if skips_pod_grouper(manifest) or any(skips_pod_grouper(owner) for owner in owners):
+            # Left alone by the pod grouper: it joins the external PodGroup its template names, if any.
+            made.pods.append(_pod(manifest, source))
+            continue
+        plan = plan_pod_group(manifest, owners)
         meta = manifest["metadata"]
         meta["annotations"] = {**(meta.get("annotations") or {}), **plan.pod_annotations()}
         meta["labels"] = {**(meta.get("labels") or {}), **plan.pod_labels()}
@@ -163,12 +173,16 @@ def _made(runtime: Runtime, changes: Changes, source: str, groups: set[str]) -> 
             group = parse_object(pod_group_manifest(plan), source, 0)
             assert isinstance(group, PodGroup)
             made.pod_groups.append(group)
-        # Strict, as the simulator's own pods: a typo in a pod template is refused where it is written.
-        pod = parse_object(_without_status(manifest), source, 0, strict=True)
-        assert isinstance(pod, Pod)
-        made.pods.append(pod)
+        made.pods.append(_pod(manifest, source))
     made.deleted = [f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in changes.pods_deleted()]
     return made
+
+
+def _pod(manifest: Mapping[str, Any], source: str) -> Pod:
+    # Strict, as the simulator's own pods: a typo in a pod template is refused where it is written.
+    pod = parse_object(_without_status(manifest), source, 0, strict=True)
+    assert isinstance(pod, Pod)
+    return pod
 
 
 def _without_status(manifest: Mapping[str, Any]) -> dict[str, Any]:

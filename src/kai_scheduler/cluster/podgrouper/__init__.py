@@ -4,7 +4,11 @@
 """
 
 from kai_scheduler.cluster.podgrouper.errors import GroupingError
-from kai_scheduler.cluster.podgrouper.grouper import DEFAULT_GROUPER_DEFAULTS, plan_pod_group
+from kai_scheduler.cluster.podgrouper.grouper import (
+    DEFAULT_GROUPER_DEFAULTS,
+    plan_pod_group,
+    skips_pod_grouper,
+)
 from kai_scheduler.cluster.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
 from kai_scheduler.cluster.podgrouper.plan import (
     GrouperDefaults,
@@ -27,5 +31,6 @@ __all__ = [
     "owner_chain",
     "plan_pod_group",
     "pod_group_manifest",
+    "skips_pod_grouper",
     "top_owner",
 ]

@@ -32,3 +32,11 @@ def plan_pod_group(
     top = chain[grouping_index(chain)]
     ctx = Context(pod=chain[0], chain=chain, top=top, queue_label_key=queue_label_key, defaults=defaults)
     return grouper_for(top)(ctx)
+
+
+def skips_pod_grouper(obj: Mapping[str, Any]) -> bool:
+    """Whether the object (the pod or one of its owners) asks the pod grouper to leave its pods alone:
+    `kai.scheduler/skip-podgrouper` set to exactly "true" (KAI's `shouldSkipPodGrouper`)."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and annotations.get(c.SKIP_PODGROUPER_ANNOTATION) == "true"

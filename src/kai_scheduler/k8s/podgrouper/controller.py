@@ -22,7 +22,9 @@ For each pod with `spec.schedulerName` = ours that is not finished, not terminat
 Everything is idempotent: a restart finds annotated pods with existing PodGroups and does nothing; a crash
 between the create and the pod patch is finished by the next run (the create then answers 409). A bare
 pod that carries a `pod-group-name` annotation of the user's own (not the name the grouper would give it)
-is left to the user, as KAI does.
+is left to the user, as KAI does; so is a pod that has `kai.scheduler/skip-podgrouper: "true"`, or one
+of whose owners has it (its owners are read to know): it joins the external PodGroup its
+`pod-group-name` names, made by the user or another controller.
 
 Work comes from the pods informer's handlers (new and changed pods), from the PodGroups informer (a
 deleted PodGroup re-groups its pods), and from a periodic resync over every cached pod. Keys go through a
@@ -53,6 +55,7 @@ from kai_scheduler.cluster.podgrouper import (
     PodGroupPlan,
     plan_pod_group,
     pod_group_manifest,
+    skips_pod_grouper,
 )
 from kai_scheduler.k8s.podgrouper.owners import ACCESS as OWNER_ACCESS
 from kai_scheduler.k8s.podgrouper.owners import OwnerGone, OwnerReader, Owners, controller_reference
@@ -220,7 +223,7 @@ class PodGrouperController:
         `seen_at` (`time.monotonic()`) is when the pod was seen: owners read from the API before that are
         not reused for it (a job scaled up, then its new pod created, must not meet the job as it was).
         None: now."""
-        if not self.needs_grouping(pod):
+        if not self.needs_grouping(pod) or skips_pod_grouper(pod):
             return Outcome.SKIPPED
         self.stats.reconciled += 1
         meta = metadata_of(pod)
@@ -233,6 +236,8 @@ class PodGrouperController:
         except OwnerGone as gone:
             log.debug("pod %s/%s: %s; not grouped", namespace, meta.get("name"), gone)
             return Outcome.OWNER_GONE
+        if any(skips_pod_grouper(owner) for owner in owners.objects):
+            return Outcome.SKIPPED  # an owner's PodGroup is made by someone else (KAI's shouldSkipAnyOwner)
         try:
             plan = plan_pod_group(
                 pod, owners.objects, queue_label_key=self.queue_label_key, defaults=self.defaults

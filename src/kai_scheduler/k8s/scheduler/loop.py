@@ -84,7 +84,7 @@ from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClo
 from kai_scheduler.k8s.scheduler.metrics import PodGroupRef, SchedulerMetrics
 from kai_scheduler.k8s.scheduler.notices import NoticeEvents
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState
-from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions
+from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions, stray_pods
 from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
 from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
@@ -344,7 +344,8 @@ class SchedulerLoop:
         def busy(key: str) -> bool:
             return key in decided or key in self.nominated or key in self.binding
 
-        writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report))
+        stray = stray_pods(snapshot.jobs.values())
+        writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report, stray))
         writes.extend(self.notices.calls(live.noticed, report))
         writes.extend(self.fair_share.calls(result.fair_share, report))
         await asyncio.gather(*writes)

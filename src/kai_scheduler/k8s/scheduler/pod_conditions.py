@@ -5,7 +5,7 @@ remembered per pod uid), and a Warning event with the same reason and message, o
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.reasons import POD_GROUP_NOT_FOUND
@@ -18,6 +18,7 @@ from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.k8s.scheduler.pod_groups import message_on
 from kai_scheduler.k8s.scheduler.waiting import Waiting, job_waiting, waits_for_scheduler
+from kai_scheduler.model.jobs import JobInfo
 
 ACCESS = (access(PODS, "patch", subresource="status"),)
 
@@ -28,6 +29,11 @@ MAX_EVENTS_REMEMBERED = 16  # distinct (reason, message) pairs evented per pod, 
 # Reasons that name an object another informer shows: said only when a second cycle finds them still so
 # (the pod grouper creates a PodGroup before it names it on the pod, but the two watches may arrive apart).
 _CONFIRMED_REASONS = frozenset({POD_GROUP_NOT_FOUND})
+
+
+def stray_pods(jobs: Iterable[JobInfo]) -> dict[str, str]:
+    """The waiting pods that name a sub-group their PodGroup does not have, with KAI's message."""
+    return {key: message for job in jobs if job.stray for key, message in job.stray.items()}
 
 
 class PodScheduledConditions:
@@ -48,10 +54,13 @@ class PodScheduledConditions:
         busy: Callable[[str], bool],
         now: float,
         report: CycleReport,
+        stray: Mapping[str, str] | None = None,
     ) -> list[Awaitable[None]]:
         """The `PodScheduled` = False writes for the pending pods of unschedulable jobs (jobs placed
-        this cycle and `busy` pods, decided on, nominated or being bound, are left alone) and for the
-        waiting pods the scheduler cannot take (`live.rejected`)."""
+        this cycle and `busy` pods, decided on, nominated or being bound, are left alone), for the
+        waiting pods the scheduler cannot take (`live.rejected`) and for those that name a sub-group their
+        PodGroup does not have (`stray`: pod key -> KAI's message; they are no pods of their job's)."""
+        stray = stray or {}
         calls: list[Awaitable[None]] = []
         unconfirmed, self._unconfirmed = self._unconfirmed, set()
 
@@ -76,7 +85,7 @@ class PodScheduledConditions:
             why: Waiting | None = None
             for key in pods.waiting:
                 pod = live.pods.get(key)
-                if pod is None or busy(key):
+                if pod is None or busy(key) or key in stray:
                     continue
                 if why is None:
                     why = job_waiting(job, message, pod, live.pod_groups, live.invalid_groups)
@@ -88,6 +97,10 @@ class PodScheduledConditions:
             pod = cached.get(key)
             if pod is not None and waits_for_scheduler(pod):
                 say(key, pod, why)
+        for key, message in stray.items():
+            pod = cached.get(key)
+            if pod is not None and waits_for_scheduler(pod):
+                say(key, pod, Waiting(POD_REASON_UNSCHEDULABLE, message))
         return calls
 
     def _wanted(self, pod: JsonObject, reason: str, message: str, now: float) -> list[JsonObject] | None:
@@ -157,4 +170,10 @@ class PodScheduledConditions:
         self.informers.pods.add_handler(on_update=pod_replaced, on_delete=pod_gone)
 
 
-__all__ = ["MAX_CONDITION_MESSAGE", "POD_REASON_UNSCHEDULABLE", "POD_SCHEDULED", "PodScheduledConditions"]
+__all__ = [
+    "MAX_CONDITION_MESSAGE",
+    "POD_REASON_UNSCHEDULABLE",
+    "POD_SCHEDULED",
+    "PodScheduledConditions",
+    "stray_pods",
+]
