@@ -740,9 +740,9 @@ class ClusterCache:
                 job = implicit_job(ours[0], implicit_pod_group_name(first_pod), self._priorities)
                 if first_pod.metadata.annotations.get(c.SKIP_PODGROUPER_ANNOTATION) == "true":
                     # No pod grouper makes it a PodGroup, and it names none (KAI never schedules it).
-                    skip, named = c.SKIP_PODGROUPER_ANNOTATION, c.POD_GROUP_ANNOTATION
+                    skip, group_key = c.SKIP_PODGROUPER_ANNOTATION, c.POD_GROUP_ANNOTATION
                     job.invalid_reason = (
-                        f'the pod has {skip}: "true" and no {named}: no PodGroup is made for it'
+                        f'the pod has {skip}: "true" and no {group_key}: no PodGroup is made for it'
                     )
         else:
             return None
