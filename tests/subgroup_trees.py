@@ -1,11 +1,15 @@
 """Sub-group trees built directly, the way KAI's podgroup_info tests build them (`NewSubGroupSet`,
 `AddPodSet`, `AssignTask`): `leaf("ps-a", 1, running=2)`, `group("inner", [..], min_sub_group=1)`, and
-`job_of([...], min_sub_group=...)` for the job whose root holds them."""
+`job_of([...], min_sub_group=...)` for the job whose root holds them; and `job0_manifests`, the PodGroup
+and pods of KAI's action tests' job0 in one queue on node0."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from helpers import pod_manifest
+from kai_scheduler.api import constants as c
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import PodRequest
 
@@ -72,3 +76,38 @@ def job_of(children: Sequence[Member], *, min_sub_group: int | None = None) -> J
     for child in children:
         add(child)
     return job
+
+
+def job0_manifests(
+    sub_groups: list[dict[str, Any]],
+    pods: Sequence[tuple[str, bool]],
+    *,
+    min_sub_group: int | None = None,
+    priority_class: str | None = None,
+) -> list[dict[str, Any]]:
+    """PodGroup job0 in queue0 with `sub_groups`, and its one-GPU pods job0-<i>: (sub-group, running on
+    node0)."""
+    spec: dict[str, Any] = {"queue": "queue0", "subGroups": sub_groups}
+    if min_sub_group is not None:
+        spec["minSubGroup"] = min_sub_group
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
+    group = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "job0"},
+        "spec": spec,
+    }
+    made = [
+        pod_manifest(
+            f"job0-{index}",
+            "queue0",
+            gpus=1,
+            group="job0",
+            priority_class=priority_class,
+            labels={c.SUBGROUP_LABEL: sub_group},
+            node_name="node0" if running else None,
+        )
+        for index, (sub_group, running) in enumerate(pods)
+    ]
+    return [group, *made]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import binds, config, node, objects_of, one_cycle, pod_manifest, queue_manifest
-from kai_scheduler.api import constants as c
+from helpers import binds, config, node, objects_of, one_cycle, queue_manifest
+from subgroup_trees import job0_manifests
 
 ALLOCATE = config(actions="allocate")
 
@@ -18,28 +18,7 @@ ALLOCATE = config(actions="allocate")
 def job0(
     sub_groups: list[dict[str, Any]], pods: list[tuple[str, bool]], *, min_sub_group: int | None = None
 ) -> list[dict[str, Any]]:
-    """PodGroup job0 with `sub_groups` and its pods job0-<i>: (sub-group, running on node0)."""
-    spec: dict[str, Any] = {"queue": "queue0", "subGroups": sub_groups}
-    if min_sub_group is not None:
-        spec["minSubGroup"] = min_sub_group
-    group = {
-        "apiVersion": "scheduling.run.ai/v2alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": "job0"},
-        "spec": spec,
-    }
-    made = [
-        pod_manifest(
-            f"job0-{index}",
-            "queue0",
-            gpus=1,
-            group="job0",
-            labels={c.SUBGROUP_LABEL: sub_group},
-            node_name="node0" if running else None,
-        )
-        for index, (sub_group, running) in enumerate(pods)
-    ]
-    return [group, *made]
+    return job0_manifests(sub_groups, pods, min_sub_group=min_sub_group)
 
 
 def leaves(parent: str | None, *names: str) -> list[dict[str, Any]]:

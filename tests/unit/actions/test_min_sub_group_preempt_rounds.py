@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from helpers import node, objects_of, pod_manifest, queue_manifest, simulate
-from kai_scheduler.api import constants as c
+from subgroup_trees import job0_manifests
 
 Pods = list[tuple[str, bool]]  # (sub-group, running on node0), named job0-<i>
 
@@ -25,29 +25,9 @@ def placements(
     preemptor_gpus: int,
     min_sub_group: int | None = None,
 ) -> dict[str, str | None]:
-    spec: dict[str, Any] = {"queue": "queue0", "priorityClassName": "train", "subGroups": sub_groups}
-    if min_sub_group is not None:
-        spec["minSubGroup"] = min_sub_group
-    group = {
-        "apiVersion": "scheduling.run.ai/v2alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": "job0"},
-        "spec": spec,
-    }
-    job_pods = [
-        pod_manifest(
-            f"job0-{index}",
-            "queue0",
-            gpus=1,
-            group="job0",
-            priority_class="train",
-            labels={c.SUBGROUP_LABEL: sub_group},
-            node_name="node0" if running else None,
-        )
-        for index, (sub_group, running) in enumerate(pods)
-    ]
+    job = job0_manifests(sub_groups, pods, min_sub_group=min_sub_group, priority_class="train")
     preemptor = pod_manifest("preemptor0-0", "queue0", gpus=preemptor_gpus, priority_class="build")
-    manifests = objects_of(queue_manifest("queue0", gpu=gpus), group, *job_pods, preemptor)
+    manifests = objects_of(queue_manifest("queue0", gpu=gpus), *job, preemptor)
     document = simulate([node("node0", gpus=gpus), *manifests], until=120)
     return {pod["name"]: pod["node"] for pod in document["pods"]}
 
