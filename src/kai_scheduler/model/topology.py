@@ -40,6 +40,7 @@ class TopologyTree:
     domains: tuple[tuple[Domain, ...], ...]
     _by_id: dict[tuple[int, str], Domain] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> node-label key
+    _ancestors: dict[int, IntArray] = field(default_factory=dict)
 
     def resolve(self, name: str) -> str:
         """The node-label key a level name stands for (KAI's ResolveAliases): an alias's, else itself."""
@@ -53,6 +54,19 @@ class TopologyTree:
     def domain_of(self, node: int, level: int) -> Domain | None:
         index = int(self.node_domain[level][node])
         return self.domains[level][index] if index >= 0 else None
+
+    def ancestors(self, level: int) -> IntArray:
+        """For each domain of `level` (rows), the index of the domain holding it at every level 0..`level`
+        (columns; the last is itself)."""
+        cached = self._ancestors.get(level)
+        if cached is None:
+            first = np.array([int(np.argmax(d.nodes)) for d in self.domains[level]], dtype=np.int64)
+            columns = [self.node_domain[up][first] for up in range(level + 1)]
+            cached = (
+                np.stack(columns, axis=1) if columns and first.size else np.zeros((0, level + 1), np.int64)
+            )
+            self._ancestors[level] = cached
+        return cached
 
     def domain(self, level: int, domain_id: str) -> Domain | None:
         if not self._by_id:

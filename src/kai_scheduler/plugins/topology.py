@@ -7,15 +7,18 @@ zone and each of its leaf segments in one rack (`actions.placement` descends the
 For each allocation attempt the plugin offers node subsets, narrowest first: the domains of the
 preferred level, then of each wider level up to the required one (or the whole topology when nothing is
 required). At each level only domains whose free (or releasing) resources could hold the pods are
-offered, the fullest first so that jobs pack into domains and leave others whole. Pods that already run
-(the job's, or the sub-group's descendants') pin it to their domain of the required level, and are
-offered first at the other levels (a growing job stays with its pods when it can). Nodes outside the
-topology (missing a level's label) are never offered.
+offered, in KAI's bin-packing order: the tree below the domain the candidate nodes share is sorted, each
+domain's children the fullest first (by the job's dominant share of their free resources, then by id), and
+a level's domains are offered in that tree's order, so the fullest wider domain's children come first
+(KAI's `sortTree` and `sortDomainInfos`). Pods that already run (the job's, or the sub-group's
+descendants') pin it to the domains of the required level that hold them. Nodes outside the topology
+(missing a level's label) are never offered.
 
-When no single domain of the preferred level can hold the pods and a wider subset is used, node scores
-(up to `PREFERRED_DOMAIN_SCORE`, as KAI's topology score) keep them in as few preferred domains as
-possible: a node scores by the share of the pods placed so far that sit in its preferred domain, and a
-little by how much room its domain has (so pods start, and go on once a domain is full, where most fit).
+When a job or sub-group has a preferred level, its pods' nodes are scored as KAI's topology plugin scores
+them (`PREFERRED_DOMAIN_SCORE` steps): each preferred-level domain below the shared domain by its place in
+that sorted order, the last the highest, fixed for the whole attempt. So where a wider subset is used, the
+pods start in the last (the emptiest, on equal packing the highest id) preferred domain and fill the
+domains in that order.
 
 A job naming a Topology that does not exist, or a level the Topology does not have (in its own
 constraint or any sub-group's), waits with a reason.
@@ -23,6 +26,7 @@ constraint or any sub-group's), waits with a reason.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -44,10 +48,11 @@ from kai_scheduler.model.resources import EPSILON
 from kai_scheduler.model.topology import IntArray, TopologyTree
 
 ROOT = -1  # the level "above" the widest: the whole topology
-# Node scores that keep pods in their preferred domain: above binpack/spread and GPU sharing order, below
-# Kubernetes' affinity scores and the nominated node (see plugins/scoring.py).
+# A preferred domain's nodes score up to 10 steps of this (KAI's scores.Topology): above binpack/spread and
+# GPU sharing order, up to Kubernetes' affinity scores (see plugins/scoring.py).
 PREFERRED_DOMAIN_SCORE = 100_000.0
-ROOMIEST_DOMAIN_SCORE = 500.0
+# KAI's ratio for a resource the job asks for and a domain has none of (job_filtering.go).
+_NOT_IN_DOMAIN_RATIO = 1000.0
 
 
 class TopologyPlugin:
@@ -66,9 +71,10 @@ class TopologyPlugin:
                 job.invalid_reason = _problem(job, topologies)
         if not constrained:
             return  # nothing to confine: placements cost nothing extra
-        session.points.node_subsets.append(partial(node_subsets, session))
+        scores = _GroupScores()
+        session.points.node_subsets.append(partial(node_subsets, session, scores))
         if any(_has_preferred(job) for job in constrained):
-            session.points.node_scorers.append(partial(preferred_domain_scores, session))
+            session.points.node_scorers.append(partial(preferred_domain_scores, scores))
 
     def on_session_close(self, session: Session) -> None:
         return None
@@ -78,46 +84,29 @@ def _has_preferred(job: JobInfo) -> bool:
     return any(c is not None and c.preferred for c in job.topology_constraints())
 
 
-def _innermost_preferred(task: TaskInfo) -> tuple[TopologyConstraint, list[TaskInfo]] | None:
-    """The narrowest constraint with a preferred level that covers the pod (its pod set's, then its
-    parent sub-groups', then the job's), and the pods it covers."""
-    group: PodSet | SubGroupSet | None = task.podset
-    while group is not None:
-        if group.topology is not None and group.topology.preferred:
-            return group.topology, group.tasks
-        group = group.parent
-    job = task.job
-    if job.topology is not None and job.topology.preferred:
-        return job.topology, job.tasks
-    return None
+class _GroupScores:
+    """The node scores of the groups with a preferred level (None: the job's root), as set when their
+    subsets were last made in the current job's attempt (KAI keeps them per sub-group and drops them
+    when the next job's allocation starts)."""
+
+    def __init__(self) -> None:
+        self.by_group: dict[int, FloatArray] = {}
+
+    def of(self, task: TaskInfo) -> FloatArray | None:
+        """The scores of the pod's narrowest group that has them (its pod set, its parents, the job)."""
+        group: PodSet | SubGroupSet | None = task.podset
+        while group is not None:
+            found = self.by_group.get(id(group))
+            if found is not None:
+                return found
+            group = group.parent
+        return self.by_group.get(id(None))
 
 
-def preferred_domain_scores(session: Session, task: TaskInfo, rows: IntArray) -> FloatArray | float:
-    """Scores for the candidate nodes `rows`: the domain the pod's group already occupies most, then the
-    roomiest domain (room counted over every node of the domain, candidates or not)."""
-    nodes = session.snapshot.nodes
-    scores = np.zeros(nodes.size)
-    found = _innermost_preferred(task)
-    if found is None:
-        return 0.0
-    constraint, covered = found
-    tree = session.snapshot.topologies.get(constraint.topology)
-    level = tree.level_of(constraint.preferred) if tree is not None else None
-    if tree is None or level is None:
-        return 0.0
-    ids = tree.node_domain[level]
-    count = len(tree.domains[level])
-    inside = ids >= 0
-    placed = [t.node for t in covered if t.status in ACTIVE_ALLOCATED and t.node >= 0 and ids[t.node] >= 0]
-    room = np.bincount(ids[inside], weights=(nodes.free_gpus + nodes.rel_gpus)[inside], minlength=count)
-    most = float(room.max()) if count else 0.0
-    per_domain: FloatArray = np.asarray(
-        ROOMIEST_DOMAIN_SCORE * room / most if most > 0 else np.zeros(count), dtype=np.float64
-    )
-    if placed:
-        per_domain += PREFERRED_DOMAIN_SCORE * np.bincount(ids[placed], minlength=count) / len(placed)
-    scores[inside] = per_domain[ids[inside]]
-    return np.asarray(scores[rows], dtype=np.float64)
+def preferred_domain_scores(scores: _GroupScores, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+    """Scores for the candidate nodes `rows`: those of the pod's narrowest group with a preferred level."""
+    found = scores.of(task)
+    return 0.0 if found is None else np.asarray(found.take(rows), dtype=np.float64)
 
 
 def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
@@ -145,8 +134,14 @@ def _problem(job: JobInfo, topologies: dict[str, TopologyTree]) -> str | None:
 
 
 def node_subsets(
-    session: Session, job: JobInfo, group: PodSet | SubGroupSet | None, tasks: Sequence[TaskInfo]
+    session: Session,
+    scores: _GroupScores,
+    job: JobInfo,
+    group: PodSet | SubGroupSet | None,
+    tasks: Sequence[TaskInfo],
 ) -> NodeSubsets | None:
+    if group is None:
+        scores.by_group.clear()  # a new attempt of a job (KAI's preJobAllocationFn)
     constraint = job.topology if group is None else group.topology
     if constraint is None or not tasks:
         return None
@@ -159,34 +154,121 @@ def node_subsets(
     preferred = tree.level_of(constraint.preferred) if constraint.preferred else None
     top = ROOT if required is None else required
     lowest = preferred if preferred is not None else top
-    running = [t for t in (job.tasks if group is None else group.tasks) if t.status in ACTIVE_ALLOCATED]
+    common = _common_domain(tree, base, lowest if preferred is not None else len(tree.levels) - 1)
+    order = _PackingOrder(tree, nodes, tasks, lowest)
+    if preferred is not None:
+        scores.by_group[id(group)] = _preferred_scores(tree, order, preferred, common, nodes.size)
+    # Running pods of the group (its descendants') pin it to the required-level domains holding them, as
+    # KAI did up to v0.14; KAI v0.15+ counts only the pod sets being placed (allocate.go, #1416), which
+    # lets a sub-group's new pods leave the domain its running siblings hold: not followed.
+    group_tasks = job.tasks if group is None else group.tasks
+    running = [t for t in group_tasks if t.status in ACTIVE_ALLOCATED and t.node >= 0]
     if required is not None and running:
         base = base & _pinned(tree, required, running, nodes.size)
+    # The levels above the shared domain would offer its nodes again (KAI finds them empty); but a
+    # required level wider than it is still offered, as the nodes it has (KAI would offer nothing).
+    widest = common[0] if top < common[0] <= lowest else top
     capacity = _Capacity(nodes, tasks)
     masks: list[BoolArray] = []
-    for level in range(lowest, top - 1, -1):
-        # A growing job stays with its running pods where it can (its home domain first).
-        home = (
-            {int(tree.node_domain[level][t.node]) for t in running if t.node >= 0} if level != ROOT else set()
-        )
-        masks.extend(_feasible_domains(tree, level, base, capacity, home))
+    for level in range(lowest, widest - 1, -1):
+        masks.extend(_feasible_domains(tree, level, base, capacity, order))
     return NodeSubsets(masks, _failure(constraint, job))
 
 
+def _common_domain(tree: TopologyTree, base: BoolArray, deepest: int) -> tuple[int, int]:
+    """The narrowest domain (level, index) holding every node of `base`, no deeper than `deepest`
+    (KAI's lowestCommonDomainID, which stops at the preferred level); (ROOT, 0) when none."""
+    found = (ROOT, 0)
+    for level in range(deepest + 1):
+        ids = np.unique(tree.node_domain[level][base])
+        if ids.size != 1:
+            break
+        found = (level, int(ids[0]))
+    return found
+
+
+class _PackingOrder:
+    """KAI's bin-packing order of domains for one attempt (job_filtering.go `sortTree`): siblings by the
+    job's dominant share of their free (idle plus releasing) resources, the highest first, then by id; a
+    domain ranks by its ancestors' places, then its own."""
+
+    def __init__(self, tree: TopologyTree, nodes: NodeTable, tasks: Sequence[TaskInfo], deepest: int) -> None:
+        self.tree = tree
+        requests = [t.request for t in tasks if t.status is TaskStatus.PENDING]
+        wanted: list[tuple[float, FloatArray]] = [
+            (sum(r.cpu for r in requests), nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu),
+            (sum(r.memory for r in requests), nodes.cap_memory - nodes.used_memory + nodes.rel_memory),
+            # KAI counts whole GPUs free (shared ones are used) against the GPUs the pods ask for.
+            (
+                sum(r.whole_gpus + r.gpu_portion * r.gpu_devices for r in requests),
+                nodes.free_gpus + nodes.rel_gpus,
+            ),
+        ]
+        scalars: dict[str, float] = {}
+        for r in requests:
+            for name, amount in r.scalars:
+                scalars[name] = scalars.get(name, 0.0) + amount
+        for name, amount in scalars.items():
+            j = nodes.scalar_index.get(name)
+            if j is not None:
+                free = nodes.cap_scalars[:, j] - nodes.used_scalars[:, j] + nodes.rel_scalars[:, j]
+                wanted.append((amount, free))
+        inside = tree.members
+        self.ratios: list[FloatArray] = []
+        for level in range(deepest + 1):
+            ids = tree.node_domain[level][inside]
+            count = len(tree.domains[level])
+            ratio = np.zeros(count)
+            for amount, free in wanted:
+                if amount <= 0:
+                    continue
+                room = np.bincount(ids, weights=free[inside], minlength=count)
+                with np.errstate(divide="ignore"):
+                    share = np.where(room > 0, amount / np.maximum(room, EPSILON), _NOT_IN_DOMAIN_RATIO)
+                ratio = np.maximum(ratio, share)
+            self.ratios.append(ratio)
+
+    def key(self, level: int, index: int) -> tuple[tuple[float, str], ...]:
+        path = self.tree.ancestors(level)[index]
+        return tuple(
+            (-float(self.ratios[up][i]), self.tree.domains[up][int(i)].id) for up, i in enumerate(path)
+        )
+
+
+def _preferred_scores(
+    tree: TopologyTree, order: _PackingOrder, preferred: int, common: tuple[int, int], size: int
+) -> FloatArray:
+    """KAI's calculateNodeScores (node_scoring.go): the preferred-level domains below the shared domain in
+    packing order; the i-th of n scores floor((i + 1) / n * 10) steps, so the last (the emptiest) ranks
+    first. Nodes elsewhere score nothing."""
+    level, index = common
+    below = np.arange(len(tree.domains[preferred]))
+    if level != ROOT:
+        below = below[tree.ancestors(preferred)[:, level] == index]
+    ranked = sorted((int(i) for i in below), key=lambda i: order.key(preferred, i))
+    per_domain = np.zeros(len(tree.domains[preferred]))
+    for place, i in enumerate(ranked):
+        per_domain[i] = math.floor((place + 1) / len(ranked) * 10) * PREFERRED_DOMAIN_SCORE
+    ids = tree.node_domain[preferred]
+    scores = np.zeros(size)
+    scores[ids >= 0] = per_domain[ids[ids >= 0]]
+    return scores
+
+
 def _pinned(tree: TopologyTree, level: int, running: list[TaskInfo], size: int) -> BoolArray:
-    """The domain of `level` that holds every running pod (none when they span several)."""
-    domains = {int(tree.node_domain[level][t.node]) for t in running if t.node >= 0}
-    if len(domains) != 1 or -1 in domains:
-        return np.zeros(size, dtype=np.bool_)
-    return tree.domains[level][domains.pop()].nodes
+    """The domains of `level` that hold a running pod (KAI's getRelevantDomainsWithAllocatedPods)."""
+    pinned = np.zeros(size, dtype=np.bool_)
+    for index in {int(tree.node_domain[level][t.node]) for t in running}:
+        if index >= 0:
+            pinned |= tree.domains[level][index].nodes
+    return pinned
 
 
 def _feasible_domains(
-    tree: TopologyTree, level: int, base: BoolArray, capacity: _Capacity, home: set[int]
+    tree: TopologyTree, level: int, base: BoolArray, capacity: _Capacity, order: _PackingOrder
 ) -> list[BoolArray]:
     """The node sets of `level`'s domains (or the whole topology at ROOT) within `base` that could hold
-    the pods: the `home` domains (holding the job's running pods) first, then the fullest first (ties:
-    domain id)."""
+    the pods, in packing order."""
     if level == ROOT:
         return [base] if base.any() and capacity.could_hold(base) else []
     ids = tree.node_domain[level]
@@ -194,17 +276,9 @@ def _feasible_domains(
     if not inside.any():
         return []
     count = len(tree.domains[level])
-    ids_inside = ids[inside]
-    free = np.bincount(ids_inside, weights=capacity.free_gpus[inside], minlength=count)
-    free_cpu = np.bincount(ids_inside, weights=capacity.free_cpu[inside], minlength=count)
-    fitting = np.flatnonzero(capacity.domains_that_could_hold(ids_inside, inside, count))
-    candidates = []
-    for index in fitting:
-        domain = tree.domains[level][int(index)]
-        away = int(index) not in home
-        candidates.append((away, float(free[index]), float(free_cpu[index]), domain.id, domain.nodes & base))
-    candidates.sort(key=lambda item: item[:4])
-    return [mask for *_, mask in candidates]
+    fitting = np.flatnonzero(capacity.domains_that_could_hold(ids[inside], inside, count))
+    ranked = sorted((int(i) for i in fitting), key=lambda i: order.key(level, i))
+    return [tree.domains[level][i].nodes & base for i in ranked]
 
 
 class _Capacity:
