@@ -34,15 +34,26 @@ class PriorityPlugin(_OrderingPlugin):
 
 
 def elastic_rank(job: JobInfo) -> int:
-    """Jobs below their minMember first, then jobs exactly at it, then jobs above it."""
-    return elastic_rank_with(job, job.active_allocated())
+    """Jobs below their minMember first, then jobs exactly at it, then jobs above it; with sub-groups, as
+    KAI's `minAvailableState`: below if a pod set is below its minMember, at it if every pod set is."""
+    if len(job.podsets) == 1 and not job.subgroups:
+        return elastic_rank_with(job, job.active_allocated())
+    exact = True
+    for podset in job.podsets.values():
+        active = podset.active_allocated()
+        if active < podset.min_member:
+            return 0
+        exact = exact and active == podset.min_member
+    return 1 if exact else 2
 
 
 def elastic_rank_with(job: JobInfo, allocated: int) -> int:
-    """`elastic_rank` of the job with `allocated` active pods."""
-    if allocated < job.min_member:
+    """`elastic_rank` of the job with `allocated` active pods (against the PodGroup's minMember, or its
+    pod sets' together when it states none)."""
+    threshold = job.min_member or sum(podset.min_member for podset in job.podsets.values())
+    if allocated < threshold:
         return 0
-    return 1 if allocated == job.min_member else 2
+    return 1 if allocated == threshold else 2
 
 
 class ElasticPlugin(_OrderingPlugin):

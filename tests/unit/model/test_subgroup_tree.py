@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from kai_scheduler.model.jobs import PodSet, SubGroupSet
-from kai_scheduler.plugins.ordering import podset_rank
-from subgroup_trees import group, leaf
+from kai_scheduler.plugins.ordering import elastic_rank, podset_rank
+from subgroup_trees import group, job_of, leaf
 
 # --- TestGetMinChildrenToSatisfy -------------------------------------------------------------------
 
@@ -186,3 +186,19 @@ ORDER_CASES = [
 def test_sub_group_order_fn(left: PodSet | SubGroupSet, right: PodSet | SubGroupSet, want: int) -> None:
     got = podset_rank(left), podset_rank(right)
     assert (got[0] > got[1]) - (got[0] < got[1]) == want
+
+
+# --- elastic job order of a job with sub-groups (KAI's elastic.go minAvailableState) ---------------------
+
+
+@pytest.mark.parametrize(
+    ("children", "rank"),
+    [
+        pytest.param([leaf("a", 1, pending=1), leaf("b", 1, running=2)], 0, id="a pod set below: below"),
+        pytest.param([leaf("a", 1, running=1), leaf("b", 2, running=2)], 1, id="every pod set at: at"),
+        pytest.param([leaf("a", 1, running=1), leaf("b", 1, running=2)], 2, id="one above: above"),
+    ],
+)
+def test_elastic_rank_of_a_job_with_sub_groups_is_per_pod_set(children: list[PodSet], rank: int) -> None:
+    # The PodGroup states minSubGroup and no minMember: its pod sets decide, not a minMember of 0.
+    assert elastic_rank(job_of(children, min_sub_group=1)) == rank
