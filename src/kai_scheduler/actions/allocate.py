@@ -77,9 +77,15 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         return False
     if not job.is_gang_satisfied():
         missing = job.min_member - job.active_allocated()
-        if len(tasks) < missing or not job.tree().is_ready():
+        if len(tasks) < missing:
             session.unschedulable[job.key] = (
                 f"waiting for pods: the gang needs {missing} more but has fewer pending"
+            )
+            return False
+        if not job.tree().is_ready():
+            # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
+            session.unschedulable[job.key] = (
+                "waiting for pods: too few sub-groups have the pods their minMember needs"
             )
             return False
     reason = session.check_job_capacity(job, quota_request_of(session, tasks))

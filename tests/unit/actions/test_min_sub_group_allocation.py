@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import binds, config, node, objects_of, one_cycle, queue_manifest
+from helpers import binds, config, node, objects_of, one_cycle, open_session, queue_manifest
+from kai_scheduler.scheduler import ACTIONS
 from subgroup_trees import job0_manifests
 
 ALLOCATE = config(actions="allocate")
@@ -81,3 +82,18 @@ def test_satisfied_pod_sets_in_two_parent_tree_lower_ratio_group_wins_consecutiv
     pods = [("sub-a", True), ("sub-a", True), ("sub-a", False), ("sub-a", False), ("sub-b", True)]
     pods += [("sub-c", True), ("sub-c", False), ("sub-c", False), ("sub-d", True)]
     assert set(allocated(7, job0(sub_groups, pods))) == {"job0-6", "job0-7"}
+
+
+def test_a_tree_whose_required_sub_groups_lack_pods_waits_and_says_so() -> None:
+    # Both leaves are required (no minSubGroup) and sub-b has one of the two pods its minMember needs.
+    sub_groups = [{"name": "sub-a", "minMember": 1}, {"name": "sub-b", "minMember": 2}]
+    objects = [
+        node("node0", gpus=4),
+        *objects_of(queue_manifest("queue0", gpu=1), *job0(sub_groups, [("sub-a", False), ("sub-b", False)])),
+    ]
+    session = open_session(objects, ALLOCATE)
+    ACTIONS["allocate"]().execute(session)
+    assert session.decisions == []
+    assert session.unschedulable["default/job0"] == (
+        "waiting for pods: too few sub-groups have the pods their minMember needs"
+    )
