@@ -165,7 +165,7 @@ def measure(
     run_started = time.perf_counter()
 
     # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
-    def timed_build(queue_usage: Any = None) -> Any:
+    def timed_build(queue_usage: Any = None, now: float | None = None) -> Any:
         if quiet > 0 and quiet_tail(measured.decisions, count_first) >= quiet:
             measured.stopped_by = "settled"
             raise _Stop
@@ -174,7 +174,7 @@ def measure(
             measured.stopped_by = "time budget"
             raise _Stop
         begin = time.perf_counter()
-        snapshot = build(queue_usage)
+        snapshot = build(queue_usage, now)
         measured.build_times.append(time.perf_counter() - begin)
         return snapshot
 
