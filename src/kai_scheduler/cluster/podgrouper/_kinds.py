@@ -445,12 +445,12 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
         segments = read_segments(pod, template, top.node("metadata", "annotations"), size=policy_size)
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
         worker_index = int_text(index_node.required_str(), index_node)
-        policy = _lws_segment_policy(top) if segments is not None else None
-        if worker_index >= size and policy != "LeaderExcluded":
+        segment_policy = _lws_segment_policy(top) if segments is not None else None
+        if worker_index >= size and segment_policy != "LeaderExcluded":
             raise index_node.error(f"worker index {worker_index} is beyond the group size {size}")
         if segments is None:
             pod_subgroup = LWS_LEADER if worker_index == 0 else LWS_WORKERS
-        elif policy == "LeaderWorker":
+        elif segment_policy == "LeaderWorker":
             sub_groups, pod_subgroup = _leader_in_first_segment(size, min_member, worker_index, segments)
         else:
             sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
