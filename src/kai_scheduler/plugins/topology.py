@@ -282,22 +282,55 @@ def _feasible_domains(
 
 
 class _Capacity:
-    """What the pods of one attempt need, against what nodes have free now or once releasing pods are
-    gone: a quick upper bound that never rejects a domain that could hold them (predicates and the exact
-    GPU fit are left to the placement itself)."""
+    """Whether a domain could hold the pods of one attempt, as KAI's checkJobDomainFit judges it
+    (job_filtering.go), against what its nodes have free now or once releasing pods are gone.
+
+    Pods alike in kind (all or none ask for GPUs, every other countable resource asked for by all or
+    none) are counted as KAI's "representor" pods: a node holds as many copies of the largest request (each
+    resource's maximum over the pods) as fit it, and the domain must hold as many as there are pods.
+    Otherwise the pods' sum must fit the domain's free resources, whole GPUs only. Predicates and the
+    exact GPU fit are left to the placement itself."""
 
     def __init__(self, nodes: NodeTable, tasks: Sequence[TaskInfo]) -> None:
-        self.free_gpus: FloatArray = nodes.free_gpus + nodes.rel_gpus + nodes.shared_free_total
-        self.free_cpu: FloatArray = nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu
-        self.free_memory: FloatArray = nodes.cap_memory - nodes.used_memory + nodes.rel_memory
-        self.free_pods: FloatArray = nodes.cap_pods - nodes.used_pods + nodes.rel_pods
-        self.whole_free: FloatArray = nodes.free_gpus + nodes.rel_gpus
         requests = [t.request for t in tasks if t.status is TaskStatus.PENDING]
         self.count = len(requests)
-        self.cpu = sum(r.cpu for r in requests)
-        self.memory = sum(r.memory for r in requests)
-        self.whole = sorted((r.whole_gpus for r in requests if r.whole_gpus > 0), reverse=True)
-        self.shared = sum(r.gpu_portion * r.gpu_devices for r in requests if r.is_shared_gpu)
+        gpus = [r.whole_gpus + r.gpu_portion * r.gpu_devices for r in requests]
+        whole_free = nodes.free_gpus + nodes.rel_gpus
+        # Per resource asked for: each pod's amount and every node's free amount.
+        asked: list[tuple[list[float], FloatArray]] = [
+            ([r.cpu for r in requests], nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu),
+            ([r.memory for r in requests], nodes.cap_memory - nodes.used_memory + nodes.rel_memory),
+        ]
+        scalar_names = sorted({name for r in requests for name, amount in r.scalars if amount > 0})
+        for name in scalar_names:
+            j = nodes.scalar_index.get(name)
+            free = (
+                nodes.cap_scalars[:, j] - nodes.used_scalars[:, j] + nodes.rel_scalars[:, j]
+                if j is not None
+                else np.zeros(nodes.size)
+            )
+            asked.append(([dict(r.scalars).get(name, 0.0) for r in requests], free))
+        # KAI's useRepresentorPodsAccounting: device-plugin GPUs (not DRA's) and every scalar by all or none.
+        using_gpu = sum(1 for r in requests if r.whole_gpus - r.dra_gpus + r.gpu_portion * r.gpu_devices > 0)
+        alike = using_gpu in (0, self.count) and all(all(a > 0 for a in amounts) for amounts, _ in asked[2:])
+        self.per_node: FloatArray | None = None
+        self.totals: list[tuple[float, FloatArray]] = []
+        if alike:
+            largest = max(gpus, default=0.0)
+            # A fractional pod may also go to the unused parts of shared GPUs (KAI's calcNodeAccommodation).
+            gpu_free = whole_free + nodes.shared_free_total if 0 < largest < 1 else whole_free
+            self.per_node = self._representors([(gpus, gpu_free), *asked], nodes.size)
+        else:
+            self.totals = [(sum(amounts), free) for amounts, free in [(gpus, whole_free), *asked]]
+
+    def _representors(self, asked: list[tuple[list[float], FloatArray]], size: int) -> FloatArray:
+        """How many copies of the largest request each node holds."""
+        held = np.full(size, float(self.count))  # a pod asking for nothing: KAI counts them all
+        for amounts, free in asked:
+            largest = max(amounts, default=0.0)
+            if largest > 0:
+                held = np.minimum(held, np.floor(np.maximum(free, 0.0) / largest + EPSILON))
+        return held
 
     def domains_that_could_hold(self, ids: IntArray, inside: BoolArray, count: int) -> BoolArray:
         """`could_hold` for every domain of a level at once: `ids` are the domain indices of the nodes
@@ -306,32 +339,18 @@ class _Capacity:
         def per_domain(values: FloatArray) -> FloatArray:
             return np.asarray(np.bincount(ids, weights=values[inside], minlength=count), dtype=np.float64)
 
-        ok = per_domain(self.free_pods) >= self.count - EPSILON
-        ok &= per_domain(self.free_cpu) >= self.cpu - EPSILON
-        ok &= per_domain(self.free_memory) >= self.memory - EPSILON
-        ok &= per_domain(self.free_gpus) >= sum(self.whole) + self.shared - EPSILON
-        if self.whole:
-            slots = np.floor((self.whole_free + EPSILON) / self.whole[-1])
-            ok &= per_domain(slots) >= len(self.whole)
-        ok &= np.bincount(ids, minlength=count) > 0
+        ok = np.bincount(ids, minlength=count) > 0
+        if self.per_node is not None:
+            return ok & (per_domain(self.per_node) >= self.count)
+        for total, free in self.totals:
+            if total > 0:
+                ok &= per_domain(free) >= total - EPSILON
         return ok
 
     def could_hold(self, mask: BoolArray) -> bool:
-        if self.free_pods[mask].sum() < self.count - EPSILON:
-            return False
-        if (
-            self.free_cpu[mask].sum() < self.cpu - EPSILON
-            or self.free_memory[mask].sum() < self.memory - EPSILON
-        ):
-            return False
-        if self.free_gpus[mask].sum() < sum(self.whole) + self.shared - EPSILON:
-            return False
-        if self.whole:
-            # Whole-GPU pods need that many free GPUs on one node each: count slots for the smallest.
-            slots = np.floor((self.whole_free[mask] + EPSILON) / self.whole[-1]).sum()
-            if slots < len(self.whole):
-                return False
-        return True
+        if self.per_node is not None:
+            return bool(self.per_node[mask].sum() >= self.count)
+        return all(total <= 0 or free[mask].sum() >= total - EPSILON for total, free in self.totals)
 
 
 def _failure(constraint: TopologyConstraint, job: JobInfo) -> str:
