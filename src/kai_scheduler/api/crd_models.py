@@ -140,6 +140,24 @@ class ResourceClaimAllocation(K8sModel):
     )
 
 
+class ExtendedResourceClaimAllocation(K8sModel):
+    """The claim for a pod's DRA-backed extended resources (KEP-5004, KAI v0.17): the binder creates it
+    with `deviceRequests`, writes `allocation` and names it in the pod's status with `containerMappings`."""
+
+    allocation: dict[str, Any] | None = Field(
+        default=None, description="A resource.k8s.io AllocationResult, passed through unchanged."
+    )
+    device_requests: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The claim's spec.devices.requests (resource.k8s.io DeviceRequests).",
+    )
+    container_mappings: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Which request serves each container's extended resource (containerName, resourceName, "
+        "requestName).",
+    )
+
+
 class NUMAZonePlacement(K8sModel):
     """What a pod takes of one NUMA zone of its node (KAI v0.16)."""
 
@@ -158,6 +176,7 @@ class BindRequestSpec(K8sModel):
     )
     received_gpu: ReceivedGPU | None = Field(default=None, alias="receivedGPU")
     resource_claim_allocations: list[ResourceClaimAllocation] = Field(default_factory=list)
+    extended_resource_claim_allocation: ExtendedResourceClaimAllocation | None = None
     predicted_numa_zones: list[NUMAZonePlacement] = Field(
         default_factory=list,
         alias="predictedNUMAZones",

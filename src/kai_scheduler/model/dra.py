@@ -29,6 +29,7 @@ from typing import Final
 from kai_scheduler.api.objects import (
     AllocationResult,
     DeviceAllocationConfiguration,
+    ObjectMeta,
     Pod,
     ResourceClaim,
     ResourceClaimConsumerReference,
@@ -36,7 +37,7 @@ from kai_scheduler.api.objects import (
     ResourceSlice,
 )
 from kai_scheduler.model.dra_devices import ClaimRequest, DeviceCatalog, DeviceFilter
-from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME, ExtendedAsk
+from kai_scheduler.model.dra_extended import EXTENDED_CLAIM_ANNOTATION, SPECIAL_CLAIM_NAME, ExtendedAsk
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.resources import PodRequest
 
@@ -126,6 +127,17 @@ def bound_extended_claim(pod: Pod) -> str | None:
     has a bind that failed, whose rollback deletes the claim and clears the name: until then it waits."""
     status = pod.status.extended_resource_claim_status
     return None if status is None else f"{pod.namespace}/{status.resource_claim_name}"
+
+
+def assumed_extended_claim(namespace: str, pod: str, uid: str, allocation: AllocationResult) -> ResourceClaim:
+    """A pod's extended-resource claim as a bind that is on its way will make it: its devices are taken
+    before the binder has created it (no real claim can have this name, nor does any pod name it)."""
+    meta = ObjectMeta(
+        name=f"{SPECIAL_CLAIM_NAME}{pod}",
+        namespace=namespace,
+        annotations={EXTENDED_CLAIM_ANNOTATION: "true"},
+    )
+    return reserve_claim(ResourceClaim(metadata=meta), pod, uid, allocation)
 
 
 def uses_claims(pod: Pod) -> bool:

@@ -169,8 +169,11 @@ def test_fields_the_reference_lists_beyond_the_models() -> None:
         "selectedGPUGroups",
         "resourceClaimAllocations",
         "predictedNUMAZones",  # KAI v0.16 (the numa plugin)
+        "extendedResourceClaimAllocation",  # KAI v0.17 (KEP-5004)
         "backoffLimit",
     }
+    extended = bind["spec"]["properties"]["extendedResourceClaimAllocation"]["properties"]
+    assert set(extended) == {"allocation", "deviceRequests", "containerMappings"}
     assert set(bind["spec"]["properties"]["receivedGPU"]["properties"]) == {"count", "portion"}
     assert set(bind["status"]["properties"]) == {"phase", "reason", "failedAttempts"}
 
@@ -201,7 +204,14 @@ def test_unknown_fields_are_preserved_only_in_kais_open_maps() -> None:
     assert everywhere == {
         "Queue": [],
         "PodGroup": [],
-        "BindRequest": ["spec.resourceClaimAllocations[].allocation"],
+        # Kubernetes' resource.k8s.io types (AllocationResult, DeviceRequest) and the pod's
+        # ContainerExtendedResourceRequest, passed through to the binder as the scheduler wrote them.
+        "BindRequest": [
+            "spec.extendedResourceClaimAllocation.allocation",
+            "spec.extendedResourceClaimAllocation.containerMappings[]",
+            "spec.extendedResourceClaimAllocation.deviceRequests[]",
+            "spec.resourceClaimAllocations[].allocation",
+        ],
         "Topology": [],
         "SchedulingShard": [],
         # Kubernetes' own types (affinity, tolerations, security context) and each component's deployment

@@ -20,15 +20,17 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    the GPU index/UUID it publishes goes into `NVIDIA_VISIBLE_DEVICES` (comma-separated, one per device);
    with reservation off, the GPU group id stands in for it. DRA claims (`resourceClaimAllocations`): each
    claim is reserved for the pod and gets its allocation unless it has one (`claim_binding.py`, KAI's
-   dynamicresources PreBind).
+   dynamicresources PreBind); DRA-backed extended resources (`extendedResourceClaimAllocation`) get a
+   claim made for the pod, named in its status (`extended_claims.py`).
 3. POST the pod's `binding` subresource, exactly once: a 409 because the pod is already bound to that very
    node counts as success.
 4. Record the bind as kube-scheduler does, a Normal `Scheduled` event on the pod (`Successfully assigned
    <ns>/<pod> to <node>`, and for shared GPUs the GPU group(s) and portion), reported as the pod's
    scheduler; a request given up gets a Warning `FailedBinding` event with the last failure. Then record
    the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
-   removes the GPU labels again (KAI's rollback) and is retried after `1 << failedAttempts` seconds
-   (times `backoff_base`, which tests scale down) while `failedAttempts < backoffLimit`; then the request
+   removes the GPU labels and deletes the extended-resource claim again (KAI's rollback) and is retried
+   after `1 << failedAttempts` seconds (times `backoff_base`, which tests scale down) while
+   `failedAttempts < backoffLimit`; then the request
    is Failed (unless the pod turns out bound after all) and the scheduler will place the pod anew. When
    the API server cannot be reached, the outcome is unknown and nothing can be recorded: that is retried
    with backoff without counting as an attempt.
@@ -68,7 +70,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels
-from kai_scheduler.k8s.binder import claim_binding, gpu_env, volume_binding
+from kai_scheduler.k8s.binder import claim_binding, extended_claims, gpu_env, volume_binding
 from kai_scheduler.k8s.binder.claim_binding import bind_claims
 from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.binder.gpu_env import get_pod, write_gpu_config_maps
@@ -102,6 +104,7 @@ ACCESS: tuple[Access, ...] = (
     events.ACCESS,
     *gpu_env.ACCESS,
     *claim_binding.ACCESS,
+    *extended_claims.ACCESS,
     *volume_binding.ACCESS,
 )
 
@@ -375,6 +378,10 @@ class Binder:
             failure = await bind_claims(self.client, request, pod)
             if failure is not None:
                 raise BindFailure(failure)
+        if extended_claims.carries_extended_claim(request):
+            failure = await extended_claims.bind_extended_claim(self.client, request, pod)
+            if failure is not None:
+                raise BindFailure(failure)
 
     async def _hand_gpus(
         self,
@@ -408,16 +415,21 @@ class Binder:
         await write_gpu_config_maps(self.client, pod, namespace, pod_name, devices, received, cdi=self.cdi)
 
     async def _rollback(self, namespace: str, pod_name: str, request: JsonObject, node: str) -> None:
-        """Take the GPU labels back from a pod that did not get bound (KAI's rollback)."""
+        """Take the GPU labels and the extended-resource claim back from a pod that did not get bound (KAI's
+        rollback)."""
         groups = [str(g) for g in (request.get("spec") or {}).get("selectedGPUGroups") or []]
-        if not groups:
+        extended = extended_claims.carries_extended_claim(request)
+        if not groups and not extended:
             return
-        removal: dict[str, None] = dict.fromkeys(gpu_group_labels(groups))
         try:
             pod = await self._pod(namespace, pod_name)
             if pod is None or (pod.get("spec") or {}).get("nodeName") == node:
-                return  # gone, or bound after all (the answer was lost): the labels stay
-            await self.client.patch(PODS, pod_name, {"metadata": {"labels": removal}}, namespace)
+                return  # gone, or bound after all (the answer was lost): what it was handed stays
+            if groups:
+                removal: dict[str, None] = dict.fromkeys(gpu_group_labels(groups))
+                await self.client.patch(PODS, pod_name, {"metadata": {"labels": removal}}, namespace)
+            if extended:
+                await extended_claims.roll_back_extended_claim(self.client, pod)
         except (ApiStatusError, ConnectionError, OSError) as error:
             log.debug("binder: rollback of %s/%s: %s", namespace, pod_name, error)
 

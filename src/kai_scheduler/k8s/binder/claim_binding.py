@@ -33,15 +33,17 @@ async def bind_claims(client: KubeClient, request: JsonObject, pod: JsonObject) 
         if claim_name is None:
             return f"claim {claim} from bind request not found in pod {namespace}/{name}"
         try:
-            await _reserve(client, namespace, claim_name, name, uid, allocation)
+            await reserve(client, namespace, claim_name, name, uid, allocation)
         except ApiStatusError as error:
             return f"failed to update claim {claim_name} for pod {namespace}/{name}: {error}"
     return None
 
 
-async def _reserve(
+async def reserve(
     client: KubeClient, namespace: str, claim_name: str, pod: str, uid: str, allocation: JsonObject
 ) -> None:
+    """Reserve the claim for the pod and give it `allocation` unless it has one (a conflict reads it
+    again)."""
     for attempt in range(_ATTEMPTS):
         claim = await client.get(RESOURCE_CLAIMS, claim_name, namespace)
         status = dict(claim.get("status") or {})

@@ -8,7 +8,7 @@ import time
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.numa_placement import placement_json
-from kai_scheduler.framework.decisions import ClaimAllocation, Decision
+from kai_scheduler.framework.decisions import ClaimAllocation, Decision, ExtendedClaimAllocation
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError, JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
@@ -17,6 +17,7 @@ from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
+from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -34,6 +35,27 @@ DEFAULT_BACKOFF_LIMIT = 3
 def claim_allocation_json(allocation: ClaimAllocation) -> JsonObject:
     """One `resourceClaimAllocations` entry of a BindRequest: the pod's claim name, the AllocationResult."""
     return {"name": allocation.name, "allocation": dump_model(allocation.allocation)}
+
+
+def extended_claim_json(extended: ExtendedClaimAllocation) -> JsonObject:
+    """A BindRequest's `extendedResourceClaimAllocation` (KEP-5004)."""
+    return {
+        "allocation": dump_model(extended.allocation),
+        "deviceRequests": [dump_model(r) for r in extended.device_requests],
+        "containerMappings": [dump_model(m) for m in extended.container_mappings],
+    }
+
+
+def _assumed_claims(namespace: str, pod: str, decision: Decision) -> tuple[ClaimAllocation, ...]:
+    """The claims a bind on its way allocates, the extended-resource claim the binder will make among
+    them (under the name `model.dra.assumed_extended_claim` gives it)."""
+    extended = decision.extended_claim
+    if extended is None:
+        return decision.claims
+    assumed = ClaimAllocation(
+        SPECIAL_CLAIM_NAME, f"{namespace}/{SPECIAL_CLAIM_NAME}{pod}", extended.allocation
+    )
+    return (*decision.claims, assumed)
 
 
 def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) -> tuple[str, int, str]:
@@ -140,6 +162,11 @@ class BindRequests:
                     else {}
                 ),
                 **(
+                    {"extendedResourceClaimAllocation": extended_claim_json(decision.extended_claim)}
+                    if decision.extended_claim is not None
+                    else {}
+                ),
+                **(
                     {"predictedNUMAZones": placement_json(decision.numa_zones)} if decision.numa_zones else {}
                 ),
             },
@@ -189,7 +216,12 @@ class BindRequests:
                 await self._delete(namespace, name)
         self.binding[decision.pod] = (
             uid,
-            Placed(decision.node, decision.gpu_groups, decision.claims, decision.numa_zones),
+            Placed(
+                decision.node,
+                decision.gpu_groups,
+                _assumed_claims(namespace, meta["name"], decision),
+                decision.numa_zones,
+            ),
         )
         report.bind_requests.append(decision.pod)
         await self._label_pool(namespace, name, meta)

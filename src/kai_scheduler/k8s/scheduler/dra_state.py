@@ -5,7 +5,10 @@
   that is not Failed (of the pod incarnation it names) carries an allocation for it: until the binder
   has written it, the claim counts as allocated so, and reserved for that pod (KAI's
   `assumePendingClaims`). So does a BindRequest this process created that the informer has not shown
-  yet (`binding`). Otherwise the devices of a pod being bound could be given to another pod.
+  yet (`binding`). Otherwise the devices of a pod being bound could be given to another pod. An
+  `extendedResourceClaimAllocation` (KEP-5004) stands for a claim the binder is yet to make: it is assumed
+  as a claim of its own (`model.dra.assumed_extended_claim`) until the pod's status names the real one
+  (KAI v0.17 assumes it within a cycle only; across cycles its devices could be given twice).
 * DRA counts as enabled while the server serves resource.k8s.io ResourceClaims (KAI turns its feature
   gate on when the API server has the group); a pod with claims on a server without it cannot be
   scheduled, and says so.
@@ -31,7 +34,8 @@ from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
 from kai_scheduler.model.cache import ClusterCache
-from kai_scheduler.model.dra import reserve_claim
+from kai_scheduler.model.dra import assumed_extended_claim, reserve_claim
+from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +102,7 @@ class DraFeed:
             for obj in objs:
                 key = object_key(obj)
                 spec = obj.get("spec") or {}
-                if spec.get("resourceClaimAllocations"):
+                if spec.get("resourceClaimAllocations") or spec.get("extendedResourceClaimAllocation"):
                     namespace = metadata_of(obj).get("namespace") or "default"
                     self._requests[key] = f"{namespace}/{spec.get('podName') or obj['metadata']['name']}"
                     self._claims_dirty = True
@@ -158,12 +162,23 @@ class DraFeed:
                 except ValidationError:
                     continue
                 _assume(claims, f"{pod_key.split('/', 1)[0]}/{claim_name}", pod, parsed)
+            extended = ((request.get("spec") or {}).get("extendedResourceClaimAllocation") or {}).get(
+                "allocation"
+            )
+            if isinstance(extended, dict):
+                try:
+                    _assume_extended(claims, pod, AllocationResult.model_validate(extended))
+                except ValidationError:
+                    continue
         for pod_key, (uid, allocations) in self._binding.items():
             pod = pods.get(pod_key)
             if pod is None or str(metadata_of(pod).get("uid") or "") != uid:
                 continue
             for allocation in allocations:
-                _assume(claims, allocation.claim, pod, allocation.allocation)
+                if allocation.name == SPECIAL_CLAIM_NAME:
+                    _assume_extended(claims, pod, allocation.allocation)
+                else:
+                    _assume(claims, allocation.claim, pod, allocation.allocation)
         return list(claims.values())
 
 
@@ -176,6 +191,16 @@ def _assume(
         claims[key] = reserve_claim(
             claim, str(meta.get("name") or ""), str(meta.get("uid") or ""), allocation
         )
+
+
+def _assume_extended(claims: dict[str, ResourceClaim], pod: JsonObject, allocation: AllocationResult) -> None:
+    meta = metadata_of(pod)
+    namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    named = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    if named and f"{namespace}/{named}" in claims:
+        return  # made: the real claim holds the devices
+    claim = assumed_extended_claim(namespace, name, str(meta.get("uid") or ""), allocation)
+    claims[claim.key] = claim
 
 
 def _outstanding(request: JsonObject, pod: JsonObject) -> bool:
