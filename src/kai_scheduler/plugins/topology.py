@@ -155,7 +155,8 @@ def node_subsets(
     top = ROOT if required is None else required
     lowest = preferred if preferred is not None else top
     common = _common_domain(tree, base, lowest if preferred is not None else len(tree.levels) - 1)
-    order = _PackingOrder(tree, nodes, tasks, lowest)
+    capacity = _Capacity(nodes, tasks)
+    order = _PackingOrder(tree, capacity, lowest)
     if preferred is not None:
         scores.by_group[id(group)] = _preferred_scores(tree, order, preferred, common, nodes.size)
     # Running pods of the group (its descendants') pin it to the required-level domains holding them, as
@@ -168,7 +169,6 @@ def node_subsets(
     # The levels above the shared domain would offer its nodes again (KAI finds them empty); but a
     # required level wider than it is still offered, as the nodes it has (KAI would offer nothing).
     widest = common[0] if top < common[0] <= lowest else top
-    capacity = _Capacity(nodes, tasks)
     masks: list[BoolArray] = []
     for level in range(lowest, widest - 1, -1):
         masks.extend(_feasible_domains(tree, level, base, capacity, order))
@@ -192,27 +192,10 @@ class _PackingOrder:
     job's dominant share of their free (idle plus releasing) resources, the highest first, then by id; a
     domain ranks by its ancestors' places, then its own."""
 
-    def __init__(self, tree: TopologyTree, nodes: NodeTable, tasks: Sequence[TaskInfo], deepest: int) -> None:
+    def __init__(self, tree: TopologyTree, capacity: _Capacity, deepest: int) -> None:
         self.tree = tree
-        requests = [t.request for t in tasks if t.status is TaskStatus.PENDING]
-        wanted: list[tuple[float, FloatArray]] = [
-            (sum(r.cpu for r in requests), nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu),
-            (sum(r.memory for r in requests), nodes.cap_memory - nodes.used_memory + nodes.rel_memory),
-            # KAI counts whole GPUs free (shared ones are used) against the GPUs the pods ask for.
-            (
-                sum(r.whole_gpus + r.gpu_portion * r.gpu_devices for r in requests),
-                nodes.free_gpus + nodes.rel_gpus,
-            ),
-        ]
-        scalars: dict[str, float] = {}
-        for r in requests:
-            for name, amount in r.scalars:
-                scalars[name] = scalars.get(name, 0.0) + amount
-        for name, amount in scalars.items():
-            j = nodes.scalar_index.get(name)
-            if j is not None:
-                free = nodes.cap_scalars[:, j] - nodes.used_scalars[:, j] + nodes.rel_scalars[:, j]
-                wanted.append((amount, free))
+        # KAI counts whole GPUs free (shared ones are used) against the GPUs the pods ask for.
+        wanted = [(sum(amounts), free) for amounts, free in capacity.resources()]
         inside = tree.members
         self.ratios: list[FloatArray] = []
         for level in range(deepest + 1):
@@ -296,7 +279,7 @@ class _Capacity:
         self.count = len(requests)
         gpus = [r.whole_gpus + r.gpu_portion * r.gpu_devices for r in requests]
         whole_free = nodes.free_gpus + nodes.rel_gpus
-        # Per resource asked for: each pod's amount and every node's free amount.
+        # Per other resource asked for: each pod's amount and every node's free amount.
         asked: list[tuple[list[float], FloatArray]] = [
             ([r.cpu for r in requests], nodes.cap_cpu - nodes.used_cpu + nodes.rel_cpu),
             ([r.memory for r in requests], nodes.cap_memory - nodes.used_memory + nodes.rel_memory),
@@ -304,12 +287,11 @@ class _Capacity:
         scalar_names = sorted({name for r in requests for name, amount in r.scalars if amount > 0})
         for name in scalar_names:
             j = nodes.scalar_index.get(name)
-            free = (
-                nodes.cap_scalars[:, j] - nodes.used_scalars[:, j] + nodes.rel_scalars[:, j]
-                if j is not None
-                else np.zeros(nodes.size)
-            )
+            if j is None:
+                continue  # no node lists it (e.g. backed by DRA): KAI's vectors do not track it either
+            free = nodes.cap_scalars[:, j] - nodes.used_scalars[:, j] + nodes.rel_scalars[:, j]
             asked.append(([dict(r.scalars).get(name, 0.0) for r in requests], free))
+        self.gpus, self.whole_free, self.asked = gpus, whole_free, asked
         # KAI's useRepresentorPodsAccounting: device-plugin GPUs (not DRA's) and every scalar by all or none.
         using_gpu = sum(1 for r in requests if r.whole_gpus - r.dra_gpus + r.gpu_portion * r.gpu_devices > 0)
         alike = using_gpu in (0, self.count) and all(all(a > 0 for a in amounts) for amounts, _ in asked[2:])
@@ -321,7 +303,11 @@ class _Capacity:
             gpu_free = whole_free + nodes.shared_free_total if 0 < largest < 1 else whole_free
             self.per_node = self._representors([(gpus, gpu_free), *asked], nodes.size)
         else:
-            self.totals = [(sum(amounts), free) for amounts, free in [(gpus, whole_free), *asked]]
+            self.totals = [(sum(amounts), free) for amounts, free in self.resources()]
+
+    def resources(self) -> list[tuple[list[float], FloatArray]]:
+        """Each resource asked for, GPUs (whole ones free) first: the pods' amounts and the nodes' free."""
+        return [(self.gpus, self.whole_free), *self.asked]
 
     def _representors(self, asked: list[tuple[list[float], FloatArray]], size: int) -> FloatArray:
         """How many copies of the largest request each node holds."""
