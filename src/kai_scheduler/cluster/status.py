@@ -5,8 +5,10 @@ from these two functions.
 * A PodGroup counts its pods by phase (no phase: pending). A pod that is not finished asks for its
   resources (`requested`); one that is also bound to a node holds them (`allocated`);
   `allocated_non_preemptible` is `allocated` for a non-preemptible PodGroup, else nothing.
-* GPUs are in queue units (`PodRequest.queue_resources`): a `gpu-memory` pod takes its share of its node's
-  GPU memory, or, not bound yet, of the smallest GPU memory in the cluster.
+* GPUs are in queue units, as the scheduler counts them (`PodRequest.queue_resources`, the rule of
+  `model.resources.gpu_memory_gpus`): a bound `gpu-memory` pod takes its share of its node's GPUs; one
+  not bound yet asks `devices x memory / the cluster's smallest reported GPU memory`, and nothing when no
+  node reports GPU memory.
 * A Queue sums its own PodGroups and its children, bottom-up.
 """
 
@@ -63,8 +65,9 @@ def pod_group_numbers(pods: Iterable[PodFacts], *, preemptible: bool, min_gpu_me
             numbers.pending += 1
         if phase in FINISHED or pod.request is None:
             continue
-        memory = pod.node_gpu_memory_mib if pod.bound else min_gpu_memory_mib
-        usage = pod.request.queue_resources(memory)
+        usage = pod.request.queue_resources(
+            pod.node_gpu_memory_mib if pod.bound else None, min_gpu_memory_mib
+        )
         numbers.requested.add(usage)
         if pod.bound:
             numbers.allocated.add(usage)

@@ -129,7 +129,7 @@ def quota_request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
 def _requested(tasks: list[TaskInfo], gpu_memory_mib: float) -> Resources:
     total = Resources()
     for task in tasks:
-        total.add(task.request.requested_resources(gpu_memory_mib))
+        total.add(task.request.queue_resources(None, gpu_memory_mib))
     return total
 
 

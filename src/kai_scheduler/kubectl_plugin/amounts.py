@@ -15,6 +15,7 @@ from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import Pod
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.model.builder import pod_request
+from kai_scheduler.model.resources import gpu_memory_gpus
 
 RESOURCES = ("gpu", "cpu", "memory")
 RESOURCE_KEYS = {"gpu": c.GPU_RESOURCE, "cpu": c.CPU_RESOURCE, "memory": c.MEMORY_RESOURCE}
@@ -36,12 +37,15 @@ class PodGpus:
     cpu: float = 0.0  # cores
     memory: float = 0.0  # bytes
 
-    def gpus(self, gpu_memory_mib: float | None = None) -> float:
-        """In GPUs: whole GPUs plus the shared parts (GPU memory over the GPU's memory, when known)."""
-        part = self.portion
-        if self.memory_mib and gpu_memory_mib:
-            part = self.memory_mib / gpu_memory_mib
-        return self.whole + part * self.devices
+    def gpus(self, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0) -> float:
+        """In GPUs, as the scheduler counts them: whole GPUs plus the shared parts, a `gpu-memory` part by
+        `model.resources.gpu_memory_gpus` (bound to a node of `node_gpu_memory_mib` per GPU, or None: not
+        bound, weighed with the cluster's smallest GPU memory)."""
+        if self.memory_mib:
+            return self.whole + gpu_memory_gpus(
+                self.memory_mib, self.devices, node_gpu_memory_mib, cluster_gpu_memory_mib
+            )
+        return self.whole + self.portion * self.devices
 
 
 def pod_gpus(raw: Mapping[str, Any]) -> PodGpus | None:

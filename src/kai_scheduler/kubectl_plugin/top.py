@@ -2,10 +2,11 @@
 share, KAI's GPU group), from the nodes' allocatable `nvidia.com/gpu` and the pods bound to them.
 
 A node's allocated GPUs are its pods' whole GPUs plus their parts of shared GPUs (a `gpu-memory` part
-over the node's `nvidia.com/gpu.memory`); a shared GPU takes a whole GPU from the node while any pod
-holds part of it, so FREE counts the GPUs that neither whole-GPU pods nor shared GPUs hold. The binder's
-GPU reservation pods (one per shared GPU) are the shared GPUs themselves, not counted again. Pods that
-ended (Succeeded, Failed) hold nothing. GPUs that DRA hands out (ResourceClaims) are not shown.
+over the node's `nvidia.com/gpu.memory`, as the scheduler counts it); a shared GPU takes a whole GPU from
+the node while any pod holds part of it, so FREE counts the GPUs that neither whole-GPU pods nor shared
+GPUs hold. The binder's GPU reservation pods (one per shared GPU) are the shared GPUs themselves, not
+counted again. Pods that ended (Succeeded, Failed) hold nothing. GPUs that DRA hands out (ResourceClaims)
+are not shown.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.client import NODES, PODS, JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP
+from kai_scheduler.k8s.status.loop import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import pod_gpus, show
 from kai_scheduler.kubectl_plugin.cluster import Cluster
 from kai_scheduler.kubectl_plugin.table import render
@@ -62,18 +64,10 @@ def _gpu_count(node: Mapping[str, Any]) -> float:
         return 0.0
 
 
-def _gpu_memory_mib(node: Mapping[str, Any]) -> float | None:
-    value = ((node.get("metadata") or {}).get("labels") or {}).get(c.GPU_MEMORY_LABEL)
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
-
-
 def gpu_allocation(nodes: list[JsonObject], pods: list[JsonObject]) -> list[NodeGpus]:
     """Every node with GPUs (or with GPU pods), by name."""
     table = {str(n["metadata"]["name"]): NodeGpus(str(n["metadata"]["name"]), _gpu_count(n)) for n in nodes}
-    memory = {str(n["metadata"]["name"]): _gpu_memory_mib(n) for n in nodes}
+    memory = {str(n["metadata"]["name"]): gpu_memory_mib_of(n) for n in nodes}
     for pod in pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         node_name = spec.get("nodeName")
@@ -82,13 +76,13 @@ def gpu_allocation(nodes: list[JsonObject], pods: list[JsonObject]) -> list[Node
         if (meta.get("labels") or {}).get("app") == RESERVATION_APP:
             continue
         gpus = pod_gpus(pod)
-        if gpus is None or gpus.gpus(1.0) == 0:
+        if gpus is None or not (gpus.whole or gpus.devices):
             continue
         node = table.setdefault(str(node_name), NodeGpus(str(node_name), 0.0))
         node.pods += 1
         node.whole += gpus.whole
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-        part = gpus.gpus(memory.get(node.name)) - gpus.whole
+        part = gpus.gpus(memory.get(node.name, 0.0)) - gpus.whole
         for group in gpus.groups:
             shared = node.shared.setdefault(group, SharedGpu(group, node.name))
             shared.allocated += part / len(gpus.groups)

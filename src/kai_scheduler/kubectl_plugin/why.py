@@ -21,14 +21,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kai_scheduler.api import constants as c
 from kai_scheduler.api import reasons
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, EVENTS, POD_GROUPS, PODS, QUEUES, JsonObject
+from kai_scheduler.k8s.status.loop import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES, pod_gpus, resource_list, show, spec_amount
 from kai_scheduler.kubectl_plugin.cluster import Cluster, PluginError
 from kai_scheduler.kubectl_plugin.table import render
 from kai_scheduler.kubectl_plugin.top import fetch as fetch_gpus
 from kai_scheduler.kubectl_plugin.top import gpu_allocation
+from kai_scheduler.model.builder import reported_gpu_memory_range
 
 POD_KINDS = ("pod", "pods", "po")
 POD_GROUP_KINDS = ("podgroup", "podgroups", "pg")
@@ -239,9 +243,10 @@ async def _binding(cluster: Cluster, explanation: Explanation, pod: JsonObject) 
 # --- what would let it start -------------------------------------------------------------------------
 
 
-def _request(pods: list[JsonObject]) -> tuple[dict[str, float], list[float], bool]:
-    """What the pending pods ask for together (GPUs, cores, bytes), each one's GPUs, and whether some
-    pod's GPU request could not be read (a malformed annotation)."""
+def _request(pods: list[JsonObject], gpu_memory_mib: float) -> tuple[dict[str, float], list[float], bool]:
+    """What the pending pods ask for together (GPUs, cores, bytes; a `gpu-memory` request weighed with
+    `gpu_memory_mib`, as the scheduler weighs it), the GPUs each needs on one node, and whether some pod's
+    GPU request could not be read (a malformed annotation)."""
     total = dict.fromkeys(RESOURCES, 0.0)
     each: list[float] = []
     unreadable = False
@@ -252,10 +257,11 @@ def _request(pods: list[JsonObject]) -> tuple[dict[str, float], list[float], boo
         if gpus is None:
             unreadable = True
             continue
-        total["gpu"] += gpus.gpus()
+        total["gpu"] += gpus.gpus(None, gpu_memory_mib)
         total["cpu"] += gpus.cpu
         total["memory"] += gpus.memory
-        each.append(gpus.gpus())
+        # A gpu-memory part is left out here: it fits on any GPU with the memory, whatever the count.
+        each.append(gpus.gpus(None))
     return total, each, unreadable
 
 
@@ -280,7 +286,11 @@ def _to_start(
     if queue is None:
         return [f"queue {name} does not exist: create it, or label the workload with an existing queue"]
     pending = [p for p in members if _pending(p)]
-    asked, each, unreadable = _request(pending)
+    # The scheduler weighs what a job asks with the cluster's smallest GPU memory, and checks its queue's
+    # quota and limit with the largest (`model.resources.gpu_memory_gpus`).
+    smallest, largest = reported_gpu_memory_range(np.array([gpu_memory_mib_of(n) for n in nodes]))
+    asked, each, unreadable = _request(pending, smallest)
+    asked_of_quota = _request(pending, largest)[0]
     if unreadable:
         hints.append("a pod's GPU request cannot be read: fix the annotation the message names")
     status = queue.get("status") or {}
@@ -289,7 +299,7 @@ def _to_start(
     fair_share = resource_list(status.get("fairShare"))
     code = explanation.reason
     for resource in RESOURCES:
-        need = asked[resource]
+        need = asked_of_quota[resource]
         if need <= 0:
             continue
         held = allocated.get(resource, 0.0)

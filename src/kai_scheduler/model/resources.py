@@ -25,6 +25,28 @@ def mig_gpu_units(resource_name: str) -> int:
     return int(match["slices"]) if match else 1
 
 
+def gpu_memory_gpus(
+    memory_mib: int, devices: int, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0
+) -> float:
+    """The one rule for what a gpu-memory request (`memory_mib` on each of `devices` GPUs) counts for in
+    GPUs, wherever a queue number is made: the scheduler's quota, limit and fair-share accounting, PodGroup
+    and Queue status, the metrics read from them, `simulate`'s result and the kubectl plugin.
+
+    * On a node (`node_gpu_memory_mib`, its per-GPU memory): the pod's share of each of its GPUs, at most a
+      whole one; a whole GPU each where the node does not report its memory (the pod holds GPUs there).
+    * Not on a node (None): `devices * memory / cluster_gpu_memory_mib`, not capped at one GPU, with the
+      cluster's smallest reported GPU for what a job asks (its queue's requested, queue order, reclaim)
+      and the largest for the quota and limit checks (KAI v0.17's GpuMemoryAsGpuFraction); nothing when no
+      node reports GPU memory (0 here, KAI's nil: such a pod fits no node then)."""
+    if node_gpu_memory_mib is None:
+        if cluster_gpu_memory_mib <= 0:
+            return 0.0
+        return devices * memory_mib / cluster_gpu_memory_mib
+    if node_gpu_memory_mib <= 0:
+        return float(devices)
+    return devices * min(1.0, memory_mib / node_gpu_memory_mib)
+
+
 class Resources:
     """A mutable (gpu, cpu millicores, memory bytes) vector; small and hot, hence hand-written slots."""
 
@@ -120,45 +142,27 @@ class PodRequest:
     def uses_gpu(self) -> bool:
         return self.whole_gpus > 0 or self.is_shared_gpu or bool(self.mig_instances)
 
-    def gpu_units(self, gpu_memory_mib_per_device: float) -> float:
-        """GPU units for queue accounting of a pod on a node; gpu-memory converts with the node's device
-        memory (a whole device where the node does not say)."""
-        memory_units = 0.0
-        if self.gpu_memory_mib > 0:
-            portion = (
-                min(1.0, self.gpu_memory_mib / gpu_memory_mib_per_device)
-                if gpu_memory_mib_per_device
-                else 1.0
-            )
-            memory_units = portion * self.gpu_devices
-        return self._gpu_units(memory_units)
-
-    def requested_gpu_units(self, cluster_gpu_memory_mib: float) -> float:
-        """GPU units a pending pod asks of its queue, before a node is chosen: a gpu-memory request counts
-        `devices * memory / cluster_gpu_memory_mib` (KAI v0.17's GpuMemoryAsGpuFraction, not capped at one
-        device), and nothing when no node reports its GPU memory (0 here, KAI's nil: such a request fits
-        no node then anyway)."""
-        memory_units = 0.0
-        if self.gpu_memory_mib > 0 and cluster_gpu_memory_mib > 0:
-            memory_units = self.gpu_devices * self.gpu_memory_mib / cluster_gpu_memory_mib
-        return self._gpu_units(memory_units)
-
-    def _gpu_units(self, memory_units: float) -> float:
+    def queue_gpus(self, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0) -> float:
+        """GPU units the pod counts for in its queue: whole GPUs, shared parts, MIG instances by size, and
+        a gpu-memory request by `gpu_memory_gpus` (the pod on a node of `node_gpu_memory_mib` per GPU, or
+        None: not on a node, weighed with `cluster_gpu_memory_mib`)."""
         units = float(self.whole_gpus)
         if self.gpu_portion > 0:
             units += self.gpu_portion * self.gpu_devices
         elif self.gpu_memory_mib > 0:
-            units += memory_units
+            units += gpu_memory_gpus(
+                self.gpu_memory_mib, self.gpu_devices, node_gpu_memory_mib, cluster_gpu_memory_mib
+            )
         if self.scalars:  # most pods have none: no need to look for MIG instances
             for name, count in self.mig_instances:
                 units += mig_gpu_units(name) * count
         return units
 
-    def queue_resources(self, gpu_memory_mib_per_device: float) -> Resources:
-        return Resources(self.gpu_units(gpu_memory_mib_per_device), self.cpu, self.memory)
-
-    def requested_resources(self, cluster_gpu_memory_mib: float) -> Resources:
-        return Resources(self.requested_gpu_units(cluster_gpu_memory_mib), self.cpu, self.memory)
+    def queue_resources(
+        self, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0
+    ) -> Resources:
+        """The pod's (gpu, cpu, memory) in its queue (`queue_gpus`)."""
+        return Resources(self.queue_gpus(node_gpu_memory_mib, cluster_gpu_memory_mib), self.cpu, self.memory)
 
     def shape(self) -> tuple[object, ...]:
         """Hashable identity of the request, for caches and scheduling signatures."""

@@ -64,8 +64,8 @@ def result_document(
         running = sim_pod.phase == "Running" and sim_pod.node is not None
         gpu = 0.0
         if task is not None:
-            memory = float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else snapshot.min_gpu_memory_mib
-            gpu = task.request.gpu_units(memory)
+            node_memory = float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else None
+            gpu = task.request.queue_gpus(node_memory, snapshot.min_gpu_memory_mib)
         if running:
             gpu_allocated += gpu
             if sim_pod.node is not None:

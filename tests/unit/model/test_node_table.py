@@ -260,10 +260,10 @@ def test_gpu_memory_request_is_a_portion_of_each_nodes_device_memory() -> None:
 def test_pod_request_from_annotations() -> None:
     fractional = pod_request(pod("f", fraction=0.25, num_devices=2))
     assert fractional.gpu_portion == 0.25 and fractional.gpu_devices == 2 and fractional.whole_gpus == 0
-    assert fractional.gpu_units(0) == pytest.approx(0.5)
+    assert fractional.queue_gpus(0) == pytest.approx(0.5)
     memory = pod_request(pod("m", gpu_memory=10000))
     assert memory.gpu_memory_mib == 10000 and memory.gpu_devices == 1
-    assert memory.gpu_units(40000) == pytest.approx(0.25)
+    assert memory.queue_gpus(40000) == pytest.approx(0.25)
     whole = pod_request(pod("w", gpus=2, cpu="500m", memory="1Gi"))
     assert (whole.whole_gpus, whole.cpu, whole.memory) == (2, 500.0, float(GI))
     best_effort = pod_request(pod("b", cpu=None, memory=None))

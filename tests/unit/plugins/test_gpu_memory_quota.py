@@ -210,8 +210,8 @@ def test_smallest_gpu_for_the_init_vector_largest_for_capacity() -> None:
 def test_no_node_reporting_gpu_memory_counts_nothing() -> None:
     """KAI's nil min/max: a pending gpu-memory request asks nothing of its queue (and fits no node)."""
     request = PodRequest(gpu_memory_mib=500, gpu_devices=1)
-    assert request.requested_gpu_units(0.0) == 0.0
-    assert request.requested_gpu_units(1000.0) == 0.5
-    assert PodRequest(gpu_memory_mib=3000, gpu_devices=2).requested_gpu_units(1000.0) == 6.0  # not capped
+    assert request.queue_gpus(None, 0.0) == 0.0
+    assert request.queue_gpus(None, 1000.0) == 0.5
+    assert PodRequest(gpu_memory_mib=3000, gpu_devices=2).queue_gpus(None, 1000.0) == 6.0  # not capped
     session = open_session([node("n", gpus=1), queue("q"), shared("p", "q", 500)])
     assert request_of(session, [session.snapshot.tasks["default/p"]]).gpu == 0.0

@@ -4,9 +4,10 @@ controllers).
 
 Resource lists always carry `cpu`, `memory` and `nvidia.com/gpu`, as Kubernetes quantity strings in
 canonical form: CPU in cores or millicores (`2`, `1500m`), memory in bytes (`1073741824`), GPUs in GPU
-units with KAI's accounting of shared GPUs (`PodRequest.gpu_units`: `gpu-fraction` x devices, `gpu-memory`
-as a share of the bound node's GPU memory or, for a pod not bound yet, of the smallest GPU memory among the
-nodes, MIG instances by their size), e.g. `1500m` for one GPU and a half.
+units as the scheduler counts them (`PodRequest.queue_gpus`: `gpu-fraction` x devices, `gpu-memory` by
+`model.resources.gpu_memory_gpus`: a share of the bound node's GPUs or, for a pod not bound yet, devices x
+memory / the smallest GPU memory the nodes report, nothing when none does; MIG instances by their size),
+e.g. `1500m` for one GPU and a half.
 
 Writes are merge patches on the `status` subresource, and only of values that changed: each object's
 computed status is compared with the cached one (quantities compared by value) and with what this
@@ -32,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.backoff import Backoff
@@ -45,7 +48,7 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, resource_version
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
-from kai_scheduler.model.builder import floor_gpu_memory_mib
+from kai_scheduler.model.builder import floor_gpu_memory_mib, reported_gpu_memory_range
 from kai_scheduler.model.resources import Resources
 
 log = logging.getLogger(__name__)
@@ -164,8 +167,8 @@ class NodeGpuMemory:
             obj = self.informer.get(node)
             return gpu_memory_mib_of(obj) if obj is not None else 0.0
         if self._smallest is None:
-            sizes = [m for obj in self.informer.objects() if (m := gpu_memory_mib_of(obj)) > 0]
-            self._smallest = min(sizes) if sizes else 0.0
+            sizes = np.array([gpu_memory_mib_of(obj) for obj in self.informer.objects()], dtype=np.float64)
+            self._smallest = reported_gpu_memory_range(sizes)[0]
         return self._smallest
 
 

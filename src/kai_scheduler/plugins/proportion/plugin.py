@@ -92,8 +92,9 @@ class ProportionPlugin:
 
     def _task_resources(self, task: TaskInfo) -> Resources:
         assert self._session is not None
-        nodes = self._session.snapshot.nodes
-        return task.request.queue_resources(float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else 0.0)
+        snapshot = self._session.snapshot
+        node_memory = float(snapshot.nodes.gpu_memory_mib[task.node]) if task.node >= 0 else None
+        return task.request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
 
     def _on_allocate(self, task: TaskInfo) -> None:
         self._shift(task, self._task_resources(task), 1.0)
@@ -653,11 +654,11 @@ def _job_sums(
         if status in ALLOCATED:
             # Only gpu-memory requests depend on the device: look the node up only for those.
             memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
-            ag += request.gpu_units(memory)
+            ag += request.queue_gpus(memory)
             ac += request.cpu
             am += request.memory
         elif status is TaskStatus.PENDING:
-            pg += request.requested_gpu_units(pending_gpu_memory)
+            pg += request.queue_gpus(None, pending_gpu_memory)
             pc += request.cpu
             pm += request.memory
     return (ag, ac, am, pg, pc, pm)
