@@ -7,10 +7,12 @@ KAI's view, which this module follows (`pkg/common/resources/dra.go`,
 * A device class whose name contains "gpu" is a GPU class; a claim's GPUs are the counts of its
   `exactly` requests of GPU classes (ExactCount: `count`; All: 1, as KAI cannot know more before
   allocation). A pod's DRA GPUs are the sum over its claims: they count as whole GPUs, toward its
-  queue and on its node (`claim_gpus`, `with_claim_gpus`).
+  queue and on its node (`claim_gpus`, `with_claim_gpus`). The claim a binder made for a pod's
+  DRA-backed extended resources (`model.dra_extended`) is one of the pod's claims but adds no GPUs: the
+  pod's request has them already.
 * A node's DRA GPUs are the devices of the ResourceSlices local to it (`spec.nodeName`) whose driver
   name contains "gpu" (`node_dra_gpus`); they join the node's GPUs, and such a node takes no pod that
-  asks for device-plugin GPUs (KAI's "DRA-only node").
+  asks for a shared GPU (KAI's "DRA-only node").
 * Which devices a claim gets is Kubernetes' structured allocation (KAI runs the kube-scheduler
   allocator): devices of slices that reach the node, matching the request's class and its own CEL
   selectors, not allocated to another claim (`dra_devices.py`).
