@@ -232,3 +232,27 @@ def test_pods_unlike_in_kind_are_summed_against_the_free_gpus() -> None:
     # both racks' free GPUs, rack1 (3 free) the fuller.
     pods = [{**GPU_POD, "gpus": 3}, {"cpu": "1", "memory": None}]
     assert offered_to(TWO_RACKS, pods) == [["a1", "a2"], ["b1", "b2"]]
+
+
+def shared_gpus_half_used(extra: Sequence[Manifest] = ()) -> list[Manifest]:
+    """KAI's "fractional GPU" clusters: node-1 (rack1) has 2 GPUs, each half used by a running 0.5 pod;
+    node-2 (rack2) has no GPU."""
+    running = [
+        pod_manifest(f"running-{i}", fraction=0.5, node_name="node-1", labels={"runai-gpu-group": f"GPU-{i}"})
+        for i in range(2)
+    ]
+    rows = "node-1/zone1/rack1/2 node-2/zone1/rack2/0"
+    return [*two_levels("zone", "rack", rows), *running, *extra]
+
+
+def test_calc_tree_allocatable_fractional_gpu_all_devices_partially_allocated() -> None:
+    # KAI: "fractional GPU - all devices partially allocated, remaining capacity accommodates pods": two
+    # 0.4 pods fit the unused halves of node-1's GPUs (rack1 holds 2 of them, rack2 none).
+    pods = [{"fraction": 0.4, "cpu": None, "memory": None}] * 2
+    assert offered_to(shared_gpus_half_used(), pods) == [["node-1"]]
+
+
+def test_a_third_fractional_pod_is_more_than_the_unused_halves_hold() -> None:
+    # The same count says no for three: floor(1.0 / 0.4) = 2 copies on node-1.
+    pods = [{"fraction": 0.4, "cpu": None, "memory": None}] * 3
+    assert offered_to(shared_gpus_half_used(), pods) == []
