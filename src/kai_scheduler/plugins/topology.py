@@ -85,9 +85,9 @@ def _has_preferred(job: JobInfo) -> bool:
 
 
 class _GroupScores:
-    """The node scores of the groups with a preferred level (None: the job's root), as set when their
-    subsets were last made in the current job's attempt (KAI keeps them per sub-group and drops them
-    when the next job's allocation starts)."""
+    """The node scores of the groups with a preferred level (by the group's id, the job's for its root), as
+    set when their subsets were last made in the current job's attempt (KAI keeps them per sub-group and
+    drops them when the next job's allocation starts)."""
 
     def __init__(self) -> None:
         self.by_group: dict[int, FloatArray] = {}
@@ -100,7 +100,7 @@ class _GroupScores:
             if found is not None:
                 return found
             group = group.parent
-        return self.by_group.get(id(None))
+        return self.by_group.get(id(task.job))
 
 
 def preferred_domain_scores(scores: _GroupScores, task: TaskInfo, rows: IntArray) -> FloatArray | float:
@@ -158,7 +158,9 @@ def node_subsets(
     capacity = _Capacity(nodes, tasks)
     order = _PackingOrder(tree, capacity, lowest)
     if preferred is not None:
-        scores.by_group[id(group)] = _preferred_scores(tree, order, preferred, common, nodes.size)
+        scores.by_group[id(job if group is None else group)] = _preferred_scores(
+            tree, order, preferred, common, nodes.size
+        )
     # Running pods of the group (its descendants') pin it to the required-level domains holding them, as
     # KAI did up to v0.14; KAI v0.15+ counts only the pod sets being placed (allocate.go, #1416), which
     # lets a sub-group's new pods leave the domain its running siblings hold: not followed.
