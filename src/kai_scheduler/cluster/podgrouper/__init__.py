@@ -11,6 +11,7 @@ from kai_scheduler.cluster.podgrouper.grouper import (
 )
 from kai_scheduler.cluster.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
 from kai_scheduler.cluster.podgrouper.plan import (
+    DroppedInput,
     GrouperDefaults,
     KindDefaults,
     PodGroupPlan,
@@ -22,6 +23,7 @@ from kai_scheduler.cluster.podgrouper.plan import (
 __all__ = [
     "DEFAULT_GROUPER_DEFAULTS",
     "SKIP_TOP_OWNER_KINDS",
+    "DroppedInput",
     "GrouperDefaults",
     "GroupingError",
     "KindDefaults",

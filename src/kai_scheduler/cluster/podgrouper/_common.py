@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_go_duration
@@ -15,6 +15,7 @@ from kai_scheduler.cluster.podgrouper.errors import GroupingError
 from kai_scheduler.cluster.podgrouper.owners import KObject
 from kai_scheduler.cluster.podgrouper.plan import (
     PREEMPTIBILITY_VALUES,
+    DroppedInput,
     GrouperDefaults,
     PodGroupPlan,
     SubGroupPlan,
@@ -198,52 +199,75 @@ def topology_constraint(workload: Workload) -> TopologyConstraintPlan | None:
     return TopologyConstraintPlan(topology, required, preferred)
 
 
+# KAI v0.17's groupers refuse to make more segment sub-groups than this (maxAllowedSegmentation).
+MAX_SEGMENTS = 10000
+_NO_SIZE = (
+    f"dropped: a segment placement without {SEGMENT_SIZE_ANNOTATION} makes no segments "
+    "(KAI's pod grouper passes over it)"
+)
+_NO_TOPOLOGY = (
+    f"dropped: no {c.TOPOLOGY_ANNOTATION} names the topology of this segment placement, so the segments "
+    "are made without one (KAI's pod grouper passes over it)"
+)
+
+
 @dataclass(frozen=True)
 class Segments:
-    """Workers split into consecutive segments of `size`, each a sub-group with `constraint`."""
+    """Workers split into consecutive segments of `size`, each a sub-group with `constraint`; `size_at`
+    locates where the size was given, for errors about it."""
 
     size: int
     constraint: TopologyConstraintPlan | None
+    size_at: Node = field(compare=False)
+
+    def check_count(self, count: int) -> None:
+        """KAI's cap on how many segments one sub-group is split into."""
+        if count > MAX_SEGMENTS:
+            raise self.size_at.error(
+                f"number of subgroups created for the segmentation {count} is greater than max allowed "
+                f"segmentation {MAX_SEGMENTS}"
+            )
 
 
-def read_segments(*sources: Node, size: int | None = None) -> Segments | None:
+def read_segments(
+    *sources: Node, size: int | None = None, size_at: Node | None = None
+) -> tuple[Segments | None, tuple[DroppedInput, ...]]:
     """From `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`, each taken from
     the first of `sources` (annotation maps, nearest the pod first) that sets it; `size`, when given (a
-    workload's own field for it), comes before the annotation. Segment placements need a segment size and
-    the `kai.scheduler/topology` name, found the same way."""
+    workload's own field for it, at `size_at`), comes before the annotation. As in KAI v0.17's PyTorchJob
+    and LeaderWorkerSet groupers, a segment size that is not a positive integer is an error, while a
+    placement without a segment size, or without the `kai.scheduler/topology` name (found the same way),
+    is passed over: returned as dropped input beside what is made without it."""
     size_node = _first_set(sources, SEGMENT_SIZE_ANNOTATION)
-    required_node = _first_set(sources, SEGMENT_REQUIRED_ANNOTATION)
-    preferred_node = _first_set(sources, SEGMENT_PREFERRED_ANNOTATION)
-    required, preferred = required_node.opt_str(), preferred_node.opt_str()
-    text = size_node.opt_str()
-    if size is None:
+    levels = (
+        _first_set(sources, SEGMENT_REQUIRED_ANNOTATION),
+        _first_set(sources, SEGMENT_PREFERRED_ANNOTATION),
+    )
+    placed = [node for node in levels if not node.missing]
+    if size is None or size_at is None:
+        text = size_node.opt_str()
         if text is None:
-            for level_node in (required_node, preferred_node):
-                if not level_node.missing:
-                    raise level_node.error(
-                        f"a segment placement needs the {SEGMENT_SIZE_ANNOTATION} annotation"
-                    )
-            return None
-        size = int_text(text, size_node, minimum=1)
-    constraint = None
-    if required is not None or preferred is not None:
-        topology = _first_set(sources, c.TOPOLOGY_ANNOTATION).opt_str()
-        if topology is None:
-            level_node = required_node if required is not None else preferred_node
-            raise level_node.error(
-                f"a segment placement needs the topology name in the {c.TOPOLOGY_ANNOTATION} annotation"
-            )
-        constraint = TopologyConstraintPlan(topology, required, preferred)
-    return Segments(size, constraint)
+            return None, tuple(DroppedInput(node.ref, node.path, _NO_SIZE) for node in placed)
+        size, size_at = int_text(text, size_node, minimum=1), size_node
+    if not placed:
+        return Segments(size, None, size_at), ()
+    topology = _first_set(sources, c.TOPOLOGY_ANNOTATION).opt_str()
+    if topology is None:
+        return Segments(size, None, size_at), tuple(DroppedInput(n.ref, n.path, _NO_TOPOLOGY) for n in placed)
+    required, preferred = (node.opt_str() for node in levels)
+    return Segments(size, TopologyConstraintPlan(topology, required, preferred), size_at), ()
 
 
 def _first_set(sources: Sequence[Node], key: str) -> Node:
     """Annotation `key` of the first of `sources` that sets it (an empty value counts as unset, as in
-    KAI); unset everywhere: missing, located in the last source."""
+    KAI); unset everywhere: missing, located in the last source. A value the next sources hold too (a
+    pod's annotation copied from its template) is located at the last of them, where it was written."""
     found = Node(None, "", "")
     for source in sources:
-        found = Node(source.string_map().get(key) or None, source.ref, f'{source.path}["{key}"]')
-        if not found.missing:
+        node = Node(source.string_map().get(key) or None, source.ref, f'{source.path}["{key}"]')
+        if found.missing or node.value == found.value:
+            found = node
+        else:
             break
     return found
 
@@ -256,7 +280,9 @@ def segment_sub_groups(parent: str, members: int, required: int, segments: Segme
     """Split `members` pods of sub-group `parent` into consecutive segments; the `required` ones fill the
     segments in order, so the first segments are whole gangs and the rest (of an elastic job) optional."""
     groups = []
-    for index in range(math.ceil(members / segments.size)):
+    count = math.ceil(members / segments.size)
+    segments.check_count(count)
+    for index in range(count):
         start = index * segments.size
         length = min(segments.size, members - start)
         need = max(0, min(length, required - start))
@@ -326,11 +352,12 @@ def build_plan(
     priority_labels: Sequence[str] = (PRIORITY_LABEL,),
     owners: Sequence[KObject] | None = None,
     min_sub_group: int | None = None,
+    dropped: Sequence[DroppedInput] = (),
 ) -> PodGroupPlan:
     """Assemble the plan from the kind-specific parts and the shared decisions. `owners` are where the
     duration annotations are looked for before the pod (KAI's default grouper walks the whole owner chain,
     nearest first; every other grouper gives it the workload only). With `min_sub_group` the PodGroup
-    states that instead of a minMember."""
+    states that instead of a minMember. `dropped`: the input the plan was made without, as KAI makes it."""
     if min_sub_group is None and min_member < 1:
         raise GroupingError(
             f"the gang size works out to {min_member}; it must be at least 1", object_ref=owner.ref
@@ -359,4 +386,5 @@ def build_plan(
         preemption_delay=duration_annotation(
             ctx, owner_annotations, c.PREEMPTION_DELAY_ANNOTATION, minimum=0
         ),
+        dropped=tuple(dropped),
     )

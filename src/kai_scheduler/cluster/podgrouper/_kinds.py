@@ -213,7 +213,7 @@ def group_kubeflow(ctx: Context) -> PodGroupPlan:
     # Where KAI v0.17's PyTorchJob grouper reads them: the pod, then the Worker template (where its docs
     # put them, so that every pod of the job, the master too, sees them); the top owner last (ours).
     pod, template = ctx.pod.node("metadata", "annotations"), specs_node.at("Worker", "template", "metadata")
-    segments = read_segments(pod, template.at("annotations"), top.node("metadata", "annotations"))
+    segments, dropped = read_segments(pod, template.at("annotations"), top.node("metadata", "annotations"))
     if segments is not None and "Worker" in counts:
         sub_groups += segment_sub_groups("worker", counts["Worker"], shares["Worker"], segments)
 
@@ -226,6 +226,7 @@ def group_kubeflow(ctx: Context) -> PodGroupPlan:
         default_priority=TRAIN,
         sub_groups=sub_groups,
         pod_subgroup=_kubeflow_pod_subgroup(ctx, counts, segments),
+        dropped=dropped,
     )
 
 
@@ -426,6 +427,19 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
     group_index = pod_label_int(ctx, LWS_GROUP_INDEX_LABEL)
     min_member = size if policy == "LeaderCreated" else 1
 
+    # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template; the size first
+    # from the LeaderWorkerSet's own subGroupPolicy.subGroupSize.
+    template = top.node("spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "annotations")
+    size_at = top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupSize")
+    segments, dropped = read_segments(
+        ctx.pod.node("metadata", "annotations"),
+        template,
+        top.node("metadata", "annotations"),
+        size=size_at.opt_int(minimum=None),
+        size_at=size_at,
+    )
+    if segments is not None:
+        _check_lws_segment_size(segments, size)
     sub_groups: list[SubGroupPlan] = []
     pod_subgroup = None
     if size > 1:
@@ -435,14 +449,6 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
             SubGroupPlan(LWS_LEADER, shares[LWS_LEADER]),
             SubGroupPlan(LWS_WORKERS, shares[LWS_WORKERS]),
         ]
-        # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template; the size
-        # first from the LeaderWorkerSet's own subGroupPolicy.subGroupSize.
-        template = top.node("spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "annotations")
-        pod = ctx.pod.node("metadata", "annotations")
-        policy_size = top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupSize").opt_int(
-            minimum=1
-        )
-        segments = read_segments(pod, template, top.node("metadata", "annotations"), size=policy_size)
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
         worker_index = int_text(index_node.required_str(), index_node)
         segment_policy = _lws_segment_policy(top) if segments is not None else None
@@ -453,6 +459,7 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
         elif segment_policy == "LeaderWorker":
             sub_groups, pod_subgroup = _leader_in_first_segment(size, min_member, worker_index, segments)
         else:
+            _check_leader_excluded(top, size, segments)
             sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
             pod_subgroup = (
                 LWS_LEADER
@@ -468,7 +475,27 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
         default_priority=TRAIN,
         sub_groups=sub_groups,
         pod_subgroup=pod_subgroup,
+        dropped=dropped,
     )
+
+
+def _check_lws_segment_size(segments: Segments, size: int) -> None:
+    """KAI v0.17's getSegmentSize (lws_grouper.go): a segment of one pod, or of more than the group, is
+    refused with its message."""
+    if segments.size <= 1:
+        raise segments.size_at.error(f"segmentSize {segments.size} is not valid. It must be greater than 1")
+    if segments.size > size:
+        raise segments.size_at.error(f"segmentSize {segments.size} is greater than replicasSize {size}")
+
+
+def _check_leader_excluded(top: KObject, size: int, segments: Segments) -> None:
+    """KAI v0.17's addExcludedLeaderSegments: LeaderExcluded only when the workers (the group but its
+    leader) divide evenly into segments; KAI's message speaks of the group size."""
+    if (size - 1) % segments.size:
+        raise top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupPolicyType").error(
+            f"replicasSize {size} is not divisible by segmentSize {segments.size} (its {size - 1} workers "
+            "are not). LeaderExcluded policy is only supported when replicasSize is divisible by segmentSize."
+        )
 
 
 _LWS_SEGMENT_POLICIES = ("LeaderWorker", "LeaderExcluded")
@@ -492,16 +519,11 @@ def _leader_in_first_segment(
     counts as an extra pod of the first segment when the workers divide evenly, as its first pod
     otherwise. The first segment holds the sub-groups `leader` and `workers`. Returns the sub-groups and
     the pod's."""
-    even = (size - 1) % segments.size == 0
-
-    def segment(i: int) -> int:
-        if i == 0:
-            return 0
-        return (i - 1) // segments.size if even else i // segments.size
-
+    segments.check_count(_lws_segment(size - 1, size, segments.size) + 1)
     counts: dict[int, int] = {}
     for i in range(size):
-        counts[segment(i)] = counts.get(segment(i), 0) + 1
+        k = _lws_segment(i, size, segments.size)
+        counts[k] = counts.get(k, 0) + 1
     names = [f"segment-{k}" for k in counts]
     shares = dict(fill_in_order(min_member, [(name, counts[k]) for k, name in enumerate(names)]))
     leader = min(shares[names[0]], 1)
@@ -513,7 +535,18 @@ def _leader_in_first_segment(
     ]
     if index == 0:
         return groups, LWS_LEADER
-    return groups, LWS_WORKERS if segment(index) == 0 else names[segment(index)]
+    k = _lws_segment(index, size, segments.size)
+    return groups, LWS_WORKERS if k == 0 else names[k]
+
+
+def _lws_segment(index: int, size: int, segment_size: int) -> int:
+    """KAI's getSegmentIndex: the segment of the pod at worker `index` (the leader is 0, always in the
+    first); when the workers divide evenly the leader is an extra pod of the first segment."""
+    if index == 0:
+        return 0
+    if (size - 1) % segment_size == 0:
+        return (index - 1) // segment_size
+    return index // segment_size
 
 
 # --- Knative ---------------------------------------------------------------------------------------

@@ -66,6 +66,20 @@ class SubGroupPlan:
 
 
 @dataclass(frozen=True)
+class DroppedInput:
+    """Input that KAI's pod grouper passes over without a word (a segment placement it cannot use): the
+    PodGroup is made as KAI makes it, without that input, and both edges say so. `str()` is one line, as a
+    `GroupingError`'s, naming the object and the key."""
+
+    object_ref: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.object_ref}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
 class PodGroupPlan:
     """The PodGroup that the pod belongs to, and the sub-group label the pod should carry.
 
@@ -91,6 +105,8 @@ class PodGroupPlan:
     preemption_delay: str | None = None
     # `spec.minSubGroup`: how many top-level sub-groups must be satisfied (a JobSet's replicated jobs).
     min_sub_group: int | None = None
+    # What of the input the PodGroup was made without, as KAI makes it (the edges warn of each).
+    dropped: tuple[DroppedInput, ...] = ()
 
     def pod_annotations(self) -> dict[str, str]:
         """The annotations the pod grouper puts on the pod."""

@@ -197,14 +197,8 @@ def test_placement_without_topology_is_an_error() -> None:
     [
         ({"kai.scheduler/segment-size": "0"}, r'segment-size"\]: must be at least 1, got 0'),
         ({"kai.scheduler/segment-size": "four"}, r"segment-size\"\]: expected an integer, got 'four'"),
-        (
-            {"kai.scheduler/segment-topology-required-placement": "rack"},
-            "needs the kai.scheduler/segment-size",
-        ),
-        (
-            {"kai.scheduler/segment-size": "4", "kai.scheduler/segment-topology-required-placement": "rack"},
-            "a segment placement needs the topology name",
-        ),
+        # A placement without a size or a topology name is no error: KAI passes over it
+        # (test_segments_dropped.py).
     ],
 )
 def test_bad_segment_annotations(annotations: dict[str, str], message: str) -> None:
