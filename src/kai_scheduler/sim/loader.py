@@ -328,8 +328,12 @@ def _parse(
         raise exc.located(line=line) from None
     # The warnings are found here, while the object is fresh in the CPU's caches: a second pass over
     # 85,000 objects cost more than the checks themselves. (A workload's labels and its pod templates'
-    # reach its pods and PodGroups: near misses there count too.)
-    found = near_miss_keys_in(obj.manifest) if isinstance(obj, Workload) else notices(obj)
+    # reach its pods and PodGroups: near misses there count too; so does what the pod grouper passed over.)
+    found = (
+        [*near_miss_keys_in(obj.manifest), *obj.dropped_notices()]
+        if isinstance(obj, Workload)
+        else notices(obj)
+    )
     return LoadedObject(obj, source, index, item, line, tuple(found))
 
 

@@ -12,7 +12,7 @@ time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,7 +21,9 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject, ObjectMeta, Pod, PodGroup
+from kai_scheduler.api.strict import Notice
 from kai_scheduler.cluster.podgrouper import (
+    DroppedInput,
     GroupingError,
     plan_pod_group,
     pod_group_manifest,
@@ -38,6 +40,8 @@ class Workload:
 
     manifest: Mapping[str, Any]
     metadata: ObjectMeta
+    # What the pod grouper made its PodGroups without (found by the dry run at load time), as KAI does.
+    dropped: tuple[DroppedInput, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -50,6 +54,20 @@ class Workload:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.kind, self.namespace, self.metadata.name)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.metadata.name}"
+
+    def dropped_notices(self) -> list[Notice]:
+        """A warning for each input its PodGroups were made without; one located in the workload itself
+        names its field, one on a pod its controller made names the pod too."""
+        return [
+            Notice(d.field, d.message)
+            if d.object_ref == self.ref
+            else Notice(d.field, f"{d.message} (on {d.object_ref})")
+            for d in self.dropped
+        ]
 
     def has_label(self, key: str) -> bool:
         """Whether the workload or any pod template in it carries the label `key` (its pods or PodGroups
@@ -98,7 +116,7 @@ def parse_workload(doc: dict[str, Any], source: str, index: int, item: int | Non
         raise error(f"invalid metadata: {str(exc).splitlines()[0]}", field="metadata") from None
     workload = Workload(doc, metadata)
     try:
-        _dry_run(workload, source)
+        workload = replace(workload, dropped=_dry_run(workload, source))
     except WorkloadError as exc:
         raise error(exc.message, exc.object_ref or None, exc.field) from None
     except GroupingError as exc:
@@ -118,11 +136,12 @@ _DRY_RUN_START = datetime(2026, 1, 1, tzinfo=UTC)
 _DRY_RUN_STAGES = 16
 
 
-def _dry_run(workload: Workload, source: str) -> None:
+def _dry_run(workload: Workload, source: str) -> tuple[DroppedInput, ...]:
     """Everything the workload's controllers would make, as if each pod ran as soon as it was made and
-    each CronJob fired: raises what the simulation would raise at that point."""
+    each CronJob fired: raises what the simulation would raise at that point, and returns what the pod
+    grouper made the PodGroups without (each once)."""
     runtime, groups, now = Runtime(), set[str](), _DRY_RUN_START
-    expand(runtime, workload, now, source, groups)
+    dropped = dict.fromkeys(expand(runtime, workload, now, source, groups).dropped)
     for _ in range(_DRY_RUN_STAGES):
         pending = [
             (uid, "Running")
@@ -131,11 +150,14 @@ def _dry_run(workload: Workload, source: str) -> None:
         ]
         when = runtime.next_time(now)
         if not pending and when is None:
-            return
-        _made(runtime, runtime.set_pod_phase(pending, now), source, groups)
+            break
+        dropped.update(
+            dict.fromkeys(_made(runtime, runtime.set_pod_phase(pending, now), source, groups).dropped)
+        )
         if when is not None:
             now = when
-            _made(runtime, runtime.due(now), source, groups)
+            dropped.update(dict.fromkeys(_made(runtime, runtime.due(now), source, groups).dropped))
+    return tuple(dropped)
 
 
 @dataclass
@@ -145,6 +167,7 @@ class Made:
     pod_groups: list[PodGroup] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)  # pod keys
+    dropped: list[DroppedInput] = field(default_factory=list)  # what the pod grouper passed over
 
 
 def expand(
@@ -164,6 +187,7 @@ def _made(runtime: Runtime, changes: Changes, source: str, groups: set[str]) -> 
             made.pods.append(_pod(manifest, source))
             continue
         plan = plan_pod_group(manifest, owners)
+        made.dropped += plan.dropped
         meta = manifest["metadata"]
         meta["annotations"] = {**(meta.get("annotations") or {}), **plan.pod_annotations()}
         meta["labels"] = {**(meta.get("labels") or {}), **plan.pod_labels()}
