@@ -8,39 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docs_support import DEFAULT_QUEUES, nodes, simulate
+from docs_support import DEFAULT_QUEUES, simulate, with_scheduler_name
+from test_segments import CLUSTER_TOPOLOGY, SINGLE_LEVEL, cluster
 
 REQUIRED = "kai.scheduler/segment-topology-required-placement"
+TOPOLOGY_LINE = '            kai.scheduler/topology: "cluster-topology"\n'
+SIZE_LINE = '            kai.scheduler/segment-size: "4"\n'
 
 
-def pytorchjob(worker_annotations: str) -> str:
-    return f"""
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: pytorch-tp4
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      template:
-        spec:
-          schedulerName: kai-scheduler
-          containers:
-            - name: pytorch
-              image: pytorch/pytorch:latest
-    Worker:
-      replicas: 8
-      template:
-        metadata:
-          annotations:
-{worker_annotations}
-        spec:
-          schedulerName: kai-scheduler
-          containers:
-            - name: pytorch
-              image: pytorch/pytorch:latest
-"""
+def without(line: str) -> str:
+    """The doc's example, schedulerName added, with `line` left out."""
+    assert line in SINGLE_LEVEL
+    return with_scheduler_name(SINGLE_LEVEL.replace(line, ""))
 
 
 def dropped_warnings(warnings: list[str]) -> list[str]:
@@ -48,9 +27,8 @@ def dropped_warnings(warnings: list[str]) -> list[str]:
 
 
 def test_placement_without_topology_name_runs_and_says_so(tmp_path: Path) -> None:
-    job = pytorchjob(f'            kai.scheduler/segment-size: "4"\n            {REQUIRED}: "rack"')
-    run = simulate(tmp_path, nodes("node-0"), DEFAULT_QUEUES, job)
-    assert len(run.running()) == 9
+    run = simulate(tmp_path, cluster(), CLUSTER_TOPOLOGY, DEFAULT_QUEUES, without(TOPOLOGY_LINE))
+    assert len(run.running()) == 17
     (line,) = dropped_warnings(run.warnings)
     assert "(PyTorchJob default/pytorch-tp4)" in line
     assert f'spec.pytorchReplicaSpecs.Worker.template.metadata.annotations["{REQUIRED}"]' in line
@@ -58,32 +36,15 @@ def test_placement_without_topology_name_runs_and_says_so(tmp_path: Path) -> Non
 
 
 def test_placement_without_segment_size_runs_and_says_so(tmp_path: Path) -> None:
-    job = pytorchjob(
-        f'            kai.scheduler/topology: "cluster-topology"\n            {REQUIRED}: "rack"'
-    )
-    run = simulate(tmp_path, nodes("node-0"), DEFAULT_QUEUES, job)
-    assert len(run.running()) == 9
+    run = simulate(tmp_path, cluster(), CLUSTER_TOPOLOGY, DEFAULT_QUEUES, without(SIZE_LINE))
+    assert len(run.running()) == 17
     (line,) = dropped_warnings(run.warnings)
     assert (
         f'annotations["{REQUIRED}"]: dropped: a segment placement without kai.scheduler/segment-size' in line
     )
 
 
-def test_a_whole_segment_setting_warns_of_nothing(tmp_path: Path) -> None:
-    job = pytorchjob(
-        '            kai.scheduler/segment-size: "4"\n'
-        '            kai.scheduler/topology: "cluster-topology"\n'
-        f'            {REQUIRED}: "kubernetes.io/hostname"'
-    )
-    topology = """
-apiVersion: kai.scheduler/v1alpha1
-kind: Topology
-metadata:
-  name: cluster-topology
-spec:
-  levels:
-  - nodeLabel: kubernetes.io/hostname
-"""
-    run = simulate(tmp_path, nodes("node-0", "node-1"), topology, DEFAULT_QUEUES, job)
-    assert len(run.running()) == 9
+def test_the_whole_example_warns_of_nothing_dropped(tmp_path: Path) -> None:
+    run = simulate(tmp_path, cluster(), CLUSTER_TOPOLOGY, DEFAULT_QUEUES, with_scheduler_name(SINGLE_LEVEL))
+    assert len(run.running()) == 17
     assert dropped_warnings(run.warnings) == []
