@@ -13,7 +13,9 @@ For each pod with `spec.schedulerName` = ours that is not finished, not terminat
    so that a pod never meets its owner as it was before the pod existed (a job scaled up, then its new
    pod);
 2. plans the PodGroup with `plan_pod_group` (pure); a `GroupingError` becomes a Warning Event on the pod
-   (reason `PodGrouperWarning`, once per message and pod) and a log line, never a crash;
+   (reason `PodGrouperWarning`, once per message and pod) and a log line, never a crash; input that KAI's
+   grouper passes over without a word (a segment placement it cannot use) is passed over here too, but
+   said: a Warning Event on the pod (reason `PodGrouperDroppedInput`) and a log line once per PodGroup;
 3. creates the PodGroup (`pod_group_manifest`); if it exists already (in the informer cache, or the
    create answers 409 AlreadyExists) and its spec differs from the plan (minMember, queue, priority
    class, preemptibility, sub-groups, topology), merge-patches the spec to the plan;
@@ -89,6 +91,11 @@ ACCESS: tuple[Access, ...] = (
 
 EVENT_REASON = "PodGrouperWarning"
 """The reason of the Warning Event recorded on a pod that cannot be grouped."""
+DROPPED_REASON = "PodGrouperDroppedInput"
+"""The reason of the Warning Event on a pod whose PodGroup was made without some of its input, as KAI's pod
+grouper makes it (a segment placement without a segment size or a topology name), where KAI says nothing."""
+# How many (PodGroup, dropped input) pairs are remembered as logged, so that a job's pods log it once.
+_MAX_LOGGED_DROPS = 10_000
 
 _SPEC_FIELDS = (
     "minMember",
@@ -170,6 +177,7 @@ class PodGrouperController:
         self._confirmed: dict[str, tuple[Any, ...]] = {}  # PodGroup key -> spec known to be on the server
         self._group_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # with their users
         self._reported: dict[str, str] = {}  # pod uid -> last message recorded as an Event
+        self._logged_drops: set[str] = set()  # "<PodGroup key>: <dropped input>" already logged
         self._attempts: dict[str, int] = {}
         self._seen: dict[str, float] = {}  # pod key -> when it was queued (monotonic)
         self._handlers_added = False
@@ -257,6 +265,8 @@ class PodGrouperController:
         await self._ensure_pod_group(plan)
         await self._patch_pod(pod, plan)
         self._reported.pop(str(meta.get("uid") or ""), None)
+        for dropped in plan.dropped:
+            await self._report_dropped(pod, plan, str(dropped))
         return Outcome.GROUPED
 
     async def _ensure_pod_group(self, plan: PodGroupPlan) -> None:
@@ -345,6 +355,22 @@ class PodGrouperController:
         if recorded:
             self.stats.events += 1
         self._reported[uid] = message
+
+    async def _report_dropped(self, pod: JsonObject, plan: PodGroupPlan, message: str) -> None:
+        """Input the PodGroup was made without: a Warning Event on the pod, a log line once per PodGroup."""
+        logged = f"{plan.namespace}/{plan.name}: {message}"
+        if logged not in self._logged_drops:
+            if len(self._logged_drops) >= _MAX_LOGGED_DROPS:
+                self._logged_drops.clear()
+            self._logged_drops.add(logged)
+            log.warning(
+                "PodGroup %s/%s made without some of its input: %s", plan.namespace, plan.name, message
+            )
+        recorded = await record_event(
+            self.client, pod, type="Warning", reason=DROPPED_REASON, message=message, component=self.component
+        )
+        if recorded:
+            self.stats.events += 1
 
     # --- running -----------------------------------------------------------------------------------
 
@@ -461,6 +487,7 @@ def _signature(spec: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 __all__ = [
+    "DROPPED_REASON",
     "EVENT_REASON",
     "GrouperStats",
     "Outcome",
