@@ -26,6 +26,7 @@ class GpuMemoryCluster:
     held_node: str
     held: float  # GPUs the bound pod holds
     asks: float  # GPUs the pending pod asks of its queue
+    memory_mib: int  # the GPU memory both ask for (KAI's status lists it in `requested`)
 
     @property
     def allocated(self) -> float:
@@ -66,6 +67,7 @@ TWO_SIZES = GpuMemoryCluster(
     held_node="large",
     held=0.25,
     asks=2.25,
+    memory_mib=110000,
 )
 
 NO_MEMORY = GpuMemoryCluster(
@@ -73,6 +75,7 @@ NO_MEMORY = GpuMemoryCluster(
     held_node="plain",
     held=1.0,
     asks=0.0,
+    memory_mib=40000,
 )
 
 CLUSTERS = {"two GPU memory sizes": TWO_SIZES, "no node reports GPU memory": NO_MEMORY}

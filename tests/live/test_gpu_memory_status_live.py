@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from live_support import eventually, run
@@ -28,12 +29,16 @@ MakeClient = Callable[..., LightkubeClient]
 KINDS = (PODS, POD_GROUPS, QUEUES, NODES, PRIORITY_CLASSES)
 
 
-def gpus(server: FakeApiServer, kind: str, name: str, *path: str) -> float | None:
+def resources(server: FakeApiServer, kind: str, name: str, *path: str) -> dict[str, Any]:
     obj = server.store.get(kind, name, "default" if kind == "podgroups" else None)
     value = obj.get("status") or {}
     for key in path:
         value = value.get(key) or {}
-    amount = value.get("nvidia.com/gpu")
+    return dict(value)
+
+
+def gpus(server: FakeApiServer, kind: str, name: str, *path: str) -> float | None:
+    amount = resources(server, kind, name, *path).get("nvidia.com/gpu")
     return float(parse_quantity(amount)) if amount is not None else None
 
 
@@ -79,6 +84,10 @@ def test_statuses_and_metrics_count_gpu_memory_as_the_scheduler(
     assert gpus(server, *group, "requested") == pytest.approx(cluster.requested)
     assert gpus(server, "queues", "q", "allocated") == pytest.approx(cluster.allocated)
     assert gpus(server, "queues", "q", "requested") == pytest.approx(cluster.requested)
+    # KAI's podgroupcontroller (and so its queuecontroller) also lists the GPU memory asked for.
+    asked = str(cluster.memory_mib)
+    assert resources(server, *group)["requested"]["run.ai/gpu.memory"] == asked
+    assert resources(server, "queues", "q")["requested"]["run.ai/gpu.memory"] == asked
     sample = metrics.registry.get_sample_value("kai_queue_allocated_gpus", {"queue_name": "q"})
     assert sample == pytest.approx(cluster.allocated)
 

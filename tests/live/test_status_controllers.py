@@ -123,19 +123,28 @@ def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClie
     assert (train["running"], train["pending"], train["succeeded"], train["failed"]) == (2, 1, 0, 0)
     serve = status(server, "podgroups", "serve")
     half = resources("500m", GIB // 2, "500m")  # 20000 of the node's 40000 MiB: half a GPU
-    assert serve["resourcesStatus"] == {"allocated": half, "allocatedNonPreemptible": half, "requested": half}
+    # As KAI's podgroupcontroller, requested also names the GPU memory asked for.
+    asked = half | {"run.ai/gpu.memory": "20000"}
+    assert serve["resourcesStatus"] == {
+        "allocated": half,
+        "allocatedNonPreemptible": half,
+        "requested": asked,
+    }
     assert (serve["running"], serve["pending"], serve["succeeded"], serve["failed"]) == (1, 0, 1, 0)
 
     team_a, team_b, research = (status(server, "queues", q) for q in ("team-a", "team-b", "research"))
     assert {k: team_a[k] for k in ("allocated", "allocatedNonPreemptible", "requested")} == train[
         "resourcesStatus"
     ]
-    assert team_b["allocated"] == team_b["allocatedNonPreemptible"] == team_b["requested"] == half
+    assert team_b["allocated"] == team_b["allocatedNonPreemptible"] == half
+    assert team_b["requested"] == asked
     assert team_a["childQueues"] == team_b["childQueues"] == []
     assert research["childQueues"] == ["team-a", "team-b"]
     assert research["allocated"] == resources("2500m", 2 * GIB + GIB // 2, "2500m")
     assert research["allocatedNonPreemptible"] == half
-    assert research["requested"] == resources("3500m", 3 * GIB + GIB // 2, "3")
+    assert research["requested"] == resources("3500m", 3 * GIB + GIB // 2, "3") | {
+        "run.ai/gpu.memory": "20000"
+    }
 
 
 def test_status_follows_deletions_and_retries_failed_writes(

@@ -9,6 +9,8 @@ from these two functions.
   `model.resources.gpu_memory_gpus`): a bound `gpu-memory` pod takes its share of its node's GPUs; one
   not bound yet asks `devices x memory / the cluster's smallest reported GPU memory`, and nothing when no
   node reports GPU memory.
+* As KAI's podgroupcontroller does, `requested` also says how much GPU memory (MiB) the `gpu-memory`
+  pods that are not finished ask for, devices x memory (`requested_gpu_memory_mib`).
 * A Queue sums its own PodGroups and its children, bottom-up.
 """
 
@@ -40,6 +42,7 @@ class Numbers:
     allocated: Resources = field(default_factory=Resources)
     allocated_non_preemptible: Resources = field(default_factory=Resources)
     requested: Resources = field(default_factory=Resources)
+    requested_gpu_memory_mib: float = 0.0
     running: int = 0
     pending: int = 0
     succeeded: int = 0
@@ -49,6 +52,7 @@ class Numbers:
         self.allocated.add(other.allocated)
         self.allocated_non_preemptible.add(other.allocated_non_preemptible)
         self.requested.add(other.requested)
+        self.requested_gpu_memory_mib += other.requested_gpu_memory_mib
 
 
 def pod_group_numbers(pods: Iterable[PodFacts], *, preemptible: bool, min_gpu_memory_mib: float) -> Numbers:
@@ -69,6 +73,7 @@ def pod_group_numbers(pods: Iterable[PodFacts], *, preemptible: bool, min_gpu_me
             pod.node_gpu_memory_mib if pod.bound else None, min_gpu_memory_mib
         )
         numbers.requested.add(usage)
+        numbers.requested_gpu_memory_mib += pod.request.gpu_memory_mib * pod.request.gpu_devices
         if pod.bound:
             numbers.allocated.add(usage)
     if not preemptible:

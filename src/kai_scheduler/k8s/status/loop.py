@@ -7,7 +7,8 @@ canonical form: CPU in cores or millicores (`2`, `1500m`), memory in bytes (`107
 units as the scheduler counts them (`PodRequest.queue_gpus`: `gpu-fraction` x devices, `gpu-memory` by
 `model.resources.gpu_memory_gpus`: a share of the bound node's GPUs or, for a pod not bound yet, devices x
 memory / the smallest GPU memory the nodes report, nothing when none does; MIG instances by their size),
-e.g. `1500m` for one GPU and a half.
+e.g. `1500m` for one GPU and a half. A `requested` list with `gpu-memory` pods also carries, as KAI's
+podgroupcontroller writes it, `run.ai/gpu.memory`: the MiB they ask for (devices x memory).
 
 Writes are merge patches on the `status` subresource, and only of values that changed: each object's
 computed status is compared with the cached one (quantities compared by value) and with what this
@@ -54,6 +55,8 @@ from kai_scheduler.model.resources import Resources
 log = logging.getLogger(__name__)
 
 RESOURCE_KEYS = (c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.GPU_RESOURCE)
+# What KAI's podgroupcontroller names the GPU memory `gpu-memory` pods ask for (MiB) in `requested`.
+GPU_MEMORY_RESOURCE = "run.ai/gpu.memory"
 RESOURCE_LISTS = ("allocated", "allocatedNonPreemptible", "requested")
 POD_COUNTERS = ("running", "succeeded", "failed", "pending")
 PRIORITY_CLASS_LABEL = "priorityClassName"
@@ -71,21 +74,31 @@ def format_milli(value: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """CPU in cores, memory in bytes, GPUs in GPU units."""
+    """CPU in cores, memory in bytes, GPUs in GPU units; `gpu_memory`: the MiB `gpu-memory` pods ask for
+    (only a `requested` list has any, listed only then, as KAI lists it)."""
 
     cpu: float = 0.0
     memory: float = 0.0
     gpu: float = 0.0
+    gpu_memory: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.cpu + other.cpu, self.memory + other.memory, self.gpu + other.gpu)
+        return Usage(
+            self.cpu + other.cpu,
+            self.memory + other.memory,
+            self.gpu + other.gpu,
+            self.gpu_memory + other.gpu_memory,
+        )
 
     def resource_list(self) -> dict[str, str]:
-        return {
+        listed = {
             c.CPU_RESOURCE: format_milli(self.cpu),
             c.MEMORY_RESOURCE: str(max(0, round(self.memory))),
             c.GPU_RESOURCE: format_milli(self.gpu),
         }
+        if round(self.gpu_memory) > 0:
+            listed[GPU_MEMORY_RESOURCE] = str(round(self.gpu_memory))
+        return listed
 
     @classmethod
     def of_resource_list(cls, resources: Any) -> Usage:
@@ -93,7 +106,7 @@ class Usage:
         if not isinstance(resources, Mapping):
             return cls()
         values = []
-        for key in RESOURCE_KEYS:
+        for key in (*RESOURCE_KEYS, GPU_MEMORY_RESOURCE):
             try:
                 values.append(float(parse_quantity(resources.get(key, 0))))
             except ValueError:
@@ -101,9 +114,9 @@ class Usage:
         return cls(*values)
 
     @classmethod
-    def of(cls, resources: Resources) -> Usage:
+    def of(cls, resources: Resources, gpu_memory_mib: float = 0.0) -> Usage:
         """From the model's units (CPU in millicores)."""
-        return cls(resources.cpu / 1000, resources.memory, resources.gpu)
+        return cls(resources.cpu / 1000, resources.memory, resources.gpu, gpu_memory_mib)
 
     def resources(self) -> Resources:
         return Resources(gpu=self.gpu, cpu=self.cpu * 1000, memory=self.memory)
@@ -376,6 +389,7 @@ class StatusLoop:
 
 
 __all__ = [
+    "GPU_MEMORY_RESOURCE",
     "RESOURCE_KEYS",
     "StatusStats",
     "Usage",

@@ -196,7 +196,7 @@ class PodGroupStatusController(StatusLoop):
             "resourcesStatus": {
                 "allocated": Usage.of(numbers.allocated).resource_list(),
                 "allocatedNonPreemptible": Usage.of(numbers.allocated_non_preemptible).resource_list(),
-                "requested": Usage.of(numbers.requested).resource_list(),
+                "requested": Usage.of(numbers.requested, numbers.requested_gpu_memory_mib).resource_list(),
             },
             "running": numbers.running,
             "succeeded": numbers.succeeded,

@@ -60,7 +60,10 @@ class QueueUsage:
 
     def numbers(self) -> Numbers:
         return Numbers(
-            self.allocated.resources(), self.allocated_non_preemptible.resources(), self.requested.resources()
+            self.allocated.resources(),
+            self.allocated_non_preemptible.resources(),
+            self.requested.resources(),
+            requested_gpu_memory_mib=self.requested.gpu_memory,
         )
 
     @classmethod
@@ -68,7 +71,7 @@ class QueueUsage:
         return cls(
             Usage.of(numbers.allocated),
             Usage.of(numbers.allocated_non_preemptible),
-            Usage.of(numbers.requested),
+            Usage.of(numbers.requested, numbers.requested_gpu_memory_mib),
         )
 
     @classmethod
@@ -83,12 +86,12 @@ class QueueUsage:
 
 class _OwnUsage:
     """Each queue's own PodGroups' usage (`QueueUsage.of_pod_group`), kept per changed PodGroup: a pass
-    reads ten sums instead of walking every PodGroup. The sums are exact fractions of the amounts, so that
+    reads its sums instead of walking every PodGroup. The sums are exact fractions of the amounts, so that
     taking a PodGroup's old amounts away when it changes leaves no rounding behind."""
 
     def __init__(self) -> None:
         self._groups: dict[str, tuple[list[str], QueueUsage]] = {}  # PodGroup key -> (its queue, usage)
-        self._sums: dict[str, list[Fraction]] = {}  # queue -> the nine amounts of its PodGroups
+        self._sums: dict[str, list[Fraction]] = {}  # queue -> the twelve amounts of its PodGroups
         self._counts: dict[str, int] = {}  # queue -> how many PodGroups name it
 
     def clear(self) -> None:
@@ -110,7 +113,7 @@ class _OwnUsage:
         amounts = [
             Fraction(amount) * sign
             for part in (usage.allocated, usage.allocated_non_preemptible, usage.requested)
-            for amount in (part.cpu, part.memory, part.gpu)
+            for amount in (part.cpu, part.memory, part.gpu, part.gpu_memory)
         ]
         for queue in queues:
             count = self._counts.get(queue, 0) + sign
@@ -128,8 +131,8 @@ class _OwnUsage:
         sums = self._sums.get(queue)
         if sums is None:
             return None
-        cpu_a, mem_a, gpu_a, cpu_n, mem_n, gpu_n, cpu_r, mem_r, gpu_r = (float(x) for x in sums)
-        usage = QueueUsage(Usage(cpu_a, mem_a, gpu_a), Usage(cpu_n, mem_n, gpu_n), Usage(cpu_r, mem_r, gpu_r))
+        amounts = [float(x) for x in sums]
+        usage = QueueUsage(Usage(*amounts[0:4]), Usage(*amounts[4:8]), Usage(*amounts[8:12]))
         return usage.numbers()
 
 
