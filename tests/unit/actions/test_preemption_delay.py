@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from helpers import START, evicted, node, pipelines, pod, pod_group_manifest, queue, run
+from helpers import START, evicted, node, pipelines, pod, pod_group_manifest, priority_class, queue, run
 from kai_scheduler.actions.victims import within_preemption_delay
+from kai_scheduler.api.constants import LAST_EVICTION_TIMESTAMP_ANNOTATION
 from kai_scheduler.api.objects import PodGroup
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, code_of
 from kai_scheduler.cluster.bookkeeping import next_job_times
@@ -150,7 +151,8 @@ def test_the_delay_reason_alone_has_kais_code() -> None:
     assert not within_preemption_delay(session, job)
 
 
-# TestPreemptionDelayEnd: creation at 0, an eviction at 30m, one an hour before creation, a 10m delay.
+# TestPreemptionDelayEnd: creation at 0, an eviction at 30m, one an hour before creation, a 10m delay. Its
+# sixth case, "no podgroup", has no counterpart: every job here has a PodGroup (a bare pod's is its own).
 @pytest.mark.parametrize(
     ("delay", "last_eviction", "end"),
     [
@@ -165,6 +167,31 @@ def test_preemption_delay_end(delay: float, last_eviction: float | None, end: fl
     job = JobInfo("ns", "job", "q", 50, True, 1, 0.0, preemption_delay=delay, created=0.0)
     job.last_eviction = last_eviction
     assert job.preemption_delay_end() == end
+
+
+# TestSetPodGroupLastEvictionTimestamp: the PodGroup's kai.scheduler/last-eviction-timestamp, read as an
+# RFC 3339 time or not at all. The preemptor was created 30m before the run with a 10m delay: an eviction
+# 5m before the run holds it until 5m in; an unreadable or missing one leaves the delay elapsed.
+@pytest.mark.parametrize(
+    ("annotation", "first_eviction"),
+    [
+        pytest.param(
+            (START - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ"), 300.0, id="valid annotation"
+        ),
+        pytest.param("not-a-time", 1.0, id="invalid annotation"),
+        pytest.param(None, 1.0, id="missing annotation"),
+    ],
+)
+def test_the_last_eviction_annotation_restarts_the_delay(
+    annotation: str | None, first_eviction: float
+) -> None:
+    objects = preempt_cluster(preemptor_age=30)
+    if annotation is not None:
+        group = objects[3]
+        group.metadata.annotations[LAST_EVICTION_TIMESTAMP_ANNOTATION] = annotation
+    result = run(objects)
+    evictions = [(r.time, d.pod) for r in result.cycles for d in r.decisions if d.type == "evict"]
+    assert evictions == [(first_eviction, "default/running-job0")]
 
 
 # TestCalcPodGroupPreemptionDelay, the pod's annotation (a bare pod's job is its own PodGroup here).
@@ -218,3 +245,33 @@ def test_the_field_must_be_a_go_duration() -> None:
     manifest["spec"]["preemptionDelay"] = "5"
     with pytest.raises(ValidationError, match="not a Go duration"):
         PodGroup.model_validate(manifest)
+
+
+def test_a_delayed_preemptor_preempts_only_after_its_window() -> None:
+    """KAI v0.17.0 e2e `test/e2e/suites/preempt/preempt_delay_specs.go` "delayed preemptor does not
+    preempt within its window, preempts after": a queue of 500m CPU (quota and limit, under a parent) runs a
+    low-priority pod of 500m; a pod one priority higher with `kai.scheduler/preemption-delay: 1m30s` waits
+    unschedulable through its window, then preempts and is bound."""
+    objects = [
+        node("node0", gpus=0, cpu="4"),
+        priority_class("low", 10),
+        priority_class("high", 11),
+        queue("parent"),
+        queue("test", parent="parent", cpu=500, cpu_limit=500),
+        pod("low", "test", cpu="500m", priority_class="low"),
+        pod(
+            "high",
+            "test",
+            cpu="500m",
+            priority_class="high",
+            arrival=5,
+            annotations={"kai.scheduler/preemption-delay": "1m30s"},
+        ),
+    ]
+    result = run(objects)
+    assert [(r.time, d.action, d.type, d.pod) for r in result.cycles for d in r.decisions] == [
+        (0.0, "allocate", "bind", "default/low"),
+        (95.0, "preempt", "evict", "default/low"),
+        (95.0, "preempt", "pipeline", "default/high"),
+        (96.0, "allocate", "bind", "default/high"),
+    ]
