@@ -84,7 +84,9 @@ def test_statuses_and_metrics_count_gpu_memory_as_the_scheduler(
     assert gpus(server, *group, "requested") == pytest.approx(cluster.requested)
     assert gpus(server, "queues", "q", "allocated") == pytest.approx(cluster.allocated)
     assert gpus(server, "queues", "q", "requested") == pytest.approx(cluster.requested)
-    # KAI's podgroupcontroller (and so its queuecontroller) also lists the GPU memory asked for.
+    # KAI's podgroupcontroller (and so its queuecontroller) also lists the GPU memory asked for: KAI
+    # v0.17 pkg/podgroupcontroller/controllers/resources/requested_test.go, Test_extractRequestedResources,
+    # case "Pod with gpu memory" (run.ai/gpu.memory: 2000 for gpu-memory 2000), ported here by name.
     asked = str(cluster.memory_mib)
     assert resources(server, *group)["requested"]["run.ai/gpu.memory"] == asked
     assert resources(server, "queues", "q")["requested"]["run.ai/gpu.memory"] == asked
