@@ -229,33 +229,67 @@ class Segments:
             )
 
 
+@dataclass(frozen=True)
+class SegmentSources:
+    """Where a grouper reads each segment key (annotation maps, nearest the pod first), as KAI v0.17's
+    does; `unread`: a map where users put segment keys that the grouper does not read there (`unread_as`
+    says where it does), each passed over with a word."""
+
+    size: Sequence[Node]
+    placement: Sequence[Node]
+    topology: Sequence[Node]
+    unread: Node | None = None
+    unread_as: str = ""
+
+
 def read_segments(
-    *sources: Node, size: int | None = None, size_at: Node | None = None
+    sources: SegmentSources, *, size: int | None = None, size_at: Node | None = None
 ) -> tuple[Segments | None, tuple[DroppedInput, ...]]:
     """From `kai.scheduler/segment-size` and `kai.scheduler/segment-topology-*-placement`, each taken from
-    the first of `sources` (annotation maps, nearest the pod first) that sets it; `size`, when given (a
-    workload's own field for it, at `size_at`), comes before the annotation. As in KAI v0.17's PyTorchJob
-    and LeaderWorkerSet groupers, a segment size that is not a positive integer is an error, while a
-    placement without a segment size, or without the `kai.scheduler/topology` name (found the same way),
-    is passed over: returned as dropped input beside what is made without it."""
-    size_node = _first_set(sources, SEGMENT_SIZE_ANNOTATION)
+    the first of its `sources` that sets it; `size`, when given (a workload's own field for it, at
+    `size_at`), comes before the annotation. As in KAI v0.17's PyTorchJob and LeaderWorkerSet groupers, a
+    segment size that is not a positive integer is an error, while a placement without a segment size, or
+    without the `kai.scheduler/topology` name, is passed over: returned as dropped input beside what is
+    made without it, with the segment keys found where the grouper does not read them."""
+    dropped = _unread(sources)
     levels = (
-        _first_set(sources, SEGMENT_REQUIRED_ANNOTATION),
-        _first_set(sources, SEGMENT_PREFERRED_ANNOTATION),
+        _first_set(sources.placement, SEGMENT_REQUIRED_ANNOTATION),
+        _first_set(sources.placement, SEGMENT_PREFERRED_ANNOTATION),
     )
     placed = [node for node in levels if not node.missing]
     if size is None or size_at is None:
+        size_node = _first_set(sources.size, SEGMENT_SIZE_ANNOTATION)
         text = size_node.opt_str()
         if text is None:
-            return None, tuple(DroppedInput(node.ref, node.path, _NO_SIZE) for node in placed)
+            return None, (*dropped, *(DroppedInput(node.ref, node.path, _NO_SIZE) for node in placed))
         size, size_at = int_text(text, size_node, minimum=1), size_node
     if not placed:
-        return Segments(size, None, size_at), ()
-    topology = _first_set(sources, c.TOPOLOGY_ANNOTATION).opt_str()
+        return Segments(size, None, size_at), dropped
+    topology = _first_set(sources.topology, c.TOPOLOGY_ANNOTATION).opt_str()
     if topology is None:
-        return Segments(size, None, size_at), tuple(DroppedInput(n.ref, n.path, _NO_TOPOLOGY) for n in placed)
+        no_topology = (DroppedInput(n.ref, n.path, _NO_TOPOLOGY) for n in placed)
+        return Segments(size, None, size_at), (*dropped, *no_topology)
     required, preferred = (node.opt_str() for node in levels)
-    return Segments(size, TopologyConstraintPlan(topology, required, preferred), size_at), ()
+    return Segments(size, TopologyConstraintPlan(topology, required, preferred), size_at), dropped
+
+
+def _unread(sources: SegmentSources) -> tuple[DroppedInput, ...]:
+    unread = sources.unread
+    if unread is None:
+        return ()
+    keys = [SEGMENT_REQUIRED_ANNOTATION, SEGMENT_PREFERRED_ANNOTATION]
+    if unread not in sources.size:
+        keys.insert(0, SEGMENT_SIZE_ANNOTATION)
+    found = unread.string_map()
+    return tuple(
+        DroppedInput(
+            unread.ref,
+            f'{unread.path}["{key}"]',
+            f"dropped: KAI's pod grouper does not read it here, only on {sources.unread_as}",
+        )
+        for key in keys
+        if found.get(key)
+    )
 
 
 def _first_set(sources: Sequence[Node], key: str) -> Node:

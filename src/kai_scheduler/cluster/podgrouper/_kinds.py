@@ -17,6 +17,7 @@ from kai_scheduler.cluster.podgrouper._common import (
     TRAIN,
     Context,
     Segments,
+    SegmentSources,
     Workload,
     build_plan,
     fill_in_order,
@@ -211,9 +212,18 @@ def group_kubeflow(ctx: Context) -> PodGroupPlan:
     shares = dict(fill_in_order(min_member, [(t, counts[t]) for t in order]))
     sub_groups = [SubGroupPlan(t.lower(), shares[t]) for t in order]
     # Where KAI v0.17's PyTorchJob grouper reads them: the pod, then the Worker template (where its docs
-    # put them, so that every pod of the job, the master too, sees them); the top owner last (ours).
+    # put them, so that every pod of the job, the master too, sees them); the topology name also on the
+    # job itself, the segment keys never.
     pod, template = ctx.pod.node("metadata", "annotations"), specs_node.at("Worker", "template", "metadata")
-    segments, dropped = read_segments(pod, template.at("annotations"), top.node("metadata", "annotations"))
+    own = top.node("metadata", "annotations")
+    sources = SegmentSources(
+        size=(pod, template.at("annotations")),
+        placement=(pod, template.at("annotations")),
+        topology=(pod, template.at("annotations"), own),
+        unread=own,
+        unread_as="the Worker pod template or the pod",
+    )
+    segments, dropped = read_segments(sources)
     if segments is not None and "Worker" in counts:
         sub_groups += segment_sub_groups("worker", counts["Worker"], shares["Worker"], segments)
 
@@ -427,17 +437,21 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
     group_index = pod_label_int(ctx, LWS_GROUP_INDEX_LABEL)
     min_member = size if policy == "LeaderCreated" else 1
 
-    # KAI v0.17's LeaderWorkerSet grouper reads them on the pod, then the worker template; the size first
-    # from the LeaderWorkerSet's own subGroupPolicy.subGroupSize.
+    # Where KAI v0.17's LeaderWorkerSet grouper reads them: the size in the LeaderWorkerSet's own
+    # subGroupPolicy.subGroupSize, then its annotation, then the worker template's; the placements on the
+    # pod, then the worker template (not on the LeaderWorkerSet); the topology name on all three.
+    pod = ctx.pod.node("metadata", "annotations")
     template = top.node("spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "annotations")
+    own = top.node("metadata", "annotations")
     size_at = top.node("spec", "leaderWorkerTemplate", "subGroupPolicy", "subGroupSize")
-    segments, dropped = read_segments(
-        ctx.pod.node("metadata", "annotations"),
-        template,
-        top.node("metadata", "annotations"),
-        size=size_at.opt_int(minimum=None),
-        size_at=size_at,
+    sources = SegmentSources(
+        size=(own, template),
+        placement=(pod, template),
+        topology=(pod, template, own),
+        unread=own,
+        unread_as="the worker template or the pod",
     )
+    segments, dropped = read_segments(sources, size=size_at.opt_int(minimum=None), size_at=size_at)
     if segments is not None:
         _check_lws_segment_size(segments, size)
     sub_groups: list[SubGroupPlan] = []

@@ -202,15 +202,9 @@ def test_placement_without_topology_is_an_error() -> None:
     ],
 )
 def test_bad_segment_annotations(annotations: dict[str, str], message: str) -> None:
-    specs = {"Worker": {"replicas": 8, "template": {}}}
-    job = obj(
-        "kubeflow.org/v1",
-        "PyTorchJob",
-        "pt",
-        "uid-pt",
-        annotations=annotations,
-        spec={"pytorchReplicaSpecs": specs},
-    )
+    # On the Worker template, where KAI's PyTorchJob grouper reads them.
+    specs = {"Worker": {"replicas": 8, "template": {"metadata": {"annotations": annotations}}}}
+    job = obj("kubeflow.org/v1", "PyTorchJob", "pt", "uid-pt", spec={"pytorchReplicaSpecs": specs})
     p = pod(
         "pt-worker-0",
         "uid-pw",

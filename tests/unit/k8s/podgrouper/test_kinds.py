@@ -339,12 +339,22 @@ def test_mpijob_delayed_launcher_is_left_out_of_the_gang() -> None:
     check_manifest(plan)
 
 
+def with_worker_annotations(job: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    """The segment keys on the Worker template, where KAI v0.17's PyTorchJob grouper reads them."""
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"] = annotations
+    return job
+
+
 def test_pytorchjob_worker_segments() -> None:
-    job = pytorchjob(
-        workers=10,
-        annotations={
-            "kai.scheduler/topology": "gb200",
-            "kai.scheduler/topology-required-placement": "zone",
+    job = with_worker_annotations(
+        pytorchjob(
+            workers=10,
+            annotations={
+                "kai.scheduler/topology": "gb200",
+                "kai.scheduler/topology-required-placement": "zone",
+            },
+        ),
+        {
             "kai.scheduler/segment-size": "4",
             "kai.scheduler/segment-topology-required-placement": "nvlink-domain",
             "kai.scheduler/segment-topology-preferred-placement": "kubernetes.io/hostname",
@@ -377,11 +387,9 @@ def test_pytorchjob_worker_segments() -> None:
 
 
 def test_elastic_segments_fill_in_order() -> None:
-    job = pytorchjob(
-        master=None,
-        workers=8,
-        elasticPolicy={"minReplicas": 5, "maxReplicas": 8},
-        annotations={"kai.scheduler/segment-size": "4"},
+    job = with_worker_annotations(
+        pytorchjob(master=None, workers=8, elasticPolicy={"minReplicas": 5, "maxReplicas": 8}),
+        {"kai.scheduler/segment-size": "4"},
     )
     plan = plan_pod_group(kubeflow_pod(job, "worker", 0), [job])
     assert groups(plan) == {
@@ -534,14 +542,12 @@ def test_lws_leader_ready_gangs_only_the_leader() -> None:
 
 
 def lws_segmented(policy: str | None = None) -> dict[str, Any]:
-    ws = lws(
-        size=9,
-        annotations={
-            "kai.scheduler/topology": "rack-topo",
-            "kai.scheduler/segment-size": "4",
-            "kai.scheduler/segment-topology-required-placement": "rack",
-        },
-    )
+    # KAI v0.17's LeaderWorkerSet grouper reads the size and the topology name on the LeaderWorkerSet, the
+    # placement on the worker template (or the pod).
+    ws = lws(size=9, annotations={"kai.scheduler/topology": "rack-topo", "kai.scheduler/segment-size": "4"})
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        "kai.scheduler/segment-topology-required-placement": "rack"
+    }
     if policy is not None:
         ws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {"subGroupPolicyType": policy}
     return ws

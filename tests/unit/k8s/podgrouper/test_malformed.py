@@ -54,6 +54,16 @@ def _set(path: list[str], value: Any) -> Callable[[dict[str, Any]], None]:
     return mutate
 
 
+def segmented_pytorchjob(**kwargs: Any) -> dict[str, Any]:
+    """Segments of 2 workers, on the Worker template where KAI's PyTorchJob grouper reads them."""
+    job = pytorchjob(**kwargs)
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"] = {
+        "kai.scheduler/segment-size": "2",
+        "kai.scheduler/segment-topology-required-placement": "rack",
+    }
+    return job
+
+
 CASES: list[tuple[str, Case, str]] = [
     (
         "replicas not an integer",
@@ -120,10 +130,7 @@ CASES: list[tuple[str, Case, str]] = [
     ),
     (
         "worker index beyond the job",
-        (
-            kubeflow_pod(pytorchjob(annotations={"kai.scheduler/segment-size": "2"}), "worker", 4),
-            [pytorchjob(annotations={"kai.scheduler/segment-size": "2"})],
-        ),
+        (kubeflow_pod(segmented_pytorchjob(), "worker", 4), [segmented_pytorchjob()]),
         'Pod team-a/mnist-worker-4: metadata.labels["training.kubeflow.org/replica-index"]: '
         "index 4 is beyond the 4 pods of sub-group 'worker'",
     ),
@@ -304,10 +311,7 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> None:
 
 
 def _workloads() -> list[Case]:
-    job = pytorchjob(
-        annotations={"kai.scheduler/segment-size": "2", "kai.scheduler/topology": "t"},
-        elasticPolicy={"minReplicas": 3},
-    )
+    job = segmented_pytorchjob(annotations={"kai.scheduler/topology": "t"}, elasticPolicy={"minReplicas": 3})
     rc = obj("ray.io/v1", "RayCluster", "rc", "uid-rc", spec=ray_cluster_spec())
     js = jobset("InOrder")
     js_pod, js_job = jobset_pod(js, "workers", 0, 0)

@@ -259,3 +259,30 @@ def test_lws_leader_excluded_with_workers_that_divide() -> None:
     # KAI: TestBuildSubGroups_Segmentation_LeaderExcluded_WorkerInFirstSegment (size 5, segments of 2).
     p, owners = lws_pods(lws_with(5, {}, {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"}), 0, 1)
     assert plan_pod_group(p, owners).pod_subgroup == "workers-segment-0"
+
+
+# --- segment keys where KAI does not read them -------------------------------------------------------
+
+
+def test_segment_keys_on_the_pytorchjob_itself_are_not_read() -> None:
+    # KAI's getSegmentSize and getWorkerAnnotationValue read the pod and the Worker template only; the
+    # topology name (getTopology) is also read on the PyTorchJob.
+    ptj = pytorchjob(annotations={SIZE: "2", REQUIRED: "rack", TOPOLOGY: "cluster-topology"})
+    plan = plan_pod_group(worker(ptj), [ptj])
+    assert [g.name for g in plan.sub_groups] == ["master", "worker"]
+    assert [(d.object_ref, d.field) for d in plan.dropped] == [
+        ("PyTorchJob team-a/mnist", f'metadata.annotations["{SIZE}"]'),
+        ("PyTorchJob team-a/mnist", f'metadata.annotations["{REQUIRED}"]'),
+    ]
+    assert "only on the Worker pod template or the pod" in plan.dropped[0].message
+
+
+def test_lws_placement_on_the_leaderworkerset_itself_is_not_read() -> None:
+    # KAI's LeaderWorkerSet grouper reads the size (and the topology name) on the LeaderWorkerSet, the
+    # placements on the pod and the worker template only.
+    ws = lws(size=5, annotations={SIZE: "2", TOPOLOGY: "cluster-topology", PREFERRED: "node"})
+    p, owners = lws_pods(ws, 0, 1)
+    plan = plan_pod_group(p, owners)
+    assert [g.name for g in plan.sub_groups] == ["segment-0", "leader", "workers", "segment-1"]
+    assert all(g.topology_constraint is None for g in plan.sub_groups)
+    assert [d.field for d in plan.dropped] == [f'metadata.annotations["{PREFERRED}"]']

@@ -1,5 +1,6 @@
 """Segment annotations where KAI v0.17's docs put them: on the Worker pod template of a PyTorchJob (and the
-worker template of a LeaderWorkerSet), read on the pod first, then the template, then the top owner.
+worker template of a LeaderWorkerSet), read on the pod first, then the template; the topology name also on
+the top owner (and a LeaderWorkerSet's segment size on it, before the template).
 
 Ported by name from KAI v0.17.0 (f218c69b)
 `pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper_test.go` and
