@@ -466,7 +466,7 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
         index_node = pod_label(ctx, LWS_WORKER_INDEX_LABEL)
         worker_index = int_text(index_node.required_str(), index_node)
         segment_policy = _lws_segment_policy(top) if segments is not None else None
-        if worker_index >= size and segment_policy != "LeaderExcluded":
+        if worker_index >= size:
             raise index_node.error(f"worker index {worker_index} is beyond the group size {size}")
         if segments is None:
             pod_subgroup = LWS_LEADER if worker_index == 0 else LWS_WORKERS
@@ -474,12 +474,7 @@ def group_leaderworkerset(ctx: Context) -> PodGroupPlan:
             sub_groups, pod_subgroup = _leader_in_first_segment(size, min_member, worker_index, segments)
         else:
             _check_leader_excluded(top, size, segments)
-            sub_groups += segment_sub_groups(LWS_WORKERS, workers, shares[LWS_WORKERS], segments)
-            pod_subgroup = (
-                LWS_LEADER
-                if worker_index == 0
-                else segment_of(LWS_WORKERS, worker_index - 1, workers, segments, index_node)
-            )
+            sub_groups, pod_subgroup = _leader_excluded(size, min_member, worker_index, segments)
     return build_plan(
         ctx,
         name=pg_name(top.name, top.required_uid(), "group", str(group_index)),
@@ -551,6 +546,23 @@ def _leader_in_first_segment(
         return groups, LWS_LEADER
     k = _lws_segment(index, size, segments.size)
     return groups, LWS_WORKERS if k == 0 else names[k]
+
+
+def _leader_excluded(
+    size: int, min_member: int, index: int, segments: Segments
+) -> tuple[list[SubGroupPlan], str]:
+    """KAI v0.17's LeaderExcluded segmentation (addExcludedLeaderSegments): the leader in a sub-group of
+    its own, the workers (which divide evenly) in consecutive segments `segment-<i>` beside it, each under
+    the segment placement. Returns the sub-groups and the pod's."""
+    count = (size - 1) // segments.size
+    segments.check_count(count)
+    names = [f"segment-{k}" for k in range(count)]
+    shares = dict(fill_in_order(min_member, [(LWS_LEADER, 1), *((name, segments.size) for name in names)]))
+    groups = [
+        SubGroupPlan(LWS_LEADER, shares[LWS_LEADER]),
+        *(SubGroupPlan(name, shares[name], None, segments.constraint) for name in names),
+    ]
+    return groups, LWS_LEADER if index == 0 else names[(index - 1) // segments.size]
 
 
 def _lws_segment(index: int, size: int, segment_size: int) -> int:

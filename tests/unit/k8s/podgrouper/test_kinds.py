@@ -576,12 +576,11 @@ def test_lws_segments_leader_excluded() -> None:
     tc = TopologyConstraintPlan("rack-topo", "rack")
     assert plan.sub_groups == (
         SubGroupPlan("leader", 1),
-        SubGroupPlan("workers", 8),
-        SubGroupPlan("workers-segment-0", 4, "workers", tc),
-        SubGroupPlan("workers-segment-1", 4, "workers", tc),
+        SubGroupPlan("segment-0", 4, None, tc),
+        SubGroupPlan("segment-1", 4, None, tc),
     )
     # worker index 5 is the 5th worker: the second segment
-    assert plan.pod_subgroup == "workers-segment-1"
+    assert plan.pod_subgroup == "segment-1"
 
 
 def test_lws_of_size_one_has_no_sub_groups() -> None:

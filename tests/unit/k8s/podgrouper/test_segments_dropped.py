@@ -255,12 +255,6 @@ def test_lws_leader_excluded_refuses_workers_that_do_not_divide() -> None:
     )
 
 
-def test_lws_leader_excluded_with_workers_that_divide() -> None:
-    # KAI: TestBuildSubGroups_Segmentation_LeaderExcluded_WorkerInFirstSegment (size 5, segments of 2).
-    p, owners = lws_pods(lws_with(5, {}, {"subGroupSize": 2, "subGroupPolicyType": "LeaderExcluded"}), 0, 1)
-    assert plan_pod_group(p, owners).pod_subgroup == "workers-segment-0"
-
-
 # --- segment keys where KAI does not read them -------------------------------------------------------
 
 

@@ -5,8 +5,7 @@ the top owner (and a LeaderWorkerSet's segment size on it, before the template).
 Ported by name from KAI v0.17.0 (f218c69b)
 `pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper_test.go` and
 `pkg/podgrouper/podgrouper/plugins/leaderworkerset/lws_grouper_test.go`. KAI names a PyTorchJob's
-segments `worker-<i>`, ours are `worker-segment-<i>` (and `workers-segment-<i>` for a LeaderWorkerSet's
-LeaderExcluded policy); the names are the grouper's own, nothing reads them.
+segments `worker-<i>`, ours are `worker-segment-<i>`; the names are the grouper's own, nothing reads them.
 """
 
 from __future__ import annotations
@@ -161,20 +160,38 @@ def test_leaderworker_topology_preferred_only_not_divisible() -> None:
     assert plan.pod_subgroup == "workers"
 
 
-@pytest.mark.parametrize(("worker", "subgroup"), [(1, "workers-segment-0"), (3, "workers-segment-1")])
+@pytest.mark.parametrize(("worker", "subgroup"), [(1, "segment-0"), (3, "segment-1")])
 def test_leader_excluded(worker: int, subgroup: str) -> None:
     # KAI: TestBuildSubGroups_Segmentation_LeaderExcluded_{WorkerInFirstSegment,WorkerInLaterSegment}: the
-    # leader in a sub-group of its own, workers (w1, w2) and (w3, w4); KAI's segments are top-level
-    # `segment-<i>`, ours sit under `workers`.
+    # leader in a sub-group of its own, beside the segments of workers (w1, w2) and (w3, w4).
     p, owners = lws_pods(lws_with_policy(5, 2, "LeaderExcluded"), 0, worker)
     plan = plan_pod_group(p, owners)
-    assert {name: groups[:2] for name, groups in lws_groups(plan).items()} == {
-        "leader": (1, None),
-        "workers": (4, None),
-        "workers-segment-0": (2, "workers"),
-        "workers-segment-1": (2, "workers"),
-    }
+    assert [(g.name, g.min_member, g.parent) for g in plan.sub_groups] == [
+        ("leader", 1, None),
+        ("segment-0", 2, None),
+        ("segment-1", 2, None),
+    ]
     assert plan.pod_subgroup == subgroup
+
+
+def test_topology_both_placement_keys_leader_excluded() -> None:
+    # KAI: TestBuildSubGroups_Segmentation_TopologyBothPlacementKeys_LeaderExcluded: the segments carry the
+    # whole constraint, the leader none.
+    ws = lws_with_policy(5, 2, "LeaderExcluded")
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        TOPOLOGY: "rack",
+        REQUIRED: "rack-unit",
+        PREFERRED: "node",
+    }
+    p, owners = lws_pods(ws, 0, 1)
+    plan = plan_pod_group(p, owners)
+    tc = TopologyConstraintPlan("rack", "rack-unit", "node")
+    assert {g.name: g.topology_constraint for g in plan.sub_groups} == {
+        "leader": None,
+        "segment-0": tc,
+        "segment-1": tc,
+    }
+    assert plan.pod_subgroup == "segment-0"
 
 
 def test_leaderworkerset_segment_size_from_worker_template_annotation() -> None:
