@@ -103,6 +103,15 @@ def lws_with_policy(size: int, sub_group_size: int, policy: str | None = None) -
     return ws
 
 
+def on_worker_template(ws: dict[str, Any], **annotations: str) -> dict[str, Any]:
+    """The LeaderWorkerSet with `annotations` on its worker template (keys by their short names)."""
+    keys = {"size": SIZE, "topology": TOPOLOGY, "required": REQUIRED, "preferred": PREFERRED}
+    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+        keys[k]: v for k, v in annotations.items()
+    }
+    return ws
+
+
 def lws_groups(plan: Any) -> dict[str, tuple[int, str | None, int | None]]:
     return {g.name: (g.min_member, g.parent, g.min_sub_group) for g in plan.sub_groups}
 
@@ -177,12 +186,9 @@ def test_leader_excluded(worker: int, subgroup: str) -> None:
 def test_topology_both_placement_keys_leader_excluded() -> None:
     # KAI: TestBuildSubGroups_Segmentation_TopologyBothPlacementKeys_LeaderExcluded: the segments carry the
     # whole constraint, the leader none.
-    ws = lws_with_policy(5, 2, "LeaderExcluded")
-    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
-        TOPOLOGY: "rack",
-        REQUIRED: "rack-unit",
-        PREFERRED: "node",
-    }
+    ws = on_worker_template(
+        lws_with_policy(5, 2, "LeaderExcluded"), topology="rack", required="rack-unit", preferred="node"
+    )
     p, owners = lws_pods(ws, 0, 1)
     plan = plan_pod_group(p, owners)
     tc = TopologyConstraintPlan("rack", "rack-unit", "node")
@@ -197,12 +203,9 @@ def test_topology_both_placement_keys_leader_excluded() -> None:
 def test_leaderworkerset_segment_size_from_worker_template_annotation() -> None:
     # KAI: TestBuildSubGroups_SegmentSizeFromWorkerTemplateAnnotation (size and placements on the worker
     # template, the topology on the LeaderWorkerSet).
-    ws = lws(size=5, annotations={TOPOLOGY: "rack"})
-    ws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
-        SIZE: "2",
-        REQUIRED: "rack-unit",
-        PREFERRED: "node",
-    }
+    ws = on_worker_template(
+        lws(size=5, annotations={TOPOLOGY: "rack"}), size="2", required="rack-unit", preferred="node"
+    )
     p, owners = lws_pods(ws, 0, 1)
     plan = plan_pod_group(p, owners)
     assert lws_groups(plan) == DIVISIBLE
