@@ -311,15 +311,17 @@ def segment_name(parent: str, index: int) -> str:
 
 
 def segment_sub_groups(parent: str, members: int, required: int, segments: Segments) -> list[SubGroupPlan]:
-    """Split `members` pods of sub-group `parent` into consecutive segments; the `required` ones fill the
-    segments in order, so the first segments are whole gangs and the rest (of an elastic job) optional."""
+    """Split `members` pods of sub-group `parent` into consecutive segments. As in KAI v0.17's PyTorchJob
+    grouper (buildWorkerSubGroups), a segment is a whole gang or optional: the first ones that hold the
+    `required` pods need all their pods (an elastic job's minimum rounded up to whole segments), the rest
+    (of an elastic job) none."""
     groups = []
     count = math.ceil(members / segments.size)
     segments.check_count(count)
+    mandatory = math.ceil(required / segments.size)
     for index in range(count):
-        start = index * segments.size
-        length = min(segments.size, members - start)
-        need = max(0, min(length, required - start))
+        length = min(segments.size, members - index * segments.size)
+        need = length if index < mandatory else 0
         groups.append(SubGroupPlan(segment_name(parent, index), need, parent, segments.constraint))
     return groups
 

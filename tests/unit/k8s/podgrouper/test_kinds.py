@@ -386,7 +386,9 @@ def test_pytorchjob_worker_segments() -> None:
     }
 
 
-def test_elastic_segments_fill_in_order() -> None:
+def test_elastic_segments_are_whole_gangs_or_optional() -> None:
+    # KAI v0.17's buildWorkerSubGroups: the segments holding the minimum's pods need all theirs (5 rounds
+    # up to two whole segments of 4), the rest none.
     job = with_worker_annotations(
         pytorchjob(master=None, workers=8, elasticPolicy={"minReplicas": 5, "maxReplicas": 8}),
         {"kai.scheduler/segment-size": "4"},
@@ -395,7 +397,7 @@ def test_elastic_segments_fill_in_order() -> None:
     assert groups(plan) == {
         "worker": (5, None),
         "worker-segment-0": (4, "worker"),
-        "worker-segment-1": (1, "worker"),
+        "worker-segment-1": (4, "worker"),
     }
     # Segments without a placement carry no constraint of their own.
     assert all(g.topology_constraint is None for g in plan.sub_groups)

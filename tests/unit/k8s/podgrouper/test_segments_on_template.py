@@ -93,6 +93,30 @@ def test_pod_annotations_come_before_the_template() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("workers", "min_replicas", "needs"),
+    [
+        # KAI: TestGetPodGroupMetadata_Segments_ElasticMinReplicas: 1 master + 8 workers, minReplicas 5,
+        # segments of 2: the 4 workers of the minimum fill two mandatory segments, two are optional.
+        (8, 5, [2, 2, 0, 0]),
+        # A minimum that ends inside a segment takes the whole segment (KAI's mandatorySegments rounds up).
+        (8, 4, [2, 2, 0, 0]),
+        # KAI: TestGetPodGroupMetadata_Segments_5Workers_2PerSegment: the last segment is the partial one.
+        (5, None, [2, 2, 1]),
+        # KAI: TestGetPodGroupMetadata_Segments_HappyFlow_4Workers_2PerSegment.
+        (4, None, [2, 2]),
+    ],
+)
+def test_segments_min_available(workers: int, min_replicas: int | None, needs: list[int]) -> None:
+    ptj = job_with_worker_template({SIZE: "2"})
+    ptj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = workers
+    if min_replicas is not None:
+        ptj["spec"]["elasticPolicy"] = {"minReplicas": min_replicas}
+    plan = plan_pod_group(kubeflow_pod(ptj, "worker", 0), [ptj])
+    assert [g.min_member for g in segments_of(plan).values()] == needs
+    assert plan.min_member == (min_replicas or workers + 1)
+
+
 def lws_with_policy(size: int, sub_group_size: int, policy: str | None = None) -> dict[str, Any]:
     """KAI's lwsOwner: a LeaderWorkerSet with spec.leaderWorkerTemplate.subGroupPolicy."""
     ws = lws(size=size)
