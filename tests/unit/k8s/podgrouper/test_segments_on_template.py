@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 from pg_objects import kubeflow_pod, lws, lws_pods, pytorchjob
 
-from kai_scheduler.cluster.podgrouper import SubGroupPlan, TopologyConstraintPlan, plan_pod_group
+from kai_scheduler.cluster.podgrouper import (
+    SubGroupPlan,
+    TopologyConstraintPlan,
+    plan_pod_group,
+    pod_group_manifest,
+)
 
 SIZE = "kai.scheduler/segment-size"
 TOPOLOGY = "kai.scheduler/topology"
@@ -77,6 +82,29 @@ def test_only_preferred_placement_on_the_template() -> None:
     assert segments_of(plan)["worker-segment-0"].topology_constraint == TopologyConstraintPlan(
         "cluster-topology", None, "node"
     )
+
+
+def test_only_required_placement() -> None:
+    # KAI: TestGetPodGroupMetadata_Segments_OnlyRequiredPlacement.
+    job = job_with_worker_template({SIZE: "2", TOPOLOGY: "cluster-topology", REQUIRED: "rack"})
+    plan = plan_pod_group(kubeflow_pod(job, "worker", 0), [job])
+    assert segments_of(plan)["worker-segment-0"].topology_constraint == TopologyConstraintPlan(
+        "cluster-topology", "rack", None
+    )
+
+
+def test_zero_workers_falls_back_to_leaf() -> None:
+    # KAI: TestGetPodGroupMetadata_Segments_ZeroWorkersFallsBackToLeaf: no workers, minAvailable 1, a
+    # segment size: no segments, and `worker` stays a leaf (a minMember, no minSubGroup).
+    job = job_with_worker_template({SIZE: "2"})
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 0
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 1}}
+    master = kubeflow_pod(job, "master", 0)
+    master["metadata"]["annotations"] = {SIZE: "2"}
+    manifest = pod_group_manifest(plan_pod_group(master, [job]))
+    worker = next(g for g in manifest["spec"]["subGroups"] if g["name"] == "worker")
+    assert "minSubGroup" not in worker
+    assert segments_of(plan_pod_group(master, [job])) == {}
 
 
 def test_pod_annotations_come_before_the_template() -> None:
