@@ -280,3 +280,12 @@ def test_lws_placement_on_the_leaderworkerset_itself_is_not_read() -> None:
     assert [g.name for g in plan.sub_groups] == ["segment-0", "leader", "workers", "segment-1"]
     assert all(g.topology_constraint is None for g in plan.sub_groups)
     assert [d.field for d in plan.dropped] == [f'metadata.annotations["{PREFERRED}"]']
+
+
+def test_lws_negative_worker_index() -> None:
+    # KAI: TestGetPodGroupMetadata_NegativeWorkerIndex (validateWorkerIndex: "is not valid. It must be
+    # bigger than 0"), size 3 without segments.
+    p, owners = lws_pods(lws(size=3), 0, 1)
+    p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] = "-1"
+    with pytest.raises(GroupingError, match=r"worker-index\"\]: must be at least 0, got -1"):
+        plan_pod_group(p, owners)
