@@ -74,14 +74,21 @@ class JobPods:
     running: int = 0  # bound (or binding), not terminating
     unbound: int = 0  # not bound (terminating or not): the job still waits for a placement
     waiting: dict[str, None] = field(default_factory=dict)  # the unbound ones not terminating, as a set
+    # Those placed by a BindRequest the binder has not carried out yet (counted in `running`), as a set.
+    binding: dict[str, None] = field(default_factory=dict)
 
-    def count(self, key: str, state: PodState, sign: int) -> None:
-        """Count the pod `key` in (`sign` 1) or out (-1)."""
+    def count(self, key: str, state: PodState, sign: int, *, bound: bool = True) -> None:
+        """Count the pod `key` in (`sign` 1) or out (-1); `bound`: its spec names its node (else a
+        BindRequest does)."""
         self.pods += sign
         if state.phase in TERMINAL_PHASES:
             return
         if state.node_name is not None:
             self.running += 0 if state.terminating else sign
+            if sign < 0:
+                self.binding.pop(key, None)
+            elif not bound:
+                self.binding[key] = None
             return
         self.unbound += sign
         if state.terminating:

@@ -181,9 +181,11 @@ class PodGroupUpdates:
                 if job in job_pods and job_pods[job].running > 0:
                     continue  # KAI writes no condition on a job with allocated pods (what it said stays)
                 message = message_on(obj, message, self.label_key)
-            pending = job in job_pods and job_pods[job].unbound > 0
-            if message is None and pending and job not in placed_jobs:
-                continue  # not considered this cycle: what it said last stays
+            pods = job_pods.get(job)
+            if message is None and pods is not None and (pods.unbound > 0 or pods.binding):
+                # Not considered this cycle, or placed and its binds not yet confirmed: what it said last
+                # stays (KAI v0.17 #1908), so a bind that fails still leaves why the pods waited.
+                continue
             if message is None and not (obj.get("status") or {}).get("schedulingConditions"):
                 continue  # nothing to say, nothing said before
             conditions = self._conditions(obj, message, now)
@@ -217,7 +219,8 @@ class PodGroupUpdates:
         ]
         others = [cond for cond in current if cond not in ours]
         if message is None:
-            return others if ours else None
+            # Scheduled: KAI v0.17 (#1908) removes every pool's condition, not only this pool's.
+            return [] if current else None
         reason = code_of(message)
         if ours and ours[0].get("reason") == reason and ours[0].get("message") == message and len(ours) == 1:
             return None

@@ -409,7 +409,8 @@ class StateBuilder:
         self._our_states[key] = state
         self._job_of_pod[key] = job
         self._changed_jobs.add(job)
-        self._job_pods.setdefault(job, JobPods()).count(key, state, 1)
+        bound = bool((self._pod_objects[key].get("spec") or {}).get("nodeName"))
+        self._job_pods.setdefault(job, JobPods()).count(key, state, 1, bound=bound)
         if state.node_name is not None and state.phase not in TERMINAL_PHASES:
             self._active_pods[job] = self._active_pods.get(job, 0) + 1
 
