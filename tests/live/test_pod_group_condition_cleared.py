@@ -5,7 +5,7 @@ PodGroup that is gone, as KAI v0.17's status updater has them.
 `TestClearPodGroupSchedulingCondition` and `TestRemovePodGroupSchedulingCondition`): once no pod of the job
 waits and none awaits its bind, every scheduling condition goes, of every node pool; while the placement's
 binds are in flight (allocated, pipelined, binding) the explanation stays, so a failed bind still says why
-the pods waited. #1949: a write for a PodGroup deleted meanwhile is dropped, not retried.
+the pods waited. #1949 and #1999: a write for a PodGroup or a pod deleted meanwhile is dropped, not retried.
 """
 
 from __future__ import annotations
@@ -77,3 +77,20 @@ def test_a_condition_for_a_pod_group_deleted_meanwhile_is_dropped(server: FakeAp
 
     run(body())
     assert len(server.requests(verb="patch", resource="podgroups", subresource="status")) == 1
+
+
+def test_a_condition_for_a_pod_deleted_meanwhile_is_dropped(server: FakeApiServer) -> None:
+    """#1999 (KAI v0.17.0): the same for a pod's PodScheduled condition."""
+    store = server.store
+    store.create(node_manifest("small", gpus=0))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+    server.fail_next(1, 404, verb="patch", resource="pods", subresource="status")
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            report = await live.loop.run_once()
+            assert report.errors == []
+
+    run(body())
+    assert len(server.requests(verb="patch", resource="pods", subresource="status")) == 1
