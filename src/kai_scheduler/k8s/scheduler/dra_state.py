@@ -23,54 +23,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from kai_scheduler.api.objects import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
-from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
+from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
+from kai_scheduler.k8s.scheduler.parsing import by_schema
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import assumed_extended_claim, reserve_claim
 from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME
 
 log = logging.getLogger(__name__)
 
-M = TypeVar("M", bound=BaseModel)
-
 # Pod key -> (pod uid, the claims its BindRequest, created by this process, carries).
 BindingClaims = Mapping[str, tuple[str, Sequence[ClaimAllocation]]]
-
-
-class _Models(Generic[M]):
-    """Parsed models by object key, parsed again only when the resourceVersion changes."""
-
-    def __init__(self, model: type[M]) -> None:
-        self.model = model
-        self.entries: dict[str, tuple[str, M | None]] = {}
-
-    def parse_all(self, cache: Mapping[str, JsonObject]) -> list[M]:
-        parsed = []
-        for key, obj in sorted(cache.items()):
-            version = resource_version(obj)
-            entry = self.entries.get(key)
-            if entry is None or entry[0] != version or not version:
-                try:
-                    entry = (version, self.model.model_validate(obj))
-                except ValidationError as error:
-                    log.warning(
-                        "skipping %s %s (resourceVersion %s): %s", self.model.__name__, key, version, error
-                    )
-                    entry = (version, None)
-                self.entries[key] = entry
-            if entry[1] is not None:
-                parsed.append(entry[1])
-        for gone in self.entries.keys() - cache.keys():
-            del self.entries[gone]
-        return parsed
 
 
 class DraFeed:
@@ -79,9 +49,9 @@ class DraFeed:
     def __init__(self, informers: InformerSet) -> None:
         self.informers = informers
         self.watching = RESOURCE_CLAIMS in informers
-        self._claims = _Models(ResourceClaim)
-        self._slices = _Models(ResourceSlice)
-        self._classes = _Models(DeviceClass)
+        self._claims = by_schema(ResourceClaim)
+        self._slices = by_schema(ResourceSlice)
+        self._classes = by_schema(DeviceClass)
         self._claims_dirty = True
         self._cluster_dirty = True
         self._enabled: bool | None = None
@@ -138,14 +108,14 @@ class DraFeed:
 
     def _slices_now(self) -> list[ResourceSlice]:
         informer = self.informers.optional(RESOURCE_SLICES)
-        return self._slices.parse_all(informer.cache) if informer is not None else []
+        return self._slices.models(informer.cache) if informer is not None else []
 
     def _classes_now(self) -> list[DeviceClass]:
         informer = self.informers.optional(DEVICE_CLASSES)
-        return self._classes.parse_all(informer.cache) if informer is not None else []
+        return self._classes.models(informer.cache) if informer is not None else []
 
     def _claims_now(self) -> list[ResourceClaim]:
-        claims = {claim.key: claim for claim in self._claims.parse_all(self.informers[RESOURCE_CLAIMS].cache)}
+        claims = {claim.key: claim for claim in self._claims.models(self.informers[RESOURCE_CLAIMS].cache)}
         pods = self.informers.pods.cache
         requests = self.informers.bind_requests.cache
         for request_key, pod_key in self._requests.items():

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel
-
+from kai_scheduler.api.objects import K8sModel
 from kai_scheduler.k8s.runtime.client import JsonObject, ResourceKind
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.scheduler.dra_state import _Models
+from kai_scheduler.k8s.scheduler.parsing import by_schema
 from kai_scheduler.model.cache import ClusterCache
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=K8sModel)
 
 
 class ObjectsFeed(Generic[M]):
@@ -28,7 +27,7 @@ class ObjectsFeed(Generic[M]):
         hand: Callable[[ClusterCache, list[M]], None],
     ) -> None:
         self.informer = informers.optional(kind)
-        self._models = _Models(model)
+        self._models = by_schema(model)
         self._hand = hand
         self._dirty = self.informer is not None
 
@@ -43,4 +42,4 @@ class ObjectsFeed(Generic[M]):
         if not self._dirty or self.informer is None:
             return
         self._dirty = False
-        self._hand(cache, self._models.parse_all(self.informer.cache))
+        self._hand(cache, self._models.models(self.informer.cache))

@@ -94,6 +94,11 @@ class Parsed(Generic[M]):
         self.prune(set(cache))
         return parsed
 
+    def models(self, cache: Mapping[str, JsonObject]) -> list[M]:
+        """Every object of an informer's cache that parses, in key order (the kinds handed to the cache
+        as a whole set, whose skipped objects only the log names)."""
+        return [model for _, _, model in self.parse_all(cache, self.what, [])]
+
     def prune(self, alive: set[str]) -> list[M]:
         """Forget entries whose object is gone; returns their models."""
         gone = [key for key in self.entries if key not in alive]
@@ -121,6 +126,11 @@ def schema_only(kind: type[M]) -> Callable[[JsonObject, str], M]:
         return kind.model_validate(obj)
 
     return parse
+
+
+def by_schema(kind: type[M]) -> Parsed[M]:
+    """A kind read by its schema only, named in the log by its model's name."""
+    return Parsed(kind.__name__, schema_only(kind))
 
 
 # A pod's (and a PodGroup's) model is made of its metadata and spec; what changes while it runs is read
@@ -182,4 +192,13 @@ def renamed(
     return rename
 
 
-__all__ = ["M", "Parsed", "checked", "renamed", "same_pod_group_model", "same_pod_model", "schema_only"]
+__all__ = [
+    "M",
+    "Parsed",
+    "by_schema",
+    "checked",
+    "renamed",
+    "same_pod_group_model",
+    "same_pod_model",
+    "schema_only",
+]

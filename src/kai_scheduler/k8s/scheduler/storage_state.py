@@ -3,7 +3,7 @@ StorageClasses from the informers into the `ClusterCache` (`ClusterCache.set_sto
 cache lists them for its ConfigMap and VolumeBinding predicates (`model.storage`).
 
 Handed on only after one of them changed (an informer event), each object parsed once per
-resourceVersion (`dra_state._Models`); a cluster whose scheduler may not list them (an older chart's
+resourceVersion (`parsing.Parsed`); a cluster whose scheduler may not list them (an older chart's
 ClusterRole) hands on none, and pods that need a ConfigMap or a claim then wait, saying which.
 """
 
@@ -19,7 +19,7 @@ from kai_scheduler.k8s.runtime.client import (
     ResourceKind,
 )
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.scheduler.dra_state import _Models
+from kai_scheduler.k8s.scheduler.parsing import by_schema
 from kai_scheduler.model.cache import ClusterCache
 
 
@@ -28,10 +28,10 @@ class StorageFeed:
 
     def __init__(self, informers: InformerSet) -> None:
         self.informers = informers
-        self._config_maps = _Models(ConfigMap)
-        self._claims = _Models(PersistentVolumeClaim)
-        self._volumes = _Models(PersistentVolume)
-        self._classes = _Models(StorageClass)
+        self._config_maps = by_schema(ConfigMap)
+        self._claims = by_schema(PersistentVolumeClaim)
+        self._volumes = by_schema(PersistentVolume)
+        self._classes = by_schema(StorageClass)
         self._dirty = False
 
         def changed(*objs: JsonObject) -> None:
@@ -48,10 +48,10 @@ class StorageFeed:
             return
         self._dirty = False
         cache.set_storage(
-            self._config_maps.parse_all(self._cache(CONFIG_MAPS)),
-            self._claims.parse_all(self._cache(PERSISTENT_VOLUME_CLAIMS)),
-            self._volumes.parse_all(self._cache(PERSISTENT_VOLUMES)),
-            self._classes.parse_all(self._cache(STORAGE_CLASSES)),
+            self._config_maps.models(self._cache(CONFIG_MAPS)),
+            self._claims.models(self._cache(PERSISTENT_VOLUME_CLAIMS)),
+            self._volumes.models(self._cache(PERSISTENT_VOLUMES)),
+            self._classes.models(self._cache(STORAGE_CLASSES)),
         )
 
     def _cache(self, kind: ResourceKind) -> dict[str, JsonObject]:
