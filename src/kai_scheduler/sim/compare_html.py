@@ -2,8 +2,8 @@
 summary numbers of each with B - A, the pod groups whose start or fate changed, and plots of A and B
 overlaid), and `DIR/summary.json`, the comparison document (`sim.compare.comparison`).
 
-The page is made as the single run's report is (`sim.report_html`: its style, PNGs embedded as data: URIs,
-no script, nothing fetched); matplotlib is imported only here and there.
+The page is made of the same pieces as the single run's report (`sim.html_parts`: its style, PNGs embedded
+as data: URIs, no script, nothing fetched, matplotlib imported only when a plot is drawn).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.sim.compare import FIGURES, fate_text, number, signed, start_text
-from kai_scheduler.sim.report_html import (
-    _figure,
-    _image,
-    _png,
-    _steps,
-    _table,
-    _time_unit,
+from kai_scheduler.sim.html_parts import (
     busiest_queues,
-    queue_panels,
+    figure,
+    image,
+    page,
+    png,
+    queue_grid,
+    steps,
+    table,
+    time_unit,
 )
 from kai_scheduler.sim.summary import completion_times, waits
 from kai_scheduler.sim.timeline import FloatArray, Timeline
@@ -59,14 +60,14 @@ def _line(axis: Any, xs: FloatArray, ys: FloatArray, scale: float, run: str, **s
 def _total_plot(a: Timeline, b: Timeline) -> str:
     """GPUs allocated and pending pods, all queues together, A and B on the same axes."""
     end = max(a.end, b.end)
-    scale, unit = _time_unit(end)
-    figure, axes = _figure(2, 1, height=2.8)
+    scale, unit = time_unit(end)
+    drawn, axes = figure(2, 1, height=2.8)
     allocated, pending = axes[0][0], axes[1][0]
     for run, timeline in _runs(a, b):
-        xs, ys = _steps(timeline.times, timeline.total_allocated, timeline.end)
+        xs, ys = steps(timeline.times, timeline.total_allocated, timeline.end)
         _line(allocated, xs, ys, scale, run, label=f"{run}: GPUs allocated")
         total_pending = np.sum([timeline.pending[q] for q in timeline.queues], axis=0)
-        xs, ys = _steps(timeline.times, np.asarray(total_pending, dtype=float), timeline.end)
+        xs, ys = steps(timeline.times, np.asarray(total_pending, dtype=float), timeline.end)
         _line(pending, xs, ys, scale, run, label=f"{run}: pending pods")
     allocated.axhline(max(a.capacity, b.capacity), color="grey", linestyle=":", label="capacity")
     allocated.set_ylabel("GPUs")
@@ -75,51 +76,41 @@ def _total_plot(a: Timeline, b: Timeline) -> str:
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8, loc="upper right")
     pending.set_xlabel(f"simulated time ({unit})")
-    figure.suptitle("GPUs allocated and pods pending, A and B", fontsize=11)
-    return _png(figure)
+    drawn.suptitle("GPUs allocated and pods pending, A and B", fontsize=11)
+    return png(drawn)
 
 
 def _queue_plot(a: Timeline, b: Timeline) -> str:
     """One panel per leaf queue (the busiest MAX_QUEUE_PANELS): A's and B's allocated GPUs, their fair
     shares dashed."""
     end = max(a.end, b.end)
-    scale, unit = _time_unit(end)
+    scale, unit = time_unit(end)
     queues = [q for q in a.leaf_queues if q in b.allocated]
     queues = busiest_queues(
         queues, {q: float(a.allocated[q].sum()) + float(b.allocated[q].sum()) for q in queues}
     )
-    figure, axes = queue_panels(len(queues))
-    for i, axis in enumerate(axes.flat):
-        if i >= len(queues):
-            axis.set_visible(False)
-            continue
-        queue = queues[i]
+
+    def draw(axis: Any, queue: str) -> None:
         for run, timeline in _runs(a, b):
-            xs, ys = _steps(timeline.times, timeline.allocated[queue], timeline.end)
+            xs, ys = steps(timeline.times, timeline.allocated[queue], timeline.end)
             _line(axis, xs, ys, scale, run, label=f"{run} allocated")
-            sx, sy = _steps(timeline.fair_share_times, timeline.fair_share[queue], timeline.end)
+            sx, sy = steps(timeline.fair_share_times, timeline.fair_share[queue], timeline.end)
             _line(axis, sx, sy, scale, run, linestyle="--", label=f"{run} fair share")
-        axis.set_title(queue, fontsize=9)
-        axis.set_ylim(bottom=0)
-        axis.tick_params(labelsize=8)
-        if i == 0:
-            axis.legend(fontsize=7, loc="upper right")
-    for axis in axes[-1]:
-        axis.set_xlabel(f"simulated time ({unit})", fontsize=8)
-    figure.suptitle("GPUs allocated per queue (solid) and fair share (dashed), A and B", fontsize=11)
-    return _png(figure)
+
+    title = "GPUs allocated per queue (solid) and fair share (dashed), A and B"
+    return queue_grid(queues, draw, unit=unit, title=title)
 
 
 def _distribution_plot(a: Timeline, b: Timeline) -> str:
     """The waiting and completion times as cumulative distributions, A and B on the same axes."""
-    figure, axes = _figure(1, 2, sharex=False)
+    drawn, axes = figure(1, 2, sharex=False)
     for axis, measure, what in (
         (axes[0][0], waits, "waiting time (arrival to start)"),
         (axes[0][1], completion_times, "job completion time (arrival to completion)"),
     ):
         values = {run: sorted(measure(timeline)) for run, timeline in _runs(a, b)}
         longest = max((v[-1] for v in values.values() if v), default=0.0)
-        scale, unit = _time_unit(longest)
+        scale, unit = time_unit(longest)
         axis.set_title(what, fontsize=10)
         for run, sample in values.items():
             if not sample:
@@ -141,19 +132,19 @@ def _distribution_plot(a: Timeline, b: Timeline) -> str:
         axis.set_xlabel(unit)
         axis.set_ylabel("fraction of pod groups")
         axis.set_ylim(0, 1.02)
-    return _png(figure)
+    return png(drawn)
 
 
 def _fragmentation_and_evictions_plot(a: Timeline, b: Timeline) -> str:
     end = max(a.end, b.end)
-    scale, unit = _time_unit(end)
-    figure, axes = _figure(2, 1, height=2.8)
+    scale, unit = time_unit(end)
+    drawn, axes = figure(2, 1, height=2.8)
     fragmented, evictions = axes[0][0], axes[1][0]
     for run, timeline in _runs(a, b):
-        xs, ys = _steps(timeline.times, timeline.fragmented, timeline.end)
+        xs, ys = steps(timeline.times, timeline.fragmented, timeline.end)
         _line(fragmented, xs, ys, scale, run, label=f"{run}: fragmented idle GPUs")
         times = np.array([e.time for e in timeline.evictions], dtype=float)
-        xs, ys = _steps(times, np.arange(1, times.size + 1, dtype=float), timeline.end)
+        xs, ys = steps(times, np.arange(1, times.size + 1, dtype=float), timeline.end)
         _line(evictions, xs, ys, scale, run, label=f"{run}: evictions so far")
     fragmented.set_ylabel("GPUs")
     evictions.set_ylabel("evictions")
@@ -162,8 +153,8 @@ def _fragmentation_and_evictions_plot(a: Timeline, b: Timeline) -> str:
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8, loc="upper left")
     evictions.set_xlabel(f"simulated time ({unit})")
-    figure.suptitle("Fragmented idle GPUs and evictions, A and B", fontsize=11)
-    return _png(figure)
+    drawn.suptitle("Fragmented idle GPUs and evictions, A and B", fontsize=11)
+    return png(drawn)
 
 
 # --- the page ------------------------------------------------------------------------------------------
@@ -186,13 +177,13 @@ def _queue_table(document: dict[str, Any]) -> str:
             ]
         )
     header = ["leaf queue", "allocated GPUs A", "allocated GPUs B", "allocated / fair share A", "... B"]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str:
     a_name, b_name = document["a"]["config"], document["b"]["config"]
     labels = dict(FIGURES)
-    figures = _table(
+    figures = table(
         ["figure", "A", "B", "B − A"],
         [
             [labels[row["figure"]], number(row["a"]), number(row["b"]), signed(row["delta"])]
@@ -204,7 +195,7 @@ def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str
     changed = groups["changed"]
     if changed:
         shown = changed[:_MAX_GROUP_ROWS]
-        group_table = _table(
+        group_table = table(
             ["pod group", "queue", "start A", "start B", "B − A (s)", "fate A", "fate B"],
             [
                 [
@@ -230,30 +221,24 @@ def _page(document: dict[str, Any], a: Timeline, b: Timeline, title: str) -> str
         group_part = (
             f"<h2>Pod groups</h2><p>All {groups['total']} started at the same time, with the same fate.</p>"
         )
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;"
-        "text-align:left}img{max-width:100%}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>The same input under two scheduler configurations: <b>A</b> = {html.escape(a_name)} "
-        f"(blue), <b>B</b> = {html.escape(b_name)} (orange).</p>",
-        "<h2>Summary</h2>",
-        figures,
-        "<p>Each run's numbers are defined as in a single run's report (docs/reports.md); summary.json has "
-        "both runs' summaries, these differences and the pod groups below.</p>",
-        "<h2>Queues</h2>",
-        queues,
-        group_part,
-        "<h2>Over time</h2>",
-        _image(_total_plot(a, b), "GPUs allocated and pods pending, A and B"),
-        _image(_queue_plot(a, b), "GPUs allocated per queue and fair share, A and B"),
-        "<h2>Waiting and completion times</h2>",
-        _image(_distribution_plot(a, b), "waiting and completion time distributions, A and B"),
-        "<h2>Fragmentation and evictions</h2>",
-        _image(_fragmentation_and_evictions_plot(a, b), "fragmented GPUs and evictions, A and B"),
-        "</body></html>",
-    ]
-    return "\n".join(parts) + "\n"
+    return page(
+        title,
+        [
+            f"<p>The same input under two scheduler configurations: <b>A</b> = {html.escape(a_name)} "
+            f"(blue), <b>B</b> = {html.escape(b_name)} (orange).</p>",
+            "<h2>Summary</h2>",
+            figures,
+            "<p>Each run's numbers are defined as in a single run's report (docs/reports.md); "
+            "summary.json has both runs' summaries, these differences and the pod groups below.</p>",
+            "<h2>Queues</h2>",
+            queues,
+            group_part,
+            "<h2>Over time</h2>",
+            image(_total_plot(a, b), "GPUs allocated and pods pending, A and B"),
+            image(_queue_plot(a, b), "GPUs allocated per queue and fair share, A and B"),
+            "<h2>Waiting and completion times</h2>",
+            image(_distribution_plot(a, b), "waiting and completion time distributions, A and B"),
+            "<h2>Fragmentation and evictions</h2>",
+            image(_fragmentation_and_evictions_plot(a, b), "fragmented GPUs and evictions, A and B"),
+        ],
+    )
