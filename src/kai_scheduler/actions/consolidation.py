@@ -19,6 +19,7 @@ from kai_scheduler.actions.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.queues import is_unlimited
 from kai_scheduler.model.resources import EPSILON, Resources
 
 
@@ -69,7 +70,7 @@ class Consolidation(VictimAction):
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
         # resources to it), except through a limit on the queue's path, checked when the job is placed.
         path = session.snapshot.queues.ancestry(job.queue)
-        limited = any(limit >= 0 for queue in path for limit in queue.limit.values())
+        limited = any(not is_unlimited(limit) for queue in path for limit in queue.limit.values())
         return (scheduling_signature(job, tasks, by_queue=False), job.queue if limited else None)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:

@@ -400,6 +400,12 @@ class QueueResource(K8sModel):
     over_quota_weight: float = 0.0
 
 
+def is_unlimited(amount: float) -> bool:
+    """Whether a queue's quota or limit (or a number derived from one) is unlimited. KAI writes -1; every
+    negative amount reads so here, so one rule holds wherever a queue's amounts are read."""
+    return amount < 0
+
+
 class QueueResources(K8sModel):
     gpu: QueueResource = Field(default_factory=QueueResource)
     cpu: QueueResource = Field(default_factory=QueueResource)

@@ -514,7 +514,7 @@ def omitted_queue_fields(queue: o.Queue) -> list[Notice]:
                     f"not set: KAI reads 0, which blocks {name} for this queue (write -1 for no limit)",
                 )
             )
-        if "over_quota_weight" not in fields and resource.quota != c.UNLIMITED:
+        if "over_quota_weight" not in fields and not o.is_unlimited(resource.quota):
             found.append(
                 Notice(
                     f"{path}.overQuotaWeight",

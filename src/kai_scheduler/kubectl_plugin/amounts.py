@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.api.objects import Pod
+from kai_scheduler.api.objects import Pod, is_unlimited
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.model.builder import pod_request
 from kai_scheduler.model.resources import gpu_memory_gpus
@@ -89,7 +89,7 @@ def spec_amount(queue: Mapping[str, Any], resource: str, field: str) -> float | 
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return None if number == c.UNLIMITED else number * SPEC_SCALE[resource]
+    return None if is_unlimited(number) else number * SPEC_SCALE[resource]
 
 
 def show(resource: str, amount: float | None) -> str:

@@ -30,7 +30,7 @@ from kai_scheduler.model.jobs import (
 )
 from kai_scheduler.model.nodes import MIG_MIXED, MIG_NONE, MIG_SINGLE, FloatArray, NodeSpecInfo, NodeTable
 from kai_scheduler.model.priorities import Priorities, is_preemptible
-from kai_scheduler.model.queues import QueueInfo, QueueTree
+from kai_scheduler.model.queues import QueueInfo, QueueTree, is_unlimited
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import PodGroupState, PodState
 from kai_scheduler.model.storage import claim_names, required_config_maps
@@ -238,8 +238,8 @@ def _queue_resources(queue: Queue, field: str) -> Resources:
     spec = queue.spec.resources
 
     def convert(value: float, unit: float) -> float:
-        # -1 (unlimited) keeps its meaning whatever the unit.
-        return value if value < 0 else value * unit
+        # Unlimited keeps its meaning whatever the unit.
+        return value if is_unlimited(value) else value * unit
 
     return Resources(
         gpu=getattr(spec.gpu, field),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kai_scheduler.api.constants import UNLIMITED
+from kai_scheduler.api.objects import is_unlimited
 from kai_scheduler.model.resources import RESOURCE_NAMES, Resources
-
-UNLIMITED = -1.0
 
 
 @dataclass(eq=False, slots=True)
@@ -119,12 +119,21 @@ class QueueTree:
 def effective_limit(queue: QueueInfo, resource: str) -> float:
     """The limit as a number: unlimited is infinity."""
     value = queue.limit.get(resource)
-    return float("inf") if value < 0 else value
+    return float("inf") if is_unlimited(value) else value
 
 
 def effective_deserved(queue: QueueInfo, resource: str, total: float) -> float:
+    """The deserved quota as a number: unlimited is `total`, the cluster's capacity."""
     value = queue.deserved.get(resource)
-    return total if value < 0 else value
+    return total if is_unlimited(value) else value
 
 
-__all__ = ["RESOURCE_NAMES", "UNLIMITED", "QueueInfo", "QueueTree", "effective_deserved", "effective_limit"]
+__all__ = [
+    "RESOURCE_NAMES",
+    "UNLIMITED",
+    "QueueInfo",
+    "QueueTree",
+    "effective_deserved",
+    "effective_limit",
+    "is_unlimited",
+]

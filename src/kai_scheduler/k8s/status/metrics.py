@@ -15,9 +15,8 @@ from kai_scheduler.api.constants import (
     GPU_RESOURCE,
     MEMORY_RESOURCE,
     QUEUE_MEMORY_UNIT_BYTES,
-    UNLIMITED,
 )
-from kai_scheduler.api.objects import Queue
+from kai_scheduler.api.objects import Queue, is_unlimited
 
 MILLICORES_PER_CORE = 1000
 
@@ -101,7 +100,7 @@ class QueueMetrics:
 
 
 def _scaled(amount: float, factor: float) -> float:
-    return amount if amount == UNLIMITED else amount * factor
+    return amount if is_unlimited(amount) else amount * factor
 
 
 __all__ = ["QueueMetrics"]

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-UNLIMITED = -1.0
+from kai_scheduler.model.queues import is_unlimited
 
 # Relative tolerance (in units) for float noise: an offer of 2.9999999999999996 GPUs is 3 whole GPUs, and a
 # remaining request of 4.000000000000001 is "satisfied" by an offer of 4.
@@ -159,8 +159,8 @@ def _divide_level(
 
 
 def _requestable(request: float, limit: float) -> float:
-    # limit -1 is unlimited; limit 0 really means "nothing allowed" (reference gotcha 2).
-    if limit == UNLIMITED:
+    # limit 0 really means "nothing allowed" (reference gotcha 2).
+    if is_unlimited(limit):
         return max(float(request), 0.0)
     return max(float(min(request, limit)), 0.0)
 
@@ -169,7 +169,7 @@ def _give_deserved(total: float, level: list[_LevelQueue]) -> float:
     """§5.2 step 1.  The result can be negative when deserved quotas are oversubscribed."""
     remaining = total
     for entry in level:
-        deserved = total if entry.queue.deserved == UNLIMITED else entry.queue.deserved
+        deserved = total if is_unlimited(entry.queue.deserved) else entry.queue.deserved
         entry.fair_share = max(float(min(deserved, entry.requestable)), 0.0)
         remaining -= entry.fair_share
     return remaining

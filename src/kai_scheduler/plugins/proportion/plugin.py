@@ -17,7 +17,7 @@ from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import FloatArray, IntArray
-from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved
+from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.arguments import number
@@ -163,7 +163,7 @@ class ProportionPlugin:
             fair.gpu < used[0] - EPSILON and fair.cpu < used[1] - EPSILON and fair.memory < used[2] - EPSILON
         )
         starved = all(
-            d < 0 or u + a <= d + EPSILON
+            is_unlimited(d) or u + a <= d + EPSILON
             for d, u, a in zip((deserved.gpu, deserved.cpu, deserved.memory), used, asked, strict=True)
         )
         shares = self._allocatable_shares(queue)
@@ -199,7 +199,9 @@ class ProportionPlugin:
             fair, deserved = queue.fair_share, queue.deserved
             used = allocated.values()
             over_utilised = all(f < u - EPSILON for f, u in zip(fair.values(), used, strict=True))
-            starved = all(d < 0 or u <= d + EPSILON for d, u in zip(deserved.values(), used, strict=True))
+            starved = all(
+                is_unlimited(d) or u <= d + EPSILON for d, u in zip(deserved.values(), used, strict=True)
+            )
             zero_share_use = any(
                 share <= EPSILON and u > EPSILON for share, u in zip(shares, used, strict=True)
             )
@@ -230,12 +232,8 @@ class ProportionPlugin:
         assert self._session is not None
         for queue in self._session.snapshot.queues.ancestry(job.queue):
             for r in RESOURCE_NAMES:
-                limit = queue.limit.get(r)
-                if (
-                    limit >= 0
-                    and request.get(r) > EPSILON
-                    and queue.allocated.get(r) + request.get(r) > limit + EPSILON
-                ):
+                limit = effective_limit(queue, r)
+                if request.get(r) > EPSILON and queue.allocated.get(r) + request.get(r) > limit + EPSILON:
                     return WaitReason(
                         f"OverLimit: queue {queue.name} would exceed its {r} limit "
                         f"({_amount(r, queue.allocated.get(r))} allocated + "
@@ -254,7 +252,11 @@ class ProportionPlugin:
             for r in RESOURCE_NAMES:
                 deserved = queue.deserved.get(r)
                 used = queue.allocated_non_preemptible.get(r)
-                if deserved >= 0 and request.get(r) > EPSILON and used + request.get(r) > deserved + EPSILON:
+                if (
+                    not is_unlimited(deserved)
+                    and request.get(r) > EPSILON
+                    and used + request.get(r) > deserved + EPSILON
+                ):
                     return WaitReason(
                         f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
                         "above its "
@@ -510,11 +512,8 @@ def _amount(resource: str, value: float) -> str:
 
 def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
     """min(limit, max(deserved, fairShare)); unlimited counts as the cluster's total."""
-    deserved = queue.deserved.get(resource)
-    limit = queue.limit.get(resource)
-    deserved_value = total if deserved < 0 else deserved
-    share = max(deserved_value, queue.fair_share.get(resource))
-    return share if limit < 0 else min(limit, share)
+    share = max(effective_deserved(queue, resource, total), queue.fair_share.get(resource))
+    return min(effective_limit(queue, resource), share)
 
 
 def _dominant(amounts: tuple[float, ...], shares: tuple[float, float, float]) -> float:

@@ -15,7 +15,7 @@ whose valid victims came later (KAI #1750).
 
 from __future__ import annotations
 
-from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.model.queues import QueueInfo, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 
 
@@ -32,7 +32,7 @@ def may_be_reclaimed(
         if request.get(resource) <= 0:
             continue
         deserved = victim_side.deserved.get(resource)
-        if deserved < 0:  # unlimited: never above it
+        if is_unlimited(deserved):  # never above it
             continue
         held = victim_side.allocated.get(resource)
         if held > deserved + EPSILON:
