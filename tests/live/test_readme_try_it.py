@@ -25,6 +25,8 @@ import yaml
 from child_process import Child, running
 from ports import free_port
 
+from markdown_support import code_blocks
+
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 90.0
 
@@ -33,15 +35,7 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 
 def readme_try_it_lines() -> list[str]:
     """The commands of the README's code block that starts the fake API server, comments dropped."""
-    blocks: list[list[str]] = []
-    inside = False
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if line.startswith("```"):
-            inside = not inside
-            if inside:
-                blocks.append([])
-        elif inside:
-            blocks[-1].append(line)
+    blocks = code_blocks((ROOT / "README.md").read_text())
     (block,) = [b for b in blocks if any("kai-fakeapi --port" in line for line in b)]
     return [line.split("#", 1)[0].strip() for line in block if line.split("#", 1)[0].strip()]
 

@@ -1,4 +1,4 @@
-"""`simulate --compare A.yaml B.yaml`: two runs of one input side by side (README's what-if section).
+"""`simulate --compare A.yaml B.yaml`: two runs of one input side by side (docs/what-if.md).
 
 Through the real command line on a small deterministic input: team A runs four 100 s pods on a 4-GPU
 node from second 0 (bound in the input); team B's 50 s pod arrives at 10. With KAI's default actions,
@@ -184,13 +184,12 @@ def test_flags_that_do_not_go_with_compare(
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_readmes_comparison_is_what_the_command_prints(
+def test_the_what_if_pages_comparison_is_what_the_command_prints(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(ROOT)  # the README's paths are from the checkout's root
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## What-if: compare and sweep") :]
-    block = section[section.index("```\n$ kai-scheduler simulate --compare") + 4 :]
+    monkeypatch.chdir(ROOT)  # the page's paths are from the checkout's root
+    page = (ROOT / "docs" / "what-if.md").read_text(encoding="utf-8")
+    block = page[page.index("```\n$ kai-scheduler simulate --compare") + 4 :]
     block = block[: block.index("\n```\n")]
     command = block.splitlines()[0].removeprefix("$ kai-scheduler ").split()
     assert main(command) == 0
