@@ -1,5 +1,5 @@
 """`simulate --sweep FILE`: every combination of the values a sweep file varies, each run's summary numbers
-in a row (README's what-if section). The runs go through the real command line in a pool of two worker
+in a row (docs/what-if.md). The runs go through the real command line in a pool of two worker
 processes; each row must be the run `simulate --config ... --report` makes of the same combination.
 """
 
