@@ -48,8 +48,15 @@ class StaleGangEviction:
     def _evict(self, session: Session, job: JobInfo, stale_for: float, grace: float) -> None:
         statement = session.statement(self.name)
         running = job.active_allocated()
+        below = f"below its minMember {job.min_member}"
+        # The job has its own minimum: say which pod set lacks its (a sub-group a minSubGroup left pending
+        # is one, as KAI's IsStale asks every leaf).
+        podset = next((p for p in job.podsets.values() if not p.is_satisfied()), None)
+        if running >= job.min_member and podset is not None:
+            where = f"sub-group {podset.name} " if len(job.podsets) > 1 else ""
+            below = f"{where}below its minMember {podset.min_member}"
         reason = (
-            f"stale gang {job.key}: {running} pods running, below its minMember {job.min_member}, "
+            f"stale gang {job.key}: {running} pods running, {below}, "
             f"for {stale_for:g}s (grace period {grace:g}s)"
         )
         for task in job.tasks:
