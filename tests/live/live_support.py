@@ -228,6 +228,20 @@ class Live:
                 raise AssertionError("condition not reached in time")
             await asyncio.sleep(0.02)
 
+    async def settle(self, cycles: int = 3, timeout: float = 8.0) -> None:
+        """Wait until the loop has completed `cycles` more cycles and the binder holds no queued or
+        in-progress request: then whatever those cycles would do is done, and a test may assert that
+        nothing more happened. A loop that stalls or fails every cycle fails here instead of passing."""
+        target = self.loop.cycle + cycles
+
+        def settled() -> bool:
+            report = self.loop.last_report
+            cycled = report is not None and report.cycle >= target
+            idle = not self.with_binder or (len(self.binder.queue) == 0 and not self.binder.queue.processing)
+            return cycled and idle
+
+        await self.until(settled, timeout)
+
     async def __aexit__(self, *exc: object) -> None:
         self.stop.set()
         await asyncio.gather(*self.tasks)

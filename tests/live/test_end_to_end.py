@@ -74,7 +74,7 @@ def test_everything_ends_bound_exactly_once(server: FakeApiServer) -> None:
             await live.until(
                 lambda: len(bound(store)) == len(names) and set(phases(store).values()) == {"Succeeded"}
             )
-            await asyncio.sleep(0.3)  # a few more cycles: nothing more happens
+            await live.settle()  # a few more cycles, then nothing more happens
             return live.binder.stats
 
     stats = run(body())
@@ -181,7 +181,7 @@ def test_scheduler_restarted_mid_cycle(server: FakeApiServer) -> None:
             await live.until(
                 lambda: len(bound(store)) == len(names) and set(phases(store).values()) == {"Succeeded"}
             )
-            await asyncio.sleep(0.2)
+            await live.settle()
 
     run(first_life())
     run(second_life())
@@ -203,7 +203,7 @@ def test_reclaim_end_to_end(server: FakeApiServer) -> None:
     async def body() -> None:
         async with Live(server) as live:
             await live.until(lambda: {"b-0", "b-1"} <= set(bound(store)))
-            await asyncio.sleep(0.3)
+            await live.settle()
 
     run(body())
     assert sorted(evicted(server)) == ["a-2", "a-3"]
