@@ -11,6 +11,7 @@ import asyncio
 import base64
 import datetime as dt
 import json
+import logging
 import os
 import socket
 import ssl
@@ -24,7 +25,8 @@ import pytest
 from child_process import running
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-from identities import client_as, kubeconfig_as, refusals, strict_server
+from identities import account, client_as, kubeconfig_as, refusals, strict_server
+from lightkube.config.kubeconfig import KubeConfig
 from live_support import in_thread, run
 from ports import free_port, http_status
 
@@ -38,6 +40,7 @@ from kai_scheduler.k8s.admission.self_signed import (
 )
 from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.runtime.client import KubeClient, ResourceKind
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 
 SERVICE = f"{RELEASE}-admission"
 SERVICE_NAMES = [
@@ -406,20 +409,30 @@ def test_a_broken_secret_of_ours_is_made_again(server: FakeApiServer, tmp_path: 
     run(body(), timeout=60)
 
 
-def test_an_unreachable_api_server_is_retried_until_stop(server: FakeApiServer, tmp_path: Path) -> None:
-    server.stop()
+def test_an_unreachable_api_server_is_retried_until_stop(
+    server: FakeApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server's credentials on a fresh free port where nothing listens (not the port of a server
+    # stopped here, which another server may have taken since).
+    config = server.kubeconfig(service_account=account("admission"))
+    config["clusters"][0]["cluster"]["server"] = f"{server.url.rsplit(':', 1)[0]}:{free_port()}"
+
+    def retries() -> int:
+        return sum("trying again" in record.getMessage() for record in caplog.records)
 
     async def body() -> None:
-        async with client_as(server, "admission", timeout=1.0) as client:
+        async with LightkubeClient(KubeConfig.from_dict(config), timeout=1.0) as client:
             keeper = CertificateKeeper(client, _settings(), tmp_path)
             stop = asyncio.Event()
             task = asyncio.create_task(keeper.start(stop))
-            await asyncio.sleep(0.3)
-            assert not task.done()
+            while retries() < 2:  # failed, waited, failed again: retried, not given up
+                assert not task.done()
+                await asyncio.sleep(0.02)
             stop.set()
             assert await asyncio.wait_for(task, 5) is False
 
-    run(body(), timeout=30)
+    with caplog.at_level(logging.ERROR, logger="kai_scheduler.k8s.admission.self_signed"):
+        run(body(), timeout=30)
 
 
 @pytest.mark.refusals_expected
