@@ -278,13 +278,14 @@ def render_notes(overrides: Mapping[str, Any] | None = None) -> str:
 
 
 @functools.cache
-def _lint(key: str) -> tuple[str, ...]:
-    report = ENGINE.ask("lint", chart=str(CHART), values=json.loads(key), namespace=NAMESPACE)
+def _lint(key: str, chart: str) -> tuple[str, ...]:
+    report = ENGINE.ask("lint", chart=chart, values=json.loads(key), namespace=NAMESPACE)
     # Severity 2 is a warning, 3 an error (also in "errors"); 1 is advice such as "icon is recommended".
     findings = [message["error"] for message in report["messages"] if message["severity"] >= 2]
     return (*findings, *(error for error in report["errors"] if error not in findings))
 
 
-def lint_chart(overrides: Mapping[str, Any] | None = None) -> list[str]:
-    """What `helm lint --strict` finds (warnings and errors) with these values; [] when clean."""
-    return list(_lint(_key(overrides)))
+def lint_chart(overrides: Mapping[str, Any] | None = None, *, chart: Path = CHART) -> list[str]:
+    """What `helm lint --strict` finds (warnings and errors) in `chart` (ours unless said) with these
+    values; [] when clean."""
+    return list(_lint(_key(overrides), str(chart)))

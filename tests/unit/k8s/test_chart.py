@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,26 @@ FOREIGN_KINDS = {"Queue", "Issuer", "Certificate", "ServiceMonitor", "Scheduling
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_helm_lint_finds_nothing(variant: str) -> None:
     assert lint_chart(VARIANTS[variant]) == []
+
+
+@pytest.mark.parametrize(
+    ("template", "finding"),
+    [
+        # A warning (what --strict turns into a failure): a value not set renders an empty name.
+        ("metadata:\n  name: {{ .Values.noSuchValue }}\n", "object name does not conform"),
+        # An error: the template renders YAML that does not parse.
+        ("metadata:\n  name: {{ .Release.Name }}-extra\n  broken\n", "unable to parse YAML"),
+    ],
+    ids=["warning", "error"],
+)
+def test_helm_lint_finds_a_broken_template(tmp_path: Path, template: str, finding: str) -> None:
+    """The control of the test above: the same lint, on a copy of the chart with one broken template
+    added, finds it (so an empty answer there is the chart's, not a lint that cannot fail)."""
+    broken = tmp_path / CHART.name
+    shutil.copytree(CHART, broken)
+    (broken / "templates" / "broken.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\n{template}")
+    findings = lint_chart(chart=broken)
+    assert [f for f in findings if finding in f], findings
 
 
 def _actions() -> Iterator[tuple[str, str]]:
