@@ -30,6 +30,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.cel import CelUnsupported, compile_selector
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
+from kai_scheduler.api.gpu_request import InvalidGpuRequest, read_shared_gpu_request
 from kai_scheduler.api.objects import (
     ApiObject,
     ConfigMap,
@@ -96,12 +97,9 @@ _NAMESPACED_KINDS = frozenset(
 _EXPECTED_KINDS = ", ".join(f"{version} {kind}" for version, kind in SUPPORTED_KINDS)
 
 # Go's strconv is stricter than Python's int()/float() (no `1_000`, no `nan`); mirror it.
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
-_UNSIGNED = re.compile(r"\d+", re.ASCII)
 _PERCENT = re.compile(r"\d+%", re.ASCII)
 
-_SHARED_GPU_ANNOTATIONS = (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
 _SIMULATION_DURATIONS = (c.SIM_ARRIVAL_ANNOTATION, c.SIM_DURATION_ANNOTATION)
 _MAX_SHOWN_INPUT = 60
 
@@ -382,57 +380,23 @@ def _containers(pod: Pod) -> Iterator[tuple[str, Container]]:
 def check_gpu_sharing(pod: Pod) -> None:
     """The GPU-sharing annotations, as KAI's admission webhook checks them; raises InvalidField.
 
-    KAI's rules: `gpu-fraction` in (0, 1); `gpu-memory` a positive integer (MiB); not both; neither together
-    with an `nvidia.com/gpu` request or limit; `gpu-fraction-num-devices` and `mps: "true"` only with one
-    of them."""
+    KAI's rules: the request itself as `api.gpu_request.read_shared_gpu_request` reads it (`gpu-fraction`
+    in (0, 1), `gpu-memory` a positive integer (MiB), not both, `gpu-fraction-num-devices` only with one of
+    them); `mps: "true"` only with one of them; neither together with an `nvidia.com/gpu` request or
+    limit."""
     annotations = pod.metadata.annotations
-    fraction = annotations.get(c.GPU_FRACTION_ANNOTATION)
-    if fraction is not None:
-        _check_gpu_fraction(fraction)
-    memory = annotations.get(c.GPU_MEMORY_ANNOTATION)
-    if memory is not None and not _is_positive_integer(memory):
-        raise InvalidField(
-            f"metadata.annotations.{c.GPU_MEMORY_ANNOTATION}",
-            f"must be a positive whole number of MiB, got {memory!r}",
-        )
-    if fraction is not None and memory is not None:
-        raise InvalidField(
-            "metadata.annotations",
-            f"{c.GPU_FRACTION_ANNOTATION} and {c.GPU_MEMORY_ANNOTATION} cannot both be set; use one of them",
-        )
-    shared = next((key for key in _SHARED_GPU_ANNOTATIONS if key in annotations), None)
-    _check_shared_gpu_companions(annotations, shared)
-    if shared is not None:
-        _check_no_whole_gpus(pod, shared)
-
-
-def _check_gpu_fraction(text: str) -> None:
-    field = f"metadata.annotations.{c.GPU_FRACTION_ANNOTATION}"
-    if not _DECIMAL.fullmatch(text):
-        raise InvalidField(field, f"must be a number between 0 and 1 (exclusive), got {text!r}")
-    if not 0 < float(text) < 1:
-        raise InvalidField(
-            field,
-            f"must be between 0 and 1 (exclusive), got {text!r}; request whole GPUs with nvidia.com/gpu",
-        )
-
-
-def _check_shared_gpu_companions(annotations: Mapping[str, str], shared: str | None) -> None:
-    """Annotations that only make sense on a pod that asks for a shared GPU."""
-    devices = annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION)
-    if devices is not None:
-        field = f"metadata.annotations.{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}"
-        if not _is_positive_integer(devices):
-            raise InvalidField(field, f"must be a positive whole number, got {devices!r}")
-        if shared is None:
+    try:
+        request = read_shared_gpu_request(annotations)
+    except InvalidGpuRequest as error:
+        raise InvalidField(error.field, error.message) from None
+    if request is None:
+        if annotations.get(c.MPS_ANNOTATION) == "true":
             raise InvalidField(
-                field, f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation"
+                f"metadata.annotations.{c.MPS_ANNOTATION}",
+                f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation",
             )
-    if annotations.get(c.MPS_ANNOTATION) == "true" and shared is None:
-        raise InvalidField(
-            f"metadata.annotations.{c.MPS_ANNOTATION}",
-            f"requires a {c.GPU_FRACTION_ANNOTATION} or {c.GPU_MEMORY_ANNOTATION} annotation",
-        )
+        return
+    _check_no_whole_gpus(pod, c.GPU_FRACTION_ANNOTATION if not request.by_memory else c.GPU_MEMORY_ANNOTATION)
 
 
 def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
@@ -447,10 +411,6 @@ def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
                     f"{path}.resources.{section}.{c.GPU_RESOURCE}",
                     f"cannot be combined with the {annotation} annotation; ask for whole GPUs or for a share",
                 )
-
-
-def _is_positive_integer(text: str) -> bool:
-    return _UNSIGNED.fullmatch(text) is not None and int(text) > 0
 
 
 def _check_pod_claims(pod: Pod) -> None:

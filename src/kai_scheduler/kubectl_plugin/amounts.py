@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import SharedGpuRequest
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.objects import Pod, is_unlimited
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.model.builder import pod_request
-from kai_scheduler.model.resources import gpu_memory_gpus
 
 RESOURCES = ("gpu", "cpu", "memory")
 RESOURCE_KEYS = {"gpu": c.GPU_RESOURCE, "cpu": c.CPU_RESOURCE, "memory": c.MEMORY_RESOURCE}
@@ -26,26 +26,21 @@ _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 @dataclass(frozen=True, slots=True)
 class PodGpus:
-    """What a pod holds or asks for: whole GPUs, and a part of each of `devices` shared GPUs (`portion`,
-    or `memory_mib` of GPU memory; `groups` the shared GPUs it was given)."""
+    """What a pod holds or asks for: whole GPUs, and a part of each of some shared GPUs (`shared`, the
+    request as `api.gpu_request` reads it; `groups` the shared GPUs it was given)."""
 
     whole: int = 0
-    portion: float = 0.0
-    memory_mib: int = 0
-    devices: int = 0
+    shared: SharedGpuRequest | None = None
     groups: tuple[str, ...] = ()
     cpu: float = 0.0  # cores
     memory: float = 0.0  # bytes
 
     def gpus(self, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0) -> float:
-        """In GPUs, as the scheduler counts them: whole GPUs plus the shared parts, a `gpu-memory` part by
-        `model.resources.gpu_memory_gpus` (bound to a node of `node_gpu_memory_mib` per GPU, or None: not
-        bound, weighed with the cluster's smallest GPU memory)."""
-        if self.memory_mib:
-            return self.whole + gpu_memory_gpus(
-                self.memory_mib, self.devices, node_gpu_memory_mib, cluster_gpu_memory_mib
-            )
-        return self.whole + self.portion * self.devices
+        """In GPUs, as the scheduler counts them: whole GPUs plus `SharedGpuRequest.queue_gpus` (bound to a
+        node of `node_gpu_memory_mib` per GPU, or None: not bound, weighed with `cluster_gpu_memory_mib`)."""
+        if self.shared is None:
+            return float(self.whole)
+        return self.whole + self.shared.queue_gpus(node_gpu_memory_mib, cluster_gpu_memory_mib)
 
 
 def pod_gpus(raw: Mapping[str, Any]) -> PodGpus | None:
@@ -57,9 +52,7 @@ def pod_gpus(raw: Mapping[str, Any]) -> PodGpus | None:
         return None
     return PodGpus(
         whole=request.whole_gpus,
-        portion=request.gpu_portion,
-        memory_mib=request.gpu_memory_mib,
-        devices=request.gpu_devices,
+        shared=request.shared_gpu,
         groups=pod_gpu_groups(pod.metadata.labels),
         cpu=request.cpu / 1000,
         memory=request.memory,

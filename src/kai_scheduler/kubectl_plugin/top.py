@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.objects import Pod
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.client import NODES, PODS, JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP
+from kai_scheduler.k8s.runtime.objects import labels_of
 from kai_scheduler.k8s.status.loop import gpu_memory_mib_of
-from kai_scheduler.kubectl_plugin.amounts import pod_gpus, show
+from kai_scheduler.kubectl_plugin.amounts import PodGpus, pod_gpus, show
 from kai_scheduler.kubectl_plugin.cluster import Cluster
 from kai_scheduler.kubectl_plugin.table import render
+from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 
 ENDED = ("Succeeded", "Failed")
 
@@ -68,6 +71,7 @@ def gpu_allocation(nodes: list[JsonObject], pods: list[JsonObject]) -> list[Node
     """Every node with GPUs (or with GPU pods), by name."""
     table = {str(n["metadata"]["name"]): NodeGpus(str(n["metadata"]["name"]), _gpu_count(n)) for n in nodes}
     memory = {str(n["metadata"]["name"]): gpu_memory_mib_of(n) for n in nodes}
+    held: list[tuple[str, str, PodGpus, Pod]] = []
     for pod in pods:
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         node_name = spec.get("nodeName")
@@ -76,16 +80,24 @@ def gpu_allocation(nodes: list[JsonObject], pods: list[JsonObject]) -> list[Node
         if (meta.get("labels") or {}).get("app") == RESERVATION_APP:
             continue
         gpus = pod_gpus(pod)
-        if gpus is None or not (gpus.whole or gpus.devices):
+        if gpus is None or not (gpus.whole or gpus.shared):
             continue
-        node = table.setdefault(str(node_name), NodeGpus(str(node_name), 0.0))
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        held.append((str(node_name), key, gpus, Pod.model_validate(pod)))
+    # A shared-GPU pod that names no shared GPU (bound by hand) is on the GPUs the scheduler gives it.
+    labels = {str(n["metadata"]["name"]): str(labels_of(n).get(c.GPU_MEMORY_LABEL) or "") for n in nodes}
+    missing = assign_missing_gpu_groups(
+        [BoundPod(model, node_name, gpus.groups) for node_name, _, gpus, model in held], labels
+    )
+    for index, (node_name, key, gpus, _) in enumerate(held):
+        node = table.setdefault(node_name, NodeGpus(node_name, 0.0))
         node.pods += 1
         node.whole += gpus.whole
-        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        groups = missing.get(index, gpus.groups)
         part = gpus.gpus(memory.get(node.name, 0.0)) - gpus.whole
-        for group in gpus.groups:
+        for group in groups:
             shared = node.shared.setdefault(group, SharedGpu(group, node.name))
-            shared.allocated += part / len(gpus.groups)
+            shared.allocated += part / len(groups)
             shared.pods.append(key)
     return sorted((node for node in table.values() if node.gpus or node.pods), key=lambda n: n.name)
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration, parse_go_duration
+from kai_scheduler.api.gpu_request import read_shared_gpu_request
 from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
@@ -49,16 +50,10 @@ def implicit_pod_group_name(pod: Pod) -> str:
 
 
 def pod_request(pod: Pod) -> PodRequest:
-    """Split a pod's effective requests into what placement needs (see `PodRequest`)."""
+    """Split a pod's effective requests into what placement needs (see `PodRequest`); raises
+    `api.gpu_request.InvalidGpuRequest` (a ValueError) for a shared-GPU request admission refuses."""
     requests = pod.resource_requests()
-    annotations = pod.metadata.annotations
-    portion = (
-        float(annotations[c.GPU_FRACTION_ANNOTATION]) if c.GPU_FRACTION_ANNOTATION in annotations else 0.0
-    )
-    memory_mib = int(annotations[c.GPU_MEMORY_ANNOTATION]) if c.GPU_MEMORY_ANNOTATION in annotations else 0
-    devices = 0
-    if portion > 0 or memory_mib > 0:
-        devices = int(annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION, "1"))
+    shared = read_shared_gpu_request(pod.metadata.annotations)
     scalars = tuple(
         sorted(
             (name, float(amount))
@@ -70,9 +65,9 @@ def pod_request(pod: Pod) -> PodRequest:
         cpu=float(requests.get(c.CPU_RESOURCE, Fraction(0)) * 1000),
         memory=float(requests.get(c.MEMORY_RESOURCE, Fraction(0))),
         whole_gpus=int(requests.get(c.GPU_RESOURCE, Fraction(0))),
-        gpu_portion=portion,
-        gpu_memory_mib=memory_mib,
-        gpu_devices=devices,
+        gpu_portion=shared.fraction if shared else 0.0,
+        gpu_memory_mib=shared.memory_mib if shared else 0,
+        gpu_devices=shared.devices if shared else 0,
         scalars=scalars,
     )
 

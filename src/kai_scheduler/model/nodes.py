@@ -100,19 +100,13 @@ class SoonRoom:
         )
         if ok and request.whole_gpus:
             ok = self.gpus >= request.whole_gpus - EPSILON
-        if ok and request.is_shared_gpu and request.gpu_devices == 1:
-            portion = _portion(request, self.gpu_memory_mib)
+        shared = request.shared_gpu
+        if ok and shared is not None and shared.devices == 1:
+            portion = shared.fit_portion(self.gpu_memory_mib)
             joins = self.shared >= portion - EPSILON
             opens = self.gpus >= 1 - EPSILON and self.pods >= 2 - EPSILON
             ok = portion <= 1.0 + EPSILON and (joins or opens)
         return ok
-
-
-def _portion(request: PodRequest, gpu_memory_mib: float) -> float:
-    """The portion of one GPU a shared-GPU request takes on a node whose GPUs have `gpu_memory_mib`."""
-    if request.gpu_portion > 0:
-        return request.gpu_portion
-    return request.gpu_memory_mib / max(gpu_memory_mib, 1.0) if gpu_memory_mib > 0 else float("inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,15 +270,13 @@ class NodeTable:
         return self.free_gpus + self.shared_free_total
 
     def portion_for(self, request: PodRequest, rows: Rows = ALL_ROWS) -> FloatArray:
-        """The portion of one GPU that a shared-GPU request takes on each node (of `rows`); gpu-memory
-        depends on the node's device memory; nodes without a known memory size cannot take a gpu-memory
-        pod."""
-        if request.gpu_portion > 0:
-            return np.full(self.row_count(rows), request.gpu_portion)
-        memory = self.gpu_memory_mib[rows]
-        with np.errstate(divide="ignore"):
-            portion = np.where(memory > 0, request.gpu_memory_mib / np.maximum(memory, 1), np.inf)
-        return np.asarray(portion, dtype=np.float64)
+        """The portion of one GPU that a shared-GPU request takes on each node (of `rows`), by
+        `SharedGpuRequest.fit_portion` over the nodes' GPU memory at once: gpu-memory depends on the node's
+        device memory; nodes without a known memory size cannot take a gpu-memory pod (`inf`)."""
+        shared = request.shared_gpu
+        if shared is None:
+            return np.zeros(self.row_count(rows))
+        return shared.fit_portions(self.gpu_memory_mib[rows])
 
     def row_count(self, rows: Rows) -> int:
         return self.size if isinstance(rows, slice) else len(rows)
@@ -625,7 +617,8 @@ class NodeTable:
 
     def portion_on(self, request: PodRequest, node: int) -> float:
         """The portion of one GPU a shared-GPU request takes on one node (see `portion_for`)."""
-        return _portion(request, float(self.gpu_memory_mib[node]))  # as portion_for
+        shared = request.shared_gpu
+        return shared.fit_portion(float(self.gpu_memory_mib[node])) if shared else 0.0
 
     def share_gpus(
         self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...], *, releasing: bool

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from kai_scheduler.api.gpu_request import SharedGpuRequest
+
 RESOURCE_NAMES: Final = ("gpu", "cpu", "memory")
 EPSILON: Final = 1e-9
 _MIG_PROFILE = re.compile(r"^nvidia\.com/mig-(?P<slices>\d+)g\.(?P<memory>\d+)gb$")
@@ -23,28 +25,6 @@ def mig_gpu_units(resource_name: str) -> int:
     that quotas written for KAI mean the same here."""
     match = _MIG_PROFILE.match(resource_name)
     return int(match["slices"]) if match else 1
-
-
-def gpu_memory_gpus(
-    memory_mib: int, devices: int, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0
-) -> float:
-    """The one rule for what a gpu-memory request (`memory_mib` on each of `devices` GPUs) counts for in
-    GPUs, wherever a queue number is made: the scheduler's quota, limit and fair-share accounting, PodGroup
-    and Queue status, the metrics read from them, `simulate`'s result and the kubectl plugin.
-
-    * On a node (`node_gpu_memory_mib`, its per-GPU memory): the pod's share of each of its GPUs, at most a
-      whole one; a whole GPU each where the node does not report its memory (the pod holds GPUs there).
-    * Not on a node (None): `devices * memory / cluster_gpu_memory_mib`, not capped at one GPU, with the
-      cluster's smallest reported GPU for what a job asks (its queue's requested, queue order, reclaim)
-      and the largest for the quota and limit checks (KAI v0.17's GpuMemoryAsGpuFraction); nothing when no
-      node reports GPU memory (0 here, KAI's nil: such a pod fits no node then)."""
-    if node_gpu_memory_mib is None:
-        if cluster_gpu_memory_mib <= 0:
-            return 0.0
-        return devices * memory_mib / cluster_gpu_memory_mib
-    if node_gpu_memory_mib <= 0:
-        return float(devices)
-    return devices * min(1.0, memory_mib / node_gpu_memory_mib)
 
 
 class Resources:
@@ -116,11 +96,17 @@ class PodRequest:
     gpu_devices: int = 0
     scalars: tuple[tuple[str, float], ...] = ()
     dra_gpus: int = 0
+    # The shared-GPU request as its one type (None: none), made once from the three fields above; its
+    # methods are every conversion of it into a share of a GPU (see `api.gpu_request`).
+    shared_gpu: SharedGpuRequest | None = field(init=False, repr=False, compare=False, default=None)
     # Requests key the node table's fit masks, looked up several times per pod: hash the fields once.
     _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash(self.shape()))
+        if self.gpu_devices > 0:
+            shared = SharedGpuRequest(self.gpu_portion, self.gpu_memory_mib, self.gpu_devices)
+            object.__setattr__(self, "shared_gpu", shared)
 
     def __hash__(self) -> int:
         return self._hash
@@ -143,16 +129,12 @@ class PodRequest:
         return self.whole_gpus > 0 or self.is_shared_gpu or bool(self.mig_instances)
 
     def queue_gpus(self, node_gpu_memory_mib: float | None, cluster_gpu_memory_mib: float = 0.0) -> float:
-        """GPU units the pod counts for in its queue: whole GPUs, shared parts, MIG instances by size, and
-        a gpu-memory request by `gpu_memory_gpus` (the pod on a node of `node_gpu_memory_mib` per GPU, or
+        """GPU units the pod counts for in its queue: whole GPUs, MIG instances by size and the shared-GPU
+        request by `SharedGpuRequest.queue_gpus` (the pod on a node of `node_gpu_memory_mib` per GPU, or
         None: not on a node, weighed with `cluster_gpu_memory_mib`)."""
         units = float(self.whole_gpus)
-        if self.gpu_portion > 0:
-            units += self.gpu_portion * self.gpu_devices
-        elif self.gpu_memory_mib > 0:
-            units += gpu_memory_gpus(
-                self.gpu_memory_mib, self.gpu_devices, node_gpu_memory_mib, cluster_gpu_memory_mib
-            )
+        if self.shared_gpu is not None:
+            units += self.shared_gpu.queue_gpus(node_gpu_memory_mib, cluster_gpu_memory_mib)
         if self.scalars:  # most pods have none: no need to look for MIG instances
             for name, count in self.mig_instances:
                 units += mig_gpu_units(name) * count

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import InvalidGpuRequest, SharedGpuRequest, read_shared_gpu_request
 from kai_scheduler.api.objects import Pod
 
 
@@ -33,29 +34,26 @@ def assign_missing_gpu_groups(
 ) -> dict[int, tuple[str, ...]]:
     """For each bound pod that asks for a GPU fraction or GPU memory but names no GPU group, by its
     index in `pods`: the groups to give it. A new group is `<node>-gpu-<fresh_prefix><n>`, never the name
-    of a group already in use. `node_gpu_memory` is each node's `nvidia.com/gpu.memory` label."""
+    of a group already in use. `node_gpu_memory` is each node's `nvidia.com/gpu.memory` label; a pod's
+    part of each GPU is `SharedGpuRequest.held_portion` (a whole GPU where the node does not say)."""
+    requests = [_request(bound.pod) for bound in pods]
     used: dict[str, float] = {}
-    for bound in pods:
-        if bound.node is not None:
+    for bound, request in zip(pods, requests, strict=True):
+        if bound.node is not None and request is not None:
             for group in bound.gpu_groups:
-                used[group] = used.get(group, 0.0) + _portion(bound.pod, node_gpu_memory.get(bound.node, ""))
+                used[group] = used.get(group, 0.0) + _held(request, node_gpu_memory.get(bound.node, ""))
     assigned: dict[int, tuple[str, ...]] = {}
     counters: dict[str, int] = {}  # per node, so that a node's names depend on its pods alone
-    for index, bound in enumerate(pods):
-        annotations = bound.pod.metadata.annotations
-        if bound.node is None or bound.gpu_groups or not is_shared_gpu_pod(bound.pod):
+    for index, (bound, request) in enumerate(zip(pods, requests, strict=True)):
+        if bound.node is None or bound.gpu_groups or request is None:
             continue
-        portion = _portion(bound.pod, node_gpu_memory.get(bound.node, ""))
-        try:
-            devices = int(annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION, "1"))
-        except ValueError:
-            devices = 1
+        portion = _held(request, node_gpu_memory.get(bound.node, ""))
         prefix = f"{bound.node}-gpu-"
         chosen: list[str] = []
         for group, amount in sorted(used.items(), key=lambda item: -item[1]):
-            if len(chosen) < devices and group.startswith(prefix) and amount + portion <= 1.0 + 1e-9:
+            if len(chosen) < request.devices and group.startswith(prefix) and amount + portion <= 1.0 + 1e-9:
                 chosen.append(group)
-        while len(chosen) < devices:
+        while len(chosen) < request.devices:
             counters[bound.node] = counter = counters.get(bound.node, 0) + 1
             candidate = f"{prefix}{fresh_prefix}{counter}"
             if candidate not in used:
@@ -66,13 +64,16 @@ def assign_missing_gpu_groups(
     return assigned
 
 
-def _portion(pod: Pod, node_memory: str) -> float:
-    annotations = pod.metadata.annotations
+def _request(pod: Pod) -> SharedGpuRequest | None:
+    """The pod's shared-GPU request; None for none, or for one admission refuses (given no GPU here: the
+    edges report such a pod as unreadable)."""
     try:
-        if c.GPU_FRACTION_ANNOTATION in annotations:
-            return float(annotations[c.GPU_FRACTION_ANNOTATION])
-        if c.GPU_MEMORY_ANNOTATION in annotations and node_memory.isdigit() and int(node_memory) > 0:
-            return min(1.0, int(annotations[c.GPU_MEMORY_ANNOTATION]) / int(node_memory))
-    except ValueError:
-        pass
-    return 0.0
+        return read_shared_gpu_request(pod.metadata.annotations)
+    except InvalidGpuRequest:
+        return None
+
+
+def _held(request: SharedGpuRequest, node_memory: str) -> float:
+    """What the pod holds of each of its GPUs on a node whose `nvidia.com/gpu.memory` label is
+    `node_memory` (unreadable: a whole GPU, as its queue counts it)."""
+    return request.held_portion(float(node_memory) if node_memory.isdigit() else 0.0)

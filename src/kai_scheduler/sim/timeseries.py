@@ -14,7 +14,7 @@ from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.cluster.bookkeeping import FINISHED_PHASES, scheduler_phase
 from kai_scheduler.framework.decisions import SessionResult
-from kai_scheduler.model.resources import PodRequest, gpu_memory_gpus
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.sim.engine import CycleRecord, SimulationResult
 
 
@@ -64,15 +64,12 @@ class RunFacts:
 
     def gpu_portion(self, pod: str, node: str | None) -> float:
         """The part of each shared GPU the pod takes (0: it takes whole GPUs, or none)."""
-        request = self.pods[pod].request
-        if request.gpu_portion > 0:
-            return request.gpu_portion
-        if request.gpu_memory_mib > 0:
-            # A physical part, not a queue number: a waiting pod's is its part of the smallest GPU.
-            memory = self._node_memory(node)
-            device = memory if memory is not None else self.min_gpu_memory_mib
-            return gpu_memory_gpus(request.gpu_memory_mib, 1, device)
-        return 0.0
+        shared = self.pods[pod].request.shared_gpu
+        if shared is None:
+            return 0.0
+        # A physical part, not a queue number: a waiting pod's is its part of the smallest GPU.
+        memory = self._node_memory(node)
+        return shared.held_portion(memory if memory is not None else self.min_gpu_memory_mib)
 
     def _node_memory(self, node: str | None) -> float | None:
         return self.node_gpu_memory_mib.get(node, 0.0) if node is not None else None

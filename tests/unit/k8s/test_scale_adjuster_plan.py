@@ -18,7 +18,6 @@ from kai_scheduler.k8s.scaleadjuster.plan import (
     plan_scaling_pods,
     requested_gpus,
     shared_gpu_request,
-    shared_gpu_units,
 )
 from kai_scheduler.k8s.scaleadjuster.shapes import (
     GpuFacts,
@@ -186,8 +185,8 @@ def test_gpu_memory_converts_with_the_ratio_or_the_nodes_memory() -> None:
     big = pod_manifest("big", gpu_memory=90000, num_devices=2, created=OLD)
     request = shared_gpu_request(big)
     assert request is not None and request.devices == 2
-    assert shared_gpu_units(request, 40000, Fraction(1, 10)) == 2
-    assert shared_gpu_units(request, 0, Fraction(1, 10)) == Fraction(1, 5)
+    assert request.scaling_gpus(40000, Fraction(1, 10)) == 2
+    assert request.scaling_gpus(0, Fraction(1, 10)) == Fraction(1, 5)
     with pytest.raises(ValueError):
         plan(mem, gpu_memory_to_fraction_ratio=0)
 

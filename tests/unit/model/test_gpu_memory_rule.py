@@ -1,9 +1,10 @@
-"""The one rule for what a gpu-memory request counts as in GPUs (`model.resources.gpu_memory_gpus`), which
+"""The one rule for what a gpu-memory request counts as in GPUs (`api.gpu_request.gpu_memory_gpus`), which
 every queue number goes through; the surfaces are tested with it in `tests/gpu_memory_clusters.py`."""
 
 from __future__ import annotations
 
-from kai_scheduler.model.resources import PodRequest, gpu_memory_gpus
+from kai_scheduler.api.gpu_request import gpu_memory_gpus
+from kai_scheduler.model.resources import PodRequest
 
 
 def test_on_a_node_a_pod_takes_its_share_of_each_of_the_nodes_gpus() -> None:

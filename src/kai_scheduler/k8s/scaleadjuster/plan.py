@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import InvalidGpuRequest, SharedGpuRequest, read_shared_gpu_request
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.api.reasons import NOT_CURED_BY_NODES
 from kai_scheduler.cluster.bookkeeping import parse_rfc3339
@@ -29,7 +30,7 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )
 from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of, object_key
-from kai_scheduler.k8s.scaleadjuster.shapes import GpuFacts, Shape, pod_shape, positive_int
+from kai_scheduler.k8s.scaleadjuster.shapes import GpuFacts, Shape, pod_shape
 
 log = logging.getLogger(__name__)
 
@@ -64,53 +65,14 @@ UNSCHEDULABLE_ON_NODE_POOL: Final = "UnschedulableOnNodePool"
 # --- which pods, and how much GPU ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SharedGpuRequest:
-    """A pod's shared-GPU request: a fraction or an amount of memory, on `devices` GPUs."""
-
-    fraction: Fraction | None
-    memory_mib: int
-    devices: int
-
-
 def shared_gpu_request(pod: Mapping[str, Any]) -> SharedGpuRequest | None:
-    """The pod's `gpu-fraction` / `gpu-memory` request, or None when it has none (or an invalid one,
-    which admission rejects anyway)."""
-    annotations = annotations_of(pod)
-    raw_fraction = annotations.get(c.GPU_FRACTION_ANNOTATION)
-    raw_memory = annotations.get(c.GPU_MEMORY_ANNOTATION)
-    if (raw_fraction is None) == (raw_memory is None):
-        return None  # neither, or both (invalid)
-    fraction: Fraction | None = None
-    memory = 0
-    if raw_fraction is not None:
-        try:
-            fraction = Fraction(str(raw_fraction).strip())
-        except (ValueError, ZeroDivisionError):
-            return None
-        if not 0 < fraction < 1:
-            return None
-    else:
-        memory = positive_int(raw_memory)
-        if not memory:
-            return None
-    raw_devices = annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION)
-    devices = 1 if raw_devices is None else positive_int(raw_devices)
-    if not devices:
+    """The pod's `gpu-fraction` / `gpu-memory` request as `api.gpu_request` reads it, or None when it has
+    none (or one admission refuses); its GPUs are `SharedGpuRequest.scaling_gpus`."""
+    annotations = {key: value for key, value in annotations_of(pod).items() if isinstance(value, str)}
+    try:
+        return read_shared_gpu_request(annotations)
+    except InvalidGpuRequest:
         return None
-    return SharedGpuRequest(fraction, memory, devices)
-
-
-def shared_gpu_units(
-    request: SharedGpuRequest, gpu_memory_mib: int, gpu_memory_to_fraction_ratio: Fraction
-) -> Fraction:
-    """GPUs' worth of the request (see the module doc): f x N for a fraction; for memory, min(1, m / M) x
-    N with the GPU memory M of the shape's nodes when known, else the ratio x N."""
-    if request.fraction is not None:
-        return request.fraction * request.devices
-    if gpu_memory_mib > 0:
-        return min(Fraction(1), Fraction(request.memory_mib, gpu_memory_mib)) * request.devices
-    return gpu_memory_to_fraction_ratio * request.devices
 
 
 def is_scaling_pod(pod: Mapping[str, Any], namespace: str = DEFAULT_NAMESPACE) -> bool:
@@ -326,7 +288,7 @@ def plan_scaling_pods(
         if need is None:
             need = needs[shape.key] = ShapeNeed(shape)
         facts = facts_by_shape.get(shape.key)
-        need.units += shared_gpu_units(request, facts.memory_mib if facts else 0, ratio)
+        need.units += request.scaling_gpus(facts.memory_mib if facts else 0, ratio)
         need.max_devices = max(need.max_devices, request.devices)
         need.pods.append(object_key(pod))
 
@@ -385,7 +347,6 @@ __all__ = [
     "SHAPE_LABEL",
     "ScalingPlan",
     "ShapeNeed",
-    "SharedGpuRequest",
     "fraction_ratio",
     "is_pending",
     "is_scaling_pod",
@@ -395,5 +356,4 @@ __all__ = [
     "scaling_pod_manifest",
     "scaling_pod_name",
     "shared_gpu_request",
-    "shared_gpu_units",
 ]

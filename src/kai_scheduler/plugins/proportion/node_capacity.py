@@ -17,7 +17,7 @@ import numpy as np
 from kai_scheduler.framework.session import NamedPredicate, Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
-from kai_scheduler.model.resources import Resources, gpu_memory_gpus
+from kai_scheduler.model.resources import Resources
 
 REJECTION = "node(s) would take the queue over its quota or limit with their GPUs' memory"
 
@@ -31,15 +31,16 @@ def gpu_memory_capacity(session: Session, checks: Sequence[CapacityCheck]) -> Na
     def nodes_passing(task: TaskInfo) -> BoolArray:
         nodes = session.snapshot.nodes
         request = task.request
-        if not request.gpu_memory_mib or request.gpu_portion > 0:
+        shared = request.shared_gpu
+        if shared is None or not shared.by_memory:
             return everywhere
         passing = np.ones(nodes.size, dtype=np.bool_)
         memories = nodes.gpu_memory_mib
         for memory in np.unique(memories[memories > 0]).tolist():
             # KAI's getGpuMemoryFractionalOnNode: the share of one of the node's GPUs (the one rule),
             # rounded up to 0.01 for this check.
-            portion = math.ceil(gpu_memory_gpus(request.gpu_memory_mib, 1, memory) * 100) / 100
-            amount = Resources(request.gpu_devices * portion, request.cpu, request.memory)
+            portion = math.ceil(shared.held_portion(memory) * 100) / 100
+            amount = Resources(shared.devices * portion, request.cpu, request.memory)
             if any(check(task.job, amount) is not None for check in checks):
                 passing[memories == memory] = False
         return passing
