@@ -1,6 +1,6 @@
 """Two small clusters with gpu-memory pods, and the GPUs every surface (the scheduler's queue accounting,
 PodGroup and Queue status, the queue metrics, `simulate`'s result, the kubectl plugin) must report for
-them: the rule of `model.resources.gpu_memory_gpus`.
+them: the rule of `SharedGpuRequest.queue_gpus`.
 
 In each, queue `q` holds one PodGroup `work` with a pod `held` bound to a node and a pod `asks` that no
 node can take (it stays pending):

@@ -1,5 +1,5 @@
 """PodGroup and Queue status and the queue metrics count a gpu-memory pod's GPUs as the scheduler does
-(`model.resources.gpu_memory_gpus`), against the fake API server: on a cluster with two GPU memory sizes
+(`SharedGpuRequest.queue_gpus`), against the fake API server: on a cluster with two GPU memory sizes
 and on one where no node reports GPU memory (`gpu_memory_clusters`)."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from these two functions.
   resources (`requested`); one that is also bound to a node holds them (`allocated`);
   `allocated_non_preemptible` is `allocated` for a non-preemptible PodGroup, else nothing.
 * GPUs are in queue units, as the scheduler counts them (`PodRequest.queue_resources`, the rule of
-  `model.resources.gpu_memory_gpus`): a bound `gpu-memory` pod takes its share of its node's GPUs; one
+  `SharedGpuRequest.queue_gpus`): a bound `gpu-memory` pod takes its share of its node's GPUs; one
   not bound yet asks `devices x memory / the cluster's smallest reported GPU memory`, and nothing when no
   node reports GPU memory.
 * As KAI's podgroupcontroller does, `requested` also says how much GPU memory (MiB) the `gpu-memory`

@@ -287,7 +287,7 @@ def _to_start(
         return [f"queue {name} does not exist: create it, or label the workload with an existing queue"]
     pending = [p for p in members if _pending(p)]
     # The scheduler weighs what a job asks with the cluster's smallest GPU memory, and checks its queue's
-    # quota and limit with the largest (`model.resources.gpu_memory_gpus`).
+    # quota and limit with the largest (`SharedGpuRequest.queue_gpus`).
     smallest, largest = reported_gpu_memory_range(np.array([gpu_memory_mib_of(n) for n in nodes]))
     asked, each, unreadable = _request(pending, smallest)
     asked_of_quota = _request(pending, largest)[0]

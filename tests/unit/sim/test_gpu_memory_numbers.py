@@ -1,5 +1,5 @@
 """`simulate`'s result counts a gpu-memory pod's GPUs as the scheduler does
-(`model.resources.gpu_memory_gpus`): the pod's `gpu`, the queue's `allocated` and `requested`, the
+(`SharedGpuRequest.queue_gpus`): the pod's `gpu`, the queue's `allocated` and `requested`, the
 summary's allocated GPUs and the report's queue figures, on a cluster with two GPU memory sizes and on
 one where no node reports GPU memory (`gpu_memory_clusters`)."""
 

@@ -5,7 +5,7 @@ controllers).
 Resource lists always carry `cpu`, `memory` and `nvidia.com/gpu`, as Kubernetes quantity strings in
 canonical form: CPU in cores or millicores (`2`, `1500m`), memory in bytes (`1073741824`), GPUs in GPU
 units as the scheduler counts them (`PodRequest.queue_gpus`: `gpu-fraction` x devices, `gpu-memory` by
-`model.resources.gpu_memory_gpus`: a share of the bound node's GPUs or, for a pod not bound yet, devices x
+`SharedGpuRequest.queue_gpus`: a share of the bound node's GPUs or, for a pod not bound yet, devices x
 memory / the smallest GPU memory the nodes report, nothing when none does; MIG instances by their size),
 e.g. `1500m` for one GPU and a half. A `requested` list with `gpu-memory` pods also carries, as KAI's
 podgroupcontroller writes it, `run.ai/gpu.memory`: the MiB they ask for (devices x memory).
