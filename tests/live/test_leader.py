@@ -59,17 +59,32 @@ def test_expiry_takeover_and_loss_on_conflict(make_client: MakeClient, server: F
     async def body() -> None:
         async with make_client("scheduler") as client:
             a = LeaderElector(client, namespace=NAMESPACE, identity="a", release_on_stop=False, timing=FAST)
-            b = LeaderElector(client, namespace=NAMESPACE, identity="b", timing=FAST)
+            # b's clock moves only when the test moves it: the lease's expiry is a step of the test, not
+            # a race with this machine's speed.
+            clock = [0.0]
+            b = LeaderElector(
+                client, namespace=NAMESPACE, identity="b", timing=FAST, monotonic=lambda: clock[0]
+            )
             stop_a, stop_b = asyncio.Event(), asyncio.Event()
             task_a = asyncio.create_task(a.run(stop_a))
             await asyncio.wait_for(a.is_leader.wait(), 3)
             task_b = asyncio.create_task(b.run(stop_b))
-            stop_a.set()  # a dies without releasing: b waits until the lease has not moved for 0.8 s
+            await eventually(lambda: b.holder == "a")
+            stop_a.set()  # a dies without releasing: b waits until the lease has not moved for its duration
             await task_a
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            await asyncio.wait_for(b.is_leader.wait(), 3)
-            assert loop.time() - started > 0.5
+
+            async def attempts_of_b(count: int) -> None:
+                # a is gone: every read of the lease from now on is one of b's attempts, made one after
+                # another, so when a second has begun the one before it is done.
+                seen = len(server.requests(verb="get", resource="leases"))
+                await eventually(lambda: len(server.requests(verb="get", resource="leases")) >= seen + count)
+
+            await attempts_of_b(2)  # b has seen a's last renewal at 0
+            clock[0] = 0.9  # the lease (1 s, as written) not expired yet on b's clock
+            await attempts_of_b(2)
+            assert not b.is_leader.is_set() and holder(server) == "a"
+            clock[0] = 1.1  # now it has
+            await asyncio.wait_for(b.is_leader.wait(), 10)
             # Someone else writes the lease: b sees another holder and stops leading at once.
             lease = await client.get(LEASES, "kai-scheduler", NAMESPACE)
             lease["spec"].update({"holderIdentity": "intruder", "renewTime": micro_time(time.time())})
@@ -178,11 +193,29 @@ def test_the_loop_acts_only_while_leading(server: FakeApiServer) -> None:
         elector = LeaderElector(client, namespace=NAMESPACE, identity="me", timing=FAST)
         async with Live(server, binder=False, loop=False, leading=elector.leading) as live:
             stop = asyncio.Event()
+            # Another replica holds the lease (for an hour): the elector campaigns and is refused.
+            store.create(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": "kai-scheduler", "namespace": NAMESPACE},
+                    "spec": {
+                        "holderIdentity": "other",
+                        "leaseDurationSeconds": 3600,
+                        "renewTime": micro_time(time.time()),
+                    },
+                }
+            )
             # The loop runs during each term the elector holds; here it holds none yet.
             scheduling = asyncio.create_task(while_leading(elector, live.loop.run, stop))
-            await asyncio.sleep(0.3)
-            assert live.loop.cycle == 0 and store.list("bindrequests") == []
             campaign = asyncio.create_task(elector.run(stop))
+            reads = len(server.requests(verb="get", resource="leases"))
+            await live.until(lambda: len(server.requests(verb="get", resource="leases")) >= reads + 2)
+            assert elector.holder == "other" and not elector.is_leader.is_set()
+            assert live.loop.cycle == 0 and store.list("bindrequests") == []
+            lease = store.get("leases", "kai-scheduler", NAMESPACE)
+            lease["spec"]["holderIdentity"] = ""  # the other replica releases it
+            store.update(lease)
             await live.until(lambda: len(store.list("bindrequests")) == 1)
             stop.set()
             await campaign
