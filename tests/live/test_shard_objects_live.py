@@ -57,7 +57,7 @@ KAI_CONFIG = {
 def scheduler_of(shard: str) -> RunOptions:
     """`kai-scheduler run --component=scheduler --shard=<shard>`, without --config."""
     args = ["run", "--component=scheduler", f"--shard={shard}", "--metrics-port=0", "--plugin-server-port=0"]
-    return cli.run_options(cli._parser().parse_args(args))
+    return cli.run_options(cli.parser().parse_args(args))
 
 
 CONTROLLERS = RunOptions(

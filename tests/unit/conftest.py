@@ -10,7 +10,7 @@ _TESTS = str(Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-from kai_scheduler import cli  # noqa: E402
+from kai_scheduler.cli import run as cli_run  # noqa: E402
 from kai_scheduler.k8s.components import RunOptions  # noqa: E402
 
 
@@ -22,6 +22,6 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
     async def record(options: RunOptions, client: Any) -> None:
         seen.append(options)
 
-    monkeypatch.setattr(cli, "_client", lambda kubeconfig: object())
-    monkeypatch.setattr(cli, "_until_signalled", record)
+    monkeypatch.setattr(cli_run, "kube_client", lambda kubeconfig: object())
+    monkeypatch.setattr(cli_run, "until_signalled", record)
     return seen

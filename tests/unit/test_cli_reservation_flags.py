@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kai_scheduler import cli
 from kai_scheduler.cli import main
+from kai_scheduler.cli import run as cli_run
 
 
 @pytest.fixture
@@ -22,8 +22,8 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return record
 
-    monkeypatch.setattr(cli, "_client", refuse("_client"))
-    monkeypatch.setattr(cli, "run_components", refuse("run_components"))
+    monkeypatch.setattr(cli_run, "kube_client", refuse("kube_client"))
+    monkeypatch.setattr(cli_run, "run_components", refuse("run_components"))
     return attempts
 
 
@@ -50,14 +50,14 @@ def test_a_bad_reservation_timeout_does_not_matter_without_reservation_pods(
     capsys: pytest.CaptureFixture[str], no_connection: list[str]
 ) -> None:
     # With --no-gpu-reservation the timeout is unused; the run goes on to connect (refused here).
-    with pytest.raises(AssertionError, match="_client"):
+    with pytest.raises(AssertionError, match="kube_client"):
         main(["run", "--all", "--skip", "admission", "--no-gpu-reservation", "--reservation-timeout", "soon"])
-    assert no_connection == ["_client"]
+    assert no_connection == ["kube_client"]
 
 
 def test_a_good_reservation_timeout_is_accepted(
     capsys: pytest.CaptureFixture[str], no_connection: list[str]
 ) -> None:
-    with pytest.raises(AssertionError, match="_client"):
+    with pytest.raises(AssertionError, match="kube_client"):
         main(["run", "--all", "--skip", "admission", "--reservation-timeout", "40s"])
-    assert no_connection == ["_client"]
+    assert no_connection == ["kube_client"]

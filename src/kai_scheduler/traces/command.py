@@ -1,7 +1,8 @@
 """`kai-scheduler trace import FORMAT ...`: a trace's CSV files in, manifests for `simulate` out.
 
-The arguments are added to the `trace` command's parser when it is first used (`cli.py` stays small), and
-every input error is a `ManifestError` naming the file and line: one line on stderr, exit status 2.
+The arguments are added to the `trace` command's parser when it is first used (`cli/trace.py` only hooks
+it in), and every input error is a `ManifestError` naming the file and line: one line on stderr, exit
+status 2.
 """
 
 from __future__ import annotations

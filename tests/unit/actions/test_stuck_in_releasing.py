@@ -161,7 +161,7 @@ def test_config_key_reads_as_kai_does() -> None:
 
 
 def flag(*flags: str) -> float:
-    args = cli._parser().parse_args(["run", "--component", "scheduler", *flags])
+    args = cli.parser().parse_args(["run", "--component", "scheduler", *flags])
     return cli.run_options(args).config.stuck_in_releasing_threshold
 
 

@@ -37,6 +37,8 @@ from kai_fakeapi.crd_validation import schema_for, validate_object
 from kai_scheduler import cli
 from kai_scheduler.api import crds
 from kai_scheduler.api.constants import BUILTIN_PRIORITY_CLASSES
+from kai_scheduler.cli import run as cli_run
+from kai_scheduler.framework.config import parse_config
 from kai_scheduler.k8s.binder.reservations import GpuReservation
 from kai_scheduler.k8s.components import ALL_COMPONENTS, RunOptions
 from kai_scheduler.k8s.needs import needs, reservation_app_needs
@@ -300,7 +302,7 @@ def _args(variant: str, deployment: str) -> list[str]:
 def _run(args: list[str]) -> Any:
     """The arguments as `kai-scheduler run` parses them (cli.UsageError on an unknown flag or value)."""
     assert args[0] == "run"
-    return cli._parser().parse_args(args)
+    return cli.parser().parse_args(args)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -308,7 +310,7 @@ def test_every_flag_is_one_run_accepts(variant: str) -> None:
     for deployment in _docs(variant, "Deployment"):
         parsed = _run(_container(deployment)["args"])
         if not parsed.no_gpu_reservation:
-            cli._reservation(parsed)  # the timeout is a duration, not negative
+            cli_run.reservation(parsed)  # the timeout is a duration, not negative
         components = set(parsed.component or ALL_COMPONENTS) - set(parsed.skip)
         if "admission" in components:
             assert parsed.tls_cert_dir or parsed.tls_secret
@@ -335,7 +337,7 @@ def test_values_state_the_flag_contract() -> None:
 )
 def test_the_binder_creates_reservation_pods_as_the_values_say(variant: str, deployment: str) -> None:
     args = _args(variant, deployment)
-    reservation = cli._reservation(_run(args))
+    reservation = cli_run.reservation(_run(args))
     if variant == "custom-images":
         assert reservation == GpuReservation(
             namespace="gpu-reservations",
@@ -688,7 +690,7 @@ def test_admission_makes_its_certificate_for_the_charts_names(variant: str, depl
     the Service the webhooks call, the two webhook configurations it may patch, and the failure policy
     they get with the CA (installed with Ignore, so nothing waits for the admission pods)."""
     parsed = _run(_args(variant, deployment))
-    tls = cli._self_signed(parsed)
+    tls = cli_run.self_signed(parsed)
     assert tls is not None and parsed.tls_cert_dir is None
     assert tls.secret == SECRET
     configurations = _docs(variant, "MutatingWebhookConfiguration") + _docs(
@@ -944,14 +946,14 @@ def test_each_shard_runs_a_scheduler_of_its_own() -> None:
     document = yaml.safe_load(
         _one("shards", "ConfigMap", f"{RELEASE}-scheduler-config")["data"]["config.yaml"]
     )
-    config = cli.parse_config(document)
+    config = parse_config(document)
     assert config.node_pool_label_key == "example.com/pool"
     for name, strategy, value in (("default", "binpack", None), ("a100", "spread", "a100")):
         deployment = deployments[f"{RELEASE}-scheduler-{name}"]
         assert deployment["spec"]["template"]["metadata"]["labels"]["kai.scheduler/shard"] == name
         args = _run(_container(deployment)["args"])
         assert (args.shard, args.placement_strategy) == (name, strategy)
-        choice = cli._shard(config, args.shard, args.config)
+        choice = cli_run.shard(config, args.shard, args.config)
         shard_config, partition = choice.config, choice.partition
         assert (choice.name, choice.configured) == (name, True)
         assert (partition.label_key, partition.value) == ("example.com/pool", value)

@@ -91,7 +91,7 @@ def test_the_node_pool_the_scheduler_started_on_stays_until_a_restart(
 
 def _run(*args: str) -> Any:
     return cli.run_options(
-        cli._parser().parse_args(["run", "--component=scheduler", "--metrics-port=0", *args])
+        cli.parser().parse_args(["run", "--component=scheduler", "--metrics-port=0", *args])
     )
 
 

@@ -9,7 +9,7 @@ from kai_scheduler import cli
 
 
 def options(*flags: str) -> float:
-    args = cli._parser().parse_args(["run", "--component", "scheduler", *flags])
+    args = cli.parser().parse_args(["run", "--component", "scheduler", *flags])
     return cli.run_options(args).config.default_staleness_grace_period
 
 
