@@ -45,6 +45,15 @@ _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII
 _UNSIGNED = re.compile(r"\d+", re.ASCII)
 
 
+# The annotations that make a pod a shared-GPU pod (`gpu-fraction-num-devices` only qualifies them).
+SHARED_GPU_ANNOTATIONS = (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
+
+
+def asks_for_shared_gpu(annotations: Mapping[str, object]) -> bool:
+    """Whether a pod with these annotations asks for part of a GPU (valid or not: reading it says)."""
+    return any(key in annotations for key in SHARED_GPU_ANNOTATIONS)
+
+
 class InvalidGpuRequest(ValueError):
     """A shared-GPU annotation that KAI's admission would refuse; `field` names it
     (`metadata.annotations.gpu-fraction`)."""
@@ -180,4 +189,11 @@ def _positive_integer(text: str) -> int:
     return int(text) if _UNSIGNED.fullmatch(text) and int(text) > 0 else 0
 
 
-__all__ = ["InvalidGpuRequest", "SharedGpuRequest", "gpu_memory_gpus", "read_shared_gpu_request"]
+__all__ = [
+    "SHARED_GPU_ANNOTATIONS",
+    "InvalidGpuRequest",
+    "SharedGpuRequest",
+    "asks_for_shared_gpu",
+    "gpu_memory_gpus",
+    "read_shared_gpu_request",
+]

@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kai_scheduler.api import constants as c
-from kai_scheduler.api.gpu_request import InvalidGpuRequest, SharedGpuRequest, read_shared_gpu_request
+from kai_scheduler.api.gpu_request import (
+    InvalidGpuRequest,
+    SharedGpuRequest,
+    asks_for_shared_gpu,
+    read_shared_gpu_request,
+)
 from kai_scheduler.api.objects import Pod
 from kai_scheduler.model.builder import floor_gpu_memory_mib
 
@@ -26,8 +30,7 @@ class BoundPod:
 
 def is_shared_gpu_pod(pod: Pod) -> bool:
     """Whether the pod asks for part of a GPU (`gpu-fraction` or `gpu-memory`)."""
-    annotations = pod.metadata.annotations
-    return c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
+    return asks_for_shared_gpu(pod.metadata.annotations)
 
 
 def assign_missing_gpu_groups(

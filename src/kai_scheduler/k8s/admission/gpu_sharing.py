@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import asks_for_shared_gpu
 from kai_scheduler.api.manifests import (
     InvalidField,
     short_repr,
@@ -46,9 +47,7 @@ def uses_gpu_sharing(obj: Mapping[str, Any]) -> bool:
     """Whether a pod asks for a shared GPU (`gpu-fraction` or `gpu-memory`)."""
     metadata = obj.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    return isinstance(annotations, dict) and (
-        c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
-    )
+    return isinstance(annotations, dict) and asks_for_shared_gpu(annotations)
 
 
 def gpu_sharing_patch(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[dict[str, Any]]:

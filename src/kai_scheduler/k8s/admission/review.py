@@ -36,6 +36,7 @@ from functools import partial
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import SHARED_GPU_ANNOTATIONS
 from kai_scheduler.api.manifests import (
     InvalidField,
     check_gpu_sharing,
@@ -304,7 +305,7 @@ def _validate_pod(request: _Request, *, scheduler_name: str, gpu_sharing_enabled
     pod = validate_schema(Pod, _pod_sharing_view(_named(request, obj)))
     check_gpu_sharing(pod)
     if not gpu_sharing_enabled:
-        for key in (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION):
+        for key in SHARED_GPU_ANNOTATIONS:
             if key in pod.metadata.annotations:
                 raise InvalidField(
                     f"metadata.annotations.{key}",

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import asks_for_shared_gpu
 from kai_scheduler.k8s.runtime.access import Access, access, watching
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
@@ -154,9 +155,8 @@ class ScaleAdjuster:
         if is_scaling_pod(pod, self.namespace):
             return True
         spec = pod.get("spec") or {}
-        annotations = annotations_of(pod)
-        return str(spec.get("schedulerName") or "") == self.scheduler_name and (
-            c.GPU_FRACTION_ANNOTATION in annotations or c.GPU_MEMORY_ANNOTATION in annotations
+        return str(spec.get("schedulerName") or "") == self.scheduler_name and asks_for_shared_gpu(
+            annotations_of(pod)
         )
 
     def _being_bound(self, candidates: Iterable[JsonObject]) -> set[str]:
