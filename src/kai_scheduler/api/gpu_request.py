@@ -9,9 +9,11 @@ Reading (`read_shared_gpu_request`) follows KAI's admission rules, and the error
 `gpu-fraction-num-devices` a positive whole number, only with one of them. The simulator's manifest check,
 the admission webhook, the scheduler's model, the scale adjuster and the kubectl plugin all read it here.
 
-What the request counts as depends on the question asked, so there are four conversions, each with its
+What the request counts as depends on the question asked, so there are five conversions, each with its
 answer for a node that does not report its GPU memory (`nvidia.com/gpu.memory`):
 
+* `fraction_gpus` - KAI's `GPUs()`, what the request is before it has a node (the largest-node and
+  topology domain checks): fraction x devices, 0 for a `gpu-memory` request.
 * `fit_portion` - placement: the part of one GPU it needs on a node. Not capped: a `gpu-memory` request
   larger than the node's GPUs fits none of them (KAI's isValidGpuPortion). Unknown GPU memory: `inf`, the
   pod fits no GPU there (KAI reads the missing label as its 100 MiB default, which no real request fits
@@ -77,6 +79,13 @@ class SharedGpuRequest:
     @property
     def by_memory(self) -> bool:
         return self.fraction <= 0
+
+    @property
+    def fraction_gpus(self) -> float:
+        """The GPUs it asks for wherever it runs, as KAI's `GpuResourceRequirement.GPUs()` counts them (the
+        node-size and topology checks): fraction x devices; a `gpu-memory` request is no definite part of
+        a GPU until it has a node, so 0."""
+        return self.fraction * self.devices
 
     def fit_portion(self, node_gpu_memory_mib: float) -> float:
         """The part of one GPU placement must find free on a node of `node_gpu_memory_mib` per GPU (0:

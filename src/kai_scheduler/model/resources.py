@@ -121,6 +121,11 @@ class PodRequest:
         return self.whole_gpus > self.dra_gpus or self.is_shared_gpu
 
     @property
+    def device_gpus(self) -> float:
+        """Whole GPUs (DRA's among them) plus `SharedGpuRequest.fraction_gpus`: KAI's `GPUs()`."""
+        return self.whole_gpus + (self.shared_gpu.fraction_gpus if self.shared_gpu is not None else 0.0)
+
+    @property
     def mig_instances(self) -> tuple[tuple[str, float], ...]:
         return tuple((name, n) for name, n in self.scalars if name.startswith("nvidia.com/mig-"))
 

@@ -36,7 +36,7 @@ def describe_request(request: PodRequest) -> str:
     """KAI's `ResourceRequirements.DetailedString`: GPUs (MIG instances and DRA GPUs included), CPU cores,
     memory GB, then the other resources (with the pod slot) and the MIG instances, each by name."""
     migs = request.mig_instances
-    gpus = request.whole_gpus + request.gpu_portion * request.gpu_devices
+    gpus = request.device_gpus
     gpus += sum(mig_gpu_units(name) * count for name, count in migs)
     others = sorted([(PODS, 1.0), *((n, q) for n, q in request.scalars if not n.startswith(_MIG_PREFIX))])
     cpu, memory = ftoa(request.cpu / _CORE), ftoa(request.memory / _GB)
@@ -80,7 +80,7 @@ class MaxNodeResources:
         )
 
     def _over(self, request: PodRequest) -> tuple[str, float, str] | None:
-        gpus = request.whole_gpus + request.gpu_portion * request.gpu_devices
+        gpus = request.device_gpus
         if gpus > self.gpus:
             return ("GPU", self.gpus, "")
         if request.cpu > self.cpu:

@@ -279,7 +279,7 @@ class _Capacity:
     def __init__(self, nodes: NodeTable, tasks: Sequence[TaskInfo]) -> None:
         requests = [t.request for t in tasks if t.status is TaskStatus.PENDING]
         self.count = len(requests)
-        gpus = [r.whole_gpus + r.gpu_portion * r.gpu_devices for r in requests]
+        gpus = [r.device_gpus for r in requests]
         whole_free = nodes.free_gpus + nodes.rel_gpus
         # Per other resource asked for: each pod's amount and every node's free amount.
         asked: list[tuple[list[float], FloatArray]] = [
@@ -295,7 +295,7 @@ class _Capacity:
             asked.append(([dict(r.scalars).get(name, 0.0) for r in requests], free))
         self.gpus, self.whole_free, self.asked = gpus, whole_free, asked
         # KAI's useRepresentorPodsAccounting: device-plugin GPUs (not DRA's) and every scalar by all or none.
-        using_gpu = sum(1 for r in requests if r.whole_gpus - r.dra_gpus + r.gpu_portion * r.gpu_devices > 0)
+        using_gpu = sum(1 for r in requests if r.device_gpus - r.dra_gpus > 0)
         alike = using_gpu in (0, self.count) and all(all(a > 0 for a in amounts) for amounts, _ in asked[2:])
         self.per_node: FloatArray | None = None
         self.totals: list[tuple[float, FloatArray]] = []

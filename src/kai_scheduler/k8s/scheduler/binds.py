@@ -65,12 +65,15 @@ def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) ->
     if task is None:
         return ("Regular", 0, "0.00")
     request = task.request
-    if request.is_shared_gpu:
+    shared = request.shared_gpu
+    if shared is not None:
+        # What it holds of each device there; a gpu-memory pod on a node the snapshot lacks, no known part.
         index = snapshot.nodes.index.get(node)
-        portion = request.gpu_portion
-        if portion <= 0 and index is not None:
-            portion = float(snapshot.nodes.portion_for(request)[index])
-        return ("Fraction", request.gpu_devices, f"{min(portion, 1.0):.2f}")
+        if index is not None:
+            portion = shared.held_portion(float(snapshot.nodes.gpu_memory_mib[index]))
+        else:
+            portion = shared.fraction
+        return ("Fraction", shared.devices, f"{portion:.2f}")
     if request.mig_instances and not request.whole_gpus:
         return ("MigInstance", int(sum(n for _, n in request.mig_instances)), "1.00")
     # GPUs of DRA claims are not the device plugin's: the BindRequest counts only those (as KAI's).
