@@ -142,6 +142,11 @@ class PodGroupUpdates:
                 annotate(
                     job, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, self.effects.clock.stamp(new.last_eviction)
                 )
+            elif new.last_eviction is None and self._unreadable(
+                live, job, c.LAST_EVICTION_TIMESTAMP_ANNOTATION
+            ):
+                # KAI reads an unreadable one as none and its status updater then removes it.
+                annotate(job, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, None)
             if old.last_start != new.last_start:
                 stamp = None if new.last_start is None else self.effects.clock.stamp(new.last_start)
                 annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
@@ -198,6 +203,18 @@ class PodGroupUpdates:
                 call = self.effects.event(live.pod_groups[job], "Normal", reason, message)
                 calls.append(self.effects.limited(call, report, f"event on PodGroup {job}"))
         return calls, placed_jobs
+
+    def _unreadable(self, live: LiveState, job: str, name: str) -> bool:
+        """Whether the PodGroup of `job` carries the annotation `name` and it is no RFC 3339 time."""
+        obj = live.pod_groups.get(job)
+        raw = None if obj is None else annotations_of(obj).get(name)
+        if not raw:
+            return False
+        try:
+            self.effects.clock.seconds(raw)
+        except ValueError:
+            return True
+        return False
 
     async def _annotate(self, obj: JsonObject, changes: Mapping[str, str | None]) -> None:
         meta = obj["metadata"]
