@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from kai_scheduler.actions.victim_order import VictimUnit, active_tasks, order_victims
-from kai_scheduler.actions.victim_scenarios import Scenario, stays_evicted
-from kai_scheduler.actions.victims import VictimAction
+from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, order_victims
+from kai_scheduler.actions.solvers.victim_scenarios import Scenario, stays_evicted
+from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kai_scheduler.actions.victim_order import SharedVictims, VictimUnit, order_victims
-from kai_scheduler.actions.victim_scenarios import Scenario
-from kai_scheduler.actions.victims import VictimAction
+from kai_scheduler.actions.solvers.victim_order import SharedVictims, VictimUnit, order_victims
+from kai_scheduler.actions.solvers.victim_scenarios import Scenario
+from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo

@@ -4,7 +4,7 @@ them may still be disrupted in this cycle.
 Kubernetes' eviction API refuses an eviction beyond a budget; KAI deletes its victims instead, so a budget
 never blocks a preemption there. We delete too, but go beyond KAI as kube-scheduler's preemption does: the
 victim search first looks for victims within every budget, and takes victims beyond one only when no such
-choice makes room, saying so in the eviction's reason (`actions.victim_search`, `Statement.commit`).
+choice makes room, saying so in the eviction's reason (`actions.solvers.victim_search`, `Statement.commit`).
 
 A budget's allowed disruptions are those its status gives when the status is current (live mode: the
 disruption controller keeps it), else what that controller would compute from the pods: healthy pods

@@ -80,7 +80,7 @@ class PipelineTake:
 class SoonRoom:
     """What one node had free once its releasing pods are gone, as `NodeTable.node_fits(..., soon=True)`
     read it at that moment: kept so that the node can be ruled out for a pod later, when the cluster is
-    no longer in that state (the victim solver's replays, see actions/replays.py)."""
+    no longer in that state (the victim solver's replays, see actions/solvers/replays.py)."""
 
     cpu: float
     memory: float

@@ -2,7 +2,7 @@
 (KAI v0.17's `pkg/scheduler/plugins/nodelocalgreedy` and `multinodegang`).
 
 Each registers its generator (named as `framework.search_budgets` names them) once per session, in plugin
-order: the order the search tries them in. The searches themselves are in `actions/victim_search`
+order: the order the search tries them in. The searches themselves are in `actions/solvers/victim_search`
 (plugins do not import actions here); a plugin owns whether its generator is tried, and when.
 """
 

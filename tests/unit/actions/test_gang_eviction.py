@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import node, open_session, queue
-from kai_scheduler.actions.gang_eviction import has_elastic_surplus, tasks_to_evict
+from kai_scheduler.actions.solvers.gang_eviction import has_elastic_surplus, tasks_to_evict
 from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, PodSet, SubGroupSet
 from subgroup_trees import group, job_of, leaf
 

@@ -20,7 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from helpers import START, evicted, node, pipelines, pod, pod_group_manifest, priority_class, queue, run
-from kai_scheduler.actions.victims import within_preemption_delay
+from kai_scheduler.actions.solvers.victims import within_preemption_delay
 from kai_scheduler.api.constants import LAST_EVICTION_TIMESTAMP_ANNOTATION
 from kai_scheduler.api.objects import PodGroup
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, code_of

@@ -32,7 +32,7 @@ from helpers import (
     running_job,
     simulate,
 )
-from kai_scheduler.actions.victim_order import order_victims
+from kai_scheduler.actions.solvers.victim_order import order_victims
 from kai_scheduler.framework.config import ConfigError
 from kai_scheduler.scheduler import Scheduler
 

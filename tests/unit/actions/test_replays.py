@@ -1,4 +1,4 @@
-"""The victim solver's replays (actions/replays.py) save work and never change a decision.
+"""The victim solver's replays (actions/solvers/replays.py) save work and never change a decision.
 
 Reclaim tries the same victim sets for one pending job after another; what re-placing a set did before
 the preemptor's turn is kept, and a preemptor known to fit nowhere at its turn (every victim went back
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from helpers import node, pod, queue, run
-from kai_scheduler.actions import replays as replays_module
+from kai_scheduler.actions.solvers import replays as replays_module
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.model.nodes import SoonRoom
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from helpers import node, open_session, pod, queue, snapshot_of
 from kai_scheduler.actions.reclaim import Reclaim
-from kai_scheduler.actions.search_budget import ActionBudget, SearchEnd
-from kai_scheduler.actions.victims import OUT_OF_TIME
+from kai_scheduler.actions.solvers.search_budget import ActionBudget, SearchEnd
+from kai_scheduler.actions.solvers.victims import OUT_OF_TIME
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
 from kai_scheduler.framework.session import Session

@@ -12,7 +12,7 @@ It works wherever the session places a pod: allocate, and the moves and preempto
 reclaim and preempt; gangs, topology domains and queue order are the session's, unchanged. It also judges
 the outcomes of those actions' scenarios (`outcome_stranded`: the GPUs stranded on some nodes once their
 releases end), so that among victims KAI's order ranks alike the solver takes those whose outcome strands
-the fewest GPUs (see `actions.victim_search`).
+the fewest GPUs (see `actions.solvers.victim_search`).
 
 Arguments (numbers, or strings as KAI writes plugin arguments): `coverage` (default 1.0), the share of
 the GPU pods (live and recent) the mix's classes must cover, the most frequent classes first;

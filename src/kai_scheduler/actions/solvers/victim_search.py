@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.actions.placement import place_pipelined
-from kai_scheduler.actions.replays import last_for
-from kai_scheduler.actions.search_budget import ActionBudget, Deadline, SearchEnd, unlimited
-from kai_scheduler.actions.victim_order import VictimUnit, active_tasks
-from kai_scheduler.actions.victim_scenarios import Outcome, Scenario, simulate, takes
+from kai_scheduler.actions.solvers.replays import last_for
+from kai_scheduler.actions.solvers.search_budget import ActionBudget, Deadline, SearchEnd, unlimited
+from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks
+from kai_scheduler.actions.solvers.victim_scenarios import Outcome, Scenario, simulate, takes
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
 from kai_scheduler.framework.session import Session

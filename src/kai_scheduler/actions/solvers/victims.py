@@ -14,11 +14,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
-from kai_scheduler.actions.replays import Replays
-from kai_scheduler.actions.search_budget import ActionBudget, Clock, SearchEnd
-from kai_scheduler.actions.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry, VictimUnit
-from kai_scheduler.actions.victim_scenarios import Scenario
-from kai_scheduler.actions.victim_search import solve
+from kai_scheduler.actions.solvers.replays import Replays
+from kai_scheduler.actions.solvers.search_budget import ActionBudget, Clock, SearchEnd
+from kai_scheduler.actions.solvers.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry, VictimUnit
+from kai_scheduler.actions.solvers.victim_scenarios import Scenario
+from kai_scheduler.actions.solvers.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kai_scheduler.actions.gang_eviction import has_elastic_surplus, tasks_to_evict
+from kai_scheduler.actions.solvers.gang_eviction import has_elastic_surplus, tasks_to_evict
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray

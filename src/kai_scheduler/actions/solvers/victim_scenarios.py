@@ -25,7 +25,7 @@ from enum import Enum
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_pipelined
-from kai_scheduler.actions.replays import Prefix, Replays, Step, alone_in_branch, last_for
+from kai_scheduler.actions.solvers.replays import Prefix, Replays, Step, alone_in_branch, last_for
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
