@@ -5,7 +5,7 @@ from __future__ import annotations
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
 from kai_scheduler.framework.decisions import Decision
-from kai_scheduler.k8s.binder.binder import scheduled_message
+from kai_scheduler.k8s.binder.handover import scheduled_message
 from kai_scheduler.k8s.scheduler.evictions import eviction_event
 from kai_scheduler.k8s.scheduler.waiting import Waiting, invalid_pod, job_waiting
 

@@ -54,26 +54,35 @@ accounts each shared GPU. The resync sweeps away the reservation pod of a group 
 (no non-terminal pod outside the reservation namespace labelled with it, and no BindRequest, unless
 Failed, of an existing pod selecting it).
 
-The GPU environment is `gpu_env.py`, the reservation pods `reservations.py`, the DRA claims
-`claim_binding.py`. `reservation=None` turns reservation pods off: the GPU group id stands in for the GPU's
-UUID. That is only right where no real device is handed out (fake GPU nodes, tests without a device plugin).
+What one attempt writes on the pod's side, and takes back, is `handover.py`; within it the GPU
+environment is `gpu_env.py`, the reservation pods `reservations.py`, the DRA claims `claim_binding.py`.
+`reservation=None` turns reservation pods off: the GPU group id stands in for the GPU's UUID. That is only
+right where no real device is handed out (fake GPU nodes, tests without a device plugin).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.labels import gpu_group_labels
 from kai_scheduler.k8s.binder import claim_binding, extended_claims, gpu_env, volume_binding
-from kai_scheduler.k8s.binder.claim_binding import bind_claims
 from kai_scheduler.k8s.binder.errors import BindFailure
-from kai_scheduler.k8s.binder.gpu_env import get_pod, write_gpu_config_maps
+from kai_scheduler.k8s.binder.gpu_env import get_pod
+from kai_scheduler.k8s.binder.handover import (
+    bind_annotations,
+    hand_claims,
+    hand_gpus,
+    pod_of,
+    received_type,
+    scheduled_message,
+    selected_groups,
+    shares_gpus,
+    take_back,
+)
 from kai_scheduler.k8s.binder.reservations import GpuReservation, Reservations
 from kai_scheduler.k8s.binder.volume_binding import bind_volumes, mounts_claims
 from kai_scheduler.k8s.runtime import events
@@ -257,9 +266,7 @@ class Binder:
             self._later(key, wait)
             return
         spec = request.get("spec") or {}
-        meta = request["metadata"]
-        namespace = meta.get("namespace") or "default"
-        pod_name = str(spec.get("podName") or meta["name"])
+        namespace, pod_name = pod_of(request)
         node = str(spec.get("selectedNode") or "")
         raw_limit = spec.get("backoffLimit")
         limit = int(raw_limit) if isinstance(raw_limit, int) else DEFAULT_BACKOFF_LIMIT
@@ -306,15 +313,15 @@ class Binder:
         if not bind_request_is_for(request, pod):
             raise BindFailure(f"pod {namespace}/{pod_name} was replaced by a new pod", final=True)
         spec = request.get("spec") or {}
-        groups = [str(g) for g in spec.get("selectedGPUGroups") or []]
-        resource_type = str(spec.get("receivedResourceType") or "Regular")
+        groups = selected_groups(request)
+        resource_type = received_type(request)
         received = spec.get("receivedGPU") or {}
         bound_to = (pod.get("spec") or {}).get("nodeName")
         if bound_to == node:
             # An earlier attempt bound it (a lost answer, a lost status update, a restart): make sure the
             # pod has its GPUs (a rollback may have run since) and its claims, and do not bind again.
-            await self._hand_gpus(request, pod, namespace, pod_name, node, resource_type, groups, received)
-            await self._bind_claims(request, pod)
+            await hand_gpus(self.client, self.reservations, request, pod, node, cdi=self.cdi)
+            await hand_claims(self.client, request, pod)
             self.stats.already_bound += 1
             await self._scheduled(request, pod, node, resource_type, groups, received)
             return f"pod was bound to {node} already"
@@ -322,14 +329,14 @@ class Binder:
             raise BindFailure(f"pod is bound to another node ({bound_to})", final=True)
         if metadata_of(pod).get("deletionTimestamp"):
             raise BindFailure("pod is being deleted", final=True)
-        await self._bind_claims(request, pod)
+        await hand_claims(self.client, request, pod)
         if mounts_claims(pod):
             failure = await bind_volumes(self.client, pod, node)
             if failure is not None:
                 raise BindFailure(failure)
         annotations: dict[str, str] | None = None
-        if _shares_gpus(resource_type, groups):
-            await self._hand_gpus(request, pod, namespace, pod_name, node, resource_type, groups, received)
+        if shares_gpus(resource_type, groups):
+            await hand_gpus(self.client, self.reservations, request, pod, node, cdi=self.cdi)
         else:
             # A whole-GPU (or CPU-only) pod's only hand-over is its annotations (received-resource-type, and
             # its predicted NUMA zones): they ride on the Binding, which the API server copies onto the pod
@@ -372,67 +379,6 @@ class Binder:
         component = str((pod.get("spec") or {}).get("schedulerName") or c.SCHEDULER_NAME)
         await record_event(self.client, pod, type=kind, reason=reason, message=message, component=component)
 
-    async def _bind_claims(self, request: JsonObject, pod: JsonObject) -> None:
-        """DRA: the claims' allocations are written before the pod is bound (KAI's PreBind)."""
-        if (request.get("spec") or {}).get("resourceClaimAllocations"):
-            failure = await bind_claims(self.client, request, pod)
-            if failure is not None:
-                raise BindFailure(failure)
-        if extended_claims.carries_extended_claim(request):
-            failure = await extended_claims.bind_extended_claim(self.client, request, pod)
-            if failure is not None:
-                raise BindFailure(failure)
-
-    async def _hand_gpus(
-        self,
-        request: JsonObject,
-        pod: JsonObject,
-        namespace: str,
-        pod_name: str,
-        node: str,
-        resource_type: str,
-        groups: list[str],
-        received: JsonObject,
-    ) -> None:
-        patch: JsonObject = {"metadata": {"annotations": bind_annotations(request, resource_type)}}
-        shared = _shares_gpus(resource_type, groups)
-        if shared:
-            patch["metadata"]["labels"] = gpu_group_labels(groups)
-        meta = metadata_of(pod)
-        has = {
-            "annotations": meta.get("annotations") or {},
-            "labels": meta.get("labels") or {},
-        }
-        if any(
-            has[part].get(k) != v for part, values in patch["metadata"].items() for k, v in values.items()
-        ):
-            await self.client.patch(PODS, pod_name, patch, namespace)  # no write when the pod has it all
-        if not shared:
-            return
-        devices = groups
-        if self.reservations is not None:
-            devices = await self.reservations.reserve_all(node, groups)
-        await write_gpu_config_maps(self.client, pod, namespace, pod_name, devices, received, cdi=self.cdi)
-
-    async def _rollback(self, namespace: str, pod_name: str, request: JsonObject, node: str) -> None:
-        """Take the GPU labels and the extended-resource claim back from a pod that did not get bound (KAI's
-        rollback)."""
-        groups = [str(g) for g in (request.get("spec") or {}).get("selectedGPUGroups") or []]
-        extended = extended_claims.carries_extended_claim(request)
-        if not groups and not extended:
-            return
-        try:
-            pod = await self._pod(namespace, pod_name)
-            if pod is None or (pod.get("spec") or {}).get("nodeName") == node:
-                return  # gone, or bound after all (the answer was lost): what it was handed stays
-            if groups:
-                removal: dict[str, None] = dict.fromkeys(gpu_group_labels(groups))
-                await self.client.patch(PODS, pod_name, {"metadata": {"labels": removal}}, namespace)
-            if extended:
-                await extended_claims.roll_back_extended_claim(self.client, pod)
-        except (ApiStatusError, ConnectionError, OSError) as error:
-            log.debug("binder: rollback of %s/%s: %s", namespace, pod_name, error)
-
     async def _failed(
         self,
         key: str,
@@ -447,8 +393,12 @@ class Binder:
         self.stats.failures += 1
         self._attempts[key] = attempts
         if not failure.final:
-            await self._rollback(
-                namespace, pod_name, request, str((request.get("spec") or {}).get("selectedNode"))
+            await take_back(
+                self.client,
+                namespace,
+                pod_name,
+                request,
+                str((request.get("spec") or {}).get("selectedNode")),
             )
         give_up = failure.final or attempts >= limit
         if give_up and not failure.final:
@@ -502,37 +452,6 @@ class Binder:
                 self._later(object_key(request), self.backoff_base)
 
 
-def scheduled_message(
-    pod: JsonObject, node: str, resource_type: str, groups: list[str], received: JsonObject
-) -> str:
-    """kube-scheduler's words for a bind, and the shared GPUs a fractional pod got."""
-    meta = metadata_of(pod)
-    message = f"Successfully assigned {meta.get('namespace') or 'default'}/{meta.get('name')} to {node}"
-    if _shares_gpus(resource_type, groups):
-        plural = "s" if len(groups) > 1 else ""
-        portion = received.get("portion")
-        message += f" on shared GPU group{plural} {', '.join(groups)}"
-        if portion:
-            message += f" ({portion} of {'each' if plural else 'the'} GPU)"
-    return message
-
-
-def bind_annotations(request: JsonObject, resource_type: str) -> dict[str, str]:
-    """What the binder writes on the pod it binds: its received-resource-type and, as KAI v0.17's binder,
-    the NUMA zones the scheduler predicted (`kai.scheduler/numa-placement-predicted`, from the BindRequest's
-    `predictedNUMAZones`), which the scheduler reads back to know the zones the pod takes."""
-    annotations = {c.RECEIVED_RESOURCE_TYPE_ANNOTATION: resource_type}
-    zones = (request.get("spec") or {}).get("predictedNUMAZones")
-    if zones:
-        annotations[c.NUMA_PLACEMENT_PREDICTED_ANNOTATION] = json.dumps(zones, separators=(",", ":"))
-    return annotations
-
-
-def _shares_gpus(resource_type: str, groups: list[str]) -> bool:
-    """A fractional pod with GPU groups: it gets group labels (and reservation pods) before its binding."""
-    return resource_type == "Fraction" and bool(groups)
-
-
 def _uid(obj: JsonObject) -> str:
     return str(metadata_of(obj).get("uid") or "")
 
@@ -543,5 +462,4 @@ __all__ = [
     "SCHEDULED",
     "Binder",
     "BinderStats",
-    "scheduled_message",
 ]

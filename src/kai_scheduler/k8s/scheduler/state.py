@@ -24,43 +24,35 @@ What is live mode's own:
   the last build, so that a cycle's bookkeeping looks at those jobs rather than at every pod.
 
 The models are read in `parsing.py`; what the loop gets besides the state, and the session clock, is
-`live_state.py`.
+`live_state.py`; the cluster-scoped kinds (nodes, queues, topologies, priority classes, namespaces) go into
+the cache through `cluster_scoped.py`, and objects' times are read by `object_times.py`.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import (
-    Node,
-    Pod,
-    PodGroup,
-    PriorityClass,
-    Queue,
-    Topology,
-)
-from kai_scheduler.api.reasons import INVALID_POD_GROUP, INVALID_QUEUE
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.objects import Pod, PodGroup
+from kai_scheduler.api.reasons import INVALID_POD_GROUP
 from kai_scheduler.cluster.ranks import CreationRanks
-from kai_scheduler.k8s.runtime.client import (
-    NAMESPACES,
-    NODES,
-    PRIORITY_CLASSES,
-    QUEUES,
-    TOPOLOGIES,
-    JsonObject,
-)
+from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
+from kai_scheduler.k8s.scheduler.cluster_scoped import ClusterScopedFeed
 from kai_scheduler.k8s.scheduler.disruption_state import DisruptionBudgetFeed
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
 from kai_scheduler.k8s.scheduler.numa_state import NodeTopologyFeed, with_predicted_zones
+from kai_scheduler.k8s.scheduler.object_times import (
+    annotation_time,
+    creation_key,
+    incarnation_ended,
+    stamp_at,
+)
 from kai_scheduler.k8s.scheduler.parsing import (
     Parsed,
     checked,
@@ -81,18 +73,14 @@ from kai_scheduler.model.backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
-from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups, is_shared_gpu_pod
 from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
-
-log = logging.getLogger(__name__)
 
 OTHER_SCHEDULER = "other-scheduler"
 
 # The last part of a rank's sort key (`StateBuilder._rank`): a PodGroup, or a pod (after its group).
 _GROUP, _POD = 0, 1
 _NO_TIMES = JobTimes()
-_CLUSTER_SCOPED = (NODES, QUEUES, TOPOLOGIES, PRIORITY_CLASSES, NAMESPACES)
 
 
 class StateBuilder:
@@ -128,11 +116,8 @@ class StateBuilder:
         self._other_pods = Parsed(
             "pod", renamed(schema_only(Pod), OTHER_SCHEDULER, always=False), same_pod_model
         )
-        self._nodes = Parsed("node", schema_only(Node))
-        self._queues = Parsed("queue", checked(Queue))
         self._groups = Parsed("podgroup", checked(PodGroup), same_pod_group_model)
-        self._classes = Parsed("priorityclass", schema_only(PriorityClass))
-        self._topologies = Parsed("topology", checked(Topology))
+        self._cluster = ClusterScopedFeed(informers, partition)
         self.cache = ClusterCache(partition)
         self._dra = DraFeed(informers)
         self._storage = StorageFeed(informers)
@@ -149,10 +134,7 @@ class StateBuilder:
         # break the admission rules, and how (their pods wait for them: `InvalidPodGroup`).
         self._rejected: dict[str, Waiting] = {}
         self._invalid_groups: dict[str, str] = {}
-        self._class_names: set[str] = set(c.BUILTIN_PRIORITY_CLASSES)  # the cluster's PriorityClasses
         self._noticed: list[Noticed] = []  # warnings about the objects read since the last build
-        # Cluster-scoped objects that do not validate, by kind (in the order they are read).
-        self._cluster_skipped: dict[str, list[str]] = {kind.plural: [] for kind in _CLUSTER_SCOPED}
         # What the loop reads, kept per changed pod (see `LiveState`).
         self._our_states: dict[str, PodState] = {}
         self._job_of_pod: dict[str, str] = {}
@@ -169,7 +151,6 @@ class StateBuilder:
         # --- what changed since the last build ----------------------------------------------------
         self._dirty_pods: set[str] = set(informers.pods.cache)
         self._dirty_groups: set[str] = set(informers.pod_groups.cache)
-        self._cluster_dirty = {kind.plural for kind in _CLUSTER_SCOPED}  # kinds
         self._watch(informers)
 
     def _watch(self, informers: InformerSet) -> None:
@@ -185,21 +166,9 @@ class StateBuilder:
                 pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
                 self._dirty_pods.add(f"{meta.get('namespace') or 'default'}/{pod_name}")
 
-        def cluster_changed(kind: str) -> Callable[..., None]:
-            def changed(*objs: JsonObject) -> None:
-                self._cluster_dirty.add(kind)
-
-            return changed
-
         informers.pods.add_handler(pod_changed, pod_changed, pod_changed)
         informers.pod_groups.add_handler(group_changed, group_changed, group_changed)
         informers.bind_requests.add_handler(request_changed, request_changed, request_changed)
-        cluster_scoped = [informers.nodes, informers.queues, informers.topologies, informers.priority_classes]
-        if informers.namespaces is not None:
-            cluster_scoped.append(informers.namespaces)
-        for informer in cluster_scoped:
-            handler = cluster_changed(informer.kind.plural)
-            informer.add_handler(handler, handler, handler)
 
     def _in_shard(self, obj: JsonObject) -> bool:
         """Whether an object that does not parse is this shard's (so that one shard says what is wrong with
@@ -237,8 +206,13 @@ class StateBuilder:
             changed = {k for k in memory.keys() | previous.keys() if memory.get(k) != previous.get(k)}
             self._dirty_pods.update(changed)
         self._binding, self._evicting = binding, evicting
-        if self._cluster_dirty:
-            self._update_cluster_scoped()
+        gone = self._cluster.update(self.cache, self._noticed)
+        if gone:  # the pods naming a priority class that is gone are read again, to say so (`notices_of`)
+            self._dirty_pods |= {
+                key
+                for key, obj in self.informers.pods.cache.items()
+                if obj.get("spec", {}).get("priorityClassName") in gone
+            }
         self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
         self._storage.update(self.cache)
         self._budgets.update(self.cache)
@@ -252,50 +226,6 @@ class StateBuilder:
         return self._live_state()
 
     # --- deltas into the cache -----------------------------------------------------------------------
-
-    def _update_cluster_scoped(self) -> None:
-        """The kinds that changed (a queue's status write does not make every node parsed again)."""
-        informers = self.informers
-        dirty, self._cluster_dirty = self._cluster_dirty, set()
-        cache = self.cache
-        skipped = self._cluster_skipped
-        if NODES.plural in dirty:
-            skipped[NODES.plural] = []
-            nodes = self._nodes.parse_all(informers.nodes.cache, "Node", skipped[NODES.plural])
-            cache.set_nodes(node for _, _, node in nodes)
-        if QUEUES.plural in dirty:
-            skipped[QUEUES.plural] = []
-            queues = self._queues.parse_all(informers.queues.cache, "Queue", skipped[QUEUES.plural])
-            if self.partition is None or self.partition.value is None:  # one shard speaks for queues
-                for _, obj, queue in queues:
-                    self._noticed += notices_of(obj, queue, self._class_names)
-                for key, error in self._queues.errors.items():
-                    refused = informers.queues.cache.get(key)
-                    if refused is not None:
-                        self._noticed.append(Noticed(refused, INVALID_QUEUE, problem_text(error)))
-            cache.set_queues([q for _, _, q in sorted(queues, key=lambda q: self._created(q[1], q[0]))])
-        if TOPOLOGIES.plural in dirty:
-            skipped[TOPOLOGIES.plural] = []
-            topologies = self._topologies.parse_all(
-                informers.topologies.cache, "Topology", skipped[TOPOLOGIES.plural]
-            )
-            cache.set_topologies([t for _, _, t in topologies])
-        if PRIORITY_CLASSES.plural in dirty:
-            skipped[PRIORITY_CLASSES.plural] = []
-            classes = self._classes.parse_all(
-                informers.priority_classes.cache, "PriorityClass", skipped[PRIORITY_CLASSES.plural]
-            )
-            cache.set_priorities(Priorities.of(pc for _, _, pc in classes))
-            names = set(c.BUILTIN_PRIORITY_CLASSES) | {pc.metadata.name for _, _, pc in classes}
-            gone, self._class_names = self._class_names - names, names
-            if gone:  # the pods naming a class that is gone are read again, to say so (`notices_of`)
-                self._dirty_pods |= {
-                    key
-                    for key, obj in informers.pods.cache.items()
-                    if obj.get("spec", {}).get("priorityClassName") in gone
-                }
-        if NAMESPACES.plural in dirty:
-            cache.set_namespace_labels(informers.namespace_labels())
 
     def _update_groups(self) -> None:
         cache = self.informers.pod_groups.cache
@@ -314,8 +244,8 @@ class StateBuilder:
                 self._invalid_groups.pop(key, None)
             previous = self._group_objects.pop(key, None)
             self._conditioned_groups.discard(key)
-            if previous is not None and self._incarnation_ended(previous, obj, key):
-                self._ranks.forget((*self._created(previous, key), _GROUP))
+            if previous is not None and incarnation_ended(previous, obj, key):
+                self._ranks.forget((*creation_key(previous, key), _GROUP))
             if group is None:
                 if obj is None:
                     self._groups.forget(key)
@@ -327,22 +257,22 @@ class StateBuilder:
             assert obj is not None  # it parsed
             self._group_objects[group.key] = obj
             if self._in_shard(obj):
-                self._noticed += notices_of(obj, group, self._class_names)
+                self._noticed += notices_of(obj, group, self._cluster.class_names)
             if (obj.get("status") or {}).get("schedulingConditions") and key in self._changed_jobs:
                 self._conditioned_groups.add(group.key)
-            rank = self._rank((*self._created(obj, key), _GROUP))
+            rank = self._rank((*creation_key(obj, key), _GROUP))
             # Read for `schedulingBackoff` only: other PodGroups' status writes change nothing here.
             conditions = (obj.get("status") or {}).get("schedulingConditions") or []
             pool = latest_condition_pool(conditions) if backs_off(group) else None
-            state = PodGroupState(group, rank, pool, self._created_at(obj))
+            state = PodGroupState(group, rank, pool, stamp_at(self.clock, obj, "creationTimestamp"))
             if self._group_states.get(key) != state:  # a status write changes nothing the job is made of
                 self._group_states[key] = state
                 self.cache.upsert_pod_group(state)
             annotations = annotations_of(obj)
             times = JobTimes(
-                self._annotation_time(annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
-                self._annotation_time(annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
-                self._annotation_time(annotations, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, key),
+                annotation_time(self.clock, annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
+                annotation_time(self.clock, annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
+                annotation_time(self.clock, annotations, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, key),
             )
             if times.empty():
                 self._group_times.pop(key, None)
@@ -377,8 +307,8 @@ class StateBuilder:
         for key in dirty:
             obj = informers.pods.cache.get(key)
             previous = self._pod_objects.pop(key, None)
-            if previous is not None and self._incarnation_ended(previous, obj, key):
-                self._ranks.forget((*self._created(previous, key), _POD))
+            if previous is not None and incarnation_ended(previous, obj, key):
+                self._ranks.forget((*creation_key(previous, key), _POD))
             if obj is None:
                 self._our_pods.forget(key)
                 self._other_pods.forget(key)
@@ -448,7 +378,7 @@ class StateBuilder:
             return None
         self._skipped.pop(key, None)
         if ours and self.cache.schedules(parsed):
-            self._noticed += notices_of(obj, parsed, self._class_names)
+            self._noticed += notices_of(obj, parsed, self._cluster.class_names)
         request = requests[0] if requests else None
         fact = pod_facts(
             obj,
@@ -466,7 +396,7 @@ class StateBuilder:
             binding = self._binding.get(key)
             own = binding[1].numa_zones if binding and binding[0] == metadata_of(obj).get("uid", "") else ()
             parsed = with_predicted_zones(parsed, request, own)
-        rank = self._rank((*self._created(obj, key), 1))
+        rank = self._rank((*creation_key(obj, key), 1))
         return PodState(
             parsed,
             rank,
@@ -474,8 +404,8 @@ class StateBuilder:
             phase,
             gpu_groups,
             terminating,
-            created=self._created_at(obj),
-            deleted=self._stamp_at(obj, "deletionTimestamp"),
+            created=stamp_at(self.clock, obj, "creationTimestamp"),
+            deleted=stamp_at(self.clock, obj, "deletionTimestamp"),
         )
 
     def _name_unlabelled_gpus(self, node: str) -> None:
@@ -487,16 +417,14 @@ class StateBuilder:
             if (state := self.cache.pod(key)) is not None and state.node_name == node
         ]
         states.sort(key=lambda state: state.rank)
-        memory = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in self._node_models()}
+        nodes = self._cluster.node_models()
+        memory = {n.metadata.name: n.metadata.labels.get(c.GPU_MEMORY_LABEL, "") for n in nodes}
         bound = [BoundPod(state.pod, state.node_name, state.gpu_groups) for state in states]
         for index, groups in assign_missing_gpu_groups(bound, memory, fresh_prefix="unlabelled-").items():
             named = replace(states[index], gpu_groups=groups)
             self.cache.upsert_pod(named)
             if named.pod.key in self._our_states:
                 self._our_states[named.pod.key] = named
-
-    def _node_models(self) -> list[Node]:
-        return [model for _, model in self._nodes.entries.values() if model is not None]
 
     def _rank(self, sort_key: tuple[float, str, int]) -> float:
         rank, moved = self._ranks.rank(sort_key)
@@ -539,46 +467,10 @@ class StateBuilder:
             rejected=MappingProxyType(self._rejected),
             invalid_groups=MappingProxyType(self._invalid_groups),
             noticed=noticed,
-            skipped=tuple(name for names in self._cluster_skipped.values() for name in names)
+            skipped=tuple(name for names in self._cluster.skipped.values() for name in names)
             + tuple(sorted(self._skipped.values())),
         )
         return self._last
-
-    # --- pieces ----------------------------------------------------------------------------------
-
-    def _incarnation_ended(self, previous: JsonObject, current: JsonObject | None, key: str) -> bool:
-        """The object is gone, or was deleted and made again (another creation time, another rank)."""
-        return current is None or self._created(current, key) != self._created(previous, key)
-
-    def _created(self, obj: JsonObject, key: str) -> tuple[float, str]:
-        stamp = metadata_of(obj).get("creationTimestamp")
-        try:
-            seconds = parse_rfc3339(str(stamp)).timestamp() if stamp else 0.0
-        except ValueError:
-            seconds = 0.0
-        return (seconds, key)
-
-    def _created_at(self, obj: JsonObject) -> float | None:
-        """Its creationTimestamp on the session clock (None: none, or not a time)."""
-        return self._stamp_at(obj, "creationTimestamp")
-
-    def _stamp_at(self, obj: JsonObject, field: str) -> float | None:
-        """One of its metadata's timestamps on the session clock (None: none, or not a time)."""
-        stamp = metadata_of(obj).get(field)
-        try:
-            return self.clock.seconds(str(stamp)) if stamp else None
-        except ValueError:
-            return None
-
-    def _annotation_time(self, annotations: Mapping[str, str], name: str, job: str) -> float | None:
-        raw = annotations.get(name)
-        if not raw:
-            return None
-        try:
-            return self.clock.seconds(raw)
-        except ValueError:
-            log.warning("PodGroup %s: ignoring annotation %s=%r (not RFC 3339)", job, name, raw)
-            return None
 
 
 __all__ = [
