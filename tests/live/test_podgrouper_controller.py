@@ -14,7 +14,7 @@ from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.needs import podgrouper_needs
 from kai_scheduler.k8s.podgrouper.controller import EVENT_REASON, Outcome, PodGrouperController
-from kai_scheduler.k8s.podgrouper.owners import owner_resource_kind
+from kai_scheduler.k8s.podgrouper.owner_reader import owner_resource_kind
 from kai_scheduler.k8s.runtime.access import AccessGuard
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import PODGROUPER_KINDS, InformerSet

@@ -15,7 +15,7 @@ from live_support import Live, eventually, run
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.components import run_live
 from kai_scheduler.k8s.scheduler.live_state import SessionClock

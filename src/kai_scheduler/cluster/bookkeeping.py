@@ -1,13 +1,12 @@
 """What a cluster remembers between cycles, by the same rules in the simulator and live mode: a pod's
-phase as the scheduler sees it, RFC 3339 timestamps, and each job's start, staleness and last eviction
-times (KAI keeps the last three on the PodGroup as `kai.scheduler/last-start-timestamp`,
-`kai.scheduler/stale-podgroup-timestamp` and `kai.scheduler/last-eviction-timestamp`)."""
+phase as the scheduler sees it, and each job's start, staleness and last eviction times (KAI keeps the
+last three on the PodGroup as `kai.scheduler/last-start-timestamp`, `kai.scheduler/stale-podgroup-timestamp`
+and `kai.scheduler/last-eviction-timestamp`; they are read as RFC 3339 by `api.timestamps`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import replace
-from datetime import UTC, datetime
 
 from kai_scheduler.model.snapshot import JobTimes
 
@@ -22,23 +21,6 @@ def scheduler_phase(node_name: str | None, phase: str | None) -> tuple[str | Non
     if node_name and raw not in FINISHED_PHASES:
         return node_name, "Running"
     return None, "Pending" if raw in ("Pending", "Unknown") else raw
-
-
-def parse_rfc3339(text: str) -> datetime:
-    """An RFC 3339 timestamp (Kubernetes' format; `Z` or an offset; naive means UTC). ValueError if not."""
-    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def seconds_since(text: str | None, origin: datetime) -> float | None:
-    """An RFC 3339 annotation on a clock that starts at `origin`; None when absent or not a time (as KAI
-    ignores such a value)."""
-    if not text:
-        return None
-    try:
-        return (parse_rfc3339(text) - origin).total_seconds()
-    except ValueError:
-        return None
 
 
 def next_job_times(

@@ -43,7 +43,6 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
-from kai_scheduler.model.backoff import is_backed_off
 from kai_scheduler.model.builder import (
     PodDerivations,
     build_node_table,
@@ -66,6 +65,7 @@ from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.resources import PodRequest, Resources
+from kai_scheduler.model.scheduling_backoff import is_backed_off
 from kai_scheduler.model.snapshot import (
     ClusterSnapshot,
     ClusterState,
@@ -120,7 +120,7 @@ class ClusterCache:
         self._node_topologies: dict[str, NodeResourceTopology] = {}  # by name (its node's)
         self._pods: dict[str, PodState] = {}
         self._groups: dict[str, PodGroupState] = {}
-        # PodGroups backed off on their pool (`model.backoff`): not scheduled, their pods not ours.
+        # PodGroups backed off on their pool (`model.scheduling_backoff`): not scheduled, their pods not ours.
         self._backed_off: dict[str, PodGroupState] = {}
         self._job_times: dict[str, JobTimes] = {}
         # A pipelined pod's nominated node and shared GPUs, for the next cycle only (see `nominate`).
@@ -307,7 +307,7 @@ class ClusterCache:
 
     @property
     def backed_off(self) -> Mapping[str, PodGroupState]:
-        """The PodGroups left out for their `schedulingBackoff` (`model.backoff`), by key."""
+        """The PodGroups left out for their `schedulingBackoff` (`model.scheduling_backoff`), by key."""
         return self._backed_off
 
     def upsert_pod_group(self, state: PodGroupState) -> None:

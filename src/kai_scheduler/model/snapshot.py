@@ -65,7 +65,7 @@ class PodGroupState:
     pod_group: PodGroup
     rank: float
     # The node pool of its latest `schedulingConditions` entry (None: none), for `schedulingBackoff`
-    # (`model.backoff`); edges fill it in only for PodGroups with a backoff.
+    # (`model.scheduling_backoff`); edges fill it in only for PodGroups with a backoff.
     condition_pool: str | None = None
     # When it was created, in session-clock seconds (None: not known): where its preemption delay starts.
     created: float | None = None

@@ -32,14 +32,15 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
-from kai_scheduler.cluster.bookkeeping import scheduler_phase, seconds_since
+from kai_scheduler.api.timestamps import seconds_since
+from kai_scheduler.cluster.bookkeeping import scheduler_phase
 from kai_scheduler.framework.decisions import Decision
-from kai_scheduler.model.backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.builder import job_key_of, staleness_grace
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import uses_claims
 from kai_scheduler.model.partition import pool_of
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.scheduling_backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 from kai_scheduler.sim.claims import SimClaims, made_claims
@@ -137,7 +138,7 @@ class SimCluster:
             key=lambda item: (item[0], item[1]),
             reverse=True,
         )
-        # PodGroups with a `schedulingBackoff` (`model.backoff`), and the message of the scheduling
+        # PodGroups with a `schedulingBackoff` (`model.scheduling_backoff`), and the message of the scheduling
         # condition written on those that were unschedulable on their pool, by key.
         self._backing_off = {pg.key: (pg, rank, arrival) for pg, rank, arrival in pod_groups if backs_off(pg)}
         self.conditions: dict[str, str] = {}

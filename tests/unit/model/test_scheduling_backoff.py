@@ -1,5 +1,5 @@
-"""`schedulingBackoff` (model/backoff.py): which PodGroups KAI's scheduler leaves out, what the cache does
-with them and the node-pool prefix of the messages. Cases ported from KAI's
+"""`schedulingBackoff` (model/scheduling_backoff.py): which PodGroups KAI's scheduler leaves out, what the
+cache does with them and the node-pool prefix of the messages. Cases ported from KAI's
 pkg/scheduler/cache/cluster_info/cluster_info_test.go (TestIsPodGroupUpForScheduler, all 9 cases;
 TestSnapshotPodGroups "filter unassigned pod groups - ...", all 4), pkg/scheduler/utils/
 pod_group_utils_test.go (TestGetSchedulingBackoffValue) and pkg/scheduler/cache/
@@ -16,14 +16,14 @@ from helpers import cluster_state, fingerprint, node_manifest, objects_of, pod_g
 from helpers import pod_group_manifest as pod_group_doc
 from helpers import queue_manifest as queue_doc
 from kai_scheduler.api.constants import NODE_POOL_LABEL
-from kai_scheduler.model.backoff import (
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.scheduling_backoff import (
     is_backed_off,
     latest_condition_pool,
     scheduling_backoff,
     with_pool_prefix,
 )
-from kai_scheduler.model.cache import ClusterCache
-from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.snapshot import PodGroupState
 
 NO_BACKOFF, SINGLE = -1, 1

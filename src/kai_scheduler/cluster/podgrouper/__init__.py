@@ -9,7 +9,7 @@ from kai_scheduler.cluster.podgrouper.grouper import (
     plan_pod_group,
     skips_pod_grouper,
 )
-from kai_scheduler.cluster.podgrouper.owners import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
+from kai_scheduler.cluster.podgrouper.owner_chain import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
 from kai_scheduler.cluster.podgrouper.plan import (
     DroppedInput,
     GrouperDefaults,

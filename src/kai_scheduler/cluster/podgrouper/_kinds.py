@@ -30,7 +30,7 @@ from kai_scheduler.cluster.podgrouper._common import (
 )
 from kai_scheduler.cluster.podgrouper._fields import Node, int_text
 from kai_scheduler.cluster.podgrouper.errors import GroupingError
-from kai_scheduler.cluster.podgrouper.owners import KObject
+from kai_scheduler.cluster.podgrouper.owner_chain import KObject
 from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan, TopologyConstraintPlan
 
 Grouper = Callable[[Context], PodGroupPlan]

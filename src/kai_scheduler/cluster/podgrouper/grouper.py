@@ -8,7 +8,7 @@ from typing import Any
 from kai_scheduler.api import constants as c
 from kai_scheduler.cluster.podgrouper._common import Context
 from kai_scheduler.cluster.podgrouper._kinds import grouper_for
-from kai_scheduler.cluster.podgrouper.owners import grouping_index, owner_chain
+from kai_scheduler.cluster.podgrouper.owner_chain import grouping_index, owner_chain
 from kai_scheduler.cluster.podgrouper.plan import GrouperDefaults, PodGroupPlan
 
 DEFAULT_GROUPER_DEFAULTS = GrouperDefaults()

@@ -3,7 +3,7 @@
 For each pod with `spec.schedulerName` = ours that is not finished, not terminating and not yet grouped
 (no `pod-group-name` annotation, or one naming a PodGroup that does not exist), `reconcile_pod`:
 
-1. reads the pod's owner chain through the API (`owners.py`): each controller owner reference of a kind
+1. reads the pod's owner chain through the API (`owner_reader.py`): each controller owner reference of a kind
    the grouper knows is fetched with a GET at the reference's apiVersion (the plural from its table of
    those kinds, which its role may read). An owner of another kind is not read: a stub made from the
    reference (name, uid, kind) stands in for it, and the grouper groups the pod by it as an unknown kind
@@ -59,8 +59,8 @@ from kai_scheduler.cluster.podgrouper import (
     pod_group_manifest,
     skips_pod_grouper,
 )
-from kai_scheduler.k8s.podgrouper.owners import ACCESS as OWNER_ACCESS
-from kai_scheduler.k8s.podgrouper.owners import OwnerGone, OwnerReader, Owners, controller_reference
+from kai_scheduler.k8s.podgrouper.owner_reader import ACCESS as OWNER_ACCESS
+from kai_scheduler.k8s.podgrouper.owner_reader import OwnerGone, OwnerReader, Owners, controller_reference
 from kai_scheduler.k8s.runtime.access import Access, access, watching
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (

@@ -10,7 +10,7 @@ from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import InvalidField, short_repr
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.objects import metadata_of
 

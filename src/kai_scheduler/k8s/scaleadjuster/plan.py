@@ -25,7 +25,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.gpu_request import InvalidGpuRequest, SharedGpuRequest, read_shared_gpu_request
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.api.reasons import NOT_CURED_BY_NODES
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import (
     JsonObject,
 )

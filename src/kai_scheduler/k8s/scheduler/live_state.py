@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.numa_placement import NumaZonePlacement
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import (
     JsonObject,

@@ -37,7 +37,7 @@ its decisions through the API, as KAI's scheduler does:
   the binding sets `PodScheduled` = `True` later. Not for the pods of a PodGroup
   with `markUnschedulable: false`; with `schedulingBackoff: 1` the messages on the PodGroup and its pods
   start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
-  (`model.backoff`); no condition is written while the job has a pod bound (KAI).
+  (`model.scheduling_backoff`); no condition is written while the job has a pod bound (KAI).
 * Queues: each queue's fair share in `status.fairShare`, when it changed (`queue_fair_share.py`; not
   KAI's, for `kubectl kai queues`).
 
@@ -63,7 +63,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult

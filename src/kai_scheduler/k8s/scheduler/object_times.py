@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.objects import metadata_of
 from kai_scheduler.k8s.scheduler.live_state import SessionClock

@@ -23,7 +23,7 @@ from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObj
 from kai_scheduler.k8s.runtime.objects import annotations_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
-from kai_scheduler.model.backoff import prefixed, transition_id
+from kai_scheduler.model.scheduling_backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
 # Annotations (last start, staleness, last eviction) and the scheduling conditions in the status.
@@ -64,7 +64,7 @@ def group_events(
 
 def message_on(group: JsonObject, message: str, label_key: str) -> str:
     """What is written on a PodGroup and its pods for `message`: with `schedulingBackoff: 1`, prefixed
-    with the PodGroup's node pool (`model.backoff`)."""
+    with the PodGroup's node pool (`model.scheduling_backoff`)."""
     labels = (group.get("metadata") or {}).get("labels") or {}
     return prefixed(message, (group.get("spec") or {}).get("schedulingBackoff"), labels, label_key)
 

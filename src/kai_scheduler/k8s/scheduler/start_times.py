@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.bookkeeping import parse_rfc3339
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.cluster.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shard_config import ShardSpec

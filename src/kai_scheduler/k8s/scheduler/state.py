@@ -69,10 +69,10 @@ from kai_scheduler.k8s.scheduler.waiting import (
     problem_text,
     waits_for_scheduler,
 )
-from kai_scheduler.model.backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.scheduling_backoff import backs_off, latest_condition_pool
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups, is_shared_gpu_pod
 from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
 
