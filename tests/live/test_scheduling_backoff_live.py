@@ -1,6 +1,6 @@
 """`schedulingBackoff` and `markUnschedulable` against the fake API server, as KAI's scheduler does them
-(model/scheduling_backoff.py): a PodGroup with `schedulingBackoff: 1` gets one UnschedulableOnNodePool condition
-whose message names its node pool, and is no longer scheduled, even once it would fit; one with
+(model/scheduling_backoff.py): a PodGroup with `schedulingBackoff: 1` gets one UnschedulableOnNodePool
+condition whose message names its node pool, and is no longer scheduled, even once it would fit; one with
 `markUnschedulable: false` keeps its pods' PodScheduled condition untouched."""
 
 from __future__ import annotations

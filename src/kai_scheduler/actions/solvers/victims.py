@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable, Sequence
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.solvers.replays import Replays
 from kai_scheduler.actions.solvers.search_budget import ActionBudget, Clock, SearchEnd
-from kai_scheduler.actions.solvers.victim_order import Heaps, LeafVictims, SharedVictims, VictimEntry, VictimUnit
+from kai_scheduler.actions.solvers.victim_order import (
+    Heaps,
+    LeafVictims,
+    SharedVictims,
+    VictimEntry,
+    VictimUnit,
+)
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario
 from kai_scheduler.actions.solvers.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
