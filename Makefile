@@ -29,6 +29,7 @@ test: $(STAMP)
 # benchmarks/fragmentation.py, e.g. FRAGMENTATION_ARGS=--quick (the full run replays 750 times).
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
+	$(BIN)/python benchmarks/dra.py
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 	$(BIN)/python benchmarks/live.py
 	$(BIN)/python benchmarks/failover.py

@@ -469,7 +469,7 @@ def check_claim_spec(path: str, spec: ResourceClaimSpec) -> None:
 
 
 def check_selectors(path: str, selectors: list[DeviceSelector]) -> None:
-    """Every CEL selector compiles in the subset the scheduler evaluates (`api/cel.py`)."""
+    """Every CEL selector compiles in the DRA CEL environment (`api/cel.py`)."""
     for index, selector in enumerate(selectors):
         if selector.cel is None:
             raise InvalidField(f"{path}[{index}]", "a selector needs cel.expression")

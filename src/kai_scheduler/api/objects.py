@@ -542,7 +542,7 @@ class Topology(K8sModel):
 #
 # Devices are published per driver in ResourceSlices, selected through DeviceClasses and asked for in
 # ResourceClaims (directly, or made per pod from ResourceClaimTemplates). Selectors are CEL expressions
-# (`api/cel.py` reads the subset the scheduler supports). Opaque driver parameters pass through untouched.
+# (`api/cel.py` evaluates them as Kubernetes does). Opaque driver parameters pass through untouched.
 
 DRA_API_VERSION: Final = "resource.k8s.io/v1"
 

@@ -28,9 +28,9 @@ from kai_scheduler.api.cel import (
     CelError,
     CelUnsupported,
     DeviceView,
-    SemVer,
     compile_selector,
 )
+from kai_scheduler.api.cel_k8s import SemVer
 from kai_scheduler.api.objects import (
     AllocationResult,
     Device,
