@@ -3,14 +3,17 @@ C++ runtime) in the environment Kubernetes gives them.
 
 A DeviceClass (and a claim's request) selects devices with CEL expressions over `device`: its `driver`,
 its `attributes` and `capacity` (maps of domain -> name -> value; an attribute named without a domain
-belongs to the driver's) and `allowMultipleAllocations`. The environment has CEL's standard functions, the
-strings extension (`lowerAscii`, `split`, `indexOf`, ...) and Kubernetes' quantity and semver libraries
-(`api/cel_k8s.py`). `compile_selector` turns one expression into a predicate over a `DeviceView` (one
-compiled program per expression text, kept), or raises `CelUnsupported` with a one-line reason.
+belongs to the driver's) and `allowMultipleAllocations`. The environment has CEL's standard functions,
+the strings extension (`lowerAscii`, `split`, `indexOf`, ...), `cel.bind` and Kubernetes' quantity and
+semver libraries (`api/cel_k8s.py`). `compile_selector` turns one expression into a predicate over a
+`DeviceView` (one compiled program per expression text, kept), or raises `CelUnsupported` with a
+one-line reason.
 
 Evaluation follows Kubernetes: an unknown domain is an empty map, but an unknown name in it is an error
 (`CelError`), as are a result that is not a bool and a function's runtime error (`quantity('lots')`).
-DRA aborts an allocation on such an error; the allocator does the same.
+Kubernetes' allocator treats such an error as fatal to the allocation; the allocator here fails the
+nodes that reach the device. `device` is dynamically typed here, so what Kubernetes' typed `device`
+refuses as it compiles (`device.driver && true`) is refused as it evaluates.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from functools import cache
 from typing import Any, Final
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_strings
+from cel_expr_python.ext import ext_bindings, ext_strings
 
 from kai_scheduler.api.cel_k8s import SemVer, library, quantity_value, semver_value
 
@@ -38,7 +41,10 @@ class CelError(Exception):
     """A runtime error while evaluating an expression for one device (CEL's "no such key", ...)."""
 
 
-_ENV: Final = cel.NewEnv(variables={"device": cel.Type.DYN}, extensions=[ext_strings.ExtStrings(), library()])
+_ENV: Final = cel.NewEnv(
+    variables={"device": cel.Type.DYN},
+    extensions=[ext_strings.ExtStrings(), ext_bindings.ExtBindings(), library()],
+)
 
 # Kubernetes reads an unknown domain as an empty map; a CEL map has no default, so every domain a compiled
 # selector names (`.attributes["d"]`, `.capacity["d"]`) is an empty map on a device without it. Only

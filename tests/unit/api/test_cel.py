@@ -70,6 +70,8 @@ H100 = DeviceView(
         ('device.attributes["gpu.nvidia.com"].driverVersion.major() == 550', True),
         ('isSemver("1.2.3") && !isSemver("1.2")', True),
         ('semver("1.0.0-rc.1").isLessThan(semver("1.0.0"))', True),
+        # cel.bind, which Kubernetes' DRA environment adds so that a domain is named once.
+        ('cel.bind(gpu, device.attributes["gpu.nvidia.com"], gpu.type == "gpu" && gpu.index == 3)', True),
     ],
 )
 def test_supported_selectors_select_as_cel_does(expression: str, selected: bool) -> None:
