@@ -17,6 +17,7 @@ from live_support import Live, evicted, run
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.framework.config import parse_config
+from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
 from kai_scheduler.k8s.scheduler.loop import queue_usage
 from kai_scheduler.k8s.scheduler.metrics import ON_SESSION_CLOSE, ON_SESSION_OPEN, SchedulerMetrics
 from kai_scheduler.scheduler import ACTIONS, PLUGINS
@@ -94,6 +95,17 @@ def test_every_scheduler_metric_has_samples_after_binds_and_a_reclaim(server: Fa
     assert (sample("kai_podgroups_scheduled_by_action", action="reclaim") or 0) >= 1
     assert (sample("kai_scenarios_filtered_by_action", action="reclaim") or 0) >= 1
     assert (sample("kai_scenarios_simulation_by_action", action="reclaim") or 0) >= 1
+    # KAI v0.17's scenario search: b-0's search solved by the node-by-node generator, within KAI's
+    # default budgets, which the configured-budget gauges show.
+    solved = {"action": "reclaim", "result": "solved", "reduced_budget": "false"}
+    assert (sample("kai_scenario_search_jobs_total", **solved) or 0) >= 1
+    greedy = {"action": "reclaim", "generator": "NodeLocalGreedy"}
+    assert (sample("kai_scenario_search_scenarios_total", **greedy, state="simulated") or 0) >= 1
+    assert (sample("kai_scenario_search_duration_seconds_count", **greedy, result="solved") or 0) >= 1
+    budgets = ScenarioSearchBudgets()
+    reclaim_budget = sample("kai_scenario_search_action_budget_configured_seconds", action="reclaim")
+    assert reclaim_budget == budgets.action_limit("reclaim")
+    assert sample("kai_scenario_search_job_budget_configured_seconds") == budgets.max_job
     evicted_samples = [
         s
         for family in metrics.registry.collect()

@@ -7,6 +7,7 @@ from typing import Literal
 
 from kai_scheduler.api.numa_placement import NumaZonePlacement
 from kai_scheduler.api.objects import AllocationResult, ContainerExtendedResourceRequest, DeviceRequest
+from kai_scheduler.framework.search_record import SearchRecord
 
 DecisionType = Literal["bind", "pipeline", "evict"]
 
@@ -62,6 +63,8 @@ class ActionCounts:
     acted_on: int = 0
     scenarios_simulated: int = 0
     scenarios_filtered: int = 0
+    # The victim search, for its metrics (times in it: not part of comparing counts).
+    search: SearchRecord = field(default_factory=SearchRecord, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

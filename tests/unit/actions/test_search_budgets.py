@@ -174,3 +174,24 @@ def test_zero_is_no_limit() -> None:
     clock.now += 1e9
     assert not job.exhausted()
     assert deadline.passed() is None
+
+
+def test_the_search_record_names_a_deadline_the_reduced_budget_and_the_action_budget_run_out() -> None:
+    # KAI v0.17 job_solver.go: a job whose budget runs out mid-search counts deadline_exhausted, with
+    # reduced_budget when the action had less left than maxJobSearchDuration, and the action's budget
+    # exhausted once it is spent too.
+    session = _session({"maxActionSearchDuration": {"reclaim": "5s"}, "maxJobSearchDuration": "10s"})
+    clock = FakeClock()
+    _advance_at_each_search(session, clock, 11.0)
+    _reclaim(session, clock)
+    record = session.counts["reclaim"].search
+    assert record.jobs == {("deadline_exhausted", True): 1}
+    assert record.action_budget_exhausted == 1
+
+
+def test_a_job_not_attempted_is_recorded_so_and_not_reduced() -> None:
+    session = _session({"maxActionSearchDuration": {"reclaim": "10s"}})
+    _SpentBeforeTheFirstJob(FakeClock(), 11.0).execute(session)
+    record = session.counts["reclaim"].search
+    assert record.jobs == {("not_attempted", False): 1}
+    assert record.scenarios == {}

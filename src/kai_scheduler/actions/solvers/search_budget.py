@@ -52,17 +52,23 @@ class ActionBudget:
 
     def begin_job(self) -> JobBudget:
         now = self.clock()
-        remaining = min(max(self.deadline - now, 0.0), _limit(self.budgets.max_job))
-        remaining = max(remaining, self.budgets.min_job)
-        return JobBudget(self, now + remaining)
+        left = max(self.deadline - now, 0.0)
+        remaining = max(min(left, _limit(self.budgets.max_job)), self.budgets.min_job)
+        # KAI's reduced_budget label: the action had less left than a job's maximum.
+        reduced = self.budgets.max_job > 0 and left < self.budgets.max_job
+        return JobBudget(self, now + remaining, reduced)
+
+    def exhausted(self) -> bool:
+        return self.clock() >= self.deadline
 
 
 class JobBudget:
     """One job's search budget; `begin_generator` gives each generator its own share of it."""
 
-    def __init__(self, action: ActionBudget, deadline: float) -> None:
+    def __init__(self, action: ActionBudget, deadline: float, reduced: bool = False) -> None:
         self.action = action
         self.deadline = deadline
+        self.reduced = reduced
 
     def exhausted(self) -> bool:
         return self.action.clock() >= self.deadline

@@ -19,6 +19,7 @@ victim order, and decide as KAI on every ported table (tests/kai), KAI's cases f
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -27,11 +28,18 @@ import numpy as np
 
 from kai_scheduler.actions.placement import place_pipelined
 from kai_scheduler.actions.solvers.replays import last_for
-from kai_scheduler.actions.solvers.search_budget import ActionBudget, Deadline, SearchEnd, unlimited
+from kai_scheduler.actions.solvers.search_budget import (
+    ActionBudget,
+    Deadline,
+    JobBudget,
+    SearchEnd,
+    unlimited,
+)
 from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks
 from kai_scheduler.actions.solvers.victim_scenarios import Outcome, Scenario, simulate, takes
 from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
+from kai_scheduler.framework.search_record import DUPLICATE, SIMULATED
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.disruption import DisruptionBudgets
@@ -54,7 +62,8 @@ def solve(
     """Find and commit the smallest prefix of victims (in order) that lets the preemptor's pods run.
     `victims()` gives the victim order (called again for each search). Each enabled generator searches in
     turn (`_searches`), within its share of the action's `budget` (none: no limit); how the job's search
-    ended is returned (SOLVED once a scenario is committed).
+    ended is returned (SOLVED once a scenario is committed) and recorded, with each generator's scenarios
+    and time, in the action's `ActionCounts.search` (for KAI v0.17's scenario-search metrics).
 
     Cheap filter first: a scenario is only simulated once the GPUs that are free, releasing or taken from
     the victims add up to what the preemptor asks for; and at most MAX_SCENARIOS are simulated.
@@ -63,12 +72,29 @@ def solve(
     take a budget beyond what it allows (best effort, as kube-scheduler's preemption); only when that finds
     nothing does it search the whole order, and the evictions beyond a budget say so (`Statement.commit`).
     Units are whole gangs or single pods above a job's minimum, so a gang is never left half evicted."""
+    job = budget.begin_job() if budget is not None else None
+    end = _search_job(session, scenario, victims, job)
+    record = session.counts[scenario.action].search
+    # (KAI labels a job not attempted as not reduced, whatever its budget.)
+    reduced = job is not None and job.reduced and end is not SearchEnd.NOT_ATTEMPTED
+    record.job(end.value, reduced)
+    if end is SearchEnd.DEADLINE and budget is not None and budget.exhausted():
+        record.action_budget_exhausted += 1
+    return end
+
+
+def _search_job(
+    session: Session,
+    scenario: Scenario,
+    victims: Callable[[], Iterable[VictimUnit]],
+    job: JobBudget | None,
+) -> SearchEnd:
+    # KAI's order: a job whose budget is spent is not attempted, whether or not a generator is enabled.
+    if job is not None and job.exhausted():
+        return SearchEnd.NOT_ATTEMPTED
     searches = _searches(session.points.scenario_generators, scenario)
     if not searches:
         return SearchEnd.NO_GENERATOR
-    job = budget.begin_job() if budget is not None else None
-    if job is not None and job.exhausted():
-        return SearchEnd.NOT_ATTEMPTED
     for hook in session.points.on_solution_start:
         hook()
     released = [task for task in scenario.tasks if session.state.release_reservation(task)]
@@ -78,6 +104,7 @@ def solve(
     # The victim sets simulated already, by every generator: the same set evicts the same pods from the
     # same cluster, so it fails the same way again (KAI's fingerprints of failed scenarios).
     tried: set[frozenset[str]] = set()
+    record = session.counts[scenario.action].search
     budgets = session.snapshot.disruption_budgets
     end = SearchEnd.EXHAUSTED
     for within_budgets in (True, False) if budgets is not None else (False,):
@@ -88,7 +115,10 @@ def solve(
                 assert budgets is not None
                 units = WithinBudgets(budgets, units)
             deadline = job.begin_generator(name) if job is not None else unlimited()
+            record.generator = name
+            started = time.perf_counter()
             end = search(session, scenario, units, tried, deadline)
+            record.durations.append((name, end.value, time.perf_counter() - started))
             if end is SearchEnd.SOLVED:
                 return end
             if end is SearchEnd.DEADLINE:
@@ -198,6 +228,7 @@ def _search_by_node(
                 continue  # more pods than a scenario may evict
             same = frozenset(t.key for t in evicted)
             if same in tried:
+                counts.search.scenario(DUPLICATE)
                 continue
             tried.add(same)
             # The room the scenario makes is on its victims' nodes (the pod fit nowhere else before);
@@ -214,6 +245,7 @@ def _search_by_node(
                 continue
             simulated += 1
             counts.scenarios_simulated += 1
+            counts.search.scenario(SIMULATED)
             known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
             if (
                 known is not None
@@ -412,9 +444,12 @@ def _try_scenario(
     if 0 <= scenario.max_victims < len(needed):
         return Outcome.UNPLACEABLE  # not within the bound on the pods evicted
     same = frozenset(task.key for task in needed)
+    record = session.counts[scenario.action].search
     if same in tried:
+        record.scenario(DUPLICATE)
         return Outcome.UNPLACEABLE  # simulated already: it would fail the same way
     tried.add(same)
+    record.scenario(SIMULATED)
     for task in evicted:
         if id(task.job) not in on_those:
             statement.keep(task)

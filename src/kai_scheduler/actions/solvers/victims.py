@@ -84,6 +84,7 @@ class VictimAction(ABC):
 
     def execute(self, session: Session) -> None:
         self.budget = ActionBudget(session.config.scenario_search_budgets, self.name, self.clock)
+        session.counts[self.name].search.budgeted = True
         self.by_queue.clear()
         self._leaves.clear()
         self._heaps.clear()

@@ -364,7 +364,9 @@ class SchedulerLoop:
             obj = live.pod_groups.get(job)
             uid = str((obj or {}).get("metadata", {}).get("uid") or "")
             groups[pod_key] = PodGroupRef(namespace, name, uid)
-        self.metrics.observe_session(result, seconds, pod_groups=groups)
+        self.metrics.observe_session(
+            result, seconds, pod_groups=groups, search_budgets=self.config.scenario_search_budgets
+        )
         self.metrics.set_waiting(waiting_by_queue(snapshot, result.unschedulable))
         self.metrics.set_gpu_allocation(gpu_allocation(snapshot.nodes))
         if self.usage is not None or self.prometheus is not None:

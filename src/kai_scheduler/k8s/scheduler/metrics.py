@@ -6,7 +6,8 @@ they run in one process; the queue controller's are `status/metrics.py`):
 * `SchedulerMetrics`: what the scheduler exposes (`pkg/scheduler/metrics/metrics.go` with
   `--metrics-namespace=kai`): cycle, session, action and plugin latencies (gauges, milliseconds), task
   scheduling and bind latency histograms (buckets 5 ms x 2^0..9), per-action pod group and scenario
-  counters, preemption attempts, per-queue fair share and usage, and evicted pods per pod group.
+  counters, preemption attempts, per-queue fair share and usage, evicted pods per pod group, and
+  v0.17's victim scenario search (`search_metrics.py`).
   Beyond KAI's set, for the chart's dashboard: the pod groups and pods that wait, by queue and reason
   code (`kai_queue_pending_pod_groups`, `kai_queue_pending_pods`), and the cluster's GPUs
   (`kai_cluster_capacity_gpus`, `kai_cluster_allocated_gpus`, `kai_cluster_shared_gpus`, and
@@ -58,7 +59,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
 from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
 from kai_scheduler.k8s.scheduler.cycle_gauges import IDLE_PLACEMENTS, GpuAllocation, Waiting
+from kai_scheduler.k8s.scheduler.search_metrics import ScenarioSearchMetrics
 
 LATENCY_BUCKETS_MS: tuple[float, ...] = tuple(5.0 * 2**exponent for exponent in range(10))
 """5 ms x 2^0..9 (5 ms to 2.56 s), KAI's buckets for task scheduling, bind and usage-query latency."""
@@ -230,6 +233,7 @@ class SchedulerMetrics:
             "use (partial_node), as the unused part of a shared GPU (shared_gpu)",
             ("placement",),
         )
+        self.search = ScenarioSearchMetrics(r, prefix)  # KAI v0.17's scenario_search_* (search_metrics.py)
         self._fair_share_queues: set[str] = set()
         self._usage_queues: set[str] = set()
         self._waiting: set[tuple[str, str]] = set()
@@ -295,10 +299,12 @@ class SchedulerMetrics:
         *,
         pod_groups: Mapping[str, PodGroupRef] | None = None,
         acted_on: Mapping[str, int] | None = None,
+        search_budgets: ScenarioSearchBudgets | None = None,
     ) -> None:
         """`observe_cycle` for a session's result, plus what the session measured about itself: open and
         close latency, each plugin's OnSessionOpen/OnSessionClose, and each action's pod groups taken
-        up and eviction scenarios simulated and filtered. `action_seconds` and `acted_on` default to
+        up and eviction scenarios simulated and filtered, and the victim search's record (with the
+        configured `search_budgets`, for their gauges). `action_seconds` and `acted_on` default to
         the result's own."""
         if action_seconds is None:
             action_seconds = result.action_seconds
@@ -322,6 +328,7 @@ class SchedulerMetrics:
             self.count_scenarios(
                 action, simulated=counts.scenarios_simulated, filtered=counts.scenarios_filtered
             )
+        self.search.observe(result.counts, search_budgets)
 
     def set_fair_share(self, fair_share: Mapping[str, tuple[float, float, float]]) -> None:
         """queue -> (gpu, cpu millicores, memory bytes); queues no longer present are dropped."""
