@@ -29,7 +29,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-import kai_scheduler.scheduler as scheduler_module
+import kai_scheduler.cycle as scheduler_module
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult

@@ -73,8 +73,8 @@ from rich.table import Table
 
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.sim.cluster import SimCluster
 from kai_scheduler.sim.engine import CycleRecord, Simulation, SimulationOptions
+from kai_scheduler.sim.in_memory_cluster import SimCluster
 from kai_scheduler.sim.loader import load_manifests
 
 # --- workload parameters ------------------------------------------------------------------------

@@ -25,13 +25,13 @@ from kai_scheduler.api.objects import (
     ResourceSlice,
     Topology,
 )
+from kai_scheduler.cycle import PLUGINS
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
-from kai_scheduler.scheduler import PLUGINS
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
 from kai_scheduler.sim.results import result_document
 

@@ -40,11 +40,11 @@ from kai_scheduler.api.objects import (
     Queue,
     Topology,
 )
+from kai_scheduler.cycle import ACTIONS, PLUGINS
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState, JobTimes
-from kai_scheduler.scheduler import ACTIONS, PLUGINS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # the session's clock starts here
 NAMESPACE = "default"

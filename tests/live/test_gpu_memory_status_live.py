@@ -23,7 +23,7 @@ from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
 from kai_scheduler.k8s.status.queues import QueueStatusController
 from kai_scheduler.kubectl_plugin import queues, top, why
 from kai_scheduler.kubectl_plugin.amounts import show
-from kai_scheduler.kubectl_plugin.cluster import Cluster
+from kai_scheduler.kubectl_plugin.api_client import Cluster
 
 MakeClient = Callable[..., LightkubeClient]
 KINDS = (PODS, POD_GROUPS, QUEUES, NODES, PRIORITY_CLASSES)

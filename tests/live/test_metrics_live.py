@@ -16,11 +16,11 @@ from live_support import Live, evicted, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
+from kai_scheduler.cycle import ACTIONS, PLUGINS
 from kai_scheduler.framework.config import parse_config
 from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
 from kai_scheduler.k8s.scheduler.loop import queue_usage
 from kai_scheduler.k8s.scheduler.metrics import ON_SESSION_CLOSE, ON_SESSION_OPEN, SchedulerMetrics
-from kai_scheduler.scheduler import ACTIONS, PLUGINS
 
 WITH_USAGE = parse_config(
     {"usageDBConfig": {"clientType": "prometheus", "usageParams": {"windowSize": "1w"}}}

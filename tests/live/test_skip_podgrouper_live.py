@@ -16,7 +16,7 @@ from live_support import run
 
 from helpers import pod_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.cluster.podgrouper import skips_pod_grouper
+from kai_scheduler.controlplane.podgrouper import skips_pod_grouper
 from kai_scheduler.k8s.needs import podgrouper_needs
 from kai_scheduler.k8s.podgrouper.controller import Outcome, PodGrouperController
 from kai_scheduler.k8s.runtime.access import AccessGuard

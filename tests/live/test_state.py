@@ -12,6 +12,7 @@ from live_support import run
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.api.labels import pod_gpu_groups
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, PODS, ApiStatusError
@@ -20,7 +21,6 @@ from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.model.cache import build_snapshot
-from kai_scheduler.scheduler import Scheduler
 
 MakeClient = Callable[..., LightkubeClient]
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z

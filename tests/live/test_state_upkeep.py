@@ -18,7 +18,7 @@ from live_support import Live, eventually, run
 
 from helpers import fingerprint, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
-from kai_scheduler.cluster.status import queue_numbers
+from kai_scheduler.controlplane.status import queue_numbers
 from kai_scheduler.k8s.needs import INFORMER_KINDS
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group

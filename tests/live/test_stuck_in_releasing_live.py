@@ -10,11 +10,11 @@ from test_state import START, Ticking, built
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import Store
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import parse_config
 from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.jobs import TaskStatus
-from kai_scheduler.scheduler import Scheduler
 
 
 def test_a_deleted_pod_turns_stuck_on_the_session_clock() -> None:

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import fingerprint, node, pod, pod_group, queue
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
 from kai_scheduler.model.snapshot import PodGroupState, PodState
-from kai_scheduler.scheduler import Scheduler
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
 POD_NAMES = ("p1", "p2", "p3", "p4", "p5", "pg-p1")

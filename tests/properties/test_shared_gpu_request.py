@@ -3,7 +3,7 @@
 The same pods - a `gpu-fraction` or `gpu-memory` request on one or more devices, one bound to a node and
 one that no node can take - on nodes whose GPU memory is reported (at any size, on or off KAI's 100 MiB
 grid) or not, are read by the simulator (the scheduler's queue accounting, the result document, the
-report's replay), by the live status controllers (`cluster.status` over the pods as `k8s.status` reads
+report's replay), by the live status controllers (`controlplane.status` over the pods as `k8s.status` reads
 them), by the scale adjuster's plan, and by `kubectl kai` (`why`'s amounts, `top`'s allocation). Each
 must count the bound pod's GPUs and the waiting pod's GPUs the same; and a request admission refuses is
 refused by every reader, not counted by one and dropped by another.
@@ -25,7 +25,7 @@ from helpers import node_manifest, objects_of, open_session, pod_manifest, pods_
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import InvalidField, check_gpu_sharing
 from kai_scheduler.api.objects import Pod
-from kai_scheduler.cluster.status import PodFacts, pod_group_numbers
+from kai_scheduler.controlplane.status import PodFacts, pod_group_numbers
 from kai_scheduler.k8s.scaleadjuster.plan import shared_gpu_request
 from kai_scheduler.k8s.scaleadjuster.shapes import node_gpu_facts
 from kai_scheduler.k8s.status.loop import gpu_memory_mib_of

@@ -22,8 +22,8 @@ import yaml
 
 from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.api.objects import ApiObject
-from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome
-from kai_scheduler.cluster.shards import ShardRun
+from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome
+from kai_scheduler.controlplane.shards import ShardRun
 from kai_scheduler.framework.config import SchedulerConfig, config_document, parse_config
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition

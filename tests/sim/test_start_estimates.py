@@ -29,7 +29,7 @@ from helpers import (
 )
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.cli import main
-from kai_scheduler.cluster.run_times import StartTimeQuery, remaining
+from kai_scheduler.controlplane.run_times import StartTimeQuery, remaining
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.scheduler.start_times import look_ahead_config
 from kai_scheduler.model.partition import Partition

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import bound_order, config, node, pod, priority_class, queue, run, snapshot_of
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.scheduler import Scheduler
 
 
 def two_queues() -> list[Any]:

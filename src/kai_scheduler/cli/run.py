@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.durations import parse_go_duration
 from kai_scheduler.cli.flags import UsageError, duration, kube_client, non_negative_duration, scheduler_config
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import (
     PLACEMENT_STRATEGIES,
     ConfigError,
@@ -26,7 +27,6 @@ from kai_scheduler.framework.config import (
 from kai_scheduler.framework.shard_config import DEFAULT_SHARD, check_shard_name
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.releasing import DEFAULT_STUCK_IN_RELEASING_THRESHOLD as DEFAULT_STUCK
-from kai_scheduler.scheduler import Scheduler
 from kai_scheduler.sim.estimates import estimate_starts
 from kai_scheduler.sim.gc_policy import fewer_collections
 

@@ -123,7 +123,7 @@ def _with_operator_objects(
 
 def _checked(config: SchedulerConfig, path: str) -> SchedulerConfig:
     """The configuration, its plugins and actions known, its shards' too (before any run starts)."""
-    from kai_scheduler.cluster.driver import check_config
+    from kai_scheduler.controlplane.driver import check_config
 
     try:
         check_config(config)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kai_scheduler.kubectl_plugin import queues, top, why
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES
-from kai_scheduler.kubectl_plugin.cluster import Cluster, PluginError, run
+from kai_scheduler.kubectl_plugin.api_client import Cluster, PluginError, run
 
 COMMON_DEFAULTS: dict[str, Any] = {
     "kubeconfig": None,

@@ -12,7 +12,7 @@ from typing import Any
 
 from kai_scheduler.k8s.runtime.client import QUEUES, JsonObject
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES, resource_list, show, spec_amount
-from kai_scheduler.kubectl_plugin.cluster import Cluster
+from kai_scheduler.kubectl_plugin.api_client import Cluster
 from kai_scheduler.kubectl_plugin.table import render
 
 COLUMNS = ("QUOTA", "LIMIT", "FAIR SHARE", "ALLOCATED", "REQUESTED")

@@ -23,7 +23,7 @@ from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP
 from kai_scheduler.k8s.runtime.objects import labels_of
 from kai_scheduler.k8s.status.loop import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import PodGpus, pod_gpus, show
-from kai_scheduler.kubectl_plugin.cluster import Cluster
+from kai_scheduler.kubectl_plugin.api_client import Cluster
 from kai_scheduler.kubectl_plugin.table import render
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
-from kai_scheduler.cluster.bookkeeping import next_job_times
-from kai_scheduler.cluster.driver import CycleDriver, UsageSource
-from kai_scheduler.cluster.shards import ShardedDriver
+from kai_scheduler.controlplane.bookkeeping import next_job_times
+from kai_scheduler.controlplane.driver import CycleDriver, UsageSource
+from kai_scheduler.controlplane.shards import ShardedDriver
 from kai_scheduler.framework.config import SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.framework.shard_config import DEFAULT_SHARD
@@ -19,7 +19,7 @@ from kai_scheduler.model.shard_caches import ShardedCache
 from kai_scheduler.model.snapshot import JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.sim import gc_policy
-from kai_scheduler.sim.cluster import SimCluster, build_cluster
+from kai_scheduler.sim.in_memory_cluster import SimCluster, build_cluster
 from kai_scheduler.sim.workloads import Workload
 
 

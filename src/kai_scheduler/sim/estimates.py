@@ -1,8 +1,8 @@
 """When will my job start: a look-ahead simulation of a cluster state (docs/start-times.md).
 
-`estimate_starts(query)` takes the state the scheduler serves (`cluster.run_times.StartTimeQuery`), gives
+`estimate_starts(query)` takes the state the scheduler serves (`controlplane.run_times.StartTimeQuery`), gives
 every pod the duration it has left (known, estimated from similar completed pods, or unknown: the rule
-of `cluster.run_times`), and runs the simulator's engine on that copy, with the same configuration, from
+of `controlplane.run_times`), and runs the simulator's engine on that copy, with the same configuration, from
 the next cycle's time until every job that waits to start has started, the look-ahead is steady, or its
 `max_cycles` run out. A job's estimate is the time of the look-ahead's cycle that binds its first pod
 (gangs bind their minMember pods in one cycle); None when it does not start. It is pure apart from the
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import ApiObject, Pod, PodGroup
-from kai_scheduler.cluster.run_times import (
+from kai_scheduler.controlplane.run_times import (
     RunHistory,
     StartTimeQuery,
     known_duration,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.cluster.driver import check_config
+from kai_scheduler.controlplane.driver import check_config
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig, shard_config
 from kai_scheduler.framework.operator_objects import (
     API_VERSION,

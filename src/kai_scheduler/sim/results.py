@@ -13,13 +13,13 @@ import numpy as np
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.objects import AllocationResult, ResourceClaim
 from kai_scheduler.api.reasons import code_of
-from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
+from kai_scheduler.controlplane.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
-from kai_scheduler.sim.cluster import SimPod
 from kai_scheduler.sim.engine import SimulationResult
+from kai_scheduler.sim.in_memory_cluster import SimPod
 
 PHASES = ("Running", "Pending", "Succeeded", "Failed")
 
@@ -227,7 +227,7 @@ def _claim(claim: ResourceClaim) -> dict[str, Any]:
 
 
 def _status_numbers(result: SimulationResult, snapshot: ClusterSnapshot) -> dict[str, Numbers]:
-    """Each job's PodGroup status numbers (`cluster.status`, as live mode writes them), by job key."""
+    """Each job's PodGroup status numbers (`controlplane.status`, as live mode writes them), by job key."""
     nodes = snapshot.nodes
     derivations = result.cluster.cache.derivations
     facts: dict[str, list[PodFacts]] = {}

@@ -28,7 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from kai_scheduler.api.objects import ApiObject, Queue, QueueSpec
-from kai_scheduler.cluster.driver import check_config
+from kai_scheduler.controlplane.driver import check_config
 from kai_scheduler.framework.config import (
     PLACEMENT_STRATEGIES,
     ConfigError,

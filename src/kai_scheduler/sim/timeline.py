@@ -4,10 +4,10 @@ step functions over simulated time (GPUs allocated and pods pending per queue, f
 group's arrival, start and completion, and every eviction with the work it cost.
 
 Pure: the document and the run's facts (`sim.timeseries.RunFacts`) in, a `Timeline` out. A pod's state
-changes exactly as the simulated cluster changed it (`sim.cluster.SimCluster.apply`): a bind runs it, an
-evict of a running pod stops it and makes it pending again (an evict of a pod that is not running, one
-moved and taken again in the same cycle, changes nothing), and completions come before a cycle's decisions
-at the same time, as the engine completes what is due before it schedules.
+changes exactly as the simulated cluster changed it (`sim.in_memory_cluster.SimCluster.apply`): a bind
+runs it, an evict of a running pod stops it and makes it pending again (an evict of a pod that is not
+running, one moved and taken again in the same cycle, changes nothing), and completions come before a
+cycle's decisions at the same time, as the engine completes what is due before it schedules.
 """
 
 from __future__ import annotations

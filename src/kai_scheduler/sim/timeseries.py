@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api.constants import SCHEDULER_NAME
 from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.cluster.bookkeeping import FINISHED_PHASES, scheduler_phase
+from kai_scheduler.controlplane.bookkeeping import FINISHED_PHASES, scheduler_phase
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.sim.engine import CycleRecord, SimulationResult

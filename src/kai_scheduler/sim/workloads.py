@@ -1,6 +1,6 @@
 """Workloads in the simulator: Jobs, Deployments, PyTorchJobs, RayJobs, ... become pods as their
 controllers make them (`kai_scheduler.workloads`), grouped by the same pod grouper as live mode
-(`cluster.podgrouper`), and the controllers keep acting in simulated time: a Job makes its next pod when
+(`controlplane.podgrouper`), and the controllers keep acting in simulated time: a Job makes its next pod when
 one succeeds, a ReplicaSet replaces an evicted pod, a CronJob fires on its schedule.
 
 A workload arrives at its creation time (or `simulation.kai.scheduler/arrival`, as pods do); those there
@@ -22,7 +22,7 @@ from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject, ObjectMeta, Pod, PodGroup
 from kai_scheduler.api.strict import Notice
-from kai_scheduler.cluster.podgrouper import (
+from kai_scheduler.controlplane.podgrouper import (
     DroppedInput,
     GroupingError,
     plan_pod_group,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import binds, config, node, objects_of, one_cycle, open_session, queue_manifest
-from kai_scheduler.scheduler import ACTIONS
+from kai_scheduler.cycle import ACTIONS
 from subgroup_trees import job0_manifests
 
 ALLOCATE = config(actions="allocate")

@@ -24,7 +24,7 @@ from kai_scheduler.actions.solvers.victims import within_preemption_delay
 from kai_scheduler.api.constants import LAST_EVICTION_TIMESTAMP_ANNOTATION
 from kai_scheduler.api.objects import PodGroup
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, code_of
-from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.controlplane.bookkeeping import next_job_times
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.builder import annotation_preemption_delay

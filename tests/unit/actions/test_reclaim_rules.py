@@ -33,8 +33,8 @@ from helpers import (
     simulate,
 )
 from kai_scheduler.actions.solvers.victim_order import order_victims
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import ConfigError
-from kai_scheduler.scheduler import Scheduler
 
 
 def reclaims(result: Any) -> list[tuple[str, str]]:

@@ -17,9 +17,9 @@ import pytest
 from helpers import decision_rows, gang, node, open_session, pod, queue, run, snapshot_of
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.solvers.victims import NO_GENERATOR
+from kai_scheduler.cycle import ACTIONS, Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig, parse_config
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
-from kai_scheduler.scheduler import ACTIONS, Scheduler
 
 GENERATOR_PLUGINS = ("sg-nodelocalgreedy", "sg-multinodegang")
 

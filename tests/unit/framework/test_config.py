@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig, parse_config
-from kai_scheduler.scheduler import Scheduler
 
 DEFAULT_PLUGIN_NAMES = [
     "predicates",
@@ -145,7 +145,7 @@ def test_bad_plugin_arguments_are_named(plugin: dict[str, Any], words: str) -> N
 
 
 def test_every_plugin_and_action_of_kais_default_configuration_is_built() -> None:
-    from kai_scheduler.scheduler import ACTIONS, PLUGINS
+    from kai_scheduler.cycle import ACTIONS, PLUGINS
 
     config = SchedulerConfig()
     Scheduler(config)

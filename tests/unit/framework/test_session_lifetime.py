@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from helpers import gang, node, pod, queue, snapshot_of
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
-from kai_scheduler.scheduler import Scheduler
 
 
 @pytest.fixture

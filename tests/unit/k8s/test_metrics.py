@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import node, pod, queue, snapshot_of
 from kai_scheduler.api.objects import ApiObject, Queue
+from kai_scheduler.cycle import ACTIONS, PLUGINS, Scheduler
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.session import Session
@@ -20,7 +21,6 @@ from kai_scheduler.k8s.scheduler.metrics import (
     SchedulerMetrics,
 )
 from kai_scheduler.k8s.status.metrics import QueueMetrics
-from kai_scheduler.scheduler import ACTIONS, PLUGINS, Scheduler
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

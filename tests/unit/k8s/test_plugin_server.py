@@ -16,10 +16,10 @@ import yaml
 
 from helpers import cluster_state, node, pod, pod_group, queue
 from kai_scheduler.cli import main
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState, PluginServer, endpoint_paths
 from kai_scheduler.model.cache import build_snapshot
-from kai_scheduler.scheduler import Scheduler
 
 ORIGIN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

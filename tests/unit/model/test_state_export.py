@@ -30,7 +30,7 @@ from kai_scheduler.model.state_export import (
     rfc3339,
     session_instant,
 )
-from kai_scheduler.sim.cluster import build_cluster
+from kai_scheduler.sim.in_memory_cluster import build_cluster
 from kai_scheduler.sim.loader import load_manifests
 
 ORIGIN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)  # the session clock's second 0

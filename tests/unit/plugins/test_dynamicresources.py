@@ -24,13 +24,13 @@ from helpers import (
     resource_slice_manifest,
 )
 from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.dra import ClaimState
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.plugins.dynamicresources import DraSession, DynamicResourcesPlugin
-from kai_scheduler.scheduler import Scheduler
 
 NS = "test"
 GPU = "nvidia.com/gpu"  # KAI's tests name their device class after the extended resource

@@ -26,11 +26,11 @@ from helpers import (
     snapshot_of,
 )
 from kai_scheduler.api.objects import PodGroup, Topology
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.plugins.fragmentation.measure import NodeStates, evaluate, mig_columns, mix_arrays
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
-from kai_scheduler.scheduler import Scheduler
 
 PLUGINS = [
     "predicates",

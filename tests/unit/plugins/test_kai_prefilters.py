@@ -13,12 +13,12 @@ import pytest
 
 from helpers import cluster_state, node_manifest, objects_of, pod_manifest, queue_manifest
 from kai_scheduler.api.objects import ConfigMap, ObjectMeta, Pod
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import parse_config
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.storage import Storage, required_config_maps
 from kai_scheduler.plugins.max_node_resources import ftoa
-from kai_scheduler.scheduler import Scheduler
 
 
 def _node(name: str, cpu: str, memory: str, gpus: str, **extra: str) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import cluster_state, node_manifest, objects_of, pod_manifest, queue_manifest
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import parse_config
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.plugins.max_node_resources import MaxNodeResources
-from kai_scheduler.scheduler import Scheduler
 
 FOO = "example.com/foo"
 

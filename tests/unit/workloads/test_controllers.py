@@ -15,11 +15,11 @@ import yaml
 from kai_scheduler.api.constants import NODE_POOL_LABEL
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.objects import Pod, PodGroup
-from kai_scheduler.cluster.podgrouper import plan_pod_group, pod_group_manifest
+from kai_scheduler.controlplane.podgrouper import plan_pod_group, pod_group_manifest
 from kai_scheduler.framework.config import parse_config
 from kai_scheduler.framework.decisions import Decision
-from kai_scheduler.sim.cluster import build_cluster
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.in_memory_cluster import build_cluster
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.workloads.cron import parse_schedule
 from kai_scheduler.workloads.runtime import Runtime

@@ -1,3 +1,3 @@
-"""The pod grouper controller (KAI's pkg/podgrouper); its pure planner is kai_scheduler.cluster.podgrouper,
-shared with the simulator.
+"""The pod grouper controller (KAI's pkg/podgrouper); its pure planner is
+kai_scheduler.controlplane.podgrouper, shared with the simulator.
 """

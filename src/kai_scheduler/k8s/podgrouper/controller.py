@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.podgrouper import (
+from kai_scheduler.controlplane.podgrouper import (
     DEFAULT_GROUPER_DEFAULTS,
     GrouperDefaults,
     GroupingError,

@@ -64,7 +64,7 @@ from datetime import UTC, datetime
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
-from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
+from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime import events

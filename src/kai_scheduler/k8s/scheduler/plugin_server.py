@@ -38,8 +38,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from kai_scheduler.cluster.driver import JOB_ORDER_PLUGIN, SNAPSHOT_PLUGIN
-from kai_scheduler.cluster.driver import job_order as allocate_order
+from kai_scheduler.controlplane.driver import JOB_ORDER_PLUGIN, SNAPSHOT_PLUGIN
+from kai_scheduler.controlplane.driver import job_order as allocate_order
 from kai_scheduler.framework.config import SchedulerConfig, config_document
 from kai_scheduler.k8s.runtime.http_server import BackgroundHTTPServer, QuietHandler
 from kai_scheduler.model.snapshot import ClusterState

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import pod_gpu_groups
-from kai_scheduler.cluster.bookkeeping import scheduler_phase
+from kai_scheduler.controlplane.bookkeeping import scheduler_phase
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.reasons import code_of
-from kai_scheduler.cluster.bookkeeping import next_job_times
+from kai_scheduler.controlplane.bookkeeping import next_job_times
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObject

@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from kai_scheduler.cluster.driver import check_config
+from kai_scheduler.controlplane.driver import check_config
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig, shard_config, shard_partition
 from kai_scheduler.framework.operator_objects import CONFIG_NAME, SHARD_KIND, config_from_operator_objects
 from kai_scheduler.framework.shard_config import DEFAULT_SHARD

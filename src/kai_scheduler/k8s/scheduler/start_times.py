@@ -33,7 +33,7 @@ from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
-from kai_scheduler.cluster.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
+from kai_scheduler.controlplane.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shard_config import ShardSpec
 from kai_scheduler.k8s.runtime.access import access

@@ -1,7 +1,8 @@
 """The live edge's side of the shared cluster state: informer events in, `ClusterCache` deltas out.
 
-`StateBuilder` keeps a `model.cache.ClusterCache` current, as the simulator's `SimCluster` keeps its own
-(sim/cluster.py); the rules they share (priorities, phases, timestamps, job keys) live below both edges.
+`StateBuilder` keeps a `model.cache.ClusterCache` current, as the simulator's `SimCluster` keeps its
+own (sim/in_memory_cluster.py); the rules they share (priorities, phases, timestamps, job keys) live
+below both edges.
 What is live mode's own:
 
 * Objects are parsed with the project's models; a pod of ours (and every PodGroup) goes through
@@ -11,7 +12,7 @@ What is live mode's own:
 * Each pod's runtime facts (`pod_facts.py`): its node or its outstanding BindRequest's, what this process
   is binding or evicting, pipelines; gated and ungrouped pods and GPU reservation pods left out.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
-  (a bare pod's implicit group takes the pod's rank), kept by `cluster.ranks.CreationRanks` as objects
+  (a bare pod's implicit group takes the pod's rank), kept by `controlplane.ranks.CreationRanks` as objects
   come and go (the few objects whose rank moves to make room for a new one are handed to the cache again);
   queues are ordered the same way.
 * Namespaces' labels (when the informers watch Namespaces, as the scheduler's do) for pod (anti-)affinity's
@@ -37,7 +38,7 @@ from types import MappingProxyType
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Pod, PodGroup
 from kai_scheduler.api.reasons import INVALID_POD_GROUP
-from kai_scheduler.cluster.ranks import CreationRanks
+from kai_scheduler.controlplane.ranks import CreationRanks
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
-from kai_scheduler.cluster.status import PodFacts, pod_group_numbers
+from kai_scheduler.controlplane.status import PodFacts, pod_group_numbers
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
@@ -174,7 +174,7 @@ class PodGroupStatusController(StatusLoop):
         memory: NodeGpuMemory | None = None,
         priorities: Priorities | None = None,
     ) -> dict[str, Any]:
-        """The status fields this controller owns, as they should be (`cluster.status`)."""
+        """The status fields this controller owns, as they should be (`controlplane.status`)."""
         memory = memory or NodeGpuMemory(self.informers.optional(NODES))
         pods = self.informers.pods.by_index(POD_GROUP_INDEX, object_key(group))
         facts = []

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Queue
-from kai_scheduler.cluster.status import Numbers, queue_numbers
+from kai_scheduler.controlplane.status import Numbers, queue_numbers
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
@@ -203,8 +203,9 @@ class QueueStatusController(StatusLoop):
         self.mark(key)  # wakes the loop; `sync` reads the changed PodGroups, not the marks
 
     def totals(self) -> dict[str, tuple[QueueUsage, list[str]]]:
-        """Every queue's usage (its PodGroups and all its descendants: `cluster.status.queue_numbers`) and
-        its children, by name. Before the handlers are added (`run`), the sums are those of the first call."""
+        """Every queue's usage (its PodGroups and all its descendants:
+        `controlplane.status.queue_numbers`) and its children, by name. Before the handlers are added
+        (`run`), the sums are those of the first call."""
         self._catch_up()
         queues = {str(metadata_of(q).get("name")): q for q in self.informers.queues.objects()}
         parents: dict[str, str | None] = {}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pg_objects import obj, pod
 
-from kai_scheduler.cluster.podgrouper import (
+from kai_scheduler.controlplane.podgrouper import (
     GrouperDefaults,
     GroupingError,
     KindDefaults,

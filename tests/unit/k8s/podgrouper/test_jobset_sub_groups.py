@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pg_objects import obj, pod
 
-from kai_scheduler.cluster.podgrouper import GroupingError, plan_pod_group, pod_group_manifest
-from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan
+from kai_scheduler.controlplane.podgrouper import GroupingError, plan_pod_group, pod_group_manifest
+from kai_scheduler.controlplane.podgrouper.plan import PodGroupPlan, SubGroupPlan
 
 MIN_MEMBER = "kai.scheduler/batch-min-member"
 

@@ -25,7 +25,7 @@ from pg_objects import (
 )
 
 from kai_scheduler.api.objects import PodGroup
-from kai_scheduler.cluster.podgrouper import (
+from kai_scheduler.controlplane.podgrouper import (
     GrouperDefaults,
     GroupingError,
     PodGroupPlan,

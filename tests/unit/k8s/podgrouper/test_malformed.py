@@ -25,7 +25,7 @@ from pg_objects import (
     ray_pod,
 )
 
-from kai_scheduler.cluster.podgrouper import GroupingError, plan_pod_group
+from kai_scheduler.controlplane.podgrouper import GroupingError, plan_pod_group
 
 Case = tuple[dict[str, Any], list[dict[str, Any]]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pg_objects import controller_ref, obj, pod
 
-from kai_scheduler.cluster.podgrouper import GroupingError, owner_chain, plan_pod_group, top_owner
+from kai_scheduler.controlplane.podgrouper import GroupingError, owner_chain, plan_pod_group, top_owner
 
 
 def test_a_pod_without_owner_is_its_own_top_owner() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from pg_objects import kubeflow_pod, lws, lws_pods, pytorchjob
 
-from kai_scheduler.cluster.podgrouper import DroppedInput, GroupingError, plan_pod_group
+from kai_scheduler.controlplane.podgrouper import DroppedInput, GroupingError, plan_pod_group
 
 SIZE = "kai.scheduler/segment-size"
 TOPOLOGY = "kai.scheduler/topology"

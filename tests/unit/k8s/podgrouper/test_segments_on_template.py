@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pg_objects import kubeflow_pod, lws, lws_pods, pytorchjob
 
-from kai_scheduler.cluster.podgrouper import (
+from kai_scheduler.controlplane.podgrouper import (
     SubGroupPlan,
     TopologyConstraintPlan,
     plan_pod_group,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kai_scheduler.cluster.bookkeeping import next_job_times
-from kai_scheduler.cluster.driver import CycleDriver, CycleOutcome, UsageSource
+from kai_scheduler.controlplane.bookkeeping import next_job_times
+from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSource
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.partition import Partition

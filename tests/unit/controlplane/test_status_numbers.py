@@ -3,7 +3,7 @@ mode's status controllers report by."""
 
 from __future__ import annotations
 
-from kai_scheduler.cluster.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
+from kai_scheduler.controlplane.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.model.resources import PodRequest, Resources
 
 GIB = 1024**3

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.podgrouper._common import (
+from kai_scheduler.controlplane.podgrouper._common import (
     BUILD,
     INFERENCE,
     PRIORITY_LABEL,
@@ -28,10 +28,10 @@ from kai_scheduler.cluster.podgrouper._common import (
     segment_of,
     segment_sub_groups,
 )
-from kai_scheduler.cluster.podgrouper._fields import Node, int_text
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
-from kai_scheduler.cluster.podgrouper.owner_chain import KObject
-from kai_scheduler.cluster.podgrouper.plan import PodGroupPlan, SubGroupPlan, TopologyConstraintPlan
+from kai_scheduler.controlplane.podgrouper._fields import Node, int_text
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper.owner_chain import KObject
+from kai_scheduler.controlplane.podgrouper.plan import PodGroupPlan, SubGroupPlan, TopologyConstraintPlan
 
 Grouper = Callable[[Context], PodGroupPlan]
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_go_duration
-from kai_scheduler.cluster.podgrouper._fields import Node, int_text
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
-from kai_scheduler.cluster.podgrouper.owner_chain import KObject
-from kai_scheduler.cluster.podgrouper.plan import (
+from kai_scheduler.controlplane.podgrouper._fields import Node, int_text
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper.owner_chain import KObject
+from kai_scheduler.controlplane.podgrouper.plan import (
     PREEMPTIBILITY_VALUES,
     DroppedInput,
     GrouperDefaults,

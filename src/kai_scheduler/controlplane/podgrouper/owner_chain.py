@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scheduler.cluster.podgrouper._fields import Node
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper._fields import Node
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
 
 # Kinds whose own object is not grouped: the object just below them is (KAI's "skip top owner").
 # A TrainJob runs as a JobSet; an Argo Workflow's pods are grouped one by one; a Dynamo graph

@@ -1,10 +1,10 @@
-"""The duration rule of the start-time estimates (`cluster.run_times`): known, similar completed pods,
+"""The duration rule of the start-time estimates (`controlplane.run_times`): known, similar completed pods,
 unknown; and which jobs wait to start."""
 
 from __future__ import annotations
 
 from helpers import cluster_state, node, pod, pod_group, queue
-from kai_scheduler.cluster.run_times import RunHistory, known_duration, shape_of, waiting_jobs
+from kai_scheduler.controlplane.run_times import RunHistory, known_duration, shape_of, waiting_jobs
 
 
 def test_similar_means_same_queue_job_size_and_request() -> None:

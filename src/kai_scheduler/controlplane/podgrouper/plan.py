@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
 
 PODGROUP_API_VERSION = "scheduling.run.ai/v2alpha2"
 PREEMPTIBILITY_VALUES = ("preemptible", "non-preemptible")

@@ -33,7 +33,7 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.api.timestamps import seconds_since
-from kai_scheduler.cluster.bookkeeping import scheduler_phase
+from kai_scheduler.controlplane.bookkeeping import scheduler_phase
 from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.builder import job_key_of, staleness_grace
 from kai_scheduler.model.cache import ClusterCache

@@ -3,14 +3,14 @@
 `plan_pod_group` is the entry point; docs/podgrouper.md lists the rules per workload kind.
 """
 
-from kai_scheduler.cluster.podgrouper.errors import GroupingError
-from kai_scheduler.cluster.podgrouper.grouper import (
+from kai_scheduler.controlplane.podgrouper.errors import GroupingError
+from kai_scheduler.controlplane.podgrouper.grouper import (
     DEFAULT_GROUPER_DEFAULTS,
     plan_pod_group,
     skips_pod_grouper,
 )
-from kai_scheduler.cluster.podgrouper.owner_chain import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
-from kai_scheduler.cluster.podgrouper.plan import (
+from kai_scheduler.controlplane.podgrouper.owner_chain import SKIP_TOP_OWNER_KINDS, owner_chain, top_owner
+from kai_scheduler.controlplane.podgrouper.plan import (
     DroppedInput,
     GrouperDefaults,
     KindDefaults,

@@ -13,7 +13,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kai_scheduler.cluster.ranks import CreationRanks
+from kai_scheduler.controlplane.ranks import CreationRanks
 
 
 def check_order(ranks: CreationRanks, known: dict[int, float]) -> None:

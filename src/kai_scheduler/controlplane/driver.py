@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.cache import ClusterCache, build_snapshot
@@ -16,7 +17,6 @@ from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
-from kai_scheduler.scheduler import Scheduler
 
 # The plugins that only make the live scheduler serve something (its plugin server's endpoints).
 SNAPSHOT_PLUGIN = SnapshotPlugin.name

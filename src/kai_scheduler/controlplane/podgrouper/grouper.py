@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.cluster.podgrouper._common import Context
-from kai_scheduler.cluster.podgrouper._kinds import grouper_for
-from kai_scheduler.cluster.podgrouper.owner_chain import grouping_index, owner_chain
-from kai_scheduler.cluster.podgrouper.plan import GrouperDefaults, PodGroupPlan
+from kai_scheduler.controlplane.podgrouper._common import Context
+from kai_scheduler.controlplane.podgrouper._kinds import grouper_for
+from kai_scheduler.controlplane.podgrouper.owner_chain import grouping_index, owner_chain
+from kai_scheduler.controlplane.podgrouper.plan import GrouperDefaults, PodGroupPlan
 
 DEFAULT_GROUPER_DEFAULTS = GrouperDefaults()
 
