@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
+from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.cli.flags import UsageError, non_negative_duration, positive
 from kai_scheduler.sim.engine import SimulationOptions
 
@@ -35,7 +36,6 @@ def _demo_folder() -> Path:
 
 def _start(text: str) -> datetime:
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_rfc3339(text)
     except ValueError:
         raise UsageError(f"--start: {text!r} is not an RFC 3339 time such as {DEFAULT_START}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -4,9 +4,10 @@ how it is read from a configuration document and how it is written back into one
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, Literal
 
+from kai_scheduler.api.timestamps import format_rfc3339, parse_rfc3339
 from kai_scheduler.framework.config_values import ConfigError, duration, duration_text
 from kai_scheduler.model.usage import WEEK, WINDOW_TYPES, UsageParams
 
@@ -144,10 +145,9 @@ def _time(document: dict[str, Any], key: str, where: str) -> datetime | None:
     if value is None:
         return None
     try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return parse_rfc3339(str(value))
     except ValueError:
         raise ConfigError(f"{where}.{key}: {value!r} is not an RFC 3339 time") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def usage_db_config_document(usage: UsageDbConfig) -> dict[str, Any]:
@@ -165,7 +165,9 @@ def usage_db_config_document(usage: UsageDbConfig) -> dict[str, Any]:
         "extraParams": extra,
     }
     if usage.tumbling_start is not None:
-        params["tumblingWindowStartTime"] = usage.tumbling_start.isoformat()
+        params["tumblingWindowStartTime"] = format_rfc3339(
+            usage.tumbling_start, "microseconds_if_any", keep_offset=True
+        )
     for key, seconds, default_seconds in (
         ("fetchInterval", usage.fetch_interval, usage_default.fetch_interval),
         ("stalenessPeriod", usage.staleness_period, usage_default.staleness_period),

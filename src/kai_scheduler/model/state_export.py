@@ -44,6 +44,7 @@ from typing import Any, TypeVar, cast
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels, is_gpu_group_label
 from kai_scheduler.api.objects import ApiObject, K8sModel, ObjectMeta, Pod, PodGroup, PriorityClass
+from kai_scheduler.api.timestamps import format_rfc3339
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 JsonDict = dict[str, Any]
@@ -101,9 +102,7 @@ def session_instant(origin: datetime, seconds: float) -> datetime:
 
 def rfc3339(moment: datetime) -> str:
     """An instant in UTC as RFC 3339 (`2026-01-01T00:00:00Z`, with microseconds when it has some)."""
-    moment = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+    return format_rfc3339(moment, "microseconds_if_any")
 
 
 def dump(obj: K8sModel) -> JsonDict:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from kai_scheduler.api.timestamps import format_rfc3339, parse_rfc3339
 from kai_scheduler.workloads.cron import CronError, Schedule, parse_schedule
 from kai_scheduler.workloads.errors import WorkloadError
 from kai_scheduler.workloads.objects import (
@@ -101,7 +102,7 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
         out.delete.extend(active)
         active = []
     status: dict[str, Any] = {
-        "startTime": at(job, "status", "startTime") or _rfc3339(now),
+        "startTime": at(job, "status", "startTime") or format_rfc3339(now),
         "active": len(active) + len(out.create),
         "succeeded": len(succeeded),
         "failed": failed,
@@ -109,7 +110,7 @@ def reconcile_job(job: Mapping[str, Any], view: View, now: datetime) -> Reconcil
     if condition is not None:
         status["conditions"] = [{"type": condition, "status": "True"}]
         if condition == "Complete":
-            status["completionTime"] = _rfc3339(now)
+            status["completionTime"] = format_rfc3339(now)
     if indexed:
         status["completedIndexes"] = ",".join(str(i) for i in sorted(done_indexes))
     out.status = status
@@ -122,7 +123,7 @@ def job_deadline(job: Mapping[str, Any]) -> datetime | None:
     started = at(job, "status", "startTime")
     if seconds is None or not started or job_finished(job):
         return None
-    return datetime.fromisoformat(str(started).replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return parse_rfc3339(str(started)) + timedelta(seconds=seconds)
 
 
 def job_next_time(job: Mapping[str, Any], now: datetime) -> datetime | None:
@@ -181,10 +182,6 @@ def _index(pod: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else -1
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # --- CronJob ---------------------------------------------------------------------------------------
 
 
@@ -215,7 +212,7 @@ def _created(obj: Mapping[str, Any]) -> datetime:
     if isinstance(stamp, datetime):
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
     if isinstance(stamp, str) and stamp:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        return parse_rfc3339(stamp)
     raise WorkloadError("is missing", object_ref=ref(obj), field="metadata.creationTimestamp")
 
 
@@ -234,7 +231,7 @@ def reconcile_cron_job(cron_job: Mapping[str, Any], view: View, now: datetime) -
     job_template = mapping(cron_job, "spec", "jobTemplate", required=True)
     template_of(cron_job, "spec", "jobTemplate", "spec", "template")
     last_text = at(cron_job, "status", "lastScheduleTime")
-    since = datetime.fromisoformat(str(last_text).replace("Z", "+00:00")) if last_text else _created(cron_job)
+    since = parse_rfc3339(str(last_text)) if last_text else _created(cron_job)
     out = Reconciled()
     jobs = list(view.owned(cron_job))
     running = [job for job in jobs if not job_finished(job)]
@@ -255,7 +252,7 @@ def reconcile_cron_job(cron_job: Mapping[str, Any], view: View, now: datetime) -
     name = f"{name_of(cron_job)}-{int(due.timestamp()) // 60}"
     if any(name_of(job) == name for job in jobs):
         return out
-    status["lastScheduleTime"] = _rfc3339(due)
+    status["lastScheduleTime"] = format_rfc3339(due)
     if running and policy == "Forbid":
         return out
     if running and policy == "Replace":
@@ -269,7 +266,10 @@ def reconcile_cron_job(cron_job: Mapping[str, Any], view: View, now: datetime) -
         mapping(job_template, "spec", required=True),
         name=name,
         labels=meta.get("labels") or {},
-        annotations={**(meta.get("annotations") or {}), CRONJOB_SCHEDULED_ANNOTATION: due.isoformat()},
+        annotations={
+            **(meta.get("annotations") or {}),
+            CRONJOB_SCHEDULED_ANNOTATION: format_rfc3339(due, keep_offset=True),
+        },
     )
     out.create.append(job)
     status["active"] = [{"kind": "Job", "name": name_of(j)} for j in running] + [

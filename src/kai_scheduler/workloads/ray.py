@@ -15,10 +15,11 @@ unless `shutdownAfterJobFinishes: true`: then it is deleted `ttlSecondsAfterFini
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kai_scheduler.api.constants import SIM_DURATION_ANNOTATION
+from kai_scheduler.api.timestamps import format_rfc3339, parse_rfc3339
 from kai_scheduler.workloads.batch import job_finished
 from kai_scheduler.workloads.objects import (
     Reconciled,
@@ -121,7 +122,7 @@ def reconcile_ray_job(ray_job: Mapping[str, Any], view: View, now: datetime) -> 
     out = Reconciled()
     name = name_of(ray_job)
     if any(job_finished(job) for job in submitters):
-        ended = at(ray_job, "status", "endTime") or _rfc3339(now)
+        ended = at(ray_job, "status", "endTime") or format_rfc3339(now)
         out.status = {"jobDeploymentStatus": "Complete", "endTime": ended}
         cleanup = ray_job_cleanup_time({**ray_job, "status": out.status})
         if cleanup is not None and now >= cleanup:
@@ -157,17 +158,13 @@ def ray_job_cleanup_time(ray_job: Mapping[str, Any]) -> datetime | None:
     if not ended or not flag(ray_job, "spec", "shutdownAfterJobFinishes"):
         return None
     ttl = integer(ray_job, "spec", "ttlSecondsAfterFinished", default=0)
-    return datetime.fromisoformat(str(ended).replace("Z", "+00:00")) + timedelta(seconds=ttl)
+    return parse_rfc3339(str(ended)) + timedelta(seconds=ttl)
 
 
 def ray_job_next_time(ray_job: Mapping[str, Any], now: datetime) -> datetime | None:
     """When the RayJob next has work by the clock alone: deleting its cluster after the TTL."""
     cleanup = ray_job_cleanup_time(ray_job)
     return cleanup if cleanup is not None and cleanup > now else None
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _cluster_up(cluster: Mapping[str, Any], view: View) -> bool:

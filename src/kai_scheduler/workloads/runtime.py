@@ -15,9 +15,10 @@ import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from kai_scheduler.api.timestamps import format_rfc3339
 from kai_scheduler.workloads.errors import WorkloadError
 from kai_scheduler.workloads.objects import (
     GENERATED_SUFFIX_LENGTH,
@@ -189,7 +190,7 @@ class Runtime:
             raise WorkloadError(f"{kind} {namespace}/{meta['name']} exists already")
         if not meta.get("uid"):
             meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
-        meta.setdefault("creationTimestamp", now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        meta.setdefault("creationTimestamp", format_rfc3339(now))
         if kind == "Pod":
             manifest = admit_pod(manifest)
             manifest.setdefault("status", {})["phase"] = "Pending"

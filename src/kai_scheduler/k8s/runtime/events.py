@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from kai_scheduler.api.timestamps import format_rfc3339
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import EVENTS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.objects import metadata_of
@@ -57,7 +58,7 @@ async def record_event(
     stamp: str | None = None,
 ) -> bool:
     """Create the event; False (and a debug line) when the API server would not take it."""
-    when = stamp or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = stamp or format_rfc3339(datetime.now(UTC))
     event = event_for(obj, type=type, reason=reason, message=message, component=component, stamp=when)
     try:
         await client.create(EVENTS, event)

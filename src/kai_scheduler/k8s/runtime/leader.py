@@ -29,9 +29,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import Enum
 
+from kai_scheduler.api.timestamps import format_epoch
 from kai_scheduler.k8s.runtime.access import Access, access
 from kai_scheduler.k8s.runtime.client import LEASES, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
@@ -70,7 +70,7 @@ class Attempt(Enum):
 
 def micro_time(seconds: float) -> str:
     """Kubernetes MicroTime (RFC 3339 with microseconds, UTC)."""
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_epoch(seconds, "microseconds")
 
 
 def default_identity() -> str:

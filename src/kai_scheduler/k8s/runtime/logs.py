@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from typing import Any, Final, TextIO
+
+from kai_scheduler.api.timestamps import format_epoch
 
 LEVELS: Final = ("debug", "info", "warning", "error")
 FORMATS: Final = ("text", "json")
@@ -21,8 +22,8 @@ def fields(**values: Any) -> dict[str, Any]:
 
 class _Text(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-        line = f"{moment}.{int(record.msecs):03d}Z {record.levelname:<7} {record.name}: {record.getMessage()}"
+        moment = format_epoch(record.created, "milliseconds")
+        line = f"{moment} {record.levelname:<7} {record.name}: {record.getMessage()}"
         extra = getattr(record, "fields", None)
         if extra:
             line += " " + " ".join(f"{key}={value}" for key, value in extra.items())
@@ -33,9 +34,8 @@ class _Text(logging.Formatter):
 
 class _Json(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
         entry: dict[str, Any] = {
-            "time": f"{moment}.{int(record.msecs):03d}Z",
+            "time": format_epoch(record.created, "milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),

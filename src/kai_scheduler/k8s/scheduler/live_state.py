@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.numa_placement import NumaZonePlacement
-from kai_scheduler.api.timestamps import parse_rfc3339
+from kai_scheduler.api.timestamps import format_epoch, parse_rfc3339
 from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import (
     JsonObject,
@@ -50,8 +50,7 @@ class SessionClock:
 
     def stamp(self, seconds: float) -> str:
         """A session-clock time as RFC 3339 in UTC, to the second (Go's time.RFC3339)."""
-        moment = datetime.fromtimestamp(self.start + seconds, tz=UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return format_epoch(self.start + seconds)
 
 
 @dataclass(frozen=True, slots=True)
