@@ -12,13 +12,14 @@ import argparse
 import gc
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kai_scheduler.cli import what_if
 from kai_scheduler.cli.flags import UsageError, scheduler_config, warn, write_out
 from kai_scheduler.cli.sim_options import DEFAULT_START, input_paths, simulation_options
-from kai_scheduler.framework.config import ConfigError
+from kai_scheduler.framework.config import EVICTED_UNOWNED_PODS, ConfigError
 from kai_scheduler.sim.engine import Simulation, SimulationResult
 from kai_scheduler.sim.estimates import start_estimates
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
@@ -70,6 +71,12 @@ def add_command(commands: Any) -> None:
         default="text",
         help="text tables (default) or the JSON document",
     )
+    simulate.add_argument(
+        "--evicted-unowned-pods",
+        choices=EVICTED_UNOWNED_PODS,
+        help="what an eviction does to a pod no workload of the input owns: recreate it pending under its "
+        "name (default), or delete it, as a cluster does (the configuration's evictedUnownedPods)",
+    )
     simulate.add_argument("--out", metavar="FILE", help="write the output to FILE instead of stdout")
     simulate.add_argument(
         "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
@@ -102,9 +109,16 @@ def _epilog() -> str:
 
 def command(args: argparse.Namespace) -> int:
     if args.compare or args.sweep or args.workers is not None or args.ray is not None:
+        if args.evicted_unowned_pods is not None:
+            raise UsageError(
+                "--evicted-unowned-pods: not with --compare or --sweep (set evictedUnownedPods in the "
+                "configurations they run)"
+            )
         return what_if.command(args)
     options = simulation_options(args)
     config = scheduler_config(args.config)
+    if args.evicted_unowned_pods is not None:
+        config = replace(config, evicted_unowned_pods=args.evicted_unowned_pods)
     paths, demo = input_paths(args)
     with collector_paused():
         loaded = load_manifests(paths)

@@ -116,6 +116,10 @@ class SchedulerConfig:
     full_hierarchy_fairness: bool = True
     allow_consolidating_reclaim: bool = True
     period: float = 1.0
+    # The simulator's answer to an evicted pod that no workload of its input owns (`EVICTED_UNOWNED_PODS`):
+    # recreated pending under its name (the simulate contract's default), or deleted, as a cluster does.
+    # Live mode has no choice to make: an eviction there is a delete.
+    evicted_unowned_pods: str = "recreate"
     queue_depth_per_action: dict[str, int] = field(default_factory=dict)
     usage_db: UsageDbConfig | None = None
     # How long the victim search may look (KAI's `scenarioSearchBudgets`, its defaults unless set).
@@ -136,6 +140,7 @@ class SchedulerConfig:
 
 
 PLACEMENT_STRATEGIES = ("binpack", "spread")
+EVICTED_UNOWNED_PODS = ("recreate", "delete")
 
 
 def with_placement_strategy(
@@ -177,6 +182,7 @@ _KNOWN_KEYS = {
     "fullHierarchyFairness",
     "allowConsolidatingReclaim",
     "period",
+    "evictedUnownedPods",
     "queueDepthPerAction",
     "usageDBConfig",
     "scenarioSearchBudgets",
@@ -206,6 +212,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         full_hierarchy_fairness=_boolean(document, "fullHierarchyFairness", True),
         allow_consolidating_reclaim=_boolean(document, "allowConsolidatingReclaim", True),
         period=_positive_duration(document, "period", 1.0),
+        evicted_unowned_pods=_choice(document, "evictedUnownedPods", EVICTED_UNOWNED_PODS),
         queue_depth_per_action=_queue_depths(document.get("queueDepthPerAction")),
         usage_db=parse_usage_db_config(document.get("usageDBConfig")),
         scenario_search_budgets=parse_search_budgets(document.get("scenarioSearchBudgets")),
@@ -323,6 +330,14 @@ def _boolean(document: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+def _choice(document: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (the first when absent)."""
+    value = document.get(key, choices[0])
+    if value not in choices:
+        raise ConfigError(f"{key}: expected {' or '.join(choices)}, got {value!r}")
+    return str(value)
+
+
 def _queue_depths(value: Any) -> dict[str, int]:
     if value is None:
         return {}
@@ -362,6 +377,8 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         document["allowConsolidatingReclaim"] = config.allow_consolidating_reclaim
     if config.period != default.period:
         document["period"] = duration_text(config.period)
+    if config.evicted_unowned_pods != default.evicted_unowned_pods:
+        document["evictedUnownedPods"] = config.evicted_unowned_pods
     if config.queue_depth_per_action:
         document["queueDepthPerAction"] = dict(config.queue_depth_per_action)
     if config.usage_db is not None:

@@ -98,6 +98,7 @@ class Simulation:
         cache = ShardedCache(self.shards) if self.shards is not None else None
         self.cluster = build_cluster(objects, options.start, cache)
         self.cluster.stale_grace = config.default_staleness_grace_period
+        self.cluster.evicted_unowned = config.evicted_unowned_pods
         # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
         self.driver = CycleDriver(config, self.cluster.cache, self.usage)

@@ -106,6 +106,10 @@ class SimCluster:
         # How long a stale gang may wait before eviction (negative: never); its deadline is an event.
         # The scheduler's default, and the PodGroups' own (`spec.stalenessGracePeriod`) by key.
         self.stale_grace = -1.0
+        # What an eviction does to a pod that no workload of the input owns (`evictedUnownedPods`): with
+        # "recreate" it comes back pending under its name, as the simulate contract says; with "delete" it
+        # is gone, as on a cluster, where nothing makes it again.
+        self.evicted_unowned = "recreate"
         self.own_stale_grace = {
             pg.key: grace for pg, _, _ in pod_groups if (grace := staleness_grace(pg)) is not None
         }
@@ -250,8 +254,10 @@ class SimCluster:
                 self._nominated.add(pod)
                 continue
             else:
-                # Terminated, and recreated by its workload controller as a pending pod of the same name
-                # (a pod pipelined earlier in the cycle and then evicted loses that nomination too).
+                # Terminated, and pending under its name until the controllers look (`run_controllers`):
+                # a workload's controller replaces it or makes it again; one no workload owns is made again
+                # or stays deleted (`evicted_unowned`). A pod pipelined earlier in the cycle and then
+                # evicted loses that nomination too.
                 pipelined.pop(pod.key, None)
                 self._nominated.discard(pod)
                 if pod.phase == "Running":  # not one already recreated (moved, then taken again)
@@ -331,19 +337,20 @@ class SimCluster:
         evictions) and to the clock: new pods and PodGroups arrive now, deleted pods end."""
         workloads = self.workloads
         changed, self._changed = self._changed, []
-        if workloads is None:
-            self._evicted.clear()
-            return
-        for pod in dict.fromkeys(self._evicted):  # a pod moved and then taken again is evicted twice
-            if workloads.owns(pod.pod) and not workloads.replaced_by_name(pod.pod):
-                # Deleted by the eviction: its controller makes a new pod in its place; this one stays in
-                # the record as Failed.
+        evicted, self._evicted = dict.fromkeys(self._evicted), []  # a pod moved, then taken, is there twice
+        for pod in evicted:
+            if self._gone_when_evicted(pod.pod):
+                # Deleted by the eviction, and not made again under its name: it stays in the record as
+                # Failed (a workload's controller makes a new pod in its place).
                 pod.phase = "Failed"
+                pod.nominated_node, pod.nominated_gpu_groups = None, ()  # a move's pipeline names it
+                self._nominated.discard(pod)
                 if uses_claims(pod.pod):
                     pod.pod = self.claims.released(pod.pod, gone=True)  # its own claims go with it
                 self._update(pod)
             changed.append(pod)
-        self._evicted = []
+        if workloads is None:
+            return
         made = workloads.react(self.now, [(pod.pod, pod.phase) for pod in changed])
         # Deletions first: a pod made again under its name (a StatefulSet's) replaces the one deleted.
         for key in made.deleted:
@@ -371,6 +378,14 @@ class SimCluster:
             self.pods.append(sim_pod)
             self._by_key[sim_pod.key] = sim_pod
             self._arrivals.append((self.now, -1, sim_pod))
+
+    def _gone_when_evicted(self, pod: Pod) -> bool:
+        """Whether an evicted pod stays deleted: its workload's controller makes a new pod in its place, or
+        no workload owns it and the simulation deletes such pods (`evicted_unowned`)."""
+        workloads = self.workloads
+        if workloads is not None and workloads.owns(pod):
+            return not workloads.replaced_by_name(pod)
+        return self.evicted_unowned == "delete"
 
     def _delete(self, key: str) -> None:
         """A controller deleted the pod: it leaves the scheduler's view, and stays in the record as it

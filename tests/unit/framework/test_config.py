@@ -51,6 +51,7 @@ def test_defaults(document: Any) -> None:
     assert config.full_hierarchy_fairness is True
     assert config.allow_consolidating_reclaim is True
     assert config.period == 1.0
+    assert config.evicted_unowned_pods == "recreate"
     assert config == SchedulerConfig()
 
 
@@ -68,6 +69,7 @@ def test_a_full_document() -> None:
             "fullHierarchyFairness": False,
             "allowConsolidatingReclaim": False,
             "period": "2s",
+            "evictedUnownedPods": "delete",
             "queueDepthPerAction": {"allocate": 10},
         }
     )
@@ -81,6 +83,7 @@ def test_a_full_document() -> None:
     assert config.full_hierarchy_fairness is False
     assert config.allow_consolidating_reclaim is False
     assert config.period == 2.0
+    assert config.evicted_unowned_pods == "delete"
     assert config.queue_depth_per_action == {"allocate": 10}
 
 
@@ -103,6 +106,7 @@ def test_a_full_document() -> None:
         ({"period": "-1s"}, "period"),
         ({"period": "fast"}, "period"),
         ({"queueDepthPerAction": {"allocate": 0}}, "queueDepthPerAction"),
+        ({"evictedUnownedPods": "keep"}, "evictedUnownedPods"),
     ],
 )
 def test_errors_name_the_key(document: dict[str, Any], key: str) -> None:

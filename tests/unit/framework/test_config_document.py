@@ -21,6 +21,7 @@ EVERYTHING: dict[str, Any] = {
         {"plugins": [{"name": "nodeplacement", "arguments": {"gpu": "spread", "cpu": "binpack"}}]},
     ],
     "period": "0.25s",
+    "evictedUnownedPods": "delete",
     "defaultStalenessGracePeriod": "-1s",
     "maxConsolidationPreemptees": 0,
     "useSchedulingSignatures": False,

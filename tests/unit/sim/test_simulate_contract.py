@@ -869,3 +869,111 @@ def test_use_scheduling_signatures_false_changes_no_outcome(sim: Sim) -> None:
     with_signatures = sim(documents)
     without = sim(documents, config={"useSchedulingSignatures": False})
     assert decision_rows(with_signatures) == decision_rows(without) == [(1, "bind", "small", "n0")]
+
+
+# --- evictedUnownedPods: the project's extension of the contract ----------------------------------
+
+
+def _worked_example() -> list[dict[str, Any]]:
+    """The contract's worked example: team A borrowed all four GPUs of node0, team B then asks for two."""
+    return [
+        node_manifest("node0", gpus=4, cpu="32", memory="256Gi"),
+        queue_manifest("team-a", gpu=2),
+        queue_manifest("team-b", gpu=2),
+        *[
+            pod_manifest(f"a-{i}", "team-a", gpus=1, priority_class="train", node_name="node0")
+            for i in range(4)
+        ],
+        *[pod_manifest(f"b-{i}", "team-b", gpus=1, priority_class="train") for i in range(2)],
+    ]
+
+
+def _phases(document: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {p["name"]: (p["phase"], p["evictions"]) for p in document["pods"]}
+
+
+def test_evicted_bare_pods_are_recreated_pending_by_default(sim: Sim) -> None:
+    doc = sim(_worked_example())
+    explicit = sim(_worked_example(), config={"evictedUnownedPods": "recreate"})
+    assert (doc["pods"], doc["decisions"]) == (explicit["pods"], explicit["decisions"])
+    assert [row[:3] for row in decision_rows(doc)] == [
+        (1, "evict", "a-3"),
+        (1, "pipeline", "b-0"),
+        (1, "evict", "a-2"),
+        (1, "pipeline", "b-1"),
+        (2, "bind", "b-0"),
+        (2, "bind", "b-1"),
+    ]
+    assert _phases(doc) == {
+        **{f"a-{i}": ("Running", 0) for i in range(2)},
+        **{f"a-{i}": ("Pending", 1) for i in (2, 3)},
+        **{f"b-{i}": ("Running", 0) for i in range(2)},
+    }
+
+
+def test_evicted_bare_pods_stay_deleted_with_delete(sim: Sim) -> None:
+    recreated = sim(_worked_example())
+    doc = sim(_worked_example(), config={"evictedUnownedPods": "delete"})
+    # The same decisions; the evicted pods end as on a cluster, deleted: in the record as Failed, with
+    # their eviction, and nothing waits for them.
+    assert decision_rows(doc) == decision_rows(recreated)
+    assert _phases(doc) == {
+        **{f"a-{i}": ("Running", 0) for i in range(2)},
+        **{f"a-{i}": ("Failed", 1) for i in (2, 3)},
+        **{f"b-{i}": ("Running", 0) for i in range(2)},
+    }
+    assert doc["summary"]["pods"] == {"Running": 4, "Pending": 0, "Succeeded": 0, "Failed": 2}
+    queues = by_name(doc["queues"])
+    assert queues["team-a"]["requested"]["gpu"] == queues["team-a"]["allocated"]["gpu"] == 2.0
+    assert recreated["queues"][0]["requested"]["gpu"] == 4.0  # recreated, a-2 and a-3 still ask
+    # The flag says the same as the key, and wins over the file.
+    assert sim(_worked_example(), "--evicted-unowned-pods", "delete")["pods"] == doc["pods"]
+    config = {"evictedUnownedPods": "delete"}
+    flagged = sim(_worked_example(), "--evicted-unowned-pods", "recreate", config=config)
+    assert flagged["pods"] == recreated["pods"]
+
+
+def _reclaimed_replica_set() -> list[dict[str, Any]]:
+    """Team A's two GPUs are a ReplicaSet's pods; team B reclaims one of them."""
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "labels": {"kai.scheduler/queue": "team-a"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web", "kai.scheduler/queue": "team-a"}},
+                "spec": pod_manifest("x", gpus=1, priority_class="train")["spec"],
+            },
+        },
+    }
+    return [
+        node_manifest("node0", gpus=2),
+        queue_manifest("team-a", gpu=1),
+        queue_manifest("team-b", gpu=1),
+        replica_set,
+        pod_manifest("b-0", "team-b", gpus=1, priority_class="train", arrival="10s"),
+    ]
+
+
+def test_pods_a_workload_owns_are_replaced_by_its_controller_with_delete_too(sim: Sim) -> None:
+    outcomes = [
+        sim(_reclaimed_replica_set(), config={"evictedUnownedPods": mode}) for mode in ("recreate", "delete")
+    ]
+    assert outcomes[0]["pods"] == outcomes[1]["pods"]
+    phases = sorted((p["phase"], p["evictions"]) for p in outcomes[1]["pods"] if p["name"].startswith("web-"))
+    # The evicted pod is Failed in the record; the ReplicaSet's new pod in its place waits.
+    assert phases == [("Failed", 1), ("Pending", 0), ("Running", 0)]
+    assert by_name(outcomes[1]["pods"])["b-0"]["phase"] == "Running"
+
+
+@pytest.mark.parametrize("value", ["keep", True, ["delete"]])
+def test_a_bad_evicted_unowned_pods_value_is_one_line_naming_the_key(
+    sim: Sim, tmp_path: Path, value: Any
+) -> None:
+    path = write(tmp_path, "ok.yaml", [node_manifest("n0"), queue_manifest("q")])
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(yaml.safe_dump({"evictedUnownedPods": value}))
+    line = sim.fails(["simulate", path, "--config", str(config)])
+    assert "scheduler.yaml: evictedUnownedPods: expected recreate or delete" in line
