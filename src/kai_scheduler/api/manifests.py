@@ -413,17 +413,31 @@ def _check_no_whole_gpus(pod: Pod, annotation: str) -> None:
                 )
 
 
+class _UniqueNames:
+    """A list the API server keys by name (claims, requests, devices, subGroups, levels): a name seen
+    again is refused at its second place, naming the first."""
+
+    def __init__(self, list_field: str, what: str = "name") -> None:
+        self._list_field = list_field
+        self._what = what
+        self._first: dict[str, int] = {}
+
+    def add(self, index: int, name: str, field: str) -> None:
+        if name in self._first:
+            also = f"{self._list_field}[{self._first[name]}]"
+            raise InvalidField(field, f"duplicate {self._what} {name!r} (also {also})")
+        self._first[name] = index
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._first
+
+
 def _check_pod_claims(pod: Pod) -> None:
     """The API server's rules for `spec.resourceClaims`: unique names, each naming a claim or a template."""
-    seen: dict[str, int] = {}
+    seen = _UniqueNames("spec.resourceClaims")
     for index, claim in enumerate(pod.spec.resource_claims):
         field = f"spec.resourceClaims[{index}]"
-        if claim.name in seen:
-            raise InvalidField(
-                f"{field}.name",
-                f"duplicate name {claim.name!r} (also spec.resourceClaims[{seen[claim.name]}])",
-            )
-        seen[claim.name] = index
+        seen.add(index, claim.name, f"{field}.name")
         if (claim.resource_claim_name is None) == (claim.resource_claim_template_name is None):
             raise InvalidField(
                 field, "exactly one of resourceClaimName and resourceClaimTemplateName must be set"
@@ -433,22 +447,15 @@ def _check_pod_claims(pod: Pod) -> None:
 # Dynamic Resource Allocation: what the API server checks, and CEL selectors the scheduler can read.
 
 
-def _duplicate_name(field: str, name: str, other: str) -> InvalidField:
-    return InvalidField(field, f"duplicate name {name!r} (also {other})")
-
-
 def check_claim_spec(path: str, spec: ResourceClaimSpec) -> None:
     """A ResourceClaim's (or template's) device requests: unique names, each with exactly one of `exactly`
     and `firstAvailable`, selectors the scheduler can evaluate; constraints and configs name existing
     requests. Raises InvalidField."""
     devices = spec.devices
-    names: dict[str, int] = {}
+    names = _UniqueNames(f"{path}.devices.requests")
     for index, request in enumerate(devices.requests):
         field = f"{path}.devices.requests[{index}]"
-        if request.name in names:
-            other = f"{path}.devices.requests[{names[request.name]}]"
-            raise _duplicate_name(f"{field}.name", request.name, other)
-        names[request.name] = index
+        names.add(index, request.name, f"{field}.name")
         if (request.exactly is None) == (not request.first_available):
             raise InvalidField(field, "exactly one of exactly and firstAvailable must be set")
         if request.exactly is not None:
@@ -499,15 +506,10 @@ def _check_resource_slice(slice_: ResourceSlice) -> None:
             "exactly one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection must be set"
             + (f", got {', '.join(chosen)}" if chosen else ""),
         )
-    names: dict[str, int] = {}
+    names = _UniqueNames("spec.devices", "device name")
     for index, device in enumerate(spec.devices):
         field = f"spec.devices[{index}]"
-        if device.name in names:
-            raise InvalidField(
-                f"{field}.name",
-                f"duplicate device name {device.name!r} (also spec.devices[{names[device.name]}])",
-            )
-        names[device.name] = index
+        names.add(index, device.name, f"{field}.name")
         own = [v for v in (device.node_name, device.node_selector, device.all_nodes or None) if v is not None]
         if spec.per_device_node_selection and len(own) != 1:
             raise InvalidField(
@@ -612,16 +614,11 @@ def pod_group_warnings(group: PodGroup, *, update: bool = False) -> list[tuple[s
 
 def _check_sub_group_graph(group: PodGroup) -> None:
     subs = group.spec.sub_groups
-    position: dict[str, int] = {}
+    names = _UniqueNames("spec.subGroups", "subGroup name")
     for index, sub in enumerate(subs):
-        if sub.name in position:
-            raise InvalidField(
-                f"spec.subGroups[{index}].name",
-                f"duplicate subGroup name {sub.name!r} (also spec.subGroups[{position[sub.name]}])",
-            )
-        position[sub.name] = index
+        names.add(index, sub.name, f"spec.subGroups[{index}].name")
     for index, sub in enumerate(subs):
-        if sub.parent and sub.parent not in position:
+        if sub.parent and sub.parent not in names:
             raise InvalidField(
                 f"spec.subGroups[{index}].parent", f"no subGroup named {sub.parent!r} in this PodGroup"
             )
@@ -643,14 +640,12 @@ def check_topology(topology: Topology) -> None:
     """A Topology's levels: unique node labels, the hostname only as the last, and KAI's alias rules
     (`topology_rules`). Raises InvalidField."""
     levels = topology.spec.levels
-    position: dict[str, int] = {}
+    labels = _UniqueNames("spec.levels", "level")
     for index, level in enumerate(levels):
         label, field = level.node_label, f"spec.levels[{index}].nodeLabel"
-        if label in position:
-            raise InvalidField(field, f"duplicate level {label!r} (also spec.levels[{position[label]}])")
+        labels.add(index, label, field)
         if label == c.HOSTNAME_LABEL and index != len(levels) - 1:
             raise InvalidField(field, f"{c.HOSTNAME_LABEL} can only be the last (narrowest) level")
-        position[label] = index
     problem = alias_problem(levels)
     if problem is not None:
         raise InvalidField("spec.levels", problem)

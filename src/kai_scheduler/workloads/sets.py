@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from kai_scheduler.workloads.apps import POD_INDEX_LABEL  # the StatefulSet controller writes it
 from kai_scheduler.workloads.batch import job_finished
 from kai_scheduler.workloads.errors import WorkloadError
 from kai_scheduler.workloads.objects import (
@@ -53,7 +54,6 @@ LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
 LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
-POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
 def reconcile_job_set(job_set: Mapping[str, Any], view: View, now: datetime) -> Reconciled:

@@ -53,6 +53,7 @@ from kai_scheduler.api.manifests import (
 )
 from kai_scheduler.api.objects import Pod, PodGroup, Queue, Topology
 from kai_scheduler.k8s.admission.gpu_sharing import gpu_sharing_patch, uses_gpus
+from kai_scheduler.k8s.runtime.client import api_version
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class _Kind:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
 
     def __str__(self) -> str:
         return f"{self.api_version} {self.kind}"
@@ -270,7 +271,7 @@ def _check_request_kind(value: Any, kind: _Kind) -> None:
     got = (value.get("group", ""), value.get("version"), value.get("kind"))
     if got != (kind.group, kind.version, kind.kind):
         group, version, name = (v if isinstance(v, str) else short_repr(v) for v in got)
-        shown = f"{group}/{version}" if group else version
+        shown = api_version(group, version)
         raise _Malformed(f"request.kind: this webhook reviews {kind}, got {shown} {name}")
 
 

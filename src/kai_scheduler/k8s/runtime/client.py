@@ -17,6 +17,11 @@ PatchType = Literal["merge", "json", "strategic", "apply"]
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 
+def api_version(group: str, version: str) -> str:
+    """An object's `apiVersion`: `group/version`, or the version alone in the core group ("")."""
+    return f"{group}/{version}" if group else version
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceKind:
     """One API resource: where it lives and how it is named."""
@@ -29,7 +34,7 @@ class ResourceKind:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
 
 
 PODS = ResourceKind("", "v1", "Pod", "pods", True)
