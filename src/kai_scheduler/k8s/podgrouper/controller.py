@@ -28,11 +28,11 @@ is left to the user, as KAI does; so is a pod that has `kai.scheduler/skip-podgr
 of whose owners has it (its owners are read to know): it joins the external PodGroup its
 `pod-group-name` names, made by the user or another controller.
 
-Work comes from the pods informer's handlers (new and changed pods), from the PodGroups informer (a
-deleted PodGroup re-groups its pods), and from a periodic resync over every cached pod. Keys go through a
-de-duplicating work queue (`KeyQueue`, as client-go's workqueue: a key is never processed by two workers
-at once); failures to reach the API are retried with backoff. Under leader election `run` runs during
-each term (`runtime.leader.lead`).
+The controller is a `runtime.reconciler.Reconciler` keyed by pod: work comes from the pods informer's
+handlers (new and changed pods), from the PodGroups informer (a deleted PodGroup re-groups its pods), and
+from the reconciler's periodic resync over every cached pod that needs grouping; failures to reach the API
+are `TemporaryError`s, retried with the reconciler's backoff. Under leader election `run` runs during each
+term (`runtime.leader.lead`).
 
     grouper = PodGrouperController(client, informers)
     await grouper.run(stop)            # until `stop` (an asyncio.Event) is set
@@ -41,11 +41,10 @@ each term (`runtime.leader.lead`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,8 +74,8 @@ from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, PODGROUPER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
+from kai_scheduler.k8s.runtime.reconciler import Reconciler, ReconcileStats, Result, TemporaryError
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
-from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
 
@@ -128,25 +127,39 @@ class Outcome(enum.Enum):
 
 @dataclass(slots=True)
 class GrouperStats:
-    """What the controller did, for tests and diagnostics."""
+    """What the controller did, for tests and diagnostics: `reconciled` counts the pods it set out to
+    group; `retries` and `errors` are the reconciler's (`loop`)."""
 
+    loop: ReconcileStats = field(repr=False)
     reconciled: int = 0
     created: int = 0
     updated: int = 0
     pods_patched: int = 0
     events: int = 0
     owner_reads: int = 0
-    retries: int = 0
-    errors: list[str] = field(default_factory=list)
+
+    @property
+    def retries(self) -> int:
+        return self.loop.retried
+
+    @property
+    def errors(self) -> list[str]:
+        return self.loop.errors
 
 
-class PodGrouperController:
+# What is retried: the API server refused for now or could not be reached.
+_API_FAILURES = (ApiStatusError, ConnectionError, OSError, TimeoutError)
+
+
+class PodGrouperController(Reconciler):
     """See the module doc. `informers` must include pods (PodGroups are used when present); the caller
     starts them. `queue_label_key` and `defaults` are the grouper's settings (`plan_pod_group`).
 
     `workers`: pods grouped at once; `resync_period`: seconds between scans of every cached pod;
     `owner_cache_ttl`: seconds an owner read from the API is reused; `backoff`: retry delays after API
     failures."""
+
+    name = "podgrouper"
 
     def __init__(
         self,
@@ -162,23 +175,19 @@ class PodGrouperController:
         backoff: Backoff = RETRY_BACKOFF,
         component: str = "pod-grouper",
     ) -> None:
+        super().__init__(workers=workers, resync_period=resync_period, backoff=backoff)
         self.client = client
         self.informers = informers
         self.scheduler_name = scheduler_name
         self.queue_label_key = queue_label_key
         self.defaults = defaults
-        self.workers = max(1, workers)
-        self.resync_period = resync_period
         self.owners = OwnerReader(client, owner_cache_ttl, on_read=self._count_owner_read)
-        self.backoff = backoff
         self.component = component
-        self.stats = GrouperStats()
-        self.queue = KeyQueue()
+        self.stats = GrouperStats(self.reconcile_stats)
         self._confirmed: dict[str, tuple[Any, ...]] = {}  # PodGroup key -> spec known to be on the server
         self._group_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # with their users
         self._reported: dict[str, str] = {}  # pod uid -> last message recorded as an Event
         self._logged_drops: set[str] = set()  # "<PodGroup key>: <dropped input>" already logged
-        self._attempts: dict[str, int] = {}
         self._seen: dict[str, float] = {}  # pod key -> when it was queued (monotonic)
         self._handlers_added = False
 
@@ -372,25 +381,25 @@ class PodGrouperController:
         if recorded:
             self.stats.events += 1
 
-    # --- running -----------------------------------------------------------------------------------
+    # --- running (the reconciler's parts) -----------------------------------------------------------
 
-    def _enqueue(self, pod: JsonObject) -> bool:
-        if not self.needs_grouping(pod):
-            return False
+    def _seen_now(self, pod: JsonObject) -> str:
         key = object_key(pod)
         self._seen.setdefault(key, time.monotonic())
-        self.queue.add(key)
-        return True
+        return key
 
     def _on_pod(self, pod: JsonObject) -> None:
-        self._enqueue(pod)
+        if self.needs_grouping(pod):
+            self.enqueue(self._seen_now(pod))
 
     def _on_pod_update(self, old: JsonObject, new: JsonObject) -> None:
         del old
         self._on_pod(new)
 
     def _on_pod_delete(self, pod: JsonObject) -> None:
-        self._seen.pop(object_key(pod), None)
+        key = object_key(pod)
+        self._seen.pop(key, None)
+        self.forget(key)
         self._reported.pop(str(metadata_of(pod).get("uid") or ""), None)
 
     def _on_group_delete(self, group: JsonObject) -> None:
@@ -399,87 +408,33 @@ class PodGrouperController:
         for pod in self.pods.by_index(POD_GROUP_INDEX, key):
             self._on_pod(pod)
 
-    def _add_handlers(self) -> None:
-        if self._handlers_added:
-            return
-        self._handlers_added = True
-        self.pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod_delete)
+    def keys(self) -> Iterable[str]:
+        """Every cached pod that needs grouping (the resync's keys)."""
+        return [self._seen_now(pod) for pod in self.pods.objects() if self.needs_grouping(pod)]
+
+    async def start(self, stop: asyncio.Event) -> bool:
+        """Waits for the pods (and PodGroups) informers to sync, then follows their changes."""
         groups = self.pod_groups
-        if groups is not None:
-            groups.add_handler(on_delete=self._on_group_delete)
+        waits = [self.pods.wait_synced()] + ([groups.wait_synced()] if groups is not None else [])
+        if not await wait_or_stop(asyncio.gather(*waits), stop):
+            return False
+        if not self._handlers_added:
+            self._handlers_added = True
+            self.pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod_delete)
+            if groups is not None:
+                groups.add_handler(on_delete=self._on_group_delete)
+        return True
 
-    def resync(self) -> int:
-        """Queue every cached pod that needs grouping; returns how many."""
-        count = 0
-        for pod in self.pods.objects():
-            count += self._enqueue(pod)
-        return count
-
-    async def _process(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         namespace, _, name = key.rpartition("/")
         pod = self.pods.get(name, namespace or None)
         seen_at = self._seen.pop(key, None)
-        if pod is None:
-            self._attempts.pop(key, None)
-            return
-        try:
-            await self.reconcile_pod(pod, seen_at=seen_at)
-        except asyncio.CancelledError:
-            raise
-        except (ApiStatusError, ConnectionError, OSError, TimeoutError) as error:
-            self._retry(key, error)
-        except Exception as error:
-            log.exception("pod %s: grouping failed unexpectedly", key)
-            self._retry(key, error)
-        else:
-            self._attempts.pop(key, None)
-
-    def _retry(self, key: str, error: BaseException) -> None:
-        attempt = self._attempts.get(key, 0)
-        self._attempts[key] = attempt + 1
-        self.stats.retries += 1
-        self.stats.errors.append(f"{key}: {type(error).__name__}: {error}")
-        del self.stats.errors[:-50]
-        delay = self.backoff.delay(attempt)
-        log.info("pod %s: %s; retrying in %.1fs", key, error, delay)
-        self.queue.add_after(key, delay)
-
-    async def _worker(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            key = await self.queue.get()
+        if pod is not None:
             try:
-                await self._process(key)
-            finally:
-                self.queue.done(key)
-
-    async def _resyncer(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.resync_period)
-            if not stop.is_set():
-                self.resync()
-
-    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
-        """Group pods until `stop` is set. Waits for the pods (and PodGroups) informers to sync first."""
-        waits = [self.pods.wait_synced()]
-        groups = self.pod_groups
-        if groups is not None:
-            waits.append(groups.wait_synced())
-        if not await wait_or_stop(asyncio.gather(*waits), stop, sync_timeout):
-            if not stop.is_set():
-                log.warning("pod grouper: the informers did not sync in time")
-            return
-        self._add_handlers()
-        self.resync()
-        tasks = [asyncio.create_task(self._worker(stop), name=f"podgrouper-{i}") for i in range(self.workers)]
-        tasks.append(asyncio.create_task(self._resyncer(stop), name="podgrouper-resync"))
-        try:
-            await stop.wait()
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            self.queue.close()
+                await self.reconcile_pod(pod, seen_at=seen_at)
+            except _API_FAILURES as error:
+                raise TemporaryError(f"{type(error).__name__}: {error}") from error
+        return None
 
 
 def _signature(spec: Mapping[str, Any]) -> tuple[Any, ...]:
