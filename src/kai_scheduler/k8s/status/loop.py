@@ -1,6 +1,6 @@
 """What KAI's podgroupcontroller and queuecontroller share here: the usage amounts their statuses show,
-and the loop that keeps statuses current (`StatusLoop`; `podgroups.py` and `queues.py` are the two
-controllers).
+and the reconciler that keeps statuses current (`StatusReconciler`, a `runtime.reconciler.Reconciler`;
+`podgroups.py` and `queues.py` are the two controllers).
 
 Resource lists always carry `cpu`, `memory` and `nvidia.com/gpu`, as Kubernetes quantity strings in
 canonical form: CPU in cores or millicores (`2`, `1500m`), memory in bytes (`1073741824`), GPUs in GPU
@@ -13,10 +13,11 @@ podgroupcontroller writes it, `run.ai/gpu.memory`: the MiB they ask for (devices
 Writes are merge patches on the `status` subresource, and only of values that changed: each object's
 computed status is compared with the cached one (quantities compared by value) and with what this
 controller wrote last while the cache has not caught up yet, so that neither a burst of events nor a
-resync rewrites an unchanged status. Events mark the affected objects; a pass runs `debounce` seconds
-after the first mark (batching bursts) and every `resync_period` seconds over everything (a PodGroup whose
-inputs, itself, its pods, the nodes and the PriorityClasses, are at the versions they had when its status
-was last found up to date is not computed again). Failed writes are retried with backoff. Under leader
+resync rewrites an unchanged status. Events mark the affected keys (a PodGroup; the queue controller's
+one key, the whole tree); a key is reconciled `debounce` seconds after its first mark (a burst, once:
+the work queue holds a key once) and every `resync_period` seconds (a PodGroup whose inputs, itself, its
+pods, the nodes and the PriorityClasses, are at the versions they had when its status was last found up
+to date is not computed again). Failed writes are retried with the reconciler's backoff. Under leader
 election `run` runs during each term (`runtime.leader.lead`).
 
     pod_groups = PodGroupStatusController(client, informers)
@@ -27,10 +28,7 @@ election `run` runs during each term (`runtime.leader.lead`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,11 +46,10 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, resource_version
+from kai_scheduler.k8s.runtime.reconciler import Reconciler, ReconcileStats, TemporaryError
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.model.builder import floor_gpu_memory_mib, reported_gpu_memory_range
 from kai_scheduler.model.resources import Resources
-
-log = logging.getLogger(__name__)
 
 RESOURCE_KEYS = (c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.GPU_RESOURCE)
 # What KAI's podgroupcontroller names the GPU memory `gpu-memory` pods ask for (MiB) in `requested`.
@@ -190,19 +187,32 @@ def creation_order(obj: JsonObject) -> tuple[str, str]:
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
 
-# --- the shared loop -------------------------------------------------------------------------------
+# --- the reconciler both build on ------------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class StatusStats:
-    """What a status controller did, for tests and diagnostics."""
+    """What a status controller did, for tests and diagnostics: `computed` statuses, `writes`, and
+    statuses found `unchanged`; `passes` (reconciles run: of one PodGroup, or of every queue at once),
+    `failures` (reconciles to be retried: a write the API server refused or did not answer) and `errors`
+    come from the reconciler's stats (`loop`)."""
 
-    passes: int = 0
+    loop: ReconcileStats = field(repr=False)
     computed: int = 0
     writes: int = 0
     unchanged: int = 0
-    failures: int = 0
-    errors: list[str] = field(default_factory=list)
+
+    @property
+    def passes(self) -> int:
+        return self.loop.reconciled + self.loop.retried + self.loop.failed
+
+    @property
+    def failures(self) -> int:
+        return self.loop.retried + self.loop.failed
+
+    @property
+    def errors(self) -> list[str]:
+        return self.loop.errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,50 +221,39 @@ class _Written:
     version_before: str
 
 
-class StatusLoop:
-    """Marks, debounced passes, periodic resync, retries, leadership; subclasses compute and write."""
+class StatusReconciler(Reconciler):
+    """A `runtime.reconciler.Reconciler` for a status: marks coalesced per key (`debounce`), the informers
+    waited for and their handlers added at `start`, and writes of changed statuses only (a failed one is
+    a `TemporaryError`, retried with `backoff`); subclasses compute. `concurrency` bounds the writes in
+    flight."""
 
     kind: ResourceKind
-    name = "status"
 
     def __init__(
         self,
         client: KubeClient,
         informers: InformerSet,
         *,
+        workers: int,
         resync_period: float,
         debounce: float,
         concurrency: int,
         backoff: Backoff,
     ) -> None:
+        super().__init__(workers=workers, resync_period=resync_period, backoff=backoff)
         self.client = client
         self.informers = informers
-        self.resync_period = resync_period
         self.debounce = debounce
-        self.backoff = backoff
-        self.stats = StatusStats()
+        self.stats = StatusStats(self.reconcile_stats)
         self._semaphore = asyncio.Semaphore(max(1, concurrency))
-        self._dirty: set[str] = set()
-        self._everything = True
-        self._wake = asyncio.Event()
         self._written: dict[str, _Written] = {}
         self._handlers_added = False
 
-    # --- marks ---
-
     def mark(self, *keys: str) -> None:
-        """Recompute these objects at the next pass."""
-        added = False
+        """Reconcile these keys `debounce` seconds after the first mark: a burst of events, once."""
         for key in keys:
             if key:
-                self._dirty.add(key)
-                added = True
-        if added:
-            self._wake.set()
-
-    def mark_all(self) -> None:
-        self._everything = True
-        self._wake.set()
+                self.queue.add_after(key, self.debounce)
 
     # --- subclass parts ---
 
@@ -264,17 +263,23 @@ class StatusLoop:
     def _add_handlers(self) -> None:
         raise NotImplementedError
 
-    async def sync(self, keys: Iterable[str] | None = None) -> set[str]:
-        """One pass over `keys` (None: everything); returns the keys whose write failed."""
-        raise NotImplementedError
-
-    # --- writing ---
-
     def _current(self, obj: JsonObject) -> Any:
         raise NotImplementedError
 
     def _patch(self, obj: JsonObject, desired: Any) -> JsonObject:
         raise NotImplementedError
+
+    async def start(self, stop: asyncio.Event) -> bool:
+        """Waits for the informers to sync, then follows their changes."""
+        waits = [informer.wait_synced() for informer in self._informers_needed()]
+        if not await wait_or_stop(asyncio.gather(*waits), stop):
+            return False
+        if not self._handlers_added:
+            self._handlers_added = True
+            self._add_handlers()
+        return True
+
+    # --- writing ---
 
     def _up_to_date(self, key: str, obj: JsonObject, desired: Any) -> bool:
         if self._current(obj) == desired:
@@ -283,11 +288,9 @@ class StatusLoop:
         # Written already, and the cache still shows the object as it was before that write.
         return last is not None and last.value == desired and last.version_before == resource_version(obj)
 
-    async def _write_all(self, writes: list[tuple[str, JsonObject, Any]]) -> set[str]:
-        results = await asyncio.gather(*(self._write(key, obj, desired) for key, obj, desired in writes))
-        return {key for (key, _, _), ok in zip(writes, results, strict=True) if not ok}
-
-    async def _write(self, key: str, obj: JsonObject, desired: Any) -> bool:
+    async def _write(self, key: str, obj: JsonObject, desired: Any) -> None:
+        """Patch the status to `desired` (an object gone meanwhile has nothing to write); `TemporaryError`
+        when the API server refused it or did not answer."""
         meta = metadata_of(obj)
         name = str(meta.get("name") or "")
         namespace = meta.get("namespace") if self.kind.namespaced else None
@@ -299,98 +302,18 @@ class StatusLoop:
             except ApiStatusError as error:
                 if error.code == 404:
                     self._written.pop(key, None)
-                    return True  # gone: nothing to write
-                self._failed(key, error)
-                return False
+                    return
+                raise TemporaryError(f"{key} not written: {error}") from error
             except (ConnectionError, OSError, TimeoutError) as error:
-                self._failed(key, error)
-                return False
+                raise TemporaryError(f"{key} not written: {type(error).__name__}: {error}") from error
         self._written[key] = _Written(desired, resource_version(obj))
         self.stats.writes += 1
-        return True
-
-    def _failed(self, key: str, error: BaseException) -> None:
-        self.stats.failures += 1
-        self.stats.errors.append(f"{key}: {type(error).__name__}: {error}")
-        del self.stats.errors[:-50]
-        log.info("%s of %s not written: %s", self.name, key, error)
-
-    def _forget_gone(self, alive: Iterable[str]) -> None:
-        keep = set(alive)
-        for key in [k for k in self._written if k not in keep]:
-            del self._written[key]
-
-    # --- running ---
-
-    async def run_pass(self) -> set[str]:
-        """Take the marks and run one pass; returns the keys whose write failed (marked again)."""
-        self._wake.clear()
-        keys, everything = self._dirty, self._everything
-        self._dirty, self._everything = set(), False
-        self.stats.passes += 1
-        try:
-            failed = await self.sync(None if everything else keys)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log.exception("%s: a pass failed", self.name)
-            self._failed("*", error)
-            self.mark_all()
-            return {"*"}
-        if failed:
-            self._dirty |= failed
-        return failed
-
-    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
-        """Keep statuses current until `stop` is set (waits for the informers to sync first)."""
-        waits = [informer.wait_synced() for informer in self._informers_needed()]
-        if not await wait_or_stop(asyncio.gather(*waits), stop, sync_timeout):
-            if not stop.is_set():
-                log.warning("%s: the informers did not sync in time", self.name)
-            return
-        if not self._handlers_added:
-            self._handlers_added = True
-            self._add_handlers()
-        self.mark_all()
-        next_resync = time.monotonic() + self.resync_period
-        retry_at: float | None = None
-        attempt = 0
-        while not stop.is_set():
-            now = time.monotonic()
-            if now >= next_resync:
-                self.mark_all()
-                next_resync = now + self.resync_period
-            pending = bool(self._dirty or self._everything)
-            if pending and (retry_at is None or now >= retry_at):
-                if self.debounce > 0:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), self.debounce)
-                    if stop.is_set():
-                        break
-                if await self.run_pass():
-                    retry_at = time.monotonic() + self.backoff.delay(attempt)
-                    attempt += 1
-                else:
-                    retry_at, attempt = None, 0
-                continue
-            # Marks are kept in `_dirty`: the wake-up flag may be cleared without losing any.
-            self._wake.clear()
-            if pending:
-                assert retry_at is not None
-                await wait_or_stop(stop.wait(), stop, max(0.0, min(next_resync, retry_at) - now))
-            else:
-                await wait_or_stop(self._wake.wait(), stop, max(0.0, next_resync - now))
-
-
-# --- PodGroups -------------------------------------------------------------------------------------
-
-
-# --- Queues ----------------------------------------------------------------------------------------
 
 
 __all__ = [
     "GPU_MEMORY_RESOURCE",
     "RESOURCE_KEYS",
+    "StatusReconciler",
     "StatusStats",
     "Usage",
     "format_milli",

@@ -45,12 +45,13 @@ from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
+from kai_scheduler.k8s.runtime.reconciler import Result
 from kai_scheduler.k8s.status.loop import (
     FINISHED,
     POD_COUNTERS,
     RESOURCE_LISTS,
     NodeGpuMemory,
-    StatusLoop,
+    StatusReconciler,
     Usage,
     creation_order,
     merge_resource_list,
@@ -91,9 +92,10 @@ def _counters(status: Mapping[str, Any]) -> dict[str, int | None]:
     return out
 
 
-class PodGroupStatusController(StatusLoop):
-    """KAI's podgroupcontroller (see the module doc). `informers` must include pods and PodGroups; nodes
-    (GPU memory of `gpu-memory` pods) and PriorityClasses are used when present."""
+class PodGroupStatusController(StatusReconciler):
+    """KAI's podgroupcontroller (see the module doc), keyed by PodGroup, `concurrency` of them at once.
+    `informers` must include pods and PodGroups; nodes (GPU memory of `gpu-memory` pods) and
+    PriorityClasses are used when present."""
 
     kind = POD_GROUPS
     name = "podgroup status"
@@ -111,6 +113,7 @@ class PodGroupStatusController(StatusLoop):
         super().__init__(
             client,
             informers,
+            workers=concurrency,
             resync_period=resync_period,
             debounce=debounce,
             concurrency=concurrency,
@@ -122,6 +125,7 @@ class PodGroupStatusController(StatusLoop):
         self._settled: dict[str, tuple[str, frozenset[tuple[str, str]], int]] = {}
         self._cluster_epoch = 0  # counts changes of nodes and PriorityClasses (read by every status)
         self._running: set[str] = set()  # PodGroups known all running (their `Running` event is said)
+        self._cluster: tuple[int, NodeGpuMemory, Priorities] | None = None  # read at this epoch
 
     # --- computing ---
 
@@ -223,68 +227,73 @@ class PodGroupStatusController(StatusLoop):
         counters = {name: desired[name] for name in POD_COUNTERS}
         return {"status": {"resourcesStatus": lists, **counters}}
 
-    async def sync(self, keys: Iterable[str] | None = None) -> set[str]:
-        informer = self.informers.pod_groups
-        everything = keys is None
-        targets = list(informer.cache) if keys is None else sorted(set(keys))
-        memory = NodeGpuMemory(self.informers.optional(NODES))
-        priorities = self._priorities()
-        writes: list[tuple[str, JsonObject, Any]] = []
-        for key in targets:
-            obj = informer.cache.get(key)
-            if obj is None:
-                self._written.pop(key, None)
-                self._settled.pop(key, None)
-                continue
-            inputs = self._inputs(key, obj)
-            if inputs is not None and self._settled.get(key) == inputs:
-                self.stats.unchanged += 1
-                continue
-            desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
-            if self._up_to_date(key, obj, desired):
-                self.stats.unchanged += 1
-                if inputs is not None:
-                    self._settled[key] = inputs
-                continue
-            self._settled.pop(key, None)
-            writes.append((key, obj, desired))
-        arriving = self._note_running(writes)
-        if everything:
-            self._forget_gone(informer.cache)
-            self._settled = {k: v for k, v in self._settled.items() if k in informer.cache}
-            alive = {
-                str(metadata_of(p).get("uid") or object_key(p)) for p in self.informers.pods.cache.values()
-            }
-            for uid in [u for u in self._requests if u not in alive]:
-                del self._requests[uid]
-            self._running &= set(informer.cache)
-        failed = await self._write_all(writes)
-        for key, obj, running in arriving:
-            if key not in failed:
-                self._running.add(key)
-                message = f"All its pods are running ({running} of {running})"
-                await record_event(
-                    self.client,
-                    obj,
-                    type="Normal",
-                    reason=GROUP_RUNNING,
-                    message=message,
-                    component=EVENT_COMPONENT,
-                )
-        return failed
+    def _cluster_view(self) -> tuple[NodeGpuMemory, Priorities]:
+        """The nodes' GPU memory and the priorities, read again only after a node or PriorityClass
+        changed (every time before the handlers count the changes)."""
+        if self._cluster is None or self._cluster[0] != self._cluster_epoch or not self._handlers_added:
+            memory = NodeGpuMemory(self.informers.optional(NODES))
+            self._cluster = (self._cluster_epoch, memory, self._priorities())
+        return self._cluster[1], self._cluster[2]
 
-    def _note_running(self, writes: list[tuple[str, JsonObject, Any]]) -> list[tuple[str, JsonObject, int]]:
-        """The PodGroups these writes make all running (for their `Running` event); those that stop being
-        so are forgotten, and those shown so already remembered without an event."""
-        arriving = []
-        for key, obj, desired in writes:
-            if not all_running(obj, desired):
-                self._running.discard(key)
-            elif all_running(obj, obj.get("status") or {}):
-                self._running.add(key)
-            elif key not in self._running:
-                arriving.append((key, obj, int(desired["running"])))
-        return arriving
+    def keys(self) -> Iterable[str]:
+        return list(self.informers.pod_groups.cache)
+
+    async def reconcile(self, key: str) -> Result | None:
+        obj = self.informers.pod_groups.cache.get(key)
+        if obj is None:
+            self._drop(key)
+            return None
+        inputs = self._inputs(key, obj)
+        if inputs is not None and self._settled.get(key) == inputs:
+            self.stats.unchanged += 1
+            return None
+        memory, priorities = self._cluster_view()
+        desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
+        if self._up_to_date(key, obj, desired):
+            self.stats.unchanged += 1
+            if inputs is not None:
+                self._settled[key] = inputs
+            return None
+        self._settled.pop(key, None)
+        arriving = self._arriving(key, obj, desired)
+        await self._write(key, obj, desired)
+        if arriving is not None:
+            self._running.add(key)
+            message = f"All its pods are running ({arriving} of {arriving})"
+            await record_event(
+                self.client,
+                obj,
+                type="Normal",
+                reason=GROUP_RUNNING,
+                message=message,
+                component=EVENT_COMPONENT,
+            )
+        return None
+
+    async def on_resync(self) -> None:
+        """Forget the requests of pods gone without a deletion seen."""
+        alive = {_uid(pod) for pod in self.informers.pods.cache.values()}
+        for uid in [u for u in self._requests if u not in alive]:
+            del self._requests[uid]
+
+    def _drop(self, key: str) -> None:
+        """The PodGroup is gone."""
+        self.forget(key)
+        self._written.pop(key, None)
+        self._settled.pop(key, None)
+        self._running.discard(key)
+
+    def _arriving(self, key: str, obj: JsonObject, desired: Mapping[str, Any]) -> int | None:
+        """The pods running when writing `desired` makes the PodGroup all running (its `Running` event),
+        else None. One that stops being so is forgotten, one shown so already remembered without an
+        event."""
+        if not all_running(obj, desired):
+            self._running.discard(key)
+        elif all_running(obj, obj.get("status") or {}):
+            self._running.add(key)
+        elif key not in self._running:
+            return int(desired["running"])
+        return None
 
     def _inputs(self, key: str, group: JsonObject) -> tuple[str, frozenset[tuple[str, str]], int] | None:
         """What the status of `group` is computed from, as versions: the PodGroup (its status included: what
@@ -318,7 +327,7 @@ class PodGroupStatusController(StatusLoop):
             self.mark(object_key(objs[-1]))
 
         def group_deleted(group: JsonObject) -> None:
-            self._written.pop(object_key(group), None)
+            self._drop(object_key(group))
 
         def cluster_changed(*_: JsonObject) -> None:
             self._cluster_epoch += 1

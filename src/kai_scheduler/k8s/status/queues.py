@@ -14,6 +14,7 @@ name. With `metrics` (a `QueueMetrics`), the queue gauges are set after every pa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,10 +36,11 @@ from kai_scheduler.k8s.runtime.client import (
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, object_key, resource_version
+from kai_scheduler.k8s.runtime.reconciler import Result, TemporaryError
 from kai_scheduler.k8s.status.loop import (
     RESOURCE_LISTS,
     ZERO,
-    StatusLoop,
+    StatusReconciler,
     Usage,
     merge_resource_list,
     normalized_resource_list,
@@ -48,6 +50,10 @@ from kai_scheduler.k8s.status.metrics import QueueMetrics
 log = logging.getLogger(__name__)
 
 ACCESS = (access(QUEUES, "patch", subresource="status"),)
+
+TREE = "queues"
+"""The queue controller's one key: a queue's totals depend on the whole tree, so a reconcile is of
+every queue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +155,9 @@ def _usage_view(group: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-class QueueStatusController(StatusLoop):
-    """KAI's queuecontroller (see the module doc). `informers` must include queues and PodGroups."""
+class QueueStatusController(StatusReconciler):
+    """KAI's queuecontroller (see the module doc), with one key (`TREE`), its writes `concurrency` at
+    once. `informers` must include queues and PodGroups."""
 
     kind = QUEUES
     name = "queue status"
@@ -171,6 +178,7 @@ class QueueStatusController(StatusLoop):
         super().__init__(
             client,
             informers,
+            workers=1,
             resync_period=resync_period,
             debounce=debounce,
             concurrency=concurrency,
@@ -200,7 +208,7 @@ class QueueStatusController(StatusLoop):
 
     def _group_changed(self, key: str) -> None:
         self._changed_groups.add(key)
-        self.mark(key)  # wakes the loop; `sync` reads the changed PodGroups, not the marks
+        self.mark(TREE)
 
     def totals(self) -> dict[str, tuple[QueueUsage, list[str]]]:
         """Every queue's usage (its PodGroups and all its descendants:
@@ -258,10 +266,13 @@ class QueueStatusController(StatusLoop):
         self._models[key] = (version, model)
         return model
 
-    async def sync(self, keys: Iterable[str] | None = None) -> set[str]:
-        """Queue totals depend on the whole tree: every pass recomputes every queue (writing the changed) from
-        the per-queue sums, brought up to date with the PodGroups that changed."""
-        del keys
+    def keys(self) -> Iterable[str]:
+        return (TREE,)
+
+    async def reconcile(self, key: str) -> Result | None:
+        """Every queue recomputed (its changed status written) from the per-queue sums, brought up to
+        date with the PodGroups that changed."""
+        del key
         informer = self.informers.queues
         totals = self.totals()
         writes: list[tuple[str, JsonObject, Any]] = []
@@ -275,11 +286,26 @@ class QueueStatusController(StatusLoop):
                 self.stats.unchanged += 1
                 continue
             writes.append((name, obj, desired))
-        self._forget_gone(totals)
-        failed = await self._write_all(writes)
-        if self.metrics is not None:
-            self._observe(totals)
-        return failed
+        for name in [k for k in self._written if k not in totals]:
+            del self._written[name]
+        try:
+            await self._write_all(writes)
+        finally:
+            if self.metrics is not None:
+                self._observe(totals)
+        return None
+
+    async def _write_all(self, writes: list[tuple[str, JsonObject, Any]]) -> None:
+        """Every write attempted; the first failure raised after them (the next try writes only what is
+        still not written)."""
+        results = await asyncio.gather(
+            *(self._write(name, obj, desired) for name, obj, desired in writes), return_exceptions=True
+        )
+        failed = [error for error in results if isinstance(error, BaseException)]
+        if failed:
+            if not isinstance(failed[0], TemporaryError):
+                raise failed[0]
+            raise TemporaryError(f"{len(failed)} of {len(writes)} not written, first: {failed[0]}")
 
     def _observe(self, totals: Mapping[str, tuple[QueueUsage, list[str]]]) -> None:
         assert self.metrics is not None
@@ -302,7 +328,7 @@ class QueueStatusController(StatusLoop):
 
     def _add_handlers(self) -> None:
         def queue_changed(*_: JsonObject) -> None:
-            self.mark_all()
+            self.mark(TREE)
 
         def group_changed(group: JsonObject) -> None:
             self._group_changed(object_key(group))
@@ -315,4 +341,4 @@ class QueueStatusController(StatusLoop):
         self.informers.pod_groups.add_handler(group_changed, group_updated, group_changed)
 
 
-__all__ = ["QueueStatusController", "QueueUsage"]
+__all__ = ["TREE", "QueueStatusController", "QueueUsage"]
