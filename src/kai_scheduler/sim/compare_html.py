@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,27 +58,62 @@ def _line(axis: Any, xs: FloatArray, ys: FloatArray, scale: float, run: str, **s
 # --- plots ---------------------------------------------------------------------------------------------
 
 
-def _total_plot(a: Timeline, b: Timeline) -> str:
-    """GPUs allocated and pending pods, all queues together, A and B on the same axes."""
+# A panel of a stacked plot: its y label, what its lines are, and a run's (times, values) step series.
+Panel = tuple[str, str, Callable[[Timeline], tuple[FloatArray, FloatArray]]]
+
+
+def _stacked_plot(
+    a: Timeline,
+    b: Timeline,
+    panels: Sequence[Panel],
+    *,
+    title: str,
+    legend: str,
+    whole_span: bool = False,
+    capacity: float | None = None,
+) -> str:
+    """Panels one above the other over simulated time, A's and B's lines on the same axes in each;
+    `capacity` a dotted line on the first, `whole_span` the time axis from 0 to the later run's end."""
     end = max(a.end, b.end)
     scale, unit = time_unit(end)
-    drawn, axes = figure(2, 1, height=2.8)
-    allocated, pending = axes[0][0], axes[1][0]
-    for run, timeline in _runs(a, b):
-        xs, ys = steps(timeline.times, timeline.total_allocated, timeline.end)
-        _line(allocated, xs, ys, scale, run, label=f"{run}: GPUs allocated")
-        total_pending = np.sum([timeline.pending[q] for q in timeline.queues], axis=0)
-        xs, ys = steps(timeline.times, np.asarray(total_pending, dtype=float), timeline.end)
-        _line(pending, xs, ys, scale, run, label=f"{run}: pending pods")
-    allocated.axhline(max(a.capacity, b.capacity), color="grey", linestyle=":", label="capacity")
-    allocated.set_ylabel("GPUs")
-    pending.set_ylabel("pending pods")
-    for axis in (allocated, pending):
+    drawn, axes = figure(len(panels), 1, height=2.8)
+    for row, (y_label, what, series) in enumerate(panels):
+        axis = axes[row][0]
+        for run, timeline in _runs(a, b):
+            times, values = series(timeline)
+            xs, ys = steps(times, values, timeline.end)
+            _line(axis, xs, ys, scale, run, label=f"{run}: {what}")
+        if row == 0 and capacity is not None:
+            axis.axhline(capacity, color="grey", linestyle=":", label="capacity")
+        axis.set_ylabel(y_label)
+        if whole_span:
+            axis.set_xlim(0, max(end, 1.0) / scale)
         axis.set_ylim(bottom=0)
-        axis.legend(fontsize=8, loc="upper right")
-    pending.set_xlabel(f"simulated time ({unit})")
-    drawn.suptitle("GPUs allocated and pods pending, A and B", fontsize=11)
+        axis.legend(fontsize=8, loc=legend)
+    axes[-1][0].set_xlabel(f"simulated time ({unit})")
+    drawn.suptitle(title, fontsize=11)
     return png(drawn)
+
+
+def _total_pending(timeline: Timeline) -> tuple[FloatArray, FloatArray]:
+    total = np.sum([timeline.pending[q] for q in timeline.queues], axis=0)
+    return timeline.times, np.asarray(total, dtype=float)
+
+
+def _evictions_so_far(timeline: Timeline) -> tuple[FloatArray, FloatArray]:
+    times = np.array([e.time for e in timeline.evictions], dtype=float)
+    return times, np.arange(1, times.size + 1, dtype=float)
+
+
+def _total_plot(a: Timeline, b: Timeline) -> str:
+    """GPUs allocated and pending pods, all queues together, A and B on the same axes."""
+    panels: list[Panel] = [
+        ("GPUs", "GPUs allocated", lambda timeline: (timeline.times, timeline.total_allocated)),
+        ("pending pods", "pending pods", _total_pending),
+    ]
+    capacity = max(a.capacity, b.capacity)
+    title = "GPUs allocated and pods pending, A and B"
+    return _stacked_plot(a, b, panels, title=title, legend="upper right", capacity=capacity)
 
 
 def _queue_plot(a: Timeline, b: Timeline) -> str:
@@ -136,25 +172,12 @@ def _distribution_plot(a: Timeline, b: Timeline) -> str:
 
 
 def _fragmentation_and_evictions_plot(a: Timeline, b: Timeline) -> str:
-    end = max(a.end, b.end)
-    scale, unit = time_unit(end)
-    drawn, axes = figure(2, 1, height=2.8)
-    fragmented, evictions = axes[0][0], axes[1][0]
-    for run, timeline in _runs(a, b):
-        xs, ys = steps(timeline.times, timeline.fragmented, timeline.end)
-        _line(fragmented, xs, ys, scale, run, label=f"{run}: fragmented idle GPUs")
-        times = np.array([e.time for e in timeline.evictions], dtype=float)
-        xs, ys = steps(times, np.arange(1, times.size + 1, dtype=float), timeline.end)
-        _line(evictions, xs, ys, scale, run, label=f"{run}: evictions so far")
-    fragmented.set_ylabel("GPUs")
-    evictions.set_ylabel("evictions")
-    for axis in (fragmented, evictions):
-        axis.set_xlim(0, max(end, 1.0) / scale)
-        axis.set_ylim(bottom=0)
-        axis.legend(fontsize=8, loc="upper left")
-    evictions.set_xlabel(f"simulated time ({unit})")
-    drawn.suptitle("Fragmented idle GPUs and evictions, A and B", fontsize=11)
-    return png(drawn)
+    panels: list[Panel] = [
+        ("GPUs", "fragmented idle GPUs", lambda timeline: (timeline.times, timeline.fragmented)),
+        ("evictions", "evictions so far", _evictions_so_far),
+    ]
+    title = "Fragmented idle GPUs and evictions, A and B"
+    return _stacked_plot(a, b, panels, title=title, legend="upper left", whole_span=True)
 
 
 # --- the page ------------------------------------------------------------------------------------------

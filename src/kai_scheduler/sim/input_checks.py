@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.manifests import pod_group_warnings
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
@@ -32,7 +31,7 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
         if isinstance(entry.obj, Pod) and entry.obj.spec.priority_class_name:
             problem = missing_priority_class(entry.obj, classes)
             if problem is not None:
-                raise _located(entry, problem.path, problem.message)
+                raise entry.error(problem.message, problem.path)
 
 
 def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = ()) -> list[str]:
@@ -43,17 +42,17 @@ def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = 
     how many pods were left to other schedulers, and the `skipped` objects of kinds the scheduler does not
     model (with the pods that wait for them)."""
     lines = skipped_warnings(skipped, [entry.obj for entry in loaded]) + [
-        str(_located(entry, notice.path, notice.message)) for entry in loaded for notice in entry.notices
+        str(entry.error(notice.message, notice.path)) for entry in loaded for notice in entry.notices
     ]
     classes = _priority_classes(loaded)
     for entry in loaded:
         if isinstance(entry.obj, PodGroup):
             # What KAI's PodGroup webhook admits with a warning (a minSubGroup above the children).
-            lines += [str(_located(entry, path, text)) for path, text in pod_group_warnings(entry.obj)]
+            lines += [str(entry.error(text, path)) for path, text in pod_group_warnings(entry.obj)]
         if isinstance(entry.obj, PodGroup) and entry.obj.spec.priority_class_name:
             problem = missing_priority_class(entry.obj, classes)
             if problem is not None:
-                lines.append(str(_located(entry, problem.path, problem.message)))
+                lines.append(str(entry.error(problem.message, problem.path)))
     other = other_scheduler_pods(loaded)
     if other:
         first = other[0]
@@ -74,7 +73,7 @@ def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = 
                         else f"{scheduler!r}: the pods made from this template are left to that scheduler"
                     )
                     lines.append(
-                        str(_located(entry, f"{path}.spec.schedulerName", f"{message}, never placed here"))
+                        str(entry.error(f"{message}, never placed here", f"{path}.spec.schedulerName"))
                     )
     return lines
 
@@ -111,15 +110,3 @@ def other_scheduler_pods(loaded: Sequence[LoadedObject]) -> list[LoadedObject]:
         if isinstance(obj, Pod) and obj.spec.scheduler_name != c.SCHEDULER_NAME and not obj.spec.node_name:
             found.append(entry)
     return found
-
-
-def _located(entry: LoadedObject, field: str, message: str) -> ManifestError:
-    return ManifestError(
-        entry.source,
-        message,
-        document=entry.index,
-        item=entry.item,
-        line=entry.line,
-        object_ref=entry.ref,
-        field=field,
-    )

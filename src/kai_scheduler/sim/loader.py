@@ -97,6 +97,18 @@ class LoadedObject:
         """`x.yaml document 3 (line 41)`, for messages that point back to the input."""
         return _location(self.source, self.index, self.item, self.line)
 
+    def error(self, message: str, field: str | None = None) -> ManifestError:
+        """Bad input at this object's place (as `OperatorObject.error` for the operator's objects)."""
+        return ManifestError(
+            self.source,
+            message,
+            document=self.index,
+            item=self.item,
+            line=self.line,
+            object_ref=self.ref,
+            field=field,
+        )
+
 
 def _location(source: str, index: int, item: int | None, line: int | None) -> str:
     where = f"{source} document {index}"
@@ -365,12 +377,4 @@ def _check_unique(entry: OperatorObject, loaded: list[OperatorObject]) -> None:
 
 
 def _duplicate(entry: LoadedObject, previous: LoadedObject) -> ManifestError:
-    ref = entry.ref
-    return ManifestError(
-        entry.source,
-        f"duplicate {ref}: already defined in {previous.location}",
-        document=entry.index,
-        item=entry.item,
-        line=entry.line,
-        object_ref=ref,
-    )
+    return entry.error(f"duplicate {entry.ref}: already defined in {previous.location}")
