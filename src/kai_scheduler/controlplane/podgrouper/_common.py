@@ -378,7 +378,6 @@ def inherited_annotations(ctx: Context, workload: Workload) -> dict[str, str]:
 def build_plan(
     ctx: Context,
     *,
-    name: str,
     owner: KObject,
     workload: Workload,
     min_member: int,
@@ -389,11 +388,16 @@ def build_plan(
     owners: Sequence[KObject] | None = None,
     min_sub_group: int | None = None,
     dropped: Sequence[DroppedInput] = (),
+    name: str | None = None,
 ) -> PodGroupPlan:
-    """Assemble the plan from the kind-specific parts and the shared decisions. `owners` are where the
-    duration annotations are looked for before the pod (KAI's default grouper walks the whole owner chain,
-    nearest first; every other grouper gives it the workload only). With `min_sub_group` the PodGroup
-    states that instead of a minMember. `dropped`: the input the plan was made without, as KAI makes it."""
+    """Assemble the plan from the kind-specific parts and the shared decisions. The PodGroup is named
+    after its owner (`pg-<owner>-<ownerUID>`, as KAI names it) unless `name` is given. `owners` are where
+    the duration annotations are looked for before the pod (KAI's default grouper walks the whole owner
+    chain, nearest first; every other grouper gives it the workload only). With `min_sub_group` the
+    PodGroup states that instead of a minMember. `dropped`: the input the plan was made without, as KAI
+    makes it."""
+    if name is None:
+        name = pg_name(owner.name, owner.required_uid())
     if min_sub_group is None and min_member < 1:
         raise GroupingError(
             f"the gang size works out to {min_member}; it must be at least 1", object_ref=owner.ref

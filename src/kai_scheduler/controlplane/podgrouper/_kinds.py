@@ -61,7 +61,6 @@ def group_default(ctx: Context) -> PodGroupPlan:
     top = ctx.top
     return build_plan(
         ctx,
-        name=pg_name(top.name, top.required_uid()),
         owner=top,
         workload=Workload.of(top),
         min_member=1,
@@ -83,14 +82,10 @@ def group_pod(ctx: Context) -> PodGroupPlan:
     if selector_node.missing:
         selector_node = Node(top.labels().get(SPARK_SELECTOR_LABEL), top.ref, selector_node.path)
     selector = selector_node.opt_str()
-    if selector is not None:
-        if not _DNS_SUBDOMAIN.fullmatch(selector):
-            raise selector_node.error(f"{selector!r} cannot name a PodGroup (not a DNS subdomain)")
-        name = selector
-    else:
-        name = pg_name(top.name, top.required_uid())
+    if selector is not None and not _DNS_SUBDOMAIN.fullmatch(selector):
+        raise selector_node.error(f"{selector!r} cannot name a PodGroup (not a DNS subdomain)")
     return build_plan(
-        ctx, name=name, owner=top, workload=Workload.of(top), min_member=1, default_priority=TRAIN
+        ctx, name=selector, owner=top, workload=Workload.of(top), min_member=1, default_priority=TRAIN
     )
 
 
@@ -110,7 +105,6 @@ def batch_min_member(workload: Workload) -> int | None:
 def _group_job(ctx: Context, job: KObject, workload: Workload, min_member: int) -> PodGroupPlan:
     return build_plan(
         ctx,
-        name=pg_name(job.name, job.required_uid()),
         owner=job,
         workload=workload,
         min_member=min_member,
@@ -141,7 +135,6 @@ def group_deployment(ctx: Context) -> PodGroupPlan:
     pod = ctx.pod
     return build_plan(
         ctx,
-        name=pg_name(pod.name, pod.required_uid()),
         owner=pod,
         workload=Workload.of(ctx.top),
         min_member=1,
@@ -229,7 +222,6 @@ def group_kubeflow(ctx: Context) -> PodGroupPlan:
 
     return build_plan(
         ctx,
-        name=pg_name(top.name, top.required_uid()),
         owner=top,
         workload=Workload.of(top),
         min_member=min_member,
@@ -285,7 +277,6 @@ def group_ray(ctx: Context) -> PodGroupPlan:
         # A RayJob that runs on an existing cluster (clusterSelector): only its submitter is its own.
         return build_plan(
             ctx,
-            name=pg_name(top.name, top.required_uid()),
             owner=top,
             workload=workload,
             min_member=1,
@@ -316,7 +307,6 @@ def group_ray(ctx: Context) -> PodGroupPlan:
     owner = cluster if top.kind == "RayService" and cluster is not None else top
     return build_plan(
         ctx,
-        name=pg_name(owner.name, owner.required_uid()),
         owner=owner,
         workload=workload,
         min_member=min_member,
@@ -394,7 +384,6 @@ def group_jobset(ctx: Context) -> PodGroupPlan:
         raise index_node.error(f"the JobSet has no replica {pod_subgroup!r}")
     return build_plan(
         ctx,
-        name=pg_name(top.name, top.required_uid()),
         owner=top,
         workload=Workload.of(top),
         min_member=0,
@@ -596,7 +585,6 @@ def group_knative(ctx: Context) -> PodGroupPlan:
             break
     return build_plan(
         ctx,
-        name=pg_name(revision.name, revision.required_uid()),
         owner=revision,
         workload=Workload.of(top),
         min_member=max(min_scale, 1),
