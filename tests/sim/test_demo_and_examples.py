@@ -146,6 +146,18 @@ def test_demo_language_reclaims_the_gpus_vision_borrowed(demo: dict[str, Any]) -
         assert pods[d["pod"]]["evictions"] == 1 and pods[d["pod"]]["scheduledAt"] > 120
 
 
+def test_demo_with_evicted_pods_deleted_ends_as_a_cluster_would(demo: dict[str, Any], tmp_path: Path) -> None:
+    # The demo's header and the README's tour say: pods no controller owns are gone once evicted, and
+    # vit-train then ends with its 2 pods.
+    deleted = simulate(tmp_path, "--evicted-unowned-pods", "delete")
+    evicted = [d["pod"] for d in decisions(demo, type="evict")]
+    assert [d["pod"] for d in decisions(deleted, type="evict")] == evicted
+    pods = pods_by_name(deleted)
+    assert {key: pods[key]["phase"] for key in evicted} == dict.fromkeys(evicted, "Failed")
+    vit_train = [p["phase"] for p in deleted["pods"] if p["podGroup"] == "vision/vit-train"]
+    assert vit_train.count("Running") == 2 and vit_train.count("Failed") == 5
+
+
 def test_demo_inference_preempts_training_in_its_own_queue(demo: dict[str, Any]) -> None:
     pods = pods_by_name(demo)
     preempted = decisions(demo, action="preempt", type="evict")
