@@ -41,7 +41,7 @@ def place_job(
     session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
 ) -> str | None:
     """Place `tasks` with `place_one`; None on success, else why not (with nothing left placed)."""
-    failure = _place_group(session, statement, job, None, tasks, place_one)
+    failure = _Attempt(session, statement, job, place_one).place_group(None, tasks)
     return None if failure is None else failure.reason
 
 
@@ -72,57 +72,52 @@ def place_pipelined(
     return place_job(session, statement, job, tasks, place_one)
 
 
-def _place_group(
-    session: Session,
-    statement: Statement,
-    job: JobInfo,
-    group: Group | None,
-    tasks: Sequence[TaskInfo],
-    place_one: PlaceOne,
-) -> _Failure | None:
-    """Place the pods `tasks` of `group` (None: the whole job) in one of its node subsets, if it has
-    any. When none holds them, the reason is a narrower sub-group's unmet constraint if one failed within
-    a subset (the subset had room, that sub-group's domains did not), else the group's own."""
-    subsets = session.node_subsets(job, group, tasks)
-    if subsets is None:
-        return _place_members(session, statement, job, group, tasks, place_one)
-    sharper: str | None = None
-    for mask in subsets.masks:
-        with session.confined_to(mask):
-            failure = _place_members(session, statement, job, group, tasks, place_one)
-        if failure is None:
-            return None
-        if failure.topology:
-            sharper = failure.reason
-    return _Failure(sharper or subsets.failure, topology=True)
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One job's placement attempt: what each level of its sub-group tree is placed with."""
 
+    session: Session
+    statement: Statement
+    job: JobInfo
+    place_one: PlaceOne
 
-def _place_members(
-    session: Session,
-    statement: Statement,
-    job: JobInfo,
-    group: Group | None,
-    tasks: Sequence[TaskInfo],
-    place_one: PlaceOne,
-) -> _Failure | None:
-    """Place the pods of each child of `group` (its own pods, for a pod set); nothing stays on failure."""
-    start = statement.checkpoint()
-    if isinstance(group, PodSet):
-        reason = _place_each(tasks, place_one)
-        if reason is None:
-            return None
-        statement.rollback(start)
-        return _Failure(reason, topology=False)
-    for child, members in _by_child(group, tasks):
-        failure: _Failure | None
-        if child.topology is None:  # nothing to confine it to: straight to its own children or pods
-            failure = _place_members(session, statement, job, child, members, place_one)
-        else:
-            failure = _place_group(session, statement, job, child, members, place_one)
-        if failure is not None:
-            statement.rollback(start)
-            return failure
-    return None
+    def place_group(self, group: Group | None, tasks: Sequence[TaskInfo]) -> _Failure | None:
+        """Place the pods `tasks` of `group` (None: the whole job) in one of its node subsets, if it has
+        any. When none holds them, the reason is a narrower sub-group's unmet constraint if one failed
+        within a subset (the subset had room, that sub-group's domains did not), else the group's own."""
+        subsets = self.session.node_subsets(self.job, group, tasks)
+        if subsets is None:
+            return self.place_members(group, tasks)
+        sharper: str | None = None
+        for mask in subsets.masks:
+            with self.session.confined_to(mask):
+                failure = self.place_members(group, tasks)
+            if failure is None:
+                return None
+            if failure.topology:
+                sharper = failure.reason
+        return _Failure(sharper or subsets.failure, topology=True)
+
+    def place_members(self, group: Group | None, tasks: Sequence[TaskInfo]) -> _Failure | None:
+        """Place the pods of each child of `group` (its own pods, for a pod set); nothing stays on
+        failure."""
+        start = self.statement.checkpoint()
+        if isinstance(group, PodSet):
+            reason = _place_each(tasks, self.place_one)
+            if reason is None:
+                return None
+            self.statement.rollback(start)
+            return _Failure(reason, topology=False)
+        for child, members in _by_child(group, tasks):
+            failure: _Failure | None
+            if child.topology is None:  # nothing to confine it to: straight to its own children or pods
+                failure = self.place_members(child, members)
+            else:
+                failure = self.place_group(child, members)
+            if failure is not None:
+                self.statement.rollback(start)
+                return failure
+        return None
 
 
 def _place_each(members: Sequence[TaskInfo], place_one: PlaceOne) -> str | None:

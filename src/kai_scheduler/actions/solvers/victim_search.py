@@ -193,9 +193,8 @@ def _search_by_node(
     touched, so a scenario costs what its node holds, however many victims came before."""
     statement = session.statement(scenario.action, scenario.preemptor.key)
     (task,) = scenario.tasks
-    needed = 0.0 if task.request.mig_instances else request_of(session, scenario.tasks).gpu
+    needed, available = _gpus_needed_and_free(session, scenario.tasks)
     nodes = session.snapshot.nodes
-    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     taken: dict[JobInfo, list[TaskInfo]] = {}  # the units so far, by job
     on_node: dict[int, dict[JobInfo, None]] = {}  # the jobs with a unit's pod on each node
     simulated = 0
@@ -332,12 +331,8 @@ def _search(
     preemptor could fit, the scenario is simulated (`_try_scenario`)."""
     statement = session.statement(scenario.action, scenario.preemptor.key)
     evicted: list[TaskInfo] = []
-    # (MIG instances are not among the free GPUs counted here: a preemptor asking for some is not
-    # filtered by this count.)
-    uses_mig = any(task.request.mig_instances for task in scenario.tasks)
-    needed = 0.0 if uses_mig else request_of(session, scenario.tasks).gpu
+    needed, available = _gpus_needed_and_free(session, scenario.tasks)
     nodes = session.snapshot.nodes
-    available = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
     simulated = 0
     counts = session.counts[scenario.action]
     end = SearchEnd.EXHAUSTED
@@ -363,6 +358,16 @@ def _search(
             break
     statement.discard()
     return end
+
+
+def _gpus_needed_and_free(session: Session, tasks: Sequence[TaskInfo]) -> tuple[float, float]:
+    """The GPUs the preemptor's pods ask for and the cluster's free and releasing GPUs, before any victim:
+    a scenario whose victims free fewer than the difference is not simulated. (MIG instances are not
+    among the free GPUs counted here: a preemptor asking for some needs none by this count.)"""
+    uses_mig = any(task.request.mig_instances for task in tasks)
+    needed = 0.0 if uses_mig else request_of(session, tasks).gpu
+    nodes = session.snapshot.nodes
+    return needed, float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
 
 
 def _room_on_a_node(nodes: NodeTable, task: TaskInfo, victims: list[TaskInfo]) -> bool:
