@@ -23,6 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kai_scheduler.api.timestamps import format_rfc3339
+
 CA_LIFETIME: Final = dt.timedelta(days=3650)
 CERT_LIFETIME: Final = dt.timedelta(days=365)
 # Renew when less than this part of a certificate's lifetime is left (cert-manager's default is a third).
@@ -154,7 +156,7 @@ def renewal_reason(
     if missing:
         return f"it does not name {', '.join(missing)}"
     if _running_out(cert, now, renew_when_left):
-        return f"it expires at {cert.not_valid_after_utc.isoformat()}"
+        return f"it expires at {format_rfc3339(cert.not_valid_after_utc)}"
     return None
 
 
