@@ -201,3 +201,75 @@ def test_quantities_and_preemptibility() -> None:
     assert normalized_resource_list(None) is None
     assert is_preemptible("", 50) and not is_preemptible("", 100)
     assert is_preemptible("preemptible", 125) and not is_preemptible("non-preemptible", 50)
+
+
+def test_a_node_s_gpu_memory_change_reaches_the_status_at_the_resync(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    """A gpu-memory pod's share of a GPU follows its node's memory: the nodes are read again after one
+    changed, not kept from the first reconcile."""
+    store = server.store
+    store.create(node_manifest("n1", gpu_memory=40000))
+    store.create(queue_manifest("q"))
+    store.create(pod_group_manifest("serve", "q"))
+    store.create(pod_manifest("serve-0", "q", group="serve", node_name="n1", gpu_memory=20000))
+
+    def allocated_gpu() -> str | None:
+        return (
+            status(server, "podgroups", "serve")
+            .get("resourcesStatus", {})
+            .get("allocated", {})
+            .get("nvidia.com/gpu")
+        )
+
+    async def body() -> None:
+        async with (
+            make_client("status-controllers") as client,
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
+        ):
+            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+            stop = asyncio.Event()
+            task = asyncio.create_task(groups.run(stop))
+            await eventually(lambda: allocated_gpu() == "500m")
+            store.patch("nodes", "n1", {"metadata": {"labels": {"nvidia.com/gpu.memory": "80000"}}})
+            await eventually(lambda: allocated_gpu() == "250m")
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    run(body())
+
+
+def test_a_failed_queue_write_is_retried_alone(server: FakeApiServer, make_client: MakeClient) -> None:
+    """Of the queues one pass writes, one refused: the retry writes it, and only it."""
+    store = server.store
+    store.create(queue_manifest("a"))
+    store.create(queue_manifest("b"))
+    for queue in ("a", "b"):
+        store.create(pod_group_manifest(f"job-{queue}", queue))
+        store.set_status(
+            "podgroups", f"job-{queue}", {"resourcesStatus": {"requested": {"cpu": "1"}}}, "default"
+        )
+    server.fail_next(1, 500, verb="patch", resource="queues", subresource="status")
+
+    def requested_cpu(queue: str) -> str | None:
+        return status(server, "queues", queue).get("requested", {}).get("cpu")
+
+    async def body() -> None:
+        async with (
+            make_client("status-controllers") as client,
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
+        ):
+            queues = QueueStatusController(
+                client, informers, resync_period=60, debounce=0.01, backoff=FAST_BACKOFF
+            )
+            stop = asyncio.Event()
+            task = asyncio.create_task(queues.run(stop))
+            await eventually(lambda: requested_cpu("a") == requested_cpu("b") == "1")
+            await eventually(lambda: queues.idle)
+            assert queues.stats.failures == 1
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    run(body())
+    patches = server.requests(verb="patch", resource="queues", subresource="status")
+    assert len(patches) == 3  # two, one of them refused, and that one again
