@@ -35,9 +35,11 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
    the API server cannot be reached, the outcome is unknown and nothing can be recorded: that is retried
    with backoff without counting as an attempt.
 
-Requests are processed by `concurrency` workers from the work queue (`KeyQueue`) fed by the BindRequest
-informer (a request is never processed by two workers at once) and by a periodic resync. On stop, requests
-in progress finish (up to `drain_timeout` seconds) before the workers go.
+The binder is a `runtime.reconciler.Reconciler`: requests are processed by `concurrency` workers from its
+work queue, fed by the BindRequest informer (a request is never processed by two workers at once) and by a
+periodic resync; a failed attempt and an unreachable API server are its `TemporaryError`s, held back for
+their delay even when the status the attempt wrote comes back as an event. On stop, requests in progress
+finish (up to `drain_timeout` seconds) before the workers go.
 
 GPU reservation pods (`reservation`, a `GpuReservation`; KAI's `resourcereservation`): for each selected
 GPU group the binder makes sure a pod `gpu-reservation-<node>-<5 random chars>` exists in the reservation
@@ -63,9 +65,8 @@ right where no real device is handed out (fake GPU nodes, tests without a device
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kai_scheduler.api import constants as c
@@ -87,6 +88,7 @@ from kai_scheduler.k8s.binder.reservations import GpuReservation, Reservations
 from kai_scheduler.k8s.binder.volume_binding import bind_volumes, mounts_claims
 from kai_scheduler.k8s.runtime import events
 from kai_scheduler.k8s.runtime.access import Access, access, watching
+from kai_scheduler.k8s.runtime.backoff import Backoff
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     PODS,
@@ -100,7 +102,7 @@ from kai_scheduler.k8s.runtime.kai_objects import (
     bind_request_is_for,
 )
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
-from kai_scheduler.k8s.runtime.workqueue import KeyQueue
+from kai_scheduler.k8s.runtime.reconciler import Reconciler, Result, TemporaryError
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +136,24 @@ class BinderStats:
     outcomes: dict[str, str] = field(default_factory=dict)  # request key -> last phase written
 
 
-class Binder:
+@dataclass(slots=True)
+class _Request:
+    """What the binder remembers of one BindRequest between its attempts."""
+
+    attempts: int = 0  # failed attempts (the status's failedAttempts may not show the latest yet)
+    outages: int = 0  # attempts in a row that could not reach the API server
+    # The uid of the request whose final outcome this binder wrote: the cache may still show it Pending
+    # for a moment, and acting on that would undo a Failed or bind again.
+    done: str | None = None
+    # The uid of the request whose pod's Scheduled event was recorded: an attempt that finds the pod
+    # bound already records it only if the bind's own answer was lost.
+    announced: str | None = None
+
+
+class Binder(Reconciler):
     """See the module doc. `informers` must include pods and bind requests (started by the caller)."""
+
+    name = "binder"
 
     def __init__(
         self,
@@ -149,38 +167,32 @@ class Binder:
         reservation: GpuReservation | None = GpuReservation(),  # noqa: B008 (frozen, so shared safely)
         cdi: bool = False,
     ) -> None:
+        # An attempt that fails unexpectedly (a bug) is retried after `backoff_base`, not a growing delay:
+        # its failed attempts and outages have delays of their own (the module doc).
+        steady = Backoff(initial=backoff_base, maximum=backoff_base, factor=1.0, jitter=0.0)
+        super().__init__(
+            workers=concurrency, resync_period=resync_period, backoff=steady, drain_timeout=drain_timeout
+        )
         self.client = client
         self.informers = informers
         self.backoff_base = backoff_base
-        self.concurrency = concurrency
-        self.resync_period = resync_period
-        self.drain_timeout = drain_timeout
         self.reservation = reservation
         # KAI's --cdi-enabled: name the GPU as a CDI device (the device plugin's CDI spec) rather than by
         # its bare UUID in NVIDIA_VISIBLE_DEVICES.
         self.cdi = cdi
         self.reservations = Reservations(client, informers, reservation) if reservation is not None else None
-        self._stopping = False
         self.stats = BinderStats()
-        self.queue = KeyQueue()
-        self._not_before: dict[str, float] = {}
-        self._attempts: dict[str, int] = {}
-        self._outages: dict[str, int] = {}
-        # Requests (key -> uid) whose final outcome this binder wrote: the cache may still show them
-        # Pending for a moment, and acting on that would undo a Failed or bind again.
-        self._done: dict[str, str] = {}
-        # Requests (key -> uid) whose pod's Scheduled event was recorded: an attempt that finds the pod
-        # bound already records it only if the bind's own answer was lost.
-        self._announced: dict[str, str] = {}
+        self._requests: dict[str, _Request] = {}
         self._handlers_added = False
 
     # --- the queue -------------------------------------------------------------------------------
 
-    def enqueue(self, key: str) -> None:
-        self.queue.add(key)
+    def _request(self, key: str) -> _Request:
+        return self._requests.setdefault(key, _Request())
 
-    def _later(self, key: str, delay: float) -> None:
-        self.queue.add_after(key, delay)
+    def forget(self, key: str) -> None:
+        super().forget(key)
+        self._requests.pop(key, None)
 
     def _watch_requests(self) -> None:
         if self._handlers_added:
@@ -193,112 +205,64 @@ class Binder:
                 self.enqueue(object_key(current))
 
         def gone(obj: JsonObject) -> None:
-            key = object_key(obj)
-            self._not_before.pop(key, None)
-            self._attempts.pop(key, None)
-            self._outages.pop(key, None)
-            self._done.pop(key, None)
-            self._announced.pop(key, None)
+            self.forget(object_key(obj))
 
         self.informers.bind_requests.add_handler(changed, lambda old, new: changed(old, new), gone)
 
-    def resync(self) -> None:
+    def keys(self) -> Iterator[str]:
         for key, obj in self.informers.bind_requests.cache.items():
             if (obj.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED):
-                self.enqueue(key)
+                yield key
 
-    async def _worker(self) -> None:
-        while not self._stopping:
-            key = await self.queue.get()
-            if self._stopping:
-                self.queue.done(key)
-                self.queue.add(key)  # for the next term
-                break
-            try:
-                await self.reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("binder: reconciling %s failed", key)
-                self._later(key, self.backoff_base)
-            finally:
-                self.queue.done(key)
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Reconcile until `stop` is set."""
+    async def start(self, stop: asyncio.Event) -> bool:
+        del stop
         self._watch_requests()
         await self.informers.wait_synced()
-        self.resync()
-        workers = [asyncio.create_task(self._worker(), name=f"binder-{i}") for i in range(self.concurrency)]
-        try:
-            while not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.resync_period)
-                if not stop.is_set():
-                    self.resync()
-                    if self.reservations is not None:
-                        await self.reservations.sweep()
-        finally:
-            # Graceful: no new work, the requests in progress finish (bounded), then the workers go.
-            self._stopping = True
-            self.queue.close()
-            deadline = time.monotonic() + self.drain_timeout
-            while self.queue.processing and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            self._stopping = False
+        return True
+
+    async def on_resync(self) -> None:
+        if self.reservations is not None:
+            await self.reservations.sweep()
 
     # --- one request -----------------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         request = self.informers.bind_requests.cache.get(key)
         if request is None:
-            return
+            return None
         status = request.get("status") or {}
         if status.get("phase") in (SUCCEEDED, FAILED):
-            return
-        if self._done.get(key) == _uid(request):
-            return
-        wait = self._not_before.get(key, 0.0) - time.monotonic()
-        if wait > 0:
-            self._later(key, wait)
-            return
+            return None
+        record = self._request(key)
+        if record.done == _uid(request):
+            return None
         spec = request.get("spec") or {}
         namespace, pod_name = pod_of(request)
         node = str(spec.get("selectedNode") or "")
         raw_limit = spec.get("backoffLimit")
         limit = int(raw_limit) if isinstance(raw_limit, int) else DEFAULT_BACKOFF_LIMIT
-        attempts = max(int(status.get("failedAttempts") or 0), self._attempts.get(key, 0))
+        attempts = max(int(status.get("failedAttempts") or 0), record.attempts)
         try:
             if not node:
                 raise BindFailure("the BindRequest names no selectedNode", final=True)
             outcome = await self._bind(request, namespace, pod_name, node)
         except BindFailure as failure:
-            await self._failed(key, request, namespace, pod_name, attempts, limit, failure)
-            return
+            return await self._failed(record, request, namespace, pod_name, attempts, limit, failure)
         except ApiStatusError as error:
-            await self._failed(key, request, namespace, pod_name, attempts, limit, BindFailure(str(error)))
-            return
+            refused = BindFailure(str(error))
+            return await self._failed(record, request, namespace, pod_name, attempts, limit, refused)
         except (ConnectionError, OSError) as error:
-            self._unreachable(key, error)
-            return
-        self._attempts.pop(key, None)
-        self._not_before.pop(key, None)
-        self._outages.pop(key, None)
-        await self._set_status(request, SUCCEEDED, outcome, attempts)
+            raise self._unreachable(record, error) from error
+        record.attempts = record.outages = 0
+        return await self._set_status(request, SUCCEEDED, outcome, attempts)
 
-    def _unreachable(self, key: str, error: BaseException) -> None:
+    def _unreachable(self, record: _Request, error: BaseException) -> TemporaryError:
         """The API server could not be reached: not an attempt that counts towards `backoffLimit` (its
         outcome is unknown, and no status could be written anyway); retried with backoff (at most 32 x
         `backoff_base`), and the next attempt finds out what happened."""
-        outages = self._outages.get(key, 0) + 1
-        self._outages[key] = outages
-        delay = self.backoff_base * (1 << min(outages, 5))
-        self._not_before[key] = time.monotonic() + delay
-        log.info("binder: %s: API server unreachable (%s); retrying in %.2fs", key, error, delay)
-        self._later(key, delay)
+        record.outages += 1
+        delay = self.backoff_base * (1 << min(record.outages, 5))
+        return TemporaryError(f"API server unreachable ({error})", delay=delay)
 
     async def _pod(self, namespace: str, name: str) -> JsonObject | None:
         return await get_pod(self.client, namespace, name)
@@ -367,10 +331,10 @@ class Binder:
         received: JsonObject,
     ) -> None:
         """The pod's Scheduled event, once per request (as far as this binder remembers)."""
-        key, uid = object_key(request), _uid(request)
-        if self._announced.get(key) == uid:
+        record, uid = self._request(object_key(request)), _uid(request)
+        if record.announced == uid:
             return
-        self._announced[key] = uid
+        record.announced = uid
         message = scheduled_message(pod, node, resource_type, groups, received)
         await self._event(pod, "Normal", SCHEDULED, message)
 
@@ -381,17 +345,20 @@ class Binder:
 
     async def _failed(
         self,
-        key: str,
+        record: _Request,
         request: JsonObject,
         namespace: str,
         pod_name: str,
         attempts: int,
         limit: int,
         failure: BindFailure,
-    ) -> None:
+    ) -> Result | None:
+        """Record a failed attempt: retried (a `TemporaryError` after `1 << attempts` x `backoff_base`)
+        or, at `limit` or when it cannot succeed, given up."""
+        key = object_key(request)
         attempts += 1
         self.stats.failures += 1
-        self._attempts[key] = attempts
+        record.attempts = attempts
         if not failure.final:
             await take_back(
                 self.client,
@@ -406,50 +373,44 @@ class Binder:
             try:
                 pod = await self._pod(namespace, pod_name)
             except (ApiStatusError, ConnectionError, OSError) as error:
-                self._unreachable(key, error)
-                return
+                raise self._unreachable(record, error) from error
             node = str((request.get("spec") or {}).get("selectedNode"))
             if pod is not None and (pod.get("spec") or {}).get("nodeName") == node:
                 self.enqueue(key)  # bound: the next attempt records the success
-                return
-        log.info(
-            "binder: %s attempt %d/%d failed: %s%s",
-            key,
-            attempts,
-            limit,
-            failure.reason,
-            " (giving up)" if give_up else "",
-        )
-        if give_up:
-            self.stats.failed += 1
-            await self._set_status(request, FAILED, failure.reason, attempts)
-            pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
-            if pod is not None and bind_request_is_for(request, pod):  # not for a pod gone or replaced
-                node = str((request.get("spec") or {}).get("selectedNode") or "")
-                message = f"Failed to bind {namespace}/{pod_name} to {node}: {failure.reason}"
-                await self._event(pod, "Warning", FAILED_BINDING, message)
-            return
-        delay = self.backoff_base * (1 << attempts)
-        self._not_before[key] = time.monotonic() + delay
-        await self._set_status(request, PENDING, failure.reason, attempts)
-        self._later(key, delay)
+                return None
+        if not give_up:
+            delay = self.backoff_base * (1 << attempts)
+            await self._set_status(request, PENDING, failure.reason, attempts)
+            raise TemporaryError(f"attempt {attempts}/{limit} failed: {failure.reason}", delay=delay)
+        log.info("binder: %s attempt %d/%d failed: %s (giving up)", key, attempts, limit, failure.reason)
+        self.stats.failed += 1
+        result = await self._set_status(request, FAILED, failure.reason, attempts)
+        pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
+        if pod is not None and bind_request_is_for(request, pod):  # not for a pod gone or replaced
+            node = str((request.get("spec") or {}).get("selectedNode") or "")
+            message = f"Failed to bind {namespace}/{pod_name} to {node}: {failure.reason}"
+            await self._event(pod, "Warning", FAILED_BINDING, message)
+        return result
 
-    async def _set_status(self, request: JsonObject, phase: str, reason: str, attempts: int) -> None:
-        meta = request["metadata"]
+    async def _set_status(self, request: JsonObject, phase: str, reason: str, attempts: int) -> Result | None:
+        """Write the outcome; when a final one could not be written, look again after `backoff_base`."""
+        key, meta = object_key(request), request["metadata"]
         status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
-        self.stats.outcomes[object_key(request)] = phase
+        self.stats.outcomes[key] = phase
+        record = self._request(key)
         if phase != PENDING:
-            self._done[object_key(request)] = _uid(request)
+            record.done = _uid(request)
         try:
             await self.client.patch(
                 BIND_REQUESTS, meta["name"], {"status": status}, meta.get("namespace"), subresource="status"
             )
         except (ApiStatusError, ConnectionError, OSError) as error:
             # The outcome stays in memory; the next reconcile finds the pod bound (a success) or retries.
-            log.warning("binder: could not record %s on %s: %s", phase, object_key(request), error)
+            log.warning("binder: could not record %s on %s: %s", phase, key, error)
             if phase != PENDING:
-                self._done.pop(object_key(request), None)
-                self._later(object_key(request), self.backoff_base)
+                record.done = None
+                return Result(requeue_after=self.backoff_base)
+        return None
 
 
 def _uid(obj: JsonObject) -> str:
