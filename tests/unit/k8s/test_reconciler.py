@@ -307,3 +307,40 @@ def test_start_refusing_means_no_run() -> None:
         assert reconciler.calls == [] and reconciler.idle
 
     asyncio.run(body())
+
+
+class NeverSynced:
+    """An informer whose cache never syncs (its API server is out of reach)."""
+
+    async def wait_synced(self) -> bool:
+        await asyncio.Event().wait()
+        return True
+
+
+class Watching(Recorder):
+    async def start(self, stop: asyncio.Event) -> bool:
+        return await self.informers_synced([NeverSynced()], stop)  # type: ignore[list-item]
+
+
+def test_informers_that_do_not_sync_in_time_mean_no_run(caplog: pytest.LogCaptureFixture) -> None:
+    async def body() -> None:
+        reconciler = Watching(known=["a"])
+        await reconciler.run(asyncio.Event(), sync_timeout=0.01)
+        assert reconciler.calls == []
+
+    asyncio.run(body())
+    assert "recorder: the informers did not sync in time" in caplog.messages
+
+
+def test_stop_while_waiting_for_the_informers_is_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    async def body() -> None:
+        reconciler = Watching(known=["a"])
+        stop = asyncio.Event()
+        task = asyncio.create_task(reconciler.run(stop))
+        await asyncio.sleep(0)
+        stop.set()
+        await task
+        assert reconciler.calls == []
+
+    asyncio.run(body())
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

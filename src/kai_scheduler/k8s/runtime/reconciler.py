@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
+from kai_scheduler.k8s.runtime.informer import Informer
+from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,7 @@ class Reconciler:
         self.queue = KeyQueue()
         self.reconcile_stats = ReconcileStats(self.queue)
         self._failures: dict[str, int] = {}  # key -> failures in a row
+        self.sync_timeout: float | None = None  # how long `start` waits for the informers (`run` sets it)
         self._stopping = False
         self._quiet = asyncio.Event()  # set when no key is in progress (for the drain at stop)
 
@@ -131,6 +134,16 @@ class Reconciler:
 
     async def on_resync(self) -> None:
         """Periodic work besides queueing every key."""
+
+    async def informers_synced(self, informers: Iterable[Informer], stop: asyncio.Event) -> bool:
+        """For `start`: the informers have synced; False (with a warning) when they did not within
+        `sync_timeout`, or `stop` came first."""
+        waits = [informer.wait_synced() for informer in informers]
+        if await wait_or_stop(asyncio.gather(*waits), stop, self.sync_timeout):
+            return True
+        if not stop.is_set():
+            log.warning("%s: the informers did not sync in time", self.name)
+        return False
 
     # --- the queue ---------------------------------------------------------------------------------
 
@@ -173,7 +186,7 @@ class Reconciler:
         except PermanentError as error:
             self._failures.pop(key, None)
             self.reconcile_stats.failed += 1
-            self._note(key, error)
+            self._record_failure(key, error)
             log.warning("%s: %s: %s (not retried)", self.name, key, error)
         except Exception as error:
             failures = self._failures.get(key, 0)
@@ -181,7 +194,7 @@ class Reconciler:
             own = error.delay if isinstance(error, TemporaryError) else None
             delay = own if own is not None else self.backoff.delay(failures)
             self.reconcile_stats.retried += 1
-            self._note(key, error)
+            self._record_failure(key, error)
             if isinstance(error, TemporaryError):
                 log.info("%s: %s: %s; retrying in %.2fs", self.name, key, error, delay)
             else:
@@ -196,7 +209,7 @@ class Reconciler:
         if self.min_interval > 0:
             self.queue.hold(key, began + self.min_interval - loop.time())
 
-    def _note(self, key: str, error: BaseException) -> None:
+    def _record_failure(self, key: str, error: BaseException) -> None:
         self.reconcile_stats.note(f"{key}: {type(error).__name__}: {error}")
 
     # --- running -----------------------------------------------------------------------------------
@@ -216,9 +229,11 @@ class Reconciler:
                 if not self.queue.processing:
                     self._quiet.set()
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
         """Reconcile until `stop` is set; then keys in progress finish (up to `drain_timeout` seconds)
-        before the workers go. May run again afterwards (each leadership term)."""
+        before the workers go. May run again afterwards (each leadership term). `sync_timeout`: how long
+        `start` may wait for the informers (None: until they sync or `stop`)."""
+        self.sync_timeout = sync_timeout
         if not await self.start(stop):
             return
         self.resync()

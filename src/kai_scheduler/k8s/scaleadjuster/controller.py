@@ -1,6 +1,11 @@
 """The node scale adjuster as a controller (KAI's `nodescaleadjuster`): keeps the scaling pods that
 `plan.plan_scaling_pods` asks for, creating, replacing and deleting them (docs/scale-adjuster.md).
 
+It is a `runtime.reconciler.Reconciler` of one key, the cluster's scaling pods, planned as a whole: every
+`period`, and sooner when a relevant pod changes, but never sooner than `min_interval` after the last plan
+began (a burst of pod events gives one plan); a plan that cannot reach the API server is tried again after
+`period`.
+
     adjuster = ScaleAdjuster(client, informers)   # informers: pods, nodes (+ podgroups, bindrequests)
     await adjuster.run(stop)                      # until `stop` (an asyncio.Event) is set
 """
@@ -8,9 +13,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from typing import Any, Final
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.gpu_request import asks_for_shared_gpu
 from kai_scheduler.k8s.runtime.access import Access, access, watching
+from kai_scheduler.k8s.runtime.backoff import Backoff
 from kai_scheduler.k8s.runtime.client import (
     BIND_REQUESTS,
     NODES,
@@ -34,7 +38,7 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
-from kai_scheduler.k8s.runtime.wait import wait_or_stop
+from kai_scheduler.k8s.runtime.reconciler import Reconciler, Result, TemporaryError
 from kai_scheduler.k8s.scaleadjuster.plan import (
     DEFAULT_GPU_MEMORY_TO_FRACTION_RATIO,
     DEFAULT_GRACE,
@@ -55,6 +59,7 @@ log = logging.getLogger(__name__)
 
 _UNRESOLVED: Final = object()
 _WRITE_MEMORY = 30.0  # seconds (real time) a write is remembered while the informer does not show it
+_PLAN: Final = "scaling-pods"  # the one key: the plan covers every scaling pod at once
 
 
 DEFAULT_PERIOD: Final = 5.0
@@ -84,7 +89,8 @@ def scale_adjuster_access(
 
 @dataclass(slots=True)
 class AdjusterStats:
-    """What the adjuster did, for tests and diagnostics."""
+    """What the adjuster did, for tests and diagnostics; `errors`: the latest failures, of single pods and
+    of whole plans."""
 
     cycles: int = 0
     created: int = 0
@@ -93,7 +99,7 @@ class AdjusterStats:
     errors: list[str] = field(default_factory=list)
 
 
-class ScaleAdjuster:
+class ScaleAdjuster(Reconciler):
     """See the module doc. `informers` must include pods; nodes, PodGroups and BindRequests are used when
     present; the caller starts them.
 
@@ -103,6 +109,8 @@ class ScaleAdjuster:
     is unschedulable); `cooldown`: seconds a shape whose scaling pod got bound gets no new one;
     `max_gpus_per_pod`: see `plan_scaling_pods`; `priority_class`: the scaling pods' class (created when
     missing; None: no class)."""
+
+    name = "scale-adjuster"
 
     def __init__(
         self,
@@ -123,6 +131,9 @@ class ScaleAdjuster:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         fraction_ratio(ratio)  # fail early on a bad flag
+        # A plan that failed is tried again with the next one, `period` later.
+        steady = Backoff(initial=period, maximum=period, factor=1.0, jitter=0.0)
+        super().__init__(resync_period=None, backoff=steady, min_interval=min_interval)
         self.client = client
         self.informers = informers
         self.namespace = namespace
@@ -130,19 +141,17 @@ class ScaleAdjuster:
         self.period = period
         self.grace = grace
         self.cooldown = cooldown
-        self.min_interval = min_interval
         self.scheduler_name = scheduler_name
         self.image = image
         self.priority_class = priority_class
         self.max_gpus_per_pod = max_gpus_per_pod
         self.wall = wall
         self.monotonic = monotonic
-        self.stats = AdjusterStats()
+        self.stats = AdjusterStats(errors=self.reconcile_stats.errors)  # one list of what failed
         self.holds: dict[str, float] = {}  # shape key -> monotonic time the hold ends
         self._resolved_class: object = _UNRESOLVED
         self._created: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) not yet seen
         self._deleted: dict[str, tuple[str, float]] = {}  # name -> (uid, time.monotonic()) still seen
-        self._wake = asyncio.Event()
         self._handlers_added = False
 
     # --- planning ----------------------------------------------------------------------------------
@@ -358,54 +367,38 @@ class ScaleAdjuster:
         log.info("created scaling pod %s/%s for %s GPUs", self.namespace, name, gpus)
 
     def _note(self, message: str) -> None:
-        log.warning("scale adjuster: %s", message)
-        self.stats.errors.append(message)
-        del self.stats.errors[:-50]
+        log.warning("%s: %s", self.name, message)
+        self.reconcile_stats.note(message)
 
     # --- running -----------------------------------------------------------------------------------
 
     def _on_pod(self, pod: JsonObject) -> None:
         if self._relevant(pod):
-            self._wake.set()
+            self.enqueue(_PLAN)
 
     def _on_pod_update(self, old: JsonObject, new: JsonObject) -> None:
         if self._relevant(old) or self._relevant(new):
-            self._wake.set()
+            self.enqueue(_PLAN)
 
-    def _add_handlers(self) -> None:
+    def keys(self) -> Iterable[str]:
+        return (_PLAN,)
+
+    async def start(self, stop: asyncio.Event) -> bool:
+        """The informers synced (up to `run`'s `sync_timeout`), then the pod handlers."""
+        if not await self.informers_synced(self.informers, stop):
+            return False
         if not self._handlers_added:
             self._handlers_added = True
             self.pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod)
+        return True
 
-    async def run(self, stop: asyncio.Event, *, sync_timeout: float | None = None) -> None:
-        """Plan and act every `period` (sooner after pod events) until `stop` is set. Waits for the
-        informers to sync first."""
-        waits = [informer.wait_synced() for informer in self.informers]
-        if not await wait_or_stop(asyncio.gather(*waits), stop, sync_timeout):
-            if not stop.is_set():
-                log.warning("scale adjuster: the informers did not sync in time")
-            return
-        self._add_handlers()
-        last = -math.inf
-        while not stop.is_set():
-            pause = last + self.min_interval - self.monotonic()
-            if pause > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), pause)
-                if stop.is_set():
-                    break
-            self._wake.clear()
-            last = self.monotonic()
-            try:
-                await self.reconcile_once()
-            except asyncio.CancelledError:
-                raise
-            except (ApiStatusError, ConnectionError, OSError, TimeoutError) as error:
-                self._note(f"cycle failed: {type(error).__name__}: {error}")
-            except Exception as error:
-                log.exception("scale adjuster: cycle failed unexpectedly")
-                self._note(f"cycle failed: {type(error).__name__}: {error}")
-            await wait_or_stop(self._wake.wait(), stop, self.period)
+    async def reconcile(self, key: str) -> Result:
+        del key  # the one plan
+        try:
+            await self.reconcile_once()
+        except (ApiStatusError, ConnectionError, OSError, TimeoutError) as error:
+            raise TemporaryError(f"cycle failed: {type(error).__name__}: {error}") from error
+        return Result(requeue_after=self.period)
 
 
 __all__ = [
