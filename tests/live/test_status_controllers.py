@@ -4,7 +4,8 @@ and no rewrites of unchanged status."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from live_support import eventually, run
@@ -12,10 +13,10 @@ from live_support import eventually, run
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
-from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES
+from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES, KubeClient
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.status.loop import Usage, format_milli, normalized_resource_list
+from kai_scheduler.k8s.status.loop import StatusReconciler, Usage, format_milli, normalized_resource_list
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
 from kai_scheduler.k8s.status.queues import QueueStatusController
@@ -55,6 +56,25 @@ def seed(server: FakeApiServer) -> None:
 def status(server: FakeApiServer, kind: str, name: str) -> dict[str, Any]:
     obj = server.store.get(kind, name, "default" if kind == "podgroups" else None)
     return dict(obj.get("status") or {})
+
+
+@asynccontextmanager
+async def running(
+    make_client: MakeClient, make: Callable[[KubeClient, InformerSet], StatusReconciler]
+) -> AsyncIterator[StatusReconciler]:
+    """The controller `make` builds, running on its own client and informers for the block."""
+    async with (
+        make_client("status-controllers") as client,
+        InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
+    ):
+        controller = make(client, informers)
+        stop = asyncio.Event()
+        task = asyncio.create_task(controller.run(stop))
+        try:
+            yield controller
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 5)
 
 
 def status_writes(server: FakeApiServer) -> int:
@@ -222,19 +242,14 @@ def test_a_node_s_gpu_memory_change_reaches_the_status_at_the_resync(
             .get("nvidia.com/gpu")
         )
 
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+
     async def body() -> None:
-        async with (
-            make_client("status-controllers") as client,
-            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
-        ):
-            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
-            stop = asyncio.Event()
-            task = asyncio.create_task(groups.run(stop))
+        async with running(make_client, make):
             await eventually(lambda: allocated_gpu() == "500m")
             store.patch("nodes", "n1", {"metadata": {"labels": {"nvidia.com/gpu.memory": "80000"}}})
             await eventually(lambda: allocated_gpu() == "250m")
-            stop.set()
-            await asyncio.wait_for(task, 5)
 
     run(body())
 
@@ -254,21 +269,14 @@ def test_a_failed_queue_write_is_retried_alone(server: FakeApiServer, make_clien
     def requested_cpu(queue: str) -> str | None:
         return status(server, "queues", queue).get("requested", {}).get("cpu")
 
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return QueueStatusController(client, informers, resync_period=60, debounce=0.01, backoff=FAST_BACKOFF)
+
     async def body() -> None:
-        async with (
-            make_client("status-controllers") as client,
-            InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
-        ):
-            queues = QueueStatusController(
-                client, informers, resync_period=60, debounce=0.01, backoff=FAST_BACKOFF
-            )
-            stop = asyncio.Event()
-            task = asyncio.create_task(queues.run(stop))
+        async with running(make_client, make) as queues:
             await eventually(lambda: requested_cpu("a") == requested_cpu("b") == "1")
             await eventually(lambda: queues.idle)
             assert queues.stats.failures == 1
-            stop.set()
-            await asyncio.wait_for(task, 5)
 
     run(body())
     patches = server.requests(verb="patch", resource="queues", subresource="status")
