@@ -75,7 +75,6 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, PODGROUPER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.runtime.reconciler import Reconciler, ReconcileStats, Result, TemporaryError
-from kai_scheduler.k8s.runtime.wait import wait_or_stop
 
 log = logging.getLogger(__name__)
 
@@ -415,8 +414,7 @@ class PodGrouperController(Reconciler):
     async def start(self, stop: asyncio.Event) -> bool:
         """Waits for the pods (and PodGroups) informers to sync, then follows their changes."""
         groups = self.pod_groups
-        waits = [self.pods.wait_synced()] + ([groups.wait_synced()] if groups is not None else [])
-        if not await wait_or_stop(asyncio.gather(*waits), stop):
+        if not await self.informers_synced([self.pods] + ([groups] if groups is not None else []), stop):
             return False
         if not self._handlers_added:
             self._handlers_added = True

@@ -47,7 +47,6 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Reconciler, ReconcileStats, TemporaryError
-from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.model.builder import floor_gpu_memory_mib, reported_gpu_memory_range
 from kai_scheduler.model.resources import Resources
 
@@ -271,8 +270,7 @@ class StatusReconciler(Reconciler):
 
     async def start(self, stop: asyncio.Event) -> bool:
         """Waits for the informers to sync, then follows their changes."""
-        waits = [informer.wait_synced() for informer in self._informers_needed()]
-        if not await wait_or_stop(asyncio.gather(*waits), stop):
+        if not await self.informers_synced(self._informers_needed(), stop):
             return False
         if not self._handlers_added:
             self._handlers_added = True
