@@ -163,7 +163,8 @@ def gpu_memory_mib_of(node: Mapping[str, Any]) -> float:
 
 
 class NodeGpuMemory:
-    """GPU memory per node, read from the nodes informer on first use in a pass."""
+    """GPU memory per node, read from the nodes informer; the smallest a node reports is found on first use
+    and kept (one object serves while no node changes)."""
 
     def __init__(self, informer: Informer | None) -> None:
         self.informer = informer

@@ -9,7 +9,8 @@ PodGroups' statuses, and the queue metrics (`metrics.py`).
 bottom-up through the queue tree: a queue's own PodGroups (`spec.queue`) summed from their
 `status.resourcesStatus` (what the PodGroup controller wrote, as in KAI, where the two are separate
 binaries), plus the totals of its child queues (`spec.parentQueue`); `childQueues` lists the children by
-name. With `metrics` (a `QueueMetrics`), the queue gauges are set after every pass.
+name. A pass over the tree is one reconcile of one key (`TREE`). With `metrics` (a `QueueMetrics`), the
+queue gauges are set after every pass.
 """
 
 from __future__ import annotations
