@@ -1,22 +1,40 @@
 """The binder's retries on the reconciler base: a failed attempt waits out its backoff although the
 Pending status it wrote comes back as an event (and resyncs queue it meanwhile), and a request deleted
-while it waits is forgotten, so that the scheduler's next request for the pod is carried out at once."""
+while it waits is forgotten, so that a new request for the pod, of the same name, is carried out at once.
+The requests are written here (no scheduling loop), so only the binder decides."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from live_support import Live, run
 
-from helpers import node_manifest, pod_manifest, queue_manifest
+from helpers import node_manifest, pod_manifest
 from kai_fakeapi import FakeApiServer
 
 KEY = "default/p"
 
 
+def bind_request(pod: dict[str, Any], node: str) -> dict[str, Any]:
+    """What the scheduler writes for a whole-GPU pod: owned by that pod incarnation."""
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+    }
+    return {
+        "apiVersion": "scheduling.run.ai/v1alpha2",
+        "kind": "BindRequest",
+        "metadata": {"name": "p", "namespace": "default", "ownerReferences": [owner]},
+        "spec": {"podName": "p", "selectedNode": node, "receivedResourceType": "Regular"},
+    }
+
+
 def test_a_failed_attempt_waits_out_its_backoff_until_its_request_is_replaced(server: FakeApiServer) -> None:
     store = server.store
     store.create(node_manifest("n1"))
-    store.create(queue_manifest("q"))
-    store.create(pod_manifest("p", gpus=1))
+    pod = store.create(pod_manifest("p", gpus=1))
     server.fail_next(1, 500, verb="create", resource="pods/binding", name="p")
 
     def binding_calls() -> int:
@@ -24,8 +42,9 @@ def test_a_failed_attempt_waits_out_its_backoff_until_its_request_is_replaced(se
 
     async def body() -> None:
         # A failed first attempt waits 1 << 1 x 30 s: far longer than this test runs.
-        async with Live(server, backoff_base=30.0) as live:
+        async with Live(server, loop=False, backoff_base=30.0) as live:
             binder = live.binder
+            store.create(bind_request(pod, "n1"))
 
             def pending_seen() -> bool:
                 request = live.informers.bind_requests.cache.get(KEY) or {}
@@ -37,15 +56,10 @@ def test_a_failed_attempt_waits_out_its_backoff_until_its_request_is_replaced(se
             assert wait is not None and 30.0 < wait <= 60.0
             assert binding_calls() == 1 and binder.stats.failures == 1
             assert binder.reconcile_stats.retried == 1
-            uid = store.get("bindrequests", "p")["metadata"]["uid"]
             store.delete("bindrequests", "p", "default")
-
-            def replaced_and_bound() -> bool:
-                request = store.try_get("bindrequests", "p") or {}
-                new = request.get("metadata", {}).get("uid") not in (None, uid)
-                return new and store.get("pods", "p")["spec"].get("nodeName") == "n1"
-
-            await live.until(replaced_and_bound)
+            await live.until(lambda: KEY not in live.informers.bind_requests.cache)
+            store.create(bind_request(pod, "n1"))
+            await live.until(lambda: store.get("pods", "p")["spec"].get("nodeName") == "n1")
         assert binding_calls() == 2
 
     run(body(), timeout=30)
