@@ -1,0 +1,120 @@
+"""The cluster-scoped kinds the cluster cache holds, each set as a whole: nodes, queues, topologies,
+priority classes, namespace labels, DRA slices and classes (with the claims, `dra_inputs`), storage,
+PodDisruptionBudgets and NodeResourceTopologies.
+
+A setter whose value equals what is held changes nothing; those the model is made of say whether they
+changed, and the cache decides what that makes dirty. With a partition only the shard's nodes and queues
+are held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from kai_scheduler.api.objects import (
+    ConfigMap,
+    DeviceClass,
+    Node,
+    NodeResourceTopology,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodDisruptionBudget,
+    Queue,
+    ResourceSlice,
+    StorageClass,
+    Topology,
+)
+from kai_scheduler.model.builder import build_queue_tree
+from kai_scheduler.model.cache.dra_inputs import DraInputs
+from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.storage import Storage
+from kai_scheduler.model.topology import TopologyTree, build_topology
+
+StorageObjects = tuple[
+    list[ConfigMap], list[PersistentVolumeClaim], list[PersistentVolume], list[StorageClass]
+]
+
+
+class ClusterInputs:
+    def __init__(self, partition: Partition | None) -> None:
+        self._partition = partition
+        self.nodes: dict[str, Node] = {}
+        self.queues: list[Queue] = []
+        self.queue_tree = build_queue_tree([])
+        self.topologies: list[Topology] = []
+        self.priorities = Priorities()
+        self.namespace_labels: Mapping[str, Mapping[str, str]] = {}
+        self.dra = DraInputs()  # claims, slices, device classes; which pods use which claims
+        self.storage = Storage()
+        self.storage_objects: StorageObjects = ([], [], [], [])
+        self.disruption_budgets: list[PodDisruptionBudget] = []
+        self.node_topologies: dict[str, NodeResourceTopology] = {}  # by name (its node's)
+
+    def set_nodes(self, nodes: Iterable[Node]) -> bool:
+        partition = self._partition
+        by_name = {
+            node.metadata.name: node
+            for node in nodes
+            if partition is None or partition.holds(node.metadata.labels)
+        }
+        if by_name == self.nodes:
+            return False
+        self.nodes = by_name
+        return True
+
+    def set_queues(self, queues: Sequence[Queue]) -> bool:
+        partition = self._partition
+        if partition is not None:
+            queues = [queue for queue in queues if partition.holds(queue.metadata.labels)]
+        if list(queues) == self.queues:
+            return False
+        self.queues = list(queues)
+        self.queue_tree = build_queue_tree(self.queues)
+        return True
+
+    def set_topologies(self, topologies: Sequence[Topology]) -> bool:
+        if list(topologies) == self.topologies:
+            return False
+        self.topologies = list(topologies)
+        return True
+
+    def set_priorities(self, priorities: Priorities) -> bool:
+        if priorities == self.priorities:
+            return False
+        self.priorities = priorities
+        return True
+
+    def set_dra(
+        self, slices: Sequence[ResourceSlice], classes: Sequence[DeviceClass], *, enabled: bool
+    ) -> bool:
+        """True when the nodes' DRA GPUs changed."""
+        self.dra.enabled = enabled
+        return self.dra.set_cluster(slices, classes)
+
+    def set_storage(
+        self,
+        config_maps: Sequence[ConfigMap],
+        claims: Sequence[PersistentVolumeClaim],
+        volumes: Sequence[PersistentVolume],
+        classes: Sequence[StorageClass],
+    ) -> None:
+        self.storage_objects = (list(config_maps), list(claims), list(volumes), list(classes))
+        self.storage = Storage.of(config_maps, claims, volumes, classes)
+
+    def set_node_topologies(self, topologies: Sequence[NodeResourceTopology]) -> None:
+        self.node_topologies = {topology.metadata.name: topology for topology in topologies}
+
+    def topology_trees(self, table: NodeTable) -> dict[str, TopologyTree]:
+        """Each Topology's tree of domains over the nodes of `table`."""
+        labels = [spec.labels for spec in table.specs]
+        return {
+            t.metadata.name: build_topology(
+                t.metadata.name,
+                [level.node_label for level in t.spec.levels],
+                labels,
+                {level.alias: level.node_label for level in t.spec.levels if level.alias},
+            )
+            for t in self.topologies
+        }

@@ -1,0 +1,275 @@
+"""The cluster cache's jobs and tasks, made again from the current objects when they are dirty.
+
+A dirty job is made from scratch (`model.builder`: its PodGroup, or its first pod for a job without one,
+and a task per pod), and its tasks replace the old ones: what they hold is accounted (`accounting`), and
+the indexes a snapshot hands on (tasks with host ports or pod affinity, jobs with a topology constraint,
+running jobs) follow. A pod whose runtime facts alone changed changes its task in place
+(`update_in_place`). Jobs and tasks stay in creation order (`rank_order`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kai_scheduler.api import constants as c
+from kai_scheduler.model.builder import (
+    implicit_job,
+    implicit_pod_group_name,
+    is_gated,
+    job_from_pod_group,
+    make_task,
+    queue_problem,
+    task_status,
+    waiting_reason,
+)
+from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
+from kai_scheduler.model.cache.asks import PodAsks
+from kai_scheduler.model.cache.changes import Changes
+from kai_scheduler.model.cache.inputs import ClusterInputs
+from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
+from kai_scheduler.model.cache.nominations import Nominations
+from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
+from kai_scheduler.model.cache.rank_order import placed, sort_tail
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.releasing import StuckReleases
+from kai_scheduler.model.snapshot import PodState
+
+_OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
+
+
+class JobRebuild:
+    def __init__(
+        self,
+        changes: Changes,
+        pods: PodIndex,
+        inputs: ClusterInputs,
+        accounting: NodeAccounting,
+        asks: PodAsks,
+        nominations: Nominations,
+        times: JobTimesBook,
+        stuck_releases: StuckReleases,
+    ) -> None:
+        self._changes = changes
+        self._pods = pods
+        self._inputs = inputs
+        self._accounting = accounting
+        self._asks = asks
+        self._nominations = nominations
+        self._times = times
+        self._stuck = stuck_releases
+        self.jobs: dict[str, JobInfo] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.host_port_tasks: set[str] = set()
+        self.pod_affinity_tasks: set[str] = set()
+        self.running_counts: dict[str, int] = {}  # job key -> its tasks that are RUNNING (none: absent)
+        # Reasons a plugin may overwrite during a session (topology problems): restored after it. Holds
+        # exactly the jobs that have a topology constraint.
+        self.base_reasons: dict[str, str | None] = {}
+        # Entries added or re-ranked since the last `sort` may be out of place, and all of them (old and new
+        # ranks) rank at or after these (None: all in place).
+        self._jobs_out_of_place: float | None = None
+        self._tasks_out_of_place: float | None = None
+
+    def reset(self) -> None:
+        """Nothing made: every job is to be made again (on a new node table)."""
+        self.jobs, self.tasks = {}, {}
+        self.host_port_tasks.clear()
+        self.pod_affinity_tasks.clear()
+        self.running_counts.clear()
+        self.base_reasons.clear()
+        self._jobs_out_of_place = self._tasks_out_of_place = float("-inf")
+
+    def sort(self) -> None:
+        """Jobs and tasks in creation order again, as a build from scratch lists them."""
+        if self._jobs_out_of_place is not None:
+            sort_tail(self.jobs, self._jobs_out_of_place)
+            self._jobs_out_of_place = None
+        if self._tasks_out_of_place is not None:
+            sort_tail(self.tasks, self._tasks_out_of_place)
+            self._tasks_out_of_place = None
+
+    def by_rank(self, keys: Iterable[str]) -> list[TaskInfo]:
+        tasks = self.tasks
+        return sorted((tasks[key] for key in keys), key=lambda task: task.rank)
+
+    # --- making jobs ------------------------------------------------------------------------------
+
+    def rebuild(self, key: str) -> None:
+        old = self.jobs.get(key)
+        job = self._make_job(key)
+        kept = {task.key for task in job.tasks} if job is not None else set()
+        if old is not None:
+            for task in old.tasks:
+                if task.key not in kept:
+                    self._drop_task(task)
+        if job is None:
+            if old is not None:
+                del self.jobs[key]
+            self.running_counts.pop(key, None)
+            self.base_reasons.pop(key, None)
+            return
+        self._jobs_out_of_place = placed(self.jobs, old, job, self._jobs_out_of_place)
+        self.jobs[key] = job
+        for task in job.tasks:
+            self._add_task(task)
+        self.running_counts.pop(key, None)
+        self._count_running(key, sum(1 for task in job.tasks if task.status is TaskStatus.RUNNING))
+        if job.has_topology():
+            self.base_reasons[key] = job.invalid_reason
+        else:
+            self.base_reasons.pop(key, None)
+
+    def _make_job(self, key: str) -> JobInfo | None:
+        """The job `key` from the current objects (None when it has neither a PodGroup nor a pod)."""
+        index = self._pods
+        pods = index.pods
+        priorities = self._inputs.priorities
+        ours = sorted((pods[k] for k in index.ours_by_job.get(key, ())), key=lambda p: p.rank)
+        group = index.groups.get(key)
+        if group is not None:
+            named = (pods[k] for k in index.named_by_group.get(key, ()))
+            first = min(named, key=lambda p: p.rank, default=None)
+            job = job_from_pod_group(group, first.pod if first else None, priorities)
+        elif ours:
+            first_pod = ours[0].pod
+            if c.POD_GROUP_ANNOTATION in first_pod.metadata.annotations:
+                job = implicit_job(ours[0], key.split("/", 1)[1], priorities)
+                job.invalid_reason = f"PodGroup {key} does not exist"
+            else:
+                job = implicit_job(ours[0], implicit_pod_group_name(first_pod), priorities)
+                if first_pod.metadata.annotations.get(c.SKIP_PODGROUPER_ANNOTATION) == "true":
+                    # No pod grouper makes it a PodGroup, and it names none (KAI never schedules it).
+                    skip, group_key = c.SKIP_PODGROUPER_ANNOTATION, c.POD_GROUP_ANNOTATION
+                    job.invalid_reason = (
+                        f'the pod has {skip}: "true" and no {group_key}: no PodGroup is made for it'
+                    )
+        else:
+            return None
+        if job.invalid_reason is None:
+            job.invalid_reason = queue_problem(job.queue, self._inputs.queue_tree)
+        times = self._times.by_job.get(key)
+        if times is not None:
+            stamp(job, times)
+        gated = 0
+        node_index = self._accounting.table.index
+        nominations, asks, stuck = self._nominations, self._asks, self._stuck
+        for state in ours:
+            if is_gated(state):
+                gated += 1  # KAI's status of that name: alive, but not for the scheduler until ungated
+                continue
+            state = nominations.of(state)
+            task = make_task(state, job, asks.of(state.pod), node_index, stuck=stuck.is_stuck(state.pod.key))
+            if task is not None:
+                job.tasks.append(task)
+                task.podset.tasks.append(task)
+        if job.invalid_reason is None:
+            job.invalid_reason = waiting_reason(job, gated)
+        job.gated = gated
+        return job
+
+    def _add_task(self, task: TaskInfo) -> None:
+        old = self.tasks.get(task.key)
+        self._tasks_out_of_place = placed(self.tasks, old, task, self._tasks_out_of_place)
+        self.tasks[task.key] = task
+        if task.host_ports:
+            self.host_port_tasks.add(task.key)
+        else:
+            self.host_port_tasks.discard(task.key)
+        if task.placement.has_pod_affinity:
+            self.pod_affinity_tasks.add(task.key)
+        else:
+            self.pod_affinity_tasks.discard(task.key)
+        self._account_task(task)
+
+    def _drop_task(self, task: TaskInfo) -> None:
+        if self.tasks.get(task.key) is not task:
+            return  # the pod moved to another job, already made again
+        del self.tasks[task.key]
+        self.host_port_tasks.discard(task.key)
+        self.pod_affinity_tasks.discard(task.key)
+        self._accounting.release(task.key, ours=True)
+
+    def _account_task(self, task: TaskInfo) -> None:
+        """Hold what the task holds on its node (or nothing)."""
+        if task.node >= 0 and task.status in _OCCUPYING:
+            releasing = task.status is TaskStatus.RELEASING
+            self._accounting.hold(
+                task.key, Hold(task.node, task.request, releasing, task.gpu_groups, ours=True)
+            )
+        else:
+            self._accounting.release(task.key, ours=True)
+
+    def _count_running(self, job: str, change: int) -> None:
+        count = self.running_counts.get(job, 0) + change
+        if count > 0:
+            self.running_counts[job] = count
+        else:
+            self.running_counts.pop(job, None)
+
+    def _node_index(self, state: PodState) -> int:
+        return self._accounting.table.index.get(state.node_name, -1) if state.node_name else -1
+
+    # --- changing tasks in place ------------------------------------------------------------------
+
+    def update_in_place(self, previous: PodState, state: PodState) -> bool:
+        """A pod whose runtime facts changed (bound, evicted, moved) changes its task in place when nothing
+        its job is made of depends on the change: the same pod object and rank, not gated before or after,
+        a task before and after, finished neither before nor after (the job's live-pod count), its node
+        known. Otherwise (False) the job is made again."""
+        key = state.pod.key
+        task = self.tasks.get(key)
+        if (
+            task is None
+            or previous.pod is not state.pod
+            or previous.rank != state.rank
+            or self._pods.is_dirty(key)
+            or is_gated(previous)
+            or is_gated(state)
+            or (previous.phase in FINISHED_PHASES) != (state.phase in FINISHED_PHASES)
+        ):
+            return False
+        status = task_status(state, stuck=self._stuck.is_stuck(key))
+        node = self._node_index(state)
+        if status is None or (state.node_name is not None and node < 0):
+            return False
+        was_running = task.status is TaskStatus.RUNNING
+        task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
+        task.job.version += 1
+        self._account_task(task)
+        self._count_running(task.job.key, int(status is TaskStatus.RUNNING) - int(was_running))
+        return True
+
+    def restore(self, key: str) -> None:
+        """A session committed a decision on our pod `key`'s task: its status, node and shared GPUs go back
+        to what the pod says (or its job is made again)."""
+        task = self.tasks.get(key)
+        state = self._pods.pods.get(key)
+        status = task_status(state, stuck=self._stuck.is_stuck(key)) if state is not None else None
+        if task is None or state is None or status is None or self._pods.is_dirty(key):
+            self._mark_job_of(key)
+            return
+        task.status, task.node, task.gpu_groups = status, self._node_index(state), state.gpu_groups
+        task.job.version += 1
+
+    def restore_reasons(self) -> None:
+        """Jobs whose invalid reason a plugin overwrote during a session are made again."""
+        jobs = self.jobs
+        for key, reason in self.base_reasons.items():
+            job = jobs.get(key)
+            if job is not None and job.invalid_reason != reason:
+                self._changes.jobs.add(key)
+
+    def nominate(self, key: str) -> None:
+        """Our pod `key`'s nomination changed (`Nominations`): its task follows."""
+        task = self.tasks.get(key)
+        if task is None or self._pods.is_dirty(key):
+            self._mark_job_of(key)
+            return
+        node, groups = self._nominations.by_pod.get(key, (None, ()))
+        task.nominated_node = self._accounting.table.index.get(node, -1) if node else -1
+        task.nominated_groups = groups
+
+    def _mark_job_of(self, key: str) -> None:
+        job = self._pods.job_of_pod.get(key)
+        if job is not None:
+            self._changes.jobs.add(job)

@@ -1,0 +1,36 @@
+"""Each job's times the cluster remembers for it (last start, stale since, last eviction: KAI keeps them
+as PodGroup annotations), which the cache stamps on the job whenever it is made or they change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.snapshot import JobTimes
+
+
+class JobTimesBook:
+    __slots__ = ("by_job",)
+
+    def __init__(self) -> None:
+        self.by_job: dict[str, JobTimes] = {}
+
+    def set(self, key: str, times: JobTimes) -> None:
+        if times.empty():
+            self.by_job.pop(key, None)
+        else:
+            self.by_job[key] = times
+
+    def differences(self, times: Mapping[str, JobTimes]) -> dict[str, JobTimes]:
+        """What to set so that the book holds exactly `times` (jobs left out have none)."""
+        changed = {key: JobTimes() for key in self.by_job.keys() - times.keys()}
+        changed.update((key, value) for key, value in times.items() if self.by_job.get(key) != value)
+        return changed
+
+
+def stamp(job: JobInfo, times: JobTimes) -> None:
+    job.last_start, job.stale_since, job.last_eviction = (
+        times.last_start,
+        times.stale_since,
+        times.last_eviction,
+    )
