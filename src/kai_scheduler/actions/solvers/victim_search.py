@@ -360,7 +360,7 @@ def _search(
     return end
 
 
-def _gpus_needed_and_free(session: Session, tasks: Sequence[TaskInfo]) -> tuple[float, float]:
+def _gpus_needed_and_free(session: Session, tasks: list[TaskInfo]) -> tuple[float, float]:
     """The GPUs the preemptor's pods ask for and the cluster's free and releasing GPUs, before any victim:
     a scenario whose victims free fewer than the difference is not simulated. (MIG instances are not
     among the free GPUs counted here: a preemptor asking for some needs none by this count.)"""
