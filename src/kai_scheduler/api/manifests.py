@@ -59,6 +59,7 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.api.podgroup_rules import Severity, min_findings
 from kai_scheduler.api.quantity import format_quantity
+from kai_scheduler.api.shared_parts import SharedParts
 from kai_scheduler.api.strict import unknown_field
 from kai_scheduler.api.topology_rules import alias_problem, update_problem
 
@@ -122,13 +123,20 @@ class InvalidField(Exception):
 
 
 def parse_object(
-    doc: Any, source: str, index: int, item: int | None = None, *, strict: bool = False
+    doc: Any,
+    source: str,
+    index: int,
+    item: int | None = None,
+    *,
+    strict: bool = False,
+    shared: SharedParts | None = None,
 ) -> ApiObject:
     """Validate one document (index = its 1-based position in `source`; item = position in a `kind: List`).
 
     Raises ManifestError, never anything else, for any input a real cluster would reject. `strict` also
     refuses fields the kind does not have (`strict.unknown_field`), as `kubectl apply --validate=strict`
     does: the simulator's input is checked so; what live mode reads from the API server is not (yet).
+    `shared`: the parts other documents of the same input repeat, validated once (`shared_parts`).
     """
     try:
         if not isinstance(doc, dict):
@@ -139,7 +147,7 @@ def parse_object(
         unknown = unknown_field(model, doc) if strict else None
         if unknown is not None:
             raise InvalidField(unknown.path, unknown.message)
-        obj = validate_schema(model, doc)
+        obj = validate_schema(model, doc if shared is None else shared.substitute(model, doc))
         if strict and isinstance(obj, Queue):
             check_queue_has_resources(doc)
         _check_object(obj)
