@@ -97,14 +97,28 @@ def test_what_a_shared_gpu_holds_after_whole_pods_is_stranded() -> None:
 
 
 def test_multi_gpu_pods_use_free_gpus_in_their_multiples() -> None:
-    assert _stranded(64000, 3, [], (pod("p", gpus=2), 1.0)) == pytest.approx(1.0)
+    # Three free GPUs hold one 2-GPU pod: one stranded (counted twice: over three offers, and as pods of
+    # several GPUs are counted over one).
+    assert _stranded(64000, 3, [], (pod("p", gpus=2), 1.0)) == pytest.approx(2 * 1.0)
 
 
 def test_fragmentation_is_the_least_of_three_offers() -> None:
-    # 2 free GPUs: nothing stranded for 1-GPU pods, everything for 4-GPU pods; half the mix each. The
-    # least of three offers strands 2 only when all three are 4-GPU pods: 2 x 0.5**3.
-    mix = ((pod("one", gpus=1), 0.5), (pod("four", gpus=4), 0.5))
-    assert _stranded(64000, 2, [], *mix) == pytest.approx(0.25)
+    # A GPU with 0.5 free: nothing stranded for 0.5 pods, all of it for 0.75 pods; half the mix each.
+    # The least of three offers strands 0.5 only when all three are 0.75 pods: 0.5 x 0.5**3.
+    mix = ((pod("half", fraction=0.5), 0.5), (pod("most", fraction=0.75), 0.5))
+    assert _stranded(64000, 0, [0.5], *mix) == pytest.approx(0.0625)
+
+
+def test_pods_of_several_gpus_also_count_over_one_pod() -> None:
+    # 2 free GPUs: nothing stranded for 1-GPU pods, everything for 8-GPU pods; half the mix each. Three
+    # offers strand 2 x 0.5**3; the 8-GPU pods, which need room no 1-GPU pod may break into, add what
+    # one pod of them would strand (FGD's count): 2 x 0.5.
+    mix = ((pod("one", gpus=1), 0.5), (pod("eight", gpus=8), 0.5))
+    assert _stranded(64000, 2, [], *mix) == pytest.approx(0.25 + 1.0)
+    # On an idle 8-GPU node they strand nothing; one 1-GPU pod there costs them the node: 7 x 0.5 (and
+    # three offers 7 x 0.5**3).
+    assert _stranded(64000, 8, [], *mix) == pytest.approx(0.0)
+    assert _stranded(64000, 7, [], *mix) == pytest.approx(7 * 0.5 + 7 * 0.5**3)
 
 
 # --- the mix ------------------------------------------------------------------------------------
@@ -129,6 +143,14 @@ def test_the_mix_counts_live_and_recent_gpu_pods_by_kind_most_frequent_first() -
     ]
     assert [c.weight for c in learn_mix(snapshot.tasks.values(), coverage=0.5, max_classes=10)] == [1.0]
     assert len(learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=1)) == 1
+
+
+def test_the_mix_keeps_the_classes_asking_for_the_most_gpus() -> None:
+    # Three 1-GPU pods ask for 3 GPUs, one 8-GPU pod for 8: with room for one class, the 8-GPU pods are
+    # the mix (they are the ones that need nodes kept whole), at their own frequency among those kept.
+    objects = [node("n", gpus=8), queue("q"), *(pod(f"s{i}", gpus=1) for i in range(3)), pod("big", gpus=8)]
+    mix = learn_mix(snapshot_of(objects).tasks.values(), coverage=1.0, max_classes=1)
+    assert [(c.request.whole_gpus, c.weight) for c in mix] == [(8, 1.0)]
 
 
 # --- the plugin's choices -----------------------------------------------------------------------

@@ -26,6 +26,14 @@ GPUs serve one 2-GPU pod and strand one); CPU and memory bound the pods a node c
 whether one more pod fits); and stranding that another class of the mix would avoid counts less than
 stranding that none avoids (FGD's expectation is over one pod).
 
+Offers that rescue stranding are right for the pods that fill a node's last room, wrong for the pods
+that need a node's room whole: an idle 8-GPU node that a 1-GPU pod breaks into still serves the next
+1-GPU pods (three offers: at least one of them is likely small), but the next 8-GPU pod fails. As the
+cluster fills, those failures are what FGD avoids and three offers do not. So the classes of several
+whole GPUs also count as FGD counts them, over one pod, added to the expectation over three:
+
+    frag(node) += sum over classes k of several whole GPUs of weight(k) x (idle GPUs - GPUs k could use)
+
 Placing a pod changes only its own node, so the cost of a placement is that node's change of
 fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
 have used anyway, and highest where it breaks up room the mix needs (an idle node a large pod would
@@ -75,6 +83,8 @@ class MixArrays:
     per_mig: FloatArray  # K - gpu x S: 1 / instances of each MIG column per pod (0: none asked)
     mig_unasked: FloatArray  # K - gpu x S: _UNBOUNDED where a class asks for none of a column
     demand: FloatArray  # N x K: GPUs one pod of the class takes on the node (0 where it may not run)
+    several: BoolArray  # K: the classes of several whole GPUs per pod (see the module)
+    several_weight: FloatArray  # K: `weight` where `several`, else 0
 
 
 @dataclass(slots=True)
@@ -157,6 +167,7 @@ def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple
         return np.zeros(free.size), free
     stranded = usable(mix, states)
     np.subtract(free[:, None], stranded, out=stranded)
+    whole_nodes = stranded @ mix.several_weight if mix.several.any() else None
     rows, classes = stranded.shape
     order = stranded.argsort(axis=1)
     stranded = stranded.ravel().take(order + (np.arange(rows) * classes)[:, None])
@@ -169,6 +180,8 @@ def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple
     np.power(later, OFFERS, out=later)
     later *= stranded[:, 1:] - stranded[:, :-1]
     frag: FloatArray = stranded[:, 0] + later.sum(axis=1)
+    if whole_nodes is not None:
+        frag += whole_nodes
     return frag, free
 
 
@@ -287,8 +300,10 @@ def mix_arrays(
             else:
                 per_mig[i, s] = 1.0 / amount
                 unasked[i, s] = 0.0
+    several = np.array([not r.is_shared_gpu and r.whole_gpus >= 2 for r in requests], dtype=np.bool_)
+    weight = np.array([weights[k] for k in order], dtype=np.float64)
     return MixArrays(
-        weight=np.array([weights[k] for k in order], dtype=np.float64),
+        weight=weight,
         shared=len(shared),
         gpu=len(shared) + len(whole),
         per_cpu=_per([r.cpu for r in requests]),
@@ -299,6 +314,8 @@ def mix_arrays(
         per_mig=per_mig,
         mig_unasked=unasked,
         demand=demand,
+        several=several,
+        several_weight=np.where(several, weight, 0.0),
     )
 
 
@@ -319,7 +336,8 @@ def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units
     holds = usable(mix, empty) > 0
     share = (gpus @ holds) / max(float(gpus.sum()), _SLACK)
     weight = np.where(share > 0, mix.weight / np.maximum(share, _SLACK), 0.0)
-    return replace(mix, weight=weight / max(float(weight.sum()), _SLACK))
+    weight /= max(float(weight.sum()), _SLACK)
+    return replace(mix, weight=weight, several_weight=np.where(mix.several, weight, 0.0))
 
 
 def _per(amounts: list[float]) -> FloatArray:
