@@ -15,6 +15,7 @@ from kai_scheduler.api.objects import AllocationResult, ResourceClaim
 from kai_scheduler.api.reasons import code_of
 from kai_scheduler.controlplane.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.framework.decisions import ClaimAllocation
+from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -46,26 +47,24 @@ def result_document(
     """The document; with `estimates` (`sim.estimates.start_estimates`, as `simulate` passes them), each
     pod group's `estimatedStart`."""
     snapshot = final_snapshot(result)
-    numbers = _status_numbers(result, snapshot)
     cluster = result.cluster
-    nodes = snapshot.nodes
+    ours, others = _our_pods(result, snapshot)
+    numbers = _status_numbers(result, snapshot, ours)
+    # A list of Python floats: indexing the array gave a numpy scalar per pod.
+    gpu_memory = snapshot.nodes.gpu_memory_mib.tolist()
+    min_gpu_memory = snapshot.min_gpu_memory_mib
     claims = list(cluster.claims.claims.values())
     pods = []
-    others = []
     phases = dict.fromkeys(PHASES, 0)
     gpu_allocated = 0.0
     gpu_by_node: dict[str, float] = {}
-    for sim_pod in cluster.arrived_pods():
-        if sim_pod.pod.spec.scheduler_name != SCHEDULER_NAME:
-            others.append(_other_scheduler_pod(sim_pod))
-            continue
-        job = snapshot.jobs.get(sim_pod.job_key)
-        task = snapshot.tasks.get(sim_pod.key)
+    for sim_pod, key, job_key, task in ours:
+        job = snapshot.jobs.get(job_key)
         running = sim_pod.phase == "Running" and sim_pod.node is not None
         gpu = 0.0
         if task is not None:
-            node_memory = float(nodes.gpu_memory_mib[task.node]) if task.node >= 0 else None
-            gpu = task.request.queue_gpus(node_memory, snapshot.min_gpu_memory_mib)
+            node_memory = float(gpu_memory[task.node]) if task.node >= 0 else None
+            gpu = task.request.queue_gpus(node_memory, min_gpu_memory)
         if running:
             gpu_allocated += gpu
             if sim_pod.node is not None:
@@ -75,7 +74,7 @@ def result_document(
             {
                 "namespace": sim_pod.pod.namespace,
                 "name": sim_pod.pod.metadata.name,
-                "podGroup": sim_pod.job_key,
+                "podGroup": job_key,
                 "queue": job.queue if job else None,
                 "phase": sim_pod.phase,
                 # A pod that ended keeps the node it ran on (a pending one has none).
@@ -85,11 +84,7 @@ def result_document(
                 "scheduledAt": sim_pod.scheduled_at,
                 "evictions": sim_pod.evictions,
                 # A pod naming a sub-group its PodGroup does not have: left out of its job, as KAI does.
-                **(
-                    {"unschedulableReason": job.stray[sim_pod.key]}
-                    if job and sim_pod.key in job.stray
-                    else {}
-                ),
+                **({"unschedulableReason": job.stray[key]} if job and key in job.stray else {}),
             }
         )
     shards = _Shards(result) if result.shards is not None else None
@@ -226,24 +221,42 @@ def _claim(claim: ResourceClaim) -> dict[str, Any]:
     }
 
 
-def _status_numbers(result: SimulationResult, snapshot: ClusterSnapshot) -> dict[str, Numbers]:
+_OurPod = tuple[SimPod, str, str, TaskInfo | None]
+"""A pod of this scheduler, its key, its job's key and its task in the final snapshot (None: none)."""
+
+
+def _our_pods(
+    result: SimulationResult, snapshot: ClusterSnapshot
+) -> tuple[list[_OurPod], list[dict[str, Any]]]:
+    """The arrived pods of this scheduler, each with what both the pods and their PodGroups' numbers read
+    (found once per pod), and the other schedulers' pods as the document lists them."""
+    tasks = snapshot.tasks
+    ours: list[_OurPod] = []
+    others = []
+    for sim_pod in result.cluster.arrived_pods():
+        if sim_pod.pod.spec.scheduler_name != SCHEDULER_NAME:
+            others.append(_other_scheduler_pod(sim_pod))
+            continue
+        key = sim_pod.key
+        ours.append((sim_pod, key, sim_pod.job_key, tasks.get(key)))
+    return ours, others
+
+
+def _status_numbers(
+    result: SimulationResult, snapshot: ClusterSnapshot, ours: list[_OurPod]
+) -> dict[str, Numbers]:
     """Each job's PodGroup status numbers (`controlplane.status`, as live mode writes them), by job key."""
     nodes = snapshot.nodes
+    gpu_memory = nodes.gpu_memory_mib.tolist()
     derivations = result.cluster.cache.derivations
     facts: dict[str, list[PodFacts]] = {}
-    for sim_pod in result.cluster.arrived_pods():
-        pod = sim_pod.pod
-        if pod.spec.scheduler_name != SCHEDULER_NAME:
-            continue
+    for sim_pod, _, job_key, task in ours:
         node = nodes.index.get(sim_pod.node) if sim_pod.node is not None else None
-        memory = float(nodes.gpu_memory_mib[node]) if node is not None else 0.0
-        task = snapshot.tasks.get(sim_pod.key)
+        memory = float(gpu_memory[node]) if node is not None else 0.0
         # The task's request has what the pod's DRA claims ask for; a pod without a task has no claims
         # that could count (it is not scheduled).
-        request = task.request if task is not None else derivations.of(pod)[0]
-        facts.setdefault(sim_pod.job_key, []).append(
-            PodFacts(sim_pod.phase, node is not None, memory, request)
-        )
+        request = task.request if task is not None else derivations.of(sim_pod.pod)[0]
+        facts.setdefault(job_key, []).append(PodFacts(sim_pod.phase, node is not None, memory, request))
     return {
         key: pod_group_numbers(
             facts.get(key, ()), preemptible=job.preemptible, min_gpu_memory_mib=snapshot.min_gpu_memory_mib
