@@ -19,7 +19,11 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
   the issue's "first cycle" (goal >= 5,000 pods/s) and "steady cycle" (goal <= 0.5 s) rows. A point that
   does not finish within --budget seconds is recorded as not reached, and larger ones are not tried.
 * command: the 5,000-node steady workload (about 85,000 objects) written as YAML, then
-  `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time and peak memory.
+  `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time, CPU time and peak
+  memory.
+* command20k: the same at 20,000 nodes (about 310,000 objects, 140 MB of YAML; issue #23's row). With
+  `--yaml-dir DIR` the YAML is written once to DIR (outside the repository, e.g. under /tmp) and read from
+  there by later runs, before and after alike.
 * openb: the openb trace as manifests, then `kai-scheduler simulate DIR --cycles 1 --output json`:
   wall time, peak memory, pods placed and GPUs allocated.
 
@@ -48,12 +52,15 @@ SEED = 20260108
 SIZES = (500, 1_000, 2_000, 5_000, 10_000)
 QUICK_SIZES = (500, 1_000, 2_000, 5_000)
 ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
+LARGE_COMMAND_NODES = 20_000  # issue #23's whole-command row
 GOALS = {
     "firstCyclePodsPerSecond": 5_000.0,
     "steadyCycleSeconds": 0.5,
     "commandSeconds": 20.0,
     "commandMaxRssBytes": 2 * 2**30,
     "openbSeconds": 5.0,
+    "command20kSeconds": 30.0,
+    "command20kMaxRssBytes": 3 * 2**30,
 }
 
 
@@ -219,19 +226,46 @@ def _yaml_folder(docs: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
 
 
 def bench_command(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
-    import scale_workload
+    return _steady_command(args, tree, work, ROW_NODES, "command")
 
-    say(f"command: writing the {ROW_NODES:,}-node steady workload as YAML ...")
-    folder = work / "steady"
-    written = _yaml_folder(scale_workload.steady(ROW_NODES, args.seed), folder)
-    say(f"command: kai-scheduler simulate ({written['objects']:,} objects) --cycles 3 --output json ...")
+
+def bench_command_20k(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
+    return _steady_command(args, tree, work, LARGE_COMMAND_NODES, "command20k")
+
+
+def _steady_command(
+    args: argparse.Namespace, tree: Path, work: Path, nodes: int, name: str
+) -> dict[str, Any]:
+    folder, written = _steady_yaml(args, work, nodes, name)
+    say(f"{name}: kai-scheduler simulate ({written['objects']:,} objects) --cycles 3 --output json ...")
     child, out = _simulate_command(tree, folder, 3, args.budget, work)
-    report = {"nodes": ROW_NODES, "seed": args.seed, "cycles": 3, **written, **_child_figures(child)}
+    report = {"nodes": nodes, "seed": args.seed, "cycles": 3, **written, **_child_figures(child)}
     if not child.timed_out:
         document = json.loads(out.read_text(encoding="utf-8"))
         report.update(cycleSeconds=document["cycleSeconds"], outputBytes=out.stat().st_size)
     say(f"  {_command_line(report)}")
     return report
+
+
+def _steady_yaml(args: argparse.Namespace, work: Path, nodes: int, name: str) -> tuple[Path, dict[str, Any]]:
+    """The steady workload of `nodes` as YAML: written to the work folder, or with --yaml-dir kept there
+    (with what was written: `written.json`) and read back by later runs."""
+    import scale_workload
+
+    if args.yaml_dir is None:
+        say(f"{name}: writing the {nodes:,}-node steady workload as YAML ...")
+        folder = work / "steady"
+        return folder, _yaml_folder(scale_workload.steady(nodes, args.seed), folder)
+    folder = args.yaml_dir / f"steady-{nodes}-{args.seed}"
+    record = folder / "written.json"
+    if record.exists():
+        say(f"{name}: the {nodes:,}-node steady workload as written before, in {folder}")
+        kept: dict[str, Any] = json.loads(record.read_text(encoding="utf-8"))
+        return folder, kept
+    say(f"{name}: writing the {nodes:,}-node steady workload as YAML to {folder} ...")
+    written = _yaml_folder(scale_workload.steady(nodes, args.seed), folder)
+    record.write_text(json.dumps(written), encoding="utf-8")
+    return folder, written
 
 
 def bench_openb(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
@@ -278,7 +312,9 @@ def _load() -> list[float]:
 def _command_line(r: dict[str, Any]) -> str:
     if not r["reached"]:
         return f"not finished within the budget ({r['seconds']:.0f} s)"
-    line = f"{r['seconds']:.2f} s wall, peak RSS {r['maxRssBytes'] / 2**30:.2f} GiB"
+    line = (
+        f"{r['seconds']:.2f} s wall, {r['cpuSeconds']:.2f} s CPU, peak RSS {r['maxRssBytes'] / 2**30:.2f} GiB"
+    )
     if "placed" in r:
         line += f", {r['placed']:,} pods placed, GPU allocation {r['gpuAllocation']:.1%}"
     return line
@@ -288,7 +324,12 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-BENCHMARKS = {"scale": bench_scale, "command": bench_command, "openb": bench_openb}
+BENCHMARKS = {
+    "scale": bench_scale,
+    "command": bench_command,
+    "command20k": bench_command_20k,
+    "openb": bench_openb,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=("after", "before"),
         help="results.json sub-key (default: before if --tree)",
     )
-    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated: scale,command,openb")
+    parser.add_argument(
+        "--only", default=",".join(BENCHMARKS), help="comma-separated: scale,command,command20k,openb"
+    )
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}, 3 steady cycles")
     parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), help="node counts")
     parser.add_argument("--steady-cycles", type=int, help="cycles of the steady runs (default 5; quick 3)")
@@ -320,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--traces", default=str(bench_io.TRACES), help="shared traces")
     parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
+    parser.add_argument(
+        "--yaml-dir", type=Path, help="keep the commands' YAML here and reuse it (outside the repository)"
+    )
     args = parser.parse_args(argv)
     tree = args.tree.resolve()
     which = args.which or ("after" if tree == bench_io.DEFAULT_TREE.resolve() else "before")
