@@ -11,15 +11,17 @@ Three processes, as a user would run them:
 
 It measures the time from the first create to the last pod bound (`spec.nodeName` set through the
 binding subresource), pods bound per second, the API requests the `run` process made per pod (writes by
-verb and resource; the benchmark's own creates are not counted), and the CPU seconds of the `run` process
-(and of the fake API server) per pod.
+verb and resource; the benchmark's own creates are not counted), the events written by reason (and the
+occurrences their counts stand for), and the CPU seconds of the `run` process (and of the fake API
+server) per pod.
 
-    python benchmarks/live.py                        # 500 nodes, 4,000 pods, then 1,000 nodes, 8,000 pods
+    python benchmarks/live.py                        # 500 nodes, 4,000 pods, then 1,000 nodes, 8,000 pods,
+                                                     # then 1,250 nodes, 10,000 pods (issue #23's row)
     python benchmarks/live.py --nodes 200 --pods 1500 --no-double
     python benchmarks/live.py --src ../baseline/src --record before
 
 The figures go into `benchmarks/results.json` under the key `live` (other benchmarks own other keys of
-that file): `live.after` (or `live.<--record>`), one entry per size.
+that file): `live.after` (or `live.<--record>`), one entry per size, in the order above.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ RESULTS = ROOT / "benchmarks" / "results.json"
 QUEUES = 10
 CLIENTS = 16
 GPUS_PER_NODE = 8
+LARGE = (1250, 10_000)  # issue #23's live row: nodes, pods (exactly the cluster's GPUs)
 NAMESPACE = "default"
 SCHEDULER = "kai-scheduler"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -107,12 +110,21 @@ def serve(nodes: int) -> None:
                     resource += "/" + record.subresource
                 tally[f"{record.verb or record.method} {resource} {record.code}"] += 1
             last = store.binds[-1] if store.binds else None
+            # Which events were written (reason, involved kind) and how many occurrences they stand for.
+            events: Counter[str] = Counter()
+            occurrences: Counter[str] = Counter()
+            for event in store.list("events"):
+                what = f"{event.get('reason')} on {(event.get('involvedObject') or {}).get('kind')}"
+                events[what] += 1
+                occurrences[what] += int(event.get("count") or 1)
             print(
                 json.dumps(
                     {
                         "requests": tally,
                         "binds": len(store.binds),
                         "lastBindRv": last and last.resource_version,
+                        "events": events,
+                        "eventOccurrences": occurrences,
                     }
                 ),
                 flush=True,
@@ -408,6 +420,8 @@ def measure(
         "podsPerSecond": round(bound / seconds, 1) if seconds else round(bound / budget, 1),
         "apiWritesPerPod": round(sum(by_kind.values()), 2),
         "apiWritesPerPodByKind": by_kind,
+        "eventsByReason": _writes(baseline["events"], stats["events"]),
+        "eventOccurrencesByReason": _writes(baseline["eventOccurrences"], stats["eventOccurrences"]),
         "apiReadsDuringRun": {k: n for k, n in served.items() if k.split(" ")[0] in ("get", "list", "watch")},
         "runCpuSecondsPerPod": round(run_cpu / max(bound, 1), 5),
         "runCpuSeconds": round(run_cpu, 1),
@@ -435,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=4000)
     parser.add_argument("--no-double", action="store_true", help="skip the second run at twice the size")
+    parser.add_argument(
+        "--no-large", action="store_true", help="skip the run at 10,000 pods on 1,250 nodes (the last)"
+    )
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per run before giving up")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="the kai_scheduler sources to run")
     parser.add_argument("--record", default="after", help="key under `live` in results.json ('' : none)")
@@ -451,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [(args.nodes, args.pods)]
     if not args.no_double:
         sizes.append((args.nodes * 2, args.pods * 2))
+    if not args.no_large and LARGE not in sizes:
+        sizes.append(LARGE)
     entries = []
     for i, (nodes, pods) in enumerate(sizes):
         first = i == 0
@@ -464,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         entries.append(entry)
         print(json.dumps(entry, indent=2), flush=True)
-    if len(entries) == 2 and all(e["firstCreateToLastBoundSeconds"] for e in entries):
+    if not args.no_double and all(e["firstCreateToLastBoundSeconds"] for e in entries[:2]):
         ratio = entries[1]["firstCreateToLastBoundSeconds"] / entries[0]["firstCreateToLastBoundSeconds"]
         print(f"double size / base size: {ratio:.2f}x (goal <= 2.2x)")
     if args.record:
