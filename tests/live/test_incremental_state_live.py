@@ -36,16 +36,12 @@ async def rebuilt_from_scratch(server: FakeApiServer, loop: SchedulerLoop) -> di
     ):
         assert await informers.wait_synced(5)
         builder = StateBuilder(informers, SessionClock(start=loop.clock.start))
-        builder.build(
-            nominated=loop.nominated, binding=loop.binding, evicting=loop.evicting, job_times=loop.job_times
-        )
+        builder.build(nominated=loop.nominated, evicting=loop.evicting, job_times=loop.job_times)
         return fingerprint(builder.cache.snapshot())
 
 
 def current(loop: SchedulerLoop) -> dict[str, object]:
-    loop.states.build(
-        nominated=loop.nominated, binding=loop.binding, evicting=loop.evicting, job_times=loop.job_times
-    )
+    loop.states.build(nominated=loop.nominated, evicting=loop.evicting, job_times=loop.job_times)
     return fingerprint(loop.states.cache.snapshot())
 
 

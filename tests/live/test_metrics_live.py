@@ -160,7 +160,7 @@ def test_queue_usage_of_a_parent_queue_is_the_sum_of_its_leaves(
         async with Live(server, binder=False, loop=False, config=config) as live:
             await live.loop.run_once()
             await live.loop.run_once()
-            live.loop.states.build(nominated={}, binding={}, evicting={}, job_times={})
+            live.loop.states.build(nominated={}, evicting={}, job_times={})
             snapshot = live.loop._schedule(3, live.loop.clock.now()).snapshot
             assert ("dept" in snapshot.queues.detached) is not full_hierarchy
             return queue_usage(snapshot)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from live_support import Live, evicted, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, priority_class_manifest, queue_manifest
-from kai_fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.api.reasons import OVER_LIMIT, UNSCHEDULABLE, WaitReason, code_of
 from kai_scheduler.k8s.runtime.objects import object_key
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
@@ -180,6 +181,51 @@ def test_conflicts_and_lost_answers_on_create_do_not_duplicate(server: FakeApiSe
     # p twice (the first refused), r once, plus a 409 AlreadyExists if the loop ran before its informer
     # showed r's request: that counts as done.
     assert creates(server) in (3, 4)
+
+
+def one_gpu_pod(server: FakeApiServer) -> Store:
+    """A node, a queue and a pod `p` of one GPU that fits it."""
+    store = server.store
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    store.create(pod_manifest("p", gpus=1))
+    return store
+
+
+def test_a_bind_request_deleted_before_the_next_cycle_is_made_again(server: FakeApiServer) -> None:
+    """Deleted (by hand, by another controller) before the next cycle: the pod is pending again and gets a
+    new request, whether or not the informer ever held the first (it may see both events in one go)."""
+    store = one_gpu_pod(server)
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            deleted = asyncio.Event()
+            live.informers.bind_requests.add_handler(on_delete=lambda obj: deleted.set())
+            assert (await live.loop.run_once()).bind_requests == ["default/p"]
+            store.delete("bindrequests", "p")
+            await asyncio.wait_for(deleted.wait(), 8)
+            assert (await live.loop.run_once()).bind_requests == ["default/p"]
+
+    run(body())
+    assert creates(server) == 2
+    assert list(bind_requests(server)) == ["default/p"]
+
+
+def test_a_bind_request_the_informer_has_not_shown_is_not_made_twice(server: FakeApiServer) -> None:
+    """The BindRequest informer held (stopped): the cycles after the one that requested a pod see it
+    requested all the same, and create nothing."""
+    one_gpu_pod(server)
+
+    async def body() -> None:
+        async with Live(server, binder=False, loop=False) as live:
+            await live.informers.bind_requests.stop()
+            assert (await live.loop.run_once()).bind_requests == ["default/p"]
+            for _ in range(3):
+                report = await live.loop.run_once()
+                assert report.bind_requests == [] and report.errors == []
+
+    run(body())
+    assert creates(server) == 1
 
 
 def test_bind_requests_of_gone_or_replaced_pods_are_collected(server: FakeApiServer) -> None:

@@ -12,6 +12,10 @@ The cache maps `namespace/name` (or `name` for cluster-scoped kinds) to the obje
 it. Indexes map a derived value to the keys of the objects that have it (pods by node, by pod group, by
 queue). `synced` is set once the first list is in the cache. Handlers run in the informer's task, in event
 order; they must be quick and must not block (enqueue work elsewhere).
+
+`assume` puts an object this process has just written into the cache before the watch brings it, as KAI's
+scheduler adds each BindRequest it creates to its informer's store: the cache is then the one memory of the
+write, and the watch's later events (the object's deletion among them) keep it current.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ AddHandler = Callable[[JsonObject], None]
 UpdateHandler = Callable[[JsonObject, JsonObject], None]
 DeleteHandler = Callable[[JsonObject], None]
 IndexFunc = Callable[[JsonObject], Iterable[str]]
+
+
+def _version_number(version: str) -> int | None:
+    return int(version) if version.isdigit() else None
 
 
 @dataclass(slots=True)
@@ -102,6 +110,7 @@ class Informer:
             self.add_handler(on_add, on_update, on_delete)
         self._task: asyncio.Task[None] | None = None
         self._progressed = False
+        self._assumed: dict[str, int] = {}  # key -> version of an assumed object the watch has not reached
 
     def __repr__(self) -> str:
         return f"Informer({self.kind.plural}, rv={self.resource_version!r}, objects={len(self.cache)})"
@@ -186,12 +195,44 @@ class Informer:
         self._index(key, None)
         self._emit("on_delete", last if last is not None else old)
 
+    def assume(self, obj: JsonObject) -> None:
+        """Cache an object this process has just written (see the module doc), unless the informer has
+        passed its version already: then the cache is current (it may hold the object's deletion). Until the
+        watch reaches that version, older events of its key (the deletion of an earlier object of the same
+        name) and a list older than it leave it in place. Versions compare as integers, as the API server's
+        are (KEP-5504, comparable resource versions); one that is not is cached as KAI does, unguarded."""
+        version = _version_number(resource_version(obj))
+        seen = _version_number(self.resource_version)
+        if version is not None and seen is not None and seen >= version:
+            return
+        key = object_key(obj)
+        if version is not None:
+            self._assumed[key] = version
+        self._store(obj)
+
+    def _behind_assumed(self, key: str, version: str) -> bool:
+        """Whether an event of `key` is older than the object assumed there (the mark goes at its version)."""
+        assumed = self._assumed.get(key)
+        if assumed is None:
+            return False
+        number = _version_number(version)
+        if number is not None and number < assumed:
+            return True
+        del self._assumed[key]
+        return False
+
     def _replace(self, items: Sequence[JsonObject], version: str) -> None:
         """Reconcile the cache with a complete list: deletions for what vanished, then adds and updates."""
         fresh = {object_key(obj): obj for obj in items}
-        for key in [k for k in self.cache if k not in fresh]:
+        listed = _version_number(version)
+        self._assumed = {
+            k: v for k, v in self._assumed.items() if listed is not None and v > listed and k in self.cache
+        }
+        for key in [k for k in self.cache if k not in fresh and k not in self._assumed]:
             self._remove(key, None)
         for key, obj in fresh.items():
+            if key in self._assumed:
+                continue  # newer than the list
             old = self.cache.get(key)
             if old is not None and resource_version(old) == resource_version(obj) and resource_version(obj):
                 continue
@@ -205,6 +246,8 @@ class Informer:
         version = resource_version(obj)
         if event.type == "BOOKMARK":
             self.stats.bookmarks += 1
+        elif self._behind_assumed(object_key(obj), version):
+            self.stats.events += 1
         elif event.type == "DELETED":
             self.stats.events += 1
             self._remove(object_key(obj), obj)

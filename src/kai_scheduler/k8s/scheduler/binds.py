@@ -15,9 +15,8 @@ from kai_scheduler.k8s.runtime.informers import POD_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
-from kai_scheduler.k8s.scheduler.live_state import LiveState, Placed
+from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
-from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -46,18 +45,6 @@ def extended_claim_json(extended: ExtendedClaimAllocation) -> JsonObject:
     }
 
 
-def _assumed_claims(namespace: str, pod: str, decision: Decision) -> tuple[ClaimAllocation, ...]:
-    """The claims a bind on its way allocates, the extended-resource claim the binder will make among
-    them (under the name `model.dra.assumed_extended_claim` gives it)."""
-    extended = decision.extended_claim
-    if extended is None:
-        return decision.claims
-    assumed = ClaimAllocation(
-        SPECIAL_CLAIM_NAME, f"{namespace}/{SPECIAL_CLAIM_NAME}{pod}", extended.allocation
-    )
-    return (*decision.claims, assumed)
-
-
 def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) -> tuple[str, int, str]:
     """(receivedResourceType, receivedGPU.count, receivedGPU.portion) for a pod placed on `node`:
     Fraction: the number of shared devices and the portion of each; MigInstance: the number of instances
@@ -82,8 +69,10 @@ def received_gpu(task: TaskInfo | None, snapshot: ClusterSnapshot, node: str) ->
 
 
 class BindRequests:
-    """Creates the BindRequests of a cycle's binds and remembers each (`binding`: pod key -> (uid,
-    placement)) until the informers show it; deletes those left without their pod."""
+    """Creates the BindRequests of a cycle's binds, each put into the BindRequest informer's cache at once
+    (`Informer.assume`, as KAI's scheduler cache adds it to its informer's store): the next cycle sees the
+    pod bound even before the watch brings the request, and sees it pending again once the request is
+    deleted, whoever deletes it. Deletes the BindRequests left without their pod."""
 
     def __init__(
         self,
@@ -101,27 +90,10 @@ class BindRequests:
         self.node_pool = node_pool
         self.partition = partition
         self.metrics = metrics
-        self.binding: dict[str, tuple[str, Placed]] = {}  # pod key -> (uid, placement) requested
         # BindRequests to look at for garbage (`collect_garbage`): every one at first, then what changed.
         self._garbage_everything = True
         self._garbage_candidates: set[str] = set()
         self._watch_for_garbage()
-
-    def forget_resolved(self) -> None:
-        """Drop the requests the informers have caught up with."""
-        pods = self.informers.pods
-        for key, (uid, _) in list(self.binding.items()):
-            obj = pods.cache.get(key)
-            if (
-                obj is None
-                or str(obj["metadata"].get("uid")) != uid
-                or (obj.get("spec") or {}).get("nodeName")
-            ):
-                del self.binding[key]
-                continue
-            request = self.informers.bind_requests.cache.get(key)
-            if request is not None and bind_request_is_for(request, obj):
-                del self.binding[key]
 
     def body(self, pod: JsonObject, snapshot: ClusterSnapshot, decision: Decision) -> JsonObject:
         meta = pod["metadata"]
@@ -194,16 +166,17 @@ class BindRequests:
         if pod is None:
             return
         meta = pod["metadata"]
-        namespace, name, uid = meta.get("namespace") or "default", meta["name"], str(meta.get("uid") or "")
+        namespace, name = meta.get("namespace") or "default", meta["name"]
         existing = live.bind_requests.get(decision.pod)
         if existing is not None:
             if bind_request_is_for(existing, pod) and (existing.get("status") or {}).get("phase") != "Failed":
                 return  # requested already (the state counts the pod as bound; defensive)
             await self._delete(namespace, name)
         body = self.body(pod, snapshot, decision)
+        requests = self.informers.bind_requests
         for attempt in range(2):
             try:
-                await self.effects.client.create(BIND_REQUESTS, body)
+                requests.assume(await self.effects.client.create(BIND_REQUESTS, body))
                 break
             except ApiStatusError as error:
                 if error.code != 409 or attempt:
@@ -215,17 +188,9 @@ class BindRequests:
                     bind_request_is_for(current, pod)
                     and (current.get("status") or {}).get("phase") != "Failed"
                 ):
+                    requests.assume(current)
                     return  # done before (a lost answer, another replica): never twice
                 await self._delete(namespace, name)
-        self.binding[decision.pod] = (
-            uid,
-            Placed(
-                decision.node,
-                decision.gpu_groups,
-                _assumed_claims(namespace, meta["name"], decision),
-                decision.numa_zones,
-            ),
-        )
         report.bind_requests.append(decision.pod)
         await self._label_pool(namespace, name, meta)
 
@@ -300,9 +265,6 @@ class BindRequests:
             pod_name = (obj.get("spec") or {}).get("podName") or meta.get("name")
             pod = self.informers.pods.cache.get(f"{namespace}/{pod_name}")
             if pod is None or not bind_request_is_for(obj, pod):
-                if f"{namespace}/{pod_name}" in self.binding:
-                    self._garbage_candidates.add(key)  # ours, not seen yet: looked at again
-                    continue
                 doomed.append((namespace, str(meta.get("name"))))
         calls = [
             self.effects.limited(self._delete(ns, name), report, f"delete BindRequest {ns}/{name}")

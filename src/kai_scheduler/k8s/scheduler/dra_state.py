@@ -4,8 +4,8 @@
 * A claim is handed to the cache with its status as the API server has it, except where a BindRequest
   that is not Failed (of the pod incarnation it names) carries an allocation for it: until the binder
   has written it, the claim counts as allocated so, and reserved for that pod (KAI's
-  `assumePendingClaims`). So does a BindRequest this process created that the informer has not shown
-  yet (`binding`). Otherwise the devices of a pod being bound could be given to another pod. An
+  `assumePendingClaims`; one this process created is in the informer's cache from the moment it is
+  written). Otherwise the devices of a pod being bound could be given to another pod. An
   `extendedResourceClaimAllocation` (KEP-5004) stands for a claim the binder is yet to make: it is assumed
   as a claim of its own (`model.dra.assumed_extended_claim`) until the pod's status names the real one
   (KAI v0.17 assumes it within a cycle only; across cycles its devices could be given twice).
@@ -22,12 +22,10 @@ claim the binder has written already is handed on as the same object, which the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
 from kai_scheduler.api.objects import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.k8s.runtime.client import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.kai_objects import pod_claim_name
@@ -35,12 +33,8 @@ from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.scheduler.parsing import by_schema
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import assumed_extended_claim, reserve_claim
-from kai_scheduler.model.dra_extended import SPECIAL_CLAIM_NAME
 
 log = logging.getLogger(__name__)
-
-# Pod key -> (pod uid, the claims its BindRequest, created by this process, carries).
-BindingClaims = Mapping[str, tuple[str, Sequence[ClaimAllocation]]]
 
 
 class DraFeed:
@@ -55,7 +49,6 @@ class DraFeed:
         self._claims_dirty = True
         self._cluster_dirty = True
         self._enabled: bool | None = None
-        self._binding: dict[str, tuple[str, tuple[ClaimAllocation, ...]]] = {}
         # BindRequests that carry claim allocations, and the pods they are for.
         self._requests: dict[str, str] = {}  # BindRequest key -> pod key
         if self.watching:
@@ -89,21 +82,19 @@ class DraFeed:
                 informers[kind].add_handler(cluster_changed, cluster_changed, cluster_changed)
         informers.bind_requests.add_handler(request_changed, request_changed, request_gone)
 
-    def update(self, cache: ClusterCache, binding: BindingClaims) -> None:
+    def update(self, cache: ClusterCache) -> None:
         """Hand the cache what changed since the last update."""
         if not self.watching:
             return
         enabled = self.informers[RESOURCE_CLAIMS].served
-        memory = {key: (uid, tuple(claims)) for key, (uid, claims) in binding.items() if claims}
         if self._cluster_dirty or enabled != self._enabled:
             self._cluster_dirty = False
             self._enabled = enabled
             cache.set_dra(self._slices_now(), self._classes_now(), enabled=enabled)
         # While BindRequests carry claims, what they assume depends on their pods too (which incarnation,
         # finished or not): looked at every cycle then, rather than on every pod event of every cluster.
-        if self._claims_dirty or memory != self._binding or self._requests:
+        if self._claims_dirty or self._requests:
             self._claims_dirty = False
-            self._binding = memory
             cache.set_claims(self._claims_now())
 
     def _slices_now(self) -> list[ResourceSlice]:
@@ -140,15 +131,6 @@ class DraFeed:
                     _assume_extended(claims, pod, AllocationResult.model_validate(extended))
                 except ValidationError:
                     continue
-        for pod_key, (uid, allocations) in self._binding.items():
-            pod = pods.get(pod_key)
-            if pod is None or str(metadata_of(pod).get("uid") or "") != uid:
-                continue
-            for allocation in allocations:
-                if allocation.name == SPECIAL_CLAIM_NAME:
-                    _assume_extended(claims, pod, allocation.allocation)
-                else:
-                    _assume(claims, allocation.claim, pod, allocation.allocation)
         return list(claims.values())
 
 
@@ -184,4 +166,4 @@ def _outstanding(request: JsonObject, pod: JsonObject) -> bool:
     return not owners or any(str(o.get("uid")) == uid for o in owners)
 
 
-__all__ = ["BindingClaims", "DraFeed"]
+__all__ = ["DraFeed"]

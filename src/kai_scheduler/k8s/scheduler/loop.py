@@ -10,8 +10,8 @@ its decisions through the API, as KAI's scheduler does:
   portion "%.2f"}`, `selectedGPUGroups`, `backoffLimit` and, for a pod with DRA claims,
   `resourceClaimAllocations` (each claim's devices). The binder does the binding. A BindRequest is
   never created twice for one pod: a pod with an outstanding BindRequest counts as bound (state.py), one
-  just requested is remembered until the informer shows it, and 409 AlreadyExists means it is done. A
-  Failed BindRequest, or one left from an earlier pod of the same name, is replaced.
+  just created is put into the informer's cache at once (as KAI's cache does), and 409 AlreadyExists
+  means it is done. A Failed BindRequest, or one left from an earlier pod of the same name, is replaced.
 * evict -> the pod's `eviction` subresource (policy/v1); the pod is remembered as terminating until the
   informer shows it so. A Normal event on the pod names the action, the preemptor and the reason
   (`Preempted`; `Evicted` for a stale gang), one on its PodGroup (`Evict`) per action and preemptor.
@@ -230,10 +230,6 @@ class SchedulerLoop:
         self.state_requested = True
 
     @property
-    def binding(self) -> dict[str, tuple[str, Placed]]:
-        return self.binds.binding
-
-    @property
     def evicting(self) -> dict[str, str]:
         return self.evictions.evicting
 
@@ -249,7 +245,6 @@ class SchedulerLoop:
     def reset_memory(self) -> None:
         """Forget what a previous term remembered (on gaining leadership)."""
         self.nominated.clear()
-        self.binds.binding.clear()
         self.evictions.evicting.clear()
         self.fair_share.forget()
         if self.usage is not None:
@@ -278,7 +273,6 @@ class SchedulerLoop:
         self._forget_resolved()
         live = self.states.build(
             nominated=self.nominated,
-            binding=self.binding,
             evicting=self.evicting,
             job_times=self.job_times,
             job_times_changed=self.pod_groups.job_times_changed,
@@ -312,7 +306,6 @@ class SchedulerLoop:
 
     def _forget_resolved(self) -> None:
         """Drop memories the informers have caught up with."""
-        self.binds.forget_resolved()
         self.evictions.forget_resolved()
 
     async def _carry_out(
@@ -342,7 +335,7 @@ class SchedulerLoop:
         decided = {decision.pod for decision in result.decisions}
 
         def busy(key: str) -> bool:
-            return key in decided or key in self.nominated or key in self.binding
+            return key in decided or key in self.nominated
 
         stray = stray_pods(snapshot.jobs.values())
         writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report, stray))

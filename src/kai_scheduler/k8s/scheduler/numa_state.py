@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.numa_placement import NumaZonePlacement, placement_text
 from kai_scheduler.api.objects import NodeResourceTopology, Pod
 from kai_scheduler.k8s.runtime.client import NODE_RESOURCE_TOPOLOGIES, JsonObject
 from kai_scheduler.k8s.runtime.informers import InformerSet
@@ -32,16 +31,14 @@ class NodeTopologyFeed(ObjectsFeed[NodeResourceTopology]):
         )
 
 
-def with_predicted_zones(
-    pod: Pod, request: JsonObject | None, binding: tuple[NumaZonePlacement, ...] = ()
-) -> Pod:
-    """The pod with the predicted zones of its outstanding bind (`binding`: this process's own, else its
-    BindRequest's `predictedNUMAZones`) as its predicted record (the freshest prediction, as KAI reads
+def with_predicted_zones(pod: Pod, request: JsonObject | None) -> Pod:
+    """The pod with the predicted zones of its outstanding bind (its BindRequest's `predictedNUMAZones`)
+    as its predicted record (the freshest prediction, as KAI reads
     it), unless it carries an observed one."""
     annotations = pod.metadata.annotations
     if annotations.get(c.NUMA_PLACEMENT_OBSERVED_ANNOTATION):
         return pod
-    text = placement_text(binding) if binding else _request_zones(request)
+    text = _request_zones(request)
     if not text or annotations.get(c.NUMA_PLACEMENT_PREDICTED_ANNOTATION) == text:
         return pod
     metadata = pod.metadata.model_copy(

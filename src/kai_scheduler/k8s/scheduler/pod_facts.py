@@ -3,8 +3,8 @@
 * Each pod's runtime facts: `spec.nodeName`, `status.phase`, the shared GPUs from the `runai-gpu-group`
   label(s), `deletionTimestamp` (terminating). A pod with an outstanding BindRequest (not Failed, for this
   very pod: same uid) counts as bound to the BindRequest's selected node and GPU groups, as KAI's
-  scheduler cache does; so does a pod whose BindRequest this process created but the informer has not
-  shown yet (`binding`), so that no pod is ever placed twice. Pods this process evicted are terminating
+  scheduler cache does (one this process created is in the informer's cache from the moment it is
+  written: `BindRequests`), so that no pod is ever placed twice. Pods this process evicted are terminating
   until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`,
   `ClusterCache.nominate`). Pending pods with scheduling gates are left out, and so are pending pods not yet
   grouped when a pod grouper runs (`require_pod_groups`).
@@ -26,26 +26,24 @@ from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, Placed
 def pod_facts(
     obj: JsonObject,
     request: JsonObject | None,
-    binding: tuple[str, Placed] | None,
     evicting: str | None,
     *,
     ours: bool,
     require_pod_groups: bool,
 ) -> tuple[str | None, str, tuple[str, ...], bool] | None:
     """(node, phase, gpu groups, terminating) as the core sees a pod (`ours`: of this scheduler), given its
-    BindRequest, what the loop is binding and evicting; None to leave the pod out."""
+    BindRequest and what the loop is evicting; None to leave the pod out."""
     meta = metadata_of(obj)
     spec = obj.get("spec") or {}
-    uid = str(meta.get("uid") or "")
     raw_phase = str((obj.get("status") or {}).get("phase") or "Pending")
     node = spec.get("nodeName") or None
-    terminating = bool(meta.get("deletionTimestamp")) or (evicting is not None and evicting == uid)
+    terminating = bool(meta.get("deletionTimestamp")) or (
+        evicting is not None and evicting == str(meta.get("uid") or "")
+    )
     groups = pod_gpu_groups(meta.get("labels") or {})
     bound = node is not None and raw_phase not in TERMINAL_PHASES
     if node is None and raw_phase not in TERMINAL_PHASES:
         placed = outstanding_placement(request, obj)
-        if placed is None and binding is not None and binding[0] == uid:
-            placed = binding[1]
         if placed is not None:
             node, groups, bound = placed.node, placed.gpu_groups, True
     elif bound and not groups:

@@ -10,7 +10,7 @@ What is live mode's own:
   builder cannot handle reaches it. An object that fails is skipped and logged once per version; one bad
   object never stops scheduling. Pods of other schedulers only need to parse (they occupy capacity).
 * Each pod's runtime facts (`pod_facts.py`): its node or its outstanding BindRequest's, what this process
-  is binding or evicting, pipelines; gated and ungrouped pods and GPU reservation pods left out.
+  is evicting, pipelines; gated and ungrouped pods and GPU reservation pods left out.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank), kept by `controlplane.ranks.CreationRanks` as objects
   come and go (the few objects whose rank moves to make room for a new one are handed to the cache again);
@@ -89,7 +89,7 @@ class StateBuilder:
 
     Informer events mark what changed (pods, PodGroups, BindRequests by their pod, the cluster-scoped
     kinds); `build` parses and hands to the cache only those, plus the pods whose in-flight memory
-    (binding, evicting) changed. Everything that was in the informers' caches when the builder was made
+    (evicting) changed. Everything that was in the informers' caches when the builder was made
     counts as changed once."""
 
     def __init__(
@@ -146,8 +146,7 @@ class StateBuilder:
         self._times_changed: set[str] = set()  # jobs whose PodGroup times may have changed since then
         self._bind_requests: dict[str, JsonObject] = {}
         self._last: LiveState | None = None
-        # In-flight memories as of the last build (a change makes the pod dirty).
-        self._binding: dict[str, tuple[str, Placed]] = {}
+        # The in-flight memory as of the last build (a change makes the pod dirty).
         self._evicting: dict[str, str] = {}
         # --- what changed since the last build ----------------------------------------------------
         self._dirty_pods: set[str] = set(informers.pods.cache)
@@ -188,25 +187,23 @@ class StateBuilder:
         self,
         *,
         nominated: Mapping[str, Placed] | None = None,
-        binding: Mapping[str, tuple[str, Placed]] | None = None,
         evicting: Mapping[str, str] | None = None,
         job_times: Mapping[str, JobTimes] | None = None,
         job_times_changed: Iterable[str] | None = None,
     ) -> LiveState:
-        """The state now. `nominated`: pod key -> where it was pipelined last cycle; `binding`: pod key ->
-        (pod uid, placement) of BindRequests created but maybe not yet in the cache; `evicting`: pod key ->
+        """The state now. `nominated`: pod key -> where it was pipelined last cycle; `evicting`: pod key ->
         uid of pods evicted but maybe not yet seen terminating; `job_times`: the loop's own bookkeeping, which
         overrides the PodGroup annotations (the cache may not show its latest writes yet), and
         `job_times_changed` the jobs whose entry in it may have changed since the last build (None: any)."""
         if self._last is not None:
             self._last.expire()
         self._changed_jobs = set()
-        binding = dict(binding or {})
         evicting = dict(evicting or {})
-        for memory, previous in ((binding, self._binding), (evicting, self._evicting)):
-            changed = {k for k in memory.keys() | previous.keys() if memory.get(k) != previous.get(k)}
-            self._dirty_pods.update(changed)
-        self._binding, self._evicting = binding, evicting
+        previous = self._evicting
+        self._dirty_pods.update(
+            k for k in evicting.keys() | previous.keys() if evicting.get(k) != previous.get(k)
+        )
+        self._evicting = evicting
         gone = self._cluster.update(self.cache, self._noticed)
         if gone:  # the pods naming a priority class that is gone are read again, to say so (`notices_of`)
             self._dirty_pods |= {
@@ -214,7 +211,7 @@ class StateBuilder:
                 for key, obj in self.informers.pods.cache.items()
                 if obj.get("spec", {}).get("priorityClassName") in gone
             }
-        self._dra.update(self.cache, {key: (uid, placed.claims) for key, (uid, placed) in binding.items()})
+        self._dra.update(self.cache)
         self._storage.update(self.cache)
         self._budgets.update(self.cache)
         self._node_topologies.update(self.cache)
@@ -384,7 +381,6 @@ class StateBuilder:
         fact = pod_facts(
             obj,
             request,
-            self._binding.get(key),
             self._evicting.get(key),
             ours=self._ours(obj),
             require_pod_groups=self.require_pod_groups,
@@ -394,9 +390,7 @@ class StateBuilder:
         node_name, phase, gpu_groups, terminating = fact
         if node_name is not None and not (obj.get("spec") or {}).get("nodeName"):
             # Binding: its NUMA zones as the binder will write them on it.
-            binding = self._binding.get(key)
-            own = binding[1].numa_zones if binding and binding[0] == metadata_of(obj).get("uid", "") else ()
-            parsed = with_predicted_zones(parsed, request, own)
+            parsed = with_predicted_zones(parsed, request)
         rank = self._rank((*creation_key(obj, key), 1))
         return PodState(
             parsed,
