@@ -14,6 +14,10 @@ curves are distorted below that: their GPU-model constraints make pods fail earl
 own per-seed results for Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD (the same seeds;
 some trace files have none).
 
+It reports the curve as well: at every arrival level from 80% to 100%, gpufragmentation's mean against
+FGD's over the same seeds, per trace file the paper has, and the levels where it is below (the goal of
+issue #23: at or above FGD at every level, not only at the comparison point).
+
 It also times one replay as a user runs it: the default trace's arrivals up to 100% (about 8,300 pods)
 written as YAML, then `kai-scheduler simulate DIR --config C --cycles 1 --output json` as a process
 (wall and CPU time, peak memory), with each configuration. Goal: under 5 s, loading included.
@@ -56,6 +60,7 @@ TIMING_WORKLOAD = "openb_pod_list_default"
 TIMING_SEED = 42
 GOAL_SECONDS = 5.0
 HEADLINE = 100  # percent of arrived load
+CURVE_LEVELS = range(80, 101)  # the arrival levels the curve compares with FGD
 
 
 def comparison_point(workload: str) -> int:
@@ -207,6 +212,58 @@ def _mean_curve(rows: list[dict[Any, float]]) -> dict[int, float]:
     }
 
 
+def fgd_curve(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    """Per trace file the paper has FGD's results for: at every level of CURVE_LEVELS, gpufragmentation's
+    mean and FGD's over the seeds both have, their difference, and the levels where ours is below."""
+    paper = fgd.paper_rows()
+    out: dict[str, Any] = {}
+    for workload in sorted({r["workload"] for r in results}):
+        mine = {r["seed"]: r["columns"] for r in results if r["workload"] == workload and r["policy"] == OURS}
+        both = [s for s in seeds if s in mine and (workload, "FGD", s) in paper]
+        if not both:
+            continue
+        levels: dict[int, dict[str, float]] = {}
+        for level in CURVE_LEVELS:
+            ours = _mean(mine[s].get(level) for s in both)
+            theirs = _mean(paper[(workload, "FGD", s)].get(level) for s in both)
+            if ours is not None and theirs is not None:
+                levels[level] = {"ours": ours, "fgd": theirs, "difference": round(ours - theirs, 2)}
+        below = [level for level, row in levels.items() if row["difference"] < 0]
+        out[workload] = {"seeds": both, "levels": levels, "below": below}
+    return out
+
+
+def _levels_text(levels: list[int]) -> str:
+    """80, 81, 82, 90 -> "80-82, 90"."""
+    runs: list[list[int]] = []
+    for level in levels:
+        if runs and level == runs[-1][-1] + 1:
+            runs[-1].append(level)
+        else:
+            runs.append([level])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs) + "%"
+
+
+CURVE_SHOWN = (80, 85, 90, 95, 100)
+
+
+def curve_rows(curve: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for workload, entry in curve.items():
+        levels = entry["levels"]
+        lowest = min(levels.values(), key=lambda row: row["difference"])["difference"] if levels else None
+        rows.append(
+            [workload.removeprefix("openb_pod_list_")]
+            + [f"{levels[x]['difference']:+.2f}" if x in levels else "–" for x in CURVE_SHOWN]
+            + [f"{lowest:+.2f}" if lowest is not None else "–"]
+            + [_levels_text(entry["below"]) if entry["below"] else "nowhere"]
+        )
+    return rows
+
+
+CURVE_HEADERS = ["trace file", *(f"{x}%" for x in CURVE_SHOWN), "lowest, 80-100%", "below FGD at"]
+
+
 # --- output -------------------------------------------------------------------------------------
 
 COLUMNS = (DEFAULT, STEERING, OURS, *fgd.PAPER_POLICIES)
@@ -230,13 +287,27 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def render(summary: dict[str, Any], timings: dict[str, Any] | None, console: Console) -> None:
+def render(
+    summary: dict[str, Any], curve: dict[str, Any], timings: dict[str, Any] | None, console: Console
+) -> None:
     table = Table(title="GPU allocation (%) at the comparison point, mean of the seeds")
     for header in ("trace file", "at", *(LABELS.get(c, c) for c in COLUMNS), "ours > FGD"):
         table.add_column(header, justify="right" if header not in ("trace file",) else "left")
     for row in table_rows(summary):
         table.add_row(*row)
     console.print(table)
+    if curve:
+        table = Table(title="gpufragmentation - FGD (points of allocation) as the arrivals fill the cluster")
+        for header in CURVE_HEADERS:
+            table.add_column(header, justify="left" if header in ("trace file", "below FGD at") else "right")
+        for row in curve_rows(curve):
+            table.add_row(*row)
+        console.print(table)
+        below = [w for w, entry in curve.items() if entry["below"]]
+        console.print(
+            "below FGD somewhere in 80-100%: " + (", ".join(below) if below else "no trace file"),
+            style="bold red" if below else "bold green",
+        )
     if timings:
         for policy in OUR_POLICIES:
             entry = timings.get(policy, {})
@@ -248,7 +319,13 @@ def render(summary: dict[str, Any], timings: dict[str, Any] | None, console: Con
                 )
 
 
-def markdown(summary: dict[str, Any], timings: dict[str, Any] | None, seeds: list[int], plotted: bool) -> str:
+def markdown(
+    summary: dict[str, Any],
+    curve: dict[str, Any],
+    timings: dict[str, Any] | None,
+    seeds: list[int],
+    plotted: bool,
+) -> str:
     headers = ["trace file", "at", *(LABELS.get(c, c) for c in COLUMNS), "ours > FGD"]
     lines = [
         "# GPU allocation on the FGD paper's experiment",
@@ -267,6 +344,22 @@ def markdown(summary: dict[str, Any], timings: dict[str, Any] | None, seeds: lis
         "|" + "|".join("---" for _ in headers) + "|",
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary)]
+    if curve:
+        below = [w.removeprefix("openb_pod_list_") for w, entry in curve.items() if entry["below"]]
+        verdict = ", ".join(below) if below else "no trace file"
+        lines += [
+            "",
+            "As the arrivals fill the cluster: gpufragmentation's allocation minus FGD's (points), mean of",
+            "the same seeds, at every arrival level from 80% to 100% (a few shown, the lowest of all 21):",
+            "",
+            "| " + " | ".join(CURVE_HEADERS) + " |",
+            "|" + "|".join("---" for _ in CURVE_HEADERS) + "|",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in curve_rows(curve)]
+        lines += [
+            "",
+            f"Below FGD somewhere between 80% and 100%: {verdict}.",
+        ]
     if timings:
         lines += [
             "",
@@ -287,7 +380,7 @@ def markdown(summary: dict[str, Any], timings: dict[str, Any] | None, seeds: lis
     return "\n".join(lines) + "\n"
 
 
-def plot(results: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> bool:
+def plot(results: list[dict[str, Any]], summary: dict[str, Any], curve: dict[str, Any], path: Path) -> bool:
     try:
         import matplotlib
 
@@ -298,7 +391,9 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> 
         return False
     if TIMING_WORKLOAD not in summary:
         return False
-    figure, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [1, 1.4]})
+    figure, (left, middle, right) = plt.subplots(
+        1, 3, figsize=(21, 5.5), gridspec_kw={"width_ratios": [1, 1, 1.4]}
+    )
     styles = {
         OURS: ("tab:red", "-", 2.4),
         DEFAULT: ("tab:gray", "-", 1.6),
@@ -315,6 +410,20 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> 
     left.set_title("openb_pod_list_default, mean of the seeds")
     left.grid(alpha=0.3)
     left.legend(fontsize=8)
+    for workload, entry in curve.items():
+        xs = sorted(entry["levels"])
+        middle.plot(
+            xs,
+            [entry["levels"][x]["difference"] for x in xs],
+            linewidth=1.2,
+            label=workload.removeprefix("openb_pod_list_"),
+        )
+    middle.axhline(0.0, color="black", linewidth=1.0)
+    middle.set_xlabel("arrived GPU requests (% of the cluster's GPUs)")
+    middle.set_ylabel("gpufragmentation - FGD (points of allocation)")
+    middle.set_title("against FGD as the cluster fills, every trace file")
+    middle.grid(alpha=0.3)
+    middle.legend(fontsize=6, ncol=2)
     names = list(summary)
     shown = [(OURS, "tab:red"), ("FGD", "tab:blue"), ("BestFit", "tab:green"), (DEFAULT, "tab:gray")]
     width = 0.2
@@ -379,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
         results = replay_all(workloads, seeds, args.jobs, console)
         timings = None if args.no_timing else time_command(args.budget)
     summary = summarise(results, seeds)
-    render(summary, timings, console)
+    curve = fgd_curve(results, seeds)
+    render(summary, curve, timings, console)
     if args.no_save:
         return 0
     if not args.report_only:  # (the figures as they were measured stay where the run wrote them)
@@ -388,11 +498,12 @@ def main(argv: list[str] | None = None) -> int:
         entry: dict[str, Any] = {
             **bench_io.stamp(bench_io.DEFAULT_TREE),
             "summary": summary,
+            "curve": curve,
             "timings": timings,
         }
         bench_io.update("fragmentation", "after", entry)
-    plotted = plot(results, summary, PLOT)
-    DOC.write_text(markdown(summary, timings, seeds, plotted), encoding="utf-8")
+    plotted = plot(results, summary, curve, PLOT)
+    DOC.write_text(markdown(summary, curve, timings, seeds, plotted), encoding="utf-8")
     written = [] if args.report_only else [RESULTS.relative_to(bench_io.REPO), "benchmarks/results.json"]
     written.append(DOC.relative_to(bench_io.REPO))
     console.print("written: " + ", ".join(str(path) for path in written))
