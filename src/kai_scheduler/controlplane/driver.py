@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kai_scheduler.controlplane.unchanged_cycles import UnchangedCycles, check_same, verify_requested
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import SessionResult
@@ -56,18 +57,40 @@ class CycleDriver:
         self.cache = cache
         cache.stuck_releases.threshold = config.stuck_in_releasing_threshold
         self.usage = usage
+        # A cycle on an unchanged cluster reuses the last result (`unchanged_cycles`): `reuse` False
+        # evaluates every cycle; `verify` evaluates and compares; `reused` counts the cycles reused.
+        self.unchanged = UnchangedCycles()
+        self.reuse = True
+        self.verify = verify_requested()
+        self.reused = 0
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
+        """One cycle; on a cluster unchanged since a cycle that decided nothing, that cycle's result
+        (`unchanged_cycles`), evaluated as well when `KAI_SCHEDULER_VERIFY_REUSE` is set."""
         started = time.perf_counter()
         queue_usage = self.usage.before_cycle(now) if self.usage is not None else None
         usage_seconds = time.perf_counter() - started
-        snapshot = self.cache.snapshot(queue_usage, now)
-        running_before = self.cache.running_jobs
+        cache = self.cache
+        cache.catch_up(now)
+        version = cache.version
+        reused = self.unchanged.reusable(cache, queue_usage) if self.reuse else None
+        if reused is not None and not self.verify:
+            self.reused += 1
+            snapshot, result = reused
+            seconds = time.perf_counter() - started
+            return CycleOutcome(snapshot, result, cache.running_jobs, seconds, usage_seconds)
+        snapshot = cache.snapshot(queue_usage, now)
+        running_before = cache.running_jobs
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
-        self.cache.after_cycle(decision.pod for decision in result.decisions)
+        cache.after_cycle(decision.pod for decision in result.decisions)
+        if reused is not None:
+            check_same(reused[1], result)
         seconds = time.perf_counter() - started
         if self.usage is not None:
             self.usage.after_cycle(now, snapshot.queues, snapshot.capacity)
+        self.unchanged.remember(
+            cache, version, queue_usage, snapshot, result, usage_recorded=self.usage is not None
+        )
         return CycleOutcome(snapshot, result, running_before, seconds, usage_seconds)
 
 

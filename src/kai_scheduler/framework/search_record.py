@@ -21,6 +21,8 @@ class SearchRecord:
     durations: list[tuple[str, str, float]] = field(default_factory=list)  # (generator, result, seconds)
     action_budget_exhausted: int = 0
     budgeted: bool = False  # the action ran with a search budget (its configured budgets apply)
+    # The clock cut some search short: the same search at another speed may end otherwise.
+    clock_ran_out: bool = False
     # The generator searching now, for the scenarios it puts forward.
     generator: str = ""
 

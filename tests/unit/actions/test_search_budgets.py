@@ -108,6 +108,16 @@ def test_time_within_the_job_budget_changes_nothing() -> None:
     _advance_at_each_search(session, clock, 9.0)
     _reclaim(session, clock)
     assert sorted(_evicted(session)) == ["default/a-0", "default/a-1"]
+    assert not session.counts["reclaim"].search.clock_ran_out
+
+
+def test_a_search_the_clock_cut_short_is_recorded_so() -> None:
+    """What the memory of unchanged cycles asks: at another speed this cycle may decide otherwise."""
+    session = _session({"maxJobSearchDuration": "10s"})
+    clock = FakeClock()
+    _advance_at_each_search(session, clock, 11.0)
+    _reclaim(session, clock)
+    assert session.counts["reclaim"].search.clock_ran_out
 
 
 class _SpentBeforeTheFirstJob(Reclaim):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
+from kai_scheduler.framework.search_record import SearchRecord
 
 Clock = Callable[[], float]
 
@@ -45,10 +46,22 @@ def _limit(seconds: float) -> float:
 class ActionBudget:
     """One action's search budget, from the moment it is made."""
 
-    def __init__(self, budgets: ScenarioSearchBudgets, action: str, clock: Clock) -> None:
+    def __init__(
+        self, budgets: ScenarioSearchBudgets, action: str, clock: Clock, record: SearchRecord | None = None
+    ) -> None:
         self.budgets = budgets
         self.clock = clock
         self.deadline = clock() + _limit(budgets.action_limit(action))
+        self.record = record
+
+    def past(self, deadline: float, now: float | None = None) -> bool:
+        """Whether the clock (or `now`, read from it) has reached `deadline`; when it has, the record says
+        the clock cut a search short (`SearchRecord.clock_ran_out`)."""
+        if (self.clock() if now is None else now) < deadline:
+            return False
+        if self.record is not None:
+            self.record.clock_ran_out = True
+        return True
 
     def begin_job(self) -> JobBudget:
         now = self.clock()
@@ -59,7 +72,7 @@ class ActionBudget:
         return JobBudget(self, now + remaining, reduced)
 
     def exhausted(self) -> bool:
-        return self.clock() >= self.deadline
+        return self.past(self.deadline)
 
 
 class JobBudget:
@@ -71,7 +84,7 @@ class JobBudget:
         self.reduced = reduced
 
     def exhausted(self) -> bool:
-        return self.action.clock() >= self.deadline
+        return self.action.past(self.deadline)
 
     def begin_generator(self, name: str) -> Deadline:
         now = self.action.clock()
@@ -88,10 +101,11 @@ class Deadline:
 
     def passed(self) -> SearchEnd | None:
         """DEADLINE once the job's time is up, EXHAUSTED once the generator's is, else None."""
-        now = self.job.action.clock()
-        if now >= self.job.deadline:
+        action = self.job.action
+        now = action.clock()
+        if action.past(self.job.deadline, now):
             return SearchEnd.DEADLINE
-        if now >= self.deadline:
+        if action.past(self.deadline, now):
             return SearchEnd.EXHAUSTED
         return None
 

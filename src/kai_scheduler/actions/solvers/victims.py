@@ -83,8 +83,9 @@ class VictimAction(ABC):
         self._heaps: dict[tuple[str, bytes], list[VictimEntry]] = {}
 
     def execute(self, session: Session) -> None:
-        self.budget = ActionBudget(session.config.scenario_search_budgets, self.name, self.clock)
-        session.counts[self.name].search.budgeted = True
+        record = session.counts[self.name].search
+        self.budget = ActionBudget(session.config.scenario_search_budgets, self.name, self.clock, record)
+        record.budgeted = True
         self.by_queue.clear()
         self._leaves.clear()
         self._heaps.clear()

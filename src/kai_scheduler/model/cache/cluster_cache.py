@@ -95,6 +95,8 @@ class ClusterCache:
             self.stuck_releases,
         )
         self._topology_trees: dict[str, TopologyTree] = {}
+        # Moves whenever something a cycle reads may have changed (`version`).
+        self._version = 0
 
     @classmethod
     def of(cls, state: ClusterState, partition: Partition | None = None) -> ClusterCache:
@@ -144,43 +146,51 @@ class ClusterCache:
         """ConfigMaps and storage objects, all of them. No job is made of them: only the predicates read
         them (`model.storage`), each session afresh."""
         self._inputs.set_storage(config_maps, claims, volumes, classes)
+        self._version += 1
 
     @delta
     def set_disruption_budgets(self, budgets: Sequence[PodDisruptionBudget]) -> None:
         """PodDisruptionBudgets, all of them. Like storage, no job is made of them: each snapshot matches
         them with the pods afresh (`model.disruption`), and only when there are any."""
         self._inputs.disruption_budgets = list(budgets)
+        self._version += 1
 
     @delta
     def set_node_topologies(self, topologies: Sequence[NodeResourceTopology]) -> None:
         """NodeResourceTopologies, all of them. Only the numa plugin reads them, and only when it is on:
         nothing is made of them here."""
         self._inputs.set_node_topologies(topologies)
+        self._version += 1
 
     @delta
     def set_nodes(self, nodes: Iterable[Node]) -> None:
         if self._inputs.set_nodes(nodes):
             self._changes.everything = True
+            self._version += 1
 
     @delta
     def set_queues(self, queues: Sequence[Queue]) -> None:
         """The queues in creation order (older queues win fair-share ties)."""
         if self._inputs.set_queues(queues):
             self._changes.jobs.update(self._jobs.jobs)  # whether a job's queue exists and is a leaf
+            self._version += 1
 
     @delta
     def set_topologies(self, topologies: Sequence[Topology]) -> None:
         if self._inputs.set_topologies(topologies):
             self._topology_trees = self._inputs.topology_trees(self._accounting.table)
+            self._version += 1
 
     @delta
     def set_priorities(self, priorities: Priorities) -> None:
         if self._inputs.set_priorities(priorities):
             self._changes.everything = True
+            self._version += 1
 
     @delta
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self._inputs.namespace_labels = labels
+        self._version += 1
 
     @delta
     def set_dra(
@@ -189,21 +199,25 @@ class ClusterCache:
         """The ResourceSlices and DeviceClasses; `enabled`: whether the cluster serves DRA at all."""
         if self._inputs.set_dra(slices, classes, enabled=enabled):
             self._changes.everything = True  # the nodes' GPUs changed
+            self._version += 1
 
     # --- deltas: DRA claims (the pods whose claims changed what they ask for are made again) ------------
 
     @delta
     def upsert_claim(self, claim: ResourceClaim) -> None:
         self._pods.asks_changed(self._inputs.dra.upsert_claim(claim))
+        self._version += 1
 
     @delta
     def remove_claim(self, key: str) -> None:
         self._pods.asks_changed(self._inputs.dra.remove_claim(key))
+        self._version += 1
 
     @delta
     def set_claims(self, claims: Iterable[ResourceClaim]) -> None:
         """Every ResourceClaim at once (those left out are gone)."""
         self._pods.asks_changed(self._inputs.dra.set_claims(claims))
+        self._version += 1
 
     # --- deltas: pods and pod groups -----------------------------------------------------------------
 
@@ -211,6 +225,7 @@ class ClusterCache:
     def upsert_pod(self, state: PodState) -> None:
         """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says."""
         key = state.pod.key
+        self._version += 1  # in place or not, a task may change
         self.stuck_releases.track(key, state)
         pods = self._pods
         previous = pods.pods.get(key)
@@ -221,16 +236,19 @@ class ClusterCache:
 
     @delta
     def remove_pod(self, key: str) -> None:
+        self._version += 1
         if self._pods.remove(key):
             self.stuck_releases.track(key, None)
             self._nominations.by_pod.pop(key, None)
 
     @delta
     def upsert_pod_group(self, state: PodGroupState) -> None:
+        self._version += 1
         self._pods.put_group(state, self.pool_label_key)
 
     @delta
     def remove_pod_group(self, key: str) -> None:
+        self._version += 1
         self._pods.remove_group(key)
 
     # --- deltas: what the scheduler and the cluster remember about jobs --------------------------------
@@ -241,6 +259,7 @@ class ClusterCache:
         ran (pod key -> node, shared GPUs) replace every earlier nomination."""
         for key in self._nominations.replace(pipelined):
             self._jobs.nominate(key)
+            self._version += 1
 
     @delta
     def set_job_times(self, key: str, times: JobTimes) -> None:
@@ -253,6 +272,7 @@ class ClusterCache:
             self._set_job_times(key, value)
 
     def _set_job_times(self, key: str, times: JobTimes) -> None:
+        self._version += 1
         self._times.set(key, times)
         job = self._jobs.jobs.get(key)
         if job is not None:
@@ -298,9 +318,29 @@ class ClusterCache:
 
     # --- the cycle -------------------------------------------------------------------------------------
 
+    @property
+    def version(self) -> int:
+        """A count that moves whenever something a cycle reads may have changed: every delta that changed
+        anything (a pod or PodGroup upserted or removed moves it even when equal: live resyncs repeat
+        them), a nomination or job's times that changed, a job a session left marked invalid, a pod that
+        turned stuck in releasing. Read it after `catch_up` or `snapshot`: equal counts of one cache, then
+        the cycles' snapshots are the same (`controlplane.unchanged_cycles`)."""
+        return self._version
+
+    def catch_up(self, now: float | None = None) -> None:
+        """`refresh` at `now` on the session clock, which moves the time pods stuck in releasing are judged
+        by (`model.releasing`)."""
+        if now is not None:
+            for key in self.stuck_releases.advance(now):
+                self._pods.release_changed(key)
+                self._version += 1
+        self.refresh()
+
     def refresh(self) -> None:
         """Bring the model up to date with every delta received."""
         changes = self._changes
+        if changes.everything or changes.jobs or changes.nodes or changes.foreign:
+            self._version += 1
         if changes.everything:
             self._rebuild_everything()
         jobs = self._jobs
@@ -331,10 +371,7 @@ class ClusterCache:
         """What one cycle starts from. The session may change the node table and queue tree freely (they
         are its own); jobs and tasks are shared with the cache until `after_cycle`. `now` (session
         clock) moves the time pods stuck in releasing are judged by (`model.releasing`)."""
-        if now is not None:
-            for key in self.stuck_releases.advance(now):
-                self._pods.release_changed(key)
-        self.refresh()
+        self.catch_up(now)
         inputs, accounting, jobs = self._inputs, self._accounting, self._jobs
         table = accounting.table
         return ClusterSnapshot(

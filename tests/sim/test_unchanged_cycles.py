@@ -1,0 +1,150 @@
+"""A cycle on an unchanged cluster reuses the last one's result (`controlplane.unchanged_cycles`), and
+decides exactly as a full evaluation (issue #23, point 1).
+
+Generated workloads are replayed twice, cycle by cycle on the same clock: once as the scheduler runs
+(reusing what it may), once evaluating every cycle. Between cycles pods arrive, complete and are evicted,
+and nodes are cordoned and uncordoned; many cycles see no change at all. Every cycle's decisions, waiting
+reasons and fair shares must be the same both ways.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import node, pod, pod_group, queue
+from kai_scheduler.api.objects import ApiObject, Node
+from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatch
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+from kai_scheduler.sim.loader import load_manifests
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+CYCLES = 120
+
+
+def workload(seed: int) -> list[ApiObject]:
+    """Two departments over 6 nodes: preemptible running pods, most of them in the queue over its quota
+    (so reclaim and preempt evict), a stream of arrivals of every priority that complete, and gangs too
+    large to fit that wait."""
+    rng = random.Random(seed)
+    objects: list[ApiObject] = [node(f"n{i}", gpus=8, labels={"zone": f"z{i % 2}"}) for i in range(6)]
+    objects += [queue("dept"), queue("a", gpu=16, parent="dept"), queue("b", gpu=32, parent="dept")]
+    for i in range(18):  # queue a far over its quota with preemptible pods: b reclaims, a preempts
+        objects.append(
+            pod(
+                f"run-{i}",
+                "a" if rng.random() < 0.8 else "b",
+                gpus=rng.choice((1, 2)),
+                node_name=f"n{i % 6}",
+                priority_class="train",
+                duration=f"{rng.randint(60, 400)}s",
+            )
+        )
+    for g in range(3):  # 2 x 8 GPUs: two whole nodes, found by reclaim or not at all
+        objects.append(pod_group(f"big-{g}", rng.choice("ab"), min_member=2, priority_class="train"))
+        objects += [pod(f"big-{g}-{i}", None, gpus=8, group=f"big-{g}") for i in range(2)]
+    for i in range(30):
+        objects.append(
+            pod(
+                f"job-{i}",
+                rng.choice("ab"),
+                gpus=rng.choice((1, 1, 2, 4)),
+                priority_class=rng.choice(("train", "build", "inference")),
+                arrival=f"{rng.randint(0, 200)}s",
+                duration=f"{rng.randint(30, 300)}s",
+                node_selector={"zone": "z1"} if rng.random() < 0.15 else None,
+            )
+        )
+    return objects
+
+
+def cordon(sim: Simulation, rng: random.Random, nodes: dict[str, Node]) -> None:
+    """Cordon or uncordon one node, as a node update from the cluster would."""
+    name = rng.choice(sorted(nodes))
+    current = nodes[name]
+    spec = current.spec.model_copy(update={"unschedulable": not current.spec.unschedulable})
+    nodes[name] = current.model_copy(update={"spec": spec})
+    sim.cluster.cache.set_nodes(nodes.values())
+
+
+def replay(seed: int, *, reuse: bool) -> tuple[list[tuple[Any, ...]], int]:
+    """Every cycle's decisions, reasons and fair shares, and how many cycles were reused."""
+    objects = workload(seed)
+    nodes = {o.metadata.name: o for o in objects if isinstance(o, Node)}
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=CYCLES))
+    sim.driver.reuse = reuse
+    rng = random.Random(seed + 1000)
+    seen: list[tuple[Any, ...]] = []
+    now = 0.0
+    for number in range(1, CYCLES + 1):
+        if number > 1 and rng.random() < 0.08:
+            cordon(sim, rng, nodes)
+        # The engine's own cycle, on a clock that never skips ahead: cycles with nothing new happen.
+        _, result = sim._cycle(now, number)
+        seen.append((number, now, *view(result)))
+        now += sim.config.period * rng.choice((1, 1, 1, 4))
+    return seen, sim.driver.reused
+
+
+def test_a_stale_gang_is_evicted_when_its_grace_period_ends() -> None:
+    """Nothing changes after the cycle that finds the gang stale, but the clock: its pods are evicted at
+    the end of the grace period all the same (cycles every 10 s, the grace period 60 s)."""
+    objects = [loaded.obj for loaded in load_manifests([SCENARIOS / "stale-gang-eviction" / "input.yaml"])]
+    evictions = []
+    for reuse in (True, False):
+        sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=10))
+        sim.driver.reuse = reuse
+        cycles = [sim._cycle(10.0 * n, n + 1) for n in range(10)]
+        evictions.append([(r.time, d.type, d.pod) for r, _ in cycles for d in r.decisions])
+    assert evictions[0] == evictions[1] == [(60.0, "evict", "default/g-0")]
+
+
+def view(result: SessionResult) -> tuple[Any, ...]:
+    decisions = [(d.action, d.type, d.pod, d.node, d.gpu_groups, d.reason) for d in result.decisions]
+    return decisions, sorted(result.unschedulable.items()), sorted(result.fair_share.items())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reused_cycles_decide_as_full_evaluations(seed: int) -> None:
+    reused, reused_count = replay(seed, reuse=True)
+    full, full_count = replay(seed, reuse=False)
+    for ours, theirs in zip(reused, full, strict=True):
+        assert ours == theirs, f"cycle {ours[0]} differs"
+    assert full_count == 0
+    assert reused_count >= 10, reused_count  # the workload does have unchanged cycles
+    kinds = {decision[1] for cycle in full for decision in cycle[2]}
+    assert {"bind", "evict"} <= kinds, kinds
+    assert any(cycle[3] for cycle in full)  # jobs wait, with reasons, while cycles are reused
+
+
+def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the debug variable set, a cycle that could be reused is evaluated as well and compared: the
+    same result passes, a remembered result that differs raises, naming what differs."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    objects: list[ApiObject] = [
+        node("n0", gpus=1),
+        queue("q", gpu=1),
+        pod("running", gpus=1, node_name="n0", priority_class="inference"),
+        pod("waiting", gpus=1, priority_class="inference"),
+    ]
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+    driver = sim.driver
+    assert driver.verify
+    _, first = sim._cycle(0.0, 1)
+    assert not first.decisions and "default/pg-waiting" in first.unschedulable
+    _, second = sim._cycle(10.0, 2)  # nothing changed: evaluated, compared, the same
+    assert second.unschedulable == first.unschedulable
+    last = driver.unchanged._last
+    assert last is not None
+    lying = replace(last.result, unschedulable={"default/pg-waiting": "made up"})
+    driver.unchanged._last = replace(last, result=lying)
+    with pytest.raises(ReuseMismatch, match="unschedulable"):
+        sim._cycle(20.0, 3)
