@@ -40,6 +40,8 @@ class CycleOutcome:
     running_before: frozenset[str]  # jobs that had a running pod when the cycle started
     seconds: float  # wall time from the snapshot to the decisions (what `cycleSeconds` reports)
     usage_seconds: float  # of which: asking for the queues' usage
+    # The last cycle's result, reused (`unchanged_cycles`): nothing changed, so neither do the job times.
+    reused: bool = False
 
     def evicted_jobs(self) -> set[str]:
         """The jobs the cycle evicted a pod of (their last eviction is now)."""
@@ -77,8 +79,9 @@ class CycleDriver:
         if reused is not None and not self.verify:
             self.reused += 1
             snapshot, result = reused
+            running = cache.running_jobs
             seconds = time.perf_counter() - started
-            return CycleOutcome(snapshot, result, cache.running_jobs, seconds, usage_seconds)
+            return CycleOutcome(snapshot, result, running, seconds, usage_seconds, reused=True)
         snapshot = cache.snapshot(queue_usage, now)
         running_before = cache.running_jobs
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -190,7 +190,7 @@ class Simulation:
         cluster.remove_terminated()
         return CycleRecord(number, now, result.decisions, seconds), result
 
-    def _schedule(self, number: int, now: float) -> tuple[SessionResult, float, dict[str, JobTimes]]:
+    def _schedule(self, number: int, now: float) -> tuple[SessionResult, float, Mapping[str, JobTimes]]:
         """One cycle of the scheduler (of every shard), its decisions applied to the cluster: the result,
         its seconds, and every job's times after it."""
         cluster = self.cluster
@@ -202,6 +202,8 @@ class Simulation:
         result = outcome.result
         cluster.apply(result.decisions)
         cache = cluster.cache
+        if outcome.reused:  # the cycle it repeats left the times as they are, and nothing changed since
+            return result, outcome.seconds, cache.job_times
         times = next_job_times(
             cache.job_times,
             outcome.running_before,

@@ -290,6 +290,8 @@ class SimCluster:
         """KAI's status updater after a cycle, as far as `schedulingBackoff` reads it: a PodGroup with a
         backoff that ends the cycle unschedulable with no pod placed gets its `UnschedulableOnNodePool`
         condition on its pool, and so is left out of the cycles that follow."""
+        if not self._backing_off:
+            return
         due = [key for key in unschedulable if key in self._backing_off and key not in self.conditions]
         if not due:
             return

@@ -97,6 +97,7 @@ class ClusterCache:
         self._topology_trees: dict[str, TopologyTree] = {}
         # Moves whenever something a cycle reads may have changed (`version`).
         self._version = 0
+        self._running: tuple[int, frozenset[str]] = (-1, frozenset())  # running_jobs at a version
 
     @classmethod
     def of(cls, state: ClusterState, partition: Partition | None = None) -> ClusterCache:
@@ -312,9 +313,14 @@ class ClusterCache:
 
     @property
     def running_jobs(self) -> frozenset[str]:
-        """Jobs with a pod bound to a node and neither finished nor terminating (up to date)."""
+        """Jobs with a pod bound to a node and neither finished nor terminating (up to date); the same set
+        while the version stays (a large cluster has hundreds of thousands)."""
         self.refresh()
-        return frozenset(self._jobs.running_counts)
+        version, running = self._running
+        if version != self._version:
+            running = frozenset(self._jobs.running_counts)
+            self._running = (self._version, running)
+        return running
 
     # --- the cycle -------------------------------------------------------------------------------------
 
@@ -406,6 +412,7 @@ class ClusterCache:
         invalid, and those are made again on the next refresh."""
         for key in decided_pods:
             self._jobs.restore(key)
+            self._version += 1
         self._jobs.restore_reasons()
 
     # --- the full state, for exports and checks --------------------------------------------------------

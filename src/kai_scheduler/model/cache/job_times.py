@@ -23,6 +23,8 @@ class JobTimesBook:
 
     def differences(self, times: Mapping[str, JobTimes]) -> dict[str, JobTimes]:
         """What to set so that the book holds exactly `times` (jobs left out have none)."""
+        if times is self.by_job:
+            return {}
         changed = {key: JobTimes() for key in self.by_job.keys() - times.keys()}
         changed.update((key, value) for key, value in times.items() if self.by_job.get(key) != value)
         return changed
