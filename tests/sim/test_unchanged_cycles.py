@@ -125,17 +125,33 @@ def test_reused_cycles_decide_as_full_evaluations(seed: int) -> None:
     assert any(cycle[3] for cycle in full)  # jobs wait, with reasons, while cycles are reused
 
 
-def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the debug variable set, a cycle that could be reused is evaluated as well and compared: the
-    same result passes, a remembered result that differs raises, naming what differs."""
-    monkeypatch.setenv(VERIFY_ENV, "1")
+def _one_waiting_pod() -> Simulation:
+    """One full GPU node and a pod that waits for it: every cycle after the first is unchanged."""
     objects: list[ApiObject] = [
         node("n0", gpus=1),
         queue("q", gpu=1),
         pod("running", gpus=1, node_name="n0", priority_class="inference"),
         pod("waiting", gpus=1, priority_class="inference"),
     ]
-    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+    return Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+
+
+def test_a_reused_cycle_reports_the_same_reasons_and_no_work() -> None:
+    """Metrics count what ran: a reused cycle's actions took nothing up and it measured no time."""
+    sim = _one_waiting_pod()
+    _, first = sim._cycle(0.0, 1)
+    _, second = sim._cycle(10.0, 2)
+    assert sim.driver.reused == 1
+    assert second.unschedulable == first.unschedulable and second.fair_share == first.fair_share
+    assert first.counts and not second.counts
+    assert second.open_seconds == 0.0 and not second.action_seconds
+
+
+def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the debug variable set, a cycle that could be reused is evaluated as well and compared: the
+    same result passes, a remembered result that differs raises, naming what differs."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    sim = _one_waiting_pod()
     driver = sim.driver
     assert driver.verify
     _, first = sim._cycle(0.0, 1)

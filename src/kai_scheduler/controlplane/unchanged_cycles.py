@@ -68,8 +68,9 @@ class UnchangedCycles:
     def reusable(
         self, cache: ClusterCache, queue_usage: Mapping[str, Resources] | None
     ) -> tuple[ClusterSnapshot, SessionResult] | None:
-        """The last cycle's snapshot (as its session left it) and result, with no time measured, when a
-        cycle on `cache` (caught up) with `queue_usage` would decide exactly as it did; else None."""
+        """The last cycle's snapshot (as its session left it) and result, when a cycle on `cache` (caught
+        up) with `queue_usage` would decide exactly as it did; else None. No session ran: the result
+        measured no time and its actions took nothing up (metrics count no work that was not done)."""
         last = self._last
         if (
             last is None
@@ -85,6 +86,7 @@ class UnchangedCycles:
             action_seconds={},
             plugin_open_seconds={},
             plugin_close_seconds={},
+            counts={},
         )
         return last.snapshot, result
 
@@ -118,7 +120,7 @@ class UnchangedCycles:
 
 def check_same(reused: SessionResult, evaluated: SessionResult) -> None:
     """Raise `ReuseMismatch` naming the first part of the results that differs."""
-    for part in ("decisions", "unschedulable", "fair_share", "stale_since", "wake_at", "counts"):
+    for part in ("decisions", "unschedulable", "fair_share", "stale_since", "wake_at"):
         if getattr(reused, part) != getattr(evaluated, part):
             raise ReuseMismatch(
                 f"{VERIFY_ENV}: a reused cycle's {part} differ from a full evaluation's: "
