@@ -37,6 +37,7 @@ from kai_scheduler.k8s.binder.metrics import BinderMetrics
 from kai_scheduler.k8s.binder.reservations import GpuReservation
 from kai_scheduler.k8s.needs import INFORMER_KINDS, binder_needs, needs, scheduler_needs
 from kai_scheduler.k8s.podgrouper.controller import PodGrouperController
+from kai_scheduler.k8s.runtime import reconcile_metrics
 from kai_scheduler.k8s.runtime.access import AccessGuard, watching
 from kai_scheduler.k8s.runtime.client import KubeClient, ResourceKind
 from kai_scheduler.k8s.runtime.http_server import MetricsServer
@@ -142,13 +143,13 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     elif "binder" in chosen:
         work.append(lambda: _binder(clients["binder"], options, stop, registry, shared))
     if "podgrouper" in chosen:
-        work.append(lambda: _podgrouper(clients["podgrouper"], options, stop, shared))
+        work.append(lambda: _podgrouper(clients["podgrouper"], options, stop, registry, shared))
     if "status-controllers" in chosen:
         work.append(
             lambda: _status_controllers(clients["status-controllers"], options, stop, registry, shared)
         )
     if "scale-adjuster" in chosen:
-        work.append(lambda: _scale_adjuster(clients["scale-adjuster"], options, stop))
+        work.append(lambda: _scale_adjuster(clients["scale-adjuster"], options, stop, registry))
     webhook = None
     own_cert_dir = None
     if "admission" in chosen:
@@ -344,6 +345,7 @@ async def run_live(
     bind = Binder(client, informers, reservation=reservation, cdi=cdi) if binder else None
     if bind is not None and metrics is not None:
         BinderMetrics(metrics.registry, bind.stats)
+        reconcile_metrics.export(metrics.registry, bind)
     estimates = None
     if estimator is not None:
         estimates = StartTimeAnnotations(
@@ -417,14 +419,20 @@ async def _binder(
     async with _informers(client, shared, INFORMER_KINDS["binder"]) as informers:
         binder = Binder(client, informers, reservation=options.reservation, cdi=options.cdi_enabled)
         BinderMetrics(registry, binder.stats)
+        reconcile_metrics.export(registry, binder)
         await _leading(client, options, "binder", binder.run, stop)
 
 
 async def _podgrouper(
-    client: KubeClient, options: RunOptions, stop: asyncio.Event, shared: InformerSet | None
+    client: KubeClient,
+    options: RunOptions,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    shared: InformerSet | None,
 ) -> None:
     async with _informers(client, shared, INFORMER_KINDS["podgrouper"]) as informers:
         grouper = PodGrouperController(client, informers, scheduler_name=options.scheduler_name)
+        reconcile_metrics.export(registry, grouper)
         await _leading(client, options, "podgrouper", grouper.run, stop)
 
 
@@ -438,6 +446,8 @@ async def _status_controllers(
     async with _informers(client, shared, INFORMER_KINDS["status-controllers"]) as informers:
         pod_groups = PodGroupStatusController(client, informers)
         queues = QueueStatusController(client, informers, metrics=QueueMetrics(registry))
+        for controller in (pod_groups, queues):
+            reconcile_metrics.export(registry, controller)
 
         async def both(term: asyncio.Event) -> None:
             await asyncio.gather(pod_groups.run(term), queues.run(term))
@@ -445,11 +455,14 @@ async def _status_controllers(
         await _leading(client, options, "status-controllers", both, stop)
 
 
-async def _scale_adjuster(client: KubeClient, options: RunOptions, stop: asyncio.Event) -> None:
+async def _scale_adjuster(
+    client: KubeClient, options: RunOptions, stop: asyncio.Event, registry: CollectorRegistry
+) -> None:
     async with InformerSet(client, kinds=SCALE_ADJUSTER_KINDS) as informers:
         adjuster = ScaleAdjuster(
             client, informers, scheduler_name=options.scheduler_name, image=options.scaling_pod_image
         )
+        reconcile_metrics.export(registry, adjuster)
         await _leading(client, options, "scale-adjuster", adjuster.run, stop)
 
 

@@ -236,6 +236,7 @@ def test_a_key_added_while_it_is_reconciled_runs_again_once() -> None:
             while not reconciler.idle:
                 await asyncio.sleep(0)
         assert reconciler.calls == ["a", "a"]
+        assert reconciler.reconcile_stats.adds == 2  # the first add, then the three as one
 
     asyncio.run(body())
 

@@ -154,6 +154,7 @@ class Binder(Reconciler):
     """See the module doc. `informers` must include pods and bind requests (started by the caller)."""
 
     name = "binder"
+    controller = "bindrequest"
 
     def __init__(
         self,

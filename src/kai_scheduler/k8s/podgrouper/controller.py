@@ -159,6 +159,7 @@ class PodGrouperController(Reconciler):
     failures."""
 
     name = "podgrouper"
+    controller = "pod"
 
     def __init__(
         self,

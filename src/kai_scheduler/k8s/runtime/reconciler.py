@@ -15,7 +15,7 @@ handlers that `enqueue` keys. What `reconcile` ends with decides what happens to
 
 `min_interval` holds a key that long after each reconcile began (a component that replans the whole
 cluster on any event: events in a burst give one more plan, not one each). `reconcile_stats` counts what
-happened, for metrics, health and tests.
+happened, for metrics (`reconcile_metrics.py`), health and tests.
 
     class Mine(Reconciler):
         async def reconcile(self, key: str) -> Result | None: ...
@@ -25,6 +25,7 @@ happened, for metrics, health and tests.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 from collections.abc import Iterable
@@ -39,6 +40,11 @@ from kai_scheduler.k8s.runtime.workqueue import KeyQueue
 log = logging.getLogger(__name__)
 
 _KEPT_ERRORS = 50
+# controller-runtime's buckets for its reconcile times, so that ours read as KAI's controllers' do.
+RECONCILE_TIME_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    *(1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60),
+)
 
 
 class TemporaryError(Exception):
@@ -62,15 +68,35 @@ class Result:
 
 
 @dataclass(slots=True)
+class ReconcileTimes:
+    """How long reconciles took: how many fell in each of `RECONCILE_TIME_BUCKETS` (not cumulative; the
+    last count is those over the largest bound), their sum and count."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(RECONCILE_TIME_BUCKETS) + 1))
+    total: float = 0.0
+    count: int = 0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(RECONCILE_TIME_BUCKETS, seconds)] += 1
+        self.total += seconds
+        self.count += 1
+
+
+@dataclass(slots=True)
 class ReconcileStats:
-    """What a reconciler did: `reconciled` (reconciles that succeeded), `retried` (failures retried),
-    `failed` (permanent failures), `errors` (the latest failures, newest last), and the queue's state."""
+    """What a reconciler did: `reconciled` (reconciles that succeeded; `requeued_after` of them asked to be
+    looked at again later, `requeued` at once), `retried` (failures retried), `failed` (permanent
+    failures), `errors` (the latest failures, newest last), `times` (every reconcile's), and the queue's
+    state."""
 
     queue: KeyQueue = field(repr=False, compare=False)
     reconciled: int = 0
+    requeued_after: int = 0
+    requeued: int = 0
     retried: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    times: ReconcileTimes = field(default_factory=ReconcileTimes)
 
     @property
     def depth(self) -> int:
@@ -86,6 +112,11 @@ class ReconcileStats:
     def in_progress(self) -> int:
         return self.queue.in_progress
 
+    @property
+    def adds(self) -> int:
+        """Keys that came into the queue (`KeyQueue.adds`)."""
+        return self.queue.adds
+
     def note(self, message: str) -> None:
         self.errors.append(message)
         del self.errors[:-_KEPT_ERRORS]
@@ -96,6 +127,9 @@ class Reconciler:
 
     name: ClassVar[str] = "reconciler"
     """Names the workers' tasks and starts the log lines."""
+    controller: ClassVar[str] = "reconciler"
+    """The name controller-runtime gives KAI's counterpart (its `For` kind, in lower case): the
+    `controller` label of the metrics (`reconcile_metrics.py`)."""
 
     def __init__(
         self,
@@ -203,9 +237,15 @@ class Reconciler:
             self.queue.add(key)
         else:
             self._failures.pop(key, None)
-            self.reconcile_stats.reconciled += 1
+            stats = self.reconcile_stats
+            stats.reconciled += 1
             if result is not None and result.requeue_after is not None:
+                if result.requeue_after > 0:
+                    stats.requeued_after += 1
+                else:
+                    stats.requeued += 1
                 self.queue.add_after(key, result.requeue_after)
+        self.reconcile_stats.times.observe(loop.time() - began)
         if self.min_interval > 0:
             self.queue.hold(key, began + self.min_interval - loop.time())
 
@@ -265,4 +305,12 @@ class Reconciler:
             log.exception("%s: the periodic work failed", self.name)
 
 
-__all__ = ["PermanentError", "ReconcileStats", "Reconciler", "Result", "TemporaryError"]
+__all__ = [
+    "RECONCILE_TIME_BUCKETS",
+    "PermanentError",
+    "ReconcileStats",
+    "ReconcileTimes",
+    "Reconciler",
+    "Result",
+    "TemporaryError",
+]

@@ -22,6 +22,7 @@ class KeyQueue:
         self._again: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._held: dict[str, float] = {}  # key -> loop time before which it is not handed out
+        self.adds = 0  # keys that came in: queued, or marked to come back after `done` (client-go's adds)
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -35,8 +36,11 @@ class KeyQueue:
         if timer is not None:
             timer.cancel()
         if key in self._processing:
-            self._again.add(key)
+            if key not in self._again:
+                self.adds += 1
+                self._again.add(key)
         elif key not in self._waiting:
+            self.adds += 1
             self._waiting.add(key)
             self._queue.put_nowait(key)
 
@@ -95,6 +99,7 @@ class KeyQueue:
         self._processing.discard(key)
         if key in self._again:
             self._again.discard(key)
+            self.adds -= 1  # counted when it was marked
             self.add(key)
 
     def due_in(self, key: str) -> float | None:

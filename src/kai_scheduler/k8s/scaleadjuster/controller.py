@@ -111,6 +111,7 @@ class ScaleAdjuster(Reconciler):
     missing; None: no class)."""
 
     name = "scale-adjuster"
+    controller = "pod"
 
     def __init__(
         self,

@@ -99,6 +99,7 @@ class PodGroupStatusController(StatusReconciler):
 
     kind = POD_GROUPS
     name = "podgroup status"
+    controller = "podgroup"
 
     def __init__(
         self,

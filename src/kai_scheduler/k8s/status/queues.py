@@ -162,6 +162,7 @@ class QueueStatusController(StatusReconciler):
 
     kind = QUEUES
     name = "queue status"
+    controller = "queue"
 
     def __init__(
         self,
