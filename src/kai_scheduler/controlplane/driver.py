@@ -60,7 +60,8 @@ class CycleDriver:
         cache.stuck_releases.threshold = config.stuck_in_releasing_threshold
         self.usage = usage
         # A cycle on an unchanged cluster reuses the last result (`unchanged_cycles`): `reuse` False
-        # evaluates every cycle; `verify` evaluates and compares; `reused` counts the cycles reused.
+        # evaluates every cycle; `verify` evaluates and compares; `reused` counts the cycles that were
+        # unchanged (reused, or under `verify` evaluated and compared).
         self.unchanged = UnchangedCycles()
         self.reuse = True
         self.verify = verify_requested()
@@ -76,12 +77,13 @@ class CycleDriver:
         cache.catch_up(now)
         version = cache.version
         reused = self.unchanged.reusable(cache, queue_usage) if self.reuse else None
-        if reused is not None and not self.verify:
+        if reused is not None:
             self.reused += 1
-            snapshot, result = reused
-            running = cache.running_jobs
-            seconds = time.perf_counter() - started
-            return CycleOutcome(snapshot, result, running, seconds, usage_seconds, reused=True)
+            if not self.verify:
+                snapshot, result = reused
+                running = cache.running_jobs
+                seconds = time.perf_counter() - started
+                return CycleOutcome(snapshot, result, running, seconds, usage_seconds, reused=True)
         snapshot = cache.snapshot(queue_usage, now)
         running_before = cache.running_jobs
         result = self.scheduler.run(snapshot, cycle=cycle, now=now)
