@@ -13,8 +13,9 @@ has any pod, and gives it back when its last pod leaves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,8 @@ IntArray = npt.NDArray[np.int64]
 # Which nodes a computation covers: all of them (slice(None)) or the given indices, in index order.
 Rows = slice | IntArray
 ALL_ROWS: Final = slice(None)
+# The element type of an array kept up to date across changes (`NodeTable._kept`).
+_Cell = TypeVar("_Cell", np.bool_, np.float64)
 
 MIG_NONE: Final = 0
 MIG_SINGLE: Final = 1
@@ -186,6 +189,8 @@ class NodeTable:
         # The nodes with anything being released, as of that position in the log (None: not known).
         self._releasing_nodes: set[int] = set()
         self._releasing_seen: int | None = None
+        # `not_allocated` columns computed so far, with how much of the log they had seen (as `fit`).
+        self._not_allocated: dict[bool, tuple[FloatArray, int]] = {}
 
     # --- copies ----------------------------------------------------------------------------------
 
@@ -226,6 +231,7 @@ class NodeTable:
         table._releasing_nodes = set()
         table._releasing_seen = None
         table._free_soon = None
+        table._not_allocated = {}
         return table
 
     def clear_node(self, node: int) -> None:
@@ -290,26 +296,69 @@ class NodeTable:
         if not soon and not self.anything_releasing():
             soon = True  # nothing is being released: fitting now and fitting soon are the same question
         key = (request, soon)
+        mask = self._kept(
+            self._fit_masks.get(key),
+            lambda node: self.node_fits(request, node, soon=soon),
+            lambda rows: self.fit_rows(request, rows, soon=soon),
+        )
+        self._fit_masks[key] = (mask, len(self._changes))
+        return mask
+
+    def _kept(
+        self,
+        cached: tuple[npt.NDArray[_Cell], int] | None,
+        one_node: Callable[[int], bool | float],
+        at_rows: Callable[[Rows], npt.NDArray[_Cell]],
+    ) -> npt.NDArray[_Cell]:
+        """A per-node array computed by `at_rows` (`one_node` for one node, the same answer to the last
+        bit), brought up to date from `cached` (the array and how much of the log of changes it had
+        seen) at the nodes changed since: one by one in plain Python for a few, with numpy for more, and
+        afresh when too many changed. The result is read-only (callers may keep it)."""
         seen = len(self._changes)
-        cached = self._fit_masks.get(key)
         if cached is not None and cached[1] == seen:
             return cached[0]
-        mask = None
-        if cached is not None and seen - cached[1] <= self.size // 4:
+        if cached is None or seen - cached[1] > self.size // 4:
+            array = at_rows(ALL_ROWS)
+        else:
             # Placing one pod changes one node: the usual case needs no set.
             changed = {self._changes[-1]} if seen - cached[1] == 1 else set(self._changes[cached[1] :])
-            mask = cached[0].copy()
+            array = cached[0].copy()
             if len(changed) <= _FEW_CHANGED_NODES:
                 for node in changed:
-                    mask[node] = self.node_fits(request, node, soon=soon)
+                    array[node] = one_node(node)
             else:
                 rows = np.fromiter(changed, dtype=np.int64, count=len(changed))
-                mask[rows] = self.fit_rows(request, rows, soon=soon)
-        if mask is None:
-            mask = self.fit_rows(request, ALL_ROWS, soon=soon)
-        mask.flags.writeable = False
-        self._fit_masks[key] = (mask, seen)
-        return mask
+                array[rows] = at_rows(rows)
+        array.flags.writeable = False
+        return array
+
+    def not_allocated(self, *, gpus: bool) -> FloatArray:
+        """Per node, what is not allocated, idle plus releasing (KAI's NonAllocatedResource, which
+        binpack and spread rank by): GPUs (`gpus`: whole idle GPUs, plus the unused parts of shared GPUs,
+        plus the GPUs being released) or CPU (capacity - used + releasing).
+
+        Guarantee: every element is, to the last bit, what the same sums over the current usage give
+        (`_not_allocated_rows`, in that order), so a scorer reading it ranks exactly as one summing the
+        columns itself. Kept across calls as `fit` keeps its masks: only the nodes changed since are
+        summed again (placing a pod changes one). Read-only."""
+        column = self._kept(
+            self._not_allocated.get(gpus),
+            lambda node: self._node_not_allocated(node, gpus=gpus),
+            lambda rows: self._not_allocated_rows(rows, gpus=gpus),
+        )
+        self._not_allocated[gpus] = (column, len(self._changes))
+        return column
+
+    def _not_allocated_rows(self, rows: Rows, *, gpus: bool) -> FloatArray:
+        if gpus:
+            return (self.free_gpus[rows] + self.shared_free_total[rows]) + self.rel_gpus[rows]
+        return (self.cap_cpu[rows] - self.used_cpu[rows]) + self.rel_cpu[rows]
+
+    def _node_not_allocated(self, node: int, *, gpus: bool) -> float:
+        # The same IEEE sums in the same order as `_not_allocated_rows`, on plain floats (`item`).
+        if gpus:
+            return (self.free_gpus.item(node) + self.shared_free_total.item(node)) + self.rel_gpus.item(node)
+        return (self.cap_cpu.item(node) - self.used_cpu.item(node)) + self.rel_cpu.item(node)
 
     def change_position(self) -> int:
         """Where the log of usage changes stands now, for `changed_since`."""
@@ -495,6 +544,7 @@ class NodeTable:
             self._changes_dropped += len(self._changes)
             self._changes.clear()
             self._fit_masks.clear()
+            self._not_allocated.clear()
             self._releasing_seen = None
         self._changes.append(node)
 

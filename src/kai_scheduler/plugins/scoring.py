@@ -131,15 +131,13 @@ class NodePlacementPlugin(_ScoringPlugin):
     def _score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         # What is not allocated: idle plus releasing, as KAI's NonAllocatedResource (so a pod being
         # evicted frees its node for this count, and a victim placed again weighs its own node so too).
-        # (`take` gathers the candidates' values at a fraction of fancy indexing's cost, same values.)
-        if task.request.uses_gpu:
-            free = nodes.free_gpus.take(rows) + nodes.shared_free_total.take(rows)  # idle_gpus_total
-            free += nodes.rel_gpus.take(rows)
-            capacity, strategy = nodes.cap_gpus, self.gpu_strategy
-        else:
-            free = nodes.cap_cpu.take(rows) - nodes.used_cpu.take(rows)
-            free += nodes.rel_cpu.take(rows)
-            capacity, strategy = nodes.cap_cpu, self.cpu_strategy
+        # (`take` gathers the candidates' values at a fraction of fancy indexing's cost, same values, into
+        # a new array this method may change.)
+        gpus = task.request.uses_gpu
+        free = nodes.not_allocated(gpus=gpus).take(rows)
+        capacity, strategy = (
+            (nodes.cap_gpus, self.gpu_strategy) if gpus else (nodes.cap_cpu, self.cpu_strategy)
+        )
         if strategy == SPREAD:
             total = capacity.take(rows)
             with np.errstate(divide="ignore", invalid="ignore"):

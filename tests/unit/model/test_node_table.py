@@ -294,6 +294,34 @@ def _fresh_fit(t: NodeTable, request: PodRequest, *, soon: bool) -> list[bool]:
     return [bool(x) for x in t.fit_rows(request, slice(None), soon=soon)]
 
 
+Held = list[tuple[int, PodRequest, str, tuple[str, ...]]]
+
+
+def _change_randomly(
+    t: NodeTable, rng: np.random.Generator, requests: tuple[PodRequest, ...], held: Held
+) -> None:
+    """A burst of 1, a few or many changes (pods placed, removed, starting to release), so that every
+    update path of the kept masks and columns runs before the next ask."""
+    for _ in range(int(rng.choice([1, 3, 20, 40]))):
+        node_ = int(rng.integers(t.size))
+        if held and rng.random() < 0.3:
+            n, request, key, groups = held.pop(int(rng.integers(len(held))))
+            if rng.random() < 0.5:
+                t.mark_releasing(n, request, key, groups)
+            else:
+                t.unhold(n, request, releasing=False)
+                t.unshare_gpus(key, groups, releasing=False)
+            continue
+        request = requests[int(rng.integers(len(requests)))]
+        if not t.fit_rows(request, slice(None), soon=False)[node_]:
+            continue
+        key = f"pod-{len(held)}-{rng.integers(1 << 40)}"
+        groups = tuple(f"{key}-g{d}" for d in range(request.gpu_devices))
+        t.hold(node_, request, releasing=False)
+        t.share_gpus(node_, request, key, groups, releasing=False)
+        held.append((node_, request, key, groups))
+
+
 def test_fit_masks_kept_across_changes_match_a_fresh_computation() -> None:
     """The masks `fit` keeps per request are brought up to date at the changed nodes only (one by one for
     a few, vectorised for more); after any mix of changes they equal a computation from scratch."""
@@ -303,30 +331,37 @@ def test_fit_masks_kept_across_changes_match_a_fresh_computation() -> None:
     pair = PodRequest(cpu=1000, memory=4 * GI, gpu_portion=0.5, gpu_devices=2)
     requests = (whole, half, pair)
     rng = np.random.default_rng(7)
-    held: list[tuple[int, PodRequest, str, tuple[str, ...]]] = []
+    held: Held = []
     for _ in range(200):
-        # Bursts of 1, a few and many changes between two asks, so every update path runs.
-        for _ in range(int(rng.choice([1, 3, 20, 40]))):
-            node_ = int(rng.integers(t.size))
-            if held and rng.random() < 0.3:
-                n, request, key, groups = held.pop(int(rng.integers(len(held))))
-                if rng.random() < 0.5:
-                    t.mark_releasing(n, request, key, groups)
-                else:
-                    t.unhold(n, request, releasing=False)
-                    t.unshare_gpus(key, groups, releasing=False)
-                continue
-            request = requests[int(rng.integers(len(requests)))]
-            if not t.fit_rows(request, slice(None), soon=False)[node_]:
-                continue
-            key = f"pod-{len(held)}-{rng.integers(1 << 40)}"
-            groups = tuple(f"{key}-g{d}" for d in range(request.gpu_devices))
-            t.hold(node_, request, releasing=False)
-            t.share_gpus(node_, request, key, groups, releasing=False)
-            held.append((node_, request, key, groups))
+        _change_randomly(t, rng, requests, held)
         for request in requests:
             for soon in (False, True):
                 assert [bool(x) for x in t.fit(request, soon=soon)] == _fresh_fit(t, request, soon=soon)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_not_allocated_kept_across_changes_is_the_sum_from_scratch_to_the_last_bit(seed: int) -> None:
+    """binpack and spread rank nodes by `not_allocated`: kept across changes, it must be bit for bit the
+    sum from the current usage, or two nodes could swap places (portions like 0.3 leave rounding residue
+    in the sums, which a different order of additions would round differently)."""
+    t = table(*(node(f"n{i:02d}", gpus=4, cpu="16", memory="64Gi", pods=8) for i in range(120)))
+    requests = (
+        PodRequest(cpu=1500, memory=8 * GI, whole_gpus=1),
+        PodRequest(cpu=700, memory=4 * GI, gpu_portion=0.3, gpu_devices=1),
+        PodRequest(cpu=300, memory=4 * GI, gpu_portion=0.1, gpu_devices=2),
+        PodRequest(cpu=333, memory=GI),
+    )
+    rng = np.random.default_rng(seed)
+    held: Held = []
+    residue = False
+    for _ in range(150):
+        _change_randomly(t, rng, requests, held)
+        residue |= any(float(x) != round(float(x), 6) for x in t.shared_free_total)
+        gpus = (t.free_gpus + t.shared_free_total) + t.rel_gpus
+        cpu = (t.cap_cpu - t.used_cpu) + t.rel_cpu
+        assert t.not_allocated(gpus=True).tobytes() == gpus.tobytes()
+        assert t.not_allocated(gpus=False).tobytes() == cpu.tobytes()
+    assert residue  # sums with rounding residue were among those compared
 
 
 def test_fit_now_is_fit_soon_while_nothing_is_released_and_apart_once_something_is() -> None:
