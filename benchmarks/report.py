@@ -422,7 +422,7 @@ repeat the point (`scale.py point first 5000 --cycles 1`).
 * **failover**: `benchmarks/failover.py`: two replicas of each component, each its own
   `kai-scheduler run --component=<c> --leader-elect` process, against the fake API server; see
   benchmarks/README.md.
-* **growth**: the first-cycle and steady workloads at 500..10,000 nodes (4 pending pods a node for the
+* **growth**: the first-cycle and steady workloads at 500..20,000 nodes (4 pending pods a node for the
   first cycle; 14 running and 2 pending a node for the steady one). A size whose measurement did not
   finish within `scale.py --budget` seconds reads "not reached", and larger ones are not tried.
 """

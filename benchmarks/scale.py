@@ -13,7 +13,7 @@ Each measurement runs in a child process that imports `kai_scheduler` from the t
 default when --tree names another tree than this checkout's). The workloads are in `scale_workload.py`
 and `openb.py`; `report.py` turns results.json into docs/performance.md.
 
-* scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000 nodes), cycle 1 of the first-cycle
+* scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000, 20,000 nodes), cycle 1 of the first-cycle
   workload (the simulator's own cycle time: snapshot build + session) and the pods it placed (bind +
   pipeline), and the median cycle time of cycles 2..N of the steady workload. The 5,000-node point is
   the issue's "first cycle" (goal >= 5,000 pods/s) and "steady cycle" (goal <= 0.5 s) rows. A point that
@@ -49,7 +49,7 @@ import bench_io
 from bench_io import ChildRun
 
 SEED = 20260108
-SIZES = (500, 1_000, 2_000, 5_000, 10_000)
+SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000: issue #23's growth row
 QUICK_SIZES = (500, 1_000, 2_000, 5_000)
 ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
 LARGE_COMMAND_NODES = 20_000  # issue #23's whole-command row
