@@ -16,10 +16,10 @@ from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
 from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES, KubeClient
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
-from kai_scheduler.k8s.status.loop import StatusReconciler, Usage, format_milli, normalized_resource_list
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.k8s.status.podgroups import PodGroupStatusController
 from kai_scheduler.k8s.status.queues import QueueStatusController
+from kai_scheduler.k8s.status.shared import StatusReconciler, Usage, format_milli, normalized_resource_list
 from kai_scheduler.model.priorities import is_preemptible
 
 MakeClient = Callable[..., LightkubeClient]

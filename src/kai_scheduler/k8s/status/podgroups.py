@@ -46,7 +46,7 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Result
-from kai_scheduler.k8s.status.loop import (
+from kai_scheduler.k8s.status.shared import (
     FINISHED,
     POD_COUNTERS,
     RESOURCE_LISTS,

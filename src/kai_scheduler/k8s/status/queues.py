@@ -38,7 +38,8 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, object_key, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Result, TemporaryError
-from kai_scheduler.k8s.status.loop import (
+from kai_scheduler.k8s.status.metrics import QueueMetrics
+from kai_scheduler.k8s.status.shared import (
     RESOURCE_LISTS,
     ZERO,
     StatusReconciler,
@@ -46,7 +47,6 @@ from kai_scheduler.k8s.status.loop import (
     merge_resource_list,
     normalized_resource_list,
 )
-from kai_scheduler.k8s.status.metrics import QueueMetrics
 
 log = logging.getLogger(__name__)
 
