@@ -145,14 +145,6 @@ def test_the_mix_counts_live_and_recent_gpu_pods_by_kind_most_frequent_first() -
     assert len(learn_mix(snapshot.tasks.values(), coverage=1.0, max_classes=1)) == 1
 
 
-def test_the_mix_keeps_the_classes_asking_for_the_most_gpus() -> None:
-    # Three 1-GPU pods ask for 3 GPUs, one 8-GPU pod for 8: with room for one class, the 8-GPU pods are
-    # the mix (they are the ones that need nodes kept whole), at their own frequency among those kept.
-    objects = [node("n", gpus=8), queue("q"), *(pod(f"s{i}", gpus=1) for i in range(3)), pod("big", gpus=8)]
-    mix = learn_mix(snapshot_of(objects).tasks.values(), coverage=1.0, max_classes=1)
-    assert [(c.request.whole_gpus, c.weight) for c in mix] == [(8, 1.0)]
-
-
 # --- the plugin's choices -----------------------------------------------------------------------
 
 

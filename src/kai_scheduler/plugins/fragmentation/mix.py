@@ -5,11 +5,11 @@ FGD (Weng et al., ATC'23) measures fragmentation against the target workload's d
 pod it holds that asks for a GPU counts once for its *class*: the live ones (pending, placed, running,
 leaving) and the recent ones (finished pods the cluster still keeps). A class is the pods alike in what
 they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices, MIG instances)
-and in where they may run (their placement constraints). The classes asking for the most GPUs (pods x
-whole GPUs per pod) that together cover `coverage` of those pods, at most `max_classes` of them, are the
-mix; their weights are their frequencies among the chosen ones (the plugin then weighs in how few nodes
-can take a class). The mix stays fixed for the session: a pod placed in it moves from pending to placed
-and still counts once, so nothing the session does changes what it learnt.
+and in where they may run (their placement constraints). The most frequent classes that together cover
+`coverage` of those pods, at most `max_classes` of them, are the mix; their weights are their
+frequencies among the chosen ones (the plugin then weighs in how few nodes can take a class). The mix
+stays fixed for the session: a pod placed in it moves from pending to placed and still counts once, so
+nothing the session does changes what it learnt.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ class PodClass:
 
 
 def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> list[PodClass]:
-    """The GPU pod classes among `tasks` asking for the most GPUs, covering `coverage` of their pods (at
-    most `max_classes` classes), with weights (frequencies) that add up to 1; the most GPUs first."""
+    """The most frequent GPU pod classes among `tasks`, covering `coverage` of their pods (at
+    most `max_classes` classes), with weights that add up to 1; the most frequent first."""
     counts: dict[tuple[PodRequest, str], int] = {}
     examples: dict[tuple[PodRequest, str], TaskInfo] = {}
     for task in tasks:
@@ -51,13 +51,9 @@ def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> l
     total = sum(counts.values())
     if not total:
         return []
-    # The classes that ask for the most GPUs first (a pod of several whole GPUs counts for each of them:
-    # a class of a few 8-GPU pods decides the fate of whole nodes, one of as many 1-GPU pods does not);
-    # equal amounts in a fixed order (the request's shape, then placement), so that the same cluster
-    # always yields the same mix.
-    ranked = sorted(
-        counts, key=lambda key: (-counts[key] * max(key[0].whole_gpus, 1), repr(key[0].shape()), key[1])
-    )
+    # The most frequent first; equal counts in a fixed order (the request's shape, then placement), so
+    # that the same cluster always yields the same mix.
+    ranked = sorted(counts, key=lambda key: (-counts[key], repr(key[0].shape()), key[1]))
     chosen: list[tuple[PodRequest, str]] = []
     covered = 0
     for key in ranked:

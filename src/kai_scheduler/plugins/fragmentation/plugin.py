@@ -15,7 +15,7 @@ releases end), so that among victims KAI's order ranks alike the solver takes th
 the fewest GPUs (see `actions.solvers.victim_search`).
 
 Arguments (numbers, or strings as KAI writes plugin arguments): `coverage` (default 1.0), the share of
-the GPU pods (live and recent) the mix's classes must cover, the classes asking for the most GPUs first;
+the GPU pods (live and recent) the mix's classes must cover, the most frequent classes first;
 `maxClasses` (default 64), the most classes it keeps. Each class's weight is its share of the pods
 divided by the share of the cluster's GPUs on nodes that could hold one of its pods
 (`measure.scarcity_weighted`).
