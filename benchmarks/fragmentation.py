@@ -399,11 +399,16 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], curve: dict[str
         DEFAULT: ("tab:gray", "-", 1.6),
         STEERING: ("tab:orange", "--", 1.6),
     }
-    for policy, curve in curves(results, TIMING_WORKLOAD).items():
-        xs = [x for x in sorted(curve) if 70 <= x <= fgd.STOP]
+    for policy, allocation in curves(results, TIMING_WORKLOAD).items():
+        xs = [x for x in sorted(allocation) if 70 <= x <= fgd.STOP]
         color, line, width = styles.get(policy, (None, ":", 1.2))
         left.plot(
-            xs, [curve[x] for x in xs], line, color=color, linewidth=width, label=LABELS.get(policy, policy)
+            xs,
+            [allocation[x] for x in xs],
+            line,
+            color=color,
+            linewidth=width,
+            label=LABELS.get(policy, policy),
         )
     left.set_xlabel("arrived GPU requests (% of the cluster's GPUs)")
     left.set_ylabel("GPUs allocated (%)")
