@@ -102,7 +102,7 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
         "patch bindrequests/status",
     ):
         assert per_pod.get(kind) == 1, (kind, spent)
-    # The events a user reads, once each: the pod's Scheduled, its PodGroup's Scheduled and Running.
-    assert per_pod.get("create events") == 3, spent
+    # The events a user reads, once each: the pod's Scheduled and its PodGroup's Running.
+    assert per_pod.get("create events") == 2, spent
     assert sum(n for kind, n in spent.items() if kind != "create events") <= 10 * PODS, spent
     assert not quiet, f"writes with nothing changed: {quiet}"

@@ -21,8 +21,8 @@ its decisions through the API, as KAI's scheduler does:
   some (removed when it has none), `kai.scheduler/stale-podgroup-timestamp` as the cycle reports staleness,
   and the status `schedulingConditions` entry of type `UnschedulableOnNodePool` for this node pool, with
   the reason (`NonPreemptibleOverQuota`, `OverLimit`, `QueueDoesNotExist`, else `Unschedulable`) and the
-  message; it is removed once the job gets a placement. A Warning event records each new reason; a Normal
-  `Scheduled` event the cycle that binds the first pods of a job that had none running. The
+  message; it is removed once the job gets a placement. A Warning event records each new reason (the
+  start of a job is its pods' `Scheduled` events, the binder's: none on the PodGroup, as KAI). The
   times are also kept in memory (newer than the cache for a moment after a write; the only record for
   jobs without a PodGroup object, i.e. bare pods when no pod grouper runs).
 * Pods: each pending pod (no node, no outstanding BindRequest, not placed or pipelined this cycle) of a job

@@ -4,10 +4,11 @@ pod of the job) and the status `schedulingConditions` entry
 `UnschedulableOnNodePool` for this node pool with its reason and message, a Warning event for each new
 reason (module doc of `loop.py`). The times are also kept in memory (`job_times`).
 
-The transitions a user follows on a PodGroup, as Normal events, each once: `Scheduled` when a cycle binds
-the first pods of a job that had none running (`group_events`), `Evict` (KAI's reason) when a cycle evicts
-pods of it, naming the action, the preemptor and the reason. (`Running`, all its pods running, is the
-status controller's: it counts pods by phase.)"""
+The transitions a user follows on a PodGroup, as Normal events: `Evict` (KAI's reason) when a cycle evicts
+pods of it, naming the action, the preemptor and the reason (`group_events`); `Running`, all its pods
+running, is the status controller's (it counts pods by phase). No `Scheduled` event on the PodGroup: KAI
+v0.17 writes none, and each bound pod's own `Scheduled` event (the binder's) already names its node: it
+cost one API write per started job and said nothing new."""
 
 from __future__ import annotations
 
@@ -30,31 +31,20 @@ from kai_scheduler.model.snapshot import JobTimes
 ACCESS = (access(POD_GROUPS, "patch"), access(POD_GROUPS, "patch", subresource="status"))
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
-GROUP_SCHEDULED = "Scheduled"
 GROUP_EVICTED = "Evict"  # KAI's reason for the event on an evicted PodGroup
 
 
-def group_events(
-    live: LiveState, result: SessionResult, started: Collection[str]
-) -> list[tuple[str, str, str]]:
-    """(job, reason, message) of the PodGroup events of one cycle: `Scheduled` for the jobs in `started`
-    (this cycle bound their first pods), `Evict` for each (action, preemptor) that evicted pods of a job."""
-    bound: dict[str, list[str]] = defaultdict(list)
+def group_events(live: LiveState, result: SessionResult) -> list[tuple[str, str, str]]:
+    """(job, reason, message) of the PodGroup events of one cycle: `Evict` for each (action, preemptor)
+    that evicted pods of a job."""
     evicted: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # (job, action, for) -> reasons
     for decision in result.decisions:
         job = live.job_of_pod.get(decision.pod)
         if job is None or job not in live.pod_groups:
             continue
-        if decision.type == "bind" and job in started:
-            bound[job].append(decision.node)
-        elif decision.type == "evict":
+        if decision.type == "evict":
             evicted[(job, decision.action, decision.for_job)].append(decision.reason)
     events = []
-    for job, nodes in bound.items():
-        pods = f"{len(nodes)} pod{'s' if len(nodes) > 1 else ''}"
-        events.append(
-            (job, GROUP_SCHEDULED, f"Scheduled: {pods} assigned to {', '.join(sorted(set(nodes)))}")
-        )
     for (job, action, preemptor), reasons in evicted.items():
         pods = f"{len(reasons)} pod{'s' if len(reasons) > 1 else ''}"
         by = f"{action} for {preemptor}" if preemptor else action
@@ -123,7 +113,6 @@ class PodGroupUpdates:
         running_after = {job for job in jobs if running.get(job, 0) + change.get(job, 0) > 0}
 
         annotations: dict[str, dict[str, str | None]] = {}
-        started: set[str] = set()  # jobs this cycle started: binds, and no pod running before
 
         def annotate(job: str, name: str, value: str | None) -> None:
             obj = live.pod_groups.get(job)
@@ -150,8 +139,6 @@ class PodGroupUpdates:
             if old.last_start != new.last_start:
                 stamp = None if new.last_start is None else self.effects.clock.stamp(new.last_start)
                 annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
-                if old.last_start is None and change.get(job, 0) > 0 and job not in running_before:
-                    started.add(job)
         for job in placed_jobs:
             # A start-time estimate (start_times.py) is for a job that waits: it goes with its placement.
             annotate(job, c.ESTIMATED_START_ANNOTATION, None)
@@ -199,7 +186,7 @@ class PodGroupUpdates:
                 calls.append(self.effects.limited(call, report, f"status of PodGroup {job}"))
         report.pod_group_updates = len(calls)
         if self.effects.record_events:
-            for job, reason, message in group_events(live, result, started):
+            for job, reason, message in group_events(live, result):
                 call = self.effects.event(live.pod_groups[job], "Normal", reason, message)
                 calls.append(self.effects.limited(call, report, f"event on PodGroup {job}"))
         return calls, placed_jobs
@@ -279,7 +266,6 @@ class PodGroupUpdates:
 
 __all__ = [
     "GROUP_EVICTED",
-    "GROUP_SCHEDULED",
     "UNSCHEDULABLE_ON_NODE_POOL",
     "PodGroupUpdates",
     "group_events",
