@@ -29,6 +29,7 @@ from kai_scheduler.api.objects import PodGroup, Topology
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
+from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
 from kai_scheduler.plugins.fragmentation.measure import NodeStates, evaluate, mig_columns, mix_arrays
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
 
@@ -163,6 +164,47 @@ def test_a_pod_goes_where_it_keeps_room_for_the_larger_pods_of_the_mix() -> None
     ]
     assert binds(one_cycle(objects, ALLOCATE)) == {"small": "a", "big1": "a", "big2": "b"}
     assert binds(one_cycle(objects, config_with(actions="allocate"))) == {"small": "b", "big1": "a"}
+
+
+def _generated_cluster(seed: int) -> list[Any]:
+    """Nodes of 1-4 GPUs (fewer than 8 shared GPUs a node: numpy sums them in order) and pods of whole
+    GPUs, fractions, GPU memory and CPU only, some running."""
+    rng = np.random.default_rng(seed)
+    objects: list[Any] = [queue("q")]
+    for n in range(12):
+        objects.append(node(f"n{n}", gpus=int(rng.choice([1, 2, 4])), cpu=str(int(rng.integers(4, 33)))))
+    shapes: list[dict[str, Any]] = [
+        {"gpus": 1},
+        {"gpus": 2},
+        {"fraction": 0.5},
+        {"fraction": 0.25},
+        {"gpus": 0, "cpu": "3"},
+    ]
+    for i in range(40):
+        shape = dict(shapes[int(rng.integers(len(shapes)))])
+        running = i < 8
+        objects.append(pod(f"p{i}", node_name=f"n{i % 12}" if running else None, **shape))
+    return objects
+
+
+@pytest.mark.parametrize("seed", range(1, 7))
+def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeypatch: Any) -> None:
+    # The costs are kept per request and brought up to date at the nodes each placement changed; every
+    # order the session asks for must be exactly (bit for bit, so the same decisions) what a PlacementCosts
+    # built from the node table as it is then gives.
+    asked: list[int] = []
+    kept_order = PlacementCosts.order
+
+    def checked(self: PlacementCosts, request: Any, rows: Any) -> Any:
+        keys = kept_order(self, request, rows)
+        scratch = kept_order(PlacementCosts(self.table, self.mix), request, rows)
+        assert np.array_equal(keys, scratch)
+        asked.append(rows.size)
+        return keys
+
+    monkeypatch.setattr(PlacementCosts, "order", checked)
+    assert binds(one_cycle(_generated_cluster(seed), ALLOCATE))
+    assert len(asked) > 10
 
 
 def test_a_gang_is_placed_whole_or_not_at_all() -> None:

@@ -159,9 +159,12 @@ class PlacementCosts:
                 costs.gpu[rows] = costs.gpu.take(first).take(inverse)
                 return
         # The nodes' own fragmentation where it is out of date, evaluated with the states after
-        # placing the pod: [stale nodes as they are] + [each of `rows` with the pod].
+        # placing the pod: [stale nodes as they are] + [each of `rows` with the pod], gathered in one
+        # go (for the usual one or two rows, numpy's per-call overhead is most of the cost).
         stale = rows[self._frag_stale.take(rows)]
-        after = self._rows(rows)
+        both = self._rows(np.concatenate([stale, rows])) if stale.size else self._rows(rows)
+        before = _view(both, slice(None, stale.size)) if stale.size else None
+        after = _view(both, slice(stale.size, None))
         after.cpu -= request.cpu
         after.memory -= request.memory
         after.whole -= request.whole_gpus
@@ -170,11 +173,9 @@ class PlacementCosts:
                 column = np.flatnonzero(self.mig == self.table.scalar_index.get(name, -1))
                 after.mig[:, column] -= amount
         if request.is_shared_gpu:
-            self._compute_shared(request, rows, stale, after, costs)
+            self._compute_shared(request, rows, stale, before, after, costs)
             return
-        frag, left = evaluate(
-            self.mix, join([self._rows(stale), after]) if stale.size else after, self.mig_units
-        )
+        frag, left = evaluate(self.mix, both, self.mig_units)
         if stale.size:
             self._fresh(stale, frag[: stale.size])
             frag, left = frag[stale.size :], left[stale.size :]
@@ -182,14 +183,20 @@ class PlacementCosts:
         self._keys(request, rows, cost, left, after.cpu, costs)
 
     def _compute_shared(
-        self, request: PodRequest, rows: IntArray, stale: IntArray, after: NodeStates, costs: _Costs
+        self,
+        request: PodRequest,
+        rows: IntArray,
+        stale: IntArray,
+        before: NodeStates | None,
+        after: NodeStates,
+        costs: _Costs,
     ) -> None:
         """A shared-GPU pod: each GPU it could join or start costed, the cheapest kept per node."""
         portion = self.table.portion_for(request, rows)
         portion = np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
         options, row, column = shared_options(after, portion)
         frag, _ = evaluate(
-            self.mix, join([self._rows(stale), options]) if stale.size else options, self.mig_units
+            self.mix, join([before, options]) if before is not None else options, self.mig_units
         )
         if stale.size:
             self._fresh(stale, frag[: stale.size])
@@ -269,7 +276,9 @@ class PlacementCosts:
         row = np.array([node], dtype=np.int64)
         options, _, column = shared_options(self._rows(row), np.array([min(portion, 1.0)]))
         before = self._rows(row) if self._frag_stale[node] else None
-        frag, _ = evaluate(self.mix, join([before, options]) if before else options, self.mig_units)
+        frag, _ = evaluate(
+            self.mix, join([before, options]) if before is not None else options, self.mig_units
+        )
         if before is not None:
             self._fresh(row, frag[:1])
             frag = frag[1:]
@@ -287,6 +296,18 @@ class PlacementCosts:
                 break
         chosen.extend([None] * (devices - len(chosen)))
         return chosen[:devices]
+
+
+def _view(states: NodeStates, part: slice) -> NodeStates:
+    """Rows of `states` as views: writing to them writes to `states`."""
+    return NodeStates(
+        states.nodes[part],
+        states.cpu[part],
+        states.memory[part],
+        states.whole[part],
+        states.shared[part],
+        states.mig[part],
+    )
 
 
 def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:
