@@ -22,7 +22,7 @@ from typing import Final
 
 import numpy as np
 
-from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
+from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON, PodRequest
 from kai_scheduler.plugins.fragmentation.measure import (
     MixArrays,
@@ -46,12 +46,14 @@ _FEW_ROWS: Final = 32  # up to this many nodes are costed as they are, without l
 
 @dataclass(slots=True)
 class _Costs:
-    """One request's order keys on every node, when each was computed (a count of node refreshes, -1:
-    never), and for a shared-GPU request the GPU its cheapest option takes (a column of the node's
-    state, or _NEW_GPU)."""
+    """One request's order keys on every node, which nodes changed since their keys were computed (or
+    never had them), how many of the node refreshes it has taken in (`PlacementCosts._changes`), and
+    for a shared-GPU request the GPU its cheapest option takes (a column of the node's state, or
+    _NEW_GPU)."""
 
     keys: FloatArray
-    computed: IntArray
+    changed: BoolArray
+    seen: int
     gpu: IntArray
 
 
@@ -67,9 +69,9 @@ class PlacementCosts:
         # with the next costs that need it (one evaluation instead of two).
         self._frag_stale = np.zeros(table.size, dtype=np.bool_)
         self._position = table.change_position()
-        # How many node refreshes there were, and when each node was refreshed last.
-        self._refreshes = 0
-        self._refreshed = np.zeros(table.size, dtype=np.int64)
+        # Every node refresh in turn: each request's costs take in those since it was last asked, so
+        # that a pod's candidates are looked up once, in one mask (a pod asks over thousands of nodes).
+        self._changes: list[int] = []
         self._costs: dict[PodRequest, _Costs] = {}
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
@@ -91,8 +93,7 @@ class PlacementCosts:
             self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
             self.state = node_states(table, np.arange(table.size), self.width, self.mig)
             self._frag_stale[:] = True
-            self._refreshes += 1
-            self._refreshed[:] = self._refreshes
+            self._costs.clear()
         elif changed:
             for node in set(changed):
                 self._refresh(node)
@@ -115,8 +116,7 @@ class PlacementCosts:
         if self.mig.size:
             state.mig[node] = table.cap_scalars[node, self.mig] - table.used_scalars[node, self.mig]
         self._frag_stale[node] = True
-        self._refreshes += 1
-        self._refreshed[node] = self._refreshes
+        self._changes.append(node)
 
     def _rows(self, rows: IntArray) -> NodeStates:
         state = self.state
@@ -138,17 +138,27 @@ class PlacementCosts:
         if costs is None:
             size = self.table.size
             costs = self._costs[request] = _Costs(
-                np.zeros(size), np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64)
+                np.zeros(size),
+                np.ones(size, dtype=np.bool_),
+                len(self._changes),
+                np.zeros(size, dtype=np.int64),
             )
         # Only the candidates whose node changed since they were costed (usually the one or two
         # nodes the last placements took).
-        stale = rows[costs.computed.take(rows) < self._refreshed.take(rows)]
+        self._take_in(costs)
+        stale = rows[costs.changed.take(rows)]
         if stale.size:
-            costs.computed[stale] = self._refreshes
+            costs.changed[stale] = False
             self._compute(request, stale, costs)
         self._last = request
         keys: FloatArray = costs.keys.take(rows)
         return keys
+
+    def _take_in(self, costs: _Costs) -> None:
+        """Mark the nodes refreshed since `costs` were last asked as changed for them."""
+        if costs.seen < len(self._changes):
+            costs.changed[self._changes[costs.seen :]] = True
+            costs.seen = len(self._changes)
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
         if rows.size > _FEW_ROWS:
@@ -263,12 +273,14 @@ class PlacementCosts:
         groups = self.table.groups.get(node, [])
         last = self._last
         costs = self._costs.get(last) if last is not None else None
+        if costs is not None:
+            self._take_in(costs)
         if (
             devices == 1
             and last is not None
             and costs is not None
             and last.is_shared_gpu
-            and costs.computed[node] >= self._refreshed[node]
+            and not costs.changed[node]
             and abs(self.table.portion_on(last, node) - portion) <= EPSILON
         ):
             gpu = int(costs.gpu[node])
