@@ -31,6 +31,7 @@ from rich.table import Table
 
 import kai_scheduler.cycle as scheduler_module
 from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.controlplane.driver import CycleOutcome
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
 
@@ -161,11 +162,14 @@ def measure(
     started = time.perf_counter()
     simulation = Simulation(objects, config, SimulationOptions(start=START, cycles=cycles))
     measured = Measurement(simulation, time.perf_counter() - started)
+    drive = simulation.driver.run
     build, schedule = simulation.driver.cache.snapshot, simulation.driver.scheduler.run
     run_started = time.perf_counter()
 
-    # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing.
-    def timed_build(queue_usage: Any = None, now: float | None = None) -> Any:
+    # Instance-level wrappers: the simulator calls each once per cycle, inside its own cycle timing. A cycle
+    # on an unchanged cluster reuses the last result without a snapshot or a session (`unchanged_cycles`):
+    # it is measured whole, as its snapshot build, with no session.
+    def timed_cycle(cycle: int, now: float) -> CycleOutcome:
         if quiet > 0 and quiet_tail(measured.decisions, count_first) >= quiet:
             measured.stopped_by = "settled"
             raise _Stop
@@ -173,6 +177,17 @@ def measure(
         if budget is not None and len(measured.decisions) >= budget_after and elapsed > budget:
             measured.stopped_by = "time budget"
             raise _Stop
+        outcome = drive(cycle, now)
+        if outcome.reused:
+            measured.build_times.append(outcome.seconds)
+            measured.session_times.append(0.0)
+            measured.action_times.append({})
+            measured.decisions.append(outcome.result.decisions)
+            measured.clock.append(now)
+            measured.last = outcome.result
+        return outcome
+
+    def timed_build(queue_usage: Any = None, now: float | None = None) -> Any:
         begin = time.perf_counter()
         snapshot = build(queue_usage, now)
         measured.build_times.append(time.perf_counter() - begin)
@@ -188,6 +203,7 @@ def measure(
         measured.last = result
         return result
 
+    simulation.driver.run = timed_cycle  # type: ignore[method-assign]
     simulation.driver.cache.snapshot = timed_build  # type: ignore[method-assign]
     simulation.driver.scheduler.run = timed_schedule  # type: ignore[method-assign]
     gc_timer = GcTimer()
