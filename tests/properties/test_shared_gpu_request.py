@@ -26,9 +26,9 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import InvalidField, check_gpu_sharing
 from kai_scheduler.api.objects import Pod
 from kai_scheduler.controlplane.status import PodFacts, pod_group_numbers
+from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of
 from kai_scheduler.k8s.scaleadjuster.plan import shared_gpu_request
 from kai_scheduler.k8s.scaleadjuster.shapes import node_gpu_facts
-from kai_scheduler.k8s.status.shared import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import pod_gpus
 from kai_scheduler.kubectl_plugin.top import gpu_allocation
 from kai_scheduler.model.builder import pod_request, reported_gpu_memory_range

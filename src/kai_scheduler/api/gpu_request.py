@@ -198,11 +198,31 @@ def _positive_integer(text: str) -> int:
     return int(text) if _UNSIGNED.fullmatch(text) and int(text) > 0 else 0
 
 
+GPU_MEMORY_GRANULARITY_MIB = 100
+
+
+def floor_gpu_memory_mib(mib: int) -> int:
+    """KAI floors device memory to 100 MiB so that nearly-equal devices compare equal."""
+    return mib // GPU_MEMORY_GRANULARITY_MIB * GPU_MEMORY_GRANULARITY_MIB
+
+
+def node_gpu_memory_mib(label: object) -> int:
+    """The per-GPU memory (MiB) a node's `nvidia.com/gpu.memory` label says, floored to 100 MiB as KAI does;
+    0 when the label is missing or not a whole number. The one reading of the label: the node table, the
+    shared-GPU packing, the status controllers, the scale adjuster and `kubectl kai` all use it."""
+    if not isinstance(label, str) or not label.isdigit():
+        return 0
+    return floor_gpu_memory_mib(int(label))
+
+
 __all__ = [
+    "GPU_MEMORY_GRANULARITY_MIB",
     "SHARED_GPU_ANNOTATIONS",
     "InvalidGpuRequest",
     "SharedGpuRequest",
     "asks_for_shared_gpu",
+    "floor_gpu_memory_mib",
     "gpu_memory_gpus",
+    "node_gpu_memory_mib",
     "read_shared_gpu_request",
 ]

@@ -20,8 +20,7 @@ from kai_scheduler.api.objects import Pod
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.client import NODES, PODS, JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP
-from kai_scheduler.k8s.runtime.objects import labels_of
-from kai_scheduler.k8s.status.shared import gpu_memory_mib_of
+from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of, labels_of
 from kai_scheduler.kubectl_plugin.amounts import PodGpus, pod_gpus, show
 from kai_scheduler.kubectl_plugin.api_client import Cluster
 from kai_scheduler.kubectl_plugin.table import render

@@ -26,7 +26,7 @@ import numpy as np
 from kai_scheduler.api import constants as c
 from kai_scheduler.api import reasons
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, EVENTS, POD_GROUPS, PODS, QUEUES, JsonObject
-from kai_scheduler.k8s.status.shared import gpu_memory_mib_of
+from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES, pod_gpus, resource_list, show, spec_amount
 from kai_scheduler.kubectl_plugin.api_client import Cluster, PluginError
 from kai_scheduler.kubectl_plugin.table import render

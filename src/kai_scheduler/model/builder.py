@@ -14,7 +14,7 @@ import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration, parse_go_duration
-from kai_scheduler.api.gpu_request import read_shared_gpu_request
+from kai_scheduler.api.gpu_request import node_gpu_memory_mib, read_shared_gpu_request
 from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
@@ -41,7 +41,6 @@ _NOT_SCALAR = frozenset(
     {c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.PODS_RESOURCE, c.GPU_RESOURCE, "ephemeral-storage"}
 )
 _DEFAULT_MAX_PODS = 110
-_GPU_MEMORY_GRANULARITY_MIB = 100
 
 
 def implicit_pod_group_name(pod: Pod) -> str:
@@ -151,11 +150,6 @@ def _mig_mode(node: Node) -> int:
     return MIG_NONE
 
 
-def floor_gpu_memory_mib(mib: int) -> int:
-    """KAI floors device memory to 100 MiB so that nearly-equal devices compare equal."""
-    return mib // _GPU_MEMORY_GRANULARITY_MIB * _GPU_MEMORY_GRANULARITY_MIB
-
-
 def reported_gpu_memory_range(gpu_memory_mib: FloatArray) -> tuple[float, float]:
     """The smallest and largest per-GPU memory among the nodes that report one, GPU nodes or not (0, 0
     when none does: KAI v0.17's nil).
@@ -170,10 +164,7 @@ def reported_gpu_memory_range(gpu_memory_mib: FloatArray) -> tuple[float, float]
 
 
 def _gpu_memory_mib(node: Node) -> float:
-    raw = node.metadata.labels.get(c.GPU_MEMORY_LABEL)
-    if raw is None or not raw.isdigit():
-        return 0.0
-    return float(floor_gpu_memory_mib(int(raw)))
+    return float(node_gpu_memory_mib(node.metadata.labels.get(c.GPU_MEMORY_LABEL)))
 
 
 def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | None:

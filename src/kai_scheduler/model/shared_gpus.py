@@ -15,10 +15,10 @@ from kai_scheduler.api.gpu_request import (
     InvalidGpuRequest,
     SharedGpuRequest,
     asks_for_shared_gpu,
+    node_gpu_memory_mib,
     read_shared_gpu_request,
 )
 from kai_scheduler.api.objects import Pod
-from kai_scheduler.model.builder import floor_gpu_memory_mib
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,4 @@ def _held(request: SharedGpuRequest, node_memory: str) -> float:
     """What the pod holds of each of its GPUs on a node whose `nvidia.com/gpu.memory` label is
     `node_memory`, read as the node table reads it (floored to 100 MiB; unreadable: a whole GPU, as its
     queue counts it), so that packing never fills a GPU past what placement would."""
-    return request.held_portion(
-        float(floor_gpu_memory_mib(int(node_memory))) if node_memory.isdigit() else 0.0
-    )
+    return request.held_portion(float(node_gpu_memory_mib(node_memory)))

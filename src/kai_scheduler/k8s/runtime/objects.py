@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import node_gpu_memory_mib
+
 
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """An object's `metadata` ({} when absent or null)."""
@@ -46,8 +49,15 @@ def resource_version(obj: Mapping[str, Any]) -> str:
     return str(metadata_of(obj).get("resourceVersion") or "")
 
 
+def gpu_memory_mib_of(node: Mapping[str, Any]) -> float:
+    """A node's per-GPU memory (MiB) from the GPU Operator's label (`api.gpu_request.node_gpu_memory_mib`:
+    floored to 100 MiB as KAI does; 0 when unknown)."""
+    return float(node_gpu_memory_mib(labels_of(node).get(c.GPU_MEMORY_LABEL)))
+
+
 __all__ = [
     "annotations_of",
+    "gpu_memory_mib_of",
     "is_deleting",
     "labels_of",
     "metadata_of",

@@ -14,10 +14,10 @@ from typing import Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.gpu_request import node_gpu_memory_mib
 from kai_scheduler.api.objects import Affinity, Taint, Toleration
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of
-from kai_scheduler.model.builder import floor_gpu_memory_mib
 from kai_scheduler.model.matching import node_affinity_required_matches, untolerated_taint
 
 GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
@@ -57,8 +57,7 @@ def node_gpu_facts(node_labels: Mapping[str, str], allocatable: Mapping[str, Any
             count = max(0, math.floor(parse_quantity(allocatable.get(c.GPU_RESOURCE, 0))))
         except ValueError:
             count = 0
-    memory = positive_int(node_labels.get(c.GPU_MEMORY_LABEL))
-    memory = floor_gpu_memory_mib(memory)
+    memory = node_gpu_memory_mib(node_labels.get(c.GPU_MEMORY_LABEL))
     product = node_labels.get(GPU_PRODUCT_LABEL)
     return GpuFacts(count, memory, product if isinstance(product, str) else "")
 

@@ -45,9 +45,9 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, resource_version
+from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of, metadata_of, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Reconciler, ReconcileStats, TemporaryError
-from kai_scheduler.model.builder import floor_gpu_memory_mib, reported_gpu_memory_range
+from kai_scheduler.model.builder import reported_gpu_memory_range
 from kai_scheduler.model.resources import Resources
 
 RESOURCE_KEYS = (c.CPU_RESOURCE, c.MEMORY_RESOURCE, c.GPU_RESOURCE)
@@ -151,15 +151,6 @@ def merge_resource_list(current: Any, desired: Mapping[str, str]) -> dict[str, s
             if key not in desired:
                 patch[str(key)] = None
     return patch
-
-
-def gpu_memory_mib_of(node: Mapping[str, Any]) -> float:
-    """The node's GPU memory (MiB) from the GPU Operator's label, floored to 100 MiB as KAI does; 0 when
-    unknown."""
-    raw = labels_of(node).get(c.GPU_MEMORY_LABEL)
-    if not isinstance(raw, str) or not raw.isdigit():
-        return 0.0
-    return float(floor_gpu_memory_mib(int(raw)))
 
 
 class NodeGpuMemory:
@@ -316,6 +307,5 @@ __all__ = [
     "StatusStats",
     "Usage",
     "format_milli",
-    "gpu_memory_mib_of",
     "normalized_resource_list",
 ]
