@@ -102,10 +102,15 @@ class Scheduler:
                 raise ConfigError(f"actions: unknown action {name!r} (known: {', '.join(sorted(ACTIONS))})")
 
     def _open(
-        self, snapshot: ClusterSnapshot, cycle: int, now: float, timings: dict[str, float] | None = None
+        self,
+        snapshot: ClusterSnapshot,
+        cycle: int,
+        now: float,
+        timings: dict[str, float] | None = None,
+        record_fair_share: bool = False,
     ) -> tuple[Session, list[Plugin]]:
         """With `timings`, each plugin's on_session_open is timed into it (plugin -> seconds)."""
-        session = Session(snapshot, self.config, cycle=cycle, now=now)
+        session = Session(snapshot, self.config, cycle=cycle, now=now, record_fair_share=record_fair_share)
         options = list(self.config.plugins())
         plugins = [PLUGINS[o.name](o.arguments) for o in options]
         for plugin in plugins:
@@ -115,15 +120,17 @@ class Scheduler:
                 timings[plugin.name] = timings.get(plugin.name, 0.0) + perf_counter() - began
         return session, plugins
 
-    def run(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> SessionResult:
+    def run(
+        self, snapshot: ClusterSnapshot, *, cycle: int, now: float, record_fair_share: bool = False
+    ) -> SessionResult:
         """One cycle. The result also carries what the session measured about itself, for metrics: open,
         close, each plugin's on_session_open/close and each action's execute in seconds, and the counts
-        the actions kept (`Session.counts`)."""
+        the actions kept (`Session.counts`); with `record_fair_share`, the fair-share division's steps."""
         plugin_open: dict[str, float] = {}
         plugin_close: dict[str, float] = {}
         action_seconds: dict[str, float] = {}
         began = perf_counter()
-        session, plugins = self._open(snapshot, cycle, now, plugin_open)
+        session, plugins = self._open(snapshot, cycle, now, plugin_open, record_fair_share)
         opened = mark = perf_counter()
         for name in self.config.actions:
             ACTIONS[name]().execute(session)

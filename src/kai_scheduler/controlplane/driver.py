@@ -66,6 +66,9 @@ class CycleDriver:
         self.reuse = True
         self.verify = verify_requested()
         self.reused = 0
+        # Keep the fair-share division's steps in each result (`SessionResult.fair_share_record`): the
+        # live scheduler's plugin server and `simulate --explain-fairshare` show them.
+        self.record_fair_share = False
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         """One cycle; on a cluster unchanged since a cycle that decided nothing, that cycle's result
@@ -86,7 +89,7 @@ class CycleDriver:
                 return CycleOutcome(snapshot, result, running, seconds, usage_seconds, reused=True)
         snapshot = cache.snapshot(queue_usage, now)
         running_before = cache.running_jobs
-        result = self.scheduler.run(snapshot, cycle=cycle, now=now)
+        result = self.scheduler.run(snapshot, cycle=cycle, now=now, record_fair_share=self.record_fair_share)
         cache.after_cycle(decision.pod for decision in result.decisions)
         if reused is not None:
             check_same(reused[1], result)

@@ -8,6 +8,7 @@ from typing import Literal
 from kai_scheduler.api.numa_placement import NumaZonePlacement
 from kai_scheduler.api.objects import AllocationResult, ContainerExtendedResourceRequest, DeviceRequest
 from kai_scheduler.framework.search_record import SearchRecord
+from kai_scheduler.model.fair_share_record import FairShareRecord
 
 DecisionType = Literal["bind", "pipeline", "evict"]
 
@@ -87,3 +88,5 @@ class SessionResult:
     plugin_open_seconds: dict[str, float] = field(default_factory=dict)  # plugin -> on_session_open
     plugin_close_seconds: dict[str, float] = field(default_factory=dict)  # plugin -> on_session_close
     counts: dict[str, ActionCounts] = field(default_factory=dict)  # action -> what it tried
+    # The fair-share division step by step, when the session was asked to record it (`Session`).
+    fair_share_record: FairShareRecord | None = None

@@ -19,6 +19,7 @@ from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
 from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable, PipelineTake
 from kai_scheduler.model.queues import QueueInfo
@@ -252,7 +253,15 @@ class Placed:
 
 
 class Session:
-    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, *, cycle: int, now: float) -> None:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        *,
+        cycle: int,
+        now: float,
+        record_fair_share: bool = False,
+    ) -> None:
         if not config.full_hierarchy_fairness:
             # KAI re-parents every leaf queue to one synthetic root: fairness is decided among leaves.
             snapshot.queues = snapshot.queues.flattened()
@@ -279,6 +288,10 @@ class Session:
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
         self._job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
+        # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
+        self.record_fair_share = record_fair_share
+        self.fair_share_record: FairShareRecord | None = None
 
     # --- orders ----------------------------------------------------------------------------------
 
@@ -555,6 +568,7 @@ class Session:
             fair_share,
             dict(self.points.stale_updates),
             self._wake_at,
+            fair_share_record=self.fair_share_record,
         )
 
 

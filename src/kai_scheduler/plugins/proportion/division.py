@@ -12,6 +12,9 @@ Implements kai-reference §5.2 for a single resource (callers run it once per re
 
 The division is top-down: top-level queues share ``total``; each parent's fair share is then divided
 among its children with the same algorithm.
+
+A ``DivisionRecorder`` passed to ``divide`` is told every step as it is taken (``kubectl kai fairshare``
+shows them); without one nothing is recorded and the loops allocate nothing more.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kai_scheduler.model.fair_share_record import DivisionRecorder, Grant, QueueAtLevel
 from kai_scheduler.model.queues import is_unlimited
 
 # Relative tolerance (in units) for float noise: an offer of 2.9999999999999996 GPUs is 3 whole GPUs, and a
@@ -71,6 +75,7 @@ def divide(
     *,
     k_value: float = 1.0,
     unit: float = 1.0,
+    recorder: DivisionRecorder | None = None,
 ) -> dict[str, float]:
     """Return the fair share of one resource for every queue of the tree.
 
@@ -86,7 +91,7 @@ def divide(
     pending: list[tuple[float, list[QueueShareInput]]] = [(total, children.get(None, []))]
     while pending:
         level_total, siblings = pending.pop()
-        level_shares = _divide_level(level_total, siblings, requests, k_value, unit)
+        level_shares = _divide_level(level_total, siblings, requests, k_value, unit, recorder)
         shares.update(level_shares)
         for queue in siblings:
             if queue.name in children:
@@ -150,12 +155,33 @@ def _divide_level(
     requests: dict[str, float],
     k_value: float,
     unit: float,
+    recorder: DivisionRecorder | None = None,
 ) -> dict[str, float]:
     level = [_LevelQueue(queue, _requestable(requests[queue.name], queue.limit)) for queue in siblings]
     remaining = _give_deserved(total, level)
+    if recorder is not None:
+        recorder.level(siblings[0].parent, total, [_at_level(entry, requests) for entry in level], remaining)
     if remaining > 0:
-        _give_over_quota(remaining, level, k_value, unit)
-    return {entry.queue.name: entry.fair_share for entry in level}
+        _give_over_quota(remaining, level, k_value, unit, recorder)
+    shares = {entry.queue.name: entry.fair_share for entry in level}
+    if recorder is not None:
+        recorder.level_done(shares)
+    return shares
+
+
+def _at_level(entry: _LevelQueue, requests: dict[str, float]) -> QueueAtLevel:
+    queue = entry.queue
+    return QueueAtLevel(
+        name=queue.name,
+        priority=queue.priority,
+        deserved=queue.deserved,
+        limit=queue.limit,
+        over_quota_weight=queue.over_quota_weight,
+        request=requests[queue.name],
+        usage=queue.usage,
+        requestable=entry.requestable,
+        quota_share=entry.fair_share,
+    )
 
 
 def _requestable(request: float, limit: float) -> float:
@@ -175,17 +201,31 @@ def _give_deserved(total: float, level: list[_LevelQueue]) -> float:
     return remaining
 
 
-def _give_over_quota(remaining: float, level: list[_LevelQueue], k_value: float, unit: float) -> None:
+def _give_over_quota(
+    remaining: float,
+    level: list[_LevelQueue],
+    k_value: float,
+    unit: float,
+    recorder: DivisionRecorder | None = None,
+) -> None:
     """§5.2 steps 2-3: a bucket is fully served (rounds, then leftovers) before the next one sees anything."""
     for priority in sorted({entry.queue.priority for entry in level}, reverse=True):
         if remaining <= _EPSILON * unit:
             return
         bucket = [entry for entry in level if entry.queue.priority == priority]
-        remaining = _run_rounds(remaining, bucket, k_value, unit)
-        remaining = _hand_out_leftovers(remaining, bucket, unit)
+        if recorder is not None:
+            recorder.bucket(priority, remaining)
+        remaining = _run_rounds(remaining, bucket, k_value, unit, recorder)
+        remaining = _hand_out_leftovers(remaining, bucket, unit, recorder)
 
 
-def _run_rounds(remaining: float, bucket: list[_LevelQueue], k_value: float, unit: float) -> float:
+def _run_rounds(
+    remaining: float,
+    bucket: list[_LevelQueue],
+    k_value: float,
+    unit: float,
+    recorder: DivisionRecorder | None = None,
+) -> float:
     """Weighted rounds over the unsatisfied queues of one priority bucket.
 
     A new round runs only if some queue got less than offered (so something is left to re-offer) *and*
@@ -199,13 +239,19 @@ def _run_rounds(remaining: float, bucket: list[_LevelQueue], k_value: float, uni
         amount = remaining
         handed_out = 0.0
         someone_got_less = False
-        for entry, weight in zip(candidates, _normalised_share_weights(candidates, k_value), strict=True):
+        relative, weights = _normalised_share_weights(candidates, k_value)
+        grants: list[Grant] | None = [] if recorder is not None else None
+        for entry, weight in zip(candidates, weights, strict=True):
             offer = amount * weight
             granted = min(_grant(entry, offer, unit), remaining)
             entry.fair_share += granted
             remaining -= granted
             handed_out += granted
             someone_got_less = someone_got_less or granted < offer - _EPSILON * unit
+            if grants is not None:
+                grants.append(Grant(entry.queue.name, granted, offer, weight, entry.leftover))
+        if recorder is not None and grants is not None:
+            recorder.round(amount, relative, grants)
         if handed_out <= 0 or not someone_got_less:
             break
     return remaining
@@ -222,8 +268,11 @@ def _grant(entry: _LevelQueue, offer: float, unit: float) -> float:
     return whole
 
 
-def _normalised_share_weights(candidates: list[_LevelQueue], k_value: float) -> list[float]:
-    """§5.2: w' = weight / Σ weights(unsatisfied); shareWeight = max(0, w' + k·(w' − usage')), normalised."""
+def _normalised_share_weights(
+    candidates: list[_LevelQueue], k_value: float
+) -> tuple[list[float], list[float]]:
+    """§5.2: w' = weight / Σ weights(unsatisfied); shareWeight = max(0, w' + k·(w' − usage')), normalised.
+    Both: (w' per candidate, the normalised shareWeight per candidate)."""
     total_weight = sum(entry.queue.over_quota_weight for entry in candidates)
     relative = [entry.queue.over_quota_weight / total_weight for entry in candidates]
     share = [max(0.0, w + k_value * (w - e.queue.usage)) for w, e in zip(relative, candidates, strict=True)]
@@ -231,11 +280,13 @@ def _normalised_share_weights(candidates: list[_LevelQueue], k_value: float) -> 
     if share_total <= 0:
         # Usage so high that every shareWeight clamps to 0: fall back to the plain weights rather than
         # offering nothing to anybody.
-        return relative
-    return [s / share_total for s in share]
+        return relative, relative
+    return relative, [s / share_total for s in share]
 
 
-def _hand_out_leftovers(remaining: float, bucket: list[_LevelQueue], unit: float) -> float:
+def _hand_out_leftovers(
+    remaining: float, bucket: list[_LevelQueue], unit: float, recorder: DivisionRecorder | None = None
+) -> float:
     """Final hand-out: one unit (or the fractional rest) per queue, largest recorded leftover first.
 
     Ties go to the older queue (smaller creation rank), then the smaller name.  When the rounds stop making
@@ -245,10 +296,15 @@ def _hand_out_leftovers(remaining: float, bucket: list[_LevelQueue], unit: float
     candidates.sort(
         key=lambda e: (-round(e.leftover / unit, _LEFTOVER_DECIMALS), e.queue.creation_rank, e.queue.name)
     )
+    grants: list[Grant] | None = [] if recorder is not None else None
     for entry in candidates:
         if remaining <= _EPSILON * unit:
             break
         granted = min(unit, entry.missing, remaining)
         entry.fair_share += granted
         remaining -= granted
+        if grants is not None:
+            grants.append(Grant(entry.queue.name, granted, unit, 0.0, entry.leftover))
+    if recorder is not None and grants is not None:
+        recorder.leftovers(grants, remaining)
     return remaining

@@ -15,6 +15,7 @@ import numpy as np
 from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, WaitReason
 from kai_scheduler.framework.gang import request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
+from kai_scheduler.model.fair_share_record import DivisionRecorder
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
@@ -68,7 +69,11 @@ class ProportionPlugin:
         self._chains = {}
         snapshot = session.snapshot
         account_queues(snapshot)
-        compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value)
+        # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
+        recorder = DivisionRecorder(session.cycle) if session.record_fair_share else None
+        compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value, recorder)
+        if recorder is not None:
+            session.fair_share_record = recorder.record
         points = session.points
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
@@ -630,10 +635,15 @@ def _ancestors_by_depth(queues: QueueTree, position: dict[str, int]) -> list[Int
 USAGE_DECIMALS = 2
 
 
-def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) -> None:
+def compute_fair_shares(
+    queues: QueueTree, capacity: Resources, k_value: float, recorder: DivisionRecorder | None = None
+) -> None:
     """Fair share per resource, top-down through the tree; queues detached by a flattened tree report
-    the sum of their leaves."""
+    the sum of their leaves. A `recorder` is told every step of every resource's division."""
     for resource in RESOURCE_NAMES:
+        total = max(capacity.get(resource), 0.0)
+        if recorder is not None:
+            recorder.resource(resource, total, k_value)
         inputs = [
             QueueShareInput(
                 name=q.name,
@@ -648,11 +658,13 @@ def compute_fair_shares(queues: QueueTree, capacity: Resources, k_value: float) 
             )
             for q in queues
         ]
-        shares = divide(max(capacity.get(resource), 0.0), inputs, k_value=k_value, unit=1.0)
+        shares = divide(total, inputs, k_value=k_value, unit=1.0, recorder=recorder)
         for queue in queues:
             queue.fair_share.set(resource, shares.get(queue.name, 0.0))
         for parent, leaves in queues.detached.values():
             parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
+            if recorder is not None:
+                recorder.detached(parent.name, leaves)
 
 
 def _job_sums(
