@@ -16,10 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kai_scheduler.api.objects import Queue
 from kai_scheduler.cli import what_if
 from kai_scheduler.cli.flags import UsageError, scheduler_config, warn, write_out
 from kai_scheduler.cli.sim_options import DEFAULT_START, input_paths, simulation_options
 from kai_scheduler.framework.config import EVICTED_UNOWNED_PODS, ConfigError
+from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.model.fair_share_record import FairShareRecord
+from kai_scheduler.model.fair_share_record import as_json as fair_share_json
+from kai_scheduler.model.fair_share_text import explanation_text
 from kai_scheduler.sim.engine import Simulation, SimulationResult
 from kai_scheduler.sim.estimates import start_estimates
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
@@ -81,6 +86,12 @@ def add_command(commands: Any) -> None:
     simulate.add_argument(
         "--report", metavar="DIR", help="also write DIR/index.html (plots) and DIR/summary.json"
     )
+    simulate.add_argument(
+        "--explain-fairshare",
+        metavar="QUEUE",
+        help="also show how the last cycle divided the cluster down to QUEUE's fair share, step by step "
+        "(text: after the tables; json: the document's fairShareExplanation)",
+    )
     what_if.add_arguments(simulate)
 
 
@@ -109,6 +120,8 @@ def _epilog() -> str:
 
 def command(args: argparse.Namespace) -> int:
     if args.compare or args.sweep or args.workers is not None or args.ray is not None:
+        if args.explain_fairshare is not None:
+            raise UsageError("--explain-fairshare: not with --compare or --sweep (explain one run)")
         if args.evicted_unowned_pods is not None:
             raise UsageError(
                 "--evicted-unowned-pods: not with --compare or --sweep (set evictedUnownedPods in the "
@@ -131,6 +144,7 @@ def command(args: argparse.Namespace) -> int:
         except ConfigError as error:
             raise ConfigError(f"{args.config or 'default configuration'}: {error}") from None
         gc.freeze()  # later collections skip the input's objects (reference counting still frees them)
+    explained = _Explained(args.explain_fairshare, simulation, objects) if args.explain_fairshare else None
     report = _Report(args.report, simulation) if args.report else None
     progress = None
     if sys.stderr.isatty():  # rich's progress module is imported only for a terminal
@@ -149,10 +163,58 @@ def command(args: argparse.Namespace) -> int:
             document = result_document(result, start_estimates(simulation, result))
             if report is not None:
                 report.write(result, document, title=_title(demo))
+            if explained is not None and args.output == "json":
+                document["fairShareExplanation"] = explained.as_json()
             _output(
                 args, document, demo=demo, ran=_what_ran(result, document) if args.output == "text" else None
             )
+            if explained is not None and args.output == "text":
+                _append(args.out, "\n" + explained.text())
     return 0
+
+
+class _Explained:
+    """`--explain-fairshare QUEUE`: the cycles record their fair-share division; the last one's is shown."""
+
+    def __init__(self, queue: str, simulation: Simulation, objects: list[Any]) -> None:
+        names = {o.metadata.name for o in objects if isinstance(o, Queue)}
+        if queue not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise UsageError(f"--explain-fairshare {queue}: no such queue in the input (queues: {known})")
+        if simulation.sharded is not None:
+            raise UsageError(f"--explain-fairshare {queue}: not with node-pool shards (each divides its own)")
+        self.queue = queue
+        self.record: FairShareRecord | None = None
+        simulation.driver.record_fair_share = True
+        simulation.observers.append(self._keep)
+
+    def _keep(self, _: object, result: SessionResult) -> None:
+        self.record = result.fair_share_record
+
+    def _recorded(self) -> FairShareRecord:
+        if self.record is None or self.queue not in self.record.queues():
+            raise UsageError(
+                f"--explain-fairshare {self.queue}: the queue was left out of the division (its parent "
+                "queue is not in the input)"
+            )
+        return self.record
+
+    def as_json(self) -> dict[str, Any]:
+        return fair_share_json(self._recorded(), self.queue)
+
+    def text(self) -> str:
+        return explanation_text(self._recorded().for_queue(self.queue), self.queue)
+
+
+def _append(path: str | None, text: str) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise UsageError(f"--out {path}: {error.strerror}") from None
 
 
 def _what_ran(result: SimulationResult, document: dict[str, Any]) -> dict[str, Any] | None:

@@ -51,9 +51,32 @@ def _resource_lines(division: ResourceDivision, queue: str) -> list[str]:
     levels = division.path(queue) if queue not in division.detached else division.levels
     for depth, level in enumerate(levels, start=1):
         lines.extend(_level_lines(resource, division.k_value, depth, level))
-    if queue not in division.detached and share is not None:
-        lines.append(f"  Result: {queue} gets {amount(resource, share)} of {resource}.")
+    if queue not in division.detached and share is not None and levels:
+        why = _why(resource, levels[-1], queue)
+        lines.append(f"  Result: {queue}'s {resource} fair share is {amount(resource, share)}: {why}.")
     return lines
+
+
+def _why(resource: str, level: Level, queue: str) -> str:
+    """The one step that settled the queue's share at its level."""
+    entry = next(q for q in level.queues if q.name == queue)
+    share = level.shares.get(queue, 0.0)
+    above = share - entry.quota_share
+    if share >= entry.requestable - 1e-9:
+        if not is_unlimited(entry.limit) and entry.limit < entry.request:
+            asked = amount(resource, entry.request)
+            return f"all it may have, its limit {amount(resource, entry.limit)} (it asks for {asked})"
+        return f"all it asks for ({amount(resource, entry.request)})"
+    if above <= 1e-9:
+        if entry.over_quota_weight <= 0:
+            return "its quota phase share; an over-quota weight of 0 gets nothing above it"
+        if level.after_quota <= 0:
+            return "its quota phase share; nothing was left over the quotas"
+        return "its quota phase share; queues of higher priority, or the rounds, took what was left"
+    return (
+        f"{amount(resource, entry.quota_share)} in the quota phase and {amount(resource, above)} over quota, "
+        f"by weight {_number(entry.over_quota_weight)} among the queues of priority {entry.priority}"
+    )
 
 
 def _level_lines(resource: str, k_value: float, depth: int, level: Level) -> list[str]:
@@ -105,7 +128,7 @@ def _bucket_lines(resource: str, bucket: Bucket) -> list[str]:
         lines.append("      no queue of this priority asks for more")
     for number, entry in enumerate(bucket.rounds, start=1):
         parts = [
-            f"{grant.queue} w'={_number(relative)} share {_number(grant.share_weight)} "
+            f"{grant.queue} w'={_number(relative)} weight {_number(grant.share_weight)} "
             f"offered {amount(resource, grant.offer)} got {amount(resource, grant.granted)}"
             for grant, relative in zip(entry.grants, entry.relative, strict=True)
         ]
