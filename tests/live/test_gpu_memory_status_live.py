@@ -60,7 +60,7 @@ def write_statuses(server: FakeApiServer, make_client: MakeClient, cluster: GpuM
             make_client("status-controllers") as client,
             InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
         ):
-            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01, settle=0)
             queue_status = QueueStatusController(
                 client, informers, metrics=metrics, resync_period=0.2, debounce=0.01
             )

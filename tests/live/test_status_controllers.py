@@ -93,7 +93,7 @@ def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClie
             make_client("status-controllers") as client,
             InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
         ):
-            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+            groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01, settle=0)
             queues = QueueStatusController(
                 client, informers, metrics=metrics, resync_period=0.2, debounce=0.01
             )
@@ -183,7 +183,7 @@ def test_status_follows_deletions_and_retries_failed_writes(
             InformerSet(client, backoff=FAST_BACKOFF, kinds=KINDS) as informers,
         ):
             groups = PodGroupStatusController(
-                client, informers, resync_period=5, debounce=0.01, backoff=FAST_BACKOFF
+                client, informers, resync_period=5, debounce=0.01, settle=0, backoff=FAST_BACKOFF
             )
             queues = QueueStatusController(client, informers, resync_period=5, debounce=0.01)
             stop = asyncio.Event()
@@ -243,7 +243,7 @@ def test_a_node_s_gpu_memory_change_reaches_the_status_at_the_resync(
         )
 
     def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
-        return PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01)
+        return PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01, settle=0)
 
     async def body() -> None:
         async with running(make_client, make):
@@ -281,3 +281,75 @@ def test_a_failed_queue_write_is_retried_alone(server: FakeApiServer, make_clien
     run(body())
     patches = server.requests(verb="patch", resource="queues", subresource="status")
     assert len(patches) == 3  # two, one of them refused, and that one again
+
+
+def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    """Issue #23: a new PodGroup whose pod is placed and runs within the settle window gets one status
+    write, of where it ended (running), not pending and then running; one whose pod still waits when the
+    window is over gets its pending status then."""
+    store = server.store
+    store.kubelet = True  # a bound pod starts running
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    for name in ("quick", "slow"):
+        store.create(pod_group_manifest(name, "q"))
+        store.create(pod_manifest(f"{name}-0", "q", group=name, gpus=1))
+
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=3600)
+
+    async def body() -> None:
+        async with running(make_client, make) as groups:
+            await eventually(lambda: groups.stats.computed >= 2)  # both seen, their pods pending
+            assert status_writes(server) == 0
+            store.bind("default", "quick-0", "n1")
+            await eventually(lambda: status(server, "podgroups", "quick").get("running") == 1)
+            assert status(server, "podgroups", "quick")["pending"] == 0
+            assert status(server, "podgroups", "slow") == {}
+
+    run(body())
+    assert status_writes(server) == 1
+
+    def make_short(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=0.2)
+
+    async def short_window() -> None:
+        async with running(make_client, make_short):
+            await eventually(lambda: status(server, "podgroups", "slow").get("pending") == 1)
+
+    run(short_window())
+    assert status_writes(server) == 2
+
+
+def test_a_queue_s_status_is_written_at_most_once_a_period(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    """Issue #23: PodGroups changing all the time (pods streaming in) give a queue pass, and so at most one
+    write per queue, once a `period`, however long the pass before took."""
+    store = server.store
+    store.create(queue_manifest("q"))
+    period = 0.25
+
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return QueueStatusController(client, informers, resync_period=60, debounce=0.01, period=period)
+
+    async def body() -> float:
+        async with running(make_client, make) as queues:
+            await eventually(lambda: queues.stats.passes >= 1)
+            server.clear_requests()
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            for i in range(40):  # a new PodGroup asking for one more CPU every 25 ms
+                store.create(pod_group_manifest(f"job-{i}", "q"))
+                store.set_status(
+                    "podgroups", f"job-{i}", {"resourcesStatus": {"requested": {"cpu": "1"}}}, "default"
+                )
+                await asyncio.sleep(0.025)
+            await eventually(lambda: status(server, "queues", "q").get("requested", {}).get("cpu") == "40")
+            return loop.time() - began
+
+    elapsed = run(body())
+    writes = len(server.requests(verb="patch", resource="queues", subresource="status"))
+    assert 1 <= writes <= elapsed / period + 1

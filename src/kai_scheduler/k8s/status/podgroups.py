@@ -16,13 +16,20 @@ named by the spec, the `priorityClassName` label or the first pod; the cluster's
 KAI's four built-in classes, then the pod's `spec.priority`, then the cluster's global default or 50)
 below 100 means preemptible.
 
-When a write makes a PodGroup's pods all Running (at least `minMember` of them, none pending), a Normal
-event `Running` on it says so, once per time it gets there (a PodGroup found so already, as after a restart,
-gets none).
+No event: KAI v0.17's podgroupcontroller records none, and that a PodGroup's pods all run is in the
+counters this status write carries anyway (`running`, `pending`).
+
+A new PodGroup's first status waits up to `settle` seconds (`SETTLE`) from when this controller first
+sees it while any of its pods is still pending, as a controller-runtime reconcile that returns a
+requeue-after would: a bare pod is usually placed and running by then, and one write of where it ended
+says what two (pending, then running) would have. Nothing reads the pending status meanwhile but people
+and the queue controller's `requested` sums, which lag by as much. KAI has no such delay (its
+podgroupcontroller writes on every change) and so no flag for it; `settle=0` writes at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,8 +47,6 @@ from kai_scheduler.k8s.runtime.client import (
     JsonObject,
     KubeClient,
 )
-from kai_scheduler.k8s.runtime.events import ACCESS as EVENT_ACCESS
-from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
@@ -63,25 +68,19 @@ from kai_scheduler.model.resources import PodRequest
 
 log = logging.getLogger(__name__)
 
-ACCESS = (access(POD_GROUPS, "patch", subresource="status"), EVENT_ACCESS)  # and the Running event
+ACCESS = (access(POD_GROUPS, "patch", subresource="status"),)
 
-GROUP_RUNNING = "Running"  # the PodGroup's event when all its pods run
-EVENT_COMPONENT = "podgroup-controller"
-
-
-def all_running(group: JsonObject, status: Mapping[str, Any]) -> bool:
-    """Whether the counters in `status` say every pod of `group` that is not finished runs, and at least
-    its minMember (one at least)."""
-    running, pending = status.get("running"), status.get("pending")
-    if not isinstance(running, int) or not isinstance(pending, int):
-        return False
-    min_member = (group.get("spec") or {}).get("minMember")
-    needed = min_member if isinstance(min_member, int) and min_member > 0 else 1
-    return pending == 0 and running >= needed
+SETTLE = 5.0  # seconds a new PodGroup's first status may wait for its pods to leave pending
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str(metadata_of(obj).get("uid") or object_key(obj))
+
+
+def _has_status(group: JsonObject) -> bool:
+    """Whether any of the fields this controller owns is on the PodGroup's status."""
+    status = group.get("status") or {}
+    return "resourcesStatus" in status or any(name in status for name in POD_COUNTERS)
 
 
 def _counters(status: Mapping[str, Any]) -> dict[str, int | None]:
@@ -108,6 +107,7 @@ class PodGroupStatusController(StatusReconciler):
         *,
         resync_period: float = 30.0,
         debounce: float = 0.1,
+        settle: float = SETTLE,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
     ) -> None:
@@ -120,12 +120,13 @@ class PodGroupStatusController(StatusReconciler):
             concurrency=concurrency,
             backoff=backoff,
         )
+        self.settle = settle
+        self._first_seen: dict[str, float] = {}  # new PodGroups whose first status waits: since when
         self._requests: dict[str, PodRequest | None] = {}  # pod uid -> its request (None: unreadable)
         # What a status is computed from, when it was last found up to date (see `_inputs`): a resync
         # computes again only the PodGroups whose inputs changed since, not every PodGroup every time.
         self._settled: dict[str, tuple[str, frozenset[tuple[str, str]], int]] = {}
         self._cluster_epoch = 0  # counts changes of nodes and PriorityClasses (read by every status)
-        self._running: set[str] = set()  # PodGroups known all running (their `Running` event is said)
         self._cluster: tuple[int, NodeGpuMemory, Priorities] | None = None  # read at this epoch
 
     # --- computing ---
@@ -256,20 +257,22 @@ class PodGroupStatusController(StatusReconciler):
                 self._settled[key] = inputs
             return None
         self._settled.pop(key, None)
-        arriving = self._arriving(key, obj, desired)
+        wait = self._first_write_wait(key, obj, desired)
+        if wait > 0:
+            return Result(requeue_after=wait)
+        self._first_seen.pop(key, None)
         await self._write(key, obj, desired)
-        if arriving is not None:
-            self._running.add(key)
-            message = f"All its pods are running ({arriving} of {arriving})"
-            await record_event(
-                self.client,
-                obj,
-                type="Normal",
-                reason=GROUP_RUNNING,
-                message=message,
-                component=EVENT_COMPONENT,
-            )
         return None
+
+    def _first_write_wait(self, key: str, obj: JsonObject, desired: Mapping[str, Any]) -> float:
+        """How much longer the first status of a new PodGroup waits (module doc): 0 once it was written
+        (by anyone), once none of its pods is pending (and it has some), or `settle` after first sight."""
+        if self.settle <= 0 or key in self._written or _has_status(obj):
+            return 0.0
+        if desired["pending"] == 0 and desired["running"] + desired["succeeded"] + desired["failed"] > 0:
+            return 0.0
+        now = asyncio.get_running_loop().time()
+        return self._first_seen.setdefault(key, now) + self.settle - now
 
     async def on_resync(self) -> None:
         """Forget the requests of pods gone without a deletion seen."""
@@ -282,19 +285,7 @@ class PodGroupStatusController(StatusReconciler):
         self.forget(key)
         self._written.pop(key, None)
         self._settled.pop(key, None)
-        self._running.discard(key)
-
-    def _arriving(self, key: str, obj: JsonObject, desired: Mapping[str, Any]) -> int | None:
-        """The pods running when writing `desired` makes the PodGroup all running (its `Running` event),
-        else None. One that stops being so is forgotten, one shown so already remembered without an
-        event."""
-        if not all_running(obj, desired):
-            self._running.discard(key)
-        elif all_running(obj, obj.get("status") or {}):
-            self._running.add(key)
-        elif key not in self._running:
-            return int(desired["running"])
-        return None
+        self._first_seen.pop(key, None)
 
     def _inputs(self, key: str, group: JsonObject) -> tuple[str, frozenset[tuple[str, str]], int] | None:
         """What the status of `group` is computed from, as versions: the PodGroup (its status included: what

@@ -9,8 +9,9 @@ PodGroups' statuses, and the queue metrics (`metrics.py`).
 bottom-up through the queue tree: a queue's own PodGroups (`spec.queue`) summed from their
 `status.resourcesStatus` (what the PodGroup controller wrote, as in KAI, where the two are separate
 binaries), plus the totals of its child queues (`spec.parentQueue`); `childQueues` lists the children by
-name. A pass over the tree is one reconcile of one key (`TREE`). With `metrics` (a `QueueMetrics`), the
-queue gauges are set after every pass.
+name. A pass over the tree is one reconcile of one key (`TREE`), at most one a `period` (1 s): a queue's
+status is written at most once a period, and only when it changed. With `metrics` (a `QueueMetrics`),
+the queue gauges are set after every pass.
 """
 
 from __future__ import annotations
@@ -171,9 +172,11 @@ class QueueStatusController(StatusReconciler):
         *,
         metrics: QueueMetrics | None = None,
         resync_period: float = 30.0,
-        # A pass sums every PodGroup of every queue: while pods stream in, one pass (and at most one
-        # write per queue) a second rather than five (issue #8: 0.8 queue writes per pod at 0.2 s).
+        # A pass sums every PodGroup of every queue: while pods stream in, one pass a second rather than
+        # five (issue #8: 0.8 queue writes per pod at 0.2 s). `period` makes it at most one: a pass that
+        # ran longer than the debounce would otherwise be followed by the next at once.
         debounce: float = 1.0,
+        period: float = 1.0,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
     ) -> None:
@@ -185,6 +188,7 @@ class QueueStatusController(StatusReconciler):
             debounce=debounce,
             concurrency=concurrency,
             backoff=backoff,
+            min_interval=period,
         )
         self.metrics = metrics
         self._own = _OwnUsage()

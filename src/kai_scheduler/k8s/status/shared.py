@@ -216,7 +216,7 @@ class StatusReconciler(Reconciler):
     """A `runtime.reconciler.Reconciler` for a status: marks coalesced per key (`debounce`), the informers
     waited for and their handlers added at `start`, and writes of changed statuses only (a failed one is
     a `TemporaryError`, retried with `backoff`); subclasses compute. `concurrency` bounds the writes in
-    flight."""
+    flight; `min_interval`: a key is reconciled at most once in that many seconds."""
 
     kind: ResourceKind
 
@@ -230,8 +230,11 @@ class StatusReconciler(Reconciler):
         debounce: float,
         concurrency: int,
         backoff: Backoff,
+        min_interval: float = 0.0,
     ) -> None:
-        super().__init__(workers=workers, resync_period=resync_period, backoff=backoff)
+        super().__init__(
+            workers=workers, resync_period=resync_period, backoff=backoff, min_interval=min_interval
+        )
         self.client = client
         self.informers = informers
         self.debounce = debounce
