@@ -5,7 +5,8 @@ else too: pods deleted, re-annotated into another PodGroup, bound by another sch
 ungated; PodGroups created after their pods and deleted before them; nodes and queues edited. Random
 sequences of such deltas, with scheduling cycles in between whose decisions are not carried out (as in
 live mode, where a bind is seen only when the informer shows it), must leave the cache's snapshot equal,
-field by field, to one built from scratch.
+field by field, to one built from scratch (a node edited while the same nodes stay keeps the jobs and
+makes only the node table again).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ operations = st.one_of(
     st.tuples(st.just("group"), st.sampled_from(GROUPS), st.integers(1, 3), st.sampled_from(QUEUES)),
     st.tuples(st.just("delete-group"), st.sampled_from(GROUPS)),
     st.tuples(st.just("nodes"), st.lists(st.sampled_from(NODES), min_size=1, unique=True), st.integers(2, 8)),
+    # The same nodes changed (cordoned, relabelled, resized): only the node table is made again.
+    st.tuples(st.just("node-spec"), st.sampled_from(NODES), st.booleans(), st.sampled_from(("z1", "z2"))),
     st.tuples(st.just("queues"), st.booleans()),
     st.tuples(st.just("priorities"), st.integers(0, 200)),
     st.tuples(st.just("cycle")),
@@ -129,6 +132,13 @@ def apply(cache: ClusterCache, operation: tuple[object, ...], scheduler: Schedul
     elif kind == "nodes":
         names, gpus = operation[1], operation[2]
         cache.set_nodes([node(name, gpus=gpus) for name in names])  # type: ignore[attr-defined]
+    elif kind == "node-spec":
+        _, changed, cordoned, zone = operation
+        nodes = {name: node(name, gpus=4) for name in NODES}
+        nodes[str(changed)] = node(
+            str(changed), gpus=4, unschedulable=bool(cordoned), labels={"zone": str(zone)}
+        )
+        cache.set_nodes(nodes.values())
     elif kind == "queues":
         hierarchy = operation[1]
         parents = [queue("dept")] if hierarchy else []

@@ -44,8 +44,9 @@ class NodeAccounting:
         self.min_gpu_memory = self.max_gpu_memory = 0.0
         self.foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = []
 
-    def reset(self, table: NodeTable) -> None:
-        """A new node table: nothing held yet, and every row to account."""
+    def reset(self, table: NodeTable, *, keep_holds: bool = False) -> None:
+        """A new node table, every row to account: nothing held yet, or with `keep_holds` what the pods
+        held on the last one (its nodes, in the same order: `Changes.node_table`)."""
         self.table = table
         ready = np.array([spec.ready for spec in table.specs], dtype=np.bool_)
         self.ready_capacity = Resources(
@@ -54,7 +55,8 @@ class NodeAccounting:
             memory=float(table.cap_memory[ready].sum()),
         )
         self.min_gpu_memory, self.max_gpu_memory = reported_gpu_memory_range(table.gpu_memory_mib)
-        self._holds, self._occupants = {}, {}
+        if not keep_holds:
+            self._holds, self._occupants = {}, {}
         self._changes.nodes = set(range(table.size))
         self._changes.foreign = True
 

@@ -8,8 +8,9 @@ accounted) between cycles and, per change, rebuilds only what the change touches
   current objects (`job_rebuild`), and the nodes its old and new tasks occupy become dirty;
 * a dirty node's usage row is accounted again from the pods on it, in creation order, exactly as a
   build from scratch would account it (`accounting`: so floating-point sums are the same);
-* nodes, priority classes or the nodes' DRA devices that change make everything dirty, and queues every
-  job (rare; they change what every job and index means).
+* which nodes there are, priority classes or the nodes' DRA devices that change make everything dirty,
+  and queues every job (rare; they change what every job and index means); the same nodes changed (a
+  cordon, a label) make only the node table again, every row accounted from what the pods hold.
 
 This class is the one place that says what each delta makes dirty; its parts (the package's other
 modules) each keep one kind of state. `snapshot()` hands a cycle a `ClusterSnapshot` whose node table is
@@ -50,6 +51,7 @@ from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
 from kai_scheduler.model.cache.nominations import Nomination, Nominations
 from kai_scheduler.model.cache.pods import PodIndex
 from kai_scheduler.model.disruption import DisruptionBudgets
+from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.releasing import StuckReleases
@@ -165,8 +167,12 @@ class ClusterCache:
 
     @delta
     def set_nodes(self, nodes: Iterable[Node]) -> None:
+        names = self._inputs.nodes.keys() - ()
         if self._inputs.set_nodes(nodes):
-            self._changes.everything = True
+            if self._inputs.nodes.keys() == names:
+                self._changes.node_table = True  # the same nodes: their indexes in the jobs' tasks stay
+            else:
+                self._changes.everything = True
             self._version += 1
 
     @delta
@@ -345,10 +351,12 @@ class ClusterCache:
     def refresh(self) -> None:
         """Bring the model up to date with every delta received."""
         changes = self._changes
-        if changes.everything or changes.jobs or changes.nodes or changes.foreign:
+        if changes.everything or changes.node_table or changes.jobs or changes.nodes or changes.foreign:
             self._version += 1
         if changes.everything:
             self._rebuild_everything()
+        elif changes.node_table:
+            self._rebuild_node_table()
         jobs = self._jobs
         for key in sorted(changes.jobs):
             jobs.rebuild(key)
@@ -360,16 +368,29 @@ class ClusterCache:
             self._accounting.account_foreign(self._pods.pods, self._pods.foreign, self._asks)
 
     def _rebuild_everything(self) -> None:
-        changes, inputs = self._changes, self._inputs
-        changes.everything = False
-        table = build_node_table(
-            list(inputs.nodes.values()), inputs.dra.gpus_per_node, inputs.dra.backed_scalars
-        )
+        changes = self._changes
+        changes.everything = changes.node_table = False
+        table = self._new_node_table()
         self._accounting.reset(table)
-        self._topology_trees = inputs.topology_trees(table)
+        self._topology_trees = self._inputs.topology_trees(table)
         self._jobs.reset()
         self._pods.hold_foreign_pods()
         changes.jobs = set(self._pods.ours_by_job) | set(self._pods.groups)
+
+    def _rebuild_node_table(self) -> None:
+        """The same nodes, changed: a new table whose rows are the old ones' (`Changes.node_table`),
+        every row accounted again from the holds kept, exactly as `_rebuild_everything` would account
+        the jobs it made again."""
+        self._changes.node_table = False
+        table = self._new_node_table()
+        self._accounting.reset(table, keep_holds=True)
+        self._topology_trees = self._inputs.topology_trees(table)
+
+    def _new_node_table(self) -> NodeTable:
+        inputs = self._inputs
+        return build_node_table(
+            list(inputs.nodes.values()), inputs.dra.gpus_per_node, inputs.dra.backed_scalars
+        )
 
     def snapshot(
         self, queue_usage: Mapping[str, Resources] | None = None, now: float | None = None
