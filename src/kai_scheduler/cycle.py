@@ -4,7 +4,7 @@ configured order, and return the decisions. The registry maps configuration name
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from time import perf_counter
 from typing import Any, Final
@@ -17,8 +17,9 @@ from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.framework.job_memos import JobMemos
 from kai_scheduler.framework.session import Action, Plugin, Session
-from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.dynamicresources import DynamicResourcesPlugin
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
@@ -84,10 +85,12 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
 
 
 class Scheduler:
-    """Validated plugins and actions for a configuration; `run` is one cycle and is pure."""
+    """Validated plugins and actions for a configuration; `run` is one cycle and decides as if it were
+    the first (what it carries to the next, `memos`, is what the next would work out again)."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
+        self.memos = JobMemos()
         for option in config.plugins():
             if option.name not in PLUGINS:
                 raise ConfigError(
@@ -131,6 +134,7 @@ class Scheduler:
         action_seconds: dict[str, float] = {}
         began = perf_counter()
         session, plugins = self._open(snapshot, cycle, now, plugin_open, record_fair_share)
+        self.memos.hand_to(session)
         opened = mark = perf_counter()
         for name in self.config.actions:
             ACTIONS[name]().execute(session)
@@ -145,6 +149,7 @@ class Scheduler:
             mark = done
         result = session.result()
         session.close()
+        self.memos.keep_only(snapshot)
         return replace(
             result,
             open_seconds=opened - began,
@@ -154,6 +159,24 @@ class Scheduler:
             plugin_close_seconds=plugin_close,
             counts=dict(session.counts),
         )
+
+    def victim_order(
+        self, snapshot: ClusterSnapshot, *, cycle: int, now: float, queues: Collection[str]
+    ) -> list[JobInfo]:
+        """The jobs of `queues` that hold resources, in the order the victim actions take them within a
+        queue: the job that ranks last in job order first (`Session.victim_order_key`: the lowest
+        priority, one above its minMember before one at it, the newest). On `snapshot` as a session opens
+        it (queues accounted, `JobInfo.queue_sums` filled); nothing is evicted (`kubectl kai usage`)."""
+        session, plugins = self._open(snapshot, cycle, now)
+        ranked = []
+        for job in snapshot.jobs.values():
+            held = sum(1 for task in job.tasks if task.status in ACTIVE_ALLOCATED)
+            if job.queue in queues and held:
+                ranked.append((session.victim_order_key(job, held), job))
+        ranked.sort(key=lambda entry: entry[0], reverse=True)
+        for plugin in plugins:
+            plugin.on_session_close(session)
+        return [job for _, job in ranked]
 
     def job_order(self, snapshot: ClusterSnapshot, *, cycle: int, now: float) -> list[JobInfo]:
         """The jobs the allocate action would take up on `snapshot`, in the order it would take them up if

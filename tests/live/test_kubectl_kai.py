@@ -131,9 +131,10 @@ def columns(table: str) -> list[dict[str, str]]:
 
 
 @contextlib.contextmanager
-def cluster(tmp_path: Path) -> Iterator[Kubectl]:
+def cluster(tmp_path: Path, plugin_server_port: int = 0) -> Iterator[Kubectl]:
     """What `kai-fakeapi` serves by default (its try-it seed, its kubelet), strict, with `kai-scheduler run
-    --all` on it as the chart's all-in-one account; kubectl and the plugin are the user's (an admin's)."""
+    --all` on it as the chart's all-in-one account; kubectl and the plugin are the user's (an admin's).
+    The scheduler's plugin server listens on `plugin_server_port` (0: none)."""
     env = plugin_path(tmp_path / "bin")
     with strict_server(kubelet=True) as server:
         server.store.load(try_it_seed())
@@ -142,7 +143,7 @@ def cluster(tmp_path: Path) -> Iterator[Kubectl]:
         scheduler = [
             *(sys.executable, "-m", "kai_scheduler", "run", "--all", "--skip", "admission"),
             *("--no-gpu-reservation", "--kubeconfig", str(components)),
-            *("--metrics-port", str(free_port()), "--plugin-server-port", "0"),
+            *("--metrics-port", str(free_port()), "--plugin-server-port", str(plugin_server_port)),
             # The estimates are off: the test writes the annotation itself, and no estimator may drop it.
             *("--start-estimates", "0"),
         ]

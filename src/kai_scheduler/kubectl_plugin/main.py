@@ -12,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kai_scheduler.kubectl_plugin import queues, top, why
+from kai_scheduler.kubectl_plugin import fairshare, queues, top, why
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES
 from kai_scheduler.kubectl_plugin.api_client import Cluster, PluginError, run
+from kai_scheduler.kubectl_plugin.scheduler_client import DEFAULT_SCHEDULER
 
 COMMON_DEFAULTS: dict[str, Any] = {
     "kubeconfig": None,
@@ -55,6 +56,19 @@ def parser() -> argparse.ArgumentParser:
         "name", nargs="?", metavar="POD|PODGROUP", help="pod, pod/NAME, podgroup/NAME; none: all that wait"
     )
     commands.add_parser("top", parents=[common], help="GPU allocation per node and per shared GPU")
+    for name, what in (
+        ("fairshare", "how the scheduler's last cycle divided the cluster down to QUEUE's fair share"),
+        ("usage", "who holds QUEUE's resources, per pod group and user, in the order reclaim takes them"),
+    ):
+        asked = commands.add_parser(name, parents=[common], help=what)
+        asked.add_argument("queue", metavar="QUEUE")
+        asked.add_argument(
+            "--scheduler",
+            default=DEFAULT_SCHEDULER,
+            metavar="URL",
+            help=f"the scheduler's plugin server (default {DEFAULT_SCHEDULER}, where "
+            "`kubectl -n kai-scheduler port-forward deploy/kai-scheduler-scheduler 8081` puts it)",
+        )
     return main
 
 
@@ -64,6 +78,19 @@ def _print_json(document: Any) -> None:
 
 def execute(args: argparse.Namespace) -> None:
     as_json = args.output == "json"
+    if args.command in ("fairshare", "usage"):
+        # From the scheduler's plugin server, not the API server: what its last cycle used.
+        fetch, text = (
+            (fairshare.fair_share, fairshare.fair_share_text)
+            if args.command == "fairshare"
+            else (fairshare.usage, fairshare.usage_text)
+        )
+        document = fetch(args.scheduler, args.queue)
+        if as_json:
+            _print_json(document)
+        else:
+            sys.stdout.write(text(document))
+        return
 
     async def work(cluster: Cluster) -> None:
         if args.command == "queues":

@@ -224,6 +224,7 @@ class SchedulerLoop:
         if self.prometheus is not None:
             usage = _PrometheusSource(self.prometheus, self.clock)
         self.driver = CycleDriver(config, self.states.cache, usage)
+        self.driver.record_fair_share = publish_cycles  # the plugin server's /get-fair-share
 
     def request_state(self) -> None:
         """Publish the next cycle's state as `last_cycle` (even when cycles are not published)."""
@@ -257,7 +258,9 @@ class SchedulerLoop:
         if config.usage_db != self.config.usage_db:
             log.warning("usageDBConfig changed: the scheduler reads usage from the new one after a restart")
         self.config = config
+        record = self.driver.record_fair_share
         self.driver = CycleDriver(config, self.states.cache, self.driver.usage)
+        self.driver.record_fair_share = record
 
     def _schedule(self, cycle: int, now: float) -> CycleOutcome:
         outcome = self.driver.run(cycle, now)
@@ -284,7 +287,7 @@ class SchedulerLoop:
         report.result = result
         if self.publish_cycles or self.state_requested:
             self.state_requested = False
-            self.last_cycle = CycleState(self.cycle, now, self.origin, live.state)
+            self.last_cycle = CycleState(self.cycle, now, self.origin, live.state, result.fair_share_record)
         core_seconds = time.perf_counter() - started
         if not self._leading():
             report.acted = False

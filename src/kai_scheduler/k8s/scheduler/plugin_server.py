@@ -10,14 +10,22 @@ configured endpoint plugins (`plugins/endpoints.py`) offer about the last schedu
   `?format=config`: the scheduler's configuration, for `simulate --config` when it is not the default.
 * `GET /get-job-order` (plugin `reflectjoborder`): a JSON list of the pending jobs of that state in the
   order the allocate action takes them up (`Scheduler.job_order`), each with its queue and priority.
+* `GET /get-fair-share?queue=Q` (with `snapshot`): the fair-share division that cycle took, step by step,
+  as far as it explains queue Q (`model/fair_share_record.py`; without `queue`, the whole division):
+  the numbers the cycle used, recorded as it divided (`kubectl kai fairshare`).
+* `GET /get-queue-usage?queue=Q` (with `snapshot`): who holds Q's resources in that state, per pod group
+  and user, against the cycle's quota and fair share, in reclaim order (`controlplane/queue_usage.py`,
+  `kubectl kai usage`).
 
-Neither carries time-based fair share's usage history (the loop's own record): with `usageDBConfig` on,
-fair shares, and so the queue order, may differ from the live cycle's.
+Neither the snapshot nor the job order carries time-based fair share's usage history (the loop's own
+record): with `usageDBConfig` on, fair shares, and so the queue order, may differ from the live cycle's.
+`/get-fair-share` is that cycle's own division, usage included.
 
-Anything else is 404; before the first cycle both answer 503. The loop publishes a `CycleState` (frozen,
-never changed) after every cycle by swapping one reference; the server's threads read that reference
-once per request, so they never see a cycle half-published and never block the loop. Answers are
-computed on the server's threads when first asked for, and kept until the next cycle.
+Anything else is 404, as is a queue the cycle did not have; before the first cycle every path answers
+503. The loop publishes a `CycleState` (frozen, never changed) after every cycle by swapping one
+reference; the server's threads read that reference once per request, so they never see a cycle
+half-published and never block the loop. Answers are computed on the server's threads when first asked
+for, and kept until the next cycle.
 
 Localhost-only on purpose, as in KAI: the snapshot holds every pod of the cluster. Reach it with
 `kubectl port-forward` (or `kubectl exec`) to the scheduler's pod.
@@ -40,8 +48,11 @@ import yaml
 
 from kai_scheduler.controlplane.driver import JOB_ORDER_PLUGIN, SNAPSHOT_PLUGIN
 from kai_scheduler.controlplane.driver import job_order as allocate_order
+from kai_scheduler.controlplane.queue_usage import UnknownQueue, queue_usage
 from kai_scheduler.framework.config import SchedulerConfig, config_document
 from kai_scheduler.k8s.runtime.http_server import BackgroundHTTPServer, QuietHandler
+from kai_scheduler.model.fair_share_record import FairShareRecord
+from kai_scheduler.model.fair_share_record import as_json as fair_share_json
 from kai_scheduler.model.snapshot import ClusterState
 from kai_scheduler.model.state_export import export_state, manifest_list, rfc3339, session_instant
 
@@ -51,8 +62,13 @@ PLUGIN_SERVER_HOST: Final = "127.0.0.1"
 PLUGIN_SERVER_PORT: Final = 8081
 SNAPSHOT_PATH: Final = "/get-snapshot"
 JOB_ORDER_PATH: Final = "/get-job-order"
+FAIR_SHARE_PATH: Final = "/get-fair-share"
+QUEUE_USAGE_PATH: Final = "/get-queue-usage"
 # Which plugin turns on which path.
 ENDPOINTS: Final = {SNAPSHOT_PLUGIN: SNAPSHOT_PATH, JOB_ORDER_PLUGIN: JOB_ORDER_PATH}
+# What else the snapshot plugin turns on: the last cycle's own numbers about one queue. Not KAI's paths
+# (KAI has no such endpoint yet); KAI's configuration turns them on with the plugin it already lists.
+SNAPSHOT_EXTRAS: Final = (FAIR_SHARE_PATH, QUEUE_USAGE_PATH)
 SNAPSHOT_FILE: Final = "snapshot.yaml"
 CONFIG_FILE: Final = "scheduler-config.yaml"
 DEFAULT_SERVER: Final = f"localhost:{PLUGIN_SERVER_PORT}"
@@ -71,6 +87,8 @@ class CycleState:
     now: float
     origin: datetime
     state: ClusterState
+    # The cycle's fair-share division, step by step (None: not recorded).
+    fair_share: FairShareRecord | None = None
 
     @property
     def moment(self) -> datetime:
@@ -81,7 +99,8 @@ class CycleState:
 def endpoint_paths(config: SchedulerConfig) -> tuple[str, ...]:
     """The paths the configuration's plugins turn on (none: no plugin server)."""
     names = {plugin.name for plugin in config.plugins()}
-    return tuple(path for name, path in ENDPOINTS.items() if name in names)
+    paths = tuple(path for name, path in ENDPOINTS.items() if name in names)
+    return paths + SNAPSHOT_EXTRAS if SNAPSHOT_PLUGIN in names else paths
 
 
 # --- the answers (pure) ----------------------------------------------------------------------------
@@ -162,6 +181,33 @@ def job_order(cycle: CycleState, config: SchedulerConfig) -> list[dict[str, Any]
     ]
 
 
+class NotServed(Exception):
+    """What was asked for is not there: an HTTP status and one line."""
+
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fair_share(cycle: CycleState, queue: str | None) -> dict[str, Any]:
+    """The cycle's division as far as it explains `queue` (None: all of it)."""
+    record = cycle.fair_share
+    if record is None:
+        raise NotServed(HTTPStatus.SERVICE_UNAVAILABLE, "the last cycle kept no fair-share record")
+    if queue is not None and queue not in record.queues():
+        raise NotServed(HTTPStatus.NOT_FOUND, f"queue {queue}: not in scheduling cycle {cycle.cycle}")
+    return fair_share_json(record, queue)
+
+
+def usage(cycle: CycleState, config: SchedulerConfig, queue: str) -> dict[str, Any]:
+    """Who holds `queue`'s resources in the cycle's state."""
+    try:
+        return queue_usage(config, cycle.state, queue, cycle.fair_share, cycle=cycle.cycle, now=cycle.now)
+    except UnknownQueue:
+        missing = f"queue {queue}: not in scheduling cycle {cycle.cycle}"
+        raise NotServed(HTTPStatus.NOT_FOUND, missing) from None
+
+
 def _yaml(document: Any) -> str:
     return str(yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120))
 
@@ -203,8 +249,16 @@ class _App:
             return snapshot_json(cycle).encode(), "application/json"
         if what == "config":
             return config_yaml(self.config).encode(), "application/yaml; charset=utf-8"
-        body = json.dumps(job_order(cycle, self.config), indent=1) + "\n"
-        return body.encode(), "application/json"
+        kind, _, queue = what.partition(":")
+        if kind == "fair-share":
+            return _json(fair_share(cycle, queue or None)), "application/json"
+        if kind == "usage":
+            return _json(usage(cycle, self.config, queue)), "application/json"
+        return _json(job_order(cycle, self.config)), "application/json"
+
+
+def _json(document: Any) -> bytes:
+    return (json.dumps(document, indent=1) + "\n").encode()
 
 
 class _Handler(QuietHandler):
@@ -216,7 +270,14 @@ class _Handler(QuietHandler):
             self.send_text(HTTPStatus.NOT_FOUND, f"not found; try {offered}")
             return
         what = "job-order"
-        if url.path == SNAPSHOT_PATH:
+        queues = parse_qs(url.query).get("queue") or []
+        if url.path in SNAPSHOT_EXTRAS:
+            if url.path == QUEUE_USAGE_PATH and not queues:
+                self.send_text(HTTPStatus.BAD_REQUEST, f"{url.path}: which queue? (?queue=NAME)")
+                return
+            kind = "fair-share" if url.path == FAIR_SHARE_PATH else "usage"
+            what = f"{kind}:{queues[-1] if queues else ''}"
+        elif url.path == SNAPSHOT_PATH:
             formats = parse_qs(url.query).get("format") or ["yaml"]
             what = formats[-1]
             if what not in ("yaml", "json", "config"):
@@ -228,6 +289,9 @@ class _Handler(QuietHandler):
             return
         try:
             body, content_type = app.answer(cycle, what)
+        except NotServed as refusal:
+            self.send_text(refusal.status, str(refusal))
+            return
         except Exception as error:
             log.exception("plugin server: %s failed", url.path)
             self.send_text(HTTPStatus.INTERNAL_SERVER_ERROR, f"{url.path} failed: {error}")
@@ -264,9 +328,11 @@ class PluginServer(BackgroundHTTPServer):
 
 __all__ = [
     "ENDPOINTS",
+    "FAIR_SHARE_PATH",
     "JOB_ORDER_PATH",
     "PLUGIN_SERVER_HOST",
     "PLUGIN_SERVER_PORT",
+    "QUEUE_USAGE_PATH",
     "SNAPSHOT_PATH",
     "CycleState",
     "PluginServer",
