@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kai_scheduler.api.objects import Namespaced
+from kai_scheduler.api.objects import Namespaced, is_unlimited
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.model.cache import build_snapshot
@@ -93,7 +93,11 @@ def queue_usage(
         "queue": queue,
         "cycle": cycle if record is None else record.cycle,
         "leafQueues": sorted(leaves),
-        "quota": _json(quota),
+        # null: unlimited, as `kubectl kai queues -o json` writes it.
+        "quota": {
+            name: None if is_unlimited(target.deserved.get(r)) else value
+            for (name, value), r in zip(_json(quota).items(), RESOURCE_NAMES, strict=True)
+        },
         "fairShare": _json(fair),
         "allocated": _json(tuple(target.allocated.get(r) for r in RESOURCE_NAMES)),
         "podGroups": [
