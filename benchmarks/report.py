@@ -18,6 +18,7 @@ from typing import Any
 
 import bench_io
 from scale import GOALS, LARGE_COMMAND_NODES, ROW_NODES
+from scale_workload import LARGE_STEADY_PENDING
 
 DOC = bench_io.REPO / "docs" / "performance.md"
 PLOT = DOC.with_name("performance-growth.png")
@@ -206,7 +207,7 @@ ROWS: list[Row] = [
     ),
     *command_rows(
         f"simulate, whole command at {LARGE_COMMAND_NODES:,} nodes x 8 GPUs ({LARGE_COMMAND_NODES * 14:,} "
-        f"running pods, {LARGE_COMMAND_NODES * 2:,} pending that cannot fit; YAML), 3 cycles, "
+        f"running pods, {LARGE_STEADY_PENDING:,} pending that cannot fit; YAML), 3 cycles, "
         "`--output json` (issue #23)",
         "command20k",
     ),

@@ -21,7 +21,8 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
 * command: the 5,000-node steady workload (about 85,000 objects) written as YAML, then
   `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time, CPU time and peak
   memory.
-* command20k: the same at 20,000 nodes (about 310,000 objects, 140 MB of YAML; issue #23's row). With
+* command20k: the same at 20,000 nodes with 10,000 pending pods (issue #23's row: 280,000 running
+  pods; about 310,000 objects, 124 MiB of YAML). With
   `--yaml-dir DIR` the YAML is written once to DIR (outside the repository, e.g. under /tmp) and read from
   there by later runs, before and after alike.
 * openb: the openb trace as manifests, then `kai-scheduler simulate DIR --cycles 1 --output json`:
@@ -226,17 +227,20 @@ def _yaml_folder(docs: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
 
 
 def bench_command(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
-    return _steady_command(args, tree, work, ROW_NODES, "command")
+    return _steady_command(args, tree, work, ROW_NODES, None, "command")
 
 
 def bench_command_20k(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
-    return _steady_command(args, tree, work, LARGE_COMMAND_NODES, "command20k")
+    import scale_workload
+
+    pending = scale_workload.LARGE_STEADY_PENDING
+    return _steady_command(args, tree, work, LARGE_COMMAND_NODES, pending, "command20k")
 
 
 def _steady_command(
-    args: argparse.Namespace, tree: Path, work: Path, nodes: int, name: str
+    args: argparse.Namespace, tree: Path, work: Path, nodes: int, pending: int | None, name: str
 ) -> dict[str, Any]:
-    folder, written = _steady_yaml(args, work, nodes, name)
+    folder, written = _steady_yaml(args, work, nodes, pending, name)
     say(f"{name}: kai-scheduler simulate ({written['objects']:,} objects) --cycles 3 --output json ...")
     child, out = _simulate_command(tree, folder, 3, args.budget, work)
     report = {"nodes": nodes, "seed": args.seed, "cycles": 3, **written, **_child_figures(child)}
@@ -247,23 +251,27 @@ def _steady_command(
     return report
 
 
-def _steady_yaml(args: argparse.Namespace, work: Path, nodes: int, name: str) -> tuple[Path, dict[str, Any]]:
-    """The steady workload of `nodes` as YAML: written to the work folder, or with --yaml-dir kept there
-    (with what was written: `written.json`) and read back by later runs."""
+def _steady_yaml(
+    args: argparse.Namespace, work: Path, nodes: int, pending: int | None, name: str
+) -> tuple[Path, dict[str, Any]]:
+    """The steady workload of `nodes` (with `pending` pending pods, or the workload's count per node) as
+    YAML: written to the work folder, or with --yaml-dir kept there (with what was written:
+    `written.json`) and read back by later runs."""
     import scale_workload
 
     if args.yaml_dir is None:
         say(f"{name}: writing the {nodes:,}-node steady workload as YAML ...")
         folder = work / "steady"
-        return folder, _yaml_folder(scale_workload.steady(nodes, args.seed), folder)
-    folder = args.yaml_dir / f"steady-{nodes}-{args.seed}"
+        return folder, _yaml_folder(scale_workload.steady(nodes, args.seed, pending), folder)
+    pending_part = "" if pending is None else f"-pending{pending}"
+    folder = args.yaml_dir / f"steady-{nodes}{pending_part}-{args.seed}"
     record = folder / "written.json"
     if record.exists():
         say(f"{name}: the {nodes:,}-node steady workload as written before, in {folder}")
         kept: dict[str, Any] = json.loads(record.read_text(encoding="utf-8"))
         return folder, kept
     say(f"{name}: writing the {nodes:,}-node steady workload as YAML to {folder} ...")
-    written = _yaml_folder(scale_workload.steady(nodes, args.seed), folder)
+    written = _yaml_folder(scale_workload.steady(nodes, args.seed, pending), folder)
     record.write_text(json.dumps(written), encoding="utf-8")
     return folder, written
 

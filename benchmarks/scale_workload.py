@@ -14,6 +14,7 @@ The shapes are those of `run.py` (whose helpers build the nodes, queues and pods
   the label `kai.scheduler/preemptibility: non-preemptible`), bound with `spec.nodeName` and
   `status.phase: Running`; and 2 pending pods per node (10,000 at 5,000 nodes) that all need a GPU
   (the mix above without CPU-only pods), so none of them fits and nothing can be preempted for them.
+  The pending count can be given instead: issue #23's 20,000-node row has 10,000 (`LARGE_STEADY_PENDING`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ PENDING_PER_NODE_FIRST = 4
 RUNNING_PER_NODE = 14
 PENDING_PER_NODE_STEADY = 2
 LEAVES_PER_DEPARTMENT = 10
+LARGE_STEADY_PENDING = 10_000  # issue #23's 20,000-node rows: 280,000 running pods and 10,000 pending
 
 # Department -> (share of the cluster's GPUs, GPU limit as a multiple of its quota or -1).
 DEPARTMENTS = {
@@ -173,13 +175,15 @@ def first_cycle(nodes: int, seed: int) -> list[dict[str, Any]]:
     return [*node_docs(nodes), *queues, *pending]
 
 
-def steady(nodes: int, seed: int) -> list[dict[str, Any]]:
-    """The full cluster (RUNNING_PER_NODE running pods per node) and PENDING_PER_NODE_STEADY pending GPU
-    pods per node that cannot fit, in creation order (PodGroups before pods, running pods first)."""
+def steady(nodes: int, seed: int, pending_pods: int | None = None) -> list[dict[str, Any]]:
+    """The full cluster (RUNNING_PER_NODE running pods per node) and pending GPU pods that cannot fit
+    (`pending_pods`, or PENDING_PER_NODE_STEADY per node), in creation order (PodGroups before pods,
+    running pods first)."""
     rng = random.Random(seed)
     queues = queue_docs(rng, nodes * GPUS_PER_NODE)
     bound = running(rng, nodes, queues)
-    pending = backlog(rng, nodes * PENDING_PER_NODE_STEADY, queues, nodes // NODES_PER_RACK, cpu_only=False)
+    count = nodes * PENDING_PER_NODE_STEADY if pending_pods is None else pending_pods
+    pending = backlog(rng, count, queues, nodes // NODES_PER_RACK, cpu_only=False)
     groups = [doc for doc in pending if doc["kind"] == "PodGroup"]
     pods = [doc for doc in pending if doc["kind"] == "Pod"]
     return [*node_docs(nodes), *queues, *groups, *bound, *pods]
