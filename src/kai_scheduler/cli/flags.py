@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -133,6 +133,26 @@ def write_out(path: str | None, text: str) -> None:
         return
     try:
         Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--out {path}: {error.strerror}") from None
+
+
+def write_out_chunks(path: str | None, chunks: Iterable[bytes]) -> None:
+    """`--out` for text made in pieces of ASCII or UTF-8 bytes: each written as it comes, to the file or to
+    stdout (its bytes underneath, when it has them) without one."""
+    if path is None:
+        sys.stdout.flush()
+        raw = getattr(sys.stdout, "buffer", None)
+        for chunk in chunks:
+            if raw is None:
+                sys.stdout.write(chunk.decode("utf-8"))
+            else:
+                raw.write(chunk)
+        return
+    try:
+        with open(path, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
     except OSError as error:
         raise UsageError(f"--out {path}: {error.strerror}") from None
 

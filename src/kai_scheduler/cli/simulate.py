@@ -18,7 +18,7 @@ from typing import Any
 
 from kai_scheduler.api.objects import Queue
 from kai_scheduler.cli import what_if
-from kai_scheduler.cli.flags import UsageError, scheduler_config, warn, write_out
+from kai_scheduler.cli.flags import UsageError, scheduler_config, warn, write_out_chunks
 from kai_scheduler.cli.sim_options import DEFAULT_START, input_paths, simulation_options
 from kai_scheduler.framework.config import EVICTED_UNOWNED_PODS, ConfigError
 from kai_scheduler.framework.decisions import SessionResult
@@ -29,7 +29,7 @@ from kai_scheduler.sim.engine import Simulation, SimulationResult
 from kai_scheduler.sim.estimates import start_estimates
 from kai_scheduler.sim.gc_policy import collector_paused, fewer_collections
 from kai_scheduler.sim.input_checks import warnings as input_warnings
-from kai_scheduler.sim.json_output import document_json
+from kai_scheduler.sim.json_output import document_chunks
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.operator_input import with_operator_objects
 from kai_scheduler.sim.results import result_document
@@ -263,7 +263,7 @@ def _output(
     args: argparse.Namespace, document: dict[str, Any], *, demo: bool, ran: dict[str, Any] | None = None
 ) -> None:
     if args.output == "json":
-        write_out(args.out, document_json(document))
+        write_out_chunks(args.out, document_chunks(document))
         return
     from rich.console import Console
 
