@@ -154,9 +154,7 @@ class PodGrouperController(Reconciler):
     """See the module doc. `informers` must include pods (PodGroups are used when present); the caller
     starts them. `queue_label_key` and `defaults` are the grouper's settings (`plan_pod_group`).
 
-    `workers`: pods grouped at once (10, KAI's `--max-concurrent-reconciles` default: grouping a pod is two
-    API round trips one after the other, so the workers, not CPU, bound how fast a burst of pods is
-    grouped); `resync_period`: seconds between scans of every cached pod;
+    `workers`: pods grouped at once; `resync_period`: seconds between scans of every cached pod;
     `owner_cache_ttl`: seconds an owner read from the API is reused; `backoff`: retry delays after API
     failures."""
 
@@ -171,7 +169,7 @@ class PodGrouperController(Reconciler):
         scheduler_name: str = c.SCHEDULER_NAME,
         queue_label_key: str = c.QUEUE_LABEL,
         defaults: GrouperDefaults = DEFAULT_GROUPER_DEFAULTS,
-        workers: int = 10,
+        workers: int = 4,
         resync_period: float = 30.0,
         owner_cache_ttl: float = 2.0,
         backoff: Backoff = RETRY_BACKOFF,
