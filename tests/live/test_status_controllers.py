@@ -302,7 +302,7 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
 
     async def body() -> None:
         async with running(make_client, make) as groups:
-            await eventually(lambda: groups.stats.computed >= 2)  # both seen, their pods pending
+            await eventually(lambda: groups.reconcile_stats.requeued_after >= 2)  # both seen, both waiting
             assert status_writes(server) == 0
             store.bind("default", "quick-0", "n1")
             await eventually(lambda: status(server, "podgroups", "quick").get("running") == 1)

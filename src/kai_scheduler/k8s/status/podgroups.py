@@ -182,7 +182,7 @@ class PodGroupStatusController(StatusReconciler):
     ) -> dict[str, Any]:
         """The status fields this controller owns, as they should be (`controlplane.status`)."""
         memory = memory or NodeGpuMemory(self.informers.optional(NODES))
-        pods = self.informers.pods.by_index(POD_GROUP_INDEX, object_key(group))
+        pods = self._pods_of(object_key(group))
         facts = []
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -249,6 +249,10 @@ class PodGroupStatusController(StatusReconciler):
         if inputs is not None and self._settled.get(key) == inputs:
             self.stats.unchanged += 1
             return None
+        # Before computing anything: a new PodGroup's pods change several times while it waits.
+        wait = self._first_write_wait(key, obj)
+        if wait > 0:
+            return Result(requeue_after=wait)
         memory, priorities = self._cluster_view()
         desired = self.pod_group_status(obj, memory=memory, priorities=priorities)
         if self._up_to_date(key, obj, desired):
@@ -257,22 +261,24 @@ class PodGroupStatusController(StatusReconciler):
                 self._settled[key] = inputs
             return None
         self._settled.pop(key, None)
-        wait = self._first_write_wait(key, obj, desired)
-        if wait > 0:
-            return Result(requeue_after=wait)
         self._first_seen.pop(key, None)
         await self._write(key, obj, desired)
         return None
 
-    def _first_write_wait(self, key: str, obj: JsonObject, desired: Mapping[str, Any]) -> float:
+    def _first_write_wait(self, key: str, group: JsonObject) -> float:
         """How much longer the first status of a new PodGroup waits (module doc): 0 once it was written
-        (by anyone), once none of its pods is pending (and it has some), or `settle` after first sight."""
-        if self.settle <= 0 or key in self._written or _has_status(obj):
+        (by anyone), once it has pods and none is pending (`pod_group_numbers`' phases), or `settle` after
+        first sight."""
+        if self.settle <= 0 or key in self._written or _has_status(group):
             return 0.0
-        if desired["pending"] == 0 and desired["running"] + desired["succeeded"] + desired["failed"] > 0:
+        phases = [(pod.get("status") or {}).get("phase") or "Pending" for pod in self._pods_of(key)]
+        if phases and "Pending" not in phases:
             return 0.0
         now = asyncio.get_running_loop().time()
         return self._first_seen.setdefault(key, now) + self.settle - now
+
+    def _pods_of(self, key: str) -> list[JsonObject]:
+        return self.informers.pods.by_index(POD_GROUP_INDEX, key)
 
     async def on_resync(self) -> None:
         """Forget the requests of pods gone without a deletion seen."""
@@ -293,7 +299,7 @@ class PodGroupStatusController(StatusReconciler):
         before they are added: nothing is then known to be unchanged)."""
         if not self._handlers_added:
             return None
-        pods = self.informers.pods.by_index(POD_GROUP_INDEX, key)
+        pods = self._pods_of(key)
         versions = frozenset((_uid(pod), resource_version(pod)) for pod in pods)
         return (resource_version(group), versions, self._cluster_epoch)
 
