@@ -1,10 +1,12 @@
-"""A cycle on an unchanged cluster reuses the last one's result (`controlplane.unchanged_cycles`), and
-decides exactly as a full evaluation (issue #23, point 1).
+"""A cycle on an unchanged cluster reuses the last one's result (`controlplane.unchanged_cycles`), a cycle
+after a change reuses what the scheduler worked out per unchanged job (`framework.job_memos`), and both
+decide exactly as a full evaluation (issue #23, point 1).
 
 Generated workloads are replayed twice, cycle by cycle on the same clock: once as the scheduler runs
-(reusing what it may), once evaluating every cycle. Between cycles pods arrive, complete and are evicted,
-and nodes are cordoned and uncordoned; many cycles see no change at all. Every cycle's decisions, waiting
-reasons and fair shares must be the same both ways.
+(reusing what it may), once evaluating every cycle from scratch. Between cycles pods arrive, complete and
+are evicted, nodes are cordoned and uncordoned, queues' quotas and limits change and a queue comes and
+goes, and the clock runs on by one or several periods; many cycles see no change at all. Every cycle's
+decisions, waiting reasons and fair shares must be the same both ways.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 import pytest
 
 from helpers import node, pod, pod_group, queue
-from kai_scheduler.api.objects import ApiObject, Node
+from kai_scheduler.api.objects import ApiObject, Node, Queue
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatch
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
 
@@ -32,8 +35,8 @@ CYCLES = 120
 
 def workload(seed: int) -> list[ApiObject]:
     """Two departments over 6 nodes: preemptible running pods, most of them in the queue over its quota
-    (so reclaim and preempt evict), a stream of arrivals of every priority that complete, and gangs too
-    large to fit that wait."""
+    (so reclaim and preempt evict), a stream of arrivals of every priority that complete, elastic jobs
+    that grow a pod at a time, and gangs too large to fit that wait."""
     rng = random.Random(seed)
     objects: list[ApiObject] = [node(f"n{i}", gpus=8, labels={"zone": f"z{i % 2}"}) for i in range(6)]
     objects += [queue("dept"), queue("a", gpu=16, parent="dept"), queue("b", gpu=32, parent="dept")]
@@ -51,6 +54,14 @@ def workload(seed: int) -> list[ApiObject]:
     for g in range(3):  # 2 x 8 GPUs: two whole nodes, found by reclaim or not at all
         objects.append(pod_group(f"big-{g}", rng.choice("ab"), min_member=2, priority_class="train"))
         objects += [pod(f"big-{g}-{i}", None, gpus=8, group=f"big-{g}") for i in range(2)]
+    for g in range(4):  # elastic: one pod is the gang, the others follow one at a time as room allows
+        group = f"elastic-{g}"
+        objects.append(pod_group(group, rng.choice("ab"), min_member=1, priority_class="build"))
+        arrival = f"{rng.randint(0, 150)}s"
+        objects += [
+            pod(f"{group}-{i}", None, gpus=rng.choice((1, 2)), group=group, arrival=arrival, duration="90s")
+            for i in range(3)
+        ]
     for i in range(30):
         objects.append(
             pod(
@@ -75,18 +86,36 @@ def cordon(sim: Simulation, rng: random.Random, nodes: dict[str, Node]) -> None:
     sim.cluster.cache.set_nodes(nodes.values())
 
 
+def requeue(sim: Simulation, rng: random.Random) -> None:
+    """Change the queues as an edit of the Queue objects would: a leaf's GPU quota or limit moves, or
+    leaf c (which no pod names) comes or goes."""
+    a_quota, b_quota = rng.choice((12, 16, 24)), rng.choice((24, 32, 40))
+    queues: list[Queue] = [
+        queue("dept"),
+        queue("a", gpu=a_quota, gpu_limit=rng.choice((-1, -1, 20)), parent="dept"),
+        queue("b", gpu=b_quota, parent="dept"),
+    ]
+    if rng.random() < 0.3:
+        queues.append(queue("c", gpu=8, parent="dept"))
+    sim.cluster.cache.set_queues(queues)
+
+
 def replay(seed: int, *, reuse: bool) -> tuple[list[tuple[Any, ...]], int]:
-    """Every cycle's decisions, reasons and fair shares, and how many cycles were reused."""
+    """Every cycle's decisions, reasons and fair shares, and how many cycles were reused; `reuse` False
+    evaluates every cycle from scratch (no cycle reused, nothing carried from one to the next)."""
     objects = workload(seed)
     nodes = {o.metadata.name: o for o in objects if isinstance(o, Node)}
     sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=CYCLES))
     sim.driver.reuse = reuse
+    sim.driver.scheduler.memos.carry = reuse
     rng = random.Random(seed + 1000)
     seen: list[tuple[Any, ...]] = []
     now = 0.0
     for number in range(1, CYCLES + 1):
         if number > 1 and rng.random() < 0.08:
             cordon(sim, rng, nodes)
+        if number > 1 and rng.random() < 0.05:
+            requeue(sim, rng)
         # The engine's own cycle, on a clock that never skips ahead: cycles with nothing new happen.
         _, result = sim._cycle(now, number)
         seen.append((number, now, *view(result)))
@@ -165,3 +194,27 @@ def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatc
     driver.unchanged._last = replace(last, result=lying)
     with pytest.raises(ReuseMismatch, match="unschedulable"):
         sim._cycle(20.0, 3)
+
+
+def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cycle after a change still reads what the last one worked out per unchanged job (its next pods,
+    its job order key); with the debug variable set each is worked out again and compared."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    sim = _one_waiting_pod()
+    memos = sim.driver.scheduler.memos
+    assert memos.verify
+    sim._cycle(0.0, 1)
+    (job,) = [job for job in memos.next_tasks if job.key == "default/pg-waiting"]
+    version = memos.next_tasks[job][0]
+    memos.job_keys[job] = (version, ("made up",))
+    # A change that keeps the job (a node relabelled): the cycle runs, carrying per job.
+    sim.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])
+    with pytest.raises(CarriedMismatch, match="default/pg-waiting: its job order key"):
+        sim._cycle(10.0, 2)
+    memos.job_keys.clear()
+    memos.next_tasks[job] = (version, [])
+    with pytest.raises(CarriedMismatch, match="the pods of its next attempt"):
+        sim._cycle(20.0, 3)
+    memos.next_tasks.clear()
+    _, result = sim._cycle(30.0, 4)
+    assert "default/pg-waiting" in result.unschedulable

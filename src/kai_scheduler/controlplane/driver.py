@@ -65,6 +65,8 @@ class CycleDriver:
         self.unchanged = UnchangedCycles()
         self.reuse = True
         self.verify = verify_requested()
+        # The same variable checks the answers the scheduler carries from one cycle to the next per job.
+        self.scheduler.memos.verify = self.verify
         self.reused = 0
         # Keep the fair-share division's steps in each result (`SessionResult.fair_share_record`): the
         # live scheduler's plugin server and `simulate --explain-fairshare` show them.

@@ -22,7 +22,10 @@ topology, reclaim and consolidation) comes from the snapshot, so it is what it w
 cycle runs: `remember` keeps nothing a later cycle could not safely reuse.
 
 With the environment variable `KAI_SCHEDULER_VERIFY_REUSE=1` every reusable cycle runs anyway and its
-result is compared with the one that would have been reused; a difference raises `ReuseMismatch`.
+result is compared with the one that would have been reused; a difference raises `ReuseMismatch`. A
+cycle after a change runs, but reads what the last one worked out per unchanged job
+(`framework.job_memos`); the same variable has each of those answers worked out again and compared
+(`CarriedMismatch`).
 """
 
 from __future__ import annotations

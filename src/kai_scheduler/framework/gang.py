@@ -23,15 +23,16 @@ if TYPE_CHECKING:
 def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     """The pods of the job's next attempt, in placement order. Every action asks this of every pending
     job, and queue order asks it again, so the answer is kept until one of the job's pods changes status
-    (the orders it depends on are fixed for the session)."""
+    (the orders it depends on are fixed for the scheduler: it is carried to later cycles, `job_memos`)."""
     cached = session.next_tasks.get(job)
     if cached is None or cached[0] != job.version:
-        cached = (job.version, _tasks_to_allocate(session, job))
+        cached = (job.version, fresh_tasks_to_allocate(session, job))
         session.next_tasks[job] = cached
     return list(cached[1])
 
 
-def _tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
+def fresh_tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """`tasks_to_allocate` worked out now, whatever is kept."""
     evicted = session.state.virtually_evicted
     if evicted and any(task.key in evicted for task in job.tasks):
 

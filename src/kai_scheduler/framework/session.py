@@ -287,7 +287,9 @@ class Session:
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
-        self._job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        # `job_order_key` per job, with the job's version it was worked out at. Both are carried from one
+        # cycle's session to the next (`job_memos`).
+        self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share
@@ -298,11 +300,15 @@ class Session:
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
         """The job's place in job order; kept per job until one of its pods changes status (`version`):
         every action orders the pending jobs, and the victim actions the running ones for each attempt."""
-        cached = self._job_keys.get(job)
+        cached = self.job_keys.get(job)
         if cached is None or cached[0] != job.version:
-            cached = (job.version, (*(key(job) for key in self.points.job_order), job.rank, job.key))
-            self._job_keys[job] = cached
+            cached = (job.version, self.fresh_job_order_key(job))
+            self.job_keys[job] = cached
         return cached[1]
+
+    def fresh_job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        """`job_order_key` worked out now, whatever is kept."""
+        return (*(key(job) for key in self.points.job_order), job.rank, job.key)
 
     def victim_order_key(self, job: JobInfo, left: int) -> tuple[Any, ...]:
         """The job order key of a victim job with `left` of its active pods left."""
