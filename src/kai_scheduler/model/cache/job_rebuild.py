@@ -10,6 +10,7 @@ running jobs) follow. A pod whose runtime facts alone changed changes its task i
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.model.builder import (
@@ -35,6 +36,7 @@ from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.snapshot import PodState
 
 _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
+_rank = attrgetter("rank")
 
 
 class JobRebuild:
@@ -124,7 +126,9 @@ class JobRebuild:
         index = self._pods
         pods = index.pods
         priorities = self._inputs.priorities
-        ours = sorted((pods[k] for k in index.ours_by_job.get(key, ())), key=lambda p: p.rank)
+        ours = [pods[k] for k in index.ours_by_job.get(key, ())]
+        if len(ours) > 1:  # most jobs of a large cluster are one bare pod's
+            ours.sort(key=_rank)
         group = index.groups.get(key)
         if group is not None:
             named = (pods[k] for k in index.named_by_group.get(key, ()))
