@@ -18,6 +18,10 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
   pipeline), and the median cycle time of cycles 2..N of the steady workload. The 5,000-node point is
   the issue's "first cycle" (goal >= 5,000 pods/s) and "steady cycle" (goal <= 0.5 s) rows. A point that
   does not finish within --budget seconds is recorded as not reached, and larger ones are not tried.
+  And the steady cycle after a trickle of changes (`scale_trickle.py`, issue #23 point 1): the steady
+  workload with one change before each of cycles 2..N (a pod that cannot fit arrives; a running pod
+  completes and another arrives; a node is cordoned), each cycle's CPU and wall time, the median of
+  cycles 2..N.
 * command: the 5,000-node steady workload (about 85,000 objects) written as YAML, then
   `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time, CPU time and peak
   memory.
@@ -28,7 +32,7 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
 * openb: the openb trace as manifests, then `kai-scheduler simulate DIR --cycles 1 --output json`:
   wall time, peak memory, pods placed and GPUs allocated.
 
-Internally, `scale.py point first|steady NODES` is one measurement (it prints its JSON).
+Internally, `scale.py point first|steady|trickle NODES` is one measurement (it prints its JSON).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ SEED = 20260108
 SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000: issue #23's growth row
 QUICK_SIZES = (500, 1_000, 2_000, 5_000)
 ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
+TRICKLE_CYCLES = 7  # the first, then two of each change (`scale_trickle.CHANGES`)
 LARGE_COMMAND_NODES = 20_000  # issue #23's whole-command row
 GOALS = {
     "firstCyclePodsPerSecond": 5_000.0,
@@ -73,6 +78,12 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
     import resource
 
     import run
+    import scale_trickle
+
+    if kind == "trickle":
+        report = scale_trickle.measure(nodes, seed, cycles)
+        report["maxRssBytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return report
     import scale_workload
     from instrument import START
 
@@ -178,7 +189,8 @@ def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, A
     gave_up: set[str] = set()  # kinds that ran out of budget: larger clusters are not tried
     for nodes in sizes:
         entry: dict[str, Any] = {"nodes": nodes}
-        for kind, kind_cycles in (("first", 1), ("steady", cycles)):
+        trickle = 4 if args.quick else TRICKLE_CYCLES
+        for kind, kind_cycles in (("first", 1), ("steady", cycles), ("trickle", trickle)):
             if kind in gave_up:
                 entry[kind] = {"nodes": nodes, "reached": False, "skipped": True}
                 continue
@@ -196,6 +208,11 @@ def _point_line(p: dict[str, Any]) -> str:
         return "not reached (budget)" if not p.get("skipped") else "skipped"
     if p["kind"] == "first":
         return f"{p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
+    if p["kind"] == "trickle":
+        cycles = " ".join(
+            f"{change} {cpu:.2f}" for change, cpu in zip(p["changes"], p["cycleCpuSeconds"][1:], strict=True)
+        )
+        return f"cycles after a change, s of CPU: {cycles}; median {p['medianCpuSeconds']:.3f}"
     return (
         f"steady cycles {' '.join(f'{s:.2f}' for s in p['cycleSeconds'])} s, median {p['medianSeconds']:.3f}"
     )
@@ -344,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["point"]:
         parser = argparse.ArgumentParser(prog="scale.py point")
-        parser.add_argument("kind", choices=("first", "steady"))
+        parser.add_argument("kind", choices=("first", "steady", "trickle"))
         parser.add_argument("nodes", type=int)
         parser.add_argument("--cycles", type=int, default=1)
         parser.add_argument("--seed", type=int, default=SEED)
