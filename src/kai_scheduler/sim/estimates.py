@@ -145,7 +145,6 @@ def start_estimates(simulation: Simulation, result: SimulationResult) -> dict[st
     whole trace so): it gets no look-ahead, which would cost about as much again; its waiting groups get
     None (`--until` asks when they start)."""
     cluster = result.cluster
-    state = cluster.cache.state()
     groups = {group.key: group for group, _, _ in cluster.pod_groups}
     history = RunHistory()
     started: dict[str, float] = {}
@@ -168,7 +167,7 @@ def start_estimates(simulation: Simulation, result: SimulationResult) -> dict[st
         return actual
     last = result.cycles[-1].time if result.cycles else 0.0
     query = StartTimeQuery(
-        state=state,
+        state=cluster.cache.state(),
         config=simulation.config,
         origin=simulation.options.start,
         # The look-ahead's first cycle is the one the run would have run next.

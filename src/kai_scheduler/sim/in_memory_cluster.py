@@ -69,14 +69,23 @@ class SimPod:
     evictions: int = 0
     # When a controller deleted it before it finished (it ends Failed without a decision): for reports.
     deleted_at: float | None = None
+    # `key` and `job_key` of the pod object they were read from: asked for every pod in every pass over
+    # the cluster, and made again only when `pod` is replaced (a bound claim, an annotation).
+    _keys: tuple[Pod, str, str] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
-        return self.pod.key
+        keys = self._keys
+        return keys[1] if keys is not None and keys[0] is self.pod else self._read_keys()[1]
 
     @property
     def job_key(self) -> str:
-        return job_key_of(self.pod)
+        keys = self._keys
+        return keys[2] if keys is not None and keys[0] is self.pod else self._read_keys()[2]
+
+    def _read_keys(self) -> tuple[Pod, str, str]:
+        keys = self._keys = (self.pod, self.pod.key, job_key_of(self.pod))
+        return keys
 
 
 class SimCluster:
