@@ -3,8 +3,7 @@ object (a bound claim, an annotation), and what it names then is what counts."""
 
 from __future__ import annotations
 
-from tests.helpers import pod
-
+from helpers import pod
 from kai_scheduler.api import constants as c
 from kai_scheduler.sim.in_memory_cluster import SimPod
 
