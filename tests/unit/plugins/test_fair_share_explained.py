@@ -62,7 +62,7 @@ def test_the_demo_is_explained_by_the_numbers_its_cycles_used() -> None:
     # vision: quota 40, weight 2, asks for 96 of research's share; the text names each step.
     assert "Level 2: queue research's" in text and "vision" in text
     assert "Quota phase: each gets min(quota, request, limit)" in text
-    assert text.count("Result: vision gets") == 3
+    assert text.count("Result: vision's ") == 3
 
 
 def _tree(seed: int, count: int = 50) -> list[dict[str, Any]]:
@@ -147,3 +147,11 @@ def test_the_rounds_are_the_division_s_own() -> None:
     assert first.amount == 4 and first.relative == [0.25, 0.75]
     assert [(g.queue, g.offer, g.granted) for g in first.grants] == [("a", 1.0, 1.0), ("b", 3.0, 3.0)]
     assert level.shares == shares
+
+
+def test_a_cluster_without_queues_records_an_empty_division() -> None:
+    recorder = DivisionRecorder()
+    recorder.resource("gpu", 8, 1.0)
+    assert divide(8, [], recorder=recorder) == {}
+    (level,) = recorder.record.resources["gpu"].levels
+    assert (level.parent, level.queues, level.after_quota) == (None, [], 8)

@@ -160,7 +160,9 @@ def _divide_level(
     level = [_LevelQueue(queue, _requestable(requests[queue.name], queue.limit)) for queue in siblings]
     remaining = _give_deserved(total, level)
     if recorder is not None:
-        recorder.level(siblings[0].parent, total, [_at_level(entry, requests) for entry in level], remaining)
+        # Only the top level can be empty (a cluster without queues): a parent is one for its children.
+        parent = siblings[0].parent if siblings else None
+        recorder.level(parent, total, [_at_level(entry, requests) for entry in level], remaining)
     if remaining > 0:
         _give_over_quota(remaining, level, k_value, unit, recorder)
     shares = {entry.queue.name: entry.fair_share for entry in level}
