@@ -177,6 +177,9 @@ def settled(kubectl: Kubectl) -> bool:
             for condition in pods["bad"]["status"].get("conditions", [])
         )
         and (team.get("status") or {}).get("allocated", {}).get("nvidia.com/gpu") == "1500m"
+        # What waits is in the queue's status once its PodGroup's first status is written: a new PodGroup
+        # whose pods stay pending gets it after the status controller's settle window.
+        and (team.get("status") or {}).get("requested", {}).get("nvidia.com/gpu") == "7500m"
         and "fairShare" in (team.get("status") or {})
     )
 
