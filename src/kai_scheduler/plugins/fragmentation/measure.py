@@ -32,7 +32,15 @@ that need a node's room whole: an idle 8-GPU node that a 1-GPU pod breaks into s
 cluster fills, those failures are what FGD avoids and three offers do not. So the classes of several
 whole GPUs also count as FGD counts them, over one pod, added to the expectation over three:
 
-    frag(node) += sum over classes k of several whole GPUs of weight(k) x (idle GPUs - GPUs k could use)
+    frag(node) += sum over classes k of several whole GPUs of
+                  weight(k) / share(k) x (idle GPUs - GPUs k could use)
+
+where share(k) is the share of the cluster's GPUs on nodes that could hold one pod of k (weight(k) is
+divided by it already, `scarcity_weighted`): a node is weighed as the share of k's room it is. Where
+CPU counts, a node with more CPU is the cheaper place for a smaller pod, yet it may be the only kind of
+node a rare large pod fits (8 GPUs and 120 CPUs, on the trace of the FGD paper: 39 of 1,213 nodes); once
+small pods have broken all of them, that pod fails where FGD, which sees both nodes alike, would have
+left some whole.
 
 Placing a pod changes only its own node, so the cost of a placement is that node's change of
 fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
@@ -322,7 +330,7 @@ def mix_arrays(
 def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units: FloatArray) -> MixArrays:
     """The mix with each class's weight divided by the share of the cluster's GPUs on nodes that could
     hold one of its pods when empty: a class only some nodes can take arrives at those nodes that much
-    more often."""
+    more often; and counted over one pod (the classes of several GPUs), divided by that share again."""
     everything = np.arange(table.size)
     empty = NodeStates(
         nodes=everything,
@@ -337,7 +345,10 @@ def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units
     share = (gpus @ holds) / max(float(gpus.sum()), _SLACK)
     weight = np.where(share > 0, mix.weight / np.maximum(share, _SLACK), 0.0)
     weight /= max(float(weight.sum()), _SLACK)
-    return replace(mix, weight=weight, several_weight=np.where(mix.several, weight, 0.0))
+    scarcity = np.where(share > 0, 1.0 / np.maximum(share, _SLACK), 0.0)
+    # Counted over one pod, a node whole is weighed as the share of its class's room it is: breaking one
+    # of the few nodes a class fits costs that class more than breaking one of many.
+    return replace(mix, weight=weight, several_weight=np.where(mix.several, weight * scarcity, 0.0))
 
 
 def _per(amounts: list[float]) -> FloatArray:

@@ -6,8 +6,9 @@ pod it holds that asks for a GPU counts once for its *class*: the live ones (pen
 leaving) and the recent ones (finished pods the cluster still keeps). A class is the pods alike in what
 they ask of a node (CPU, memory, whole GPUs, a shared portion or GPU memory on N devices, MIG instances)
 and in where they may run (their placement constraints). The most frequent classes that together cover
-`coverage` of those pods, at most `max_classes` of them, are the mix; their weights are their
-frequencies among the chosen ones (the plugin then weighs in how few nodes can take a class). The mix
+`coverage` of those pods, at most `max_classes` of them, are the mix, and with them the classes of several
+whole GPUs however rare (at most half as many more); their weights are their frequencies among the chosen
+ones (the plugin then weighs in how few nodes can take a class). The mix
 stays fixed for the session: a pod placed in it moves from pending to placed and still counts once, so
 nothing the session does changes what it learnt.
 """
@@ -61,4 +62,15 @@ def learn_mix(tasks: Iterable[TaskInfo], coverage: float, max_classes: int) -> l
             break
         chosen.append(key)
         covered += counts[key]
+    # Classes of several whole GPUs are kept however rare (up to half as many more, rounded up): a rare
+    # pod that needs a node whole, and CPU or memory only some nodes have, fails if nothing keeps those
+    # nodes whole.
+    several = [key for key in ranked[len(chosen) :] if _several(key[0])][: (max_classes + 1) // 2]
+    chosen.extend(several)
+    covered += sum(counts[key] for key in several)
     return [PodClass(key[0], counts[key] / covered, examples[key]) for key in chosen]
+
+
+def _several(request: PodRequest) -> bool:
+    """Whether pods of `request` take several whole GPUs (as `measure.mix_arrays` counts them)."""
+    return not request.is_shared_gpu and request.whole_gpus >= 2

@@ -16,7 +16,8 @@ the fewest GPUs (see `actions.solvers.victim_search`).
 
 Arguments (numbers, or strings as KAI writes plugin arguments): `coverage` (default 1.0), the share of
 the GPU pods (live and recent) the mix's classes must cover, the most frequent classes first;
-`maxClasses` (default 64), the most classes it keeps. Each class's weight is its share of the pods
+`maxClasses` (default 64), the most classes it keeps (and at most half as many rare classes of several
+whole GPUs besides, `mix.learn_mix`). Each class's weight is its share of the pods
 divided by the share of the cluster's GPUs on nodes that could hold one of its pods
 (`measure.scarcity_weighted`).
 """
