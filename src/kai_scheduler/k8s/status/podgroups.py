@@ -261,8 +261,8 @@ class PodGroupStatusController(StatusReconciler):
                 self._settled[key] = inputs
             return None
         self._settled.pop(key, None)
-        self._first_seen.pop(key, None)
         await self._write(key, obj, desired)
+        self._first_seen.pop(key, None)  # only now: a failed write's retry does not wait again
         return None
 
     def _first_write_wait(self, key: str, group: JsonObject) -> float:
