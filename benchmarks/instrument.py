@@ -193,10 +193,10 @@ def measure(
         measured.build_times.append(time.perf_counter() - begin)
         return snapshot
 
-    def timed_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
+    def timed_schedule(snapshot: Any, *, cycle: int, now: float, **options: Any) -> Any:
         measured.action_times.append({})
         begin = time.perf_counter()
-        result = schedule(snapshot, cycle=cycle, now=now)
+        result = schedule(snapshot, cycle=cycle, now=now, **options)
         measured.session_times.append(time.perf_counter() - begin)
         measured.decisions.append(result.decisions)
         measured.clock.append(now)

@@ -109,7 +109,8 @@ def test_the_replay_command_reproduces_the_cycle(
 def test_the_job_order_lists_pending_jobs_with_queue_and_priority() -> None:
     cycle = cycle_state()
     config = SchedulerConfig()
-    assert endpoint_paths(config) == ("/get-snapshot",)  # KAI's default lists snapshot only
+    # KAI's default lists the snapshot plugin only; with it we serve the cycle's fair share and usage too.
+    assert endpoint_paths(config) == ("/get-snapshot", "/get-fair-share", "/get-queue-usage")
     config = parse_config({"tiers": [{"plugins": [{"name": "priority"}, {"name": "reflectjoborder"}]}]})
     assert endpoint_paths(config) == ("/get-job-order",)
     with PluginServer(lambda: cycle, config, port=0) as server:
