@@ -63,3 +63,32 @@ def test_a_failed_attempt_waits_out_its_backoff_until_its_request_is_replaced(se
         assert binding_calls() == 2
 
     run(body(), timeout=30)
+
+
+def test_a_request_replaced_under_its_name_starts_with_no_failed_attempts(server: FakeApiServer) -> None:
+    """The scheduler makes its next request for a pod under the old one's name and caches it at once
+    (`Informer.assume`): the old request's deletion, older than the new one, never reaches the binder."""
+    store = server.store
+    store.create(node_manifest("n1"))
+    pod = store.create(pod_manifest("p", gpus=1))
+    server.fail_next(1, 500, verb="create", resource="pods/binding", name="p")
+    once = bind_request(pod, "n1")
+    once["spec"]["backoffLimit"] = 1
+
+    def status() -> dict[str, Any]:
+        return (live.informers.bind_requests.cache.get(KEY) or {}).get("status") or {}
+
+    async def body() -> None:
+        nonlocal live
+        async with Live(server, loop=False) as live:
+            store.create(once)
+            await live.until(lambda: status().get("phase") == "Failed")
+            assert status()["failedAttempts"] == 1
+            store.delete("bindrequests", "p", "default")
+            live.informers.bind_requests.assume(store.create(bind_request(pod, "n1")))
+            await live.until(lambda: status().get("phase") == "Succeeded")
+            assert status()["failedAttempts"] == 0
+            assert store.get("pods", "p")["spec"]["nodeName"] == "n1"
+
+    live: Live
+    run(body(), timeout=30)

@@ -140,6 +140,7 @@ class BinderStats:
 class _Request:
     """What the binder remembers of one BindRequest between its attempts."""
 
+    uid: str  # the request it is about: a new request of the same name starts afresh
     attempts: int = 0  # failed attempts (the status's failedAttempts may not show the latest yet)
     outages: int = 0  # attempts in a row that could not reach the API server
     # The uid of the request whose final outcome this binder wrote: the cache may still show it Pending
@@ -188,8 +189,15 @@ class Binder(Reconciler):
 
     # --- the queue -------------------------------------------------------------------------------
 
-    def _request(self, key: str) -> _Request:
-        return self._requests.setdefault(key, _Request())
+    def _request(self, request: JsonObject) -> _Request:
+        """The memory of `request`, by name and uid: a request deleted and made again under its name (the
+        scheduler's next try after a Failed one) may reach the cache as a replacement, with no deletion
+        seen in between, and must not inherit the old one's failed attempts."""
+        key, uid = object_key(request), _uid(request)
+        record = self._requests.get(key)
+        if record is None or record.uid != uid:
+            record = self._requests[key] = _Request(uid)
+        return record
 
     def forget(self, key: str) -> None:
         super().forget(key)
@@ -234,7 +242,7 @@ class Binder(Reconciler):
         status = request.get("status") or {}
         if status.get("phase") in (SUCCEEDED, FAILED):
             return None
-        record = self._request(key)
+        record = self._request(request)
         if record.done == _uid(request):
             return None
         spec = request.get("spec") or {}
@@ -332,7 +340,7 @@ class Binder(Reconciler):
         received: JsonObject,
     ) -> None:
         """The pod's Scheduled event, once per request (as far as this binder remembers)."""
-        record, uid = self._request(object_key(request)), _uid(request)
+        record, uid = self._request(request), _uid(request)
         if record.announced == uid:
             return
         record.announced = uid
@@ -398,7 +406,7 @@ class Binder(Reconciler):
         key, meta = object_key(request), request["metadata"]
         status = {"phase": phase, "reason": reason, "failedAttempts": attempts}
         self.stats.outcomes[key] = phase
-        record = self._request(key)
+        record = self._request(request)
         if phase != PENDING:
             record.done = _uid(request)
         try:
