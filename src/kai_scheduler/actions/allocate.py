@@ -13,7 +13,6 @@ from typing import Any
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.api.reasons import WaitReason, code_of
-from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.gang import quota_request_of, scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
@@ -111,7 +110,7 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
     nodes = session.snapshot.nodes
 
     def place_one(task: TaskInfo) -> str | None:
-        placed = ranked_nodes.choose_node(session, task)
+        placed = session.choose_node(task)
         if placed is None:
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
             detail = session.explain_no_fit(task)

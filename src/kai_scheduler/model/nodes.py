@@ -40,24 +40,6 @@ MIG_MIXED: Final = 2
 _FEW_CHANGED_NODES: Final = 16
 
 
-# A node's free CPU, memory, pod slots and whole GPUs (`NodeTable.node_room`).
-Room = tuple[float, float, float, float]
-
-
-def room_holds(room: Room, request: PodRequest) -> bool:
-    """Whether a node's room holds the request's CPU, memory, a pod slot and its whole GPUs: the part of
-    `NodeTable.node_fits` every request goes through (shared GPUs and extended resources come after)."""
-    cpu_free, mem_free, pods_free, gpus_free = room
-    ok = (
-        cpu_free >= request.cpu - EPSILON
-        and mem_free >= request.memory - EPSILON
-        and pods_free >= 1 - EPSILON
-    )
-    if ok and request.whole_gpus:
-        ok = gpus_free >= request.whole_gpus - EPSILON
-    return ok
-
-
 @dataclass(slots=True)
 class GpuGroup:
     """One physical GPU shared by fractional pods (KAI's `runai-gpu-group`)."""
@@ -361,7 +343,7 @@ class NodeTable:
         summed again (placing a pod changes one). Read-only."""
         column = self._kept(
             self._not_allocated.get(gpus),
-            lambda node: self.node_not_allocated(node, gpus=gpus),
+            lambda node: self._node_not_allocated(node, gpus=gpus),
             lambda rows: self._not_allocated_rows(rows, gpus=gpus),
         )
         self._not_allocated[gpus] = (column, len(self._changes))
@@ -372,8 +354,7 @@ class NodeTable:
             return (self.free_gpus[rows] + self.shared_free_total[rows]) + self.rel_gpus[rows]
         return (self.cap_cpu[rows] - self.used_cpu[rows]) + self.rel_cpu[rows]
 
-    def node_not_allocated(self, node: int, *, gpus: bool) -> float:
-        """`not_allocated` of one node, to the last bit."""
+    def _node_not_allocated(self, node: int, *, gpus: bool) -> float:
         # The same IEEE sums in the same order as `_not_allocated_rows`, on plain floats (`item`).
         if gpus:
             return (self.free_gpus.item(node) + self.shared_free_total.item(node)) + self.rel_gpus.item(node)
@@ -427,9 +408,9 @@ class NodeTable:
     def _groups_releasing(self, node: int) -> bool:
         return any(group.releasing != 0 or group.claimed for group in self.groups.get(node, ()))
 
-    def node_room(self, node: int, *, soon: bool) -> Room:
-        """The node's free CPU, memory, pod slots and whole GPUs (idle, or idle + releasing when `soon`),
-        as `node_fits` compares them with a request."""
+    def node_fits(self, request: PodRequest, node: int, *, soon: bool) -> bool:
+        """`fit` for one node, in plain Python (for a handful of nodes that is far cheaper than numpy);
+        the same arithmetic in the same order, so the same answer to the last bit."""
         # Plain floats (`item`): the same IEEE doubles as numpy's, at a fraction of a numpy scalar's cost.
         cpu_free = self.cap_cpu.item(node) - self.used_cpu.item(node)
         mem_free = self.cap_memory.item(node) - self.used_memory.item(node)
@@ -440,14 +421,13 @@ class NodeTable:
             mem_free = mem_free + self.rel_memory.item(node)
             pods_free = pods_free + self.rel_pods.item(node)
             gpus_free = gpus_free + self.rel_gpus.item(node)
-        return cpu_free, mem_free, pods_free, gpus_free
-
-    def node_fits(self, request: PodRequest, node: int, *, soon: bool) -> bool:
-        """`fit` for one node, in plain Python (for a handful of nodes that is far cheaper than numpy);
-        the same arithmetic in the same order, so the same answer to the last bit."""
-        room = self.node_room(node, soon=soon)
-        _, _, pods_free, gpus_free = room
-        ok = room_holds(room, request)
+        ok = (
+            cpu_free >= request.cpu - EPSILON
+            and mem_free >= request.memory - EPSILON
+            and pods_free >= 1 - EPSILON
+        )
+        if ok and request.whole_gpus:
+            ok = gpus_free >= request.whole_gpus - EPSILON
         if ok and request.is_shared_gpu:
             portion = self.portion_on(request, node)
             if request.gpu_devices == 1:

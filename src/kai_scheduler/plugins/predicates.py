@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
@@ -260,21 +259,15 @@ class PredicatesPlugin:
         preference_cache: dict[str, FloatArray] = {}
         soft_taints = facts.soft_taints
 
-        def nothing_preferred(task: TaskInfo) -> bool:
-            return not soft_taints and not _has_preferred_node_affinity(task.placement)
-
         def preferences(task: TaskInfo, rows: IntArray) -> FloatArray | float:
             placement = task.placement
-            if nothing_preferred(task):
+            if not soft_taints and not _has_preferred_node_affinity(placement):
                 return 0.0  # nothing to prefer or avoid: every node scores 0
             if placement.key not in preference_cache:
                 preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
             return preference_cache[placement.key][rows]
 
         points.node_scorers.append(preferences)
-        ranked_nodes.declare_constant(
-            session, preferences, lambda task: 0.0 if nothing_preferred(task) else None
-        )
 
     @staticmethod
     def _preference_scores(placement: Placement, nodes: NodeTable, taints: list[list[Any]]) -> FloatArray:

@@ -7,12 +7,10 @@ resources, and bin-packing or spreading decides among the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
 
-from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
@@ -40,12 +38,7 @@ class _ScoringPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-
-        def scorer(task: TaskInfo, rows: IntArray) -> FloatArray | float:
-            return self.score(nodes, task, rows)
-
-        session.points.node_scorers.append(scorer)
-        ranked_nodes.declare_constant(session, scorer, lambda task: self.constant_score(nodes, task))
+        session.points.node_scorers.append(lambda task, rows: self.score(nodes, task, rows))
 
     def on_session_close(self, session: Session) -> None:
         return None
@@ -53,11 +46,6 @@ class _ScoringPlugin:
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         """The scores of the candidate nodes `rows` (or one score for all of them)."""
         raise NotImplementedError
-
-    def constant_score(self, nodes: NodeTable, task: TaskInfo) -> float | None:
-        """What `score` gives for any candidates of the pod when that is one number for all of them
-        whichever they are; None when it may not be (see `framework.ranked_nodes`)."""
-        return None
 
 
 class NodeAvailabilityPlugin(_ScoringPlugin):
@@ -69,9 +57,6 @@ class NodeAvailabilityPlugin(_ScoringPlugin):
         if not nodes.anything_releasing():
             return AVAILABILITY  # the candidates fit soon, and nothing is released: they all fit now
         return np.where(nodes.fit(task.request, soon=False)[rows], AVAILABILITY, 0.0)
-
-    def constant_score(self, nodes: NodeTable, task: TaskInfo) -> float | None:
-        return None if nodes.anything_releasing() else AVAILABILITY
 
 
 class ResourceTypePlugin(_ScoringPlugin):
@@ -86,14 +71,6 @@ class ResourceTypePlugin(_ScoringPlugin):
         if gpu_nodes.all():
             return 0.0  # no CPU-only node among the candidates: nothing to prefer
         return np.where(gpu_nodes, 0.0, RESOURCE_TYPE)
-
-    def constant_score(self, nodes: NodeTable, task: TaskInfo) -> float | None:
-        # Every node has GPUs: so have any candidates, whichever they are.
-        return 0.0 if task.request.uses_gpu or self._all_gpu_nodes(nodes) else None
-
-    @staticmethod
-    def _all_gpu_nodes(nodes: NodeTable) -> bool:
-        return bool(nodes.has_gpus.all())
 
 
 class GpuSharingOrderPlugin(_ScoringPlugin):
@@ -113,9 +90,6 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
         scores[with_room[shared_free.take(with_room) >= portion - EPSILON]] = GPU_SHARING
         return scores
 
-    def constant_score(self, nodes: NodeTable, task: TaskInfo) -> float | None:
-        return None if task.request.is_shared_gpu else 0.0
-
 
 class NominatedNodePlugin(_ScoringPlugin):
     """A pod pipelined in an earlier cycle goes back to the node it was pipelined to, if it still fits."""
@@ -126,9 +100,6 @@ class NominatedNodePlugin(_ScoringPlugin):
         if task.nominated_node < 0:
             return 0.0
         return np.where(rows == task.nominated_node, NOMINATED_NODE, 0.0)
-
-    def constant_score(self, nodes: NodeTable, task: TaskInfo) -> float | None:
-        return 0.0 if task.nominated_node < 0 else None
 
 
 class NodePlacementPlugin(_ScoringPlugin):
@@ -152,26 +123,6 @@ class NodePlacementPlugin(_ScoringPlugin):
         self.cpu_strategy = arguments.get("cpu", BINPACK)
         self.cpu_avoids_idle_gpus = cpu_steering.flag(arguments)
 
-    def on_session_open(self, session: Session) -> None:
-        nodes = session.snapshot.nodes
-
-        def scorer(task: TaskInfo, rows: IntArray) -> FloatArray | float:
-            return self.score(nodes, task, rows)
-
-        session.points.node_scorers.append(scorer)
-        ranked_nodes.declare_ranked(session, scorer, self.ranked)
-
-    def ranked(self, task: TaskInfo) -> tuple[bool, Callable[[FloatArray], FloatArray | float]] | None:
-        """Binpack scores a node by its free value alone, given the candidates' lowest and highest (see
-        `framework.ranked_nodes`): the column it reads and the scores of free values; spread (which
-        reads capacity too) and the CPU steering are not."""
-        gpus = task.request.uses_gpu
-        if (self.gpu_strategy if gpus else self.cpu_strategy) != BINPACK:
-            return None
-        if self.cpu_avoids_idle_gpus and not gpus:
-            return None
-        return gpus, _binpack
-
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if self.cpu_avoids_idle_gpus and not task.request.uses_gpu:
             return cpu_steering.avoid_idle_gpus(nodes, rows, self._score(nodes, task, rows))
@@ -192,21 +143,15 @@ class NodePlacementPlugin(_ScoringPlugin):
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(total > 0, free / np.maximum(total, EPSILON), 0.0)
             return np.asarray(share, dtype=np.float64)
-        return _binpack(free)
-
-
-def _binpack(free: FloatArray) -> FloatArray | float:
-    """Binpack ranks against the other candidates (their free values `free`, an array it may change): the
-    fullest scores MAX_HIGH_DENSITY, the emptiest 0. Each element depends only on its own free value and
-    the lowest and highest of them."""
-    if free.size == 0:
-        return 0.0
-    low, high = float(np.minimum.reduce(free)), float(np.maximum.reduce(free))  # min/max minus wrappers
-    if high - low <= EPSILON:
-        return MAX_HIGH_DENSITY
-    # MAX_HIGH_DENSITY * (1 - (free - low) / (high - low)), step by step in place (no temporaries).
-    score = np.subtract(free, low, out=free)
-    score /= high - low
-    np.subtract(1.0, score, out=score)
-    score *= MAX_HIGH_DENSITY
-    return score
+        # Binpack ranks against the other candidates: the fullest scores MAX_HIGH_DENSITY, the emptiest 0.
+        if free.size == 0:
+            return 0.0
+        low, high = float(np.minimum.reduce(free)), float(np.maximum.reduce(free))  # min/max minus wrappers
+        if high - low <= EPSILON:
+            return MAX_HIGH_DENSITY
+        # MAX_HIGH_DENSITY * (1 - (free - low) / (high - low)), step by step in place (no temporaries).
+        score = np.subtract(free, low, out=free)
+        score /= high - low
+        np.subtract(1.0, score, out=score)
+        score *= MAX_HIGH_DENSITY
+        return score

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.session import NodeSubsets, Session
 from kai_scheduler.model.jobs import (
     ACTIVE_ALLOCATED,
@@ -75,12 +74,7 @@ class TopologyPlugin:
         scores = _GroupScores()
         session.points.node_subsets.append(partial(node_subsets, session, scores))
         if any(_has_preferred(job) for job in constrained):
-            scorer = partial(preferred_domain_scores, scores)
-            session.points.node_scorers.append(scorer)
-            # A pod of no group with a preferred level scores 0 on every node.
-            ranked_nodes.declare_constant(
-                session, scorer, lambda task: 0.0 if scores.of(task) is None else None
-            )
+            session.points.node_scorers.append(partial(preferred_domain_scores, scores))
 
     def on_session_close(self, session: Session) -> None:
         return None
