@@ -5,12 +5,15 @@
     python benchmarks/scale.py --quick              # up to 5,000 nodes, fewer steady cycles
     python benchmarks/scale.py --only openb,command # some of: scale, command, openb
     python benchmarks/scale.py --tree ../baseline/src       # the same against another tree: "before"
+    python benchmarks/scale.py --only scale --sizes 5000 --kinds trickle   # one point; the rest stays
 
 Each measurement runs in a child process that imports `kai_scheduler` from the tree under test
 (`--tree`, default this checkout's `src/`) and uses only its public entry points: the API models,
 `Simulation` / `SimulationOptions`, `SchedulerConfig`, and the `simulate` command. Results go to
 `benchmarks/results.json` under the keys `scale`, `command` and `openb`, as `after` (or `before`: the
-default when --tree names another tree than this checkout's). The workloads are in `scale_workload.py`
+default when --tree names another tree than this checkout's). The scale points measured (`--sizes`,
+`--kinds`) replace the same points stored; the others stay, each with the header of the run that
+measured it. The workloads are in `scale_workload.py`
 and `openb.py`; `report.py` turns results.json into docs/performance.md.
 
 * scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000, 20,000 nodes), cycle 1 of the first-cycle
@@ -57,6 +60,7 @@ SEED = 20260108
 SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000: issue #23's growth row
 QUICK_SIZES = (500, 1_000, 2_000, 5_000)
 ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
+SCALE_KINDS = ("first", "steady", "trickle")
 TRICKLE_CYCLES = 7  # the first, then two of each change (`scale_trickle.CHANGES`)
 LARGE_COMMAND_NODES = 20_000  # issue #23's whole-command row
 GOALS = {
@@ -191,6 +195,8 @@ def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, A
         entry: dict[str, Any] = {"nodes": nodes}
         trickle = 4 if args.quick else TRICKLE_CYCLES
         for kind, kind_cycles in (("first", 1), ("steady", cycles), ("trickle", trickle)):
+            if kind not in args.kinds:
+                continue
             if kind in gave_up:
                 entry[kind] = {"nodes": nodes, "reached": False, "skipped": True}
                 continue
@@ -201,6 +207,28 @@ def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, A
             say("  " + _point_line(entry[kind]))
         points.append(entry)
     return {"seed": args.seed, "steadyCycles": cycles, "budgetSeconds": args.budget, "points": points}
+
+
+def merge_points(stored: dict[str, Any] | None, measured: dict[str, Any]) -> dict[str, Any]:
+    """The scale result to store: `measured`'s points replace the same (size, kind) points of `stored`,
+    the others stay, so that measuring some sizes or kinds does not drop the rest of the growth rows.
+    Every point carries the header of the run that measured it (`measured`); the result's own header
+    and settings (what report.py's provenance table shows) stay the stored run's, which measured most."""
+    header = _stamp(measured)
+    by_nodes: dict[int, dict[str, Any]] = {}
+    for entry in (stored or {}).get("points", []):
+        by_nodes[entry["nodes"]] = {
+            kind: value if kind == "nodes" or "measured" in value else {**value, "measured": _stamp(stored)}
+            for kind, value in entry.items()
+        }
+    for entry in measured["points"]:
+        kept = by_nodes.setdefault(entry["nodes"], {"nodes": entry["nodes"]})
+        kept.update({kind: {**value, "measured": header} for kind, value in entry.items() if kind != "nodes"})
+    return {**measured, **(stored or {}), "points": [by_nodes[nodes] for nodes in sorted(by_nodes)]}
+
+
+def _stamp(result: dict[str, Any] | None) -> dict[str, Any]:
+    return {key: value for key, value in (result or {}).items() if key in ("timestamp", "tree")}
 
 
 def _point_line(p: dict[str, Any]) -> str:
@@ -361,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["point"]:
         parser = argparse.ArgumentParser(prog="scale.py point")
-        parser.add_argument("kind", choices=("first", "steady", "trickle"))
+        parser.add_argument("kind", choices=SCALE_KINDS)
         parser.add_argument("nodes", type=int)
         parser.add_argument("--cycles", type=int, default=1)
         parser.add_argument("--seed", type=int, default=SEED)
@@ -383,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}, 3 steady cycles")
     parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), help="node counts")
+    parser.add_argument(
+        "--kinds",
+        type=lambda s: tuple(k.strip() for k in s.split(",") if k.strip()),
+        default=SCALE_KINDS,
+        help="scale points to measure (default: all of first,steady,trickle); others stored stay",
+    )
     parser.add_argument("--steady-cycles", type=int, help="cycles of the steady runs (default 5; quick 3)")
     parser.add_argument("--budget", type=float, default=600.0, help="wall seconds per measurement (0: none)")
     parser.add_argument("--seed", type=int, default=SEED)
@@ -398,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(selected) - set(BENCHMARKS)
     if unknown:
         parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}")
+    if not args.kinds or set(args.kinds) - set(SCALE_KINDS):
+        parser.error(f"--kinds: some of {','.join(SCALE_KINDS)}, not {','.join(args.kinds) or 'none'}")
     say(f"measuring {tree} as '{which}'")
     for name in selected:
         work = Path(tempfile.mkdtemp(prefix=f"kai-bench-{name}-"))
@@ -408,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if not args.no_save:
+            if name == "scale":
+                result = merge_points(bench_io.load().get("scale", {}).get(which), result)
             bench_io.update(name, which, result)
     if not args.no_save:
         say(f"wrote {bench_io.RESULTS_JSON}")

@@ -1,0 +1,56 @@
+"""`benchmarks/scale.py` measures some sizes or kinds of the growth rows at a time (`--sizes`, `--kinds`);
+what it stores must keep the points it did not measure, or docs/performance.md loses them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import scale  # the benchmarks folder is not a package
+
+OLD = {"timestamp": "2026-12-01T00:00:00+00:00", "tree": {"commit": "aaaaaaa", "path": "src"}}
+NEW = {"timestamp": "2026-12-05T00:00:00+00:00", "tree": {"commit": "bbbbbbb", "path": "src"}}
+
+
+def _run(header: dict[str, Any], points: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**header, "seed": 1, "points": points}
+
+
+def test_measured_points_replace_theirs_and_the_others_stay() -> None:
+    stored = _run(
+        OLD,
+        [
+            {"nodes": 500, "first": {"seconds": 1.0}, "steady": {"medianSeconds": 0.1}},
+            {"nodes": 5000, "first": {"seconds": 5.0}, "trickle": {"medianCpuSeconds": 0.9}},
+        ],
+    )
+    measured = _run(
+        NEW,
+        [
+            {"nodes": 5000, "trickle": {"medianCpuSeconds": 0.3}},
+            {"nodes": 20000, "trickle": {"medianCpuSeconds": 1.2}},
+        ],
+    )
+
+    merged = scale.merge_points(stored, measured)
+
+    points = {entry["nodes"]: entry for entry in merged["points"]}
+    assert [entry["nodes"] for entry in merged["points"]] == [500, 5000, 20000]
+    assert points[500]["steady"]["medianSeconds"] == 0.1
+    assert points[5000]["first"]["seconds"] == 5.0
+    assert points[5000]["trickle"]["medianCpuSeconds"] == 0.3
+    assert set(points[20000]) == {"nodes", "trickle"}
+    # Each point says which run measured it; the result's header stays the run of most of them.
+    assert points[5000]["first"]["measured"] == OLD
+    assert points[5000]["trickle"]["measured"] == NEW
+    assert merged["tree"] == OLD["tree"]
+
+
+def test_a_first_result_is_the_run_itself() -> None:
+    measured = _run(NEW, [{"nodes": 500, "first": {"seconds": 1.0}}])
+
+    merged = scale.merge_points(None, measured)
+
+    assert merged["points"] == [{"nodes": 500, "first": {"seconds": 1.0, "measured": NEW}}]
