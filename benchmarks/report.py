@@ -216,8 +216,8 @@ ROWS: list[Row] = [
         "simulate, the steady cycle after a change (issue #23, point 1): before each cycle a pod that "
         "cannot fit arrives, or a running pod completes and another arrives, or a node is cordoned",
         trickle_cycle,
-        f"<= {GOALS['steadyCycleSeconds']} s (as the steady cycle)",
-        lambda v: v <= GOALS["steadyCycleSeconds"],
+        f"<= {GOALS['changedCycleSeconds']} s (issue #23's steady goal at 5,000 nodes)",
+        lambda v: v <= GOALS["changedCycleSeconds"],
     ),
     *command_rows(
         "simulate, whole command on that input (YAML), 3 cycles, `--output json`: wall time",
