@@ -200,6 +200,22 @@ def test_a_large_pod_keeps_the_only_kind_of_node_it_fits() -> None:
     assert placed == {"four1": "narrow1", "four2": "narrow2", "eight": "wide"}
 
 
+def test_pods_that_may_run_anywhere_leave_the_gpus_of_a_model_others_need() -> None:
+    # Two 2-GPU nodes; pods bound to the T4 model (one in the mix, recent) may use only one. CPU counted,
+    # a 1-GPU pod that may run anywhere strands less on the T4 node (92 CPUs left for its other GPU,
+    # rather than 8, too few for another such pod); but the T4 node's GPUs are asked for by the T4-bound
+    # pods as well, the other node's by this pod's kind alone.
+    t4 = {"nvidia.com/gpu.product": "T4"}
+    objects = [
+        node("other", gpus=2, cpu="20", labels={"nvidia.com/gpu.product": "G2"}),
+        node("t4", gpus=2, cpu="104", labels=t4),
+        queue("q"),
+        pod("bound", gpus=1, cpu="12", node_selector=t4, phase="Succeeded", node_name="t4"),
+        pod("anywhere", gpus=1, cpu="12"),
+    ]
+    assert binds(one_cycle(objects, ALLOCATE)) == {"anywhere": "other"}
+
+
 def _generated_cluster(seed: int) -> list[Any]:
     """Nodes of 1-4 GPUs (fewer than 8 shared GPUs a node: numpy sums them in order) and pods of whole
     GPUs, fractions, GPU memory and CPU only, some running."""

@@ -42,6 +42,22 @@ node a rare large pod fits (8 GPUs and 120 CPUs, on the trace of the FGD paper: 
 small pods have broken all of them, that pod fails where FGD, which sees both nodes alike, would have
 left some whole.
 
+A GPU in use is not stranded, yet it may be taken from the wrong pods: where some classes may run only
+on some nodes (a GPU model, nodes with enough CPU or GPUs for them), those nodes' GPUs are asked for by
+more of the mix than the rest are. So each GPU in use counts too, by how much more its node is asked for
+than a node every class may use:
+
+    frag(node) += pressure(node) x (the node's GPUs - idle GPUs)
+    pressure(node) = sum over classes k the node could hold when idle of weight(k) x (1 - share(k))
+
+(weight(k) is divided by share(k) already: a class that a tenth of the GPUs can take arrives at them
+ten times as often). Classes that every node can take add to no node's pressure more than another's. A
+placement then costs, besides what it strands, its GPUs times its node's pressure: the CPU-aware measure
+finds the least stranding on nodes with the most CPU per GPU, and where those are the only GPU model some
+pods may use, the pods that may run anywhere filled them first (gpuspec10 of the FGD paper's trace: 10%
+of the pods bound to a model; its 2-GPU 104-CPU T4 nodes full at 30% of the arrivals, and the T4-bound
+pods failed from there).
+
 Placing a pod changes only its own node, so the cost of a placement is that node's change of
 fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
 have used anyway, and highest where it breaks up room the mix needs (an idle node a large pod would
@@ -93,6 +109,10 @@ class MixArrays:
     demand: FloatArray  # N x K: GPUs one pod of the class takes on the node (0 where it may not run)
     several: BoolArray  # K: the classes of several whole GPUs per pod (see the module)
     several_weight: FloatArray  # K: `weight` where `several`, else 0
+    # N: the GPUs the mix asks of each node, and each node's GPUs when idle (see the module; both 0
+    # until `scarcity_weighted` weighs the classes)
+    pressure: FloatArray
+    capacity: FloatArray
 
 
 @dataclass(slots=True)
@@ -190,6 +210,8 @@ def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple
     frag: FloatArray = stranded[:, 0] + later.sum(axis=1)
     if whole_nodes is not None:
         frag += whole_nodes
+    nodes = states.nodes
+    frag += mix.pressure.take(nodes) * (mix.capacity.take(nodes) - free)
     return frag, free
 
 
@@ -324,13 +346,16 @@ def mix_arrays(
         demand=demand,
         several=several,
         several_weight=np.where(several, weight, 0.0),
+        pressure=np.zeros(table.size),
+        capacity=np.zeros(table.size),
     )
 
 
 def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units: FloatArray) -> MixArrays:
     """The mix with each class's weight divided by the share of the cluster's GPUs on nodes that could
     hold one of its pods when empty: a class only some nodes can take arrives at those nodes that much
-    more often; and counted over one pod (the classes of several GPUs), divided by that share again."""
+    more often; and counted over one pod (the classes of several GPUs), divided by that share again.
+    Also each node's pressure and GPUs (see the module)."""
     everything = np.arange(table.size)
     empty = NodeStates(
         nodes=everything,
@@ -347,8 +372,15 @@ def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units
     weight /= max(float(weight.sum()), _SLACK)
     scarcity = np.where(share > 0, 1.0 / np.maximum(share, _SLACK), 0.0)
     # Counted over one pod, a node whole is weighed as the share of its class's room it is: breaking one
-    # of the few nodes a class fits costs that class more than breaking one of many.
-    return replace(mix, weight=weight, several_weight=np.where(mix.several, weight * scarcity, 0.0))
+    # of the few nodes a class fits costs that class more than breaking one of many. (A share of all
+    # the GPUs may come out a rounding above 1.)
+    return replace(
+        mix,
+        weight=weight,
+        several_weight=np.where(mix.several, weight * scarcity, 0.0),
+        pressure=holds @ (weight * (1.0 - np.minimum(share, 1.0))),
+        capacity=gpus,
+    )
 
 
 def _per(amounts: list[float]) -> FloatArray:

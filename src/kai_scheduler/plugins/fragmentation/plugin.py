@@ -19,7 +19,8 @@ the GPU pods (live and recent) the mix's classes must cover, the most frequent c
 `maxClasses` (default 64), the most classes it keeps (and at most half as many rare classes of several
 whole GPUs besides, `mix.learn_mix`). Each class's weight is its share of the pods
 divided by the share of the cluster's GPUs on nodes that could hold one of its pods
-(`measure.scarcity_weighted`).
+(`measure.scarcity_weighted`); a GPU in use counts by how much more the mix asks for its node than for
+one every class may use (`measure`'s pressure).
 """
 
 from __future__ import annotations
