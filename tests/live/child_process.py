@@ -40,6 +40,10 @@ class Child:
         for line in stream:
             chunks.append(line)
 
+    def stderr_so_far(self) -> str:
+        """What the child has written to stderr until now (it may still be running)."""
+        return "".join(self._chunks["stderr"])
+
     @property
     def returncode(self) -> int | None:
         return self.process.poll()

@@ -22,7 +22,7 @@ from failover_run import (
 )
 from identities import refusals, strict_server
 from installed_chart import ChartPod
-from live_support import run
+from live_support import eventually, run
 from replicas import COMPONENTS, Replicas
 
 from kai_fakeapi import Store
@@ -86,6 +86,11 @@ def test_a_leader_paused_past_its_lease_steps_down_when_it_goes_on(tmp_path: Pat
             await replicas.until_ready()
             paused = await busy_run_with_a_paused_leader(replicas.server, replicas)
             assert replicas.holder("scheduler") not in ("", paused.name)
+            # Its cycles stop writing at once (`leading()`); its elector says so at its next attempt, a
+            # retry period after it woke, which may come after every pod is bound.
+            child = paused.child
+            assert child is not None
+            await eventually(lambda: f"{paused.name} lost the lease" in child.stderr_so_far(), timeout=60)
             assert problems(replicas.server.store) == []
             assert refusals(replicas.server) == []
             return paused
