@@ -350,11 +350,29 @@ def provenance(results: dict[str, Any]) -> list[str]:
                     f"| {key} {which}{quick} | {entry['timestamp']} | {entry['tree'].get('commit')} | "
                     f"{', '.join(f'{x:g}' for x in load) if load else 'n/a'} |"
                 )
+                lines += _point_provenance(key, which, entry)
     for which in ("before", "after"):
         entry = _get(results, "live", which)
         if entry:
             lines.append(f"| live {which} | {entry.get('measured', 'n/a')} | | |")
     return lines
+
+
+def _point_provenance(key: str, which: str, entry: dict[str, Any]) -> list[str]:
+    """One row per other run whose points `scale.py --sizes/--kinds` merged into this result: the points of
+    one table may come from runs of different commits, and the reader must see which."""
+    runs: dict[tuple[str, str], list[str]] = {}
+    for point in entry.get("points") or []:
+        for kind, value in point.items():
+            stamp = value.get("measured") if isinstance(value, dict) else None
+            if not stamp or stamp.get("timestamp") == entry.get("timestamp"):
+                continue
+            run = (stamp.get("timestamp", "n/a"), (stamp.get("tree") or {}).get("commit", "n/a"))
+            runs.setdefault(run, []).append(f"{kind} {point['nodes']:,}")
+    return [
+        f"| {key} {which}: {', '.join(points)} | {timestamp} | {commit} | n/a |"
+        for (timestamp, commit), points in sorted(runs.items())
+    ]
 
 
 def failover_rows(results: dict[str, Any]) -> list[str]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import scale  # the benchmarks folder is not a package
+import report  # the benchmarks folder is not a package
+import scale
 
 OLD = {"timestamp": "2026-12-01T00:00:00+00:00", "tree": {"commit": "aaaaaaa", "path": "src"}}
 NEW = {"timestamp": "2026-12-05T00:00:00+00:00", "tree": {"commit": "bbbbbbb", "path": "src"}}
@@ -54,3 +55,17 @@ def test_a_first_result_is_the_run_itself() -> None:
     merged = scale.merge_points(None, measured)
 
     assert merged["points"] == [{"nodes": 500, "first": {"seconds": 1.0, "measured": NEW}}]
+
+
+def test_the_provenance_table_names_every_run_whose_points_a_table_shows() -> None:
+    stored = _run(
+        {**OLD, "machine": {"loadAverage": [1.0, 1.0, 1.0]}}, [{"nodes": 500, "first": {"seconds": 1.0}}]
+    )
+    measured = _run(NEW, [{"nodes": 5000, "trickle": {"medianCpuSeconds": 0.3}}])
+    merged = scale.merge_points(stored, measured)
+
+    rows = report.provenance({"scale": {"after": merged}})
+
+    assert any(row.startswith("| scale after | 2026-12-01") and "aaaaaaa" in row for row in rows), rows
+    assert "| scale after: trickle 5,000 | 2026-12-05T00:00:00+00:00 | bbbbbbb | n/a |" in rows, rows
+    assert not any("first 500" in row for row in rows), rows  # the stored run's own points are its header's
