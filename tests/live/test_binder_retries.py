@@ -85,9 +85,14 @@ def test_a_request_replaced_under_its_name_starts_with_no_failed_attempts(server
             await live.until(lambda: status().get("phase") == "Failed")
             assert status()["failedAttempts"] == 1
             store.delete("bindrequests", "p", "default")
-            live.informers.bind_requests.assume(store.create(bind_request(pod, "n1")))
+            # The new request may fail once and still bind: with the old one's attempt inherited, that
+            # failure would be its second of two, and it would be given up.
+            again = bind_request(pod, "n1")
+            again["spec"]["backoffLimit"] = 2
+            server.fail_next(1, 500, verb="create", resource="pods/binding", name="p")
+            live.informers.bind_requests.assume(store.create(again))
             await live.until(lambda: status().get("phase") == "Succeeded")
-            assert status()["failedAttempts"] == 0
+            assert status()["failedAttempts"] == 1
             assert store.get("pods", "p")["spec"]["nodeName"] == "n1"
 
     live: Live

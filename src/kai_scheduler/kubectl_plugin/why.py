@@ -26,6 +26,7 @@ import numpy as np
 from kai_scheduler.api import constants as c
 from kai_scheduler.api import reasons
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, EVENTS, POD_GROUPS, PODS, QUEUES, JsonObject
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_succeeded
 from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES, pod_gpus, resource_list, show, spec_amount
 from kai_scheduler.kubectl_plugin.api_client import Cluster, PluginError
@@ -235,7 +236,9 @@ async def _binding(cluster: Cluster, explanation: Explanation, pod: JsonObject) 
     if request is not None and (request.get("status") or {}).get("phase") != "Failed":
         explanation.state = "Binding"
         node = (request.get("spec") or {}).get("selectedNode")
-        phase = (request.get("status") or {}).get("phase") or "Pending"
+        # No Succeeded is written (the binder's module doc): a bound pod says it.
+        done = bind_request_succeeded(request, pod)
+        phase = "Succeeded" if done else (request.get("status") or {}).get("phase") or "Pending"
         detail = (request.get("status") or {}).get("reason") or ""
         explanation.message = f"BindRequest to node {node}: {phase}" + (f" ({detail})" if detail else "")
 

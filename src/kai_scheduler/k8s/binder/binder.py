@@ -1,6 +1,7 @@
 """`Binder`: carries out the scheduler's BindRequests, as KAI's binder does.
 
-For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor Failed:
+For each BindRequest (scheduling.run.ai/v1alpha2) that is not done (`kai_objects.bind_request_succeeded`:
+phase Succeeded, or its pod bound to its selected node) and not Failed:
 
 1. Check the pod: it must exist and be the incarnation the request was made for (its owner reference),
    not be terminating, and not be bound elsewhere. A pod already bound to the selected node means an
@@ -27,7 +28,11 @@ For each BindRequest (scheduling.run.ai/v1alpha2) that is neither Succeeded nor 
 4. Record the bind as kube-scheduler does, a Normal `Scheduled` event on the pod (`Successfully assigned
    <ns>/<pod> to <node>`, and for shared GPUs the GPU group(s) and portion), reported as the pod's
    scheduler; a request given up gets a Warning `FailedBinding` event with the last failure. Then record
-   the outcome in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A failed attempt
+   a failure in the BindRequest's status (`phase`, `reason`, `failedAttempts`). A success is not written
+   (issue #23; KAI's binder writes phase Succeeded): the pod's `spec.nodeName` already says it, and every
+   reader takes a request whose pod is bound to its selected node as succeeded; only a request whose
+   status shows an earlier failed attempt gets `Succeeded` written, so that it does not keep showing the
+   failure. A failed attempt
    removes the GPU labels and deletes the extended-resource claim again (KAI's rollback) and is retried
    after `1 << failedAttempts` seconds (times `backoff_base`, which tests scale down) while
    `failedAttempts < backoffLimit`; then the request
@@ -98,9 +103,7 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.events import record_event
 from kai_scheduler.k8s.runtime.informers import BINDER_KINDS, InformerSet
-from kai_scheduler.k8s.runtime.kai_objects import (
-    bind_request_is_for,
-)
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_is_for, bind_request_succeeded
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key
 from kai_scheduler.k8s.runtime.reconciler import Reconciler, Result, TemporaryError
 
@@ -133,7 +136,8 @@ class BinderStats:
     already_bound: int = 0  # requests found done (bound to the node already)
     failures: int = 0  # failed attempts
     failed: int = 0  # requests given up
-    outcomes: dict[str, str] = field(default_factory=dict)  # request key -> last phase written
+    # request key -> its last outcome: the phase written, or Succeeded (kept here only: not written)
+    outcomes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -210,7 +214,7 @@ class Binder(Reconciler):
 
         def changed(obj: JsonObject, new: JsonObject | None = None) -> None:
             current = new if new is not None else obj
-            if (current.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED):
+            if self._outstanding(current):
                 self.enqueue(object_key(current))
 
         def gone(obj: JsonObject) -> None:
@@ -220,8 +224,15 @@ class Binder(Reconciler):
 
     def keys(self) -> Iterator[str]:
         for key, obj in self.informers.bind_requests.cache.items():
-            if (obj.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED):
+            if self._outstanding(obj):
                 yield key
+
+    def _outstanding(self, request: JsonObject) -> bool:
+        """Neither Failed nor done (as far as the caches show): worth an attempt."""
+        if (request.get("status") or {}).get("phase") == FAILED:
+            return False
+        namespace, pod_name = pod_of(request)
+        return not bind_request_succeeded(request, self.informers.pods.cache.get(f"{namespace}/{pod_name}"))
 
     async def start(self, stop: asyncio.Event) -> bool:
         del stop
@@ -263,6 +274,11 @@ class Binder(Reconciler):
         except (ConnectionError, OSError) as error:
             raise self._unreachable(record, error) from error
         record.attempts = record.outages = 0
+        if not status.get("phase"):
+            # Nothing to correct: the bound pod says it succeeded (the module doc).
+            self.stats.outcomes[key] = SUCCEEDED
+            record.done = _uid(request)
+            return None
         return await self._set_status(request, SUCCEEDED, outcome, attempts)
 
     def _unreachable(self, record: _Request, error: BaseException) -> TemporaryError:

@@ -19,7 +19,7 @@ from kai_scheduler.k8s.binder.errors import BindFailure
 from kai_scheduler.k8s.runtime.access import Access, access
 from kai_scheduler.k8s.runtime.client import PODS, ApiStatusError, JsonObject, KubeClient
 from kai_scheduler.k8s.runtime.informers import InformerSet
-from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for, bind_request_succeeded
 from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of
 
 log = logging.getLogger(__name__)
@@ -175,8 +175,8 @@ class Reservations:
 
     def groups_in_use(self) -> set[str]:
         """GPU groups held by a non-terminal pod (outside the reservation namespace), selected by a
-        BindRequest (not Failed) of a pod that still exists (its labels may lag in the cache), or being
-        reserved right now."""
+        BindRequest neither Failed nor done (KAI's `hasActiveBindRequestsForGpuGroup`) of a pod that still
+        exists (its labels may lag in the cache), or being reserved right now."""
         used = set(self._reserving)
         pods = self.informers.pods.cache
         for obj in pods.values():
@@ -192,8 +192,10 @@ class Reservations:
             spec = request.get("spec") or {}
             meta = metadata_of(request)
             pod = pods.get(f"{meta.get('namespace') or 'default'}/{spec.get('podName') or meta.get('name')}")
-            if pod is not None and bind_request_is_for(request, pod):
-                used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
+            # A done request's pod holds its groups by its labels (written before the bind), while it runs.
+            if pod is None or not bind_request_is_for(request, pod) or bind_request_succeeded(request, pod):
+                continue
+            used.update(str(g) for g in spec.get("selectedGPUGroups") or [])
         return used
 
     async def sweep(self) -> None:

@@ -1,7 +1,8 @@
 """What KAI's components agree on about shared objects, in one place below them all: the ConfigMaps a
 GPU-sharing container is wired to (the admission webhook wires them, the binder fills them), which pod
-incarnation a BindRequest is for (the scheduler and the binder, the scale adjuster), the reservation pods'
-label, and the ResourceClaim a pod's claim stands for (the scheduler's state and the binder's PreBind)."""
+incarnation a BindRequest is for (the scheduler and the binder, the scale adjuster) and when it is done,
+the reservation pods' label, and the ResourceClaim a pod's claim stands for (the scheduler's state and the
+binder's PreBind)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,18 @@ def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
     return True
 
 
+def bind_request_succeeded(request: JsonObject, pod: JsonObject | None) -> bool:
+    """Whether a BindRequest is done: its status says Succeeded (KAI's binder writes it), or its pod (the
+    incarnation it is for) is bound to its selected node. Our binder writes no Succeeded phase (issue #23:
+    the pod's `spec.nodeName` already says it), so every reader asks this rather than the phase."""
+    if (request.get("status") or {}).get("phase") == "Succeeded":
+        return True
+    if pod is None or not bind_request_is_for(request, pod):
+        return False
+    node = (request.get("spec") or {}).get("selectedNode")
+    return bool(node) and (pod.get("spec") or {}).get("nodeName") == node
+
+
 def pod_claim_name(pod: JsonObject, name: str) -> str | None:
     """The ResourceClaim a pod's claim `name` stands for (KAI's `GetResourceClaimName`): the one it names,
     or the one made from its template (`status.resourceClaimStatuses`)."""
@@ -103,6 +116,7 @@ def pod_claim_name(pod: JsonObject, name: str) -> str | None:
 __all__ = [
     "RESERVATION_APP",
     "bind_request_is_for",
+    "bind_request_succeeded",
     "container_names",
     "fraction_container_index",
     "pod_claim_name",
