@@ -112,7 +112,7 @@ def test_everything_ends_bound_exactly_once(server: FakeApiServer) -> None:
     assert scheduled == Counter(names), scheduled
 
     gang = store.get("podgroups", "gang")
-    assert "kai.scheduler/last-start-timestamp" in gang["metadata"]["annotations"]
+    assert "kai.scheduler/last-start-timestamp" not in gang["metadata"]["annotations"]  # its pods say it
     assert not (gang.get("status") or {}).get("schedulingConditions")
     for name in ("half-0", "half-1"):
         pod = store.get("pods", name)

@@ -17,14 +17,15 @@ its decisions through the API, as KAI's scheduler does:
   (`Preempted`; `Evicted` for a stale gang), one on its PodGroup (`Evict`) per action and preemptor.
 * pipeline -> remembered in memory for the next cycle only (the nominated node and shared GPUs), exactly
   as the simulator does; nothing is written.
-* PodGroups: the `kai.scheduler/last-start-timestamp` annotation when a job goes from no running pod to
-  some (removed when it has none), `kai.scheduler/stale-podgroup-timestamp` as the cycle reports staleness,
+* PodGroups: `kai.scheduler/stale-podgroup-timestamp` as the cycle reports staleness,
   and the status `schedulingConditions` entry of type `UnschedulableOnNodePool` for this node pool, with
   the reason (`NonPreemptibleOverQuota`, `OverLimit`, `QueueDoesNotExist`, else `Unschedulable`) and the
   message; it is removed once the job gets a placement. A Warning event records each new reason (the
   start of a job is its pods' `Scheduled` events, the binder's: none on the PodGroup, as KAI). The
   times are also kept in memory (newer than the cache for a moment after a write; the only record for
-  jobs without a PodGroup object, i.e. bare pods when no pod grouper runs).
+  jobs without a PodGroup object, i.e. bare pods when no pod grouper runs). A job's last start, which KAI
+  writes as `kai.scheduler/last-start-timestamp` when a job goes from no running pod to some, is kept in
+  memory only: after a restart the job's running pods say it (`job_starts.py`; issue #23).
 * Pods: each pending pod (no node, no outstanding BindRequest, not placed or pipelined this cycle) of a job
   that ends the cycle unschedulable gets the pod condition `PodScheduled` = `False`, reason
   `Unschedulable`, message = the job's reason (at most 1024 characters), as kube-scheduler and KAI set it

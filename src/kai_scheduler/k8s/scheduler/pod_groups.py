@@ -1,8 +1,10 @@
-"""The scheduler's PodGroup effects: the job times as annotations (`kai.scheduler/last-start-timestamp`,
-`kai.scheduler/stale-podgroup-timestamp`, `kai.scheduler/last-eviction-timestamp` when a cycle evicts a
-pod of the job) and the status `schedulingConditions` entry
-`UnschedulableOnNodePool` for this node pool with its reason and message, a Warning event for each new
-reason (module doc of `loop.py`). The times are also kept in memory (`job_times`).
+"""The scheduler's PodGroup effects: the job times as annotations (`kai.scheduler/stale-podgroup-timestamp`,
+`kai.scheduler/last-eviction-timestamp` when a cycle evicts a pod of the job) and the status
+`schedulingConditions` entry `UnschedulableOnNodePool` for this node pool with its reason and message, a
+Warning event for each new reason (module doc of `loop.py`). The times are also kept in memory
+(`job_times`), the last start only there: KAI writes it as `kai.scheduler/last-start-timestamp`, which
+this scheduler reads but does not write (issue #23: one API write a started job fewer); after a restart
+the job's running pods say when it started (`job_starts.py`).
 
 The transitions a user follows on a PodGroup, as Normal events: `Evict` (KAI's reason) when a cycle evicts
 pods of it, naming the action, the preemptor and the reason (`group_events`); `Running`, all its pods
@@ -27,7 +29,7 @@ from kai_scheduler.k8s.scheduler.live_state import LiveState
 from kai_scheduler.model.scheduling_backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
-# Annotations (last start, staleness, last eviction) and the scheduling conditions in the status.
+# Annotations (staleness, last eviction, start estimate) and the scheduling conditions in the status.
 ACCESS = (access(POD_GROUPS, "patch"), access(POD_GROUPS, "patch", subresource="status"))
 
 UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
@@ -136,9 +138,6 @@ class PodGroupUpdates:
             ):
                 # KAI reads an unreadable one as none and its status updater then removes it.
                 annotate(job, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, None)
-            if old.last_start != new.last_start:
-                stamp = None if new.last_start is None else self.effects.clock.stamp(new.last_start)
-                annotate(job, c.LAST_START_TIMESTAMP_ANNOTATION, stamp)
         for job in placed_jobs:
             # A start-time estimate (start_times.py) is for a job that waits: it goes with its placement.
             annotate(job, c.ESTIMATED_START_ANNOTATION, None)
@@ -148,7 +147,8 @@ class PodGroupUpdates:
                 c.STALE_PODGROUP_TIMESTAMP_ANNOTATION,
                 None if since is None else self.effects.clock.stamp(since),
             )
-        # Remembered for every job that exists: it overrides the annotations until the cache shows them.
+        # Remembered for every job that exists: it overrides the annotations until the cache shows them
+        # (the last start for good: no annotation of it is written).
         for job in touched:
             if job in jobs or job in after:
                 self.job_times[job] = after.get(job, JobTimes())

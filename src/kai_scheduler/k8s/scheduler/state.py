@@ -18,9 +18,11 @@ What is live mode's own:
 * Namespaces' labels (when the informers watch Namespaces, as the scheduler's do) for pod (anti-)affinity's
   namespaceSelector; without them a namespace carries only its `kubernetes.io/metadata.name` label.
 * Priority classes: `model.priorities.Priorities.of` (KAI's four unless redefined; `globalDefault`).
-* `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp` and
-  `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), converted to the session clock (`SessionClock`),
-  unless the loop's own bookkeeping has the job (it is newer than the cache).
+* `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp`,
+  `kai.scheduler/stale-podgroup-timestamp` and `kai.scheduler/last-eviction-timestamp` (RFC 3339),
+  converted to the session clock (`SessionClock`), the last start from the job's running pods when that is
+  newer (`job_starts.py`: the scheduler writes no last-start annotation), unless the loop's own bookkeeping
+  has the job (it is newer than the cache).
 * For the loop, per job: how many of its pods run and which wait (`JobPods`), and which jobs changed since
   the last build, so that a cycle's bookkeeping looks at those jobs rather than at every pod.
 
@@ -45,6 +47,7 @@ from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadat
 from kai_scheduler.k8s.scheduler.cluster_scoped import ClusterScopedFeed
 from kai_scheduler.k8s.scheduler.disruption_state import DisruptionBudgetFeed
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
+from kai_scheduler.k8s.scheduler.job_starts import JobStarts, later_start, placed_at
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, JobPods, LiveState, Placed, SessionClock
 from kai_scheduler.k8s.scheduler.notices import Noticed, notices_of
 from kai_scheduler.k8s.scheduler.numa_state import NodeTopologyFeed, with_predicted_zones
@@ -144,6 +147,7 @@ class StateBuilder:
         self._changed_jobs: set[str] = set()  # since the last build
         self._conditioned_groups: set[str] = set()
         self._times_changed: set[str] = set()  # jobs whose PodGroup times may have changed since then
+        self._starts = JobStarts()  # when each job's running pods were placed
         self._bind_requests: dict[str, JsonObject] = {}
         self._last: LiveState | None = None
         # The in-flight memory as of the last build (a change makes the pod dirty).
@@ -316,12 +320,14 @@ class StateBuilder:
             state = self._pod_state(key, obj, found) if obj else None
             self._forget_loop_view(key)
             if state is None:
+                self._starts.note(key, None, None)
                 if previous is not None:
                     self.cache.remove_pod(key)
                 continue
             assert obj is not None  # it has a state
             self._pod_objects[key] = obj
             self._remember_loop_view(key, state, found[0] if found else None)
+            self._note_start(key, state, obj, found[0] if found else None)
             self.cache.upsert_pod(state)
             if state.node_name is not None and not state.gpu_groups and is_shared_gpu_pod(state.pod):
                 unlabelled_nodes.add(state.node_name)
@@ -341,6 +347,15 @@ class StateBuilder:
         self._job_pods.setdefault(job, JobPods()).count(key, state, 1, bound=bound)
         if state.node_name is not None and state.phase not in TERMINAL_PHASES:
             self._active_pods[job] = self._active_pods.get(job, 0) + 1
+
+    def _note_start(self, key: str, state: PodState, obj: JsonObject, request: JsonObject | None) -> None:
+        """When the pod was placed, if it runs in a job of ours (`job_starts.py`)."""
+        job = self._job_of_pod.get(key)
+        running = state.node_name is not None and state.phase not in TERMINAL_PHASES and not state.terminating
+        if job is None or not running:
+            self._starts.note(key, None, None)
+        else:
+            self._starts.note(key, job, placed_at(self.clock, obj, request))
 
     def _forget_loop_view(self, key: str) -> None:
         self._bind_requests.pop(key, None)
@@ -428,18 +443,19 @@ class StateBuilder:
         return rank
 
     def _update_job_times(self, loop_times: Mapping[str, JobTimes], changed: Iterable[str] | None) -> None:
-        """The cache's job times: the loop's own where it has the job, else the PodGroup annotations', for
-        the jobs whose entry in either may have changed."""
+        """The cache's job times: the loop's own where it has the job, else the PodGroup annotations' with
+        the start its running pods show when newer, for the jobs whose entry in any may have changed."""
         cache = self.cache
+        started = self._starts.take_changed()
         if changed is None:
-            keys = loop_times.keys() | self._group_times.keys() | cache.job_times.keys()
+            keys = loop_times.keys() | self._group_times.keys() | cache.job_times.keys() | self._starts.jobs()
         else:
-            keys = self._times_changed.union(changed)
+            keys = self._times_changed.union(changed, started)
         self._times_changed = set()
         for key in keys:
             times = loop_times.get(key)
             if times is None:
-                times = self._group_times.get(key, _NO_TIMES)
+                times = later_start(self._group_times.get(key, _NO_TIMES), self._starts.earliest(key))
             if cache.job_times.get(key, _NO_TIMES) != times:
                 cache.set_job_times(key, times)
 
