@@ -35,7 +35,7 @@ from pydantic_core import core_schema
 
 from kai_scheduler.api.constants import HOSTNAME_LABEL
 from kai_scheduler.api.crd_models import BindRequest, PodGroupObject, QueueObject
-from kai_scheduler.api.objects import Topology
+from kai_scheduler.api.objects import AccountedResource, Topology
 from kai_scheduler.api.operator_crd_models import ConfigObject, SchedulingShardObject
 from kai_scheduler.api.topology_rules import IMMUTABLE_NODE_LABELS
 
@@ -148,6 +148,24 @@ CRDS: tuple[CrdDefinition, ...] = (
             "spec.reclaimMinRuntime": {
                 "description": "Minimum runtime before a pod in this queue can be reclaimed "
                 "(a duration, e.g. 90s)."
+            },
+        },
+    ),
+    CrdDefinition(
+        group=SCHEDULING_GROUP,
+        version="v1alpha1",
+        kind="AccountedResource",
+        plural="accountedresources",
+        scope="Cluster",
+        model=AccountedResource,
+        description="How to recognise and count one logical resource (a pod request, a GPU type by node "
+        "label, DRA devices, a pod annotation) that queues limit through spec.accountedResources (KAI's "
+        "phase-1 design: limits only).",
+        printer_columns=(_AGE,),
+        extras={
+            "spec.sources": {
+                "description": "Each sets exactly one of resourceName, dra and podAnnotation; matching "
+                "sources add up."
             },
         },
     ),

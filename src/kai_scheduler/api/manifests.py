@@ -27,11 +27,13 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.accounted_resources import SourceProblem, check_accounted_resource
 from kai_scheduler.api.cel import CelUnsupported, compile_selector
 from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.errors import ManifestError
 from kai_scheduler.api.gpu_request import InvalidGpuRequest, read_shared_gpu_request
 from kai_scheduler.api.objects import (
+    AccountedResource,
     ApiObject,
     ConfigMap,
     Container,
@@ -81,6 +83,7 @@ SUPPORTED_KINDS: Mapping[tuple[str, str], type[ApiObject]] = {
     ("policy/v1", "PodDisruptionBudget"): PodDisruptionBudget,
     ("v1", "Namespace"): Namespace,
     ("topology.node.k8s.io/v1alpha2", "NodeResourceTopology"): NodeResourceTopology,
+    ("scheduling.run.ai/v1alpha1", "AccountedResource"): AccountedResource,
 }
 """(apiVersion, kind) -> model, for every kind the simulator reads."""
 
@@ -329,6 +332,11 @@ def _check_object(obj: ApiObject) -> None:
         check_selectors("spec.selectors", obj.spec.selectors)
     elif isinstance(obj, PodDisruptionBudget):
         _check_disruption_budget(obj)
+    elif isinstance(obj, AccountedResource):
+        try:
+            check_accounted_resource(obj)
+        except SourceProblem as problem:
+            raise InvalidField(problem.field, problem.message) from None
 
 
 def _check_disruption_budget(budget: PodDisruptionBudget) -> None:
@@ -600,6 +608,10 @@ def check_queue(queue: Queue) -> None:
     ):
         if value is not None:
             _check_non_negative_duration(field, value)
+    # KAI's AccountedResource design: a queue names each resource at most once.
+    refs = _UniqueNames("spec.accountedResources", "resourceRef")
+    for index, entry in enumerate(queue.spec.accounted_resources):
+        refs.add(index, entry.resource_ref, f"spec.accountedResources[{index}].resourceRef")
 
 
 def check_sub_groups(group: PodGroup, *, update: bool = False) -> None:

@@ -412,6 +412,13 @@ class QueueResources(K8sModel):
     memory: QueueResource = Field(default_factory=QueueResource)
 
 
+class QueueAccountedResource(K8sModel):
+    """A limit on one `AccountedResource` (KAI's phase-1 design): -1 is unlimited."""
+
+    resource_ref: str = Field(min_length=1, description="The name of a cluster-scoped AccountedResource.")
+    limit: Quantity = Field(description="The most the queue (with its subtree) may hold; -1 is unlimited.")
+
+
 class QueueSpec(K8sModel):
     display_name: str = ""
     parent_queue: str = ""
@@ -419,6 +426,8 @@ class QueueSpec(K8sModel):
     resources: QueueResources = Field(default_factory=QueueResources)
     preempt_min_runtime: str | None = None
     reclaim_min_runtime: str | None = None
+    # Additive to `resources`: both limits hold where both apply.
+    accounted_resources: list[QueueAccountedResource] = Field(default_factory=list)
 
 
 class Queue(K8sModel):
@@ -426,6 +435,99 @@ class Queue(K8sModel):
     kind: Literal["Queue"] = "Queue"
     metadata: ObjectMeta
     spec: QueueSpec = Field(default_factory=QueueSpec)
+
+
+# --- AccountedResource (scheduling.run.ai/v1alpha1) ---------------------------------------------
+# KAI's phase-1 design (docs/developer/designs/accounted-resource-api.md): how to recognise and count one
+# logical resource that queues may limit (`QueueSpec.accounted_resources`). The whole API of the design, so
+# that an object written for KAI loads unchanged; `accounted_resources.py` has the webhook's rules.
+
+
+class AccountedResourceDefaults(K8sModel):
+    limit: Quantity | None = Field(
+        default=None,
+        description="A queue's limit when it names no limit of its own; -1 (unset) is unlimited.",
+    )
+
+
+class DRASource(K8sModel):
+    device_class_name: str = Field(min_length=1, description="The DRA DeviceClass whose devices count.")
+
+
+class PodAnnotationSource(K8sModel):
+    key: str = Field(min_length=1, description="The pod annotation holding the amount.")
+    unit: str = Field(default="", description="The amount's unit (Mi, Gi, percent, ...); none: a number.")
+
+
+class DRAAttributeValue(K8sModel):
+    """One of a device attribute's typed values (as resource.k8s.io writes them)."""
+
+    string: str | None = None
+    # `int` and `bool` in the API: named so here to keep the builtins usable in the class.
+    integer: int | None = Field(default=None, alias="int")
+    boolean: bool | None = Field(default=None, alias="bool")
+    version: str | None = None
+
+
+class DRAMatch(K8sModel):
+    device_attributes: dict[str, DRAAttributeValue] = Field(default_factory=dict)
+
+
+class AccountedResourceMatch(K8sModel):
+    node_labels: dict[str, str] = Field(
+        default_factory=dict, description="The source counts only on nodes with all of these labels."
+    )
+    dra: DRAMatch | None = None
+
+
+class DRASelectedCapacityQuantity(K8sModel):
+    capacity_name: str = Field(min_length=1)
+
+
+class DRAOpaqueConfigFieldQuantity(K8sModel):
+    driver: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+    unit: str = ""
+
+
+class DRAQuantitySource(K8sModel):
+    selected_capacity: DRASelectedCapacityQuantity | None = None
+    opaque_config_field: DRAOpaqueConfigFieldQuantity | None = None
+
+
+class PodAnnotationQuantitySource(K8sModel):
+    unit: str = ""
+
+
+class AccountedResourceQuantity(K8sModel):
+    dra: DRAQuantitySource | None = None
+    pod_annotation: PodAnnotationQuantitySource | None = None
+
+
+class AccountedResourceSource(K8sModel):
+    """Exactly one of `resourceName`, `dra` and `podAnnotation`; `match` says where it applies."""
+
+    resource_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A pod resource request (nvidia.com/gpu, vpc.amazonaws.com/efa).",
+    )
+    dra: DRASource | None = None
+    pod_annotation: PodAnnotationSource | None = None
+    match: AccountedResourceMatch | None = None
+    quantity: AccountedResourceQuantity | None = None
+
+
+class AccountedResourceSpec(K8sModel):
+    defaults: AccountedResourceDefaults | None = None
+    sources: list[AccountedResourceSource] = Field(min_length=1)
+
+
+class AccountedResource(K8sModel):
+    api_version: Literal["scheduling.run.ai/v1alpha1"] = "scheduling.run.ai/v1alpha1"
+    kind: Literal["AccountedResource"] = "AccountedResource"
+    metadata: ObjectMeta
+    spec: AccountedResourceSpec
 
 
 # --- PodGroup (scheduling.run.ai/v2alpha2) ------------------------------------------------------
@@ -892,4 +994,5 @@ ApiObject = (
     | PodDisruptionBudget
     | Namespace
     | NodeResourceTopology
+    | AccountedResource
 )

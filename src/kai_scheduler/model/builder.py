@@ -18,6 +18,7 @@ from kai_scheduler.api.gpu_request import node_gpu_memory_mib, read_shared_gpu_r
 from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
+from kai_scheduler.model.accounted import limit_value
 from kai_scheduler.model.jobs import (
     ALL_HOST_IPS,
     HostPort,
@@ -253,6 +254,7 @@ def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None 
             weight=_queue_resources(q, "over_quota_weight"),
             preempt_min_runtime=_seconds(q.spec.preempt_min_runtime),
             reclaim_min_runtime=_seconds(q.spec.reclaim_min_runtime),
+            accounted_limits={e.resource_ref: limit_value(e.limit) for e in q.spec.accounted_resources},
             usage=usage[q.metadata.name].copy() if q.metadata.name in usage else Resources(),
         )
         for rank, q in enumerate(queues)

@@ -32,6 +32,9 @@ class QueueInfo:
     # Time-based fairness: the queue's recent usage as a share of the cluster's capacity (0..1 per
     # resource), from the edge's usage history; zero when that is off.
     usage: Resources = field(default_factory=Resources)
+    # Its `spec.accountedResources`: a limit per AccountedResource name (-1: unlimited), additive to
+    # `limit` (`plugins.accounted_limits`).
+    accounted_limits: dict[str, float] = field(default_factory=dict)
 
     @property
     def is_leaf(self) -> bool:

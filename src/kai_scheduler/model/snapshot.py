@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kai_scheduler.api.objects import (
+    AccountedResource,
     ConfigMap,
     DeviceClass,
     Node,
@@ -37,6 +38,7 @@ from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree
 
 if TYPE_CHECKING:
+    from kai_scheduler.model.accounted import AccountedInputs
     from kai_scheduler.model.disruption import DisruptionBudgets
 
 
@@ -121,6 +123,8 @@ class ClusterState:
     disruption_budgets: Sequence[PodDisruptionBudget] = ()
     # NodeResourceTopologies (the numa plugin's per-node NUMA zones), in any order.
     node_topologies: Sequence[NodeResourceTopology] = ()
+    # AccountedResources: what queues' `spec.accountedResources` limits count (`model.accounted`).
+    accounted_resources: Sequence[AccountedResource] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +175,9 @@ class ClusterSnapshot:
     disruption_budgets: DisruptionBudgets | None = None
     # What the numa plugin reads; None when the cluster has no NodeResourceTopology.
     numa: NumaInputs | None = None
+    # What the accounted-resource limits read; None when no AccountedResource exists and no queue names
+    # one (the usual cluster: then nothing is checked).
+    accounted: AccountedInputs | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

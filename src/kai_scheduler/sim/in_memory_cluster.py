@@ -13,6 +13,7 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.api.numa_placement import placement_text
 from kai_scheduler.api.objects import (
+    AccountedResource,
     ApiObject,
     ConfigMap,
     DeviceClass,
@@ -547,6 +548,7 @@ def build_cluster(
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])
     cluster.cache.set_node_topologies([o for o in objects if isinstance(o, NodeResourceTopology)])
+    cluster.cache.set_accounted_resources([o for o in objects if isinstance(o, AccountedResource)])
     # Namespaces given in the input carry their labels to namespaceSelectors, as live mode's informer does.
     namespaces = {o.metadata.name: o.metadata.labels for o in objects if isinstance(o, Namespace)}
     if namespaces:

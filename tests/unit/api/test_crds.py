@@ -45,6 +45,7 @@ def test_write_produces_one_file_per_crd(tmp_path: Path) -> None:
     assert names == sorted(
         [
             "scheduling.run.ai_queues.yaml",
+            "scheduling.run.ai_accountedresources.yaml",
             "scheduling.run.ai_podgroups.yaml",
             "scheduling.run.ai_bindrequests.yaml",
             "kai.scheduler_topologies.yaml",
@@ -203,6 +204,7 @@ def test_unknown_fields_are_preserved_only_in_kais_open_maps() -> None:
     }
     assert everywhere == {
         "Queue": [],
+        "AccountedResource": [],
         "PodGroup": [],
         # Kubernetes' resource.k8s.io types (AllocationResult, DeviceRequest) and the pod's
         # ContainerExtendedResourceRequest, passed through to the binder as the scheduler wrote them.

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import (
+    AccountedResource,
     ConfigMap,
     DeviceClass,
     Node,
@@ -117,6 +118,7 @@ class ClusterCache:
         )
         cache.set_disruption_budgets(state.disruption_budgets)
         cache.set_node_topologies(state.node_topologies)
+        cache.set_accounted_resources(state.accounted_resources)
         for group in state.pod_groups:
             cache.upsert_pod_group(group)
         for pod in state.pods:
@@ -163,6 +165,13 @@ class ClusterCache:
         """NodeResourceTopologies, all of them. Only the numa plugin reads them, and only when it is on:
         nothing is made of them here."""
         self._inputs.set_node_topologies(topologies)
+        self._version += 1
+
+    @delta
+    def set_accounted_resources(self, resources: Sequence[AccountedResource]) -> None:
+        """AccountedResources, all of them. No job is made of them: each snapshot hands their reading to
+        the limit checks (`model.accounted`)."""
+        self._inputs.set_accounted_resources(resources)
         self._version += 1
 
     @delta
@@ -425,6 +434,7 @@ class ClusterCache:
                 else None
             ),
             numa=NumaInputs(inputs.node_topologies, self._pods.pods) if inputs.node_topologies else None,
+            accounted=inputs.accounted(self._pods.pods),
         )
 
     def after_cycle(self, decided_pods: Iterable[str]) -> None:
@@ -462,6 +472,7 @@ class ClusterCache:
             storage_classes=classes,
             disruption_budgets=list(inputs.disruption_budgets),
             node_topologies=list(inputs.node_topologies.values()),
+            accounted_resources=list(inputs.accounted_resources),
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kai_scheduler.api.objects import (
+    AccountedResource,
     ConfigMap,
     DeviceClass,
     Node,
@@ -24,11 +25,13 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
+from kai_scheduler.model.accounted import AccountedInputs, Definition, definitions_of
 from kai_scheduler.model.builder import build_queue_tree
 from kai_scheduler.model.cache.dra_inputs import DraInputs
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.snapshot import PodState
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree, build_topology
 
@@ -51,6 +54,8 @@ class ClusterInputs:
         self.storage_objects: StorageObjects = ([], [], [], [])
         self.disruption_budgets: list[PodDisruptionBudget] = []
         self.node_topologies: dict[str, NodeResourceTopology] = {}  # by name (its node's)
+        self.accounted_resources: list[AccountedResource] = []
+        self._definitions: dict[str, Definition] = {}
 
     def set_nodes(self, nodes: Iterable[Node]) -> bool:
         partition = self._partition
@@ -105,6 +110,17 @@ class ClusterInputs:
 
     def set_node_topologies(self, topologies: Sequence[NodeResourceTopology]) -> None:
         self.node_topologies = {topology.metadata.name: topology for topology in topologies}
+
+    def set_accounted_resources(self, resources: Sequence[AccountedResource]) -> None:
+        self.accounted_resources = list(resources)
+        self._definitions = definitions_of(resources)
+
+    def accounted(self, pods: Mapping[str, PodState]) -> AccountedInputs | None:
+        """What the accounted-resource limits read; None when there is nothing to limit: no
+        AccountedResource and no queue naming one."""
+        if not self._definitions and not any(q.spec.accounted_resources for q in self.queues):
+            return None
+        return AccountedInputs(self._definitions, pods)
 
     def topology_trees(self, table: NodeTable) -> dict[str, TopologyTree]:
         """Each Topology's tree of domains over the nodes of `table`."""
