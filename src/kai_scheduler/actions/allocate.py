@@ -50,7 +50,11 @@ class Allocate:
                 if signature is not None:
                     failed_shapes[signature] = job.key
                 continue
-            shape = scheduling_signature(job, tasks, by_queue=False) if use_signatures else None
+            shape = (
+                scheduling_signature(job, tasks, by_queue=False)
+                if use_signatures and not session.points.queue_bound_placement
+                else None
+            )
             if shape is not None and shape in no_room:
                 _failed_like(session, job, no_room[shape])
             elif place_job_tasks(session, job, tasks, self.name):

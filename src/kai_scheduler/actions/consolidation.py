@@ -70,7 +70,9 @@ class Consolidation(VictimAction):
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
         # resources to it), except through a limit on the queue's path, checked when the job is placed.
         path = session.snapshot.queues.ancestry(job.queue)
-        limited = any(not is_unlimited(limit) for queue in path for limit in queue.limit.values())
+        limited = session.points.queue_bound_placement or any(
+            not is_unlimited(limit) for queue in path for limit in queue.limit.values()
+        )
         return (scheduling_signature(job, tasks, by_queue=False), job.queue if limited else None)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:

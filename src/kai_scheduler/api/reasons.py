@@ -15,10 +15,14 @@ NON_PREEMPTIBLE_OVER_QUOTA: Final = "NonPreemptibleOverQuota"
 OVER_LIMIT: Final = "OverLimit"
 QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
 PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"
+# KAI's AccountedResource design: the queue names an AccountedResource that does not exist.
+ACCOUNTED_RESOURCE_NOT_FOUND: Final = "AccountedResourceNotFound"
 UNSCHEDULABLE: Final = "Unschedulable"
 
 # The codes a node added to the cluster cannot cure (the job's queue, not the cluster's size, stops it).
-NOT_CURED_BY_NODES: Final = frozenset({OVER_LIMIT, NON_PREEMPTIBLE_OVER_QUOTA, QUEUE_DOES_NOT_EXIST})
+NOT_CURED_BY_NODES: Final = frozenset(
+    {OVER_LIMIT, NON_PREEMPTIBLE_OVER_QUOTA, QUEUE_DOES_NOT_EXIST, ACCOUNTED_RESOURCE_NOT_FOUND}
+)
 
 
 class WaitReason(str):

@@ -143,6 +143,9 @@ class ExtensionPoints:
     # Topology: the node subsets an allocation attempt must keep within (the first provider that
     # constrains the pods decides).
     node_subsets: list[SubsetProvider] = field(default_factory=list)
+    # Whether the nodes a pod may use depend on its job's queue (a task predicate reads the queue's
+    # usage: the accounted-resource limits), so that pods alike of different queues may fare differently.
+    queue_bound_placement: bool = False
 
 
 class SessionState:

@@ -260,3 +260,22 @@ def shown(value: float) -> str:
         if abs(value) >= size and value % size == 0:
             return f"{value / size:g}{unit}"
     return f"{value:g}"
+
+
+def queue_report(snapshot: ClusterSnapshot) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per queue of the tree: each AccountedResource's (usage, the queue's limit: its own entry, else the
+    resource's default; -1 unlimited). Empty when the snapshot has no accounted resources."""
+    inputs = snapshot.accounted
+    if inputs is None:
+        return {}
+    usage = queue_usage(snapshot, Charges(inputs, snapshot.nodes))
+    return {
+        queue.name: {
+            name: (
+                usage[queue.name].get(name, 0.0),
+                queue.accounted_limits.get(name, definition.default_limit),
+            )
+            for name, definition in sorted(inputs.definitions.items())
+        }
+        for queue in snapshot.queues
+    }

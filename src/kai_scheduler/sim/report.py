@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kai_scheduler.model.accounted import shown
+
 _MAX_WAITING_ROWS = 25
 
 
@@ -43,6 +45,9 @@ def render(
     if others:
         console.print(others)
     console.print(_queues_table(document))
+    accounted = _accounted_table(document)
+    if accounted is not None:
+        console.print(accounted)
     timeline = _timeline_table(document)
     if timeline is not None:
         console.print(timeline)
@@ -116,6 +121,24 @@ def _queues_table(document: dict[str, Any]) -> Table:
             f"{_num(allocated['cpu'])}/{_num(fair['cpu'])}",
             f"{_gib(allocated['memory'])}/{_gib(fair['memory'])}",
         )
+    return table
+
+
+def _accounted_table(document: dict[str, Any]) -> Table | None:
+    """Each queue's use of each AccountedResource against its limit (only where there are any)."""
+    rows = [
+        (queue["name"], resource, amounts)
+        for queue in document["queues"]
+        for resource, amounts in (queue.get("accountedResources") or {}).items()
+    ]
+    if not rows:
+        return None
+    table = Table(title="Accounted resources (used / limit)", title_justify="left")
+    for column in ("queue", "resource", "used", "limit"):
+        table.add_column(column, justify="left" if column in ("queue", "resource") else "right")
+    for queue, resource, amounts in rows:
+        limit = amounts["limit"]
+        table.add_row(queue, resource, shown(amounts["used"]), "unlimited" if limit < 0 else shown(limit))
     return table
 
 

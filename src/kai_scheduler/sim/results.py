@@ -15,6 +15,7 @@ from kai_scheduler.api.objects import AllocationResult, ResourceClaim
 from kai_scheduler.api.reasons import code_of
 from kai_scheduler.controlplane.status import Numbers, PodFacts, pod_group_numbers, queue_numbers
 from kai_scheduler.framework.decisions import ClaimAllocation
+from kai_scheduler.model.accounted import queue_report
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.resources import Resources
@@ -345,6 +346,7 @@ def _queues(
 ) -> list[dict[str, Any]]:
     parents = {queue.name: queue.parent for queue in snapshot.queues}
     totals = queue_numbers(parents, ((snapshot.jobs[key].queue, n) for key, n in numbers.items()))
+    accounted = queue_report(snapshot)
     queues = []
     for queue in result.cluster.queues:
         name = queue.metadata.name
@@ -358,6 +360,12 @@ def _queues(
         }
         if shards is not None:
             entry["shard"] = shards.queue_shard.get(name)
+        if name in accounted:
+            # Only where there are AccountedResources: the document of any other input is as it was.
+            entry["accountedResources"] = {
+                resource: {"used": _clean(used), "limit": limit}
+                for resource, (used, limit) in accounted[name].items()
+            }
         queues.append(entry)
     return queues
 

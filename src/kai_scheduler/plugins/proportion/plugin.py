@@ -21,6 +21,7 @@ from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
+from kai_scheduler.plugins.accounted_limits import open_accounted_limits
 from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
 from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
@@ -89,6 +90,8 @@ class ProportionPlugin:
             points.task_predicates.append(gpu_memory_capacity(session, checks))
         points.on_allocate.append(self._on_allocate)
         points.on_deallocate.append(self._on_deallocate)
+        # Limits on AccountedResources, next to the limits above (a cluster without them opens nothing).
+        open_accounted_limits(session)
 
     def on_session_close(self, session: Session) -> None:
         self._session = None
