@@ -15,6 +15,7 @@ from kai_scheduler.actions.job_queue import QueueOrderedJobs, with_pending
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.stale_gang_eviction import StaleGangEviction
+from kai_scheduler.actions.ungate import Ungate, gated_jobs
 from kai_scheduler.framework.config import ConfigError, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import JobMemos
@@ -81,6 +82,7 @@ ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "reclaim": Reclaim,
     "preempt": Preempt,
     "stalegangeviction": StaleGangEviction,
+    "ungate": Ungate,
 }
 
 
@@ -141,6 +143,11 @@ class Scheduler:
             done = perf_counter()
             action_seconds[name] = action_seconds.get(name, 0.0) + done - mark
             mark = done
+        if Ungate.name not in self.config.actions and gated_jobs(snapshot):
+            # Our gate on pods with no `ungate` configured (the feature switched off, or never on): the
+            # action runs anyway, and off it lets them all go, so a rollback needs no one to clean up.
+            Ungate().execute(session)
+            action_seconds[Ungate.name] = perf_counter() - mark
         closing = mark = perf_counter()
         for plugin in plugins:
             plugin.on_session_close(session)

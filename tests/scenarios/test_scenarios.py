@@ -20,6 +20,8 @@ expected.yaml keys (all optional except where noted):
   lists use different GPU groups
 - `resourceClaims`: claim name -> subset of its fields (`allocated`, `devices` as "pool/device"
   strings, `reservedFor`)
+- `ungates`: the complete list of the `ungate` action's decisions (queue admission gating), in order; each
+  entry gives the fields to compare (any of cycle, time, podGroup, queue, pods)
 - `xfail`: a reason; the scenario is expected to fail (a known bug)
 """
 
@@ -89,6 +91,10 @@ def check(document: dict[str, Any], expected: dict[str, Any]) -> None:
         )
         assert len(document["decisions"]) == len(wanted), f"decisions differ; actual:\n{table}"
         assert actual == wanted, f"decisions differ; actual:\n{table}"
+    if "ungates" in expected:
+        wanted, got = expected["ungates"] or [], document.get("ungates", [])
+        actual = [{key: u[key] for key in want} for u, want in zip(got, wanted, strict=False)]
+        assert len(got) == len(wanted) and actual == wanted, f"ungates differ; actual: {got}"
     pods = {p["name"]: p for p in document["pods"]}
     for name, fields in (expected.get("pods") or {}).items():
         assert name in pods, f"pod {name} missing from the result"

@@ -149,6 +149,10 @@ CRDS: tuple[CrdDefinition, ...] = (
                 "description": "Minimum runtime before a pod in this queue can be reclaimed "
                 "(a duration, e.g. 90s)."
             },
+            "spec.admissionGating": {
+                "description": "Queue admission gating (when switched on cluster-wide): new pods wait at the "
+                "kai.scheduler/queue-admission scheduling gate until the queue's quota and limit admit them."
+            },
         },
     ),
     CrdDefinition(

@@ -40,6 +40,9 @@ _OWN_KEYS: Final = (
     "kai.scheduler/scale-adjust-shape",
     "kai.scheduler/scale-adjust-gpu-units",
     "kai.scheduler/scale-adjust-pods",
+    # Queue admission gating (KAI's design, not in v0.17): the gate and the admission's stamp on a pod.
+    "kai.scheduler/queue-admission",
+    "kai.scheduler/queue-admitted-timestamp",
 )
 
 KNOWN_KAI_KEYS: Final[frozenset[str]] = frozenset(

@@ -428,6 +428,9 @@ class QueueSpec(K8sModel):
     reclaim_min_runtime: str | None = None
     # Additive to `resources`: both limits hold where both apply.
     accounted_resources: list[QueueAccountedResource] = Field(default_factory=list)
+    # Queue admission gating's per-queue opt-in (`api.admission_gate`): its pods wait at the gate until
+    # the queue's quota admits them, when the feature is switched on cluster-wide.
+    admission_gating: bool | None = None
 
 
 class Queue(K8sModel):

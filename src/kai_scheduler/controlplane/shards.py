@@ -84,9 +84,10 @@ class ShardedDriver:
 
 
 def merged_result(results: list[CycleOutcome]) -> SessionResult:
-    """The shards' results as one: decisions in shard order; reasons, fair shares and staleness by job or
-    queue (no two shards share one); the earliest wake-up."""
+    """The shards' results as one: decisions and ungates in shard order; reasons, fair shares and staleness
+    by job or queue (no two shards share one); the earliest wake-up."""
     decisions = []
+    ungates = []
     unschedulable: dict[str, str] = {}
     fair_share: dict[str, tuple[float, float, float]] = {}
     stale_since: dict[str, float | None] = {}
@@ -94,11 +95,17 @@ def merged_result(results: list[CycleOutcome]) -> SessionResult:
     for outcome in results:
         result = outcome.result
         decisions.extend(result.decisions)
+        ungates.extend(result.ungates)
         unschedulable.update(result.unschedulable)
         fair_share.update(result.fair_share)
         stale_since.update(result.stale_since)
         if result.wake_at is not None:
             wakes.append(result.wake_at)
     return SessionResult(
-        decisions, unschedulable, fair_share, stale_since, wake_at=min(wakes) if wakes else None
+        decisions,
+        unschedulable,
+        fair_share,
+        stale_since,
+        wake_at=min(wakes) if wakes else None,
+        ungates=ungates,
     )

@@ -111,7 +111,7 @@ class UnchangedCycles:
             and all(job.stale_since is None for job in snapshot.jobs_at_open().may_go_stale)
             and not any(counts.search.clock_ran_out for counts in result.counts.values())
         )
-        if result.decisions or usage_recorded or not clock_free:
+        if result.decisions or result.ungates or usage_recorded or not clock_free:
             self._last = None
             return
         usage = None if queue_usage is None else dict(queue_usage)
@@ -123,7 +123,7 @@ class UnchangedCycles:
 
 def check_same(reused: SessionResult, evaluated: SessionResult) -> None:
     """Raise `ReuseMismatch` naming the first part of the results that differs."""
-    for part in ("decisions", "unschedulable", "fair_share", "stale_since", "wake_at"):
+    for part in ("decisions", "ungates", "unschedulable", "fair_share", "stale_since", "wake_at"):
         if getattr(reused, part) != getattr(evaluated, part):
             raise ReuseMismatch(
                 f"{VERIFY_ENV}: a reused cycle's {part} differ from a full evaluation's: "

@@ -25,6 +25,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from kai_scheduler.api.constants import NODE_POOL_LABEL
+from kai_scheduler.framework.admission_config import AdmissionGating as AdmissionGating
+from kai_scheduler.framework.admission_config import (
+    admission_gating_document,
+    parse_admission_gating,
+    with_ungate_last,
+)
 from kai_scheduler.framework.config_values import ConfigError as ConfigError
 from kai_scheduler.framework.config_values import duration, duration_text
 from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets as ScenarioSearchBudgets
@@ -128,6 +134,8 @@ class SchedulerConfig:
     # KAI's default shard: the nodes, queues and PodGroups without the label).
     node_pool_label_key: str = NODE_POOL_LABEL
     shards: tuple[ShardSpec, ...] = ()
+    # Queue admission gating (`admission_config`): off unless the document switches it on.
+    admission_gating: AdmissionGating = field(default_factory=AdmissionGating)
     # What a person should know about the document that is not an error (flags that do nothing), one
     # line each naming where; not part of the configuration itself.
     notices: tuple[str, ...] = field(default=(), compare=False)
@@ -188,6 +196,7 @@ _KNOWN_KEYS = {
     "scenarioSearchBudgets",
     "nodePoolLabelKey",
     "shards",
+    "queueAdmissionGating",
 }
 
 
@@ -202,8 +211,9 @@ def parse_config(document: Any) -> SchedulerConfig:
         raise ConfigError(f"{unknown[0]}: unknown key (known: {', '.join(sorted(_KNOWN_KEYS))})")
     default = SchedulerConfig()
     notices: list[str] = []
+    gating = parse_admission_gating(document.get("queueAdmissionGating"))
     config = SchedulerConfig(
-        actions=_actions(document.get("actions")) or default.actions,
+        actions=with_ungate_last(_actions(document.get("actions")) or default.actions, gating),
         tiers=_tiers(document.get("tiers"), notices) or default.tiers,
         default_staleness_grace_period=duration(document, "defaultStalenessGracePeriod", 60.0),
         stuck_in_releasing_threshold=_stuck_threshold(document),
@@ -218,6 +228,7 @@ def parse_config(document: Any) -> SchedulerConfig:
         scenario_search_budgets=parse_search_budgets(document.get("scenarioSearchBudgets")),
         node_pool_label_key=parse_label_key(document.get("nodePoolLabelKey")),
         shards=parse_shards(document.get("shards"), PLACEMENT_STRATEGIES),
+        admission_gating=gating,
         notices=tuple(notices),
     )
     for shard in config.shards:
@@ -389,6 +400,8 @@ def config_document(config: SchedulerConfig) -> dict[str, Any]:
         document["nodePoolLabelKey"] = config.node_pool_label_key
     if config.shards:
         document["shards"] = [shard_document(shard) for shard in config.shards]
+    if config.admission_gating != default.admission_gating:
+        document["queueAdmissionGating"] = admission_gating_document(config.admission_gating)
     return document
 
 

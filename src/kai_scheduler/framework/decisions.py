@@ -56,6 +56,17 @@ class Decision:
     numa_zones: tuple[NumaZonePlacement, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Ungating:
+    """The `ungate` action's decision on one pod group: remove the queue-admission gate (and that gate only)
+    from `pods`, because its queue's quota and limit admit them (or gating no longer applies: `reason`)."""
+
+    job: str  # namespace/name of the pod group
+    queue: str
+    pods: tuple[str, ...]  # namespace/name, oldest first
+    reason: str
+
+
 @dataclass(slots=True)
 class ActionCounts:
     """What one action tried in a session, for metrics: pod groups it took up (each time it took one up),
@@ -90,3 +101,5 @@ class SessionResult:
     counts: dict[str, ActionCounts] = field(default_factory=dict)  # action -> what it tried
     # The fair-share division step by step, when the session was asked to record it (`Session`).
     fair_share_record: FairShareRecord | None = None
+    # Pod groups whose queue-admission gate comes off (the `ungate` action), in the order admitted.
+    ungates: list[Ungating] = field(default_factory=list)

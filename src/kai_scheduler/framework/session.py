@@ -17,7 +17,7 @@ import numpy as np
 
 from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework.config import SchedulerConfig
-from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult
+from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
@@ -276,6 +276,7 @@ class Session:
         self.state = SessionState(snapshot, self.points)
         self.state.reserve_nominated()
         self.decisions: list[Decision] = []
+        self.ungates: list[Ungating] = []  # the `ungate` action's decisions
         self.unschedulable: dict[str, str] = {}
         # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.
         self.scratch: dict[str, Any] = {}
@@ -578,6 +579,7 @@ class Session:
             dict(self.points.stale_updates),
             self._wake_at,
             fair_share_record=self.fair_share_record,
+            ungates=list(self.ungates),
         )
 
 

@@ -256,6 +256,7 @@ def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None 
             reclaim_min_runtime=_seconds(q.spec.reclaim_min_runtime),
             accounted_limits={e.resource_ref: limit_value(e.limit) for e in q.spec.accounted_resources},
             usage=usage[q.metadata.name].copy() if q.metadata.name in usage else Resources(),
+            admission_gating=bool(q.spec.admission_gating),
         )
         for rank, q in enumerate(queues)
     ]

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Final, NamedTuple
 
 from kai_scheduler.api.objects import Affinity, Toleration
+from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.resources import PodRequest
 
 
@@ -286,6 +287,8 @@ class JobInfo:
     topology: TopologyConstraint | None = None
     # Pending pods that still have scheduling gates: alive, but not tasks of this session.
     gated: int = 0
+    # Queue admission gating's view of its pods (None: no pod of it has met the gate).
+    admission: AdmissionFacts | None = None
     # The non-leaf sub-groups by name (pod sets name theirs as `parent`); empty without a hierarchy.
     subgroups: dict[str, SubGroupSet] = field(default_factory=dict)
     # The PodGroup's `spec.minSubGroup`: how many of its top-level sub-groups must be satisfied (None: all).

@@ -35,6 +35,8 @@ class QueueInfo:
     # Its `spec.accountedResources`: a limit per AccountedResource name (-1: unlimited), additive to
     # `limit` (`plugins.accounted_limits`).
     accounted_limits: dict[str, float] = field(default_factory=dict)
+    # Opted in to queue admission gating (`spec.admissionGating`).
+    admission_gating: bool = False
 
     @property
     def is_leaf(self) -> bool:

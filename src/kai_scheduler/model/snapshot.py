@@ -60,6 +60,9 @@ class PodState:
     # Its deletionTimestamp, in session-clock seconds (None: not being deleted, or not known): a running
     # pod deleted long enough ago is stuck in releasing (`ClusterCache.stuck_in_releasing_after`).
     deleted: float | None = None
+    # When the scheduler removed its queue-admission gate (`api.admission_gate`), in session-clock seconds
+    # (None: never gated, or not known): its quota reservation runs from here.
+    admitted: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

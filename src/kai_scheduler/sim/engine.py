@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
@@ -12,7 +12,7 @@ from kai_scheduler.controlplane.bookkeeping import next_job_times
 from kai_scheduler.controlplane.driver import CycleDriver, UsageSource
 from kai_scheduler.controlplane.shards import ShardedDriver
 from kai_scheduler.framework.config import SchedulerConfig, shard_config
-from kai_scheduler.framework.decisions import Decision, SessionResult
+from kai_scheduler.framework.decisions import Decision, SessionResult, Ungating
 from kai_scheduler.framework.shard_config import DEFAULT_SHARD
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.shard_caches import ShardedCache
@@ -37,6 +37,8 @@ class CycleRecord:
     time: float
     decisions: list[Decision]
     seconds: float
+    # The pod groups whose queue-admission gate the cycle removed (`ungate`).
+    ungates: list[Ungating] = field(default_factory=list)
 
 
 # Called after every cycle with its record and result (the report's recorder, the progress bar): nothing is
@@ -99,6 +101,7 @@ class Simulation:
         self.cluster = build_cluster(objects, options.start, cache)
         self.cluster.stale_grace = config.default_staleness_grace_period
         self.cluster.evicted_unowned = config.evicted_unowned_pods
+        self.cluster.admission_gating = config.admission_gating.enabled
         # Time-based fairness: the queues' usage, recorded after each cycle until the next one.
         self.usage = UsageRecorder(config.usage_db.params(options.start)) if config.usage_db else None
         self.driver = CycleDriver(config, self.cluster.cache, self.usage)
@@ -142,13 +145,15 @@ class Simulation:
             if self.done is not None and self.done():
                 break
             # Steady: nothing was decided (a pipeline promises a bind later) and nothing can change.
-            if not result.decisions and not cluster.has_future_events():
+            # (An ungated pod is a change: it may be placed next cycle.)
+            if not result.decisions and not result.ungates and not cluster.has_future_events():
                 if not steady:
                     steady, steady_since = True, now
                 if self.options.cycles is None:
                     # Nothing can change any more; with --until the clock simply runs out at D.
                     break
-            now = self._next_time(now, self.config.period, idle=not result.decisions or self._nothing_waits())
+            idle = not (result.decisions or result.ungates) or self._nothing_waits()
+            now = self._next_time(now, self.config.period, idle=idle)
         gc_policy.release_survivors()
         pending_jobs = {p.job_key for p in cluster.arrived_pods() if p.phase == "Pending"}
         return SimulationResult(
@@ -188,7 +193,7 @@ class Simulation:
             drift = now + resolution
             cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
         cluster.remove_terminated()
-        return CycleRecord(number, now, result.decisions, seconds), result
+        return CycleRecord(number, now, result.decisions, seconds, result.ungates), result
 
     def _schedule(self, number: int, now: float) -> tuple[SessionResult, float, Mapping[str, JobTimes]]:
         """One cycle of the scheduler (of every shard), its decisions applied to the cluster: the result,
@@ -197,10 +202,12 @@ class Simulation:
         if self.sharded is not None:
             sharded = self.sharded.run(number, now)
             cluster.apply(sharded.result.decisions)
+            cluster.ungate(sharded.result.ungates)
             return sharded.result, sharded.seconds, self.sharded.job_times_after(sharded, now)
         outcome = self.driver.run(number, now)
         result = outcome.result
         cluster.apply(result.decisions)
+        cluster.ungate(result.ungates)
         cache = cluster.cache
         if outcome.reused:  # the cycle it repeats left the times as they are, and nothing changed since
             return result, outcome.seconds, cache.job_times

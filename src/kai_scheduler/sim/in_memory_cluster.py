@@ -35,7 +35,7 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.api.timestamps import seconds_since
 from kai_scheduler.controlplane.bookkeeping import scheduler_phase
-from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.decisions import Decision, Ungating
 from kai_scheduler.model.builder import job_key_of, staleness_grace
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import uses_claims
@@ -44,6 +44,7 @@ from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.scheduling_backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
+from kai_scheduler.sim.admission_gating import gated_at_creation, without_our_gate
 from kai_scheduler.sim.claims import SimClaims, made_claims
 from kai_scheduler.sim.storage import SimStorage
 from kai_scheduler.sim.workloads import SimWorkloads, Workload
@@ -70,6 +71,10 @@ class SimPod:
     evictions: int = 0
     # When a controller deleted it before it finished (it ends Failed without a decision): for reports.
     deleted_at: float | None = None
+    # Queue admission gating (`admission_gating`): whether the webhook has seen this incarnation of the pod,
+    # and when the scheduler removed its gate (session clock).
+    gate_checked: bool = False
+    admitted: float | None = None
     # `key` and `job_key` of the pod object they were read from: asked for every pod in every pass over
     # the cluster, and made again only when `pod` is replaced (a bound claim, an annotation).
     _keys: tuple[Pod, str, str] | None = field(default=None, repr=False)
@@ -170,6 +175,9 @@ class SimCluster:
         self.next_rank = len(pods) + len(pod_groups)
         # The keys of the pending pods handed to the scheduler (`_update`).
         self._pending: set[str] = set()
+        # Queue admission gating switched on: the webhook gates pods as they are created (`_update`).
+        self.admission_gating = False
+        self._queues_by_name = {queue.metadata.name: queue for queue in queues}
 
     # --- what the scheduler sees ---------------------------------------------------------------------
 
@@ -193,6 +201,9 @@ class SimCluster:
             self._pending.add(pod.key)
         else:
             self._pending.discard(pod.key)
+        if self.admission_gating and not pod.gate_checked and pod.phase == "Pending" and pod.node is None:
+            pod.pod = gated_at_creation(pod.pod, self._queues_by_name)
+            pod.gate_checked = True
         created = self.created_at(pod.key, pod.arrival)
         self.cache.upsert_pod(
             PodState(
@@ -204,6 +215,7 @@ class SimCluster:
                 pod.terminating,
                 created=created,
                 deleted=pod.deleted,
+                admitted=pod.admitted,
             )
         )
 
@@ -276,12 +288,25 @@ class SimCluster:
                 pod.phase, pod.node, pod.gpu_groups = "Pending", None, ()
                 pod.nominated_node, pod.nominated_gpu_groups = None, ()
                 pod.scheduled_at, pod.finish_at = None, None
+                pod.gate_checked, pod.admitted = False, None  # made again: the webhook sees it anew
                 if uses_claims(pod.pod):
                     pod.pod = self.claims.released(pod.pod)
                 if c.NUMA_PLACEMENT_PREDICTED_ANNOTATION in pod.pod.metadata.annotations:
                     pod.pod = _annotated(pod.pod, c.NUMA_PLACEMENT_PREDICTED_ANNOTATION, None)  # a new pod
             self._update(pod)
         self.cache.nominate(pipelined)
+
+    def ungate(self, ungates: Sequence[Ungating]) -> None:
+        """The scheduler's patches for the `ungate` action's decisions: our gate off (only ours), the
+        admission stamped; each pod is schedulable from the next cycle."""
+        for ungating in ungates:
+            for key in ungating.pods:
+                pod = self._by_key.get(key)
+                if pod is None:
+                    continue
+                pod.pod = without_our_gate(pod.pod)
+                pod.admitted = self.now
+                self._update(pod)
 
     def nominate(self, pipelined: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
         """Pods pipelined before this simulation began (pod key -> node, shared GPUs), as if its first

@@ -257,9 +257,13 @@ def _ran_line(ran: dict[str, Any]) -> str:
 
 def _decisions_line(document: dict[str, Any]) -> str:
     counts = Counter((d["action"], d["type"]) for d in document["decisions"])
-    if not counts:
+    if not counts and not document.get("ungates"):
         return "decisions: none"
     parts = [f"{n} {kind} ({action})" for (action, kind), n in sorted(counts.items())]
+    ungates = document.get("ungates") or []
+    if ungates:  # queue admission gating: the gates the cycles removed
+        pods = sum(len(u["pods"]) for u in ungates)
+        parts.append(f"{pods} pods of {len(ungates)} pod groups ungated (ungate)")
     return "decisions: " + ", ".join(parts)
 
 

@@ -121,6 +121,8 @@ def result_document(
             for record in result.cycles
             for d in record.decisions
         ],
+        # Only where queue admission gating removed a gate: the document of any other input is as it was.
+        **({"ungates": ungates} if (ungates := _ungates(result)) else {}),
         "cycleSeconds": [record.seconds for record in result.cycles],
         # Only where there are DRA claims: the document of any other input is as it always was.
         **({"resourceClaims": [_claim(claim) for claim in claims]} if claims else {}),
@@ -129,6 +131,21 @@ def result_document(
         # Only where the cluster is partitioned: the document of any other input is as it always was.
         document["shards"] = shards.summaries(snapshot, gpu_by_node)
     return document
+
+
+def _ungates(result: SimulationResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "cycle": record.cycle,
+            "time": record.time,
+            "podGroup": ungating.job,
+            "queue": ungating.queue,
+            "pods": list(ungating.pods),
+            "reason": ungating.reason,
+        }
+        for record in result.cycles
+        for ungating in record.ungates
+    ]
 
 
 class _Shards:

@@ -346,5 +346,6 @@ def test_a_base_configuration_with_a_bad_shard_is_refused_before_any_run(
     error = capsys.readouterr().err
     assert error == (
         f"kai-scheduler: error: {sweep_file}: config: base.yaml: shards[1] (gpu): "
-        "actions: unknown action 'x' (known: allocate, consolidation, preempt, reclaim, stalegangeviction)\n"
+        "actions: unknown action 'x' (known: allocate, consolidation, preempt, reclaim, stalegangeviction, "
+        "ungate)\n"
     )

@@ -23,7 +23,9 @@ from kai_scheduler.model.builder import (
     task_status,
     waiting_reason,
 )
+from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
+from kai_scheduler.model.cache.admission_facts import note_gated
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
 from kai_scheduler.model.cache.inputs import ClusterInputs
@@ -157,10 +159,14 @@ class JobRebuild:
         gated = 0
         node_index = self._accounting.table.index
         nominations, asks, stuck = self._nominations, self._asks, self._stuck
+        admission = AdmissionFacts()
         for state in ours:
             if is_gated(state):
                 gated += 1  # KAI's status of that name: alive, but not for the scheduler until ungated
+                note_gated(admission, state, asks)
                 continue
+            if state.admitted is not None and state.node_name is None:
+                admission.admitted[state.pod.key] = state.admitted
             state = nominations.of(state)
             task = make_task(state, job, asks.of(state.pod), node_index, stuck=stuck.is_stuck(state.pod.key))
             if task is not None:
@@ -169,6 +175,7 @@ class JobRebuild:
         if job.invalid_reason is None:
             job.invalid_reason = waiting_reason(job, gated)
         job.gated = gated
+        job.admission = admission or None
         return job
 
     def _add_task(self, task: TaskInfo) -> None:

@@ -688,4 +688,12 @@ def _job_sums(
             pg += request.queue_gpus(None, pending_gpu_memory)
             pc += request.cpu
             pm += request.memory
+    if job.admission is not None:
+        # Pods held at the queue-admission gate are demand as pending pods are (its design's D7: fair share
+        # is the same with and without gating); other gates' pods are not, as in KAI.
+        for gated in job.admission.gated:
+            request = gated.request
+            pg += request.queue_gpus(None, pending_gpu_memory)
+            pc += request.cpu
+            pm += request.memory
     return (ag, ac, am, pg, pc, pm)
