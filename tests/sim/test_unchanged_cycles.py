@@ -25,6 +25,7 @@ from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatc
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.model.resources import Resources
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
 
@@ -54,12 +55,14 @@ def workload(seed: int) -> list[ApiObject]:
     for g in range(3):  # 2 x 8 GPUs: two whole nodes, found by reclaim or not at all
         objects.append(pod_group(f"big-{g}", rng.choice("ab"), min_member=2, priority_class="train"))
         objects += [pod(f"big-{g}-{i}", None, gpus=8, group=f"big-{g}") for i in range(2)]
-    for g in range(4):  # elastic: one pod is the gang, the others follow one at a time as room allows
+    # Elastic: one pod is the gang, the others follow one at a time as room allows; pods of 1 and 4 GPUs,
+    # so what a job's next attempt asks moves as it grows (queue order must not read a stale one).
+    for g in range(4):
         group = f"elastic-{g}"
         objects.append(pod_group(group, rng.choice("ab"), min_member=1, priority_class="build"))
         arrival = f"{rng.randint(0, 150)}s"
         objects += [
-            pod(f"{group}-{i}", None, gpus=rng.choice((1, 2)), group=group, arrival=arrival, duration="90s")
+            pod(f"{group}-{i}", None, gpus=rng.choice((1, 4)), group=group, arrival=arrival, duration="90s")
             for i in range(3)
         ]
     for i in range(30):
@@ -198,7 +201,8 @@ def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatc
 
 def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cycle after a change still reads what the last one worked out per unchanged job (its next pods,
-    its job order key); with the debug variable set each is worked out again and compared."""
+    its job order key, what those pods add to its queue); with the debug variable set each is worked out
+    again and compared."""
     monkeypatch.setenv(VERIFY_ENV, "1")
     sim = _one_waiting_pod()
     memos = sim.driver.scheduler.memos
@@ -216,5 +220,10 @@ def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPa
     with pytest.raises(CarriedMismatch, match="the pods of its next attempt"):
         sim._cycle(20.0, 3)
     memos.next_tasks.clear()
-    _, result = sim._cycle(30.0, 4)
+    carried = memos.next_requests[job]
+    memos.next_requests[job] = (carried[0], carried[1], Resources(gpu=7.0))
+    with pytest.raises(CarriedMismatch, match="what its next attempt adds to its queue"):
+        sim._cycle(30.0, 4)
+    memos.next_requests.clear()
+    _, result = sim._cycle(40.0, 5)
     assert "default/pg-waiting" in result.unschedulable

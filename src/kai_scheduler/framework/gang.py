@@ -31,6 +31,18 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     return list(cached[1])
 
 
+def next_request(session: Session, job: JobInfo) -> Resources:
+    """`request_of` the pods of the job's next attempt: what queue order adds to the job's queue when it
+    ranks the queue by the job it would hand out. Kept with the pods (by the job's version) and the
+    cluster's smallest GPU memory it converts with, and carried to later cycles like them (`job_memos`)."""
+    cached = session.next_requests.get(job)
+    smallest = session.snapshot.min_gpu_memory_mib
+    if cached is None or cached[0] != job.version or cached[1] != smallest:
+        cached = (job.version, smallest, request_of(session, tasks_to_allocate(session, job)))
+        session.next_requests[job] = cached
+    return cached[2]
+
+
 def fresh_tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     """`tasks_to_allocate` worked out now, whatever is kept."""
     evicted = session.state.virtually_evicted

@@ -291,8 +291,11 @@ class Session:
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
-        # `job_order_key` per job, with the job's version it was worked out at. Both are carried from one
-        # cycle's session to the next (`job_memos`).
+        # `gang.next_request` per job, with the job's version and the smallest GPU memory it was worked
+        # out at.
+        self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
+        # `job_order_key` per job, with the job's version it was worked out at. All three are carried from
+        # one cycle's session to the next (`job_memos`).
         self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 
 from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, WaitReason
-from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import next_request
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
@@ -52,7 +52,6 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
-        self._next_request: dict[JobInfo, tuple[int, Resources]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
@@ -134,20 +133,14 @@ class ProportionPlugin:
 
     # --- queue order -----------------------------------------------------------------------------
 
-    def _job_request(self, job: JobInfo) -> Resources:
-        """What the job's next attempt would add to its queue (cached until its allocation changes)."""
-        assert self._session is not None
-        version = job.version
-        cached = self._next_request.get(job)
-        if cached is None or cached[0] != version:
-            cached = (version, request_of(self._session, tasks_to_allocate(self._session, job)))
-            self._next_request[job] = cached
-        return cached[1]
-
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         """KAI's queue order as a sort key (smaller first). Hot: called for every queue on the path of
         every job an action hands out, so it is remembered per allocation and request."""
-        request = self._job_request(job) if job is not None else _NOTHING
+        if job is None:
+            request = _NOTHING
+        else:
+            assert self._session is not None
+            request = next_request(self._session, job)
         allocated = queue.allocated
         memo = (
             queue.name,
