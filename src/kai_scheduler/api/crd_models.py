@@ -15,6 +15,7 @@ from kai_scheduler.api.objects import (
     ObjectMeta,
     PodGroup,
     PodGroupSpec,
+    Quantity,
     Queue,
     ResourceList,
 )
@@ -29,6 +30,13 @@ class Condition(K8sModel):
     last_transition_time: datetime | None = None
     reason: str = ""
     message: str = ""
+
+
+class AccountedUsage(K8sModel):
+    """One AccountedResource in a queue's status: what the queue (with its subtree) holds, and its limit."""
+
+    used: Quantity = Field(description="What the queue's running pods charge the resource.")
+    limit: Quantity = Field(description="The queue's limit (its own entry, else the default); -1 unlimited.")
 
 
 class QueueStatus(K8sModel):
@@ -47,6 +55,11 @@ class QueueStatus(K8sModel):
         default_factory=dict,
         description="The queue's fair share as the scheduler last computed it (not KAI's: written by "
         "this project's scheduler).",
+    )
+    accounted_resources: dict[str, AccountedUsage] = Field(
+        default_factory=dict,
+        description="Each AccountedResource's usage and limit, by name, as the scheduler last counted them "
+        "(not KAI's: written by this project's scheduler).",
     )
 
 

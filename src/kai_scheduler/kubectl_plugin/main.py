@@ -99,6 +99,9 @@ def execute(args: argparse.Namespace) -> None:
                 _print_json({"queues": [row.as_json() for row in rows]})
             else:
                 sys.stdout.write(queues.table(rows, args.resource))
+                accounted = queues.accounted_table(rows)
+                if accounted:
+                    sys.stdout.write("\n" + accounted)
         elif args.command == "top":
             nodes = top.gpu_allocation(*await top.fetch(cluster))
             if as_json:

@@ -3,17 +3,23 @@ children by name, with one resource's quota, limit, fair share, allocated and re
 come from the spec; allocated and requested from the status the queue status controller writes (a
 queue's own pods and all its descendants'); fair share from the status the scheduler writes
 (`status.fairShare`: "-" until it has, or on a cluster with KAI's own Queue CRD, which does not keep it).
+On a cluster with AccountedResources, a second table gives each queue's use of each against its limit
+(`status.accountedResources`, which the scheduler writes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from kai_scheduler.api.objects import is_unlimited
+from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.k8s.runtime.client import QUEUES, JsonObject
 from kai_scheduler.kubectl_plugin.amounts import RESOURCES, resource_list, show, spec_amount
 from kai_scheduler.kubectl_plugin.api_client import Cluster
 from kai_scheduler.kubectl_plugin.table import render
+from kai_scheduler.model.accounted import shown
 
 COLUMNS = ("QUOTA", "LIMIT", "FAIR SHARE", "ALLOCATED", "REQUESTED")
 
@@ -28,6 +34,8 @@ class QueueRow:
     fair_share: dict[str, float]  # empty when the scheduler has not written it
     allocated: dict[str, float]
     requested: dict[str, float]
+    # AccountedResource name -> (used, limit; None: unlimited), from the status the scheduler writes.
+    accounted: dict[str, tuple[float, float | None]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         def resources(field: str) -> dict[str, float | None]:
@@ -47,6 +55,15 @@ class QueueRow:
                     ("requested", "requested"),
                 )
             },
+            **(
+                {
+                    "accountedResources": {
+                        n: {"used": u, "limit": lim} for n, (u, lim) in self.accounted.items()
+                    }
+                }
+                if self.accounted
+                else {}
+            ),
         }
 
 
@@ -77,6 +94,7 @@ def queue_tree(queues: list[JsonObject]) -> list[QueueRow]:
                 fair_share=resource_list(status.get("fairShare")),
                 allocated=resource_list(status.get("allocated")),
                 requested=resource_list(status.get("requested")),
+                accounted=_accounted(status.get("accountedResources")),
             )
         )
         for child in sorted(children.get(name, [])):
@@ -86,6 +104,31 @@ def queue_tree(queues: list[JsonObject]) -> list[QueueRow]:
     for root in sorted(children.get(None, [])):
         visit(root, 0)
     return rows
+
+
+def _accounted(entries: Any) -> dict[str, tuple[float, float | None]]:
+    """`status.accountedResources` as numbers; unreadable entries are left out."""
+    out: dict[str, tuple[float, float | None]] = {}
+    if not isinstance(entries, Mapping):
+        return out
+    for name, entry in entries.items():
+        try:
+            used = float(parse_quantity(entry["used"]))
+            limit = float(parse_quantity(entry["limit"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        out[str(name)] = (used, None if is_unlimited(limit) else limit)
+    return out
+
+
+def accounted_table(rows: list[QueueRow]) -> str:
+    """Each queue's use of each AccountedResource against its limit; empty when no queue has any."""
+    body = [
+        ("  " * row.depth + row.name, name, shown(used), "unlimited" if limit is None else shown(limit))
+        for row in rows
+        for name, (used, limit) in sorted(row.accounted.items())
+    ]
+    return render(("QUEUE", "ACCOUNTED RESOURCE", "USED", "LIMIT"), body) if body else ""
 
 
 def table(rows: list[QueueRow], resource: str) -> str:
@@ -104,4 +147,4 @@ def table(rows: list[QueueRow], resource: str) -> str:
     return render(headers, body)
 
 
-__all__ = ["QueueRow", "fetch", "queue_tree", "table"]
+__all__ = ["QueueRow", "accounted_table", "fetch", "queue_tree", "table"]

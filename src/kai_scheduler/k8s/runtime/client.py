@@ -45,6 +45,9 @@ EVENTS = ResourceKind("", "v1", "Event", "events", True)
 PRIORITY_CLASSES = ResourceKind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False)
 LEASES = ResourceKind("coordination.k8s.io", "v1", "Lease", "leases", True)
 QUEUES = ResourceKind("scheduling.run.ai", "v2", "Queue", "queues", False)
+ACCOUNTED_RESOURCES = ResourceKind(
+    "scheduling.run.ai", "v1alpha1", "AccountedResource", "accountedresources", False
+)
 POD_GROUPS = ResourceKind("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups", True)
 BIND_REQUESTS = ResourceKind("scheduling.run.ai", "v1alpha2", "BindRequest", "bindrequests", True)
 TOPOLOGIES = ResourceKind("kai.scheduler", "v1alpha1", "Topology", "topologies", False)

@@ -13,6 +13,7 @@ from typing import Any
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.runtime.backoff import DEFAULT_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
+    ACCOUNTED_RESOURCES,
     BIND_REQUESTS,
     CONFIG_MAPS,
     DEVICE_CLASSES,
@@ -109,12 +110,14 @@ SCHEDULER_KINDS: tuple[ResourceKind, ...] = (
     *STORAGE_KINDS,
     PDBS,
     NODE_RESOURCE_TOPOLOGIES,
+    ACCOUNTED_RESOURCES,
 )
 """The scheduler's: the cluster it models. Namespaces' labels are what pod (anti-)affinity's
 namespaceSelector matches (`state.py`); DRA's claims, slices and device classes are `dra_state.py`'s;
 PodDisruptionBudgets are there for the victim search; NodeResourceTopologies for the numa plugin
 (`numa_state.py`; on a cluster without their CRD the informer finds the kind not served and stays empty,
-as KAI watches them only where the CRD is installed)."""
+as KAI watches them only where the CRD is installed); AccountedResources for the queues' accounted
+limits (`accounted_state.py`)."""
 
 
 def union_of(*sets: Sequence[ResourceKind]) -> tuple[ResourceKind, ...]:

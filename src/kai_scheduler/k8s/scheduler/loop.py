@@ -40,7 +40,8 @@ its decisions through the API, as KAI's scheduler does:
   start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
   (`model.scheduling_backoff`); no condition is written while the job has a pod bound (KAI).
 * Queues: each queue's fair share in `status.fairShare`, when it changed (`queue_fair_share.py`; not
-  KAI's, for `kubectl kai queues`).
+  KAI's, for `kubectl kai queues`), and, on a cluster with AccountedResources, each one's usage and limit
+  in `status.accountedResources` (`queue_accounted.py`).
 
 Times are on the `SessionClock` (seconds since the loop started; annotations in RFC 3339). Under leader
 election `run` runs during each term, and a cycle whose term ended meanwhile (`leading`) writes nothing.
@@ -88,6 +89,7 @@ from kai_scheduler.k8s.scheduler.plugin_server import CycleState
 from kai_scheduler.k8s.scheduler.pod_conditions import PodScheduledConditions, stray_pods
 from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
 from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
+from kai_scheduler.k8s.scheduler.queue_accounted import QueueAccountedUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.model.partition import Partition
@@ -208,6 +210,7 @@ class SchedulerLoop:
         self.pod_scheduled = PodScheduledConditions(effects, informers, label_key)
         self.notices = NoticeEvents(effects, informers)
         self.fair_share = QueueFairShare(effects, informers)
+        self.accounted = QueueAccountedUsage(effects, informers)
         # Time-based fairness: from Prometheus (`usageDBConfig.clientType: prometheus` with a
         # `connectionString`; fetched in the background by `run`), else the usage history from this
         # scheduler's own cycles (kept in memory: a restarted scheduler starts a new history).
@@ -249,6 +252,7 @@ class SchedulerLoop:
         self.nominated.clear()
         self.evictions.evicting.clear()
         self.fair_share.forget()
+        self.accounted.forget()
         if self.usage is not None:
             self.usage.interrupt()  # the usage history is kept; the time without leadership is not in it
 
@@ -345,6 +349,7 @@ class SchedulerLoop:
         writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report, stray))
         writes.extend(self.notices.calls(live.noticed, report))
         writes.extend(self.fair_share.calls(result.fair_share, report))
+        writes.extend(self.accounted.calls(snapshot, report))
         await asyncio.gather(*writes)
 
     def _observe(

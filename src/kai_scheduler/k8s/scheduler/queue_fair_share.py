@@ -14,6 +14,7 @@ write does not make the next cycle rebuild anything.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
+from typing import Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.runtime.access import access
@@ -63,21 +64,25 @@ class QueueFairShare:
             if shown == desired or self._written.get(queue) == desired:
                 continue
             self._written[queue] = desired
-            calls.append(self.effects.limited(self._write(queue, desired), report, f"fair share {queue}"))
+            write = write_status_field(self.effects, queue, FAIR_SHARE_FIELD, desired, self._written)
+            calls.append(self.effects.limited(write, report, f"fair share {queue}"))
         return calls
 
-    async def _write(self, queue: str, desired: dict[str, str]) -> None:
-        try:
-            await self.effects.client.patch(
-                QUEUES, queue, {"status": {FAIR_SHARE_FIELD: desired}}, None, subresource="status"
-            )
-        except ApiStatusError as error:
-            self._written.pop(queue, None)
-            if error.code != 404:
-                raise
-        except (ConnectionError, OSError):
-            self._written.pop(queue, None)
+
+async def write_status_field(
+    effects: Effects, queue: str, field: str, desired: object, written: dict[str, Any]
+) -> None:
+    """Merge-patch one field of a queue's status; on failure, forget it was written (so the next cycle
+    writes it again). A queue deleted meanwhile needs nothing."""
+    try:
+        await effects.client.patch(QUEUES, queue, {"status": {field: desired}}, None, subresource="status")
+    except ApiStatusError as error:
+        written.pop(queue, None)
+        if error.code != 404:
             raise
+    except (ConnectionError, OSError):
+        written.pop(queue, None)
+        raise
 
 
-__all__ = ["FAIR_SHARE_FIELD", "QueueFairShare", "fair_share_list"]
+__all__ = ["FAIR_SHARE_FIELD", "QueueFairShare", "fair_share_list", "write_status_field"]

@@ -44,6 +44,7 @@ from kai_scheduler.controlplane.ranks import CreationRanks
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, POD_NODE_INDEX, InformerSet
 from kai_scheduler.k8s.runtime.objects import annotations_of, labels_of, metadata_of, object_key
+from kai_scheduler.k8s.scheduler.accounted_state import AccountedResourceFeed
 from kai_scheduler.k8s.scheduler.cluster_scoped import ClusterScopedFeed
 from kai_scheduler.k8s.scheduler.disruption_state import DisruptionBudgetFeed
 from kai_scheduler.k8s.scheduler.dra_state import DraFeed
@@ -127,6 +128,7 @@ class StateBuilder:
         self._storage = StorageFeed(informers)
         self._budgets = DisruptionBudgetFeed(informers)
         self._node_topologies = NodeTopologyFeed(informers)
+        self._accounted = AccountedResourceFeed(informers)
         self._ranks = CreationRanks()
         # What the cache holds, as the informers showed it: raw objects by key, and PodGroup times.
         self._pod_objects: dict[str, JsonObject] = {}
@@ -219,6 +221,7 @@ class StateBuilder:
         self._storage.update(self.cache)
         self._budgets.update(self.cache)
         self._node_topologies.update(self.cache)
+        self._accounted.update(self.cache)
         while self._dirty_groups or self._dirty_pods:  # again when ranks moved to make room (`_rank`)
             self._update_groups()
             self._update_pods()
