@@ -179,9 +179,12 @@ class AccountedLimits:
             for name, amount in charged.items():
                 held[name] = held.get(name, 0.0) + sign * amount
 
-    def _depends_on(self, task: TaskInfo) -> tuple[str, tuple[str | None, ...]]:
-        # The answer reads the job's queue (with its usage, which moves with the nodes' usage) and the
-        # annotations some source counts.
+    def _depends_on(self, task: TaskInfo) -> tuple[str, tuple[str | None, ...]] | None:
+        # The answer reads the job's queue (with its usage, which moves as pods are placed and evicted: the
+        # victim search then looks beyond its victims' nodes) and the annotations some source counts;
+        # nothing of the pod where no limit is on its queue's path.
+        if not self._limits_on_path(task.job.queue):
+            return None
         return task.job.queue, self.charges.annotations_of(task)
 
 
