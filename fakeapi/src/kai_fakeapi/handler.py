@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import queue
 import socket
@@ -21,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import protobuf, routing
+from . import protobuf, request_head, routing, wire
 from .access import Refusal
 from .admission_request import WriteRequest
 from .auth import UserInfo
@@ -132,6 +131,31 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
 
+    def parse_request(self) -> bool:
+        """The request line and header fields (`request_head.py`, in place of the standard library's mail
+        parser); False when an error was answered or the line is empty. A 1.1 request keeps the
+        connection unless it says `Connection: close`; `Expect: 100-continue` is answered first."""
+        self.command = None  # type: ignore[assignment]  # what `send_error` reads before a method is known
+        # No HTTP/0.9 (a bare `GET /path`): an error answer has a status line, as the real API server's.
+        self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        try:
+            line = request_head.request_line(self.raw_requestline)
+            if line is None:
+                return False
+            self.command, self.path, version = line
+            self.request_version = f"HTTP/{version[0]}.{version[1]}"
+            self.headers = request_head.header_fields(self.rfile)  # type: ignore[arg-type]
+        except request_head.HeadError as error:
+            self.send_error(error.code, error.message)
+            return False
+        connection = self.headers.get("Connection", "").lower()
+        self.close_connection = connection == "close" or (version < (1, 1) and connection != "keep-alive")
+        if version >= (1, 1) and self.headers.get("Expect", "").lower() == "100-continue":
+            return self.handle_expect_100()
+        return True
+
     def do_GET(self) -> None:
         self._dispatch("GET")
 
@@ -176,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
             data = body.encode()
             ctype = "text/plain; charset=utf-8"
         else:
-            data = json.dumps(body, separators=(",", ":")).encode()
+            data = wire.dumps(body)
             ctype = "application/json"
         # Record the outcome before answering: a client that reads the request log right after the
         # response must find it there.
@@ -312,7 +336,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if ctype in ("application/yaml", "application/x-yaml"):
                 return yaml.safe_load(body)
-            return json.loads(body)
+            return wire.loads(body)
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from None
 
@@ -449,7 +473,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()  # the client learns that the watch is open before the first event
 
     def _chunk(self, event: Obj) -> None:
-        data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        data = wire.dumps(event) + b"\n"
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 

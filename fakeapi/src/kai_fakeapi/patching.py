@@ -4,12 +4,12 @@ manager applied."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from . import patch as patches
+from . import wire
 from .admission_request import WriteRequest
 from .errors import STALE, ApiError, bad_request, conflict, not_found
 from .jsoncopy import clone
@@ -69,7 +69,7 @@ def patch_object(
         )
     try:
         if isinstance(body, (bytes, str)):
-            doc = yaml.safe_load(body) if ctype == PATCH_APPLY else json.loads(body or b"null")
+            doc = yaml.safe_load(body) if ctype == PATCH_APPLY else wire.loads(body or b"null")
         else:
             doc = body
     except (ValueError, yaml.YAMLError) as exc:

@@ -25,7 +25,6 @@ raises the built-in `ConnectionError`, so that callers can retry without knowing
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import ssl
@@ -42,6 +41,7 @@ from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
 
+from kai_scheduler.k8s.runtime import json_wire
 from kai_scheduler.k8s.runtime.client import (
     PODS,
     ApiStatusError,
@@ -248,7 +248,7 @@ class LightkubeClient:
         headers = {"Accept": "application/json"}
         content: bytes | None = None
         if body is not None:
-            content = json.dumps(body, separators=(",", ":")).encode()
+            content = json_wire.encode(body)
             headers["Content-Type"] = content_type
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         try:
@@ -262,7 +262,7 @@ class LightkubeClient:
         if not data:
             return None
         try:
-            return json.loads(data)
+            return json_wire.decode(data)
         except ValueError:
             return None
 
@@ -371,7 +371,7 @@ class LightkubeClient:
     @staticmethod
     def _watch_event(kind: ResourceKind, path: str, line: bytes) -> WatchEvent | None:
         try:
-            event = json.loads(line)
+            event = json_wire.decode(line)
         except ValueError as exc:
             raise ConnectionError(f"watch {path}: undecodable event: {line[:200]!r}") from exc
         etype = event.get("type")
