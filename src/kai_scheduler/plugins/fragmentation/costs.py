@@ -17,7 +17,7 @@ mix, not that CPU taken next to idle GPUs is missing later, when the cluster is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
@@ -42,6 +42,7 @@ _CPU_POD_PER_IDLE_GPU: Final = 1e3  # for a CPU-only pod, one idle GPU outweighs
 _NEW_GPU: Final = -1  # the cheapest option is to start sharing a free whole GPU
 _PROJECTION_SEED: Final = 11  # any fixed seed: the same sets every run
 _FEW_ROWS: Final = 32  # up to this many nodes are costed as they are, without looking for alike ones
+_TAKEN: Final = 3  # the node states' columns a pod takes from directly: idle CPU, memory, whole GPUs
 
 
 @dataclass(slots=True)
@@ -55,6 +56,8 @@ class _Costs:
     changed: BoolArray
     seen: int
     gpu: IntArray
+    taken: FloatArray  # what a pod takes of a node's idle CPU, memory and whole GPUs (`_TAKEN` columns)
+    per_idle_gpu: float  # the order key's weight of each idle GPU a placement leaves (see the module)
 
 
 class PlacementCosts:
@@ -63,7 +66,7 @@ class PlacementCosts:
         self.mix = mix
         self.mig, self.mig_units = mig_columns(table)
         self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
-        self.state = node_states(table, np.arange(table.size), self.width, self.mig)
+        self._set_states(node_states(table, np.arange(table.size), self.width, self.mig))
         self.frag = evaluate(mix, self.state, self.mig_units)[0]
         # Nodes whose state changed since their `frag` was computed: it is computed again together
         # with the next costs that need it (one evaluation instead of two).
@@ -94,7 +97,7 @@ class PlacementCosts:
         self._position = table.change_position()
         if changed is None:  # too much changed to tell what: everything afresh
             self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
-            self.state = node_states(table, np.arange(table.size), self.width, self.mig)
+            self._set_states(node_states(table, np.arange(table.size), self.width, self.mig))
             self._frag_stale[:] = True
             self._costs.clear()
         elif changed:
@@ -110,8 +113,9 @@ class PlacementCosts:
         groups = table.groups.get(node, ())
         if len(groups) + 1 > self.width:  # a node shares more GPUs than any did: widen every row
             extra = np.zeros((table.size, len(groups) + 1 - self.width))
-            state.shared = np.concatenate([state.shared, extra], axis=1)
             self.width = len(groups) + 1
+            self._set_states(replace(state, shared=np.concatenate([state.shared, extra], axis=1)))
+            state = self.state
         shared = state.shared[node]
         shared[:] = 0.0
         for column, group in enumerate(groups):
@@ -121,16 +125,16 @@ class PlacementCosts:
         self._frag_stale[node] = True
         self._changes.append(node)
 
+    def _set_states(self, states: NodeStates) -> None:
+        """Keep every node's state as one matrix (`_matrix`: idle CPU, memory, whole GPUs, then the
+        shared GPUs' free portions), `state` its columns: some rows' states are then gathered in one go
+        (for the usual few rows, numpy's per-call overhead is most of the cost)."""
+        self._matrix = np.column_stack([states.cpu, states.memory, states.whole, states.shared])
+        self.state = _columns(states.nodes, self._matrix, states.mig)
+
     def _rows(self, rows: IntArray) -> NodeStates:
-        state = self.state
-        return NodeStates(
-            nodes=rows,
-            cpu=state.cpu.take(rows),
-            memory=state.memory.take(rows),
-            whole=state.whole.take(rows),
-            shared=state.shared.take(rows, axis=0),
-            mig=state.mig.take(rows, axis=0),
-        )
+        """The states of `rows` (a copy)."""
+        return _columns(rows, self._matrix.take(rows, axis=0), self.state.mig.take(rows, axis=0))
 
     # --- costs ------------------------------------------------------------------------------------
 
@@ -145,6 +149,8 @@ class PlacementCosts:
                 np.ones(size, dtype=np.bool_),
                 len(self._changes),
                 np.zeros(size, dtype=np.int64),
+                np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
+                self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
             )
         # Only the candidates whose node changed since they were costed (usually the one or two
         # nodes the last placements took).
@@ -175,12 +181,12 @@ class PlacementCosts:
         # placing the pod: [stale nodes as they are] + [each of `rows` with the pod], gathered in one
         # go (for the usual one or two rows, numpy's per-call overhead is most of the cost).
         stale = rows[self._frag_stale.take(rows)]
-        both = self._rows(np.concatenate([stale, rows])) if stale.size else self._rows(rows)
+        gathered = np.concatenate([stale, rows]) if stale.size else rows
+        matrix = self._matrix.take(gathered, axis=0)
+        matrix[stale.size :, :_TAKEN] -= costs.taken
+        both = _columns(gathered, matrix, self.state.mig.take(gathered, axis=0))
         before = _view(both, slice(None, stale.size)) if stale.size else None
         after = _view(both, slice(stale.size, None))
-        after.cpu -= request.cpu
-        after.memory -= request.memory
-        after.whole -= request.whole_gpus
         if request.scalars and self.mig.size:
             for name, amount in request.mig_instances:
                 column = np.flatnonzero(self.mig == self.table.scalar_index.get(name, -1))
@@ -193,7 +199,7 @@ class PlacementCosts:
             self._fresh(stale, frag[: stale.size])
             frag, left = frag[stale.size :], left[stale.size :]
         cost = np.subtract(frag, self.frag.take(rows), out=frag)
-        self._keys(request, rows, cost, left, after.cpu, costs)
+        self._keys(rows, cost, left, after.cpu, costs)
 
     def _compute_shared(
         self,
@@ -221,7 +227,7 @@ class PlacementCosts:
         costs.gpu[rows] = np.where(opens.take(cheapest), _NEW_GPU, column.take(cheapest))
         devices = request.gpu_devices
         left = after.whole + after.shared.sum(axis=1) - portion * devices
-        self._keys(request, rows, cost.take(cheapest) * (devices / _PER_QUANTUM), left, after.cpu, costs)
+        self._keys(rows, cost.take(cheapest) * (devices / _PER_QUANTUM), left, after.cpu, costs)
 
     def _fresh(self, stale: IntArray, frag: FloatArray) -> None:
         self.frag[stale] = frag
@@ -229,36 +235,30 @@ class PlacementCosts:
 
     def _keys(
         self,
-        request: PodRequest,
         rows: IntArray,
         cost: FloatArray,
         left: FloatArray,
         cpu: FloatArray,
         costs: _Costs,
     ) -> None:
-        """Order keys from costs (GPUs), the idle GPUs and CPU a placement leaves (see the module)."""
-        keys = np.rint(cost * -_PER_QUANTUM)
+        """Order keys from costs (GPUs), the idle GPUs and CPU a placement leaves (see the module); the
+        arrays given are the caller's own, and changed."""
+        keys = np.multiply(cost, -_PER_QUANTUM, out=cost)
+        np.rint(keys, out=keys)
         keys *= 1.0 / _PER_QUANTUM
         np.maximum(left, 0.0, out=left)
-        keys -= left * (_CPU_POD_PER_IDLE_GPU if not request.uses_gpu else self._per_gpu)
+        left *= costs.per_idle_gpu
+        keys -= left
         np.maximum(cpu, 0.0, out=cpu)
-        keys -= cpu * self._per_cpu
+        cpu *= self._per_cpu
+        keys -= cpu
         costs.keys[rows] = keys
 
     def _distinct(self, rows: IntArray) -> tuple[IntArray, IntArray]:
         """The first of each set of alike nodes of `rows` in the same state, and which set each is
         (every row its own set if two states could not be told apart)."""
-        state = self.state
-        key = np.column_stack(
-            [
-                self._kind.take(rows),
-                state.cpu.take(rows),
-                state.memory.take(rows),
-                state.whole.take(rows),
-                state.shared.take(rows, axis=0),
-                state.mig.take(rows, axis=0),
-            ]
-        )
+        kind, mig = self._kind.take(rows)[:, None], self.state.mig.take(rows, axis=0)
+        key = np.concatenate([kind, self._matrix.take(rows, axis=0), mig], axis=1)
         first, inverse = _row_sets(key)
         return rows.take(first), inverse
 
@@ -311,6 +311,11 @@ class PlacementCosts:
                 break
         chosen.extend([None] * (devices - len(chosen)))
         return chosen[:devices]
+
+
+def _columns(nodes: IntArray, matrix: FloatArray, mig: FloatArray) -> NodeStates:
+    """Node states whose columns are views of `matrix` (as `PlacementCosts._set_states` lays it out)."""
+    return NodeStates(nodes, matrix[:, 0], matrix[:, 1], matrix[:, 2], matrix[:, _TAKEN:], mig)
 
 
 def _view(states: NodeStates, part: slice) -> NodeStates:

@@ -109,6 +109,7 @@ class MixArrays:
     demand: FloatArray  # N x K: GPUs one pod of the class takes on the node (0 where it may not run)
     several: BoolArray  # K: the classes of several whole GPUs per pod (see the module)
     several_weight: FloatArray  # K: `weight` where `several`, else 0
+    any_several: bool  # whether any class is `several`
     # N: the GPUs the mix asks of each node, and each node's GPUs when idle (see the module; both 0
     # until `scarcity_weighted` weighs the classes)
     pressure: FloatArray
@@ -195,10 +196,10 @@ def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple
         return np.zeros(free.size), free
     stranded = usable(mix, states)
     np.subtract(free[:, None], stranded, out=stranded)
-    whole_nodes = stranded @ mix.several_weight if mix.several.any() else None
-    rows, classes = stranded.shape
+    whole_nodes = stranded @ mix.several_weight if mix.any_several else None
     order = stranded.argsort(axis=1)
-    stranded = stranded.ravel().take(order + (np.arange(rows) * classes)[:, None])
+    # From least to most, as `order` ranks them (sorting gives the values gathering by `order` would).
+    stranded.sort(axis=1)
     # With the classes from least to most stranded, the least of the offers strands at least the i-th
     # value when every offer is of class i or later: (weight of those classes) ** OFFERS. Summed over
     # the steps between consecutive values, that is the expectation.
@@ -346,6 +347,7 @@ def mix_arrays(
         demand=demand,
         several=several,
         several_weight=np.where(several, weight, 0.0),
+        any_several=bool(several.any()),
         pressure=np.zeros(table.size),
         capacity=np.zeros(table.size),
     )

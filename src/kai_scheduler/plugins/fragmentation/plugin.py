@@ -110,8 +110,10 @@ def score(costs: PlacementCosts, task: TaskInfo, rows: IntArray) -> FloatArray |
     keys = costs.order(task.request, rows)
     if keys.size == 0:
         return 0.0
-    low, high = float(keys.min()), float(keys.max())
+    low, high = float(np.minimum.reduce(keys)), float(np.maximum.reduce(keys))
     if high - low <= 0.0:
         return MAX_SCORE
-    result: FloatArray = (keys - low) * (MAX_SCORE / (high - low))
+    # In place: `keys` is a new array of the candidates' keys.
+    result: FloatArray = np.subtract(keys, low, out=keys)
+    result *= MAX_SCORE / (high - low)
     return result
