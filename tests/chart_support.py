@@ -178,6 +178,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fake-gpus": {"resourceReservation": {"enabled": False}},
     "all-in-one-fake-gpus": {"allInOne": True, "resourceReservation": {"enabled": False}},
     "no-gpu-sharing": {"admission": {"gpuSharing": False}},
+    "admission-gating": {"queueAdmissionGating": {"enabled": True, "reservationTimeout": "5m"}},
     "cdi": {"binder": {"cdiEnabled": True}},
     "all-in-one-cdi": {"allInOne": True, "binder": {"cdiEnabled": True}},
     "all-in-one-no-gpu-sharing": {"allInOne": True, "admission": {"gpuSharing": False}},

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import time
+from base64 import b64decode
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -11,6 +14,7 @@ from identities import ALL_IN_ONE, RESERVATION, account, client_as
 from lightkube.config.kubeconfig import KubeConfig
 
 from kai_fakeapi import FakeApiServer, Store
+from kai_fakeapi.patch import json_patch
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.binder.binder import Binder
@@ -25,6 +29,22 @@ from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.loop import SchedulerLoop
 
 T = TypeVar("T")
+
+
+def pod_review(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview the API server sends the pod webhooks when `manifest` is created."""
+    request = {"uid": "u", "operation": "CREATE", "object": manifest, "namespace": "default"}
+    request["kind"] = {"group": "", "version": "v1", "kind": "Pod"}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def mutated(review: dict[str, Any], mutate: Callable[[Any], Any]) -> dict[str, Any]:
+    """The pod of `review` with the patch of the mutating review function `mutate` applied (it must allow)."""
+    response = mutate(copy.deepcopy(review))["response"]
+    assert response["allowed"], response
+    operations = json.loads(b64decode(response["patch"])) if "patch" in response else []
+    patched: dict[str, Any] = json_patch(review["request"]["object"], operations)
+    return patched
 
 
 def run(coro: Coroutine[Any, Any, T], timeout: float = 20.0) -> T:

@@ -30,6 +30,7 @@ from live_support import FakeGpuNodes, eventually, run
 from chart_support import NAMESPACE, VARIANTS
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
+from kai_scheduler.api.admission_gate import QUEUE_ADMITTED_ANNOTATION
 from kai_scheduler.k8s.admission.certificates import TLSMaterial, issue, service_dns_names
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -41,15 +42,19 @@ HALF = [f"half-{i}" for i in range(2)]
 SECRET = "kai-admission-tls"  # admission.tls.secretName
 
 
-def workload(scheduler: str, pods: list[str], *, setup: bool = True) -> str:
+def workload(scheduler: str, pods: list[str], *, setup: bool = True, gated: bool = False) -> str:
     """What a researcher applies: (with `setup`) a namespace, queues and a PodGroup, and pods for
-    `scheduler`, in namespace `team`, as YAML."""
+    `scheduler`, in namespace `team`, as YAML; with `gated`, the pods' queue opts in to queue admission
+    gating."""
     documents: list[dict[str, Any]] = []
     if setup:
+        vision = queue_manifest("vision", gpu=8, parent="research")
+        if gated:
+            vision["spec"]["admissionGating"] = True
         documents += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEAM}},
             queue_manifest("research", gpu=8),
-            queue_manifest("vision", gpu=8, parent="research"),
+            vision,
             pod_group_manifest("gang", "vision", min_member=3, namespace=TEAM),
         ]
     for name in pods:
@@ -176,6 +181,7 @@ def test_the_installed_chart_binds_every_pod_once_with_no_request_refused(
         overrides, "resourceReservation", "serviceAccount", default="kai-resource-reservation"
     )
     scheduler = _dig(overrides, "schedulerName", default="kai-scheduler")
+    gated = _dig(overrides, "queueAdmissionGating", "enabled", default=False)
     names = WHOLE + GANG + (HALF if sharing else [])
 
     with FakeApiServer(
@@ -203,7 +209,9 @@ def test_the_installed_chart_binds_every_pod_once_with_no_request_refused(
                 reserver = (reservation_namespace, reservation_account)
                 gpus = FakeGpuNodes(server, reservation_namespace, service_account=reserver)
                 async with gpus if reserving else contextlib.nullcontext():
-                    applied = kubectl(admin, "apply", "-f", "-", stdin=workload(scheduler, names))
+                    applied = kubectl(
+                        admin, "apply", "-f", "-", stdin=workload(scheduler, names, gated=gated)
+                    )
                     assert applied.returncode == 0, applied.stderr
                     if not sharing:  # the validating webhook refuses shared-GPU pods
                         half = kubectl(
@@ -236,6 +244,14 @@ def test_the_installed_chart_binds_every_pod_once_with_no_request_refused(
                 p["metadata"]["name"]: p["spec"].get("runtimeClassName") for p in store.list("pods", TEAM)
             }
             assert runtime == {name: "nvidia" for name in names}
+        if gated:
+            # Queue admission gating: every pod was gated by the webhook, and admitted (the gate removed,
+            # the admission stamped) by the scheduler, within the 8 GPUs of its queue.
+            admitted = {
+                p["metadata"]["name"]: QUEUE_ADMITTED_ANNOTATION in p["metadata"].get("annotations", {})
+                for p in store.list("pods", TEAM)
+            }
+            assert admitted == {name: True for name in names}
 
 
 def _webhooks_armed(server: FakeApiServer) -> bool:

@@ -9,17 +9,14 @@ the patch applied."""
 from __future__ import annotations
 
 import copy
-import json
 import re
-from base64 import b64decode
 from functools import partial
 from typing import Any
 
-from live_support import Live, run
+from live_support import Live, mutated, pod_review, run
 
 from helpers import node_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer, Store
-from kai_fakeapi.patch import json_patch
 from kai_scheduler.k8s.admission.review import MUTATE_POD_PATH, VALIDATE_POD_PATH
 from kai_scheduler.k8s.admission.server import webhook_routes
 from kai_scheduler.k8s.binder.reservations import RESERVED_GPU_ANNOTATION
@@ -31,14 +28,9 @@ RESERVATIONS = "kai-resource-reservation"
 def admitted(manifest: dict[str, Any]) -> dict[str, Any]:
     """The pod after the admission chain: mutated, then validated."""
     routes = webhook_routes()
-    request = {"uid": "u", "operation": "CREATE", "object": manifest, "namespace": "default"}
-    request["kind"] = {"group": "", "version": "v1", "kind": "Pod"}
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
-    response = routes[MUTATE_POD_PATH](copy.deepcopy(review))["response"]
-    assert response["allowed"], response
-    operations = json.loads(b64decode(response["patch"])) if "patch" in response else []
-    patched: dict[str, Any] = json_patch(manifest, operations)
-    validated = routes[VALIDATE_POD_PATH]({**review, "request": {**request, "object": patched}})
+    review = pod_review(manifest)
+    patched = mutated(review, routes[MUTATE_POD_PATH])
+    validated = routes[VALIDATE_POD_PATH]({**review, "request": {**review["request"], "object": patched}})
     assert validated["response"]["allowed"], validated
     return patched
 

@@ -188,6 +188,12 @@ def _arguments(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="admission refuses pods asking for gpu-fraction or gpu-memory (KAI's global.gpuSharing: false)",
     )
+    run.add_argument(
+        "--queue-admission-gating",
+        action="store_true",
+        help="admission gates the pods of queues with spec.admissionGating (on with the configuration's "
+        "queueAdmissionGating.enabled too)",
+    )
     reservation = run.add_argument_group("GPU reservation pods (binder; one per shared GPU)")
     reservation.add_argument(
         "--no-gpu-reservation",
@@ -283,6 +289,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         self_signed=self_signed(args),
         gpu_pod_runtime_class=args.gpu_pod_runtime_class,
         gpu_sharing=not args.no_gpu_sharing,
+        queue_admission_gating=args.queue_admission_gating or config.admission_gating.enabled,
         cdi_enabled=args.cdi_enabled,
         reservation=None if args.no_gpu_reservation else reservation(args),
         scaling_pod_image=args.scaling_pod_image,

@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry
 from kai_scheduler.api import constants as c
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shard_config import DEFAULT_SHARD
+from kai_scheduler.k8s.admission.queue_gate import QueueOptIns
 from kai_scheduler.k8s.admission.self_signed import CertificateKeeper, SelfSignedTLS
 from kai_scheduler.k8s.admission.server import WebhookServer
 from kai_scheduler.k8s.binder.binder import Binder
@@ -98,6 +99,7 @@ class RunOptions:
     self_signed: SelfSignedTLS | None = None
     gpu_pod_runtime_class: str = "nvidia"
     gpu_sharing: bool = True  # False: the admission webhook refuses gpu-fraction / gpu-memory pods
+    queue_admission_gating: bool = False  # the webhook gates opted-in queues' pods (admission/queue_gate.py)
     cdi_enabled: bool = False  # the binder names shared GPUs as CDI devices
     reservation: GpuReservation | None = field(default_factory=GpuReservation)
     scaling_pod_image: str = DEFAULT_SCALING_POD_IMAGE
@@ -155,7 +157,10 @@ async def run_components(options: RunOptions, stop: asyncio.Event, client: KubeC
     if "admission" in chosen:
         if options.self_signed is not None and options.tls_cert_dir is None:
             own_cert_dir = tempfile.TemporaryDirectory(prefix="kai-admission-tls-")
-        webhook = _webhook(options, own_cert_dir.name if own_cert_dir is not None else None)
+        opt_ins = QueueOptIns(clients["admission"]) if options.queue_admission_gating else None
+        webhook = _webhook(options, own_cert_dir.name if own_cert_dir is not None else None, opt_ins)
+        if opt_ins is not None:
+            work.append(opt_ins.informer.run)
         if options.self_signed is not None:
             serving = asyncio.Event()
             ready.append(serving)
@@ -466,7 +471,7 @@ async def _scale_adjuster(
         await _leading(client, options, "scale-adjuster", adjuster.run, stop)
 
 
-def _webhook(options: RunOptions, own_cert_dir: str | None) -> WebhookServer:
+def _webhook(options: RunOptions, own_cert_dir: str | None, opt_ins: QueueOptIns | None) -> WebhookServer:
     cert_dir = options.tls_cert_dir or own_cert_dir
     if cert_dir is None:
         raise ValueError("--tls-cert-dir: the admission webhooks need a directory with tls.crt and tls.key")
@@ -478,6 +483,7 @@ def _webhook(options: RunOptions, own_cert_dir: str | None) -> WebhookServer:
         scheduler_name=options.scheduler_name,
         gpu_runtime_class=options.gpu_pod_runtime_class,
         gpu_sharing_enabled=options.gpu_sharing,
+        queue_opt_in=opt_ins,
     )
 
 

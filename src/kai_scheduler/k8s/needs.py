@@ -17,7 +17,7 @@ from kai_scheduler.k8s.binder.reservation_app import reservation_app_access
 from kai_scheduler.k8s.binder.reservations import GpuReservation, reservation_access
 from kai_scheduler.k8s.podgrouper import controller as podgrouper
 from kai_scheduler.k8s.runtime.access import Access, watching
-from kai_scheduler.k8s.runtime.client import ResourceKind
+from kai_scheduler.k8s.runtime.client import QUEUES, ResourceKind
 from kai_scheduler.k8s.runtime.informers import BINDER_KINDS, PODGROUPER_KINDS, SCHEDULER_KINDS, STATUS_KINDS
 from kai_scheduler.k8s.runtime.leader import lease_access
 from kai_scheduler.k8s.scaleadjuster.controller import scale_adjuster_access
@@ -77,9 +77,14 @@ def status_needs(*, lease_namespace: str | None = None) -> frozenset[Access]:
     return _with_lease((*watching(STATUS_KINDS), *podgroups.ACCESS, *queues.ACCESS), lease_namespace)
 
 
-def admission_needs(self_signed: SelfSignedTLS | None) -> frozenset[Access]:
-    """The webhooks answer from what a review holds; only their own certificate is kept in the API."""
-    return frozenset(certificate_access(self_signed) if self_signed is not None else ())
+def admission_needs(
+    self_signed: SelfSignedTLS | None, queue_admission_gating: bool = False
+) -> frozenset[Access]:
+    """The webhooks answer from what a review holds; only their own certificate is kept in the API, and
+    with queue admission gating the Queues are watched (which of them opt in)."""
+    certificate = certificate_access(self_signed) if self_signed is not None else ()
+    queues = watching((QUEUES,)) if queue_admission_gating else ()
+    return frozenset((*certificate, *queues))
 
 
 def scale_adjuster_needs(*, lease_namespace: str | None = None) -> frozenset[Access]:
@@ -103,7 +108,7 @@ def needs(component: str, options: RunOptions) -> frozenset[Access]:
     if component == "status-controllers":
         return status_needs(lease_namespace=lease)
     if component == "admission":
-        return admission_needs(options.self_signed)
+        return admission_needs(options.self_signed, options.queue_admission_gating)
     if component == "scale-adjuster":
         return scale_adjuster_needs(lease_namespace=lease)
     raise ValueError(f"unknown component {component!r}")

@@ -625,11 +625,13 @@ def test_rbac_is_plain(variant: str) -> None:
 
 def test_the_scheduler_deletes_its_victims_and_a_pool_scheduler_labels_pods(tmp_path: Path) -> None:
     """KAI's evictor: a victim's DisruptionTarget condition, then its delete (no eviction subresource);
-    the scheduler of a node pool (a shard with a partition value) also labels the pods it binds."""
+    the scheduler of a node pool (a shard with a partition value) also labels the pods it binds. Every
+    scheduler patches pods: it removes the queue-admission gate, also with queue admission gating off
+    (pods left gated are let go)."""
     scheduler = _granted("default")[(NAMESPACE, f"{RELEASE}-scheduler")]
     assert {Permission("", "pods/status", "patch"), Permission("", "pods", "delete")} <= scheduler
     assert not {p for p in scheduler if p.resource in ("pods/eviction", "pods") and p.verb == "create"}
-    assert Permission("", "pods", "patch") not in scheduler
+    assert Permission("", "pods", "patch") in scheduler
     assert Permission("policy", "poddisruptionbudgets", "watch") in scheduler
     assert Permission("", "pods", "patch") in _granted("shards")[(NAMESPACE, f"{RELEASE}-scheduler")]
 
@@ -909,6 +911,23 @@ def test_binder_cdi_enabled_reaches_the_binder(variant: str, deployment: str) ->
     """`binder.cdiEnabled` (KAI's value) becomes `--cdi-enabled`; off by default."""
     args = _args(variant, deployment)
     assert _run(args).cdi_enabled == (variant != "default")
+
+
+@pytest.mark.parametrize("variant", ["admission-gating", "default"])
+def test_queue_admission_gating_switches_both_sides(variant: str, tmp_path: Path) -> None:
+    """`queueAdmissionGating` (KAI's design: one master switch the operator fans out) reaches the scheduler's
+    configuration (and so its `ungate` action, last) and the webhook (`--queue-admission-gating`, which
+    watches Queues); off by default, where neither side gates anything."""
+    on = variant != "default"
+    scheduler = _deployment_options(variant, _one(variant, "Deployment", f"{RELEASE}-scheduler"), tmp_path)
+    assert scheduler.config.admission_gating.enabled == on
+    assert (scheduler.config.actions[-1] == "ungate") == on
+    if on:
+        assert scheduler.config.admission_gating.reservation_timeout == 300.0
+    admission = _deployment_options(variant, _one(variant, "Deployment", f"{RELEASE}-admission"), tmp_path)
+    assert admission.queue_admission_gating == on
+    granted = _granted(variant)[(NAMESPACE, f"{RELEASE}-admission")]
+    assert (Permission("scheduling.run.ai", "queues", "watch") in granted) == on
 
 
 def test_readme_installs_this_chart() -> None:

@@ -133,4 +133,7 @@ Ignore
 {{- if not .Values.admission.gpuSharing }}
 - --no-gpu-sharing
 {{- end }}
+{{- if .Values.queueAdmissionGating.enabled }}
+- --queue-admission-gating
+{{- end }}
 {{- end }}

@@ -53,6 +53,7 @@ from kai_scheduler.api.manifests import (
 )
 from kai_scheduler.api.objects import Pod, PodGroup, Queue, Topology
 from kai_scheduler.k8s.admission.gpu_sharing import gpu_sharing_patch, uses_gpus
+from kai_scheduler.k8s.admission.queue_gate import OptIn, queue_gate_patch
 from kai_scheduler.k8s.runtime.client import api_version
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ def review_pod_mutation(
     *,
     gpu_runtime_class: str = DEFAULT_GPU_RUNTIME_CLASS,
     scheduler_name: str = c.SCHEDULER_NAME,
+    queue_opt_in: OptIn | None = None,
 ) -> Review:
     """Allow a new Pod of this scheduler, with a JSONPatch that
 
@@ -143,12 +145,21 @@ def review_pod_mutation(
       at the shared-GPU ConfigMaps (see the module doc and `shared_gpu_config_maps`), idempotently: a pod
       that was mutated already keeps its prefix and gets no second copy of an entry.
 
+    * with queue admission gating switched on (`queue_opt_in`: whether a queue opts in), adds the
+      `kai.scheduler/queue-admission` scheduling gate to a pod whose queue opts in or does not exist
+      (`queue_gate.py`).
+
     Denied: a `gpu-fraction-container-name` that names no container of `spec.containers`, or a
     `runai/shared-gpu-configmap` that cannot prefix a ConfigMap name."""
     return _guarded(
         review,
         _POD,
-        partial(_mutate_pod, gpu_runtime_class=gpu_runtime_class, scheduler_name=scheduler_name),
+        partial(
+            _mutate_pod,
+            gpu_runtime_class=gpu_runtime_class,
+            scheduler_name=scheduler_name,
+            queue_opt_in=queue_opt_in,
+        ),
     )
 
 
@@ -348,7 +359,9 @@ def _container_view(container: Any) -> Any:
     return {key: container[key] for key in ("name", "resources") if key in container}
 
 
-def _mutate_pod(request: _Request, *, gpu_runtime_class: str, scheduler_name: str) -> Review:
+def _mutate_pod(
+    request: _Request, *, gpu_runtime_class: str, scheduler_name: str, queue_opt_in: OptIn | None
+) -> Review:
     obj = request.object
     assert obj is not None
     spec = obj.get("spec")
@@ -363,6 +376,8 @@ def _mutate_pod(request: _Request, *, gpu_runtime_class: str, scheduler_name: st
         # `add` also replaces a null or empty runtimeClassName.
         patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": gpu_runtime_class})
     patch.extend(gpu_sharing_patch(obj, spec))
+    if queue_opt_in is not None:
+        patch.extend(queue_gate_patch(obj, spec, queue_opt_in))
     return allowed_response(request.uid, patch=patch)
 
 

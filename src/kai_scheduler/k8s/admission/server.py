@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.k8s.admission.queue_gate import OptIn
 from kai_scheduler.k8s.admission.review import (
     DEFAULT_GPU_RUNTIME_CLASS,
     MUTATE_POD_PATH,
@@ -218,14 +219,19 @@ def webhook_routes(
     scheduler_name: str = c.SCHEDULER_NAME,
     gpu_runtime_class: str = DEFAULT_GPU_RUNTIME_CLASS,
     gpu_sharing_enabled: bool = True,
+    queue_opt_in: OptIn | None = None,
 ) -> dict[str, Reviewer]:
-    """Path -> review function, configured, for the five webhooks the chart registers."""
+    """Path -> review function, configured, for the five webhooks the chart registers (`queue_opt_in`:
+    queue admission gating switched on, see `queue_gate.py`)."""
     return {
         VALIDATE_POD_PATH: partial(
             review_pod_validation, scheduler_name=scheduler_name, gpu_sharing_enabled=gpu_sharing_enabled
         ),
         MUTATE_POD_PATH: partial(
-            review_pod_mutation, gpu_runtime_class=gpu_runtime_class, scheduler_name=scheduler_name
+            review_pod_mutation,
+            gpu_runtime_class=gpu_runtime_class,
+            scheduler_name=scheduler_name,
+            queue_opt_in=queue_opt_in,
         ),
         VALIDATE_QUEUE_PATH: review_queue_validation,
         VALIDATE_PODGROUP_PATH: review_podgroup_validation,
@@ -248,12 +254,14 @@ class WebhookServer(BackgroundHTTPServer):
         scheduler_name: str = c.SCHEDULER_NAME,
         gpu_runtime_class: str = DEFAULT_GPU_RUNTIME_CLASS,
         gpu_sharing_enabled: bool = True,
+        queue_opt_in: OptIn | None = None,
         reload_interval: float = 1.0,
     ) -> None:
         routes = webhook_routes(
             scheduler_name=scheduler_name,
             gpu_runtime_class=gpu_runtime_class,
             gpu_sharing_enabled=gpu_sharing_enabled,
+            queue_opt_in=queue_opt_in,
         )
         super().__init__(_WebhookHandler, routes, host=host, port=port, name="admission")
         self.cert_dir = Path(cert_dir)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kai_scheduler.api.reasons import code_of
+from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
@@ -82,3 +83,21 @@ def gpu_allocation(nodes: NodeTable) -> GpuAllocation:
 
 
 __all__ = ["IDLE_PLACEMENTS", "GpuAllocation", "Waiting", "gpu_allocation", "waiting_by_queue"]
+
+
+def admission_gating(
+    snapshot: ClusterSnapshot, result: SessionResult
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Queue -> pods at the queue-admission gate after the cycle (those it ungated left out), and queue ->
+    the pods it ungated."""
+    ungated: dict[str, int] = {}
+    for ungating in result.ungates:
+        ungated[ungating.queue] = ungated.get(ungating.queue, 0) + len(ungating.pods)
+    gated: dict[str, int] = {}
+    for job in snapshot.jobs.values():
+        facts = job.admission
+        if facts is not None and (facts.gated or facts.also_foreign):
+            gated[job.queue] = gated.get(job.queue, 0) + len(facts.gated) + len(facts.also_foreign)
+    for queue, count in ungated.items():
+        gated[queue] = gated.get(queue, 0) - count
+    return {queue: count for queue, count in gated.items() if count > 0}, ungated

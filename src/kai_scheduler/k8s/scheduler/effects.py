@@ -22,6 +22,7 @@ class CycleReport:
     result: SessionResult | None = None
     bind_requests: list[str] = field(default_factory=list)  # pod keys a BindRequest was created for
     evictions: list[str] = field(default_factory=list)  # pod keys evicted
+    ungated: list[str] = field(default_factory=list)  # pod keys whose queue-admission gate came off
     pod_group_updates: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0

@@ -39,6 +39,8 @@ its decisions through the API, as KAI's scheduler does:
   with `markUnschedulable: false`; with `schedulingBackoff: 1` the messages on the PodGroup and its pods
   start with "Node-Pool '<pool>': ", and the PodGroup's condition takes it out of scheduling on that pool
   (`model.scheduling_backoff`); no condition is written while the job has a pod bound (KAI).
+* ungate (queue admission gating) -> a JSON patch of the pod removing the `kai.scheduler/queue-admission`
+  gate and stamping `kai.scheduler/queue-admitted-timestamp`, and an `Admitted` event (`ungates.py`).
 * Queues: each queue's fair share in `status.fairShare`, when it changed (`queue_fair_share.py`; not
   KAI's, for `kubectl kai queues`), and, on a cluster with AccountedResources, each one's usage and limit
   in `status.accountedResources` (`queue_accounted.py`).
@@ -76,9 +78,16 @@ from kai_scheduler.k8s.runtime.client import (
 )
 from kai_scheduler.k8s.runtime.informers import SCHEDULER_KINDS, InformerSet
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
-from kai_scheduler.k8s.scheduler import binds, evictions, pod_conditions, pod_groups, queue_fair_share
+from kai_scheduler.k8s.scheduler import (
+    binds,
+    evictions,
+    pod_conditions,
+    pod_groups,
+    queue_fair_share,
+    ungates,
+)
 from kai_scheduler.k8s.scheduler.binds import DEFAULT_BACKOFF_LIMIT, BindRequests
-from kai_scheduler.k8s.scheduler.cycle_gauges import gpu_allocation, waiting_by_queue
+from kai_scheduler.k8s.scheduler.cycle_gauges import admission_gating, gpu_allocation, waiting_by_queue
 from kai_scheduler.k8s.scheduler.cycle_log import log_cycle
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.evictions import Evictions
@@ -92,6 +101,7 @@ from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.scheduler.queue_accounted import QueueAccountedUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
 from kai_scheduler.k8s.scheduler.state import StateBuilder
+from kai_scheduler.k8s.scheduler.ungates import Ungates
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
@@ -108,6 +118,7 @@ ACCESS: tuple[Access, ...] = (
     *pod_groups.ACCESS,
     *pod_conditions.ACCESS,
     *queue_fair_share.ACCESS,
+    *ungates.ACCESS,
     events.ACCESS,
 )
 
@@ -203,6 +214,7 @@ class SchedulerLoop:
             metrics=metrics,
         )
         self.evictions = Evictions(effects, informers)
+        self.ungates = Ungates(effects, informers)
         label_key = partition.label_key if partition is not None else c.NODE_POOL_LABEL
         self.pod_groups = PodGroupUpdates(
             effects, self.node_pool, label_key, backed_off=lambda: self.states.cache.backed_off.keys()
@@ -338,6 +350,10 @@ class SchedulerLoop:
                 self.nominated.pop(decision.pod, None)
                 call = self.evictions.evict(live, decision, report)
                 calls.append(limited(call, report, f"evict {decision.pod}"))
+        for ungating in result.ungates:
+            calls.append(
+                limited(self.ungates.ungate(live, ungating, report), report, f"ungate {ungating.job}")
+            )
         await asyncio.gather(*calls)
         writes, placed_jobs = self.pod_groups.update(live, result, now, report)
         decided = {decision.pod for decision in result.decisions}
@@ -371,6 +387,7 @@ class SchedulerLoop:
         )
         self.metrics.set_waiting(waiting_by_queue(snapshot, result.unschedulable))
         self.metrics.set_gpu_allocation(gpu_allocation(snapshot.nodes))
+        self.metrics.set_admission_gating(*admission_gating(snapshot, result))
         if self.usage is not None or self.prometheus is not None:
             self.metrics.observe_usage_query(self.usage_query_seconds)
             self.metrics.set_queue_usage(queue_usage(snapshot))

@@ -233,10 +233,19 @@ class SchedulerMetrics:
             "use (partial_node), as the unused part of a shared GPU (shared_gpu)",
             ("placement",),
         )
+        # Queue admission gating (KAI's design names both): pods held at the gate after the last cycle, and
+        # the pods whose gate the scheduler removed.
+        self.gated_pods = gauge(
+            "admission_gating_gated_pods", "Pods held at the queue-admission gate, by queue", ("queue_name",)
+        )
+        self.ungated_pods = counter(
+            "admission_gating_ungated_pods", "Pods whose queue-admission gate was removed", ("queue_name",)
+        )
         self.search = ScenarioSearchMetrics(r, prefix)  # KAI v0.17's scenario_search_* (search_metrics.py)
         self._fair_share_queues: set[str] = set()
         self._usage_queues: set[str] = set()
         self._waiting: set[tuple[str, str]] = set()
+        self._gated_queues: set[str] = set()
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -364,6 +373,17 @@ class SchedulerMetrics:
             self.pending_pod_groups.remove(queue, reason)
             self.pending_pods.remove(queue, reason)
         self._waiting = set(waiting)
+
+    def set_admission_gating(self, gated: Mapping[str, int], ungated: Mapping[str, int]) -> None:
+        """Queue -> its pods still at the queue-admission gate (queues gone since the last call are
+        dropped), and queue -> the pods this cycle's ungate admitted."""
+        for queue, count in gated.items():
+            self.gated_pods.labels(queue_name=queue).set(count)
+        for queue in self._gated_queues - set(gated):
+            self.gated_pods.remove(queue)
+        self._gated_queues = set(gated)
+        for queue, count in ungated.items():
+            self.ungated_pods.inc(count, queue_name=queue)
 
     def set_gpu_allocation(self, allocation: GpuAllocation) -> None:
         self.cluster_capacity_gpus.set(allocation.capacity)

@@ -85,7 +85,8 @@ class PodScheduledConditions:
             why: Waiting | None = None
             for key in pods.waiting:
                 pod = live.pods.get(key)
-                if pod is None or busy(key) or key in stray:
+                # (A pod at the queue-admission gate waits for no node: never Unschedulable, design D4.)
+                if pod is None or busy(key) or key in stray or not waits_for_scheduler(pod):
                     continue
                 if why is None:
                     why = job_waiting(job, message, pod, live.pod_groups, live.invalid_groups)

@@ -6,7 +6,8 @@
   scheduler cache does (one this process created is in the informer's cache from the moment it is
   written: `BindRequests`), so that no pod is ever placed twice. Pods this process evicted are terminating
   until the informer catches up (`evicting`). Pipelined pods carry their nominated node (`nominated`,
-  `ClusterCache.nominate`). Pending pods with scheduling gates are left out, and so are pending pods not yet
+  `ClusterCache.nominate`). Pending pods with scheduling gates are left out unless one of them is the queue
+  admission gate (the scheduler's to remove: `api.admission_gate`), and so are pending pods not yet
   grouped when a pod grouper runs (`require_pod_groups`).
 * GPU reservation pods (label `app=kai-resource-reservation`, created by the binder) are left out
   entirely: the model already accounts each shared GPU, so they must not count again as foreign pods.
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.admission_gate import has_our_gate
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.controlplane.bookkeeping import scheduler_phase
 from kai_scheduler.k8s.runtime.client import JsonObject
@@ -50,8 +52,10 @@ def pod_facts(
         placed = outstanding_placement(request, obj)
         if placed is not None and placed.node == node:
             groups = placed.gpu_groups
-    if not bound and spec.get("schedulingGates") and ours:
+    gates = spec.get("schedulingGates")
+    if not bound and gates and ours and not has_our_gate(gates):
         return None  # gated: not for the scheduler yet (Kubernetes semantics)
+    # Ours (queue admission gating) stays in: the `ungate` action admits it, and counts its demand.
     grouped = bool((meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION))
     if not bound and require_pod_groups and ours and not grouped:
         return None  # not grouped yet: the pod grouper has not annotated it

@@ -10,7 +10,8 @@ What is live mode's own:
   builder cannot handle reaches it. An object that fails is skipped and logged once per version; one bad
   object never stops scheduling. Pods of other schedulers only need to parse (they occupy capacity).
 * Each pod's runtime facts (`pod_facts.py`): its node or its outstanding BindRequest's, what this process
-  is evicting, pipelines; gated and ungrouped pods and GPU reservation pods left out.
+  is evicting, pipelines; gated (but for the queue admission gate) and ungrouped pods and GPU
+  reservation pods left out. When the scheduler removed the queue admission gate, from its annotation.
 * Creation order: pods and PodGroups share one rank space, by `creationTimestamp` then namespace/name
   (a bare pod's implicit group takes the pod's rank), kept by `controlplane.ranks.CreationRanks` as objects
   come and go (the few objects whose rank moves to make room for a new one are handed to the cache again);
@@ -38,6 +39,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.admission_gate import QUEUE_ADMITTED_ANNOTATION
 from kai_scheduler.api.objects import Pod, PodGroup
 from kai_scheduler.api.reasons import INVALID_POD_GROUP
 from kai_scheduler.controlplane.ranks import CreationRanks
@@ -419,6 +421,7 @@ class StateBuilder:
             terminating,
             created=stamp_at(self.clock, obj, "creationTimestamp"),
             deleted=stamp_at(self.clock, obj, "deletionTimestamp"),
+            admitted=annotation_time(self.clock, annotations_of(obj), QUEUE_ADMITTED_ANNOTATION, key),
         )
 
     def _name_unlabelled_gpus(self, node: str) -> None:
