@@ -181,12 +181,12 @@ class Charges:
 
     def _requested(self, name: str, request: PodRequest) -> Charge:
         if name == c.GPU_RESOURCE:
-            # The GPUs the pod holds as KAI accepts them: a gpu-memory request is a part of the node's GPUs.
+            # The GPUs the pod holds as its queue counts them (its DRA GPUs are among its whole GPUs): a
+            # gpu-memory request is a part of the node's GPUs.
             if request.shared_gpu is not None and request.shared_gpu.by_memory:
                 memory = self._nodes.gpu_memory_mib
-                held = [request.queue_gpus(float(m)) for m in memory.tolist()]
-                return np.asarray(held, dtype=np.float64) + float(request.dra_gpus)
-            return request.queue_gpus(0.0) + float(request.dra_gpus)
+                return np.array([request.queue_gpus(float(m)) for m in memory.tolist()], dtype=np.float64)
+            return request.queue_gpus(0.0)
         if name == c.CPU_RESOURCE:
             return request.cpu / 1000.0
         if name == c.MEMORY_RESOURCE:

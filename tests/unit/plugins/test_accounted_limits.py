@@ -134,3 +134,50 @@ def test_a_default_limit_holds_for_queues_that_name_none() -> None:
     assert group["unschedulableReason"].startswith(
         "OverLimit: queue team-a would exceed its accounted gpu-h200 limit (1 used + 1 requested > limit 1)"
     )
+
+
+def test_dra_gpus_charge_the_gpu_resource_once() -> None:
+    # A claim for 2 GPUs through DRA (KAI counts them as whole GPUs of the pod) against a `gpu` limit of
+    # 2: it fits; counted twice it would not.
+    gpu = GPU_H200.replace("gpu-h200", "gpu").replace(
+        "    match: {nodeLabels: {nvidia.com/gpu.product: H200}}\n", ""
+    )
+    document = _run(
+        gpu,
+        """
+apiVersion: v1
+kind: Node
+metadata: {name: node0}
+status: {allocatable: {cpu: "32", memory: "256Gi", pods: "110"}}
+""",
+        _queue("team-a", '[{resourceRef: gpu, limit: "2"}]'),
+        """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: nvidia.com/gpu}
+""",
+        """
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node0-gpu}
+spec: {driver: nvidia.com/gpu, nodeName: node0, pool: {name: node0}, devices: [{name: "0"}, {name: "1"}]}
+""",
+        """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: claim-0, labels: {kai.scheduler/queue: team-a}}
+spec: {devices: {requests: [{name: request, exactly: {deviceClassName: nvidia.com/gpu, count: 2}}]}}
+""",
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: dra-0, labels: {kai.scheduler/queue: team-a}}
+spec:
+  schedulerName: kai-scheduler
+  containers: [{name: main, resources: {requests: {cpu: "1"}}}]
+  resourceClaims: [{name: claim-0, resourceClaimName: claim-0}]
+""",
+    )
+    assert pods_by_name(document)["dra-0"]["phase"] == "Running"
+    (queue,) = document["queues"]
+    assert queue["accountedResources"] == {"gpu": {"used": 2.0, "limit": 2.0}}
