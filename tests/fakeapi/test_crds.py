@@ -14,7 +14,8 @@ CHART_CRDS = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "kai-sche
 def test_kai_crds_are_the_ones_the_chart_ships() -> None:
     store = Store()
     shipped = [yaml.safe_load(path.read_text()) for path in sorted(CHART_CRDS.glob("*.yaml"))]
-    assert len(shipped) == 6  # Queue, PodGroup, BindRequest, Topology, SchedulingShard, Config
+    # Queue, AccountedResource, PodGroup, BindRequest, Topology, SchedulingShard, Config
+    assert len(shipped) == 7
     for crd in shipped:
         served = store.get("customresourcedefinitions", crd["metadata"]["name"])
         assert served["spec"] == crd["spec"], crd["metadata"]["name"]
