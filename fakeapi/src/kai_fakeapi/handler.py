@@ -125,6 +125,7 @@ class Handler(BaseHTTPRequestHandler):
     # request; a watch flushes every event), instead of one system call (and TCP segment) for each.
     wbufsize = 64 * 1024
     server: HttpServer
+    raw_requestline: bytes  # set by `handle_one_request` before `parse_request`
     server_version = "kai-fakeapi"
     sys_version = ""
 
