@@ -365,7 +365,7 @@ class SchedulerLoop:
         writes.extend(self.pod_scheduled.calls(live, result, placed_jobs, busy, now, report, stray))
         writes.extend(self.notices.calls(live.noticed, report))
         writes.extend(self.fair_share.calls(result.fair_share, report))
-        writes.extend(self.accounted.calls(snapshot, report))
+        writes.extend(self.accounted.calls(snapshot, self.states.cache.version, report))
         await asyncio.gather(*writes)
 
     def _observe(
