@@ -25,6 +25,8 @@ from kai_scheduler.sim.input_checks import check_references
 from kai_scheduler.sim.operator_input import OperatorObject, is_operator_document, operator_object
 from kai_scheduler.sim.skipped import SkippedObject, is_unmodelled, skipped_object
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
+from kai_scheduler.sim.yaml_templates import Document
+from kai_scheduler.sim.yaml_templates import documents as templated_documents
 
 # The C loader is several times faster, which matters for 10,000+ pod documents; the pure-Python one is a
 # fallback for Python builds without libyaml. Both are "safe": no arbitrary Python objects from YAML tags.
@@ -121,16 +123,6 @@ def _location(source: str, index: int, item: int | None, line: int | None) -> st
     return f"{where} (line {line})" if line is not None else where
 
 
-@dataclass(frozen=True, slots=True)
-class _Document:
-    """A parsed YAML document before validation, with where it starts."""
-
-    data: Any
-    index: int
-    line: int
-    item_lines: tuple[int, ...] = ()
-
-
 class LoadedInput(list[LoadedObject]):
     """The loaded objects, in input order; `skipped`: those of kinds the scheduler does not model
     (`sim.skipped`), left out of the list; `operator`: KAI's SchedulingShards and Config, which configure
@@ -209,8 +201,27 @@ def _yaml_files(folder: Path) -> list[str]:
 def _load_file(source: str, shared: SharedParts) -> Iterator[LoadedObject | SkippedObject | OperatorObject]:
     # Documents are validated as they are parsed, so the raw dictionaries of a large file never all live at
     # the same time.
-    for document in _documents(source, _read_bytes(source)):
-        yield from _objects_in(document, source, shared)
+    for document in _file_documents(source, _read_bytes(source)):
+        if document.data is not None:
+            yield from _objects_in(document, source, shared)
+
+
+def _file_documents(source: str, content: bytes) -> Iterator[Document]:
+    """The file's documents, null ones included: through their skeletons (`yaml_templates`) as far as the
+    file's text allows, then by PyYAML alone from the first document that could not be read so."""
+    try:
+        text = content.decode("ascii")
+    except UnicodeDecodeError:
+        yield from _documents(source, content)
+        return
+    del content  # the text alone is kept: 124 MiB at 20,000 nodes
+    read = 0
+    for document in templated_documents(text, lambda skeleton: _documents(source, skeleton), _Loader(b"")):
+        if document is None:
+            yield from (d for d in _documents(source, text.encode("ascii")) if d.index > read)
+            return
+        read = document.index
+        yield document
 
 
 def _read_bytes(source: str) -> bytes:
@@ -221,8 +232,8 @@ def _read_bytes(source: str) -> bytes:
         raise ManifestError(source, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _documents(source: str, content: bytes) -> Iterator[_Document]:
-    """Each non-empty document with its start line (documents of only comments, or `---` twice, are skipped).
+def _documents(source: str, content: bytes) -> Iterator[Document]:
+    """Each document with its start line (one of only comments after `---`, or `---` twice, is null).
 
     This drives the loader by hand (what `yaml.load_all` does inside) to keep each document's node, whose
     marks give the line numbers that errors report. Errors raised by the consumer between documents do not
@@ -236,10 +247,13 @@ def _documents(source: str, content: bytes) -> Iterator[_Document]:
             if node is None:  # not after check_node(); the check narrows the type
                 break
             index += 1
-            data = _construct(loader, node)
-            if data is not None:
-                item_lines = _item_lines(node) if _is_list(data) else ()
-                yield _Document(data, index, node.start_mark.line + 1, item_lines)
+            try:
+                data = _construct(loader, node)
+            except ValueError as exc:  # PyYAML's only one: a timestamp of a day that is not (`2026-13-01`)
+                where = node.start_mark.line + 1
+                raise ManifestError(source, f"not a date: {exc}", document=index, line=where) from None
+            item_lines = _item_lines(node) if _is_list(data) else ()
+            yield Document(data, index, node.start_mark.line + 1, item_lines)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(source, exc) from None
     except yaml.reader.ReaderError as exc:  # bytes that are not text in UTF-8/16: located by byte, not line
@@ -298,7 +312,7 @@ def _item_lines(node: yaml.Node) -> tuple[int, ...]:
 
 
 def _objects_in(
-    document: _Document, source: str, shared: SharedParts
+    document: Document, source: str, shared: SharedParts
 ) -> Iterator[LoadedObject | SkippedObject | OperatorObject]:
     data = document.data
     if not _is_list(data):
