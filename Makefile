@@ -30,6 +30,7 @@ test: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 	$(BIN)/python benchmarks/dra.py
+	$(BIN)/python benchmarks/admission_gating.py
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 	$(BIN)/python benchmarks/live.py
 	$(BIN)/python benchmarks/failover.py

@@ -104,7 +104,7 @@ def _admit(session: Session, ledger: _Reservations, job: JobInfo) -> None:
     admitted: list[str] = []
     for block in blocks:
         demand = ledger.demand(block)
-        reason = session.check_job_capacity(job, demand)
+        reason = ledger.refusal(job, demand)
         if reason is not None:
             if not admitted:
                 session.unschedulable[job.key] = WaitReason(f"{GATED_MARKER}: {reason}", code_of(reason))
@@ -128,6 +128,22 @@ class _Reservations:
         self._session = session
         # Each queue's own allocation before the action, put back as it was (not subtracted: floats).
         self._before: dict[str, tuple[QueueInfo, Resources, Resources]] = {}
+        # Why a job of no task of its own (all its pods gated) was refused, by its queue, whether it is
+        # preemptible and its demand: allocations only grow while the action runs, so the same ask of the
+        # same queue is refused again, and a 50,000-pod backlog of alike pods is judged once per shape.
+        self._refused: dict[tuple[str, bool, float, float, float], str] = {}
+
+    def refusal(self, job: JobInfo, demand: Resources) -> str | None:
+        """The session's capacity checks' reason against admitting `demand` of `job` now (None: admit)."""
+        if job.tasks:  # (a torn gang's own pending pods may count in a check)
+            return self._session.check_job_capacity(job, demand)
+        shape = (job.queue, job.preemptible, demand.gpu, demand.cpu, demand.memory)
+        reason = self._refused.get(shape)
+        if reason is None:
+            reason = self._session.check_job_capacity(job, demand)
+            if reason is not None:
+                self._refused[shape] = reason
+        return reason
 
     def demand(self, pods: list[GatedPod]) -> Resources:
         snapshot = self._session.snapshot
