@@ -22,6 +22,10 @@ It also times one replay as a user runs it: the default trace's arrivals up to 1
 written as YAML, then `kai-scheduler simulate DIR --config C --cycles 1 --output json` as a process
 (wall and CPU time, peak memory), with each configuration. Goal: under 5 s, loading included.
 
+And the plugin's cost (issue #23's row, `fragmentation_cost.py`): the first cycle of the scale
+benchmark's backlog at 5,000 nodes with gpufragmentation against KAI's default (not with --quick or
+--no-cost).
+
 Writes `benchmarks/results/fragmentation.json` (every curve), the key `fragmentation` of
 `benchmarks/results.json` (the table's figures), `docs/fragmentation.md` (the table) and
 `docs/fragmentation.png` (allocation against arrived load on the default trace, as the paper draws it,
@@ -42,6 +46,7 @@ from typing import Any
 
 import bench_io
 import fgd_replay as fgd
+import fragmentation_cost
 import run
 import yaml
 from rich.console import Console
@@ -467,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the default trace, seeds 42 and 43")
     parser.add_argument("--jobs", type=int, default=2, help="replays at once (child processes)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timed simulate command")
+    parser.add_argument("--no-cost", action="store_true", help="skip the cost row (fragmentation_cost.py)")
     parser.add_argument("--budget", type=float, default=600.0, help="seconds one timed command may take")
     parser.add_argument("--no-save", action="store_true", help="print only")
     parser.add_argument(
@@ -495,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(results, seeds)
     curve = fgd_curve(results, seeds)
     render(summary, curve, timings, console)
+    if not (args.quick or args.no_cost or args.report_only):
+        fragmentation_cost.main(["--no-save"] if args.no_save else [])
     if args.no_save:
         return 0
     if not args.report_only:  # (the figures as they were measured stay where the run wrote them)
