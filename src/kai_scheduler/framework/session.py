@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kai_scheduler.api.reasons import WaitReason
+from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.statement import Statement
@@ -102,6 +103,9 @@ class ExtensionPoints:
     victim_invariant_pre_predicates: list[PrePredicate] = field(default_factory=list)
     task_predicates: list[NamedPredicate] = field(default_factory=list)
     node_scorers: list[NodeScorer] = field(default_factory=list)
+    # The scorers of `node_scorers` (by position) that score empty nodes of one capacity alike, with the
+    # pods they do it for (`alike_nodes.add_scorer`); one not listed may tell any nodes apart.
+    scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
@@ -414,8 +418,7 @@ class Session:
     def choose_node(self, task: TaskInfo) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
         nodes = self.snapshot.nodes
-        candidates = self.candidate_nodes(task)
-        rows = candidates.nonzero()[0]
+        rows = alike_nodes.rows_to_score(self, task, self.candidate_nodes(task))
         if rows.size == 0:
             return None
         # Summed in scorer order, as one array would be; scores common to every candidate stay a plain

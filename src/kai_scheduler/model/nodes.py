@@ -35,6 +35,8 @@ _Cell = TypeVar("_Cell", np.bool_, np.float64)
 MIG_NONE: Final = 0
 MIG_SINGLE: Final = 1
 MIG_MIXED: Final = 2
+# `not_allocated_at` sums the columns at its rows when they are fewer than 1/this of the nodes.
+_FEW_ROWS_SHARE: Final = 8
 # Up to this many changed nodes, `NodeTable.fit` re-checks them one by one in Python (about a
 # microsecond each); beyond, with numpy (tens of microseconds, whatever the count).
 _FEW_CHANGED_NODES: Final = 16
@@ -191,6 +193,8 @@ class NodeTable:
         self._releasing_seen: int | None = None
         # `not_allocated` columns computed so far, with how much of the log they had seen (as `fit`).
         self._not_allocated: dict[bool, tuple[FloatArray, int]] = {}
+        # The mask of empty nodes, with how much of the log it had seen (as `fit`), see `empty`.
+        self._empty: tuple[BoolArray, int] | None = None
 
     # --- copies ----------------------------------------------------------------------------------
 
@@ -209,6 +213,18 @@ class NodeTable:
         "shared_free_now",
         "shared_free_total",
         "shared_free_soon",
+    )
+    # The per-node facts that do not change with usage (capacities and what they imply): two nodes equal in
+    # these and both empty differ in no column of the table.
+    CAPACITY_COLUMNS = (
+        "cap_cpu",
+        "cap_memory",
+        "cap_pods",
+        "cap_gpus",
+        "cap_scalars",
+        "gpu_memory_mib",
+        "mig_mode",
+        "has_gpus",
     )
 
     def copy(self) -> NodeTable:
@@ -232,6 +248,7 @@ class NodeTable:
         table._releasing_seen = None
         table._free_soon = None
         table._not_allocated = {}
+        table._empty = None
         return table
 
     def clear_node(self, node: int) -> None:
@@ -349,6 +366,14 @@ class NodeTable:
         self._not_allocated[gpus] = (column, len(self._changes))
         return column
 
+    def not_allocated_at(self, rows: IntArray, *, gpus: bool) -> FloatArray:
+        """`not_allocated` at `rows` only, as a new array: summed there when they are a small part of the
+        nodes (the kept column is brought up to date by copying it whole), else read from the kept column;
+        the same values to the last bit either way."""
+        if rows.size * _FEW_ROWS_SHARE < self.size:
+            return self._not_allocated_rows(rows, gpus=gpus)
+        return self.not_allocated(gpus=gpus).take(rows)
+
     def _not_allocated_rows(self, rows: Rows, *, gpus: bool) -> FloatArray:
         if gpus:
             return (self.free_gpus[rows] + self.shared_free_total[rows]) + self.rel_gpus[rows]
@@ -359,6 +384,38 @@ class NodeTable:
         if gpus:
             return (self.free_gpus.item(node) + self.shared_free_total.item(node)) + self.rel_gpus.item(node)
         return (self.cap_cpu.item(node) - self.used_cpu.item(node)) + self.rel_cpu.item(node)
+
+    def empty(self) -> BoolArray:
+        """Nodes that hold nothing: every usage column as a new table starts it (no pod, no shared GPU,
+        nothing being released), so that two empty nodes equal in `CAPACITY_COLUMNS` differ in no column
+        of the table. Kept across calls as `fit`'s masks. Read-only."""
+        mask = self._kept(self._empty, self._node_empty, self._empty_rows)
+        self._empty = (mask, len(self._changes))
+        return mask
+
+    def _empty_rows(self, rows: Rows) -> BoolArray:
+        empty = np.asarray(self.free_gpus[rows] == self.cap_gpus[rows], dtype=np.bool_)
+        for name in self.USAGE_COLUMNS:
+            if name != "free_gpus":
+                column = getattr(self, name)[rows]
+                empty &= ~column.any(axis=1) if column.ndim == 2 else column == 0
+        if self.groups:
+            holding = np.zeros(self.size, dtype=np.bool_)
+            holding[list(self.groups)] = True
+            empty &= ~holding[rows]
+        return empty
+
+    def _node_empty(self, node: int) -> bool:
+        # As `_empty_rows` for one node, on plain floats (`item`).
+        if node in self.groups or self.free_gpus.item(node) != self.cap_gpus.item(node):
+            return False
+        for name in self.USAGE_COLUMNS:
+            if name == "free_gpus":
+                continue  # compared with the capacity above
+            column = getattr(self, name)
+            if any(column[node].tolist()) if column.ndim == 2 else column.item(node) != 0:
+                return False
+        return True
 
     def change_position(self) -> int:
         """Where the log of usage changes stands now, for `changed_since`."""
@@ -545,6 +602,7 @@ class NodeTable:
             self._changes.clear()
             self._fit_masks.clear()
             self._not_allocated.clear()
+            self._empty = None
             self._releasing_seen = None
         self._changes.append(node)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
@@ -259,15 +260,19 @@ class PredicatesPlugin:
         preference_cache: dict[str, FloatArray] = {}
         soft_taints = facts.soft_taints
 
+        def indifferent(task: TaskInfo) -> bool:
+            """Nothing to prefer or avoid: every node scores 0 (else nodes score by labels and taints)."""
+            return not soft_taints and not _has_preferred_node_affinity(task.placement)
+
         def preferences(task: TaskInfo, rows: IntArray) -> FloatArray | float:
+            if indifferent(task):
+                return 0.0
             placement = task.placement
-            if not soft_taints and not _has_preferred_node_affinity(placement):
-                return 0.0  # nothing to prefer or avoid: every node scores 0
             if placement.key not in preference_cache:
                 preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
             return preference_cache[placement.key][rows]
 
-        points.node_scorers.append(preferences)
+        alike_nodes.add_scorer(points, preferences, indifferent)
 
     @staticmethod
     def _preference_scores(placement: Placement, nodes: NodeTable, taints: list[list[Any]]) -> FloatArray:

@@ -7,10 +7,12 @@ resources, and bin-packing or spreading decides among the rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
 
+from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
@@ -38,7 +40,17 @@ class _ScoringPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-        session.points.node_scorers.append(lambda task, rows: self.score(nodes, task, rows))
+
+        def scorer(task: TaskInfo, rows: IntArray) -> FloatArray | float:
+            return self.score(nodes, task, rows)
+
+        alike_nodes.add_scorer(session.points, scorer, self.alike_for())
+
+    def alike_for(self) -> Callable[[TaskInfo], bool]:
+        """The pods for which this scorer gives empty nodes of one capacity one score (`alike_nodes`):
+        every pod, as the scorers here read the node table's columns alone and compare candidates only by
+        their lowest, highest or every value."""
+        return alike_nodes.always
 
     def on_session_close(self, session: Session) -> None:
         return None
@@ -96,10 +108,17 @@ class NominatedNodePlugin(_ScoringPlugin):
 
     name = "nominatednode"
 
+    def alike_for(self) -> Callable[[TaskInfo], bool]:
+        return _not_nominated  # a nominated node is told apart by its index
+
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
-        if task.nominated_node < 0:
-            return 0.0
+        if _not_nominated(task):
+            return 0.0  # every node scores 0
         return np.where(rows == task.nominated_node, NOMINATED_NODE, 0.0)
+
+
+def _not_nominated(task: TaskInfo) -> bool:
+    return task.nominated_node < 0
 
 
 class NodePlacementPlugin(_ScoringPlugin):
@@ -130,11 +149,10 @@ class NodePlacementPlugin(_ScoringPlugin):
 
     def _score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         # What is not allocated: idle plus releasing, as KAI's NonAllocatedResource (so a pod being
-        # evicted frees its node for this count, and a victim placed again weighs its own node so too).
-        # (`take` gathers the candidates' values at a fraction of fancy indexing's cost, same values, into
-        # a new array this method may change.)
+        # evicted frees its node for this count, and a victim placed again weighs its own node so too),
+        # in a new array this method may change.
         gpus = task.request.uses_gpu
-        free = nodes.not_allocated(gpus=gpus).take(rows)
+        free = nodes.not_allocated_at(rows, gpus=gpus)
         capacity, strategy = (
             (nodes.cap_gpus, self.gpu_strategy) if gpus else (nodes.cap_cpu, self.cpu_strategy)
         )
