@@ -77,6 +77,21 @@ def test_a_quota_blocked_gang_stays_gated_until_quota_frees(server: FakeApiServe
             await live.until(partial(bound, store, "second-0", "second-1"), timeout=20)
 
     run(body(), timeout=60)
+    # The gated PodGroup's condition is superseded when it is admitted (the same cycle's writes), not left
+    # until its pods are placed: a write of its status comes between the gate's removal and its binds.
+    records = server.requests()
+    ungated_at = next(
+        i
+        for i, r in enumerate(records)
+        if r.resource == "pods" and r.verb == "patch" and r.subresource is None and r.name == "second-0"
+    )
+    bound_at = next(
+        i for i, r in enumerate(records) if i > ungated_at and (r.resource or "").startswith("bindrequests")
+    )
+    assert any(
+        (r.resource or "").startswith("podgroups") and r.subresource == "status" and r.name == "second"
+        for r in records[ungated_at:bound_at]
+    )
     for pod in ("first-0", "second-0", "second-1"):
         obj = store.get("pods", pod, "default")
         assert not obj["spec"].get("schedulingGates")

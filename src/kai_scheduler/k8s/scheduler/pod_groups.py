@@ -166,6 +166,9 @@ class PodGroupUpdates:
         # Only PodGroups with something to say or something said before can get new conditions.
         speaking = result.unschedulable.keys() | placed_jobs | live.conditioned_groups
         speaking -= set(self.backed_off())  # what a backed-off PodGroup says stays
+        # Admitted at the queue-admission gate: the gated condition goes in the same transition (its
+        # design), rather than staying until the pods are placed.
+        admitted = {ungating.job for ungating in result.ungates} - result.unschedulable.keys()
         for job in sorted(job for job in speaking if job in live.pod_groups):
             obj = live.pod_groups[job]
             message = result.unschedulable.get(job) if job not in placed_jobs else None
@@ -174,7 +177,12 @@ class PodGroupUpdates:
                     continue  # KAI writes no condition on a job with allocated pods (what it said stays)
                 message = message_on(obj, message, self.label_key)
             pods = job_pods.get(job)
-            if message is None and pods is not None and (pods.unbound > 0 or pods.binding):
+            if (
+                message is None
+                and job not in admitted
+                and pods is not None
+                and (pods.unbound > 0 or pods.binding)
+            ):
                 # Not considered this cycle, or placed and its binds not yet confirmed: what it said last
                 # stays (KAI v0.17 #1908), so a bind that fails still leaves why the pods waited.
                 continue
