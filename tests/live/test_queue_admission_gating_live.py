@@ -4,7 +4,7 @@ that opts in, the queue looked up as the admission component's Queue informer ha
 binder with the feature switched on run against the fake API server. A quota-blocked gang stays at the gate
 with no `PodScheduled=False` condition (nothing for an autoscaler to buy nodes for) and is ungated, and
 runs, once the first gang completes and frees the quota; the patch removed only our gate and stamped the
-admission, and an `Admitted` event was recorded."""
+admission, an `Admitted` event was recorded, and the metrics count the gated and the ungated pods."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE, QUEUE_ADMITTED_ANNOTATION
 from kai_scheduler.k8s.admission.review import MUTATE_POD_PATH
 from kai_scheduler.k8s.admission.server import webhook_routes
+from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 
 ON = config(queueAdmissionGating={"enabled": True})
 
@@ -64,10 +65,16 @@ def test_a_quota_blocked_gang_stays_gated_until_quota_frees(server: FakeApiServe
     store.create(through_webhook(store, loose))
     assert gates(store, "first-0") == [QUEUE_ADMISSION_GATE] and gates(store, "loose") == ["example.com/hold"]
 
+    metrics = SchedulerMetrics()
+
+    def sample(name: str) -> float | None:
+        return metrics.registry.get_sample_value(f"kai_admission_gating_{name}", {"queue_name": "team-a"})
+
     async def body() -> None:
-        async with Live(server, config=ON) as live:
+        async with Live(server, config=ON, metrics=metrics) as live:
             await live.until(partial(bound, store, "first-0", "first-1"), timeout=20)
             await live.settle(cycles=5)
+            assert (sample("gated_pods"), sample("ungated_pods_total")) == (2, 2)
             for pod in ("second-0", "second-1"):
                 assert gates(store, pod) == [QUEUE_ADMISSION_GATE]
                 assert not unschedulable_condition(store, pod)
@@ -75,6 +82,8 @@ def test_a_quota_blocked_gang_stays_gated_until_quota_frees(server: FakeApiServe
             for pod in ("first-0", "first-1"):
                 store.set_status("pods", pod, {"phase": "Succeeded"})
             await live.until(partial(bound, store, "second-0", "second-1"), timeout=20)
+            await live.settle(cycles=1)
+            assert (sample("gated_pods"), sample("ungated_pods_total")) == (None, 4)
 
     run(body(), timeout=60)
     # The gated PodGroup's condition is superseded when it is admitted (the same cycle's writes), not left

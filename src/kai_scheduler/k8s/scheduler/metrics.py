@@ -239,7 +239,9 @@ class SchedulerMetrics:
             "admission_gating_gated_pods", "Pods held at the queue-admission gate, by queue", ("queue_name",)
         )
         self.ungated_pods = counter(
-            "admission_gating_ungated_pods", "Pods whose queue-admission gate was removed", ("queue_name",)
+            "admission_gating_ungated_pods_total",
+            "Pods whose queue-admission gate was removed",
+            ("queue_name",),
         )
         self.search = ScenarioSearchMetrics(r, prefix)  # KAI v0.17's scenario_search_* (search_metrics.py)
         self._fair_share_queues: set[str] = set()
