@@ -13,7 +13,7 @@ from typing import Any
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.api.reasons import WaitReason, code_of
-from kai_scheduler.framework.gang import quota_request_of, scheduling_signature, tasks_to_allocate
+from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
@@ -42,7 +42,7 @@ class Allocate:
         while (job := queue.pop()) is not None:
             counts.acted_on += 1
             tasks = tasks_to_allocate(session, job)
-            signature = scheduling_signature(job, tasks) if use_signatures else None
+            signature = next_signature(session, job) if use_signatures else None
             if signature is not None and signature in failed_shapes:
                 _failed_like(session, job, failed_shapes[signature])
                 continue
@@ -51,7 +51,7 @@ class Allocate:
                     failed_shapes[signature] = job.key
                 continue
             shape = (
-                scheduling_signature(job, tasks, by_queue=False)
+                next_signature(session, job, by_queue=False)
                 if use_signatures and not session.points.queue_bound_placement
                 else None
             )

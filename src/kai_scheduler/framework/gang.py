@@ -146,6 +146,19 @@ def _requested(tasks: list[TaskInfo], gpu_memory_mib: float) -> Resources:
     return total
 
 
+def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> tuple[Any, ...]:
+    """`scheduling_signature` of the pods of the job's next attempt (`tasks_to_allocate`), with its queue
+    or (`by_queue` False) without. Kept with the pods, by the job's version (which a change of its pods'
+    nominations moves too), and carried to later cycles like them (`job_memos`): allocate asks it of
+    every job it hands out."""
+    kept = session.signatures if by_queue else session.shapes
+    cached = kept.get(job)
+    if cached is None or cached[0] != job.version:
+        cached = (job.version, scheduling_signature(job, tasks_to_allocate(session, job), by_queue=by_queue))
+        kept[job] = cached
+    return cached[1]
+
+
 def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool = True) -> tuple[Any, ...]:
     """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
     same preemptibility and priority, same pods to place, same topology constraints), so a failed one

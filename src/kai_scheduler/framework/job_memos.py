@@ -4,12 +4,14 @@ point 1: a cycle after a small change costs what changed).
 Every cycle every action asks two things of each waiting job: the pods of its next attempt
 (`gang.tasks_to_allocate`) and its place in job order (`Session.job_order_key`); queue order asks the
 first again for the job each queue would hand out, and what those pods add to the queue
-(`gang.next_request`). The answers depend only on the job (what it is made of, and its pods' statuses,
-which move its `version`), on the ordering plugins, which are the same for every cycle of one
-`Scheduler`, and for the request on the cluster's smallest GPU memory, kept with it. The cluster cache
-keeps a job's `JobInfo` across cycles until its pods or PodGroup change (then it is a new object), so a
-job untouched since the last cycle gets the same answers: on a 5,000-node cluster with 8,000 jobs
-waiting, a cycle after one pod arrived asks them again of one job, not of all.
+(`gang.next_request`); allocate asks the pods' scheduling signature, with the job's queue and without
+(`gang.next_signature`), of every job it hands out. The answers depend only on the job (what it is made
+of, and its pods' statuses and nominations, which move its `version`), on the ordering plugins, which
+are the same for every cycle of one `Scheduler`, and for the request on the cluster's smallest GPU
+memory, kept with it. The cluster cache keeps a job's `JobInfo` across cycles until its pods or
+PodGroup change (then it is a new object), so a job untouched since the last cycle gets the same
+answers: on a 5,000-node cluster with 8,000 jobs waiting, a cycle after one pod arrived asks them again
+of one job, not of all.
 
 `JobMemos` holds the answers keyed by the job object, each with the version it was worked out at, and
 hands a session its dictionaries to read and fill (the session's own checks of the version stay as they
@@ -39,12 +41,14 @@ class CarriedMismatch(AssertionError):
 class JobMemos:
     """The per-job answers of the last cycle's session (see the module doc)."""
 
-    __slots__ = ("carry", "job_keys", "next_requests", "next_tasks", "verify")
+    __slots__ = ("carry", "job_keys", "next_requests", "next_tasks", "shapes", "signatures", "verify")
 
     def __init__(self, *, verify: bool = False, carry: bool = True) -> None:
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
         self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
+        self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -57,13 +61,21 @@ class JobMemos:
         session.next_tasks = self.next_tasks
         session.job_keys = self.job_keys
         session.next_requests = self.next_requests
+        session.signatures = self.signatures
+        session.shapes = self.shapes
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:
         """Forget the jobs that are not `snapshot`'s (ended, or made again as new objects) once a memo
         holds more jobs than the snapshot has: until then some of them may be gone, but the memos stay
         within twice the cluster's jobs, and a cycle that changed little does not walk them all."""
         jobs = snapshot.jobs
-        memos: tuple[dict[JobInfo, Any], ...] = (self.next_tasks, self.job_keys, self.next_requests)
+        memos: tuple[dict[JobInfo, Any], ...] = (
+            self.next_tasks,
+            self.job_keys,
+            self.next_requests,
+            self.signatures,
+            self.shapes,
+        )
         for memo in memos:
             if len(memo) > len(jobs):
                 gone = [job for job in memo if jobs.get(job.key) is not job]
@@ -71,7 +83,7 @@ class JobMemos:
                     del memo[job]
 
     def _check(self, session: Session) -> None:
-        from kai_scheduler.framework.gang import fresh_tasks_to_allocate, request_of
+        from kai_scheduler.framework.gang import fresh_tasks_to_allocate, request_of, scheduling_signature
 
         jobs = session.snapshot.jobs
         for job, (version, tasks) in self.next_tasks.items():
@@ -100,3 +112,14 @@ class JobMemos:
                         f"{job.key}: what its next attempt adds to its queue, carried from the last cycle "
                         f"{request!r}, differs from what is worked out again {fresh_request!r}"
                     )
+        for by_queue, memo in ((True, self.signatures), (False, self.shapes)):
+            for job, (version, signature) in memo.items():
+                if jobs.get(job.key) is job and version == job.version:
+                    fresh_signature = scheduling_signature(
+                        job, fresh_tasks_to_allocate(session, job), by_queue=by_queue
+                    )
+                    if fresh_signature != signature:
+                        raise CarriedMismatch(
+                            f"{job.key}: the scheduling signature of its next attempt carried from the last "
+                            f"cycle {signature!r} differs from the one worked out again {fresh_signature!r}"
+                        )

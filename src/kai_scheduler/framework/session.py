@@ -298,8 +298,11 @@ class Session:
         # `gang.next_request` per job, with the job's version and the smallest GPU memory it was worked
         # out at.
         self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
-        # `job_order_key` per job, with the job's version it was worked out at. All three are carried from
-        # one cycle's session to the next (`job_memos`).
+        # `gang.next_signature` per job, with its queue and without, with the job's version.
+        self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        # `job_order_key` per job, with the job's version it was worked out at. All of these are carried
+        # from one cycle's session to the next (`job_memos`).
         self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.

@@ -279,6 +279,7 @@ class JobRebuild:
         node, groups = self._nominations.by_pod.get(key, (None, ()))
         task.nominated_node = self._accounting.table.index.get(node, -1) if node else -1
         task.nominated_groups = groups
+        task.job.version += 1  # what the scheduler keeps per job reads them (`gang.next_signature`)
 
     def _mark_job_of(self, key: str) -> None:
         job = self._pods.job_of_pod.get(key)
