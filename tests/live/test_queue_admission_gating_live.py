@@ -8,9 +8,11 @@ admission, an `Admitted` event was recorded, and the metrics count the gated and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from identities import ADMIN
 from live_support import Live, mutated, pod_review, run
 
 from helpers import config, node_manifest, pod_group_manifest, pod_manifest, queue_manifest
@@ -18,7 +20,10 @@ from kai_fakeapi import FakeApiServer, Store
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE, QUEUE_ADMITTED_ANNOTATION
 from kai_scheduler.k8s.admission.review import MUTATE_POD_PATH
 from kai_scheduler.k8s.admission.server import webhook_routes
+from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
+from kai_scheduler.kubectl_plugin import why
+from kai_scheduler.kubectl_plugin.api_client import Cluster
 
 ON = config(queueAdmissionGating={"enabled": True})
 
@@ -46,7 +51,9 @@ def bound(store: Store, *pods: str) -> bool:
     return all(store.get("pods", pod, "default")["spec"].get("nodeName") for pod in pods)
 
 
-def test_a_quota_blocked_gang_stays_gated_until_quota_frees(server: FakeApiServer) -> None:
+def test_a_quota_blocked_gang_stays_gated_until_quota_frees(
+    server: FakeApiServer, make_client: Callable[..., LightkubeClient]
+) -> None:
     store = server.store
     store.create(node_manifest("n1", gpus=8))
     team = queue_manifest("team-a", gpu=2, gpu_limit=2)
@@ -79,6 +86,14 @@ def test_a_quota_blocked_gang_stays_gated_until_quota_frees(server: FakeApiServe
                 assert gates(store, pod) == [QUEUE_ADMISSION_GATE]
                 assert not unschedulable_condition(store, pod)
             assert gates(store, "loose") == ["example.com/hold"]  # a foreign gate: not ours to touch
+            # `kubectl kai why` reads the PodGroup's condition: the quota reason, with the gated marker.
+            client = make_client(ADMIN)
+            try:
+                explained = await why.explain(Cluster(client, "default"), "pod/second-0")
+            finally:
+                await client.aclose()
+            assert explained.reason == "OverLimit"
+            assert explained.message.startswith("QueueAdmissionGated: OverLimit: queue team-a")
             for pod in ("first-0", "first-1"):
                 store.set_status("pods", pod, {"phase": "Succeeded"})
             await live.until(partial(bound, store, "second-0", "second-1"), timeout=20)
