@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.builder import (
     implicit_job,
     implicit_pod_group_name,
@@ -23,7 +24,6 @@ from kai_scheduler.model.builder import (
     task_status,
     waiting_reason,
 )
-from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
 from kai_scheduler.model.cache.admission_facts import note_gated
 from kai_scheduler.model.cache.asks import PodAsks
