@@ -74,7 +74,10 @@ class PlacementCosts:
         self._position = table.change_position()
         # Every node refresh in turn: each request's costs take in those since it was last asked, so
         # that a pod's candidates are looked up once, in one mask (a pod asks over thousands of nodes).
-        self._changes: list[int] = []
+        # An array filled up to `_changed` (doubled when full): what a request takes in is a slice of it,
+        # where a list's slice is made into an array at each ask (thousands for a request asked rarely).
+        self._changes = np.empty(max(table.size, 1), dtype=np.int64)
+        self._changed = 0
         self._costs: dict[PodRequest, _Costs] = {}
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
@@ -123,7 +126,10 @@ class PlacementCosts:
         if self.mig.size:
             state.mig[node] = table.cap_scalars[node, self.mig] - table.used_scalars[node, self.mig]
         self._frag_stale[node] = True
-        self._changes.append(node)
+        if self._changed == self._changes.size:
+            self._changes = np.concatenate([self._changes, np.empty_like(self._changes)])
+        self._changes[self._changed] = node
+        self._changed += 1
 
     def _set_states(self, states: NodeStates) -> None:
         """Keep every node's state as one matrix (`_matrix`: idle CPU, memory, whole GPUs, then the
@@ -147,7 +153,7 @@ class PlacementCosts:
             costs = self._costs[request] = _Costs(
                 np.zeros(size),
                 np.ones(size, dtype=np.bool_),
-                len(self._changes),
+                self._changed,
                 np.zeros(size, dtype=np.int64),
                 np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
                 self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
@@ -165,9 +171,9 @@ class PlacementCosts:
 
     def _take_in(self, costs: _Costs) -> None:
         """Mark the nodes refreshed since `costs` were last asked as changed for them."""
-        if costs.seen < len(self._changes):
-            costs.changed[self._changes[costs.seen :]] = True
-            costs.seen = len(self._changes)
+        if costs.seen < self._changed:
+            costs.changed[self._changes[costs.seen : self._changed]] = True
+            costs.seen = self._changed
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
         if rows.size > _FEW_ROWS:
