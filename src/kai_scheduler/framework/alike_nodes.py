@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 # Off, every candidate is scored (the tests compare the two ways).
 ENABLED = True
 _MAX_KINDS: Final = 8
-# Fewer candidates than this are all scored: finding the empty ones costs about what scoring a few hundred
-# candidates does (the tests lower it, to take the shortcut on small clusters).
+# Up to this many candidates are all scored: finding the empty ones costs about what scoring a few hundred
+# candidates does (the tests lower it, to take the shortcut on small clusters; none is never a shortcut).
 FEW_CANDIDATES = 512
 # What a session reads once (`Session.scratch`): the scorers' conditions, the kinds of its nodes.
 _CONDITIONS: Final = "alike-nodes-conditions"
@@ -65,7 +65,7 @@ def add_scorer(
 
 def rows_to_score(session: Session, task: TaskInfo, candidates: BoolArray) -> IntArray:
     """The candidates to score for `task`, in index order (see the module's docstring)."""
-    if not ENABLED or np.count_nonzero(candidates) < FEW_CANDIDATES or not _scored_alike(session, task):
+    if not ENABLED or np.count_nonzero(candidates) <= FEW_CANDIDATES or not _scored_alike(session, task):
         return candidates.nonzero()[0]
     empty = session.snapshot.nodes.empty() & candidates
     first = int(empty.argmax())  # the first True, found without reading further

@@ -70,3 +70,8 @@ def test_only_the_first_empty_node_of_each_capacity_is_scored() -> None:
     task = session.snapshot.tasks["default/p"]
     rows = alike_nodes.rows_to_score(session, task, session.candidate_nodes(task))
     assert [session.snapshot.nodes.names[row] for row in rows] == ["a", "d", "e"]
+
+
+def test_a_cluster_without_nodes_has_no_node_to_choose() -> None:
+    session = open_session([queue("q"), pod("p", gpus=1)])
+    assert session.choose_node(session.snapshot.tasks["default/p"]) is None
