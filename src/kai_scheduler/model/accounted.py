@@ -46,13 +46,13 @@ Charge = float | FloatArray
 @dataclass(frozen=True, slots=True)
 class Source:
     """One source of a resource, as the scheduler reads it: a pod request (`resource_name`) or a pod
-    annotation (`annotation`, times `unit`), counted on the nodes with `node_labels` (all of them)."""
+    annotation (`annotation`, times `unit`), counted on the nodes with `node_labels` (all of them); a DRA
+    source has neither, and charges nothing yet."""
 
     resource_name: str | None
     annotation: str | None
     unit: float
     node_labels: tuple[tuple[str, str], ...]
-    dra: bool  # a DRA source: not counted yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,6 @@ def _source(source: AccountedResourceSource) -> Source:
         annotation=annotation.key if annotation is not None else None,
         unit=unit_factor(unit) or 1.0,
         node_labels=labels,
-        dra=source.dra is not None,
     )
 
 
