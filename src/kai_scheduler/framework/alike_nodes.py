@@ -91,7 +91,9 @@ def _scored_alike(session: Session, task: TaskInfo) -> bool:
         # keep only the conditions that are not always true (None: a scorer that tells any nodes apart).
         points = session.points
         listed = [points.scorers_alike.get(i) for i in range(len(points.node_scorers))]
-        known = None if None in listed else [c for c in listed if c is not always]
+        known: list[Callable[[TaskInfo], bool]] | None = None
+        if None not in listed:
+            known = [c for c in listed if c is not None and c is not always]
         conditions = session.scratch[_CONDITIONS] = (known,)
     known = conditions[0]
     return known is not None and all(condition(task) for condition in known)
