@@ -12,8 +12,8 @@ The design's built-in GPU accounting: a `resourceName: nvidia.com/gpu` source ch
 holds (whole, fractional, gpu-memory converted with the node's GPU memory, MIG instances by size, DRA
 GPUs), and the resource named `gpu-memory` charges the GPU memory the pod holds on the node (bytes: whole
 and fractional GPUs by the node's `nvidia.com/gpu.memory`, a gpu-memory request by what it asks); its
-`podAnnotation: gpu-memory` source is that same memory, not counted twice. Not built: DRA sources (their
-device attributes and capacities); they charge nothing here (docs/accounted-resources.md).
+`podAnnotation: gpu-memory` source is that same memory, not counted twice. A `dra` source charges the
+devices of its class the pod's claims hold or may take on the node (`model.accounted_dra`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.accounted_resources import unit_factor
 from kai_scheduler.api.objects import AccountedResource, AccountedResourceSource, is_unlimited
 from kai_scheduler.api.quantity import parse_quantity
+from kai_scheduler.model.accounted_dra import DraCharges, DraRule, dra_rule
+from kai_scheduler.model.dra import DraSnapshot, is_gpu_class
 from kai_scheduler.model.jobs import ALLOCATED, TaskInfo
 from kai_scheduler.model.nodes import FloatArray, NodeTable
 from kai_scheduler.model.resources import PodRequest
@@ -45,14 +47,15 @@ Charge = float | FloatArray
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One source of a resource, as the scheduler reads it: a pod request (`resource_name`) or a pod
-    annotation (`annotation`, times `unit`), counted on the nodes with `node_labels` (all of them); a DRA
-    source has neither, and charges nothing yet."""
+    """One source of a resource, as the scheduler reads it: a pod request (`resource_name`), a pod
+    annotation (`annotation`, times `unit`) or the devices of the pod's DRA claims (`dra`), counted on
+    the nodes with `node_labels` (all of them)."""
 
     resource_name: str | None
     annotation: str | None
     unit: float
     node_labels: tuple[tuple[str, str], ...]
+    dra: DraRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,14 @@ class Definition:
     @property
     def annotations(self) -> tuple[str, ...]:
         return tuple(s.annotation for s in self.sources if s.annotation is not None)
+
+    @property
+    def counts_dra(self) -> bool:
+        return any(s.dra is not None for s in self.sources)
+
+    @property
+    def counts_dra_gpus(self) -> bool:
+        return any(s.dra is not None and is_gpu_class(s.dra.device_class) for s in self.sources)
 
 
 def definitions_of(resources: Iterable[AccountedResource]) -> dict[str, Definition]:
@@ -92,11 +103,13 @@ def _source(source: AccountedResourceSource) -> Source:
     unit = annotation.unit if annotation is not None else ""
     if source.quantity is not None and source.quantity.pod_annotation is not None:
         unit = source.quantity.pod_annotation.unit or unit
+    field = source.quantity.dra.opaque_config_field if source.quantity and source.quantity.dra else None
     return Source(
         resource_name=source.resource_name,
         annotation=annotation.key if annotation is not None else None,
         unit=unit_factor(unit) or 1.0,
         node_labels=labels,
+        dra=dra_rule(source, unit_factor(field.unit) or 1.0 if field is not None else 1.0),
     )
 
 
@@ -112,14 +125,17 @@ class AccountedInputs:
 
 class Charges:
     """Per session: what pods charge each resource on each node. A charge is kept per distinct request
-    and counted annotations (pods alike charge alike), and each source's nodes once."""
+    and counted annotations (pods alike charge alike), and each source's nodes once; a pod with DRA
+    claims, when a source counts DRA devices, is charged as itself (its claims are its own)."""
 
-    def __init__(self, inputs: AccountedInputs, nodes: NodeTable) -> None:
+    def __init__(self, inputs: AccountedInputs, nodes: NodeTable, dra: DraSnapshot | None = None) -> None:
         self.inputs = inputs
         self._nodes = nodes
         self._where: dict[tuple[tuple[str, str], ...], FloatArray] = {}
         self._kept: dict[tuple[object, ...], dict[str, Charge]] = {}
         self._annotations = sorted({a for d in inputs.definitions.values() for a in d.annotations})
+        counts_dra = any(d.counts_dra for d in inputs.definitions.values())
+        self._dra = DraCharges(dra) if dra is not None and dra.pod_claims and counts_dra else None
 
     def annotations_of(self, task: TaskInfo) -> tuple[str | None, ...]:
         """The values of the annotations some source counts, for this pod."""
@@ -132,11 +148,12 @@ class Charges:
     def on_nodes(self, task: TaskInfo) -> dict[str, Charge]:
         """What the pod would charge each resource it charges at all, on each node."""
         values = self.annotations_of(task)
-        key = (task.request, values)
+        claims = self._dra is not None and task.key in self._dra.pods
+        key = (task.request, values, task.key if claims else None)
         kept = self._kept.get(key)
         if kept is None:
             annotations = dict(zip(self._annotations, values, strict=True))
-            kept = self._kept[key] = self._work_out(task.request, annotations)
+            kept = self._kept[key] = self._work_out(task, annotations)
         return kept
 
     def on_node(self, task: TaskInfo, node: int) -> dict[str, float]:
@@ -146,19 +163,23 @@ class Charges:
             for name, charge in self.on_nodes(task).items()
         }
 
-    def _work_out(self, request: PodRequest, annotations: Mapping[str, str | None]) -> dict[str, Charge]:
+    def _work_out(self, task: TaskInfo, annotations: Mapping[str, str | None]) -> dict[str, Charge]:
+        request = task.request
         charges: dict[str, Charge] = {}
         for definition in self.inputs.definitions.values():
             total: Charge = 0.0
             for source in definition.sources:
-                amount = self._amount(definition, source, request, annotations)
+                if source.dra is not None:
+                    amount = self._dra.charge(source.dra, task.key, task.name) if self._dra else 0.0
+                else:
+                    amount = self._amount(definition, source, request, annotations)
                 if isinstance(amount, float) and amount == 0.0:
                     continue
                 if source.node_labels:
                     amount = amount * self._matching(source.node_labels)
                 total = total + amount
             if definition.name == GPU_MEMORY:
-                total = total + self._gpu_memory(request)
+                total = total + self._gpu_memory(request, without_dra=definition.counts_dra_gpus)
             if not (isinstance(total, float) and total == 0.0):
                 charges[definition.name] = total
         return charges
@@ -176,7 +197,7 @@ class Charges:
             if definition.name == GPU_MEMORY and source.annotation == c.GPU_MEMORY_ANNOTATION:
                 return 0.0  # KAI's own GPU memory accounting counts it (`_gpu_memory`)
             return _annotated(annotations.get(source.annotation)) * source.unit
-        return 0.0  # DRA sources: not built
+        return 0.0
 
     def _requested(self, name: str, request: PodRequest) -> Charge:
         if name == c.GPU_RESOURCE:
@@ -194,16 +215,18 @@ class Charges:
             return 1.0
         return float(dict(request.scalars).get(name, 0.0))
 
-    def _gpu_memory(self, request: PodRequest) -> Charge:
+    def _gpu_memory(self, request: PodRequest, *, without_dra: bool) -> Charge:
         """The GPU memory (bytes) the pod holds on each node: what a gpu-memory request asks for (at most
-        the node's GPUs' memory), else its GPUs times the node's GPU memory."""
+        the node's GPUs' memory), else its GPUs times the node's GPU memory; `without_dra`: not its DRA
+        GPUs, whose memory a `dra` source of the resource counts from the devices themselves."""
         memory = self._nodes.gpu_memory_mib * _MIB
         shared = request.shared_gpu
         if shared is not None and shared.by_memory:
             asked = shared.memory_mib * _MIB
             per_gpu = np.where(memory > 0, np.minimum(memory, asked), asked)
             return np.asarray(per_gpu * shared.devices, dtype=np.float64)
-        gpus = float(request.whole_gpus) + (shared.fraction_gpus if shared is not None else 0.0)
+        whole = request.whole_gpus - (request.dra_gpus if without_dra else 0)
+        gpus = float(whole) + (shared.fraction_gpus if shared is not None else 0.0)
         if gpus == 0.0:
             return 0.0
         return np.asarray(memory * gpus, dtype=np.float64)
@@ -267,7 +290,7 @@ def queue_report(snapshot: ClusterSnapshot) -> dict[str, dict[str, tuple[float, 
     inputs = snapshot.accounted
     if inputs is None:
         return {}
-    usage = queue_usage(snapshot, Charges(inputs, snapshot.nodes))
+    usage = queue_usage(snapshot, Charges(inputs, snapshot.nodes, snapshot.dra))
     return {
         queue.name: {
             name: (

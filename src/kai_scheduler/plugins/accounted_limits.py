@@ -45,7 +45,7 @@ class AccountedLimits:
     def __init__(self, session: Session, inputs: AccountedInputs) -> None:
         self._session = session
         self._definitions = inputs.definitions
-        self.charges = Charges(inputs, session.snapshot.nodes)
+        self.charges = Charges(inputs, session.snapshot.nodes, session.snapshot.dra)
         self.usage = queue_usage(session.snapshot, self.charges)
         self._paths: dict[str, list[QueueInfo]] = {}
         self._limited: dict[str, dict[str, Bounds]] = {}
