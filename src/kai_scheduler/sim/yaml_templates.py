@@ -47,6 +47,9 @@ class Document:
 # Parses a file's (or a skeleton's) text, as bytes, into its documents, null ones included.
 Parse = Callable[[bytes], Iterator[Document]]
 
+# A file of documents of (nearly) all different shapes gains nothing here, and the shapes kept would cost
+# as much memory as its documents: past this many, PyYAML reads the rest.
+MAX_SKELETONS = 1000
 _SEPARATOR = "\n---\n"
 _START = "---\n"
 _HOLE = "kai-template-hole"  # a file that holds this text anywhere is read by PyYAML alone
@@ -160,7 +163,7 @@ class _Reader:
             explicit = True
 
     def _template(self, skeleton: str, explicit: bool) -> _Template:
-        if not _SKELETON.fullmatch(skeleton):
+        if len(self._templates) >= MAX_SKELETONS or not _SKELETON.fullmatch(skeleton):
             raise _Unreadable
         pieces = skeleton.split(_HOLE)
         numbered = pieces[0] + "".join(f" {_HOLE}-{n}{piece}" for n, piece in enumerate(pieces[1:]))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.sim import loader
+from kai_scheduler.sim import loader, yaml_templates
 from kai_scheduler.sim.loader import load_manifests
 from kai_scheduler.sim.yaml_templates import Document
 from kai_scheduler.sim.yaml_templates import documents as templated
@@ -164,3 +164,12 @@ def test_an_error_in_a_skeleton_s_value_is_reported_at_its_document(tmp_path: Pa
 def test_a_day_that_does_not_exist_is_a_one_line_error() -> None:
     text = dump(pod(0), pod(1), "apiVersion: v1\nkind: Node\nmetadata:\n  creationTimestamp: 2026-13-01\n")
     assert read_both(text) == "x.yaml: document 3 at line 43: not a date: month must be in 1..12"
+
+
+def test_a_file_of_many_shapes_is_left_to_pyyaml_past_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yaml_templates, "MAX_SKELETONS", 2)
+    shapes = [pod(n).replace("phase:", f"phase{n}:") for n in range(4)]
+    text = dump(*shapes)
+    found = list(templated(text, lambda b: loader._documents("x.yaml", b), loader._Loader(b"")))
+    assert [d.index if d else None for d in found] == [1, 2, None]
+    read_both(text)
