@@ -201,8 +201,8 @@ def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatc
 
 def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cycle after a change still reads what the last one worked out per unchanged job (its next pods,
-    its job order key, what those pods add to its queue, their scheduling signature); with the debug
-    variable set each is worked out again and compared."""
+    its job order key, what those pods add to its queue, their scheduling signature, whether they may be
+    tried); with the debug variable set each is worked out again and compared."""
     monkeypatch.setenv(VERIFY_ENV, "1")
     sim = _one_waiting_pod()
     memos = sim.driver.scheduler.memos
@@ -229,5 +229,10 @@ def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPa
     with pytest.raises(CarriedMismatch, match="the scheduling signature of its next attempt"):
         sim._cycle(40.0, 5)
     memos.signatures.clear()
-    _, result = sim._cycle(50.0, 6)
+    kept_key, _ = memos.admissions[job]
+    memos.admissions[job] = (kept_key, "made up")
+    with pytest.raises(CarriedMismatch, match="whether its next attempt may be tried"):
+        sim._cycle(50.0, 6)
+    memos.admissions.clear()
+    _, result = sim._cycle(60.0, 7)
     assert "default/pg-waiting" in result.unschedulable

@@ -14,6 +14,7 @@ from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
@@ -75,28 +76,49 @@ def _failed_like(session: Session, job: JobInfo, first: str) -> None:
 
 
 def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-    """Whether `tasks` of `job` may be tried at all: a whole gang, within its queues' limits and quota;
-    records why not."""
+    """Whether `tasks` (the job's next attempt) of `job` may be tried at all: a whole gang, within its
+    queues' limits and quota; records why not. The answer depends on the job's version (its pods), the
+    cluster's largest GPU memory (the request) and what the capacity checks read of the session, so it is
+    kept by those (`Session.admissions`) and given again, in this cycle or a later one (issue #23,
+    point 1: a job whose queue did not move is not checked again)."""
     if not tasks:
         return False
-    if not job.is_gang_satisfied():
-        missing = job.min_member - job.active_allocated()
-        if len(tasks) < missing:
-            session.unschedulable[job.key] = (
-                f"waiting for pods: the gang needs {missing} more but has fewer pending"
-            )
-            return False
-        if not job.tree().is_ready():
-            # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
-            session.unschedulable[job.key] = (
-                "waiting for pods: too few sub-groups have the pods their minMember needs"
-            )
-            return False
-    reason = session.check_job_capacity(job, quota_request_of(session, tasks))
+    inputs = session.job_capacity_inputs(job)
+    key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
+    kept = session.admissions.get(job) if inputs is not None else None
+    if kept is not None and kept[0] == key:
+        reason = kept[1]
+        if session.verify_carried:
+            _check_kept(session, job, tasks, reason)
+    else:
+        reason = _refusal(session, job, tasks)
+        if inputs is not None:
+            session.admissions[job] = (key, reason)
     if reason is not None:
         session.unschedulable[job.key] = reason
         return False
     return True
+
+
+def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """Why `tasks` of `job` may not be tried (None: they may)."""
+    if not job.is_gang_satisfied():
+        missing = job.min_member - job.active_allocated()
+        if len(tasks) < missing:
+            return f"waiting for pods: the gang needs {missing} more but has fewer pending"
+        if not job.tree().is_ready():
+            # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
+            return "waiting for pods: too few sub-groups have the pods their minMember needs"
+    return session.check_job_capacity(job, quota_request_of(session, tasks))
+
+
+def _check_kept(session: Session, job: JobInfo, tasks: list[TaskInfo], reason: str | None) -> None:
+    fresh = _refusal(session, job, tasks)
+    if fresh != reason:
+        raise CarriedMismatch(
+            f"{job.key}: whether its next attempt may be tried, kept from an earlier check ({reason!r}), "
+            f"differs from the answer worked out again ({fresh!r})"
+        )
 
 
 def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:

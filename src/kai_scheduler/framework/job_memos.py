@@ -23,6 +23,7 @@ the new session would read is worked out again when it opens, and a difference r
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -41,7 +42,16 @@ class CarriedMismatch(AssertionError):
 class JobMemos:
     """The per-job answers of the last cycle's session (see the module doc)."""
 
-    __slots__ = ("carry", "job_keys", "next_requests", "next_tasks", "shapes", "signatures", "verify")
+    __slots__ = (
+        "admissions",
+        "carry",
+        "job_keys",
+        "next_requests",
+        "next_tasks",
+        "shapes",
+        "signatures",
+        "verify",
+    )
 
     def __init__(self, *, verify: bool = False, carry: bool = True) -> None:
         self.next_tasks: dict[JobInfo, tuple[int, list[TaskInfo]]] = {}
@@ -49,6 +59,7 @@ class JobMemos:
         self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
         self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -63,6 +74,8 @@ class JobMemos:
         session.next_requests = self.next_requests
         session.signatures = self.signatures
         session.shapes = self.shapes
+        session.admissions = self.admissions
+        session.verify_carried = self.verify
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:
         """Forget the jobs that are not `snapshot`'s (ended, or made again as new objects) once a memo
@@ -75,6 +88,7 @@ class JobMemos:
             self.next_requests,
             self.signatures,
             self.shapes,
+            self.admissions,
         )
         for memo in memos:
             if len(memo) > len(jobs):

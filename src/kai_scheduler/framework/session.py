@@ -109,6 +109,10 @@ class ExtensionPoints:
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
+    # What a job capacity check reads of the session besides the job and the request, as a value, by
+    # check: a check listed answers alike for one job version, request and value, so allocate may give its
+    # answer again in a later cycle (`actions.allocate.admissible`); while any check is not listed, none is.
+    job_capacity_inputs: dict[JobCapacityCheck, Callable[[JobInfo], Hashable]] = field(default_factory=dict)
     # The GPUs stranded on these nodes as the session's state leaves them once their releases end (lower
     # is better): lets the victim solver prefer, among victims of one rank, the outcome that strands the
     # fewest (not KAI's: gpufragmentation registers it).
@@ -304,6 +308,11 @@ class Session:
         # `job_order_key` per job, with the job's version it was worked out at. All of these are carried
         # from one cycle's session to the next (`job_memos`).
         self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
+        # `actions.allocate.admissible`'s answer per job (None: admissible, else why not), with the job's
+        # version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
+        # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
+        self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        self.verify_carried = False
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share
@@ -348,6 +357,18 @@ class Session:
             if reason is not None:
                 return reason
         return None
+
+    def job_capacity_inputs(self, job: JobInfo) -> tuple[Hashable, ...] | None:
+        """What `check_job_capacity` reads of the session for `job` besides its request, as a value; None
+        when a check does not say (`ExtensionPoints.job_capacity_inputs`)."""
+        inputs = self.points.job_capacity_inputs
+        values = []
+        for check in self.points.job_capacity_checks:
+            read = inputs.get(check)
+            if read is None:
+                return None
+            values.append(read(job))
+        return tuple(values)
 
     def check_quota(self, job: JobInfo, request: Resources) -> str | None:
         """Why a non-preemptible job would take its queue above its quota (None: it would not)."""

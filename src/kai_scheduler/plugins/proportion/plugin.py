@@ -52,6 +52,7 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
+        self._path_values: dict[str, tuple[float | str, ...]] = {}  # `_path_inputs` until a shift
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
@@ -78,6 +79,8 @@ class ProportionPlugin:
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
+        points.job_capacity_inputs[self.over_limit] = self._path_inputs
+        points.job_capacity_inputs[self.non_preemptible_over_quota] = self._path_inputs
         points.quota_checks.append(self.non_preemptible_over_quota)
         points.victim_queue_order = self.victim_queue_key
         points.on_solution_start.append(self._remember_allocations)
@@ -113,6 +116,7 @@ class ProportionPlugin:
         # Hot (every placement, eviction and undo of every scenario): the queue's chain to the root is
         # kept per queue, and the vector added in place.
         name = task.job.queue
+        self._path_values.clear()
         chain = self._chains.get(name)
         if chain is None:
             assert self._session is not None
@@ -225,6 +229,26 @@ class ProportionPlugin:
         return (*known[0], _dominant(remaining.values(), shares), *known[1])
 
     # --- capacity checks -------------------------------------------------------------------------
+
+    def _path_inputs(self, job: JobInfo) -> tuple[float | str, ...]:
+        """All that `over_limit` and `non_preemptible_over_quota` read of the session for `job`: its
+        queue path's allocations, limits and quotas (kept per queue until an allocation moves)."""
+        values = self._path_values.get(job.queue)
+        if values is None:
+            assert self._session is not None
+            values = tuple(
+                value
+                for queue in self._session.snapshot.queues.ancestry(job.queue)
+                for value in (
+                    queue.name,
+                    *queue.allocated.values(),
+                    *queue.allocated_non_preemptible.values(),
+                    *queue.limit.values(),
+                    *queue.deserved.values(),
+                )
+            )
+            self._path_values[job.queue] = values
+        return values
 
     def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
         """Fair shares do not change within a session, so neither do allocatable shares."""
