@@ -273,6 +273,20 @@ def render_chart(
     return _render(_key(overrides), release, namespace)[0]
 
 
+def armed_webhook_configurations(ca_bundle: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The chart's webhook configurations of `kinds` as the admission component leaves them once it serves
+    (its CA in each webhook), refusing rather than ignoring when a call fails."""
+    configurations = []
+    for _, document in render_chart():
+        if document.get("kind") in kinds:
+            configuration = json.loads(json.dumps(document))
+            for hook in configuration["webhooks"]:
+                hook["clientConfig"]["caBundle"] = ca_bundle
+                hook["failurePolicy"] = "Fail"
+            configurations.append(configuration)
+    return configurations
+
+
 def render_notes(overrides: Mapping[str, Any] | None = None) -> str:
     """NOTES.txt as `helm install` prints it."""
     return _render(_key(overrides), RELEASE, NAMESPACE)[1]

@@ -28,7 +28,7 @@ _TESTS = str(Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-from chart_support import NAMESPACE, RELEASE, render_chart  # noqa: E402
+from chart_support import NAMESPACE, RELEASE, armed_webhook_configurations  # noqa: E402
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -584,13 +584,9 @@ def test_the_charts_webhooks_with_the_projects_admission_server(
     (tmp_path / "tls.crt").write_bytes(material.tls_crt)
     (tmp_path / "tls.key").write_bytes(material.tls_key)
     bundle = base64.b64encode(material.ca_bundle).decode()
-    for _, document in render_chart():
-        if document.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            configuration = json.loads(json.dumps(document))
-            for hook in configuration["webhooks"]:  # what the admission component writes once it serves
-                hook["clientConfig"]["caBundle"] = bundle
-                hook["failurePolicy"] = "Fail"
-            server.store.create(configuration)
+    kinds = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    for configuration in armed_webhook_configurations(bundle, kinds):
+        server.store.create(configuration)
     admission = WebhookServer(tmp_path, host="127.0.0.1", port=0)
     admission.start()
     try:

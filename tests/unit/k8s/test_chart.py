@@ -521,6 +521,7 @@ def test_webhooks_point_at_the_webhook_service(variant: str) -> None:
             "/validate-scheduling-run-ai-v2-queue",
             "/validate-scheduling-run-ai-v2alpha2-podgroup",
             "/validate-kai-scheduler-v1alpha1-topology",
+            "/validate-scheduling-run-ai-v1alpha1-accountedresource",
         }
 
 

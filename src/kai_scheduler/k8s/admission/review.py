@@ -1,6 +1,6 @@
 """KAI's admission webhooks' review logic: AdmissionReview (admission.k8s.io/v1) in, AdmissionReview out.
 
-Four webhooks, on the paths the chart registers:
+The webhooks, on the paths the chart registers:
 
 | Path | Function | What it does |
 |---|---|---|
@@ -8,6 +8,9 @@ Four webhooks, on the paths the chart registers:
 | `/mutate--v1-pod` | `review_pod_mutation` | GPU pods' `runtimeClassName`; the shared-GPU env |
 | `/validate-scheduling-run-ai-v2-queue` | `review_queue_validation` | `spec.resources`; the Queue rules |
 | `/validate-scheduling-run-ai-v2alpha2-podgroup` | `review_podgroup_validation` | the sub-group rules |
+
+Also `/validate-scheduling-run-ai-v1alpha1-accountedresource` (`review_accounted_resource_validation`): the
+rules of KAI's AccountedResource design that its schema cannot say.
 
 The rules are the simulator's own (`kai_scheduler.api.manifests`: `check_gpu_sharing`, `check_queue`,
 `check_sub_groups`, after the same schema), so a manifest that `kai-scheduler simulate` refuses is refused
@@ -36,6 +39,7 @@ from functools import partial
 from typing import Any, Final
 
 from kai_scheduler.api import constants as c
+from kai_scheduler.api.accounted_resources import SourceProblem, check_accounted_resource
 from kai_scheduler.api.gpu_request import SHARED_GPU_ANNOTATIONS
 from kai_scheduler.api.manifests import (
     InvalidField,
@@ -51,7 +55,7 @@ from kai_scheduler.api.manifests import (
     short_repr,
     validate_schema,
 )
-from kai_scheduler.api.objects import Pod, PodGroup, Queue, Topology
+from kai_scheduler.api.objects import AccountedResource, Pod, PodGroup, Queue, Topology
 from kai_scheduler.k8s.admission.gpu_sharing import gpu_sharing_patch, uses_gpus
 from kai_scheduler.k8s.admission.queue_gate import OptIn, queue_gate_patch
 from kai_scheduler.k8s.runtime.client import api_version
@@ -66,6 +70,7 @@ VALIDATE_POD_PATH: Final = "/validate--v1-pod"
 VALIDATE_QUEUE_PATH: Final = "/validate-scheduling-run-ai-v2-queue"
 VALIDATE_PODGROUP_PATH: Final = "/validate-scheduling-run-ai-v2alpha2-podgroup"
 VALIDATE_TOPOLOGY_PATH: Final = "/validate-kai-scheduler-v1alpha1-topology"  # KAI v0.17's path
+VALIDATE_ACCOUNTED_RESOURCE_PATH: Final = "/validate-scheduling-run-ai-v1alpha1-accountedresource"
 
 DEFAULT_GPU_RUNTIME_CLASS: Final = "nvidia"
 DENIED_CODE: Final = 400
@@ -100,6 +105,7 @@ _POD = _Kind("", "v1", "Pod")
 _QUEUE = _Kind("scheduling.run.ai", "v2", "Queue")
 _PODGROUP = _Kind("scheduling.run.ai", "v2alpha2", "PodGroup")
 _TOPOLOGY = _Kind("kai.scheduler", "v1alpha1", "Topology")
+_ACCOUNTED_RESOURCE = _Kind("scheduling.run.ai", "v1alpha1", "AccountedResource")
 
 
 class _Malformed(Exception):
@@ -179,6 +185,13 @@ def review_topology_validation(review: Any) -> Review:
     """Allow or deny a Topology: its schema, unique node labels (the hostname only as the last), KAI
     v0.17's alias rules, and on update the same node labels in the same order (aliases may change)."""
     return _guarded(review, _TOPOLOGY, _validate_topology)
+
+
+def review_accounted_resource_validation(review: Any) -> Review:
+    """Allow or deny an AccountedResource: its schema, and the rules KAI's AccountedResource design leaves
+    to its webhook (one source kind a source, a quantity or match only where the source can use it, units
+    that are units: `api.accounted_resources`)."""
+    return _guarded(review, _ACCOUNTED_RESOURCE, _validate_accounted_resource)
 
 
 def allowed_response(
@@ -416,6 +429,16 @@ def _validate_topology(request: _Request) -> Review:
     return allowed_response(request.uid)
 
 
+def _validate_accounted_resource(request: _Request) -> Review:
+    obj = request.object
+    assert obj is not None
+    try:
+        check_accounted_resource(validate_schema(AccountedResource, _named(request, obj)))
+    except SourceProblem as problem:
+        return denied_response(request.uid, field_message(problem.field, problem.message))
+    return allowed_response(request.uid)
+
+
 def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text)
 
@@ -434,6 +457,7 @@ __all__ = [
     "DENIED_CODE",
     "MUTATE_POD_PATH",
     "REVIEW_API_VERSION",
+    "VALIDATE_ACCOUNTED_RESOURCE_PATH",
     "VALIDATE_PODGROUP_PATH",
     "VALIDATE_POD_PATH",
     "VALIDATE_QUEUE_PATH",
@@ -442,6 +466,7 @@ __all__ = [
     "Reviewer",
     "allowed_response",
     "denied_response",
+    "review_accounted_resource_validation",
     "review_pod_mutation",
     "review_pod_validation",
     "review_podgroup_validation",

@@ -21,6 +21,7 @@ from kai_scheduler.k8s.admission.queue_gate import OptIn
 from kai_scheduler.k8s.admission.review import (
     DEFAULT_GPU_RUNTIME_CLASS,
     MUTATE_POD_PATH,
+    VALIDATE_ACCOUNTED_RESOURCE_PATH,
     VALIDATE_POD_PATH,
     VALIDATE_PODGROUP_PATH,
     VALIDATE_QUEUE_PATH,
@@ -28,6 +29,7 @@ from kai_scheduler.k8s.admission.review import (
     Review,
     Reviewer,
     denied_response,
+    review_accounted_resource_validation,
     review_pod_mutation,
     review_pod_validation,
     review_podgroup_validation,
@@ -221,7 +223,7 @@ def webhook_routes(
     gpu_sharing_enabled: bool = True,
     queue_opt_in: OptIn | None = None,
 ) -> dict[str, Reviewer]:
-    """Path -> review function, configured, for the five webhooks the chart registers (`queue_opt_in`:
+    """Path -> review function, configured, for the six webhooks the chart registers (`queue_opt_in`:
     queue admission gating switched on, see `queue_gate.py`)."""
     return {
         VALIDATE_POD_PATH: partial(
@@ -236,11 +238,12 @@ def webhook_routes(
         VALIDATE_QUEUE_PATH: review_queue_validation,
         VALIDATE_PODGROUP_PATH: review_podgroup_validation,
         VALIDATE_TOPOLOGY_PATH: review_topology_validation,
+        VALIDATE_ACCOUNTED_RESOURCE_PATH: review_accounted_resource_validation,
     }
 
 
 class WebhookServer(BackgroundHTTPServer):
-    """The five webhooks over HTTPS on `host:port` (default every interface, 9443), with the certificate
+    """The six webhooks over HTTPS on `host:port` (default every interface, 9443), with the certificate
     and key `tls.crt`/`tls.key` from `cert_dir`, reloaded when they change (see `CertificateReloader`).
 
     `start()` raises when the certificate does not load or the port cannot be bound."""
