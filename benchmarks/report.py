@@ -20,11 +20,15 @@ import bench_io
 from scale import GOALS, LARGE_COMMAND_NODES, ROW_NODES
 from scale_workload import LARGE_STEADY_PENDING
 
+from live import LARGE as LIVE_LARGE
+
 DOC = bench_io.REPO / "docs" / "performance.md"
 PLOT = DOC.with_name("performance-growth.png")
 WHICH = ("before", "after")
 LIVE_GOAL_SECONDS = 40.0
 LIVE_GOAL_RATIO = 2.2
+LIVE_LARGE_GOAL_SECONDS = 25.0  # issue #23's live row
+LIVE_LARGE_GOAL_WRITES = 6.0
 
 Figure = tuple[str, float | None]  # the text of a cell, and the number that is compared with the goal
 
@@ -76,6 +80,36 @@ def live_ratio(results: dict[str, Any], which: str) -> Figure:
     if not a or not b:
         return "not done", None
     return f"**{b / a:.2f}x** ({b:,.1f} s for {double['pods']:,} pods on {double['nodes']:,} nodes)", b / a
+
+
+def _large_live_run(results: dict[str, Any], which: str) -> dict[str, Any] | None:
+    """The run at issue #23's live size (`live.py`'s LARGE), wherever it is among the recorded runs."""
+    runs = _get(results, "live", which, "runs") or []
+    return next((r for r in runs if (r["nodes"], r["pods"]) == LIVE_LARGE), None)
+
+
+def live_large_seconds(results: dict[str, Any], which: str) -> Figure:
+    run = _large_live_run(results, which)
+    if run is None:
+        return "n/a", None
+    seconds = run.get("firstCreateToLastBoundSeconds")
+    if seconds is None:
+        return f"not done in {run.get('budgetSeconds', 0):.0f} s ({run.get('bound', 0):,} bound)", None
+    server = run.get("serverCpuSecondsPerPod", 0) * run["pods"]
+    return (
+        f"**{seconds:,.1f} s** (CPU: `run` {run.get('runCpuSeconds', 0):.1f} s, "
+        f"the fake API server {server:.1f} s)"
+    ), seconds
+
+
+def live_large_writes(results: dict[str, Any], which: str) -> Figure:
+    run = _large_live_run(results, which)
+    if run is None:
+        return "n/a", None
+    writes = float(run.get("apiWritesPerPod", 0))
+    kinds = run.get("apiWritesPerPodByKind") or {}
+    detail = ", ".join(f"{kind} {n:g}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"**{writes:g}** ({detail})", writes
 
 
 def _share(p: dict[str, Any]) -> float:
@@ -197,6 +231,19 @@ ROWS: list[Row] = [
         live_ratio,
         f"<= {LIVE_GOAL_RATIO}x",
         lambda v: v <= LIVE_GOAL_RATIO,
+    ),
+    (
+        f"live, {LIVE_LARGE[1]:,} single-GPU pods on {LIVE_LARGE[0]:,} nodes (issue #23): first create to "
+        "last pod bound",
+        live_large_seconds,
+        f"<= {LIVE_LARGE_GOAL_SECONDS:.0f} s",
+        lambda v: v <= LIVE_LARGE_GOAL_SECONDS,
+    ),
+    (
+        f"live, {LIVE_LARGE[1]:,} pods: API writes per pod besides its own create",
+        live_large_writes,
+        f"<= {LIVE_LARGE_GOAL_WRITES:.0f}",
+        lambda v: v <= LIVE_LARGE_GOAL_WRITES,
     ),
     (
         f"simulate, first cycle: {ROW_NODES:,} nodes x 8 GPUs, 50 queues under 5 departments, "
