@@ -38,6 +38,9 @@ class Allocate:
         # the job's own queue checks, which do).
         failed_shapes: dict[tuple[Any, ...], str] = {}  # signature -> the first job that failed
         no_room: dict[tuple[Any, ...], str] = {}  # signature without the queue -> the first job
+        # The reason of the jobs that fail like a first one, by that job (with its own reason it was
+        # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
+        alike: dict[str, tuple[str, WaitReason]] = {}
         use_signatures = session.config.use_scheduling_signatures
         counts = session.counts[self.name]
         while (job := queue.pop()) is not None:
@@ -45,7 +48,7 @@ class Allocate:
             tasks = tasks_to_allocate(session, job)
             signature = next_signature(session, job) if use_signatures else None
             if signature is not None and signature in failed_shapes:
-                _failed_like(session, job, failed_shapes[signature])
+                _failed_like(session, job, failed_shapes[signature], alike)
                 continue
             if not admissible(session, job, tasks):
                 if signature is not None:
@@ -57,7 +60,7 @@ class Allocate:
                 else None
             )
             if shape is not None and shape in no_room:
-                _failed_like(session, job, no_room[shape])
+                _failed_like(session, job, no_room[shape], alike)
             elif place_job_tasks(session, job, tasks, self.name):
                 if job.has_pending():
                     queue.push(job)
@@ -68,11 +71,17 @@ class Allocate:
                 failed_shapes[signature] = job.key
 
 
-def _failed_like(session: Session, job: JobInfo, first: str) -> None:
+def _failed_like(
+    session: Session, job: JobInfo, first: str, alike: dict[str, tuple[str, WaitReason]]
+) -> None:
     why = session.unschedulable.get(first, "it did not fit")
-    session.unschedulable[job.key] = WaitReason(
-        f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-    )
+    worded = alike.get(first)
+    if worded is None or worded[0] is not why:
+        reason = WaitReason(
+            f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
+        )
+        worded = alike[first] = (why, reason)
+    session.unschedulable[job.key] = worded[1]
 
 
 def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
