@@ -133,13 +133,16 @@ def parse_object(
     *,
     strict: bool = False,
     shared: SharedParts | None = None,
+    shape: object = None,
 ) -> ApiObject:
     """Validate one document (index = its 1-based position in `source`; item = position in a `kind: List`).
 
     Raises ManifestError, never anything else, for any input a real cluster would reject. `strict` also
     refuses fields the kind does not have (`strict.unknown_field`), as `kubectl apply --validate=strict`
     does: the simulator's input is checked so; what live mode reads from the API server is not (yet).
-    `shared`: the parts other documents of the same input repeat, validated once (`shared_parts`).
+    `shared`: the parts other documents of the same input repeat, validated once (`shared_parts`);
+    `shape`: the same object for documents of the same keys and nesting whose scalars alone differ
+    (`sim.yaml_templates`), whose fields `strict` then checks once per kind.
     """
     try:
         if not isinstance(doc, dict):
@@ -147,9 +150,12 @@ def parse_object(
                 None, f"expected a mapping with apiVersion and kind, got {describe_value(doc)}"
             )
         model = _model_for(doc)
-        unknown = unknown_field(model, doc) if strict else None
-        if unknown is not None:
-            raise InvalidField(unknown.path, unknown.message)
+        if strict and (shared is None or not shared.fields_known(shape, model)):
+            unknown = unknown_field(model, doc)
+            if unknown is not None:
+                raise InvalidField(unknown.path, unknown.message)
+            if shared is not None:
+                shared.note_fields_known(shape, model)
         obj = validate_schema(model, doc if shared is None else shared.substitute(model, doc))
         if strict and isinstance(obj, Queue):
             check_queue_has_resources(doc)

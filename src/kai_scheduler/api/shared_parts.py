@@ -28,6 +28,16 @@ class SharedParts:
         self._made: dict[
             tuple[type[K8sModel], str], K8sModel | None
         ] = {}  # None: the part does not validate on its own
+        self._known_fields: set[tuple[object, type[K8sModel]]] = set()
+
+    def fields_known(self, shape: object, model: type[K8sModel]) -> bool:
+        """Whether a document of this `shape` (`parse_object`) was found to have only fields `model` has:
+        every field of a shape is where it is in each of its documents, only scalars differ."""
+        return shape is not None and (shape, model) in self._known_fields
+
+    def note_fields_known(self, shape: object, model: type[K8sModel]) -> None:
+        if shape is not None:
+            self._known_fields.add((shape, model))
 
     def substitute(self, model: type[K8sModel], doc: dict[Any, Any]) -> dict[Any, Any]:
         """`doc` with its repeated parts (a pod's containers and status, a node's status) replaced by their

@@ -316,7 +316,7 @@ def _objects_in(
 ) -> Iterator[LoadedObject | SkippedObject | OperatorObject]:
     data = document.data
     if not _is_list(data):
-        yield _parse(data, source, document.index, None, document.line, shared)
+        yield _parse(data, source, document.index, None, document.line, shared, document.shape)
         return
     items = data.get("items")
     if items is None:
@@ -352,7 +352,13 @@ def _typed_item(entry: Any, listing: dict[str, Any]) -> Any:
 
 
 def _parse(
-    data: Any, source: str, index: int, item: int | None, line: int, shared: SharedParts
+    data: Any,
+    source: str,
+    index: int,
+    item: int | None,
+    line: int,
+    shared: SharedParts,
+    shape: object = None,
 ) -> LoadedObject | SkippedObject | OperatorObject:
     if is_operator_document(data):
         return operator_object(data, source, index, item, line)
@@ -363,7 +369,7 @@ def _parse(
         obj: ApiObject | Workload = (
             parse_workload(data, source, index, item)
             if is_workload_document(data)
-            else parse_object(data, source, index, item, strict=True, shared=shared)
+            else parse_object(data, source, index, item, strict=True, shared=shared, shape=shape)
         )
     except ManifestError as exc:
         raise exc.located(line=line) from None

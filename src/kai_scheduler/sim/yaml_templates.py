@@ -36,12 +36,14 @@ from kai_scheduler.api.errors import ManifestError
 class Document:
     """A parsed YAML document before validation: `index` its 1-based place in the file (documents without
     content count: they are null), `line` the 1-based line where it starts, `item_lines` the lines of a
-    `kind: List` document's items."""
+    `kind: List` document's items; `shape`: the same object for documents read through one skeleton (the
+    same keys and nesting, other scalars), None when read by PyYAML."""
 
     data: Any
     index: int
     line: int
     item_lines: tuple[int, ...] = ()
+    shape: object = None
 
 
 # Parses a file's (or a skeleton's) text, as bytes, into its documents, null ones included.
@@ -73,7 +75,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _Recipe = tuple[Any, tuple[tuple[Any, int], ...], tuple[tuple[Any, "_Recipe"], ...]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # one per skeleton: equal and hashed by identity
 class _Template:
     """What one skeleton parses to: `documents` 0 or 1 (a skeleton of comments alone after `---` is a null
     document; before any `---`, none); `line`/`item_lines` relative to the skeleton's parsed text."""
@@ -157,6 +159,7 @@ class _Reader:
                     index,
                     offset + template.line,
                     tuple(offset + item for item in template.item_lines),
+                    template,
                 )
             line += skeleton.count("\n") + 2
             start = end + len(_SEPARATOR)

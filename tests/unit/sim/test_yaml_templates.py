@@ -173,3 +173,17 @@ def test_a_file_of_many_shapes_is_left_to_pyyaml_past_a_bound(monkeypatch: pytes
     found = list(templated(text, lambda b: loader._documents("x.yaml", b), loader._Loader(b"")))
     assert [d.index if d else None for d in found] == [1, 2, None]
     read_both(text)
+
+
+def test_fields_are_checked_once_per_shape_and_kind(tmp_path: Path) -> None:
+    # One skeleton (`kind` is one of its holes): a pod's spec.nodeName is known, a node's is not.
+    pods = [f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p{n}\nspec:\n  nodeName: n0\n" for n in range(3)]
+    node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\nspec:\n  nodeName: n0\n"
+    path = tmp_path / "x.yaml"
+    path.write_text(dump(*pods[:2], node, pods[2]))
+    with pytest.raises(ManifestError) as caught:
+        load_manifests([str(path)])
+    assert (
+        str(caught.value)
+        == f'{path}: document 3 at line 15 (Node n0): spec.nodeName: unknown field "nodeName"'
+    )
