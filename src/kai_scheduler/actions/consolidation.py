@@ -73,7 +73,8 @@ class Consolidation(VictimAction):
         limited = session.points.queue_bound_placement or any(
             not is_unlimited(limit) for queue in path for limit in queue.limit.values()
         )
-        return (scheduling_signature(job, tasks, by_queue=False), job.queue if limited else None)
+        reads = session.points.signature_reads
+        return (scheduling_signature(job, tasks, by_queue=False, reads=reads), job.queue if limited else None)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if not job.preemptible:

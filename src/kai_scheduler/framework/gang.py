@@ -10,14 +10,14 @@ evicted virtually: the simulation places its victims again as it places any job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import Resources
 
 if TYPE_CHECKING:
-    from kai_scheduler.framework.session import Session
+    from kai_scheduler.framework.session import Session, SignatureRead
 
 
 def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
@@ -153,20 +153,34 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     every job it hands out."""
     kept = session.signatures if by_queue else session.shapes
     cached = kept.get(job)
-    if cached is None or cached[0] != job.version:
-        cached = (job.version, scheduling_signature(job, tasks_to_allocate(session, job), by_queue=by_queue))
+    reads = session.points.signature_reads
+    # What is read may change from one cycle to the next with no change of the job (an AccountedResource
+    # counting an annotation made): a signature carried from a cycle that read otherwise is not this one's.
+    if cached is None or cached[0] != job.version or cached[1][-1] != _read_names(reads):
+        tasks = tasks_to_allocate(session, job)
+        cached = (job.version, scheduling_signature(job, tasks, by_queue=by_queue, reads=reads))
         kept[job] = cached
     return cached[1]
 
 
-def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool = True) -> tuple[Any, ...]:
+def _read_names(reads: Sequence[SignatureRead]) -> tuple[Hashable, ...]:
+    return tuple(name for name, _ in reads)
+
+
+def scheduling_signature(
+    job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool = True, reads: Sequence[SignatureRead] = ()
+) -> tuple[Any, ...]:
     """Attempts with equal signatures succeed or fail alike within one action of a cycle (same queue,
-    same preemptibility and priority, same pods to place, same topology constraints), so a failed one
+    same preemptibility and priority, same pods to place, same topology constraints, the same of what
+    node filters read of the pods: `reads`, the session's `ExtensionPoints.signature_reads`), so a failed one
     need not be tried again. `by_queue=False` leaves the queue, preemptibility and priority out, for an
-    action whose outcome does not depend on them (consolidation: no queue may lose resources to it)."""
+    action whose outcome does not depend on them (consolidation: no queue may lose resources to it). The
+    last item names what was read."""
     constrained = job.has_topology()
     constraints = job.topology_constraints() if constrained else ()
-    pods = [(t.request.shape(), t.placement.key, t.nominated_node) for t in tasks]
+    pods = [
+        (t.request.shape(), t.placement.key, t.nominated_node, *[read(t) for _, read in reads]) for t in tasks
+    ]
     if len(pods) > 1:
         pods.sort()
     return (
@@ -177,4 +191,5 @@ def scheduling_signature(job: JobInfo, tasks: list[TaskInfo], *, by_queue: bool 
         # domain, so a constrained job that already runs shares its signature with no other job.
         constraints if constrained else None,
         job.key if constrained and job.active_allocated() > 0 else None,
+        _read_names(reads),
     )

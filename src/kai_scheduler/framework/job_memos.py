@@ -130,7 +130,10 @@ class JobMemos:
             for job, (version, signature) in memo.items():
                 if jobs.get(job.key) is job and version == job.version:
                     fresh_signature = scheduling_signature(
-                        job, fresh_tasks_to_allocate(session, job), by_queue=by_queue
+                        job,
+                        fresh_tasks_to_allocate(session, job),
+                        by_queue=by_queue,
+                        reads=session.points.signature_reads,
                     )
                     if fresh_signature != signature:
                         raise CarriedMismatch(

@@ -58,6 +58,8 @@ class NamedPredicate:
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
+# (a name for what is read, the reader): see `ExtensionPoints.signature_reads`.
+SignatureRead = tuple[Hashable, Callable[[TaskInfo], Hashable]]
 # Scores for the candidate nodes only (their indices, in index order; each passes the predicates and fits
 # the pod now or soon): one per candidate, or one number for all of them.
 NodeScorer = Callable[[TaskInfo, IntArray], FloatArray | float]
@@ -154,6 +156,10 @@ class ExtensionPoints:
     # Whether the nodes a pod may use depend on its job's queue (a task predicate reads the queue's
     # usage: the accounted-resource limits), so that pods alike of different queues may fare differently.
     queue_bound_placement: bool = False
+    # What node filters read of a pod beyond its request and placement (a counted annotation, the queue of
+    # a gpu-memory pod), each with a name for what it reads: part of each scheduling signature, so that
+    # attempts alike in all but these are not taken for one another (`gang.scheduling_signature`).
+    signature_reads: list[SignatureRead] = field(default_factory=list)
 
 
 class SessionState:

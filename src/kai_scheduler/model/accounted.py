@@ -137,6 +137,10 @@ class Charges:
         counts_dra = any(d.counts_dra for d in inputs.definitions.values())
         self._dra = DraCharges(dra) if dra is not None and dra.pod_claims and counts_dra else None
 
+    @property
+    def counts_annotations(self) -> bool:
+        return bool(self._annotations)
+
     def annotations_of(self, task: TaskInfo) -> tuple[str | None, ...]:
         """The values of the annotations some source counts, for this pod."""
         if not self._annotations:

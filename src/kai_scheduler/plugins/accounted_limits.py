@@ -65,6 +65,9 @@ class AccountedLimits:
         # The nodes a pod may use now depend on its queue: a shape that found no room for one queue's job
         # may find it for another's.
         points.queue_bound_placement = True
+        # Pods alike but for an annotation a source counts charge differently: not alike for allocate.
+        if self.charges.counts_annotations:
+            points.signature_reads.append(("accounted-annotations", self.charges.annotations_of))
 
     # --- the checks ---------------------------------------------------------------------------------
 

@@ -49,4 +49,7 @@ def gpu_memory_capacity(session: Session, checks: Sequence[CapacityCheck]) -> Na
         # The answer reads the job's queue (and its allocation, which moves with the nodes' usage).
         return task.job.queue if task.request.gpu_memory_mib and not task.request.gpu_portion else None
 
+    # So gpu-memory pods of different queues are not alike for allocate: one without room in its queue
+    # may find it in another's.
+    session.points.signature_reads.append(("gpu-memory-queue", depends_on))
     return NamedPredicate("proportion", REJECTION, nodes_passing, depends_on)
