@@ -37,7 +37,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     report["ungated"] = measure(docs, SchedulerConfig(), args.cycles)
     report["gated"] = measure(docs, parse_config({"queueAdmissionGating": {"enabled": True}}), args.cycles)
-    rows = {
+    rows: dict[str, tuple[str, Callable[[Any], str]]] = {
         "first cycle, CPU": ("firstCycleCpuSeconds", instrument.fmt_s),
         "first cycle, wall": ("firstCycleWallSeconds", instrument.fmt_s),
         "later cycles (median), CPU": ("laterCycleCpuSeconds", instrument.fmt_s),

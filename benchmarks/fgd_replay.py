@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -202,7 +202,11 @@ def documents(run: Arrivals) -> list[dict[str, Any]]:
     ]
 
 
-_MODELS = {"Node": Node.model_validate, "Pod": Pod.model_validate, "Queue": Queue.model_validate}
+_MODELS: dict[str, Callable[[Any], ApiObject]] = {
+    "Node": Node.model_validate,
+    "Pod": Pod.model_validate,
+    "Queue": Queue.model_validate,
+}
 
 
 def objects(docs: list[dict[str, Any]]) -> list[ApiObject]:

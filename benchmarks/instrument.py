@@ -225,15 +225,15 @@ def profile_cycle(objects: list[ApiObject], cycle: int, folder: Path, top: int, 
     build, schedule = simulation.driver.cache.snapshot, simulation.driver.scheduler.run
     seen = [0]
 
-    def profiled_build(queue_usage: Any = None) -> Any:
+    def profiled_build(*args: Any, **options: Any) -> Any:
         seen[0] += 1
         if seen[0] == cycle:
             profiler.enable()
-        return build(queue_usage)
+        return build(*args, **options)
 
-    def profiled_schedule(snapshot: Any, *, cycle: int, now: float) -> Any:
+    def profiled_schedule(snapshot: Any, *, cycle: int, now: float, **options: Any) -> Any:
         try:
-            return schedule(snapshot, cycle=cycle, now=now)
+            return schedule(snapshot, cycle=cycle, now=now, **options)
         finally:
             profiler.disable()
 

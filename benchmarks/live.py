@@ -93,7 +93,7 @@ def serve(nodes: int) -> None:
     for q in range(QUEUES):
         store.create(_queue(f"queue-{q}", gpus // QUEUES, "department"))
     server = FakeApiServer(store=store, bookmark_interval=1.0)
-    server._requests = _Unbounded()  # every request, not the last 100,000 (the benchmark tallies them all)
+    server._requests = _Unbounded()  # type: ignore[assignment]  # every request, not the last 100,000 (the benchmark tallies them all)
     server.start()
     print(json.dumps({"url": server.url}), flush=True)
     for line in sys.stdin:

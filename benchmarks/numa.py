@@ -123,8 +123,10 @@ def first_cycle(objects: list[ApiObject], scheduler_config: SchedulerConfig, rep
         seen: dict[str, Any] = {}
         run = simulation.driver.scheduler.run
 
-        def timed(snapshot: Any, *, cycle: int, now: float, run: Any = run, seen: Any = seen) -> Any:
-            result = run(snapshot, cycle=cycle, now=now)
+        def timed(
+            snapshot: Any, *, cycle: int, now: float, run: Any = run, seen: Any = seen, **options: Any
+        ) -> Any:
+            result = run(snapshot, cycle=cycle, now=now, **options)
             seen["result"] = result
             return result
 

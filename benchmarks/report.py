@@ -160,7 +160,7 @@ def _command(results: dict[str, Any], key: str, which: str) -> dict[str, Any] | 
 def _cpu(c: dict[str, Any]) -> float:
     """The child's CPU seconds (its wall seconds if they were not recorded)."""
     cpu: float = c.get("cpuSeconds") or c["seconds"]
-    return min(cpu, c["seconds"])
+    return min(cpu, float(c["seconds"]))
 
 
 def _of_cpu(c: dict[str, Any]) -> str:

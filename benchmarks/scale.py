@@ -87,9 +87,9 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
     import scale_trickle
 
     if kind == "trickle":
-        report = scale_trickle.measure(nodes, seed, cycles)
-        report["maxRssBytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return report
+        trickle = scale_trickle.measure(nodes, seed, cycles)
+        trickle["maxRssBytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return trickle
     import scale_workload
     from instrument import START
 

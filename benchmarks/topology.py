@@ -353,7 +353,8 @@ def quality(simulation: Simulation, gpus_of: dict[str, int], last: Any) -> dict[
     cluster = simulation.cluster
     node_index = {node.metadata.name: i for i, node in enumerate(cluster.nodes)}
     labels = [node.metadata.labels for node in cluster.nodes]
-    sizes = {group.key: group.spec.min_member for group, _, _ in cluster.pod_groups}
+    # Every gang of this workload sets its minMember (a PodGroup without one is a single pod).
+    sizes = {group.key: group.spec.min_member or 1 for group, _, _ in cluster.pod_groups}
     nodes_of: dict[str, list[int]] = {key: [] for key in sizes}
     used_gpus = 0
     pending_pods = 0
