@@ -151,7 +151,8 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
             detail = session.explain_no_fit(task)
             done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
             gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
-            return f"{gang}pod {task.name} does not fit: {detail}"
+            # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
+            return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
         where = nodes.names[placed.node]
         if placed.now:
             statement.allocate(

@@ -17,11 +17,19 @@ QUEUE_DOES_NOT_EXIST: Final = "QueueDoesNotExist"
 PREEMPTION_DELAY_NOT_ELAPSED: Final = "PreemptionDelayNotElapsed"
 # KAI's AccountedResource design: the queue names an AccountedResource that does not exist.
 ACCOUNTED_RESOURCE_NOT_FOUND: Final = "AccountedResourceNotFound"
+# The same design: the pod names a shared ResourceClaim a pod of another queue uses.
+SHARED_CLAIM_ACROSS_QUEUES: Final = "SharedResourceClaimAcrossQueues"
 UNSCHEDULABLE: Final = "Unschedulable"
 
 # The codes a node added to the cluster cannot cure (the job's queue, not the cluster's size, stops it).
 NOT_CURED_BY_NODES: Final = frozenset(
-    {OVER_LIMIT, NON_PREEMPTIBLE_OVER_QUOTA, QUEUE_DOES_NOT_EXIST, ACCOUNTED_RESOURCE_NOT_FOUND}
+    {
+        OVER_LIMIT,
+        NON_PREEMPTIBLE_OVER_QUOTA,
+        QUEUE_DOES_NOT_EXIST,
+        ACCOUNTED_RESOURCE_NOT_FOUND,
+        SHARED_CLAIM_ACROSS_QUEUES,
+    }
 )
 
 

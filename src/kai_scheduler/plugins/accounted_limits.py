@@ -31,6 +31,7 @@ from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.queues import QueueInfo, is_unlimited
 from kai_scheduler.model.resources import Resources
+from kai_scheduler.plugins.shared_claims import open_shared_claims
 
 REJECTION: Final = "node(s) would take the queue over an accounted-resource limit"
 _RELATIVE: Final = 1e-9  # sums of fractions and of bytes alike compare within this part of the limit
@@ -202,4 +203,5 @@ def open_accounted_limits(session: Session) -> AccountedLimits | None:
         return None
     limits = AccountedLimits(session, inputs)
     limits.register()
+    open_shared_claims(session)
     return limits
