@@ -8,7 +8,11 @@ every gated pod group is looked at again each cycle. Pods admitted earlier that 
 queue's quota as reserved (D6) until `reservationTimeout` after their admission (D12), so admissions of
 several cycles never exceed it together; within the cycle each admission is committed before the next is
 judged. Reserved demand is added to the queues' allocation while the action runs (the capacity checks and
-queue order then see allocated + reserved, D11) and taken off again before the session closes.
+queue order then see allocated + reserved, D11) and taken off again before the session closes. Checks that
+count more of a pod than its request (accounted-resource limits: `framework.admission_checks`) judge the
+pods themselves and hold their own reservations alike, so every queue-capacity failure gates, as the
+AccountedResource design asks (a queue naming a missing AccountedResource keeps its pods gated with
+`AccountedResourceNotFound`).
 
 Order: pod groups whose gang lost its gate part-way (a crash between patches) first, then the rest, each
 through the queue tree in queue and job order (`QueueOrderedJobs`). A gang's minimum is admitted as one,
@@ -21,13 +25,15 @@ not exist stay gated (D10). Nothing here writes to the cluster: the decisions ar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason, code_of
 from kai_scheduler.framework.admission_config import UNGATE_ACTION
 from kai_scheduler.framework.decisions import Ungating
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.admission import AdmissionFacts, GatedPod
-from kai_scheduler.model.jobs import JobInfo, TaskStatus
+from kai_scheduler.model.admission import AdmissionFacts, GatedPod, PodAsk
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -104,12 +110,12 @@ def _admit(session: Session, ledger: _Reservations, job: JobInfo) -> None:
     admitted: list[str] = []
     for block in blocks:
         demand = ledger.demand(block)
-        reason = ledger.refusal(job, demand)
+        reason = ledger.refusal(job, demand, block)
         if reason is not None:
             if not admitted:
                 session.unschedulable[job.key] = WaitReason(f"{GATED_MARKER}: {reason}", code_of(reason))
             break
-        ledger.commit(job, demand)
+        ledger.commit(job, demand, block)
         admitted.extend(pod.key for pod in block)
     if admitted:
         _release(session, job, admitted, f"queue {job.queue} admits it within its quota and limits")
@@ -132,9 +138,21 @@ class _Reservations:
         # preemptible and its demand: allocations only grow while the action runs, so the same ask of the
         # same queue is refused again, and a 50,000-pod backlog of alike pods is judged once per shape.
         self._refused: dict[tuple[str, bool, float, float, float], str] = {}
+        self._checks = session.points.admission_checks
+        for check in self._checks:
+            check.begin_admission()
 
-    def refusal(self, job: JobInfo, demand: Resources) -> str | None:
-        """The session's capacity checks' reason against admitting `demand` of `job` now (None: admit)."""
+    def refusal(self, job: JobInfo, demand: Resources, pods: list[GatedPod]) -> str | None:
+        """The session's capacity checks' reason against admitting `pods` (asking `demand`) of `job` now
+        (None: admit)."""
+        reason = self._capacity_refusal(job, demand)
+        for check in self._checks:
+            if reason is not None:
+                break
+            reason = check.admission_refusal(job, pods)
+        return reason
+
+    def _capacity_refusal(self, job: JobInfo, demand: Resources) -> str | None:
         if job.tasks:  # (a torn gang's own pending pods may count in a check)
             return self._session.check_job_capacity(job, demand)
         shape = (job.queue, job.preemptible, demand.gpu, demand.cpu, demand.memory)
@@ -161,14 +179,18 @@ class _Reservations:
             if not admitted or job.queue not in session.snapshot.queues:
                 continue
             total = Resources()
+            waiting: list[TaskInfo] = []
             for task in job.tasks:
                 since = admitted.get(task.key)
                 if since is not None and task.status is TaskStatus.PENDING and session.now - since < timeout:
                     total.add(task.request.queue_resources(None, session.snapshot.min_gpu_memory_mib))
+                    waiting.append(task)
                     session.wake_at(since + timeout)  # the reservation lapses then: another may be admitted
-            self.commit(job, total)
+            self.commit(job, total, waiting)
 
-    def commit(self, job: JobInfo, demand: Resources) -> None:
+    def commit(self, job: JobInfo, demand: Resources, pods: Sequence[PodAsk]) -> None:
+        for check in self._checks:
+            check.reserve_admission(job, pods)
         non_preemptible = not job.preemptible
         before = self._before
         for queue in self._session.snapshot.queues.ancestry(job.queue):
@@ -186,3 +208,5 @@ class _Reservations:
             ):
                 now.gpu, now.cpu, now.memory = was.gpu, was.cpu, was.memory
         self._before.clear()
+        for check in self._checks:
+            check.end_admission()

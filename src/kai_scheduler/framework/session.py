@@ -17,9 +17,11 @@ import numpy as np
 
 from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework import alike_nodes
+from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable, PipelineTake
@@ -146,6 +148,9 @@ class ExtensionPoints:
     # Job key -> new stale-since time (None clears it), for the edge to remember across cycles.
     stale_updates: dict[str, float | None] = field(default_factory=dict)
     on_allocate: list[TaskHandler] = field(default_factory=list)
+    # Capacity checks that judge gated pods themselves at queue admission (the ungate action), beyond what
+    # `job_capacity_checks` judge of a request: the accounted-resource limits.
+    admission_checks: list[AdmissionCheck] = field(default_factory=list)
     # Whether a pod evicted on a statement and placed back on its own node (the int) would hold there what
     # it holds now (the numa plugin: the same NUMA zones); any False, and it moves instead of staying.
     stays_put: list[Callable[[TaskInfo, int], bool]] = field(default_factory=list)
@@ -401,7 +406,7 @@ class Session:
             self._static_masks[placement.key] = cached
         return cached
 
-    def usable_nodes(self, tasks: Sequence[TaskInfo]) -> BoolArray:
+    def usable_nodes(self, tasks: Sequence[PodAsk]) -> BoolArray:
         """Nodes that pass the static predicates (selector, affinity, taints, cordon) of any of the tasks:
         freeing resources anywhere else cannot help them."""
         usable = np.zeros(self.snapshot.nodes.size, dtype=np.bool_)

@@ -29,6 +29,7 @@ from kai_scheduler.api.accounted_resources import unit_factor
 from kai_scheduler.api.objects import AccountedResource, AccountedResourceSource, is_unlimited
 from kai_scheduler.api.quantity import parse_quantity
 from kai_scheduler.model.accounted_dra import DraCharges, DraRule, dra_rule
+from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.dra import DraSnapshot, is_gpu_class
 from kai_scheduler.model.jobs import ALLOCATED, TaskInfo
 from kai_scheduler.model.nodes import FloatArray, NodeTable
@@ -141,7 +142,7 @@ class Charges:
     def counts_annotations(self) -> bool:
         return bool(self._annotations)
 
-    def annotations_of(self, task: TaskInfo) -> tuple[str | None, ...]:
+    def annotations_of(self, task: PodAsk) -> tuple[str | None, ...]:
         """The values of the annotations some source counts, for this pod."""
         if not self._annotations:
             return ()
@@ -149,7 +150,7 @@ class Charges:
         found = state.pod.metadata.annotations if state is not None else {}
         return tuple(found.get(key) for key in self._annotations)
 
-    def on_nodes(self, task: TaskInfo) -> dict[str, Charge]:
+    def on_nodes(self, task: PodAsk) -> dict[str, Charge]:
         """What the pod would charge each resource it charges at all, on each node."""
         values = self.annotations_of(task)
         claims = self._dra is not None and task.key in self._dra.pods
@@ -167,7 +168,7 @@ class Charges:
             for name, charge in self.on_nodes(task).items()
         }
 
-    def _work_out(self, task: TaskInfo, annotations: Mapping[str, str | None]) -> dict[str, Charge]:
+    def _work_out(self, task: PodAsk, annotations: Mapping[str, str | None]) -> dict[str, Charge]:
         request = task.request
         charges: dict[str, Charge] = {}
         for definition in self.inputs.definitions.values():

@@ -7,17 +7,36 @@ is then None and costs nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kai_scheduler.model.resources import PodRequest
+
+if TYPE_CHECKING:  # (jobs.py imports this module)
+    from kai_scheduler.model.jobs import Placement
+
+
+class PodAsk(Protocol):
+    """What a pod asks, as checks that judge gated pods and tasks alike read it (a `GatedPod`, a
+    `TaskInfo`): what its queue is charged and the nodes it may use."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def request(self) -> PodRequest: ...
+    @property
+    def placement(self) -> Placement: ...
 
 
 class GatedPod(NamedTuple):
     """A pending pod whose only scheduling gate is the queue-admission gate."""
 
     key: str  # namespace/name
+    name: str
     rank: float  # creation order
     request: PodRequest
+    placement: Placement
 
 
 @dataclass(slots=True)

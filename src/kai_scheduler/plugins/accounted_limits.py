@@ -15,10 +15,17 @@ What a pod charges can depend on its node (`model.accounted`), so there are two 
   cheapest node among those they may use (node selector, affinity, taints); when even that takes a
   queue over a limit, no node can help and the job waits with `OverLimit` naming the resource. A queue
   naming an AccountedResource that does not exist blocks its jobs (`AccountedResourceNotFound`).
+
+At queue admission (the `ungate` action, `framework.admission_checks`) the same limits decide which gated
+pods lose their gate, as KAI's queue-admission design asks of every queue-capacity failure: a pod group
+whose pods' least charge (the per-attempt rule above: exact for requests and annotations, the cheapest
+node they may use for node-derived charges, so gating never holds back pods some node would take) takes a
+queue over a limit stays gated, and what is admitted counts as held until the action ends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -27,6 +34,7 @@ from kai_scheduler.api.reasons import ACCOUNTED_RESOURCE_NOT_FOUND, OVER_LIMIT, 
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.session import NamedPredicate, Session
 from kai_scheduler.model.accounted import AccountedInputs, Charges, queue_usage, shown
+from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.queues import QueueInfo, is_unlimited
@@ -54,6 +62,8 @@ class AccountedLimits:
         self._everywhere.flags.writeable = False  # handed out to every pod no limit concerns
         self._nowhere = np.zeros(session.snapshot.nodes.size, dtype=np.bool_)
         self._nowhere.flags.writeable = False
+        # While the ungate action runs: each queue's usage before its reservations (put back at the end).
+        self._admitting: dict[str, dict[str, float]] | None = None
 
     def register(self) -> None:
         points = self._session.points
@@ -63,6 +73,7 @@ class AccountedLimits:
         )
         points.on_allocate.append(self._on_allocate)
         points.on_deallocate.append(self._on_deallocate)
+        points.admission_checks.append(self)
         # The nodes a pod may use now depend on its queue: a shape that found no room for one queue's job
         # may find it for another's.
         points.queue_bound_placement = True
@@ -98,10 +109,16 @@ class AccountedLimits:
         missing = self._missing_reference(job.queue)
         if missing is not None:
             return missing
+        if self._admitting is not None:
+            return None  # the admission check judges the pods (its reservations hold the waiting ones)
+        return self._exceeded(job, tasks_to_allocate(self._session, job))
+
+    def _exceeded(self, job: JobInfo, pods: Sequence[PodAsk]) -> str | None:
+        """The OverLimit reason when the pods' least charges take a queue on the job's path over a limit."""
         limited = self._limits_on_path(job.queue)
         if not limited:
             return None
-        least = self._least_charges(tasks_to_allocate(self._session, job), set(limited))
+        least = self._least_charges(pods, set(limited))
         for name, bounds in limited.items():
             asked = least.get(name, 0.0)
             if asked <= 0.0:
@@ -116,7 +133,7 @@ class AccountedLimits:
                     )
         return None
 
-    def _least_charges(self, tasks: list[TaskInfo], names: set[str]) -> dict[str, float]:
+    def _least_charges(self, tasks: Sequence[PodAsk], names: set[str]) -> dict[str, float]:
         """Per resource, the least the pods charge together: each on the cheapest node it may use."""
         least: dict[str, float] = {}
         for task in tasks:
@@ -132,6 +149,34 @@ class AccountedLimits:
                     charge = float(charge[usable].min())
                 least[name] = least.get(name, 0.0) + charge
         return least
+
+    # --- queue admission (framework.admission_checks) ----------------------------------------------
+
+    def begin_admission(self) -> None:
+        self._admitting = {}
+
+    def admission_refusal(self, job: JobInfo, pods: Sequence[PodAsk]) -> str | None:
+        return self._missing_reference(job.queue) or self._exceeded(job, pods)
+
+    def reserve_admission(self, job: JobInfo, pods: Sequence[PodAsk]) -> None:
+        before = self._admitting
+        assert before is not None, "reserve_admission outside begin_admission/end_admission"
+        limited = self._limits_on_path(job.queue)
+        if not limited or not pods:
+            return
+        least = self._least_charges(pods, set(limited))
+        for queue in self._path(job.queue):
+            held = self.usage[queue.name]
+            before.setdefault(queue.name, dict(held))
+            for name, amount in least.items():
+                held[name] = held.get(name, 0.0) + amount
+
+    def end_admission(self) -> None:
+        for queue, held in (self._admitting or {}).items():
+            usage = self.usage[queue]  # put back as it was, not subtracted: floats
+            usage.clear()
+            usage.update(held)
+        self._admitting = None
 
     def _missing_reference(self, queue_name: str) -> str | None:
         for queue in self._path(queue_name):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from helpers import config, node, pod, pod_group, queue
+from helpers import config, node, pod, pod_group, queue, queue_manifest
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
-from kai_scheduler.api.objects import Pod, PodSchedulingGate, Queue
+from kai_scheduler.api.objects import AccountedResource, Node, Pod, PodSchedulingGate, Queue
 from kai_scheduler.api.reasons import code_of
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
@@ -34,9 +34,17 @@ def opted(q: Queue, opt_in: bool | None = True) -> Queue:
 class Cluster:
     """A cluster cache as an edge keeps it: pods bound where allocate binds them, gates off as ungate says."""
 
-    def __init__(self, queues: list[Queue], pods: list[Pod], gpus: int = 8) -> None:
+    def __init__(
+        self,
+        queues: list[Queue],
+        pods: list[Pod],
+        gpus: int = 8,
+        nodes: list[Node] | None = None,
+        accounted: list[AccountedResource] | None = None,
+    ) -> None:
         self.cache = ClusterCache()
-        self.cache.set_nodes([node("n0", gpus=gpus)])
+        self.cache.set_nodes(nodes or [node("n0", gpus=gpus)])
+        self.cache.set_accounted_resources(accounted or [])
         self.cache.set_queues(queues)
         self.cache.set_priorities(Priorities.of([]))
         self.rank = 0
@@ -166,3 +174,99 @@ def test_nothing_configured_changes_nothing() -> None:
     assert not result.ungates and "ungate" not in result.action_seconds
     off = Cluster([q], [gated(pod("c", gpus=1)), gated(pod("d", gpus=1), "example.com/hold")])
     assert ungated(off.cycle(SchedulerConfig())) == ["c", "d"]
+
+
+# --- accounted-resource limits at the gate (KAI's AccountedResource design, "Queue Admission Signaling") --
+
+
+def accounted(name: str, source: dict[str, object], default: str | None = None) -> AccountedResource:
+    spec: dict[str, object] = {"sources": [source]}
+    if default is not None:
+        spec["defaults"] = {"limit": default}
+    return AccountedResource.model_validate(
+        {
+            "apiVersion": "scheduling.run.ai/v1alpha1",
+            "kind": "AccountedResource",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
+
+
+def limited(name: str, **limits: str) -> Queue:
+    manifest = queue_manifest(name)
+    manifest["spec"]["accountedResources"] = [{"resourceRef": k, "limit": v} for k, v in limits.items()]
+    return opted(Queue.model_validate(manifest))
+
+
+GPUS = accounted("gpus", {"resourceName": "nvidia.com/gpu"})
+H200 = accounted("gpu-h200", {"resourceName": "nvidia.com/gpu", "match": {"nodeLabels": {"product": "H200"}}})
+
+
+def test_a_queue_naming_a_missing_accounted_resource_keeps_its_pods_gated() -> None:
+    cluster = Cluster([limited("q", missing="4")], [gated(pod("p0", gpus=1))], accounted=[GPUS])
+    result = cluster.cycle()
+    assert ungated(result) == []
+    reason = result.unschedulable["default/pg-p0"]
+    assert code_of(reason) == "AccountedResourceNotFound"
+    assert reason.startswith(
+        "QueueAdmissionGated: AccountedResourceNotFound: queue q names AccountedResource missing"
+    )
+
+
+def test_an_accounted_limit_gates_as_a_queue_limit_does_counting_admitted_pods_as_reserved() -> None:
+    """No spec.resources limit: only the accounted one (4 GPUs) holds. p0..p3 are admitted in the first
+    cycle together; p4 stays gated naming the resource; once p0 ends, p4 is admitted."""
+    cluster = Cluster(
+        [limited("q", gpus="4")], [gated(pod(f"p{i}", gpus=1)) for i in range(5)], accounted=[GPUS]
+    )
+    first = cluster.cycle()
+    assert ungated(first) == ["p0", "p1", "p2", "p3"]
+    reason = first.unschedulable["default/pg-p4"]
+    assert code_of(reason) == "OverLimit"
+    assert reason.startswith(
+        "QueueAdmissionGated: OverLimit: queue q would exceed its accounted gpus limit (4 used"
+    )
+    assert ungated(cluster.cycle()) == []  # p0..p3 bind
+    cluster.finish("default/p0")
+    assert ungated(cluster.cycle()) == ["p4"]
+
+
+def test_admitted_pods_that_still_wait_hold_the_accounted_limit() -> None:
+    """No node has room for a 2-GPU pod: p0, admitted, waits and reserves 2 of the 2 accounted GPUs, so p1 is
+    not admitted in later cycles while the reservation holds."""
+    cluster = Cluster(
+        [limited("q", gpus="2")], [gated(pod(f"p{i}", gpus=2)) for i in range(2)], gpus=1, accounted=[GPUS]
+    )
+    assert ungated(cluster.cycle()) == ["p0"]
+    later = cluster.cycle()
+    assert ungated(later) == [] and code_of(later.unschedulable["default/pg-p1"]) == "OverLimit"
+
+
+def test_a_default_limit_gates_queues_that_name_none() -> None:
+    default = accounted("gpus", {"resourceName": "nvidia.com/gpu"}, default="1")
+    cluster = Cluster(
+        [opted(queue("q"))], [gated(pod(f"p{i}", gpus=1)) for i in range(2)], accounted=[default]
+    )
+    result = cluster.cycle()
+    assert ungated(result) == ["p0"] and code_of(result.unschedulable["default/pg-p1"]) == "OverLimit"
+
+
+def test_a_node_derived_charge_gates_only_pods_no_node_would_take() -> None:
+    """An H200 limit of 0: a pod that may use the A100 node charges nothing there and is admitted (and runs
+    there); one bound by its node selector to H200 nodes stays gated naming gpu-h200."""
+    nodes = [
+        node("h200", gpus=4, labels={"product": "H200"}),
+        node("a100", gpus=4, labels={"product": "A100"}),
+    ]
+    pods = [
+        gated(pod("anywhere", gpus=1)),
+        gated(pod("h200-only", gpus=1, node_selector={"product": "H200"})),
+    ]
+    cluster = Cluster([limited("q", **{"gpu-h200": "0"})], pods, nodes=nodes, accounted=[H200])
+    result = cluster.cycle()
+    assert ungated(result) == ["anywhere"]
+    reason = result.unschedulable["default/pg-h200-only"]
+    assert code_of(reason) == "OverLimit" and "accounted gpu-h200 limit" in reason
+    placed = cluster.cycle().decisions
+    assert [(d.pod, d.node) for d in placed] == [("default/anywhere", "a100")]

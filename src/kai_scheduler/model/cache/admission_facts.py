@@ -17,5 +17,5 @@ def note_gated(facts: AdmissionFacts, state: PodState, asks: PodAsks) -> None:
     if not only_our_gate(gates):
         facts.also_foreign.append(state.pod.key)
         return
-    request = asks.of(state.pod)[0]
-    facts.gated.append(GatedPod(state.pod.key, state.rank, request))
+    request, placement, _ = asks.of(state.pod)
+    facts.gated.append(GatedPod(state.pod.key, state.pod.metadata.name, state.rank, request, placement))
