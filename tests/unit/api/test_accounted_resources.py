@@ -73,8 +73,10 @@ kind: Queue
 metadata:
   name: team-a
 spec:
-  resources: {gpu: {quota: -1, limit: -1, overQuotaWeight: 1}, cpu: {quota: -1, limit: -1, overQuotaWeight: 1},
-    memory: {quota: -1, limit: -1, overQuotaWeight: 1}}
+  resources:
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
   accountedResources:
   - resourceRef: gpu
     limit: "16"

@@ -49,7 +49,9 @@ def _pod(name: str, queue: str, *, gpus: str = "1", annotations: str = "{}") -> 
 apiVersion: v1
 kind: Pod
 metadata: {{name: {name}, labels: {{kai.scheduler/queue: {queue}}}, annotations: {annotations}}}
-spec: {{schedulerName: kai-scheduler, containers: [{{name: main, resources: {{requests: {{nvidia.com/gpu: "{gpus}"}}}}}}]}}
+spec:
+  schedulerName: kai-scheduler
+  containers: [{{name: main, resources: {{requests: {{nvidia.com/gpu: "{gpus}"}}}}}}]
 """
 
 
@@ -57,7 +59,10 @@ def _shared_pod(name: str, queue: str, fraction: str) -> str:
     return f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: {name}, labels: {{kai.scheduler/queue: {queue}}}, annotations: {{gpu-fraction: "{fraction}"}}}}
+metadata:
+  name: {name}
+  labels: {{kai.scheduler/queue: {queue}}}
+  annotations: {{gpu-fraction: "{fraction}"}}
 spec: {{schedulerName: kai-scheduler, containers: [{{name: main}}]}}
 """
 
