@@ -43,10 +43,18 @@ class Allocate:
         alike: dict[str, tuple[str, WaitReason]] = {}
         use_signatures = session.config.use_scheduling_signatures
         counts = session.counts[self.name]
+        holds = session.points.holds
+        if holds is not None:
+            holds.start_action()
         while (job := queue.pop()) is not None:
             counts.acted_on += 1
             tasks = tasks_to_allocate(session, job)
             signature = next_signature(session, job) if use_signatures else None
+            # Capacity held for a job that cannot start (reservation and backfill) is a node filter that
+            # reads how long the pods run: part of what makes attempts alike.
+            held = holds.signature(job, tasks) if holds is not None else None
+            if signature is not None and held is not None:
+                signature = (signature, held)
             if signature is not None and signature in failed_shapes:
                 _failed_like(session, job, failed_shapes[signature], alike)
                 continue
@@ -59,9 +67,13 @@ class Allocate:
                 if use_signatures and not session.points.queue_bound_placement
                 else None
             )
+            if shape is not None and held is not None:
+                shape = (shape, held)
             if shape is not None and shape in no_room:
                 _failed_like(session, job, no_room[shape], alike)
             elif place_job_tasks(session, job, tasks, self.name):
+                if holds is not None:
+                    holds.job_placed(job, tasks)
                 if job.has_pending():
                     queue.push(job)
                 continue
@@ -69,6 +81,10 @@ class Allocate:
                 no_room[shape] = job.key
             if signature is not None:
                 failed_shapes[signature] = job.key
+            if holds is not None:
+                holds.job_unplaced(job, tasks)
+        if holds is not None:
+            holds.end_action()
 
 
 def _failed_like(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import replace
 
+from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.snapshot import JobTimes
 
 FINISHED_PHASES = ("Succeeded", "Failed")
@@ -30,15 +31,17 @@ def next_job_times(
     stale_since: Mapping[str, float | None],
     now: float,
     evicted: Set[str] = frozenset(),
+    reservations: Mapping[str, Reservation | None] | None = None,
 ) -> dict[str, JobTimes]:
     """The job times after a cycle: a job that went from no running pod to some has (re)started now
     (minimum runtimes count from here), one with no running pod has no start; the cycle's staleness
     updates (None: no longer stale) replace the old ones; a job the cycle evicted a pod of was last evicted
-    now (its preemption delay starts again, as KAI stamps it when it commits an eviction). Jobs with no
+    now (its preemption delay starts again, as KAI stamps it when it commits an eviction); the cycle's
+    reservation updates (None: let go) replace the old ones, and a job that runs holds none. Jobs with no
     time are left out."""
     updated = dict(times)
     for job in running_after - running_before:
-        updated[job] = replace(updated.get(job, JobTimes()), last_start=now)
+        updated[job] = replace(updated.get(job, JobTimes()), last_start=now, reservation=None)
     for job, current in times.items():
         if current.last_start is not None and job not in running_after:
             updated[job] = replace(updated[job], last_start=None)
@@ -46,4 +49,6 @@ def next_job_times(
         updated[job] = replace(updated.get(job, JobTimes()), stale_since=since)
     for job in evicted:
         updated[job] = replace(updated.get(job, JobTimes()), last_eviction=now)
+    for job, reservation in (reservations or {}).items():
+        updated[job] = replace(updated.get(job, JobTimes()), reservation=reservation)
     return {job: t for job, t in updated.items() if not t.empty()}

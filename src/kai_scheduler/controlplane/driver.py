@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -15,6 +15,7 @@ from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.cache import ClusterCache, build_snapshot
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.model.reservations import RunEstimates
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState
 from kai_scheduler.plugins.endpoints import ReflectJobOrderPlugin, SnapshotPlugin
@@ -71,6 +72,9 @@ class CycleDriver:
         # Keep the fair-share division's steps in each result (`SessionResult.fair_share_record`): the
         # live scheduler's plugin server and `simulate --explain-fairshare` show them.
         self.record_fair_share = False
+        # Reservation and backfill: when pods are expected to end, asked once per evaluated cycle with its
+        # time (None: not asked; the edge sets it when the `reservation` plugin is configured).
+        self.estimates: Callable[[float], RunEstimates] | None = None
 
     def run(self, cycle: int, now: float) -> CycleOutcome:
         """One cycle; on a cluster unchanged since a cycle that decided nothing, that cycle's result
@@ -90,6 +94,8 @@ class CycleDriver:
                 seconds = time.perf_counter() - started
                 return CycleOutcome(snapshot, result, running, seconds, usage_seconds, reused=True)
         snapshot = cache.snapshot(queue_usage, now)
+        if self.estimates is not None:
+            snapshot.run_estimates = self.estimates(now)
         running_before = cache.running_jobs
         result = self.scheduler.run(snapshot, cycle=cycle, now=now, record_fair_share=self.record_fair_share)
         cache.after_cycle(decision.pod for decision in result.decisions)

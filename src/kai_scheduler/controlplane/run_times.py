@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -29,6 +29,7 @@ from kai_scheduler.api.durations import parse_duration
 from kai_scheduler.api.objects import Pod, PodGroup
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.model.builder import job_key_of, pod_request
+from kai_scheduler.model.reservations import RunEstimates
 from kai_scheduler.model.snapshot import ClusterState
 
 # Completed pods remembered per shape: the latest ones, since a team's jobs change over weeks.
@@ -143,6 +144,35 @@ def waiting_jobs(state: ClusterState) -> dict[str, int]:
     return {job: min_member.get(job, 1) for job in pending if running.get(job, 0) < min_member.get(job, 1)}
 
 
+def run_estimates(
+    pods: Iterable[tuple[Pod, bool]],
+    groups: Mapping[str, PodGroup],
+    started: Mapping[str, float],
+    history: RunHistory,
+    now: float,
+) -> RunEstimates:
+    """When each pod is expected to end, by the rule above, for reservation and backfill
+    (`model.reservations`). `pods`: the pods of ours that hold resources on a node (True) or wait (False),
+    finished ones left out; one on a node ends `now` plus what is left of its duration (`started`: when it
+    began to run; missing, it has just started), a waiting one runs for its duration once placed.
+    `groups`: the PodGroups by job key (a pod without one is its own job)."""
+    ends: dict[str, float] = {}
+    durations: dict[str, float] = {}
+    for pod, on_node in pods:
+        known = duration = known_duration(pod)
+        if duration is None:
+            duration = history.estimate(shape_of(pod, groups.get(job_key_of(pod))))
+        if duration is None:
+            continue
+        if not on_node:
+            durations[pod.key] = duration
+            continue
+        left = remaining(duration, known=known is not None, elapsed=now - started.get(pod.key, now))
+        if left is not None:
+            ends[pod.key] = now + left
+    return RunEstimates(ends, durations)
+
+
 __all__ = [
     "HISTORY_PER_SHAPE",
     "RunHistory",
@@ -150,6 +180,7 @@ __all__ = [
     "StartTimeQuery",
     "known_duration",
     "remaining",
+    "run_estimates",
     "shape_of",
     "waiting_jobs",
 ]

@@ -78,6 +78,7 @@ class ShardedDriver:
                     shard_outcome.result.stale_since,
                     now,
                     shard_outcome.evicted_jobs(),
+                    shard_outcome.result.reservations,
                 )
             )
         return times

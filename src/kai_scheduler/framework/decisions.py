@@ -9,6 +9,7 @@ from kai_scheduler.api.numa_placement import NumaZonePlacement
 from kai_scheduler.api.objects import AllocationResult, ContainerExtendedResourceRequest, DeviceRequest
 from kai_scheduler.framework.search_record import SearchRecord
 from kai_scheduler.model.fair_share_record import FairShareRecord
+from kai_scheduler.model.reservations import Reservation
 
 DecisionType = Literal["bind", "pipeline", "evict"]
 
@@ -103,3 +104,8 @@ class SessionResult:
     fair_share_record: FairShareRecord | None = None
     # Pod groups whose queue-admission gate comes off (the `ungate` action), in the order admitted.
     ungates: list[Ungating] = field(default_factory=list)
+    # Reservation and backfill (`plugins.reservation`): the jobs whose reservation the cycle made, moved or
+    # let go (None), for the edge to keep with the job's other times; and the jobs it placed on reserved
+    # capacity because they are expected to end before the reservation starts (backfilled), in order.
+    reservations: dict[str, Reservation | None] = field(default_factory=dict)
+    backfilled: list[str] = field(default_factory=list)

@@ -20,12 +20,14 @@ from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
+from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable, PipelineTake
 from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.resources import EPSILON, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
@@ -165,6 +167,9 @@ class ExtensionPoints:
     # a gpu-memory pod), each with a name for what it reads: part of each scheduling signature, so that
     # attempts alike in all but these are not taken for one another (`gang.scheduling_signature`).
     signature_reads: list[SignatureRead] = field(default_factory=list)
+    # Reservation and backfill: told what allocate places and fails to place, may hold capacity for jobs
+    # that cannot start now (`framework.holds`); None: nothing is held (KAI's allocate).
+    holds: CapacityHolds | None = None
 
 
 class SessionState:
@@ -328,6 +333,10 @@ class Session:
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share
         self.fair_share_record: FairShareRecord | None = None
+        # Reservation and backfill's results (`SessionResult.reservations`, `.backfilled`), left by the
+        # reservation plugin when it closes.
+        self.reservation_updates: dict[str, Reservation | None] = {}
+        self.backfilled: list[str] = []
 
     # --- orders ----------------------------------------------------------------------------------
 
@@ -621,6 +630,8 @@ class Session:
             self._wake_at,
             fair_share_record=self.fair_share_record,
             ungates=list(self.ungates),
+            reservations=dict(self.reservation_updates),
+            backfilled=list(self.backfilled),
         )
 
 

@@ -9,6 +9,7 @@ from typing import Final, NamedTuple
 
 from kai_scheduler.api.objects import Affinity, Toleration
 from kai_scheduler.model.admission import AdmissionFacts
+from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.resources import PodRequest
 
 
@@ -281,6 +282,8 @@ class JobInfo:
     preemption_delay: float = 0.0
     created: float | None = None
     last_eviction: float | None = None
+    # The capacity held for it across cycles while it cannot start (`plugins.reservation`).
+    reservation: Reservation | None = None
     # Bumped whenever one of its pods changes status in a session, so derived values can be cached
     # (`tally`, and the sessions' per-job caches). Whoever changes a pod's status must bump it.
     version: int = 0

@@ -33,6 +33,7 @@ from kai_scheduler.model.dra import DraSnapshot
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
+from kai_scheduler.model.reservations import Reservation, RunEstimates
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree
@@ -86,9 +87,17 @@ class JobTimes:
     # When one of its pods was last evicted (KAI's `kai.scheduler/last-eviction-timestamp`): its preemption
     # delay starts again from here.
     last_eviction: float | None = None
+    # The capacity held for it while it cannot start (reservation and backfill, `plugins.reservation`;
+    # live mode keeps it on the PodGroup as `kai.scheduler/reservation`).
+    reservation: Reservation | None = None
 
     def empty(self) -> bool:
-        return self.last_start is None and self.stale_since is None and self.last_eviction is None
+        return (
+            self.last_start is None
+            and self.stale_since is None
+            and self.last_eviction is None
+            and self.reservation is None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +190,9 @@ class ClusterSnapshot:
     # What the accounted-resource limits read; None when no AccountedResource exists and no queue names
     # one (the usual cluster: then nothing is checked).
     accounted: AccountedInputs | None = None
+    # When pods are expected to end, for reservation and backfill; None when the edge was not asked for
+    # them (the reservation plugin is not configured).
+    run_estimates: RunEstimates | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

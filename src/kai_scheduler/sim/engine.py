@@ -20,6 +20,7 @@ from kai_scheduler.model.snapshot import JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.sim import gc_policy
 from kai_scheduler.sim.in_memory_cluster import SimCluster, build_cluster
+from kai_scheduler.sim.run_estimates import estimates_of, wants_estimates
 from kai_scheduler.sim.workloads import Workload
 
 
@@ -120,6 +121,11 @@ class Simulation:
                 (p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)
             ]
             self.sharded = ShardedDriver(cache, shards)
+        if wants_estimates(config):
+            estimate = estimates_of(self.cluster)
+            self.driver.estimates = estimate
+            for shard in self.sharded.shards if self.sharded is not None else ():
+                shard.driver.estimates = estimate
 
     def run(self) -> SimulationResult:
         cluster = self.cluster
@@ -218,6 +224,7 @@ class Simulation:
             result.stale_since,
             now,
             outcome.evicted_jobs(),
+            result.reservations,
         )
         return result, outcome.seconds, times
 

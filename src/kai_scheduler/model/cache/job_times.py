@@ -31,8 +31,9 @@ class JobTimesBook:
 
 
 def stamp(job: JobInfo, times: JobTimes) -> None:
-    job.last_start, job.stale_since, job.last_eviction = (
+    job.last_start, job.stale_since, job.last_eviction, job.reservation = (
         times.last_start,
         times.stale_since,
         times.last_eviction,
+        times.reservation,
     )

@@ -1,0 +1,36 @@
+"""Capacity held for jobs that cannot start now (reservation and backfill, issue #24): what the allocate
+action tells a holder of capacity as it goes (`ExtensionPoints.holds`, registered by the `reservation`
+plugin; None, the default, and allocate is exactly KAI's).
+
+Holds are made only within allocate, in its order: a job taken up after a hold was made may not take the
+held capacity unless it is expected to end before the hold starts. A job taken up before keeps what KAI's
+order gives it, and the eviction actions see no hold."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Protocol
+
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+
+
+class CapacityHolds(Protocol):
+    def start_action(self) -> None:
+        """Allocate begins: holds made from here on bind the jobs taken up after them."""
+
+    def job_unplaced(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
+        """`tasks` of `job` (its next attempt, which its queue may run) found no room: it may hold
+        capacity from here on."""
+
+    def job_placed(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
+        """`tasks` of `job` were placed."""
+
+    def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> Hashable:
+        """What the holds made so far make of the attempt: attempts alike in it (and in their scheduling
+        signature) fare alike."""
+
+    def end_action(self) -> None:
+        """Allocate is done: no hold binds any more in this cycle."""
+
+
+__all__ = ["CapacityHolds"]

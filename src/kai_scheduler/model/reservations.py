@@ -1,0 +1,33 @@
+"""Reservation and backfill's data (issue #24, `plugins/reservation`): what a job holds across cycles and
+what the scheduler expects of how long pods run. Pure values: the edges fill in `RunEstimates` from their
+records by the rule of `controlplane.run_times`, and keep each job's `Reservation` with its other times
+(`JobTimes.reservation`, on the PodGroup in live mode)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Capacity held for a job that cannot start now: the nodes its pods are expected to start on (sorted
+    by name), when (session-clock seconds) and how many GPUs it holds there. No other job is placed on
+    that capacity unless it is expected to end by `start`."""
+
+    nodes: tuple[str, ...]
+    start: float
+    gpus: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunEstimates:
+    """When the pods of ours are expected to end (session-clock seconds), by pod key: `ends` for the pods
+    that hold resources now, `durations` (seconds) for those that wait. A pod left out has no estimate:
+    it is taken to run for good."""
+
+    ends: Mapping[str, float] = field(default_factory=dict)
+    durations: Mapping[str, float] = field(default_factory=dict)
+
+
+__all__ = ["Reservation", "RunEstimates"]
