@@ -33,6 +33,9 @@ PREEMPTION_DELAY_ANNOTATION: Final = "kai.scheduler/preemption-delay"
 LAST_EVICTION_TIMESTAMP_ANNOTATION: Final = "kai.scheduler/last-eviction-timestamp"
 # This project's, not KAI's: when a waiting PodGroup is estimated to start, RFC 3339 (docs/start-times.md).
 ESTIMATED_START_ANNOTATION: Final = "kai.scheduler/estimated-start"
+# This project's, not KAI's: the capacity held for a PodGroup that cannot start yet (reservation and
+# backfill, docs/reservation-and-backfill.md), JSON {"nodes": [...], "start": "<RFC 3339>", "gpus": n}.
+RESERVATION_ANNOTATION: Final = "kai.scheduler/reservation"
 # A pod's NUMA placement (KAI v0.16): predicted by the scheduler (the binder writes it from the
 # BindRequest's `predictedNUMAZones`), observed by KAI's placement exporter; JSON [{zone, amount}].
 NUMA_PLACEMENT_PREDICTED_ANNOTATION: Final = "kai.scheduler/numa-placement-predicted"

@@ -12,7 +12,9 @@ themselves (camelCase, fields left at their defaults omitted), following the sim
   schedulers are written as the state holds them. The simulation-only `arrival` annotation is dropped:
   everything in the state has arrived.
 * PodGroups carry the state's `JobTimes` as KAI's annotations `kai.scheduler/last-start-timestamp` and
-  `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), which the simulator reads back on the same clock.
+  `kai.scheduler/stale-podgroup-timestamp` (RFC 3339), and a job's reservation as
+  `kai.scheduler/reservation` (`model.reservation_annotation`), which the simulator reads back on the same
+  clock.
 * PriorityClasses: every class of the state except KAI's built-in four at their usual values, and the
   class that sets the default priority (`globalDefault`) when it is not the usual one.
 * Queues, Nodes and Topologies as they are; DRA's DeviceClasses, ResourceSlices and ResourceClaims too,
@@ -45,6 +47,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.api.labels import gpu_group_labels, is_gpu_group_label
 from kai_scheduler.api.objects import ApiObject, K8sModel, ObjectMeta, Pod, PodGroup, PriorityClass
 from kai_scheduler.api.timestamps import format_rfc3339
+from kai_scheduler.model.reservation_annotation import format_reservation
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
 
 JsonDict = dict[str, Any]
@@ -136,6 +139,7 @@ _JOB_TIME_ANNOTATIONS = (
     c.SIM_ARRIVAL_ANNOTATION,
     c.LAST_START_TIMESTAMP_ANNOTATION,
     c.STALE_PODGROUP_TIMESTAMP_ANNOTATION,
+    c.RESERVATION_ANNOTATION,
 )
 
 
@@ -148,6 +152,8 @@ def _pod_group(group: PodGroup, times: JobTimes | None, origin: datetime) -> Pod
         annotations[c.STALE_PODGROUP_TIMESTAMP_ANNOTATION] = rfc3339(
             session_instant(origin, times.stale_since)
         )
+    if times is not None and times.reservation is not None:
+        annotations[c.RESERVATION_ANNOTATION] = format_reservation(times.reservation, origin)
     return group.model_copy(update={"metadata": meta.model_copy(update={"annotations": annotations})})
 
 

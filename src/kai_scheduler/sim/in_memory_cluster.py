@@ -41,6 +41,8 @@ from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.dra import uses_claims
 from kai_scheduler.model.partition import pool_of
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.reservation_annotation import parse_reservation
+from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.scheduling_backoff import backs_off, with_pool_prefix
 from kai_scheduler.model.shared_gpus import BoundPod, assign_missing_gpu_groups
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState, PodState
@@ -569,6 +571,7 @@ def build_cluster(
             seconds_since(annotations.get(c.LAST_START_TIMESTAMP_ANNOTATION), start),
             seconds_since(annotations.get(c.STALE_PODGROUP_TIMESTAMP_ANNOTATION), start),
             seconds_since(annotations.get(c.LAST_EVICTION_TIMESTAMP_ANNOTATION), start),
+            _reservation(annotations.get(c.RESERVATION_ANNOTATION), start),
         )
         cluster.cache.set_job_times(pod_group.key, times)
     cluster.cache.set_disruption_budgets([o for o in objects if isinstance(o, PodDisruptionBudget)])
@@ -589,6 +592,17 @@ def _annotated(pod: Pod, key: str, value: str | None) -> Pod:
     if value is not None:
         annotations[key] = value
     return pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"annotations": annotations})})
+
+
+def _reservation(text: str | None, start: datetime) -> Reservation | None:
+    """A PodGroup's `kai.scheduler/reservation` on the simulated clock; None when absent, or not one (the
+    loader refuses such input with its place: this is the look-ahead's copy, which the export wrote)."""
+    if text is None:
+        return None
+    try:
+        return parse_reservation(text, start)
+    except ValueError:
+        return None
 
 
 def _annotation_seconds(annotations: dict[str, str], name: str) -> float:

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import pod_group_warnings
 from kai_scheduler.api.objects import Pod, PodGroup, PriorityClass
 from kai_scheduler.api.strict import missing_priority_class
+from kai_scheduler.model.reservation_annotation import parse_reservation
 from kai_scheduler.sim.skipped import SkippedObject, skipped_warnings
 from kai_scheduler.sim.workloads import Workload
 
 if TYPE_CHECKING:
     from kai_scheduler.sim.loader import LoadedObject
+
+_ANY_ORIGIN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def check_references(loaded: Sequence[LoadedObject]) -> None:
@@ -32,6 +36,20 @@ def check_references(loaded: Sequence[LoadedObject]) -> None:
             problem = missing_priority_class(entry.obj, classes)
             if problem is not None:
                 raise entry.error(problem.message, problem.path)
+
+
+def check_reservations(loaded: Sequence[LoadedObject]) -> None:
+    """Raises ManifestError for the first PodGroup whose `kai.scheduler/reservation` is not a reservation
+    (`model.reservation_annotation`); the clock's origin does not matter to whether it is one."""
+    for entry in loaded:
+        if isinstance(entry.obj, PodGroup):
+            text = entry.obj.metadata.annotations.get(c.RESERVATION_ANNOTATION)
+            if text is None:
+                continue
+            try:
+                parse_reservation(text, _ANY_ORIGIN)
+            except ValueError as problem:
+                raise entry.error(str(problem), f"metadata.annotations.{c.RESERVATION_ANNOTATION}") from None
 
 
 def warnings(loaded: Sequence[LoadedObject], skipped: Sequence[SkippedObject] = ()) -> list[str]:

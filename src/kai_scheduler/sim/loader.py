@@ -21,7 +21,7 @@ from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.api.shared_parts import SharedParts
 from kai_scheduler.api.strict import Notice, near_miss_keys_in, notices
 from kai_scheduler.sim.gc_policy import collector_paused
-from kai_scheduler.sim.input_checks import check_references
+from kai_scheduler.sim.input_checks import check_references, check_reservations
 from kai_scheduler.sim.operator_input import OperatorObject, is_operator_document, operator_object
 from kai_scheduler.sim.skipped import SkippedObject, is_unmodelled, skipped_object
 from kai_scheduler.sim.workloads import Workload, is_workload_document, parse_workload
@@ -162,6 +162,7 @@ def load_manifests(paths: Sequence[str]) -> LoadedInput:
                     raise _duplicate(entry, previous)
                 loaded.append(entry)
     check_references(loaded)
+    check_reservations(loaded)
     return loaded
 
 
