@@ -39,6 +39,7 @@ from kai_scheduler.plugins.ordering import (
 from kai_scheduler.plugins.pod_affinity import PodAffinityPlugin
 from kai_scheduler.plugins.predicates import PredicatesPlugin
 from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
+from kai_scheduler.plugins.reservation import ReservationPlugin
 from kai_scheduler.plugins.scoring import (
     GpuSharingOrderPlugin,
     NodeAvailabilityPlugin,
@@ -75,6 +76,7 @@ PLUGINS: Final[dict[str, Callable[[dict[str, Any]], Plugin]]] = {
     "reflectjoborder": ReflectJobOrderPlugin,
     "sg-nodelocalgreedy": NodeLocalGreedyPlugin,
     "sg-multinodegang": MultiNodeGangPlugin,
+    "reservation": ReservationPlugin,
 }
 ACTIONS: Final[dict[str, Callable[[], Action]]] = {
     "allocate": Allocate,

@@ -12,6 +12,7 @@ from typing import Any
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
+from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
@@ -82,7 +83,7 @@ class Allocate:
             if signature is not None:
                 failed_shapes[signature] = job.key
             if holds is not None:
-                holds.job_unplaced(job, tasks)
+                holds.job_unplaced(job, tasks, planner_for(session))
         if holds is not None:
             holds.end_action()
 

@@ -1,0 +1,170 @@
+"""When and where a job that cannot start now could start (reservation and backfill, `framework.holds`):
+the earliest time its pods fit once the pods that run end at their expected ends, and the nodes they would
+take then.
+
+How: the pods that hold resources on nodes the job may use (its static predicates) and have an expected
+end are evicted, virtually, on a statement, in order of their ends; after each group of ends the job's pods
+are placed as the victim actions place a preemptor (`actions.placement.place_pipelined`: onto idle or
+releasing capacity, within its queue's limits and quota, with every predicate, topology constraint and
+scorer). The first time at which they fit is found by doubling the number of ends taken into account, then
+halving back (more ends mean more room); nothing of the search stays on the session. Pods with no expected
+end never end here, so a job that only fits once one of them is gone gets no plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kai_scheduler.actions.placement import place_pipelined
+from kai_scheduler.framework.holds import Plan, StartPlanner
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.statement import Statement
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import BoolArray
+
+# The statuses of pods that hold a node's resources until they end (releasing ones are already leaving).
+_HOLDING = (TaskStatus.RUNNING, TaskStatus.ALLOCATED)
+
+
+def plan_start(
+    session: Session,
+    job: JobInfo,
+    tasks: list[TaskInfo],
+    end_of: Callable[[TaskInfo], float | None],
+    *,
+    avoid: BoolArray | None = None,
+    prefer: BoolArray | None = None,
+) -> Plan | None:
+    """The earliest start of `tasks` of `job` on nodes outside `avoid` (held for other jobs), with the
+    nodes of `prefer` (where it was planned before) when they give the same start; None when it does not
+    fit even once every pod with an expected end (`end_of`) has ended."""
+    usable = session.usable_nodes(tasks)
+    if avoid is not None:
+        usable = usable & ~avoid
+    ends = _ends_by_time(session, usable, end_of)
+    search = _Search(session, job, tasks, ends)
+    with session.confined_to(usable):
+        found = search.earliest()
+        if found is None:
+            search.statement.discard()
+            return None
+        steps, placements = found
+        if prefer is not None and frozenset(node for _, node in placements) != _nodes_of(prefer):
+            kept = search.probe(steps, within=prefer)
+            if kept is not None:
+                placements = kept
+    search.statement.discard()
+    start = max(session.now, ends[steps - 1][0]) if steps else session.now
+    return Plan(start, placements)
+
+
+def planner_for(session: Session) -> StartPlanner:
+    """`plan_start` on `session`, as the capacity holder asks it."""
+
+    def plan(
+        job: JobInfo,
+        tasks: list[TaskInfo],
+        end_of: Callable[[TaskInfo], float | None],
+        *,
+        avoid: BoolArray | None = None,
+        prefer: BoolArray | None = None,
+    ) -> Plan | None:
+        return plan_start(session, job, tasks, end_of, avoid=avoid, prefer=prefer)
+
+    return plan
+
+
+def _nodes_of(mask: BoolArray) -> frozenset[int]:
+    return frozenset(int(node) for node in np.flatnonzero(mask))
+
+
+def _ends_by_time(
+    session: Session, usable: BoolArray, end_of: Callable[[TaskInfo], float | None]
+) -> list[tuple[float, list[TaskInfo]]]:
+    """The pods on `usable` nodes that have an expected end, grouped by it, earliest first."""
+    by_time: dict[float, list[TaskInfo]] = {}
+    for task in session.snapshot.tasks.values():
+        if task.status not in _HOLDING or task.node < 0 or not usable[task.node]:
+            continue
+        end = end_of(task)
+        if end is not None:
+            by_time.setdefault(end, []).append(task)
+    return sorted(by_time.items(), key=lambda entry: entry[0])
+
+
+class _Search:
+    """The virtual evictions of the first `steps` end times, on one statement, and placement probes on
+    top of them (each probe is rolled back; the evictions stay until the number of steps goes down)."""
+
+    def __init__(
+        self, session: Session, job: JobInfo, tasks: list[TaskInfo], ends: list[tuple[float, list[TaskInfo]]]
+    ) -> None:
+        self.session = session
+        self.job = job
+        self.tasks = tasks
+        self.ends = ends
+        self.statement: Statement = session.statement("reservation")
+        # The statement's position once the first `i` end times are evicted (index i).
+        self._positions = [self.statement.checkpoint()]
+
+    def earliest(self) -> tuple[int, tuple[tuple[TaskInfo, int], ...]] | None:
+        """The fewest end times after which the pods fit, and where they go then."""
+        placed = self.probe(0)
+        if placed is not None:
+            return 0, placed
+        failed, steps = 0, 1
+        most = len(self.ends)
+        while True:
+            if steps > most:
+                if failed == most:
+                    return None
+                steps = most
+            placed = self.probe(steps)
+            if placed is not None:
+                break
+            failed, steps = steps, steps * 2
+        # Between `failed` (no fit) and `steps` (a fit): halve down to the first that fits.
+        best = (steps, placed)
+        low, high = failed, steps
+        while high - low > 1:
+            middle = (low + high) // 2
+            found = self.probe(middle)
+            if found is None:
+                low = middle
+            else:
+                high, best = middle, (middle, found)
+        return best
+
+    def probe(self, steps: int, within: BoolArray | None = None) -> tuple[tuple[TaskInfo, int], ...] | None:
+        """Where the pods go once the first `steps` end times have passed (None: they do not fit)."""
+        self._evict_through(steps)
+        statement = self.statement
+        mark = statement.checkpoint()
+        if within is None:
+            failure = place_pipelined(self.session, statement, self.job, self.tasks, _no_reason)
+        else:
+            with self.session.confined_to(within):
+                failure = place_pipelined(self.session, statement, self.job, self.tasks, _no_reason)
+        placed = tuple((task, node) for task, node, _ in statement.placements_since(mark))
+        statement.rollback(mark)
+        return placed if failure is None else None
+
+    def _evict_through(self, steps: int) -> None:
+        positions = self._positions
+        if steps < len(positions):
+            self.statement.rollback(positions[steps])
+            del positions[steps + 1 :]
+            return
+        for _, tasks in self.ends[len(positions) - 1 : steps]:
+            for task in tasks:
+                self.statement.evict(task, "")
+            positions.append(self.statement.checkpoint())
+
+
+def _no_reason(task: TaskInfo, node: str) -> str:
+    return ""
+
+
+__all__ = ["plan_start", "planner_for"]
