@@ -17,6 +17,7 @@ from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSo
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.model.partition import Partition
+from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.shard_caches import ShardedCache
 from kai_scheduler.model.snapshot import JobTimes
 
@@ -85,13 +86,15 @@ class ShardedDriver:
 
 
 def merged_result(results: list[CycleOutcome]) -> SessionResult:
-    """The shards' results as one: decisions and ungates in shard order; reasons, fair shares and staleness
-    by job or queue (no two shards share one); the earliest wake-up."""
+    """The shards' results as one: decisions, ungates and backfilled jobs in shard order; reasons, fair
+    shares, staleness and reservations by job or queue (no two shards share one); the earliest wake-up."""
     decisions = []
     ungates = []
     unschedulable: dict[str, str] = {}
     fair_share: dict[str, tuple[float, float, float]] = {}
     stale_since: dict[str, float | None] = {}
+    reservations: dict[str, Reservation | None] = {}
+    backfilled: list[str] = []
     wakes = []
     for outcome in results:
         result = outcome.result
@@ -100,6 +103,8 @@ def merged_result(results: list[CycleOutcome]) -> SessionResult:
         unschedulable.update(result.unschedulable)
         fair_share.update(result.fair_share)
         stale_since.update(result.stale_since)
+        reservations.update(result.reservations)
+        backfilled.extend(result.backfilled)
         if result.wake_at is not None:
             wakes.append(result.wake_at)
     return SessionResult(
@@ -109,4 +114,6 @@ def merged_result(results: list[CycleOutcome]) -> SessionResult:
         stale_since,
         wake_at=min(wakes) if wakes else None,
         ungates=ungates,
+        reservations=reservations,
+        backfilled=backfilled,
     )

@@ -40,6 +40,9 @@ class CycleRecord:
     seconds: float
     # The pod groups whose queue-admission gate the cycle removed (`ungate`).
     ungates: list[Ungating] = field(default_factory=list)
+    # The jobs the cycle placed on capacity reserved for another, expected to end before it starts
+    # (reservation and backfill, `SessionResult.backfilled`).
+    backfilled: list[str] = field(default_factory=list)
 
 
 # Called after every cycle with its record and result (the report's recorder, the progress bar): nothing is
@@ -60,6 +63,9 @@ class SimulationResult:
     shards: dict[str, Partition] | None = None
     # When the run became steady (the time of its first cycle that found nothing to do or wait for).
     steady_since: float | None = None
+    # Whether the configuration holds capacity for jobs that cannot start (the `reservation` plugin): the
+    # result document then shows each pod group's reservation and the jobs backfilled.
+    reserving: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +127,8 @@ class Simulation:
                 (p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)
             ]
             self.sharded = ShardedDriver(cache, shards)
-        if wants_estimates(config):
+        self.reserving = wants_estimates(config)
+        if self.reserving:
             estimate = estimates_of(self.cluster)
             self.driver.estimates = estimate
             for shard in self.sharded.shards if self.sharded is not None else ():
@@ -171,6 +178,7 @@ class Simulation:
             reasons={job: reason for job, reason in reasons.items() if job in pending_jobs},
             shards=self.shards,
             steady_since=steady_since,
+            reserving=self.reserving,
         )
 
     def _out_of_cycles(self, now: float, cycles: int) -> bool:
@@ -199,7 +207,9 @@ class Simulation:
             drift = now + resolution
             cluster.wake_at = drift if result.wake_at is None else min(result.wake_at, drift)
         cluster.remove_terminated()
-        return CycleRecord(number, now, result.decisions, seconds, result.ungates), result
+        # (Its own list: a reused cycle's result is the one of the cycle it repeats.)
+        record = CycleRecord(number, now, result.decisions, seconds, result.ungates, list(result.backfilled))
+        return record, result
 
     def _schedule(self, number: int, now: float) -> tuple[SessionResult, float, Mapping[str, JobTimes]]:
         """One cycle of the scheduler (of every shard), its decisions applied to the cluster: the result,

@@ -1,4 +1,5 @@
-"""The human summary of a simulation (`--output text`): queues, pods, why pods wait, cycle timings."""
+"""The human summary of a simulation (`--output text`): queues, pods, why pods wait, the reservations held
+and the jobs backfilled (with the `reservation` plugin), cycle timings."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def render(
     waiting = _waiting_table(document)
     if waiting is not None:
         console.print(waiting)
+    reservations = _reservations_table(document)
+    if reservations is not None:
+        console.print(reservations)
+    if "backfilled" in document:
+        console.print(_backfilled_line(document["backfilled"]))
     console.print(_decisions_line(document))
     if ran is not None:
         console.print(_ran_line(ran))
@@ -221,6 +227,40 @@ def _waiting_table(document: dict[str, Any]) -> Table | None:
     if len(rows) > _MAX_WAITING_ROWS:
         table.caption = f"... and {len(rows) - _MAX_WAITING_ROWS} more rows (see --output json)"
     return table
+
+
+def _reservations_table(document: dict[str, Any]) -> Table | None:
+    """The capacity held, as the run leaves it, for pod groups that cannot start yet (the `reservation`
+    plugin): where and when each is expected to start."""
+    held = [g for g in document["podGroups"] if g.get("reservation")]
+    if not held:
+        return None
+    table = Table(title=f"Reservations at the end of the run ({len(held)})", title_justify="left")
+    for column in ("pod group", "queue", "nodes", "GPUs", "expected start"):
+        table.add_column(column, justify="right" if column in ("GPUs", "expected start") else "left")
+    for group in held[:_MAX_WAITING_ROWS]:
+        reservation = group["reservation"]
+        table.add_row(
+            f"{group['namespace']}/{group['name']}",
+            group["queue"],
+            _names(reservation["nodes"]),
+            _num(reservation["gpus"]),
+            f"{reservation['expectedStart']:g}s",
+        )
+    if len(held) > _MAX_WAITING_ROWS:
+        table.caption = f"... and {len(held) - _MAX_WAITING_ROWS} more (see --output json)"
+    return table
+
+
+def _backfilled_line(backfilled: list[dict[str, Any]]) -> str:
+    """The pod groups placed on reserved capacity because they were expected to end before it was due,
+    with when."""
+    if not backfilled:
+        return "backfilled onto reserved capacity: none"
+    shown = ", ".join(f"{b['podGroup']} at {b['time']:g}s" for b in backfilled[:_NAMES_SHOWN])
+    more = f" (+{len(backfilled) - _NAMES_SHOWN} more)" if len(backfilled) > _NAMES_SHOWN else ""
+    count = f"{len(backfilled)} pod group{'s' if len(backfilled) != 1 else ''}"
+    return f"backfilled onto reserved capacity: {count}: {shown}{more}"
 
 
 def _starts(groups: list[dict[str, Any]]) -> str:

@@ -43,7 +43,8 @@ def write_report(directory: Path, document: dict[str, Any], facts: RunFacts, *, 
     numbers = summary(timeline)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "summary.json").write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
-    (directory / "index.html").write_text(_page(timeline, numbers, title), encoding="utf-8")
+    page_text = _page(timeline, numbers, title, _reservation_parts(document))
+    (directory / "index.html").write_text(page_text, encoding="utf-8")
     return numbers
 
 
@@ -177,7 +178,45 @@ _FRAGMENTATION = (
 )
 
 
-def _page(timeline: Timeline, numbers: dict[str, Any], title: str) -> str:
+# The most rows the reservation and backfill tables show; the JSON document has them all.
+MAX_RESERVATION_ROWS = 50
+
+
+def _reservation_parts(document: dict[str, Any]) -> list[str]:
+    """With the `reservation` plugin configured: the reservations held at the end of the run and the pod
+    groups backfilled onto reserved capacity. Without it: nothing (the page is as it was)."""
+    if "backfilled" not in document:
+        return []
+    held = [g for g in document["podGroups"] if g.get("reservation")]
+    backfilled = document["backfilled"]
+    parts = [
+        "<h2>Reservation and backfill</h2>",
+        f"<p>{len(held)} pod groups hold a reservation at the end of the run: nodes kept for a pod group "
+        "that cannot start yet, from when it is expected to start there. "
+        f"{len(backfilled)} pod groups were backfilled: placed on reserved capacity because they were "
+        "expected to end before the reservation starts.</p>",
+    ]
+    if held:
+        rows: list[list[Any]] = [
+            [
+                f"{g['namespace']}/{g['name']}",
+                g["queue"],
+                ", ".join(g["reservation"]["nodes"]),
+                g["reservation"]["gpus"],
+                g["reservation"]["expectedStart"],
+            ]
+            for g in held[:MAX_RESERVATION_ROWS]
+        ]
+        parts.append(table(["pod group", "queue", "nodes", "GPUs", "expected start (s)"], rows))
+    if backfilled:
+        rows = [[b["cycle"], b["time"], b["podGroup"]] for b in backfilled[:MAX_RESERVATION_ROWS]]
+        parts.append(table(["cycle", "time (s)", "backfilled pod group"], rows))
+    if max(len(held), len(backfilled)) > MAX_RESERVATION_ROWS:
+        parts.append(f"<p>The first {MAX_RESERVATION_ROWS} rows of each; --output json has them all.</p>")
+    return parts
+
+
+def _page(timeline: Timeline, numbers: dict[str, Any], title: str, reservations: list[str]) -> str:
     wait, jct = numbers["waitSeconds"], numbers["jctSeconds"]
     groups = numbers["podGroups"]
     overview = table(
@@ -233,5 +272,6 @@ def _page(timeline: Timeline, numbers: dict[str, Any], title: str) -> str:
             image(_fragmentation_plot(timeline), "GPU fragmentation over time"),
             "<h2>Evictions</h2>",
             image(_evictions_plot(timeline), "evictions over time"),
+            *reservations,
         ],
     )

@@ -103,7 +103,9 @@ def result_document(
         },
         "pods": pods,
         **({"otherSchedulerPods": others} if others else {}),
-        "podGroups": _with_estimates(_pod_groups(result, snapshot, numbers, shards), estimates),
+        "podGroups": _with_reservations(
+            result, _with_estimates(_pod_groups(result, snapshot, numbers, shards), estimates)
+        ),
         "queues": _queues(result, snapshot, numbers, shards),
         "decisions": [
             {
@@ -123,6 +125,9 @@ def result_document(
         ],
         # Only where queue admission gating removed a gate: the document of any other input is as it was.
         **({"ungates": ungates} if (ungates := _ungates(result)) else {}),
+        # Only where the configuration reserves capacity (the `reservation` plugin), as each pod group's
+        # `reservation`: the document of any other configuration is as it was.
+        **({"backfilled": _backfilled(result)} if result.reserving else {}),
         "cycleSeconds": [record.seconds for record in result.cycles],
         # Only where there are DRA claims: the document of any other input is as it always was.
         **({"resourceClaims": [_claim(claim) for claim in claims]} if claims else {}),
@@ -325,6 +330,38 @@ def _with_estimates(
     for group in groups:
         group["estimatedStart"] = estimates.get(f"{group['namespace']}/{group['name']}")
     return groups
+
+
+def _with_reservations(result: SimulationResult, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """With the `reservation` plugin configured, each group's `reservation` as the run leaves it: the nodes
+    held for it, their GPUs and when it is expected to start there (simulated seconds, as `estimatedStart`);
+    null when it holds none."""
+    if not result.reserving:
+        return groups
+    times = result.cluster.cache.job_times
+    for group in groups:
+        held = times.get(f"{group['namespace']}/{group['name']}")
+        reservation = held.reservation if held is not None else None
+        group["reservation"] = (
+            None
+            if reservation is None
+            else {
+                "nodes": list(reservation.nodes),
+                "gpus": _clean(reservation.gpus),
+                "expectedStart": _clean(reservation.start),
+            }
+        )
+    return groups
+
+
+def _backfilled(result: SimulationResult) -> list[dict[str, Any]]:
+    """The jobs each cycle placed on reserved capacity because they were expected to end before the
+    reservation started, in order."""
+    return [
+        {"cycle": record.cycle, "time": record.time, "podGroup": job}
+        for record in result.cycles
+        for job in record.backfilled
+    ]
 
 
 def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list[dict[str, Any]]:
