@@ -22,7 +22,7 @@ import pytest
 from helpers import node, pod, pod_group, queue
 from kai_scheduler.api.objects import ApiObject, Node, Queue
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatch
-from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.config import PluginOption, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.model.resources import Resources
@@ -103,12 +103,20 @@ def requeue(sim: Simulation, rng: random.Random) -> None:
     sim.cluster.cache.set_queues(queues)
 
 
-def replay(seed: int, *, reuse: bool) -> tuple[list[tuple[Any, ...]], int]:
+def with_reservations(config: SchedulerConfig, most: int) -> SchedulerConfig:
+    """`config` with reservation and backfill on (issue #24), `most` jobs holding capacity at once."""
+    plugin = PluginOption("reservation", {"maxReservations": str(most)})
+    return replace(config, tiers=(*config.tiers[:-1], (*config.tiers[-1], plugin)))
+
+
+def replay(
+    seed: int, *, reuse: bool, config: SchedulerConfig | None = None
+) -> tuple[list[tuple[Any, ...]], int]:
     """Every cycle's decisions, reasons and fair shares, and how many cycles were reused; `reuse` False
     evaluates every cycle from scratch (no cycle reused, nothing carried from one to the next)."""
     objects = workload(seed)
     nodes = {o.metadata.name: o for o in objects if isinstance(o, Node)}
-    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=CYCLES))
+    sim = Simulation(objects, config or SchedulerConfig(), SimulationOptions(start=START, cycles=CYCLES))
     sim.driver.reuse = reuse
     sim.driver.scheduler.memos.carry = reuse
     rng = random.Random(seed + 1000)
@@ -141,7 +149,8 @@ def test_a_stale_gang_is_evicted_when_its_grace_period_ends() -> None:
 
 def view(result: SessionResult) -> tuple[Any, ...]:
     decisions = [(d.action, d.type, d.pod, d.node, d.gpu_groups, d.reason) for d in result.decisions]
-    return decisions, sorted(result.unschedulable.items()), sorted(result.fair_share.items())
+    held = sorted(result.reservations.items()), result.backfilled
+    return decisions, sorted(result.unschedulable.items()), sorted(result.fair_share.items()), held
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -155,6 +164,20 @@ def test_reused_cycles_decide_as_full_evaluations(seed: int) -> None:
     kinds = {decision[1] for cycle in full for decision in cycle[2]}
     assert {"bind", "evict"} <= kinds, kinds
     assert any(cycle[3] for cycle in full)  # jobs wait, with reasons, while cycles are reused
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reservations_decide_alike_reused_or_evaluated(seed: int) -> None:
+    """Reservation and backfill (issue #24) on the same replay: holds made, kept, moved and let go, and the
+    jobs backfilled, are the same whether cycles are reused and answers carried or every cycle is worked
+    out from scratch; and the workload's large gangs do hold capacity."""
+    config = with_reservations(SchedulerConfig(), 2)
+    reused, _ = replay(seed, reuse=True, config=config)
+    full, _ = replay(seed, reuse=False, config=config)
+    for ours, theirs in zip(reused, full, strict=True):
+        assert ours == theirs, f"cycle {ours[0]} differs"
+    made = {job for cycle in full for job, held in cycle[5][0] if held is not None}
+    assert made, "no job held capacity"
 
 
 def _one_waiting_pod() -> Simulation:

@@ -158,6 +158,7 @@ def run_estimates(
     `groups`: the PodGroups by job key (a pod without one is its own job)."""
     ends: dict[str, float] = {}
     durations: dict[str, float] = {}
+    changes_at: float | None = None
     for pod, on_node in pods:
         known = duration = known_duration(pod)
         if duration is None:
@@ -170,7 +171,9 @@ def run_estimates(
         left = remaining(duration, known=known is not None, elapsed=now - started.get(pod.key, now))
         if left is not None:
             ends[pod.key] = now + left
-    return RunEstimates(ends, durations)
+            if known is None and left > 0 and (changes_at is None or now + left < changes_at):
+                changes_at = now + left
+    return RunEstimates(ends, durations, changes_at)
 
 
 __all__ = [

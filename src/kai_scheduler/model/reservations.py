@@ -28,6 +28,9 @@ class RunEstimates:
 
     ends: Mapping[str, float] = field(default_factory=dict)
     durations: Mapping[str, float] = field(default_factory=dict)
+    # The earliest later time at which these change by the clock alone: a running pod outruns the
+    # duration estimated for it, and then has no expected end (None: never).
+    changes_at: float | None = None
 
 
 __all__ = ["Reservation", "RunEstimates"]

@@ -4,7 +4,13 @@ unknown; and which jobs wait to start."""
 from __future__ import annotations
 
 from helpers import cluster_state, node, pod, pod_group, queue
-from kai_scheduler.controlplane.run_times import RunHistory, known_duration, shape_of, waiting_jobs
+from kai_scheduler.controlplane.run_times import (
+    RunHistory,
+    known_duration,
+    run_estimates,
+    shape_of,
+    waiting_jobs,
+)
 
 
 def test_similar_means_same_queue_job_size_and_request() -> None:
@@ -52,3 +58,27 @@ def test_jobs_that_wait_to_start() -> None:
     objects += [pod("single", gpus=1), pod("done", gpus=1, phase="Succeeded")]
     # The gang runs below its minMember: it waits to start; the elastic job runs at its minimum: started.
     assert waiting_jobs(cluster_state(objects)) == {"default/whole": 2, "default/pg-single": 1}
+
+
+def test_run_estimates_for_reservation_and_backfill() -> None:
+    """Reservation and backfill's expected ends (issue #24): a running pod ends at what is left of its
+    duration, known or estimated; a waiting one runs for its duration; one without either has none; the
+    estimates change by the clock alone when a running pod outruns an estimated duration, and then it has
+    no expected end."""
+    history = RunHistory()
+    history.add("done", shape_of(pod("x", "q", gpus=2), None), 300.0)
+    pods = [
+        (pod("known", "q", gpus=1, duration="600s"), True),
+        (pod("estimated", "q", gpus=2), True),
+        (pod("waiting", "q", gpus=2), False),
+        (pod("unknown", "q", gpus=4), True),
+        (pod("waiting-unknown", "q", gpus=4), False),
+    ]
+    started = {"default/known": 100.0, "default/estimated": 50.0}
+    estimates = run_estimates(pods, {}, started, history, now=200.0)
+    assert estimates.ends == {"default/known": 700.0, "default/estimated": 350.0}
+    assert estimates.durations == {"default/waiting": 300.0}
+    assert estimates.changes_at == 350.0  # when "estimated" outruns its estimate
+    later = run_estimates(pods, {}, started, history, now=400.0)
+    assert later.ends == {"default/known": 700.0}
+    assert later.changes_at is None

@@ -10,7 +10,6 @@ takes from it; a pod expected to end by the start goes anywhere (backfill). Reso
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Final
@@ -28,6 +27,8 @@ _EPSILON: Final = 1e-6
 # A start that moved by less than this is the same start (estimates are sums of floats).
 _SAME_START: Final = 1.0
 _HOLDING: Final = (TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+# Reserved nodes named in a job's reason; the rest are counted.
+_NODES_NAMED: Final = 3
 
 Amounts = tuple[float, float, float]  # GPUs, CPU millicores, memory bytes
 
@@ -55,6 +56,10 @@ class HoldBook:
         self._binding = False
         self._generation = 0
         self._holders: set[str] = set()
+        # The earliest later time at which a pod found to end by a hold's start no longer would (it would
+        # start later): the reasons worded now change then by the clock alone (`Session.wake_at`).
+        self._flips: float | None = None
+        self._planned = False
         self._backfilled: list[str] = []
         # The jobs that held capacity when the cycle began (each waits: one that started lost it).
         self._before = {
@@ -84,6 +89,7 @@ class HoldBook:
     def job_unplaced(self, job: JobInfo, tasks: list[TaskInfo], plan: StartPlanner) -> None:
         if not self._binding or len(self.holds) >= self.max_reservations or job.key in self._holders:
             return
+        self._planned = True
         avoid = self._held_nodes() if self.holds else None
         before = self._before.get(job.key)
         prefer = self._mask_of(before.nodes) if before is not None else None
@@ -110,7 +116,7 @@ class HoldBook:
         passing: BoolArray | None = None
         need: Amounts | None = None
         for hold in self.holds:
-            if end is not None and end <= hold.start + _EPSILON:
+            if self._in_time(end, hold):
                 continue
             for node, room in hold.room.items():
                 if need is None:
@@ -166,7 +172,24 @@ class HoldBook:
 
     def _classes(self, task: TaskInfo) -> tuple[bool, ...]:
         end = self.end_of(task)
-        return tuple(end is not None and end <= hold.start + _EPSILON for hold in self.holds)
+        return tuple(self._in_time(end, hold) for hold in self.holds)
+
+    def _in_time(self, end: float | None, hold: _Hold) -> bool:
+        """Whether a pod placed now and ending at `end` ends by `hold`'s start (backfill)."""
+        if end is None or end > hold.start + _EPSILON:
+            return False
+        # From `flip` on, placed then, it would end after the start (at once, when it ends just in time).
+        flip = max(self.session.now + hold.start - end, self.session.now + _EPSILON)
+        if self._flips is None or flip < self._flips:
+            self._flips = flip
+        return True
+
+    def wake_times(self) -> list[float]:
+        """When what this cycle worked out changes by the clock alone (see `_flips`, and the estimates')."""
+        times = [self._flips] if self._flips is not None else []
+        if self._planned and self.estimates.changes_at is not None:
+            times.append(self.estimates.changes_at)
+        return times
 
     def _hold(self, job: JobInfo, plan: Plan) -> None:
         session = self.session
@@ -190,11 +213,13 @@ class HoldBook:
         self.holds.append(_Hold(job, plan.start, room, gpus))
         self._holders.add(job.key)
         self._generation += 1
-        minutes = max(0.0, plan.start - session.now) / 60
+        # Worded without the time left, so that a reason that stays the same reads the same each cycle.
+        names = sorted(session.snapshot.nodes.names[node] for node in room)
+        shown = ", ".join(names[:_NODES_NAMED]) + (
+            f" and {len(names) - _NODES_NAMED} more" if len(names) > _NODES_NAMED else ""
+        )
         session.add_reason(
-            job.key,
-            f"holds a reservation of {_count(gpus)} GPUs on {len(room)} nodes, expected to start in "
-            f"{math.ceil(minutes)} min",
+            job.key, f"holds a reservation of {_count(gpus)} GPUs on {_plural(len(names), 'node')} ({shown})"
         )
 
     def _take(self, task: TaskInfo, sign: float) -> None:
@@ -234,6 +259,10 @@ class HoldBook:
 def _add(room: list[float], amounts: Amounts, sign: float) -> None:
     for i, amount in enumerate(amounts):
         room[i] += sign * amount
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _count(gpus: float) -> str:

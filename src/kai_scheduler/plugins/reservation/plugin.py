@@ -49,4 +49,6 @@ class ReservationPlugin:
             return
         session.reservation_updates = book.updates()
         session.backfilled = book.backfilled()
+        for time in book.wake_times():
+            session.wake_at(time)
         self._book = None
