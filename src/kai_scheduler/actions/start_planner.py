@@ -43,7 +43,7 @@ def plan_start(
     usable = session.usable_nodes(tasks)
     if avoid is not None:
         usable = usable & ~avoid
-    ends = _ends_by_time(session, usable, end_of)
+    ends = _ends_by_time(session, job, usable, end_of)
     search = _Search(session, job, tasks, ends)
     with session.confined_to(usable):
         found = search.earliest()
@@ -81,12 +81,13 @@ def _nodes_of(mask: BoolArray) -> frozenset[int]:
 
 
 def _ends_by_time(
-    session: Session, usable: BoolArray, end_of: Callable[[TaskInfo], float | None]
+    session: Session, job: JobInfo, usable: BoolArray, end_of: Callable[[TaskInfo], float | None]
 ) -> list[tuple[float, list[TaskInfo]]]:
-    """The pods on `usable` nodes that have an expected end, grouped by it, earliest first."""
+    """The pods on `usable` nodes that have an expected end, grouped by it, earliest first; the job's
+    own running pods are not among them (its start does not wait for them to end)."""
     by_time: dict[float, list[TaskInfo]] = {}
     for task in session.snapshot.tasks.values():
-        if task.status not in _HOLDING or task.node < 0 or not usable[task.node]:
+        if task.status not in _HOLDING or task.node < 0 or not usable[task.node] or task.job is job:
             continue
         end = end_of(task)
         if end is not None:
