@@ -22,6 +22,9 @@ expected.yaml keys (all optional except where noted):
   strings, `reservedFor`)
 - `ungates`: the complete list of the `ungate` action's decisions (queue admission gating), in order; each
   entry gives the fields to compare (any of cycle, time, podGroup, queue, pods)
+- `midway`: a list of checks of the run stopped early, each `until` (a simulated time, as the `--until`
+  flag takes it) with any of the keys above: the same input, configuration and flags run until then (for
+  what holds only for a while, e.g. a waiting job's reason)
 - `xfail`: a reason; the scenario is expected to fail (a known bug)
 """
 
@@ -51,12 +54,16 @@ def _params() -> list[Any]:
     return params
 
 
-def run_scenario(name: str, tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_scenario(
+    name: str, tmp_path: Path, until: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     folder = HERE / name
     expected = yaml.safe_load((folder / "expected.yaml").read_text())
     out = tmp_path / "result.json"
     args = ["simulate", str(folder / "input.yaml"), "--output", "json", "--out", str(out)]
     args += [str(flag) for flag in expected.get("flags", [])]
+    if until is not None:
+        args += ["--until", until]
     if "config" in expected:
         config = tmp_path / "config.yaml"
         config.write_text(yaml.safe_dump(expected["config"]))
@@ -149,6 +156,13 @@ def check(document: dict[str, Any], expected: dict[str, Any]) -> None:
 def test_scenario(name: str, tmp_path: Path) -> None:
     document, expected = run_scenario(name, tmp_path)
     check(document, expected)
+    for point in expected.get("midway") or []:
+        until = str(point["until"])
+        early, _ = run_scenario(name, tmp_path, until)
+        try:
+            check(early, point)
+        except AssertionError as error:
+            raise AssertionError(f"midway, until {until}: {error}") from None
 
 
 def test_every_scenario_explains_itself() -> None:
