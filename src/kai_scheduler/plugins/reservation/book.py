@@ -27,6 +27,9 @@ _EPSILON: Final = 1e-6
 # A start that moved by less than this is the same start (estimates are sums of floats).
 _SAME_START: Final = 1.0
 _HOLDING: Final = (TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+# A job that cannot hold capacity (it would not fit even once every pod with an expected end ended) lets
+# the next job in order try, up to this many plans per reservation allowed in a cycle.
+_PLANS_PER_HOLD: Final = 4
 # Reserved nodes named in a job's reason; the rest are counted.
 _NODES_NAMED: Final = 3
 
@@ -59,7 +62,7 @@ class HoldBook:
         # The earliest later time at which a pod found to end by a hold's start no longer would (it would
         # start later): the reasons worded now change then by the clock alone (`Session.wake_at`).
         self._flips: float | None = None
-        self._planned = False
+        self._plans = 0  # how many jobs' starts were planned in this cycle
         self._backfilled: list[str] = []
         # The jobs that held capacity when the cycle began (each waits: one that started lost it).
         self._before = {
@@ -89,7 +92,9 @@ class HoldBook:
     def job_unplaced(self, job: JobInfo, tasks: list[TaskInfo], plan: StartPlanner) -> None:
         if not self._binding or len(self.holds) >= self.max_reservations or job.key in self._holders:
             return
-        self._planned = True
+        if self._plans >= _PLANS_PER_HOLD * self.max_reservations:
+            return  # the jobs ahead could not hold anything: a deep backlog is not planned job by job
+        self._plans += 1
         avoid = self._held_nodes() if self.holds else None
         before = self._before.get(job.key)
         prefer = self._mask_of(before.nodes) if before is not None else None
@@ -187,7 +192,7 @@ class HoldBook:
     def wake_times(self) -> list[float]:
         """When what this cycle worked out changes by the clock alone (see `_flips`, and the estimates')."""
         times = [self._flips] if self._flips is not None else []
-        if self._planned and self.estimates.changes_at is not None:
+        if self._plans and self.estimates.changes_at is not None:
             times.append(self.estimates.changes_at)
         return times
 
