@@ -366,3 +366,29 @@ def test_node_pools_example_schedules_each_pool_on_its_own(tmp_path: Path) -> No
     plain = simulate(tmp_path, path)
     reasons = {g["name"]: g["unschedulableReason"] for g in plain["podGroups"] if g["pending"]}
     assert reasons["pg-serve-0"] == "no scheduling shard serves node pool 'inference'"
+
+
+def test_backfill_example_starts_the_gang_that_kais_default_starves(tmp_path: Path) -> None:
+    path = str(EXAMPLES / "backfill.yaml")
+    config = str(EXAMPLES / "backfill-config.yaml")
+    kai = simulate(tmp_path, path)
+    # Every freed GPU goes to a job that waits, the notebook keeps one for good: the gang never starts.
+    assert groups_by_name(kai)["default/train"]["running"] == 0
+    assert "backfilled" not in kai and "reservation" not in groups_by_name(kai)["default/train"]
+    held = simulate(tmp_path, path, "--config", config, "--until", "30m")
+    train = groups_by_name(held)["default/train"]
+    assert train["reservation"] == {"nodes": ["node-a", "node-b"], "gpus": 8.0, "expectedStart": 2700.0}
+    assert train["estimatedStart"] == 2700.0
+    # The small jobs that end by 45m are backfilled; the others and the notebook wait for the gang.
+    backfilled = [(b["time"], b["podGroup"]) for b in held["backfilled"]]
+    assert backfilled == [
+        (600.0, "default/pg-small-01"),
+        (900.0, "default/pg-small-02"),
+        (1200.0, "default/pg-small-04"),
+    ]
+    final = simulate(tmp_path, path, "--config", config)
+    binds = {d["pod"]: d["time"] for d in decisions(final, type="bind")}
+    assert binds["default/train-0"] == binds["default/train-1"] == 2700.0
+    assert binds["default/notebook"] == binds["default/small-03"] == 6300.0  # when the gang ends
+    assert final["backfilled"] == held["backfilled"]
+    assert all(g["reservation"] is None for g in final["podGroups"])  # the gang let it go as it started
