@@ -14,10 +14,21 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
+from helpers import (
+    node,
+    node_manifest,
+    pod,
+    pod_group,
+    pod_group_manifest,
+    pod_manifest,
+    queue,
+    queue_manifest,
+    run,
+)
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import Node, PodGroup, Queue
+from kai_scheduler.api.objects import ApiObject, Node, PodGroup, Queue
 from kai_scheduler.cli import main
+from kai_scheduler.cli.flags import scheduler_config
 from kai_scheduler.model.reservation_annotation import format_reservation, parse_reservation
 from kai_scheduler.model.reservations import Reservation
 from kai_scheduler.model.snapshot import ClusterState, JobTimes, PodGroupState
@@ -138,3 +149,29 @@ def test_a_bad_reservation_is_a_one_line_error_naming_the_pod_group(
     assert "input.yaml: document 4" in error
     assert "PodGroup default/big" in error
     assert f"metadata.annotations.{c.RESERVATION_ANNOTATION}: start: not an RFC 3339 time: 'soon'" in error
+
+
+def test_the_run_starts_from_the_input_reservation() -> None:
+    """Two nodes from which `big` starts equally early (400 s): it keeps the node its input reservation
+    names, and `small`, which would end after that, goes on the other one."""
+    reserving = scheduler_config(
+        str(Path(__file__).resolve().parents[2] / "examples" / "backfill-config.yaml")
+    )
+
+    def nodes_taken(held: str) -> tuple[str | None, str | None]:
+        group = pod_group("big")
+        start = "2026-01-01T00:06:40Z"  # 400 s after the simulation's second 0
+        annotation = {c.RESERVATION_ANNOTATION: f'{{"nodes": ["{held}"], "start": "{start}", "gpus": 4}}'}
+        group.metadata.annotations.update(annotation)
+        objects: list[ApiObject] = [node("n1", gpus=4), node("n2", gpus=4), queue("q"), group]
+        for name in ("n1", "n2"):
+            ends = (100, 400, 400, 400)
+            objects += [
+                pod(f"busy-{name}-{i}", gpus=1, node_name=name, duration=d) for i, d in enumerate(ends)
+            ]
+        objects += [pod("big-0", gpus=4, duration=100, group="big"), pod("small", gpus=1, duration=500)]
+        pods = {p.key: p.node for p in run(objects, reserving).cluster.pods}
+        return pods["default/big-0"], pods["default/small"]
+
+    assert nodes_taken("n1") == ("n1", "n2")
+    assert nodes_taken("n2") == ("n2", "n1")
