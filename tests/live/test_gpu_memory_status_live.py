@@ -62,7 +62,7 @@ def write_statuses(server: FakeApiServer, make_client: MakeClient, cluster: GpuM
         ):
             groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01, settle=0)
             queue_status = QueueStatusController(
-                client, informers, metrics=metrics, resync_period=0.2, debounce=0.01
+                client, informers, metrics=metrics, resync_period=0.2, debounce=0.01, write_period=0
             )
             stop = asyncio.Event()
             tasks = [asyncio.create_task(groups.run(stop)), asyncio.create_task(queue_status.run(stop))]

@@ -186,7 +186,7 @@ def test_queue_sums_follow_pod_group_changes(make_client: MakeClient, server: Fa
             InformerSet(client, backoff=FAST_BACKOFF, kinds=kinds) as informers,
         ):
             assert await informers.wait_synced(5)
-            queues = QueueStatusController(client, informers, resync_period=60, debounce=0.01)
+            queues = QueueStatusController(client, informers, resync_period=60, debounce=0.01, write_period=0)
             stop = asyncio.Event()
             task = asyncio.create_task(queues.run(stop))
             for i in range(6):

@@ -95,7 +95,7 @@ def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClie
         ):
             groups = PodGroupStatusController(client, informers, resync_period=0.2, debounce=0.01, settle=0)
             queues = QueueStatusController(
-                client, informers, metrics=metrics, resync_period=0.2, debounce=0.01
+                client, informers, metrics=metrics, resync_period=0.2, debounce=0.01, write_period=0
             )
             stop = asyncio.Event()
             tasks = [asyncio.create_task(groups.run(stop)), asyncio.create_task(queues.run(stop))]
@@ -185,7 +185,7 @@ def test_status_follows_deletions_and_retries_failed_writes(
             groups = PodGroupStatusController(
                 client, informers, resync_period=5, debounce=0.01, settle=0, backoff=FAST_BACKOFF
             )
-            queues = QueueStatusController(client, informers, resync_period=5, debounce=0.01)
+            queues = QueueStatusController(client, informers, resync_period=5, debounce=0.01, write_period=0)
             stop = asyncio.Event()
             tasks = [asyncio.create_task(groups.run(stop)), asyncio.create_task(queues.run(stop))]
             await eventually(
@@ -270,7 +270,9 @@ def test_a_failed_queue_write_is_retried_alone(server: FakeApiServer, make_clien
         return status(server, "queues", queue).get("requested", {}).get("cpu")
 
     def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
-        return QueueStatusController(client, informers, resync_period=60, debounce=0.01, backoff=FAST_BACKOFF)
+        return QueueStatusController(
+            client, informers, resync_period=60, debounce=0.01, write_period=0, backoff=FAST_BACKOFF
+        )
 
     async def body() -> None:
         async with running(make_client, make) as queues:
@@ -326,14 +328,17 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
 def test_a_queue_s_status_is_written_at_most_once_a_period(
     server: FakeApiServer, make_client: MakeClient
 ) -> None:
-    """Issue #23: PodGroups changing all the time (pods streaming in) give a queue pass, and so at most one
-    write per queue, once a `period`, however long the pass before took."""
+    """Issue #23: PodGroups changing all the time (pods streaming in) give a queue pass once a `period`,
+    however long the pass before took, and at most one write per queue once a `write_period` (here the
+    same), the first at once and the last with the final sums."""
     store = server.store
     store.create(queue_manifest("q"))
     period = 0.25
 
     def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
-        return QueueStatusController(client, informers, resync_period=60, debounce=0.01, period=period)
+        return QueueStatusController(
+            client, informers, resync_period=60, debounce=0.01, period=period, write_period=period
+        )
 
     async def body() -> float:
         async with running(make_client, make) as queues:

@@ -192,7 +192,9 @@ def test_usage_and_fair_share_from_a_real_prometheus(
             stop = asyncio.Event()
             controllers = [
                 PodGroupStatusController(live.client, live.informers, debounce=0.01),
-                QueueStatusController(live.client, live.informers, metrics=scheduler.queues, debounce=0.01),
+                QueueStatusController(
+                    live.client, live.informers, metrics=scheduler.queues, debounce=0.01, write_period=0
+                ),
             ]
             tasks = [asyncio.create_task(controller.run(stop)) for controller in controllers]
             assert live.loop.prometheus is not None

@@ -3,12 +3,15 @@
 controller writes). KAI keeps fair share in the scheduler's memory and metrics only; this field is the
 project's, in its own CRD (a cluster with KAI's CRD prunes it, and readers show it as unknown).
 
-Written after a cycle for the queues whose fair share changed, rounded (GPUs to a hundredth, CPU to a
-millicore, memory to a MiB) so that noise in the last digits writes nothing: a settled cluster is not
-written to, and a busy one gets at most one write per queue and cycle, as the queue status controller's
-own. A write goes through the status subresource as a merge patch of that one field, so it
-never races the queue status controller's fields; the scheduler's cache reads no Queue status, so the
-write does not make the next cycle rebuild anything.
+Written after a cycle for the queues whose fair share changed, rounded as `kubectl kai` shows it (GPUs
+to a hundredth, CPU to a millicore, memory to a MiB) so that noise in the last digits writes nothing: a
+settled cluster is not written to. Like the queue status controller's fields, a queue's fair share is
+written on a pace (`runtime.write_pace`): the first change after a quiet period by the cycle that finds
+it, later ones at most once a period, each by the first cycle after its period, with that cycle's fair
+share; while pods stream in, a queue costs a write a period, not one per cycle. A write goes
+through the status subresource as a merge patch of that one field, so it never races the queue status
+controller's fields; the scheduler's cache reads no Queue status, so the write does not make the next
+cycle rebuild anything.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kai_scheduler.api import constants as c
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.client import QUEUES, ApiStatusError
 from kai_scheduler.k8s.runtime.informers import InformerSet
+from kai_scheduler.k8s.runtime.write_pace import QUEUE_STATUS_PERIOD, WritePace
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 
 ACCESS = (access(QUEUES, "patch", subresource="status"),)
@@ -41,14 +45,18 @@ def fair_share_list(gpu: float, millicores: float, memory_bytes: float) -> dict[
 
 
 class QueueFairShare:
-    def __init__(self, effects: Effects, informers: InformerSet) -> None:
+    def __init__(
+        self, effects: Effects, informers: InformerSet, *, period: float = QUEUE_STATUS_PERIOD
+    ) -> None:
         self.effects = effects
         self.informers = informers
+        self.pace = WritePace(period)
         self._written: dict[str, dict[str, str]] = {}  # queue -> what this scheduler last wrote
 
     def forget(self) -> None:
         """A new leadership term: what an earlier one wrote may have been overwritten since."""
         self._written.clear()
+        self.pace.forget()
 
     def calls(
         self, fair_share: Mapping[str, tuple[float, float, float]], report: CycleReport
@@ -61,27 +69,40 @@ class QueueFairShare:
                 continue  # a parent queue left out of the tree, or one just deleted
             desired = fair_share_list(gpu, millicores, memory)
             shown = (obj.get("status") or {}).get(FAIR_SHARE_FIELD)
-            if shown == desired or self._written.get(queue) == desired:
+            if shown == desired or self._written.get(queue) == desired or self.pace.wait(queue) > 0:
                 continue
             self._written[queue] = desired
-            write = write_status_field(self.effects, queue, FAIR_SHARE_FIELD, desired, self._written)
+            write = write_status_field(
+                self.effects, queue, FAIR_SHARE_FIELD, desired, self._written, self.pace
+            )
             calls.append(self.effects.limited(write, report, f"fair share {queue}"))
         return calls
 
 
 async def write_status_field(
-    effects: Effects, queue: str, field: str, desired: object, written: dict[str, Any]
+    effects: Effects,
+    queue: str,
+    field: str,
+    desired: object,
+    written: dict[str, Any],
+    pace: WritePace | None = None,
 ) -> None:
     """Merge-patch one field of a queue's status; on failure, forget it was written (so the next cycle
-    writes it again). A queue deleted meanwhile needs nothing."""
+    writes it again, without waiting for `pace`). A queue deleted meanwhile needs nothing."""
+    if pace is not None:
+        pace.wrote(queue)
     try:
         await effects.client.patch(QUEUES, queue, {"status": {field: desired}}, None, subresource="status")
     except ApiStatusError as error:
         written.pop(queue, None)
+        if pace is not None:
+            pace.unwrote(queue)
         if error.code != 404:
             raise
     except (ConnectionError, OSError):
         written.pop(queue, None)
+        if pace is not None:
+            pace.unwrote(queue)
         raise
 
 

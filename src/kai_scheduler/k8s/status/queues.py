@@ -9,9 +9,12 @@ PodGroups' statuses, and the queue metrics (`metrics.py`).
 bottom-up through the queue tree: a queue's own PodGroups (`spec.queue`) summed from their
 `status.resourcesStatus` (what the PodGroup controller wrote, as in KAI, where the two are separate
 binaries), plus the totals of its child queues (`spec.parentQueue`); `childQueues` lists the children by
-name. A pass over the tree is one reconcile of one key (`TREE`), at most one a `period` (1 s): a queue's
-status is written at most once a period, and only when it changed. With `metrics` (a `QueueMetrics`),
-the queue gauges are set after every pass.
+name. A pass over the tree is one reconcile of one key (`TREE`), at most one a `period` (1 s); a queue's
+status is written only when it changed, the first change after a quiet `write_period` (10 s) in the pass
+that sees it, later ones at most once a `write_period` (`runtime.write_pace`: a busy cluster's queues cost
+the API server a write each per period, not one per pod); a held write is made by the pass its period
+ends in. With `metrics` (a `QueueMetrics`), the queue gauges are set after every pass, held writes or
+not.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from kai_scheduler.k8s.runtime.informer import Informer
 from kai_scheduler.k8s.runtime.informers import InformerSet, queue_of_pod_group
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of, object_key, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Result, TemporaryError
+from kai_scheduler.k8s.runtime.write_pace import QUEUE_STATUS_PERIOD, WritePace
 from kai_scheduler.k8s.status.metrics import QueueMetrics
 from kai_scheduler.k8s.status.shared import (
     RESOURCE_LISTS,
@@ -177,6 +181,7 @@ class QueueStatusController(StatusReconciler):
         # ran longer than the debounce would otherwise be followed by the next at once.
         debounce: float = 1.0,
         period: float = 1.0,
+        write_period: float = QUEUE_STATUS_PERIOD,
         concurrency: int = 8,
         backoff: Backoff = RETRY_BACKOFF,
     ) -> None:
@@ -191,6 +196,7 @@ class QueueStatusController(StatusReconciler):
             min_interval=period,
         )
         self.metrics = metrics
+        self.pace = WritePace(write_period)
         self._own = _OwnUsage()
         # PodGroups changed since the sums were last brought up to date; all of them until the first time.
         self._changed_groups: set[str] = set()
@@ -282,6 +288,7 @@ class QueueStatusController(StatusReconciler):
         informer = self.informers.queues
         totals = self.totals()
         writes: list[tuple[str, JsonObject, Any]] = []
+        held: list[float] = []  # how long each changed queue's write waits for its pace
         for name, (usage, children) in totals.items():
             obj = informer.get(name)
             if obj is None:
@@ -291,27 +298,35 @@ class QueueStatusController(StatusReconciler):
             if self._up_to_date(name, obj, desired):
                 self.stats.unchanged += 1
                 continue
+            if (wait := self.pace.wait(name)) > 0:
+                held.append(wait)
+                continue
             writes.append((name, obj, desired))
         for name in [k for k in self._written if k not in totals]:
             del self._written[name]
+        self.pace.keep(set(totals))
         try:
             await self._write_all(writes)
         finally:
             if self.metrics is not None:
                 self._observe(totals)
-        return None
+        return Result(requeue_after=min(held)) if held else None
 
     async def _write_all(self, writes: list[tuple[str, JsonObject, Any]]) -> None:
         """Every write attempted; the first failure raised after them (the next try writes only what is
         still not written)."""
         results = await asyncio.gather(
-            *(self._write(name, obj, desired) for name, obj, desired in writes), return_exceptions=True
+            *(self._paced_write(name, obj, desired) for name, obj, desired in writes), return_exceptions=True
         )
         failed = [error for error in results if isinstance(error, BaseException)]
         if failed:
             if not isinstance(failed[0], TemporaryError):
                 raise failed[0]
             raise TemporaryError(f"{len(failed)} of {len(writes)} not written, first: {failed[0]}")
+
+    async def _paced_write(self, name: str, obj: JsonObject, desired: Any) -> None:
+        await self._write(name, obj, desired)
+        self.pace.wrote(name)  # a failed write does not count: its retry may go at once
 
     def _observe(self, totals: Mapping[str, tuple[QueueUsage, list[str]]]) -> None:
         assert self.metrics is not None
