@@ -315,9 +315,8 @@ async def run_live(
     on. `informers`: started and stopped by the caller, shared with other components of the process
     (default: this function's own). `reconfigure`, asked before each cycle, may give the loop a new
     configuration (the shard's objects changed). With an `estimator`, waiting PodGroups get start-time
-    estimates every `estimate_interval` seconds, computed in a forked child process
-    (`scheduler/start_times.py`). Calls go through an `AccessGuard` of what the scheduler (and binder)
-    declare, unless `client` is one already."""
+    estimates every `estimate_interval` seconds, in a forked child (`scheduler/start_times.py`). Calls go
+    through an `AccessGuard` of what the scheduler (and binder) declare, unless `client` is one already."""
     if not isinstance(client, AccessGuard):
         lease = lease_namespace if leader_election else None
         pool = partition is not None and partition.value is not None
@@ -363,6 +362,7 @@ async def run_live(
             request_state=loop.request_state,
             interval=estimate_interval,
             partition=partition,
+            history=loop.history,
         )
 
     async def work(term: asyncio.Event) -> None:

@@ -9,7 +9,9 @@ it says what would let the job start, by reason: a queue to create, a limit or a
 fit in (by how much), no node with room for a pod (the most free GPUs on one node, and whether the queue
 is within its fair share, which decides if other queues' pods are reclaimed for it), or the field of the
 pod or PodGroup to fix. `Estimated start` is the PodGroup's `kai.scheduler/estimated-start` annotation
-(the scheduler's start-time estimates, docs/start-times.md), when it has one.
+(the scheduler's start-time estimates, docs/start-times.md), when it has one; `Reservation` its
+`kai.scheduler/reservation` (the nodes and GPUs the scheduler holds for it and when it expects it to start
+there: reservation and backfill), when it has one, its start written as the estimated start is.
 
 Without a name, every pod group of the namespace (or all, with -A) that has a scheduling condition, i.e.
 that the scheduler could not place in its last attempt, as a table.
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api import reasons
+from kai_scheduler.api.timestamps import format_epoch
 from kai_scheduler.k8s.runtime.client import BIND_REQUESTS, EVENTS, POD_GROUPS, PODS, QUEUES, JsonObject
 from kai_scheduler.k8s.runtime.kai_objects import bind_request_succeeded
 from kai_scheduler.k8s.runtime.objects import gpu_memory_mib_of
@@ -34,10 +38,12 @@ from kai_scheduler.kubectl_plugin.table import render
 from kai_scheduler.kubectl_plugin.top import fetch as fetch_gpus
 from kai_scheduler.kubectl_plugin.top import gpu_allocation
 from kai_scheduler.model.builder import reported_gpu_memory_range
+from kai_scheduler.model.reservation_annotation import parse_reservation
 
 POD_KINDS = ("pod", "pods", "po")
 POD_GROUP_KINDS = ("podgroup", "podgroups", "pg")
 EVENTS_SHOWN = 8
+_EPOCH = datetime.fromtimestamp(0, tz=UTC)  # reservation starts are read as seconds since it
 MESSAGE_WIDTH = 100  # the table's message column is cut here (`why NAME` shows it whole)
 
 
@@ -54,6 +60,7 @@ class Explanation:
     since: str = ""
     pending_pods: int = 0
     estimated_start: str | None = None
+    reservation: dict[str, Any] | None = None  # nodes, start, gpus; or problem (an unreadable annotation)
     events: list[dict[str, Any]] = field(default_factory=list)
     to_start: list[str] = field(default_factory=list)
 
@@ -121,6 +128,7 @@ async def explain(cluster: Cluster, target: str) -> Explanation:
     if group is not None:
         annotations = (group.get("metadata") or {}).get("annotations") or {}
         explanation.estimated_start = annotations.get(c.ESTIMATED_START_ANNOTATION)
+        explanation.reservation = reservation_of(annotations)
     _read_conditions(explanation, group, pod)
     explanation.events = _events(await cluster.list(EVENTS, namespace), [o for o in (pod, group) if o])
     if explanation.state == "Waiting":
@@ -130,6 +138,19 @@ async def explain(cluster: Cluster, target: str) -> Explanation:
             nodes, all_pods = await fetch_gpus(cluster)
             explanation.to_start = _to_start(explanation, group, pod, members, queue, nodes, all_pods)
     return explanation
+
+
+def reservation_of(annotations: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A PodGroup's reservation annotation (its `annotations`) as shown: nodes, start in the annotation's
+    own style (RFC 3339 UTC) and GPUs, or the problem with an unreadable one; None without one."""
+    raw = annotations.get(c.RESERVATION_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        held = parse_reservation(str(raw), _EPOCH)
+    except ValueError as error:
+        return {"problem": f"{c.RESERVATION_ANNOTATION}: {error}"}
+    return {"nodes": list(held.nodes), "start": format_epoch(held.start), "gpus": held.gpus}
 
 
 def _queue_name(group: Mapping[str, Any] | None, pods: list[JsonObject]) -> str | None:
@@ -396,6 +417,8 @@ def text(e: Explanation) -> str:
         lines.append(f"Since: {e.since}")
     if e.estimated_start:
         lines.append(f"Estimated start: {e.estimated_start}")
+    if e.reservation is not None:
+        lines.append(f"Reservation: {_reservation_text(e.reservation)}")
     if e.to_start:
         lines.append("To start:")
         lines.extend(f"  - {hint}" for hint in e.to_start)
@@ -411,6 +434,13 @@ def text(e: Explanation) -> str:
             .replace("\n", "\n  ")
         )
     return "\n".join(lines) + "\n"
+
+
+def _reservation_text(reservation: Mapping[str, Any]) -> str:
+    if "problem" in reservation:
+        return f"unreadable ({reservation['problem']})"
+    gpus = f"{show('gpu', reservation['gpus'])} GPUs on " if reservation["gpus"] else ""
+    return f"{gpus}nodes {', '.join(reservation['nodes'])}, expected to start at {reservation['start']}"
 
 
 async def waiting_groups(cluster: Cluster, all_namespaces: bool) -> list[dict[str, Any]]:
@@ -459,4 +489,4 @@ def waiting_table(rows: list[dict[str, Any]], all_namespaces: bool) -> str:
     return render(headers, body)
 
 
-__all__ = ["Explanation", "explain", "text", "waiting_groups", "waiting_table"]
+__all__ = ["Explanation", "explain", "reservation_of", "text", "waiting_groups", "waiting_table"]

@@ -21,6 +21,8 @@ overrides both; this is what a scheduler that just started, or a new leader, rea
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.object_times import stamp_at
@@ -45,10 +47,16 @@ def placed_at(clock: SessionClock, pod: JsonObject, request: JsonObject | None) 
 
 
 def later_start(times: JobTimes, placed: float | None) -> JobTimes:
-    """`times` (from the PodGroup's annotations) with the start its pods show when that is newer."""
-    if placed is None or (times.last_start is not None and times.last_start >= placed):
+    """`times` (from the PodGroup's annotations) with the start its pods show when that is newer. A job
+    whose pods run (`placed` is not None) holds no reservation, whatever its annotation says (one left by
+    a scheduler that stopped before it could take it off): reservations are for jobs that wait."""
+    if placed is None:
         return times
-    return JobTimes(placed, times.stale_since, times.last_eviction)
+    if times.reservation is not None:
+        times = replace(times, reservation=None)
+    if times.last_start is not None and times.last_start >= placed:
+        return times
+    return replace(times, last_start=placed)
 
 
 class JobStarts:

@@ -69,6 +69,7 @@ from datetime import UTC, datetime
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSource
+from kai_scheduler.controlplane.run_times import RunHistory
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime import events
@@ -100,6 +101,8 @@ from kai_scheduler.k8s.scheduler.pod_groups import PodGroupUpdates
 from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.scheduler.queue_accounted import QueueAccountedUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
+from kai_scheduler.k8s.scheduler.reservation_metrics import backfilled_by_queue
+from kai_scheduler.k8s.scheduler.run_estimates import LiveRunEstimates, wants_run_estimates
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.k8s.scheduler.ungates import Ungates
 from kai_scheduler.model.partition import Partition
@@ -241,6 +244,11 @@ class SchedulerLoop:
             usage = _PrometheusSource(self.prometheus, self.clock)
         self.driver = CycleDriver(config, self.states.cache, usage)
         self.driver.record_fair_share = publish_cycles  # the plugin server's /get-fair-share
+        # Completed pods' run times, the process's one history: reservation's run estimates
+        # (`run_estimates.py`, made for each cycle when the plugin is configured) and the start-time
+        # estimates (`start_times.py`) learn from it and add to it, both on the event loop.
+        self.history = RunHistory()
+        self.run_estimates = LiveRunEstimates(self.clock, self.history)
 
     def request_state(self) -> None:
         """Publish the next cycle's state as `last_cycle` (even when cycles are not published)."""
@@ -299,6 +307,7 @@ class SchedulerLoop:
         )
         self.pod_groups.job_times_changed = set()
         self.pod_groups.jobs_changed |= live.changed_jobs
+        self._hand_run_estimates(live, now)
         outcome = await asyncio.to_thread(self._schedule, self.cycle, now)
         snapshot, result = outcome.snapshot, outcome.result
         report.result = result
@@ -323,6 +332,15 @@ class SchedulerLoop:
             )
         self.last_report = report
         return report
+
+    def _hand_run_estimates(self, live: LiveState, now: float) -> None:
+        """Give the cycle at `now` its run estimates when the configuration asks for them (made here, on the
+        event loop, where the run history changes: see `run_estimates.py`)."""
+        if not wants_run_estimates(self.config):
+            self.driver.estimates = None
+            return
+        estimates = self.run_estimates.at(live, self.states.pod_group_states, now)
+        self.driver.estimates = lambda _now: estimates
 
     def _forget_resolved(self) -> None:
         """Drop memories the informers have caught up with."""
@@ -388,6 +406,7 @@ class SchedulerLoop:
         self.metrics.set_waiting(waiting_by_queue(snapshot, result.unschedulable))
         self.metrics.set_gpu_allocation(gpu_allocation(snapshot.nodes))
         self.metrics.set_admission_gating(*admission_gating(snapshot, result))
+        self.metrics.reservations.observe(self.pod_groups.held.gpus(), backfilled_by_queue(snapshot, result))
         if self.usage is not None or self.prometheus is not None:
             self.metrics.observe_usage_query(self.usage_query_seconds)
             self.metrics.set_queue_usage(queue_usage(snapshot))

@@ -13,6 +13,8 @@ they run in one process; the queue controller's are `status/metrics.py`):
   (`kai_cluster_capacity_gpus`, `kai_cluster_allocated_gpus`, `kai_cluster_shared_gpus`, and
   `kai_cluster_idle_gpus` by placement: idle nodes, partly used nodes, unused parts of shared GPUs, the
   last two being the fragmented ones), each set after every cycle (`cycle_gauges.py`).
+  Reservation and backfill's `kai_cluster_reserved_gpus` and `kai_backfilled_pod_groups_total`
+  (`reservation_metrics.py`).
 
 Where the scheduler's values come from in live mode (`SchedulerLoop`, every cycle it carries out):
 
@@ -61,6 +63,7 @@ from prometheus_client.metrics_core import Metric
 from kai_scheduler.framework.decisions import Decision, SessionResult
 from kai_scheduler.framework.search_budgets import ScenarioSearchBudgets
 from kai_scheduler.k8s.scheduler.cycle_gauges import IDLE_PLACEMENTS, GpuAllocation, Waiting
+from kai_scheduler.k8s.scheduler.reservation_metrics import ReservationMetrics
 from kai_scheduler.k8s.scheduler.search_metrics import ScenarioSearchMetrics
 
 LATENCY_BUCKETS_MS: tuple[float, ...] = tuple(5.0 * 2**exponent for exponent in range(10))
@@ -244,6 +247,7 @@ class SchedulerMetrics:
             ("queue_name",),
         )
         self.search = ScenarioSearchMetrics(r, prefix)  # KAI v0.17's scenario_search_* (search_metrics.py)
+        self.reservations = ReservationMetrics(r, prefix)  # reservation and backfill (reservation_metrics.py)
         self._fair_share_queues: set[str] = set()
         self._usage_queues: set[str] = set()
         self._waiting: set[tuple[str, str]] = set()

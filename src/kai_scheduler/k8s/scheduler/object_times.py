@@ -1,5 +1,5 @@
 """An object's times as the scheduler's state reads them: its creation order key, and its timestamps and
-PodGroup time annotations on the session clock.
+PodGroup time annotations (and reservation) on the session clock.
 
 A time that is missing or not RFC 3339 never stops the state from being built: it reads as none (and an
 annotation that does not parse is logged, as a user wrote it), so one bad object cannot block a cycle.
@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.runtime.objects import metadata_of
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
+from kai_scheduler.k8s.scheduler.reservations import annotated_reservation
+from kai_scheduler.model.snapshot import JobTimes
 
 log = logging.getLogger(__name__)
 
@@ -54,4 +57,15 @@ def annotation_time(clock: SessionClock, annotations: Mapping[str, str], name: s
         return None
 
 
-__all__ = ["annotation_time", "creation_key", "incarnation_ended", "stamp_at"]
+def pod_group_times(clock: SessionClock, annotations: Mapping[str, str], job: str) -> JobTimes:
+    """A PodGroup's job times from its annotations: KAI's last start, staleness and last eviction, and its
+    reservation (`reservations.py`)."""
+    return JobTimes(
+        annotation_time(clock, annotations, c.LAST_START_TIMESTAMP_ANNOTATION, job),
+        annotation_time(clock, annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, job),
+        annotation_time(clock, annotations, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, job),
+        annotated_reservation(clock, annotations, job),
+    )
+
+
+__all__ = ["annotation_time", "creation_key", "incarnation_ended", "pod_group_times", "stamp_at"]

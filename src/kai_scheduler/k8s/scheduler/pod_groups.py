@@ -1,5 +1,6 @@
 """The scheduler's PodGroup effects: the job times as annotations (`kai.scheduler/stale-podgroup-timestamp`,
-`kai.scheduler/last-eviction-timestamp` when a cycle evicts a pod of the job) and the status
+`kai.scheduler/last-eviction-timestamp` when a cycle evicts a pod of the job, `kai.scheduler/reservation`
+with its events: `reservations.py`) and the status
 `schedulingConditions` entry `UnschedulableOnNodePool` for this node pool with its reason and message, a
 Warning event for each new reason (module doc of `loop.py`). The times are also kept in memory
 (`job_times`), the last start only there: KAI writes it as `kai.scheduler/last-start-timestamp`, which
@@ -26,6 +27,12 @@ from kai_scheduler.k8s.runtime.client import POD_GROUPS, ApiStatusError, JsonObj
 from kai_scheduler.k8s.runtime.objects import annotations_of
 from kai_scheduler.k8s.scheduler.effects import CycleReport, Effects
 from kai_scheduler.k8s.scheduler.live_state import LiveState
+from kai_scheduler.k8s.scheduler.reservations import (
+    HeldReservations,
+    annotation_value,
+    event_of,
+    needs_writing,
+)
 from kai_scheduler.model.scheduling_backoff import prefixed, transition_id
 from kai_scheduler.model.snapshot import JobTimes
 
@@ -82,6 +89,7 @@ class PodGroupUpdates:
         # (kept until a cycle got that far), and those the last cycle decided on or found stale.
         self.jobs_changed: set[str] = set()
         self._decided_jobs: set[str] = set()
+        self.held = HeldReservations()  # the GPUs the jobs' reservations hold, for the metrics
 
     def update(
         self, live: LiveState, result: SessionResult, now: float, report: CycleReport
@@ -106,7 +114,7 @@ class PodGroupUpdates:
             placed_jobs.add(job)
             if decision.type == "bind":
                 change[job] = change.get(job, 0) + 1
-        decided_jobs = change.keys() | placed_jobs | result.stale_since.keys()
+        decided_jobs = change.keys() | placed_jobs | result.stale_since.keys() | result.reservations.keys()
         touched = self.jobs_changed | decided_jobs | self._decided_jobs
         self.jobs_changed, self._decided_jobs = set(), decided_jobs
         jobs = {job for job in touched if job in live.pod_groups or job in job_pods}  # those that exist
@@ -125,9 +133,36 @@ class PodGroupUpdates:
                 annotations.setdefault(job, {})[name] = value
 
         before = {job: live.job_times.get(job, JobTimes()) for job in jobs}
-        after = next_job_times(before, running_before, running_after, result.stale_since, now, evicted)
+        after = next_job_times(
+            before,
+            running_before,
+            running_after,
+            result.stale_since,
+            now,
+            evicted,
+            reservations=result.reservations,
+        )
+        reservation_events: list[tuple[str, str, str]] = []
         for job in jobs | after.keys():
             old, new = before.get(job, JobTimes()), after.get(job, JobTimes())
+            obj = live.pod_groups.get(job)
+            if obj is not None:
+                # Written when it says something new; one a stopped scheduler left (or an unreadable
+                # one) is taken off the first time this process looks at the job.
+                current = annotations_of(obj).get(c.RESERVATION_ANNOTATION)
+                first_look = job not in self.job_times
+                if (old.reservation != new.reservation or first_look) and needs_writing(
+                    current, new.reservation, self.effects.clock
+                ):
+                    value = new.reservation
+                    annotate(
+                        job,
+                        c.RESERVATION_ANNOTATION,
+                        None if value is None else annotation_value(value, self.effects.clock),
+                    )
+                event = event_of(old.reservation, new.reservation, job in running_after, self.effects.clock)
+                if event is not None:
+                    reservation_events.append((job, *event))
             if old.last_eviction != new.last_eviction and new.last_eviction is not None:
                 # KAI stamps it and never takes it away (it starts the job's preemption delay again).
                 annotate(
@@ -154,6 +189,7 @@ class PodGroupUpdates:
                 self.job_times[job] = after.get(job, JobTimes())
             else:
                 self.job_times.pop(job, None)
+            self.held.note(job, self.job_times.get(job, JobTimes()).reservation)
         self.job_times_changed |= touched
 
         calls: list[Awaitable[None]] = []
@@ -194,7 +230,7 @@ class PodGroupUpdates:
                 calls.append(self.effects.limited(call, report, f"status of PodGroup {job}"))
         report.pod_group_updates = len(calls)
         if self.effects.record_events:
-            for job, reason, message in group_events(live, result):
+            for job, reason, message in group_events(live, result) + reservation_events:
                 call = self.effects.event(live.pod_groups[job], "Normal", reason, message)
                 calls.append(self.effects.limited(call, report, f"event on PodGroup {job}"))
         return calls, placed_jobs

@@ -12,7 +12,9 @@ not import the simulator's).
 
 What this task adds to the state: when each running pod started (`status.startTime`), and the run times
 of completed pods (`status.startTime` to their containers' latest `finishedAt`), remembered across
-estimates in a `RunHistory` (a Succeeded pod may be deleted before a later estimate).
+estimates in a `RunHistory` (a Succeeded pod may be deleted before a later estimate), the scheduler
+loop's when the process runs one: the run estimates of reservation and backfill learn from it too
+(`pod_runs.py`).
 
 The state is the one a cycle started from, so the look-ahead's first cycle is that cycle again (same
 state, same decisions): a job it starts at once is one that cycle placed, and gets no estimate.
@@ -32,8 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.timestamps import parse_rfc3339
-from kai_scheduler.controlplane.run_times import RunHistory, StartTimeQuery, shape_of, waiting_jobs
+from kai_scheduler.controlplane.run_times import RunHistory, StartTimeQuery, waiting_jobs
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.shard_config import ShardSpec
 from kai_scheduler.k8s.runtime.access import access
@@ -44,6 +45,7 @@ from kai_scheduler.k8s.runtime.objects import annotations_of, metadata_of
 from kai_scheduler.k8s.runtime.wait import wait_or_stop
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.plugin_server import CycleState
+from kai_scheduler.k8s.scheduler.pod_runs import count_completed, seconds_of, started_at
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.partition import Partition
 
@@ -63,7 +65,8 @@ _PLACED_BY_THE_CYCLE = 1e-6
 
 class StartTimeAnnotations:
     """See the module doc. `cycles` answers the last published cycle state; `request_state` asks the loop
-    to publish its next one; `partition`: the node pool the scheduler serves (its state is that pool's)."""
+    to publish its next one; `partition`: the node pool the scheduler serves (its state is that pool's);
+    `history`: the completed runs to learn from and add to (`pod_runs.py`; default: its own)."""
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class StartTimeAnnotations:
         interval: float = DEFAULT_INTERVAL,
         tolerance: float = DEFAULT_TOLERANCE,
         partition: Partition | None = None,
+        history: RunHistory | None = None,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -90,7 +94,8 @@ class StartTimeAnnotations:
         self.fork = fork
         self.interval = interval
         self.tolerance = tolerance
-        self.history = RunHistory()
+        # Completed runs: the scheduler loop's own when given (reservation's run estimates read it too).
+        self.history = history if history is not None else RunHistory()
         self.writes = 0  # PodGroup patches made, for tests and logs
         self._seen_cycle = -1
 
@@ -145,15 +150,9 @@ class StartTimeAnnotations:
             raw = pods.get(entry.pod.key)
             if raw is None:
                 continue
-            status = raw.get("status") or {}
-            begun = _seconds(self.clock, status.get("startTime"))
             if entry.phase == "Succeeded":
-                ended = _finished(self.clock, status)
-                if begun is not None and ended is not None:
-                    run_id = str(metadata_of(raw).get("uid") or entry.pod.key)
-                    group = groups.get(job_key_of(entry.pod))
-                    self.history.add(run_id, shape_of(entry.pod, group), ended - begun)
-            elif entry.node_name is not None and begun is not None:
+                count_completed(self.history, self.clock, raw, entry.pod, groups.get(job_key_of(entry.pod)))
+            elif entry.node_name is not None and (begun := started_at(self.clock, raw)) is not None:
                 started[entry.pod.key] = begun
         return StartTimeQuery(
             state=state,
@@ -194,7 +193,7 @@ class StartTimeAnnotations:
         """Whether the annotation changes (`current` is what it holds), and to what (None: removed)."""
         if estimate is None:
             return current is not None, None
-        written = _seconds(self.clock, current)
+        written = seconds_of(self.clock, current)
         if written is not None:
             slack = max(self.tolerance, _RELATIVE_TOLERANCE * (estimate - now))
             if abs(written - estimate) <= slack:
@@ -220,26 +219,6 @@ def look_ahead_config(config: SchedulerConfig, partition: Partition | None) -> S
         return config  # the default shard: what the simulator makes of labelled input by itself
     shard = ShardSpec(partition.pool, partition.value)
     return replace(config, node_pool_label_key=partition.label_key, shards=(shard,))
-
-
-def _seconds(clock: SessionClock, stamp: Any) -> float | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        return clock.seconds(parse_rfc3339(stamp))
-    except ValueError:
-        return None
-
-
-def _finished(clock: SessionClock, status: Mapping[str, Any]) -> float | None:
-    """When a completed pod's last container finished (None: not said)."""
-    times = []
-    for container in status.get("containerStatuses") or []:
-        terminated = ((container or {}).get("state") or {}).get("terminated") or {}
-        seconds = _seconds(clock, terminated.get("finishedAt"))
-        if seconds is not None:
-            times.append(seconds)
-    return max(times) if times else None
 
 
 __all__ = [

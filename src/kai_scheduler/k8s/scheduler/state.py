@@ -22,8 +22,8 @@ What is live mode's own:
 * `JobTimes` come from the PodGroup annotations `kai.scheduler/last-start-timestamp`,
   `kai.scheduler/stale-podgroup-timestamp` and `kai.scheduler/last-eviction-timestamp` (RFC 3339),
   converted to the session clock (`SessionClock`), the last start from the job's running pods when that is
-  newer (`job_starts.py`: the scheduler writes no last-start annotation), unless the loop's own bookkeeping
-  has the job (it is newer than the cache).
+  newer (`job_starts.py`: the scheduler writes no last-start annotation), the reservation from
+  `kai.scheduler/reservation` (`reservations.py`), unless the loop's own bookkeeping has the job.
 * For the loop, per job: how many of its pods run and which wait (`JobPods`), and which jobs changed since
   the last build, so that a cycle's bookkeeping looks at those jobs rather than at every pod.
 
@@ -58,6 +58,7 @@ from kai_scheduler.k8s.scheduler.object_times import (
     annotation_time,
     creation_key,
     incarnation_ended,
+    pod_group_times,
     stamp_at,
 )
 from kai_scheduler.k8s.scheduler.parsing import (
@@ -178,6 +179,10 @@ class StateBuilder:
         informers.pod_groups.add_handler(group_changed, group_changed, group_changed)
         informers.bind_requests.add_handler(request_changed, request_changed, request_changed)
 
+    @property
+    def pod_group_states(self) -> Mapping[str, PodGroupState]:  # as handed to the cache (read-only)
+        return MappingProxyType(self._group_states)
+
     def _in_shard(self, obj: JsonObject) -> bool:
         """Whether an object that does not parse is this shard's (so that one shard says what is wrong with
         it, not every one): by its node-pool label, a pod by its PodGroup's when that is known."""
@@ -276,11 +281,7 @@ class StateBuilder:
                 self._group_states[key] = state
                 self.cache.upsert_pod_group(state)
             annotations = annotations_of(obj)
-            times = JobTimes(
-                annotation_time(self.clock, annotations, c.LAST_START_TIMESTAMP_ANNOTATION, key),
-                annotation_time(self.clock, annotations, c.STALE_PODGROUP_TIMESTAMP_ANNOTATION, key),
-                annotation_time(self.clock, annotations, c.LAST_EVICTION_TIMESTAMP_ANNOTATION, key),
-            )
+            times = pod_group_times(self.clock, annotations, key)
             if times.empty():
                 self._group_times.pop(key, None)
             else:
