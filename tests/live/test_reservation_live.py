@@ -1,6 +1,6 @@
 """Reservation and backfill live (issue #24), against the fake API server, with the scheduler configured as
-the chart configures it (`scheduler.config` rendered into its ConfigMap, read as `kai-scheduler run
---config` reads it) with the `reservation` plugin.
+the chart configures it: `examples/backfill-config.yaml` as `scheduler.config`, rendered into its
+ConfigMap and read as `kai-scheduler run --config` reads it.
 
 Three 8-GPU nodes are busy: n1 for another 50 minutes, n2 for 110 (their pods' `duration` annotations,
 counted from their `startTime`), n3 for good (no duration). A gang of two 8-GPU pods cannot start now:
@@ -27,23 +27,21 @@ from kai_fakeapi import FakeApiServer
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.cli.flags import scheduler_config
-from kai_scheduler.framework.config import DEFAULT_PLUGIN_ARGUMENTS, DEFAULT_PLUGINS, SchedulerConfig
+from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.scheduler.metrics import SchedulerMetrics
 from kai_scheduler.kubectl_plugin import why
 from kai_scheduler.kubectl_plugin.api_client import Cluster
 
 ANNOTATION = c.RESERVATION_ANNOTATION
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "backfill-config.yaml"
 
 
 def chart_config(tmp_path: Path) -> SchedulerConfig:
-    """KAI's plugins and `reservation`, as a user sets the chart's `scheduler.config`, read from the
-    rendered ConfigMap as the scheduler's container reads its mounted file."""
-    plugins: list[dict[str, Any]] = [
-        {"name": name, "arguments": DEFAULT_PLUGIN_ARGUMENTS.get(name, {})} for name in DEFAULT_PLUGINS
-    ]
-    plugins.append({"name": "reservation", "arguments": {"maxReservations": "1"}})
-    values = {"scheduler": {"config": {"tiers": [{"plugins": plugins}]}}}
+    """The documented configuration (`examples/backfill-config.yaml`: KAI's plugins and `reservation`) as a
+    user gives it to the chart's `scheduler.config`, read from the rendered ConfigMap as the scheduler's
+    container reads its mounted file."""
+    values = {"scheduler": {"config": yaml.safe_load(EXAMPLE.read_text())}}
     [config_map] = [
         document
         for _, document in render_chart(values)
@@ -51,8 +49,9 @@ def chart_config(tmp_path: Path) -> SchedulerConfig:
     ]
     path = tmp_path / "config.yaml"
     path.write_text(config_map["data"]["config.yaml"])
-    assert "reservation" in yaml.safe_load(path.read_text())["tiers"][0]["plugins"][-1]["name"]
-    return scheduler_config(str(path))
+    config = scheduler_config(str(path))
+    assert config.plugin("reservation") is not None
+    return config
 
 
 def _stamp(seconds: float) -> str:
