@@ -17,6 +17,7 @@ known duration is taken to end at once.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
@@ -60,8 +61,13 @@ def shape_of(pod: Pod, group: PodGroup | None) -> Shape:
 def known_duration(pod: Pod) -> float | None:
     """The pod's `simulation.kai.scheduler/duration` (None: none, or not a duration)."""
     text = pod.metadata.annotations.get(c.SIM_DURATION_ANNOTATION)
-    if text is None:
-        return None
+    return None if text is None else _seconds_of(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _seconds_of(text: str) -> float | None:
+    """A duration annotation's seconds, None if it is not a non-negative duration (asked for every pod of
+    every cycle when reservations are on: a cluster's pods share a few thousand values at most)."""
     try:
         seconds = parse_duration(text)
     except ValueError:
