@@ -2,8 +2,8 @@
 revised when the cluster changes (a node fails, ...)").
 
 The simulator has no node-failure event, so the engine is driven cycle by cycle (its own `_cycle`, as
-tests/sim/test_unchanged_cycles.py does) and the reserved node is made NotReady or cordoned between two
-cycles, as a node update from the cluster would. Three 4-GPU nodes, each busy with a non-preemptible pod
+tests/sim/test_unchanged_cycles.py does) and the reserved node is made NotReady, cordoned or deleted between
+two cycles, as a node update from the cluster would. Three 4-GPU nodes, each busy with a non-preemptible pod
 until 100, 200 and 300 s; the 4-GPU job big holds n1 from 100 s. Once n1 fails, the earliest start is on
 n2 at 200 s: the reservation moves there, and big starts there. A control run without the failure starts
 big on n1 at 100 s, so each test can fail.
@@ -55,13 +55,23 @@ def objects() -> list[ApiObject]:
     return [*nodes, queue("q"), *busy, pod("big", gpus=4, duration="100s")]
 
 
-def not_ready(current: Node) -> Node:
+# How n1 fails: the cluster's nodes by name, changed in place.
+Failure = Callable[[dict[str, Node]], None]
+
+
+def not_ready(nodes: dict[str, Node]) -> None:
+    current = nodes["n1"]
     status = current.status.model_copy(update={"conditions": [NodeCondition(type="Ready", status="False")]})
-    return current.model_copy(update={"status": status})
+    nodes["n1"] = current.model_copy(update={"status": status})
 
 
-def cordoned(current: Node) -> Node:
-    return current.model_copy(update={"spec": current.spec.model_copy(update={"unschedulable": True})})
+def cordoned(nodes: dict[str, Node]) -> None:
+    current = nodes["n1"]
+    nodes["n1"] = current.model_copy(update={"spec": current.spec.model_copy(update={"unschedulable": True})})
+
+
+def deleted(nodes: dict[str, Node]) -> None:
+    del nodes["n1"]
 
 
 # Where and from when a job holds capacity (None: it holds none).
@@ -75,7 +85,7 @@ def held(sim: Simulation) -> Held:
     return None if reservation is None else (reservation.nodes, reservation.start)
 
 
-def run(fail: Callable[[Node], Node] | None) -> tuple[list[tuple[float, str, str]], list[Held]]:
+def run(fail: Failure | None) -> tuple[list[tuple[float, str, str]], list[Held]]:
     """Cycles at 0, 50, 100, 150 and 200 s, `fail` applied to n1 after the first: the binds and what big
     holds after each cycle."""
     start = objects()
@@ -85,7 +95,7 @@ def run(fail: Callable[[Node], Node] | None) -> tuple[list[tuple[float, str, str
     holds: list[Held] = []
     for number, now in enumerate((0.0, 50.0, 100.0, 150.0, 200.0), start=1):
         if number == 2 and fail is not None:
-            nodes["n1"] = fail(nodes["n1"])
+            fail(nodes)
             sim.cluster.cache.set_nodes(nodes.values())
         _, result = sim._cycle(now, number)
         binds += [(now, d.pod, d.node) for d in result.decisions if d.type == "bind"]
@@ -100,8 +110,8 @@ def test_without_a_failure_big_starts_where_it_held_first() -> None:
     assert holds[2] is None  # it started: a running job holds nothing
 
 
-@pytest.mark.parametrize("fail", [not_ready, cordoned], ids=["not-ready", "cordoned"])
-def test_a_reservation_moves_off_a_failed_node_to_a_later_start(fail: Callable[[Node], Node]) -> None:
+@pytest.mark.parametrize("fail", [not_ready, cordoned, deleted], ids=["not-ready", "cordoned", "deleted"])
+def test_a_reservation_moves_off_a_failed_node_to_a_later_start(fail: Failure) -> None:
     binds, holds = run(fail)
     # Held on n1 from 100 s; after n1 fails, on n2 from 200 s (n3 frees only at 300 s), kept so until big
     # starts there.
