@@ -69,7 +69,6 @@ from datetime import UTC, datetime
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSource
-from kai_scheduler.controlplane.run_times import RunHistory
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime import events
@@ -102,7 +101,7 @@ from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.scheduler.queue_accounted import QueueAccountedUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
 from kai_scheduler.k8s.scheduler.reservation_metrics import backfilled_by_queue
-from kai_scheduler.k8s.scheduler.run_estimates import LiveRunEstimates, wants_run_estimates
+from kai_scheduler.k8s.scheduler.run_estimates import LiveRunEstimates, RunLog, wants_run_estimates
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.k8s.scheduler.ungates import Ungates
 from kai_scheduler.model.partition import Partition
@@ -247,7 +246,7 @@ class SchedulerLoop:
         # Completed pods' run times, the process's one history: reservation's run estimates
         # (`run_estimates.py`, made for each cycle when the plugin is configured) and the start-time
         # estimates (`start_times.py`) learn from it and add to it, both on the event loop.
-        self.history = RunHistory()
+        self.history = RunLog()
         self.run_estimates = LiveRunEstimates(self.clock, self.history)
 
     def request_state(self) -> None:
