@@ -285,6 +285,43 @@ def test_a_failed_queue_write_is_retried_alone(server: FakeApiServer, make_clien
     assert len(patches) == 3  # two, one of them refused, and that one again
 
 
+def test_a_pod_group_s_own_status_write_is_not_computed_again(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    """Issue #23: the PodGroup the informer brings back after this controller's status write holds what
+    was computed from its pods as they still are: it is not computed again; a change of its pod is."""
+    store = server.store
+    store.kubelet = True
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    store.create(pod_group_manifest("job", "q"))
+    store.create(pod_manifest("job-0", "q", group="job", gpus=1))
+
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=0)
+
+    async def settled(groups: StatusReconciler) -> None:
+        def caught_up() -> bool:
+            cached = groups.informers.pod_groups.cache.get("default/job") or {}
+            stored = store.get("podgroups", "job", "default")
+            return cached.get("metadata", {}).get("resourceVersion") == stored["metadata"]["resourceVersion"]
+
+        await eventually(caught_up)
+        await eventually(lambda: groups.idle)
+
+    async def body() -> None:
+        async with running(make_client, make) as groups:
+            await eventually(lambda: status(server, "podgroups", "job").get("pending") == 1)
+            await settled(groups)
+            assert (groups.stats.computed, groups.stats.writes) == (1, 1)
+            store.bind("default", "job-0", "n1")
+            await eventually(lambda: status(server, "podgroups", "job").get("running") == 1)
+            await settled(groups)
+            assert (groups.stats.computed, groups.stats.writes) == (2, 2)
+
+    run(body())
+
+
 def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
     server: FakeApiServer, make_client: MakeClient
 ) -> None:

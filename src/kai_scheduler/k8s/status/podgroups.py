@@ -83,6 +83,15 @@ def _has_status(group: JsonObject) -> bool:
     return "resourcesStatus" in status or any(name in status for name in POD_COUNTERS)
 
 
+def _pod_model(pod: JsonObject, read: dict[str, Pod]) -> Pod:
+    """The pod read (`Pod.model_validate`, whose errors it raises), kept in `read` by uid."""
+    uid = _uid(pod)
+    model = read.get(uid)
+    if model is None:
+        model = read[uid] = Pod.model_validate(pod)
+    return model
+
+
 def _counters(status: Mapping[str, Any]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for name in POD_COUNTERS:
@@ -131,13 +140,13 @@ class PodGroupStatusController(StatusReconciler):
 
     # --- computing ---
 
-    def _request(self, pod: JsonObject) -> PodRequest | None:
+    def _request(self, pod: JsonObject, read: dict[str, Pod]) -> PodRequest | None:
         uid = _uid(pod)
         if uid in self._requests:
             return self._requests[uid]
         request: PodRequest | None
         try:
-            request = pod_request(Pod.model_validate(pod))
+            request = pod_request(_pod_model(pod, read))
         except (ValidationError, ValueError, TypeError, KeyError) as error:
             log.warning("pod %s: its resources cannot be read (%s); counted as none", object_key(pod), error)
             request = None
@@ -155,9 +164,14 @@ class PodGroupStatusController(StatusReconciler):
         return Priorities.of(classes)
 
     def is_preemptible(
-        self, group: JsonObject, pods: list[JsonObject], priorities: Priorities | None = None
+        self,
+        group: JsonObject,
+        pods: list[JsonObject],
+        priorities: Priorities | None = None,
+        read: dict[str, Pod] | None = None,
     ) -> bool:
-        """As the scheduler decides it (`model.builder.pod_group_traits`, with the group's first pod)."""
+        """As the scheduler decides it (`model.builder.pod_group_traits`, with the group's first pod);
+        `read`: the pods read so far (`_pod_model`)."""
         priorities = priorities or self._priorities()
         try:
             model = PodGroup.model_validate(group)
@@ -167,7 +181,7 @@ class PodGroupStatusController(StatusReconciler):
         first: Pod | None = None
         for pod in sorted(pods, key=creation_order):
             try:
-                first = Pod.model_validate(pod)
+                first = _pod_model(pod, {} if read is None else read)
                 break
             except (ValidationError, ValueError, TypeError):
                 continue
@@ -183,6 +197,7 @@ class PodGroupStatusController(StatusReconciler):
         """The status fields this controller owns, as they should be (`controlplane.status`)."""
         memory = memory or NodeGpuMemory(self.informers.optional(NODES))
         pods = self._pods_of(object_key(group))
+        read: dict[str, Pod] = {}  # a pod's request and its group's traits read one reading of it
         facts = []
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -192,10 +207,10 @@ class PodGroupStatusController(StatusReconciler):
                     str(phase) if phase else None,
                     bool(node),
                     memory.of(str(node)) if node else 0.0,
-                    None if str(phase) in FINISHED else self._request(pod),
+                    None if str(phase) in FINISHED else self._request(pod, read),
                 )
             )
-        preemptible = self.is_preemptible(group, pods, priorities)
+        preemptible = self.is_preemptible(group, pods, priorities, read)
         numbers = pod_group_numbers(facts, preemptible=preemptible, min_gpu_memory_mib=memory.of(None))
         self.stats.computed += 1
         return {
@@ -261,8 +276,12 @@ class PodGroupStatusController(StatusReconciler):
                 self._settled[key] = inputs
             return None
         self._settled.pop(key, None)
-        await self._write(key, obj, desired)
+        version = await self._write(key, obj, desired)
         self._first_seen.pop(key, None)  # only now: a failed write's retry does not wait again
+        if inputs is not None and version:
+            # The PodGroup at the version this write made holds what was computed from these pods: when
+            # the informer brings that version, its status is up to date without computing it again.
+            self._settled[key] = (version, inputs[1], inputs[2])
         return None
 
     def _first_write_wait(self, key: str, group: JsonObject) -> float:

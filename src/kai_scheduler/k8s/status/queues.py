@@ -122,8 +122,9 @@ class _OwnUsage:
             self._add(*entry, sign=1)
 
     def _add(self, queues: list[str], usage: QueueUsage, *, sign: int) -> None:
+        # Zero amounts (most of them: nothing non-preemptible, no GPU memory) are not made fractions.
         amounts = [
-            Fraction(amount) * sign
+            (Fraction(amount) if sign > 0 else -Fraction(amount)) if amount else 0
             for part in (usage.allocated, usage.allocated_non_preemptible, usage.requested)
             for amount in (part.cpu, part.memory, part.gpu, part.gpu_memory)
         ]

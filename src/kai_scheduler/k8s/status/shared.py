@@ -281,26 +281,28 @@ class StatusReconciler(Reconciler):
         # Written already, and the cache still shows the object as it was before that write.
         return last is not None and last.value == desired and last.version_before == resource_version(obj)
 
-    async def _write(self, key: str, obj: JsonObject, desired: Any) -> None:
+    async def _write(self, key: str, obj: JsonObject, desired: Any) -> str:
         """Patch the status to `desired` (an object gone meanwhile has nothing to write); `TemporaryError`
-        when the API server refused it or did not answer."""
+        when the API server refused it or did not answer. Returns the resourceVersion the write gave the
+        object ("" when not known)."""
         meta = metadata_of(obj)
         name = str(meta.get("name") or "")
         namespace = meta.get("namespace") if self.kind.namespaced else None
         async with self._semaphore:
             try:
-                await self.client.patch(
+                written = await self.client.patch(
                     self.kind, name, self._patch(obj, desired), namespace, subresource="status"
                 )
             except ApiStatusError as error:
                 if error.code == 404:
                     self._written.pop(key, None)
-                    return
+                    return ""
                 raise TemporaryError(f"{key} not written: {error}") from error
             except (ConnectionError, OSError, TimeoutError) as error:
                 raise TemporaryError(f"{key} not written: {type(error).__name__}: {error}") from error
         self._written[key] = _Written(desired, resource_version(obj))
         self.stats.writes += 1
+        return resource_version(written) if isinstance(written, Mapping) else ""
 
 
 __all__ = [
