@@ -5,6 +5,8 @@ object metadata, as kubectl asks), watches streamed as chunked JSON events with 
 from __future__ import annotations
 
 import contextlib
+import email.utils
+import functools
 import itertools
 import logging
 import queue
@@ -131,6 +133,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The `Date` header: the standard library's, made once a second rather than for each response."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        return _http_date(int(time.time()))
 
     def parse_request(self) -> bool:
         """The request line and header fields (`request_head.py`, in place of the standard library's mail
@@ -558,6 +566,11 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.store.objects.close_watch(watcher)
             self.owner._unregister_watch(watcher)
+
+
+@functools.lru_cache(maxsize=4)
+def _http_date(second: int) -> str:
+    return email.utils.formatdate(second, usegmt=True)
 
 
 def _served(obj: Obj, rt: ResourceType) -> Obj:

@@ -32,10 +32,13 @@ class Kubelet:
         """A stored pod got its node (lock held): when enabled, start it as the kubelet would."""
         if not self.enabled:
             return
-        new = clone(pod)
-        status = new.setdefault("status", {})
-        if status.get("phase") not in (None, "Pending"):
+        if (pod.get("status") or {}).get("phase") not in (None, "Pending"):
             return
+        # Only the status (and the resourceVersion the commit sets) change: the new version shares the
+        # rest with the old one, as stored objects are never changed in place (watches serve them as
+        # they are).
+        new = {**pod, "metadata": dict(pod["metadata"]), "status": clone(pod.get("status") or {})}
+        status = new["status"]
         now = format_time(self.clock())
         status["phase"] = "Running"
         status.setdefault("startTime", now)

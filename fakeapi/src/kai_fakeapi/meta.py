@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import functools
 import time
 from typing import Any
 
@@ -25,7 +26,13 @@ def meta(obj: Obj) -> dict[str, Any]:
 
 def format_time(t: float) -> str:
     """A timestamp as Kubernetes writes it (RFC 3339, whole seconds, UTC)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    return _format_second(int(t // 1))
+
+
+@functools.lru_cache(maxsize=4)
+def _format_second(second: int) -> str:
+    """One second's timestamp, made once: the writes of one second stamp the same."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def parse_time(text: str) -> float:

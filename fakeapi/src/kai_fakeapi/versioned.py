@@ -105,7 +105,8 @@ class VersionedStore:
         self._history_limit = max(1, history_limit)
         self._compacted_rv = 0
         self._rv = 0
-        self._watchers: set[Watcher] = set()
+        # Open watches by the type they watch: a commit is offered to its own type's watches only.
+        self._watchers: dict[str, set[Watcher]] = {}
         self._observers: list[Callable[[Event], None]] = []
 
     def add_observer(self, observer: Callable[[Event], None]) -> None:
@@ -153,7 +154,7 @@ class VersionedStore:
         while len(self._history) > self._history_limit:
             dropped = self._history.popleft()
             self._compacted_rv = dropped.rv
-        for w in list(self._watchers):
+        for w in list(self._watchers.get(rt.key, ())):
             w.offer(ev)
         self.changed.notify_all()
         for observer in self._observers:
@@ -316,16 +317,16 @@ class VersionedStore:
                         item = w.convert(ev)
                         if item is not None:
                             backlog.append(item)
-            self._watchers.add(w)
+            self._watchers.setdefault(rt.key, set()).add(w)
             return w, [(t, as_served(o, rt) if o is not None else None) for t, o in backlog]
 
     def close_watch(self, w: Watcher) -> None:
         with self.lock:
-            self._watchers.discard(w)
+            self._watchers.get(w.rt.key, set()).discard(w)
 
     def watchers(self) -> list[Watcher]:
         with self.lock:
-            return list(self._watchers)
+            return [w for watchers in self._watchers.values() for w in watchers]
 
     def bookmark_version(self, w: Watcher) -> int | None:
         """The resourceVersion a BOOKMARK may carry now: the current one, if the watcher has consumed every
