@@ -31,7 +31,13 @@ from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_c
 from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.plugins.fragmentation import costs as costs_module
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
-from kai_scheduler.plugins.fragmentation.measure import NodeStates, evaluate, mig_columns, mix_arrays
+from kai_scheduler.plugins.fragmentation.measure import (
+    NodeStates,
+    evaluate,
+    mig_columns,
+    mix_arrays,
+    scarcity_weighted,
+)
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
 
 PLUGINS = [
@@ -257,6 +263,34 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
     monkeypatch.setattr(PlacementCosts, "order", checked)
     assert binds(one_cycle(_generated_cluster(seed), ALLOCATE))
     assert len(asked) > 10
+
+
+def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> None:
+    # Two 8-GPU nodes left in the same state (32 idle CPUs, 8 idle GPUs), one of them a 64-CPU node half
+    # taken by a CPU-only pod: only it could hold a 48-CPU GPU pod when idle, so its GPUs are asked for
+    # more (pressure) and a 1-GPU pod costs more there. Costed together as alike nodes (as a request's
+    # first ask over many candidates is), each keeps its own cost.
+    objects = [
+        queue("q"),
+        node("half-taken", gpus=8, cpu="64"),
+        node("small", gpus=8, cpu="32", memory="511Gi"),
+        pod("cpu-only", node_name="half-taken", cpu="32", memory="1Gi"),
+        pod("wide", gpus=1, cpu="48"),
+        pod("narrow", gpus=1, cpu="1"),
+    ]
+    snapshot = snapshot_of(objects)
+    table = snapshot.nodes
+    tasks = {t.name: t for t in snapshot.tasks.values()}
+    requests = [tasks["wide"].request, tasks["narrow"].request]
+    mig, units = mig_columns(table)
+    mix = mix_arrays(requests, [0.5, 0.5], [np.ones(table.size, dtype=np.bool_)] * 2, table, mig)
+    mix = scarcity_weighted(mix, table, mig, units)
+    both = np.arange(table.size)
+    one_by_one = PlacementCosts(table, mix).order(requests[1], both)
+    monkeypatch.setattr(costs_module, "_FEW_ROWS", -1)  # alike nodes looked for however few
+    costed_together = PlacementCosts(table, mix).order(requests[1], both)
+    assert one_by_one[0] < one_by_one[1]  # the half-taken node's GPUs are the scarcer
+    assert costed_together.tolist() == one_by_one.tolist()
 
 
 def test_a_gang_is_placed_whole_or_not_at_all() -> None:

@@ -84,10 +84,17 @@ class PlacementCosts:
         self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
         self._per_cpu = _IDLE_CPU_WEIGHT / max(float(table.cap_cpu.max(initial=0.0)), 1.0)
         # Nodes alike for the mix (the same classes may run there, with the same portions and GPU
-        # memory, and as many GPUs: the GPUs in use count): in the same state, a placement costs the
-        # same on each.
+        # memory, and as many GPUs: the GPUs in use count; and as much pressure, which the CPU and
+        # memory of the node when idle decide too): in the same state, a placement costs the same on each.
         alike = np.column_stack(
-            [mix.whole_portions, mix.per_portion, mix.demand, table.gpu_memory_mib, mix.capacity]
+            [
+                mix.whole_portions,
+                mix.per_portion,
+                mix.demand,
+                table.gpu_memory_mib,
+                mix.capacity,
+                mix.pressure,
+            ]
         )
         self._kind = _row_sets(alike)[1].astype(np.float64)
 
