@@ -27,3 +27,25 @@ def test_values_that_are_not_json_are_still_deep_copied() -> None:
     assert copied == doc
     copied["tags"].add("c")
     assert doc["tags"] == {"a", "b"}
+
+
+class Labels(dict[str, str]):
+    pass
+
+
+def test_what_json_would_change_is_kept_as_it_was() -> None:
+    """NaN and infinities (JSON has none), tuples, integers beyond 64 bits, keys that are not strings and
+    subclasses of the builtin types come back as they were, not as JSON would write them; each in a
+    document of its own (one of them would send the whole document the slow way)."""
+    nan = clone({"x": [float("nan")]})["x"][0]
+    assert nan != nan
+    assert clone({"x": [float("inf"), -float("inf")]}) == {"x": [float("inf"), -float("inf")]}
+    pair = clone({"x": (1, 2)})["x"]
+    assert pair == (1, 2) and type(pair) is tuple
+    assert clone({"x": 2**70}) == {"x": 2**70}
+    assert clone({"x": {1: "one"}}) == {"x": {1: "one"}}
+    original = Labels(a="b")
+    labels = clone({"x": original})["x"]
+    assert type(labels) is Labels and labels == {"a": "b"} and labels is not original
+    assert str(clone([-0.0])[0]) == "-0.0" and clone([0.1 + 0.2]) == [0.1 + 0.2]
+    assert [type(x) for x in clone([True, 1, 1.0])] == [bool, int, float]
