@@ -12,7 +12,7 @@ changes is walked in Python as before, and what is not JSON within goes through 
 from __future__ import annotations
 
 import copy
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -28,12 +28,10 @@ def clone(value: T) -> T:
     kind = type(value)
     if kind is dict or kind is list:
         try:
-            copied = orjson.loads(orjson.dumps(value, option=_ONLY_JSON))
+            copied: T = orjson.loads(orjson.dumps(value, option=_ONLY_JSON))
         except TypeError:  # orjson.JSONEncodeError included
-            return _walk(value)
-        if copied == value:
-            return copied  # type: ignore[no-any-return]
-        return _walk(value)
+            return cast(T, _walk(value))
+        return copied if copied == value else cast(T, _walk(value))
     if kind in _IMMUTABLE:
         return value
     return copy.deepcopy(value)
