@@ -39,6 +39,7 @@ HISTORY_PER_SHAPE: Final = 20
 # Succeeded pod at every estimate until it is deleted); the oldest ids are forgotten beyond this.
 _SEEN_LIMIT: Final = 100_000
 _TERMINAL: Final = ("Succeeded", "Failed")
+_JUST_AFTER: Final = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +178,10 @@ def run_estimates(
         left = remaining(duration, known=known is not None, elapsed=now - started.get(pod.key, now))
         if left is not None:
             ends[pod.key] = now + left
-            if known is None and left > 0 and (changes_at is None or now + left < changes_at):
-                changes_at = now + left
+            if known is None:
+                # Past its estimate it has no expected end: right after now when it reaches it now.
+                outrun = now + max(left, _JUST_AFTER)
+                changes_at = outrun if changes_at is None else min(changes_at, outrun)
     return RunEstimates(ends, durations, changes_at)
 
 

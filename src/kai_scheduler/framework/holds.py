@@ -3,8 +3,9 @@ action tells a holder of capacity as it goes (`ExtensionPoints.holds`, registere
 plugin; None, the default, and allocate is exactly KAI's).
 
 Holds are made only within allocate, in its order: a job taken up after a hold was made may not take the
-held capacity unless it is expected to end before the hold starts. A job taken up before keeps what KAI's
-order gives it, and the eviction actions see no hold."""
+held capacity unless it is expected to end before the hold starts, and neither may any placement of the
+actions after allocate (a preemptor's, a consolidated pod's): they would delay the holder just as much. A
+job allocate took up before the hold was made keeps what KAI's order gave it."""
 
 from __future__ import annotations
 

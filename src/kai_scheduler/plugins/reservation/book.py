@@ -56,7 +56,9 @@ class HoldBook:
         self._everywhere = np.ones(nodes.size, dtype=np.bool_)
         self._everywhere.flags.writeable = False
         self.holds: list[_Hold] = []
-        self._binding = False
+        # While allocate runs: holds are made then only (the eviction actions' placements come later and
+        # keep off held capacity all the same).
+        self._allocating = False
         self._generation = 0
         self._holders: set[str] = set()
         # The earliest later time at which a pod found to end by a hold's start no longer would (it would
@@ -74,13 +76,13 @@ class HoldBook:
     # --- what allocate tells ------------------------------------------------------------------------
 
     def start_action(self) -> None:
-        self._binding = True
+        self._allocating = True
 
     def end_action(self) -> None:
-        self._binding = False
+        self._allocating = False
 
     def job_placed(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
-        if not self._binding or not self.holds or job.key in self._backfilled:
+        if not self._allocating or not self.holds or job.key in self._backfilled:
             return
         for task in tasks:
             end = self.end_of(task)
@@ -90,7 +92,7 @@ class HoldBook:
                     return
 
     def job_unplaced(self, job: JobInfo, tasks: list[TaskInfo], plan: StartPlanner) -> None:
-        if not self._binding or len(self.holds) >= self.max_reservations or job.key in self._holders:
+        if not self._allocating or len(self.holds) >= self.max_reservations or job.key in self._holders:
             return
         if self._plans >= _PLANS_PER_HOLD * self.max_reservations:
             return  # the jobs ahead could not hold anything: a deep backlog is not planned job by job
@@ -110,12 +112,12 @@ class HoldBook:
     def signature(self, job: JobInfo, tasks: list[TaskInfo]) -> Hashable:
         if not self.holds:
             return None
-        return (self._generation, tuple(self._classes(task) for task in tasks))
+        return (self._generation, job.key in self._holders, tuple(self._classes(task) for task in tasks))
 
     # --- the node filter ----------------------------------------------------------------------------
 
     def nodes_passing(self, task: TaskInfo) -> BoolArray:
-        if not self._binding or not self.holds:
+        if not self.holds or task.job.key in self._holders:
             return self._everywhere
         end = self.end_of(task)
         passing: BoolArray | None = None
@@ -134,7 +136,7 @@ class HoldBook:
 
     def depends_on(self, task: TaskInfo) -> Hashable:
         """What the filter reads of the pod besides its request: whether it ends by each hold's start."""
-        if not self._binding or not self.holds:
+        if not self.holds or task.job.key in self._holders:
             return None
         return (self._generation, self._classes(task))
 
