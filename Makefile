@@ -26,7 +26,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -rs
 
 # SCALE_ARGS: options of benchmarks/scale.py, e.g. SCALE_ARGS=--quick; FRAGMENTATION_ARGS: options of
-# benchmarks/fragmentation.py, e.g. FRAGMENTATION_ARGS=--quick (the full run replays 750 times).
+# benchmarks/fragmentation.py, e.g. FRAGMENTATION_ARGS=--quick (the full run replays 750 times);
+# BACKFILL_ARGS: options of benchmarks/backfill.py, e.g. BACKFILL_ARGS=--quick (3 hours instead of 7).
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py && $(BIN)/python benchmarks/reclaim.py && $(BIN)/python benchmarks/topology.py
 	$(BIN)/python benchmarks/dra.py
@@ -34,6 +35,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/scale.py $(SCALE_ARGS)
 	$(BIN)/python benchmarks/live.py
 	$(BIN)/python benchmarks/failover.py
+	$(BIN)/python benchmarks/backfill.py --write-doc $(BACKFILL_ARGS)
 	$(BIN)/python benchmarks/report.py
 	$(BIN)/python benchmarks/fragmentation.py $(FRAGMENTATION_ARGS)
 
