@@ -69,7 +69,8 @@ class QueueOrderedJobs:
             assert ranked is not None  # a queue chosen by rank has a job to hand out
             best = ranked.via
         job = heapq.heappop(self._heaps[best])[2]
-        self._handed_out.setdefault(best, set()).add(job.key)
+        if self._depth is not None:  # only a depth reads what was handed out
+            self._handed_out.setdefault(best, set()).add(job.key)
         self._invalidate(best)
         return job
 

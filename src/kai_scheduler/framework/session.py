@@ -476,7 +476,9 @@ class Session:
             scores = score if isinstance(scores, float) and scores == 0.0 else scores + score
         # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
         node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
-        now = bool(nodes.fit(task.request, soon=False)[node])
+        # A candidate fits soon; whether it fits now is asked of that one node (`node_fits` answers as
+        # `fit` does), and is the same question when nothing is being released.
+        now = not nodes.anything_releasing() or nodes.node_fits(task.request, node, soon=False)
         groups = self._choose_gpu_groups(task, node, soon=not now)
         return Placed(node, groups, now)
 

@@ -31,6 +31,8 @@ Rows = slice | IntArray
 ALL_ROWS: Final = slice(None)
 # The element type of an array kept up to date across changes (`NodeTable._kept`).
 _Cell = TypeVar("_Cell", np.bool_, np.float64)
+# CPU, memory, pod slots and whole GPUs free on one node (`NodeTable._room`).
+_Room = tuple[float, float, float, float]
 
 MIG_NONE: Final = 0
 MIG_SINGLE: Final = 1
@@ -195,6 +197,10 @@ class NodeTable:
         self._not_allocated: dict[bool, tuple[FloatArray, int]] = {}
         # The mask of empty nodes, with how much of the log it had seen (as `fit`), see `empty`.
         self._empty: tuple[BoolArray, int] | None = None
+        # What `node_fits` reads of a node (see `_room`), now and soon, kept until the node changes: a
+        # changed node is asked about again by each kept mask brought up to date.
+        self._rooms_now: dict[int, _Room] = {}
+        self._rooms_soon: dict[int, _Room] = {}
 
     # --- copies ----------------------------------------------------------------------------------
 
@@ -249,6 +255,8 @@ class NodeTable:
         table._free_soon = None
         table._not_allocated = {}
         table._empty = None
+        table._rooms_now = {}
+        table._rooms_soon = {}
         return table
 
     def clear_node(self, node: int) -> None:
@@ -308,13 +316,16 @@ class NodeTable:
         """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request.
 
         The mask is kept per request across calls: when not too many nodes changed since it was last
-        asked for (placing a pod changes one node), only those are checked again. It is read-only (a
-        later call returns a new array)."""
+        asked for (placing a pod changes one node), only those are checked again. It is read-only: a later
+        call returns the same array while its answers stand, else a new one."""
         if not soon and not self.anything_releasing():
             soon = True  # nothing is being released: fitting now and fitting soon are the same question
         key = (request, soon)
+        cached = self._fit_masks.get(key)
+        if cached is not None and cached[1] == len(self._changes):
+            return cached[0]  # nothing changed since: no need to make `_kept`'s callbacks
         mask = self._kept(
-            self._fit_masks.get(key),
+            cached,
             lambda node: self.node_fits(request, node, soon=soon),
             lambda rows: self.fit_rows(request, rows, soon=soon),
         )
@@ -330,7 +341,11 @@ class NodeTable:
         """A per-node array computed by `at_rows` (`one_node` for one node, the same answer to the last
         bit), brought up to date from `cached` (the array and how much of the log of changes it had
         seen) at the nodes changed since: one by one in plain Python for a few, with numpy for more, and
-        afresh when too many changed. The result is read-only (callers may keep it)."""
+        afresh when too many changed. The result is read-only (callers may keep it).
+
+        A mask (boolean array) whose answers at the few changed nodes are all as they were is returned as
+        it is: placing a pod on a node rarely changes whether other requests fit there, and the copy and
+        its read-only flag cost more than the check."""
         seen = len(self._changes)
         if cached is not None and cached[1] == seen:
             return cached[0]
@@ -339,11 +354,16 @@ class NodeTable:
         else:
             # Placing one pod changes one node: the usual case needs no set.
             changed = {self._changes[-1]} if seen - cached[1] == 1 else set(self._changes[cached[1] :])
-            array = cached[0].copy()
+            kept = cached[0]
             if len(changed) <= _FEW_CHANGED_NODES:
-                for node in changed:
-                    array[node] = one_node(node)
+                answers = [(node, one_node(node)) for node in changed]
+                if kept.dtype == np.bool_ and all(kept.item(node) == answer for node, answer in answers):
+                    return kept
+                array = kept.copy()
+                for node, answer in answers:
+                    array[node] = answer
             else:
+                array = kept.copy()
                 rows = np.fromiter(changed, dtype=np.int64, count=len(changed))
                 array[rows] = at_rows(rows)
         array.flags.writeable = False
@@ -468,16 +488,11 @@ class NodeTable:
     def node_fits(self, request: PodRequest, node: int, *, soon: bool) -> bool:
         """`fit` for one node, in plain Python (for a handful of nodes that is far cheaper than numpy);
         the same arithmetic in the same order, so the same answer to the last bit."""
-        # Plain floats (`item`): the same IEEE doubles as numpy's, at a fraction of a numpy scalar's cost.
-        cpu_free = self.cap_cpu.item(node) - self.used_cpu.item(node)
-        mem_free = self.cap_memory.item(node) - self.used_memory.item(node)
-        pods_free = self.cap_pods.item(node) - self.used_pods.item(node)
-        gpus_free = self.free_gpus.item(node)
-        if soon:
-            cpu_free = cpu_free + self.rel_cpu.item(node)
-            mem_free = mem_free + self.rel_memory.item(node)
-            pods_free = pods_free + self.rel_pods.item(node)
-            gpus_free = gpus_free + self.rel_gpus.item(node)
+        rooms = self._rooms_soon if soon else self._rooms_now
+        room = rooms.get(node)
+        if room is None:
+            room = rooms[node] = self._room(node, soon=soon)
+        cpu_free, mem_free, pods_free, gpus_free = room
         ok = (
             cpu_free >= request.cpu - EPSILON
             and mem_free >= request.memory - EPSILON
@@ -505,6 +520,21 @@ class NodeTable:
                 free = free + self.rel_scalars[node, j]
             ok = ok and free >= amount - EPSILON
         return bool(ok)
+
+    def _room(self, node: int, *, soon: bool) -> _Room:
+        """CPU, memory, pod slots and whole GPUs free on a node now (or once releasing pods are gone, when
+        `soon`), as `fit_rows` computes them."""
+        # Plain floats (`item`): the same IEEE doubles as numpy's, at a fraction of a numpy scalar's cost.
+        cpu_free = self.cap_cpu.item(node) - self.used_cpu.item(node)
+        mem_free = self.cap_memory.item(node) - self.used_memory.item(node)
+        pods_free = self.cap_pods.item(node) - self.used_pods.item(node)
+        gpus_free = self.free_gpus.item(node)
+        if soon:
+            cpu_free = cpu_free + self.rel_cpu.item(node)
+            mem_free = mem_free + self.rel_memory.item(node)
+            pods_free = pods_free + self.rel_pods.item(node)
+            gpus_free = gpus_free + self.rel_gpus.item(node)
+        return cpu_free, mem_free, pods_free, gpus_free
 
     def soon_room(self, node: int) -> SoonRoom:
         """What the node has free once its releasing pods are gone (computed as `node_fits` does)."""
@@ -596,6 +626,8 @@ class NodeTable:
     def _changed(self, node: int) -> None:
         """Note that a node's usage changed (every change below goes through here), for `fit`."""
         self.version += 1
+        self._rooms_now.pop(node, None)
+        self._rooms_soon.pop(node, None)
         if len(self._changes) >= 8 * self.size + 1024:
             # Keep the log short: start afresh, every cached mask is recomputed once.
             self._changes_dropped += len(self._changes)
