@@ -159,7 +159,7 @@ def parse_object(
         obj = validate_schema(model, doc if shared is None else shared.substitute(model, doc))
         if strict and isinstance(obj, Queue):
             check_queue_has_resources(doc)
-        _check_object(obj)
+        _check_object(obj, shared)
         return obj
     except InvalidField as problem:
         raise ManifestError(
@@ -315,10 +315,10 @@ def _yaml_text(value: bool | int | float) -> str:
 # --- semantic checks ----------------------------------------------------------------------------
 
 
-def _check_object(obj: ApiObject) -> None:
+def _check_object(obj: ApiObject, shared: SharedParts | None = None) -> None:
     _check_simulation_annotations(obj.metadata)
     if isinstance(obj, Pod):
-        _check_pod(obj)
+        _check_pod(obj, shared)
     elif isinstance(obj, Node):
         _check_resource_list("status.allocatable", obj.status.allocatable)
         _check_resource_list("status.capacity", obj.status.capacity)
@@ -375,7 +375,7 @@ def _check_non_negative_duration(field: str, text: str) -> None:
 # Pods.
 
 
-def _check_pod(pod: Pod) -> None:
+def _check_pod(pod: Pod, shared: SharedParts | None = None) -> None:
     priority = pod.metadata.labels.get(c.TASK_PRIORITY_LABEL)
     if priority is not None and not _INTEGER.fullmatch(priority):
         raise InvalidField(
@@ -384,9 +384,14 @@ def _check_pod(pod: Pod) -> None:
     if pod.metadata.annotations:  # the GPU-sharing rules are all about annotations; most pods have none
         check_gpu_sharing(pod)
     for path, container in _containers(pod):
+        # A container shared with other pods (`shared_parts`) passes for each as it did for the first.
+        if shared is not None and shared.checked(container):
+            continue
         _check_resource_list(f"{path}.resources.requests", container.resources.requests)
         _check_resource_list(f"{path}.resources.limits", container.resources.limits)
         _check_requests_within_limits(path, container)
+        if shared is not None:
+            shared.note_checked(container)
     _check_resource_list("spec.overhead", pod.spec.overhead)
     if pod.spec.resource_claims:
         _check_pod_claims(pod)

@@ -29,6 +29,10 @@ class SharedParts:
             tuple[type[K8sModel], str], K8sModel | None
         ] = {}  # None: the part does not validate on its own
         self._known_fields: set[tuple[object, type[K8sModel]]] = set()
+        # Ids of the parts made (held in `_made`, so their ids stay theirs), and of those whose own checks
+        # (a container's quantities) passed.
+        self._shared_ids: set[int] = set()
+        self._checked_ids: set[int] = set()
 
     def fields_known(self, shape: object, model: type[K8sModel]) -> bool:
         """Whether a document of this `shape` (`parse_object`) was found to have only fields `model` has:
@@ -38,6 +42,15 @@ class SharedParts:
     def note_fields_known(self, shape: object, model: type[K8sModel]) -> None:
         if shape is not None:
             self._known_fields.add((shape, model))
+
+    def checked(self, part: K8sModel) -> bool:
+        """Whether `part` is a shared one whose own checks passed (`note_checked`)."""
+        return id(part) in self._checked_ids
+
+    def note_checked(self, part: K8sModel) -> None:
+        """`part`'s own checks passed: for a shared part, they pass for every object that holds it."""
+        if id(part) in self._shared_ids:
+            self._checked_ids.add(id(part))
 
     def substitute(self, model: type[K8sModel], doc: dict[Any, Any]) -> dict[Any, Any]:
         """`doc` with its repeated parts (a pod's containers and status, a node's status) replaced by their
@@ -78,5 +91,7 @@ class SharedParts:
             part: K8sModel | None = model.model_validate(raw)
         except ValidationError:
             part = None
+        else:
+            self._shared_ids.add(id(part))
         self._made[key] = part
         return part

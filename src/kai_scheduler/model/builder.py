@@ -302,16 +302,44 @@ class PodDerivations:
         self._placements: dict[str, Placement] = {}
         self._requests: dict[tuple[object, ...], PodRequest] = {}
         self._by_containers: dict[tuple[object, ...], tuple[PodRequest, tuple[Container, ...]]] = {}
+        self._by_plain_spec: dict[
+            tuple[object, ...], tuple[Placement, tuple[HostPort, ...], tuple[Container, ...]]
+        ] = {}
 
     def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._derived.get(id(pod))
         if cached is None or cached[0] is not pod:
-            host_ports = pod_host_ports(pod)
-            placement = pod_placement(pod, host_ports)
-            placement = self._placements.setdefault(placement.key, placement)
+            placement, host_ports = self._placement(pod)
             cached = (pod, self._request(pod), placement, host_ports)
             self._derived[id(pod)] = cached
         return cached[1], cached[2], cached[3]
+
+    def _placement(self, pod: Pod) -> tuple[Placement, tuple[HostPort, ...]]:
+        spec = pod.spec
+        # A pod whose spec has no constraint, volume or ephemeral container of its own (most pods) places
+        # as its containers and network say: looked up by which (shared, `_request`) container objects it
+        # has. Kept only when it needs no ConfigMap, whose names would be its namespace's.
+        plain = not (
+            spec.node_selector
+            or spec.affinity
+            or spec.tolerations
+            or spec.volumes
+            or spec.ephemeral_containers
+        )
+        key = None
+        if plain:
+            key = (spec.host_network, *map(id, spec.init_containers), None, *map(id, spec.containers))
+            known = self._by_plain_spec.get(key)
+            if known is not None:
+                return known[0], known[1]
+        host_ports = pod_host_ports(pod)
+        placement = pod_placement(pod, host_ports)
+        placement = self._placements.setdefault(placement.key, placement)
+        if key is not None and not placement.config_maps:
+            if len(self._by_plain_spec) >= _MAX_BY_CONTAINERS:
+                self._by_plain_spec.clear()  # as `_by_containers`
+            self._by_plain_spec[key] = (placement, host_ports, (*spec.init_containers, *spec.containers))
+        return placement, host_ports
 
     def _request(self, pod: Pod) -> PodRequest:
         spec = pod.spec

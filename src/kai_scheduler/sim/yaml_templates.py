@@ -98,10 +98,16 @@ class _Values(dict[str, Any]):
     def __init__(self, constructor: Any) -> None:
         super().__init__()
         self._constructor = constructor
+        # The first characters of plain scalars that may resolve to another tag than str (PyYAML's
+        # resolver looks its candidate patterns up by first character, and none applies to every one).
+        resolvers = constructor.yaml_implicit_resolvers
+        self._maybe_not_str = None if None in resolvers else frozenset(resolvers)
 
     def __missing__(self, text: str) -> Any:
         if text[0] in "'\"":
             value: Any = text[1:-1]
+        elif self._maybe_not_str is not None and text[0] not in self._maybe_not_str:
+            value = text  # most distinct values (names): no resolver to try
         else:
             tag = self._constructor.resolve(yaml.ScalarNode, text, (True, False))
             try:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kai_scheduler.api.errors import ManifestError
-from kai_scheduler.api.objects import Node, Pod
+from kai_scheduler.api.objects import Container, Node, Pod
+from kai_scheduler.api.shared_parts import SharedParts
 from kai_scheduler.sim.loader import load_manifests
 
 
@@ -92,3 +93,22 @@ def test_an_invalid_repeated_part_is_reported_at_its_full_path(tmp_path: Path) -
 def test_a_part_invalid_on_its_own_is_reported_by_the_whole_object(tmp_path: Path) -> None:
     message = load_error(tmp_path, pod("a", "'2'"), pod("b", "two"))
     assert "document 2 at line 13 (Pod default/b): spec.containers[0].resources.requests.cpu: " in message
+
+
+def test_only_a_shared_container_counts_as_checked_once_noted() -> None:
+    shared = SharedParts()
+    container = {"name": "main", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}
+    made = shared.substitute(Pod, {"spec": {"containers": [container]}})["spec"]["containers"][0]
+    own = Container.model_validate(container)
+    shared.note_checked(own)  # not a shared part: another object may later have its id
+    shared.note_checked(made)
+    assert not shared.checked(own)
+    assert shared.checked(made)
+
+
+def test_a_container_unlike_one_checked_before_is_checked_itself(tmp_path: Path) -> None:
+    limits = ", limits: {cpu: '1'}"
+    message = load_error(tmp_path, pod("a", "'1'", limits=limits), pod("b", "'2'", limits=limits))
+    assert "document 2 at line 13 (Pod default/b): spec.containers[0].resources.requests.cpu: must not " in (
+        message
+    )
