@@ -81,8 +81,8 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
                     and (queue.get("fairShare") or {}).get("nvidia.com/gpu") == str(PODS)
                 )
 
-            # The queue's last figures may wait for the end of its write period (10 s).
-            await eventually(settled, timeout=40)
+            # The queue's last figures may wait for the end of its write period (30 s).
+            await eventually(settled, timeout=60)
             await asyncio.sleep(1.5)  # a few more cycles and status passes
             spent = writes(server)
             server.clear_requests()
@@ -92,7 +92,7 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
             await asyncio.wait_for(task, 10)
         return spent, quiet, watching_pods
 
-    spent, quiet, watching_pods = run(body(), timeout=90)
+    spent, quiet, watching_pods = run(body(), timeout=120)
     # One process, one watch of pods (and of every other kind) for all of its components.
     assert watching_pods == 1
     # Per pod, six writes, the ones a user reads (issue #23): its PodGroup and the PodGroup's name on the
@@ -123,6 +123,6 @@ def test_all_components_share_watches_bind_with_few_writes_and_stay_quiet(server
     # once a second and once a cycle while pods streamed in: 0.12 writes a pod at 10,000 pods).
     assert spent["patch queues/status"] <= 2 * 2, spent
     # So with the queue's writes counted, a pod costs six writes and a share of a fixed few: 6.33 here,
-    # 6.00 (to two decimals, 11 queues written for a minute) for issue #23's 10,000 pods.
+    # under 6.01 (11 queues written for a minute) for issue #23's 10,000 pods.
     assert sum(spent.values()) / PODS <= 6 + 4 / PODS, spent
     assert not quiet, f"writes with nothing changed: {quiet}"

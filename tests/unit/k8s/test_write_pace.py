@@ -1,5 +1,5 @@
-"""A queue's status written on a pace (issue #23): the first change at once, then at most once a period;
-a failed write does not hold the retry back."""
+"""A queue's status written on a pace (issue #23): at once after a quiet period, once a change holds still,
+else once a period while it keeps changing; a failed write does not hold the retry back."""
 
 from __future__ import annotations
 
@@ -14,25 +14,41 @@ class Clock:
         return self.now
 
 
-def test_the_first_write_goes_at_once_and_the_next_after_the_period() -> None:
+def test_a_change_after_a_quiet_period_goes_at_once() -> None:
     clock = Clock()
-    pace = WritePace(10.0, clock)
-    assert pace.wait("q") == 0
+    pace = WritePace(30.0, 2.0, clock)
+    assert pace.wait("q", 1) == 0
     pace.wrote("q")
-    clock.now += 4
-    assert pace.wait("q") == 6  # a change 4 s after the write waits for the rest of the period
-    assert pace.wait("other") == 0  # each queue has its own
-    clock.now += 6
-    assert pace.wait("q") == 0
+    clock.now += 31
+    assert pace.wait("q", 2) == 0
+    assert pace.wait("other", 1) == 0  # each queue has its own
+
+
+def test_a_burst_is_written_once_a_period_and_its_end_once_it_holds_still() -> None:
+    clock = Clock()
+    pace = WritePace(30.0, 2.0, clock)
+    pace.wrote("q")
+    for value in range(1, 30):  # a new value every second: held
+        clock.now += 1
+        assert pace.wait("q", value) > 0
+    clock.now += 1
+    assert pace.wait("q", 30) == 0  # the period is over: the latest value goes
+    pace.wrote("q")
+    clock.now += 1
+    assert pace.wait("q", 31) == 2  # the burst's last value, if it stays so...
+    clock.now += 1.5
+    assert pace.wait("q", 31) == 0.5
+    clock.now += 0.5
+    assert pace.wait("q", 31) == 0  # ...goes once it held still
 
 
 def test_a_failed_write_may_be_retried_at_once_and_gone_queues_are_forgotten() -> None:
     clock = Clock()
-    pace = WritePace(10.0, clock)
+    pace = WritePace(30.0, 2.0, clock)
     pace.wrote("q")
     pace.unwrote("q")
-    assert pace.wait("q") == 0
+    assert pace.wait("q", 1) == 0
     pace.wrote("q")
     pace.wrote("gone")
     pace.keep({"q"})
-    assert pace.wait("gone") == 0 and pace.wait("q") == 10
+    assert pace.wait("gone", 1) == 0 and pace.wait("q", 1) == 2

@@ -6,9 +6,9 @@ project's, in its own CRD (a cluster with KAI's CRD prunes it, and readers show 
 Written after a cycle for the queues whose fair share changed, rounded as `kubectl kai` shows it (GPUs
 to a hundredth, CPU to a millicore, memory to a MiB) so that noise in the last digits writes nothing: a
 settled cluster is not written to. Like the queue status controller's fields, a queue's fair share is
-written on a pace (`runtime.write_pace`): the first change after a quiet period by the cycle that finds
-it, later ones at most once a period, each by the first cycle after its period, with that cycle's fair
-share; while pods stream in, a queue costs a write a period, not one per cycle. A write goes
+written on a pace (`runtime.write_pace`): by the cycle that finds it after a quiet period, else by the
+first cycle after it held still for 2 s or its period (30 s) since the last write is over, with that
+cycle's fair share; while pods stream in, a queue costs a write a period, not one per cycle. A write goes
 through the status subresource as a merge patch of that one field, so it never races the queue status
 controller's fields; the scheduler's cache reads no Queue status, so the write does not make the next
 cycle rebuild anything.
@@ -69,7 +69,7 @@ class QueueFairShare:
                 continue  # a parent queue left out of the tree, or one just deleted
             desired = fair_share_list(gpu, millicores, memory)
             shown = (obj.get("status") or {}).get(FAIR_SHARE_FIELD)
-            if shown == desired or self._written.get(queue) == desired or self.pace.wait(queue) > 0:
+            if shown == desired or self._written.get(queue) == desired or self.pace.wait(queue, desired) > 0:
                 continue
             self._written[queue] = desired
             write = write_status_field(

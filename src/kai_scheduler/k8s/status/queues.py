@@ -10,11 +10,11 @@ bottom-up through the queue tree: a queue's own PodGroups (`spec.queue`) summed 
 `status.resourcesStatus` (what the PodGroup controller wrote, as in KAI, where the two are separate
 binaries), plus the totals of its child queues (`spec.parentQueue`); `childQueues` lists the children by
 name. A pass over the tree is one reconcile of one key (`TREE`), at most one a `period` (1 s); a queue's
-status is written only when it changed, the first change after a quiet `write_period` (10 s) in the pass
-that sees it, later ones at most once a `write_period` (`runtime.write_pace`: a busy cluster's queues cost
-the API server a write each per period, not one per pod); a held write is made by the pass its period
-ends in. With `metrics` (a `QueueMetrics`), the queue gauges are set after every pass, held writes or
-not.
+status is written only when it changed, and on a pace (`runtime.write_pace`, `write_period` 30 s): at once
+after a quiet period, once it holds still for 2 s, else once a period while it keeps changing (a busy
+cluster's queues cost the API server a write each per period, not one per pod); a held write is made by
+the pass its wait ends in. With `metrics` (a `QueueMetrics`), the queue gauges are set after every
+pass, held writes or not.
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ class QueueStatusController(StatusReconciler):
             if self._up_to_date(name, obj, desired):
                 self.stats.unchanged += 1
                 continue
-            if (wait := self.pace.wait(name)) > 0:
+            if (wait := self.pace.wait(name, desired)) > 0:
                 held.append(wait)
                 continue
             writes.append((name, obj, desired))
