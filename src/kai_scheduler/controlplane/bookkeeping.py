@@ -41,7 +41,7 @@ def next_job_times(
     time are left out."""
     updated = dict(times)
     for job in running_after - running_before:
-        updated[job] = replace(updated.get(job, JobTimes()), last_start=now, reservation=None)
+        updated[job] = replace(updated.get(job, JobTimes()), last_start=now)
     for job, current in times.items():
         if current.last_start is not None and job not in running_after:
             updated[job] = replace(updated[job], last_start=None)
@@ -51,4 +51,7 @@ def next_job_times(
         updated[job] = replace(updated.get(job, JobTimes()), last_eviction=now)
     for job, reservation in (reservations or {}).items():
         updated[job] = replace(updated.get(job, JobTimes()), reservation=reservation)
+    for job in running_after:
+        if (held := updated.get(job)) is not None and held.reservation is not None:
+            updated[job] = replace(held, reservation=None)
     return {job: t for job, t in updated.items() if not t.empty()}

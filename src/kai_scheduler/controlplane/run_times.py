@@ -40,6 +40,13 @@ HISTORY_PER_SHAPE: Final = 20
 _SEEN_LIMIT: Final = 100_000
 _TERMINAL: Final = ("Succeeded", "Failed")
 _JUST_AFTER: Final = 1e-6
+# The plugin that asks the edges for run estimates each cycle (`plugins.reservation`).
+RESERVATION_PLUGIN: Final = "reservation"
+
+
+def wants_run_estimates(config: SchedulerConfig) -> bool:
+    """Whether cycles under `config` need run estimates (`CycleDriver.estimates`): reservations are on."""
+    return config.plugin(RESERVATION_PLUGIN) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +194,7 @@ def run_estimates(
 
 __all__ = [
     "HISTORY_PER_SHAPE",
+    "RESERVATION_PLUGIN",
     "RunHistory",
     "Shape",
     "StartTimeQuery",
@@ -195,4 +203,5 @@ __all__ = [
     "run_estimates",
     "shape_of",
     "waiting_jobs",
+    "wants_run_estimates",
 ]

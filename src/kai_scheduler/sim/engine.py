@@ -10,6 +10,7 @@ from datetime import datetime
 from kai_scheduler.api.objects import ApiObject, Node, Pod, PodGroup, Queue
 from kai_scheduler.controlplane.bookkeeping import next_job_times
 from kai_scheduler.controlplane.driver import CycleDriver, UsageSource
+from kai_scheduler.controlplane.run_times import wants_run_estimates
 from kai_scheduler.controlplane.shards import ShardedDriver
 from kai_scheduler.framework.config import SchedulerConfig, shard_config
 from kai_scheduler.framework.decisions import Decision, SessionResult, Ungating
@@ -20,7 +21,7 @@ from kai_scheduler.model.snapshot import JobTimes
 from kai_scheduler.model.usage import UsageRecorder
 from kai_scheduler.sim import gc_policy
 from kai_scheduler.sim.in_memory_cluster import SimCluster, build_cluster
-from kai_scheduler.sim.run_estimates import estimates_of, wants_estimates
+from kai_scheduler.sim.run_estimates import estimates_of
 from kai_scheduler.sim.workloads import Workload
 
 
@@ -127,7 +128,7 @@ class Simulation:
                 (p.name, p.partition, p.config, u) for p, u in zip(plans, usages, strict=True)
             ]
             self.sharded = ShardedDriver(cache, shards)
-        self.reserving = wants_estimates(config)
+        self.reserving = wants_run_estimates(config)
         if self.reserving:
             estimate = estimates_of(self.cluster)
             self.driver.estimates = estimate

@@ -9,16 +9,8 @@ from collections.abc import Callable
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.objects import Pod
 from kai_scheduler.controlplane.run_times import RunHistory, run_estimates, shape_of
-from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.model.reservations import RunEstimates
 from kai_scheduler.sim.in_memory_cluster import SimCluster
-
-# The plugin that asks for the estimates (`plugins.reservation`).
-RESERVATION_PLUGIN = "reservation"
-
-
-def wants_estimates(config: SchedulerConfig) -> bool:
-    return any(option.name == RESERVATION_PLUGIN for option in config.plugins())
 
 
 def estimates_of(cluster: SimCluster) -> Callable[[float], RunEstimates]:
@@ -45,4 +37,4 @@ def estimates_of(cluster: SimCluster) -> Callable[[float], RunEstimates]:
     return estimate
 
 
-__all__ = ["RESERVATION_PLUGIN", "estimates_of", "wants_estimates"]
+__all__ = ["estimates_of"]

@@ -69,6 +69,7 @@ from datetime import UTC, datetime
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
 from kai_scheduler.controlplane.driver import CycleDriver, CycleOutcome, UsageSource
+from kai_scheduler.controlplane.run_times import wants_run_estimates
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.k8s.runtime import events
@@ -101,7 +102,7 @@ from kai_scheduler.k8s.scheduler.prometheus_usage import PrometheusUsage
 from kai_scheduler.k8s.scheduler.queue_accounted import QueueAccountedUsage
 from kai_scheduler.k8s.scheduler.queue_fair_share import QueueFairShare
 from kai_scheduler.k8s.scheduler.reservation_metrics import backfilled_by_queue
-from kai_scheduler.k8s.scheduler.run_estimates import LiveRunEstimates, RunLog, wants_run_estimates
+from kai_scheduler.k8s.scheduler.run_estimates import LiveRunEstimates, RunLog
 from kai_scheduler.k8s.scheduler.state import StateBuilder
 from kai_scheduler.k8s.scheduler.ungates import Ungates
 from kai_scheduler.model.partition import Partition

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from kai_scheduler.api.objects import PodGroup
 from kai_scheduler.controlplane.run_times import RunHistory, Shape, known_duration, run_estimates
-from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.k8s.runtime.client import JsonObject
 from kai_scheduler.k8s.scheduler.job_starts import placed_at
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, LiveState, SessionClock
@@ -32,11 +31,6 @@ from kai_scheduler.model.reservations import RunEstimates
 from kai_scheduler.model.snapshot import PodGroupState, PodState
 
 # The plugin that reads run estimates (`plugins.reservation`): without it none are made.
-RESERVATION_PLUGIN = "reservation"
-
-
-def wants_run_estimates(config: SchedulerConfig) -> bool:
-    return config.plugin(RESERVATION_PLUGIN) is not None
 
 
 class _PodGroups(Mapping[str, PodGroup]):
@@ -181,4 +175,4 @@ class LiveRunEstimates:
         )
 
 
-__all__ = ["RESERVATION_PLUGIN", "LiveRunEstimates", "RunLog", "wants_run_estimates"]
+__all__ = ["LiveRunEstimates", "RunLog"]

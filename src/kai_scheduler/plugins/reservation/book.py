@@ -94,6 +94,8 @@ class HoldBook:
     def job_unplaced(self, job: JobInfo, tasks: list[TaskInfo], plan: StartPlanner) -> None:
         if not self._allocating or len(self.holds) >= self.max_reservations or job.key in self._holders:
             return
+        if job.is_gang_satisfied():
+            return  # it runs (an elastic job growing): what it waits for is more, not to start
         if self._plans >= _PLANS_PER_HOLD * self.max_reservations:
             return  # the jobs ahead could not hold anything: a deep backlog is not planned job by job
         self._plans += 1
