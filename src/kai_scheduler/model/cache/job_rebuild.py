@@ -101,8 +101,8 @@ class JobRebuild:
     def rebuild(self, key: str) -> None:
         old = self.jobs.get(key)
         job = self._make_job(key)
-        kept = {task.key for task in job.tasks} if job is not None else set()
         if old is not None:
+            kept = {task.key for task in job.tasks} if job is not None else set()
             for task in old.tasks:
                 if task.key not in kept:
                     self._drop_task(task)
@@ -159,13 +159,17 @@ class JobRebuild:
         gated = 0
         node_index = self._accounting.table.index
         nominations, asks, stuck = self._nominations, self._asks, self._stuck
-        admission = AdmissionFacts()
+        admission: AdmissionFacts | None = None  # made for the few jobs with gated or admitted pods
         for state in ours:
             if is_gated(state):
                 gated += 1  # KAI's status of that name: alive, but not for the scheduler until ungated
+                if admission is None:
+                    admission = AdmissionFacts()
                 note_gated(admission, state, asks)
                 continue
             if state.admitted is not None and state.node_name is None:
+                if admission is None:
+                    admission = AdmissionFacts()
                 admission.admitted[state.pod.key] = state.admitted
             state = nominations.of(state)
             task = make_task(state, job, asks.of(state.pod), node_index, stuck=stuck.is_stuck(state.pod.key))
