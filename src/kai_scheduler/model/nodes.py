@@ -316,16 +316,13 @@ class NodeTable:
         """Nodes whose idle resources (or idle + releasing, when `soon`) hold the request.
 
         The mask is kept per request across calls: when not too many nodes changed since it was last
-        asked for (placing a pod changes one node), only those are checked again. It is read-only: a later
-        call returns the same array while its answers stand, else a new one."""
+        asked for (placing a pod changes one node), only those are checked again. It is read-only (a
+        later call returns a new array)."""
         if not soon and not self.anything_releasing():
             soon = True  # nothing is being released: fitting now and fitting soon are the same question
         key = (request, soon)
-        cached = self._fit_masks.get(key)
-        if cached is not None and cached[1] == len(self._changes):
-            return cached[0]  # nothing changed since: no need to make `_kept`'s callbacks
         mask = self._kept(
-            cached,
+            self._fit_masks.get(key),
             lambda node: self.node_fits(request, node, soon=soon),
             lambda rows: self.fit_rows(request, rows, soon=soon),
         )
@@ -341,11 +338,7 @@ class NodeTable:
         """A per-node array computed by `at_rows` (`one_node` for one node, the same answer to the last
         bit), brought up to date from `cached` (the array and how much of the log of changes it had
         seen) at the nodes changed since: one by one in plain Python for a few, with numpy for more, and
-        afresh when too many changed. The result is read-only (callers may keep it).
-
-        A mask (boolean array) whose answers at the few changed nodes are all as they were is returned as
-        it is: placing a pod on a node rarely changes whether other requests fit there, and the copy and
-        its read-only flag cost more than the check."""
+        afresh when too many changed. The result is read-only (callers may keep it)."""
         seen = len(self._changes)
         if cached is not None and cached[1] == seen:
             return cached[0]
@@ -354,16 +347,11 @@ class NodeTable:
         else:
             # Placing one pod changes one node: the usual case needs no set.
             changed = {self._changes[-1]} if seen - cached[1] == 1 else set(self._changes[cached[1] :])
-            kept = cached[0]
+            array = cached[0].copy()
             if len(changed) <= _FEW_CHANGED_NODES:
-                answers = [(node, one_node(node)) for node in changed]
-                if kept.dtype == np.bool_ and all(kept.item(node) == answer for node, answer in answers):
-                    return kept
-                array = kept.copy()
-                for node, answer in answers:
-                    array[node] = answer
+                for node in changed:
+                    array[node] = one_node(node)
             else:
-                array = kept.copy()
                 rows = np.fromiter(changed, dtype=np.int64, count=len(changed))
                 array[rows] = at_rows(rows)
         array.flags.writeable = False

@@ -448,17 +448,3 @@ def test_soon_room_holds_what_node_fits_soon_holds(seed: int) -> None:
         for request in partial:
             assert room.may_hold(request) or not t.node_fits(request, n, soon=True), (n, request)
     assert answers == {True, False}
-
-
-def test_a_fit_mask_someone_holds_never_changes_and_is_kept_while_its_answers_stand() -> None:
-    """`fit` brings a kept mask up to date at the changed nodes: a change that moves no answer gives the
-    same array back; one that does gives a new array, and the one a caller holds stays as it was."""
-    t = table(*(node(f"n{i}", gpus=4) for i in range(8)))  # many more nodes than change
-    two = PodRequest(cpu=100, memory=GI, whole_gpus=2)
-    held = t.fit(two, soon=True)
-    t.hold(0, PodRequest(cpu=100, memory=GI, whole_gpus=1), releasing=False)  # 3 GPUs left: still fits
-    assert t.fit(two, soon=True) is held
-    t.hold(0, PodRequest(cpu=100, memory=GI, whole_gpus=2), releasing=False)  # 1 GPU left
-    moved = t.fit(two, soon=True)
-    assert list(moved) == [False] + [True] * 7
-    assert list(held) == [True] * 8
