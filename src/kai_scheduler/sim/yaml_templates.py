@@ -25,19 +25,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from kai_scheduler.api.errors import ManifestError
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
     """A parsed YAML document before validation: `index` its 1-based place in the file (documents without
     content count: they are null), `line` the 1-based line where it starts, `item_lines` the lines of a
     `kind: List` document's items; `shape`: the same object for documents read through one skeleton (the
-    same keys and nesting, other scalars), None when read by PyYAML."""
+    same keys and nesting, other scalars), None when read by PyYAML. (A named tuple: one is made per
+    document, and a frozen dataclass's field-by-field construction costs three times as much.)"""
 
     data: Any
     index: int
@@ -78,13 +78,15 @@ _Recipe = tuple[Any, tuple[tuple[Any, int], ...], tuple[tuple[Any, "_Recipe"], .
 @dataclass(frozen=True, slots=True, eq=False)  # one per skeleton: equal and hashed by identity
 class _Template:
     """What one skeleton parses to: `documents` 0 or 1 (a skeleton of comments alone after `---` is a null
-    document; before any `---`, none); `line`/`item_lines` relative to the skeleton's parsed text."""
+    document; before any `---`, none); `line`/`item_lines` relative to the skeleton's parsed text;
+    `line_breaks` in the skeleton (its documents' text has as many)."""
 
     documents: int
     recipe: _Recipe | None  # None: the document is not a container (null, or a scalar)
     data: Any
     line: int
     item_lines: tuple[int, ...]
+    line_breaks: int
 
 
 class _Unreadable(Exception):
@@ -164,10 +166,10 @@ class _Reader:
                     template.data if template.recipe is None else _fill(template.recipe, values),
                     index,
                     offset + template.line,
-                    tuple(offset + item for item in template.item_lines),
+                    tuple(offset + item for item in template.item_lines) if template.item_lines else (),
                     template,
                 )
-            line += skeleton.count("\n") + 2
+            line += template.line_breaks + 2
             start = end + len(_SEPARATOR)
             explicit = True
 
@@ -181,7 +183,7 @@ class _Reader:
         except ManifestError:
             raise _Unreadable from None
         if not parsed:
-            template = _Template(0, None, None, 0, ())
+            template = _Template(0, None, None, 0, (), skeleton.count("\n"))
         else:
             (document,) = parsed  # no `---` inside a skeleton: one document at most
             if document.data.__class__ is dict and "items" in document.data:
@@ -191,7 +193,9 @@ class _Reader:
             recipe = _recipe(document.data, holes, found) if _is_container(document.data) else None
             if sorted(found) != list(range(len(holes))) or (recipe is None and holes):
                 raise _Unreadable
-            template = _Template(1, recipe, document.data, document.line, document.item_lines)
+            template = _Template(
+                1, recipe, document.data, document.line, document.item_lines, skeleton.count("\n")
+            )
         self._templates[skeleton, explicit] = template
         return template
 
