@@ -158,6 +158,52 @@ def waiting_jobs(state: ClusterState) -> dict[str, int]:
     return {job: min_member.get(job, 1) for job in pending if running.get(job, 0) < min_member.get(job, 1)}
 
 
+@dataclass(frozen=True, slots=True)
+class PodRun:
+    """What the rule reads of one pod of ours, whatever the cycle's time: its duration (None: unknown),
+    whether the user gave it (`known`), and whether it holds a node's resources (`on_node`), since
+    `begun` (None: it has just started)."""
+
+    key: str
+    duration: float | None
+    known: bool
+    on_node: bool
+    begun: float | None = None
+
+
+def pod_run(
+    pod: Pod, group: PodGroup | None, history: RunHistory, *, on_node: bool, begun: float | None
+) -> PodRun:
+    """`pod`'s run by the rule; `group`: its PodGroup (None: it is its own job)."""
+    known = known_duration(pod)
+    if known is not None:
+        return PodRun(pod.key, known, True, on_node, begun)
+    return PodRun(pod.key, history.estimate(shape_of(pod, group)), False, on_node, begun)
+
+
+def estimates_at(runs: Iterable[PodRun], now: float) -> RunEstimates:
+    """When the pods of `runs` are expected to end at the time `now` (see `run_estimates`)."""
+    ends: dict[str, float] = {}
+    durations: dict[str, float] = {}
+    changes_at: float | None = None
+    for run in runs:
+        duration = run.duration
+        if duration is None:
+            continue
+        if not run.on_node:
+            durations[run.key] = duration
+            continue
+        begun = run.begun
+        left = remaining(duration, known=run.known, elapsed=now - (now if begun is None else begun))
+        if left is not None:
+            ends[run.key] = now + left
+            if not run.known:
+                # Past its estimate it has no expected end: right after now when it reaches it now.
+                outrun = now + max(left, _JUST_AFTER)
+                changes_at = outrun if changes_at is None else min(changes_at, outrun)
+    return RunEstimates(ends, durations, changes_at)
+
+
 def run_estimates(
     pods: Iterable[tuple[Pod, bool]],
     groups: Mapping[str, PodGroup],
@@ -170,35 +216,31 @@ def run_estimates(
     finished ones left out; one on a node ends `now` plus what is left of its duration (`started`: when it
     began to run; missing, it has just started), a waiting one runs for its duration once placed.
     `groups`: the PodGroups by job key (a pod without one is its own job)."""
-    ends: dict[str, float] = {}
-    durations: dict[str, float] = {}
-    changes_at: float | None = None
-    for pod, on_node in pods:
-        known = duration = known_duration(pod)
-        if duration is None:
-            duration = history.estimate(shape_of(pod, groups.get(job_key_of(pod))))
-        if duration is None:
-            continue
-        if not on_node:
-            durations[pod.key] = duration
-            continue
-        left = remaining(duration, known=known is not None, elapsed=now - started.get(pod.key, now))
-        if left is not None:
-            ends[pod.key] = now + left
-            if known is None:
-                # Past its estimate it has no expected end: right after now when it reaches it now.
-                outrun = now + max(left, _JUST_AFTER)
-                changes_at = outrun if changes_at is None else min(changes_at, outrun)
-    return RunEstimates(ends, durations, changes_at)
+    return estimates_at(
+        (
+            pod_run(
+                pod,
+                groups.get(job_key_of(pod)),
+                history,
+                on_node=on_node,
+                begun=started.get(pod.key) if on_node else None,
+            )
+            for pod, on_node in pods
+        ),
+        now,
+    )
 
 
 __all__ = [
     "HISTORY_PER_SHAPE",
     "RESERVATION_PLUGIN",
+    "PodRun",
     "RunHistory",
     "Shape",
     "StartTimeQuery",
+    "estimates_at",
     "known_duration",
+    "pod_run",
     "remaining",
     "run_estimates",
     "shape_of",

@@ -6,7 +6,8 @@ configured, and handed to the cycle's driver as they are (`CycleDriver.estimates
 they learn from are the process's one history (`RunLog`, a `RunHistory` that counts its changes), which
 the start-time estimates also read and add to on the event loop (`pod_runs.py`), so it is never read by
 the cycle's thread while it changes. A pod's estimate is kept from cycle to cycle until something it
-reads changes (`LiveRunEstimates`): 10,000 pods cost about 16 ms of CPU a cycle, 150 ms worked out anew.
+reads changes (`controlplane.kept_run_estimates`, shared with the simulator): 10,000 pods cost about 16 ms
+of CPU a cycle, 150 ms worked out anew.
 
 A running pod's run is counted from when it was placed, as this scheduler knows it: its `PodScheduled`
 transition (the API server stamps it at the binding) or, still binding, its BindRequest's creation
@@ -18,19 +19,16 @@ does not move from one cycle to the next while nothing changes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
 from kai_scheduler.api.objects import PodGroup
-from kai_scheduler.controlplane.run_times import RunHistory, Shape, known_duration, run_estimates
-from kai_scheduler.k8s.runtime.client import JsonObject
+from kai_scheduler.controlplane.kept_run_estimates import KeptRunEstimates, RunLog, Sources
+from kai_scheduler.controlplane.run_times import PodRun, pod_run
 from kai_scheduler.k8s.scheduler.job_starts import placed_at
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, LiveState, SessionClock
 from kai_scheduler.k8s.scheduler.pod_runs import count_completed, started_at
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.reservations import RunEstimates
-from kai_scheduler.model.snapshot import PodGroupState, PodState
-
-# The plugin that reads run estimates (`plugins.reservation`): without it none are made.
+from kai_scheduler.model.snapshot import PodGroupState
 
 
 class _PodGroups(Mapping[str, PodGroup]):
@@ -49,48 +47,17 @@ class _PodGroups(Mapping[str, PodGroup]):
         return len(self._states)
 
 
-@dataclass(frozen=True, slots=True)
-class _Estimate:
-    """One pod's estimate, with what it was worked out from (the objects, by identity)."""
-
-    state: PodState
-    raw: JsonObject | None
-    request: JsonObject | None
-    group: PodGroupState | None
-    begun: float | None  # when it began to run (a pod on a node), as counted
-    from_history: bool  # no duration of its own: the history gave it (or found none)
-    end: float | None
-    duration: float | None
-
-
-class RunLog(RunHistory):
-    """A `RunHistory` that says when it may have changed (`version`), so that estimates worked out from
-    it are worked out again only then."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.version = 0
-
-    def add(self, run_id: str, shape: Shape, seconds: float) -> None:
-        super().add(run_id, shape, seconds)
-        self.version += 1
-
-
 class LiveRunEstimates:
     """See the module doc. `history`: the process's completed runs (learnt from here too).
 
-    Each pod's estimate is worked out by the rule (`run_estimates`, one pod at a time) when something it
-    reads changed: its objects (the state builder hands a changed pod, PodGroup or BindRequest on as a new
-    object), the history (for a pod without a duration of its own), or the clock, once it passed the
-    pod's expected end (an outrun duration). Otherwise the last one stands: a pod's expected end is when
-    it began plus its duration, whatever the cycle's time, so a cycle over 10,000 unchanged pods costs
-    lookups, not 10,000 durations parsed and shapes made."""
+    A pod's run is worked out again when its objects change (the state builder hands a changed pod,
+    PodGroup or BindRequest on as a new object) or, without a duration of its own, when the history does;
+    otherwise the last one stands (`KeptRunEstimates`)."""
 
     def __init__(self, clock: SessionClock, history: RunLog) -> None:
         self.clock = clock
         self.history = history
-        self._estimates: dict[str, _Estimate] = {}
-        self._history_version = -1
+        self._kept = KeptRunEstimates(history)
         self._counted: set[str] = set()  # Succeeded pods whose run is in the history
 
     def at(self, live: LiveState, groups: Mapping[str, PodGroupState], now: float) -> RunEstimates:
@@ -98,36 +65,24 @@ class LiveRunEstimates:
         state builder holds them."""
         models = _PodGroups(groups)
         self._count_completed(live, models)
-        history_moved = self.history.version != self._history_version
-        self._history_version = self.history.version
-        estimates: dict[str, _Estimate] = {}
-        ends: dict[str, float] = {}
-        durations: dict[str, float] = {}
-        for key, state in live.our_pods.items():
-            if state.phase in TERMINAL_PHASES:
-                continue
-            raw, request = live.pods.get(key), live.bind_requests.get(key)
-            job = live.job_of_pod.get(key)
-            group = groups.get(job) if job is not None else None
-            last = self._estimates.get(key)
-            if (
-                last is None
-                or last.state is not state
-                or last.raw is not raw
-                or last.request is not request
-                or last.group is not group
-                or (last.from_history and history_moved)
-                or (last.end is not None and last.end < now)
-            ):
-                seen = last.begun if last is not None else None
-                last = self._estimate(key, state, raw, request, group, models, seen, now)
-            estimates[key] = last
-            if last.end is not None:
-                ends[key] = last.end
-            if last.duration is not None:
-                durations[key] = last.duration
-        self._estimates = estimates
-        return RunEstimates(ends, durations)
+
+        def pods() -> Iterator[tuple[str, Sources]]:
+            for key, state in live.our_pods.items():
+                if state.phase in TERMINAL_PHASES:
+                    continue
+                job = live.job_of_pod.get(key)
+                group = groups.get(job) if job is not None else None
+                yield key, (state, live.pods.get(key), live.bind_requests.get(key), group)
+
+        def work_out(key: str, last: PodRun | None) -> PodRun:
+            state = live.our_pods[key]
+            on_node = state.node_name is not None
+            begun = self._begun(live, key, last.begun if last is not None else None, now) if on_node else None
+            return pod_run(
+                state.pod, models.get(job_key_of(state.pod)), self.history, on_node=on_node, begun=begun
+            )
+
+        return self._kept.at(pods(), work_out, now)
 
     def _count_completed(self, live: LiveState, models: Mapping[str, PodGroup]) -> None:
         counted: set[str] = set()
@@ -141,38 +96,18 @@ class LiveRunEstimates:
                 count_completed(self.history, self.clock, raw, state.pod, group)
         self._counted = counted
 
-    def _estimate(
-        self,
-        key: str,
-        state: PodState,
-        raw: JsonObject | None,
-        request: JsonObject | None,
-        group: PodGroupState | None,
-        models: Mapping[str, PodGroup],
-        seen: float | None,
-        now: float,
-    ) -> _Estimate:
-        """`seen`: when the pod began to run as counted last time (None: it was not on a node)."""
-        on_node = state.node_name is not None
+    def _begun(self, live: LiveState, key: str, seen: float | None, now: float) -> float:
+        """When a pod on a node began to run, as counted (see the module doc); `seen`: as counted last time
+        (None: it was not on a node)."""
+        raw = live.pods.get(key)
         begun = None
-        if on_node:
-            begun = placed_at(self.clock, raw, request) if raw is not None else None
-            if begun is None and raw is not None:
+        if raw is not None:
+            begun = placed_at(self.clock, raw, live.bind_requests.get(key))
+            if begun is None:
                 begun = started_at(self.clock, raw)
-            if begun is None:  # neither said: since this process first saw it on a node
-                begun = seen if seen is not None else now
-        started = {key: begun} if begun is not None else {}
-        one = run_estimates([(state.pod, on_node)], models, started, self.history, now)
-        return _Estimate(
-            state,
-            raw,
-            request,
-            group,
-            begun,
-            known_duration(state.pod) is None,
-            one.ends.get(key),
-            one.durations.get(key),
-        )
+        if begun is None:  # neither said: since this process first saw it on a node
+            begun = seen if seen is not None else now
+        return begun
 
 
 __all__ = ["LiveRunEstimates", "RunLog"]
