@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
@@ -76,11 +77,12 @@ class _Loader(_SafeLoader):
         return tag
 
 
-class LoadedObject(NamedTuple):
+@dataclass(slots=True)
+class LoadedObject:
     """An object and where it came from: `index` is its 1-based document in `source`, `item` its 1-based
     position inside a `kind: List` document (None otherwise), `line` the 1-based line where it starts;
-    `notices`: the warnings about it (`api.strict.notices`). (A named tuple, as `yaml_templates.Document`:
-    one is made per object, 340,000 at 20,000 nodes.)"""
+    `notices`: the warnings about it (`api.strict.notices`). Nothing changes one once made. (Not frozen, as
+    `yaml_templates.Document`: one is made per object, 340,000 at 20,000 nodes.)"""
 
     obj: ApiObject | Workload
     source: str

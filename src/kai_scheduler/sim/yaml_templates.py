@@ -25,19 +25,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from kai_scheduler.api.errors import ManifestError
 
 
-class Document(NamedTuple):
+@dataclass(slots=True)
+class Document:
     """A parsed YAML document before validation: `index` its 1-based place in the file (documents without
     content count: they are null), `line` the 1-based line where it starts, `item_lines` the lines of a
     `kind: List` document's items; `shape`: the same object for documents read through one skeleton (the
-    same keys and nesting, other scalars), None when read by PyYAML. (A named tuple: one is made per
-    document, and a frozen dataclass's field-by-field construction costs three times as much.)"""
+    same keys and nesting, other scalars), None when read by PyYAML. Nothing changes one once made. (Not
+    frozen: one is made per document, and a frozen dataclass sets each field through
+    `object.__setattr__`, three times the cost of making a plain one.)"""
 
     data: Any
     index: int
