@@ -190,8 +190,8 @@ def estimates_at(runs: Iterable[PodRun], now: float) -> RunEstimates:
         duration = run.duration
         if duration is None:
             continue
+        durations[run.key] = duration
         if not run.on_node:
-            durations[run.key] = duration
             continue
         begun = run.begun
         left = remaining(duration, known=run.known, elapsed=now - (now if begun is None else begun))
@@ -214,7 +214,7 @@ def run_estimates(
     """When each pod is expected to end, by the rule above, for reservation and backfill
     (`model.reservations`). `pods`: the pods of ours that hold resources on a node (True) or wait (False),
     finished ones left out; one on a node ends `now` plus what is left of its duration (`started`: when it
-    began to run; missing, it has just started), a waiting one runs for its duration once placed.
+    began to run; missing, it has just started); each runs for its whole duration once placed (again).
     `groups`: the PodGroups by job key (a pod without one is its own job)."""
     return estimates_at(
         (

@@ -22,9 +22,9 @@ class Reservation:
 
 @dataclass(frozen=True, slots=True)
 class RunEstimates:
-    """When the pods of ours are expected to end (session-clock seconds), by pod key: `ends` for the pods
-    that hold resources now, `durations` (seconds) for those that wait. A pod left out has no estimate:
-    it is taken to run for good."""
+    """When the pods of ours are expected to end: `ends` (session-clock seconds) for the pods that run now,
+    `durations` (seconds) of every pod that has one, what it runs once placed, or placed again after an
+    eviction or a move (a pod starts over). A pod left out has no estimate: it is taken to run for good."""
 
     ends: Mapping[str, float] = field(default_factory=dict)
     durations: Mapping[str, float] = field(default_factory=dict)

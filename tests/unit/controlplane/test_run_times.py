@@ -62,7 +62,7 @@ def test_jobs_that_wait_to_start() -> None:
 
 def test_run_estimates_for_reservation_and_backfill() -> None:
     """Reservation and backfill's expected ends (issue #24): a running pod ends at what is left of its
-    duration, known or estimated; a waiting one runs for its duration; one without either has none; the
+    duration, known or estimated; any placed now runs for its duration; one without either has none; the
     estimates change by the clock alone when a running pod outruns an estimated duration, and then it has
     no expected end."""
     history = RunHistory()
@@ -77,7 +77,12 @@ def test_run_estimates_for_reservation_and_backfill() -> None:
     started = {"default/known": 100.0, "default/estimated": 50.0}
     estimates = run_estimates(pods, {}, started, history, now=200.0)
     assert estimates.ends == {"default/known": 700.0, "default/estimated": 350.0}
-    assert estimates.durations == {"default/waiting": 300.0}
+    # Placed (again) now, a pod runs its whole duration: the running ones' too (moved, it starts over).
+    assert estimates.durations == {
+        "default/known": 600.0,
+        "default/estimated": 300.0,
+        "default/waiting": 300.0,
+    }
     assert estimates.changes_at == 350.0  # when "estimated" outruns its estimate
     later = run_estimates(pods, {}, started, history, now=400.0)
     assert later.ends == {"default/known": 700.0}

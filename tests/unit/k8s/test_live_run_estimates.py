@@ -81,7 +81,8 @@ def test_each_cycle_gets_what_the_rule_makes_of_the_pods_then() -> None:
 
     first = estimates.at(cluster.live(), cluster.groups, 100.0)
     assert dict(first.ends) == pytest.approx({"default/known": 3610.0, "default/unseen": 700.0})
-    assert dict(first.durations) == {"default/next": 1800.0}
+    # Placed (again) now, each runs its whole duration.
+    assert dict(first.durations) == {"default/known": 3600.0, "default/unseen": 600.0, "default/next": 1800.0}
     # Later, nothing changed: the same ends ("unseen" still counted from when it was first seen).
     same(estimates.at(cluster.live(), cluster.groups, 200.0), first)
     same(

@@ -171,11 +171,11 @@ class HoldBook:
     # --- inside ---------------------------------------------------------------------------------------
 
     def end_of(self, task: TaskInfo) -> float | None:
-        """When the pod is expected to end: a pod that runs by the estimates; one placed now after its
-        expected duration; None: no expected end."""
-        end = self.estimates.ends.get(task.key)
-        if end is not None:
-            return end
+        """When the pod is expected to end: one that runs by the estimates; one placed now (a pending pod,
+        or a running one evicted to be placed again: it starts over) after its whole duration; None: no
+        expected end."""
+        if task.status is TaskStatus.RUNNING:
+            return self.estimates.ends.get(task.key)
         duration = self.estimates.durations.get(task.key)
         return None if duration is None else self.session.now + duration
 
