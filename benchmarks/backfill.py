@@ -216,9 +216,33 @@ def with_reservation() -> SchedulerConfig:
     return parse_config(document)
 
 
-CONFIGS: dict[str, Callable[[], SchedulerConfig]] = {"default": kai_default, "reservation": with_reservation}
-LABELS = {"default": "KAI's default", "reservation": "with reservation"}
-COLOURS = {"default": "tab:red", "reservation": "tab:blue"}
+def without_consolidation(config: SchedulerConfig) -> SchedulerConfig:
+    """`config` less the consolidation action, which places pods on held capacity (see the doc)."""
+    return replace(config, actions=tuple(a for a in config.actions if a != "consolidation"))
+
+
+CONFIGS: dict[str, Callable[[], SchedulerConfig]] = {
+    "default": kai_default,
+    "reservation": with_reservation,
+    # Not run unless asked for (--configs): what the feature gives once consolidation keeps the holds.
+    "default-no-consolidation": lambda: without_consolidation(kai_default()),
+    "reservation-no-consolidation": lambda: without_consolidation(with_reservation()),
+}
+DEFAULT_RUNS = ("default", "reservation")
+# The runs a plot shows (default-no-consolidation is drawn on top of the default's line).
+PLOTTED = ("default", "reservation", "reservation-no-consolidation")
+LABELS = {
+    "default": "KAI's default",
+    "reservation": "with reservation",
+    "default-no-consolidation": "default, no consolidation",
+    "reservation-no-consolidation": "reservation, no consolidation",
+}
+COLOURS = {
+    "default": "tab:red",
+    "reservation": "tab:blue",
+    "default-no-consolidation": "tab:orange",
+    "reservation-no-consolidation": "tab:green",
+}
 
 
 # --- one run --------------------------------------------------------------------------------------
@@ -404,7 +428,7 @@ def _measured(run_figures: dict[str, Any]) -> str:
     return f"{run_figures['tree']['commit']}, {load[0] if load else '?'}"
 
 
-FEATURE_CONFIGS = ("reservation",)
+FEATURE_CONFIGS = ("reservation", "reservation-no-consolidation")
 
 
 def acceptance(result: dict[str, Any]) -> dict[str, Any]:
@@ -487,7 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", type=Path, default=TRACE_WORKLOAD, help="the Pollux workload to replay")
     parser.add_argument("--workloads", default="saturated,trace", help="which workloads (comma-separated)")
     parser.add_argument(
-        "--configs", default=",".join(CONFIGS), help=f"which runs (comma-separated; {', '.join(CONFIGS)})"
+        "--configs",
+        default=",".join(DEFAULT_RUNS),
+        help=f"which runs (comma-separated, default {','.join(DEFAULT_RUNS)}; of {', '.join(CONFIGS)})",
     )
     parser.add_argument(
         "--write-yaml", metavar="DIR", type=Path, help="write the saturated workload and exit"
@@ -524,14 +550,14 @@ def main(argv: list[str] | None = None) -> int:
                 _series_path(name, config_name).write_text(json.dumps(series), encoding="utf-8")
         print(f"\n{workload.title}\n{table(entry)}\n", flush=True)
         if not args.no_record:
-            plot(workload, name, list(CONFIGS), DOC.with_name(f"reservation-and-backfill-{name}.png"))
+            plot(workload, name, PLOTTED, DOC.with_name(f"reservation-and-backfill-{name}.png"))
     if args.write_doc:
         stored = bench_io.load()[KEY]["after"]
         for name in stored["workloads"]:  # the plots again, in case the drawing changed
             plot(
                 builders[name](stored["quick"]),
                 name,
-                list(CONFIGS),
+                PLOTTED,
                 DOC.with_name(f"reservation-and-backfill-{name}.png"),
             )
         write_doc(stored)
