@@ -351,7 +351,7 @@ def _pod_gpus(docs: Sequence[dict[str, Any]]) -> dict[str, float]:
 # --- the plot, the table, the doc ---------------------------------------------------------------
 
 
-def plot(workload: Workload, name: str, configs: Sequence[str], path: Path) -> bool:
+def plot(workload: Workload, name: str, configs: Sequence[str], path: Path, quick: bool) -> bool:
     """GPU allocation over time, the stored runs of `configs` on one plot; the large jobs' arrivals as
     dotted lines. False if no run of the workload is stored."""
     import matplotlib
@@ -359,7 +359,7 @@ def plot(workload: Workload, name: str, configs: Sequence[str], path: Path) -> b
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    stored = {c: _series_path(name, c) for c in configs if _series_path(name, c).exists()}
+    stored = {c: _series_path(name, c, quick) for c in configs if _series_path(name, c, quick).exists()}
     if not stored:
         return False
     figure, axes = plt.subplots(figsize=(10, 4.2))
@@ -383,8 +383,8 @@ def plot(workload: Workload, name: str, configs: Sequence[str], path: Path) -> b
     return True
 
 
-def _series_path(workload: str, config: str) -> Path:
-    return SERIES / f"backfill-{workload}-{config}.json"
+def _series_path(workload: str, config: str, quick: bool) -> Path:
+    return SERIES / f"backfill-{workload}-{config}{'-quick' if quick else ''}.json"
 
 
 def _minutes(value: float | None) -> str:
@@ -482,11 +482,10 @@ def write_doc(results: dict[str, Any]) -> None:
 
 
 def record(name: str, workload: Workload, config: str, figures_of: dict[str, Any], quick: bool) -> None:
-    """Merge one run into results.json's `reservationBackfill.after` (the other runs stay): runs measured
-    at different times (the machine is shared) each keep their own stamp."""
-    results = bench_io.load().get(KEY, {}).get("after", {})
-    if results.get("quick") != quick:
-        results = {"quick": quick, "workloads": {}}
+    """Merge one run into results.json's `reservationBackfill.after` (`.quick` for --quick, so that a quick
+    run leaves the full figures alone); the other runs stay, each with its own stamp, as runs are measured
+    at different times on a shared machine."""
+    results = bench_io.load().get(KEY, {}).get(_which(quick), {"quick": quick, "workloads": {}})
     entry = results["workloads"].setdefault(name, {"runs": {}})
     entry.update(title=workload.title, notes=workload.notes)
     stamp = bench_io.stamp(TREE)
@@ -495,7 +494,15 @@ def record(name: str, workload: Workload, config: str, figures_of: dict[str, Any
     entry["runs"][config] = {**stamp, **figures_of}
     if name == "saturated":
         entry["acceptance"] = acceptance(entry)
-    bench_io.update(KEY, "after", results)
+    bench_io.update(KEY, _which(quick), results)
+
+
+def _plot_path(workload: str) -> Path:
+    return DOC.with_name(f"reservation-and-backfill-{workload}.png")
+
+
+def _which(quick: bool) -> str:
+    return "quick" if quick else "after"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -547,18 +554,19 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_record:
                 record(name, workload, config_name, figures_of, args.quick)
                 SERIES.mkdir(exist_ok=True)
-                _series_path(name, config_name).write_text(json.dumps(series), encoding="utf-8")
+                _series_path(name, config_name, args.quick).write_text(json.dumps(series), encoding="utf-8")
         print(f"\n{workload.title}\n{table(entry)}\n", flush=True)
         if not args.no_record:
-            plot(workload, name, PLOTTED, DOC.with_name(f"reservation-and-backfill-{name}.png"))
+            plot(workload, name, PLOTTED, _plot_path(name), args.quick)
     if args.write_doc:
-        stored = bench_io.load()[KEY]["after"]
+        stored = bench_io.load()[KEY][_which(args.quick)]
         for name in stored["workloads"]:  # the plots again, in case the drawing changed
             plot(
                 builders[name](stored["quick"]),
                 name,
                 PLOTTED,
-                DOC.with_name(f"reservation-and-backfill-{name}.png"),
+                _plot_path(name),
+                args.quick,
             )
         write_doc(stored)
     return 0
