@@ -217,14 +217,14 @@ def with_reservation() -> SchedulerConfig:
 
 
 def without_consolidation(config: SchedulerConfig) -> SchedulerConfig:
-    """`config` less the consolidation action, which places pods on held capacity (see the doc)."""
+    """`config` less the consolidation action, which placed pods on held capacity before dac6be7."""
     return replace(config, actions=tuple(a for a in config.actions if a != "consolidation"))
 
 
 CONFIGS: dict[str, Callable[[], SchedulerConfig]] = {
     "default": kai_default,
     "reservation": with_reservation,
-    # Not run unless asked for (--configs): what the feature gives once consolidation keeps the holds.
+    # Not run unless asked for (--configs): whether consolidation changes what the feature gives.
     "default-no-consolidation": lambda: without_consolidation(kai_default()),
     "reservation-no-consolidation": lambda: without_consolidation(with_reservation()),
 }
