@@ -13,6 +13,7 @@ end never end here, so a job that only fits once one of them is gone gets no pla
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -65,18 +66,7 @@ def plan_start(
 
 def planner_for(session: Session) -> StartPlanner:
     """`plan_start` on `session`, as the capacity holder asks it."""
-
-    def plan(
-        job: JobInfo,
-        tasks: list[TaskInfo],
-        end_of: Callable[[TaskInfo], float | None],
-        *,
-        avoid: BoolArray | None = None,
-        prefer: BoolArray | None = None,
-    ) -> Plan | None:
-        return plan_start(session, job, tasks, end_of, avoid=avoid, prefer=prefer)
-
-    return plan
+    return functools.partial(plan_start, session)
 
 
 def _fewest_possible(

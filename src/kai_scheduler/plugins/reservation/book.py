@@ -11,7 +11,7 @@ takes from it; a pod expected to end by the start goes anywhere (backfill). Reso
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -42,7 +42,6 @@ class _Hold:
     start: float
     room: dict[int, list[float]]  # reserved node -> [GPUs, CPU, memory] left at the start
     gpus: float
-    backfilled: bool = field(default=False)
 
 
 class HoldBook:
