@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from kai_fakeapi.errors import ApiError
+
 PODS = "/api/v1/namespaces/default/pods"
 PGS = "/apis/scheduling.run.ai/v2alpha2/namespaces/default/podgroups"
 QUEUES = "/apis/scheduling.run.ai/v2/queues"
@@ -306,8 +310,13 @@ def test_lease_optimistic_concurrency(api: Any) -> None:
     assert api.call("PUT", f"{path}/kai-scheduler", lease)[0] == 409
 
 
-def test_crd_registration_serves_a_new_kind(api: Any) -> None:
-    crd = {
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+
+
+def widget_crd(schema: dict[str, Any]) -> dict[str, Any]:
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+    return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
@@ -315,16 +324,17 @@ def test_crd_registration_serves_a_new_kind(api: Any) -> None:
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
+            "versions": [version],
         },
     }
+
+
+def widget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+def test_crd_registration_serves_a_new_kind(api: Any) -> None:
+    crd = widget_crd({"type": "object"})
     out = api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert {c["type"] for c in out["status"]["conditions"]} == {"NamesAccepted", "Established"}
     path = "/apis/example.com/v1/namespaces/default/widgets"
@@ -335,6 +345,27 @@ def test_crd_registration_serves_a_new_kind(api: Any) -> None:
     bad = json.loads(json.dumps(crd))
     bad["metadata"]["name"] = "wrong"
     assert api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad)[0] == 422
+
+
+def test_a_crds_changed_schema_holds_from_the_next_write(api: Any) -> None:
+    spec = {"type": "object", "properties": {"size": {"type": "integer"}}}
+    crd = api.ok("POST", CRDS, widget_crd({"type": "object", "properties": {"spec": spec}}))
+    assert api.ok("POST", WIDGETS, widget("a", size=1, colour="red"))["spec"] == {"size": 1}
+    spec["properties"] = {"size": {"type": "string"}, "colour": {"type": "string"}}
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec
+    api.ok("PUT", f"{CRDS}/widgets.example.com", crd)
+    kept = api.ok("POST", WIDGETS, widget("b", size="L", colour="red"))
+    assert kept["spec"] == {"size": "L", "colour": "red"}
+    assert api.call("POST", WIDGETS, widget("c", size=1))[0] == 422
+
+
+def test_a_deleted_crds_kind_is_no_longer_known_by_name(server: Any, api: Any) -> None:
+    api.ok("POST", CRDS, widget_crd({"type": "object"}))
+    assert server.store.resource("widget").key == "widgets.example.com"
+    api.ok("DELETE", f"{CRDS}/widgets.example.com")
+    with pytest.raises(ApiError) as gone:
+        server.store.resource("widget")
+    assert gone.value.code == 404
 
 
 def test_python_api_seeds_state(server: Any, make_node: Any, make_pod: Any) -> None:

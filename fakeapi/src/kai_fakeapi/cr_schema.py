@@ -22,13 +22,31 @@ from .versioned import VersionedStore
 _ROOT = ("apiVersion", "kind", "metadata")
 
 
+# The schema last found for each custom type and version, with the CRD object it was read from. A stored
+# object is never changed in place (a write stores a new one), so the same object gives the same answer:
+# `structural_errors` walks the whole schema, and custom objects are written several times a pod (issue
+# #23: a thirtieth of the fake server's CPU). Shared by every store: an entry of another store's CRD is
+# simply not the object asked about.
+_FOUND: dict[tuple[str, str], tuple[Obj, Mapping[str, Any] | None]] = {}
+
+
 def schema_of(objects: VersionedStore, rt: ResourceType) -> Mapping[str, Any] | None:
     """The served version's openAPIV3Schema (lock held), when it is structural; None otherwise."""
     crd = objects.of_type(CRD_KEY).get(("", f"{rt.plural}.{rt.group}"))
     if crd is None:
         return None
+    key = (rt.key, rt.version)
+    found = _FOUND.get(key)
+    if found is not None and found[0] is crd:
+        return found[1]
+    schema = _structural_schema(crd, rt.version)
+    _FOUND[key] = (crd, schema)
+    return schema
+
+
+def _structural_schema(crd: Obj, version_name: str) -> Mapping[str, Any] | None:
     for version in (crd.get("spec") or {}).get("versions") or []:
-        if version.get("name") == rt.version:
+        if version.get("name") == version_name:
             schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or None
             if isinstance(schema, dict) and not structural_errors(schema):
                 return schema
