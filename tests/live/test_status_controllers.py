@@ -8,12 +8,21 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from identities import ALL_IN_ONE
 from live_support import eventually, run
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest
 from kai_fakeapi import FakeApiServer
 from kai_scheduler.k8s.runtime.backoff import FAST_BACKOFF
-from kai_scheduler.k8s.runtime.client import NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, QUEUES, KubeClient
+from kai_scheduler.k8s.runtime.client import (
+    BIND_REQUESTS,
+    NODES,
+    POD_GROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    KubeClient,
+)
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.runtime.lightkube_client import LightkubeClient
 from kai_scheduler.k8s.status.metrics import QueueMetrics
@@ -360,6 +369,66 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
 
     run(short_window())
     assert status_writes(server) == 2
+
+
+def placed_by(pod: dict[str, Any], node: str, phase: str | None = None) -> dict[str, Any]:
+    """The BindRequest the scheduler writes for `pod` (whole GPUs), owned by that incarnation."""
+    name = pod["metadata"]["name"]
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"]}
+    request: dict[str, Any] = {
+        "apiVersion": "scheduling.run.ai/v1alpha2",
+        "kind": "BindRequest",
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": [owner]},
+        "spec": {"podName": name, "selectedNode": node, "receivedResourceType": "Regular"},
+    }
+    if phase is not None:
+        request["status"] = {"phase": phase}
+    return request
+
+
+def test_a_placed_pod_s_new_pod_group_waits_past_the_window_for_its_bind(
+    server: FakeApiServer, make_client: MakeClient
+) -> None:
+    """Issue #23: under load the binder, not the scheduler, holds a placed pod past the settle window: a
+    new PodGroup whose pending pod a standing BindRequest places gets no pending status when the window is
+    over, and one write once the pod runs; a pod with no BindRequest, or a Failed one, is waiting for room,
+    and its PodGroup's pending status is written when the window is over."""
+    store = server.store
+    store.kubelet = True  # a bound pod starts running
+    store.create(node_manifest("n1"))
+    store.create(queue_manifest("q"))
+    pods = {}
+    for name in ("placed", "waiting", "failed"):
+        store.create(pod_group_manifest(name, "q"))
+        pods[name] = store.create(pod_manifest(f"{name}-0", "q", group=name, gpus=1))
+    store.create(placed_by(pods["placed"], "n1"))
+    store.create(placed_by(pods["failed"], "n1", phase="Failed"))
+
+    def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
+        return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=0.2)
+
+    async def body() -> None:
+        async with (
+            make_client(ALL_IN_ONE) as client,  # watches BindRequests as `run --all` does
+            InformerSet(client, backoff=FAST_BACKOFF, kinds=(*KINDS, BIND_REQUESTS)) as informers,
+        ):
+            groups = make(client, informers)
+            stop = asyncio.Event()
+            task = asyncio.create_task(groups.run(stop))
+            for name in ("waiting", "failed"):
+                await eventually(lambda name=name: status(server, "podgroups", name).get("pending") == 1)
+            # Well past the window (and its checks every 0.2 s), the placed pod's PodGroup still waits.
+            await eventually(lambda: groups.reconcile_stats.requeued_after >= 12)
+            assert status(server, "podgroups", "placed") == {}
+            store.bind("default", "placed-0", "n1")
+            await eventually(lambda: status(server, "podgroups", "placed").get("running") == 1)
+            await eventually(lambda: groups.idle)
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    run(body())
+    written = server.requests(verb="patch", resource="podgroups", subresource="status")
+    assert sorted(record.name for record in written) == ["failed", "placed", "waiting"]
 
 
 def test_a_queue_s_status_is_written_at_most_once_a_period(

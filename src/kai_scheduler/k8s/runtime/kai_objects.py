@@ -86,6 +86,12 @@ def bind_request_is_for(request: JsonObject, pod: JsonObject) -> bool:
     return True
 
 
+def bind_request_stands(request: JsonObject, pod: JsonObject) -> bool:
+    """Whether a BindRequest is the scheduler's standing decision for `pod`: for this incarnation of it
+    (`bind_request_is_for`) and not Failed (a failed one is given up: the pod is scheduled again)."""
+    return bind_request_is_for(request, pod) and (request.get("status") or {}).get("phase") != "Failed"
+
+
 def bind_request_succeeded(request: JsonObject, pod: JsonObject | None) -> bool:
     """Whether a BindRequest is done: its status says Succeeded (KAI's binder writes it), or its pod (the
     incarnation it is for) is bound to its selected node. Our binder writes no Succeeded phase (issue #23:
@@ -116,6 +122,7 @@ def pod_claim_name(pod: JsonObject, name: str) -> str | None:
 __all__ = [
     "RESERVATION_APP",
     "bind_request_is_for",
+    "bind_request_stands",
     "bind_request_succeeded",
     "container_names",
     "fraction_container_index",

@@ -20,7 +20,7 @@ from kai_scheduler.api.admission_gate import has_our_gate
 from kai_scheduler.api.labels import pod_gpu_groups
 from kai_scheduler.controlplane.bookkeeping import scheduler_phase
 from kai_scheduler.k8s.runtime.client import JsonObject
-from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_is_for
+from kai_scheduler.k8s.runtime.kai_objects import RESERVATION_APP, bind_request_stands
 from kai_scheduler.k8s.runtime.objects import labels_of, metadata_of
 from kai_scheduler.k8s.scheduler.live_state import TERMINAL_PHASES, Placed
 
@@ -71,9 +71,7 @@ def is_reservation_pod(obj: JsonObject) -> bool:
 def outstanding_placement(request: JsonObject | None, pod: JsonObject) -> Placed | None:
     """Where a BindRequest puts its pod: unless it Failed or belongs to another incarnation of the pod (see
     `bind_request_is_for`). A Succeeded request counts too: the cache may show it before the bound pod."""
-    if request is None or not bind_request_is_for(request, pod):
-        return None
-    if (request.get("status") or {}).get("phase") == "Failed":
+    if request is None or not bind_request_stands(request, pod):
         return None
     spec = request.get("spec") or {}
     node = spec.get("selectedNode")

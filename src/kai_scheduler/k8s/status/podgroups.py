@@ -22,9 +22,16 @@ counters this status write carries anyway (`running`, `pending`).
 A new PodGroup's first status waits up to `settle` seconds (`SETTLE`) from when this controller first
 sees it while any of its pods is still pending, as a controller-runtime reconcile that returns a
 requeue-after would: a bare pod is usually placed and running by then, and one write of where it ended
-says what two (pending, then running) would have. Nothing reads the pending status meanwhile but people
-and the queue controller's `requested` sums, which lag by as much. KAI has no such delay (its
-podgroupcontroller writes on every change) and so no flag for it; `settle=0` writes at once.
+says what two (pending, then running) would have. Past `settle` it waits on, up to `BIND_WAIT` from first
+sight, while every pending pod is on its way to running: bound to a node, or with a BindRequest that stands
+(the scheduler has placed it and the binder has yet to bind it: under load the binder's queue, not the
+scheduler, is what holds a placed pod past `settle`). A pod no BindRequest places is waiting for room, a
+state of its own, and its status is written when `settle` is over. BindRequests are seen where this
+process watches them (with the scheduler or the binder, as `run --all` runs them); the status controllers
+on their own do not (their role reads no BindRequests, as KAI's podgroupcontroller's does not) and wait
+for a bound pod only. Nothing reads the pending status meanwhile but people and the queue controller's
+`requested` sums, which lag by as much. KAI has no such delay (its podgroupcontroller writes on every
+change) and so no flag for it; `settle=0` writes at once.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from kai_scheduler.controlplane.status import PodFacts, pod_group_numbers
 from kai_scheduler.k8s.runtime.access import access
 from kai_scheduler.k8s.runtime.backoff import RETRY_BACKOFF, Backoff
 from kai_scheduler.k8s.runtime.client import (
+    BIND_REQUESTS,
     NODES,
     POD_GROUPS,
     PRIORITY_CLASSES,
@@ -48,7 +56,8 @@ from kai_scheduler.k8s.runtime.client import (
     KubeClient,
 )
 from kai_scheduler.k8s.runtime.informer import Informer
-from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, InformerSet, pod_group_of_pod
+from kai_scheduler.k8s.runtime.informers import POD_GROUP_INDEX, POD_INDEX, InformerSet, pod_group_of_pod
+from kai_scheduler.k8s.runtime.kai_objects import bind_request_stands
 from kai_scheduler.k8s.runtime.objects import metadata_of, object_key, resource_version
 from kai_scheduler.k8s.runtime.reconciler import Result
 from kai_scheduler.k8s.status.shared import (
@@ -71,6 +80,9 @@ log = logging.getLogger(__name__)
 ACCESS = (access(POD_GROUPS, "patch", subresource="status"),)
 
 SETTLE = 5.0  # seconds a new PodGroup's first status may wait for its pods to leave pending
+# ... and at most, while each pending pod is bound or placed by a standing BindRequest (module doc): a
+# binder that is down or far behind does not keep a status unwritten for longer.
+BIND_WAIT = 60.0
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -286,15 +298,31 @@ class PodGroupStatusController(StatusReconciler):
 
     def _first_write_wait(self, key: str, group: JsonObject) -> float:
         """How much longer the first status of a new PodGroup waits (module doc): 0 once it was written
-        (by anyone), once it has pods and none is pending (`pod_group_numbers`' phases), or `settle` after
-        first sight."""
+        (by anyone), once it has pods and none is pending (`pod_group_numbers`' phases), `settle` after
+        first sight, or while its pending pods are all on their way to running, `BIND_WAIT` after it (a
+        BindRequest that fails changes no pod: the wait is checked again every `settle` seconds)."""
         if self.settle <= 0 or key in self._written or _has_status(group):
             return 0.0
-        phases = [(pod.get("status") or {}).get("phase") or "Pending" for pod in self._pods_of(key)]
-        if phases and "Pending" not in phases:
+        pods = self._pods_of(key)
+        pending = [pod for pod in pods if ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"]
+        if pods and not pending:
             return 0.0
         now = asyncio.get_running_loop().time()
-        return self._first_seen.setdefault(key, now) + self.settle - now
+        first = self._first_seen.setdefault(key, now)
+        if now < first + self.settle:
+            return first + self.settle - now
+        if pending and now < first + BIND_WAIT and all(self._on_its_way(pod) for pod in pending):
+            return min(self.settle, first + BIND_WAIT - now)
+        return 0.0
+
+    def _on_its_way(self, pod: JsonObject) -> bool:
+        """Whether a pending pod is bound, or placed by a standing BindRequest (when they are watched)."""
+        if (pod.get("spec") or {}).get("nodeName"):
+            return True
+        requests = self.informers.optional(BIND_REQUESTS)
+        if requests is None:
+            return False
+        return any(bind_request_stands(r, pod) for r in requests.by_index(POD_INDEX, object_key(pod)))
 
     def _pods_of(self, key: str) -> list[JsonObject]:
         return self.informers.pods.by_index(POD_GROUP_INDEX, key)
