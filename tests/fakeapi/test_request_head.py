@@ -4,11 +4,12 @@ server gives, the connection then closed."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from urllib.parse import urlsplit
 
-from kai_fakeapi import FakeApiServer
+from kai_fakeapi import FakeApiServer, request_head
 
 
 def exchange(server: FakeApiServer, *requests: bytes) -> list[tuple[int, bytes]]:
@@ -60,3 +61,19 @@ def test_a_head_that_is_none_is_refused_and_the_connection_closed(server: FakeAp
         assert [status for status, _ in answers] == [code], head[:60]
     # A well-formed request on its own connection is answered as ever.
     assert [status for status, _ in exchange(server, read)] == [200]
+
+
+def test_a_field_sent_twice_is_read_first_alone_and_in_full_with_get_all() -> None:
+    head = io.BytesIO(
+        b"Impersonate-User: bob\r\nimpersonate-group: team-a\r\nImpersonate-Group:  team-b \r\n\r\nbody"
+    )
+    fields = request_head.header_fields(head)
+    assert fields.get("IMPERSONATE-GROUP") == "team-a"
+    assert fields.get_all("Impersonate-Group") == ["team-a", "team-b"]
+    assert fields.get_all("Impersonate-Uid") is None and fields.get("Impersonate-Uid", "") == ""
+    assert "impersonate-user" in fields and list(fields) == [
+        "Impersonate-User",
+        "impersonate-group",
+        "Impersonate-Group",
+    ]
+    assert head.read() == b"body"  # the body is left to be read

@@ -6,12 +6,12 @@ in the namespace "default"`)."""
 from __future__ import annotations
 
 import json
-from email.message import Message
 
 from .auth import TokenAuthority, UserInfo, unauthorized
 from .errors import ApiError
 from .impersonation import impersonated
 from .rbac import Decision, RbacAuthorizer
+from .request_head import HeaderFields
 from .request_info import Attributes, request_attributes
 
 
@@ -29,7 +29,7 @@ class AccessControl:
         self.tokens = tokens
         self.authorizer = authorizer
 
-    def admit(self, method: str, path: str, query: dict[str, str], headers: Message) -> UserInfo:
+    def admit(self, method: str, path: str, query: dict[str, str], headers: HeaderFields) -> UserInfo:
         """The user the request acts as; raises a `Refusal` when it may not be served."""
         attributes = request_attributes(method, path, query)
         requester = self.tokens.authenticate(headers.get("Authorization"))

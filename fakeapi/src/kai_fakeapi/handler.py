@@ -33,7 +33,7 @@ from .resources import ResourceType
 from .routing import Route, method_not_allowed
 from .store import Store
 from .tables import Form
-from .versioned import CLOSE, DROP
+from .versioned import CLOSE, DROP, Watcher, WatchItem
 
 if TYPE_CHECKING:
     from .server import FakeApiServer
@@ -128,11 +128,16 @@ class Handler(BaseHTTPRequestHandler):
     wbufsize = 64 * 1024
     server: HttpServer
     raw_requestline: bytes  # set by `handle_one_request` before `parse_request`
+    headers: request_head.HeaderFields  # type: ignore[assignment]  # read by `parse_request`, not email's
     server_version = "kai-fakeapi"
     sys_version = ""
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        if log.isEnabledFor(logging.DEBUG):  # else every answer formats a line nobody reads
+            super().log_request(code, size)
 
     def date_time_string(self, timestamp: float | None = None) -> str:
         """The `Date` header: the standard library's, made once a second rather than for each response."""
@@ -481,10 +486,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()  # the client learns that the watch is open before the first event
 
-    def _chunk(self, event: Obj) -> None:
+    def _chunk(self, event: Obj, *, flush: bool = True) -> None:
+        """Write one event; `flush=False` leaves it in the buffer for the next flush (several events in
+        one send)."""
         data = wire.dumps(event) + b"\n"
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
+        if flush:
+            self.wfile.flush()
 
     def _end_stream(self) -> None:
         self.close_connection = True
@@ -531,7 +539,8 @@ class Handler(BaseHTTPRequestHandler):
             self._start_stream()
             for kind, obj in backlog:
                 assert obj is not None
-                self._chunk({"type": kind, "object": form.one(rt, obj)})
+                self._chunk({"type": kind, "object": form.one(rt, obj)}, flush=False)
+            self.wfile.flush()
             if initial and bookmarks:
                 rv = self.store.objects.bookmark_version(watcher)
                 self._chunk(bookmark(rv if rv is not None else self.store.resource_version, True))
@@ -540,18 +549,20 @@ class Handler(BaseHTTPRequestHandler):
                 wait = interval if bookmarks else 1.0
                 if deadline is not None:
                     wait = max(0.0, min(wait, deadline - time.monotonic()))
-                try:
-                    kind, item = watcher.items.get(timeout=wait)
-                except queue.Empty:
-                    kind, item = "", None
-                if kind == DROP:
-                    self._cut()
-                    return
-                if kind == CLOSE:
-                    self._end_stream()
-                    return
-                if item is not None:
-                    self._chunk({"type": kind, "object": form.one(rt, _served(item, rt))})
+                batch = _waiting(watcher, wait)
+                for kind, item in batch:
+                    if kind == DROP:
+                        with contextlib.suppress(OSError):
+                            self.wfile.flush()  # what came before the drop still goes out
+                        self._cut()
+                        return
+                    if kind == CLOSE:
+                        self._end_stream()
+                        return
+                    assert item is not None
+                    self._chunk({"type": kind, "object": form.one(rt, _served(item, rt))}, flush=False)
+                if batch:
+                    self.wfile.flush()
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     self._end_stream()
@@ -566,6 +577,22 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.store.objects.close_watch(watcher)
             self.owner._unregister_watch(watcher)
+
+
+def _waiting(watcher: Watcher, timeout: float) -> list[WatchItem]:
+    """The next item of a watch, waited for up to `timeout` seconds, with those already queued behind it
+    (at most `_BATCH`): a burst of commits leaves in one send rather than one each (none: timed out)."""
+    try:
+        items = [watcher.items.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    with contextlib.suppress(queue.Empty):
+        while len(items) < _BATCH and items[-1][0] not in (DROP, CLOSE):
+            items.append(watcher.items.get_nowait())
+    return items
+
+
+_BATCH = 64
 
 
 @functools.lru_cache(maxsize=4)

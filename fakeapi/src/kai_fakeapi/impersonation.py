@@ -12,11 +12,11 @@ is among them (`system:unauthenticated` for `system:anonymous`). Extras are chec
 from __future__ import annotations
 
 from collections.abc import Callable
-from email.message import Message
 from urllib.parse import unquote
 
 from .auth import AUTHENTICATED, UserInfo, service_account_user, split_service_account
 from .errors import ApiError
+from .request_head import HeaderFields
 from .request_info import Attributes
 
 _EXTRA_PREFIX = "impersonate-extra-"
@@ -27,7 +27,7 @@ Check = Callable[[UserInfo, Attributes], None]
 """Raise the 403 for a refused `Attributes` of the requester."""
 
 
-def impersonated(requester: UserInfo, headers: Message, check: Check) -> UserInfo | None:
+def impersonated(requester: UserInfo, headers: HeaderFields, check: Check) -> UserInfo | None:
     """The user a request acts as, after `check` allowed each part; None without impersonation headers."""
     if not any(key[:12].lower() == "impersonate-" for key in headers):
         return None
