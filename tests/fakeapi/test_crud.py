@@ -416,3 +416,16 @@ def test_strategic_merge_patch_merges_webhooks_by_name(api: Any) -> None:
         webhooks[0],
         {**webhooks[1], "failurePolicy": "Fail", "clientConfig": {"service": service, "caBundle": "Q0E="}},
     ]
+
+
+def test_discovery_and_openapi_documents_are_served_at_every_depth(api: Any) -> None:
+    root = api.ok("GET", "/openapi/v3")["paths"]
+    for path in ("/api/v1", "/apis/scheduling.run.ai", "/apis/scheduling.run.ai/v2/"):
+        assert api.call("GET", path)[0] == 200, path
+    for key in ("api/v1", "apis/scheduling.run.ai/v2"):
+        assert api.call("GET", root[key]["serverRelativeURL"].partition("?")[0])[0] == 200, key
+
+
+def test_a_percent_encoded_name_in_a_path_is_decoded(api: Any, make_pod: Any) -> None:
+    api.ok("POST", PODS, make_pod("a-b"))
+    assert api.ok("GET", f"{PODS}/a%2Db")["metadata"]["name"] == "a-b"

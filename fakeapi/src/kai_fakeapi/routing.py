@@ -27,9 +27,11 @@ class Route:
 def discovery_document(registry: Registry, address: str, method: str, path: str) -> Obj | str | None:
     """The answer to a GET of a discovery path (`/version`, `/api`, `/apis/<group>`, `/openapi/v3/...`,
     the health checks), or None when `path` is not one (a resource path). `address`: host:port."""
-    path = path.rstrip("/") or "/"
     if method != "GET":
         return None
+    if path.count("/") > 4 and not path.startswith("/openapi/"):
+        return None  # deeper than `/apis/<group>/<version>/`: a resource's path
+    path = path.rstrip("/") or "/"
     body: Obj | str | None = None
     if path == "/version":
         body = discovery.KUBERNETES_VERSION
@@ -50,7 +52,7 @@ def discovery_document(registry: Registry, address: str, method: str, path: str)
         if body is None:
             raise not_found_path()
     else:
-        parts = [unquote(p) for p in path.strip("/").split("/")]
+        parts = _segments(path)
         if parts[0] == "api" and len(parts) == 2:
             body = discovery.api_resource_list(registry, "", parts[1])
         elif parts[0] == "apis" and len(parts) == 2:
@@ -66,7 +68,7 @@ def discovery_document(registry: Registry, address: str, method: str, path: str)
 
 def route(registry: Registry, method: str, path: str, query: dict[str, str]) -> Route:
     """The route of a resource path (`/api/v1/namespaces/ns/pods/p/binding`, `/apis/g/v/watch/...`)."""
-    parts = [unquote(p) for p in path.strip("/").split("/")]
+    parts = _segments(path)
     if parts[0] == "api" and len(parts) >= 3:
         group, version, rest = "", parts[1], parts[2:]
     elif parts[0] == "apis" and len(parts) >= 4:
@@ -116,6 +118,12 @@ def route(registry: Registry, method: str, path: str, query: dict[str, str]) -> 
     if rt.namespaced and name and namespace is None:
         raise not_found_path()
     return Route(verb, rt, namespace, name, sub)
+
+
+def _segments(path: str) -> list[str]:
+    """A path's segments, percent-decoded (only when one is encoded: most paths have none)."""
+    parts = path.strip("/").split("/")
+    return [unquote(p) for p in parts] if "%" in path else parts
 
 
 def not_found_path() -> ApiError:

@@ -3,6 +3,7 @@ apiVersion and kind against the resource it is written to."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .errors import bad_request, invalid
@@ -85,7 +86,10 @@ def check_kind(rt: ResourceType, obj: Obj) -> None:
     obj["kind"] = rt.kind
 
 
+@functools.lru_cache(maxsize=4096)
 def _valid_qualified_key(key: str) -> bool:
+    """Whether a label or annotation key is a qualified name (remembered: every write checks all of an
+    object's keys, and a cluster's objects share a few)."""
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
         return False
