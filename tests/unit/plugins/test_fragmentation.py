@@ -7,6 +7,8 @@ The scenario tests `fragmentation-*` show the policy against KAI's bin-packing o
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.plugins.fragmentation import costs as costs_module
+from kai_scheduler.plugins.fragmentation import kernels
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
 from kai_scheduler.plugins.fragmentation.measure import (
     NodeStates,
@@ -127,6 +130,59 @@ def test_pods_of_several_gpus_also_count_over_one_pod() -> None:
     # three offers 7 x 0.5**3).
     assert _stranded(64000, 8, [], *mix) == pytest.approx(0.0)
     assert _stranded(64000, 7, [], *mix) == pytest.approx(7 * 0.5 + 7 * 0.5**3)
+
+
+def test_a_node_state_strands_the_same_whatever_rows_come_with_it() -> None:
+    # A placement's cost is the difference of two evaluations, and a kept cost must be the one that
+    # evaluating anew gives: each row alone gives the same bits as in any batch of rows (a BLAS product
+    # over the rows summed a row by its neighbours: a third of recorded rows differed in the last bits).
+    shapes = [
+        pod(f"p{i}", gpus=g, cpu=f"{c}") for i, (g, c) in enumerate([(1, 4), (2, 12), (4, 30), (8, 60)])
+    ]
+    shapes += [pod("f1", fraction=0.25, cpu="3"), pod("f2", fraction=0.5, cpu="7")]
+    snapshot = snapshot_of([node("n", gpus=8, cpu="64"), queue("q"), *shapes])
+    table = snapshot.nodes
+    mig, units = mig_columns(table)
+    requests = [t.request for t in snapshot.tasks.values()]
+    weights = [0.31, 0.07, 0.13, 0.11, 0.19, 0.19]
+    mix = mix_arrays(requests, weights, [np.ones(table.size, dtype=np.bool_)] * len(requests), table, mig)
+    rng = np.random.default_rng(7)
+    rows = 64
+    states = NodeStates(
+        nodes=np.zeros(rows, dtype=np.int64),
+        cpu=rng.integers(0, 64, rows) * 1000.0,
+        memory=np.full(rows, 2.0**40),
+        whole=rng.integers(0, 9, rows).astype(np.float64),
+        shared=np.column_stack([rng.choice([0.0, 0.1, 0.35, 0.5, 0.75], rows), np.zeros(rows)]),
+        mig=np.zeros((rows, 0)),
+    )
+    together = evaluate(mix, states, units)[0]
+    for row in range(rows):
+        alone = NodeStates(
+            states.nodes[row : row + 1],
+            states.cpu[row : row + 1],
+            states.memory[row : row + 1],
+            states.whole[row : row + 1],
+            states.shared[row : row + 1],
+            states.mig[row : row + 1],
+        )
+        assert evaluate(mix, alone, units)[0].tolist() == together[row : row + 1].tolist()
+
+
+def test_the_compiled_measure_is_loaded_only_with_the_plugin() -> None:
+    # numba costs some 0.2-0.4 s of CPU to import and start: a scheduler without the plugin never loads it.
+    program = "import sys, kai_scheduler.cycle, kai_scheduler.cli; print('numba' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_a_kernel_that_cannot_be_cached_is_compiled_in_each_process() -> None:
+    # Where no cache location is writable (a read-only package and home, NUMBA_CACHE_DIR unset), numba
+    # refuses to cache; the kernels are then compiled without it rather than failing to import. Code
+    # from a string has no file to cache beside, which numba refuses alike.
+    namespace: dict[str, Any] = {}
+    exec("def twice(x):\n    return 2.0 * x\n", namespace)
+    assert kernels._compiled(namespace["twice"])(1.5) == 3.0
 
 
 # --- the mix ------------------------------------------------------------------------------------
@@ -249,18 +305,19 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
     # order the session asks for must be exactly (bit for bit, so the same decisions) what a PlacementCosts
     # built from the node table as it is then gives, costing every candidate in one go (alike nodes once).
     asked: list[int] = []
-    kept_order = PlacementCosts.order
+    kept_scores = PlacementCosts.scores
 
-    def checked(self: PlacementCosts, request: Any, rows: Any) -> Any:
-        keys = kept_order(self, request, rows)
+    def checked(self: PlacementCosts, request: Any, rows: Any, top: float) -> Any:
+        scores = kept_scores(self, request, rows, top)
+        keys = self.order(request, rows)  # as the scores just brought them up to date
         with monkeypatch.context() as scratch_only:
             scratch_only.setattr(costs_module, "_FEW_ROWS", -1)
-            scratch = kept_order(PlacementCosts(self.table, self.mix), request, rows)
+            scratch = PlacementCosts(self.table, self.mix).order(request, rows)
         assert keys.tolist() == scratch.tolist()
         asked.append(rows.size)
-        return keys
+        return scores
 
-    monkeypatch.setattr(PlacementCosts, "order", checked)
+    monkeypatch.setattr(PlacementCosts, "scores", checked)
     assert binds(one_cycle(_generated_cluster(seed), ALLOCATE))
     assert len(asked) > 10
 

@@ -24,25 +24,21 @@ import numpy as np
 
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON, PodRequest
+from kai_scheduler.plugins.fragmentation import kernels
+from kai_scheduler.plugins.fragmentation.kernels import CPU, MEMORY, NEW_GPU, SHARED, WHOLE
 from kai_scheduler.plugins.fragmentation.measure import (
     MixArrays,
     NodeStates,
-    cheapest_per_row,
-    evaluate,
-    join,
     mig_columns,
     node_states,
-    shared_options,
 )
 
-_PER_QUANTUM: Final = 1e6  # costs are compared to a millionth of a GPU
 _IDLE_GPU_WEIGHT: Final = 1e-7  # per idle GPU of the largest node: below one quantum
 _IDLE_CPU_WEIGHT: Final = 1e-9  # per idle CPU of the largest node: below that
 _CPU_POD_PER_IDLE_GPU: Final = 1e3  # for a CPU-only pod, one idle GPU outweighs any cost
-_NEW_GPU: Final = -1  # the cheapest option is to start sharing a free whole GPU
+_NO_PORTION: Final = np.zeros(0)  # `kernels.place_costs`'s portions of a pod that shares no GPU
 _PROJECTION_SEED: Final = 11  # any fixed seed: the same sets every run
 _FEW_ROWS: Final = 32  # up to this many nodes are costed as they are, without looking for alike ones
-_TAKEN: Final = 3  # the node states' columns a pod takes from directly: idle CPU, memory, whole GPUs
 
 
 @dataclass(slots=True)
@@ -50,13 +46,14 @@ class _Costs:
     """One request's order keys on every node, which nodes changed since their keys were computed (or
     never had them), how many of the node refreshes it has taken in (`PlacementCosts._changes`), and
     for a shared-GPU request the GPU its cheapest option takes (a column of the node's state, or
-    _NEW_GPU)."""
+    NEW_GPU)."""
 
     keys: FloatArray
     changed: BoolArray
     seen: int
     gpu: IntArray
-    taken: FloatArray  # what a pod takes of a node's idle CPU, memory and whole GPUs (`_TAKEN` columns)
+    taken: FloatArray  # what a pod takes of a node's idle CPU, memory and whole GPUs
+    mig_taken: FloatArray  # what a pod takes of each MIG column's free instances
     per_idle_gpu: float  # the order key's weight of each idle GPU a placement leaves (see the module)
 
 
@@ -67,7 +64,10 @@ class PlacementCosts:
         self.mig, self.mig_units = mig_columns(table)
         self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
         self._set_states(node_states(table, np.arange(table.size), self.width, self.mig))
-        self.frag = evaluate(mix, self.state, self.mig_units)[0]
+        self._mix = mix.kernel()
+        self.frag = kernels.evaluate(
+            self._mix, np.arange(table.size), self._matrix, self.state.mig, self.mig_units
+        )[0]
         # Nodes whose state changed since their `frag` was computed: it is computed again together
         # with the next costs that need it (one evaluation instead of two).
         self._frag_stale = np.zeros(table.size, dtype=np.bool_)
@@ -145,14 +145,23 @@ class PlacementCosts:
         self._matrix = np.column_stack([states.cpu, states.memory, states.whole, states.shared])
         self.state = _columns(states.nodes, self._matrix, states.mig)
 
-    def _rows(self, rows: IntArray) -> NodeStates:
-        """The states of `rows` (a copy)."""
-        return _columns(rows, self._matrix.take(rows, axis=0), self.state.mig.take(rows, axis=0))
-
     # --- costs ------------------------------------------------------------------------------------
 
     def order(self, request: PodRequest, rows: IntArray) -> FloatArray:
         """How good a place each node of `rows` is for a pod of `request` (higher is better)."""
+        keys: FloatArray = self._current(request, rows).keys.take(rows)
+        return keys
+
+    def scores(self, request: PodRequest, rows: IntArray, top: float) -> FloatArray | float:
+        """`order` scaled: the best of `rows` `top`, the worst 0, the others in between in order (`top`
+        for all when they are alike)."""
+        if rows.size == 0:
+            return 0.0
+        scores, spread = kernels.scaled(self._current(request, rows).keys, rows, top)
+        return scores if spread > 0.0 else top
+
+    def _current(self, request: PodRequest, rows: IntArray) -> _Costs:
+        """The costs of `request`, up to date at `rows`."""
         self._sync()
         costs = self._costs.get(request)
         if costs is None:
@@ -163,18 +172,23 @@ class PlacementCosts:
                 self._changed,
                 np.zeros(size, dtype=np.int64),
                 np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
+                self._mig_taken(request),
                 self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
             )
         # Only the candidates whose node changed since they were costed (usually the one or two
         # nodes the last placements took).
         self._take_in(costs)
-        stale = rows[costs.changed.take(rows)]
+        stale = kernels.take_changed(rows, costs.changed)
         if stale.size:
-            costs.changed[stale] = False
             self._compute(request, stale, costs)
         self._last = request
-        keys: FloatArray = costs.keys.take(rows)
-        return keys
+        return costs
+
+    def _mig_taken(self, request: PodRequest) -> FloatArray:
+        taken = np.zeros(self.mig.size)
+        for name, amount in request.mig_instances:
+            taken[self.mig == self.table.scalar_index.get(name, -1)] += amount
+        return taken
 
     def _take_in(self, costs: _Costs) -> None:
         """Mark the nodes refreshed since `costs` were last asked as changed for them."""
@@ -186,86 +200,33 @@ class PlacementCosts:
         if rows.size > _FEW_ROWS:
             first, inverse = self._distinct(rows)
             if first.size < rows.size:
-                self._compute(request, first, costs)
+                self._compute_rows(request, first, costs)
                 costs.keys[rows] = costs.keys.take(first).take(inverse)
                 costs.gpu[rows] = costs.gpu.take(first).take(inverse)
                 return
-        # The nodes' own fragmentation where it is out of date, evaluated with the states after
-        # placing the pod: [stale nodes as they are] + [each of `rows` with the pod], gathered in one
-        # go (for the usual one or two rows, numpy's per-call overhead is most of the cost).
-        stale = rows[self._frag_stale.take(rows)]
-        gathered = np.concatenate([stale, rows]) if stale.size else rows
-        matrix = self._matrix.take(gathered, axis=0)
-        matrix[stale.size :, :_TAKEN] -= costs.taken
-        both = _columns(gathered, matrix, self.state.mig.take(gathered, axis=0))
-        before = _view(both, slice(None, stale.size)) if stale.size else None
-        after = _view(both, slice(stale.size, None))
-        if request.scalars and self.mig.size:
-            for name, amount in request.mig_instances:
-                column = np.flatnonzero(self.mig == self.table.scalar_index.get(name, -1))
-                after.mig[:, column] -= amount
+        self._compute_rows(request, rows, costs)
+
+    def _compute_rows(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
+        # Every row alone, in one compiled loop: the node's own fragmentation where it is out of date,
+        # then with the pod (for the usual one or two rows, numpy's calls would cost most).
         if request.is_shared_gpu:
-            self._compute_shared(request, rows, stale, before, after, costs)
-            return
-        frag, left = evaluate(self.mix, both, self.mig_units)
-        if stale.size:
-            self._fresh(stale, frag[: stale.size])
-            frag, left = frag[stale.size :], left[stale.size :]
-        cost = np.subtract(frag, self.frag.take(rows), out=frag)
-        self._keys(rows, cost, left, after.cpu, costs)
-
-    def _compute_shared(
-        self,
-        request: PodRequest,
-        rows: IntArray,
-        stale: IntArray,
-        before: NodeStates | None,
-        after: NodeStates,
-        costs: _Costs,
-    ) -> None:
-        """A shared-GPU pod: each GPU it could join or start costed, the cheapest kept per node."""
-        portion = self.table.portion_for(request, rows)
-        portion = np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
-        options, row, column = shared_options(after, portion)
-        frag, _ = evaluate(
-            self.mix, join([before, options]) if before is not None else options, self.mig_units
+            portion = self.table.portion_for(request, rows)
+            portion = np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
+        else:
+            portion = _NO_PORTION
+        kernels.place_costs(
+            self._mix,
+            self._matrix,
+            self.state.mig,
+            self.mig_units,
+            rows,
+            self.frag,
+            self._frag_stale,
+            (costs.taken, costs.mig_taken, portion, request.gpu_devices),
+            (costs.per_idle_gpu, self._per_cpu),
+            costs.keys,
+            costs.gpu,
         )
-        if stale.size:
-            self._fresh(stale, frag[: stale.size])
-            frag = frag[stale.size :]
-        cost = np.rint((frag - self.frag.take(rows).take(row)) * _PER_QUANTUM)
-        opens = column == self.width - 1
-        room = np.where(opens, 1.0, after.shared[row, np.where(opens, 0, column)])
-        cheapest = cheapest_per_row(rows.size, row, cost, room)
-        costs.gpu[rows] = np.where(opens.take(cheapest), _NEW_GPU, column.take(cheapest))
-        devices = request.gpu_devices
-        left = after.whole + after.shared.sum(axis=1) - portion * devices
-        self._keys(rows, cost.take(cheapest) * (devices / _PER_QUANTUM), left, after.cpu, costs)
-
-    def _fresh(self, stale: IntArray, frag: FloatArray) -> None:
-        self.frag[stale] = frag
-        self._frag_stale[stale] = False
-
-    def _keys(
-        self,
-        rows: IntArray,
-        cost: FloatArray,
-        left: FloatArray,
-        cpu: FloatArray,
-        costs: _Costs,
-    ) -> None:
-        """Order keys from costs (GPUs), the idle GPUs and CPU a placement leaves (see the module); the
-        arrays given are the caller's own, and changed."""
-        keys = np.multiply(cost, -_PER_QUANTUM, out=cost)
-        np.rint(keys, out=keys)
-        keys *= 1.0 / _PER_QUANTUM
-        np.maximum(left, 0.0, out=left)
-        left *= costs.per_idle_gpu
-        keys -= left
-        np.maximum(cpu, 0.0, out=cpu)
-        cpu *= self._per_cpu
-        keys -= cpu
-        costs.keys[rows] = keys
 
     def _distinct(self, rows: IntArray) -> tuple[IntArray, IntArray]:
         """The first of each set of alike nodes of `rows` in the same state, and which set each is
@@ -300,19 +261,18 @@ class PlacementCosts:
             and abs(self.table.portion_on(last, node) - portion) <= EPSILON
         ):
             gpu = int(costs.gpu[node])
-            return [None if gpu == _NEW_GPU else groups[gpu]]
-        row = np.array([node], dtype=np.int64)
-        options, _, column = shared_options(self._rows(row), np.array([min(portion, 1.0)]))
-        before = self._rows(row) if self._frag_stale[node] else None
-        frag, _ = evaluate(
-            self.mix, join([before, options]) if before is not None else options, self.mig_units
+            return [None if gpu == NEW_GPU else groups[gpu]]
+        column, cost, room = kernels.shared_options(
+            self._mix,
+            self._matrix,
+            self.state.mig,
+            self.mig_units,
+            node,
+            min(portion, 1.0),
+            self.frag,
+            self._frag_stale,
         )
-        if before is not None:
-            self._fresh(row, frag[:1])
-            frag = frag[1:]
-        cost = np.rint((frag - self.frag[node]) * _PER_QUANTUM)
-        room = [groups[c].free_now if c < len(groups) else 1.0 for c in column.tolist()]
-        ranked = sorted(zip(cost.tolist(), room, column.tolist(), strict=True))
+        ranked = sorted(zip(cost.tolist(), room.tolist(), column.tolist(), strict=True))
         chosen: list[GpuGroup | None] = []
         free_whole = int(self.table.free_gpus[node] + EPSILON)
         for _, _, c in ranked:
@@ -328,19 +288,7 @@ class PlacementCosts:
 
 def _columns(nodes: IntArray, matrix: FloatArray, mig: FloatArray) -> NodeStates:
     """Node states whose columns are views of `matrix` (as `PlacementCosts._set_states` lays it out)."""
-    return NodeStates(nodes, matrix[:, 0], matrix[:, 1], matrix[:, 2], matrix[:, _TAKEN:], mig)
-
-
-def _view(states: NodeStates, part: slice) -> NodeStates:
-    """Rows of `states` as views: writing to them writes to `states`."""
-    return NodeStates(
-        states.nodes[part],
-        states.cpu[part],
-        states.memory[part],
-        states.whole[part],
-        states.shared[part],
-        states.mig[part],
-    )
+    return NodeStates(nodes, matrix[:, CPU], matrix[:, MEMORY], matrix[:, WHOLE], matrix[:, SHARED:], mig)
 
 
 def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:

@@ -7,14 +7,14 @@ For one class of the mix on one node, the pods of that class the node could stil
   instances of each profile they ask for // the count;
 * by CPU and memory: idle CPU // the class's CPU request (any number when it asks for none), memory
   alike. These pods may be fewer than the GPUs hold, but the GPUs they leave are not lost if lighter pods
-  come: the count is the GPU-bound one if at least one pod fits, weighed LIGHTER_FILL (3/4), and the
+  come: the count is the GPU-bound one if at least one pod fits, weighed `kernels.LIGHTER_FILL` (3/4), and the
   CPU- and memory-bound one, weighed the rest.
 
 Those pods would use (that count x the class's GPUs per pod) of the node's idle GPUs; the rest is
 stranded for that class (a class the node may not take, e.g. one that asks for another GPU model, uses
 none of it). A node is not judged by the next pod alone: its idle capacity is offered pod after pod until
 it is full, and what one class strands another may use. Its fragmentation is the expected least that
-any of OFFERS (3) pods drawn from the mix would strand:
+any of `kernels.OFFERS` (3) pods drawn from the mix would strand:
 
     frag(node) = E[ min over 3 classes drawn by weight of (idle GPUs - GPUs the class could use) ]
 
@@ -61,7 +61,8 @@ pods failed from there).
 Placing a pod changes only its own node, so the cost of a placement is that node's change of
 fragmentation, `frag(after) - frag(before)`: it is lowest where the pod takes capacity the mix could not
 have used anyway, and highest where it breaks up room the mix needs (an idle node a large pod would
-take, the last CPUs that let a node's idle GPUs be used). Everything is numpy over rows of node states.
+take, the last CPUs that let a node's idle GPUs be used). A row of node states is evaluated by a compiled
+kernel (`kernels`), the same bits for a state on every machine and in every batch of rows.
 """
 
 from __future__ import annotations
@@ -73,13 +74,10 @@ import numpy as np
 
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
 from kai_scheduler.model.resources import PodRequest, mig_gpu_units
+from kai_scheduler.plugins.fragmentation import kernels
+from kai_scheduler.plugins.fragmentation.kernels import SLACK as _SLACK
+from kai_scheduler.plugins.fragmentation.kernels import MixKernel
 
-# How many pods of the mix a node's idle capacity is offered before it is judged (see the module).
-OFFERS: Final = 3
-# How likely GPUs that a class's pods leave for lack of CPU or memory go to lighter pods (see the module).
-LIGHTER_FILL: Final = 0.75
-# Slack for counting how many pods fit: 0.3 + 0.3 + 0.4 portions must fill a GPU exactly.
-_SLACK: Final = 1e-9
 # A class's portion on nodes where it cannot share a GPU (unknown GPU memory): larger than a GPU, so
 # that it fits nowhere.
 _NO_PORTION: Final = 2.0
@@ -115,6 +113,25 @@ class MixArrays:
     pressure: FloatArray
     capacity: FloatArray
 
+    def kernel(self) -> MixKernel:
+        """The arrays as `kernels` takes them."""
+        return (
+            self.weight,
+            self.shared,
+            self.gpu,
+            self.per_cpu,
+            self.per_memory,
+            self.per_device,
+            self.per_portion,
+            self.whole_portions,
+            self.per_mig,
+            self.mig_unasked,
+            self.demand,
+            self.several_weight,
+            self.pressure,
+            self.capacity,
+        )
+
 
 @dataclass(slots=True)
 class NodeStates:
@@ -129,18 +146,10 @@ class NodeStates:
     shared: FloatArray  # rows x columns
     mig: FloatArray  # rows x S
 
-
-def join(parts: list[NodeStates | None]) -> NodeStates:
-    """The rows of several states, one after the other (None: no rows)."""
-    present = [p for p in parts if p is not None]
-    return NodeStates(
-        nodes=np.concatenate([p.nodes for p in present]),
-        cpu=np.concatenate([p.cpu for p in present]),
-        memory=np.concatenate([p.memory for p in present]),
-        whole=np.concatenate([p.whole for p in present]),
-        shared=np.concatenate([p.shared for p in present]),
-        mig=np.concatenate([p.mig for p in present]),
-    )
+    def matrix(self) -> FloatArray:
+        """The rows as `kernels` lays a node state out (idle CPU, memory, whole GPUs, shared GPUs)."""
+        matrix: FloatArray = np.column_stack([self.cpu, self.memory, self.whole, self.shared])
+        return matrix
 
 
 def mig_columns(table: NodeTable) -> tuple[IntArray, FloatArray]:
@@ -189,108 +198,27 @@ def node_states_soon(table: NodeTable, rows: IntArray, mig: IntArray) -> NodeSta
 
 
 def evaluate(mix: MixArrays, states: NodeStates, mig_units: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Each row's stranded GPUs, the expected least any of `OFFERS` pods of the mix would strand there
-    (see the module's description), and its idle GPUs."""
-    free = idle(states, mig_units)
-    if not mix.weight.size:  # no GPU pods in the cluster: none for which anything is stranded
-        return np.zeros(free.size), free
-    stranded = usable(mix, states)
-    np.subtract(free[:, None], stranded, out=stranded)
-    whole_nodes = stranded @ mix.several_weight if mix.any_several else None
-    order = stranded.argsort(axis=1)
-    # From least to most, as `order` ranks them (sorting gives the values gathering by `order` would).
-    stranded.sort(axis=1)
-    # With the classes from least to most stranded, the least of the offers strands at least the i-th
-    # value when every offer is of class i or later: (weight of those classes) ** OFFERS. Summed over
-    # the steps between consecutive values, that is the expectation.
-    later = mix.weight.take(order[:, :-1]).cumsum(axis=1)
-    np.subtract(1.0, later, out=later)
-    np.maximum(later, 0.0, out=later)
-    np.power(later, OFFERS, out=later)
-    later *= stranded[:, 1:] - stranded[:, :-1]
-    frag: FloatArray = stranded[:, 0] + later.sum(axis=1)
-    if whole_nodes is not None:
-        frag += whole_nodes
-    nodes = states.nodes
-    frag += mix.pressure.take(nodes) * (mix.capacity.take(nodes) - free)
-    return frag, free
+    """Each row's stranded GPUs, the expected least any of `kernels.OFFERS` pods of the mix would strand there
+    (see the module's description), and its idle GPUs; each row alone, in a fixed order (`kernels`)."""
+    return kernels.evaluate(mix.kernel(), states.nodes, states.matrix(), states.mig, mig_units)
 
 
 def usable(mix: MixArrays, states: NodeStates) -> FloatArray:
-    """Rows x classes: the GPUs of each row that pods of each class could use."""
-    nodes = states.nodes
-    # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion //
-    # portion (none of a whole-GPU class's); summed over the GPUs, // devices per pod.
-    slots = states.whole[:, None] * mix.whole_portions.take(nodes, axis=0)
-    if mix.shared and states.shared.any():
-        per_gpu = states.shared[:, :, None] * mix.per_portion.take(nodes, axis=0)[:, None, :]
-        per_gpu += _SLACK
-        slots[:, : mix.shared] += np.floor(per_gpu, out=per_gpu).sum(axis=1)
-    slots *= mix.per_device
-    slots += _SLACK
-    np.floor(slots, out=slots)
-    if mix.gpu < slots.shape[1]:
-        per_column = np.floor(states.mig[:, None, :] * mix.per_mig[None, :, :] + _SLACK)
-        per_column += mix.mig_unasked[None, :, :]
-        slots[:, mix.gpu :] = per_column.min(axis=2)
-    # ... and by CPU and memory: as many as they hold (a class asking for none has a per-pod reciprocal
-    # so large that they never bind; negative idle amounts, of pods that fit only once others leave,
-    # hold none), or all that the GPUs hold if one more fits, weighed LIGHTER_FILL to one.
-    by_cpu = states.cpu[:, None] * mix.per_cpu
-    np.minimum(by_cpu, states.memory[:, None] * mix.per_memory, out=by_cpu)
-    by_cpu += _SLACK
-    np.floor(by_cpu, out=by_cpu)
-    bounded = np.minimum(slots, by_cpu)
-    np.maximum(bounded, 0.0, out=bounded)
-    bounded *= 1.0 - LIGHTER_FILL
-    slots *= by_cpu >= 1.0
-    slots *= LIGHTER_FILL
-    slots += bounded
-    slots *= mix.demand.take(nodes, axis=0)
-    return slots
+    """Rows x classes: the GPUs of each row that pods of each class could use.
 
-
-def shared_options(states: NodeStates, portion: FloatArray) -> tuple[NodeStates, IntArray, IntArray]:
-    """Every way of putting one device of a shared-GPU pod (`portion` of a GPU per row) on the rows:
-    joining each shared GPU with room, or starting to share a free whole GPU. Returns the states after
-    each option, and for each the row it belongs to and which GPU it takes (a column of `shared`; the
-    last column: a new shared GPU)."""
-    width = states.shared.shape[1]
-    room = states.shared[:, : width - 1] >= portion[:, None] - _SLACK
-    new = states.whole >= 1 - _SLACK
-    # A row with no option now (it fits only once releasing pods are gone) is costed as a new GPU.
-    new |= ~room.any(axis=1)
-    fits = np.concatenate([room, new[:, None]], axis=1)
-    row, column = np.nonzero(fits)
-    shared = states.shared[row].copy()
-    opens = column == width - 1
-    shared[np.arange(row.size), column] -= np.where(opens, portion[row] - 1.0, portion[row])
-    after = NodeStates(
-        nodes=states.nodes[row],
-        cpu=states.cpu[row],
-        memory=states.memory[row],
-        whole=states.whole[row] - opens,
-        shared=shared,
-        mig=states.mig[row],
-    )
-    return after, row, column
+    Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion // portion
+    (none of a whole-GPU class's); summed over the GPUs, // devices per pod; a MIG class, the fewest that
+    any profile it asks for holds. And by CPU and memory: as many as they hold (a class asking for none
+    has a per-pod reciprocal so large that they never bind; negative idle amounts, of pods that fit only
+    once others leave, hold none), or all that the GPUs hold if one more fits, weighed
+    `kernels.LIGHTER_FILL` to one. Times the GPUs one pod takes on the node (none where the class may
+    not run)."""
+    return kernels.usable(mix.kernel(), states.nodes, states.matrix(), states.mig)
 
 
 def idle(states: NodeStates, mig_units: FloatArray) -> FloatArray:
     """Each row's idle GPUs: free whole GPUs, the free portions of its shared GPUs, free MIG instances."""
-    result: FloatArray = states.whole + states.shared.sum(axis=1)
-    if mig_units.size:
-        result = result + states.mig @ mig_units
-    return result
-
-
-def cheapest_per_row(rows: int, row: IntArray, cost: FloatArray, room: FloatArray) -> IntArray:
-    """Per row (of `rows`), its cheapest option: `row` is each option's row (every row has one), `cost`
-    its cost, ties to the least `room` (the tightest GPU that fits, as gpupack), then the first."""
-    order = np.lexsort((room, cost, row))
-    starts = np.searchsorted(row[order], np.arange(rows))
-    result: IntArray = order[starts]
-    return result
+    return kernels.idle(states.matrix(), states.mig, mig_units)
 
 
 def mix_arrays(

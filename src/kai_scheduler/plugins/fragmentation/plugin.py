@@ -25,7 +25,7 @@ one every class may use (`measure`'s pressure).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -33,16 +33,11 @@ from kai_scheduler.framework.session import Session, pack_gpus
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.plugins.arguments import number
-from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
-from kai_scheduler.plugins.fragmentation.measure import (
-    evaluate,
-    mig_columns,
-    mix_arrays,
-    node_states_soon,
-    scarcity_weighted,
-)
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
 from kai_scheduler.plugins.predicates import gpu_kind_nodes
+
+if TYPE_CHECKING:
+    from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
 
 MAX_SCORE: Final = 9.0  # nodeplacement's band (KAI's MaxHighDensity)
 DEFAULT_COVERAGE: Final = 1.0
@@ -77,6 +72,17 @@ class GpuFragmentationPlugin:
         self.costs: PlacementCosts | None = None
 
     def on_session_open(self, session: Session) -> None:
+        # The measure is compiled (`kernels`): numba takes some 0.2-0.4 s of CPU to import, which only a
+        # scheduler configured with this plugin pays, when its first session opens.
+        from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
+        from kai_scheduler.plugins.fragmentation.measure import (
+            evaluate,
+            mig_columns,
+            mix_arrays,
+            node_states_soon,
+            scarcity_weighted,
+        )
+
         table = session.snapshot.nodes
         classes = learn_mix(session.snapshot.tasks.values(), self.coverage, self.max_classes)
         access = [session.usable_nodes([c.example]) & gpu_kind_nodes(table, c.request) for c in classes]
@@ -107,13 +113,4 @@ class GpuFragmentationPlugin:
 
 def score(costs: PlacementCosts, task: TaskInfo, rows: IntArray) -> FloatArray | float:
     """The candidates' scores: the best place MAX_SCORE, the worst 0, the others in between in order."""
-    keys = costs.order(task.request, rows)
-    if keys.size == 0:
-        return 0.0
-    low, high = float(np.minimum.reduce(keys)), float(np.maximum.reduce(keys))
-    if high - low <= 0.0:
-        return MAX_SCORE
-    # In place: `keys` is a new array of the candidates' keys.
-    result: FloatArray = np.subtract(keys, low, out=keys)
-    result *= MAX_SCORE / (high - low)
-    return result
+    return costs.scores(task.request, rows, MAX_SCORE)

@@ -1,0 +1,395 @@
+"""The measure of stranded GPUs (`measure`'s module description), compiled: one row of node states at a time.
+
+Why compiled: a placement changes one or two nodes, so most evaluations are of a few rows, where numpy's
+per-call overhead (some 45 calls an evaluation) is nearly all of the cost (issue #23: 85 us an
+evaluation, 17,000 of them in the first cycle at 5,000 nodes). Here a row is evaluated in one loop over
+the classes.
+
+Why every row alone and in a fixed order: a row's value depends on its state alone (never on the rows
+evaluated with it), and every sum runs from the first term to the last, with no library kernel in
+between (numpy's pairwise sums, BLAS's matrix-vector product, whose order depends on the CPU), so a state
+gives the same bits on every machine and in every batch; classes whose stranded GPUs tie are ranked by
+their position in the mix (a stable sort). Every other step is numpy's elementwise operation on the same
+operands (IEEE: the same result), and the power of OFFERS is that many multiplications (numpy's
+`power` may call a vectorised library whose last bit differs by CPU).
+
+Compiled by numba on first use and cached on disk (`cache=True`: next to this file, or in the user's
+cache directory where the package is read-only, or in NUMBA_CACHE_DIR); where none is writable, each
+process compiles them again (`_compiled`). Only `measure` and `costs` import this module, and the plugin
+imports those only when a session opens with it configured, so a scheduler without the plugin never
+loads numba.
+
+A mix is passed as the tuple `MixKernel` (see `measure.MixArrays` for what each array holds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypeVar, cast
+
+import numba
+import numpy as np
+
+from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+# How many pods of the mix a node's idle capacity is offered before it is judged (`measure`).
+OFFERS: Final = 3
+# How likely GPUs that a class's pods leave for lack of CPU or memory go to lighter pods (`measure`).
+LIGHTER_FILL: Final = 0.75
+# Slack for counting how many pods fit: 0.3 + 0.3 + 0.4 portions must fill a GPU exactly.
+SLACK: Final = 1e-9
+PER_QUANTUM: Final = 1e6  # costs are compared to a millionth of a GPU (`costs`)
+# A node state's columns (`costs.PlacementCosts._matrix`): idle CPU, memory, whole GPUs, and from SHARED on
+# the free portion of each shared GPU (the last one empty: a GPU a placement would start sharing). Its
+# free MIG instances (one column per MIG profile) come beside it.
+CPU: Final = 0
+MEMORY: Final = 1
+WHOLE: Final = 2
+SHARED: Final = 3
+NEW_GPU: Final = -1  # `place_costs`'s GPU for a pod that starts sharing a free whole GPU
+
+# weight, shared, gpu, per_cpu, per_memory, per_device, per_portion, whole_portions, per_mig, mig_unasked,
+# demand, several_weight, pressure, capacity (`measure.MixArrays`'s fields of the same names).
+MixKernel = tuple[
+    FloatArray,
+    int,
+    int,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    FloatArray,
+]
+
+
+def _compiled(function: _Function) -> _Function:
+    try:
+        compiled = numba.njit(cache=True)(function)
+    except RuntimeError:  # no writable place for numba's cache: compiled in each process instead
+        compiled = numba.njit(cache=False)(function)
+    return cast(_Function, compiled)
+
+
+@_compiled
+def _idle_row(state: FloatArray, mig: FloatArray, mig_units: FloatArray) -> float:
+    """A node state's idle GPUs: free whole GPUs, the free portions of its shared GPUs, free MIG instances."""
+    portions = 0.0
+    for column in range(SHARED, state.size):
+        portions += state[column]
+    instances = 0.0
+    for column in range(mig.size):
+        instances += mig[column] * mig_units[column]
+    total: float = state[WHOLE] + portions + instances
+    return total
+
+
+@_compiled
+def idle(states: FloatArray, mig: FloatArray, mig_units: FloatArray) -> FloatArray:
+    """Each node state's idle GPUs."""
+    result = np.empty(states.shape[0])
+    for row in range(result.size):
+        result[row] = _idle_row(states[row], mig[row], mig_units)
+    return result
+
+
+@_compiled
+def _usable_row(mix: MixKernel, node: int, state: FloatArray, mig: FloatArray, out: FloatArray) -> None:
+    """`out[k]`: the GPUs of one node state that pods of class k could use (`measure.usable`)."""
+    (
+        weight,
+        shared_classes,
+        gpu_classes,
+        per_cpu,
+        per_memory,
+        per_device,
+        per_portion,
+        whole_portions,
+        per_mig,
+        mig_unasked,
+        demand,
+        _,
+        _,
+        _,
+    ) = mix
+    for k in range(weight.size):
+        # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion //
+        # portion (whole numbers: their sum is exact in any order); // devices per pod.
+        slots = state[WHOLE] * whole_portions[node, k]
+        if k < shared_classes:
+            for column in range(SHARED, state.size):
+                slots += np.floor(state[column] * per_portion[node, k] + SLACK)
+        slots = np.floor(slots * per_device[k] + SLACK)
+        if k >= gpu_classes:
+            # MIG: the fewest pods any profile it asks for holds; none where no node has its profiles.
+            slots = np.inf if mig.size else 0.0
+            for column in range(mig.size):
+                held = np.floor(mig[column] * per_mig[k - gpu_classes, column] + SLACK)
+                slots = min(slots, held + mig_unasked[k - gpu_classes, column])
+        # ... and by CPU and memory (see `measure.usable`).
+        by_cpu = np.floor(min(state[CPU] * per_cpu[k], state[MEMORY] * per_memory[k]) + SLACK)
+        bounded = max(min(slots, by_cpu), 0.0) * (1.0 - LIGHTER_FILL)
+        fits = 1.0 if by_cpu >= 1.0 else 0.0
+        out[k] = ((slots * fits) * LIGHTER_FILL + bounded) * demand[node, k]
+
+
+@_compiled
+def usable(mix: MixKernel, nodes: IntArray, states: FloatArray, mig: FloatArray) -> FloatArray:
+    """Node states x classes: the GPUs of each state that pods of each class could use."""
+    result = np.empty((nodes.size, mix[0].size))
+    for row in range(nodes.size):
+        _usable_row(mix, nodes[row], states[row], mig[row], result[row])
+    return result
+
+
+@_compiled
+def _rank(values: FloatArray, order: IntArray) -> None:
+    """`order`: the positions of `values` from least to most, ties in position order (a stable sort). By
+    insertion: a row's stranded GPUs take two distinct values per row on average (the scale benchmark's
+    mix of 96 classes), where this is an order of magnitude faster than a merge sort."""
+    for i in range(values.size):
+        value = values[i]
+        j = i
+        while j > 0 and values[order[j - 1]] > value:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+
+
+@_compiled
+def _frag_row(
+    mix: MixKernel,
+    node: int,
+    state: FloatArray,
+    mig: FloatArray,
+    mig_units: FloatArray,
+    stranded: FloatArray,
+    order: IntArray,
+) -> tuple[float, float]:
+    """One node state's stranded GPUs (`measure.evaluate`) and idle GPUs; `stranded` and `order` are
+    scratch of one per class."""
+    weight, several_weight, pressure, capacity = mix[0], mix[11], mix[12], mix[13]
+    idle = _idle_row(state, mig, mig_units)
+    classes = weight.size
+    if classes == 0:  # no GPU pods in the cluster: none for which anything is stranded
+        return 0.0, idle
+    _usable_row(mix, node, state, mig, stranded)
+    whole_nodes = 0.0
+    for k in range(classes):
+        stranded[k] = idle - stranded[k]
+        whole_nodes += stranded[k] * several_weight[k]
+    # With the classes from least to most stranded, the least of the offers strands at least the i-th
+    # value when every offer is of class i or later: (weight of those classes) ** OFFERS; summed over
+    # the steps between consecutive values, that is the expectation.
+    _rank(stranded, order)
+    expected = 0.0
+    earlier = 0.0
+    for i in range(classes - 1):
+        earlier += weight[order[i]]
+        later = max(1.0 - earlier, 0.0)
+        power = later
+        for _ in range(OFFERS - 1):
+            power *= later
+        expected += power * (stranded[order[i + 1]] - stranded[order[i]])
+    value = stranded[order[0]] + expected + whole_nodes
+    return value + pressure[node] * (capacity[node] - idle), idle
+
+
+@_compiled
+def evaluate(
+    mix: MixKernel, nodes: IntArray, states: FloatArray, mig: FloatArray, mig_units: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Each node state's stranded GPUs (`measure.evaluate`) and its idle GPUs."""
+    frag = np.empty(nodes.size)
+    free = np.empty(nodes.size)
+    stranded = np.empty(mix[0].size)
+    order = np.empty(mix[0].size, dtype=np.int64)
+    for row in range(nodes.size):
+        frag[row], free[row] = _frag_row(mix, nodes[row], states[row], mig[row], mig_units, stranded, order)
+    return frag, free
+
+
+@_compiled
+def _fresh(
+    mix: MixKernel,
+    states: FloatArray,
+    mig: FloatArray,
+    mig_units: FloatArray,
+    node: int,
+    frag: FloatArray,
+    frag_stale: BoolArray,
+    stranded: FloatArray,
+    order: IntArray,
+) -> float:
+    """`frag[node]`, evaluated first if stale."""
+    if frag_stale[node]:
+        frag[node] = _frag_row(mix, node, states[node], mig[node], mig_units, stranded, order)[0]
+        frag_stale[node] = False
+    value: float = frag[node]
+    return value
+
+
+@_compiled
+def _shared_options_row(
+    mix: MixKernel,
+    node: int,
+    state: FloatArray,
+    mig: FloatArray,
+    mig_units: FloatArray,
+    portion: float,
+    before: float,
+    scratch: tuple[FloatArray, IntArray],
+    options: tuple[IntArray, FloatArray, FloatArray],
+) -> int:
+    """Every way of putting one device of a shared-GPU pod (`portion` of a GPU) on a node in the state
+    given: joining each shared GPU with room, or starting to share a free whole GPU (the last shared
+    column), costed where there is no other option too (it fits only once releasing pods are gone).
+    Writes each option's shared column, cost (in rounded quanta, against `before`) and the room of the
+    GPU it takes into `options`, in column order; returns how many."""
+    stranded, order = scratch
+    columns, costs, rooms = options
+    option = state.copy()
+    last = state.size - 1
+    count = 0
+    for column in range(SHARED, last):
+        if state[column] >= portion - SLACK:
+            option[column] = state[column] - portion
+            placed = _frag_row(mix, node, option, mig, mig_units, stranded, order)[0]
+            option[column] = state[column]
+            columns[count], rooms[count] = column - SHARED, state[column]
+            costs[count] = np.rint((placed - before) * PER_QUANTUM)
+            count += 1
+    if state[WHOLE] >= 1 - SLACK or count == 0:
+        option[last] = state[last] - (portion - 1.0)
+        option[WHOLE] = state[WHOLE] - 1.0
+        placed = _frag_row(mix, node, option, mig, mig_units, stranded, order)[0]
+        columns[count], rooms[count] = last - SHARED, 1.0
+        costs[count] = np.rint((placed - before) * PER_QUANTUM)
+        count += 1
+    return count
+
+
+@_compiled
+def _option_arrays(states: FloatArray) -> tuple[IntArray, FloatArray, FloatArray]:
+    width = states.shape[1] - SHARED
+    return np.empty(width, dtype=np.int64), np.empty(width), np.empty(width)
+
+
+@_compiled
+def shared_options(
+    mix: MixKernel,
+    states: FloatArray,
+    mig: FloatArray,
+    mig_units: FloatArray,
+    node: int,
+    portion: float,
+    frag: FloatArray,
+    frag_stale: BoolArray,
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """The options of one device of a shared-GPU pod on `node` as it is (`_shared_options_row`): each
+    one's shared column, cost and room."""
+    scratch = (np.empty(mix[0].size), np.empty(mix[0].size, dtype=np.int64))
+    before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, scratch[0], scratch[1])
+    options = _option_arrays(states)
+    count = _shared_options_row(
+        mix, node, states[node], mig[node], mig_units, portion, before, scratch, options
+    )
+    return options[0][:count], options[1][:count], options[2][:count]
+
+
+@_compiled
+def place_costs(
+    mix: MixKernel,
+    states: FloatArray,
+    mig: FloatArray,
+    mig_units: FloatArray,
+    rows: IntArray,
+    frag: FloatArray,
+    frag_stale: BoolArray,
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    per_idle: tuple[float, float],
+    keys: FloatArray,
+    gpus: IntArray,
+) -> None:
+    """The order keys of placing a pod on each node of `rows`, into `keys` (the module of `costs` says
+    how a cost becomes a key); a node's `frag` is evaluated first where stale. The pod takes `pod`: idle
+    CPU, memory and whole GPUs, instances per MIG column, and for a shared-GPU pod its portion of a GPU
+    per row on some devices (none: 0 devices). A shared-GPU pod is costed at each node's cheapest option
+    (`_shared_options_row`; ties to the least room, as gpupack, then the first), times its devices, and
+    that option's shared column (or NEW_GPU) goes into `gpus`. `per_idle`: the keys' weights of an idle
+    GPU and CPU left."""
+    taken, mig_taken, portion, devices = pod
+    per_idle_gpu, per_idle_cpu = per_idle
+    scratch = (np.empty(mix[0].size), np.empty(mix[0].size, dtype=np.int64))
+    options = _option_arrays(states)
+    columns, costs, rooms = options
+    after = np.empty(states.shape[1])
+    after_mig = np.empty(mig.shape[1])
+    for i in range(rows.size):
+        node = rows[i]
+        before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, scratch[0], scratch[1])
+        after[:] = states[node]
+        for column in range(taken.size):
+            after[column] -= taken[column]
+        for column in range(after_mig.size):
+            after_mig[column] = mig[node, column] - mig_taken[column]
+        if devices == 0:
+            placed, left = _frag_row(mix, node, after, after_mig, mig_units, scratch[0], scratch[1])
+            cost = placed - before
+        else:
+            count = _shared_options_row(
+                mix, node, after, after_mig, mig_units, portion[i], before, scratch, options
+            )
+            best = 0
+            for option in range(1, count):
+                cheaper = costs[option] < costs[best]
+                if cheaper or (costs[option] == costs[best] and rooms[option] < rooms[best]):
+                    best = option
+            gpus[node] = NEW_GPU if columns[best] == after.size - 1 - SHARED else columns[best]
+            portions = 0.0
+            for column in range(SHARED, after.size):
+                portions += after[column]
+            left = after[WHOLE] + portions - portion[i] * devices
+            cost = costs[best] * (devices / PER_QUANTUM)
+        key = np.rint(cost * -PER_QUANTUM) * (1.0 / PER_QUANTUM)
+        key -= max(left, 0.0) * per_idle_gpu
+        keys[node] = key - max(after[CPU], 0.0) * per_idle_cpu
+
+
+@_compiled
+def take_changed(rows: IntArray, changed: BoolArray) -> IntArray:
+    """The rows whose `changed` flag is set, in order; their flags cleared."""
+    found = np.empty(rows.size, dtype=np.int64)
+    count = 0
+    for node in rows:
+        if changed[node]:
+            changed[node] = False
+            found[count] = node
+            count += 1
+    return found[:count]
+
+
+@_compiled
+def scaled(keys: FloatArray, rows: IntArray, top: float) -> tuple[FloatArray, float]:
+    """The keys of `rows` scaled so that the lowest is 0 and the highest `top`, and how far apart those
+    two are (the scaling only holds where that is above 0)."""
+    result = keys[rows]
+    low = high = result[0]
+    for value in result:
+        if value < low:
+            low = value
+        elif value > high:
+            high = value
+    spread = high - low
+    if spread > 0.0:
+        factor = top / spread
+        for i in range(result.size):
+            result[i] = (result[i] - low) * factor
+    return result, spread
