@@ -28,6 +28,20 @@ def test_custom_objects_are_pruned_and_validated_against_their_schema(api: Any) 
     assert api.ok("GET", f"{QUEUES}/q")["spec"] == {"priority": 5}
 
 
+def test_objects_of_the_same_content_get_the_same_answer_and_types_are_not_confused(api: Any) -> None:
+    for name in ("a", "b"):  # the second is answered as the first was, under its own name
+        created = api.ok("POST", QUEUES, {**queue(name, priority=5, colour="blue"), "extra": {"x": 1}})
+        assert created["spec"] == {"priority": 5} and "extra" not in created
+        status, body = api.call("POST", QUEUES, queue(f"bad-{name}", priority="high"))
+        assert status == 422 and body["message"].startswith(
+            f'Queue.scheduling.run.ai "bad-{name}" is invalid'
+        )
+    # Equal in Python to what was admitted before (5.0 == 5, True == 1), not in the schema's types.
+    for number, other in ((5, 5.0), (1, True)):
+        assert api.ok("POST", QUEUES, queue(f"n{number}", priority=number))["spec"] == {"priority": number}
+        assert api.call("POST", QUEUES, queue(f"o{number}", priority=other))[0] == 422, other
+
+
 def test_a_create_in_a_namespace_that_does_not_exist_is_404(api: Any, make_pod: Any) -> None:
     status, body = api.call("POST", "/api/v1/namespaces/nowhere/pods", make_pod("a", "nowhere"))
     assert (status, body["message"]) == (404, 'namespaces "nowhere" not found')

@@ -356,7 +356,7 @@ def test_a_crds_changed_schema_holds_from_the_next_write(api: Any) -> None:
     api.ok("PUT", f"{CRDS}/widgets.example.com", crd)
     kept = api.ok("POST", WIDGETS, widget("b", size="L", colour="red"))
     assert kept["spec"] == {"size": "L", "colour": "red"}
-    assert api.call("POST", WIDGETS, widget("c", size=1))[0] == 422
+    assert api.call("POST", WIDGETS, widget("c", size=1, colour="red"))[0] == 422  # as "a" was
 
 
 def test_a_deleted_crds_kind_is_no_longer_known_by_name(server: Any, api: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from kai_fakeapi.jsoncopy import clone
+from kai_fakeapi.jsoncopy import clone, json_text
 
 
 def test_a_clone_is_equal_and_shares_nothing_mutable() -> None:
@@ -49,3 +49,10 @@ def test_what_json_would_change_is_kept_as_it_was() -> None:
     assert type(labels) is Labels and labels == {"a": "b"} and labels is not original
     assert str(clone([-0.0])[0]) == "-0.0" and clone([0.1 + 0.2]) == [0.1 + 0.2]
     assert [type(x) for x in clone([True, 1, 1.0])] == [bool, int, float]
+
+
+def test_json_text_is_given_only_for_json_and_tells_its_types_apart() -> None:
+    texts = {json_text({"n": n}) for n in (1, 1.0, True, "1")}
+    assert None not in texts and len(texts) == 4
+    for not_json in ({"t": (1, 2)}, {"x": float("nan")}, {"when": datetime.date(2026, 1, 1)}):
+        assert json_text(not_json) is None, not_json

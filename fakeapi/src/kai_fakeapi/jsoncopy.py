@@ -1,4 +1,5 @@
-"""`clone`: a deep copy of a JSON document (dicts, lists, strings, numbers, booleans, None).
+"""`clone`: a deep copy of a JSON document (dicts, lists, strings, numbers, booleans, None); `json_text`: its
+text when it is nothing but JSON (a key for answers that depend on the value alone).
 
 The store copies objects on every read and write so that no caller shares its dicts with another; a
 request copies a pod several times (issue #23: a seventh of the server's CPU at the live benchmark's
@@ -27,14 +28,28 @@ _ONLY_JSON = (
 def clone(value: T) -> T:
     kind = type(value)
     if kind is dict or kind is list:
-        try:
-            copied: T = orjson.loads(orjson.dumps(value, option=_ONLY_JSON))
-        except TypeError:  # orjson.JSONEncodeError included
-            return cast(T, _walk(value))
-        return copied if copied == value else cast(T, _walk(value))
+        exact = _exact(value)
+        return cast(T, exact[1]) if exact is not None else cast(T, _walk(value))
     if kind in _IMMUTABLE:
         return value
     return copy.deepcopy(value)
+
+
+def json_text(value: Any) -> bytes | None:
+    """`value`'s JSON text when it is nothing but JSON (so that equal texts are equal values of the same
+    types: 1 and 1.0 and true differ, a tuple is no list), else None."""
+    exact = _exact(value)
+    return exact[0] if exact is not None else None
+
+
+def _exact(value: Any) -> tuple[bytes, Any] | None:
+    """(JSON text, a copy read back from it) when the copy equals `value`, else None."""
+    try:
+        text = orjson.dumps(value, option=_ONLY_JSON)
+    except TypeError:  # orjson.JSONEncodeError included
+        return None
+    copied = orjson.loads(text)
+    return (text, copied) if copied == value else None
 
 
 def _walk(value: Any) -> Any:
