@@ -12,6 +12,7 @@ asks for `gpu-fraction: abc` (InvalidPod on the pod: admission is off).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ from identities import ADMIN, ALL_IN_ONE, kubeconfig_as, refusals, strict_server
 from ports import free_port
 
 from kai_fakeapi.seed import try_it_seed
+from kai_scheduler.kubectl_plugin.main import main as plugin_main
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 120.0
@@ -96,6 +98,18 @@ class Kubectl:
             timeout=60,
             env=self.env,
         )
+
+    def plugin(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """What `kai(*args)` answers, from the plugin's command line run in this process: `kai` shows that
+        kubectl finds the plugin and passes its output and exit status on; the other questions are about
+        what the plugin answers, and a child interpreter for each would only add its start-up."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = plugin_main([*args, "--kubeconfig", str(self.kubeconfig)])
+            except SystemExit as usage_error:  # argparse's
+                status = usage_error.code if isinstance(usage_error.code, int) else 2
+        return subprocess.CompletedProcess(["kubectl", "kai", *args], status, out.getvalue(), err.getvalue())
 
     def json(self, *args: str) -> Any:
         return json.loads(self(*args, "-o", "json").stdout)
@@ -221,7 +235,7 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         assert (team["GPU QUOTA"], team["GPU LIMIT"], team["GPU ALLOCATED"]) == ("4", "6", "1.5")
         assert team["GPU REQUESTED"] == "7.5"  # what runs and what waits (capped's 6)
         assert rows["roomy"]["GPU LIMIT"] == "unlimited"
-        as_json = json.loads(kubectl.kai("queues", "-o", "json").stdout)
+        as_json = json.loads(kubectl.plugin("queues", "-o", "json").stdout)
         by_name = {q["name"]: q for q in as_json["queues"]}
         assert by_name["team"]["parent"] == "default-parent-queue"
         assert by_name["team"]["allocated"]["gpu"] == 1.5
@@ -231,38 +245,38 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         assert share["team"] >= 4 and share["roomy"] >= 2 and share["team"] + share["roomy"] <= 16, share
         assert team["GPU FAIR SHARE"] == f"{share['team']:.2f}".rstrip("0").rstrip(".")
         cpu = {
-            row["QUEUE"].strip(): row for row in columns(kubectl.kai("queues", "--resource", "cpu").stdout)
+            row["QUEUE"].strip(): row for row in columns(kubectl.plugin("queues", "--resource", "cpu").stdout)
         }
         assert (cpu["team"]["CPU QUOTA"], cpu["team"]["CPU ALLOCATED"]) == ("unlimited", "200m")
 
         # why: each waiting pod's reason, and what would let it start.
-        capped = kubectl.kai("-n", "default", "why", "capped")
+        capped = kubectl.plugin("-n", "default", "why", "capped")
         assert capped.returncode == 0, capped.stderr
         assert "OverLimit" in capped.stdout
         assert "queue team may use at most 6 gpu; it holds 1.5 and this job asks for 6" in capped.stdout
-        huge = kubectl.kai("why", "pod/huge")
+        huge = kubectl.plugin("why", "pod/huge")
         assert "Unschedulable" in huge.stdout and "pod huge does not fit" in huge.stdout, huge.stdout
         hint = "no node has 10 GPUs (the largest has 8): ask for fewer GPUs per pod, or add a node that large"
         assert f"To start:\n  - {hint}\nEvents:" in huge.stdout, huge.stdout
         # An estimated start on the PodGroup (the scheduler's estimates write it) is shown as it is.
-        group = json.loads(kubectl.kai("why", "huge", "-o", "json").stdout)["podGroup"]
+        group = json.loads(kubectl.plugin("why", "huge", "-o", "json").stdout)["podGroup"]
         kubectl("annotate", "podgroup", group, "kai.scheduler/estimated-start=2026-12-02T03:00:00Z")
-        assert "Estimated start: 2026-12-02T03:00:00Z\n" in kubectl.kai("why", "huge").stdout
-        starts = {row["QUEUE"]: row["ESTIMATED START"] for row in columns(kubectl.kai("why").stdout)}
+        assert "Estimated start: 2026-12-02T03:00:00Z\n" in kubectl.plugin("why", "huge").stdout
+        starts = {row["QUEUE"]: row["ESTIMATED START"] for row in columns(kubectl.plugin("why").stdout)}
         assert starts == {"team": "-", "roomy": "2026-12-02T03:00:00Z", "nobody": "-"}
-        lost = json.loads(kubectl.kai("why", "lost", "-o", "json").stdout)
+        lost = json.loads(kubectl.plugin("why", "lost", "-o", "json").stdout)
         assert (lost["reason"], lost["queue"], lost["state"]) == ("QueueDoesNotExist", "nobody", "Waiting")
         assert lost["toStart"] == [
             "queue nobody does not exist: create it, or label the workload with an existing queue"
         ]
         assert any(event["reason"] == "Unschedulable" for event in lost["events"]), lost
-        bad = json.loads(kubectl.kai("why", "bad", "-o", "json").stdout)
+        bad = json.loads(kubectl.plugin("why", "bad", "-o", "json").stdout)
         assert (bad["reason"], bad["state"]) == ("InvalidPod", "Waiting"), bad
         assert "gpu-fraction" in bad["message"] and "abc" in bad["message"], bad
         assert bad["toStart"][0].startswith("fix the field the message names"), bad
-        whole = json.loads(kubectl.kai("why", "whole", "-o", "json").stdout)
+        whole = json.loads(kubectl.plugin("why", "whole", "-o", "json").stdout)
         assert whole["state"] == "Running" and whole["toStart"] == []
-        waiting = columns(kubectl.kai("why", "-A").stdout)
+        waiting = columns(kubectl.plugin("why", "-A").stdout)
         assert {(row["NAMESPACE"], row["QUEUE"], row["REASON"]) for row in waiting} == {
             ("default", "team", "OverLimit"),
             ("default", "roomy", "Unschedulable"),
@@ -270,7 +284,7 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         }
 
         # top: one node holds the whole GPU and the shared one (binpack), half of which is in use.
-        done = kubectl.kai("top")
+        done = kubectl.plugin("top")
         assert done.returncode == 0, done.stderr
         nodes_table, shared_table = done.stdout.split("\n\n")
         nodes = {row["NODE"]: row for row in columns(nodes_table)}
@@ -284,14 +298,14 @@ def test_kubectl_kai_queues_why_and_top(tmp_path: Path) -> None:
         )
         (gpu,) = columns(shared_table)
         assert (gpu["NODE"], gpu["ALLOCATED"], gpu["PODS"]) == (busy[0]["NODE"], "0.5", "default/half")
-        top = json.loads(kubectl.kai("top", "-o", "json").stdout)
+        top = json.loads(kubectl.plugin("top", "-o", "json").stdout)
         assert sum(node["allocated"] for node in top["nodes"]) == 1.5
 
         # Errors: one line, exit 1 for what does not exist, 2 for a cluster that cannot be reached.
         missing = kubectl.kai("why", "nosuch")
         assert missing.returncode == 1
         assert missing.stderr == "error: no pod or pod group nosuch in namespace default\n"
-        elsewhere = kubectl.kai("why", "capped", "-n", "kube-system")
+        elsewhere = kubectl.plugin("why", "capped", "-n", "kube-system")
         assert elsewhere.stderr == "error: no pod or pod group capped in namespace kube-system\n"
         unreachable_config = tmp_path / "unreachable"
         unreachable_config.write_text(

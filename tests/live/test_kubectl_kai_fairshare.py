@@ -83,7 +83,7 @@ def test_fairshare_and_usage_show_the_scheduler_s_own_numbers(tmp_path: Path) ->
             assert time.monotonic() < deadline, kubectl("get", "pods,queues", "-o", "yaml").stdout
             time.sleep(0.3)
         scheduler = ("--scheduler", f"127.0.0.1:{port}")
-        listed = json.loads(kubectl.kai("queues", "-o", "json").stdout)["queues"]
+        listed = json.loads(kubectl.plugin("queues", "-o", "json").stdout)["queues"]
         written = {q["name"]: q["fairShare"] for q in listed}
 
         # fairshare: the division down to team, ending in the share the scheduler wrote to its status.
@@ -95,7 +95,7 @@ def test_fairshare_and_usage_show_the_scheduler_s_own_numbers(tmp_path: Path) ->
         assert set(among.split(", ")) == {"default-parent-queue", "team", "roomy"}, text
         gpu_share = written["team"]["gpu"]
         assert f"Result: team's gpu fair share is {gpu_share:g} GPU" in text, text
-        explained = json.loads(kubectl.kai("fairshare", "team", *scheduler, "-o", "json").stdout)
+        explained = json.loads(kubectl.plugin("fairshare", "team", *scheduler, "-o", "json").stdout)
         for resource in ("gpu", "cpu"):
             assert explained["resources"][resource]["fairShare"] == pytest.approx(
                 written["team"][resource], abs=1e-3
@@ -107,7 +107,7 @@ def test_fairshare_and_usage_show_the_scheduler_s_own_numbers(tmp_path: Path) ->
         assert roomy["request"] == 10 and roomy["fairShare"] == pytest.approx(written["roomy"]["gpu"])
 
         # usage: who holds team's GPUs, alice's training first to be reclaimed, bob's inference never.
-        held = json.loads(kubectl.kai("usage", "team", *scheduler, "-o", "json").stdout)
+        held = json.loads(kubectl.plugin("usage", "team", *scheduler, "-o", "json").stdout)
         groups = {group["user"]: group for group in held["podGroups"]}
         assert set(groups) == {"alice", "bob"}
         assert (groups["alice"]["allocated"]["gpu"], groups["alice"]["reclaimOrder"]) == (1, 1)
@@ -115,13 +115,13 @@ def test_fairshare_and_usage_show_the_scheduler_s_own_numbers(tmp_path: Path) ->
         assert (groups["bob"]["allocated"]["gpu"], groups["bob"]["reclaimOrder"]) == (2, None)
         assert held["fairShare"]["gpu"] == pytest.approx(gpu_share, abs=1e-3)
         assert held["allocated"]["gpu"] == 3
-        table = kubectl.kai("usage", "team", *scheduler)
+        table = kubectl.plugin("usage", "team", *scheduler)
         assert table.returncode == 0, table.stderr
         assert "By user:" in table.stdout and "alice" in table.stdout, table.stdout
 
         # Errors: one line; 1 for a queue the scheduler does not have, 2 for a scheduler not reached.
         for command in ("fairshare", "usage"):
-            missing = kubectl.kai(command, "nobody", *scheduler)
+            missing = kubectl.plugin(command, "nobody", *scheduler)
             assert missing.returncode == 1, missing.stderr
             assert missing.stderr.startswith(
                 f"error: the scheduler at http://127.0.0.1:{port}: queue nobody: "
