@@ -335,8 +335,8 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
     server: FakeApiServer, make_client: MakeClient
 ) -> None:
     """Issue #23: a new PodGroup whose pod is placed and runs within the settle window gets one status
-    write, of where it ended (running), not pending and then running; one whose pod still waits when the
-    window is over gets its pending status then."""
+    write, of where it ended (running), not pending and then running; one whose pod the scheduler found
+    unschedulable gets its pending status when the window is over."""
     store = server.store
     store.kubelet = True  # a bound pod starts running
     store.create(node_manifest("n1"))
@@ -359,6 +359,7 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
 
     run(body())
     assert status_writes(server) == 1
+    store.set_status("pods", "slow-0", {"conditions": [UNSCHEDULABLE]}, "default")
 
     def make_short(client: KubeClient, informers: InformerSet) -> StatusReconciler:
         return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=0.2)
@@ -369,6 +370,10 @@ def test_a_new_pod_group_s_first_status_waits_for_its_pod_to_run(
 
     run(short_window())
     assert status_writes(server) == 2
+
+
+# The scheduler's answer for a pod it cannot place (scheduler/pod_conditions.py).
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no room"}
 
 
 def placed_by(pod: dict[str, Any], node: str, phase: str | None = None) -> dict[str, Any]:
@@ -386,21 +391,24 @@ def placed_by(pod: dict[str, Any], node: str, phase: str | None = None) -> dict[
     return request
 
 
-def test_a_placed_pod_s_new_pod_group_waits_past_the_window_for_its_bind(
+def test_a_new_pod_group_waits_past_the_window_while_its_pod_is_on_its_way(
     server: FakeApiServer, make_client: MakeClient
 ) -> None:
-    """Issue #23: under load the binder, not the scheduler, holds a placed pod past the settle window: a
-    new PodGroup whose pending pod a standing BindRequest places gets no pending status when the window is
-    over, and one write once the pod runs; a pod with no BindRequest, or a Failed one, is waiting for room,
-    and its PodGroup's pending status is written when the window is over."""
+    """Issue #23: under load the scheduler's and the binder's queues hold pods past the settle window. A new
+    PodGroup whose pending pod the scheduler has not answered yet, or has placed (a standing BindRequest,
+    even after finding it unschedulable once), gets no pending status when the window is over, and one
+    write once the pod runs; one whose pod the scheduler found unschedulable (no BindRequest, or a Failed
+    one) waits for room, and its pending status is written when the window is over."""
     store = server.store
     store.kubelet = True  # a bound pod starts running
     store.create(node_manifest("n1"))
     store.create(queue_manifest("q"))
     pods = {}
-    for name in ("placed", "waiting", "failed"):
+    for name in ("untried", "placed", "waiting", "failed"):
         store.create(pod_group_manifest(name, "q"))
         pods[name] = store.create(pod_manifest(f"{name}-0", "q", group=name, gpus=1))
+    for name in ("placed", "waiting", "failed"):
+        store.set_status("pods", f"{name}-0", {"conditions": [UNSCHEDULABLE]}, "default")
     store.create(placed_by(pods["placed"], "n1"))
     store.create(placed_by(pods["failed"], "n1", phase="Failed"))
 
@@ -417,18 +425,19 @@ def test_a_placed_pod_s_new_pod_group_waits_past_the_window_for_its_bind(
             task = asyncio.create_task(groups.run(stop))
             for name in ("waiting", "failed"):
                 await eventually(lambda name=name: status(server, "podgroups", name).get("pending") == 1)
-            # Well past the window (and its checks every 0.2 s), the placed pod's PodGroup still waits.
-            await eventually(lambda: groups.reconcile_stats.requeued_after >= 12)
-            assert status(server, "podgroups", "placed") == {}
-            store.bind("default", "placed-0", "n1")
-            await eventually(lambda: status(server, "podgroups", "placed").get("running") == 1)
+            # Well past the window (and its checks every 0.2 s), the other two still wait.
+            await eventually(lambda: groups.reconcile_stats.requeued_after >= 20)
+            assert status(server, "podgroups", "untried") == status(server, "podgroups", "placed") == {}
+            for name in ("untried", "placed"):
+                store.bind("default", f"{name}-0", "n1")
+                await eventually(lambda name=name: status(server, "podgroups", name).get("running") == 1)
             await eventually(lambda: groups.idle)
             stop.set()
             await asyncio.wait_for(task, 5)
 
     run(body())
     written = server.requests(verb="patch", resource="podgroups", subresource="status")
-    assert sorted(record.name for record in written) == ["failed", "placed", "waiting"]
+    assert sorted(record.name for record in written) == ["failed", "placed", "untried", "waiting"]
 
 
 def test_a_queue_s_status_is_written_at_most_once_a_period(

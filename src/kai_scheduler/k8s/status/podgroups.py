@@ -22,16 +22,18 @@ counters this status write carries anyway (`running`, `pending`).
 A new PodGroup's first status waits up to `settle` seconds (`SETTLE`) from when this controller first
 sees it while any of its pods is still pending, as a controller-runtime reconcile that returns a
 requeue-after would: a bare pod is usually placed and running by then, and one write of where it ended
-says what two (pending, then running) would have. Past `settle` it waits on, up to `BIND_WAIT` from first
-sight, while every pending pod is on its way to running: bound to a node, or with a BindRequest that stands
-(the scheduler has placed it and the binder has yet to bind it: under load the binder's queue, not the
-scheduler, is what holds a placed pod past `settle`). A pod no BindRequest places is waiting for room, a
-state of its own, and its status is written when `settle` is over. BindRequests are seen where this
-process watches them (with the scheduler or the binder, as `run --all` runs them); the status controllers
-on their own do not (their role reads no BindRequests, as KAI's podgroupcontroller's does not) and wait
-for a bound pod only. Nothing reads the pending status meanwhile but people and the queue controller's
-`requested` sums, which lag by as much. KAI has no such delay (its podgroupcontroller writes on every
-change) and so no flag for it; `settle=0` writes at once.
+says what two (pending, then running) would have. Past `settle` it waits on, up to `MAX_SETTLE` from first
+sight, while no pending pod is known to wait. A pod waits when the scheduler said it cannot place it (its
+`PodScheduled` condition is False: unschedulable, gated, refused) and it is neither bound nor placed by a
+standing BindRequest: a state of its own, whose status is written when `settle` is over. A pod the
+scheduler has not answered yet (its queue of pending pods, under load) or has placed (the binder's queue)
+is on its way to running, and a pending status written meanwhile would be rewritten moments later.
+BindRequests are seen where this process watches them (with the scheduler or the binder, as `run --all`
+runs them); the status controllers on their own do not (their role reads no BindRequests, as KAI's
+podgroupcontroller's does not): there a pod found unplaceable once and placed since waits until bound.
+Nothing reads the pending status meanwhile but people and the queue controller's `requested` sums, which
+lag by as much. KAI has no such delay (its podgroupcontroller writes on every change) and so no flag for
+it; `settle=0` writes at once.
 """
 
 from __future__ import annotations
@@ -80,9 +82,9 @@ log = logging.getLogger(__name__)
 ACCESS = (access(POD_GROUPS, "patch", subresource="status"),)
 
 SETTLE = 5.0  # seconds a new PodGroup's first status may wait for its pods to leave pending
-# ... and at most, while each pending pod is bound or placed by a standing BindRequest (module doc): a
-# binder that is down or far behind does not keep a status unwritten for longer.
-BIND_WAIT = 60.0
+# ... and at most, while no pending pod is known to wait (module doc): a scheduler or binder that is down or
+# far behind does not keep a status unwritten for longer.
+MAX_SETTLE = 60.0
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -93,6 +95,13 @@ def _has_status(group: JsonObject) -> bool:
     """Whether any of the fields this controller owns is on the PodGroup's status."""
     status = group.get("status") or {}
     return "resourcesStatus" in status or any(name in status for name in POD_COUNTERS)
+
+
+def _found_unplaceable(pod: JsonObject) -> bool:
+    """Whether the pod's `PodScheduled` condition is False (the scheduler's answer, or the API server's for
+    a gated pod)."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions)
 
 
 def _pod_model(pod: JsonObject, read: dict[str, Pod]) -> Pod:
@@ -299,8 +308,8 @@ class PodGroupStatusController(StatusReconciler):
     def _first_write_wait(self, key: str, group: JsonObject) -> float:
         """How much longer the first status of a new PodGroup waits (module doc): 0 once it was written
         (by anyone), once it has pods and none is pending (`pod_group_numbers`' phases), `settle` after
-        first sight, or while its pending pods are all on their way to running, `BIND_WAIT` after it (a
-        BindRequest that fails changes no pod: the wait is checked again every `settle` seconds)."""
+        first sight, or while no pending pod is known to wait, `MAX_SETTLE` after it (a BindRequest that
+        fails changes no pod: the wait is checked again every `settle` seconds)."""
         if self.settle <= 0 or key in self._written or _has_status(group):
             return 0.0
         pods = self._pods_of(key)
@@ -311,18 +320,18 @@ class PodGroupStatusController(StatusReconciler):
         first = self._first_seen.setdefault(key, now)
         if now < first + self.settle:
             return first + self.settle - now
-        if pending and now < first + BIND_WAIT and all(self._on_its_way(pod) for pod in pending):
-            return min(self.settle, first + BIND_WAIT - now)
+        if pending and now < first + MAX_SETTLE and not any(self._waits(pod) for pod in pending):
+            return min(self.settle, first + MAX_SETTLE - now)
         return 0.0
 
-    def _on_its_way(self, pod: JsonObject) -> bool:
-        """Whether a pending pod is bound, or placed by a standing BindRequest (when they are watched)."""
-        if (pod.get("spec") or {}).get("nodeName"):
-            return True
-        requests = self.informers.optional(BIND_REQUESTS)
-        if requests is None:
+    def _waits(self, pod: JsonObject) -> bool:
+        """Whether a pending pod is known to wait: the scheduler said it cannot place it, and it is neither
+        bound nor placed by a standing BindRequest (when they are watched)."""
+        if (pod.get("spec") or {}).get("nodeName") or not _found_unplaceable(pod):
             return False
-        return any(bind_request_stands(r, pod) for r in requests.by_index(POD_INDEX, object_key(pod)))
+        requests = self.informers.optional(BIND_REQUESTS)
+        placed = requests.by_index(POD_INDEX, object_key(pod)) if requests is not None else []
+        return not any(bind_request_stands(request, pod) for request in placed)
 
     def _pods_of(self, key: str) -> list[JsonObject]:
         return self.informers.pods.by_index(POD_GROUP_INDEX, key)
