@@ -8,12 +8,13 @@ the API server sends): the components need nothing more, and decoding every pod 
 models only to turn it back into a dict would cost time at 10,000 pods. That is also what makes the custom
 resources (Queue, PodGroup, BindRequest, Topology) no different from built-in kinds.
 
-The HTTP transport is aiohttp's (one pooled session per client, made on first use inside the event loop):
-measured against the fake API server with 16 requests in flight, a request costs this process about
-0.25 ms of CPU with aiohttp and 1.0-1.2 ms with the httpx2 client that lightkube's adapter builds, and at
-several API calls per scheduled pod that difference was a third of the `run` process (issue #8).
-Authentication still runs lightkube's flow (`httpx2.Auth`) for every request: its bearer token, token file
-(re-read on a 401) or exec plugin.
+The HTTP transport: watches go over aiohttp (one pooled session per client, made on first use inside the
+event loop), every other request over `http1.Http1Pool`'s kept-alive connections (aiohttp's too when a
+proxy is configured). Measured with 16 requests in flight, a request costs this process about 1.0-1.2 ms
+of CPU with the httpx2 client that lightkube's adapter builds, 0.1-0.25 ms with aiohttp and 0.03 ms with
+the pool; at several API calls per scheduled pod that was a third of the `run` process (issue #8), and
+aiohttp's share still a tenth of it on issue #23's 10,000-pod row. Authentication is lightkube's flow
+(`httpx2.Auth`: its bearer token, token file, re-read on a 401, or exec plugin), by `kube_auth.py`.
 
 Errors: an answer with an error `Status` raises `ApiStatusError(code, reason, message)` (a watch's ERROR
 event included, e.g. 410 Gone); a failure to reach the server (refused, reset, cut mid-stream, timed out)
@@ -25,6 +26,7 @@ raises the built-in `ConnectionError`, so that callers can retry without knowing
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import ssl
@@ -32,11 +34,10 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
-import httpx2
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
@@ -52,6 +53,8 @@ from kai_scheduler.k8s.runtime.client import (
     status_error,
     status_from_object,
 )
+from kai_scheduler.k8s.runtime.http1 import Http1Pool
+from kai_scheduler.k8s.runtime.kube_auth import Authorization
 from kai_scheduler.k8s.runtime.objects import metadata_of
 
 log = logging.getLogger(__name__)
@@ -109,11 +112,11 @@ class LightkubeClient:
         params = ConnectionParams().httpx_params(single)
         self.base_url = str(params["base_url"]).rstrip("/")
         self._ssl: ssl.SSLContext | bool = params["verify"] if self.base_url.startswith("https:") else False
-        self._auth: httpx2.Auth | None = params["auth"]
+        self._authorization = Authorization(params["auth"])
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._proxy = _environment_proxy(self.base_url)
-        self._authorization_header: str | None = None  # from `_auth`, until a 401
+        self._pool: Http1Pool | None = None  # made on first use, inside the event loop
 
     # --- construction ----------------------------------------------------------------------------
 
@@ -136,6 +139,9 @@ class LightkubeClient:
         return cls(config, **options)
 
     async def aclose(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
@@ -187,25 +193,6 @@ class LightkubeClient:
 
     # --- requests --------------------------------------------------------------------------------
 
-    async def _authorization(self, method: str, url: str, *, rejected: bool = False) -> bool:
-        """Run lightkube's authentication flow into `_authorization_header`; with `rejected`, as after a
-        401 (a token file is read again, an exec plugin run again). False when the flow has nothing new.
-
-        Every lightkube flow (a bearer token, a token file, an exec plugin, basic auth) sets the same
-        header on every request until a 401: it is run once and its header reused, rather than built
-        into a throw-away httpx2 request each time (a sixth of this client's cost)."""
-        assert self._auth is not None
-        request = httpx2.Request(method, url)
-        flow = self._auth.async_auth_flow(request)
-        request = await flow.__anext__()
-        if rejected:
-            try:
-                request = await flow.asend(httpx2.Response(401, request=request))
-            except StopAsyncIteration:
-                return False
-        self._authorization_header = request.headers.get("Authorization")
-        return True
-
     async def _send(
         self,
         method: str,
@@ -215,26 +202,44 @@ class LightkubeClient:
         headers: dict[str, str],
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        """Send one request with lightkube's authentication; the caller reads and releases the answer.
-        A 401 goes back to the authentication flow, and the request is sent once more if the flow has a
-        new credential."""
+        """Send one request over aiohttp; the caller reads and releases the answer."""
         url = self.base_url + path
-        if self._auth is not None and self._authorization_header is None:
-            await self._authorization(method, url)
         session = self._http()
-        retried = False
-        while True:
-            if self._authorization_header:
-                headers["Authorization"] = self._authorization_header
-            response = await session.request(
+
+        async def send() -> aiohttp.ClientResponse:
+            return await session.request(
                 method, url, params=params, data=content, headers=headers, timeout=timeout, proxy=self._proxy
             )
-            if response.status != 401 or self._auth is None or retried:
-                return response
-            if not await self._authorization(method, url, rejected=True):
-                return response
-            response.release()
-            retried = True
+
+        return await self._authorization.send(
+            method, url, headers, send, lambda response: response.status, aiohttp.ClientResponse.release
+        )
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: dict[str, str],
+    ) -> tuple[int, bytes]:
+        """One ordinary request, over the pool (aiohttp through a proxy): (status, body)."""
+        if self._proxy is not None:
+            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            response = await self._send(method, path, params, content, headers, timeout)
+            async with response:
+                return response.status, await response.read()
+        if self._pool is None or self._pool.loop is not asyncio.get_running_loop():
+            ssl_context = self._ssl if isinstance(self._ssl, ssl.SSLContext) else None
+            self._pool = Http1Pool(self.base_url, ssl_context, limit=self._max_connections)
+        pool = self._pool
+        target = f"{path}?{urlencode(params)}" if params else path
+
+        async def send() -> tuple[int, bytes]:
+            return await pool.request(method, target, headers, content, self.timeout)
+
+        url = self.base_url + path
+        return await self._authorization.send(method, url, headers, send, lambda answer: answer[0], _nothing)
 
     async def _request(
         self,
@@ -250,15 +255,12 @@ class LightkubeClient:
         if body is not None:
             content = json_wire.encode(body)
             headers["Content-Type"] = content_type
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
         try:
-            response = await self._send(method, path, params, content, headers, timeout)
-            async with response:
-                data = await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            status, data = await self._exchange(method, path, params, content, headers)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        if response.status >= 400:
-            raise status_error(response.status, data)
+        if status >= 400:
+            raise status_error(status, data)
         if not data:
             return None
         try:
@@ -461,6 +463,10 @@ class LightkubeClient:
             "metadata": {"name": pod, "namespace": namespace},
         }
         await self._request("POST", self.path(PODS, namespace, pod, "eviction"), body=body)
+
+
+def _nothing(_: object) -> None:
+    pass
 
 
 def _environment_proxy(url: str) -> str | None:
