@@ -399,11 +399,14 @@ class JobInfo:
         every job each cycle: kept, see `_has_topology`)."""
         known = self._has_topology
         if known is None:
-            known = self._has_topology = (
-                self.topology is not None
-                or any(podset.topology is not None for podset in self.podsets.values())
-                or any(group.topology is not None for group in self.subgroups.values())
-            )
+            # A loop rather than any() over a generator: first asked as each job is made (290,000 of them,
+            # each of one pod set and no sub-groups, at 20,000 nodes).
+            known = self.topology is not None
+            for podset in self.podsets.values():
+                known = known or podset.topology is not None
+            if self.subgroups and not known:
+                known = any(group.topology is not None for group in self.subgroups.values())
+            self._has_topology = known
         return known
 
     def may_go_stale(self) -> bool:

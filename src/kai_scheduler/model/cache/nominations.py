@@ -27,7 +27,10 @@ class Nominations:
 
     def of(self, state: PodState) -> PodState:
         """`state` with the cache's nomination of its pod (none: as it is)."""
-        nominated = self.by_pod.get(state.pod.key)
+        by_pod = self.by_pod
+        if not by_pod:  # the usual case, and every pod of a first cycle: no key to work out
+            return state
+        nominated = by_pod.get(state.pod.key)
         if nominated is None:
             return state
         return replace(state, nominated_node=nominated[0], nominated_gpu_groups=nominated[1])
