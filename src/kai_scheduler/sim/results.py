@@ -18,7 +18,7 @@ from kai_scheduler.framework.decisions import ClaimAllocation
 from kai_scheduler.model.accounted import queue_report
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.partition import Partition
-from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.sim.engine import SimulationResult
 from kai_scheduler.sim.in_memory_cluster import SimPod
@@ -71,24 +71,27 @@ def result_document(
             if sim_pod.node is not None:
                 gpu_by_node[sim_pod.node] = gpu_by_node.get(sim_pod.node, 0.0) + gpu
         phases[sim_pod.phase] = phases.get(sim_pod.phase, 0) + 1
-        pods.append(
-            {
-                "namespace": sim_pod.pod.namespace,
-                "name": sim_pod.pod.metadata.name,
-                "podGroup": job_key,
-                "queue": job.queue if job else None,
-                "phase": sim_pod.phase,
-                # A pod that ended keeps the node it ran on (a pending one has none).
-                "node": sim_pod.node if running or sim_pod.phase in ("Succeeded", "Failed") else None,
-                "gpuGroups": list(sim_pod.gpu_groups) if running else [],
-                "gpu": _clean(gpu),
-                "scheduledAt": sim_pod.scheduled_at,
-                "evictions": sim_pod.evictions,
-                # A pod naming a sub-group its PodGroup does not have: left out of its job, as KAI does.
-                **({"unschedulableReason": job.stray[key]} if job and key in job.stray else {}),
-            }
-        )
+        entry: dict[str, Any] = {
+            "namespace": sim_pod.pod.namespace,
+            "name": sim_pod.pod.metadata.name,
+            "podGroup": job_key,
+            "queue": job.queue if job else None,
+            "phase": sim_pod.phase,
+            # A pod that ended keeps the node it ran on (a pending one has none).
+            "node": sim_pod.node if running or sim_pod.phase in ("Succeeded", "Failed") else None,
+            "gpuGroups": list(sim_pod.gpu_groups) if running else [],
+            "gpu": _clean(gpu),
+            "scheduledAt": sim_pod.scheduled_at,
+            "evictions": sim_pod.evictions,
+        }
+        if job and job.stray and key in job.stray:
+            # A pod naming a sub-group its PodGroup does not have: left out of its job, as KAI does.
+            entry["unschedulableReason"] = job.stray[key]
+        pods.append(entry)
     shards = _Shards(result) if result.shards is not None else None
+    group_keys, groups = _pod_groups(result, snapshot, numbers, shards)
+    _add_estimates(group_keys, groups, estimates)
+    _add_reservations(result, group_keys, groups)
     document = {
         "summary": {
             "cycles": len(result.cycles),
@@ -103,9 +106,7 @@ def result_document(
         },
         "pods": pods,
         **({"otherSchedulerPods": others} if others else {}),
-        "podGroups": _with_reservations(
-            result, _with_estimates(_pod_groups(result, snapshot, numbers, shards), estimates)
-        ),
+        "podGroups": groups,
         "queues": _queues(result, snapshot, numbers, shards),
         "decisions": [
             {
@@ -265,40 +266,73 @@ def _our_pods(
     return ours, others
 
 
+_Facts = tuple[str, bool, float, PodRequest]
+"""A pod's phase, whether it is bound, its node's GPU memory and its request: its `PodFacts`."""
+
+
 def _status_numbers(
     result: SimulationResult, snapshot: ClusterSnapshot, ours: list[_OurPod]
 ) -> dict[str, Numbers]:
-    """Each job's PodGroup status numbers (`controlplane.status`, as live mode writes them), by job key."""
+    """Each job's PodGroup status numbers (`controlplane.status`, as live mode writes them), by job key.
+
+    Most jobs of a large cluster are one bare pod's, and most of those pods alike (the same phase, node
+    memory and request object), so a one-pod job's numbers are worked out once per kind of pod and the
+    jobs of that kind share them (the document only reads them)."""
     nodes = snapshot.nodes
+    node_index = nodes.index
     gpu_memory = nodes.gpu_memory_mib.tolist()
     derivations = result.cluster.cache.derivations
-    facts: dict[str, list[PodFacts]] = {}
+    min_memory = snapshot.min_gpu_memory_mib
+    facts: dict[str, list[_Facts]] = {}
     for sim_pod, _, job_key, task in ours:
-        node = nodes.index.get(sim_pod.node) if sim_pod.node is not None else None
+        node = node_index.get(sim_pod.node) if sim_pod.node is not None else None
         memory = float(gpu_memory[node]) if node is not None else 0.0
         # The task's request has what the pod's DRA claims ask for; a pod without a task has no claims
         # that could count (it is not scheduled).
         request = task.request if task is not None else derivations.of(sim_pod.pod)[0]
-        facts.setdefault(job_key, []).append(PodFacts(sim_pod.phase, node is not None, memory, request))
-    return {
-        key: pod_group_numbers(
-            facts.get(key, ()), preemptible=job.preemptible, min_gpu_memory_mib=snapshot.min_gpu_memory_mib
-        )
-        for key, job in snapshot.jobs.items()
-    }
+        pod = (sim_pod.phase, node is not None, memory, request)
+        pods = facts.get(job_key)
+        if pods is None:
+            facts[job_key] = [pod]
+        else:
+            pods.append(pod)
+    # (The request itself is in the kind's key by identity, and kept alive by its entry's facts.)
+    kinds: dict[tuple[str, bool, float, int, bool], tuple[Numbers, _Facts]] = {}
+    numbers = {}
+    for key, job in snapshot.jobs.items():
+        pods = facts.get(key, [])
+        if len(pods) != 1:
+            numbers[key] = _job_numbers(pods, job.preemptible, min_memory)
+            continue
+        (pod,) = pods
+        kind = (pod[0], pod[1], pod[2], id(pod[3]), job.preemptible)
+        known = kinds.get(kind)
+        if known is None:
+            known = kinds[kind] = (_job_numbers(pods, job.preemptible, min_memory), pod)
+        numbers[key] = known[0]
+    return numbers
+
+
+def _job_numbers(pods: list[_Facts], preemptible: bool, min_gpu_memory_mib: float) -> Numbers:
+    return pod_group_numbers(
+        [PodFacts(*pod) for pod in pods], preemptible=preemptible, min_gpu_memory_mib=min_gpu_memory_mib
+    )
 
 
 def _pod_groups(
     result: SimulationResult, snapshot: ClusterSnapshot, numbers: dict[str, Numbers], shards: _Shards | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The document's pod groups, and their keys in the same order."""
+    keys = []
     groups = []
-    for job in snapshot.jobs.values():
-        counts = numbers[job.key]
+    reasons = result.reasons
+    for key, job in snapshot.jobs.items():
+        counts = numbers[key]
         pending = counts.pending
-        reason = result.reasons.get(job.key) if pending else None
-        shard = shards.job_shard(job.key) if shards is not None else None
+        reason = reasons.get(key) if pending else None
+        shard = shards.job_shard(key) if shards is not None else None
         if pending and reason is None and shards is not None and shard is None:
-            reason = shards.unserved(job.key)
+            reason = shards.unserved(key)
         if pending and reason is None and job.invalid_reason:
             reason = job.invalid_reason
         group: dict[str, Any] = {
@@ -309,38 +343,40 @@ def _pod_groups(
             "running": counts.running,
             "pending": pending,
             "unschedulableReason": reason,
-            # With a reason, KAI's code for it, from the core (OverLimit, QueueDoesNotExist, ...; else
-            # Unschedulable).
-            **({"unschedulableCode": code_of(reason)} if reason else {}),
         }
+        if reason:
+            # KAI's code for it, from the core (OverLimit, QueueDoesNotExist, ...; else Unschedulable).
+            group["unschedulableCode"] = code_of(reason)
         if shards is not None:
             group["shard"] = shard
+        keys.append(key)
         groups.append(group)
-    groups.extend(_backed_off_groups(result, shards))
-    return groups
+    for key, group in _backed_off_groups(result, shards):
+        keys.append(key)
+        groups.append(group)
+    return keys, groups
 
 
-def _with_estimates(
-    groups: list[dict[str, Any]], estimates: Mapping[str, float | None] | None
-) -> list[dict[str, Any]]:
-    """Each group's `estimatedStart`: the look-ahead's estimate for one that waits to start when the run
-    ends, its actual start for one that started; null when neither is known."""
+def _add_estimates(
+    keys: list[str], groups: list[dict[str, Any]], estimates: Mapping[str, float | None] | None
+) -> None:
+    """Each group's `estimatedStart` (`keys`: the groups' keys): the look-ahead's estimate for one that
+    waits to start when the run ends, its actual start for one that started; null when neither is known."""
     if estimates is None:
-        return groups
-    for group in groups:
-        group["estimatedStart"] = estimates.get(f"{group['namespace']}/{group['name']}")
-    return groups
+        return
+    for key, group in zip(keys, groups, strict=True):
+        group["estimatedStart"] = estimates.get(key)
 
 
-def _with_reservations(result: SimulationResult, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _add_reservations(result: SimulationResult, keys: list[str], groups: list[dict[str, Any]]) -> None:
     """With the `reservation` plugin configured, each group's `reservation` as the run leaves it: the nodes
     held for it, their GPUs and when it is expected to start there (simulated seconds, as `estimatedStart`);
     null when it holds none."""
     if not result.reserving:
-        return groups
+        return
     times = result.cluster.cache.job_times
-    for group in groups:
-        held = times.get(f"{group['namespace']}/{group['name']}")
+    for key, group in zip(keys, groups, strict=True):
+        held = times.get(key)
         reservation = held.reservation if held is not None else None
         group["reservation"] = (
             None
@@ -351,7 +387,6 @@ def _with_reservations(result: SimulationResult, groups: list[dict[str, Any]]) -
                 "expectedStart": _clean(reservation.start),
             }
         )
-    return groups
 
 
 def _backfilled(result: SimulationResult) -> list[dict[str, Any]]:
@@ -364,9 +399,9 @@ def _backfilled(result: SimulationResult) -> list[dict[str, Any]]:
     ]
 
 
-def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list[dict[str, Any]]:
-    """The PodGroups their `schedulingBackoff` took out of scheduling (no session sees them): their pods
-    and the scheduling condition written on them."""
+def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list[tuple[str, dict[str, Any]]]:
+    """The PodGroups their `schedulingBackoff` took out of scheduling (no session sees them), with their
+    keys: their pods and the scheduling condition written on them."""
     backed_off = result.cluster.cache.backed_off
     if not backed_off:
         return []
@@ -391,7 +426,7 @@ def _backed_off_groups(result: SimulationResult, shards: _Shards | None) -> list
             entry["unschedulableCode"] = code_of(result.cluster.conditions[key])
         if shards is not None:
             entry["shard"] = shards.job_shard(key)
-        groups.append(entry)
+        groups.append((key, entry))
     return groups
 
 
