@@ -118,6 +118,7 @@ class Scheduler:
     ) -> tuple[Session, list[Plugin]]:
         """With `timings`, each plugin's on_session_open is timed into it (plugin -> seconds)."""
         session = Session(snapshot, self.config, cycle=cycle, now=now, record_fair_share=record_fair_share)
+        self.memos.hand_to_plugins(session)
         options = list(self.config.plugins())
         plugins = [PLUGINS[o.name](o.arguments) for o in options]
         for plugin in plugins:

@@ -20,10 +20,12 @@ from hypothesis import strategies as st
 from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
 from kai_scheduler.model.snapshot import PodGroupState, PodState
+from kai_scheduler.plugins.proportion.plugin import summed_queues
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
 POD_NAMES = ("p1", "p2", "p3", "p4", "p5", "pg-p1")
@@ -174,14 +176,20 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
     cache.set_nodes([node(name, gpus=4) for name in NODES])
     cache.set_queues([queue(q) for q in QUEUES])
     scheduler = Scheduler(SchedulerConfig())
+    carried = CarriedQueueSums()  # the queue sums, brought up to date by the jobs the cache's log names
     for step, operation in enumerate(ops):
         apply(cache, operation, scheduler)
-        incremental = fingerprint(cache.snapshot())
+        snapshot = cache.snapshot()
+        incremental = fingerprint(snapshot)
         fresh = ClusterCache.of(cache.state())
         rebuilt = fingerprint(fresh.snapshot())
         for part, value in rebuilt.items():
             assert incremental[part] == value, f"after step {step} {operation[0]}: {part} differs"
         assert cache.running_jobs == fresh.running_jobs, f"after step {step} {operation[0]}: running jobs"
+        totals, (full, rows) = carried.totals(snapshot), summed_queues(snapshot)
+        assert totals is None or totals == full, f"after step {step} {operation[0]}: carried queue sums"
+        if totals is None:
+            carried.adopt(full, rows)
 
 
 def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> None:

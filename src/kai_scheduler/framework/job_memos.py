@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 
@@ -48,6 +49,7 @@ class JobMemos:
         "job_keys",
         "next_requests",
         "next_tasks",
+        "queue_sums",
         "shapes",
         "signatures",
         "verify",
@@ -60,8 +62,15 @@ class JobMemos:
         self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        self.queue_sums = CarriedQueueSums()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
+
+    def hand_to_plugins(self, session: Session) -> None:
+        """Before `session`'s plugins open: what is carried for them to read and fill (the queue sums)."""
+        if self.carry:
+            session.queue_sums = self.queue_sums
+            session.verify_carried = self.verify
 
     def hand_to(self, session: Session) -> None:
         """Let `session` (its plugins opened) read and fill the carried answers."""

@@ -21,6 +21,7 @@ from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
+from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
@@ -329,6 +330,9 @@ class Session:
         # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.verify_carried = False
+        # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
+        # it sums every job); carried from one cycle to the next too.
+        self.queue_sums: CarriedQueueSums | None = None
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share

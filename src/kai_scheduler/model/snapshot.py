@@ -30,6 +30,7 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.model.dra import DraSnapshot
+from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
@@ -195,6 +196,10 @@ class ClusterSnapshot:
     # When pods are expected to end, for reservation and backfill; None when the edge was not asked for
     # them (the reservation plugin is not configured).
     run_estimates: RunEstimates | None = None
+    # How far the cache's log of changed jobs had got (`model.job_changes`): what was worked out over all
+    # jobs of an earlier snapshot of the same cache is brought up to date by the jobs changed since. None
+    # for a snapshot not taken from a cache's model.
+    job_changes: JobChangeMark | None = None
     _at_open: JobsAtOpen | None = field(default=None, init=False, repr=False)
 
     def jobs_at_open(self) -> JobsAtOpen:

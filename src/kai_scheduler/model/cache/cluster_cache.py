@@ -52,6 +52,7 @@ from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
 from kai_scheduler.model.cache.nominations import Nomination, Nominations
 from kai_scheduler.model.cache.pods import PodIndex
 from kai_scheduler.model.disruption import DisruptionBudgets
+from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
@@ -293,6 +294,7 @@ class ClusterCache:
         job = self._jobs.jobs.get(key)
         if job is not None:
             stamp(job, times)
+            self._jobs.log.note(key)
 
     # --- queries ------------------------------------------------------------------------------------
 
@@ -435,6 +437,7 @@ class ClusterCache:
             ),
             numa=NumaInputs(inputs.node_topologies, self._pods.pods) if inputs.node_topologies else None,
             accounted=inputs.accounted(self._pods.pods),
+            job_changes=JobChangeMark(jobs.log, jobs.log.stamp),
         )
 
     def after_cycle(self, decided_pods: Iterable[str]) -> None:

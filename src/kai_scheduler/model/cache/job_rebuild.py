@@ -33,6 +33,7 @@ from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
 from kai_scheduler.model.cache.nominations import Nominations
 from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
 from kai_scheduler.model.cache.rank_order import placed, sort_tail
+from kai_scheduler.model.job_changes import JobChangeLog
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.snapshot import PodState
@@ -69,6 +70,9 @@ class JobRebuild:
         # Reasons a plugin may overwrite during a session (topology problems): restored after it. Holds
         # exactly the jobs that have a topology constraint.
         self.base_reasons: dict[str, str | None] = {}
+        # Every job made again, removed or changed in place, in turn (what a snapshot's reader may need to
+        # work out again: `model.job_changes`).
+        self.log = JobChangeLog()
         # Entries added or re-ranked since the last `sort` may be out of place, and all of them (old and new
         # ranks) rank at or after these (None: all in place).
         self._jobs_out_of_place: float | None = None
@@ -82,6 +86,7 @@ class JobRebuild:
         self.running_counts.clear()
         self.base_reasons.clear()
         self._jobs_out_of_place = self._tasks_out_of_place = float("-inf")
+        self.log.note_everything()
 
     def sort(self) -> None:
         """Jobs and tasks in creation order again, as a build from scratch lists them."""
@@ -99,6 +104,7 @@ class JobRebuild:
     # --- making jobs ------------------------------------------------------------------------------
 
     def rebuild(self, key: str) -> None:
+        self.log.note(key)
         old = self.jobs.get(key)
         job = self._make_job(key)
         if old is not None:
@@ -250,6 +256,7 @@ class JobRebuild:
         was_running = task.status is TaskStatus.RUNNING
         task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
         task.job.version += 1
+        self.log.note(task.job.key)
         self._account_task(task)
         self._count_running(task.job.key, int(status is TaskStatus.RUNNING) - int(was_running))
         return True
@@ -265,6 +272,7 @@ class JobRebuild:
             return
         task.status, task.node, task.gpu_groups = status, self._node_index(state), state.gpu_groups
         task.job.version += 1
+        self.log.note(task.job.key)
 
     def restore_reasons(self) -> None:
         """Jobs whose invalid reason a plugin overwrote during a session are made again."""
@@ -284,6 +292,7 @@ class JobRebuild:
         task.nominated_node = self._accounting.table.index.get(node, -1) if node else -1
         task.nominated_groups = groups
         task.job.version += 1  # what the scheduler keeps per job reads them (`gang.next_signature`)
+        self.log.note(task.job.key)
 
     def _mark_job_of(self, key: str) -> None:
         job = self._pods.job_of_pod.get(key)

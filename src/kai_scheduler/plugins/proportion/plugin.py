@@ -14,10 +14,12 @@ import numpy as np
 
 from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, WaitReason
 from kai_scheduler.framework.gang import next_request
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.queue_sums import CarriedQueueSums, JobRows, QueueTotals, kept_job_sums
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
-from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import FloatArray, IntArray
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.nodes import IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -69,7 +71,7 @@ class ProportionPlugin:
         self._session = session
         self._chains = {}
         snapshot = session.snapshot
-        account_queues(snapshot)
+        account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
         # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
         recorder = DivisionRecorder(session.cycle) if session.record_fair_share else None
         compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value, recorder)
@@ -569,48 +571,61 @@ def dominant_share(amount: Resources, shares: dict[str, float]) -> float:
     return _dominant(amount.values(), (shares["gpu"], shares["cpu"], shares["memory"]))
 
 
-def account_queues(snapshot: ClusterSnapshot) -> None:
+def account_queues(
+    snapshot: ClusterSnapshot, carried: CarriedQueueSums | None = None, *, verify: bool = False
+) -> None:
     """Allocated (bound pods), non-preemptible allocated, and requested (allocated + pending), up the tree.
 
     Each job's pods are summed, then every queue adds up the sums of the jobs at or below it, job by job
-    in the snapshot's order (so that fractional GPUs add up to the same bits every cycle). Hot: it visits
-    every job of the cluster each cycle, so each job's sums are kept on it and the per-queue additions
-    are done by numpy."""
+    in the snapshot's order (so that fractional GPUs add up to the same bits every cycle). With the sums
+    `carried` from the last cycle, only the queue paths of the jobs that changed since are summed again,
+    when that gives the same bits (`framework.queue_sums`; `verify`: sum in full too and raise
+    `CarriedMismatch` on any difference)."""
     queues = snapshot.queues
-    for queue in queues:
-        queue.allocated = Resources()
-        queue.allocated_non_preemptible = Resources()
-        queue.request = Resources()
+    totals = carried.totals(snapshot) if carried is not None else None
+    if totals is None or verify:
+        full, rows = summed_queues(snapshot)
+        if totals is not None and totals != full:
+            different = next(q.name for q, a, b in zip(queues, totals, full, strict=True) if a != b)
+            raise CarriedMismatch(
+                f"queue {different}: its sums carried from the last cycle differ from the full sums"
+            )
+        if totals is None and carried is not None:
+            carried.adopt(full, rows)
+        totals = full
+    for queue, row in zip(queues, totals, strict=True):
+        queue.allocated = Resources(row[0], row[1], row[2])
+        queue.request = Resources(row[3], row[4], row[5])
+        queue.allocated_non_preemptible = Resources(row[6], row[7], row[8])
+
+
+def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows]:
+    """Each queue's totals (`QueueTotals`, in the tree's order) summed from every job, and what each job
+    added. Hot when nothing is carried: it visits every job of the cluster, so each job's sums are kept on
+    it and the per-queue additions are done by numpy."""
+    queues = snapshot.queues
     gpu_memory = snapshot.nodes.gpu_memory_mib
     pending_gpu_memory = snapshot.min_gpu_memory_mib
     names = [queue.name for queue in queues]
     position = {name: i for i, name in enumerate(names)}
     # Per job in order: its queue's position, whether it is preemptible, and six numbers: its allocated
     # then its pending (gpu, cpu, memory).
+    keys: list[str] = []
     job_queue: list[int] = []
     preemptible: list[bool] = []
     sums: list[float] = []
-    for job in snapshot.jobs.values():
+    for key, job in snapshot.jobs.items():
         where = position.get(job.queue)
         if where is None:
             continue
-        # A job's sums are kept on it (`JobInfo.queue_sums`) while its `version` and the pending pods' GPU
-        # memory stay the same: its pods' statuses and nodes change only with its version, and a node's
-        # GPU memory only with the nodes, which makes every job again.
-        cached = job.queue_sums
-        if (
-            cached is None
-            or job.queue_sums_version != job.version
-            or job.queue_sums_gpu_memory != pending_gpu_memory
-        ):
-            cached = job.queue_sums = _job_sums(job, gpu_memory, pending_gpu_memory)
-            job.queue_sums_version, job.queue_sums_gpu_memory = job.version, pending_gpu_memory
+        keys.append(key)
         job_queue.append(where)
         preemptible.append(job.preemptible)
-        sums.extend(cached)
-    if not sums:
-        return
+        sums.extend(kept_job_sums(job, gpu_memory, pending_gpu_memory))
     table = np.array(sums, dtype=np.float64).reshape(-1, 6)
+    added = JobRows(keys, job_queue, preemptible, table)
+    if not sums:
+        return [(0.0,) * 9 for _ in names], added
     allocated, pending = table[:, :3], table[:, 3:]
     # The request adds each job's allocated, then its pending: interleaved rows.
     requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
@@ -630,11 +645,8 @@ def account_queues(snapshot: ClusterSnapshot) -> None:
         for what, owners, rows in parts:
             for column in range(3):
                 totals[what][:, column] += np.bincount(owners, weights=rows[:, column], minlength=len(names))
-    for queue in queues:
-        where = position[queue.name]
-        queue.allocated = Resources(*totals["allocated"][where].tolist())
-        queue.request = Resources(*totals["request"][where].tolist())
-        queue.allocated_non_preemptible = Resources(*totals["non-preemptible"][where].tolist())
+    joined = np.concatenate((totals["allocated"], totals["request"], totals["non-preemptible"]), axis=1)
+    return [tuple(row) for row in joined.tolist()], added
 
 
 def _ancestors_by_depth(queues: QueueTree, position: dict[str, int]) -> list[IntArray]:
@@ -685,32 +697,3 @@ def compute_fair_shares(
             parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
             if recorder is not None:
                 recorder.detached(parent.name, leaves)
-
-
-def _job_sums(
-    job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float
-) -> tuple[float, float, float, float, float, float]:
-    """A job's allocated pods' (gpu, cpu, memory), then its pending pods' (for `account_queues`)."""
-    ag = ac = am = pg = pc = pm = 0.0
-    for task in job.tasks:
-        status = task.status
-        request = task.request
-        if status in ALLOCATED:
-            # Only gpu-memory requests depend on the device: look the node up only for those.
-            memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
-            ag += request.queue_gpus(memory)
-            ac += request.cpu
-            am += request.memory
-        elif status is TaskStatus.PENDING:
-            pg += request.queue_gpus(None, pending_gpu_memory)
-            pc += request.cpu
-            pm += request.memory
-    if job.admission is not None:
-        # Pods held at the queue-admission gate are demand as pending pods are (its design's D7: fair share
-        # is the same with and without gating); other gates' pods are not, as in KAI.
-        for gated in job.admission.gated:
-            request = gated.request
-            pg += request.queue_gpus(None, pending_gpu_memory)
-            pc += request.cpu
-            pm += request.memory
-    return (ag, ac, am, pg, pc, pm)

@@ -1,0 +1,136 @@
+"""Queue sums carried from one cycle to the next (`framework.queue_sums`, issue #23 point 1): brought up
+to date along the paths of the jobs the cache's log names (`model.job_changes`), they are the full sums'
+bits whenever they are carried, and summed in full whenever they could differ."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from helpers import node, pod, queue
+from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.queue_sums import CarriedQueueSums, binary_exponent, binary_exponents
+from kai_scheduler.model import job_changes
+from kai_scheduler.model.job_changes import JobChangeLog, JobChangeMark
+from kai_scheduler.plugins.proportion.plugin import summed_queues
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def workload(seed: int, fractions: tuple[float, ...]) -> list[ApiObject]:
+    """Two leaves under a department on 4 nodes: running pods that complete, and arrivals of whole and
+    fractional GPUs (`fractions`), CPU in millicores and memory in odd byte counts, over 200 s."""
+    rng = random.Random(seed)
+    objects: list[ApiObject] = [node(f"n{i}", gpus=8) for i in range(4)]
+    objects += [queue("dept"), queue("a", gpu=12, parent="dept"), queue("b", gpu=20, parent="dept")]
+    for i in range(12):
+        objects.append(
+            pod(
+                f"run-{i}",
+                rng.choice("ab"),
+                gpus=1,
+                node_name=f"n{i % 4}",
+                duration=f"{rng.randint(20, 150)}s",
+            )
+        )
+    for i in range(40):
+        fraction = rng.choice((None, *fractions))
+        objects.append(
+            pod(
+                f"job-{i}",
+                rng.choice("ab"),
+                gpus=0 if fraction else rng.choice((1, 2, 8)),
+                fraction=fraction,
+                cpu=f"{rng.randint(1, 4000)}m",
+                memory=str(rng.randint(1, 1 << 34)),
+                arrival=f"{rng.randint(0, 200)}s",
+                duration=f"{rng.randint(10, 120)}s",
+            )
+        )
+    return objects
+
+
+def carried_against_full(objects: list[ApiObject], cycles: int) -> list[bool]:
+    """Run the cycles; after each, carry the sums to the cache's next snapshot and check them against the
+    full sums bit for bit. Per cycle: whether they were carried (else summed in full)."""
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=cycles))
+    carried = CarriedQueueSums()
+    used = []
+    for number in range(1, cycles + 1):
+        sim._cycle(10.0 * (number - 1), number)
+        snapshot = sim.cluster.cache.snapshot()
+        totals = carried.totals(snapshot)
+        full, rows = summed_queues(snapshot)
+        if totals is None:
+            carried.adopt(full, rows)
+        else:
+            assert [[v.hex() for v in row] for row in totals] == [[v.hex() for v in row] for row in full]
+        used.append(totals is not None)
+    return used
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_carried_sums_are_the_full_sums_bit_for_bit(seed: int) -> None:
+    """Whole GPUs, halves and quarters, millicores and bytes add up exactly: after the first snapshot every
+    one is carried, and equals the full sum in snapshot order."""
+    used = carried_against_full(workload(seed, (0.5, 0.25)), 25)
+    assert used == [False] + [True] * 24
+
+
+def test_sums_that_could_round_are_summed_in_full_until_they_are_gone() -> None:
+    """A tenth of a GPU is no binary fraction: while such a pod is counted the sums are summed in full, and
+    carried again once the last one has ended."""
+    objects: list[ApiObject] = [node("n0", gpus=4), queue("a", gpu=4)]
+    objects += [pod("tenth", "a", gpus=0, fraction=0.1, arrival="10s", duration="30s")]
+    objects += [pod(f"whole-{i}", "a", gpus=1, arrival=f"{5 * i}s", duration="100s") for i in range(3)]
+    used = carried_against_full(objects, 10)
+    assert used == [False] * 5 + [True] * 5, used  # the tenth is counted from 10 s until the cycle at 50 s
+
+
+def test_binary_exponent() -> None:
+    values = [1.0, 3.0, 8.0, 0.5, 0.75, -2.0, 1000.0, 2.0**60, 0.1, float("inf"), float("nan")]
+    found = [binary_exponent(v) for v in values]
+    assert found[:8] == [0, 0, 3, -1, -2, 1, 3, 60]
+    assert found[8] < -50 and found[9] < -1000 and found[10] < -1000
+    assert binary_exponents(np.array(values)).tolist() == found  # the vectorized one, for a full sum's rows
+
+
+def test_the_log_says_what_it_no_longer_knows(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = JobChangeLog()
+    first = JobChangeMark(log, log.stamp)
+    log.note("a")
+    log.note("b")
+    second = JobChangeMark(log, log.stamp)
+    assert second.since(first) == {"a", "b"}
+    assert second.since(second) == set()
+    assert second.since(None) is None
+    assert second.since(JobChangeMark(JobChangeLog(), 1)) is None  # another cache's
+    log.note_everything()
+    assert JobChangeMark(log, log.stamp).since(second) is None
+    monkeypatch.setattr(job_changes, "_KEPT", 4)
+    third = JobChangeMark(log, log.stamp)
+    for key in "cdefg":
+        log.note(key)
+    assert JobChangeMark(log, log.stamp).since(third) is None  # forgotten: the older half went
+
+
+def test_verify_mode_checks_the_carried_sums(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the debug variable set the queue sums are summed in full too: carried ones that differ raise."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    objects: list[ApiObject] = [node("n0", gpus=1), queue("q", gpu=1)]
+    objects += [pod("running", gpus=1, node_name="n0"), pod("waiting", gpus=1)]
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+    sim._cycle(0.0, 1)
+    carried = sim.driver.scheduler.memos.queue_sums
+    assert carried._totals is not None
+    carried._totals[0][0] += 1.0
+    sim.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])  # a change: the cycle runs
+    with pytest.raises(CarriedMismatch, match="queue q: its sums carried from the last cycle differ"):
+        sim._cycle(10.0, 2)
