@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from helpers import fingerprint, node, pod, pod_group, queue
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
-from kai_scheduler.model.snapshot import PodGroupState, PodState
+from kai_scheduler.model.snapshot import JobsAtOpen, PodGroupState, PodState
 from kai_scheduler.plugins.proportion.plugin import summed_queues
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
@@ -176,7 +177,9 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
     cache.set_nodes([node(name, gpus=4) for name in NODES])
     cache.set_queues([queue(q) for q in QUEUES])
     scheduler = Scheduler(SchedulerConfig())
-    carried = CarriedQueueSums()  # the queue sums, brought up to date by the jobs the cache's log names
+    # The queue sums and the groups of jobs the actions read, brought up to date by the jobs the cache's
+    # log names.
+    carried, groups = CarriedQueueSums(), KeptJobGroups()
     for step, operation in enumerate(ops):
         apply(cache, operation, scheduler)
         snapshot = cache.snapshot()
@@ -190,6 +193,11 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         assert totals is None or totals == full, f"after step {step} {operation[0]}: carried queue sums"
         if totals is None:
             carried.adopt(full, rows)
+        kept, found = groups.at_open(snapshot), JobsAtOpen.of(snapshot.jobs.values())
+        for name in ("waiting", "preemptible_running", "may_go_stale"):
+            assert [id(job) for job in getattr(kept, name)] == [id(job) for job in getattr(found, name)], (
+                f"after step {step} {operation[0]}: {name} carried"
+            )
 
 
 def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> None:

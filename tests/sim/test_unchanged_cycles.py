@@ -166,6 +166,17 @@ def test_reused_cycles_decide_as_full_evaluations(seed: int) -> None:
     assert any(cycle[3] for cycle in full)  # jobs wait, with reasons, while cycles are reused
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_what_is_carried_is_what_a_full_evaluation_works_out(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same replay with the debug variable set: every answer carried from one cycle to the next (per
+    job, the queue sums, the groups of jobs the actions read) is worked out again in every cycle and must
+    be the same, or the replay raises CarriedMismatch."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    replay(seed, reuse=True)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_reservations_decide_alike_reused_or_evaluated(seed: int) -> None:
     """Reservation and backfill (issue #24) on the same replay: holds made, kept, moved and let go, and the

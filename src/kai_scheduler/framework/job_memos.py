@@ -26,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.snapshot import ClusterSnapshot, JobsAtOpen
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
-    from kai_scheduler.model.snapshot import ClusterSnapshot
 
 
 class CarriedMismatch(AssertionError):
@@ -46,6 +47,7 @@ class JobMemos:
     __slots__ = (
         "admissions",
         "carry",
+        "job_groups",
         "job_keys",
         "next_requests",
         "next_tasks",
@@ -63,6 +65,7 @@ class JobMemos:
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.queue_sums = CarriedQueueSums()
+        self.job_groups = KeptJobGroups()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -78,6 +81,11 @@ class JobMemos:
             return
         if self.verify:
             self._check(session)
+        snapshot = session.snapshot
+        at_open = self.job_groups.at_open(snapshot)
+        if self.verify:
+            _check_groups(snapshot, at_open)
+        snapshot.offer_jobs_at_open(at_open)
         session.next_tasks = self.next_tasks
         session.job_keys = self.job_keys
         session.next_requests = self.next_requests
@@ -149,3 +157,14 @@ class JobMemos:
                             f"{job.key}: the scheduling signature of its next attempt carried from the last "
                             f"cycle {signature!r} differs from the one worked out again {fresh_signature!r}"
                         )
+
+
+def _check_groups(snapshot: ClusterSnapshot, at_open: JobsAtOpen) -> None:
+    fresh = JobsAtOpen.of(snapshot.jobs.values())
+    for name in ("waiting", "preemptible_running", "may_go_stale"):
+        carried, made = getattr(at_open, name), getattr(fresh, name)
+        if len(carried) != len(made) or any(a is not b for a, b in zip(carried, made, strict=True)):
+            raise CarriedMismatch(
+                f"the {name.replace('_', ' ')} jobs carried from the last cycle {[j.key for j in carried]} "
+                f"differ from those found again {[j.key for j in made]}"
+            )

@@ -210,6 +210,12 @@ class ClusterSnapshot:
             self._at_open = JobsAtOpen.of(self.jobs.values())
         return self._at_open
 
+    def offer_jobs_at_open(self, at_open: JobsAtOpen) -> None:
+        """`at_open` as `jobs_at_open`'s answer unless it was asked already (the groups carried from an
+        earlier snapshot and brought up to date, `framework.kept_job_groups`)."""
+        if self._at_open is None:
+            self._at_open = at_open
+
 
 @dataclass(frozen=True, slots=True)
 class JobsAtOpen:
@@ -230,11 +236,21 @@ class JobsAtOpen:
         running: list[JobInfo] = []
         stale: list[JobInfo] = []
         for job in jobs:
-            tally = job.tally()
-            if tally.pending or (job.gated and job.invalid_reason):
+            is_waiting, is_running, is_stale = JobsAtOpen.groups_of(job)
+            if is_waiting:
                 waiting.append(job)
-            if tally.running and job.preemptible:
+            if is_running:
                 running.append(job)
-            if job.stale_since is not None or job.may_go_stale():
+            if is_stale:
                 stale.append(job)
         return JobsAtOpen(tuple(waiting), tuple(running), tuple(stale))
+
+    @staticmethod
+    def groups_of(job: JobInfo) -> tuple[bool, bool, bool]:
+        """Whether `job` is among the waiting, the preemptible running and the jobs that may go stale."""
+        tally = job.tally()
+        return (
+            bool(tally.pending or (job.gated and job.invalid_reason)),
+            bool(tally.running and job.preemptible),
+            job.stale_since is not None or job.may_go_stale(),
+        )
