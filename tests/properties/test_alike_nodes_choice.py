@@ -8,6 +8,11 @@ cordoned or labelled for soft preferences) take backlogs of whole-GPU, fractiona
 gangs, node selectors, pods with preferred node affinity and pods running, terminating or finishing, over
 a few cycles (pipelined pods come back nominated), under binpack, spread and `cpuAvoidsIdleGpus`; every
 decision of every cycle and every waiting reason must be the same both ways.
+
+The same for `framework.ranked_nodes`, which finds a pod's node through an index of the nodes by what binpack
+ranks them by and scores a few of them: with it and without, on the same clusters and on clusters of one
+kind of node (there CPU-only pods take it too), with CPU asks in millicores so that free CPU differs by
+little.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from hypothesis import strategies as st
 
 from helpers import node, pod, pod_group_manifest, queue, run
 from kai_scheduler.api.objects import ApiObject, PodGroup
-from kai_scheduler.framework import alike_nodes
+from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.config import SchedulerConfig, config_document, parse_config
 from kai_scheduler.sim.engine import SimulationResult
 
@@ -54,6 +59,16 @@ def shortcut(enabled: bool) -> Iterator[None]:
         alike_nodes.ENABLED, alike_nodes.FEW_CANDIDATES = before
 
 
+@contextmanager
+def ranked(enabled: bool) -> Iterator[None]:
+    before = ranked_nodes.ENABLED
+    ranked_nodes.ENABLED = enabled
+    try:
+        yield
+    finally:
+        ranked_nodes.ENABLED = before
+
+
 def config(placement: str) -> SchedulerConfig:
     """The default configuration with nodeplacement's arguments for `placement`."""
     arguments: dict[str, Any] = {"gpu": "binpack", "cpu": "binpack"}
@@ -69,10 +84,10 @@ def config(placement: str) -> SchedulerConfig:
     return parse_config(document)
 
 
-def cluster(rng: random.Random, nodes: int) -> list[ApiObject]:
-    """Nodes of a few kinds (or, now and then, of more kinds than the shortcut takes)."""
-    many_kinds = rng.random() < 0.2
-    kinds = [(8, "64"), (8, "32"), (4, "64"), (0, "32")]
+def cluster(rng: random.Random, nodes: int, *, one_kind: bool = False) -> list[ApiObject]:
+    """Nodes of a few kinds (or, now and then, of more kinds than the shortcut takes; or of one)."""
+    many_kinds = not one_kind and rng.random() < 0.2
+    kinds = [(8, "64")] if one_kind else [(8, "64"), (8, "32"), (4, "64"), (0, "32")]
     soft = rng.random() < 0.2
     objects: list[ApiObject] = []
     for i in range(nodes):
@@ -93,14 +108,18 @@ def cluster(rng: random.Random, nodes: int) -> list[ApiObject]:
     return objects
 
 
-def backlog(rng: random.Random, nodes: int, jobs: int) -> list[ApiObject]:
-    objects: list[ApiObject] = [queue("q", gpu=-1), queue("r", gpu=4), *cluster(rng, nodes)]
+def backlog(rng: random.Random, nodes: int, jobs: int, *, one_kind: bool = False) -> list[ApiObject]:
+    objects: list[ApiObject] = [
+        queue("q", gpu=-1),
+        queue("r", gpu=4),
+        *cluster(rng, nodes, one_kind=one_kind),
+    ]
     kinds = ("whole", "whole", "fraction", "cpu", "gang", "gang", "preferring", "running", "finishing")
     for j in range(jobs):
         kind = rng.choice(kinds)
         q = rng.choice(("q", "r"))
         gpus = rng.choice((1, 1, 2, 4, 8))
-        cpu = rng.choice(("1", "2", "4", "12"))
+        cpu = rng.choice(("1", "2", "4", "12", "100m", "250m", "1500m"))
         extra: dict[str, Any] = {}
         if rng.random() < 0.15:
             extra["node_selector"] = {"rack": rng.choice(RACKS)}
@@ -145,6 +164,14 @@ def compare(objects: list[ApiObject], placement: str) -> None:
     assert decided(fast) == decided(full)
 
 
+def compare_ranked(objects: list[ApiObject], placement: str) -> None:
+    with ranked(True):
+        fast = run(objects, config(placement), cycles=3)
+    with ranked(False):
+        full = run(objects, config(placement), cycles=3)
+    assert decided(fast) == decided(full)
+
+
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.randoms(use_true_random=False),
@@ -162,3 +189,22 @@ def test_scoring_the_first_of_empty_nodes_alike_chooses_as_scoring_all(
 def test_the_same_over_a_deep_backlog(seed: int) -> None:
     """Larger: most candidates empty at first, then fewer and fewer."""
     compare(backlog(random.Random(seed), 40, 160), "binpack")
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.randoms(use_true_random=False),
+    st.integers(2, 12),
+    st.integers(1, 30),
+    st.booleans(),
+    st.sampled_from(("binpack", "spread", "cpu-avoids-idle-gpus")),
+)
+def test_finding_the_node_through_the_ranked_index_chooses_as_scoring_all(
+    rng: random.Random, nodes: int, jobs: int, one_kind: bool, placement: str
+) -> None:
+    compare_ranked(backlog(rng, nodes, jobs, one_kind=one_kind), placement)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ranked_index_over_a_deep_backlog(seed: int) -> None:
+    compare_ranked(backlog(random.Random(seed), 40, 160, one_kind=seed > 0), "binpack")

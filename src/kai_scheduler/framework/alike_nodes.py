@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from kai_scheduler.framework.ranked_nodes import RanksBy
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
 
@@ -55,11 +56,21 @@ def add_scorer(
     points: ExtensionPoints,
     scorer: Callable[[TaskInfo, IntArray], FloatArray | float],
     alike_for: Callable[[TaskInfo], bool] = always,
+    *,
+    constant_for: Callable[[TaskInfo], bool] | None = None,
+    ranks_by: RanksBy | None = None,
 ) -> None:
     """Register a node scorer that, for the pods `alike_for` says yes to (`always`: every pod), scores two
     empty nodes equal in `NodeTable.CAPACITY_COLUMNS` alike and compares candidates only by the set of
-    their values."""
-    points.scorers_alike[len(points.node_scorers)] = alike_for
+    their values. `constant_for` and `ranks_by` say more, for `ranked_nodes`: for the pods `constant_for`
+    says yes to, the scorer gives every candidate one score whatever the candidates; for those `ranks_by`
+    gives a ranking, it ranks them as `ranked_nodes.Ranking` says."""
+    position = len(points.node_scorers)
+    points.scorers_alike[position] = alike_for
+    if constant_for is not None:
+        points.scorers_constant[position] = constant_for
+    if ranks_by is not None:
+        points.scorers_ranking[position] = ranks_by
     points.node_scorers.append(scorer)
 
 

@@ -11,17 +11,19 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
 
 from kai_scheduler.api.reasons import WaitReason
-from kai_scheduler.framework import alike_nodes
+from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
+from kai_scheduler.framework.ranked_nodes import RanksBy
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
@@ -113,6 +115,10 @@ class ExtensionPoints:
     # The scorers of `node_scorers` (by position) that score empty nodes of one capacity alike, with the
     # pods they do it for (`alike_nodes.add_scorer`); one not listed may tell any nodes apart.
     scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
+    # The scorers (by position) that give every candidate one score for the pods they say yes to, and those
+    # that rank the candidates by a value for some pods (`ranked_nodes`).
+    scorers_constant: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
+    scorers_ranking: dict[int, RanksBy] = field(default_factory=dict)
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
@@ -463,14 +469,50 @@ class Session:
             ok &= predicate.nodes_passing(task)
         return ok
 
+    def candidate_test(self, task: TaskInfo) -> Callable[[int], bool] | None:
+        """`candidate_nodes` asked of one node at a time, with the same answer at every node (`node_fits`
+        answers as `fit` does); None when a pre-predicate refuses the pod, so that no node is a candidate."""
+        if self.points.pre_predicates and self._pre_predicate_failure(task) is not None:
+            return None
+        nodes, request = self.snapshot.nodes, task.request
+        static, allowed = self._static(task.placement)[0], self.allowed
+        # The per-pod predicates are asked once a node passes the rest, as `candidate_nodes` asks them.
+        predicates: list[BoolArray] = []
+
+        def passes(node: int) -> bool:
+            if not static.item(node) or (allowed is not None and not allowed.item(node)):
+                return False
+            if not nodes.node_fits(request, node, soon=True):
+                return False
+            if not predicates:
+                predicates.extend(p.nodes_passing(task) for p in self.points.task_predicates)
+            return all(mask.item(node) for mask in predicates)
+
+        return passes
+
     def choose_node(self, task: TaskInfo) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
         nodes = self.snapshot.nodes
-        rows = alike_nodes.rows_to_score(self, task, self.candidate_nodes(task))
-        if rows.size == 0:
+        node = ranked_nodes.best_node(self, task, partial(self._scores, task))
+        if node is None:
             return None
-        # Summed in scorer order, as one array would be; scores common to every candidate stay a plain
-        # float until the first per-node score (0.0 + a + b is the same sum, elementwise).
+        if isinstance(node, ranked_nodes.Undecided):
+            rows = alike_nodes.rows_to_score(self, task, self.candidate_nodes(task))
+            if rows.size == 0:
+                return None
+            scores = self._scores(task, rows)
+            # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
+            node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
+        # A candidate fits soon; whether it fits now is asked of that one node (`node_fits` answers as
+        # `fit` does), and is the same question when nothing is being released.
+        now = not nodes.anything_releasing() or nodes.node_fits(task.request, node, soon=False)
+        groups = self._choose_gpu_groups(task, node, soon=not now)
+        return Placed(node, groups, now)
+
+    def _scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        """The candidates' (`rows`) summed scores, in scorer order as one array would be; scores common to
+        every candidate stay a plain float until the first per-node score (0.0 + a + b is the same sum,
+        elementwise)."""
         scores: FloatArray | float = 0.0
         for scorer in self.points.node_scorers:
             score = scorer(task, rows)
@@ -478,13 +520,7 @@ class Session:
                 continue  # adding 0.0 changes nothing
             # The first score needs no sum (0.0 + s is s), and is the scorer's own new array.
             scores = score if isinstance(scores, float) and scores == 0.0 else scores + score
-        # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
-        node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
-        # A candidate fits soon; whether it fits now is asked of that one node (`node_fits` answers as
-        # `fit` does), and is the same question when nothing is being released.
-        now = not nodes.anything_releasing() or nodes.node_fits(task.request, node, soon=False)
-        groups = self._choose_gpu_groups(task, node, soon=not now)
-        return Placed(node, groups, now)
+        return scores
 
     def _choose_gpu_groups(self, task: TaskInfo, node: int, *, soon: bool) -> tuple[str, ...]:
         if not task.request.is_shared_gpu:

@@ -382,6 +382,10 @@ class NodeTable:
             return self._not_allocated_rows(rows, gpus=gpus)
         return self.not_allocated(gpus=gpus).take(rows)
 
+    def not_allocated_of(self, node: int, *, gpus: bool) -> float:
+        """`not_allocated` at one node, summed now as a plain float (the same bits)."""
+        return self._node_not_allocated(node, gpus=gpus)
+
     def _not_allocated_rows(self, rows: Rows, *, gpus: bool) -> FloatArray:
         if gpus:
             return (self.free_gpus[rows] + self.shared_free_total[rows]) + self.rel_gpus[rows]

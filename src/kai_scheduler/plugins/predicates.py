@@ -272,7 +272,7 @@ class PredicatesPlugin:
                 preference_cache[placement.key] = self._preference_scores(placement, nodes, taints)
             return preference_cache[placement.key][rows]
 
-        alike_nodes.add_scorer(points, preferences, indifferent)
+        alike_nodes.add_scorer(points, preferences, indifferent, constant_for=indifferent)
 
     @staticmethod
     def _preference_scores(placement: Placement, nodes: NodeTable, taints: list[list[Any]]) -> FloatArray:

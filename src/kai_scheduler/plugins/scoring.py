@@ -8,11 +8,12 @@ resources, and bin-packing or spreading decides among the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
 
-from kai_scheduler.framework import alike_nodes
+from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
@@ -44,13 +45,27 @@ class _ScoringPlugin:
         def scorer(task: TaskInfo, rows: IntArray) -> FloatArray | float:
             return self.score(nodes, task, rows)
 
-        alike_nodes.add_scorer(session.points, scorer, self.alike_for())
+        alike_nodes.add_scorer(
+            session.points,
+            scorer,
+            self.alike_for(),
+            constant_for=self.constant_for(nodes),
+            ranks_by=self.ranks_by(nodes),
+        )
 
     def alike_for(self) -> Callable[[TaskInfo], bool]:
         """The pods for which this scorer gives empty nodes of one capacity one score (`alike_nodes`):
         every pod, as the scorers here read the node table's columns alone and compare candidates only by
         their lowest, highest or every value."""
         return alike_nodes.always
+
+    def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
+        """The pods for which this scorer gives every candidate one score (`ranked_nodes`); None: none."""
+        return None
+
+    def ranks_by(self, nodes: NodeTable) -> ranked_nodes.RanksBy | None:
+        """How this scorer ranks the candidates of a pod by a value (`ranked_nodes`); None: never."""
+        return None
 
     def on_session_close(self, session: Session) -> None:
         return None
@@ -65,6 +80,9 @@ class NodeAvailabilityPlugin(_ScoringPlugin):
 
     name = "nodeavailability"
 
+    def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
+        return lambda task: not nodes.anything_releasing()
+
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not nodes.anything_releasing():
             return AVAILABILITY  # the candidates fit soon, and nothing is released: they all fit now
@@ -75,6 +93,11 @@ class ResourceTypePlugin(_ScoringPlugin):
     """Keep CPU-only pods on CPU-only nodes, leaving GPU nodes' CPUs to GPU pods."""
 
     name = "resourcetype"
+
+    def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
+        # One kind of node only: every CPU-only pod's candidates are all GPU nodes, or none is.
+        one_kind = bool(nodes.has_gpus.all()) or not nodes.has_gpus.any()
+        return lambda task: task.request.uses_gpu or one_kind
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if task.request.uses_gpu:
@@ -89,6 +112,9 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
     """Prefer nodes where a fractional pod fits on a GPU that is already shared (fewer GPUs broken up)."""
 
     name = "gpusharingorder"
+
+    def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
+        return lambda task: not task.request.is_shared_gpu
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not task.request.is_shared_gpu:
@@ -110,6 +136,9 @@ class NominatedNodePlugin(_ScoringPlugin):
 
     def alike_for(self) -> Callable[[TaskInfo], bool]:
         return _not_nominated  # a nominated node is told apart by its index
+
+    def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
+        return _not_nominated
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if _not_nominated(task):
@@ -141,6 +170,31 @@ class NodePlacementPlugin(_ScoringPlugin):
         self.gpu_strategy = arguments.get("gpu", BINPACK)
         self.cpu_strategy = arguments.get("cpu", BINPACK)
         self.cpu_avoids_idle_gpus = cpu_steering.flag(arguments)
+
+    def ranks_by(self, nodes: NodeTable) -> ranked_nodes.RanksBy | None:
+        """Binpack ranks by what is not allocated (`_score`): the less, the higher the score, scaled
+        between the candidates' lowest and highest. That value is what `fit` compares a CPU-only pod's CPU
+        with (free soon), and at least the whole GPUs it compares a GPU pod's with, so a node valued below
+        the pod's ask less `EPSILON` cannot hold the pod."""
+        rankings = {
+            gpus: ranked_nodes.Ranking(
+                ("not-allocated", gpus),
+                partial(nodes.not_allocated, gpus=gpus),
+                partial(nodes.not_allocated_of, gpus=gpus),
+            )
+            for gpus in (False, True)
+        }
+
+        def ranks(task: TaskInfo) -> tuple[ranked_nodes.Ranking, float] | None:
+            request = task.request
+            gpus = request.uses_gpu
+            if (self.gpu_strategy if gpus else self.cpu_strategy) != BINPACK:
+                return None
+            if self.cpu_avoids_idle_gpus and not gpus:
+                return None  # ranked by idle GPUs first
+            return rankings[gpus], (request.whole_gpus if gpus else request.cpu) - EPSILON
+
+        return ranks
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if self.cpu_avoids_idle_gpus and not task.request.uses_gpu:

@@ -1,0 +1,128 @@
+"""A pod's node found through the index of nodes by what binpack ranks them by (`framework.ranked_nodes`):
+the node chosen is the one scoring every candidate chooses, ties to the first name included, and the
+shortcut stands aside when a scorer tells the candidates apart otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import node, open_session, pod, queue
+from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework import ranked_nodes
+from kai_scheduler.framework.session import Session
+
+PREFER_B = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 1,
+                "preference": {"matchExpressions": [{"key": "x", "operator": "In", "values": ["b"]}]},
+            }
+        ]
+    }
+}
+
+
+def chosen(objects: list[ApiObject], *, enabled: bool) -> tuple[str, bool]:
+    """The node the session chooses for pod p, and whether the shortcut decided it."""
+    session = open_session(objects)
+    task = session.snapshot.tasks["default/p"]
+    decided = not isinstance(ranked_nodes.best_node(session, task, lambda rows: 0.0), ranked_nodes.Undecided)
+    before = ranked_nodes.ENABLED
+    ranked_nodes.ENABLED = enabled
+    try:
+        placed = session.choose_node(task)
+    finally:
+        ranked_nodes.ENABLED = before
+    assert placed is not None
+    return session.snapshot.nodes.names[placed.node], decided
+
+
+def both_ways(objects: list[ApiObject]) -> tuple[str, bool]:
+    fast, decided = chosen(objects, enabled=True)
+    assert (fast, decided) == (chosen(objects, enabled=False)[0], decided)
+    return fast, decided
+
+
+def nodes_with_free_cpu(*used: int, **extra: Any) -> list[ApiObject]:
+    """Nodes a, b, c... of 8 GPUs and 64 CPUs, each running a CPU-only pod of `used` millicores (0: none)."""
+    objects: list[ApiObject] = [queue("q")]
+    for i, millicores in enumerate(used):
+        name = "abcdefgh"[i]
+        objects.append(node(name, gpus=8, cpu="64", labels={"x": name}, **extra))
+        if millicores:
+            objects.append(pod(f"busy-{name}", cpu=f"{millicores}m", node_name=name))
+    return objects
+
+
+def test_a_cpu_only_pod_goes_to_the_node_with_least_cpu_free_that_holds_it() -> None:
+    objects = nodes_with_free_cpu(60_000, 63_500, 50_000, 0)
+    assert both_ways([*objects, pod("p", cpu="1")]) == ("a", True)
+    assert both_ways([*objects, pod("p", cpu="8")]) == ("c", True)  # a and b hold less than 8 CPUs
+    assert both_ways([*objects, pod("p", cpu="20")]) == ("d", True)
+
+
+def test_equal_free_cpu_goes_to_the_first_name() -> None:
+    assert both_ways([*nodes_with_free_cpu(0, 8_000, 8_000), pod("p", cpu="1")]) == ("b", True)
+
+
+def test_scores_that_round_alike_go_to_the_first_name_though_its_value_is_higher() -> None:
+    """Free CPU 1e14-1, 1e14-2 and 1e14-3 millicores beside a node of 6e14: binpack's scores of a, b and c
+    differ by less than one rounding step of the sum (1,000 for nodeavailability plus binpack's 9), so
+    they tie and a wins, although c has the least free; taking the least free alone would choose c."""
+    objects: list[ApiObject] = [queue("q"), node("d", gpus=8, cpu="600000000000")]
+    for name, pods in (("a", 1), ("b", 2), ("c", 3)):
+        objects.append(node(name, gpus=8, cpu="100000000000"))
+        objects += [pod(f"busy-{name}-{k}", cpu="1m", node_name=name) for k in range(pods)]
+    assert both_ways([*objects, pod("p", cpu="1")]) == ("a", True)
+
+
+def test_a_gpu_pod_goes_to_the_fullest_node_whose_gpus_hold_it() -> None:
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=5, node_name="b")]
+    objects += [pod("busy-c", gpus=5, node_name="c")]
+    assert both_ways([*objects, pod("p", gpus=1)]) == ("a", True)
+    assert both_ways([*objects, pod("p", gpus=2)]) == ("b", True)
+    assert both_ways([*objects, pod("p", gpus=4)]) == ("d", True)
+
+
+@pytest.mark.parametrize(
+    ("asking", "goes_to"),
+    [
+        pytest.param({"affinity": PREFER_B}, "b", id="preferred node affinity"),
+        pytest.param({"fraction": 0.5}, "a", id="a shared GPU"),  # every GPU free alike: the first name
+        pytest.param({"node_selector": {"x": "b"}}, "b", id="a selector that most nodes fail"),
+    ],
+)
+def test_the_shortcut_stands_aside_when_more_than_binpack_decides(
+    asking: dict[str, Any], goes_to: str
+) -> None:
+    objects = nodes_with_free_cpu(60_000, 0, 0, 0)
+    assert both_ways([*objects, pod("p", cpu="1", **asking)]) == (goes_to, False)
+
+
+def test_the_index_follows_the_nodes_a_session_fills() -> None:
+    """Pods placed one after another in one session: each goes where scoring every candidate sends it."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in "abcdef")]
+    asks = [(gpus, cpu) for gpus in (1, 2, 4, 3) for cpu in ("1", "7")]
+    objects += [pod(f"p{i:02d}", gpus=gpus, cpu=cpu) for i, (gpus, cpu) in enumerate(asks)]
+
+    def fill(session: Session, enabled: bool) -> list[int]:
+        ranked_nodes.ENABLED = enabled
+        where = []
+        try:
+            for i in range(len(asks)):
+                task = session.snapshot.tasks[f"default/p{i:02d}"]
+                placed = session.choose_node(task)
+                assert placed is not None
+                where.append(placed.node)
+                statement = session.statement("allocate")
+                statement.allocate(task, placed.node, placed.gpu_groups, "test")
+                statement.commit()
+        finally:
+            ranked_nodes.ENABLED = True
+        return where
+
+    assert fill(open_session(objects), True) == fill(open_session(objects), False)
