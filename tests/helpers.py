@@ -699,6 +699,10 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
         ],
         "ranks_in_order": (job_ranks == sorted(job_ranks), task_ranks == sorted(task_ranks)),
         "host_port_tasks": [t.key for t in snapshot.host_port_tasks],
+        "nominated_tasks": None
+        if snapshot.nominated_tasks is None
+        else [t.key for t in snapshot.nominated_tasks],
+        "asks_gpu_memory": snapshot.asks_gpu_memory,
         "foreign_host_ports": snapshot.foreign_host_ports,
         "dra": _dra_fingerprint(snapshot),
     }

@@ -189,6 +189,9 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         for part, value in rebuilt.items():
             assert incremental[part] == value, f"after step {step} {operation[0]}: {part} differs"
         assert cache.running_jobs == fresh.running_jobs, f"after step {step} {operation[0]}: running jobs"
+        tasks = snapshot.tasks.values()
+        assert snapshot.nominated_tasks == [t for t in tasks if t.nominated_node >= 0]
+        assert snapshot.asks_gpu_memory == any(t.request.gpu_memory_mib for t in tasks)
         totals, (full, rows) = carried.totals(snapshot), summed_queues(snapshot)
         assert totals is None or totals == full, f"after step {step} {operation[0]}: carried queue sums"
         if totals is None:

@@ -179,6 +179,10 @@ class ClusterSnapshot:
     # Our tasks with inter-pod (anti-)affinity rules (whatever their status), as the cache keeps them:
     # usually none, and then nothing needs to track where pods are.
     pod_affinity_tasks: list[TaskInfo] = field(default_factory=list)
+    # Our tasks nominated to a node (whatever their status) and whether any task asks for GPU memory, as the
+    # cache keeps them (None: not kept, every task is looked at).
+    nominated_tasks: list[TaskInfo] | None = None
+    asks_gpu_memory: bool | None = None
     # DRA devices and claims; None when the cluster has no DRA objects and no pod with claims.
     dra: DraSnapshot | None = None
     # ConfigMaps, claims, volumes and storage classes (`model.storage`); the node pool's name, as KAI's

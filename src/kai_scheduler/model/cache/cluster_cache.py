@@ -425,6 +425,8 @@ class ClusterCache:
             host_port_tasks=jobs.by_rank(jobs.host_port_tasks),
             foreign_host_ports=list(accounting.foreign_host_ports),
             pod_affinity_tasks=jobs.by_rank(jobs.pod_affinity_tasks),
+            nominated_tasks=jobs.by_rank(jobs.nominated_tasks),
+            asks_gpu_memory=bool(jobs.gpu_memory_tasks),
             namespace_labels=inputs.namespace_labels,
             topology_jobs=frozenset(jobs.base_reasons),  # exactly the jobs with a topology constraint
             dra=inputs.dra.snapshot(table, self._pods.job_of_pod) if inputs.dra.active else None,

@@ -66,6 +66,10 @@ class JobRebuild:
         self.tasks: dict[str, TaskInfo] = {}
         self.host_port_tasks: set[str] = set()
         self.pod_affinity_tasks: set[str] = set()
+        # Our tasks that ask for GPU memory, and those nominated to a node (whatever their status): usually
+        # few, and a session would otherwise look at every task for them.
+        self.gpu_memory_tasks: set[str] = set()
+        self.nominated_tasks: set[str] = set()
         self.running_counts: dict[str, int] = {}  # job key -> its tasks that are RUNNING (none: absent)
         # Reasons a plugin may overwrite during a session (topology problems): restored after it. Holds
         # exactly the jobs that have a topology constraint.
@@ -83,6 +87,8 @@ class JobRebuild:
         self.jobs, self.tasks = {}, {}
         self.host_port_tasks.clear()
         self.pod_affinity_tasks.clear()
+        self.gpu_memory_tasks.clear()
+        self.nominated_tasks.clear()
         self.running_counts.clear()
         self.base_reasons.clear()
         self._jobs_out_of_place = self._tasks_out_of_place = float("-inf")
@@ -200,6 +206,8 @@ class JobRebuild:
             self.pod_affinity_tasks.add(task.key)
         else:
             self.pod_affinity_tasks.discard(task.key)
+        _index(self.gpu_memory_tasks, task.key, bool(task.request.gpu_memory_mib))
+        _index(self.nominated_tasks, task.key, task.nominated_node >= 0)
         self._account_task(task)
 
     def _drop_task(self, task: TaskInfo) -> None:
@@ -208,6 +216,8 @@ class JobRebuild:
         del self.tasks[task.key]
         self.host_port_tasks.discard(task.key)
         self.pod_affinity_tasks.discard(task.key)
+        self.gpu_memory_tasks.discard(task.key)
+        self.nominated_tasks.discard(task.key)
         self._accounting.release(task.key, ours=True)
 
     def _account_task(self, task: TaskInfo) -> None:
@@ -291,6 +301,7 @@ class JobRebuild:
         node, groups = self._nominations.by_pod.get(key, (None, ()))
         task.nominated_node = self._accounting.table.index.get(node, -1) if node else -1
         task.nominated_groups = groups
+        _index(self.nominated_tasks, key, task.nominated_node >= 0)
         task.job.version += 1  # what the scheduler keeps per job reads them (`gang.next_signature`)
         self.log.note(task.job.key)
 
@@ -298,3 +309,10 @@ class JobRebuild:
         job = self._pods.job_of_pod.get(key)
         if job is not None:
             self._changes.jobs.add(job)
+
+
+def _index(keys: set[str], key: str, member: bool) -> None:
+    if member:
+        keys.add(key)
+    else:
+        keys.discard(key)

@@ -89,7 +89,10 @@ class ProportionPlugin:
         points.reclaim_eligibility.append(self.can_reclaim)
         points.reclaim_validators.append(self.reclaim_is_fair)
         points.reclaim_victim_filters.append(self.may_reclaim_from)
-        if any(task.request.gpu_memory_mib for task in snapshot.tasks.values()):
+        asks_gpu_memory = snapshot.asks_gpu_memory
+        if asks_gpu_memory is None:
+            asks_gpu_memory = any(task.request.gpu_memory_mib for task in snapshot.tasks.values())
+        if asks_gpu_memory:
             checks = [self.over_limit, self.non_preemptible_over_quota]
             points.task_predicates.append(gpu_memory_capacity(session, checks))
         points.on_allocate.append(self._on_allocate)
