@@ -202,8 +202,9 @@ class SessionState:
     def reserve_nominated(self) -> None:
         """A pod pipelined in an earlier cycle was promised the resources it waited for; until it is
         placed again, nobody else may take them (as kube-scheduler honours nominated pods)."""
-        nodes = self._snapshot.nodes
-        for task in self._snapshot.tasks.values():
+        snapshot = self._snapshot
+        nodes, nominated = snapshot.nodes, snapshot.nominated_tasks
+        for task in snapshot.tasks.values() if nominated is None else nominated:
             if task.status is not TaskStatus.PENDING or task.nominated_node < 0:
                 continue
             if task.request.is_shared_gpu and len(task.nominated_groups) != task.request.gpu_devices:
