@@ -398,7 +398,8 @@ def test_a_new_pod_group_waits_past_the_window_while_its_pod_is_on_its_way(
     PodGroup whose pending pod the scheduler has not answered yet, or has placed (a standing BindRequest,
     even after finding it unschedulable once), gets no pending status when the window is over, and one
     write once the pod runs; one whose pod the scheduler found unschedulable (no BindRequest, or a Failed
-    one) waits for room, and its pending status is written when the window is over."""
+    one) waits for room, and its pending status is written when the window is over; so is the status of
+    one that holds resources already (a pod bound, another not answered yet: the queue sums what it holds)."""
     store = server.store
     store.kubelet = True  # a bound pod starts running
     store.create(node_manifest("n1"))
@@ -411,6 +412,10 @@ def test_a_new_pod_group_waits_past_the_window_while_its_pod_is_on_its_way(
         store.set_status("pods", f"{name}-0", {"conditions": [UNSCHEDULABLE]}, "default")
     store.create(placed_by(pods["placed"], "n1"))
     store.create(placed_by(pods["failed"], "n1", phase="Failed"))
+    store.create(pod_group_manifest("partial", "q", min_member=1))
+    for i in range(2):
+        store.create(pod_manifest(f"partial-{i}", "q", group="partial", gpus=1))
+    store.bind("default", "partial-0", "n1")
 
     def make(client: KubeClient, informers: InformerSet) -> StatusReconciler:
         return PodGroupStatusController(client, informers, resync_period=60, debounce=0.01, settle=0.2)
@@ -423,7 +428,7 @@ def test_a_new_pod_group_waits_past_the_window_while_its_pod_is_on_its_way(
             groups = make(client, informers)
             stop = asyncio.Event()
             task = asyncio.create_task(groups.run(stop))
-            for name in ("waiting", "failed"):
+            for name in ("waiting", "failed", "partial"):
                 await eventually(lambda name=name: status(server, "podgroups", name).get("pending") == 1)
             # Well past the window (and its checks every 0.2 s), the other two still wait.
             await eventually(lambda: groups.reconcile_stats.requeued_after >= 20)
@@ -437,7 +442,7 @@ def test_a_new_pod_group_waits_past_the_window_while_its_pod_is_on_its_way(
 
     run(body())
     written = server.requests(verb="patch", resource="podgroups", subresource="status")
-    assert sorted(record.name for record in written) == ["failed", "placed", "untried", "waiting"]
+    assert sorted(record.name for record in written) == ["failed", "partial", "placed", "untried", "waiting"]
 
 
 def test_a_queue_s_status_is_written_at_most_once_a_period(

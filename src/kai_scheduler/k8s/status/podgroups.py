@@ -23,14 +23,15 @@ A new PodGroup's first status waits up to `settle` seconds (`SETTLE`) from when 
 sees it while any of its pods is still pending, as a controller-runtime reconcile that returns a
 requeue-after would: a bare pod is usually placed and running by then, and one write of where it ended
 says what two (pending, then running) would have. Past `settle` it waits on, up to `MAX_SETTLE` from first
-sight, while no pending pod is known to wait. A pod waits when the scheduler said it cannot place it (its
-`PodScheduled` condition is False: unschedulable, gated, refused) and it is neither bound nor placed by a
-standing BindRequest: a state of its own, whose status is written when `settle` is over. A pod the
-scheduler has not answered yet (its queue of pending pods, under load) or has placed (the binder's queue)
-is on its way to running, and a pending status written meanwhile would be rewritten moments later.
+sight, while its pods hold nothing yet (none is bound: a bound pod's resources are in the queue's sums) and
+none is known to wait. A pod waits when the scheduler said it cannot place it (its `PodScheduled`
+condition is False: unschedulable, gated, refused) and no standing BindRequest places it: a state of its
+own, whose status is written when `settle` is over. A pod the scheduler has not answered yet (its queue
+of pending pods, under load) or has placed (the binder's queue) is on its way to running, and a pending
+status written meanwhile would be rewritten moments later.
 BindRequests are seen where this process watches them (with the scheduler or the binder, as `run --all`
 runs them); the status controllers on their own do not (their role reads no BindRequests, as KAI's
-podgroupcontroller's does not): there a pod found unplaceable once and placed since waits until bound.
+podgroupcontroller's does not): there a pod found unplaceable once and placed since counts as waiting.
 Nothing reads the pending status meanwhile but people and the queue controller's `requested` sums, which
 lag by as much. KAI has no such delay (its podgroupcontroller writes on every change) and so no flag for
 it; `settle=0` writes at once.
@@ -95,6 +96,10 @@ def _has_status(group: JsonObject) -> bool:
     """Whether any of the fields this controller owns is on the PodGroup's status."""
     status = group.get("status") or {}
     return "resourcesStatus" in status or any(name in status for name in POD_COUNTERS)
+
+
+def _bound(pod: JsonObject) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
 
 
 def _found_unplaceable(pod: JsonObject) -> bool:
@@ -308,8 +313,8 @@ class PodGroupStatusController(StatusReconciler):
     def _first_write_wait(self, key: str, group: JsonObject) -> float:
         """How much longer the first status of a new PodGroup waits (module doc): 0 once it was written
         (by anyone), once it has pods and none is pending (`pod_group_numbers`' phases), `settle` after
-        first sight, or while no pending pod is known to wait, `MAX_SETTLE` after it (a BindRequest that
-        fails changes no pod: the wait is checked again every `settle` seconds)."""
+        first sight, or while none of its pods is bound and none is known to wait, `MAX_SETTLE` after it
+        (a BindRequest that fails changes no pod: the wait is checked again every `settle` seconds)."""
         if self.settle <= 0 or key in self._written or _has_status(group):
             return 0.0
         pods = self._pods_of(key)
@@ -320,14 +325,16 @@ class PodGroupStatusController(StatusReconciler):
         first = self._first_seen.setdefault(key, now)
         if now < first + self.settle:
             return first + self.settle - now
-        if pending and now < first + MAX_SETTLE and not any(self._waits(pod) for pod in pending):
-            return min(self.settle, first + MAX_SETTLE - now)
-        return 0.0
+        if now >= first + MAX_SETTLE or not pending or any(_bound(pod) for pod in pods):
+            return 0.0
+        if any(self._waits(pod) for pod in pending):
+            return 0.0
+        return min(self.settle, first + MAX_SETTLE - now)
 
     def _waits(self, pod: JsonObject) -> bool:
-        """Whether a pending pod is known to wait: the scheduler said it cannot place it, and it is neither
-        bound nor placed by a standing BindRequest (when they are watched)."""
-        if (pod.get("spec") or {}).get("nodeName") or not _found_unplaceable(pod):
+        """Whether an unbound pending pod is known to wait: the scheduler said it cannot place it, and no
+        standing BindRequest places it (when they are watched)."""
+        if not _found_unplaceable(pod):
             return False
         requests = self.informers.optional(BIND_REQUESTS)
         placed = requests.by_index(POD_INDEX, object_key(pod)) if requests is not None else []
