@@ -4,9 +4,9 @@
 cost of placing it on each node, as one array over all nodes. A placement changes one node (a rollback
 or an eviction as well), so the node states are brought up to date from the node table's log of changes,
 for the changed nodes only, and a request's costs only for the nodes that changed since it was last
-asked: a pod is costed in one small numpy evaluation however large the cluster, and a request asked for
-again (the pods of a trace or of a gang are mostly alike) costs next to nothing. Many nodes alike and in
-the same state (a new cluster) are costed once.
+asked: a pod is costed in one compiled evaluation of those nodes (`kernels`) however large the cluster,
+and a request asked for again (the pods of a trace or of a gang are mostly alike) costs next to nothing.
+Many nodes alike and in the same state (a new cluster) are costed once.
 
 A cost is turned into an order (higher is better) with ties broken towards packing: the lower cost
 first (compared to a millionth of a GPU, below which differences are rounding), then the node left with
@@ -188,6 +188,7 @@ class PlacementCosts:
         return costs
 
     def _mig_taken(self, request: PodRequest) -> FloatArray:
+        """The instances a pod of `request` takes of each MIG column."""
         taken = np.zeros(self.mig.size)
         for name, amount in request.mig_instances:
             taken[self.mig == self.table.scalar_index.get(name, -1)] += amount
