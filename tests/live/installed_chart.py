@@ -148,7 +148,7 @@ class InstalledChart:
             args.append(f"--plugin-server-port={ports['plugins']}")
         env = {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "HOME") if key in os.environ}
         for variable in container.get("env", []):
-            env[variable["name"]] = _env_value(variable, name, namespace)
+            env[variable["name"]] = _in_mounts(_env_value(variable, name, namespace), mounts)
         env["TMPDIR"] = str(mounts.get("/tmp", folder))
         if self.src is not None:
             env["PYTHONPATH"] = str(self.src)
@@ -292,11 +292,16 @@ _CLUSTER_KINDS = frozenset(
 
 def _remap(argument: str, mounts: Mapping[str, Path]) -> str:
     """An argument naming a file under a mount path, pointed at the folder that holds it."""
+    flag, equals, value = argument.partition("=")
+    return f"{flag}={_in_mounts(value, mounts)}" if equals else argument
+
+
+def _in_mounts(value: str, mounts: Mapping[str, Path]) -> str:
+    """A path under a mount path, pointed at the folder that holds it; any other value as it is."""
     for path, folder in mounts.items():
-        flag, equals, value = argument.partition("=")
-        if equals and (value == path or value.startswith(path.rstrip("/") + "/")):
-            return f"{flag}={folder}{value[len(path.rstrip('/')) :]}"
-    return argument
+        if value == path or value.startswith(path.rstrip("/") + "/"):
+            return f"{folder}{value[len(path.rstrip('/')) :]}"
+    return value
 
 
 def _env_value(variable: dict[str, Any], pod: str, namespace: str) -> str:
