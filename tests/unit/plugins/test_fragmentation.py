@@ -32,7 +32,7 @@ from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.plugins.fragmentation import costs as costs_module
-from kai_scheduler.plugins.fragmentation import kernels
+from kai_scheduler.plugins.fragmentation import kernels, measure
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
 from kai_scheduler.plugins.fragmentation.measure import (
     NodeStates,
@@ -348,6 +348,20 @@ def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> N
     costed_together = PlacementCosts(table, mix).order(requests[1], both)
     assert one_by_one[0] < one_by_one[1]  # the half-taken node's GPUs are the scarcer
     assert costed_together.tolist() == one_by_one.tolist()
+
+
+def test_class_weights_are_summed_first_to_last() -> None:
+    # The class weights and node pressures are sums over nodes and classes: added in one fixed order their
+    # bits are the same on every machine (a BLAS product's order, and so its bits, depend on the machine;
+    # on these values it differs from the running sum).
+    rng = np.random.default_rng(7)
+    values = rng.random((1000, 3)) * 10.0 ** rng.integers(-3, 6, (1000, 3))
+    running = [0.0, 0.0, 0.0]
+    for row in values.tolist():
+        running = [total + value for total, value in zip(running, row, strict=True)]
+    assert measure._in_order_sum(values, axis=0).tolist() == running
+    assert measure._in_order_sum(values, axis=1).tolist() == [(a + b) + c for a, b, c in values.tolist()]
+    assert measure._in_order_sum(np.zeros((0, 3)), axis=0).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_a_gang_is_placed_whole_or_not_at_all() -> None:

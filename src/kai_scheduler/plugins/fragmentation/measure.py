@@ -297,9 +297,9 @@ def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units
     )
     gpus = idle(empty, mig_units)
     holds = usable(mix, empty) > 0
-    share = (gpus @ holds) / max(float(gpus.sum()), _SLACK)
+    share = _in_order_sum(gpus[:, None] * holds, axis=0) / max(float(_in_order_sum(gpus, axis=0)), _SLACK)
     weight = np.where(share > 0, mix.weight / np.maximum(share, _SLACK), 0.0)
-    weight /= max(float(weight.sum()), _SLACK)
+    weight /= max(float(_in_order_sum(weight, axis=0)), _SLACK)
     scarcity = np.where(share > 0, 1.0 / np.maximum(share, _SLACK), 0.0)
     # Counted over one pod, a node whole is weighed as the share of its class's room it is: breaking one
     # of the few nodes a class fits costs that class more than breaking one of many. (A share of all
@@ -308,9 +308,19 @@ def scarcity_weighted(mix: MixArrays, table: NodeTable, mig: IntArray, mig_units
         mix,
         weight=weight,
         several_weight=np.where(mix.several, weight * scarcity, 0.0),
-        pressure=holds @ (weight * (1.0 - np.minimum(share, 1.0))),
+        pressure=_in_order_sum(holds * (weight * (1.0 - np.minimum(share, 1.0))), axis=1),
         capacity=gpus,
     )
+
+
+def _in_order_sum(values: FloatArray, axis: int) -> FloatArray:
+    """The sums along `axis`, added first to last: a running sum's order is fixed, so its bits are the same
+    on every machine (a BLAS product's and numpy's pairwise sums depend on the machine's vector width and
+    threads, and the weights feed every node's score)."""
+    if values.shape[axis] == 0:
+        return np.zeros(values.shape[:axis] + values.shape[axis + 1 :])
+    result: FloatArray = np.add.accumulate(values, axis=axis, dtype=np.float64).take(-1, axis=axis)
+    return result
 
 
 def _per(amounts: list[float]) -> FloatArray:
