@@ -130,12 +130,17 @@ def test_pod_group_and_queue_status(server: FakeApiServer, make_client: MakeClie
 
             # Steady: resyncs and unrelated pod changes write nothing.
             writes = status_writes(server)
+            passes = (groups.stats.passes, queues.stats.passes)
             server.store.patch(
                 "pods", "train-2", {"metadata": {"labels": {"note": "x"}}}, namespace="default"
             )
-            await asyncio.sleep(0.7)
+            # Two passes of each since the change (the change's own or a resync, then a resync): counted
+            # rather than slept for, so that a busy host only makes the wait longer.
+            await eventually(
+                lambda: groups.stats.passes >= passes[0] + 2 and queues.stats.passes >= passes[1] + 2,
+                timeout=30,
+            )
             assert status_writes(server) == writes
-            assert groups.stats.passes >= 3 and queues.stats.passes >= 3
 
             stop.set()
             await asyncio.wait_for(asyncio.gather(*tasks), 5)
