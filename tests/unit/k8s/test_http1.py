@@ -187,3 +187,32 @@ def test_a_refused_connection_raises_an_os_error() -> None:
 
     with pytest.raises(OSError):
         run(body)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n", "Invalid status code"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "Invalid character in chunk size"),
+        (
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: h2c\r\n\r\n",
+            "switches protocols",
+        ),
+    ],
+)
+def test_a_malformed_answer_names_the_server_and_the_request_and_its_connection_is_dropped(
+    reply: bytes, reason: str
+) -> None:
+    async def body() -> tuple[str, str, tuple[int, bytes], int]:
+        async with Scripted([reply, answer(200, b"fresh")]) as server:
+            pool = Http1Pool(server.url, None)
+            with pytest.raises(ConnectionError) as failure:
+                await pool.request("GET", "/api/v1/nodes?limit=5", {}, None, 5)
+            got = await pool.request("GET", "/next", {}, None, 5)
+            await pool.close()
+            return str(failure.value), server.url, got, server.connections
+
+    message, url, got, connections = run(body)
+    assert message.startswith(f"malformed answer from {url} to GET /api/v1/nodes?limit=5: ")
+    assert reason in message and "\n" not in message
+    assert (got, connections) == ((200, b"fresh"), 2)

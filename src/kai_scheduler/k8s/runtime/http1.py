@@ -8,14 +8,16 @@ this pool about 30 us: a request here is its head and body written in one go and
 `asyncio.Protocol` as it arrives. Watches stay on aiohttp (a long stream each, nothing to gain), and so do
 all requests when a proxy is configured (this pool speaks to the API server directly).
 
-What the answers may be: a status line and headers, then a body of `Content-Length` bytes, a chunked one,
+The answers are parsed by llhttp (Node.js's HTTP parser, through httptools, as uvicorn uses it), which
+knows their forms and edge cases: a body of `Content-Length` bytes, a chunked one (extensions, trailers),
 or (no length, not chunked) one that ends with the connection; 1xx answers are skipped. A connection goes
-back to the pool unless the answer or HTTP/1.0 says it closes; one idle for `keepalive` seconds is
-closed rather than used (servers close idle connections: Go's API server after its idle timeout).
-Failures raise OSError (`ConnectionError` when the server closed the connection before answering) or
-TimeoutError; a request on a kept connection that the server closed before answering anything is sent
-once more on a new one when its method is idempotent (a server may close an idle connection just as it
-is reused), as aiohttp does.
+back to the pool when the parser says it may be kept alive; one idle for `keepalive` seconds is closed
+rather than used (servers close idle connections: Go's API server after its idle timeout).
+Failures raise OSError (`ConnectionError` when the server closed the connection before answering, or
+answered something malformed: naming the server, the request and what was wrong) or TimeoutError; a
+request on a kept connection that the server closed before answering anything is sent once more on a new
+one when its method is idempotent (a server may close an idle connection just as it is reused), as
+aiohttp does.
 
     pool = Http1Pool("https://10.0.0.1:6443", ssl_context, limit=100)
     status, body = await pool.request("GET", "/api/v1/nodes", {"Accept": "application/json"}, None, 10.0)
@@ -29,35 +31,27 @@ import ssl
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+import httptools
+
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-_NO_BODY_STATUSES = frozenset({204, 304})
 _MAX_HEAD = 256 * 1024  # bytes of status line and headers before the answer is refused as malformed
 
 
-class _Answer:
-    """The answer being read: its head once complete, then its body."""
-
-    __slots__ = ("body", "chunk_left", "chunked", "head_done", "keep_alive", "length", "status")
-
-    def __init__(self) -> None:
-        self.status = 0
-        self.head_done = False
-        self.length: int | None = None  # Content-Length, when given
-        self.chunked = False
-        self.chunk_left = -1  # bytes of the chunk and its CRLF to come; -1: a size line next, -2: trailers
-        self.keep_alive = True
-        self.body = bytearray()
-
-
 class _Connection(asyncio.Protocol):
-    """One kept-alive connection: the answer to the request written on it is read into `answered`."""
+    """One kept-alive connection to `server`: llhttp (through httptools) reads the answer to the request
+    written on it into `answered`; the parser's callbacks are the `on_*` methods."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: str) -> None:
+        self.server = server
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.parser = httptools.HttpResponseParser(self)
         self.answered: asyncio.Future[tuple[int, bytes, bool]] | None = None
-        self.answer = _Answer()
+        self.request = ""  # the request being answered, for errors: "GET /api/v1/nodes"
         self.received = False  # a byte of the current answer came
+        self.head_size = 0  # bytes received before the head was complete
+        self.head_done = False
+        self.delimited = False  # the answer gave a length or chunks (else its body ends with the connection)
+        self.body = bytearray()
         self.closed = False
         self.idle_since = 0.0
 
@@ -67,10 +61,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        answer = self.answer
-        if answer.head_done and answer.length is None and not answer.chunked:
-            self._done(bytes(answer.body))  # a body that ends with the connection
-            return
+        if self.head_done and not self.delimited:  # a body that ends with the connection
+            self._done(self.parser.get_status_code(), keep=False)
         self._fail(ConnectionError(f"the server closed the connection{f': {exc}' if exc else ''}"))
 
     def data_received(self, data: bytes) -> None:
@@ -78,21 +70,31 @@ class _Connection(asyncio.Protocol):
             self.close()  # nothing was asked: the connection is out of step
             return
         self.received = True
-        self.buffer += data
+        if not self.head_done:
+            self.head_size += len(data)
+            if self.head_size > _MAX_HEAD:  # llhttp sets no bound of its own
+                self._malformed("the head is too long")
+                return
         try:
-            self._read()
-        except ValueError as error:
-            self._fail(ConnectionError(f"malformed answer: {error}"))
-            self.close()
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:  # a 101 answer: this client never asks to switch protocols
+            self._malformed("it switches protocols")
+        except httptools.HttpParserError as error:
+            self._malformed(str(error))
+
+    def _malformed(self, reason: str) -> None:
+        self._fail(ConnectionError(f"malformed answer from {self.server} to {self.request}: {reason}"))
+        self.close()  # the parser cannot go on: neither can the connection
 
     def eof_received(self) -> bool | None:
         return False  # the transport closes itself; `connection_lost` ends the answer
 
-    def send(self, data: bytes) -> asyncio.Future[tuple[int, bytes, bool]]:
+    def send(self, data: bytes, request: str) -> asyncio.Future[tuple[int, bytes, bool]]:
         """Write a request; the future gets (status, body, whether the connection may be kept)."""
         assert self.transport is not None
-        self.answer = _Answer()
+        self.request = request
         self.received = False
+        self.head_size = 0
         self.answered = asyncio.get_running_loop().create_future()
         self.transport.write(data)
         return self.answered
@@ -102,85 +104,35 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    # --- reading the answer ---
+    # --- the parser's callbacks ---
 
-    def _read(self) -> None:
-        answer = self.answer
-        buffer = self.buffer
-        while not answer.head_done:
-            end = buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buffer) > _MAX_HEAD:
-                    raise ValueError("the head is too long")
-                return
-            self._head(bytes(buffer[:end]))
-            del buffer[: end + 4]
-            if 100 <= answer.status < 200:
-                self.answer = answer = _Answer()  # an interim answer: the real one follows
-        if answer.status in _NO_BODY_STATUSES:
-            self._done(b"")
-        elif answer.chunked:
-            self._chunks()
-        elif answer.length is not None:
-            if len(buffer) >= answer.length:
-                body = bytes(buffer[: answer.length])
-                del buffer[: answer.length]
-                self._done(body)
-        else:
-            answer.body += buffer  # to the end of the connection
-            buffer.clear()
+    def on_message_begin(self) -> None:
+        if self.answered is None or self.answered.done():
+            raise ValueError("an answer nothing asked for")  # the parser fails; the connection closes
+        self.head_done = self.delimited = False
+        self.body = bytearray()
 
-    def _head(self, head: bytes) -> None:
-        answer = self.answer
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise ValueError(f"status line {lines[0][:80]!r}")
-        answer.status = int(parts[1])
-        answer.keep_alive = parts[0] != b"HTTP/1.0"
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                answer.length = int(value)
-            elif name == b"transfer-encoding":
-                answer.chunked = b"chunked" in value.lower()
-            elif name == b"connection":
-                answer.keep_alive = value.strip().lower() != b"close"
-        if answer.chunked:
-            answer.length = None
-        elif answer.length is None and answer.status not in _NO_BODY_STATUSES:
-            answer.keep_alive = False  # its end is the connection's
-        answer.head_done = True
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # httptools does not say whether a body ends with the connection (llhttp's `finish` is not bound)
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            self.delimited = True
 
-    def _chunks(self) -> None:
-        answer = self.answer
-        buffer = self.buffer
-        while True:
-            if answer.chunk_left < 0:  # a size line next, or (-2) the trailer lines after the last chunk
-                end = buffer.find(b"\r\n")
-                if end < 0:
-                    return
-                line = bytes(buffer[:end])
-                del buffer[: end + 2]
-                if answer.chunk_left == -2:
-                    if not line:  # the empty line that ends the answer
-                        self._done(bytes(answer.body))
-                        return
-                    continue
-                size = int(line.split(b";", 1)[0], 16)
-                answer.chunk_left = size + 2 if size else -2
-                continue
-            if len(buffer) < answer.chunk_left:
-                return
-            answer.body += buffer[: answer.chunk_left - 2]
-            del buffer[: answer.chunk_left]
-            answer.chunk_left = -1
+    def on_headers_complete(self) -> None:
+        self.head_done = True
 
-    def _done(self, body: bytes) -> None:
+    def on_body(self, body: bytes) -> None:
+        self.body += body
+
+    def on_message_complete(self) -> None:
+        self.head_done = False  # a 1xx's head: a close before the real answer is no body's end
+        status = self.parser.get_status_code()
+        if status >= 200:  # not an interim answer (100 Continue): the real one follows those
+            self._done(status, keep=self.parser.should_keep_alive() and not self.closed)
+
+    def _done(self, status: int, *, keep: bool) -> None:
         answered = self.answered
         if answered is not None and not answered.done():
-            answered.set_result((self.answer.status, body, self.answer.keep_alive and not self.closed))
+            answered.set_result((status, bytes(self.body), keep))
 
     def _fail(self, error: Exception) -> None:
         answered = self.answered
@@ -201,6 +153,7 @@ class Http1Pool:
         self.port = parts.port or (443 if self.https else 80)
         self.prefix = parts.path.rstrip("/")  # a server behind a path (a proxy's cluster route)
         self._host_header = parts.netloc.rpartition("@")[2]
+        self.url = f"{parts.scheme}://{self._host_header}"  # for errors
         self._ssl: ssl.SSLContext | None = (
             (ssl_context or ssl.create_default_context()) if self.https else None
         )
@@ -219,15 +172,16 @@ class Http1Pool:
         if body is not None or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body or b'')}\r\n")
         data = "".join(lines).encode("latin-1") + b"\r\n" + (body or b"")
+        request = f"{method} {self.prefix}{target}"
         async with self._slots, asyncio.timeout(timeout):
             connection, reused = await self._connection()
             try:
-                status, answer, keep = await self._exchange(connection, data)
+                status, answer, keep = await self._exchange(connection, data, request)
             except ConnectionError:
                 if not (reused and not connection.received and method in _IDEMPOTENT):
                     raise
                 connection, _ = await self._connection(fresh=True)
-                status, answer, keep = await self._exchange(connection, data)
+                status, answer, keep = await self._exchange(connection, data, request)
             if keep and not self._closed:
                 connection.idle_since = asyncio.get_running_loop().time()
                 self._idle.append(connection)
@@ -235,9 +189,9 @@ class Http1Pool:
                 connection.close()
             return status, answer
 
-    async def _exchange(self, connection: _Connection, data: bytes) -> tuple[int, bytes, bool]:
+    async def _exchange(self, connection: _Connection, data: bytes, request: str) -> tuple[int, bytes, bool]:
         try:
-            return await connection.send(data)
+            return await connection.send(data, request)
         except BaseException:
             connection.close()  # out of step (cancelled, timed out, cut): never reused
             raise
@@ -253,7 +207,11 @@ class Http1Pool:
             connection.close()
         server_hostname = self.host if self._ssl is not None else None
         _, connection = await loop.create_connection(
-            _Connection, self.host, self.port, ssl=self._ssl, server_hostname=server_hostname
+            lambda: _Connection(self.url),
+            self.host,
+            self.port,
+            ssl=self._ssl,
+            server_hostname=server_hostname,
         )
         return connection, False
 
