@@ -399,13 +399,15 @@ class JobInfo:
         every job each cycle: kept, see `_has_topology`)."""
         known = self._has_topology
         if known is None:
-            # A loop rather than any() over a generator: first asked as each job is made (290,000 of them,
+            # Loops rather than any() over generators: first asked as each job is made (290,000 of them,
             # each of one pod set and no sub-groups, at 20,000 nodes).
             known = self.topology is not None
             for podset in self.podsets.values():
-                known = known or podset.topology is not None
-            if self.subgroups and not known:
-                known = any(group.topology is not None for group in self.subgroups.values())
+                if podset.topology is not None:
+                    known = True
+            for group in self.subgroups.values():
+                if group.topology is not None:
+                    known = True
             self._has_topology = known
         return known
 
