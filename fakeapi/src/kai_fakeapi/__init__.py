@@ -18,8 +18,8 @@ Standalone: `kai-fakeapi --port 0 --kubeconfig PATH` (or `python -m kai_fakeapi 
 from .auth import UserInfo
 from .crds import DEFAULT_CRDS, KAI_CRDS, WORKLOAD_CRDS
 from .errors import ApiError
+from .exchange import RequestRecord
 from .faults import FaultRule
-from .handler import RequestRecord
 from .resources import ResourceType
 from .server import FakeApiServer
 from .store import Store

@@ -30,8 +30,9 @@ import yaml
 from .access import AccessControl
 from .auth import ADMIN_TOKEN, TokenAuthority
 from .errors import ApiError
+from .exchange import ApiRequests, RequestRecord
 from .faults import VERBS, FaultRule
-from .handler import HttpServer, RequestRecord
+from .http_loop import LoopServer
 from .meta import Obj
 from .rbac import RbacAuthorizer
 from .reviews import Reviews
@@ -84,8 +85,7 @@ class FakeApiServer:
         self.tls = ServingTls(host) if tls else None
         self.admission_webhooks = strict if admission_webhooks is None else admission_webhooks
         self.webhooks = AdmissionWebhooks(self.store)
-        self._httpd: HttpServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http: LoopServer | None = None
 
     # -------------------------------------------------------------------------------------------- life
 
@@ -95,36 +95,27 @@ class FakeApiServer:
 
     @property
     def running(self) -> bool:
-        return self._httpd is not None
+        return self._http is not None
 
     def start(self) -> FakeApiServer:
         """Listen (again, on the same port after a stop) and serve in a background thread."""
-        if self._httpd is not None:
+        if self._http is not None:
             return self
-        httpd = HttpServer((self.host, self.port), self)
-        self.port = httpd.server_address[1]
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fakeapi-serve", daemon=True
-        )
-        self._thread.start()
+        tls = self.tls.context if self.tls is not None else None
+        self._http = LoopServer(ApiRequests(self), self.host, self.port, tls)
+        self.port = self._http.port
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop listening and cut every connection (open watches end abruptly). The store is kept."""
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
+        http, self._http = self._http, None
+        if http is None:
             return
-        self._httpd = self._thread = None
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout)
-        for w in self._watch_list():
+        http.stop(timeout)
+        for w in self._watch_list():  # opened, but its connection was cut before it was answered
             w.drop()
-        deadline = time.monotonic() + timeout
-        for t in httpd.cut_connections():
-            t.join(max(0.0, deadline - time.monotonic()))
+            self.store.objects.close_watch(w)
+            self._unregister_watch(w)
 
     def restart(self, downtime: float = 0.0) -> None:
         """Stop, stay down for `downtime` seconds, start again on the same port."""

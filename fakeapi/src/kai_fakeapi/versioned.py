@@ -41,7 +41,8 @@ CLOSE = "_CLOSE"
 
 
 class Watcher:
-    """One open watch: the store pushes matching, converted events into `items`."""
+    """One open watch: the store pushes matching, converted events into `items`, and calls `notify`
+    (when set) after each, from the thread that committed."""
 
     def __init__(self, rt: ResourceType, namespace: str | None, labels: Matcher, fields: Matcher) -> None:
         self.rt = rt
@@ -49,6 +50,7 @@ class Watcher:
         self._labels = labels
         self._fields = fields
         self.items: queue.SimpleQueue[WatchItem] = queue.SimpleQueue()
+        self.notify: Callable[[], None] | None = None
 
     def matches(self, obj: Obj) -> bool:
         metadata = obj.get("metadata") or {}
@@ -77,15 +79,21 @@ class Watcher:
     def offer(self, ev: Event) -> None:
         item = self.convert(ev)
         if item is not None:
-            self.items.put(item)
+            self._put(item)
 
     def drop(self) -> None:
         """End the watch abruptly (the connection is cut, as when a load balancer drops it)."""
-        self.items.put((DROP, None))
+        self._put((DROP, None))
 
     def close(self) -> None:
         """End the watch cleanly (as at a server-side timeout)."""
-        self.items.put((CLOSE, None))
+        self._put((CLOSE, None))
+
+    def _put(self, item: WatchItem) -> None:
+        self.items.put(item)
+        notify = self.notify
+        if notify is not None:
+            notify()
 
 
 class VersionedStore:
@@ -255,8 +263,10 @@ class VersionedStore:
                     if wanted > self._rv:
                         raise _too_large(wanted, self._rv)
                     at = wanted
-                elif wanted > self._rv and not self._wait_for_rv(wanted, 3.0):
-                    raise _too_large(wanted, self._rv)
+                elif wanted > self._rv:
+                    if not self._wait_for_rv(wanted, 3.0):
+                        raise _too_large(wanted, self._rv)
+                    at = self._rv  # at least as new as asked
             state = self._state_at(rt, at) if at != self._rv else self._objects.get(rt.key, {})
             selected: list[tuple[Ident, Obj]] = []
             for ident in sorted(state):
