@@ -648,9 +648,11 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
     nodes = snapshot.nodes
     job_ranks = [j.rank for j in snapshot.jobs.values()]
     task_ranks = [t.rank for t in snapshot.tasks.values()]
-    columns = (*NodeTable.USAGE_COLUMNS, "cap_gpus", "cap_cpu", "cap_memory")
+    columns = (*NodeTable.USAGE_COLUMNS, *NodeTable.CAPACITY_COLUMNS)
     return {
         "nodes": nodes.names,
+        "specs": nodes.specs,
+        "scalar_names": nodes.scalar_names,
         "columns": {name: getattr(nodes, name).tolist() for name in columns},
         "groups": [
             (g.group_id, g.node, g.used, g.releasing, list(g.holders.items()), g.claimed)
@@ -659,6 +661,7 @@ def fingerprint(snapshot: ClusterSnapshot) -> dict[str, Any]:
         ],
         "capacity": snapshot.capacity.values(),
         "min_gpu_memory": snapshot.min_gpu_memory_mib,
+        "max_gpu_memory": snapshot.max_gpu_memory_mib,
         "existing_gpu_groups": sorted(snapshot.existing_gpu_groups),
         "topologies": sorted(snapshot.topologies),
         "queues": [

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import fingerprint, node, pod, pod_group, queue
+from kai_scheduler.api.objects import NodeCondition
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
@@ -33,6 +34,9 @@ POD_NAMES = ("p1", "p2", "p3", "p4", "p5", "pg-p1")
 NODES = ("n1", "n2", "n3")
 GROUPS = ("g1", "g2")
 QUEUES = ("a", "b")
+# How a node-spec operation edits its node besides the cordon and the zone label: the capacity stays
+# (none, a taint, not ready) or moves (GPU memory read from a label, an extended resource only it has).
+NODE_EDITS = ("none", "taint", "not-ready", "gpu-memory", "extra")
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,15 @@ operations = st.one_of(
     st.tuples(st.just("group"), st.sampled_from(GROUPS), st.integers(1, 3), st.sampled_from(QUEUES)),
     st.tuples(st.just("delete-group"), st.sampled_from(GROUPS)),
     st.tuples(st.just("nodes"), st.lists(st.sampled_from(NODES), min_size=1, unique=True), st.integers(2, 8)),
-    # The same nodes changed (cordoned, relabelled, resized): only the node table is made again.
-    st.tuples(st.just("node-spec"), st.sampled_from(NODES), st.booleans(), st.sampled_from(("z1", "z2"))),
+    # The same nodes changed (cordoned, relabelled, tainted, not ready, resized): only the node table is
+    # made again, and only the changed nodes' facts when their capacity stays.
+    st.tuples(
+        st.just("node-spec"),
+        st.sampled_from(NODES),
+        st.booleans(),
+        st.sampled_from(("z1", "z2")),
+        st.sampled_from(NODE_EDITS),
+    ),
     st.tuples(st.just("queues"), st.booleans()),
     st.tuples(st.just("priorities"), st.integers(0, 200)),
     st.tuples(st.just("cycle")),
@@ -136,11 +147,23 @@ def apply(cache: ClusterCache, operation: tuple[object, ...], scheduler: Schedul
         names, gpus = operation[1], operation[2]
         cache.set_nodes([node(name, gpus=gpus) for name in names])  # type: ignore[attr-defined]
     elif kind == "node-spec":
-        _, changed, cordoned, zone = operation
+        _, changed, cordoned, zone, edit = operation
         nodes = {name: node(name, gpus=4) for name in NODES}
-        nodes[str(changed)] = node(
-            str(changed), gpus=4, unschedulable=bool(cordoned), labels={"zone": str(zone)}
+        edited = node(
+            str(changed),
+            gpus=4,
+            unschedulable=bool(cordoned),
+            labels={"zone": str(zone)},
+            taints=[{"key": "k", "effect": "NoSchedule"}] if edit == "taint" else None,
+            gpu_memory=40_000 if edit == "gpu-memory" else None,
+            extra={"example.com/dongle": 1} if edit == "extra" else None,
         )
+        if edit == "not-ready":
+            status = edited.status.model_copy(
+                update={"conditions": [NodeCondition(type="Ready", status="False")]}
+            )
+            edited = edited.model_copy(update={"status": status})
+        nodes[str(changed)] = edited
         cache.set_nodes(nodes.values())
     elif kind == "queues":
         hierarchy = operation[1]

@@ -13,7 +13,7 @@ has any pod, and gives it back when its last pod leaves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
@@ -258,6 +258,28 @@ class NodeTable:
         table._rooms_now = {}
         table._rooms_soon = {}
         return table
+
+    def respecify(self, specs: Mapping[int, NodeSpecInfo]) -> None:
+        """Give nodes (by row) new static facts (a cordon, a label, a taint, readiness) that leave their
+        capacity as it was, so every row keeps its usage: what a table built again and accounted from
+        the same pods would hold. The specs become a new list (whoever derives facts from a table's specs
+        keeps them by that list: `plugins.predicates`)."""
+        replaced = list(self.specs)
+        for node, spec in specs.items():
+            assert spec.name == self.names[node], f"{spec.name} is not the node at row {node}"
+            replaced[node] = spec
+        self.specs = replaced
+
+    def same_capacity(self, other: NodeTable) -> bool:
+        """Whether `other` has the same nodes with the same capacities (`CAPACITY_COLUMNS`, the extended
+        resources' names): as one node's facts, a node whose object changed but not in these."""
+        return (
+            self.names == other.names
+            and self.scalar_names == other.scalar_names
+            and all(
+                np.array_equal(getattr(self, name), getattr(other, name)) for name in self.CAPACITY_COLUMNS
+            )
+        )
 
     def clear_node(self, node: int) -> None:
         """Forget every pod on one node (its usage and shared GPUs), to account them again."""

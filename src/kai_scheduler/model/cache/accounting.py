@@ -18,7 +18,7 @@ from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
 from kai_scheduler.model.cache.indexes import discard
 from kai_scheduler.model.jobs import HostPort
-from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
 from kai_scheduler.model.resources import PodRequest, Resources
 from kai_scheduler.model.snapshot import PodState
 
@@ -48,17 +48,32 @@ class NodeAccounting:
         """A new node table, every row to account: nothing held yet, or with `keep_holds` what the pods
         held on the last one (its nodes, in the same order: `Changes.node_table`)."""
         self.table = table
+        self._sum_ready()
+        self.min_gpu_memory, self.max_gpu_memory = reported_gpu_memory_range(table.gpu_memory_mib)
+        if not keep_holds:
+            self._holds, self._occupants = {}, {}
+        self._changes.nodes = set(range(table.size))
+        self._changes.foreign = True
+
+    def respecify(self, specs: Mapping[int, NodeSpecInfo]) -> None:
+        """Nodes (by row) with new static facts and the capacity they had (`NodeTable.respecify`): every
+        row keeps what it holds, so none is accounted again; only a node turned ready or not ready
+        changes the capacity fair share divides."""
+        table = self.table
+        readiness_moved = any(table.specs[node].ready != spec.ready for node, spec in specs.items())
+        table.respecify(specs)
+        if readiness_moved:
+            self._sum_ready()
+            self._changes.foreign = True  # the capacity less what other schedulers' pods take
+
+    def _sum_ready(self) -> None:
+        table = self.table
         ready = np.array([spec.ready for spec in table.specs], dtype=np.bool_)
         self.ready_capacity = Resources(
             gpu=table.gpu_units(ready),
             cpu=float(table.cap_cpu[ready].sum()),
             memory=float(table.cap_memory[ready].sum()),
         )
-        self.min_gpu_memory, self.max_gpu_memory = reported_gpu_memory_range(table.gpu_memory_mib)
-        if not keep_holds:
-            self._holds, self._occupants = {}, {}
-        self._changes.nodes = set(range(table.size))
-        self._changes.foreign = True
 
     def hold(self, key: str, hold: Hold) -> None:
         """Account `hold` for a pod (its node's row is accounted again on refresh if anything changed)."""

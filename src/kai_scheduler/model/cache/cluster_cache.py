@@ -53,7 +53,7 @@ from kai_scheduler.model.cache.nominations import Nomination, Nominations
 from kai_scheduler.model.cache.pods import PodIndex
 from kai_scheduler.model.disruption import DisruptionBudgets
 from kai_scheduler.model.job_changes import JobChangeMark
-from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
 from kai_scheduler.model.partition import DEFAULT_NODE_POOL, Partition
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.releasing import StuckReleases
@@ -177,10 +177,16 @@ class ClusterCache:
 
     @delta
     def set_nodes(self, nodes: Iterable[Node]) -> None:
-        names = self._inputs.nodes.keys() - ()
+        before = self._inputs.nodes
+        names = before.keys() - ()
         if self._inputs.set_nodes(nodes):
-            if self._inputs.nodes.keys() == names:
+            after = self._inputs.nodes
+            if after.keys() == names:
                 self._changes.node_table = True  # the same nodes: their indexes in the jobs' tasks stay
+                edited = self._changes.edited_nodes
+                for name, node in after.items():
+                    if node is not before[name]:
+                        edited.setdefault(name, before[name])  # the first: what the table was made of
             else:
                 self._changes.everything = True
             self._version += 1
@@ -381,6 +387,7 @@ class ClusterCache:
     def _rebuild_everything(self) -> None:
         changes = self._changes
         changes.everything = changes.node_table = False
+        changes.edited_nodes = {}
         table = self._new_node_table()
         self._accounting.reset(table)
         self._topology_trees = self._inputs.topology_trees(table)
@@ -389,13 +396,33 @@ class ClusterCache:
         changes.jobs = set(self._pods.ours_by_job) | set(self._pods.groups)
 
     def _rebuild_node_table(self) -> None:
-        """The same nodes, changed: a new table whose rows are the old ones' (`Changes.node_table`),
-        every row accounted again from the holds kept, exactly as `_rebuild_everything` would account
-        the jobs it made again."""
-        self._changes.node_table = False
-        table = self._new_node_table()
-        self._accounting.reset(table, keep_holds=True)
-        self._topology_trees = self._inputs.topology_trees(table)
+        """The same nodes, changed (`Changes.node_table`). When no edited node's capacity moved (a cordon,
+        a label, a taint), the table keeps every row and only those nodes' static facts are replaced;
+        else a new table whose rows are the old ones', every row accounted again from the holds kept,
+        exactly as `_rebuild_everything` would account the jobs it made again."""
+        changes = self._changes
+        changes.node_table = False
+        edited, changes.edited_nodes = changes.edited_nodes, {}
+        specs = self._respecified(edited)
+        if specs is not None:
+            self._accounting.respecify(specs)
+        else:
+            self._accounting.reset(self._new_node_table(), keep_holds=True)
+        self._topology_trees = self._inputs.topology_trees(self._accounting.table)
+
+    def _respecified(self, edited: Mapping[str, Node]) -> dict[int, NodeSpecInfo] | None:
+        """The new static facts of the `edited` nodes (name -> the object the table was made of) by row,
+        each built as the whole table builds it; None when one's capacity is not the same (then every row
+        is accounted again)."""
+        inputs, table = self._inputs, self._accounting.table
+        gpus, backed = inputs.dra.gpus_per_node, inputs.dra.backed_scalars
+        specs = {}
+        for name, was in edited.items():
+            now = build_node_table([inputs.nodes[name]], gpus, backed)
+            if not now.same_capacity(build_node_table([was], gpus, backed)):
+                return None
+            specs[table.index[name]] = now.specs[0]
+        return specs
 
     def _new_node_table(self) -> NodeTable:
         inputs = self._inputs
