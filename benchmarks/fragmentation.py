@@ -91,10 +91,17 @@ def _replay(job: tuple[str, int, str]) -> dict[str, Any]:
     }
 
 
-def replay_all(workloads: list[str], seeds: list[int], jobs: int, console: Console) -> list[dict[str, Any]]:
-    work = [(w, s, p) for w in workloads for s in seeds for p in OUR_POLICIES]
+def replay_all(
+    workloads: list[str],
+    seeds: list[int],
+    jobs: int,
+    console: Console,
+    policies: tuple[str, ...] = OUR_POLICIES,
+) -> list[dict[str, Any]]:
+    work = [(w, s, p) for w in workloads for s in seeds for p in policies]
     console.print(
-        f"{len(work)} replays ({len(workloads)} trace files x {len(seeds)} seeds x 3 configurations)"
+        f"{len(work)} replays ({len(workloads)} trace files x {len(seeds)} seeds x "
+        f"{len(policies)} configurations)"
     )
     results = []
     began = time.perf_counter()
@@ -219,7 +226,8 @@ def _mean_curve(rows: list[dict[Any, float]]) -> dict[int, float]:
 
 def fgd_curve(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
     """Per trace file the paper has FGD's results for: at every level of CURVE_LEVELS, gpufragmentation's
-    mean and FGD's over the seeds both have, their difference, and the levels where ours is below."""
+    mean and FGD's over the seeds both have, their difference, and the levels where ours is below, over
+    the means and per seed."""
     paper = fgd.paper_rows()
     out: dict[str, Any] = {}
     for workload in sorted({r["workload"] for r in results}):
@@ -227,14 +235,21 @@ def fgd_curve(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]
         both = [s for s in seeds if s in mine and (workload, "FGD", s) in paper]
         if not both:
             continue
+        theirs = {s: paper[(workload, "FGD", s)] for s in both}
         levels: dict[int, dict[str, float]] = {}
+        below_by_seed: dict[int, list[int]] = {}
         for level in CURVE_LEVELS:
-            ours = _mean(mine[s].get(level) for s in both)
-            theirs = _mean(paper[(workload, "FGD", s)].get(level) for s in both)
-            if ours is not None and theirs is not None:
-                levels[level] = {"ours": ours, "fgd": theirs, "difference": round(ours - theirs, 2)}
+            ours_mean = _mean(mine[s].get(level) for s in both)
+            fgd_mean = _mean(theirs[s].get(level) for s in both)
+            if ours_mean is not None and fgd_mean is not None:
+                difference = round(ours_mean - fgd_mean, 2)
+                levels[level] = {"ours": ours_mean, "fgd": fgd_mean, "difference": difference}
+            for s in both:
+                ours, fgd_value = mine[s].get(level), theirs[s].get(level)
+                if ours is not None and fgd_value is not None and round(ours - fgd_value, 2) < 0:
+                    below_by_seed.setdefault(s, []).append(level)
         below = [level for level, row in levels.items() if row["difference"] < 0]
-        out[workload] = {"seeds": both, "levels": levels, "below": below}
+        out[workload] = {"seeds": both, "levels": levels, "below": below, "belowBySeed": below_by_seed}
     return out
 
 
@@ -264,6 +279,16 @@ def curve_rows(curve: dict[str, Any]) -> list[list[str]]:
             + [_levels_text(entry["below"]) if entry["below"] else "nowhere"]
         )
     return rows
+
+
+def seeds_below(curve: dict[str, Any]) -> str:
+    """Where single seeds are below FGD: "multigpu40 seed 43 at 98-100%, ..." (or "nowhere")."""
+    parts = [
+        f"{workload.removeprefix('openb_pod_list_')} seed {seed} at {_levels_text(levels)}"
+        for workload, entry in curve.items()
+        for seed, levels in sorted(entry.get("belowBySeed", {}).items(), key=lambda item: int(item[0]))
+    ]
+    return ", ".join(parts) if parts else "nowhere"
 
 
 CURVE_HEADERS = ["trace file", *(f"{x}%" for x in CURVE_SHOWN), "lowest, 80-100%", "below FGD at"]
@@ -313,6 +338,7 @@ def render(
             "below FGD somewhere in 80-100%: " + (", ".join(below) if below else "no trace file"),
             style="bold red" if below else "bold green",
         )
+        console.print("seed by seed: " + seeds_below(curve))
     if timings:
         for policy in OUR_POLICIES:
             entry = timings.get(policy, {})
@@ -363,7 +389,7 @@ def markdown(
         lines += ["| " + " | ".join(row) + " |" for row in curve_rows(curve)]
         lines += [
             "",
-            f"Below FGD somewhere between 80% and 100%: {verdict}.",
+            f"Below FGD somewhere between 80% and 100%: {verdict}. Seed by seed: {seeds_below(curve)}.",
         ]
     if timings:
         lines += [
@@ -461,6 +487,46 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], curve: dict[str
     return True
 
 
+def carry_stored(summary: dict[str, Any], stored: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`summary` with what this run did not replay as `stored` has it: a configuration of a trace file
+    (KAI's default and its option do not change with the plugin, and decisions of the default do not
+    change), or a trace file; and which configurations were carried."""
+    merged = {workload: row for workload, row in stored.get("summary", {}).items()}
+    carried: set[str] = set()
+    for workload, row in summary.items():
+        before = merged.get(workload)
+        if before is not None:
+            for policy in OUR_POLICIES:
+                if not any(v is not None for v in row["perSeed"].get(policy, {}).values()):
+                    row["means"][policy] = before["means"].get(policy)
+                    row["perSeed"][policy] = before["perSeed"].get(policy, {})
+                    carried.add(policy)
+            fgd_mean, ours_mean = row["means"].get("FGD"), row["means"].get(OURS)
+            row["oursAboveFgd"] = None if fgd_mean is None or ours_mean is None else ours_mean > fgd_mean
+        merged[workload] = row
+    return dict(sorted(merged.items())), sorted(carried)
+
+
+def _stored_entry() -> dict[str, Any] | None:
+    """results.json's `fragmentation` entry, if there is one."""
+    if not bench_io.RESULTS_JSON.exists():
+        return None
+    entry: dict[str, Any] | None = (
+        json.loads(bench_io.RESULTS_JSON.read_text(encoding="utf-8")).get("fragmentation", {}).get("after")
+    )
+    return entry
+
+
+def _same_replays(stored: dict[str, Any], summary: dict[str, Any]) -> bool:
+    """Whether `summary` comes from the replays `stored` was recorded from: every configuration's figure
+    per seed alike (a results.json from another checkout keeps its own)."""
+    fresh = json.loads(json.dumps(summary))  # (seeds as JSON keys, as stored)
+    return bool(
+        {w: row["perSeed"] for w, row in stored.get("summary", {}).items()}
+        == {w: row["perSeed"] for w, row in fresh.items()}
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -470,6 +536,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seeds", default=",".join(str(s) for s in fgd.SEEDS), help="comma-separated seeds")
     parser.add_argument("--quick", action="store_true", help="the default trace, seeds 42 and 43")
+    parser.add_argument(
+        "--configurations",
+        default=",".join(OUR_POLICIES),
+        help="comma-separated configurations to replay (default: all three); the others keep their figures "
+        "in results.json",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="replays at once (child processes)")
     parser.add_argument("--no-timing", action="store_true", help="skip the timed simulate command")
     parser.add_argument("--no-cost", action="store_true", help="skip the cost row (fragmentation_cost.py)")
@@ -478,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report-only",
         action="store_true",
-        help="no replays: the table and plot again from the last results",
+        help="no replays: the table, the plot and results.json's comparison again from the last replays",
     )
     args = parser.parse_args(argv)
     console = Console(width=200)
@@ -489,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(workloads) - set(fgd.workloads()))
     if unknown:
         raise SystemExit(f"--workloads: no trace file {unknown[0]} (known: {', '.join(fgd.workloads())})")
+    policies = tuple(args.configurations.split(","))
+    if strange := sorted(set(policies) - set(OUR_POLICIES)):
+        raise SystemExit(
+            f"--configurations: no configuration {strange[0]} (known: {', '.join(OUR_POLICIES)})"
+        )
     if args.report_only:
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
         results, timings = saved["results"], saved["timings"]
@@ -496,16 +573,22 @@ def main(argv: list[str] | None = None) -> int:
             result["columns"] = {int(x): value for x, value in result["columns"].items()}
         seeds = sorted({r["seed"] for r in results})
     else:
-        results = replay_all(workloads, seeds, args.jobs, console)
+        results = replay_all(workloads, seeds, args.jobs, console, policies)
         timings = None if args.no_timing else time_command(args.budget)
     summary = summarise(results, seeds)
+    carried: list[str] = []
+    carried_from = ""
+    if set(policies) != set(OUR_POLICIES) and not args.report_only and (stored := _stored_entry()):
+        summary, carried = carry_stored(summary, stored)
+        timings, carried_from = timings or stored.get("timings"), stored["timestamp"]
     curve = fgd_curve(results, seeds)
     render(summary, curve, timings, console)
     if not (args.quick or args.no_cost or args.report_only):
         fragmentation_cost.main(["--no-save"] if args.no_save else [])
     if args.no_save:
         return 0
-    if not args.report_only:  # (the figures as they were measured stay where the run wrote them)
+    recorded = not args.report_only
+    if not args.report_only:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps({"results": results, "timings": timings}, indent=1), encoding="utf-8")
         entry: dict[str, Any] = {
@@ -514,11 +597,20 @@ def main(argv: list[str] | None = None) -> int:
             "curve": curve,
             "timings": timings,
         }
+        if carried:
+            entry["carried"] = {"from": carried_from, "configurations": carried}
         bench_io.update("fragmentation", "after", entry)
-    plotted = plot(results, summary, curve, PLOT)
+    elif (stored := _stored_entry()) and _same_replays(stored, summary):
+        # The replays are the measurement (their stamp and timings stay); the comparison with the paper's
+        # rows is worked out again from them.
+        bench_io.update("fragmentation", "after", {**stored, "summary": summary, "curve": curve})
+        recorded = True
+    # (the plot draws every configuration's replays of the default trace: kept as it was without them)
+    plotted = plot(results, summary, curve, PLOT) if not carried else PLOT.exists()
     DOC.write_text(markdown(summary, curve, timings, seeds, plotted), encoding="utf-8")
-    written = [] if args.report_only else [RESULTS.relative_to(bench_io.REPO), "benchmarks/results.json"]
-    written.append(DOC.relative_to(bench_io.REPO))
+    written = [] if args.report_only else [RESULTS]
+    written += [bench_io.RESULTS_JSON] if recorded else []
+    written = [path.relative_to(bench_io.REPO) for path in [*written, DOC]]
     console.print("written: " + ", ".join(str(path) for path in written))
     return 0
 
