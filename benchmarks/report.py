@@ -468,7 +468,14 @@ def _issue_fgd(results: dict[str, Any]) -> Verdict:
         f"**{len(curve) - len(below)} of {len(curve)} files** at or above FGD at every level "
         f"(least difference {worst:+.2f} points)"
     )
-    return text + (f"; below on {', '.join(below)}" if below else ""), not below
+    seeds = sorted(
+        f"{name.removeprefix('openb_pod_list_')} seed {seed}"
+        for name, file in curve.items()
+        for seed in file.get("belowBySeed") or {}
+    )
+    text += f"; below on {', '.join(below)}" if below else ""
+    # (the goal is the mean of the seeds; a single seed below is shown, not judged)
+    return text + (f"; single seeds below somewhere: {', '.join(seeds)}" if seeds else ""), not below
 
 
 # The issue's rows as it states them: measure, the figure it was filed with, goal, this checkout's figure,

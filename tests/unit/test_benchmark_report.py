@@ -54,6 +54,9 @@ def test_the_fgd_row_reads_the_curve_and_names_the_files_below() -> None:
     assert cells[4] == "**no**"
     curve["b"] = file(0.2, 0.1)
     assert _row({"fragmentation": {"after": {"curve": curve}}}, 8)[4] == "yes"
+    curve["b"]["belowBySeed"] = {"43": [98, 99, 100]}
+    cells = _row({"fragmentation": {"after": {"curve": curve}}}, 8)
+    assert cells[2].endswith("single seeds below somewhere: b seed 43") and cells[4] == "yes"
 
 
 def test_cpu_per_pod_is_flat_only_within_a_tenth_from_500_to_20000_nodes() -> None:
