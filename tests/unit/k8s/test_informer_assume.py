@@ -32,9 +32,11 @@ def test_an_assumed_object_is_cached_at_once_and_the_watch_takes_over() -> None:
     made, calls = informer(seen=5)
     made.assume(request(7))
     assert made.get("p", "default") == request(7) and calls == ["add 7"]
-    made.apply_event(WatchEvent("ADDED", request(7)))
-    made.apply_event(WatchEvent("DELETED", request(8)))
-    assert made.cache == {} and calls == ["add 7", "update 7", "delete 8"]
+    made.apply_event(WatchEvent("ADDED", request(7)))  # the write's echo: nothing new for the handlers
+    assert made.resource_version == "7" and calls == ["add 7"]
+    made.apply_event(WatchEvent("MODIFIED", request(8)))
+    made.apply_event(WatchEvent("DELETED", request(9)))
+    assert made.cache == {} and calls == ["add 7", "update 8", "delete 9"]
 
 
 def test_older_events_of_its_name_do_not_undo_it() -> None:

@@ -15,7 +15,8 @@ order; they must be quick and must not block (enqueue work elsewhere).
 
 `assume` puts an object this process has just written into the cache before the watch brings it, as KAI's
 scheduler adds each BindRequest it creates to its informer's store: the cache is then the one memory of the
-write, and the watch's later events (the object's deletion among them) keep it current.
+write, and the watch's later events (the object's deletion among them) keep it current. The watch's event
+of the version already cached (the write's echo) changes nothing and is not handed to the handlers.
 """
 
 from __future__ import annotations
@@ -221,6 +222,15 @@ class Informer:
         del self._assumed[key]
         return False
 
+    def _holds(self, obj: JsonObject, version: str) -> bool:
+        """Whether the cache holds `obj` at `version` already: the watch's echo of an object this process
+        wrote and assumed. A resourceVersion names one state of an object, so the echo changes nothing, and
+        handlers are not told again (each would look at the object anew: a BindRequest's pod, once a pod)."""
+        if not version:
+            return False
+        cached = self.cache.get(object_key(obj))
+        return cached is not None and resource_version(cached) == version
+
     def _replace(self, items: Sequence[JsonObject], version: str) -> None:
         """Reconcile the cache with a complete list: deletions for what vanished, then adds and updates."""
         fresh = {object_key(obj): obj for obj in items}
@@ -253,7 +263,8 @@ class Informer:
             self._remove(object_key(obj), obj)
         else:
             self.stats.events += 1
-            self._store(obj)
+            if not self._holds(obj, version):
+                self._store(obj)
         if version:
             self.resource_version = version
 

@@ -7,8 +7,9 @@ annotation that does not parse is logged, as a user wrote it), so one bad object
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.timestamps import parse_rfc3339
@@ -24,11 +25,31 @@ log = logging.getLogger(__name__)
 def creation_key(obj: JsonObject, key: str) -> tuple[float, str]:
     """Its place in creation order: `creationTimestamp` (none or unreadable: first), then namespace/name."""
     stamp = metadata_of(obj).get("creationTimestamp")
+    return (_creation_seconds(str(stamp)) if stamp else 0.0, key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _creation_seconds(stamp: str) -> float:
+    """A creation timestamp in seconds (unreadable: 0): read several times a pass over an object, and the
+    objects created in one second share one text."""
     try:
-        seconds = parse_rfc3339(str(stamp)).timestamp() if stamp else 0.0
+        return parse_rfc3339(stamp).timestamp()
     except ValueError:
-        seconds = 0.0
-    return (seconds, key)
+        return 0.0
+
+
+def in_creation_order(keys: Iterable[str], cache: Mapping[str, JsonObject]) -> list[str]:
+    """`keys` in the creation order of their objects in `cache` (a key without one first), for the ranks
+    (`CreationRanks`) to be handed out in their own order: a batch of new objects handed in any other order
+    (a set's) puts most of them between two others, and making room there moves other objects' ranks, which
+    are then handed to the cache again (at 10,000 pods created over HTTP by 16 clients, some 27,000 moved
+    ranks, each a pod looked at again and its job made again for nothing)."""
+
+    def order(key: str) -> tuple[float, str]:
+        obj = cache.get(key)
+        return creation_key(obj, key) if obj is not None else (0.0, key)
+
+    return sorted(keys, key=order)
 
 
 def incarnation_ended(previous: JsonObject, current: JsonObject | None, key: str) -> bool:
@@ -68,4 +89,11 @@ def pod_group_times(clock: SessionClock, annotations: Mapping[str, str], job: st
     )
 
 
-__all__ = ["annotation_time", "creation_key", "incarnation_ended", "pod_group_times", "stamp_at"]
+__all__ = [
+    "annotation_time",
+    "creation_key",
+    "in_creation_order",
+    "incarnation_ended",
+    "pod_group_times",
+    "stamp_at",
+]

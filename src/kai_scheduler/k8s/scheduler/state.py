@@ -57,6 +57,7 @@ from kai_scheduler.k8s.scheduler.numa_state import NodeTopologyFeed, with_predic
 from kai_scheduler.k8s.scheduler.object_times import (
     annotation_time,
     creation_key,
+    in_creation_order,
     incarnation_ended,
     pod_group_times,
     stamp_at,
@@ -242,7 +243,7 @@ class StateBuilder:
     def _update_groups(self) -> None:
         cache = self.informers.pod_groups.cache
         dirty, self._dirty_groups = self._dirty_groups, set()
-        for key in dirty:
+        for key in in_creation_order(dirty, cache):
             obj = cache.get(key)
             group = self._groups.get(key, obj) if obj is not None else None
             self._note_group(key, group)
@@ -312,7 +313,7 @@ class StateBuilder:
         requests = informers.bind_requests
         unlabelled_nodes: set[str] = set()
         dirty, self._dirty_pods = self._dirty_pods, set()
-        for key in dirty:
+        for key in in_creation_order(dirty, informers.pods.cache):
             obj = informers.pods.cache.get(key)
             previous = self._pod_objects.pop(key, None)
             if previous is not None and incarnation_ended(previous, obj, key):
