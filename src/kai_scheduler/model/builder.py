@@ -623,7 +623,10 @@ _DEFAULT_POD_SET = "default"
 
 def waiting_reason(job: JobInfo, gated: int) -> str | None:
     """Why a job with fewer live pods than its minMember waits (None if it has enough)."""
-    alive = len(job.tasks) - job.count(_TERMINAL)
+    alive = len(job.tasks)
+    for task in job.tasks:  # a loop, not a generator: most jobs are one pod's
+        if task.status in _TERMINAL:
+            alive -= 1
     if alive >= job.min_member:
         return None
     if gated:

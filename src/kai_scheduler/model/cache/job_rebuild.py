@@ -91,7 +91,7 @@ class JobRebuild:
         self.nominated_tasks.clear()
         self.running_counts.clear()
         self.base_reasons.clear()
-        self._jobs_out_of_place = self._tasks_out_of_place = float("-inf")
+        self._jobs_out_of_place = self._tasks_out_of_place = None  # nothing is out of place in nothing
         self.log.note_everything()
 
     def sort(self) -> None:
@@ -126,10 +126,15 @@ class JobRebuild:
             return
         self._jobs_out_of_place = placed(self.jobs, old, job, self._jobs_out_of_place)
         self.jobs[key] = job
-        for task in job.tasks:
+        running = 0
+        for task in job.tasks:  # loops, not generators: most jobs are one pod's
             self._add_task(task)
-        self.running_counts.pop(key, None)
-        self._count_running(key, sum(1 for task in job.tasks if task.status is TaskStatus.RUNNING))
+            if task.status is TaskStatus.RUNNING:
+                running += 1
+        if running:
+            self.running_counts[key] = running
+        else:
+            self.running_counts.pop(key, None)
         if job.has_topology():
             self.base_reasons[key] = job.invalid_reason
         else:
