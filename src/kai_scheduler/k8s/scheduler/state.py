@@ -72,12 +72,8 @@ from kai_scheduler.k8s.scheduler.parsing import (
 )
 from kai_scheduler.k8s.scheduler.pod_facts import is_reservation_pod, pod_facts
 from kai_scheduler.k8s.scheduler.storage_state import StorageFeed
-from kai_scheduler.k8s.scheduler.waiting import (
-    Waiting,
-    invalid_pod,
-    problem_text,
-    waits_for_scheduler,
-)
+from kai_scheduler.k8s.scheduler.ungrouped import UngroupedPods
+from kai_scheduler.k8s.scheduler.waiting import Waiting, invalid_pod, problem_text, waits_for_scheduler
 from kai_scheduler.model.builder import job_key_of
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.partition import Partition
@@ -119,6 +115,7 @@ class StateBuilder:
         # With a pod grouper running, a pending pod waits until it names its PodGroup (as in KAI): placed
         # on its own before that, a gang member would start alone.
         self.require_pod_groups = require_pod_groups
+        self._ungrouped = UngroupedPods(scheduler_name, grouper_runs=require_pod_groups)
         # The cache knows our pods by the name `kai-scheduler`: ours are presented under that name, and
         # others (even ones that say kai-scheduler: another shard's) under another one.
         self._our_pods = Parsed("pod", renamed(checked(Pod), c.SCHEDULER_NAME, always=True), same_pod_model)
@@ -218,6 +215,7 @@ class StateBuilder:
             k for k in evicting.keys() | previous.keys() if evicting.get(k) != previous.get(k)
         )
         self._evicting = evicting
+        self._dirty_pods |= self._ungrouped.take()
         gone = self._cluster.update(self.cache, self._noticed)
         if gone:  # the pods naming a priority class that is gone are read again, to say so (`notices_of`)
             self._dirty_pods |= {
@@ -322,8 +320,12 @@ class StateBuilder:
                 self._our_pods.forget(key)
                 self._other_pods.forget(key)
                 self._skipped.pop(key, None)
-            self._rejected.pop(key, None)
+                self._ungrouped.forget(key)
             found = requests.by_index(POD_INDEX, key) if obj else []
+            read = previous is not None or key in self._our_pods.entries or key in self._other_pods.entries
+            if obj is not None and self._ungrouped.put_off(key, obj, read, found):
+                continue  # read at the next build, when the pod grouper has likely grouped it
+            self._rejected.pop(key, None)
             state = self._pod_state(key, obj, found) if obj else None
             self._forget_loop_view(key)
             if state is None:
