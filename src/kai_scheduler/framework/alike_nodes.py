@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from kai_scheduler.framework.ranked_nodes import RanksBy
+from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
 
@@ -59,18 +59,22 @@ def add_scorer(
     *,
     constant_for: Callable[[TaskInfo], bool] | None = None,
     ranks_by: RanksBy | None = None,
+    sparse_on: SparseOn | None = None,
 ) -> None:
     """Register a node scorer that, for the pods `alike_for` says yes to (`always`: every pod), scores two
     empty nodes equal in `NodeTable.CAPACITY_COLUMNS` alike and compares candidates only by the set of
     their values. `constant_for` and `ranks_by` say more, for `ranked_nodes`: for the pods `constant_for`
     says yes to, the scorer gives every candidate one score whatever the candidates; for those `ranks_by`
-    gives a ranking, it ranks them as `ranked_nodes.Ranking` says."""
+    gives a ranking, it ranks them as `ranked_nodes.Ranking` says; for those `sparse_on` gives a value,
+    it scores 0 wherever that value is not above 0, and elsewhere 0 or more reading that node alone."""
     position = len(points.node_scorers)
     points.scorers_alike[position] = alike_for
     if constant_for is not None:
         points.scorers_constant[position] = constant_for
     if ranks_by is not None:
         points.scorers_ranking[position] = ranks_by
+    if sparse_on is not None:
+        points.scorers_sparse[position] = sparse_on
     points.node_scorers.append(scorer)
 
 

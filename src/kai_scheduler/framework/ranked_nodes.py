@@ -9,9 +9,13 @@ node for each of its masks.
 
 When: every scorer of the session says, for the pod, either that it gives every candidate one score
 whatever the candidates (`constant_for` at `alike_nodes.add_scorer`), or that it ranks them by a value
-(`ranks_by`, a `Ranking`), and exactly one ranks. A ranking scorer promises that its score at a node
-never increases with the node's value, is the same at nodes of one value, and reads the candidates only
-through their lowest and highest value; and that a node valued below the pod's floor cannot hold it.
+(`ranks_by`, a `Ranking`), or that it scores only a few nodes (`sparse_on`), and exactly one ranks. A
+ranking scorer promises that its score at a node never increases with the node's value, is the same at
+nodes of one value, and reads the candidates only through their lowest and highest value; and that a
+node valued below the pod's floor cannot hold it. A sparse scorer names a per-node value (a `Ranking`'s)
+and a floor, and promises a score of 0 at every node not valued above 0 or valued below the floor, and
+elsewhere a score of 0 or more that reads that node alone (gpusharingorder: a shared GPU with room for a
+shared-GPU pod).
 
 Why the choice stays the same: summed in scorer order, a node's sum never increases with its value
 (the same float additions of the same numbers, and rounding is monotone), and nodes of one value tie. The
@@ -20,11 +24,15 @@ gets among all of them. R holds, value by value from the lowest up, the first ca
 (the lowest index), until one scores strictly below R's best: every candidate left out is valued at
 least that high and scores below the best, and each one valued as one in R ties with its first, which
 has the lower index. R's best with ties to the lower index is then the best of all candidates.
+With sparse scorers, R holds besides every candidate they may score (S): a candidate left out is not in
+S, so it gets 0 where the one it is compared with above gets 0 or more, and its sum is still no higher
+(the sums' terms are each no higher, and rounding is monotone); S's own scores read S alone, and the
+ranking scorer's still see the lowest and highest value.
 
 Where it gives up (the caller then finds and scores the candidates as before, the same choice): a scorer
 that says neither, none or several ranking, a session confined to some nodes (topology), a pod whose
 static predicates pass fewer than half the nodes (a selector: the index would be walked past many nodes),
-or more than `BUDGET` nodes looked at for one pod.
+or more than `BUDGET` nodes looked at for one pod (S's included).
 """
 
 from __future__ import annotations
@@ -66,6 +74,9 @@ class Ranking:
 
 # For a pod: the ranking and the pod's floor, or None when the scorer does not rank for it.
 RanksBy = Callable[[TaskInfo], tuple[Ranking, float] | None]
+# For a pod: the value above 0 and at or above the floor at only whose nodes the scorer may score other
+# than 0, and that floor; None when it does not say (`sparse_on`).
+SparseOn = Callable[[TaskInfo], tuple[Ranking, float] | None]
 
 
 class Undecided(enum.Enum):
@@ -90,18 +101,32 @@ def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecid
     ranked = _ranking(session, task)
     if ranked is None or not _wide(session, task):
         return UNDECIDED
-    ranking, floor = ranked
+    ranking, floor, sparse = ranked
     passes = session.candidate_test(task)
     if passes is None:
         return None
+    looks = _Looks(passes)
     try:
-        return _best(_index(session, ranking), passes, floor, scores)
+        scored = [
+            node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)
+        ]
+        return _best(_index(session, ranking), looks, floor, scores, scored)
     except _GiveUp:
         return UNDECIDED
 
 
-def _best(index: _ValueIndex, passes: Callable[[int], bool], floor: float, scores: Scores) -> int | None:
-    looks = _Looks(passes)
+def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[int]:
+    """The candidates valued above 0 and at or above `floor` by `index` (those a sparse scorer may
+    score)."""
+    values = index.values
+    found: list[int] = []
+    for at in range(max(bisect.bisect_right(values, 0.0), bisect.bisect_left(values, floor)), len(values)):
+        found += looks.every(index.members[values[at]])
+    return found
+
+
+def _best(index: _ValueIndex, looks: _Looks, floor: float, scores: Scores, scored: list[int]) -> int | None:
+    """The best candidate: see the module's docstring (`scored`: S, the candidates sparse scorers score)."""
     values = index.values
     start = bisect.bisect_left(values, floor)
     top_at, top = -1, -1
@@ -123,7 +148,7 @@ def _best(index: _ValueIndex, passes: Callable[[int], bool], floor: float, score
             included.append(found)
             if len(included) < 2:
                 continue  # the lowest value's first candidate is the best so far: take the next value too
-        rows = sorted({*included, top})
+        rows = sorted({*included, top, *scored})
         summed = scores(np.array(rows, dtype=np.int64))
         if isinstance(summed, float):
             best, best_score, last_score = rows[0], summed, summed
@@ -154,27 +179,47 @@ class _Looks:
                 return -negated
         return -1
 
+    def every(self, members: list[int]) -> list[int]:
+        """The candidates of `members` (negated indices)."""
+        found = []
+        for negated in members:
+            self._left -= 1
+            if self._left < 0:
+                raise _GiveUp
+            if self._passes(-negated):
+                found.append(-negated)
+        return found
 
-def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float] | None:
-    """The one ranking of the session's scorers for `task`, when every other scorer gives one score."""
+
+def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float, list[tuple[Ranking, float]]] | None:
+    """The one ranking of the session's scorers for `task` and the pod's floor, when every other scorer
+    gives one score or scores sparsely (those values, in scorer order)."""
     said = session.scratch.get(_SAID)
     if said is None:
         # The session's scorers are all registered before its first pod is placed: read them once.
         points = session.points
         said = session.scratch[_SAID] = [
-            (points.scorers_ranking.get(position), points.scorers_constant.get(position))
+            (
+                points.scorers_ranking.get(position),
+                points.scorers_constant.get(position),
+                points.scorers_sparse.get(position),
+            )
             for position in range(len(points.node_scorers))
         ]
     found = None
-    for ranks, constant in said:
+    sparse: list[tuple[Ranking, float]] = []
+    for ranks, constant, sparse_on in said:
         ranked = None if ranks is None else ranks(task)
         if ranked is not None:
             if found is not None:
                 return None
             found = ranked
         elif constant is None or not constant(task):
-            return None
-    return found
+            on = None if sparse_on is None else sparse_on(task)
+            if on is None:
+                return None
+            sparse.append(on)
+    return None if found is None else (*found, sparse)
 
 
 def _wide(session: Session, task: TaskInfo) -> bool:

@@ -23,7 +23,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
-from kai_scheduler.framework.ranked_nodes import RanksBy
+from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
@@ -115,10 +115,12 @@ class ExtensionPoints:
     # The scorers of `node_scorers` (by position) that score empty nodes of one capacity alike, with the
     # pods they do it for (`alike_nodes.add_scorer`); one not listed may tell any nodes apart.
     scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
-    # The scorers (by position) that give every candidate one score for the pods they say yes to, and those
-    # that rank the candidates by a value for some pods (`ranked_nodes`).
+    # The scorers (by position) that give every candidate one score for the pods they say yes to, those
+    # that rank the candidates by a value for some pods, and those that score only a few nodes for some
+    # pods (`ranked_nodes`).
     scorers_constant: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     scorers_ranking: dict[int, RanksBy] = field(default_factory=dict)
+    scorers_sparse: dict[int, SparseOn] = field(default_factory=dict)
     # Whether a queue can take a job's request: limits and the non-preemptible quota (every placement),
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)

@@ -51,6 +51,7 @@ class _ScoringPlugin:
             self.alike_for(),
             constant_for=self.constant_for(nodes),
             ranks_by=self.ranks_by(nodes),
+            sparse_on=self.sparse_on(nodes),
         )
 
     def alike_for(self) -> Callable[[TaskInfo], bool]:
@@ -65,6 +66,11 @@ class _ScoringPlugin:
 
     def ranks_by(self, nodes: NodeTable) -> ranked_nodes.RanksBy | None:
         """How this scorer ranks the candidates of a pod by a value (`ranked_nodes`); None: never."""
+        return None
+
+    def sparse_on(self, nodes: NodeTable) -> ranked_nodes.SparseOn | None:
+        """The per-node value and floor outside of which this scorer scores a pod 0 (`ranked_nodes`); None:
+        it does not say."""
         return None
 
     def on_session_close(self, session: Session) -> None:
@@ -115,6 +121,22 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
 
     def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
         return lambda task: not task.request.is_shared_gpu
+
+    def sparse_on(self, nodes: NodeTable) -> ranked_nodes.SparseOn | None:
+        """A shared-GPU pod scores only at nodes with a shared GPU that has room now for its portion
+        (`score`), each by its own GPUs: a fraction's portion is the same on every node, a gpu-memory
+        request's is not (any room then)."""
+        room = ranked_nodes.Ranking(
+            "shared-free-now", lambda: nodes.shared_free_now, lambda node: nodes.shared_free_now.item(node)
+        )
+
+        def sparse(task: TaskInfo) -> tuple[ranked_nodes.Ranking, float] | None:
+            shared = task.request.shared_gpu
+            if shared is None:
+                return None
+            return room, (shared.fraction - EPSILON if shared.fraction > 0 else 0.0)
+
+        return sparse
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not task.request.is_shared_gpu:
@@ -175,7 +197,9 @@ class NodePlacementPlugin(_ScoringPlugin):
         """Binpack ranks by what is not allocated (`_score`): the less, the higher the score, scaled
         between the candidates' lowest and highest. That value is what `fit` compares a CPU-only pod's CPU
         with (free soon), and at least the whole GPUs it compares a GPU pod's with, so a node valued below
-        the pod's ask less `EPSILON` cannot hold the pod."""
+        the pod's ask less `EPSILON` cannot hold the pod. While nothing is being released, it is also at
+        least a node's free whole GPUs and the room of its roomiest shared GPU, one of which must hold a
+        fraction's portion (`fit`)."""
         rankings = {
             gpus: ranked_nodes.Ranking(
                 ("not-allocated", gpus),
@@ -192,7 +216,11 @@ class NodePlacementPlugin(_ScoringPlugin):
                 return None
             if self.cpu_avoids_idle_gpus and not gpus:
                 return None  # ranked by idle GPUs first
-            return rankings[gpus], (request.whole_gpus if gpus else request.cpu) - EPSILON
+            least = request.whole_gpus if gpus else request.cpu
+            shared = request.shared_gpu
+            if shared is not None and shared.fraction > 0 and not nodes.anything_releasing():
+                least = shared.fraction
+            return rankings[gpus], least - EPSILON
 
         return ranks
 

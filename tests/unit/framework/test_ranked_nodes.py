@@ -1,6 +1,7 @@
 """A pod's node found through the index of nodes by what binpack ranks them by (`framework.ranked_nodes`):
-the node chosen is the one scoring every candidate chooses, ties to the first name included, and the
-shortcut stands aside when a scorer tells the candidates apart otherwise."""
+the node chosen is the one scoring every candidate chooses, ties to the first name included, a shared-GPU
+pod's shared GPUs with room included, and the shortcut stands aside when a scorer tells the candidates
+apart otherwise."""
 
 from __future__ import annotations
 
@@ -92,7 +93,6 @@ def test_a_gpu_pod_goes_to_the_fullest_node_whose_gpus_hold_it() -> None:
     ("asking", "goes_to"),
     [
         pytest.param({"affinity": PREFER_B}, "b", id="preferred node affinity"),
-        pytest.param({"fraction": 0.5}, "a", id="a shared GPU"),  # every GPU free alike: the first name
         pytest.param({"node_selector": {"x": "b"}}, "b", id="a selector that most nodes fail"),
     ],
 )
@@ -103,11 +103,43 @@ def test_the_shortcut_stands_aside_when_more_than_binpack_decides(
     assert both_ways([*objects, pod("p", cpu="1", **asking)]) == (goes_to, False)
 
 
+def shared_gpus(*holders: tuple[str, float]) -> list[ApiObject]:
+    """Nodes a, b, c, d of 8 GPUs; a runs 6 whole GPUs (binpack's fullest), b 5, each (node, fraction) of
+    `holders` a pod holding that part of a shared GPU there."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-a", gpus=6, node_name="a"), pod("busy-b", gpus=5, node_name="b")]
+    objects += [
+        pod(f"part-{i}", fraction=part, node_name=at, labels={"runai-gpu-group": f"g{i}"})
+        for i, (at, part) in enumerate(holders)
+    ]
+    return objects
+
+
+def test_a_shared_gpu_pod_goes_to_a_shared_gpu_with_room_before_the_fullest_node() -> None:
+    """gpusharingorder outranks binpack: without the shared GPUs among the nodes scored, binpack's
+    choice (a, the fullest; b scores below it, so the emptier nodes are not looked at) would be taken."""
+    assert both_ways([*shared_gpus(("c", 0.5)), pod("p", fraction=0.5)]) == ("c", True)
+    assert both_ways([*shared_gpus(("c", 0.5)), pod("p", fraction=0.25)]) == ("c", True)
+    # c's shared GPU is fuller than d's: binpack decides between them (c: less not allocated).
+    assert both_ways([*shared_gpus(("d", 0.25), ("c", 0.5)), pod("p", fraction=0.25)]) == ("c", True)
+    # The same room and GPUs on c and d: the first name.
+    assert both_ways([*shared_gpus(("d", 0.5), ("c", 0.5)), pod("p", fraction=0.5)]) == ("c", True)
+    # A shared GPU with room on b, fuller than c.
+    assert both_ways([*shared_gpus(("c", 0.5), ("b", 0.5)), pod("p", fraction=0.5)]) == ("b", True)
+
+
+def test_a_shared_gpu_without_room_for_the_pod_counts_for_nothing() -> None:
+    # c's shared GPU has a quarter left, the pod asks for half: binpack's fullest node that holds it.
+    assert both_ways([*shared_gpus(("c", 0.75)), pod("p", fraction=0.5)]) == ("a", True)
+    assert both_ways([*shared_gpus(), pod("p", fraction=0.5)]) == ("a", True)
+
+
 def test_the_index_follows_the_nodes_a_session_fills() -> None:
     """Pods placed one after another in one session: each goes where scoring every candidate sends it."""
     objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in "abcdef")]
-    asks = [(gpus, cpu) for gpus in (1, 2, 4, 3) for cpu in ("1", "7")]
-    objects += [pod(f"p{i:02d}", gpus=gpus, cpu=cpu) for i, (gpus, cpu) in enumerate(asks)]
+    asks: list[dict[str, Any]] = [{"gpus": gpus, "cpu": cpu} for gpus in (1, 2, 4, 3) for cpu in ("1", "7")]
+    asks += [{"fraction": part, "cpu": "1"} for part in (0.5, 0.25, 0.5, 0.75, 0.25)]
+    objects += [pod(f"p{i:02d}", **ask) for i, ask in enumerate(asks)]
 
     def fill(session: Session, enabled: bool) -> list[int]:
         ranked_nodes.ENABLED = enabled
