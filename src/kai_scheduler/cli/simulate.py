@@ -19,6 +19,7 @@ from typing import Any
 from kai_scheduler.api.objects import Queue
 from kai_scheduler.cli import what_if
 from kai_scheduler.cli.flags import UsageError, scheduler_config, warn, write_out_chunks
+from kai_scheduler.cli.process_end import leave_behind
 from kai_scheduler.cli.sim_options import DEFAULT_START, input_paths, simulation_options
 from kai_scheduler.framework.config import EVICTED_UNOWNED_PODS, ConfigError
 from kai_scheduler.framework.decisions import SessionResult
@@ -170,6 +171,7 @@ def command(args: argparse.Namespace) -> int:
             )
             if explained is not None and args.output == "text":
                 _append(args.out, "\n" + explained.text())
+    leave_behind(loaded, objects, simulation, result, document)
     return 0
 
 
