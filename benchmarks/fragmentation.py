@@ -238,6 +238,7 @@ def fgd_curve(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]
         theirs = {s: paper[(workload, "FGD", s)] for s in both}
         levels: dict[int, dict[str, float]] = {}
         below_by_seed: dict[int, list[int]] = {}
+        lowest_by_seed: dict[int, float] = {}
         for level in CURVE_LEVELS:
             ours_mean = _mean(mine[s].get(level) for s in both)
             fgd_mean = _mean(theirs[s].get(level) for s in both)
@@ -246,10 +247,17 @@ def fgd_curve(results: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]
                 levels[level] = {"ours": ours_mean, "fgd": fgd_mean, "difference": difference}
             for s in both:
                 ours, fgd_value = mine[s].get(level), theirs[s].get(level)
-                if ours is not None and fgd_value is not None and round(ours - fgd_value, 2) < 0:
+                if ours is not None and fgd_value is not None and (gap := round(ours - fgd_value, 2)) < 0:
                     below_by_seed.setdefault(s, []).append(level)
+                    lowest_by_seed[s] = min(gap, lowest_by_seed.get(s, 0.0))
         below = [level for level, row in levels.items() if row["difference"] < 0]
-        out[workload] = {"seeds": both, "levels": levels, "below": below, "belowBySeed": below_by_seed}
+        out[workload] = {
+            "seeds": both,
+            "levels": levels,
+            "below": below,
+            "belowBySeed": below_by_seed,
+            "lowestBySeed": lowest_by_seed,
+        }
     return out
 
 
@@ -282,9 +290,10 @@ def curve_rows(curve: dict[str, Any]) -> list[list[str]]:
 
 
 def seeds_below(curve: dict[str, Any]) -> str:
-    """Where single seeds are below FGD: "multigpu40 seed 43 at 98-100%, ..." (or "nowhere")."""
+    """Where single seeds are below FGD: "multigpu40 seed 43 at 98-100% (-0.15), ..." (or "nowhere")."""
     parts = [
         f"{workload.removeprefix('openb_pod_list_')} seed {seed} at {_levels_text(levels)}"
+        + (f" ({lowest:+.2f})" if (lowest := entry.get("lowestBySeed", {}).get(seed)) is not None else "")
         for workload, entry in curve.items()
         for seed, levels in sorted(entry.get("belowBySeed", {}).items(), key=lambda item: int(item[0]))
     ]

@@ -34,7 +34,7 @@ def test_the_curve_names_the_levels_below_fgd_over_the_means_and_per_seed(
     assert entry["levels"][87]["difference"] == -0.04
     assert entry["below"] == [87]
     assert entry["belowBySeed"] == {1: [87]}
-    assert fragmentation.seeds_below({"w": entry}) == "w seed 1 at 87%"
+    assert fragmentation.seeds_below({"w": entry}) == "w seed 1 at 87% (-0.10)"
 
 
 def _every_pod_placed(run: fgd_replay.Arrivals) -> list[tuple[int, int]]:
