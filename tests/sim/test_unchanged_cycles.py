@@ -25,6 +25,8 @@ from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatc
 from kai_scheduler.framework.config import PluginOption, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 from kai_scheduler.sim.loader import load_manifests
@@ -154,8 +156,10 @@ def view(result: SessionResult) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_reused_cycles_decide_as_full_evaluations(seed: int) -> None:
+def test_reused_cycles_decide_as_full_evaluations(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    carried = _carried_failures(monkeypatch)
     reused, reused_count = replay(seed, reuse=True)
+    assert carried, "no attempt that found no node was carried"
     full, full_count = replay(seed, reuse=False)
     for ours, theirs in zip(reused, full, strict=True):
         assert ours == theirs, f"cycle {ours[0]} differs"
@@ -270,3 +274,66 @@ def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPa
     memos.admissions.clear()
     _, result = sim._cycle(60.0, 7)
     assert "default/pg-waiting" in result.unschedulable
+
+
+def _carried_failures(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The jobs whose allocate attempt is carried as finding no node, as each is (`placement_failures`)."""
+    carried: list[str] = []
+    original = SessionFailures.fails_again
+
+    def fails_again(self: SessionFailures, job: JobInfo, task: TaskInfo) -> bool:
+        again = original(self, job, task)
+        if again:
+            carried.append(job.key)
+        return again
+
+    monkeypatch.setattr(SessionFailures, "fails_again", fails_again)
+    return carried
+
+
+def _full_node_and_waiting_gang() -> tuple[Simulation, list[Node]]:
+    """Node n0 full until its pod ends at 30 s, n1 cordoned, and a gang of two 1-GPU pods that waits."""
+    nodes = [node("n0", gpus=2), node("n1", gpus=2, unschedulable=True)]
+    objects: list[ApiObject] = [
+        *nodes,
+        queue("q", gpu=4),
+        pod("running", gpus=2, node_name="n0", priority_class="inference", duration="30s"),
+        pod_group("gang", "q", min_member=2, priority_class="inference"),
+        *(pod(f"gang-{i}", None, gpus=1, group="gang") for i in range(2)),
+    ]
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=5))
+    return sim, nodes
+
+
+def test_an_attempt_that_found_no_node_is_carried_until_a_node_may_take_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Allocate does not try again a job whose first pod found no node while no node that may differ
+    since is a candidate (a node relabelled is not), writing the same reason; a node freed or uncordoned
+    is asked about, and the job placed there; the debug variable checks each carried failure too."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    carried = _carried_failures(monkeypatch)
+    sim, (n0, n1) = _full_node_and_waiting_gang()
+    _, first = sim._cycle(0.0, 1)
+    assert not first.decisions and not carried
+    sim.cluster.cache.set_nodes(
+        [n0.model_copy(update={"metadata": n0.metadata.model_copy(update={"labels": {"a": "b"}})}), n1]
+    )
+    _, relabelled = sim._cycle(10.0, 2)
+    assert carried == ["default/gang"]
+    assert relabelled.unschedulable == first.unschedulable
+    sim.cluster.cache.set_nodes([n0, node("n1", gpus=2)])  # uncordoned: the gang fits there
+    _, uncordoned = sim._cycle(20.0, 3)
+    assert carried == ["default/gang"]
+    assert {d.node for d in uncordoned.decisions} == {"n1"}
+
+
+def test_verify_mode_checks_a_carried_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure carried though a node was freed (here: the rows that may differ are said to be none)
+    places the job when attempted again: the debug variable raises CarriedMismatch."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    sim, _ = _full_node_and_waiting_gang()
+    sim._cycle(0.0, 1)
+    monkeypatch.setattr(SessionFailures, "_differing_rows", lambda self: [])
+    with pytest.raises(CarriedMismatch, match=r"default/gang: its attempt, carried .* placed it"):
+        sim._cycle(30.0, 2)  # the running pod has ended: n0 is free

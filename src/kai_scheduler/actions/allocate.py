@@ -4,6 +4,9 @@ Jobs come out of the queue tree in fair-share order. Each attempt takes a gang's
 more pod of a satisfied elastic job), checks the queue's limits and non-preemptible quota, and places the
 pods one by one on a statement; if any pod does not fit, the whole attempt is rolled back. A gang with
 any pod on releasing capacity is pipelined as a whole: it binds together in a later cycle or not at all.
+An attempt whose first pod found no node in the last cycle, where no node that may differ since is a
+candidate now, is not made again: its reason is written as the attempt writes it
+(`framework/placement_failures.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
@@ -47,6 +51,8 @@ class Allocate:
         holds = session.points.holds
         if holds is not None:
             holds.start_action()
+        carried = session.placement_failures
+        failures = carried.start(session) if carried is not None else None
         while (job := queue.pop()) is not None:
             counts.acted_on += 1
             tasks = tasks_to_allocate(session, job)
@@ -72,7 +78,7 @@ class Allocate:
                 shape = (shape, held)
             if shape is not None and shape in no_room:
                 _failed_like(session, job, no_room[shape], alike)
-            elif place_job_tasks(session, job, tasks, self.name):
+            elif _attempt(session, job, tasks, self.name, failures):
                 if holds is not None:
                     holds.job_placed(job, tasks)
                 if job.has_pending():
@@ -86,6 +92,38 @@ class Allocate:
                 holds.job_unplaced(job, tasks, planner_for(session))
         if holds is not None:
             holds.end_action()
+        if failures is not None:
+            failures.end()
+
+
+def _attempt(
+    session: Session, job: JobInfo, tasks: list[TaskInfo], action: str, failures: SessionFailures | None
+) -> bool:
+    """`place_job_tasks`, unless the attempt is known to find no node (`placement_failures`): then what
+    the attempt would write is written without making it."""
+    task = SessionFailures.first_pod(session, job, tasks) if failures is not None else None
+    if task is None or failures is None:
+        return place_job_tasks(session, job, tasks, action)
+    if failures.fails_again(job, task):
+        reason = _does_not_fit(session, task, tasks)
+        if session.verify_carried:
+            _check_no_room(session, job, tasks, action, reason)
+        session.unschedulable[job.key] = reason
+        return False
+    if place_job_tasks(session, job, tasks, action):
+        return True
+    failures.found_no_node(job, tasks)
+    return False
+
+
+def _check_no_room(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str, reason: str) -> None:
+    placed = place_job_tasks(session, job, tasks, action)
+    made = session.unschedulable.get(job.key)
+    if placed or made != reason or code_of(made) != code_of(reason):
+        raise CarriedMismatch(
+            f"{job.key}: its attempt, carried from the last cycle as finding no node ({reason!r}), "
+            f"{'placed it' if placed else f'failed otherwise ({made!r})'} when made again"
+        )
 
 
 def _failed_like(
@@ -157,6 +195,15 @@ def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], actio
     return False
 
 
+def _does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> WaitReason:
+    """Why an attempt of `tasks` failed when `task` found no node, the others placed so far."""
+    detail = session.explain_no_fit(task)
+    done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
+    gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
+    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
+    return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
+
+
 def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     statement = session.statement(action)
     nodes = session.snapshot.nodes
@@ -165,11 +212,7 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
         placed = session.choose_node(task)
         if placed is None:
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
-            detail = session.explain_no_fit(task)
-            done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
-            gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
-            # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
-            return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
+            return _does_not_fit(session, task, tasks)
         where = nodes.names[placed.node]
         if placed.now:
             statement.allocate(

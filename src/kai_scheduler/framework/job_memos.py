@@ -11,7 +11,8 @@ are the same for every cycle of one `Scheduler`, and for the request on the clus
 memory, kept with it. The cluster cache keeps a job's `JobInfo` across cycles until its pods or
 PodGroup change (then it is a new object), so a job untouched since the last cycle gets the same
 answers: on a 5,000-node cluster with 8,000 jobs waiting, a cycle after one pod arrived asks them again
-of one job, not of all.
+of one job, not of all. Allocate's attempts whose first pod found no node are carried too
+(`placement_failures`: not made again while no node that may differ since is a candidate).
 
 `JobMemos` holds the answers keyed by the job object, each with the version it was worked out at, and
 hands a session its dictionaries to read and fill (the session's own checks of the version stay as they
@@ -27,6 +28,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
+from kai_scheduler.framework.placement_failures import PlacementFailures
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -51,6 +53,7 @@ class JobMemos:
         "job_keys",
         "next_requests",
         "next_tasks",
+        "placement_failures",
         "queue_sums",
         "shapes",
         "signatures",
@@ -66,6 +69,7 @@ class JobMemos:
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.queue_sums = CarriedQueueSums()
         self.job_groups = KeptJobGroups()
+        self.placement_failures = PlacementFailures()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -92,6 +96,7 @@ class JobMemos:
         session.signatures = self.signatures
         session.shapes = self.shapes
         session.admissions = self.admissions
+        session.placement_failures = self.placement_failures
         session.verify_carried = self.verify
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:

@@ -22,6 +22,7 @@ from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
+from kai_scheduler.framework.placement_failures import PlacementFailures
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
@@ -341,6 +342,9 @@ class Session:
         # version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
         # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        # Allocate's attempts whose first pod found no node in the last cycle (`placement_failures`;
+        # None: every attempt is made).
+        self.placement_failures: PlacementFailures | None = None
         self.verify_carried = False
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.

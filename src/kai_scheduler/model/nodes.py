@@ -281,6 +281,27 @@ class NodeTable:
             )
         )
 
+    def rows_differing(self, other: NodeTable) -> IntArray | None:
+        """The rows (in index order) where `other`, a table of the same nodes, may hold another state than
+        this one: any usage or capacity column, shared GPU, or static facts not the same object; None when
+        the tables are not of the same nodes. Rows outside answer every question about the node alike."""
+        if other.names != self.names or other.scalar_names != self.scalar_names:
+            return None
+        differ = np.zeros(self.size, dtype=np.bool_)
+        for name in (*self.USAGE_COLUMNS, *self.CAPACITY_COLUMNS):
+            unequal = getattr(self, name) != getattr(other, name)
+            differ |= unequal.any(axis=1) if unequal.ndim == 2 else unequal
+        if other.specs is not self.specs:
+            differ |= np.fromiter(
+                (mine is not theirs for mine, theirs in zip(self.specs, other.specs, strict=True)),
+                dtype=np.bool_,
+                count=self.size,
+            )
+        for node in self.groups.keys() | other.groups.keys():
+            if _group_states(self.groups.get(node, [])) != _group_states(other.groups.get(node, [])):
+                differ[node] = True
+        return np.flatnonzero(differ)
+
     def clear_node(self, node: int) -> None:
         """Forget every pod on one node (its usage and shared GPUs), to account them again."""
         self._changed(node)
@@ -843,3 +864,8 @@ class NodeTable:
             self.rel_gpus[node] += change
             self.rel_pods[node] += change
             self._rel_group_gpus[node] = fully_releasing
+
+
+def _group_states(groups: list[GpuGroup]) -> list[tuple[str, float, float, bool, dict[str, float]]]:
+    """What of a node's shared GPUs a fit reads, in their order."""
+    return [(g.group_id, g.used, g.releasing, g.claimed, g.holders) for g in groups]

@@ -1,0 +1,196 @@
+"""Allocate's attempts whose first pod found no node, carried to the next cycle (issue #23, point 1: a
+cycle after one change costs what changed).
+
+Every cycle allocate tries the first waiting job of each shape, and on a full cluster nearly every such
+attempt finds no node: a few hundred attempts a cycle at 5,000 nodes, each reading every node. Whether a
+pod has a candidate node depends, for the plain node filters (`ROW_FILTERS`), on each node alone: its row
+of the node table (usage and capacity), its static facts (labels, taints, cordon, readiness), and the
+cluster's storage objects, which are the same object until they change. So a pod that had no candidate
+when the last session tried it has none now unless one of the rows that may differ since is a
+candidate: the rows the last session changed from the start of its allocate on, the rows where its node
+table as it was left and this session's differ (`NodeTable.rows_differing`), and the rows this session
+changed since. Those few rows are asked one by one (`Session.candidate_test`); when none is a candidate,
+the attempt's outcome is written as the attempt would write it (its first pod does not fit, nothing
+placed, with the explanation worked out now) without making it.
+
+Only jobs whose candidates read nothing else are carried: no topology constraint (the first pod of an
+attempt is then the first one tried), no nomination, nothing of a pod read by the filters beyond its
+request and placement
+(`Session.reads_other_pods`, `ExtensionPoints.signature_reads`), in a session whose filters are all
+named in `ROW_FILTERS`, that holds no capacity (reservation) and places nothing by queue. With `verify`
+(`KAI_SCHEDULER_VERIFY_REUSE=1`) each carried failure is attempted as well, and a difference raises
+`CarriedMismatch` (`actions.allocate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.storage import Storage
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import Session
+
+# The node filters whose answer for a node reads only that node's row and static facts, the pod's
+# request and placement, and the storage objects: the static ones of the predicates plugin, its GPU kind
+# filter, and pod affinity for a pod no inter-pod rule is about (`Session.reads_other_pods`).
+ROW_FILTERS = frozenset(
+    {"unschedulable", "notready", "nodeaffinity", "taints", "volumebinding", "gpukind", "podaffinity"}
+)
+# More rows to ask one by one than this share of the nodes (and than a few): the attempt is made instead.
+_MOST_ROWS_SHARE = 8
+_FEW_ROWS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _LastSession:
+    """What the last session's allocate left: its node table (as the session left it), where that
+    table's log of changes stood when allocate started, the storage and the node filters it read, and the
+    jobs whose attempt's first pod had no candidate node (job -> its version and the pod's key)."""
+
+    nodes: NodeTable
+    allocate_started: int
+    storage: Storage
+    filters: tuple[str, ...]
+    no_room: dict[JobInfo, tuple[int, str]]
+
+
+class PlacementFailures:
+    """Carried from one session to the next (`JobMemos`); `start` hands allocate this cycle's part."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: _LastSession | None = None
+
+    def start(self, session: Session) -> SessionFailures | None:
+        """This session's part, or None when its filters read more than rows (nothing carried, nothing
+        kept for the next session)."""
+        last, self._last = self._last, None
+        if not _rows_decide(session):
+            return None
+        if last is not None and (
+            last.storage is not session.snapshot.storage or last.filters != _filter_names(session)
+        ):
+            last = None
+        return SessionFailures(self, session, last)
+
+    def keep(self, last: _LastSession) -> None:
+        self._last = last
+
+
+class SessionFailures:
+    """One session's allocate: answers whether an attempt is known to find no node, and notes the
+    attempts that found none, for the next session."""
+
+    def __init__(self, carried: PlacementFailures, session: Session, last: _LastSession | None) -> None:
+        self._carried = carried
+        self._session = session
+        self._last = last
+        nodes = session.snapshot.nodes
+        self._nodes = nodes
+        self._started = nodes.change_position()
+        self._no_room: dict[JobInfo, tuple[int, str]] = {}
+        # The rows that may differ from the last session's as it tried its pods, as of `_seen` in this
+        # table's log: worked out when first needed (None: not yet; `_seen` -1: any row may differ).
+        self._rows: list[int] | None = None
+        self._seen = -1
+
+    @staticmethod
+    def first_pod(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> TaskInfo | None:
+        """The first pod an attempt of `tasks` tries, when the candidates of its pods depend on node rows
+        alone (see the module doc)."""
+        if not tasks or job.has_topology():
+            return None
+        for task in tasks:
+            if task.nominated_node >= 0 or session.reads_other_pods(task):
+                return None
+        return tasks[0]
+
+    def fails_again(self, job: JobInfo, task: TaskInfo) -> bool:
+        """Whether an attempt whose first pod is `task` (`first_pod`) is known to find no node for it: it
+        found none in the last session at this version of `job`, and no row that may differ since is a
+        candidate (or a pre-predicate refuses the pod now). Noted for the next session when rows decided
+        it."""
+        last = self._last
+        if last is None:
+            return False
+        kept = last.no_room.get(job)
+        if kept is None or kept != (job.version, task.key):
+            return False
+        rows = self._differing_rows()
+        if rows is None:
+            return False
+        passes = self._session.candidate_test(task)
+        if passes is None:
+            return True  # refused whatever the node: no candidate, though not for the rows' sake
+        if any(passes(row) for row in rows):
+            return False
+        self._no_room[job] = kept
+        return True
+
+    def found_no_node(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
+        """An attempt of `tasks` (`first_pod` not None) was made and failed: noted for the next session
+        when its first pod had no candidate node by its rows (a pre-predicate did not refuse it, and it
+        is not a later pod of a gang that found none)."""
+        session, task = self._session, tasks[0]
+        if session.candidate_test(task) is None:
+            return
+        if len(tasks) > 1 and session.candidate_nodes(task).any():
+            return
+        self._no_room[job] = (job.version, task.key)
+
+    def end(self) -> None:
+        """Allocate is done: what it noted is the next session's to read."""
+        session = self._session
+        self._carried.keep(
+            _LastSession(
+                self._nodes, self._started, session.snapshot.storage, _filter_names(session), self._no_room
+            )
+        )
+
+    def _differing_rows(self) -> list[int] | None:
+        """The rows of this session's node table that may differ from the last session's as it tried its
+        pods (None: too many, or not known)."""
+        nodes, last = self._nodes, self._last
+        assert last is not None
+        if self._rows is None:
+            since_started = last.nodes.changed_since(last.allocate_started)
+            differing = last.nodes.rows_differing(nodes)
+            self._seen = nodes.change_position()
+            if since_started is None or differing is None:
+                self._rows = []
+                self._seen = -1
+            else:
+                self._rows = sorted({*since_started, *differing.tolist()})
+        if self._seen < 0:
+            return None
+        changed = nodes.changed_since(self._seen)
+        if changed is None:
+            return None
+        rows = self._rows if not changed else sorted({*self._rows, *changed})
+        return rows if len(rows) <= max(nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS) else None
+
+
+def _rows_decide(session: Session) -> bool:
+    """Whether every node filter of the session reads only rows (see the module doc)."""
+    points = session.points
+    return (
+        points.holds is None
+        and not points.queue_bound_placement
+        and not points.signature_reads
+        and session.allowed is None
+        and all(name in ROW_FILTERS for name in _filter_names(session))
+    )
+
+
+def _filter_names(session: Session) -> tuple[str, ...]:
+    """The session's node filters by name, static ones first, in order."""
+    points = session.points
+    return (
+        *(name for name, _, _ in points.static_predicates),
+        *(predicate.name for predicate in points.task_predicates),
+    )
