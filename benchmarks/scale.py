@@ -24,7 +24,8 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
   And the steady cycle after a trickle of changes (`scale_trickle.py`, issue #23 point 1): the steady
   workload with one change before each of cycles 2..N (a pod that cannot fit arrives; a running pod
   completes and another arrives; a node is cordoned), each cycle's CPU and wall time, the median of
-  cycles 2..N.
+  cycles 2..N. Every point keeps a digest of its decisions (`decisionsDigest`, every cycle's): a change
+  meant to change no decision leaves it the same.
 * command: the 5,000-node steady workload (about 85,000 objects) written as YAML, then
   `kai-scheduler simulate DIR --cycles 3 --output json` as a process: its wall time, CPU time and peak
   memory.
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import shutil
@@ -118,6 +120,8 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
     cpu = time.process_time() - cpu_started
     seconds = [record.seconds for record in result.cycles]
     decisions = [dict(Counter(d.type for d in record.decisions)) for record in result.cycles]
+    # Every decision of every cycle, as text, hashed: a change that should change no decision leaves it.
+    digest = hashlib.sha256("\n".join(repr(d) for r in result.cycles for d in r.decisions).encode())
     placed = decisions[0].get("bind", 0) + decisions[0].get("pipeline", 0)
     report: dict[str, Any] = {
         "kind": kind,
@@ -134,6 +138,7 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
         "cpuShare": cpu / (ran - set_up),
         "cycleSeconds": seconds,
         "decisionsPerCycle": decisions,
+        "decisionsDigest": digest.hexdigest()[:16],
         "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
     if kind == "first":
@@ -237,7 +242,10 @@ def _point_line(p: dict[str, Any]) -> str:
     if not p["reached"]:
         return "not reached (budget)" if not p.get("skipped") else "skipped"
     if p["kind"] == "first":
-        return f"{p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
+        return (
+            f"{p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
+            f" (decisions {p.get('decisionsDigest', '?')})"
+        )
     if p["kind"] == "trickle":
         cycles = " ".join(
             f"{change} {cpu:.2f}" for change, cpu in zip(p["changes"], p["cycleCpuSeconds"][1:], strict=True)
