@@ -4,7 +4,7 @@ them.
 
 Why one loop: the server it replaces ran a thread per connection (`http.server`), and at the live
 benchmark's pace (issue #23: ~7 writes a pod, each fanned out to several watches) every request and
-every watch event woke a thread that then waited for the GIL: some 78 context switches a pod, a fifth of
+every watch event woke a thread that then waited for the GIL: 20-30 context switches a pod, a sixth of
 the server's CPU in the kernel. Here a request is read, handled and answered in the loop's thread, and a
 commit queues its events for each watch stream, which the loop writes out once per pass however many
 commits came in it. A request that may wait (`ApiRequests.blocking`: an admission webhook's call, a
@@ -24,7 +24,6 @@ import contextlib
 import email.utils
 import functools
 import http
-import logging
 import ssl
 import threading
 import time
@@ -39,8 +38,6 @@ import uvloop
 from .exchange import END, Answer, ApiRequests, Request, WatchStream
 from .request_head import MAX_FIELDS, MAX_LINE, HeaderFields
 
-log = logging.getLogger(__name__)
-
 WORKERS = 8  # requests that may wait, handled at once
 BACKLOG = 128
 LINGER = 0.5  # seconds a refused request's connection is read from before it closes (Go's server's)
@@ -52,8 +49,8 @@ class LoopServer:
 
     def __init__(self, api: ApiRequests, host: str, port: int, tls: ssl.SSLContext | None) -> None:
         self.api = api
-        # uvloop (libuv's loop, in C): a quarter less of the server's CPU than asyncio's own at the
-        # benchmark's pace, its system time halved.
+        # uvloop (libuv's loop, in C): a quarter less of the server's CPU than asyncio's own for creates
+        # that go out to watches, its system time halved.
         self.loop = uvloop.new_event_loop()
         self.thread_id: int | None = None  # the loop's thread, once it runs
         self.connections: set[_Connection] = set()
