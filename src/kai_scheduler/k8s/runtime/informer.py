@@ -160,24 +160,31 @@ class Informer:
 
     def _index(self, key: str, obj: JsonObject | None) -> None:
         for name, func in self._indexers.items():
-            index, indexed = self._indexes[name], self._indexed[name]
-            for value in indexed.pop(key, ()):
+            values = self._index_values(name, func, key, obj) if obj is not None else ()
+            indexed = self._indexed[name]
+            old = indexed.get(key, ())
+            if values == old:
+                continue  # most updates (a pod's status) move no index value
+            index = self._indexes[name]
+            for value in old:
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
                         del index[value]
-            if obj is None:
-                continue
-            try:
-                values = tuple(dict.fromkeys(v for v in func(obj) if v))
-            except Exception:
-                log.exception("informer %s: index %s failed on %s", self.kind.plural, name, key)
-                values = ()
             if values:
                 indexed[key] = values
                 for value in values:
                     index.setdefault(value, set()).add(key)
+            else:
+                del indexed[key]
+
+    def _index_values(self, name: str, func: IndexFunc, key: str, obj: JsonObject) -> tuple[str, ...]:
+        try:
+            return tuple(dict.fromkeys(v for v in func(obj) if v))
+        except Exception:
+            log.exception("informer %s: index %s failed on %s", self.kind.plural, name, key)
+            return ()
 
     def _store(self, obj: JsonObject) -> None:
         key = object_key(obj)
