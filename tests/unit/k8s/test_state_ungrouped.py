@@ -1,6 +1,6 @@
 """With a pod grouper running, the live state builder reads a new pod that waits for its PodGroup once the
 grouper has annotated it (issue #23, the live row: every pod was parsed ungrouped first, to be left out);
-a pod that still waits at the next build is read then, and what is wrong with it is said."""
+a pod that still waits after `WAIT` seconds is read then, and what is wrong with it is said."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from kai_scheduler.k8s.runtime.client import KubeClient, WatchEvent
 from kai_scheduler.k8s.runtime.informers import InformerSet
 from kai_scheduler.k8s.scheduler.live_state import SessionClock
 from kai_scheduler.k8s.scheduler.state import StateBuilder
+from kai_scheduler.k8s.scheduler.ungrouped import WAIT
 
 
 def made(name: str, version: int, **given: Any) -> dict[str, Any]:
@@ -54,10 +55,16 @@ def test_a_new_pod_is_read_once_grouped() -> None:
     assert state.pod.metadata.annotations[c.POD_GROUP_ANNOTATION] == "g"
 
 
-def test_a_pod_still_ungrouped_at_the_next_build_is_read_then() -> None:
+def test_a_pod_still_ungrouped_is_read_once_it_has_waited() -> None:
     builder, informers, parsed = builder_reading()
+    now = [100.0]
+    builder._ungrouped.clock = lambda: now[0]
     informers.pods.apply_event(WatchEvent("ADDED", made("bad", 2, annotations={"gpu-fraction": "abc"})))
     assert builder.build().rejected == {}
+    now[0] += WAIT - 1
+    informers.pods.apply_event(WatchEvent("MODIFIED", made("bad", 3, annotations={"gpu-fraction": "abc"})))
+    assert builder.build().rejected == {} and parsed == []  # a new version, still ungrouped: still waits
+    now[0] += 1
     rejected = builder.build().rejected["default/bad"]
     assert parsed == ["default/bad"]
     assert (rejected.reason, rejected.message.split(":")[0]) == (

@@ -215,7 +215,7 @@ class StateBuilder:
             k for k in evicting.keys() | previous.keys() if evicting.get(k) != previous.get(k)
         )
         self._evicting = evicting
-        self._dirty_pods |= self._ungrouped.take()
+        self._dirty_pods |= self._ungrouped.due()
         gone = self._cluster.update(self.cache, self._noticed)
         if gone:  # the pods naming a priority class that is gone are read again, to say so (`notices_of`)
             self._dirty_pods |= {
@@ -324,7 +324,7 @@ class StateBuilder:
             found = requests.by_index(POD_INDEX, key) if obj else []
             read = previous is not None or key in self._our_pods.entries or key in self._other_pods.entries
             if obj is not None and self._ungrouped.put_off(key, obj, read, found):
-                continue  # read at the next build, when the pod grouper has likely grouped it
+                continue  # read when the pod grouper has grouped it (`ungrouped.py`)
             self._rejected.pop(key, None)
             state = self._pod_state(key, obj, found) if obj else None
             self._forget_loop_view(key)
