@@ -11,7 +11,7 @@ from kai_scheduler.k8s.runtime.informers import INDEXERS, POD_GROUP_INDEX, POD_N
 
 
 def pod(version: int, node: str | None = None, phase: str = "Pending") -> dict[str, Any]:
-    meta = {"name": "p", "namespace": "default", "resourceVersion": str(version)}
+    meta: dict[str, Any] = {"name": "p", "namespace": "default", "resourceVersion": str(version)}
     meta["annotations"] = {"pod-group-name": "g"}
     spec = {"nodeName": node} if node else {}
     return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
