@@ -41,6 +41,12 @@ def test_the_program_writes_its_whole_document_before_it_ends(tmp_path: Path) ->
     assert {**ended, "cycleSeconds": None} == {**expected, "cycleSeconds": None}
 
 
+def _run(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=BUFFERED
+    )
+
+
 def test_output_still_buffered_is_written_and_the_status_kept() -> None:
     script = (
         "import sys\n"
@@ -51,9 +57,7 @@ def test_output_still_buffered_is_written_and_the_status_kept() -> None:
         "process_end.end(3)\n"
         "print('not reached')\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=BUFFERED
-    )
+    completed = _run(script)
     assert (completed.returncode, completed.stdout) == (3, "no newline, so still buffered")
 
 
@@ -66,7 +70,5 @@ def test_nothing_left_behind_ends_as_usual() -> None:
         "process_end.end(3)\n"
         "print('went on')\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=BUFFERED
-    )
+    completed = _run(script)
     assert (completed.returncode, completed.stdout) == (0, "went on\natexit ran\n")
