@@ -2,7 +2,9 @@
 
 A port found free here may be taken by another process before the child binds it (nothing can reserve it
 across processes); the kernel hands out ephemeral ports in a spread order, so that is rare, and a child
-that loses the race says which port in its one-line error."""
+that loses the race says which port in its one-line error. Within one process it cannot happen: a port is
+handed out once (the kernel may give the same free port to two probes in a row, and a test that starts
+three components took it for two of them)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,18 @@ import socket
 import urllib.error
 import urllib.request
 
+_handed_out: set[int] = set()
+
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A port free now that this process has not handed out before."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def http_status(url: str) -> int:
