@@ -95,9 +95,10 @@ class SessionFailures:
         self._started = nodes.change_position()
         self._no_room: dict[JobInfo, tuple[int, str]] = {}
         # The rows that may differ from the last session's as it tried its pods, as of `_seen` in this
-        # table's log: worked out when first needed (None: not yet; `_seen` -1: any row may differ).
+        # table's log: worked out when first needed (`_rows_known`); None: any row may differ.
+        self._rows_known = False
         self._rows: list[int] | None = None
-        self._seen = -1
+        self._seen = 0
 
     @staticmethod
     def first_pod(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> TaskInfo | None:
@@ -157,21 +158,23 @@ class SessionFailures:
         pods (None: too many, or not known)."""
         nodes, last = self._nodes, self._last
         assert last is not None
-        if self._rows is None:
+        if not self._rows_known:
+            self._rows_known = True
             since_started = last.nodes.changed_since(last.allocate_started)
             differing = last.nodes.rows_differing(nodes)
-            self._seen = nodes.change_position()
-            if since_started is None or differing is None:
-                self._rows = []
-                self._seen = -1
-            else:
+            if since_started is not None and differing is not None:
                 self._rows = sorted({*since_started, *differing.tolist()})
-        if self._seen < 0:
+                self._seen = nodes.change_position()
+        if self._rows is None:
             return None
         changed = nodes.changed_since(self._seen)
         if changed is None:
+            self._rows = None
             return None
-        rows = self._rows if not changed else sorted({*self._rows, *changed})
+        if changed:  # this session's changes so far, folded in once
+            self._rows = sorted({*self._rows, *changed})
+            self._seen = nodes.change_position()
+        rows = self._rows
         return rows if len(rows) <= max(nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS) else None
 
 
