@@ -302,9 +302,16 @@ class PodDerivations:
         self._placements: dict[str, Placement] = {}
         self._requests: dict[tuple[object, ...], PodRequest] = {}
         self._by_containers: dict[tuple[object, ...], tuple[PodRequest, tuple[Container, ...]]] = {}
+        # Pods found in `_by_containers` since it was last emptied; False once it filled up with fewer
+        # than half its pods found: this cluster's pods have containers of their own (a backlog validated
+        # pod by pod), and looking them up only cost a key and an entry each.
+        self._container_hits = 0
+        self._by_container_objects = True
         self._by_plain_spec: dict[
             tuple[object, ...], tuple[Placement, tuple[HostPort, ...], tuple[Container, ...]]
         ] = {}
+        # The placements of pods whose node selector alone constrains them (`_selector_only`), by its items.
+        self._by_selector: dict[tuple[tuple[str, str], ...], Placement] = {}
 
     def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._derived.get(id(pod))
@@ -316,6 +323,18 @@ class PodDerivations:
 
     def _placement(self, pod: Pod) -> tuple[Placement, tuple[HostPort, ...]]:
         spec = pod.spec
+        if _selector_only(pod):
+            # Most pods (a loaded backlog's, whose containers are their own objects): found by their
+            # selector, without the placement key's JSON.
+            selector = tuple(spec.node_selector.items())
+            known_placement = self._by_selector.get(selector)
+            if known_placement is None:
+                made = pod_placement(pod, ())
+                known_placement = self._placements.setdefault(made.key, made)
+                if len(self._by_selector) >= _MAX_BY_CONTAINERS:
+                    self._by_selector.clear()  # as `_by_containers`
+                self._by_selector[selector] = known_placement
+            return known_placement, ()
         # A pod whose spec has no constraint, volume or ephemeral container of its own (most pods) places
         # as its containers and network say: looked up by which (shared, `_request`) container objects it
         # has. Kept only when it needs no ConfigMap, whose names would be its namespace's.
@@ -343,7 +362,7 @@ class PodDerivations:
 
     def _request(self, pod: Pod) -> PodRequest:
         spec = pod.spec
-        if spec.overhead:
+        if spec.overhead or not self._by_container_objects:
             return self._request_of_shape(pod)
         # First by which container objects the pod has: the loader gives pods with equal containers the
         # same (frozen) ones (`api.shared_parts`), so most pods' resource shape, whose quantities are slow
@@ -359,14 +378,17 @@ class PodDerivations:
             annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION),
         )
         known = self._by_containers.get(key)
-        if known is None:
-            if len(self._by_containers) >= _MAX_BY_CONTAINERS:
-                self._by_containers.clear()  # pods that share no containers (live mode's): no memory kept
-            known = self._by_containers[key] = (
-                self._request_of_shape(pod),
-                (*spec.init_containers, *spec.containers),
-            )
-        return known[0]
+        if known is not None:
+            self._container_hits += 1
+            return known[0]
+        request = self._request_of_shape(pod)
+        if len(self._by_containers) >= _MAX_BY_CONTAINERS:
+            self._by_containers.clear()  # pods that share no containers (live mode's): no memory kept
+            self._by_container_objects = self._container_hits * 2 >= _MAX_BY_CONTAINERS
+            self._container_hits = 0
+        if self._by_container_objects:
+            self._by_containers[key] = (request, (*spec.init_containers, *spec.containers))
+        return request
 
     def _request_of_shape(self, pod: Pod) -> PodRequest:
         shape = _resource_shape(pod)
@@ -382,29 +404,37 @@ class PodDerivations:
             del self._derived[id(pod)]
 
 
+def _selector_only(pod: Pod) -> bool:
+    """Whether nothing but its node selector sets the pod's placement: no affinity, tolerations, volumes or
+    ephemeral containers, and no container with ports (host ports) or environment (ConfigMaps). Its
+    placement is then that of its selector, and it takes no host port."""
+    spec = pod.spec
+    if spec.affinity or spec.tolerations or spec.volumes or spec.ephemeral_containers:
+        return False
+    containers = (*spec.init_containers, *spec.containers)
+    return not any(container.ports or container.env or container.env_from for container in containers)
+
+
 def _resource_shape(pod: Pod) -> tuple[object, ...]:
-    """Everything `pod_request` reads, as a hashable value: equal shapes, equal requests."""
+    """Everything `pod_request` reads, as a hashable value: equal shapes, equal requests. (Flat, in one
+    pass: it is made for every pod whose containers are its own.)"""
     spec = pod.spec
     annotations = pod.metadata.annotations
-
-    def containers(items: list[Container]) -> tuple[object, ...]:
-        return tuple(
-            (
-                container.restart_policy,
-                tuple(container.resources.requests.items()),
-                tuple(container.resources.limits.items()),
-            )
-            for container in items
-        )
-
-    return (
-        containers(spec.init_containers),
-        containers(spec.containers),
-        tuple(spec.overhead.items()),
+    shape: list[object] = [
         annotations.get(c.GPU_FRACTION_ANNOTATION),
         annotations.get(c.GPU_MEMORY_ANNOTATION),
         annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION),
-    )
+        tuple(spec.overhead.items()),
+        len(spec.init_containers),  # where the init containers end and the main ones begin
+    ]
+    for container in (*spec.init_containers, *spec.containers):
+        resources = container.resources
+        shape += (
+            container.restart_policy,
+            tuple(resources.requests.items()),
+            tuple(resources.limits.items()),
+        )
+    return tuple(shape)
 
 
 def queue_problem(queue: str, queues: QueueTree) -> str | None:

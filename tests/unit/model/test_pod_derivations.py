@@ -88,3 +88,53 @@ def test_a_pod_with_constraints_of_its_own_does_not_place_as_one_sharing_its_con
     assert selective.node_selector == {"zone": "a"}
     assert [t.key for t in tolerant.tolerations] == ["gpu"]
     assert len({plain.key, selective.key, tolerant.key}) == 3
+
+
+def test_a_pod_placed_by_its_node_selector_alone_places_as_its_whole_spec_says() -> None:
+    derivations = PodDerivations()
+    bare = Pod.model_validate(pod_manifest("bare", gpus=1))
+    zone = Pod.model_validate(pod_manifest("zone", node_selector={"zone": "a", "rack": "r1"}))
+    same_zone = Pod.model_validate(pod_manifest("same-zone", node_selector={"rack": "r1", "zone": "a"}))
+    for pod in (bare, zone, same_zone):
+        _, placement, host_ports = derivations.of(pod)
+        assert (placement, host_ports) == (builder.pod_placement(pod), ())
+    assert derivations.of(same_zone)[1] is derivations.of(zone)[1]
+    assert derivations.of(zone)[1] is not derivations.of(bare)[1]
+
+
+def test_a_pod_with_container_ports_or_environment_is_not_placed_by_its_selector_alone() -> None:
+    derivations = PodDerivations()
+    selector = {"zone": "a"}
+    ported = pod_with([shared_container(ports=[{"containerPort": 80, "hostPort": 80}])], "ported")
+    needy = pod_with(
+        [shared_container(envFrom=[{"configMapRef": {"name": "settings"}}])], "needy", node_selector=selector
+    )
+    plain = derivations.of(Pod.model_validate(pod_manifest("plain", node_selector=selector)))[1]
+    _, ported_placement, ported_ports = derivations.of(ported)
+    needy_placement = derivations.of(needy)[1]
+    assert [port.port for port in ported_ports] == [80]
+    assert needy_placement.config_maps == ("default/settings",)
+    assert len({plain.key, ported_placement.key, needy_placement.key}) == 3
+
+
+def test_pods_of_containers_of_their_own_stop_being_looked_up_by_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(builder, "_MAX_BY_CONTAINERS", 2)
+    derivations = PodDerivations()
+    requests = [
+        derivations.of(Pod.model_validate(pod_manifest(f"p{n}", cpu=str(n % 2 + 1))))[0] for n in range(6)
+    ]
+    assert [request.cpu for request in requests] == [1000.0, 2000.0] * 3
+    assert requests[2] is requests[0]  # equal shapes still share one request
+    assert not derivations._by_containers
+
+
+def test_pods_that_share_containers_keep_being_looked_up_by_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builder, "_MAX_BY_CONTAINERS", 2)
+    one, two = (shared_container(resources={"requests": {"cpu": cpu}}) for cpu in ("1", "2"))
+    derivations = PodDerivations()
+    for n in range(6):
+        request = derivations.of(pod_with([one if n % 2 else two], f"p{n}"))[0]
+        assert request.cpu == (1000.0 if n % 2 else 2000.0)
+    assert len(derivations._by_containers) == 2
