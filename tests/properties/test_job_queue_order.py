@@ -119,20 +119,38 @@ def clusters(draw: st.DrawFn) -> list[Any]:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(objects=clusters(), depth=st.sampled_from([None, 1, 2]))
-def test_pops_match_the_order_from_scratch_through_allocations(objects: list[Any], depth: int | None) -> None:
+@given(objects=clusters(), depth=st.sampled_from([None, 1, 2]), data=st.data())
+def test_pops_match_the_order_from_scratch_through_allocations(
+    objects: list[Any], depth: int | None, data: st.DataObject
+) -> None:
     session = open_session(objects)
     jobs = [
         job
         for job in session.snapshot.jobs_at_open().waiting
         if job.tally().pending and job.invalid_reason is None
     ]
-    incremental, reference = QueueOrderedJobs(session, jobs, depth), Reference(session, jobs, depth)
+    # Some jobs come later, pushed between pops (their queues may have had none till then); before, some
+    # are placed by another action, after which the whole order is ranked again (`refresh`).
+    late = data.draw(
+        st.lists(st.sampled_from(jobs), unique=True, max_size=len(jobs) // 2) if jobs else st.just([])
+    )
+    first = [job for job in jobs if job not in late]
+    incremental, reference = QueueOrderedJobs(session, first, depth), Reference(session, first, depth)
     for _ in range(200):
+        if late and data.draw(st.booleans()):
+            arrived = late.pop()
+            incremental.push(arrived)
+            reference.push(arrived)
+        if late and data.draw(st.integers(0, 5)) == 0:
+            # Another action places a job the order does not hold (moving its queue's rank) and says so.
+            place_job_tasks(session, late[-1], tasks_to_allocate(session, late[-1]), "allocate")
+            incremental.refresh()
         job = incremental.pop()
         assert job is reference.pop()
         if job is None:
-            return
+            if not late:
+                return
+            continue
         # Placing moves the queue's allocation (its rank and its ancestors'); a job with pods left goes back.
         if place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate") and job.has_pending():
             incremental.push(job)
