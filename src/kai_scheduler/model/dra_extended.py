@@ -62,12 +62,18 @@ def _age_key(device_class: DeviceClass) -> tuple[datetime, str]:
 
 
 def may_ask_extended(pod: Pod) -> bool:
-    """Whether any container asks for a resource a DeviceClass could back (cheap: no class looked at)."""
-    return any(
-        name not in _NOT_EXTENDED and not name.startswith("hugepages-")
-        for container in (*pod.spec.init_containers, *pod.spec.containers)
-        for name in container.resources.effective_requests()
-    )
+    """Whether any container asks for a resource a DeviceClass could back (cheap: no class looked at;
+    asked of every pod the cache is handed, so a container whose requests and limits name only CPU,
+    memory and the like is passed over without a look at each name)."""
+    spec = pod.spec
+    for container in (*spec.init_containers, *spec.containers):
+        resources = container.resources
+        for names in (resources.requests, resources.limits):
+            if not _NOT_EXTENDED.issuperset(names) and any(
+                name not in _NOT_EXTENDED and not name.startswith("hugepages-") for name in names
+            ):
+                return True
+    return False
 
 
 def is_extended_claim(claim: ResourceClaim) -> bool:

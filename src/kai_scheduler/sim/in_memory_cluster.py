@@ -198,14 +198,16 @@ class SimCluster:
 
     def _update(self, pod: SimPod) -> None:
         # Every change the scheduler sees comes through here, so this is where the waiting pods are counted.
-        if pod.phase == "Pending":
-            self._pending.add(pod.key)
+        key = pod.key
+        pending = pod.phase == "Pending"
+        if pending:
+            self._pending.add(key)
         else:
-            self._pending.discard(pod.key)
-        if self.admission_gating and not pod.gate_checked and pod.phase == "Pending" and pod.node is None:
+            self._pending.discard(key)
+        if self.admission_gating and not pod.gate_checked and pending and pod.node is None:
             pod.pod = gated_at_creation(pod.pod, self._queues_by_name)
             pod.gate_checked = True
-        created = self.created_at(pod.key, pod.arrival)
+        created = self.created_at(key, pod.arrival)
         self.cache.upsert_pod(
             PodState(
                 pod.pod,

@@ -30,6 +30,7 @@ from kai_scheduler.model.dra_extended import (
     EXTENDED_CLAIM_ANNOTATION,
     classes_by_resource,
     extended_ask,
+    may_ask_extended,
     requests_and_mappings,
 )
 
@@ -308,3 +309,19 @@ def test_gpus_asked_through_a_mapped_name_count_toward_the_queue() -> None:
     document = simulate(objects, cycles=1)
     assert [p["phase"] for p in document["pods"]] == ["Pending"]
     assert "OverLimit" in groups_by_name(document)["pg-p"]["unschedulableReason"]
+
+
+def test_a_pod_may_ask_extended_resources_by_any_container_request_or_limit_but_hugepages() -> None:
+    def pod(init: dict[str, Any] | None = None, **resources: dict[str, str]) -> Pod:
+        manifest = pod_manifest("p", cpu="1")
+        manifest["spec"]["containers"][0]["resources"] = resources
+        if init is not None:
+            manifest["spec"]["initContainers"] = [{"name": "init", "resources": init}]
+        return Pod.model_validate(manifest)
+
+    plain = {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi", "pods": "1"}
+    assert not may_ask_extended(pod(requests=plain, limits=plain))
+    assert not may_ask_extended(pod(requests={**plain, "hugepages-2Mi": "1Gi"}))
+    assert may_ask_extended(pod(requests={**plain, "hugepages-2Mi": "1Gi", "example.com/fpga": "1"}))
+    assert may_ask_extended(pod(requests=plain, limits={"nvidia.com/gpu": "1"}))
+    assert may_ask_extended(pod({"requests": {"example.com/fpga": "1"}}, requests=plain))

@@ -252,7 +252,7 @@ class ClusterCache:
         self.stuck_releases.track(key, state)
         pods = self._pods
         previous = pods.pods.get(key)
-        if previous is not None and self._jobs.update_in_place(previous, state):
+        if previous is not None and self._jobs.update_in_place(key, previous, state):
             pods.pods[key] = state
             return
         pods.put(key, previous, state)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from kai_scheduler.api.constants import GPU_RESOURCE
-from kai_scheduler.api.objects import Container, DeviceClass, Pod, ResourceClaim, ResourceSlice
+from kai_scheduler.api.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
 from kai_scheduler.model.dra import (
     ClaimInfo,
     DraSnapshot,
@@ -39,9 +39,6 @@ from kai_scheduler.model.resources import PodRequest
 
 Derived = tuple[PodRequest, Placement, tuple[HostPort, ...]]
 
-# Entries of the memo by container objects, as `model.builder.PodDerivations` keeps its own.
-_MAX_BY_CONTAINERS = 4096
-
 
 class DraInputs:
     """See the module doc. The cache tells it about pods with claims (`index_pod`), claims and the
@@ -62,9 +59,6 @@ class DraInputs:
         self._extended: dict[str, Pod] = {}
         self._backing: dict[str, str] = {}
         self._asks: dict[str, tuple[Pod, ExtendedAsk | None]] = {}
-        # `may_ask_extended` by which container objects a pod has (the loader shares equal ones: 280,000
-        # pods, a few answers), each entry with its containers so that their ids stay theirs.
-        self._extended_by_containers: dict[tuple[int, ...], tuple[bool, tuple[Container, ...]]] = {}
 
     @property
     def active(self) -> bool:
@@ -131,18 +125,8 @@ class DraInputs:
         """A pod came or changed: index its claims, and its extended resources a class may back."""
         if uses_claims(pod):
             self.index_pod(key, pod)
-        if self._may_ask_extended(pod):
+        if may_ask_extended(pod):
             self._extended[key] = pod
-
-    def _may_ask_extended(self, pod: Pod) -> bool:
-        containers = (*pod.spec.init_containers, *pod.spec.containers)
-        ids = tuple(map(id, containers))
-        known = self._extended_by_containers.get(ids)
-        if known is None:
-            if len(self._extended_by_containers) >= _MAX_BY_CONTAINERS:
-                self._extended_by_containers.clear()  # pods of containers of their own: nothing kept
-            known = self._extended_by_containers[ids] = (may_ask_extended(pod), containers)
-        return known[0]
 
     def untrack(self, key: str) -> None:
         self.unindex_pod(key)

@@ -247,12 +247,11 @@ class JobRebuild:
 
     # --- changing tasks in place ------------------------------------------------------------------
 
-    def update_in_place(self, previous: PodState, state: PodState) -> bool:
-        """A pod whose runtime facts changed (bound, evicted, moved) changes its task in place when nothing
-        its job is made of depends on the change: the same pod object and rank, not gated before or after,
-        a task before and after, finished neither before nor after (the job's live-pod count), its node
-        known. Otherwise (False) the job is made again."""
-        key = state.pod.key
+    def update_in_place(self, key: str, previous: PodState, state: PodState) -> bool:
+        """A pod (`key`) whose runtime facts changed (bound, evicted, moved) changes its task in place when
+        nothing its job is made of depends on the change: the same pod object and rank, not gated before
+        or after, a task before and after, finished neither before nor after (the job's live-pod count),
+        its node known. Otherwise (False) the job is made again."""
         task = self.tasks.get(key)
         if (
             task is None
@@ -270,10 +269,12 @@ class JobRebuild:
             return False
         was_running = task.status is TaskStatus.RUNNING
         task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
-        task.job.version += 1
-        self.log.note(task.job.key)
+        job = task.job
+        job.version += 1
+        job_key = job.key
+        self.log.note(job_key)
         self._account_task(task)
-        self._count_running(task.job.key, int(status is TaskStatus.RUNNING) - int(was_running))
+        self._count_running(job_key, int(status is TaskStatus.RUNNING) - int(was_running))
         return True
 
     def restore(self, key: str) -> None:
