@@ -55,11 +55,15 @@ if TYPE_CHECKING:
 ENABLED = True
 # Nodes looked at for one pod before giving up (a few hundred nanoseconds to a microsecond each).
 BUDGET: Final = 64
+# Nodes passed over for one pod as known not to hold a pod of its shape (`_Unfit`; tens of nanoseconds each)
+# before giving up.
+SKIP_BUDGET: Final = 16 * BUDGET
 # What a session keeps (`Session.scratch`): the indexes by ranking key, the placements mostly passing,
 # what each scorer says (its ranking and constant conditions, by position).
 _INDEXES: Final = "ranked-nodes-indexes"
 _WIDE: Final = "ranked-nodes-wide-placements"
 _SAID: Final = "ranked-nodes-scorers"
+_UNFIT: Final = "ranked-nodes-unfit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +106,10 @@ def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecid
     if ranked is None or not _wide(session, task):
         return UNDECIDED
     ranking, floor, sparse = ranked
-    passes = session.candidate_test(task)
-    if passes is None:
+    tests = session.candidate_tests(task)
+    if tests is None:
         return None
-    looks = _Looks(passes)
+    looks = _Looks(*tests, _unfit(session, task))
     try:
         scored = [
             node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)
@@ -163,32 +167,76 @@ def _best(index: _ValueIndex, looks: _Looks, floor: float, scores: Scores, score
 
 
 class _Looks:
-    """Asks nodes whether they are candidates, `BUDGET` at most."""
+    """Asks nodes whether they are candidates, `BUDGET` at most, passing over those known not to hold the
+    pod's shape (`SKIP_BUDGET` at most) and noting those found not to."""
 
-    def __init__(self, passes: Callable[[int], bool]) -> None:
-        self._passes = passes
+    def __init__(
+        self, holds: Callable[[int], bool], passes_rest: Callable[[int], bool], unfit: set[int]
+    ) -> None:
+        self._holds = holds
+        self._passes_rest = passes_rest
+        self._unfit = unfit
         self._left = BUDGET
+        self._skips_left = SKIP_BUDGET
+
+    def _passes(self, node: int) -> bool:
+        if node in self._unfit:
+            self._skips_left -= 1
+            if self._skips_left < 0:
+                raise _GiveUp
+            return False
+        self._left -= 1
+        if self._left < 0:
+            raise _GiveUp
+        if not self._holds(node):
+            self._unfit.add(node)
+            return False
+        return self._passes_rest(node)
 
     def first(self, members: list[int]) -> int:
         """The lowest-indexed candidate of `members` (negated indices, ascending), or -1."""
         for negated in reversed(members):
-            self._left -= 1
-            if self._left < 0:
-                raise _GiveUp
             if self._passes(-negated):
                 return -negated
         return -1
 
     def every(self, members: list[int]) -> list[int]:
         """The candidates of `members` (negated indices)."""
-        found = []
-        for negated in members:
-            self._left -= 1
-            if self._left < 0:
-                raise _GiveUp
-            if self._passes(-negated):
-                found.append(-negated)
-        return found
+        return [-negated for negated in members if self._passes(-negated)]
+
+
+class _Unfit:
+    """The nodes known not to pass a pod shape's static predicates or not to hold its request soon (the
+    first part of `Session.candidate_tests`, which reads only the shape and what of a node changes with
+    its usage): those not changed since they were found so. Why: nodes that hold little of one resource
+    (a full CPU beside free GPUs, a shared GPU with room on a node out of CPU) stay in the range the index
+    walks for a shape, more of them the larger the cluster, and each pod of the shape asked them again."""
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self.nodes = nodes
+        self.rows: set[int] = set()
+        self._position = nodes.change_position()
+
+    def catch_up(self) -> set[int]:
+        """The rows, without those changed since last asked."""
+        changed = self.nodes.changed_since(self._position)
+        if changed is None:
+            self.rows.clear()
+        elif changed:
+            self.rows.difference_update(changed)
+        self._position = self.nodes.change_position()
+        return self.rows
+
+
+def _unfit(session: Session, task: TaskInfo) -> set[int]:
+    """The nodes known not to hold `task`'s shape (its request and placement), kept per session."""
+    kept: dict[Hashable, _Unfit] = session.scratch.setdefault(_UNFIT, {})
+    nodes = session.snapshot.nodes
+    key = (task.request, task.placement.key)
+    unfit = kept.get(key)
+    if unfit is None or unfit.nodes is not nodes:
+        unfit = kept[key] = _Unfit(nodes)
+    return unfit.catch_up()
 
 
 def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float, list[tuple[Ranking, float]]] | None:

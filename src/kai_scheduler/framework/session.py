@@ -509,6 +509,17 @@ class Session:
     def candidate_test(self, task: TaskInfo) -> Callable[[int], bool] | None:
         """`candidate_nodes` asked of one node at a time, with the same answer at every node (`node_fits`
         answers as `fit` does); None when a pre-predicate refuses the pod, so that no node is a candidate."""
+        tests = self.candidate_tests(task)
+        if tests is None:
+            return None
+        holds, passes_rest = tests
+        return lambda node: holds(node) and passes_rest(node)
+
+    def candidate_tests(self, task: TaskInfo) -> tuple[Callable[[int], bool], Callable[[int], bool]] | None:
+        """`candidate_test` in two parts: whether a node passes the pod's static predicates and holds its
+        request soon (an answer that reads only the pod's request and placement, and of the node only
+        what changes with its usage, `NodeTable.changed_since`), and whether a node that does passes the
+        rest (the confinement and the per-pod predicates); None as `candidate_test`."""
         if self.points.pre_predicates and self._pre_predicate_failure(task) is not None:
             return None
         nodes, request = self.snapshot.nodes, task.request
@@ -516,16 +527,17 @@ class Session:
         # The per-pod predicates are asked once a node passes the rest, as `candidate_nodes` asks them.
         predicates: list[BoolArray] = []
 
-        def passes(node: int) -> bool:
-            if not static.item(node) or (allowed is not None and not allowed.item(node)):
-                return False
-            if not nodes.node_fits(request, node, soon=True):
+        def holds(node: int) -> bool:
+            return bool(static.item(node)) and nodes.node_fits(request, node, soon=True)
+
+        def passes_rest(node: int) -> bool:
+            if allowed is not None and not allowed.item(node):
                 return False
             if not predicates:
                 predicates.extend(p.nodes_passing(task) for p in self.points.task_predicates)
             return all(mask.item(node) for mask in predicates)
 
-        return passes
+        return holds, passes_rest
 
     def choose_node(self, task: TaskInfo) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""

@@ -158,3 +158,62 @@ def test_the_index_follows_the_nodes_a_session_fills() -> None:
         return where
 
     assert fill(open_session(objects), True) == fill(open_session(objects), False)
+
+
+def test_a_node_found_not_to_hold_a_shape_is_asked_again_once_it_changes() -> None:
+    """The index passes over the nodes it found not to hold a pod's shape until they change: node a (the
+    fullest by GPUs) is out of CPU while a statement holds a CPU pod there, and holds the pod again once
+    that statement is rolled back; b is emptier than a, c the emptiest."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
+    objects += [pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")]
+
+    def choices(enabled: bool) -> list[str]:
+        session = open_session(objects)
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        ranked_nodes.ENABLED = enabled
+        try:
+            where = []
+            statement = session.statement("allocate")
+            statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
+            for _ in range(2):
+                placed = session.choose_node(tasks["default/p"])
+                assert placed is not None
+                where.append(names[placed.node])
+                statement.rollback()
+        finally:
+            ranked_nodes.ENABLED = True
+        return where
+
+    assert choices(True) == choices(False) == ["b", "a"]
+
+
+def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_may_ask() -> None:
+    """More nodes out of CPU in the walk than `BUDGET`: the first pod of the shape gives up (its
+    candidates are scored as before), the next ones pass over what the first found and decide; each goes
+    where scoring every candidate sends it."""
+    count = ranked_nodes.BUDGET + 8
+    names = [f"n{i:03d}" for i in range(count + 2)]
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in names)]
+    # Every node but the last two: one GPU left and no CPU.
+    objects += [pod(f"busy-{name}", gpus=7, cpu="8", node_name=name) for name in names[:count]]
+    objects += [pod(f"p{i}", gpus=1, cpu="1") for i in range(3)]
+    session = open_session(objects)
+    decided, where = [], []
+    for i in range(3):
+        task = session.snapshot.tasks[f"default/p{i}"]
+        found = ranked_nodes.best_node(session, task, lambda rows: 0.0)
+        decided.append(not isinstance(found, ranked_nodes.Undecided))
+        placed = session.choose_node(task)
+        ranked_nodes.ENABLED = False
+        try:
+            assert placed == session.choose_node(task)
+        finally:
+            ranked_nodes.ENABLED = True
+        assert placed is not None
+        where.append(session.snapshot.nodes.names[placed.node])
+        statement = session.statement("allocate")
+        statement.allocate(task, placed.node, placed.gpu_groups, "test")
+        statement.commit()
+    assert decided == [False, True, True]
+    assert where == [names[count]] * 3

@@ -10,6 +10,7 @@ binpack|spread).
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from helpers import (
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, SchedulerConfig
 from kai_scheduler.model.cache import build_snapshot
 from kai_scheduler.model.snapshot import ClusterState, PodState
+from kai_scheduler.plugins import scoring
 
 ALLOCATE = config(actions="allocate")
 
@@ -221,3 +223,33 @@ def test_config_with_swaps_gpupack_for_gpuspread() -> None:
     swapped = config_with({"gpuspread": {}})
     names = [p.name for p in swapped.plugins()]
     assert "gpuspread" in names and "gpupack" not in names
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_binpack_scores_a_few_candidates_to_the_last_bit_as_it_scores_many(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Binpack scores a few candidates in plain Python floats (`scoring.FEW_ROWS`), the ranked index's
+    usual case: every score must have numpy's bits, near-ties of huge nodes and shared GPUs included."""
+    rng = random.Random(seed)
+    objects: list[Any] = [queue("q")]
+    for i in range(10):
+        objects.append(node(f"n{i}", gpus=8, cpu=rng.choice(("64", "100000000000"))))
+        for k in range(rng.randint(0, 3)):
+            ask = {"fraction": 0.25} if rng.random() < 0.3 else {"gpus": rng.randint(0, 2)}
+            objects.append(pod(f"busy-{i}-{k}", cpu=f"{rng.randint(1, 9000)}m", node_name=f"n{i}", **ask))
+    objects += [pod("gpu-pod", gpus=1), pod("cpu-pod", cpu="1")]
+    session = open_session(objects)
+    (position,) = session.points.scorers_ranking
+    binpack = session.points.node_scorers[position]
+    for _ in range(20):
+        rows = np.array(sorted(rng.sample(range(10), rng.randint(0, 6))), dtype=np.int64)
+        for name in ("default/gpu-pod", "default/cpu-pod"):
+            task = session.snapshot.tasks[name]
+            few = binpack(task, rows)
+            monkeypatch.setattr(scoring, "FEW_ROWS", 0)
+            many = binpack(task, rows)
+            monkeypatch.undo()
+            assert type(few) is type(many)
+            assert np.array_equal(few, many)
+            assert np.asarray(few).tobytes() == np.asarray(many).tobytes()
