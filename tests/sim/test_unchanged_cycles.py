@@ -25,6 +25,7 @@ from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatc
 from kai_scheduler.framework.config import PluginOption, SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -158,8 +159,10 @@ def view(result: SessionResult) -> tuple[Any, ...]:
 @pytest.mark.parametrize("seed", range(4))
 def test_reused_cycles_decide_as_full_evaluations(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     carried = _carried_failures(monkeypatch)
+    recounted = _recounted_explanations(monkeypatch)
     reused, reused_count = replay(seed, reuse=True)
     assert carried, "no attempt that found no node was carried"
+    assert recounted, "no explanation was kept and counted again"
     full, full_count = replay(seed, reuse=False)
     for ours, theirs in zip(reused, full, strict=True):
         assert ours == theirs, f"cycle {ours[0]} differs"
@@ -335,5 +338,50 @@ def test_verify_mode_checks_a_carried_failure(monkeypatch: pytest.MonkeyPatch) -
     sim, _ = _full_node_and_waiting_gang()
     sim._cycle(0.0, 1)
     monkeypatch.setattr(SessionFailures, "_differing_rows", lambda self: [])
+    # (Its explanation is counted afresh: kept, it would be checked first, see the next test.)
+    monkeypatch.setattr(SessionFailures, "kept_counts", lambda self, key: None)
     with pytest.raises(CarriedMismatch, match=r"default/gang: its attempt, carried .* placed it"):
         sim._cycle(30.0, 2)  # the running pod has ended: n0 is free
+
+
+def test_verify_mode_checks_a_kept_explanation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explanation kept from the last cycle and counted again over no row, though a node was freed,
+    differs from counting every node: the debug variable raises CarriedMismatch."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    sim, _ = _full_node_and_waiting_gang()
+    sim._cycle(0.0, 1)
+    monkeypatch.setattr(SessionFailures, "_differing_rows", lambda self: [])
+    with pytest.raises(CarriedMismatch, match=r"pod gang-0: why it does not fit, kept .* differs"):
+        sim._cycle(30.0, 2)
+
+
+def test_explanations_are_recounted_over_the_rows_that_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the gang waits, kept from one cycle to the next and counted again over the nodes that may
+    differ (n0 relabelled, then n1 uncordoned while n0 stays full), reads as counting every node does."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    recounted = _recounted_explanations(monkeypatch)
+    sim, (n0, n1) = _full_node_and_waiting_gang()
+    first = sim._cycle(0.0, 1)[1].unschedulable["default/gang"]
+    assert "1 node(s) were unschedulable, 1 Insufficient GPUs" in first and not recounted
+    sim.cluster.cache.set_nodes(
+        [n0.model_copy(update={"metadata": n0.metadata.model_copy(update={"labels": {"a": "b"}})}), n1]
+    )
+    assert sim._cycle(10.0, 2)[1].unschedulable["default/gang"] == first
+    assert recounted == [[0]]
+    sim.cluster.cache.set_nodes([n0, node("n1", gpus=2, cpu="500m")])  # uncordoned, too little CPU
+    third = sim._cycle(20.0, 3)[1].unschedulable["default/gang"]
+    assert "1 Insufficient cpu, 1 Insufficient GPUs" in third
+    assert recounted[1:] == [[0, 1]]
+
+
+def _recounted_explanations(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The rows each kept explanation was counted again over (`no_fit_counts`), as each is."""
+    recounted: list[list[int]] = []
+    original = NoFitCounts.recount
+
+    def recount(self: NoFitCounts, rows: list[int], refusals: list[int], position: int) -> None:
+        recounted.append(rows)
+        original(self, rows, refusals, position)
+
+    monkeypatch.setattr(NoFitCounts, "recount", recount)
+    return recounted

@@ -20,13 +20,19 @@ request and placement
 named in `ROW_FILTERS`, that holds no capacity (reservation) and places nothing by queue. With `verify`
 (`KAI_SCHEDULER_VERIFY_REUSE=1`) each carried failure is attempted as well, and a difference raises
 `CarriedMismatch` (`actions.allocate`).
+
+The same rows bring up to date the explanations of the pods that found no node (`no_fit_counts`): kept
+per pod shape from one session's allocate to the next, and within it, each is counted again over the rows
+that may differ since it was counted (`Session.explain_no_fit`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.storage import Storage
@@ -49,22 +55,25 @@ _FEW_ROWS = 16
 class _LastSession:
     """What the last session's allocate left: its node table (as the session left it), where that
     table's log of changes stood when allocate started, the storage and the node filters it read, and the
-    jobs whose attempt's first pod had no candidate node (job -> its version and the pod's key)."""
+    jobs whose attempt's first pod had no candidate node (job -> its version and the pod's key), and the
+    explanations it counted (by what they depend on, `Session.explain_no_fit`)."""
 
     nodes: NodeTable
     allocate_started: int
     storage: Storage
     filters: tuple[str, ...]
     no_room: dict[JobInfo, tuple[int, str]]
+    no_fit: dict[Hashable, NoFitCounts]
 
 
 class PlacementFailures:
     """Carried from one session to the next (`JobMemos`); `start` hands allocate this cycle's part."""
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "_part")
 
     def __init__(self) -> None:
         self._last: _LastSession | None = None
+        self._part: SessionFailures | None = None
 
     def start(self, session: Session) -> SessionFailures | None:
         """This session's part, or None when its filters read more than rows (nothing carried, nothing
@@ -76,10 +85,17 @@ class PlacementFailures:
             last.storage is not session.snapshot.storage or last.filters != _filter_names(session)
         ):
             last = None
-        return SessionFailures(self, session, last)
+        self._part = SessionFailures(self, session, last)
+        return self._part
+
+    def part_of(self, session: Session) -> SessionFailures | None:
+        """`session`'s part while its allocate runs (None: none runs, or its rows do not decide)."""
+        part = self._part
+        return part if part is not None and part.session is session else None
 
     def keep(self, last: _LastSession) -> None:
         self._last = last
+        self._part = None
 
 
 class SessionFailures:
@@ -88,12 +104,13 @@ class SessionFailures:
 
     def __init__(self, carried: PlacementFailures, session: Session, last: _LastSession | None) -> None:
         self._carried = carried
-        self._session = session
+        self.session = session
         self._last = last
         nodes = session.snapshot.nodes
         self._nodes = nodes
         self._started = nodes.change_position()
         self._no_room: dict[JobInfo, tuple[int, str]] = {}
+        self._no_fit: dict[Hashable, NoFitCounts] = {}
         # The rows that may differ from the last session's as it tried its pods, as of `_seen` in this
         # table's log: worked out when first needed (`_rows_known`); None: any row may differ.
         self._rows_known = False
@@ -125,7 +142,7 @@ class SessionFailures:
         rows = self._differing_rows()
         if rows is None:
             return False
-        passes = self._session.candidate_test(task)
+        passes = self.session.candidate_test(task)
         if passes is None:
             return True  # refused whatever the node: no candidate, though not for the rows' sake
         if any(passes(row) for row in rows):
@@ -137,7 +154,7 @@ class SessionFailures:
         """An attempt of `tasks` (`first_pod` not None) was made and failed: noted for the next session
         when its first pod had no candidate node by its rows (a pre-predicate did not refuse it, and it
         is not a later pod of a gang that found none)."""
-        session, task = self._session, tasks[0]
+        session, task = self.session, tasks[0]
         if session.candidate_test(task) is None:
             return
         if len(tasks) > 1 and session.candidate_nodes(task).any():
@@ -146,12 +163,40 @@ class SessionFailures:
 
     def end(self) -> None:
         """Allocate is done: what it noted is the next session's to read."""
-        session = self._session
+        session = self.session
         self._carried.keep(
             _LastSession(
-                self._nodes, self._started, session.snapshot.storage, _filter_names(session), self._no_room
+                self._nodes,
+                self._started,
+                session.snapshot.storage,
+                _filter_names(session),
+                self._no_room,
+                self._no_fit,
             )
         )
+
+    def kept_counts(self, key: Hashable) -> tuple[NoFitCounts, list[int]] | None:
+        """The explanation counted for `key` in this session, or else in the last one from its allocate
+        on, with the rows that may differ since (unique, in index order); None when none was counted or
+        too many rows may differ. It is this session's to count again and `keep_counts`."""
+        counts = self._no_fit.get(key)
+        if counts is not None:
+            changed = self._nodes.changed_since(counts.position)
+            if changed is None:
+                return None
+            rows = sorted(set(changed)) if changed else []
+            return (counts, rows) if len(rows) <= self._most_rows() else None
+        last = self._last
+        if last is None:
+            return None
+        counts = last.no_fit.pop(key, None)
+        if counts is None or counts.position < last.allocate_started:
+            return None
+        differing = self._differing_rows()
+        return None if differing is None else (counts, differing)
+
+    def keep_counts(self, key: Hashable, counts: NoFitCounts) -> None:
+        self._no_fit[key] = counts
 
     def _differing_rows(self) -> list[int] | None:
         """The rows of this session's node table that may differ from the last session's as it tried its
@@ -175,7 +220,10 @@ class SessionFailures:
             self._rows = sorted({*self._rows, *changed})
             self._seen = nodes.change_position()
         rows = self._rows
-        return rows if len(rows) <= max(nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS) else None
+        return rows if len(rows) <= self._most_rows() else None
+
+    def _most_rows(self) -> int:
+        return max(self._nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS)
 
 
 def _rows_decide(session: Session) -> bool:

@@ -22,17 +22,28 @@ from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
-from kai_scheduler.framework.placement_failures import PlacementFailures
+from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, first_refusals
+from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
+from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable, PipelineTake
+from kai_scheduler.model.nodes import (
+    ALL_ROWS,
+    BoolArray,
+    FloatArray,
+    GpuGroup,
+    IntArray,
+    NodeTable,
+    PipelineTake,
+    Rows,
+)
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.reservations import Reservation
-from kai_scheduler.model.resources import EPSILON, Resources
+from kai_scheduler.model.resources import EPSILON, PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
 
@@ -118,7 +129,8 @@ class ExtensionPoints:
     scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     # The scorers (by position) that give every candidate one score for the pods they say yes to, those
     # that rank the candidates by a value for some pods, and those that score only a few nodes for some
-    # pods (`ranked_nodes`).
+    # pods (`ranked_nodes`). What they say reads of a pod only its request, placement constraints and
+    # nominated node, and of the session only whether anything is being released (kept per pod shape).
     scorers_constant: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     scorers_ranking: dict[int, RanksBy] = field(default_factory=dict)
     scorers_sparse: dict[int, SparseOn] = field(default_factory=dict)
@@ -349,6 +361,9 @@ class Session:
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.
         self.queue_sums: CarriedQueueSums | None = None
+        # The queue order keys of the last cycle that this one may give again (`queue_order_memo`; None:
+        # every key is worked out); carried from one cycle to the next too.
+        self.queue_orders: CarriedQueueOrder | None = None
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share
@@ -616,24 +631,85 @@ class Session:
         """Kubernetes-style: how many nodes each filter rejected (each counts only the nodes that every
         filter before it let through). Pods that fail alike are explained once while the nodes' usage
         stays the same: the answer depends on the usage, the request, the placement constraints, and
-        what the task predicates read of the pod (`NamedPredicate.depends_on`)."""
+        what the task predicates read of the pod (`NamedPredicate.depends_on`). While allocate's node
+        filters read rows alone (`placement_failures`), an explanation is kept from one session to the
+        next and counted again over the rows that may differ since (`no_fit_counts`)."""
         nodes = self.snapshot.nodes
         if self.points.pre_predicates and (failure := self._pre_predicate_failure(task)) is not None:
             return failure
         if self.allowed is not None:
             return self._explain_no_fit(task)
-        key = (
-            nodes.version,
-            task.request,
-            task.placement.key,
-            *[read(task) for read in self._pod_readers()],
-        )
+        reads = [read(task) for read in self._pod_readers()]
+        part = self.placement_failures.part_of(self) if self.placement_failures is not None else None
+        if part is not None and all(read is None for read in reads):
+            return self._explain_by_rows(task, part)
+        key = (nodes.version, task.request, task.placement.key, *reads)
         explained = self._explanations.get(key)
         if explained is None:
             if len(self._explanations) > 10_000:
                 self._explanations.clear()
             explained = self._explanations[key] = self._explain_no_fit(task)
         return explained
+
+    def _explain_by_rows(self, task: TaskInfo, part: SessionFailures) -> str:
+        """`explain_no_fit` from the counts kept for the pod's request and placement, counted again over
+        the rows that may differ since (all rows when none are kept or too many differ); with
+        `verify_carried` counted over every row as well, and a difference raises `CarriedMismatch`."""
+        nodes = self.snapshot.nodes
+        key = (task.request, task.placement.key)
+        position = nodes.change_position()
+        kept = part.kept_counts(key)
+        counts: NoFitCounts | None = None
+        if kept is not None:
+            counts, rows = kept
+            if rows:
+                names, refusals = self._first_refusals_at(task, rows)
+                if names == counts.names:
+                    counts.recount(rows, refusals, position)
+                else:
+                    counts = None
+            else:
+                counts.position = position
+        if counts is None:
+            counts = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
+        elif self.verify_carried:
+            fresh = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
+            if not fresh.same_as(counts):
+                from kai_scheduler.framework.job_memos import CarriedMismatch
+
+                raise CarriedMismatch(
+                    f"pod {task.name}: why it does not fit, kept and counted again over the rows that "
+                    f"may differ ({counts.detail()!r}), differs from counting every node ({fresh.detail()!r})"
+                )
+        if counts.text is None:
+            counts.text = self._no_fit_text(task, counts.detail())
+        part.keep_counts(key, counts)
+        return counts.text
+
+    def _first_refusals_at(self, task: TaskInfo, rows: list[int]) -> tuple[tuple[str, ...], list[int]]:
+        """The names of `_no_fit_filters` (no confinement), and the index of the first of them each of
+        `rows` does not pass: a few rows asked one at a time in plain Python (far cheaper than numpy for
+        a handful), the resources as `resource_shortfalls` works them out, to the last bit; many rows by
+        `_no_fit_filters`."""
+        if len(rows) > _FEW_ROWS:
+            filters = self._no_fit_filters(task, np.asarray(rows, dtype=np.intp))
+            return tuple(name for name, _ in filters), first_refusals(filters).tolist()
+        static = self._static(task.placement)[1]
+        masks = [passing for _, passing in static]
+        names = [rejection for rejection, _ in static]
+        for predicate in self.points.task_predicates:
+            masks.append(predicate.nodes_passing(task))
+            names.append(predicate.rejection)
+        nodes = self.snapshot.nodes
+        portions = nodes.portion_for(task.request, np.asarray(rows, dtype=np.intp)).tolist()
+        refusals = []
+        for row, portion in zip(rows, portions, strict=True):
+            refusal = next((index for index, mask in enumerate(masks) if not mask.item(row)), None)
+            if refusal is None:
+                resources = _resources_at(nodes, task.request, row, portion)
+                refusal = len(masks) + next((i for i, ok in enumerate(resources) if not ok), len(resources))
+            refusals.append(refusal)
+        return (*names, *_shortfall_names(task.request)), refusals
 
     def _pre_predicate_failure(self, task: TaskInfo) -> str | None:
         for check in self.points.pre_predicates:
@@ -654,27 +730,21 @@ class Session:
         return self._readers
 
     def _explain_no_fit(self, task: TaskInfo) -> str:
-        nodes = self.snapshot.nodes
-        filters: list[tuple[str, BoolArray]] = []
+        return self._no_fit_text(task, NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), 0).detail())
+
+    def _no_fit_text(self, task: TaskInfo, detail: str) -> str:
+        return f"0/{self.snapshot.nodes.size} nodes are available for {task.request.describe()}: {detail}"
+
+    def _no_fit_filters(self, task: TaskInfo, rows: Rows) -> list[Filter]:
+        """The node filters in the order they are explained, each answering for `rows`."""
+        filters: list[Filter] = []
         if self.allowed is not None:
-            filters.append(("outside the job's topology domain", self.allowed))
-        filters.extend(self._static(task.placement)[1])
+            filters.append(("outside the job's topology domain", self.allowed[rows]))
+        filters.extend((rejection, passing[rows]) for rejection, passing in self._static(task.placement)[1])
         for predicate in self.points.task_predicates:
-            filters.append((predicate.rejection, predicate.nodes_passing(task)))
-        filters.extend(resource_shortfalls(nodes, task))
-        # Each filter rejects what the filters before it let through and it does not: one running AND,
-        # counted after each filter (asked per failed pod, so no temporary arrays per filter).
-        counts: list[str] = []
-        remaining = np.ones(nodes.size, dtype=np.bool_)
-        before = nodes.size
-        for rejection, passing in filters:
-            np.logical_and(remaining, passing, out=remaining)
-            after = int(np.count_nonzero(remaining))
-            if before > after:
-                counts.append(f"{before - after} {rejection}")
-            before = after
-        detail = ", ".join(counts) if counts else "no node fits"
-        return f"0/{nodes.size} nodes are available for {task.request.describe()}: {detail}"
+            filters.append((predicate.rejection, predicate.nodes_passing(task)[rows]))
+        filters.extend(resource_shortfalls(self.snapshot.nodes, task, rows))
+        return filters
 
     # --- decisions -------------------------------------------------------------------------------
 
@@ -728,24 +798,68 @@ class Session:
         )
 
 
-def resource_shortfalls(nodes: NodeTable, task: TaskInfo) -> list[tuple[str, BoolArray]]:
-    """Per resource, which nodes have enough of it (idle + releasing), for messages."""
+def resource_shortfalls(nodes: NodeTable, task: TaskInfo, rows: Rows = ALL_ROWS) -> list[Filter]:
+    """Per resource, which nodes (of `rows`) have enough of it (idle + releasing), for messages."""
     request = task.request
-    free_cpu, free_memory, free_pods = nodes.free_soon()
+    if isinstance(rows, slice):
+        free_cpu, free_memory, free_pods = nodes.free_soon()
+    else:  # as `free_soon` works them out, for these rows
+        free_cpu = nodes.cap_cpu[rows] - nodes.used_cpu[rows] + nodes.rel_cpu[rows]
+        free_memory = nodes.cap_memory[rows] - nodes.used_memory[rows] + nodes.rel_memory[rows]
+        free_pods = nodes.cap_pods[rows] - nodes.used_pods[rows] + nodes.rel_pods[rows]
     cpu_ok = free_cpu >= request.cpu - EPSILON
     memory_ok = free_memory >= request.memory - EPSILON
     one_slot = free_pods >= 1 - EPSILON
     pods_ok = one_slot
     if request.is_shared_gpu:
         # Opening a new shared GPU also needs a slot for its reservation pod.
-        joins = nodes.shared_free_soon >= nodes.portion_for(request) - EPSILON
+        joins = nodes.shared_free_soon[rows] >= nodes.portion_for(request, rows) - EPSILON
         pods_ok = np.asarray(free_pods >= np.where(joins, 1.0, 2.0) - EPSILON, dtype=np.bool_)
-    parts = [("Insufficient cpu", cpu_ok), ("Insufficient memory", memory_ok), ("Too many pods", pods_ok)]
+    parts = [cpu_ok, memory_ok, pods_ok]
     if request.uses_gpu:
-        # Nodes that would fit the pod if it asked for no GPU: there GPUs are the missing piece.
+        # Nodes that would fit the pod if it asked for no GPU: there GPUs are the missing piece
+        # (`fit_rows` answers as `fit` does).
+        fits = (
+            nodes.fit(request, soon=True)
+            if isinstance(rows, slice)
+            else nodes.fit_rows(request, rows, soon=True)
+        )
         gpu_blind_fit = cpu_ok & memory_ok & one_slot
-        parts.append(("Insufficient GPUs", nodes.fit(request, soon=True) | ~gpu_blind_fit))
+        parts.append(fits | ~gpu_blind_fit)
+    return list(zip(_shortfall_names(request), parts, strict=True))
+
+
+def _resources_at(nodes: NodeTable, request: PodRequest, row: int, portion: float) -> list[bool]:
+    """`resource_shortfalls` at one row (`portion`: `NodeTable.portion_for` there), in plain Python: the
+    same IEEE doubles in the same order."""
+    free_pods = nodes.cap_pods.item(row) - nodes.used_pods.item(row) + nodes.rel_pods.item(row)
+    cpu_ok = (
+        nodes.cap_cpu.item(row) - nodes.used_cpu.item(row) + nodes.rel_cpu.item(row) >= request.cpu - EPSILON
+    )
+    memory_ok = (
+        nodes.cap_memory.item(row) - nodes.used_memory.item(row) + nodes.rel_memory.item(row)
+        >= request.memory - EPSILON
+    )
+    one_slot = free_pods >= 1 - EPSILON
+    pods_ok = one_slot
+    if request.is_shared_gpu:
+        joins = nodes.shared_free_soon.item(row) >= portion - EPSILON
+        pods_ok = free_pods >= (1.0 if joins else 2.0) - EPSILON
+    parts = [cpu_ok, memory_ok, pods_ok]
+    if request.uses_gpu:
+        # (`node_fits` answers as `fit` does.)
+        parts.append(nodes.node_fits(request, row, soon=True) or not (cpu_ok and memory_ok and one_slot))
     return parts
+
+
+def _shortfall_names(request: PodRequest) -> tuple[str, ...]:
+    return _GPU_SHORTFALLS if request.uses_gpu else _SHORTFALLS
+
+
+_SHORTFALLS = ("Insufficient cpu", "Insufficient memory", "Too many pods")
+_GPU_SHORTFALLS = (*_SHORTFALLS, "Insufficient GPUs")
+# At most this many rows are asked one at a time (`Session._first_refusals_at`).
+_FEW_ROWS = 32
 
 
 def pack_gpus(nodes: NodeTable, node: int, portion: float, devices: int, soon: bool) -> list[GpuGroup | None]:
