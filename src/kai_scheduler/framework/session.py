@@ -24,7 +24,6 @@ from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionRes
 from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, first_refusals
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
-from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
@@ -129,8 +128,7 @@ class ExtensionPoints:
     scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     # The scorers (by position) that give every candidate one score for the pods they say yes to, those
     # that rank the candidates by a value for some pods, and those that score only a few nodes for some
-    # pods (`ranked_nodes`). What they say reads of a pod only its request, placement constraints and
-    # nominated node, and of the session only whether anything is being released (kept per pod shape).
+    # pods (`ranked_nodes`).
     scorers_constant: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     scorers_ranking: dict[int, RanksBy] = field(default_factory=dict)
     scorers_sparse: dict[int, SparseOn] = field(default_factory=dict)
@@ -361,9 +359,6 @@ class Session:
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.
         self.queue_sums: CarriedQueueSums | None = None
-        # The queue order keys of the last cycle that this one may give again (`queue_order_memo`; None:
-        # every key is worked out); carried from one cycle to the next too.
-        self.queue_orders: CarriedQueueOrder | None = None
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share
