@@ -16,6 +16,9 @@ node valued below the pod's floor cannot hold it. A sparse scorer names a per-no
 and a floor, and promises a score of 0 at every node not valued above 0 or valued below the floor, and
 elsewhere a score of 0 or more that reads that node alone (gpusharingorder: a shared GPU with room for a
 shared-GPU pod).
+What a scorer says (`constant_for`, `ranks_by`, `sparse_on`) reads of the pod only its request, its
+placement constraints and its nominated node, and of the session only whether anything is being released
+(`NodeTable.anything_releasing`): it is asked once per pod shape of these in a session (`_ranking`).
 
 Why the choice stays the same: summed in scorer order, a node's sum never increases with its value
 (the same float additions of the same numbers, and rounding is monotone), and nodes of one value tie. The
@@ -58,12 +61,11 @@ BUDGET: Final = 64
 # Nodes passed over for one pod as known not to hold a pod of its shape (`_Unfit`; tens of nanoseconds each)
 # before giving up.
 SKIP_BUDGET: Final = 16 * BUDGET
-# What a session keeps (`Session.scratch`): the indexes by ranking key, the placements mostly passing,
-# what each scorer says (its ranking and constant conditions, by position).
+# What a session keeps (`Session.scratch`): the indexes by ranking key, what each scorer says (its
+# ranking and constant conditions, by position), what is kept per pod shape (`_Shape`).
 _INDEXES: Final = "ranked-nodes-indexes"
-_WIDE: Final = "ranked-nodes-wide-placements"
 _SAID: Final = "ranked-nodes-scorers"
-_UNFIT: Final = "ranked-nodes-unfit"
+_SHAPES: Final = "ranked-nodes-shapes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +104,15 @@ def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecid
     `scores`, the summed scores of some candidates; or UNDECIDED (see the module's docstring)."""
     if not ENABLED or session.allowed is not None:
         return UNDECIDED
-    ranked = _ranking(session, task)
-    if ranked is None or not _wide(session, task):
+    shape = _shape(session, task)
+    ranked = _ranking(session, shape, task)
+    if ranked is None or not _wide(session, shape, task):
         return UNDECIDED
     ranking, floor, sparse = ranked
     tests = session.candidate_tests(task)
     if tests is None:
         return None
-    looks = _Looks(*tests, _unfit(session, task))
+    looks = _Looks(*tests, shape.unfit.catch_up())
     try:
         scored = [
             node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)
@@ -228,20 +231,38 @@ class _Unfit:
         return self.rows
 
 
-def _unfit(session: Session, task: TaskInfo) -> set[int]:
-    """The nodes known not to hold `task`'s shape (its request and placement), kept per session."""
-    kept: dict[Hashable, _Unfit] = session.scratch.setdefault(_UNFIT, {})
+_Said = tuple[Ranking, float, list[tuple[Ranking, float]]] | None
+
+
+class _Shape:
+    """What `best_node` keeps for one pod shape (request and placement constraints) in a session: the
+    nodes known not to hold it, whether its static predicates pass at least half the nodes (None: not
+    asked yet), and what the scorers say for it by nominated node and whether anything is being
+    released."""
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self.unfit = _Unfit(nodes)
+        self.wide: bool | None = None
+        self.said: dict[tuple[int, bool], _Said] = {}
+
+
+def _shape(session: Session, task: TaskInfo) -> _Shape:
+    kept: dict[Hashable, _Shape] = session.scratch.setdefault(_SHAPES, {})
     nodes = session.snapshot.nodes
     key = (task.request, task.placement.key)
-    unfit = kept.get(key)
-    if unfit is None or unfit.nodes is not nodes:
-        unfit = kept[key] = _Unfit(nodes)
-    return unfit.catch_up()
+    shape = kept.get(key)
+    if shape is None or shape.unfit.nodes is not nodes:
+        shape = kept[key] = _Shape(nodes)
+    return shape
 
 
-def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float, list[tuple[Ranking, float]]] | None:
+def _ranking(session: Session, shape: _Shape, task: TaskInfo) -> _Said:
     """The one ranking of the session's scorers for `task` and the pod's floor, when every other scorer
-    gives one score or scores sparsely (those values, in scorer order)."""
+    gives one score or scores sparsely (those values, in scorer order); kept per pod shape (see the
+    module's docstring: what the scorers' answers may read)."""
+    key = (task.nominated_node, session.snapshot.nodes.anything_releasing())
+    if key in shape.said:
+        return shape.said[key]
     said = session.scratch.get(_SAID)
     if said is None:
         # The session's scorers are all registered before its first pod is placed: read them once.
@@ -254,6 +275,14 @@ def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float, list[tup
             )
             for position in range(len(points.node_scorers))
         ]
+    answer = shape.said[key] = _asked(said, task)
+    return answer
+
+
+def _asked(
+    said: list[tuple[RanksBy | None, Callable[[TaskInfo], bool] | None, SparseOn | None]], task: TaskInfo
+) -> _Said:
+    """`_ranking` asked of every scorer."""
     found = None
     sparse: list[tuple[Ranking, float]] = []
     for ranks, constant, sparse_on in said:
@@ -270,15 +299,12 @@ def _ranking(session: Session, task: TaskInfo) -> tuple[Ranking, float, list[tup
     return None if found is None else (*found, sparse)
 
 
-def _wide(session: Session, task: TaskInfo) -> bool:
-    """Whether the pod's static predicates pass at least half the nodes (kept per placement)."""
-    wide: dict[Hashable, bool] = session.scratch.setdefault(_WIDE, {})
-    key = task.placement.key
-    answer = wide.get(key)
-    if answer is None:
+def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:
+    """Whether the pod's static predicates pass at least half the nodes."""
+    if shape.wide is None:
         nodes = session.snapshot.nodes
-        answer = wide[key] = 2 * int(np.count_nonzero(session.usable_nodes([task]))) >= nodes.size
-    return answer
+        shape.wide = 2 * int(np.count_nonzero(session.usable_nodes([task]))) >= nodes.size
+    return shape.wide
 
 
 def _index(session: Session, ranking: Ranking) -> _ValueIndex:

@@ -128,7 +128,8 @@ class ExtensionPoints:
     scorers_alike: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     # The scorers (by position) that give every candidate one score for the pods they say yes to, those
     # that rank the candidates by a value for some pods, and those that score only a few nodes for some
-    # pods (`ranked_nodes`).
+    # pods (`ranked_nodes`). What they say reads of a pod only its request, placement constraints and
+    # nominated node, and of the session only whether anything is being released (kept per pod shape).
     scorers_constant: dict[int, Callable[[TaskInfo], bool]] = field(default_factory=dict)
     scorers_ranking: dict[int, RanksBy] = field(default_factory=dict)
     scorers_sparse: dict[int, SparseOn] = field(default_factory=dict)

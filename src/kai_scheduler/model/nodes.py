@@ -486,6 +486,8 @@ class NodeTable:
         """Whether any node has resources being released (only then can fitting soon differ from fitting
         now); kept across calls like `fit`'s masks."""
         seen = len(self._changes)
+        if seen == self._releasing_seen:
+            return bool(self._releasing_nodes)  # asked a few times a pod, with no change in between
         if self._releasing_seen is None or seen - self._releasing_seen > self.size // 4:
             releasing = (
                 (self.rel_cpu != 0)

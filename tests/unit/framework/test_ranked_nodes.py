@@ -217,3 +217,31 @@ def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_ma
         statement.commit()
     assert decided == [False, True, True]
     assert where == [names[count]] * 3
+
+
+def test_what_the_scorers_say_for_a_shape_is_asked_again_once_something_is_released() -> None:
+    """What the scorers say is kept per pod shape and whether anything is being released: once a's and b's
+    last pods are evicted, a and b are the fullest by what is not allocated but hold the pod only once
+    those pods are gone, so nodeavailability (one score for every candidate while nothing is released)
+    sends it to c, the fullest that fits it now, rather than to the emptiest (d)."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("leaving-a", gpus=1, node_name="a")]
+    objects += [pod("busy-b", gpus=6, node_name="b"), pod("leaving-b", gpus=2, node_name="b")]
+    objects += [pod("busy-c", gpus=5, node_name="c"), pod("p", gpus=1), pod("p-again", gpus=1)]
+
+    def choices(enabled: bool) -> list[str]:
+        session = open_session(objects)
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        ranked_nodes.ENABLED = enabled
+        try:
+            first = session.choose_node(tasks["default/p"])
+            statement = session.statement("reclaim")
+            statement.evict(tasks["default/leaving-a"], "test")
+            statement.evict(tasks["default/leaving-b"], "test")
+            again = session.choose_node(tasks["default/p-again"])
+        finally:
+            ranked_nodes.ENABLED = True
+        assert first is not None and again is not None
+        return [names[first.node], names[again.node]]
+
+    assert choices(True) == choices(False) == ["c", "c"]
