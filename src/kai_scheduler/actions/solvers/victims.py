@@ -28,9 +28,11 @@ from kai_scheduler.actions.solvers.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import request_of, scheduling_signature, tasks_to_allocate
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
+from kai_scheduler.model.snapshot import JobsAtOpen
 
 # KAI's message for a job passed over for its preemption delay (`recordPreemptionDelayFitError`), up to
 # where KAI names the end as a wall-clock time: the core's clock has no date, so it says how long is left.
@@ -57,6 +59,49 @@ def within_preemption_delay(session: Session, job: JobInfo) -> bool:
         left = go_duration_text(end - session.now)
         session.add_reason(job.key, WaitReason(f"{message} for another {left}", PREEMPTION_DELAY_NOT_ELAPSED))
     return True
+
+
+class WaitingJobs:
+    """Of the jobs waiting at session open, in snapshot order, those that may be victims now (preemptible
+    and with an active pod: placed before the session, or by an action since) and those with a
+    preemption delay (only they may be within it). Found once per session for the three victim actions,
+    each of which walked every waiting job twice (10,000 a trickle cycle at 5,000 nodes, issue #23 point
+    1), and brought up to date by the jobs of the decisions taken since: only a committed statement moves
+    a pod (`Statement.commit`)."""
+
+    __slots__ = ("_decided", "_index", "_may_be_victims", "delayed", "of_groups")
+
+    def __init__(self, session: Session, at_open: JobsAtOpen) -> None:
+        self.of_groups = at_open
+        preemptible = [j for j in at_open.waiting if j.preemptible]
+        self._index = {job: index for index, job in enumerate(preemptible)}
+        self._may_be_victims = [j for j in preemptible if j.active_allocated() > 0]
+        self._decided = len(session.decisions)
+        self.delayed = tuple(j for j in at_open.waiting if j.preemption_delay > 0)
+
+    @staticmethod
+    def of(session: Session) -> WaitingJobs:
+        at_open = session.snapshot.jobs_at_open()
+        found = session.scratch.get(_WAITING)
+        if not isinstance(found, WaitingJobs) or found.of_groups is not at_open:
+            found = session.scratch[_WAITING] = WaitingJobs(session, at_open)
+        return found
+
+    def may_be_victims(self, session: Session) -> list[JobInfo]:
+        """The preemptible waiting jobs that have had an active pod since this was last asked, in snapshot
+        order (callers ask each whether it has one now)."""
+        decisions = session.decisions
+        if self._decided < len(decisions):
+            tasks_of, index = session.snapshot.tasks, self._index
+            touched = {tasks_of[d.pod].job for d in decisions[self._decided :]}
+            self._decided = len(decisions)
+            more = {job for job in touched if job in index}.difference(self._may_be_victims)
+            if more:
+                self._may_be_victims = sorted((*self._may_be_victims, *more), key=index.__getitem__)
+        return self._may_be_victims
+
+
+_WAITING = "victims.waiting"
 
 
 class VictimAction(ABC):
@@ -91,25 +136,32 @@ class VictimAction(ABC):
         self._heaps.clear()
         self.replays.clear()
         self.shared_orders.clear()
-        # Nothing waits (most cycles of a cluster that keeps up): nothing to do, not even looking at the
-        # running jobs.
+        # Only preemptible jobs may be victims: running at session open, or placed since by an earlier
+        # action (among the jobs that were waiting).
+        at_open = session.snapshot.jobs_at_open()
+        waiting = WaitingJobs.of(session)
+        candidates = [
+            j
+            for j in dict.fromkeys((*at_open.preemptible_running, *waiting.may_be_victims(session)))
+            if self.could_be_victim(session, j)
+        ]
+        if session.verify_carried:
+            _check_candidates(self, session, candidates)
+        # Without any (a cluster running only non-preemptible jobs) there is nothing to do, not even
+        # ordering jobs: only the jobs within their preemption delay are told so, as the walk over the
+        # pending jobs below tells them (the others it passes over without a word).
+        if not candidates:
+            for j in waiting.delayed:
+                if j.tally().pending and j.invalid_reason is None:
+                    within_preemption_delay(session, j)
+            return
         pending = [
             j
             for j in with_pending(session.snapshot)
             if j.invalid_reason is None and not within_preemption_delay(session, j)
         ]
+        # Nothing waits (most cycles of a cluster that keeps up): nothing to do.
         if not pending:
-            return
-        # Running at session open, or placed since by an earlier action (among the jobs that were waiting).
-        at_open = session.snapshot.jobs_at_open()
-        candidates = [
-            j
-            for j in dict.fromkeys((*at_open.preemptible_running, *at_open.waiting))
-            if self.could_be_victim(session, j)
-        ]
-        # Without any (a cluster running only non-preemptible jobs) there is nothing to do, not even
-        # ordering jobs.
-        if not candidates:
             return
         for candidate in candidates:
             self.by_queue.setdefault(candidate.queue, {})[candidate] = None
@@ -241,3 +293,17 @@ class VictimAction(ABC):
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         """Search victims (among the candidates, `by_queue`) for the job's next pods and commit the first
         valid scenario."""
+
+
+def _check_candidates(action: VictimAction, session: Session, candidates: list[JobInfo]) -> None:
+    at_open = session.snapshot.jobs_at_open()
+    every = [
+        j
+        for j in dict.fromkeys((*at_open.preemptible_running, *at_open.waiting))
+        if action.could_be_victim(session, j)
+    ]
+    if every != candidates:
+        raise CarriedMismatch(
+            f"{action.name}: the candidate victims found among the jobs that may be victims "
+            f"{[j.key for j in candidates]} differ from those found among every job {[j.key for j in every]}"
+        )

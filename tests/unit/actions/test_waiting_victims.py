@@ -1,0 +1,67 @@
+"""The victim actions find their candidates among the waiting jobs that may be victims (`WaitingJobs`):
+the preemptible ones with an active pod when first asked, and those a decision touched since; the same
+candidates as among every waiting job (issue #23, point 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import node, open_session, pod, pod_group, queue
+from kai_scheduler.actions.preempt import Preempt
+from kai_scheduler.actions.solvers.victims import WaitingJobs
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo
+
+
+def _session() -> Session:
+    """On a node of 2 GPUs, an elastic preemptible job with one pod running and one pending, a preemptible
+    job with none running, and a non-preemptible pod of higher priority: all wait."""
+    return open_session(
+        [
+            node("n0", gpus=2),
+            queue("q", gpu=4),
+            pod_group("elastic", min_member=1, priority_class="train"),
+            pod("elastic-0", None, gpus=1, group="elastic", node_name="n0"),
+            pod("elastic-1", None, gpus=1, group="elastic"),
+            pod_group("later", min_member=1, priority_class="train"),
+            pod("later-0", None, gpus=1, group="later"),
+            pod("inference", gpus=1, priority_class="inference"),
+        ]
+    )
+
+
+def _keys(jobs: list[JobInfo]) -> list[str]:
+    return [job.key for job in jobs]
+
+
+def _place_later(session: Session) -> None:
+    """Place the pod of `later` (as an action before would): its job may be a victim from now on."""
+    later = session.snapshot.jobs["default/later"]
+    statement = session.statement("allocate")
+    statement.allocate(later.tasks[0], 0, (), "placed")
+    statement.commit()
+
+
+def test_a_waiting_job_placed_since_may_be_a_victim() -> None:
+    session = _session()
+    waiting = WaitingJobs.of(session)
+    assert WaitingJobs.of(session) is waiting  # once per session
+    assert _keys(waiting.may_be_victims(session)) == ["default/elastic"]
+    _place_later(session)
+    assert _keys(waiting.may_be_victims(session)) == ["default/elastic", "default/later"]
+
+
+def test_verify_mode_compares_the_candidates_with_every_waiting_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    honest = _session()
+    honest.verify_carried = True
+    WaitingJobs.of(honest)
+    _place_later(honest)
+    Preempt().execute(honest)  # the same candidates both ways
+    session = _session()
+    session.verify_carried = True
+    WaitingJobs.of(session)
+    _place_later(session)
+    monkeypatch.setattr(WaitingJobs, "may_be_victims", lambda self, session: [])
+    with pytest.raises(CarriedMismatch, match=r"preempt: the candidate victims .* differ"):
+        Preempt().execute(session)
