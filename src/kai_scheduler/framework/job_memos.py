@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.placement_failures import PlacementFailures
+from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -54,6 +55,7 @@ class JobMemos:
         "next_requests",
         "next_tasks",
         "placement_failures",
+        "queue_orders",
         "queue_sums",
         "shapes",
         "signatures",
@@ -68,6 +70,7 @@ class JobMemos:
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.queue_sums = CarriedQueueSums()
+        self.queue_orders = CarriedQueueOrder()
         self.job_groups = KeptJobGroups()
         self.placement_failures = PlacementFailures()
         self.verify = verify
@@ -77,6 +80,7 @@ class JobMemos:
         """Before `session`'s plugins open: what is carried for them to read and fill (the queue sums)."""
         if self.carry:
             session.queue_sums = self.queue_sums
+            session.queue_orders = self.queue_orders
             session.verify_carried = self.verify
 
     def hand_to(self, session: Session) -> None:

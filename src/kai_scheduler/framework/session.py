@@ -24,6 +24,7 @@ from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionRes
 from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, first_refusals
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
+from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
@@ -360,6 +361,9 @@ class Session:
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.
         self.queue_sums: CarriedQueueSums | None = None
+        # The queue order keys of the last cycle that this one may give again (`queue_order_memo`; None:
+        # every key is worked out); carried from one cycle to the next too.
+        self.queue_orders: CarriedQueueOrder | None = None
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share

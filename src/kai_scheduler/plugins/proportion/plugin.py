@@ -15,6 +15,7 @@ import numpy as np
 from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, WaitReason
 from kai_scheduler.framework.gang import next_request
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder, OrderMemo
 from kai_scheduler.framework.queue_sums import CarriedQueueSums, JobRows, QueueTotals, kept_job_sums
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
@@ -58,8 +59,9 @@ class ProportionPlugin:
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
-        # the session, and a queue's next jobs mostly ask for the same few shapes.
-        self._order_keys: dict[tuple[str, float, float, float, float, float, float], tuple[Any, ...]] = {}
+        # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
+        # session for the queues whose other inputs stay (`_carry_order_keys`).
+        self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
         # Each queue's allocation when the victim search for the current reclaimer started.
         self._before: dict[str, Resources] = {}
         # victim_queue_key's parts that depend on the queue and its allocation only.
@@ -77,6 +79,8 @@ class ProportionPlugin:
         compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value, recorder)
         if recorder is not None:
             session.fair_share_record = recorder.record
+        if session.queue_orders is not None:
+            self._carry_order_keys(session.queue_orders, verify=session.verify_carried)
         points = session.points
         points.queue_order = self.queue_order_key
         points.job_capacity_checks.append(self.over_limit)
@@ -164,6 +168,32 @@ class ProportionPlugin:
         if key is None:
             key = self._order_keys[memo] = self._queue_order_key(queue, request)
         return key
+
+    def _carry_order_keys(self, carried: CarriedQueueOrder, *, verify: bool) -> None:
+        """Start from the last session's queue order keys that this one would work out again (`verify`:
+        work each out again and raise `CarriedMismatch` on a difference)."""
+        assert self._session is not None
+        queues = self._session.snapshot.queues
+        fixed = {
+            queue.name: (
+                *queue.fair_share.values(),
+                *queue.deserved.values(),
+                *self._allocatable_shares(queue),
+                queue.priority,
+                queue.rank,
+            )
+            for queue in queues
+        }
+        allocated = {queue.name: queue.allocated.values() for queue in queues}
+        self._order_keys = carried.keys_for(fixed, allocated)
+        if verify:
+            for memo, key in self._order_keys.items():
+                fresh = self._queue_order_key(queues[memo[0]], Resources(*memo[4:]))
+                if not _same_order_key(fresh, key):
+                    raise CarriedMismatch(
+                        f"queue {memo[0]}: its order key for a request of {memo[4:]}, carried from the last "
+                        f"cycle ({key!r}), differs from the one worked out again ({fresh!r})"
+                    )
 
     def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
         # Written out per resource (no generators): it runs for each queue on the path of every job
@@ -512,6 +542,17 @@ class SmallerAllocatableShare:
 
     def __repr__(self) -> str:
         return f"SmallerAllocatableShare({self.shares})"
+
+
+def _same_order_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two queue order keys are the same (their allocatable shares by value: `==` of
+    `SmallerAllocatableShare` says only that neither dominates)."""
+    return len(a) == len(b) and all(
+        x.shares == y.shares
+        if isinstance(x, SmallerAllocatableShare) and isinstance(y, SmallerAllocatableShare)
+        else type(x) is type(y) and x == y
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
