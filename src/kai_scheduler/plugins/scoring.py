@@ -45,13 +45,9 @@ class _ScoringPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-
-        def scorer(task: TaskInfo, rows: IntArray) -> FloatArray | float:
-            return self.score(nodes, task, rows)
-
         alike_nodes.add_scorer(
             session.points,
-            scorer,
+            partial(self.score, nodes),  # no frame of its own: every pod placed calls each scorer
             self.alike_for(),
             constant_for=self.constant_for(nodes),
             ranks_by=self.ranks_by(nodes),
