@@ -183,11 +183,7 @@ class _Looks:
         self._skips_left = SKIP_BUDGET
 
     def _passes(self, node: int) -> bool:
-        if node in self._unfit:
-            self._skips_left -= 1
-            if self._skips_left < 0:
-                raise _GiveUp
-            return False
+        """Whether a node not known unfit is a candidate (noted unfit when it does not hold the shape)."""
         self._left -= 1
         if self._left < 0:
             raise _GiveUp
@@ -196,16 +192,33 @@ class _Looks:
             return False
         return self._passes_rest(node)
 
+    # The nodes known unfit, most of a long walk's, are passed over by `first` and `every` themselves,
+    # without a call each.
+
     def first(self, members: list[int]) -> int:
         """The lowest-indexed candidate of `members` (negated indices, ascending), or -1."""
+        unfit = self._unfit
         for negated in reversed(members):
-            if self._passes(-negated):
+            if -negated in unfit:
+                self._skips_left -= 1
+                if self._skips_left < 0:
+                    raise _GiveUp
+            elif self._passes(-negated):
                 return -negated
         return -1
 
     def every(self, members: list[int]) -> list[int]:
         """The candidates of `members` (negated indices)."""
-        return [-negated for negated in members if self._passes(-negated)]
+        unfit = self._unfit
+        found = []
+        for negated in members:
+            if -negated in unfit:
+                self._skips_left -= 1
+                if self._skips_left < 0:
+                    raise _GiveUp
+            elif self._passes(-negated):
+                found.append(-negated)
+        return found
 
 
 class _Unfit:
