@@ -40,18 +40,38 @@ def next_job_times(
     reservation updates (None: let go) replace the old ones, and a job that runs holds none. Jobs with no
     time are left out."""
     updated = dict(times)
+    # One walk over the times given (70,000 jobs at 5,000 nodes, most of them untouched) and none over
+    # the running jobs: only the jobs whose times this changes and those given with none may end up empty,
+    # and only those given a reservation or holding one may have to let it go.
+    touched: list[str] = []
+    holding: list[str] = []
     for job in running_after - running_before:
         updated[job] = replace(updated.get(job, JobTimes()), last_start=now)
+        touched.append(job)
     for job, current in times.items():
-        if current.last_start is not None and job not in running_after:
-            updated[job] = replace(updated[job], last_start=None)
+        if current.reservation is not None:
+            holding.append(job)
+        if current.last_start is None:
+            if current.empty():
+                touched.append(job)
+        elif job not in running_after:  # (then the loop above left it alone)
+            updated[job] = replace(current, last_start=None)
+            touched.append(job)
     for job, since in stale_since.items():
         updated[job] = replace(updated.get(job, JobTimes()), stale_since=since)
+        touched.append(job)
     for job in evicted:
         updated[job] = replace(updated.get(job, JobTimes()), last_eviction=now)
+        touched.append(job)
     for job, reservation in (reservations or {}).items():
         updated[job] = replace(updated.get(job, JobTimes()), reservation=reservation)
-    for job in running_after:
-        if (held := updated.get(job)) is not None and held.reservation is not None:
+        touched.append(job)
+        holding.append(job)
+    for job in holding:
+        if job in running_after and (held := updated[job]).reservation is not None:
             updated[job] = replace(held, reservation=None)
-    return {job: t for job, t in updated.items() if not t.empty()}
+            touched.append(job)
+    for job in touched:
+        if (after := updated.get(job)) is not None and after.empty():
+            del updated[job]  # (the others keep their order)
+    return updated
