@@ -7,6 +7,7 @@ place and evict pods, so that queue order and the capacity checks always see the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -56,6 +57,8 @@ class ProportionPlugin:
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
         self._path_values: dict[str, tuple[float | str, ...]] = {}  # `_path_inputs` until a shift
+        self._segments: dict[str, tuple[float | str, ...]] = {}  # a queue's part of them, until it shifts
+        self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
@@ -131,9 +134,11 @@ class ProportionPlugin:
             assert self._session is not None
             queues = self._session.snapshot.queues
             chain = self._chains[name] = queues.ancestry(name) if name in queues else []
+        segments = self._segments
         gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         non_preemptible = not task.job.preemptible
         for queue in chain:
+            segments.pop(queue.name, None)
             allocated = queue.allocated
             allocated.gpu += gpu
             allocated.cpu += cpu
@@ -267,21 +272,23 @@ class ProportionPlugin:
 
     def _path_inputs(self, job: JobInfo) -> tuple[float | str, ...]:
         """All that `over_limit` and `non_preemptible_over_quota` read of the session for `job`: its
-        queue path's allocations, limits and quotas (kept per queue until an allocation moves)."""
+        queue path's allocations, limits and quotas (kept per leaf until any allocation moves, and per
+        queue until its own does: a first cycle places a pod between most two asks)."""
         values = self._path_values.get(job.queue)
         if values is None:
-            assert self._session is not None
-            values = tuple(
-                value
-                for queue in self._session.snapshot.queues.ancestry(job.queue)
-                for value in (
-                    queue.name,
-                    *queue.allocated.values(),
-                    *queue.allocated_non_preemptible.values(),
-                    *queue.limit.values(),
-                    *queue.deserved.values(),
-                )
-            )
+            values = ()
+            segments = self._segments
+            for queue, _, _ in self._bounds(job.queue):
+                segment = segments.get(queue.name)
+                if segment is None:
+                    segment = segments[queue.name] = (
+                        queue.name,
+                        *queue.allocated.values(),
+                        *queue.allocated_non_preemptible.values(),
+                        *queue.limit.values(),
+                        *queue.deserved.values(),
+                    )
+                values += segment
             self._path_values[job.queue] = values
         return values
 
@@ -296,43 +303,39 @@ class ProportionPlugin:
             self._shares[queue.name] = shares
         return shares
 
+    def _bounds(self, name: str) -> list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]:
+        """Each queue on the path of queue `name` with its limits and its deserved quota per resource,
+        unlimited as infinity (fixed for the session): what the capacity checks compare with."""
+        bounds = self._path_bounds.get(name)
+        if bounds is None:
+            assert self._session is not None
+            bounds = self._path_bounds[name] = [
+                (
+                    queue,
+                    tuple(effective_limit(queue, r) for r in RESOURCE_NAMES),
+                    tuple(math.inf if is_unlimited(d) else d for d in queue.deserved.values()),
+                )
+                for queue in self._session.snapshot.queues.ancestry(name)
+            ]
+        return bounds
+
     def over_limit(self, job: JobInfo, request: Resources) -> str | None:
-        """OverLimit: no queue on the job's path may go above its limit."""
-        assert self._session is not None
-        for queue in self._session.snapshot.queues.ancestry(job.queue):
-            for r in RESOURCE_NAMES:
-                limit = effective_limit(queue, r)
-                if request.get(r) > EPSILON and queue.allocated.get(r) + request.get(r) > limit + EPSILON:
-                    return WaitReason(
-                        f"OverLimit: queue {queue.name} would exceed its {r} limit "
-                        f"({_amount(r, queue.allocated.get(r))} allocated + "
-                        f"{_amount(r, request.get(r))} requested "
-                        f"> limit {_amount(r, limit)})",
-                        OVER_LIMIT,
-                    )
+        """OverLimit: no queue on the job's path may go above its limit. Hot (every job allocate hands
+        out, after every placement in a first cycle): compared over the path's bounds (`_exceeds`), the
+        reason worded only for the queue that fails."""
+        for queue, limits, _ in self._bounds(job.queue):
+            if _exceeds(queue.allocated, request, limits):
+                return _over_limit(queue, request)
         return None
 
     def non_preemptible_over_quota(self, job: JobInfo, request: Resources) -> str | None:
-        """NonPreemptibleOverQuota: non-preemptible jobs live within deserved quota on the whole path."""
-        assert self._session is not None
+        """NonPreemptibleOverQuota: non-preemptible jobs live within deserved quota on the whole path
+        (compared as `over_limit` does)."""
         if job.preemptible:
             return None
-        for queue in self._session.snapshot.queues.ancestry(job.queue):
-            for r in RESOURCE_NAMES:
-                deserved = queue.deserved.get(r)
-                used = queue.allocated_non_preemptible.get(r)
-                if (
-                    not is_unlimited(deserved)
-                    and request.get(r) > EPSILON
-                    and used + request.get(r) > deserved + EPSILON
-                ):
-                    return WaitReason(
-                        f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
-                        "above its "
-                        f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
-                        f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})",
-                        NON_PREEMPTIBLE_OVER_QUOTA,
-                    )
+        for queue, _, deserved in self._bounds(job.queue):
+            if _exceeds(queue.allocated_non_preemptible, request, deserved):
+                return _over_quota(queue, request)
         return None
 
     # --- reclaim ---------------------------------------------------------------------------------
@@ -467,6 +470,54 @@ class ProportionPlugin:
             ):
                 return True
         return False
+
+
+def _exceeds(used: Resources, request: Resources, bounds: tuple[float, ...]) -> bool:
+    """Whether `request` on top of `used` goes above `bounds` (gpu, cpu, memory; unlimited is infinity)
+    in a resource it asks for, as the capacity checks compare (written out: asked for every job handed
+    out)."""
+    gpu, cpu, memory = request.gpu, request.cpu, request.memory
+    return (
+        (gpu > EPSILON and used.gpu + gpu > bounds[0] + EPSILON)
+        or (cpu > EPSILON and used.cpu + cpu > bounds[1] + EPSILON)
+        or (memory > EPSILON and used.memory + memory > bounds[2] + EPSILON)
+    )
+
+
+def _over_limit(queue: QueueInfo, request: Resources) -> WaitReason:
+    """Why `request` would take `queue` above its limit (it does, in some resource)."""
+    for r in RESOURCE_NAMES:
+        limit = effective_limit(queue, r)
+        if request.get(r) > EPSILON and queue.allocated.get(r) + request.get(r) > limit + EPSILON:
+            return WaitReason(
+                f"OverLimit: queue {queue.name} would exceed its {r} limit "
+                f"({_amount(r, queue.allocated.get(r))} allocated + "
+                f"{_amount(r, request.get(r))} requested "
+                f"> limit {_amount(r, limit)})",
+                OVER_LIMIT,
+            )
+    raise AssertionError(f"queue {queue.name} can take {request}")
+
+
+def _over_quota(queue: QueueInfo, request: Resources) -> WaitReason:
+    """Why a non-preemptible `request` would take `queue` above its deserved quota (it does, in some
+    resource)."""
+    for r in RESOURCE_NAMES:
+        deserved = queue.deserved.get(r)
+        used = queue.allocated_non_preemptible.get(r)
+        if (
+            not is_unlimited(deserved)
+            and request.get(r) > EPSILON
+            and used + request.get(r) > deserved + EPSILON
+        ):
+            return WaitReason(
+                f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
+                "above its "
+                f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
+                f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})",
+                NON_PREEMPTIBLE_OVER_QUOTA,
+            )
+    raise AssertionError(f"queue {queue.name} can take non-preemptible {request}")
 
 
 def _saturation(allocated: float, fair_share: float) -> float:

@@ -1,0 +1,110 @@
+"""The proportion plugin's capacity checks, written out per resource over bounds kept per queue path
+(`ProportionPlugin.over_limit`, `non_preemptible_over_quota`), answer exactly as the plain loop over
+the path and the resources does: the same refusal text and code, or None.
+
+Generated queue trees (flat or under departments, with unlimited, zero and finite limits and quotas in
+every resource) get random allocations, often right at a bound, and random requests; each check is
+compared with a reference that reads the queues as KAI's rules are written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import node, open_session, pod, queue
+from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, code_of
+from kai_scheduler.model.queues import QueueInfo, effective_limit, is_unlimited
+from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+
+AMOUNTS = st.sampled_from([-1.0, 0.0, 1.0, 2.0, 4.0, 8.0])
+
+
+def reference_over_limit(path: list[QueueInfo], request: Resources) -> tuple[str, str] | None:
+    """The first queue of the path, and resource, that `request` would take above its limit."""
+    return next(
+        (
+            (q.name, r)
+            for q in path
+            for r in RESOURCE_NAMES
+            if request.get(r) > EPSILON
+            and q.allocated.get(r) + request.get(r) > effective_limit(q, r) + EPSILON
+        ),
+        None,
+    )
+
+
+def reference_over_quota(path: list[QueueInfo], request: Resources) -> tuple[str, str] | None:
+    """The first queue of the path, and resource, whose quota `request` would take non-preemptible
+    allocations above."""
+    return next(
+        (
+            (q.name, r)
+            for q in path
+            for r in RESOURCE_NAMES
+            if not is_unlimited(q.deserved.get(r))
+            and request.get(r) > EPSILON
+            and q.allocated_non_preemptible.get(r) + request.get(r) > q.deserved.get(r) + EPSILON
+        ),
+        None,
+    )
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> list[Any]:
+    objects: list[Any] = [node("n0", gpus=8)]
+    departments = draw(st.booleans())
+    if departments:
+        objects += [queue(d, gpu=draw(AMOUNTS), gpu_limit=draw(AMOUNTS)) for d in ("dept-a", "dept-b")]
+    for i in range(draw(st.integers(1, 4))):
+        objects.append(
+            queue(
+                f"q{i}",
+                parent=("dept-a", "dept-b")[i % 2] if departments else None,
+                gpu=draw(AMOUNTS),
+                gpu_limit=draw(AMOUNTS),
+                cpu=draw(AMOUNTS) * 1000,
+                cpu_limit=draw(AMOUNTS) * 1000,
+                memory=draw(AMOUNTS) * 1000,
+                memory_limit=draw(AMOUNTS) * 1000,
+            )
+        )
+        objects.append(
+            pod(f"p{i}", f"q{i}", gpus=1, priority_class=draw(st.sampled_from(["train", "build"])))
+        )
+    return objects
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=trees(), data=st.data())
+def test_the_written_out_checks_answer_as_the_plain_loop(objects: list[Any], data: st.DataObject) -> None:
+    session = open_session(objects)
+    checks = {check.__name__: check for check in session.points.job_capacity_checks}
+    queues = session.snapshot.queues
+    for q in queues:
+        for allocation in (q.allocated, q.allocated_non_preemptible):
+            for r in RESOURCE_NAMES:
+                # Often exactly at a bound (or a hair past it), where `>` and EPSILON decide.
+                bound = data.draw(st.sampled_from([q.limit.get(r), q.deserved.get(r), 0.0]))
+                allocation.set(r, max(0.0, bound) + data.draw(st.sampled_from([0.0, -1.0, 1e-10, 1e-8, 0.5])))
+    for job in session.snapshot.jobs.values():
+        path = queues.ancestry(job.queue)
+        for _ in range(4):
+            request = Resources(*(data.draw(st.sampled_from([0.0, 1e-10, 0.5, 1.0, 3.0])) for _ in range(3)))
+            request.cpu *= 1000
+            refused = checks["over_limit"](job, request)
+            expected = reference_over_limit(path, request)
+            assert (refused is None) == (expected is None)
+            if refused is not None and expected is not None:
+                assert code_of(refused) == OVER_LIMIT
+                assert refused.startswith(
+                    f"OverLimit: queue {expected[0]} would exceed its {expected[1]} limit"
+                )
+            refused = checks["non_preemptible_over_quota"](job, request)
+            expected = None if job.preemptible else reference_over_quota(path, request)
+            assert (refused is None) == (expected is None)
+            if refused is not None and expected is not None:
+                assert code_of(refused) == NON_PREEMPTIBLE_OVER_QUOTA
+                assert f"take queue {expected[0]} above its {expected[1]} quota" in refused
