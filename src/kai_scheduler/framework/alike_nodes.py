@@ -64,7 +64,9 @@ def add_scorer(
     """Register a node scorer that, for the pods `alike_for` says yes to (`always`: every pod), scores two
     empty nodes equal in `NodeTable.CAPACITY_COLUMNS` alike and compares candidates only by the set of
     their values. `constant_for` and `ranks_by` say more, for `ranked_nodes`: for the pods `constant_for`
-    says yes to, the scorer gives every candidate one score whatever the candidates; for those `ranks_by`
+    says yes to, the scorer gives every candidate one score whatever the candidates, and the same score to
+    every pod of one request, placement constraints and nominated node while
+    `NodeTable.anything_releasing` stays (`ranked_nodes` asks it once for them); for those `ranks_by`
     gives a ranking, it ranks them as `ranked_nodes.Ranking` says; for those `sparse_on` gives a value,
     it scores 0 wherever that value is not above 0, and elsewhere 0 or more reading that node alone."""
     position = len(points.node_scorers)

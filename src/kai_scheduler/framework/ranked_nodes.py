@@ -18,7 +18,9 @@ elsewhere a score of 0 or more that reads that node alone (gpusharingorder: a sh
 shared-GPU pod).
 What a scorer says (`constant_for`, `ranks_by`, `sparse_on`) reads of the pod only its request, its
 placement constraints and its nominated node, and of the session only whether anything is being released
-(`NodeTable.anything_releasing`): it is asked once per pod shape of these in a session (`_ranking`).
+(`NodeTable.anything_releasing`): it is asked once per pod shape of these in a session (`_ranking`). A
+scorer constant for a pod gives each pod of that shape the same score: it is asked once too, and the sums
+ask the other scorers alone (`_Summed`).
 
 Why the choice stays the same: summed in scorer order, a node's sum never increases with its value
 (the same float additions of the same numbers, and rounding is monotone), and nodes of one value tie. The
@@ -44,6 +46,7 @@ import bisect
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -93,6 +96,8 @@ class Undecided(enum.Enum):
 
 UNDECIDED: Final = Undecided.UNDECIDED
 Scores = Callable[[IntArray], FloatArray | float]
+# A session's node scorer (`ExtensionPoints.node_scorers`).
+ScoreOf = Callable[[TaskInfo, IntArray], FloatArray | float]
 
 
 class _GiveUp(Exception):
@@ -108,7 +113,7 @@ def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecid
     ranked = _ranking(session, shape, task)
     if ranked is None or not _wide(session, shape, task):
         return UNDECIDED
-    ranking, floor, sparse = ranked
+    ranking, floor, sparse, summed = ranked
     tests = session.candidate_tests(task)
     if tests is None:
         return None
@@ -117,7 +122,7 @@ def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecid
         scored = [
             node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)
         ]
-        return _best(_index(session, ranking), looks, floor, scores, scored)
+        return _best(_index(session, ranking), looks, floor, partial(summed.scores, task), scored)
     except _GiveUp:
         return UNDECIDED
 
@@ -244,7 +249,58 @@ class _Unfit:
         return self.rows
 
 
-_Said = tuple[Ranking, float, list[tuple[Ranking, float]]] | None
+class _Summed:
+    """The summed scores of a pod shape's candidates (`Session._scores`'s sums, the same bits), asking only
+    the scorers that are not constant for it: each constant scorer's one score is kept from the first sum
+    (`constant_for` at `alike_nodes.add_scorer` promises the same score for every pod of one request,
+    placement constraints and nominated node while `NodeTable.anything_releasing` stays, the key this is
+    kept by). Why: five of a pod's six scorers are constant for it, and calling each was most of a pod's
+    sum."""
+
+    def __init__(self, scorers: list[ScoreOf], constant: frozenset[int]) -> None:
+        self._scorers = scorers
+        self._constant = constant
+        # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
+        # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
+        self._terms: list[float | ScoreOf] | None = None
+
+    def scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        terms = self._terms
+        if terms is None:
+            return self._learn(task, rows)
+        summed: FloatArray | float = 0.0
+        for term in terms:
+            score = term if isinstance(term, float) else term(task, rows)
+            if isinstance(score, float) and score == 0.0:
+                continue  # adding 0.0 changes nothing
+            summed = score if isinstance(summed, float) and summed == 0.0 else summed + score
+        return summed
+
+    def _learn(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+        """The sum, asking every scorer, and the terms of later sums from it: a constant scorer's score is
+        one float (an array's first item, all alike); adding a float to each item is adding that item."""
+        summed: FloatArray | float = 0.0
+        terms: list[float | ScoreOf] = []
+        for position, scorer in enumerate(self._scorers):
+            score = scorer(task, rows)
+            if position in self._constant:
+                constant = float(score) if isinstance(score, float) else float(score.item(0))
+                if constant == 0.0:
+                    pass  # adds nothing
+                elif len(terms) == 1 and isinstance(terms[0], float):  # only constants so far
+                    terms[0] = constant if terms[0] == 0.0 else terms[0] + constant
+                else:
+                    terms.append(constant)
+            else:
+                terms.append(scorer)
+            if isinstance(score, float) and score == 0.0:
+                continue
+            summed = score if isinstance(summed, float) and summed == 0.0 else summed + score
+        self._terms = terms
+        return summed
+
+
+_Said = tuple[Ranking, float, list[tuple[Ranking, float]], _Summed] | None
 
 
 class _Shape:
@@ -288,28 +344,33 @@ def _ranking(session: Session, shape: _Shape, task: TaskInfo) -> _Said:
             )
             for position in range(len(points.node_scorers))
         ]
-    answer = shape.said[key] = _asked(said, task)
+    answer = shape.said[key] = _asked(said, session.points.node_scorers, task)
     return answer
 
 
 def _asked(
-    said: list[tuple[RanksBy | None, Callable[[TaskInfo], bool] | None, SparseOn | None]], task: TaskInfo
+    said: list[tuple[RanksBy | None, Callable[[TaskInfo], bool] | None, SparseOn | None]],
+    scorers: list[ScoreOf],
+    task: TaskInfo,
 ) -> _Said:
     """`_ranking` asked of every scorer."""
     found = None
     sparse: list[tuple[Ranking, float]] = []
-    for ranks, constant, sparse_on in said:
+    constant_at = set()
+    for position, (ranks, constant, sparse_on) in enumerate(said):
         ranked = None if ranks is None else ranks(task)
         if ranked is not None:
             if found is not None:
                 return None
             found = ranked
-        elif constant is None or not constant(task):
+        elif constant is not None and constant(task):
+            constant_at.add(position)
+        else:
             on = None if sparse_on is None else sparse_on(task)
             if on is None:
                 return None
             sparse.append(on)
-    return None if found is None else (*found, sparse)
+    return None if found is None else (*found, sparse, _Summed(scorers, frozenset(constant_at)))
 
 
 def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:

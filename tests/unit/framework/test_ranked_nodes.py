@@ -11,7 +11,7 @@ import pytest
 
 from helpers import node, open_session, pod, queue
 from kai_scheduler.api.objects import ApiObject
-from kai_scheduler.framework import ranked_nodes
+from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.session import Session
 
 PREFER_B = {
@@ -245,3 +245,36 @@ def test_what_the_scorers_say_for_a_shape_is_asked_again_once_something_is_relea
         return [names[first.node], names[again.node]]
 
     assert choices(True) == choices(False) == ["c", "c"]
+
+
+def test_constant_scores_kept_for_a_shape_are_added_where_their_scorers_stand() -> None:
+    """Scorers constant for every pod, asked once per shape, still add up in scorer order: 1e16 and then
+    -1e16 after binpack round binpack's 9 (b, fullest) and 7.2 (a) to one value, so a (the first name)
+    wins as when every scorer is asked; adding the two constants together first would choose b. Three
+    pods of one shape: the first sum asks every scorer, the later ones only binpack."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abc")]
+    objects += [pod("busy-a", gpus=4, node_name="a"), pod("busy-b", gpus=5, node_name="b")]
+    objects += [pod(f"p{i}", gpus=1) for i in range(3)]
+
+    def choices(enabled: bool) -> list[str]:
+        session = open_session(objects)
+        for constant in (1e16, -1e16):
+            alike_nodes.add_scorer(
+                session.points, lambda task, rows, score=constant: score, constant_for=alike_nodes.always
+            )
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        ranked_nodes.ENABLED = enabled
+        try:
+            where = []
+            for i in range(3):
+                task = tasks[f"default/p{i}"]
+                decided = ranked_nodes.best_node(session, task, lambda rows: 0.0)
+                assert isinstance(decided, ranked_nodes.Undecided) != enabled
+                placed = session.choose_node(task)
+                assert placed is not None
+                where.append(names[placed.node])
+        finally:
+            ranked_nodes.ENABLED = True
+        return where
+
+    assert choices(True) == choices(False) == ["a", "a", "a"]
