@@ -203,6 +203,7 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
     # The queue sums and the groups of jobs the actions read, brought up to date by the jobs the cache's
     # log names.
     carried, groups = CarriedQueueSums(), KeptJobGroups()
+    running_before = frozenset(cache.running_jobs), cache.running_jobs
     for step, operation in enumerate(ops):
         apply(cache, operation, scheduler)
         snapshot = cache.snapshot()
@@ -212,6 +213,10 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         for part, value in rebuilt.items():
             assert incremental[part] == value, f"after step {step} {operation[0]}: {part} differs"
         assert cache.running_jobs == fresh.running_jobs, f"after step {step} {operation[0]}: running jobs"
+        # What started since the last step, as next_job_times asks it (from what the change log names).
+        plain, kept = frozenset(cache.running_jobs), cache.running_jobs
+        assert kept - running_before[1] == plain - running_before[0], f"after step {step}: jobs started"
+        running_before = plain, kept
         tasks = snapshot.tasks.values()
         assert snapshot.nominated_tasks == [t for t in tasks if t.nominated_node >= 0]
         assert snapshot.asks_gpu_memory == any(t.request.gpu_memory_mib for t in tasks)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,7 +38,7 @@ class UsageSource(Protocol):
 class CycleOutcome:
     snapshot: ClusterSnapshot  # as the session left it (queues accounted, decisions applied)
     result: SessionResult
-    running_before: frozenset[str]  # jobs that had a running pod when the cycle started
+    running_before: Set[str]  # jobs that had a running pod when the cycle started
     seconds: float  # wall time from the snapshot to the decisions (what `cycleSeconds` reports)
     usage_seconds: float  # of which: asking for the queues' usage
     # The last cycle's result, reused (`unchanged_cycles`): nothing changed, so neither do the job times.
@@ -68,6 +68,7 @@ class CycleDriver:
         self.verify = verify_requested()
         # The same variable checks the answers the scheduler carries from one cycle to the next per job.
         self.scheduler.memos.verify = self.verify
+        cache.running_keeper.verify = self.verify  # and the running jobs it makes from what changed
         self.reused = 0
         # Keep the fair-share division's steps in each result (`SessionResult.fair_share_record`): the
         # live scheduler's plugin server and `simulate --explain-fairshare` show them.

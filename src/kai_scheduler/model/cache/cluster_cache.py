@@ -51,6 +51,7 @@ from kai_scheduler.model.cache.job_rebuild import JobRebuild
 from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
 from kai_scheduler.model.cache.nominations import Nomination, Nominations
 from kai_scheduler.model.cache.pods import PodIndex
+from kai_scheduler.model.cache.running_jobs import RunningJobs, RunningJobsKeeper
 from kai_scheduler.model.disruption import DisruptionBudgets
 from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
@@ -101,7 +102,10 @@ class ClusterCache:
         self._topology_trees: dict[str, TopologyTree] = {}
         # Moves whenever something a cycle reads may have changed (`version`).
         self._version = 0
-        self._running: tuple[int, frozenset[str]] = (-1, frozenset())  # running_jobs at a version
+        # running_jobs, made in what the jobs' change log names since its base (`running_jobs`), and the
+        # version it was last asked at with its answer.
+        self.running_keeper = RunningJobsKeeper(self._jobs.log)
+        self._running: tuple[int, RunningJobs] | None = None
 
     @classmethod
     def of(cls, state: ClusterState, partition: Partition | None = None) -> ClusterCache:
@@ -335,14 +339,15 @@ class ClusterCache:
         return frozenset(self._jobs.jobs)
 
     @property
-    def running_jobs(self) -> frozenset[str]:
+    def running_jobs(self) -> RunningJobs:
         """Jobs with a pod bound to a node and neither finished nor terminating (up to date); the same set
-        while the version stays (a large cluster has hundreds of thousands)."""
+        while the version stays, else made in the jobs changed since (a large cluster has hundreds of
+        thousands: `running_jobs`)."""
         self.refresh()
-        version, running = self._running
-        if version != self._version:
-            running = frozenset(self._jobs.running_counts)
-            self._running = (self._version, running)
+        if self._running is not None and self._running[0] == self._version:
+            return self._running[1]
+        running = self.running_keeper.of(self._jobs.running_counts)
+        self._running = (self._version, running)
         return running
 
     # --- the cycle -------------------------------------------------------------------------------------
