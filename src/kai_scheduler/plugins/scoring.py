@@ -30,7 +30,8 @@ K8S_PLUGINS_SCORE: Final = 1_000_000.0  # Kubernetes' own scoring plugins (affin
 NOMINATED_NODE: Final = 10_000_000.0
 
 BINPACK: Final = "binpack"
-# Binpack scores this many candidates or fewer in plain Python floats rather than numpy (`_binpack_few`):
+# Binpack and gpusharingorder score this many candidates or fewer in plain Python floats rather than numpy
+# (`_binpack_few`, `_sharing_few`):
 # the ranked index (`ranked_nodes`) has two to four candidates scored a pod, where numpy's cost per call
 # is most of the work.
 FEW_ROWS: Final = 16
@@ -141,6 +142,8 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not task.request.is_shared_gpu:
             return 0.0
+        if rows.size <= FEW_ROWS:
+            return _sharing_few(nodes, task, rows)
         shared_free = nodes.shared_free_now.take(rows)
         with_room = np.flatnonzero(shared_free > 0)  # usually a few nodes: the rest score 0
         if with_room.size == 0:
@@ -149,6 +152,29 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
         scores = np.zeros(rows.size)
         scores[with_room[shared_free.take(with_room) >= portion - EPSILON]] = GPU_SHARING
         return scores
+
+
+def _sharing_few(nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+    """gpusharingorder's scores of a few candidates (`GpuSharingOrderPlugin.score`) in plain Python: the
+    same comparisons of the same values (the portion as `SharedGpuRequest.fit_portions` works it out), so
+    the same scores. Why: the ranked index scores two to four candidates a shared-GPU pod."""
+    shared = task.request.shared_gpu
+    assert shared is not None  # a shared-GPU request
+    scores, any_room = [], False
+    for node in rows.tolist():
+        free = nodes.shared_free_now.item(node)
+        if free > 0:
+            any_room = True
+            if shared.fraction > 0:
+                portion = shared.fraction
+            else:
+                memory = nodes.gpu_memory_mib.item(node)
+                portion = shared.memory_mib / max(memory, 1.0) if memory > 0 else float("inf")
+            if free >= portion - EPSILON:
+                scores.append(GPU_SHARING)
+                continue
+        scores.append(0.0)
+    return np.array(scores) if any_room else 0.0
 
 
 class NominatedNodePlugin(_ScoringPlugin):

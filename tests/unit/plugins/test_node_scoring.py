@@ -253,3 +253,38 @@ def test_binpack_scores_a_few_candidates_to_the_last_bit_as_it_scores_many(
             assert type(few) is type(many)
             assert np.array_equal(few, many)
             assert np.asarray(few).tobytes() == np.asarray(many).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_gpusharingorder_scores_a_few_candidates_as_it_scores_many(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpusharingorder scores a few candidates in plain Python (`scoring.FEW_ROWS`): the same scores, for a
+    fraction and for gpu-memory on nodes of different GPU memory (none known included), shared GPUs with
+    and without room, and one whose room falls a rounding step short of a fifth (two pods of 0.4)."""
+    rng = random.Random(seed)
+    objects: list[Any] = [queue("q"), node("n10", gpus=8)]
+    objects += [
+        pod(f"part-10-{k}", fraction=0.4, node_name="n10", labels={"runai-gpu-group": "g"}) for k in (0, 1)
+    ]
+    for i in range(10):
+        memory = rng.choice((None, 16000, 40000, 80000))
+        objects.append(node(f"n{i}", gpus=8, gpu_memory=memory))
+        for k in range(rng.randint(0, 3)):
+            group = {"runai-gpu-group": f"g{i}-{rng.randint(0, 1)}"}
+            part = rng.choice((0.25, 0.5, 0.75))
+            objects.append(pod(f"part-{i}-{k}", fraction=part, node_name=f"n{i}", labels=group))
+    objects += [pod("fraction", fraction=0.25), pod("fifth", fraction=0.2), pod("memory", gpu_memory=10000)]
+    session = open_session(objects)
+    sharing = scoring.GpuSharingOrderPlugin({})
+    nodes = session.snapshot.nodes
+    for _ in range(20):
+        rows = np.array(sorted(rng.sample(range(11), rng.randint(0, 6))), dtype=np.int64)
+        for name in ("default/fraction", "default/fifth", "default/memory"):
+            task = session.snapshot.tasks[name]
+            few = sharing.score(nodes, task, rows)
+            monkeypatch.setattr(scoring, "FEW_ROWS", -1)
+            many = sharing.score(nodes, task, rows)
+            monkeypatch.undo()
+            assert type(few) is type(many)
+            assert np.asarray(few).tobytes() == np.asarray(many).tobytes()
