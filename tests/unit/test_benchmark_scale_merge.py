@@ -69,3 +69,22 @@ def test_the_provenance_table_names_every_run_whose_points_a_table_shows() -> No
     assert any(row.startswith("| scale after | 2026-12-01") and "aaaaaaa" in row for row in rows), rows
     assert "| scale after: trickle 5,000 | 2026-12-05T00:00:00+00:00 | bbbbbbb | n/a |" in rows, rows
     assert not any("first 500" in row for row in rows), rows  # the stored run's own points are its header's
+
+
+def _first(seconds: float, share: float, reached: bool = True) -> dict[str, Any]:
+    return {"kind": "first", "reached": reached, "seconds": seconds, "cpuShare": share}
+
+
+def test_a_repeated_first_cycle_point_keeps_the_run_of_least_cpu() -> None:
+    # The second run's wall time is the longest but half of it went to other processes: its CPU is least.
+    kept = scale.least_cpu([_first(4.0, 1.0), _first(6.0, 0.5), _first(3.5, 1.0)])
+    assert kept["seconds"] == 6.0
+    assert kept["repeats"] == 3
+    assert kept["runSeconds"] == [4.0, 6.0, 3.5]
+
+
+def test_a_point_run_once_is_kept_as_it_is_and_a_run_out_of_budget_makes_it_not_reached() -> None:
+    once = _first(4.0, 1.0)
+    assert scale.least_cpu([once]) is once
+    late = {"nodes": 20000, "reached": False, "budgetSeconds": 600.0}
+    assert scale.least_cpu([_first(4.0, 1.0), late]) is late
