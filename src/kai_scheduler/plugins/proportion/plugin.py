@@ -324,8 +324,15 @@ class ProportionPlugin:
         out, after every placement in a first cycle): compared over the path's bounds (`_exceeds`), the
         reason worded only for the queue that fails."""
         for queue, limits, _ in self._bounds(job.queue):
-            if _exceeds(queue.allocated, request, limits):
-                return _over_limit(queue, request)
+            r = _first_exceeded(queue.allocated, request, limits)
+            if r is not None:
+                allocated, asked = queue.allocated.get(r), request.get(r)
+                return WaitReason(
+                    f"OverLimit: queue {queue.name} would exceed its {r} limit "
+                    f"({_amount(r, allocated)} allocated + {_amount(r, asked)} requested "
+                    f"> limit {_amount(r, effective_limit(queue, r))})",
+                    OVER_LIMIT,
+                )
         return None
 
     def non_preemptible_over_quota(self, job: JobInfo, request: Resources) -> str | None:
@@ -334,8 +341,15 @@ class ProportionPlugin:
         if job.preemptible:
             return None
         for queue, _, deserved in self._bounds(job.queue):
-            if _exceeds(queue.allocated_non_preemptible, request, deserved):
-                return _over_quota(queue, request)
+            r = _first_exceeded(queue.allocated_non_preemptible, request, deserved)
+            if r is not None:
+                used, asked = queue.allocated_non_preemptible.get(r), request.get(r)
+                return WaitReason(
+                    f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} above its "
+                    f"{r} quota ({_amount(r, used)} non-preemptible allocated + {_amount(r, asked)} "
+                    f"requested > quota {_amount(r, queue.deserved.get(r))})",
+                    NON_PREEMPTIBLE_OVER_QUOTA,
+                )
         return None
 
     # --- reclaim ---------------------------------------------------------------------------------
@@ -472,52 +486,18 @@ class ProportionPlugin:
         return False
 
 
-def _exceeds(used: Resources, request: Resources, bounds: tuple[float, ...]) -> bool:
-    """Whether `request` on top of `used` goes above `bounds` (gpu, cpu, memory; unlimited is infinity)
-    in a resource it asks for, as the capacity checks compare (written out: asked for every job handed
-    out)."""
+def _first_exceeded(used: Resources, request: Resources, bounds: tuple[float, ...]) -> str | None:
+    """The first resource (gpu, cpu, memory) that `request` asks for and that on top of `used` goes above
+    `bounds` (unlimited is infinity), as the capacity checks compare; None: none (written out: asked for
+    every job handed out)."""
     gpu, cpu, memory = request.gpu, request.cpu, request.memory
-    return (
-        (gpu > EPSILON and used.gpu + gpu > bounds[0] + EPSILON)
-        or (cpu > EPSILON and used.cpu + cpu > bounds[1] + EPSILON)
-        or (memory > EPSILON and used.memory + memory > bounds[2] + EPSILON)
-    )
-
-
-def _over_limit(queue: QueueInfo, request: Resources) -> WaitReason:
-    """Why `request` would take `queue` above its limit (it does, in some resource)."""
-    for r in RESOURCE_NAMES:
-        limit = effective_limit(queue, r)
-        if request.get(r) > EPSILON and queue.allocated.get(r) + request.get(r) > limit + EPSILON:
-            return WaitReason(
-                f"OverLimit: queue {queue.name} would exceed its {r} limit "
-                f"({_amount(r, queue.allocated.get(r))} allocated + "
-                f"{_amount(r, request.get(r))} requested "
-                f"> limit {_amount(r, limit)})",
-                OVER_LIMIT,
-            )
-    raise AssertionError(f"queue {queue.name} can take {request}")
-
-
-def _over_quota(queue: QueueInfo, request: Resources) -> WaitReason:
-    """Why a non-preemptible `request` would take `queue` above its deserved quota (it does, in some
-    resource)."""
-    for r in RESOURCE_NAMES:
-        deserved = queue.deserved.get(r)
-        used = queue.allocated_non_preemptible.get(r)
-        if (
-            not is_unlimited(deserved)
-            and request.get(r) > EPSILON
-            and used + request.get(r) > deserved + EPSILON
-        ):
-            return WaitReason(
-                f"NonPreemptibleOverQuota: non-preemptible job would take queue {queue.name} "
-                "above its "
-                f"{r} quota ({_amount(r, used)} non-preemptible allocated + "
-                f"{_amount(r, request.get(r))} requested > quota {_amount(r, deserved)})",
-                NON_PREEMPTIBLE_OVER_QUOTA,
-            )
-    raise AssertionError(f"queue {queue.name} can take non-preemptible {request}")
+    if gpu > EPSILON and used.gpu + gpu > bounds[0] + EPSILON:
+        return "gpu"
+    if cpu > EPSILON and used.cpu + cpu > bounds[1] + EPSILON:
+        return "cpu"
+    if memory > EPSILON and used.memory + memory > bounds[2] + EPSILON:
+        return "memory"
+    return None
 
 
 def _saturation(allocated: float, fair_share: float) -> float:
