@@ -146,7 +146,7 @@ class Scheduler:
             done = perf_counter()
             action_seconds[name] = action_seconds.get(name, 0.0) + done - mark
             mark = done
-        if Ungate.name not in self.config.actions and gated_jobs(snapshot):
+        if Ungate.name not in self.config.actions and gated_jobs(snapshot, verify=session.verify_carried):
             # Our gate on pods with no `ungate` configured (the feature switched off, or never on): the
             # action runs anyway, and off it lets them all go, so a rollback needs no one to clean up.
             Ungate().execute(session)

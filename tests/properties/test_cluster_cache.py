@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import fingerprint, node, pod, pod_group, queue
+from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
 from kai_scheduler.api.objects import NodeCondition
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
@@ -50,7 +51,7 @@ class PodSpec:
     phase: str
     terminating: bool
     foreign: bool
-    gated: bool
+    gated: bool | str  # a gate's name (True: another's), or none
     priority_class: str | None
 
 
@@ -65,7 +66,7 @@ pod_specs = st.builds(
     phase=st.sampled_from(("Running", "Running", "Pending", "Succeeded", "Failed")),
     terminating=st.booleans(),
     foreign=st.sampled_from((False, False, False, True)),
-    gated=st.sampled_from((False, False, False, True)),
+    gated=st.sampled_from((False, False, False, True, QUEUE_ADMISSION_GATE)),
     priority_class=st.sampled_from((None, "train", "inference", "custom")),
 )
 
@@ -114,8 +115,9 @@ def pod_state(spec: PodSpec) -> PodState:
         scheduler="other" if spec.foreign else "kai-scheduler",
     )
     if spec.gated:
+        gate = spec.gated if isinstance(spec.gated, str) else "wait"
         obj = obj.model_copy(
-            update={"spec": obj.spec.model_copy(update={"scheduling_gates": [{"name": "wait"}]})}
+            update={"spec": obj.spec.model_copy(update={"scheduling_gates": [{"name": gate}]})}
         )
     bound = spec.node is not None and spec.phase == "Running"
     groups = (f"{spec.node}-gpu-{spec.name}",) if bound and spec.fraction else ()
@@ -220,6 +222,11 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         tasks = snapshot.tasks.values()
         assert snapshot.nominated_tasks == [t for t in tasks if t.nominated_node >= 0]
         assert snapshot.asks_gpu_memory == any(t.request.gpu_memory_mib for t in tasks)
+        admitting = [job for job in snapshot.jobs.values() if job.admission is not None]
+        assert snapshot.admission_jobs is not None
+        assert [id(job) for job in snapshot.admission_jobs] == [id(job) for job in admitting], (
+            f"after step {step} {operation[0]}: jobs meeting the admission gate"
+        )
         totals, (full, rows) = carried.totals(snapshot), summed_queues(snapshot)
         assert totals is None or totals == full, f"after step {step} {operation[0]}: carried queue sums"
         if totals is None:

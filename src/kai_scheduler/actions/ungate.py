@@ -31,6 +31,7 @@ from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason, code_of
 from kai_scheduler.framework.admission_config import UNGATE_ACTION
 from kai_scheduler.framework.decisions import Ungating
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.admission import AdmissionFacts, GatedPod, PodAsk
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
@@ -43,16 +44,28 @@ GATED_MARKER = "QueueAdmissionGated"
 _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 
 
-def gated_jobs(snapshot: ClusterSnapshot) -> list[JobInfo]:
-    """The jobs with a pod that meets our gate (gated, or admitted and waiting), in snapshot order."""
-    return [job for job in snapshot.jobs.values() if job.admission is not None]
+def gated_jobs(snapshot: ClusterSnapshot, *, verify: bool = False) -> list[JobInfo]:
+    """The jobs with a pod that meets our gate (gated, or admitted and waiting), in snapshot order: as the
+    cluster cache keeps them (`ClusterSnapshot.admission_jobs`), else found among every job. With `verify`
+    (`KAI_SCHEDULER_VERIFY_REUSE`) the kept ones are compared with those found, a difference raising
+    `CarriedMismatch`."""
+    kept = snapshot.admission_jobs
+    if kept is not None and not verify:
+        return kept
+    found = [job for job in snapshot.jobs.values() if job.admission is not None]
+    if kept is not None and [id(job) for job in kept] != [id(job) for job in found]:
+        raise CarriedMismatch(
+            f"the jobs kept as meeting the admission gate {[job.key for job in kept]} are not those found "
+            f"among every job {[job.key for job in found]}"
+        )
+    return found
 
 
 class Ungate:
     name = UNGATE_ACTION
 
     def execute(self, session: Session) -> None:
-        jobs = gated_jobs(session.snapshot)
+        jobs = gated_jobs(session.snapshot, verify=session.verify_carried)
         if not jobs:
             return
         if not session.config.admission_gating.enabled:

@@ -183,6 +183,9 @@ class ClusterSnapshot:
     # cache keeps them (None: not kept, every task is looked at).
     nominated_tasks: list[TaskInfo] | None = None
     asks_gpu_memory: bool | None = None
+    # The jobs with a pod that meets queue admission gating (`JobInfo.admission`), in creation order, as
+    # the cache keeps them (None: not kept, every job is looked at: `actions.ungate.gated_jobs`).
+    admission_jobs: list[JobInfo] | None = None
     # DRA devices and claims; None when the cluster has no DRA objects and no pod with claims.
     dra: DraSnapshot | None = None
     # ConfigMaps, claims, volumes and storage classes (`model.storage`); the node pool's name, as KAI's

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from helpers import config, node, pod, pod_group, queue, queue_manifest
+from kai_scheduler.actions.ungate import gated_jobs
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
 from kai_scheduler.api.objects import AccountedResource, Node, Pod, PodSchedulingGate, Queue
 from kai_scheduler.api.reasons import code_of
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.snapshot import PodGroupState, PodState
@@ -270,3 +274,31 @@ def test_a_node_derived_charge_gates_only_pods_no_node_would_take() -> None:
     assert code_of(reason) == "OverLimit" and "accounted gpu-h200 limit" in reason
     placed = cluster.cycle().decisions
     assert [(d.pod, d.node) for d in placed] == [("default/anywhere", "a100")]
+
+
+def test_the_gated_jobs_are_those_the_cache_keeps_and_verify_mode_finds_a_wrong_list() -> None:
+    """`gated_jobs` answers with the jobs the cache keeps as meeting the gate, without looking at every job;
+    they are those a look at every job finds, and with verify a kept list that differs raises."""
+    cluster = Cluster([opted(queue("q"))], [pod("free", "q", gpus=1), gated(pod("held", "q", gpus=1))])
+    cluster.group("gang", 2)
+    cluster.add(gated(pod("m1", "q", gpus=1, group="gang")))
+    cluster.add(pod("m2", "q", gpus=1, group="gang"))
+    snapshot = cluster.cache.snapshot()
+    found = [job for job in snapshot.jobs.values() if job.admission is not None]
+    assert [job.key for job in found] == ["default/pg-held", "default/gang"]
+    assert snapshot.admission_jobs == found
+    assert gated_jobs(snapshot) is snapshot.admission_jobs
+    assert gated_jobs(snapshot, verify=True) == found
+    snapshot.admission_jobs = found[:1]
+    with pytest.raises(CarriedMismatch, match="meeting the admission gate"):
+        gated_jobs(snapshot, verify=True)
+    assert gated_jobs(replace(snapshot, admission_jobs=None)) == found
+    # A job leaves them when its gated pod goes, and when its pods no longer meet the gate.
+    cluster.cache.remove_pod("default/held")
+    state = cluster.cache.pod("default/m1")
+    assert state is not None
+    ungated = state.pod.model_copy(
+        update={"spec": state.pod.spec.model_copy(update={"scheduling_gates": []})}
+    )
+    cluster.cache.upsert_pod(replace(state, pod=ungated))
+    assert cluster.cache.snapshot().admission_jobs == []

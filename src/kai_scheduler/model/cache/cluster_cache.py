@@ -466,6 +466,7 @@ class ClusterCache:
             foreign_host_ports=list(accounting.foreign_host_ports),
             pod_affinity_tasks=jobs.by_rank(jobs.pod_affinity_tasks),
             nominated_tasks=jobs.by_rank(jobs.nominated_tasks),
+            admission_jobs=jobs.jobs_by_rank(jobs.admission_jobs),
             asks_gpu_memory=bool(jobs.gpu_memory_tasks),
             namespace_labels=inputs.namespace_labels,
             topology_jobs=frozenset(jobs.base_reasons),  # exactly the jobs with a topology constraint

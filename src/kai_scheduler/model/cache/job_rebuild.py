@@ -70,6 +70,9 @@ class JobRebuild:
         # few, and a session would otherwise look at every task for them.
         self.gpu_memory_tasks: set[str] = set()
         self.nominated_tasks: set[str] = set()
+        # Jobs with a pod that meets queue admission gating (`JobInfo.admission`): none, or a few, of a large
+        # cluster's jobs, which the `ungate` action would otherwise find by looking at every job each cycle.
+        self.admission_jobs: set[str] = set()
         self.running_counts: dict[str, int] = {}  # job key -> its tasks that are RUNNING (none: absent)
         # Reasons a plugin may overwrite during a session (topology problems): restored after it. Holds
         # exactly the jobs that have a topology constraint.
@@ -89,6 +92,7 @@ class JobRebuild:
         self.pod_affinity_tasks.clear()
         self.gpu_memory_tasks.clear()
         self.nominated_tasks.clear()
+        self.admission_jobs.clear()
         self.running_counts.clear()
         self.base_reasons.clear()
         self._jobs_out_of_place = self._tasks_out_of_place = None  # nothing is out of place in nothing
@@ -107,6 +111,10 @@ class JobRebuild:
         tasks = self.tasks
         return sorted((tasks[key] for key in keys), key=lambda task: task.rank)
 
+    def jobs_by_rank(self, keys: Iterable[str]) -> list[JobInfo]:
+        jobs = self.jobs
+        return sorted((jobs[key] for key in keys), key=lambda job: job.rank)
+
     # --- making jobs ------------------------------------------------------------------------------
 
     def rebuild(self, key: str) -> None:
@@ -123,6 +131,7 @@ class JobRebuild:
                 del self.jobs[key]
             self.running_counts.pop(key, None)
             self.base_reasons.pop(key, None)
+            self.admission_jobs.discard(key)
             return
         self._jobs_out_of_place = placed(self.jobs, old, job, self._jobs_out_of_place)
         self.jobs[key] = job
@@ -139,6 +148,7 @@ class JobRebuild:
             self.base_reasons[key] = job.invalid_reason
         else:
             self.base_reasons.pop(key, None)
+        _index(self.admission_jobs, key, job.admission is not None)
 
     def _make_job(self, key: str) -> JobInfo | None:
         """The job `key` from the current objects (None when it has neither a PodGroup nor a pod)."""
