@@ -47,11 +47,20 @@ class PodAffinityIndex:
         self._index: PlacedPodIndex | None = None
         self._by_task: dict[str, PlacedPod] = {}
         nodes = session.snapshot.nodes
-        self._node_list = [(spec.name, spec.labels) for spec in nodes.specs]
+        # Each node's name and labels, made when a pod with inter-pod rules first asks (most sessions have
+        # none, and this is a walk over every node).
+        self._names_and_labels: list[tuple[str, dict[str, str]]] | None = None
         self._all_nodes = np.ones(nodes.size, dtype=np.bool_)
         self._placed_with_rules = any(
             task.status in OCCUPYING for task in session.snapshot.pod_affinity_tasks
         )
+
+    def _node_list(self) -> list[tuple[str, dict[str, str]]]:
+        made = self._names_and_labels
+        if made is None:
+            specs = self._session.snapshot.nodes.specs
+            made = self._names_and_labels = [(spec.name, spec.labels) for spec in specs]
+        return made
 
     def _relevant(self, task: TaskInfo) -> bool:
         return task.placement.has_pod_affinity or self._placed_with_rules
@@ -76,7 +85,7 @@ class PodAffinityIndex:
             return self._all_nodes
         index = self._ensure_index()
         check = index.required(task.namespace, task.labels, task.placement.affinity)
-        return np.array([check.allows(labels) for _, labels in self._node_list], dtype=np.bool_)
+        return np.array([check.allows(labels) for _, labels in self._node_list()], dtype=np.bool_)
 
     def preferred_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         """Normalised across every node (as Kubernetes does), then read at the candidates `rows`."""
@@ -84,7 +93,7 @@ class PodAffinityIndex:
             return 0.0
         index = self._ensure_index()
         raw = index.preferred_scores_for_nodes(
-            task.namespace, task.labels, task.placement.affinity, self._node_list
+            task.namespace, task.labels, task.placement.affinity, self._node_list()
         )
         if not any(raw):
             return 0.0

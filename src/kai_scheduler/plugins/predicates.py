@@ -11,8 +11,8 @@ largest node: `max_node_resources.py`) refuse a pod on every node; its claims' v
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -43,64 +43,118 @@ from kai_scheduler.plugins.scoring import K8S_PLUGINS_SCORE
 from kai_scheduler.plugins.storage_predicates import StorageChecks
 
 
-def _node_flags(specs: list[NodeSpecInfo], flag: Callable[[NodeSpecInfo], bool]) -> StaticPredicate:
+def _node_flags(mask: BoolArray) -> StaticPredicate:
     """A static predicate that does not depend on the pod (cordon, readiness): computed once."""
-    mask = np.array([flag(spec) for spec in specs], dtype=np.bool_)
     return lambda placement, nodes: mask
 
 
 NamedFilter = tuple[str, str, StaticPredicate]
+TaintKey = tuple[tuple[str, str, str], ...]
 
 
 def _not_cordoned(spec: NodeSpecInfo) -> bool:
     return not spec.unschedulable
 
 
-@dataclass(frozen=True)
-class _NodeFacts:
+def _taint_key(taints: list[Any]) -> TaintKey:
+    return tuple((t.key, t.value, t.effect) for t in taints)
+
+
+def _soft(taints: list[Any]) -> bool:
+    return any(t.effect == "PreferNoSchedule" for t in taints)
+
+
+@dataclass(frozen=True, eq=False)
+class NodeFacts:
     """What the plugin derives from the nodes' static facts alone (`NodeTable.specs`): the filters for
     cordon, readiness, node affinity and taints, and each node's taints."""
 
     specs: list[NodeSpecInfo]
-    filters: list[NamedFilter]
+    schedulable: BoolArray
+    ready: BoolArray
+    labels: _LabelIndex
     taints: list[list[Any]]
-    soft_taints: bool  # some node has a PreferNoSchedule taint
+    # Nodes share a few distinct taint lists (most have none): each is checked once per placement. Every
+    # node's list as a number (`taint_kinds`), and each number's list (a number no node has any more may
+    # stay: it is checked, and read by no node).
+    taint_numbers: dict[TaintKey, int]
+    taint_kinds: IntArray
+    soft_count: int  # nodes with a PreferNoSchedule taint
 
-    @classmethod
-    def of(cls, specs: list[NodeSpecInfo]) -> _NodeFacts:
-        taints = [list(spec.taints) for spec in specs]
-        filters: list[NamedFilter] = [
-            (
-                "unschedulable",
-                "node(s) were unschedulable",
-                _node_flags(specs, lambda s: not s.unschedulable),
-            ),
-            ("notready", "node(s) were not ready", _node_flags(specs, lambda s: s.ready)),
+    @property
+    def soft_taints(self) -> bool:
+        return self.soft_count > 0
+
+    @cached_property
+    def filters(self) -> list[NamedFilter]:
+        return [
+            ("unschedulable", "node(s) were unschedulable", _node_flags(self.schedulable)),
+            ("notready", "node(s) were not ready", _node_flags(self.ready)),
             (
                 "nodeaffinity",
                 "node(s) didn't match Pod's node affinity/selector",
-                make_affinity_filter(_LabelIndex(specs)),
+                make_affinity_filter(self.labels),
             ),
-            ("taints", "node(s) had untolerated taint", make_taint_filter(taints)),
+            ("taints", "node(s) had untolerated taint", _taint_filter(self.taints, self.taint_kinds)),
         ]
-        soft = any(t.effect == "PreferNoSchedule" for node_taints in taints for t in node_taints)
-        return cls(specs, filters, taints, soft)
+
+    @classmethod
+    def of(cls, specs: list[NodeSpecInfo]) -> NodeFacts:
+        taints = [list(spec.taints) for spec in specs]
+        numbers: dict[TaintKey, int] = {}
+        kinds = np.array([numbers.setdefault(_taint_key(t), len(numbers)) for t in taints], dtype=np.int64)
+        return cls(
+            specs,
+            np.array([_not_cordoned(spec) for spec in specs], dtype=np.bool_),
+            np.array([spec.ready for spec in specs], dtype=np.bool_),
+            _LabelIndex(specs),
+            taints,
+            numbers,
+            kinds,
+            sum(1 for node_taints in taints if _soft(node_taints)),
+        )
+
+    def respecified(self, specs: list[NodeSpecInfo]) -> NodeFacts | None:
+        """The facts of `specs`, these facts' nodes with a few of them given new static facts
+        (`NodeTable.respecify`: a cordon, a label, a taint), worked out for those rows alone (every fact is
+        one row's spec's alone); None when the count differs or too many rows do (then `of` is cheaper)."""
+        old = self.specs
+        if len(specs) != len(old):
+            return None
+        rows = [row for row, (was, now) in enumerate(zip(old, specs, strict=True)) if was is not now]
+        if len(rows) * 16 > len(specs):
+            return None
+        schedulable, ready, kinds = self.schedulable.copy(), self.ready.copy(), self.taint_kinds.copy()
+        taints, numbers, soft_count = list(self.taints), dict(self.taint_numbers), self.soft_count
+        for row in rows:
+            spec = specs[row]
+            schedulable[row], ready[row] = _not_cordoned(spec), spec.ready
+            soft_count -= _soft(taints[row])
+            taints[row] = list(spec.taints)
+            soft_count += _soft(taints[row])
+            kinds[row] = numbers.setdefault(_taint_key(taints[row]), len(numbers))
+        labels = self.labels.respecified(specs, rows)
+        return NodeFacts(specs, schedulable, ready, labels, taints, numbers, kinds, soft_count)
 
 
 # The facts of the last few node tables, by their specs (one list per table: a change to any node builds a
 # new table). Every cycle of a cluster whose nodes do not change opens a session on the same nodes, and
-# these are walks over all of them (a tenth of a small cycle, or more).
+# these are walks over all of them (a tenth of a small cycle, or more); a cordon makes a new list with one
+# node's facts replaced, whose facts are the last ones' with that row worked out again.
 _FACTS_KEPT = 8
-_facts: dict[int, _NodeFacts] = {}
+_facts: dict[int, NodeFacts] = {}
 
 
-def _node_facts(specs: list[NodeSpecInfo]) -> _NodeFacts:
+def _node_facts(specs: list[NodeSpecInfo]) -> NodeFacts:
     known = _facts.get(id(specs))
     if known is not None and known.specs is specs:
         return known
+    last = next(reversed(_facts.values()), None)
+    facts = last.respecified(specs) if last is not None else None
     if len(_facts) >= _FACTS_KEPT:
         del _facts[next(iter(_facts))]  # the oldest
-    facts = _facts[id(specs)] = _NodeFacts.of(specs)
+    _facts.pop(id(specs), None)  # (a list gone, whose id a new one took): the newest goes last
+    facts = _facts[id(specs)] = facts if facts is not None else NodeFacts.of(specs)
     return facts
 
 
@@ -139,6 +193,19 @@ class _LabelIndex:
             return np.zeros(len(self._specs), dtype=np.bool_)
         return np.asarray(ids_of_nodes == number, dtype=np.bool_)
 
+    def respecified(self, specs: list[NodeSpecInfo], rows: list[int]) -> _LabelIndex:
+        """The index of `specs`, which differ from this one's at `rows` only: the label keys asked so far
+        carried, those rows' values read again (a value no node has any more keeps its number, which no
+        node then has)."""
+        index = _LabelIndex(specs)
+        for key, (ids, numbers) in self._keys.items():
+            ids, numbers = ids.copy(), dict(numbers)
+            for row in rows:
+                labels = specs[row].labels
+                ids[row] = numbers.setdefault(labels[key], len(numbers)) if key in labels else -1
+            index._keys[key] = (ids, numbers)
+        return index
+
 
 def _has_required_node_affinity(placement: Placement) -> bool:
     affinity = placement.affinity
@@ -171,23 +238,17 @@ def make_affinity_filter(labels: _LabelIndex) -> StaticPredicate:
     return selected_nodes
 
 
-def make_taint_filter(taints: list[list[Any]]) -> StaticPredicate:
-    # Nodes share a few distinct taint lists (most have none): each is checked once per placement.
-    distinct: dict[tuple[tuple[str, str, str], ...], int] = {}
-    kinds = np.array(
-        [
-            distinct.setdefault(tuple((t.key, t.value, t.effect) for t in node), len(distinct))
-            for node in taints
-        ],
-        dtype=np.int64,
-    )
+def _taint_filter(taints: list[list[Any]], kinds: IntArray) -> StaticPredicate:
+    """Nodes whose taints (`taints`; each node's list as a number, `kinds`) the placement tolerates: each
+    distinct list checked once."""
     examples = {kind: node_taints for node_taints, kind in zip(taints, kinds.tolist(), strict=True)}
+    size = int(kinds.max(initial=-1)) + 1
 
     def tolerated_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
         tolerated = np.array(
             [
-                untolerated_taint(examples[kind], placement.tolerations) is None
-                for kind in range(len(distinct))
+                kind in examples and untolerated_taint(examples[kind], placement.tolerations) is None
+                for kind in range(size)
             ],
             dtype=np.bool_,
         )
