@@ -385,3 +385,28 @@ def _recounted_explanations(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
 
     monkeypatch.setattr(NoFitCounts, "recount", recount)
     return recounted
+
+
+def test_verify_mode_checks_the_static_masks_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nodes passing each placement's static predicates are kept while the nodes' specs stay (a pod
+    ended: kept; n1 uncordoned: worked out again); a kept mask that differs from working it out again
+    (here: made up) raises CarriedMismatch with the debug variable set."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    sim, (n0, _) = _full_node_and_waiting_gang()
+    kept = sim.driver.scheduler.memos.static_masks
+    sim._cycle(0.0, 1)
+    first = dict(kept.masks)
+    assert first
+    sim.cluster.cache.set_nodes([n0, node("n1", gpus=2)])
+    _, uncordoned = sim._cycle(10.0, 2)
+    assert kept.masks.keys() == first.keys()
+    assert all(kept.masks[key] is not masks for key, masks in first.items())
+    assert {d.node for d in uncordoned.decisions} == {"n1"}
+    second = dict(kept.masks)
+    sim._cycle(40.0, 3)  # the running pod has ended: the specs stay
+    assert all(kept.masks[key] is masks for key, masks in second.items())
+    key, (ok, parts) = next(iter(kept.masks.items()))
+    kept.masks[key] = (~ok, parts)
+    sim.cluster.cache.set_queues([queue("q", gpu=3)])  # a change that keeps the specs
+    with pytest.raises(CarriedMismatch, match="static predicates of placement"):
+        sim._cycle(50.0, 4)

@@ -31,6 +31,7 @@ from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.placement_failures import PlacementFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
+from kai_scheduler.framework.static_masks import StaticMasks
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, JobsAtOpen
@@ -59,6 +60,7 @@ class JobMemos:
         "queue_sums",
         "shapes",
         "signatures",
+        "static_masks",
         "verify",
     )
 
@@ -73,6 +75,7 @@ class JobMemos:
         self.queue_orders = CarriedQueueOrder()
         self.job_groups = KeptJobGroups()
         self.placement_failures = PlacementFailures()
+        self.static_masks = StaticMasks()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -101,6 +104,7 @@ class JobMemos:
         session.shapes = self.shapes
         session.admissions = self.admissions
         session.placement_failures = self.placement_failures
+        self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:

@@ -9,7 +9,7 @@ cluster's storage objects, which are the same object until they change. So a pod
 when the last session tried it has none now unless one of the rows that may differ since is a
 candidate: the rows the last session changed from the start of its allocate on, the rows where its node
 table as it was left and this session's differ (`NodeTable.rows_differing`), and the rows this session
-changed since. Those few rows are asked one by one (`Session.candidate_test`); when none is a candidate,
+changed since. Those few rows are asked one by one (`Session.candidate_tests`); when none is a candidate,
 the attempt's outcome is written as the attempt would write it (its first pod does not fit, nothing
 placed, with the explanation worked out now) without making it.
 
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.model.storage import Storage
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ class SessionFailures:
         self._started = nodes.change_position()
         self._no_room: dict[JobInfo, tuple[int, str]] = {}
         self._no_fit: dict[Hashable, NoFitCounts] = {}
+        # Per pod shape (request, placement key), the rows list (`_differing_rows`) none of which is a
+        # candidate for it (`_none_a_candidate`).
+        self._none_among: dict[tuple[PodRequest, str], list[int]] = {}
         # The rows that may differ from the last session's as it tried its pods, as of `_seen` in this
         # table's log: worked out when first needed (`_rows_known`); None: any row may differ.
         self._rows_known = False
@@ -142,12 +146,27 @@ class SessionFailures:
         rows = self._differing_rows()
         if rows is None:
             return False
-        passes = self.session.candidate_test(task)
-        if passes is None:
-            return True  # refused whatever the node: no candidate, though not for the rows' sake
-        if any(passes(row) for row in rows):
+        if self.session.refused_everywhere(task):
+            return True  # no candidate, though not for the rows' sake
+        if rows and not self._none_a_candidate(task, rows):
             return False
         self._no_room[job] = kept
+        return True
+
+    def _none_a_candidate(self, task: TaskInfo, rows: list[int]) -> bool:
+        """Whether no row of `rows` (`_differing_rows`, as it stands) is a candidate for `task`, which no
+        pre-predicate refuses: asked once per pod shape while the rows stay the same list (they are a new
+        one once this session changes a row), since the answer reads of the pod only its request and
+        placement (`first_pod`)."""
+        shape = (task.request, task.placement.key)
+        if self._none_among.get(shape) is rows:
+            return True
+        tests = self.session.candidate_tests(task)
+        assert tests is not None, "a pre-predicate refuses the pod"
+        holds, passes_rest = tests
+        if any(holds(row) and passes_rest(row) for row in rows):
+            return False
+        self._none_among[shape] = rows
         return True
 
     def found_no_node(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
@@ -155,7 +174,7 @@ class SessionFailures:
         when its first pod had no candidate node by its rows (a pre-predicate did not refuse it, and it
         is not a later pod of a gang that found none)."""
         session, task = self.session, tasks[0]
-        if session.candidate_test(task) is None:
+        if session.refused_everywhere(task):
             return
         if len(tasks) > 1 and session.candidate_nodes(task).any():
             return

@@ -28,6 +28,7 @@ from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
 from kai_scheduler.framework.statement import Statement
+from kai_scheduler.framework.static_masks import Masks
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
@@ -116,6 +117,9 @@ class ExtensionPoints:
     # Orders the members of a sub-group (pod sets and non-leaf sub-groups); ties keep their order.
     podset_order: list[Callable[[PodSet | SubGroupSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
+    # (name, the words of a refusal, the predicate): each reads of a pod only its placement constraints,
+    # and of the cluster only the nodes' specs and the storage objects (`static_masks` keeps their answers
+    # from one session to the next while those stay).
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
     pre_predicates: list[PrePredicate] = field(default_factory=list)
     # The pre-predicates no eviction can change the answer of (KAI v0.17's victim-invariant ones: volume
@@ -327,7 +331,7 @@ class Session:
         self.unschedulable: dict[str, str] = {}
         # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.
         self.scratch: dict[str, Any] = {}
-        self._static_masks: dict[str, tuple[BoolArray, list[tuple[str, BoolArray]]]] = {}
+        self._static_masks: dict[str, Masks] = {}
         # The nodes passing a placement's static predicates, by placement, when they are few
         # (`_few_candidates`; None: too many).
         self._static_rows: dict[str, IntArray | None] = {}
@@ -435,20 +439,29 @@ class Session:
 
     # --- placement -------------------------------------------------------------------------------
 
-    def _static(self, placement: Placement) -> tuple[BoolArray, list[tuple[str, BoolArray]]]:
-        """Nodes passing every static predicate for a placement, computed once per distinct placement."""
+    def _static(self, placement: Placement) -> Masks:
+        """Nodes passing every static predicate for a placement, computed once per distinct placement (and
+        kept for the next session while the predicates read the same, `static_masks`)."""
         cached = self._static_masks.get(placement.key)
         if cached is None:
-            nodes = self.snapshot.nodes
-            ok = np.ones(nodes.size, dtype=np.bool_)
-            parts = []
-            for _, rejection, predicate in self.points.static_predicates:
-                passing = predicate(placement, nodes)
-                parts.append((rejection, passing))
-                ok &= passing
-            cached = (ok, parts)
-            self._static_masks[placement.key] = cached
+            cached = self._static_masks[placement.key] = self.static_masks_of(placement)
         return cached
+
+    def static_masks_of(self, placement: Placement) -> Masks:
+        """`_static` worked out now, whatever is kept."""
+        nodes = self.snapshot.nodes
+        ok = np.ones(nodes.size, dtype=np.bool_)
+        parts = []
+        for _, rejection, predicate in self.points.static_predicates:
+            passing = predicate(placement, nodes)
+            parts.append((rejection, passing))
+            ok &= passing
+        return ok, parts
+
+    def use_static_masks(self, masks: dict[str, Masks], rows: dict[str, IntArray | None]) -> None:
+        """Start from the masks and few candidate rows kept by placement from an earlier session whose
+        static predicates answer alike (`static_masks`), and add to them."""
+        self._static_masks, self._static_rows = masks, rows
 
     def usable_nodes(self, tasks: Sequence[PodAsk]) -> BoolArray:
         """Nodes that pass the static predicates (selector, affinity, taints, cordon) of any of the tasks:
@@ -521,20 +534,18 @@ class Session:
             rows = rows[predicate.nodes_passing(task)[rows]]
         return rows
 
-    def candidate_test(self, task: TaskInfo) -> Callable[[int], bool] | None:
-        """`candidate_nodes` asked of one node at a time, with the same answer at every node (`node_fits`
-        answers as `fit` does); None when a pre-predicate refuses the pod, so that no node is a candidate."""
-        tests = self.candidate_tests(task)
-        if tests is None:
-            return None
-        holds, passes_rest = tests
-        return lambda node: holds(node) and passes_rest(node)
+    def refused_everywhere(self, task: TaskInfo) -> bool:
+        """Whether a pre-predicate refuses the pod, so that no node is a candidate (`candidate_tests` is
+        None), without working out anything of the nodes."""
+        return bool(self.points.pre_predicates) and self._pre_predicate_failure(task) is not None
 
     def candidate_tests(self, task: TaskInfo) -> tuple[Callable[[int], bool], Callable[[int], bool]] | None:
-        """`candidate_test` in two parts: whether a node passes the pod's static predicates and holds its
-        request soon (an answer that reads only the pod's request and placement, and of the node only
+        """`candidate_nodes` asked of one node at a time, with the same answer at every node (`node_fits`
+        answers as `fit` does), in two parts: whether a node passes the pod's static predicates and holds
+        its request soon (an answer that reads only the pod's request and placement, and of the node only
         what changes with its usage, `NodeTable.changed_since`), and whether a node that does passes the
-        rest (the confinement and the per-pod predicates); None as `candidate_test`."""
+        rest (the confinement and the per-pod predicates); None when a pre-predicate refuses the pod
+        (`refused_everywhere`)."""
         if self.points.pre_predicates and self._pre_predicate_failure(task) is not None:
             return None
         nodes, request = self.snapshot.nodes, task.request
@@ -695,21 +706,40 @@ class Session:
             filters = self._no_fit_filters(task, np.asarray(rows, dtype=np.intp))
             return tuple(name for name, _ in filters), first_refusals(filters).tolist()
         static = self._static(task.placement)[1]
-        masks = [passing for _, passing in static]
-        names = [rejection for rejection, _ in static]
-        for predicate in self.points.task_predicates:
-            masks.append(predicate.nodes_passing(task))
-            names.append(predicate.rejection)
-        nodes = self.snapshot.nodes
-        portions = nodes.portion_for(task.request, np.asarray(rows, dtype=np.intp)).tolist()
-        refusals = []
-        for row, portion in zip(rows, portions, strict=True):
-            refusal = next((index for index, mask in enumerate(masks) if not mask.item(row)), None)
-            if refusal is None:
-                resources = _resources_at(nodes, task.request, row, portion)
-                refusal = len(masks) + next((i for i, ok in enumerate(resources) if not ok), len(resources))
-            refusals.append(refusal)
-        return (*names, *_shortfall_names(task.request)), refusals
+        predicates = self.points.task_predicates
+        request = task.request
+        names = (
+            *(rejection for rejection, _ in static),
+            *(predicate.rejection for predicate in predicates),
+            *_shortfall_names(request),
+        )
+        # The static filters first, row by row: a row they turn away (most rows, for a pod a selector
+        # confines to a rack) needs neither the per-pod predicates nor its resources worked out.
+        refusals = [
+            next((index for index, (_, passing) in enumerate(static) if not passing.item(row)), -1)
+            for row in rows
+        ]
+        if -1 in refusals:
+            nodes = self.snapshot.nodes
+            masks = [predicate.nodes_passing(task) for predicate in predicates]
+            past_static = len(static)
+            past_masks = past_static + len(masks)
+            for at, row in enumerate(rows):
+                if refusals[at] >= 0:
+                    continue
+                refusal = next((index for index, mask in enumerate(masks) if not mask.item(row)), None)
+                if refusal is not None:
+                    refusals[at] = past_static + refusal
+                    continue
+                shared = request.is_shared_gpu
+                portion = (
+                    nodes.portion_for(request, np.asarray([row], dtype=np.intp)).item(0) if shared else 0.0
+                )
+                resources = _resources_at(nodes, request, row, portion)
+                refusals[at] = past_masks + next(
+                    (i for i, ok in enumerate(resources) if not ok), len(resources)
+                )
+        return names, refusals
 
     def _pre_predicate_failure(self, task: TaskInfo) -> str | None:
         for check in self.points.pre_predicates:
