@@ -70,8 +70,11 @@ def pods(draw: st.DrawFn, name: str) -> Pod:
     )
     spec = manifest["spec"]
     spec["containers"] = draw(containers)
-    if draw(st.integers(0, 3)) == 0:
-        spec["initContainers"] = [{**CONTAINERS[0], "name": "init", "restartPolicy": "Always"}]
+    if draw(st.integers(0, 3)) == 0:  # a sidecar or a plain init container, of any of the shapes above
+        init = CONTAINERS[draw(st.integers(0, len(CONTAINERS) - 1))]
+        spec["initContainers"] = [
+            {**init, "name": "init", "restartPolicy": draw(st.sampled_from(("Always", None)))}
+        ]
     if draw(st.integers(0, 3)) == 0:
         spec["hostNetwork"] = True
     if draw(st.integers(0, 4)) == 0:

@@ -411,8 +411,14 @@ def _selector_only(pod: Pod) -> bool:
     spec = pod.spec
     if spec.affinity or spec.tolerations or spec.volumes or spec.ephemeral_containers:
         return False
-    containers = (*spec.init_containers, *spec.containers)
-    return not any(container.ports or container.env or container.env_from for container in containers)
+    # Loops, not a generator over both lists: asked of every pod a cache makes a task of.
+    for container in spec.containers:
+        if container.ports or container.env or container.env_from:
+            return False
+    for container in spec.init_containers:
+        if container.ports or container.env or container.env_from:
+            return False
+    return True
 
 
 def _resource_shape(pod: Pod) -> tuple[object, ...]:
