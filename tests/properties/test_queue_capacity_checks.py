@@ -108,3 +108,29 @@ def test_the_written_out_checks_answer_as_the_plain_loop(objects: list[Any], dat
             if refused is not None and expected is not None:
                 assert code_of(refused) == NON_PREEMPTIBLE_OVER_QUOTA
                 assert f"take queue {expected[0]} above its {expected[1]} quota" in refused
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=trees(), data=st.data())
+def test_capacity_inputs_are_equal_when_the_plain_values_are(objects: list[Any], data: st.DataObject) -> None:
+    """What allocate keeps its admission answers by (`Session.job_capacity_inputs`), over two sessions
+    that share what was handed out, the second after random allocations: two jobs' inputs are equal
+    exactly when what the checks' readers give for them is, and equal inputs are the same objects."""
+    seen: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
+    held: dict[Any, Any] = {}
+    for _ in range(2):
+        session = open_session(objects)
+        session.capacity_inputs = held
+        readers = [session.points.job_capacity_inputs[c] for c in session.points.job_capacity_checks]
+        for q in session.snapshot.queues:
+            if data.draw(st.booleans()):
+                q.allocated.set("gpu", data.draw(st.sampled_from([0.0, 1.0, 2.0])))
+        for job in session.snapshot.jobs.values():
+            inputs = session.job_capacity_inputs(job)
+            assert inputs is not None
+            seen.append((inputs, tuple(read(job) for read in readers)))
+    for inputs, plain in seen:
+        for other_inputs, other_plain in seen:
+            assert (inputs == other_inputs) == (plain == other_plain)
+            if inputs == other_inputs:
+                assert all(a is b for a, b in zip(inputs, other_inputs, strict=True))

@@ -50,6 +50,7 @@ class JobMemos:
 
     __slots__ = (
         "admissions",
+        "capacity_inputs",
         "carry",
         "job_groups",
         "job_keys",
@@ -71,6 +72,7 @@ class JobMemos:
         self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        self.capacity_inputs: dict[Hashable, Hashable] = {}
         self.queue_sums = CarriedQueueSums()
         self.queue_orders = CarriedQueueOrder()
         self.job_groups = KeptJobGroups()
@@ -103,6 +105,7 @@ class JobMemos:
         session.signatures = self.signatures
         session.shapes = self.shapes
         session.admissions = self.admissions
+        session.capacity_inputs = self.capacity_inputs
         session.placement_failures = self.placement_failures
         self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify

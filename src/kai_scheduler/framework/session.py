@@ -358,6 +358,12 @@ class Session:
         # version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
         # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        # What the capacity checks read, by value, each value one object from one session to the next
+        # (`job_capacity_inputs`): carried too, so that a kept answer's inputs compare at a glance.
+        self.capacity_inputs: dict[Hashable, Hashable] = {}
+        self._inputs_seen: dict[int, tuple[Hashable, Hashable]] = {}  # id(value) -> (value, its object)
+        self._capacity_readers: list[Callable[[JobInfo], Hashable]] | None = None
+        self._capacity_readers_known = False
         # Allocate's attempts whose first pod found no node in the last cycle (`placement_failures`;
         # None: every attempt is made).
         self.placement_failures: PlacementFailures | None = None
@@ -419,15 +425,37 @@ class Session:
 
     def job_capacity_inputs(self, job: JobInfo) -> tuple[Hashable, ...] | None:
         """What `check_job_capacity` reads of the session for `job` besides its request, as a value; None
-        when a check does not say (`ExtensionPoints.job_capacity_inputs`)."""
-        inputs = self.points.job_capacity_inputs
-        values = []
-        for check in self.points.job_capacity_checks:
-            read = inputs.get(check)
-            if read is None:
-                return None
-            values.append(read(job))
-        return tuple(values)
+        when a check does not say (`ExtensionPoints.job_capacity_inputs`). Each check's reader is asked
+        once (checks may share one), and each value it gives is handed out as the object that first held
+        it in this session or an earlier one (`capacity_inputs`): a value carried from the last cycle is
+        then told equal by identity rather than element by element (issue #23, point 1)."""
+        if not self._capacity_readers_known:
+            self._capacity_readers_known = True
+            inputs = self.points.job_capacity_inputs
+            reads = [inputs.get(check) for check in self.points.job_capacity_checks]
+            known = [read for read in reads if read is not None]
+            self._capacity_readers = list(dict.fromkeys(known)) if len(known) == len(reads) else None
+        readers = self._capacity_readers
+        if readers is None:
+            return None
+        if len(readers) == 1:  # the checks share one reader (proportion's two do)
+            return (self._one_object(readers[0](job)),)
+        return tuple(self._one_object(read(job)) for read in readers)
+
+    def _one_object(self, value: Hashable) -> Hashable:
+        """The object that first held a value equal to `value` (`job_capacity_inputs`); a reader hands out
+        one object for a value while it stays, so it is looked up by identity first."""
+        seen = self._inputs_seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+        held = self.capacity_inputs
+        if len(held) > _MOST_INPUTS_HELD:
+            held.clear()
+        if len(self._inputs_seen) > _MOST_INPUTS_HELD:
+            self._inputs_seen.clear()
+        same = held.setdefault(value, value)
+        self._inputs_seen[id(value)] = (value, same)
+        return same
 
     def check_quota(self, job: JobInfo, request: Resources) -> str | None:
         """Why a non-preemptible job would take its queue above its quota (None: it would not)."""
@@ -886,6 +914,9 @@ def _shortfall_names(request: PodRequest) -> tuple[str, ...]:
     return _GPU_SHORTFALLS if request.uses_gpu else _SHORTFALLS
 
 
+# More values than this held (`Session.capacity_inputs`), and they are let go: a first cycle's placements
+# move the queues' allocations between most checks, each move a value no later cycle asks again.
+_MOST_INPUTS_HELD = 4096
 _SHORTFALLS = ("Insufficient cpu", "Insufficient memory", "Too many pods")
 _GPU_SHORTFALLS = (*_SHORTFALLS, "Insufficient GPUs")
 # At most this many rows are asked one at a time (`Session._first_refusals_at`).
