@@ -19,8 +19,12 @@ from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import IntArray
 from kai_scheduler.model.queues import is_unlimited
 from kai_scheduler.model.resources import EPSILON, Resources
+
+# Nodes turned into ints at a time by `_each`.
+_SLICE = 64
 
 
 class Consolidation(VictimAction):
@@ -37,6 +41,8 @@ class Consolidation(VictimAction):
         self._on_node: dict[int, dict[JobInfo, None]] = {}
         self._nodes_of: dict[JobInfo, list[int]] = {}
         self._unindexed: list[JobInfo] | None = None
+        # The nodes of `_on_node` in index order, until they change (`_nodes_with_jobs`).
+        self._with_jobs: IntArray | None = None
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
@@ -44,6 +50,7 @@ class Consolidation(VictimAction):
         self._on_node.clear()
         self._nodes_of.clear()
         self._unindexed = None
+        self._with_jobs = None
         super().execute(session)
 
     def started(self, session: Session, candidates: list[JobInfo]) -> None:
@@ -60,6 +67,7 @@ class Consolidation(VictimAction):
         self._index(session, [job for job in touched if job in self.by_queue.get(job.queue, {})])
 
     def _index(self, session: Session, jobs: list[JobInfo]) -> None:
+        self._with_jobs = None
         for job in jobs:
             nodes = sorted({task.node for task in active_tasks(session, job)})
             self._nodes_of[job] = nodes
@@ -113,11 +121,10 @@ class Consolidation(VictimAction):
         cap = session.config.max_consolidation_preemptees + 1  # jobs considered; 0: no bound
         free = session.snapshot.nodes.idle_gpus_total()
         # Only nodes with candidates, most room first, by name among equals (index order is name order).
-        with_jobs = np.fromiter(self._on_node, dtype=np.intp, count=len(self._on_node))
-        with_jobs.sort()
+        with_jobs = self._nodes_with_jobs()
         order = with_jobs[np.argsort(-free[with_jobs], kind="stable")]
         chosen: dict[JobInfo, None] = {}
-        for node in order.tolist():
+        for node in _each(order):
             for victim in self._on_node[node]:
                 if victim is not job:
                     chosen[victim] = None
@@ -126,6 +133,22 @@ class Consolidation(VictimAction):
             if len(chosen) == cap:
                 break
         return order_victims(session, self.name, job, tasks, list(chosen))
+
+    def _nodes_with_jobs(self) -> IntArray:
+        """The nodes with a candidate, in index order: made again only once the candidates' nodes changed
+        (`_index`). Why: every attempt made it from every node with a candidate (20,000 at 20,000 nodes
+        in a first cycle, for each of 600 attempts), and most attempts come between the same commits."""
+        if self._with_jobs is None:
+            with_jobs = np.fromiter(self._on_node, dtype=np.intp, count=len(self._on_node))
+            with_jobs.sort()
+            self._with_jobs = with_jobs
+        return self._with_jobs
+
+
+def _each(order: IntArray) -> Iterator[int]:
+    """The nodes of `order` as ints, a slice at a time: the walk mostly stops within its first nodes."""
+    for start in range(0, order.size, _SLICE):
+        yield from order[start : start + _SLICE].tolist()
 
 
 def _all_placed(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

@@ -23,13 +23,25 @@ class Preempt(VictimAction):
     name = "preempt"
     gave_up = "evicting lower-priority preemptible jobs of its queue does not make room"
 
+    def __init__(self) -> None:
+        super().__init__()
+        # The lowest priority among each queue's candidates, until a commit changes that queue's.
+        self._lowest: dict[str, int] = {}
+
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         # KAI's capacity policy weighs gpu-memory with the largest GPU, not the smallest `request` has.
         quota_request = quota_request_of(session, tasks_to_allocate(session, job))
         return session.check_quota(job, quota_request) is not None
 
+    def started(self, session: Session, candidates: list[JobInfo]) -> None:
+        self._lowest.clear()
+
+    def committed(self, session: Session, touched: list[JobInfo]) -> None:
+        for job in touched:
+            self._lowest.pop(job.queue, None)
+
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        if not self.by_queue.get(job.queue):
+        if not self.by_queue.get(job.queue) or self._none_lower(job):
             return False
         # Only jobs of lower priority may go: cut them out of the heap (sorted, so still a heap) before
         # ordering, rather than pass over every job of equal or higher priority in each attempt.
@@ -48,6 +60,15 @@ class Preempt(VictimAction):
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
 
         return self.solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
+
+    def _none_lower(self, job: JobInfo) -> bool:
+        """Whether no candidate of the job's queue has a lower priority (then none on the nodes the job may
+        use has, and the heap `attempt` cuts would be empty). Why: in a first cycle at 20,000 nodes most
+        of the 663 attempts end so, and each made the queue's heap for its own nodes first."""
+        lowest = self._lowest.get(job.queue)
+        if lowest is None:
+            lowest = self._lowest[job.queue] = min(victim.priority for victim in self.by_queue[job.queue])
+        return lowest >= job.priority
 
 
 def _no_rule(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:
