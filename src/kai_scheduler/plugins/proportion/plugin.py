@@ -380,12 +380,26 @@ class ProportionPlugin:
         sides = self._reclaim_sides(reclaimer.queue, victim_queue)
         if sides is None:
             return False
-        reclaimer_side, reclaimer_deserved, victim_side, victim_share = sides
+        reclaimer_side, deserved, victim_side, share = sides
+        # `_all_le(reclaimer_side.allocated.plus(request), deserved)` and `_all_le(victim_side.allocated,
+        # share)` written out (the same float operations), the second only when `may_be_reclaimed` reads
+        # it: reclaim asks this for every victim queue in each attempt.
+        held = reclaimer_side.allocated
+        within = (
+            held.gpu + request.gpu <= deserved.gpu + EPSILON
+            and held.cpu + request.cpu <= deserved.cpu + EPSILON
+            and held.memory + request.memory <= deserved.memory + EPSILON
+        )
+        above_share = False
+        if not within:
+            taken = victim_side.allocated
+            above_share = not (
+                taken.gpu <= share.gpu + EPSILON
+                and taken.cpu <= share.cpu + EPSILON
+                and taken.memory <= share.memory + EPSILON
+            )
         return may_be_reclaimed(
-            victim_side,
-            request,
-            reclaimer_within_deserved=_all_le(reclaimer_side.allocated.plus(request), reclaimer_deserved),
-            above_share=not _all_le(victim_side.allocated, victim_share),
+            victim_side, request, reclaimer_within_deserved=within, above_share=above_share
         )
 
     def _reclaim_sides(self, reclaimer_queue: str, victim_queue: str) -> _ReclaimSides | None:
