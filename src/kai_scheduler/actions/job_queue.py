@@ -15,13 +15,21 @@ pop some twenty key comparisons spread over memory that the rest of the cycle ha
 pop at 500 nodes, 12 us at 20,000 (a first cycle's backlog of 1,600 jobs a leaf). The order is the same:
 the entries' keys never tie (a job order key ends with the job's rank and key, then a push counter), so
 "the smallest stored entry" names one job however they are kept.
+
+A walk mostly pops one leaf many times in a row (a trickle cycle at 5,000 nodes: some 55 pops a leaf, then
+another leaf wins), and a pop that places nothing moves no allocation: the other queues' ranks stay, so
+whether the leaf's path still wins depends only on what the queue order reads of the leaf's next job
+(`ExtensionPoints.queue_order_reads`: proportion's, the job's next request). That answer is kept per value
+read for the stretch (`_firsts`), and each queue's ranks by that value while its allocation stays
+(`_Node.ranks`), so that most pops rank nothing: the path is settled in full only when the leaf loses,
+runs out, or something else moved (a push, `refresh`, an allocation on the path).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Final, cast
 
 from kai_scheduler.framework.session import QueueOrderKey, Session
 from kai_scheduler.model.jobs import JobInfo
@@ -30,6 +38,7 @@ from kai_scheduler.model.snapshot import ClusterSnapshot
 
 # A leaf's entry: the job order key, then the push counter (never compares two jobs).
 _Entry = tuple[tuple[Any, ...], int, JobInfo]
+_UNKNOWN: Final = object()  # a value read not yet asked in the stretch (`_firsts`)
 
 
 class _LeafJobs:
@@ -74,7 +83,8 @@ class _LeafJobs:
 class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
     `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps the child it
-    descends to (`best`). `stale`: to be ranked again before the next pop."""
+    descends to (`best`). `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
+    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._rank`)."""
 
     __slots__ = (
         "best",
@@ -86,6 +96,8 @@ class _Node:
         "position",
         "queue",
         "rank",
+        "ranked_at",
+        "ranks",
         "source",
         "stale",
     )
@@ -102,6 +114,8 @@ class _Node:
         self.source: _Node | None = None
         self.best: _Node | None = None
         self.stale = False
+        self.ranks: dict[Hashable, tuple[Any, ...]] = {}
+        self.ranked_at: tuple[float, float, float] | None = None
 
 
 class QueueOrderedJobs:
@@ -112,6 +126,9 @@ class QueueOrderedJobs:
         self._handed_out: dict[str, set[str]] = {}
         self._queues = session.snapshot.queues
         self._order: QueueOrderKey = session.points.queue_order or session.queue_order_key
+        self._reads: Callable[[JobInfo], Hashable] | None = (
+            session.points.queue_order_reads if session.points.queue_order is not None else None
+        )
         self._job_order_key = session.job_order_key
         self._leaves: dict[str, _LeafJobs] = {}
         self._counter = 0
@@ -121,6 +138,11 @@ class QueueOrderedJobs:
         # The nodes to rank again, each once, children before their parent (`_settle`).
         self._stale: list[_Node] = []
         self._mixed = False  # `_stale` holds more than one path: to be sorted by level first
+        # The leaf popped last while only its path may have moved since (its nodes' `job` and `rank` are
+        # those of the job popped), and by what the order reads of its next job, the rank of the root
+        # queue when its path still wins (None: it does not): see the module doc.
+        self._lead: _Node | None = None
+        self._firsts: dict[Hashable, object] = {}
         # The rank the root queue the last job came from had when it was handed out.
         self.popped_rank: tuple[Any, ...] = ()
         for job in jobs:
@@ -136,6 +158,20 @@ class QueueOrderedJobs:
         self._mark(self._node(job.queue))
 
     def pop(self) -> JobInfo | None:
+        lead = self._lead
+        if lead is not None:
+            if not self._stale and _path_unmoved(lead):
+                job = self._next_job(lead)
+                if job is not None:
+                    assert self._reads is not None
+                    read = self._reads(job)
+                    rank = self._firsts.get(read, _UNKNOWN)
+                    if rank is _UNKNOWN:
+                        rank = self._firsts[read] = self._root_rank_if_first(lead, read, job)
+                    if rank is not None:
+                        return self._take(lead, cast(tuple[Any, ...], rank))
+            self._lead = None
+            self._mark(lead)
         if self._stale:
             self._settle()
         root = self._best_root
@@ -143,12 +179,48 @@ class QueueOrderedJobs:
             return None
         leaf = root.source
         assert root.rank is not None and leaf is not None and leaf.jobs is not None
-        self.popped_rank = root.rank
+        if self._reads is None:
+            self._mark(leaf)
+        else:
+            self._lead = leaf
+            self._firsts = {}
+        return self._take(leaf, root.rank)
+
+    def _take(self, leaf: _Node, rank: tuple[Any, ...]) -> JobInfo:
+        """Pop the head of `leaf`, its root queue at `rank`."""
+        assert leaf.jobs is not None
+        self.popped_rank = rank
         job = leaf.jobs.pop()
         if self._depth is not None:  # only a depth reads what was handed out
             self._handed_out.setdefault(leaf.queue.name, set()).add(job.key)
-        self._mark(leaf)
         return job
+
+    def _root_rank_if_first(self, leaf: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...] | None:
+        """The rank of the root queue when `job`, the next job of `leaf`, ranks `leaf` and each of its
+        ancestors first among its siblings (all else as it stands: nothing else moved since the path
+        was settled), else None: what `_settle` would find along the path, without changing it."""
+        node = leaf
+        while True:
+            rank = self._rank(node, read, job)
+            parent = node.parent
+            if _first_smallest(self._roots if parent is None else parent.children, node, rank) is not node:
+                return None
+            if parent is None:
+                return rank
+            node = parent
+
+    def _rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
+        """The order key of `node`'s queue on `job` (`read`: what the order reads of it), kept by `read`
+        until the queue's allocation moves."""
+        allocated = node.queue.allocated
+        at = (allocated.gpu, allocated.cpu, allocated.memory)
+        if at != node.ranked_at:
+            node.ranks = {}
+            node.ranked_at = at
+        rank = node.ranks.get(read)
+        if rank is None:
+            rank = node.ranks[read] = self._order(node.queue, job)
+        return rank
 
     def refresh(self) -> None:
         """Rank every queue again (after changes to queues other than the popped job's)."""
@@ -203,7 +275,7 @@ class QueueOrderedJobs:
         if self._mixed:
             stale.sort(key=lambda node: node.level, reverse=True)
             self._mixed = False
-        order = self._order
+        order, reads = self._order, self._reads
         for node in stale:
             node.stale = False
             if node.jobs is not None:
@@ -213,7 +285,12 @@ class QueueOrderedJobs:
                 best = node.best = _first_smallest(node.children)
                 job = None if best is None else best.job
                 node.job, node.source = job, None if best is None else best.source
-            node.rank = None if job is None else order(node.queue, job)
+            if job is None:
+                node.rank = None
+            elif reads is None:
+                node.rank = order(node.queue, job)
+            else:
+                node.rank = self._rank(node, reads(job), job)
         stale.clear()
         self._best_root = _first_smallest(self._roots)
 
@@ -230,14 +307,28 @@ class QueueOrderedJobs:
         return job
 
 
-def _first_smallest(nodes: list[_Node]) -> _Node | None:
-    """The first of `nodes` with the smallest rank, by one scan with `<` (see proportion's queue order)."""
+def _first_smallest(
+    nodes: list[_Node], ranked: _Node | None = None, at: tuple[Any, ...] | None = None
+) -> _Node | None:
+    """The first of `nodes` with the smallest rank, by one scan with `<` (see proportion's queue order);
+    `ranked`, if given, counted at rank `at`."""
     best, best_rank = None, None
     for node in nodes:
-        rank = node.rank
+        rank = at if node is ranked else node.rank
         if rank is not None and (best_rank is None or rank < best_rank):
             best, best_rank = node, rank
     return best
+
+
+def _path_unmoved(leaf: _Node) -> bool:
+    """Whether the allocation of `leaf`'s queue and its ancestors' is the one their ranks were kept for."""
+    node: _Node | None = leaf
+    while node is not None:
+        allocated = node.queue.allocated
+        if (allocated.gpu, allocated.cpu, allocated.memory) != node.ranked_at:
+            return False
+        node = node.parent
+    return True
 
 
 def with_pending(snapshot: ClusterSnapshot) -> list[JobInfo]:

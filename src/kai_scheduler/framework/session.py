@@ -117,6 +117,10 @@ class ExtensionPoints:
     # Orders the members of a sub-group (pod sets and non-leaf sub-groups); ties keep their order.
     podset_order: list[Callable[[PodSet | SubGroupSet], Any]] = field(default_factory=list)
     queue_order: QueueOrderKey | None = None
+    # What `queue_order` reads of a job, as a value (None: not said). Said, a queue's order key depends
+    # only on it, the queue's allocation (`QueueInfo.allocated`) and what is fixed for the session: the job
+    # queue keeps each queue's ranks by it while the allocation stays (`actions.job_queue`).
+    queue_order_reads: Callable[[JobInfo], Hashable] | None = None
     # (name, the words of a refusal, the predicate): each reads of a pod only its placement constraints,
     # and of the cluster only the nodes' specs and the storage objects (`static_masks` keeps their answers
     # from one session to the next while those stay).

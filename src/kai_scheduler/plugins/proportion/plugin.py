@@ -91,6 +91,7 @@ class ProportionPlugin:
             self._carry_order_keys(session.queue_orders, verify=session.verify_carried)
         points = session.points
         points.queue_order = self.queue_order_key
+        points.queue_order_reads = self._order_reads
         points.job_capacity_checks.append(self.over_limit)
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
         points.job_capacity_inputs[self.over_limit] = self._path_inputs
@@ -178,6 +179,12 @@ class ProportionPlugin:
         if key is None:
             key = self._order_keys[memo] = self._queue_order_key(queue, request)
         return key
+
+    def _order_reads(self, job: JobInfo) -> tuple[float, float, float]:
+        """All that `queue_order_key` reads of `job`: its next request."""
+        assert self._session is not None
+        request = next_request(self._session, job)
+        return (request.gpu, request.cpu, request.memory)
 
     def _carry_order_keys(self, carried: CarriedQueueOrder, *, verify: bool) -> None:
         """Start from the last session's queue order keys that this one would work out again (`verify`:
