@@ -53,18 +53,32 @@ class Allocate:
             holds.start_action()
         carried = session.placement_failures
         failures = carried.start(session) if carried is not None else None
+        unschedulable = session.unschedulable
+        acted_on = 0
         while (job := queue.pop()) is not None:
-            counts.acted_on += 1
-            tasks = tasks_to_allocate(session, job)
+            # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean.)
+            acted_on += 1
             signature = next_signature(session, job) if use_signatures else None
-            # Capacity held for a job that cannot start (reservation and backfill) is a node filter that
-            # reads how long the pods run: part of what makes attempts alike.
-            held = holds.signature(job, tasks) if holds is not None else None
-            if signature is not None and held is not None:
-                signature = (signature, held)
-            if signature is not None and signature in failed_shapes:
-                _failed_like(session, job, failed_shapes[signature], alike)
-                continue
+            if holds is not None:
+                tasks = tasks_to_allocate(session, job)
+                # Capacity held for a job that cannot start (reservation and backfill) is a node filter
+                # that reads how long the pods run: part of what makes attempts alike.
+                held = holds.signature(job, tasks)
+                if signature is not None and held is not None:
+                    signature = (signature, held)
+            else:
+                tasks, held = None, None
+            if signature is not None:
+                first = failed_shapes.get(signature)
+                if first is not None:
+                    why = unschedulable.get(first, "it did not fit")
+                    worded = alike.get(first)
+                    if worded is None or worded[0] is not why:
+                        worded = alike[first] = (why, _like(first, why))
+                    unschedulable[job.key] = worded[1]
+                    continue
+            if tasks is None:
+                tasks = tasks_to_allocate(session, job)
             if not admissible(session, job, tasks):
                 if signature is not None:
                     failed_shapes[signature] = job.key
@@ -90,6 +104,7 @@ class Allocate:
                 failed_shapes[signature] = job.key
             if holds is not None:
                 holds.job_unplaced(job, tasks, planner_for(session))
+        counts.acted_on += acted_on
         if holds is not None:
             holds.end_action()
         if failures is not None:
@@ -132,11 +147,15 @@ def _failed_like(
     why = session.unschedulable.get(first, "it did not fit")
     worded = alike.get(first)
     if worded is None or worded[0] is not why:
-        reason = WaitReason(
-            f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-        )
-        worded = alike[first] = (why, reason)
+        worded = alike[first] = (why, _like(first, why))
     session.unschedulable[job.key] = worded[1]
+
+
+def _like(first: str, why: str) -> WaitReason:
+    """The reason of a job that fails like `first`, which failed for `why`."""
+    return WaitReason(
+        f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
+    )
 
 
 def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:

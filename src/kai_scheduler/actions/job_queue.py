@@ -47,15 +47,10 @@ class _LeafJobs:
 
     __slots__ = ("_pushed", "_sorted")
 
-    def __init__(self) -> None:
-        self._sorted: list[_Entry] = []
+    def __init__(self, initial: list[_Entry]) -> None:
+        initial.sort(reverse=True)
+        self._sorted = initial
         self._pushed: list[_Entry] = []
-
-    def add_initial(self, entry: _Entry) -> None:
-        self._sorted.append(entry)
-
-    def sort_initial(self) -> None:
-        self._sorted.sort(reverse=True)
 
     def push(self, entry: _Entry) -> None:
         heapq.heappush(self._pushed, entry)
@@ -145,11 +140,17 @@ class QueueOrderedJobs:
         self._firsts: dict[Hashable, object] = {}
         # The rank the root queue the last job came from had when it was handed out.
         self.popped_rank: tuple[Any, ...] = ()
+        initial: dict[str, list[_Entry]] = {}
+        key_of, counter = self._job_order_key, 0
         for job in jobs:
-            self._counter += 1
-            self._leaf(job.queue).add_initial((self._job_order_key(job), self._counter, job))
-        for name, leaf in self._leaves.items():
-            leaf.sort_initial()
+            counter += 1
+            entries = initial.get(job.queue)
+            if entries is None:
+                entries = initial[job.queue] = []
+            entries.append((key_of(job), counter, job))
+        self._counter = counter
+        for name, entries in initial.items():
+            self._leaves[name] = _LeafJobs(entries)
             self._mark(self._node(name))
 
     def push(self, job: JobInfo) -> None:
@@ -233,7 +234,7 @@ class QueueOrderedJobs:
     def _leaf(self, name: str) -> _LeafJobs:
         leaf = self._leaves.get(name)
         if leaf is None:
-            leaf = self._leaves[name] = _LeafJobs()
+            leaf = self._leaves[name] = _LeafJobs([])
         return leaf
 
     def _node(self, name: str) -> _Node | None:

@@ -156,7 +156,7 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     reads = session.points.signature_reads
     # What is read may change from one cycle to the next with no change of the job (an AccountedResource
     # counting an annotation made): a signature carried from a cycle that read otherwise is not this one's.
-    if cached is None or cached[0] != job.version or cached[1][-1] != _read_names(reads):
+    if cached is None or cached[0] != job.version or not _named(cached[1][-1], reads):
         tasks = tasks_to_allocate(session, job)
         cached = (job.version, scheduling_signature(job, tasks, by_queue=by_queue, reads=reads))
         kept[job] = cached
@@ -165,6 +165,14 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
 
 def _read_names(reads: Sequence[SignatureRead]) -> tuple[Hashable, ...]:
     return tuple(name for name, _ in reads)
+
+
+def _named(names: tuple[Hashable, ...], reads: Sequence[SignatureRead]) -> bool:
+    """Whether `names` are those of `reads` (asked for every job allocate hands out: most sessions read
+    nothing, and no tuple of names is made to say so)."""
+    if not reads:
+        return not names
+    return len(names) == len(reads) and all(name == read[0] for name, read in zip(names, reads, strict=True))
 
 
 def scheduling_signature(
