@@ -175,6 +175,8 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
             _check_kept(session, job, tasks, reason)
     else:
         reason = _refusal(session, job, tasks)
+        if session.verify_carried:
+            _check_kept(session, job, tasks, reason)
         if inputs is not None:
             session.admissions[job] = (key, reason)
     if reason is not None:
@@ -184,7 +186,24 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
 
 
 def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
-    """Why `tasks` of `job` may not be tried (None: they may)."""
+    """Why `tasks` of `job` may not be tried (None: they may); the gang's part kept by the job's version
+    (`Session.gang_refusals`: a large gang's readiness reads every pod)."""
+    gang = session.gang_refusals.get(job)
+    if gang is None or gang[0] != job.version:
+        gang = session.gang_refusals[job] = (job.version, _gang_refusal(job, tasks))
+    if gang[1] is not None:
+        return gang[1]
+    return session.check_job_capacity(job, quota_request_of(session, tasks))
+
+
+def _plain_refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """`_refusal` worked out now, whatever is kept."""
+    gang = _gang_refusal(job, tasks)
+    return gang if gang is not None else session.check_job_capacity(job, quota_request_of(session, tasks))
+
+
+def _gang_refusal(job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """Why `tasks` of `job` are not a gang that may be tried (None: they are)."""
     if not job.is_gang_satisfied():
         missing = job.min_member - job.active_allocated()
         if len(tasks) < missing:
@@ -192,11 +211,11 @@ def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | Non
         if not job.tree().is_ready():
             # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
             return "waiting for pods: too few sub-groups have the pods their minMember needs"
-    return session.check_job_capacity(job, quota_request_of(session, tasks))
+    return None
 
 
 def _check_kept(session: Session, job: JobInfo, tasks: list[TaskInfo], reason: str | None) -> None:
-    fresh = _refusal(session, job, tasks)
+    fresh = _plain_refusal(session, job, tasks)
     if fresh != reason:
         raise CarriedMismatch(
             f"{job.key}: whether its next attempt may be tried, kept from an earlier check ({reason!r}), "

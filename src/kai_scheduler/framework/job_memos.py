@@ -52,6 +52,7 @@ class JobMemos:
         "admissions",
         "capacity_inputs",
         "carry",
+        "gang_refusals",
         "job_groups",
         "job_keys",
         "next_requests",
@@ -73,6 +74,7 @@ class JobMemos:
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         self.capacity_inputs: dict[Hashable, Hashable] = {}
+        self.gang_refusals: dict[JobInfo, tuple[int, str | None]] = {}
         self.queue_sums = CarriedQueueSums()
         self.queue_orders = CarriedQueueOrder()
         self.job_groups = KeptJobGroups()
@@ -106,6 +108,7 @@ class JobMemos:
         session.shapes = self.shapes
         session.admissions = self.admissions
         session.capacity_inputs = self.capacity_inputs
+        session.gang_refusals = self.gang_refusals
         session.placement_failures = self.placement_failures
         self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify
@@ -122,6 +125,7 @@ class JobMemos:
             self.signatures,
             self.shapes,
             self.admissions,
+            self.gang_refusals,
         )
         for memo in memos:
             if len(memo) > len(jobs):

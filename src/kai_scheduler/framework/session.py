@@ -362,6 +362,10 @@ class Session:
         # version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
         # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
+        # The part of that answer the job alone decides (whether its gang may be tried: `allocate`'s
+        # `_gang_refusal`), with the job's version: asked again whenever the queues' allocations move,
+        # and carried too.
+        self.gang_refusals: dict[JobInfo, tuple[int, str | None]] = {}
         # What the capacity checks read, by value, each value one object from one session to the next
         # (`job_capacity_inputs`): carried too, so that a kept answer's inputs compare at a glance.
         self.capacity_inputs: dict[Hashable, Hashable] = {}
