@@ -202,7 +202,11 @@ class QueueOrderedJobs:
         was settled), else None: what `_settle` would find along the path, without changing it."""
         node = leaf
         while True:
-            rank = self._rank(node, read, job)
+            # (The path's allocation is the one its ranks are kept for: `_path_unmoved`.)
+            ranks = node.ranks
+            rank = ranks.get(read)
+            if rank is None:
+                rank = ranks[read] = self._order(node.queue, job)
             parent = node.parent
             if _first_smallest(self._roots if parent is None else parent.children, node, rank) is not node:
                 return None
