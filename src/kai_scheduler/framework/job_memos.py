@@ -52,6 +52,7 @@ class JobMemos:
         "admissions",
         "capacity_inputs",
         "carry",
+        "fair_share_levels",
         "gang_refusals",
         "job_groups",
         "job_keys",
@@ -77,6 +78,7 @@ class JobMemos:
         self.gang_refusals: dict[JobInfo, tuple[int, str | None]] = {}
         self.queue_sums = CarriedQueueSums()
         self.queue_orders = CarriedQueueOrder()
+        self.fair_share_levels: dict[str, dict[str | None, tuple[Hashable, dict[str, float]]]] = {}
         self.job_groups = KeptJobGroups()
         self.placement_failures = PlacementFailures()
         self.static_masks = StaticMasks()
@@ -88,6 +90,7 @@ class JobMemos:
         if self.carry:
             session.queue_sums = self.queue_sums
             session.queue_orders = self.queue_orders
+            session.fair_share_levels = self.fair_share_levels
             session.verify_carried = self.verify
 
     def hand_to(self, session: Session) -> None:

@@ -382,6 +382,10 @@ class Session:
         # The queue order keys of the last cycle that this one may give again (`queue_order_memo`; None:
         # every key is worked out); carried from one cycle to the next too.
         self.queue_orders: CarriedQueueOrder | None = None
+        # Per resource, per parent queue, the inputs and shares of the last cycle's fair-share division of
+        # that level (`proportion.division.LevelShares`), and the whole division's under "<resource> tree"
+        # (None: every level is divided); carried too.
+        self.fair_share_levels: dict[str, dict[str | None, tuple[Hashable, dict[str, float]]]] | None = None
         # With `record_fair_share`, the proportion plugin leaves the division's steps here (for `kubectl kai
         # fairshare` and `simulate --explain-fairshare`); without, it records nothing.
         self.record_fair_share = record_fair_share

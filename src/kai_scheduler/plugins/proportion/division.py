@@ -15,12 +15,18 @@ among its children with the same algorithm.
 
 A ``DivisionRecorder`` passed to ``divide`` is told every step as it is taken (``kubectl kai fairshare``
 shows them); without one nothing is recorded and the loops allocate nothing more.
+
+A level's division reads only its total and its siblings' own inputs and subtree requests, so ``divide``
+given the ``LevelShares`` of an earlier division gives each level whose inputs are the same bits the shares
+it got then, and divides again only the levels that moved (issue #23, point 1: a cycle after one pod
+arrived moves the levels on that pod's queue path, and the levels below whose parent's share moved).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from array import array
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.model.fair_share_record import DivisionRecorder, Grant, QueueAtLevel
@@ -32,6 +38,9 @@ _EPSILON = 1e-9
 # Leftovers are compared at this many decimals so that float noise cannot override the documented
 # tie-breakers (older queue, then name).
 _LEFTOVER_DECIMALS = 9
+
+# Per parent (None: the top level), the inputs its level was last divided with and the shares it gave.
+LevelShares = dict[str | None, tuple[Hashable, dict[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -76,11 +85,15 @@ def divide(
     k_value: float = 1.0,
     unit: float = 1.0,
     recorder: DivisionRecorder | None = None,
+    carried: LevelShares | None = None,
 ) -> dict[str, float]:
     """Return the fair share of one resource for every queue of the tree.
 
     ``unit`` is the granularity of the whole-unit rounding of the over-quota phase.  Parent requests are the
     sum of their children's requests; a queue's own ``request`` is only used when it has no children.
+    With ``carried`` (the same dict each time, for one resource) and no ``recorder`` (which is told every
+    step), a level divided before with the same inputs gets the shares it got then, and every level
+    divided now is kept in it for the next call.
     Raises ``ValueError`` on duplicate names, unknown parents, cycles or a non-positive unit.
     """
     if unit <= 0:
@@ -88,15 +101,41 @@ def divide(
     children = _children_by_parent(queues)
     requests = _subtree_requests(children)
     shares: dict[str, float] = {}
-    pending: list[tuple[float, list[QueueShareInput]]] = [(total, children.get(None, []))]
+    pending: list[tuple[str | None, float, list[QueueShareInput]]] = [(None, total, children.get(None, []))]
     while pending:
-        level_total, siblings = pending.pop()
-        level_shares = _divide_level(level_total, siblings, requests, k_value, unit, recorder)
+        parent, level_total, siblings = pending.pop()
+        if carried is None or recorder is not None:
+            level_shares = _divide_level(level_total, siblings, requests, k_value, unit, recorder)
+        else:
+            inputs = _level_inputs(level_total, siblings, requests, k_value, unit)
+            known = carried.get(parent)
+            if known is not None and known[0] == inputs:
+                level_shares = known[1]
+            else:
+                level_shares = _divide_level(level_total, siblings, requests, k_value, unit, recorder)
+                carried[parent] = (inputs, level_shares)
         shares.update(level_shares)
         for queue in siblings:
             if queue.name in children:
-                pending.append((level_shares[queue.name], children[queue.name]))
+                pending.append((queue.name, level_shares[queue.name], children[queue.name]))
     return shares
+
+
+def _level_inputs(
+    total: float,
+    siblings: Sequence[QueueShareInput],
+    requests: dict[str, float],
+    k_value: float,
+    unit: float,
+) -> Hashable:
+    """Everything `_divide_level` reads but the recorder, its numbers as their bits (0.0 and -0.0 differ:
+    the shares given could differ in sign)."""
+    numbers = array("d", (total, k_value, unit))
+    for queue in siblings:
+        numbers.extend(
+            (queue.deserved, queue.limit, queue.over_quota_weight, queue.usage, requests[queue.name])
+        )
+    return (tuple((q.name, q.priority, q.creation_rank) for q in siblings), numbers.tobytes())
 
 
 def _children_by_parent(queues: Sequence[QueueShareInput]) -> dict[str | None, list[QueueShareInput]]:

@@ -8,6 +8,7 @@ place and evict pods, so that queue order and the capacity checks always see the
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -27,7 +28,7 @@ from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.accounted_limits import open_accounted_limits
 from kai_scheduler.plugins.arguments import number
-from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
+from kai_scheduler.plugins.proportion.division import LevelShares, QueueShareInput, divide
 from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
 from kai_scheduler.plugins.proportion.victim_filter import may_be_reclaimed
 
@@ -84,7 +85,14 @@ class ProportionPlugin:
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
         # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
         recorder = DivisionRecorder(session.cycle) if session.record_fair_share else None
-        compute_fair_shares(snapshot.queues, snapshot.capacity, self.k_value, recorder)
+        compute_fair_shares(
+            snapshot.queues,
+            snapshot.capacity,
+            self.k_value,
+            recorder,
+            carried=session.fair_share_levels,
+            verify=session.verify_carried,
+        )
         if recorder is not None:
             session.fair_share_record = recorder.record
         if session.queue_orders is not None:
@@ -784,32 +792,98 @@ USAGE_DECIMALS = 2
 
 
 def compute_fair_shares(
-    queues: QueueTree, capacity: Resources, k_value: float, recorder: DivisionRecorder | None = None
+    queues: QueueTree,
+    capacity: Resources,
+    k_value: float,
+    recorder: DivisionRecorder | None = None,
+    *,
+    carried: dict[str, LevelShares] | None = None,
+    verify: bool = False,
 ) -> None:
     """Fair share per resource, top-down through the tree; queues detached by a flattened tree report
-    the sum of their leaves. A `recorder` is told every step of every resource's division."""
+    the sum of their leaves. A `recorder` is told every step of every resource's division.
+
+    With the divisions `carried` from the last session (not with a recorder, which is told every step), a
+    resource whose inputs are all the bits they were gets the shares it got then, and otherwise only the
+    levels whose inputs moved are divided again (`division.divide`); `verify`: divide in full too and
+    raise `CarriedMismatch` on any difference in the bits. `carried` holds per resource its levels, and
+    under "<resource> tree" the whole division's inputs and shares (as the top level's entry)."""
+    reuse = carried is not None and recorder is None
+    # What the division reads of each queue besides its numbers, the same for every resource.
+    structure = tuple((q.name, q.parent, q.priority, q.rank) for q in queues) if reuse else ()
     for resource in RESOURCE_NAMES:
         total = max(capacity.get(resource), 0.0)
         if recorder is not None:
             recorder.resource(resource, total, k_value)
-        inputs = [
-            QueueShareInput(
-                name=q.name,
-                parent=q.parent,
-                priority=q.priority,
-                creation_rank=q.rank,
-                deserved=q.deserved.get(resource),
-                limit=q.limit.get(resource),
-                over_quota_weight=q.weight.get(resource),
-                request=q.request.get(resource),
-                usage=round(q.usage.get(resource), USAGE_DECIMALS),
+        shares: dict[str, float] | None = None
+        if carried is not None and reuse:
+            whole = carried.setdefault(f"{resource} tree", {})
+            signature = (structure, _division_numbers(queues, resource, total, k_value))
+            known = whole.get(None)
+            if known is not None and known[0] == signature:
+                shares = known[1]
+        if shares is None:
+            levels = carried.setdefault(resource, {}) if carried is not None and reuse else None
+            shares = divide(
+                total,
+                _share_inputs(queues, resource),
+                k_value=k_value,
+                unit=1.0,
+                recorder=recorder,
+                carried=levels,
             )
-            for q in queues
-        ]
-        shares = divide(total, inputs, k_value=k_value, unit=1.0, recorder=recorder)
+            if carried is not None and reuse:
+                whole[None] = (signature, shares)
+        if verify and reuse:
+            full = divide(total, _share_inputs(queues, resource), k_value=k_value, unit=1.0)
+            _check_carried_shares(resource, shares, full)
         for queue in queues:
             queue.fair_share.set(resource, shares.get(queue.name, 0.0))
         for parent, leaves in queues.detached.values():
             parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
             if recorder is not None:
                 recorder.detached(parent.name, leaves)
+
+
+def _share_inputs(queues: QueueTree, resource: str) -> list[QueueShareInput]:
+    return [
+        QueueShareInput(
+            name=q.name,
+            parent=q.parent,
+            priority=q.priority,
+            creation_rank=q.rank,
+            deserved=q.deserved.get(resource),
+            limit=q.limit.get(resource),
+            over_quota_weight=q.weight.get(resource),
+            request=q.request.get(resource),
+            usage=round(q.usage.get(resource), USAGE_DECIMALS),
+        )
+        for q in queues
+    ]
+
+
+def _division_numbers(queues: QueueTree, resource: str, total: float, k_value: float) -> bytes:
+    """The numbers `_share_inputs` gives the division for `resource`, with its total, as their bits."""
+    numbers = array("d", (total, k_value))
+    for q in queues:
+        numbers.extend(
+            (
+                q.deserved.get(resource),
+                q.limit.get(resource),
+                q.weight.get(resource),
+                q.request.get(resource),
+                round(q.usage.get(resource), USAGE_DECIMALS),
+            )
+        )
+    return numbers.tobytes()
+
+
+def _check_carried_shares(resource: str, carried: dict[str, float], full: dict[str, float]) -> None:
+    """Raise `CarriedMismatch` unless `carried` (shares partly carried) are the bits of `full`."""
+    for name in carried.keys() | full.keys():
+        mine, share = carried.get(name), full.get(name)
+        if mine is None or share is None or mine.hex() != share.hex():
+            raise CarriedMismatch(
+                f"queue {name}: its {resource} fair share carried from the last cycle ({mine!r}) differs "
+                f"from the full division's ({share!r})"
+            )
