@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -809,8 +809,8 @@ def compute_fair_shares(
     raise `CarriedMismatch` on any difference in the bits. `carried` holds per resource its levels, and
     under "<resource> tree" the whole division's inputs and shares (as the top level's entry)."""
     reuse = carried is not None and recorder is None
-    # What the division reads of each queue besides its numbers, the same for every resource.
-    structure = tuple((q.name, q.parent, q.priority, q.rank) for q in queues) if reuse else ()
+    # Everything the divisions of all three resources read: a resource keeps its shares while it is the same.
+    signature = _division_inputs(queues, capacity, k_value) if reuse else None
     for resource in RESOURCE_NAMES:
         total = max(capacity.get(resource), 0.0)
         if recorder is not None:
@@ -818,7 +818,6 @@ def compute_fair_shares(
         shares: dict[str, float] | None = None
         if carried is not None and reuse:
             whole = carried.setdefault(f"{resource} tree", {})
-            signature = (structure, _division_numbers(queues, resource, total, k_value))
             known = whole.get(None)
             if known is not None and known[0] == signature:
                 shares = known[1]
@@ -862,20 +861,19 @@ def _share_inputs(queues: QueueTree, resource: str) -> list[QueueShareInput]:
     ]
 
 
-def _division_numbers(queues: QueueTree, resource: str, total: float, k_value: float) -> bytes:
-    """The numbers `_share_inputs` gives the division for `resource`, with its total, as their bits."""
-    numbers = array("d", (total, k_value))
+def _division_inputs(queues: QueueTree, capacity: Resources, k_value: float) -> Hashable:
+    """What `compute_fair_shares` divides by, for every resource: the queues' names, parents, priorities
+    and ranks, and the numbers `_share_inputs` gives the divisions with the capacity and `k_value`, as
+    their bits (0.0 and -0.0 differ: the shares given could differ in sign)."""
+    numbers = array("d", (*capacity.values(), k_value))
     for q in queues:
-        numbers.extend(
-            (
-                q.deserved.get(resource),
-                q.limit.get(resource),
-                q.weight.get(resource),
-                q.request.get(resource),
-                round(q.usage.get(resource), USAGE_DECIMALS),
-            )
-        )
-    return numbers.tobytes()
+        usage = q.usage
+        numbers.extend(q.deserved.values())
+        numbers.extend(q.limit.values())
+        numbers.extend(q.weight.values())
+        numbers.extend(q.request.values())
+        numbers.extend(round(usage.get(r), USAGE_DECIMALS) for r in RESOURCE_NAMES)
+    return (tuple((q.name, q.parent, q.priority, q.rank) for q in queues), numbers.tobytes())
 
 
 def _check_carried_shares(resource: str, carried: dict[str, float], full: dict[str, float]) -> None:
