@@ -53,7 +53,6 @@ class Allocate:
             holds.start_action()
         carried = session.placement_failures
         failures = carried.start(session) if carried is not None else None
-        unschedulable = session.unschedulable
         acted_on = 0
         while (job := queue.pop()) is not None:
             # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean.)
@@ -71,11 +70,7 @@ class Allocate:
             if signature is not None:
                 first = failed_shapes.get(signature)
                 if first is not None:
-                    why = unschedulable.get(first, "it did not fit")
-                    worded = alike.get(first)
-                    if worded is None or worded[0] is not why:
-                        worded = alike[first] = (why, _like(first, why))
-                    unschedulable[job.key] = worded[1]
+                    _failed_like(session, job, first, alike)
                     continue
             if tasks is None:
                 tasks = tasks_to_allocate(session, job)
@@ -147,15 +142,11 @@ def _failed_like(
     why = session.unschedulable.get(first, "it did not fit")
     worded = alike.get(first)
     if worded is None or worded[0] is not why:
-        worded = alike[first] = (why, _like(first, why))
+        reason = WaitReason(
+            f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
+        )
+        worded = alike[first] = (why, reason)
     session.unschedulable[job.key] = worded[1]
-
-
-def _like(first: str, why: str) -> WaitReason:
-    """The reason of a job that fails like `first`, which failed for `why`."""
-    return WaitReason(
-        f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-    )
 
 
 def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:

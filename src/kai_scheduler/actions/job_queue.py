@@ -203,10 +203,7 @@ class QueueOrderedJobs:
         node = leaf
         while True:
             # (The path's allocation is the one its ranks are kept for: `_path_unmoved`.)
-            ranks = node.ranks
-            rank = ranks.get(read)
-            if rank is None:
-                rank = ranks[read] = self._order(node.queue, job)
+            rank = self._kept_rank(node, read, job)
             parent = node.parent
             if _first_smallest(self._roots if parent is None else parent.children, node, rank) is not node:
                 return None
@@ -217,11 +214,14 @@ class QueueOrderedJobs:
     def _rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
         """The order key of `node`'s queue on `job` (`read`: what the order reads of it), kept by `read`
         until the queue's allocation moves."""
-        allocated = node.queue.allocated
-        at = (allocated.gpu, allocated.cpu, allocated.memory)
+        at = _allocation(node)
         if at != node.ranked_at:
             node.ranks = {}
             node.ranked_at = at
+        return self._kept_rank(node, read, job)
+
+    def _kept_rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
+        """`_rank` for a node whose ranks are kept for its queue's allocation as it stands."""
         rank = node.ranks.get(read)
         if rank is None:
             rank = node.ranks[read] = self._order(node.queue, job)
@@ -329,11 +329,16 @@ def _path_unmoved(leaf: _Node) -> bool:
     """Whether the allocation of `leaf`'s queue and its ancestors' is the one their ranks were kept for."""
     node: _Node | None = leaf
     while node is not None:
-        allocated = node.queue.allocated
-        if (allocated.gpu, allocated.cpu, allocated.memory) != node.ranked_at:
+        if _allocation(node) != node.ranked_at:
             return False
         node = node.parent
     return True
+
+
+def _allocation(node: _Node) -> tuple[float, float, float]:
+    """The allocation of `node`'s queue, as its kept ranks are compared with (`_Node.ranked_at`)."""
+    allocated = node.queue.allocated
+    return (allocated.gpu, allocated.cpu, allocated.memory)
 
 
 def with_pending(snapshot: ClusterSnapshot) -> list[JobInfo]:

@@ -270,10 +270,7 @@ class _Summed:
             return self._learn(task, rows)
         summed: FloatArray | float = 0.0
         for term in terms:
-            score = term if isinstance(term, float) else term(task, rows)
-            if isinstance(score, float) and score == 0.0:
-                continue  # adding 0.0 changes nothing
-            summed = score if isinstance(summed, float) and summed == 0.0 else summed + score
+            summed = add_score(summed, term if isinstance(term, float) else term(task, rows))
         return summed
 
     def _learn(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
@@ -293,11 +290,19 @@ class _Summed:
                     terms.append(constant)
             else:
                 terms.append(scorer)
-            if isinstance(score, float) and score == 0.0:
-                continue
-            summed = score if isinstance(summed, float) and summed == 0.0 else summed + score
+            summed = add_score(summed, score)
         self._terms = terms
         return summed
+
+
+def add_score(summed: FloatArray | float, score: FloatArray | float) -> FloatArray | float:
+    """`summed` with one more scorer's `score` added, as `Session._scores` sums them: scores common to every
+    candidate stay a plain float until the first per-node score (0.0 + a + b is the same sum, elementwise),
+    adding 0.0 changes nothing, and the first score needs no sum (0.0 + s is s: the scorer's own array).
+    One rule for every sum, since the ranked index's choice is the full scoring's only while the bits are."""
+    if isinstance(score, float) and score == 0.0:
+        return summed
+    return score if isinstance(summed, float) and summed == 0.0 else summed + score
 
 
 _Said = tuple[Ranking, float, list[tuple[Ranking, float]], _Summed] | None

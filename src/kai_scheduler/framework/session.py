@@ -26,7 +26,7 @@ from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, first_ref
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
-from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn
+from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn, add_score
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.framework.static_masks import Masks
 from kai_scheduler.model.admission import PodAsk
@@ -586,7 +586,7 @@ class Session:
         what changes with its usage, `NodeTable.changed_since`), and whether a node that does passes the
         rest (the confinement and the per-pod predicates); None when a pre-predicate refuses the pod
         (`refused_everywhere`)."""
-        if self.points.pre_predicates and self._pre_predicate_failure(task) is not None:
+        if self.refused_everywhere(task):
             return None
         nodes, request = self.snapshot.nodes, task.request
         static, allowed = self._static(task.placement)[0], self.allowed
@@ -632,11 +632,7 @@ class Session:
         elementwise)."""
         scores: FloatArray | float = 0.0
         for scorer in self.points.node_scorers:
-            score = scorer(task, rows)
-            if isinstance(score, float) and score == 0.0:
-                continue  # adding 0.0 changes nothing
-            # The first score needs no sum (0.0 + s is s), and is the scorer's own new array.
-            scores = score if isinstance(scores, float) and scores == 0.0 else scores + score
+            scores = add_score(scores, scorer(task, rows))
         return scores
 
     def _choose_gpu_groups(self, task: TaskInfo, node: int, *, soon: bool) -> tuple[str, ...]:
@@ -764,6 +760,7 @@ class Session:
             masks = [predicate.nodes_passing(task) for predicate in predicates]
             past_static = len(static)
             past_masks = past_static + len(masks)
+            shared = request.is_shared_gpu
             for at, row in enumerate(rows):
                 if refusals[at] >= 0:
                     continue
@@ -771,7 +768,6 @@ class Session:
                 if refusal is not None:
                     refusals[at] = past_static + refusal
                     continue
-                shared = request.is_shared_gpu
                 portion = (
                     nodes.portion_for(request, np.asarray([row], dtype=np.intp)).item(0) if shared else 0.0
                 )

@@ -341,7 +341,7 @@ class ProportionPlugin:
 
     def over_limit(self, job: JobInfo, request: Resources) -> str | None:
         """OverLimit: no queue on the job's path may go above its limit. Hot (every job allocate hands
-        out, after every placement in a first cycle): compared over the path's bounds (`_exceeds`), the
+        out, after every placement in a first cycle): compared over the path's bounds (`_first_exceeded`), the
         reason worded only for the queue that fails."""
         for queue, limits, _ in self._bounds(job.queue):
             r = _first_exceeded(queue.allocated, request, limits)
@@ -808,32 +808,31 @@ def compute_fair_shares(
     levels whose inputs moved are divided again (`division.divide`); `verify`: divide in full too and
     raise `CarriedMismatch` on any difference in the bits. `carried` holds per resource its levels, and
     under "<resource> tree" the whole division's inputs and shares (as the top level's entry)."""
-    reuse = carried is not None and recorder is None
+    reused = carried if recorder is None else None
     # Everything the divisions of all three resources read: a resource keeps its shares while it is the same.
-    signature = _division_inputs(queues, capacity, k_value) if reuse else None
+    signature = _division_inputs(queues, capacity, k_value) if reused is not None else None
     for resource in RESOURCE_NAMES:
         total = max(capacity.get(resource), 0.0)
         if recorder is not None:
             recorder.resource(resource, total, k_value)
         shares: dict[str, float] | None = None
-        if carried is not None and reuse:
-            whole = carried.setdefault(f"{resource} tree", {})
+        whole = reused.setdefault(f"{resource} tree", {}) if reused is not None else None
+        if whole is not None:
             known = whole.get(None)
             if known is not None and known[0] == signature:
                 shares = known[1]
         if shares is None:
-            levels = carried.setdefault(resource, {}) if carried is not None and reuse else None
             shares = divide(
                 total,
                 _share_inputs(queues, resource),
                 k_value=k_value,
                 unit=1.0,
                 recorder=recorder,
-                carried=levels,
+                carried=reused.setdefault(resource, {}) if reused is not None else None,
             )
-            if carried is not None and reuse:
+            if whole is not None:
                 whole[None] = (signature, shares)
-        if verify and reuse:
+        if verify and reused is not None:
             full = divide(total, _share_inputs(queues, resource), k_value=k_value, unit=1.0)
             _check_carried_shares(resource, shares, full)
         for queue in queues:
