@@ -15,6 +15,7 @@ from operator import attrgetter
 from kai_scheduler.api import constants as c
 from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.builder import (
+    annotation_preemption_delay,
     implicit_job,
     implicit_pod_group_name,
     is_gated,
@@ -34,11 +35,19 @@ from kai_scheduler.model.cache.nominations import Nominations
 from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
 from kai_scheduler.model.cache.rank_order import placed, sort_tail
 from kai_scheduler.model.job_changes import JobChangeLog
-from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo, TaskStatus
+from kai_scheduler.model.priorities import is_preemptible
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.snapshot import PodState
 
 _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
+_TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+# Annotations of a bare pod that make its job more than the plain one `_make_lone` makes.
+_NOT_LONE = (
+    c.POD_GROUP_ANNOTATION,
+    c.SKIP_PODGROUPER_ANNOTATION,
+    c.TOPOLOGY_ANNOTATION,
+)
 _rank = attrgetter("rank")
 
 
@@ -120,6 +129,15 @@ class JobRebuild:
     def rebuild(self, key: str) -> None:
         self.log.note(key)
         old = self.jobs.get(key)
+        if old is None:
+            ours = self._pods.ours_by_job.get(key)
+            if ours is not None and len(ours) == 1 and key not in self._pods.groups:
+                (pod_key,) = ours
+                if pod_key not in self.tasks:
+                    lone = self._make_lone(key, self._pods.pods[pod_key])
+                    if lone is not None:
+                        self._add_lone(key, lone)
+                        return
         job = self._make_job(key)
         if old is not None:
             kept = {task.key for task in job.tasks} if job is not None else set()
@@ -207,6 +225,110 @@ class JobRebuild:
             job.invalid_reason = waiting_reason(job, gated)
         job.gated = gated
         job.admission = admission or None
+        return job
+
+    def _add_lone(self, key: str, job: JobInfo) -> None:
+        """`rebuild`'s bookkeeping for a new job of one task, new to the cache: no old job's tasks to drop,
+        no index holding the task's key yet, no topology."""
+        jobs, tasks = self.jobs, self.tasks
+        if jobs and job.rank < next(reversed(jobs.values())).rank:
+            self._jobs_out_of_place = placed(jobs, None, job, self._jobs_out_of_place)
+        jobs[key] = job
+        (task,) = job.tasks
+        task_key = task.key
+        if tasks and task.rank < next(reversed(tasks.values())).rank:
+            self._tasks_out_of_place = placed(tasks, None, task, self._tasks_out_of_place)
+        tasks[task_key] = task
+        if task.host_ports:
+            self.host_port_tasks.add(task_key)
+        if task.placement.has_pod_affinity:
+            self.pod_affinity_tasks.add(task_key)
+        if task.request.gpu_memory_mib:
+            self.gpu_memory_tasks.add(task_key)
+        if task.nominated_node >= 0:
+            self.nominated_tasks.add(task_key)
+        status = task.status
+        if task.node >= 0 and status in _OCCUPYING:
+            releasing = status is TaskStatus.RELEASING
+            self._accounting.hold(
+                task_key, Hold(task.node, task.request, releasing, task.gpu_groups, ours=True)
+            )
+        if status is TaskStatus.RUNNING:
+            self.running_counts[key] = 1
+        else:
+            self.running_counts.pop(key, None)
+        self.base_reasons.pop(key, None)
+        self.admission_jobs.discard(key)
+
+    def _make_lone(self, key: str, state: PodState) -> JobInfo | None:
+        """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
+        large cluster), as `_make_job` makes it, in one pass over the pod; None when the pod needs more
+        than the plain case (an annotation naming a PodGroup, a topology or no grouping, a gate, an
+        admission, a sub-group label, no task)."""
+        pod = state.pod
+        metadata, spec = pod.metadata, pod.spec
+        annotations, labels = metadata.annotations, metadata.labels
+        node_name = state.node_name
+        if annotations:
+            for name in _NOT_LONE:
+                if name in annotations:
+                    return None
+        if node_name is None and (spec.scheduling_gates or state.admitted is not None):
+            return None
+        subgroup = labels.get(c.SUBGROUP_LABEL)
+        if subgroup is not None and subgroup != "default":
+            return None
+        status = task_status(state, stuck=self._stuck.is_stuck(pod.key))
+        node_index = self._accounting.table.index
+        node = node_index.get(node_name, -1) if node_name else -1
+        if status is None or (node_name and node < 0):
+            return None
+        class_name = spec.priority_class_name or labels.get("priorityClassName")
+        priority = self._inputs.priorities.resolve(class_name, spec.priority)
+        queue = labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE)
+        namespace = pod.namespace
+        job = JobInfo(
+            namespace=namespace,
+            name=implicit_pod_group_name(pod),
+            queue=queue,
+            priority=priority,
+            preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
+            min_member=1,
+            rank=state.rank,
+            preemption_delay=annotation_preemption_delay(annotations.get(c.PREEMPTION_DELAY_ANNOTATION)),
+            created=state.created,
+        )
+        podset = PodSet("", 1)
+        job.podsets[""] = podset
+        reason = queue_problem(queue, self._inputs.queue_tree)
+        times = self._times.by_job.get(key)
+        if times is not None:
+            stamp(job, times)
+        state = self._nominations.of(state)
+        nominated = state.nominated_node
+        request, placement, host_ports = self._asks.of(pod)
+        task = TaskInfo(
+            namespace=namespace,
+            name=metadata.name,
+            job=job,
+            podset=podset,
+            request=request,
+            status=status,
+            placement=placement,
+            labels=labels,
+            rank=state.rank,
+            task_priority=int(labels.get(c.TASK_PRIORITY_LABEL, "0")),
+            node=node,
+            gpu_groups=state.gpu_groups,
+            nominated_node=node_index.get(nominated, -1) if nominated else -1,
+            nominated_groups=state.nominated_gpu_groups,
+            host_ports=host_ports,
+        )
+        job.tasks.append(task)
+        podset.tasks.append(task)
+        if reason is None and status in _TERMINAL:
+            reason = waiting_reason(job, 0)
+        job.invalid_reason = reason
         return job
 
     def _add_task(self, task: TaskInfo) -> None:
