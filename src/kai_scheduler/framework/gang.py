@@ -150,7 +150,8 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     """`scheduling_signature` of the pods of the job's next attempt (`tasks_to_allocate`), with its queue
     or (`by_queue` False) without. Kept with the pods, by the job's version (which a change of its pods'
     nominations moves too), and carried to later cycles like them (`job_memos`): allocate asks it of
-    every job it hands out."""
+    every job it hands out, both ways for most, so one made keeps the other too (they differ only in
+    the queue's part)."""
     kept = session.signatures if by_queue else session.shapes
     cached = kept.get(job)
     reads = session.points.signature_reads
@@ -158,9 +159,16 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     # counting an annotation made): a signature carried from a cycle that read otherwise is not this one's.
     if cached is None or cached[0] != job.version or not _named(cached[1][-1], reads):
         tasks = tasks_to_allocate(session, job)
-        cached = (job.version, scheduling_signature(job, tasks, by_queue=by_queue, reads=reads))
-        kept[job] = cached
+        signature = scheduling_signature(job, tasks, by_queue=by_queue, reads=reads)
+        cached = kept[job] = (job.version, signature)
+        other = session.shapes if by_queue else session.signatures
+        other[job] = (job.version, (_queue_part(job, by_queue=not by_queue), *signature[1:]))
     return cached[1]
+
+
+def _queue_part(job: JobInfo, *, by_queue: bool) -> tuple[Any, ...] | None:
+    """`scheduling_signature`'s first item: the job's queue, preemptibility and priority, or None."""
+    return (job.queue, job.preemptible, job.priority) if by_queue else None
 
 
 def _read_names(reads: Sequence[SignatureRead]) -> tuple[Hashable, ...]:
@@ -192,7 +200,7 @@ def scheduling_signature(
     if len(pods) > 1:
         pods.sort()
     return (
-        (job.queue, job.preemptible, job.priority) if by_queue else None,
+        _queue_part(job, by_queue=by_queue),
         job.is_gang_satisfied(),
         tuple(pods),
         # Topology: jobs with other constraints place differently, and running pods pin a job to their

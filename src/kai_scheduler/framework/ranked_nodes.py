@@ -69,6 +69,9 @@ SKIP_BUDGET: Final = 16 * BUDGET
 _INDEXES: Final = "ranked-nodes-indexes"
 _SAID: Final = "ranked-nodes-scorers"
 _SHAPES: Final = "ranked-nodes-shapes"
+# What `best_node` asks for a pod, kept by what it reads (`_asked_for`), and the node table it was kept for.
+_ASKED: Final = "ranked-nodes-asked"
+_ASKED_NODES: Final = "ranked-nodes-asked-table"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,27 +107,50 @@ class _GiveUp(Exception):
     """More than `BUDGET` nodes looked at."""
 
 
-def best_node(session: Session, task: TaskInfo, scores: Scores) -> int | Undecided | None:
-    """The node `choose_node` would pick for `task` by scoring every candidate (None: no candidate), given
-    `scores`, the summed scores of some candidates; or UNDECIDED (see the module's docstring)."""
+def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
+    """The node `choose_node` would pick for `task` by scoring every candidate (None: no candidate); or
+    UNDECIDED (see the module's docstring)."""
     if not ENABLED or session.allowed is not None:
         return UNDECIDED
-    shape = _shape(session, task)
-    ranked = _ranking(session, shape, task)
-    if ranked is None or not _wide(session, shape, task):
+    asked = _asked_for(session, task)
+    if asked is None:
         return UNDECIDED
-    ranking, floor, sparse, summed = ranked
-    tests = session.candidate_tests(task)
-    if tests is None:
+    if session.refused_everywhere(task):
         return None
-    looks = _Looks(*tests, shape.unfit.catch_up())
+    shape, ranking, floor, sparse, summed = asked
+    looks = _Looks(session, task, shape.unfit.catch_up())
     try:
-        scored = [
-            node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)
-        ]
+        scored = (
+            [node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)]
+            if sparse
+            else []
+        )
         return _best(_index(session, ranking), looks, floor, partial(summed.scores, task), scored)
     except _GiveUp:
         return UNDECIDED
+
+
+_Asked = tuple["_Shape", "Ranking", float, list[tuple["Ranking", float]], "_Summed"] | None
+
+
+def _asked_for(session: Session, task: TaskInfo) -> _Asked:
+    """What `best_node` works with for `task`: its shape's record, the one ranking, the pod's floor, the
+    sparse scorers' values and floors, and the sums; None when the shortcut does not apply (`_ranking`,
+    `_wide`). Kept by request, placement constraints, nominated node and whether anything is being
+    released (all that `_ranking` reads; `_wide` reads the placement alone) while the node table stays:
+    one look-up a pod rather than one per question."""
+    nodes = session.snapshot.nodes
+    key = (task.request, task.placement.key, task.nominated_node, nodes.anything_releasing())
+    kept: dict[Hashable, _Asked] | None = session.scratch.get(_ASKED)
+    if kept is None or session.scratch[_ASKED_NODES] is not nodes:
+        kept = session.scratch[_ASKED] = {}
+        session.scratch[_ASKED_NODES] = nodes
+    elif key in kept:
+        return kept[key]
+    shape = _shape(session, task)
+    ranked = _ranking(session, shape, task)
+    asked = kept[key] = None if ranked is None or not _wide(session, shape, task) else (shape, *ranked)
+    return asked
 
 
 def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[int]:
@@ -175,14 +201,16 @@ def _best(index: _ValueIndex, looks: _Looks, floor: float, scores: Scores, score
 
 
 class _Looks:
-    """Asks nodes whether they are candidates, `BUDGET` at most, passing over those known not to hold the
-    pod's shape (`SKIP_BUDGET` at most) and noting those found not to."""
+    """Asks nodes whether they are candidates (`Session.candidate_tests`'s two parts: the first inlined,
+    the rest asked only when the session has more to ask), `BUDGET` at most, passing over those known
+    not to hold the pod's shape (`SKIP_BUDGET` at most) and noting those found not to."""
 
-    def __init__(
-        self, holds: Callable[[int], bool], passes_rest: Callable[[int], bool], unfit: set[int]
-    ) -> None:
-        self._holds = holds
-        self._passes_rest = passes_rest
+    def __init__(self, session: Session, task: TaskInfo, unfit: set[int]) -> None:
+        nodes = session.snapshot.nodes
+        self._static = session.static_passing(task.placement)
+        self._fits = nodes.node_fits
+        self._request = task.request
+        self._passes_rest = session.rest_test(task)
         self._unfit = unfit
         self._left = BUDGET
         self._skips_left = SKIP_BUDGET
@@ -192,24 +220,39 @@ class _Looks:
         self._left -= 1
         if self._left < 0:
             raise _GiveUp
-        if not self._holds(node):
+        if not (self._static.item(node) and self._fits(self._request, node, soon=True)):
             self._unfit.add(node)
             return False
-        return self._passes_rest(node)
+        rest = self._passes_rest
+        return rest is None or rest(node)
 
     # The nodes known unfit, most of a long walk's, are passed over by `first` and `every` themselves,
     # without a call each.
 
     def first(self, members: list[int]) -> int:
-        """The lowest-indexed candidate of `members` (negated indices, ascending), or -1."""
-        unfit = self._unfit
+        """The lowest-indexed candidate of `members` (negated indices, ascending), or -1. (`_passes`
+        written out: most pods' walks end at the first node asked, three or four walks a pod.)"""
+        unfit, static, fits, request, rest = (
+            self._unfit,
+            self._static,
+            self._fits,
+            self._request,
+            self._passes_rest,
+        )
         for negated in reversed(members):
-            if -negated in unfit:
+            node = -negated
+            if node in unfit:
                 self._skips_left -= 1
                 if self._skips_left < 0:
                     raise _GiveUp
-            elif self._passes(-negated):
-                return -negated
+                continue
+            self._left -= 1
+            if self._left < 0:
+                raise _GiveUp
+            if not (static.item(node) and fits(request, node, soon=True)):
+                unfit.add(node)
+            elif rest is None or rest(node):
+                return node
         return -1
 
     def every(self, members: list[int]) -> list[int]:

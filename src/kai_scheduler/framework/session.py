@@ -11,7 +11,6 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -589,26 +588,41 @@ class Session:
         if self.refused_everywhere(task):
             return None
         nodes, request = self.snapshot.nodes, task.request
-        static, allowed = self._static(task.placement)[0], self.allowed
-        # The per-pod predicates are asked once a node passes the rest, as `candidate_nodes` asks them.
-        predicates: list[BoolArray] = []
+        static = self.static_passing(task.placement)
+        rest = self.rest_test(task)
 
         def holds(node: int) -> bool:
             return bool(static.item(node)) and nodes.node_fits(request, node, soon=True)
+
+        return holds, (_passes if rest is None else rest)
+
+    def static_passing(self, placement: Placement) -> BoolArray:
+        """The nodes passing every static predicate for `placement` (`_static`)."""
+        return self._static(placement)[0]
+
+    def rest_test(self, task: TaskInfo) -> Callable[[int], bool] | None:
+        """`candidate_tests`'s second part: whether a node passes the confinement and the per-pod
+        predicates; None when there are none (every node passes)."""
+        allowed, task_predicates = self.allowed, self.points.task_predicates
+        if allowed is None and not task_predicates:
+            return None
+        # The per-pod predicates are asked once a node passes the first part, as `candidate_nodes` asks
+        # them once the resources leave any node.
+        predicates: list[BoolArray] = []
 
         def passes_rest(node: int) -> bool:
             if allowed is not None and not allowed.item(node):
                 return False
             if not predicates:
-                predicates.extend(p.nodes_passing(task) for p in self.points.task_predicates)
+                predicates.extend(p.nodes_passing(task) for p in task_predicates)
             return all(mask.item(node) for mask in predicates)
 
-        return holds, passes_rest
+        return passes_rest
 
     def choose_node(self, task: TaskInfo) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""
         nodes = self.snapshot.nodes
-        node = ranked_nodes.best_node(self, task, partial(self._scores, task))
+        node = ranked_nodes.best_node(self, task)
         if node is None:
             return None
         if isinstance(node, ranked_nodes.Undecided):
@@ -862,6 +876,11 @@ class Session:
             reservations=dict(self.reservation_updates),
             backfilled=list(self.backfilled),
         )
+
+
+def _passes(node: int) -> bool:
+    """Every node passes (`Session.rest_test` with nothing to ask)."""
+    return True
 
 
 def resource_shortfalls(nodes: NodeTable, task: TaskInfo, rows: Rows = ALL_ROWS) -> list[Filter]:

@@ -8,7 +8,7 @@ satisfied elastic podsets ask for 1 more task"; §4.2 task order (taskorder labe
 from __future__ import annotations
 
 from helpers import gang, node, open_session, pod, pod_group, queue
-from kai_scheduler.framework.gang import request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import next_signature, request_of, scheduling_signature, tasks_to_allocate
 
 
 def _names(tasks: list) -> list[str]:  # type: ignore[type-arg]
@@ -102,3 +102,23 @@ def test_request_of_sums_queue_resources() -> None:
     job = session.snapshot.jobs["default/g"]
     total = request_of(session, job.tasks)
     assert total.values() == (2.0, 1000.0, 2.0 * 2**30)
+
+
+def test_a_signature_made_one_way_keeps_the_other_as_made_afresh() -> None:
+    """`next_signature` asked with the queue keeps the one without too (and the other way round): each is
+    what `scheduling_signature` makes, for gangs and single pods, before and after a placement."""
+    objects = [node("n0"), queue("q"), *gang("g", size=3, min_member=2, gpus=1), pod("p", gpus=1)]
+    for first_by_queue in (True, False):
+        session = open_session(objects)
+        for job in session.snapshot.jobs.values():
+            for placed in (False, True):
+                if placed:
+                    task = tasks_to_allocate(session, job)[0]
+                    statement = session.statement("allocate")
+                    statement.allocate(task, 0, (), "test")
+                    statement.commit()
+                next_signature(session, job, by_queue=first_by_queue)
+                for by_queue in (True, False):
+                    tasks = tasks_to_allocate(session, job)
+                    fresh = scheduling_signature(job, tasks, by_queue=by_queue)
+                    assert next_signature(session, job, by_queue=by_queue) == fresh

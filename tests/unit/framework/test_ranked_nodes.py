@@ -5,6 +5,7 @@ apart otherwise."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ def chosen(objects: list[ApiObject], *, enabled: bool) -> tuple[str, bool]:
     """The node the session chooses for pod p, and whether the shortcut decided it."""
     session = open_session(objects)
     task = session.snapshot.tasks["default/p"]
-    decided = not isinstance(ranked_nodes.best_node(session, task, lambda rows: 0.0), ranked_nodes.Undecided)
+    decided = not isinstance(ranked_nodes.best_node(session, task), ranked_nodes.Undecided)
     before = ranked_nodes.ENABLED
     ranked_nodes.ENABLED = enabled
     try:
@@ -45,6 +46,30 @@ def both_ways(objects: list[ApiObject]) -> tuple[str, bool]:
     fast, decided = chosen(objects, enabled=True)
     assert (fast, decided) == (chosen(objects, enabled=False)[0], decided)
     return fast, decided
+
+
+def one_then_another(
+    objects: list[ApiObject], first: str, then: str, between: Callable[[Session], None]
+) -> list[str]:
+    """The nodes chosen in one session for pod `first` and then, once `between` changed the session, for
+    pod `then`; the same with the shortcut and without."""
+
+    def choices(enabled: bool) -> list[str]:
+        session = open_session(objects)
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        ranked_nodes.ENABLED = enabled
+        try:
+            placed = session.choose_node(tasks[f"default/{first}"])
+            between(session)
+            again = session.choose_node(tasks[f"default/{then}"])
+        finally:
+            ranked_nodes.ENABLED = True
+        assert placed is not None and again is not None
+        return [names[placed.node], names[again.node]]
+
+    found = choices(True)
+    assert found == choices(False)
+    return found
 
 
 def nodes_with_free_cpu(*used: int, **extra: Any) -> list[ApiObject]:
@@ -202,7 +227,7 @@ def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_ma
     decided, where = [], []
     for i in range(3):
         task = session.snapshot.tasks[f"default/p{i}"]
-        found = ranked_nodes.best_node(session, task, lambda rows: 0.0)
+        found = ranked_nodes.best_node(session, task)
         decided.append(not isinstance(found, ranked_nodes.Undecided))
         placed = session.choose_node(task)
         ranked_nodes.ENABLED = False
@@ -229,22 +254,12 @@ def test_what_the_scorers_say_for_a_shape_is_asked_again_once_something_is_relea
     objects += [pod("busy-b", gpus=6, node_name="b"), pod("leaving-b", gpus=2, node_name="b")]
     objects += [pod("busy-c", gpus=5, node_name="c"), pod("p", gpus=1), pod("p-again", gpus=1)]
 
-    def choices(enabled: bool) -> list[str]:
-        session = open_session(objects)
-        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
-        ranked_nodes.ENABLED = enabled
-        try:
-            first = session.choose_node(tasks["default/p"])
-            statement = session.statement("reclaim")
-            statement.evict(tasks["default/leaving-a"], "test")
-            statement.evict(tasks["default/leaving-b"], "test")
-            again = session.choose_node(tasks["default/p-again"])
-        finally:
-            ranked_nodes.ENABLED = True
-        assert first is not None and again is not None
-        return [names[first.node], names[again.node]]
+    def evict(session: Session) -> None:
+        statement = session.statement("reclaim")
+        statement.evict(session.snapshot.tasks["default/leaving-a"], "test")
+        statement.evict(session.snapshot.tasks["default/leaving-b"], "test")
 
-    assert choices(True) == choices(False) == ["c", "c"]
+    assert one_then_another(objects, "p", "p-again", evict) == ["c", "c"]
 
 
 def test_constant_scores_kept_for_a_shape_are_added_where_their_scorers_stand() -> None:
@@ -268,7 +283,7 @@ def test_constant_scores_kept_for_a_shape_are_added_where_their_scorers_stand() 
             where = []
             for i in range(3):
                 task = tasks[f"default/p{i}"]
-                decided = ranked_nodes.best_node(session, task, lambda rows: 0.0)
+                decided = ranked_nodes.best_node(session, task)
                 assert isinstance(decided, ranked_nodes.Undecided) != enabled
                 placed = session.choose_node(task)
                 assert placed is not None
@@ -278,3 +293,17 @@ def test_constant_scores_kept_for_a_shape_are_added_where_their_scorers_stand() 
         return where
 
     assert choices(True) == choices(False) == ["a", "a", "a"]
+
+
+def test_what_is_kept_for_a_shape_is_not_a_nominated_pods_of_that_shape() -> None:
+    """Two pods of one shape, the second nominated to the emptiest node: what `best_node` kept for the
+    first (binpack alone decides) is not the second's, which goes back to its nominated node (c) as when
+    every candidate is scored."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abc")]
+    objects += [pod("busy-a", gpus=4, node_name="a"), pod("busy-b", gpus=2, node_name="b")]
+    objects += [pod("first", gpus=1), pod("nominated", gpus=1)]
+
+    def nominate(session: Session) -> None:
+        session.snapshot.tasks["default/nominated"].nominated_node = session.snapshot.nodes.names.index("c")
+
+    assert one_then_another(objects, "first", "nominated", nominate) == ["a", "c"]
