@@ -10,6 +10,9 @@ smallest queue order key (on the job it would hand out), down to a leaf's smalle
 Most pops of a walk are not attempted (a job shaped like one that failed) or fail, moving no allocation:
 the queue then keeps the popped leaf's path as it stands while that leaf still wins (ranks kept by request),
 so pops are drawn with and without an attempt, over leaves with many jobs of a few requests.
+
+Allocate reads that order as a merge while nothing moves (`QuietOrder`), and carries on with a job queue of
+the jobs left at the first placement: both are popped against the reference too.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 from helpers import gang, node, open_session, queue
 from kai_scheduler.actions.allocate import place_job_tasks
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
@@ -139,6 +143,50 @@ def test_long_walks_that_mostly_place_nothing_pop_in_the_order_from_scratch(
     # Long stretches from one leaf, its next jobs asking for a few requests, broken by another leaf's
     # turn, a push or a placement.
     _pop_alike(objects, None, data)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(jobs=(20, 60)), data=st.data())
+def test_the_quiet_order_is_the_order_from_scratch_until_a_placement(
+    objects: list[Any], data: st.DataObject
+) -> None:
+    """`QuietOrder` hands out the jobs the reference pops while nothing is placed; from the first placement
+    on (drawn at some job, or none), a job queue of the jobs it has not handed out, with the placed job
+    pushed back, pops as the reference does through more placements."""
+    session = open_session(objects)
+    jobs = [
+        job
+        for job in session.snapshot.jobs_at_open().waiting
+        if job.tally().pending and job.invalid_reason is None
+    ]
+    reads = session.points.queue_order_reads
+    assert reads is not None
+    order, reference = QuietOrder(session, jobs, reads), Reference(session, jobs, None)
+    stop = data.draw(st.integers(0, len(jobs)))  # the job whose attempt is made (0: none)
+    rest: QueueOrderedJobs | None = None
+    for handed_out, job in enumerate(order, 1):
+        assert job is reference.pop()
+        if handed_out == stop:
+            placed = place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
+            rest = QueueOrderedJobs(session, order.remaining())
+            if placed and job.has_pending():
+                rest.push(job)
+                reference.push(job)
+            break
+    if rest is None:
+        assert reference.pop() is None
+        return
+    for _ in range(400):
+        job = rest.pop()
+        assert job is reference.pop()
+        if job is None:
+            return
+        if data.draw(st.integers(0, 2)) == 0 and (
+            place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate") and job.has_pending()
+        ):
+            rest.push(job)
+            reference.push(job)
+    raise AssertionError("the queue did not run out within 400 pops")
 
 
 def _pop_alike(objects: list[Any], depth: int | None, data: st.DataObject) -> None:

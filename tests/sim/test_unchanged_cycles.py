@@ -12,6 +12,7 @@ decisions, waiting reasons and fair shares must be the same both ways.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,10 @@ from typing import Any
 import pytest
 
 from helpers import node, pod, pod_group, queue
+from kai_scheduler.actions import allocate
+from kai_scheduler.actions.allocate import _Walk
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.api.objects import ApiObject, Node, Queue
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatch
 from kai_scheduler.framework.config import PluginOption, SchedulerConfig
@@ -27,6 +32,7 @@ from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
@@ -410,3 +416,168 @@ def test_verify_mode_checks_the_static_masks_kept(monkeypatch: pytest.MonkeyPatc
     sim.cluster.cache.set_queues([queue("q", gpu=3)])  # a change that keeps the specs
     with pytest.raises(CarriedMismatch, match="static predicates of placement"):
         sim._cycle(50.0, 4)
+
+
+def backlog(seed: int) -> list[ApiObject]:
+    """A full cluster with a deep backlog over five leaves under two departments and one root leaf: most
+    of allocate's walks place nothing (the quiet order, `actions.quiet_order`); pods that complete free
+    room now and then, and late arrivals of every shape and priority join the leaves, elastic jobs too."""
+    rng = random.Random(seed)
+    objects: list[ApiObject] = [node(f"n{i}", gpus=4, labels={"zone": f"z{i % 2}"}) for i in range(5)]
+    objects += [queue("dept-a", gpu=8), queue("dept-b", gpu=12)]
+    leaves = {"a1": "dept-a", "a2": "dept-a", "b1": "dept-b", "b2": "dept-b", "b3": "dept-b", "c": None}
+    objects += [queue(name, gpu=rng.choice((-1, 2, 4)), parent=parent) for name, parent in leaves.items()]
+    for i in range(20):
+        objects.append(
+            pod(
+                f"run-{i}",
+                rng.choice(sorted(leaves)),
+                gpus=1,
+                node_name=f"n{i % 5}",
+                priority_class="train",
+                duration=f"{rng.randint(40, 600)}s",
+            )
+        )
+    for i in range(70):
+        objects.append(
+            pod(
+                f"wait-{i}",
+                rng.choice(sorted(leaves)),
+                gpus=rng.choice((1, 1, 2, 3, 4)),
+                cpu=rng.choice(("1", "1", "2")),
+                priority_class=rng.choice(("train", "build", "inference")),
+                arrival=f"{rng.choice((0, 0, rng.randint(0, 300)))}s",
+                duration=f"{rng.randint(30, 200)}s",
+                node_selector={"zone": "z1"} if rng.random() < 0.1 else None,
+            )
+        )
+    for g in range(2):
+        objects.append(
+            pod_group(f"gang-{g}", rng.choice(sorted(leaves)), min_member=2, priority_class="train")
+        )
+        objects += [pod(f"gang-{g}-{i}", None, gpus=3, group=f"gang-{g}") for i in range(2)]
+    for g in range(3):  # elastic: placed a pod at a time, the job handed back with pods left
+        objects.append(
+            pod_group(f"elastic-{g}", rng.choice(sorted(leaves)), min_member=1, priority_class="build")
+        )
+        arrival = f"{rng.randint(0, 300)}s"
+        objects += [
+            pod(f"elastic-{g}-{i}", None, gpus=1, group=f"elastic-{g}", arrival=arrival) for i in range(3)
+        ]
+    return objects
+
+
+def walk_replay(seed: int, monkeypatch: pytest.MonkeyPatch, *, quiet: bool) -> list[tuple[Any, ...]]:
+    """Every cycle's decisions and reasons, the reasons in the order they were written, over the backlog
+    with cordons and queue edits between cycles; `quiet` False walks every job through the job queue."""
+    with monkeypatch.context() as patched:
+        if not quiet:
+            patched.setattr(
+                _Walk, "in_quiet_order", lambda walk, jobs, _: QueueOrderedJobs(walk.session, jobs)
+            )
+        objects = backlog(seed)
+        nodes = {o.metadata.name: o for o in objects if isinstance(o, Node)}
+        sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=60))
+        rng = random.Random(seed + 1000)
+        seen: list[tuple[Any, ...]] = []
+        for number in range(1, 61):
+            if number > 1 and rng.random() < 0.15:
+                cordon(sim, rng, nodes)
+            if number > 1 and rng.random() < 0.05:
+                sim.cluster.cache.set_queues(
+                    [
+                        o if o.metadata.name != "c" else queue("c", gpu=rng.choice((0, 2, 6)))
+                        for o in objects
+                        if isinstance(o, Queue)
+                    ]
+                )
+            _, result = sim._cycle(10.0 * (number - 1), number)
+            decisions = [(d.action, d.type, d.pod, d.node, d.reason) for d in result.decisions]
+            seen.append((number, decisions, list(result.unschedulable.items())))
+        return seen
+
+
+def _quiet_walks(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """Per walk in the quiet order, how many jobs were left to the job queue (None: none, the walk was
+    quiet to its end)."""
+    walks: list[int | None] = []
+    original_init, original_remaining = QuietOrder.__init__, QuietOrder.remaining
+
+    def init(order: QuietOrder, session: Session, jobs: list[JobInfo], reads: Any) -> None:
+        walks.append(None)
+        original_init(order, session, jobs, reads)
+
+    def remaining(order: QuietOrder) -> list[JobInfo]:
+        left = original_remaining(order)
+        walks[-1] = len(left)
+        return left
+
+    monkeypatch.setattr(QuietOrder, "__init__", init)
+    monkeypatch.setattr(QuietOrder, "remaining", remaining)
+    return walks
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_walks_in_the_quiet_order_decide_and_explain_as_the_job_queue(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Allocate's walk reads the job queue's order as a merge while nothing moves, and carries on with the
+    job queue from the first placement: every cycle's decisions and reasons (in the order written) are
+    those of a walk that pops every job from the job queue, over arrivals, completions, cordons and queue
+    edits; some walks are quiet to the end, others hand the rest to the job queue part way."""
+    walks = _quiet_walks(monkeypatch)
+    ours = walk_replay(seed, monkeypatch, quiet=True)
+    assert any(left is None for left in walks) and any(left for left in walks), walks
+    theirs = walk_replay(seed, monkeypatch, quiet=False)
+    for mine, plain in zip(ours, theirs, strict=True):
+        assert mine == plain, f"cycle {mine[0]} differs"
+    assert any(cycle[1] for cycle in theirs) and all(cycle[2] for cycle in theirs[:20])
+
+
+def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An arrival that cannot fit on the full backlog: the walk takes every job up in the quiet order and
+    pops none from the job queue, where the plain walk pops each (the debug variable would pop one too)."""
+    monkeypatch.delenv(VERIFY_ENV, raising=False)
+    pops: list[JobInfo] = []
+
+    class Counted(QueueOrderedJobs):
+        def pop(self) -> JobInfo | None:
+            job = super().pop()
+            if job is not None:
+                pops.append(job)
+            return job
+
+    monkeypatch.setattr(allocate, "QueueOrderedJobs", Counted)  # allocate's own, not the victim actions'
+    walks = _quiet_walks(monkeypatch)
+    objects: list[ApiObject] = [node("n0", gpus=2), queue("q1", gpu=2), queue("q2", gpu=0)]
+    objects += [pod("running", "q1", gpus=2, node_name="n0", priority_class="train")]
+    objects += [pod(f"wait-{i}", f"q{1 + i % 2}", gpus=1 + i % 2, priority_class="train") for i in range(12)]
+    objects += [pod("late", "q2", gpus=1, priority_class="train", arrival="15s")]
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=2))
+    sim._cycle(0.0, 1)
+    _, arrival = sim._cycle(20.0, 2)
+    assert not arrival.decisions and "default/pg-late" in arrival.unschedulable
+    assert walks == [None, None] and not pops
+    monkeypatch.setattr(_Walk, "in_quiet_order", lambda walk, jobs, _: Counted(walk.session, jobs))
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=2))
+    sim._cycle(0.0, 1)
+    pops.clear()
+    sim._cycle(20.0, 2)
+    assert len(pops) == 13
+
+
+def test_verify_mode_checks_the_quiet_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the debug variable set the job queue is popped alongside the quiet order: an order that hands
+    out a job out of turn (here: the first two swapped) raises CarriedMismatch."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    objects = backlog(0)
+    Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=1))._cycle(0.0, 1)
+    original = QuietOrder.__iter__
+
+    def first_two_swapped(order: QuietOrder) -> Iterator[JobInfo]:
+        jobs = list(original(order))
+        yield from [jobs[1], jobs[0], *jobs[2:]]
+
+    monkeypatch.setattr(QuietOrder, "__iter__", first_two_swapped)
+    with pytest.raises(CarriedMismatch, match="in the quiet order handed out"):
+        Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=1))._cycle(0.0, 1)

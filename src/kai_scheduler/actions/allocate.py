@@ -7,14 +7,22 @@ any pod on releasing capacity is pipelined as a whole: it binds together in a la
 An attempt whose first pod found no node in the last cycle, where no node that may differ since is a
 candidate now, is not made again: its reason is written as the attempt writes it
 (`framework/placement_failures.py`).
+
+Most walks of a deep backlog place nothing, so no queue's allocation moves and the job queue's order is
+known ahead: the walk reads it as a merge (`actions/quiet_order.py`) until an attempt moves an allocation,
+then carries on with a job queue of the jobs left. The jobs are taken up in the same order either way, so
+their reasons are the same and written in the same order (the simulator's reasons and live mode's
+condition writes follow it).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
+from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
@@ -36,94 +44,197 @@ class Allocate:
                 session.unschedulable[candidate.key] = candidate.invalid_reason
                 continue
             candidates.append(candidate)
-        queue = QueueOrderedJobs(session, candidates, session.config.queue_depth_per_action.get(self.name))
+        walk = _Walk(session, self.name)
+        depth = session.config.queue_depth_per_action.get(self.name)
+        reads = session.points.queue_order_reads if session.points.queue_order is not None else None
+        queue: JobSource | None
+        # (A depth reads what was handed out; holds made for unplaced jobs are not an order to read ahead.)
+        if reads is not None and depth is None and walk.holds is None:
+            queue = walk.in_quiet_order(candidates, reads)
+        else:
+            queue = QueueOrderedJobs(session, candidates, depth)
+        if queue is not None:
+            while (job := queue.pop()) is not None:
+                if walk.step(job) and job.has_pending():
+                    queue.push(job)
+        walk.end()
+
+
+class JobSource(Protocol):
+    """What the walk takes jobs from and gives placed ones back to (`QueueOrderedJobs`)."""
+
+    def pop(self) -> JobInfo | None: ...
+
+    def push(self, job: JobInfo) -> None: ...
+
+
+class _Walk:
+    """One allocate's walk over the waiting jobs: what it learns as it goes (the shapes that failed) and
+    each job's step (`step`)."""
+
+    def __init__(self, session: Session, action: str) -> None:
+        self.session = session
+        self.action = action
         # Jobs alike fare alike within the action (see `scheduling_signature`), and capacity only shrinks
         # as it goes: an attempt shaped like one that failed is not made again. Whether any node holds the
         # pods does not depend on the queue, so a shape that found no room fails for every queue (after
         # the job's own queue checks, which do).
-        failed_shapes: dict[tuple[Any, ...], str] = {}  # signature -> the first job that failed
-        no_room: dict[tuple[Any, ...], str] = {}  # signature without the queue -> the first job
+        self.failed_shapes: dict[tuple[Any, ...], str] = {}  # signature -> the first job that failed
+        self.no_room: dict[tuple[Any, ...], str] = {}  # signature without the queue -> the first job
         # The reason of the jobs that fail like a first one, by that job (with its own reason it was
         # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
-        alike: dict[str, tuple[str, WaitReason]] = {}
-        use_signatures = session.config.use_scheduling_signatures
-        counts = session.counts[self.name]
-        holds = session.points.holds
-        if holds is not None:
-            holds.start_action()
+        self.alike: dict[str, tuple[str, WaitReason]] = {}
+        self.use_signatures = session.config.use_scheduling_signatures
+        self.holds = session.points.holds
+        if self.holds is not None:
+            self.holds.start_action()
         carried = session.placement_failures
-        failures = carried.start(session) if carried is not None else None
-        acted_on = 0
-        while (job := queue.pop()) is not None:
-            # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean.)
-            acted_on += 1
-            signature = next_signature(session, job) if use_signatures else None
-            if holds is not None:
-                tasks = tasks_to_allocate(session, job)
-                # Capacity held for a job that cannot start (reservation and backfill) is a node filter
-                # that reads how long the pods run: part of what makes attempts alike.
-                held = holds.signature(job, tasks)
-                if signature is not None and held is not None:
-                    signature = (signature, held)
-            else:
-                tasks, held = None, None
-            if signature is not None:
-                first = failed_shapes.get(signature)
-                if first is not None:
-                    _failed_like(session, job, first, alike)
-                    continue
-            if tasks is None:
-                tasks = tasks_to_allocate(session, job)
-            if not admissible(session, job, tasks):
-                if signature is not None:
-                    failed_shapes[signature] = job.key
-                continue
-            shape = (
-                next_signature(session, job, by_queue=False)
-                if use_signatures and not session.points.queue_bound_placement
-                else None
-            )
-            if shape is not None and held is not None:
-                shape = (shape, held)
-            if shape is not None and shape in no_room:
-                _failed_like(session, job, no_room[shape], alike)
-            elif _attempt(session, job, tasks, self.name, failures):
-                if holds is not None:
-                    holds.job_placed(job, tasks)
-                if job.has_pending():
-                    queue.push(job)
-                continue
-            elif shape is not None:
-                no_room[shape] = job.key
+        self.failures = carried.start(session) if carried is not None else None
+        self.acted_on = 0
+        self.attempts = 0  # attempts made (not known to fail): they may move allocations and back
+
+    def step(self, job: JobInfo) -> bool:
+        """Take up `job`: whether its attempt placed pods."""
+        # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean.)
+        session, holds, failed_shapes = self.session, self.holds, self.failed_shapes
+        self.acted_on += 1
+        use_signatures = self.use_signatures
+        signature = next_signature(session, job) if use_signatures else None
+        if holds is not None:
+            tasks = tasks_to_allocate(session, job)
+            # Capacity held for a job that cannot start (reservation and backfill) is a node filter
+            # that reads how long the pods run: part of what makes attempts alike.
+            held = holds.signature(job, tasks)
+            if signature is not None and held is not None:
+                signature = (signature, held)
+        else:
+            tasks, held = None, None
+        if signature is not None:
+            first = failed_shapes.get(signature)
+            if first is not None:
+                _failed_like(session, job, first, self.alike)
+                return False
+        if tasks is None:
+            tasks = tasks_to_allocate(session, job)
+        if not admissible(session, job, tasks):
             if signature is not None:
                 failed_shapes[signature] = job.key
+            return False
+        shape = (
+            next_signature(session, job, by_queue=False)
+            if use_signatures and not session.points.queue_bound_placement
+            else None
+        )
+        if shape is not None and held is not None:
+            shape = (shape, held)
+        no_room = self.no_room
+        if shape is not None and shape in no_room:
+            _failed_like(session, job, no_room[shape], self.alike)
+        elif self._attempt(job, tasks):
             if holds is not None:
-                holds.job_unplaced(job, tasks, planner_for(session))
-        counts.acted_on += acted_on
+                holds.job_placed(job, tasks)
+            return True
+        elif shape is not None:
+            no_room[shape] = job.key
+        if signature is not None:
+            failed_shapes[signature] = job.key
         if holds is not None:
-            holds.end_action()
-        if failures is not None:
-            failures.end()
-
-
-def _attempt(
-    session: Session, job: JobInfo, tasks: list[TaskInfo], action: str, failures: SessionFailures | None
-) -> bool:
-    """`place_job_tasks`, unless the attempt is known to find no node (`placement_failures`): then what
-    the attempt would write is written without making it."""
-    task = SessionFailures.first_pod(session, job, tasks) if failures is not None else None
-    if task is None or failures is None:
-        return place_job_tasks(session, job, tasks, action)
-    if failures.fails_again(job, task):
-        reason = _does_not_fit(session, task, tasks)
-        if session.verify_carried:
-            _check_no_room(session, job, tasks, action, reason)
-        session.unschedulable[job.key] = reason
+            holds.job_unplaced(job, tasks, planner_for(session))
         return False
-    if place_job_tasks(session, job, tasks, action):
-        return True
-    failures.found_no_node(job, tasks)
-    return False
+
+    def _attempt(self, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        """`place_job_tasks`, unless the attempt is known to find no node (`placement_failures`): then
+        what the attempt would write is written without making it."""
+        session, failures = self.session, self.failures
+        task = SessionFailures.first_pod(session, job, tasks) if failures is not None else None
+        if task is None or failures is None:
+            self.attempts += 1
+            return place_job_tasks(session, job, tasks, self.action)
+        if failures.fails_again(job, task):
+            reason = _does_not_fit(session, task, tasks)
+            if session.verify_carried:
+                _check_no_room(session, job, tasks, self.action, reason)
+            session.unschedulable[job.key] = reason
+            return False
+        self.attempts += 1
+        if place_job_tasks(session, job, tasks, self.action):
+            return True
+        failures.found_no_node(job, tasks)
+        return False
+
+    def in_quiet_order(self, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> JobSource | None:
+        """Take up `jobs` in the job queue's order worked out as a merge (`QuietOrder`) while nothing
+        moves; at the first step that moved an allocation (it placed pods, or an attempt rolled back left
+        other bits), the job queue of the jobs left, in the state the walk's queue would be in, to carry
+        on with (None: every job was taken up). With `verify` a job queue of every job is popped
+        alongside, and a job it does not hand out raises `CarriedMismatch`."""
+        session = self.session
+        order = QuietOrder(session, jobs, reads)
+        check = QueueOrderedJobs(session, jobs) if session.verify_carried else None
+        unmoved: dict[str, list[tuple[float, float, float]]] = {}
+        for job in order:
+            if check is not None:
+                _check_same(check.pop(), job)
+            queue = job.queue
+            allocation = unmoved.get(queue)
+            if allocation is None:
+                allocation = unmoved[queue] = _chain_allocation(session, queue)
+            attempts = self.attempts
+            placed = self.step(job)
+            if placed or (attempts != self.attempts and _chain_allocation(session, queue) != allocation):
+                rest = QueueOrderedJobs(session, order.remaining())
+                if placed and job.has_pending():
+                    rest.push(job)
+                    if check is not None:
+                        check.push(job)
+                return rest if check is None else _Lockstep(rest, check)
+        if check is not None:
+            _check_same(check.pop(), None)
+        return None
+
+    def end(self) -> None:
+        self.session.counts[self.action].acted_on += self.acted_on
+        if self.holds is not None:
+            self.holds.end_action()
+        if self.failures is not None:
+            self.failures.end()
+
+
+def _chain_allocation(session: Session, queue: str) -> list[tuple[float, float, float]]:
+    """The allocation of `queue` and its ancestors, as the job queue compares them (`job_queue`)."""
+    queues = session.snapshot.queues
+    if queue not in queues:
+        return []
+    return [(q.allocated.gpu, q.allocated.cpu, q.allocated.memory) for q in queues.ancestry(queue)]
+
+
+class _Lockstep:
+    """A job queue checked against another, popped and pushed alike (`verify`)."""
+
+    def __init__(self, queue: QueueOrderedJobs, check: QueueOrderedJobs) -> None:
+        self._queue = queue
+        self._check = check
+
+    def pop(self) -> JobInfo | None:
+        job = self._queue.pop()
+        _check_same(self._check.pop(), job)
+        return job
+
+    def push(self, job: JobInfo) -> None:
+        self._queue.push(job)
+        self._check.push(job)
+
+
+def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:
+    if expected is not handed_out:
+        raise CarriedMismatch(
+            f"allocate's walk in the quiet order handed out {_named(handed_out)} where the job queue "
+            f"hands out {_named(expected)}"
+        )
+
+
+def _named(job: JobInfo | None) -> str:
+    return "no job" if job is None else job.key
 
 
 def _check_no_room(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str, reason: str) -> None:
