@@ -43,11 +43,20 @@ class CycleOutcome:
     usage_seconds: float  # of which: asking for the queues' usage
     # The last cycle's result, reused (`unchanged_cycles`): nothing changed, so neither do the job times.
     reused: bool = False
+    # `evicted_jobs`, found as the cycle ended (None: found when asked). The snapshot's tasks are the
+    # cache's, which change as it catches up with the decisions carried out (`ClusterCache.snapshot`).
+    evicted: frozenset[str] | None = None
 
-    def evicted_jobs(self) -> set[str]:
+    def evicted_jobs(self) -> frozenset[str]:
         """The jobs the cycle evicted a pod of (their last eviction is now)."""
-        tasks = self.snapshot.tasks
-        return {tasks[d.pod].job.key for d in self.result.decisions if d.type == "evict" and d.pod in tasks}
+        if self.evicted is not None:
+            return self.evicted
+        return evicted_jobs(self.snapshot, self.result)
+
+
+def evicted_jobs(snapshot: ClusterSnapshot, result: SessionResult) -> frozenset[str]:
+    tasks = snapshot.tasks
+    return frozenset(tasks[d.pod].job.key for d in result.decisions if d.type == "evict" and d.pod in tasks)
 
 
 class CycleDriver:
@@ -108,7 +117,8 @@ class CycleDriver:
         self.unchanged.remember(
             cache, version, queue_usage, snapshot, result, usage_recorded=self.usage is not None
         )
-        return CycleOutcome(snapshot, result, running_before, seconds, usage_seconds)
+        evicted = evicted_jobs(snapshot, result)
+        return CycleOutcome(snapshot, result, running_before, seconds, usage_seconds, evicted=evicted)
 
 
 def job_order(config: SchedulerConfig, state: ClusterState, *, cycle: int, now: float) -> list[JobInfo]:

@@ -447,16 +447,18 @@ class ClusterCache:
         self, queue_usage: Mapping[str, Resources] | None = None, now: float | None = None
     ) -> ClusterSnapshot:
         """What one cycle starts from. The session may change the node table and queue tree freely (they
-        are its own); jobs and tasks are shared with the cache until `after_cycle`. `now` (session
-        clock) moves the time pods stuck in releasing are judged by (`model.releasing`)."""
+        are its own); jobs and tasks are shared with the cache until `after_cycle`, and so are the dicts
+        that hold them, which stay as they are until the cache next catches up (a copy of each, and its
+        release after the cycle, cost ~3 ms a cycle at 80,000 jobs: more than the rest of a snapshot).
+        `now` (session clock) moves the time pods stuck in releasing are judged by (`model.releasing`)."""
         self.catch_up(now)
         inputs, accounting, jobs = self._inputs, self._accounting, self._jobs
         table = accounting.table
         return ClusterSnapshot(
             nodes=table.copy(),
             queues=build_queue_tree(inputs.queues, queue_usage),
-            jobs=dict(jobs.jobs),
-            tasks=dict(jobs.tasks),
+            jobs=jobs.jobs,
+            tasks=jobs.tasks,
             capacity=accounting.capacity.copy(),
             min_gpu_memory_mib=accounting.min_gpu_memory,
             max_gpu_memory_mib=accounting.max_gpu_memory,
