@@ -4,9 +4,10 @@ trickle cycle pops ~8,000 jobs that all fail, at ~5 us of queue work each).
 While no queue's allocation moves, each queue ranks on a job by what the queue order reads of it alone
 (`ExtensionPoints.queue_order_reads`): the job queue then hands out, at every level of the tree, the
 jobs of the children merged by the rank each child has on its next job (the first child on a tie, in the
-tree's order), a leaf's jobs in job order. So the order is a merge of merges: one heap step per level per
-job (`heapq.merge` keeps each child's next job in a heap), with each queue's rank looked up by what is
-read (`_Queue.ranks`), instead of a pop that asks whether the path still wins.
+tree's order), a leaf's jobs in job order. So the order is a merge of merges: each queue keeps its first
+child apart and the others in a heap by their rank on their next job, and after a job is handed out the
+queues on its path compare the new rank of the child that was first with the heap's first (one
+comparison a level while it stays first), each rank looked up by what is read (`_Queue.ranks`).
 
 The order holds only while nothing moves: the walk that reads it stops at the first attempt that moved
 an allocation, and `remaining` gives the jobs not handed out yet, for a job queue of the usual kind to
@@ -17,37 +18,44 @@ A queue depth per action reads what was handed out, so it is not for this order.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from kai_scheduler.framework.session import QueueOrderKey, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
 
-# What a queue hands out: its rank on the job, its place among its siblings (ties go to the first; a place
-# is never tied, so what follows is not compared), what the order reads of the job, the job.
-_Item = tuple[tuple[Any, ...], int, Hashable, JobInfo]
-
 
 class _Queue:
-    """A queue's ranks by what the order reads of a job (its allocation does not move)."""
+    """A queue with jobs at or below it, and the job it hands out next (`head`: what the order reads of
+    it, the job, its leaf; None: none left). A leaf's jobs are `jobs` in job order from `taken` on; a
+    parent queue's first child is `best`, the others with a job wait in a heap by their rank on their next
+    job and their place (`others`). `ranks`: the queue's ranks by what the order reads
+    of a job (its allocation does not move)."""
 
-    __slots__ = ("order", "position", "queue", "ranks")
+    __slots__ = (
+        "best",
+        "best_rank",
+        "head",
+        "jobs",
+        "others",
+        "parent",
+        "position",
+        "queue",
+        "ranks",
+        "taken",
+    )
 
-    def __init__(self, queue: QueueInfo, position: int, order: QueueOrderKey) -> None:
-        self.queue = queue
+    def __init__(self, queue: QueueInfo | None, position: int, parent: _Queue | None) -> None:
+        self.queue = queue  # None: the tree's roots, as the children of no queue
         self.position = position
-        self.order = order
+        self.parent = parent
         self.ranks: dict[Hashable, tuple[Any, ...]] = {}
-
-    def items(self, below: Iterable[tuple[Hashable, JobInfo]]) -> Iterator[_Item]:
-        """The queue's jobs (with what the order reads of each) as it hands them out, each with its rank."""
-        ranks, position, queue, order = self.ranks, self.position, self.queue, self.order
-        for read, job in below:
-            rank = ranks.get(read)
-            if rank is None:
-                rank = ranks[read] = order(queue, job)
-            yield rank, position, read, job
+        self.head: tuple[Hashable, JobInfo, _Queue] | None = None
+        self.jobs: list[JobInfo] = []
+        self.taken = 0
+        self.best: _Queue | None = None
+        self.others: list[tuple[tuple[Any, ...], int, _Queue]] = []
 
 
 class QuietOrder:
@@ -57,6 +65,8 @@ class QuietOrder:
     def __init__(self, session: Session, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> None:
         order = session.points.queue_order
         assert order is not None, "a queue order that reads jobs"
+        self._order: QueueOrderKey = order
+        self._reads = reads
         key_of = session.job_order_key
         by_leaf: dict[str, list[tuple[tuple[Any, ...], int, JobInfo]]] = {}
         for counter, job in enumerate(jobs):
@@ -65,36 +75,84 @@ class QuietOrder:
                 entries = by_leaf[job.queue] = []
             entries.append((key_of(job), counter, job))
         self._by_leaf = by_leaf
-        self._handed_out: set[JobInfo] = set()
+        self._leaves: dict[str, _Queue] = {}  # the leaves of the tree with jobs
         queues = session.snapshot.queues
+        self._forest = _Queue(None, 0, None)
 
-        def merged(names: list[str]) -> Iterator[tuple[Hashable, JobInfo]]:
-            """The jobs of the queues `names` (siblings, in the tree's order), merged, with what the
-            order reads of each."""
-            parts = []
+        def fill(node: _Queue, names: list[str]) -> None:
+            """The children `names` of `node` (in the tree's order) that have jobs at or below them."""
+            children = []
             for position, name in enumerate(names):
                 queue = queues[name]
+                child = _Queue(queue, position, node)
                 if queue.is_leaf:
                     entries = by_leaf.get(name)
                     if not entries:
                         continue
                     entries.sort()  # as the job queue orders a leaf (keys never tie)
-                    below: Iterable[tuple[Hashable, JobInfo]] = ((reads(job), job) for _, _, job in entries)
+                    child.jobs = [job for _, _, job in entries]
+                    self._leaves[name] = child
+                    first = child.jobs[0]
+                    child.head = (reads(first), first, child)
                 else:
-                    below = merged(queue.children)
-                parts.append(_Queue(queue, position, order).items(below))
-            return ((read, job) for _, _, read, job in heapq.merge(*parts))
+                    fill(child, queue.children)
+                if child.head is not None:
+                    children.append((self._rank(child), position, child))
+            if children:
+                heapq.heapify(children)
+                _, _, node.best = heapq.heappop(children)
+                node.others = children
+                node.head = node.best.head
 
-        self._order = merged(queues.roots)
+        fill(self._forest, queues.roots)
+
+    def _rank(self, node: _Queue) -> tuple[Any, ...]:
+        """`node`'s rank on its head (which it has)."""
+        assert node.head is not None and node.queue is not None
+        read, job, _ = node.head
+        rank = node.ranks.get(read)
+        if rank is None:
+            rank = node.ranks[read] = self._order(node.queue, job)
+        return rank
 
     def __iter__(self) -> Iterator[JobInfo]:
-        handed_out = self._handed_out
-        for _, job in self._order:
-            handed_out.add(job)
-            yield job
+        forest, order, reads = self._forest, self._order, self._reads
+        while (head := forest.head) is not None:
+            leaf = head[2]
+            leaf.taken += 1
+            yield head[1]
+            if leaf.taken < len(leaf.jobs):
+                job = leaf.jobs[leaf.taken]
+                leaf.head = (reads(job), job, leaf)
+            else:
+                leaf.head = None
+            # `leaf`, first among its siblings, has a new head (or none): each ancestor finds its first
+            # child again, the one that was first compared with the first of the others' heap (a leaf
+            # that stays first costs one comparison a level).
+            node = leaf
+            while (parent := node.parent) is not None:
+                others, ahead = parent.others, node.head
+                if ahead is None:
+                    parent.best = heapq.heappop(others)[2] if others else None
+                else:
+                    read = ahead[0]
+                    rank = node.ranks.get(read)
+                    if rank is None:
+                        assert node.queue is not None
+                        rank = node.ranks[read] = order(node.queue, ahead[1])
+                    if others:
+                        top = others[0]
+                        if top[0] < rank or (top[1] < node.position and not rank < top[0]):
+                            parent.best = heapq.heapreplace(others, (rank, node.position, node))[2]
+                best = parent.best
+                parent.head = None if best is None else best.head
+                node = parent
 
     def remaining(self) -> list[JobInfo]:
         """The jobs not handed out yet, a leaf's in job order (a job queue of them sorts them again in
         one pass)."""
-        handed_out = self._handed_out
-        return [job for entries in self._by_leaf.values() for _, _, job in entries if job not in handed_out]
+        left: list[JobInfo] = []
+        for name, entries in self._by_leaf.items():
+            leaf = self._leaves.get(name)
+            left.extend(leaf.jobs[leaf.taken :] if leaf is not None else (job for _, _, job in entries))
+        return left
