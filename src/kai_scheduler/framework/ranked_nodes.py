@@ -46,7 +46,6 @@ import bisect
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -98,7 +97,6 @@ class Undecided(enum.Enum):
 
 
 UNDECIDED: Final = Undecided.UNDECIDED
-Scores = Callable[[IntArray], FloatArray | float]
 # A session's node scorer (`ExtensionPoints.node_scorers`).
 ScoreOf = Callable[[TaskInfo, IntArray], FloatArray | float]
 
@@ -125,7 +123,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
             if sparse
             else []
         )
-        return _best(_index(session, ranking), looks, floor, partial(summed.scores, task), scored)
+        return _best(_index(session, ranking), looks, floor, summed, task, scored)
     except _GiveUp:
         return UNDECIDED
 
@@ -163,7 +161,9 @@ def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[in
     return found
 
 
-def _best(index: _ValueIndex, looks: _Looks, floor: float, scores: Scores, scored: list[int]) -> int | None:
+def _best(
+    index: _ValueIndex, looks: _Looks, floor: float, summed: _Summed, task: TaskInfo, scored: list[int]
+) -> int | None:
     """The best candidate: see the module's docstring (`scored`: S, the candidates sparse scorers score)."""
     values = index.values
     start = bisect.bisect_left(values, floor)
@@ -187,13 +187,13 @@ def _best(index: _ValueIndex, looks: _Looks, floor: float, scores: Scores, score
             if len(included) < 2:
                 continue  # the lowest value's first candidate is the best so far: take the next value too
         rows = sorted({*included, top, *scored})
-        summed = scores(np.array(rows, dtype=np.int64))
-        if isinstance(summed, float):
-            best, best_score, last_score = rows[0], summed, summed
+        sums = summed.scores(task, np.array(rows, dtype=np.int64))
+        if isinstance(sums, float):
+            best, best_score, last_score = rows[0], sums, sums
         else:
-            k = int(summed.argmax())
-            best, best_score = rows[k], summed.item(k)
-            last_score = summed.item(rows.index(included[-1])) if included else best_score
+            k = int(sums.argmax())
+            best, best_score = rows[k], sums.item(k)
+            last_score = sums.item(rows.index(included[-1])) if included else best_score
         # Done when the last value taken in scores below the best (so do all above it), or every value
         # with a candidate is in.
         if found < 0 or last_score < best_score:

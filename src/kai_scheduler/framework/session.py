@@ -265,7 +265,8 @@ class SessionState:
             self._pipelined.setdefault(task.key, []).append(nodes.hold_pipelined(node, task.request))
         else:
             nodes.hold(node, task.request, releasing=False)
-        nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
+        if gpu_groups:  # (none: nothing to share)
+            nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
         task.job.version += 1
         for handler in self._points.on_allocate:
@@ -369,6 +370,8 @@ class Session:
         # (`job_capacity_inputs`): carried too, so that a kept answer's inputs compare at a glance.
         self.capacity_inputs: dict[Hashable, Hashable] = {}
         self._inputs_seen: dict[int, tuple[Hashable, Hashable]] = {}  # id(value) -> (value, its object)
+        # Per-pod predicates' read-only masks found to pass every node, by id (`_narrowing`).
+        self._everywhere_masks: dict[int, BoolArray] = {}
         self._capacity_readers: list[Callable[[JobInfo], Hashable]] | None = None
         self._capacity_readers_known = False
         # Allocate's attempts whose first pod found no node in the last cycle (`placement_failures`;
@@ -608,16 +611,32 @@ class Session:
             return None
         # The per-pod predicates are asked once a node passes the first part, as `candidate_nodes` asks
         # them once the resources leave any node.
-        predicates: list[BoolArray] = []
+        masks: list[BoolArray] | None = None
 
         def passes_rest(node: int) -> bool:
+            nonlocal masks
             if allowed is not None and not allowed.item(node):
                 return False
-            if not predicates:
-                predicates.extend(p.nodes_passing(task) for p in task_predicates)
-            return all(mask.item(node) for mask in predicates)
+            if masks is None:
+                masks = self._narrowing([predicate.nodes_passing(task) for predicate in task_predicates])
+            return not masks or all(mask.item(node) for mask in masks)
 
         return passes_rest
+
+    def _narrowing(self, masks: list[BoolArray]) -> list[BoolArray]:
+        """`masks` without those that pass every node and cannot change: read-only arrays that own their
+        data, known by identity once found so. Why: a per-pod predicate hands most pods one such array
+        (no limit concerns them), and each node a pod's walk asks read it."""
+        everywhere = self._everywhere_masks
+        narrowing = []
+        for mask in masks:
+            if everywhere.get(id(mask)) is mask:
+                continue
+            if mask.base is None and not mask.flags.writeable and mask.all():
+                everywhere[id(mask)] = mask  # kept: its id is not handed to another array meanwhile
+                continue
+            narrowing.append(mask)
+        return narrowing
 
     def choose_node(self, task: TaskInfo) -> Placed | None:
         """The best-scored feasible node (ties: node name) and the shared GPUs the task would take there."""

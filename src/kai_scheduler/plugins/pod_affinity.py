@@ -51,6 +51,7 @@ class PodAffinityIndex:
         # none, and this is a walk over every node).
         self._names_and_labels: list[tuple[str, dict[str, str]]] | None = None
         self._all_nodes = np.ones(nodes.size, dtype=np.bool_)
+        self._all_nodes.flags.writeable = False  # handed out to every pod no rule concerns
         self._placed_with_rules = any(
             task.status in OCCUPYING for task in session.snapshot.pod_affinity_tasks
         )

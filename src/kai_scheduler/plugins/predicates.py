@@ -299,7 +299,8 @@ class PredicatesPlugin:
         def gpu_kind(task: TaskInfo) -> BoolArray:
             shape = task.request.shape()
             if shape not in kind_cache:
-                kind_cache[shape] = gpu_kind_nodes(nodes, task.request)
+                mask = kind_cache[shape] = gpu_kind_nodes(nodes, task.request)
+                mask.flags.writeable = False  # handed out to every pod of the shape
             return kind_cache[shape]
 
         points.task_predicates.append(
