@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from kai_scheduler.actions.solvers.victim_order import VictimUnit, order_victims
+import numpy as np
+
+from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, order_victims
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario
 from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.nodes import IntArray
 from kai_scheduler.model.resources import Resources
 
 
@@ -25,8 +28,10 @@ class Preempt(VictimAction):
 
     def __init__(self) -> None:
         super().__init__()
-        # The lowest priority among each queue's candidates, until a commit changes that queue's.
+        # The lowest priority among each queue's candidates, and the nodes of its candidates' active pods
+        # by priority, until a commit changes that queue's.
         self._lowest: dict[str, int] = {}
+        self._nodes_by_priority: dict[str, dict[int, IntArray]] = {}
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         # KAI's capacity policy weighs gpu-memory with the largest GPU, not the smallest `request` has.
@@ -35,13 +40,19 @@ class Preempt(VictimAction):
 
     def started(self, session: Session, candidates: list[JobInfo]) -> None:
         self._lowest.clear()
+        self._nodes_by_priority.clear()
 
     def committed(self, session: Session, touched: list[JobInfo]) -> None:
         for job in touched:
             self._lowest.pop(job.queue, None)
+            self._nodes_by_priority.pop(job.queue, None)
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        if not self.by_queue.get(job.queue) or self._none_lower(job):
+        if (
+            not self.by_queue.get(job.queue)
+            or self._none_lower(job)
+            or self._none_lower_within_reach(session, job, tasks)
+        ):
             return False
         # Only jobs of lower priority may go: cut them out of the heap (sorted, so still a heap) before
         # ordering, rather than pass over every job of equal or higher priority in each attempt.
@@ -69,6 +80,23 @@ class Preempt(VictimAction):
         if lowest is None:
             lowest = self._lowest[job.queue] = min(victim.priority for victim in self.by_queue[job.queue])
         return lowest >= job.priority
+
+    def _none_lower_within_reach(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether no candidate of the job's queue with a lower priority has an active pod on a node the
+        job's pods may use (then the heap `attempt` cuts would be empty). Why: in a first cycle at 20,000
+        nodes, 78 of the 82 attempts past `_none_lower` ordered the queue's candidates (600 jobs each) only
+        to find none of them within reach."""
+        by_priority = self._nodes_by_priority.get(job.queue)
+        if by_priority is None:
+            nodes: dict[int, list[int]] = {}
+            for victim in self.by_queue[job.queue]:
+                nodes.setdefault(victim.priority, []).extend(t.node for t in active_tasks(session, victim))
+            by_priority = {p: np.array(found, dtype=np.intp) for p, found in nodes.items()}
+            self._nodes_by_priority[job.queue] = by_priority
+        usable = session.usable_nodes(tasks)
+        return not any(
+            bool(usable[found].any()) for priority, found in by_priority.items() if priority < job.priority
+        )
 
 
 def _no_rule(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

@@ -162,6 +162,8 @@ def order_victims(
     left (`Session.victim_order_key`), as KAI ranks the job's remaining pods."""
     usable = session.usable_nodes(tasks)
     source = jobs if isinstance(jobs, dict) else victim_heaps(session, jobs, usable)
+    if _nothing_to_order(source):
+        return
     order = _VictimOrder(session, action, preemptor, usable, source, admit)
     while (leaf := order.next_leaf()) is not None:
         job = order.pop(leaf)
@@ -169,6 +171,13 @@ def order_victims(
         if unit:
             yield VictimUnit(job, unit)
             order.took(leaf, job, unit)
+
+
+def _nothing_to_order(source: Heaps) -> bool:
+    """Whether no candidate runs on a node the preemptor may use: then the order hands out nothing, and
+    ranking the queue tree for it is skipped. Why: most attempts that fail end so (590 of consolidation's
+    643 in a first cycle at 20,000 nodes), and each ranked every queue."""
+    return not any(source.values())
 
 
 class _LeafQueue:

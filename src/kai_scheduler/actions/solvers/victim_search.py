@@ -331,15 +331,18 @@ def _search(
     preemptor could fit, the scenario is simulated (`_try_scenario`)."""
     statement = session.statement(scenario.action, scenario.preemptor.key)
     evicted: list[TaskInfo] = []
-    needed, available = _gpus_needed_and_free(session, scenario.tasks)
+    needed = available = 0.0
     nodes = session.snapshot.nodes
     simulated = 0
     counts = session.counts[scenario.action]
     end = SearchEnd.EXHAUSTED
-    for victim in victims:
+    for taken, victim in enumerate(victims):
         if (late := deadline.passed()) is not None:
             end = late
             break
+        if not taken:
+            # (Summed over every node once a victim comes, before it is evicted: most searches get none.)
+            needed, available = _gpus_needed_and_free(session, scenario.tasks)
         step = victim.tasks
         for task in step:
             statement.evict(task, scenario.reason(task))
