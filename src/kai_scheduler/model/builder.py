@@ -241,9 +241,11 @@ def _seconds(duration: str | None) -> float | None:
     return None if duration is None else parse_duration(duration)
 
 
-def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None = None) -> QueueTree:
-    usage = usage or {}
-    infos = [
+def queue_specs(queues: list[Queue]) -> list[QueueInfo]:
+    """What the queues' objects say of each (in their order, which ranks them), for `queue_tree_of`: kept
+    out of any tree, so that a tree of them may be made again each session without reading the objects
+    again."""
+    return [
         QueueInfo(
             name=q.metadata.name,
             parent=q.spec.parent_queue or None,
@@ -255,12 +257,35 @@ def build_queue_tree(queues: list[Queue], usage: Mapping[str, Resources] | None 
             preempt_min_runtime=_seconds(q.spec.preempt_min_runtime),
             reclaim_min_runtime=_seconds(q.spec.reclaim_min_runtime),
             accounted_limits={e.resource_ref: limit_value(e.limit) for e in q.spec.accounted_resources},
-            usage=usage[q.metadata.name].copy() if q.metadata.name in usage else Resources(),
             admission_gating=bool(q.spec.admission_gating),
         )
         for rank, q in enumerate(queues)
     ]
-    return QueueTree(infos)
+
+
+def queue_tree_of(specs: list[QueueInfo], usage: Mapping[str, Resources] | None = None) -> QueueTree:
+    """A tree of new queues made of `specs` (`queue_specs`: their spec fields copied, nothing shared that a
+    session may change), with `usage`."""
+    usage = usage or {}
+    return QueueTree(
+        [
+            QueueInfo(
+                name=spec.name,
+                parent=spec.parent,
+                priority=spec.priority,
+                rank=spec.rank,
+                deserved=spec.deserved.copy(),
+                limit=spec.limit.copy(),
+                weight=spec.weight.copy(),
+                preempt_min_runtime=spec.preempt_min_runtime,
+                reclaim_min_runtime=spec.reclaim_min_runtime,
+                accounted_limits=dict(spec.accounted_limits),
+                usage=usage[spec.name].copy() if spec.name in usage else Resources(),
+                admission_gating=spec.admission_gating,
+            )
+            for spec in specs
+        ]
+    )
 
 
 def task_status(state: PodState, *, stuck: bool = False) -> TaskStatus | None:

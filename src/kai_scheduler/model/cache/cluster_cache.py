@@ -41,7 +41,7 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
-from kai_scheduler.model.builder import PodDerivations, build_node_table, build_queue_tree
+from kai_scheduler.model.builder import PodDerivations, build_node_table, queue_tree_of
 from kai_scheduler.model.cache.accounting import NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
@@ -456,7 +456,7 @@ class ClusterCache:
         table = accounting.table
         return ClusterSnapshot(
             nodes=table.copy(),
-            queues=build_queue_tree(inputs.queues, queue_usage),
+            queues=queue_tree_of(inputs.queue_specs, queue_usage),
             jobs=jobs.jobs,
             tasks=jobs.tasks,
             capacity=accounting.capacity.copy(),

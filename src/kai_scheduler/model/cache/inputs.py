@@ -26,11 +26,12 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.model.accounted import AccountedInputs, Definition, definitions_of
-from kai_scheduler.model.builder import build_queue_tree
+from kai_scheduler.model.builder import queue_specs, queue_tree_of
 from kai_scheduler.model.cache.dra_inputs import DraInputs
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.priorities import Priorities
+from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.snapshot import PodState
 from kai_scheduler.model.storage import Storage
 from kai_scheduler.model.topology import TopologyTree, build_topology
@@ -45,7 +46,10 @@ class ClusterInputs:
         self._partition = partition
         self.nodes: dict[str, Node] = {}
         self.queues: list[Queue] = []
-        self.queue_tree = build_queue_tree([])
+        # What the queues' objects say (`builder.queue_specs`), read once per change: each snapshot makes
+        # its tree of them (`builder.queue_tree_of`).
+        self.queue_specs: list[QueueInfo] = []
+        self.queue_tree = queue_tree_of([])
         self.topologies: list[Topology] = []
         self.priorities = Priorities()
         self.namespace_labels: Mapping[str, Mapping[str, str]] = {}
@@ -76,7 +80,8 @@ class ClusterInputs:
         if list(queues) == self.queues:
             return False
         self.queues = list(queues)
-        self.queue_tree = build_queue_tree(self.queues)
+        self.queue_specs = queue_specs(self.queues)
+        self.queue_tree = queue_tree_of(self.queue_specs)
         return True
 
     def set_topologies(self, topologies: Sequence[Topology]) -> bool:
