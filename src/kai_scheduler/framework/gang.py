@@ -56,7 +56,23 @@ def fresh_tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
             ]
 
         return _choose(session, job, placeable)
+    only = _only_pod(job)
+    if only is not None:
+        return [only] if only.status is TaskStatus.PENDING else []
     return _choose(session, job, _pending)
+
+
+def _only_pod(job: JobInfo) -> TaskInfo | None:
+    """The job's pod when it has one, in its one pod set, under no sub-group and with no more than one of
+    the root's children required (None: otherwise). `_choose` then takes that pod whenever it is pending:
+    below its minimum or satisfied, the pod set gives its one pending pod, and no other pod can make up
+    the job's shortfall. Why: most jobs are one pod, and each is asked once a version."""
+    tasks = job.tasks
+    if len(tasks) != 1 or job.subgroups or len(job.podsets) != 1 or (job.min_sub_group or 0) > 1:
+        return None
+    (podset,) = job.podsets.values()
+    task = tasks[0]
+    return task if podset.parent is None and len(podset.tasks) == 1 and podset.tasks[0] is task else None
 
 
 def _pending(tasks: list[TaskInfo]) -> list[TaskInfo]:

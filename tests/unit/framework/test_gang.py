@@ -7,8 +7,19 @@ satisfied elastic podsets ask for 1 more task"; §4.2 task order (taskorder labe
 
 from __future__ import annotations
 
+import itertools
+
 from helpers import gang, node, open_session, pod, pod_group, queue
-from kai_scheduler.framework.gang import next_signature, request_of, scheduling_signature, tasks_to_allocate
+from kai_scheduler.framework.gang import (
+    _choose,
+    _pending,
+    fresh_tasks_to_allocate,
+    next_signature,
+    request_of,
+    scheduling_signature,
+    tasks_to_allocate,
+)
+from kai_scheduler.model.jobs import TaskStatus
 
 
 def _names(tasks: list) -> list[str]:  # type: ignore[type-arg]
@@ -122,3 +133,24 @@ def test_a_signature_made_one_way_keeps_the_other_as_made_afresh() -> None:
                     tasks = tasks_to_allocate(session, job)
                     fresh = scheduling_signature(job, tasks, by_queue=by_queue)
                     assert next_signature(session, job, by_queue=by_queue) == fresh
+
+
+def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
+    """`fresh_tasks_to_allocate` takes a one-pod job's pod without walking its tree (`_only_pod`): the
+    same pods as the walk (`_choose`) for every minimum of the job, its pod set and its root, every status
+    of the pod, and a pod set that does not hold the pod; and a gang's as before."""
+    session = open_session([node("n0"), queue("q"), pod("p", gpus=1), *gang("g", size=2, min_member=1)])
+    jobs = session.snapshot.jobs.values()
+    choices = itertools.product((0, 1, 2), (None, 0, 1, 2), (0, 1, 2), (True, False), list(TaskStatus))
+    for job_min, min_sub_group, podset_min, holds, status in choices:
+        for job in jobs:
+            job.min_member, job.min_sub_group = job_min, min_sub_group
+            job._root = None  # the tree is made again with them
+            for podset in job.podsets.values():
+                podset.min_member = podset_min
+                podset.tasks = [task for task in job.tasks if task.podset is podset] if holds else []
+            for task in job.tasks:
+                task.status = status
+            job.version += 1
+            expected = _choose(session, job, _pending)
+            assert fresh_tasks_to_allocate(session, job) == expected, (job.key, job_min, min_sub_group)
