@@ -473,7 +473,9 @@ def walk_replay(seed: int, monkeypatch: pytest.MonkeyPatch, *, quiet: bool) -> l
     with monkeypatch.context() as patched:
         if not quiet:
             patched.setattr(
-                _Walk, "in_quiet_order", lambda walk, jobs, _: QueueOrderedJobs(walk.session, jobs)
+                _Walk,
+                "in_quiet_order",
+                lambda walk, jobs, _: walk.take_up(QueueOrderedJobs(walk.session, jobs), None),
             )
         objects = backlog(seed)
         nodes = {o.metadata.name: o for o in objects if isinstance(o, Node)}
@@ -536,7 +538,9 @@ def test_walks_in_the_quiet_order_decide_and_explain_as_the_job_queue(
 
 def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """An arrival that cannot fit on the full backlog: the walk takes every job up in the quiet order and
-    pops none from the job queue, where the plain walk pops each (the debug variable would pop one too)."""
+    pops none from the job queue, where the plain walk pops each (the debug variable would pop one too).
+    After a completion the first job takes the freed node: the job queue hands out the next jobs until
+    `_CALM_POPS` in a row placed nothing, and the quiet order the rest."""
     monkeypatch.delenv(VERIFY_ENV, raising=False)
     pops: list[JobInfo] = []
 
@@ -550,20 +554,25 @@ def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(allocate, "QueueOrderedJobs", Counted)  # allocate's own, not the victim actions'
     walks = _quiet_walks(monkeypatch)
     objects: list[ApiObject] = [node("n0", gpus=2), queue("q1", gpu=2), queue("q2", gpu=0)]
-    objects += [pod("running", "q1", gpus=2, node_name="n0", priority_class="train")]
-    objects += [pod(f"wait-{i}", f"q{1 + i % 2}", gpus=1 + i % 2, priority_class="train") for i in range(12)]
+    objects += [pod("running", "q1", gpus=2, node_name="n0", priority_class="train", duration="25s")]
+    objects += [pod(f"wait-{i}", f"q{1 + i % 2}", gpus=2, priority_class="train") for i in range(60)]
     objects += [pod("late", "q2", gpus=1, priority_class="train", arrival="15s")]
-    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=2))
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
     sim._cycle(0.0, 1)
     _, arrival = sim._cycle(20.0, 2)
     assert not arrival.decisions and "default/pg-late" in arrival.unschedulable
     assert walks == [None, None] and not pops
-    monkeypatch.setattr(_Walk, "in_quiet_order", lambda walk, jobs, _: Counted(walk.session, jobs))
+    _, completion = sim._cycle(30.0, 3)
+    assert [d.type for d in completion.decisions if d.action == "allocate"] == ["bind"]
+    assert walks[2:] == [60, None] and len(pops) == allocate._CALM_POPS
+    monkeypatch.setattr(
+        _Walk, "in_quiet_order", lambda walk, jobs, _: walk.take_up(Counted(walk.session, jobs), None)
+    )
     sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=2))
     sim._cycle(0.0, 1)
     pops.clear()
     sim._cycle(20.0, 2)
-    assert len(pops) == 13
+    assert len(pops) == 61
 
 
 def test_verify_mode_checks_the_quiet_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ condition writes follow it).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol
+from typing import Any
 
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.actions.placement import place_job
@@ -47,25 +47,19 @@ class Allocate:
         walk = _Walk(session, self.name)
         depth = session.config.queue_depth_per_action.get(self.name)
         reads = session.points.queue_order_reads if session.points.queue_order is not None else None
-        queue: JobSource | None
         # (A depth reads what was handed out; holds made for unplaced jobs are not an order to read ahead.)
         if reads is not None and depth is None and walk.holds is None:
-            queue = walk.in_quiet_order(candidates, reads)
+            walk.in_quiet_order(candidates, reads)
         else:
-            queue = QueueOrderedJobs(session, candidates, depth)
-        if queue is not None:
-            while (job := queue.pop()) is not None:
-                if walk.step(job) and job.has_pending():
-                    queue.push(job)
+            walk.take_up(QueueOrderedJobs(session, candidates, depth), None)
         walk.end()
 
 
-class JobSource(Protocol):
-    """What the walk takes jobs from and gives placed ones back to (`QueueOrderedJobs`)."""
-
-    def pop(self) -> JobInfo | None: ...
-
-    def push(self, job: JobInfo) -> None: ...
+# Jobs in a row that placed nothing after which the walk goes back from the job queue to the quiet order
+# (a cycle after a completion places the freed room first), and how often a walk goes back (each time
+# orders the jobs left again: a first cycle's walk places thousands of jobs, quiet stretches between).
+_CALM_POPS = 32
+_MOST_RETURNS = 2
 
 
 class _Walk:
@@ -162,15 +156,31 @@ class _Walk:
         failures.found_no_node(job, tasks)
         return False
 
-    def in_quiet_order(self, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> JobSource | None:
+    def in_quiet_order(self, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> None:
         """Take up `jobs` in the job queue's order worked out as a merge (`QuietOrder`) while nothing
-        moves; at the first step that moved an allocation (it placed pods, or an attempt rolled back left
-        other bits), the job queue of the jobs left, in the state the walk's queue would be in, to carry
-        on with (None: every job was taken up). With `verify` a job queue of every job is popped
-        alongside, and a job it does not hand out raises `CarriedMismatch`."""
+        moves; from the first step that moved an allocation (it placed pods, or an attempt rolled back
+        left other bits) with a job queue of the jobs left, in the state the walk's queue would be in,
+        and back to the quiet order once `_CALM_POPS` jobs in a row placed nothing (at most
+        `_MOST_RETURNS` times). With `verify` a job queue of every job is popped alongside, and a job it
+        does not hand out raises `CarriedMismatch`."""
         session = self.session
-        order = QuietOrder(session, jobs, reads)
         check = QueueOrderedJobs(session, jobs) if session.verify_carried else None
+        returns = 0
+        while True:
+            rest = self._until_moved(QuietOrder(session, jobs, reads), check)
+            if rest is None:
+                break
+            left = self.take_up(rest, check, _CALM_POPS if returns < _MOST_RETURNS else None)
+            if left is None:
+                return
+            jobs, returns = left, returns + 1
+        if check is not None:
+            _check_same(check.pop(), None)
+
+    def _until_moved(self, order: QuietOrder, check: QueueOrderedJobs | None) -> QueueOrderedJobs | None:
+        """Take up the jobs of `order` until a step moves an allocation: then the job queue of the jobs
+        left (None: every job was taken up)."""
+        session = self.session
         unmoved: dict[str, list[tuple[float, float, float]]] = {}
         for job in order:
             if check is not None:
@@ -187,7 +197,29 @@ class _Walk:
                     rest.push(job)
                     if check is not None:
                         check.push(job)
-                return rest if check is None else _Lockstep(rest, check)
+                return rest
+        return None
+
+    def take_up(
+        self, queue: QueueOrderedJobs, check: QueueOrderedJobs | None, calm: int | None = None
+    ) -> list[JobInfo] | None:
+        """Take up the jobs `queue` hands out, a placed one with pods left handed back, until it runs out
+        (None), or (`calm` given) until that many jobs in a row placed nothing: then the jobs left. With
+        `check`, a job queue popped and pushed alike (`verify`)."""
+        quiet = 0
+        while (job := queue.pop()) is not None:
+            if check is not None:
+                _check_same(check.pop(), job)
+            if not self.step(job):
+                quiet += 1
+                if quiet == calm:
+                    return queue.waiting()
+                continue
+            quiet = 0
+            if job.has_pending():
+                queue.push(job)
+                if check is not None:
+                    check.push(job)
         if check is not None:
             _check_same(check.pop(), None)
         return None
@@ -206,23 +238,6 @@ def _chain_allocation(session: Session, queue: str) -> list[tuple[float, float, 
     if queue not in queues:
         return []
     return [(q.allocated.gpu, q.allocated.cpu, q.allocated.memory) for q in queues.ancestry(queue)]
-
-
-class _Lockstep:
-    """A job queue checked against another, popped and pushed alike (`verify`)."""
-
-    def __init__(self, queue: QueueOrderedJobs, check: QueueOrderedJobs) -> None:
-        self._queue = queue
-        self._check = check
-
-    def pop(self) -> JobInfo | None:
-        job = self._queue.pop()
-        _check_same(self._check.pop(), job)
-        return job
-
-    def push(self, job: JobInfo) -> None:
-        self._queue.push(job)
-        self._check.push(job)
 
 
 def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:

@@ -74,6 +74,10 @@ class _LeafJobs:
     def __bool__(self) -> bool:
         return bool(self._sorted) or bool(self._pushed)
 
+    def jobs(self) -> list[JobInfo]:
+        """The jobs left, those given at the start in order, then those pushed back."""
+        return [entry[2] for entry in reversed(self._sorted)] + [entry[2] for entry in self._pushed]
+
 
 class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
@@ -234,6 +238,10 @@ class QueueOrderedJobs:
 
     def __bool__(self) -> bool:
         return any(self._leaves.values())
+
+    def waiting(self) -> list[JobInfo]:
+        """The jobs not handed out yet (for another order of them: `actions.quiet_order`)."""
+        return [job for leaf in self._leaves.values() for job in leaf.jobs()]
 
     def _leaf(self, name: str) -> _LeafJobs:
         leaf = self._leaves.get(name)
