@@ -5,7 +5,6 @@ the verify mode of `compute_fair_shares`."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -86,7 +85,7 @@ def test_carried_levels_give_the_bits_of_a_full_division(
         new_total, moves = data.draw(changes(len(queues)))
         total = total if new_total is None else new_total
         for index, field, value in moves:
-            queues[index] = dataclasses.replace(queues[index], **{field: value})
+            queues[index] = queues[index]._replace(**{field: value})
         full = divide(total, queues, k_value=k_value, unit=unit)
         assert bits(divide(total, queues, k_value=k_value, unit=unit, carried=carried)) == bits(full)
 
@@ -173,7 +172,7 @@ def test_carried_fair_shares_are_the_full_ones(
         new_total, moves = data.draw(changes(len(queues)))
         total = total if new_total is None else new_total
         for index, field, value in moves:
-            queues[index] = dataclasses.replace(queues[index], **{field: value})
+            queues[index] = queues[index]._replace(**{field: value})
         tree, fresh = as_tree(queues), as_tree(queues)
         compute_fair_shares(tree, Resources(total, total, total), 1.0, carried=carried)
         compute_fair_shares(fresh, Resources(total, total, total), 1.0)

@@ -179,7 +179,7 @@ def test_more_weight_never_costs_more_than_one_unit(scenario: Scenario, data: st
     index = data.draw(st.integers(0, len(scenario.queues) - 1))
     raised = data.draw(st.one_of(st.sampled_from([0.1, 1.0, 3.0, 10.0]), st.floats(0.01, 20)))
     queue = scenario.queues[index]
-    heavier = dataclasses.replace(queue, over_quota_weight=max(queue.over_quota_weight, 0.0) + raised)
+    heavier = queue._replace(over_quota_weight=max(queue.over_quota_weight, 0.0) + raised)
     before = scenario.shares()[queue.name]
     after = dataclasses.replace(scenario, queues=with_queue(scenario.queues, index, heavier)).shares()[
         queue.name

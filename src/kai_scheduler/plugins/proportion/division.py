@@ -28,6 +28,7 @@ import math
 from array import array
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kai_scheduler.model.fair_share_record import DivisionRecorder, Grant, QueueAtLevel
 from kai_scheduler.model.queues import is_unlimited
@@ -43,9 +44,10 @@ _LEFTOVER_DECIMALS = 9
 LevelShares = dict[str | None, tuple[Hashable, dict[str, float]]]
 
 
-@dataclass(frozen=True)
-class QueueShareInput:
-    """One queue's inputs for one resource (Queue CRD ``resources.<r>`` + cluster state, §2.1 / §5.1)."""
+class QueueShareInput(NamedTuple):
+    """One queue's inputs for one resource (Queue CRD ``resources.<r>`` + cluster state, §2.1 / §5.1). A
+    named tuple: every session makes one per queue and resource whose division's inputs moved, and a
+    frozen dataclass sets each field through ``object.__setattr__`` (twice the cost)."""
 
     name: str
     parent: str | None
