@@ -180,8 +180,8 @@ def test_the_quiet_order_is_the_order_from_scratch_until_a_placement(
     for _ in range(400):
         if data.draw(st.integers(0, 9)) == 0:
             # Back to the quiet order of the jobs the queue has not handed out: to the end, placing nothing.
-            for job in QuietOrder(session, rest.waiting(), reads):
-                assert job is reference.pop()
+            for quiet in QuietOrder(session, rest.waiting(), reads):
+                assert quiet is reference.pop()
             assert reference.pop() is None
             return
         job = rest.pop()
