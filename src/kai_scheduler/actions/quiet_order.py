@@ -30,12 +30,11 @@ class _Queue:
     """A queue with jobs at or below it, and the job it hands out next (`head`: what the order reads of
     it, the job, its leaf; None: none left). A leaf's jobs are `jobs` in job order from `taken` on; a
     parent queue's first child is `best`, the others with a job wait in a heap by their rank on their next
-    job and their place (`others`). `ranks`: the queue's ranks by what the order reads
-    of a job (its allocation does not move)."""
+    job and their place (`others`). `ranks`: the queue's ranks by what the order reads of a job (its
+    allocation does not move)."""
 
     __slots__ = (
         "best",
-        "best_rank",
         "head",
         "jobs",
         "others",
