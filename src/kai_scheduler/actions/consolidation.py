@@ -20,7 +20,7 @@ from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
-from kai_scheduler.model.nodes import IntArray
+from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import is_unlimited
 from kai_scheduler.model.resources import EPSILON, Resources
 
@@ -44,8 +44,10 @@ class Consolidation(VictimAction):
         self._unindexed: list[JobInfo] | None = None
         # The nodes of `_on_node` in index order, until they change (`_nodes_with_jobs`).
         self._with_jobs: IntArray | None = None
-        # The jobs `_closest_to_room_first` considers for any preemptor, until a commit (`_considered`).
+        # The jobs `_closest_to_room_first` considers for any preemptor and the free GPUs they were found
+        # by, while those stay, until a commit (`_considered`).
         self._considered_jobs: list[JobInfo] | None = None
+        self._considered_by: FloatArray | None = None
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
@@ -130,12 +132,15 @@ class Consolidation(VictimAction):
     def _considered(self, session: Session, cap: int) -> list[JobInfo]:
         """The first `cap` + 1 jobs (all without a bound) on the nodes with the most free GPUs, by name
         among equals (index order is name order): whichever the preemptor, the `cap` others it considers
-        are among them. Kept until a commit (only a commit moves a pod or changes the index: a failed
-        attempt leaves the cluster as it found it). Why: each of 600 attempts at 20,000 nodes in a first
-        cycle sorted every node with a candidate, and most attempts come between the same commits."""
-        if self._considered_jobs is not None and not session.verify_carried:
-            return self._considered_jobs
+        are among them. Kept while the candidates' index and every node's free GPUs stay (a failed attempt
+        leaves the cluster as it found it, but a search frees its preemptor's own reservation while it
+        runs). Why: each of 600 attempts at 20,000 nodes in a first cycle sorted every node with a
+        candidate, and most attempts come between the same commits."""
         free = session.snapshot.nodes.idle_gpus_total()
+        kept, kept_by = self._considered_jobs, self._considered_by
+        same = kept is not None and kept_by is not None and np.array_equal(free, kept_by)
+        if kept is not None and same and not session.verify_carried:
+            return kept
         with_jobs = self._nodes_with_jobs()
         order = with_jobs[np.argsort(-free[with_jobs], kind="stable")]
         limit = cap + 1 if cap else -1
@@ -148,11 +153,9 @@ class Consolidation(VictimAction):
             if len(considered) == limit:
                 break
         found = list(considered)
-        if self._considered_jobs is not None and self._considered_jobs != found:
-            raise CarriedMismatch(
-                f"consolidation's considered jobs: kept {self._considered_jobs}, now {found}"
-            )
-        self._considered_jobs = found
+        if same and kept != found:
+            raise CarriedMismatch(f"consolidation's considered jobs: kept {kept}, now {found}")
+        self._considered_jobs, self._considered_by = found, free.copy()
         return found
 
     def _nodes_with_jobs(self) -> IntArray:
