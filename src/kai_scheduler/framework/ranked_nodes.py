@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from kai_scheduler.model.jobs import TaskInfo
-from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
+from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
@@ -115,39 +115,55 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         return UNDECIDED
     if session.refused_everywhere(task):
         return None
-    shape, ranking, floor, sparse, summed = asked
-    looks = _Looks(session, task, shape.unfit.catch_up())
+    shape, index, floor, sparse, summed, static = asked
+    looks = _Looks(session, task, static, shape.unfit.catch_up())
     try:
         scored = (
-            [node for on, least in sparse for node in _scored_sparsely(_index(session, on), least, looks)]
+            [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
             if sparse
             else []
         )
-        return _best(_index(session, ranking), looks, floor, summed, task, scored)
+        return _best(index.caught_up(), looks, floor, summed, task, scored)
     except _GiveUp:
         return UNDECIDED
 
 
-_Asked = tuple["_Shape", "Ranking", float, list[tuple["Ranking", float]], "_Summed"] | None
+# What `best_node` works with for a pod (`_asked_for`).
+_Asked = tuple["_Shape", "_ValueIndex", float, list[tuple["_ValueIndex", float]], "_Summed", BoolArray] | None
+_NOT_KEPT: Final = object()
 
 
 def _asked_for(session: Session, task: TaskInfo) -> _Asked:
-    """What `best_node` works with for `task`: its shape's record, the one ranking, the pod's floor, the
-    sparse scorers' values and floors, and the sums; None when the shortcut does not apply (`_ranking`,
-    `_wide`). Kept by request, placement constraints, nominated node and whether anything is being
-    released (all that `_ranking` reads; `_wide` reads the placement alone) while the node table stays:
-    one look-up a pod rather than one per question."""
+    """What `best_node` works with for `task`: its shape's record, the index of the one ranking, the pod's
+    floor, the sparse scorers' indexes and floors, the sums, and the nodes passing the pod's static
+    predicates; None when the shortcut does not apply (`_ranking`, `_wide`). Kept by request, placement
+    constraints, nominated node and whether anything is being released (all that `_ranking` reads;
+    `_wide` and the static predicates read the placement alone) while the node table stays: one look-up
+    a pod rather than one per question (the indexes are brought up to date as they are used)."""
     nodes = session.snapshot.nodes
     key = (task.request, task.placement.key, task.nominated_node, nodes.anything_releasing())
     kept: dict[Hashable, _Asked] | None = session.scratch.get(_ASKED)
     if kept is None or session.scratch[_ASKED_NODES] is not nodes:
         kept = session.scratch[_ASKED] = {}
         session.scratch[_ASKED_NODES] = nodes
-    elif key in kept:
-        return kept[key]
+    else:
+        found = kept.get(key, _NOT_KEPT)
+        if found is not _NOT_KEPT:
+            return found  # type: ignore[return-value]  # (a kept answer: _Asked)
     shape = _shape(session, task)
     ranked = _ranking(session, shape, task)
-    asked = kept[key] = None if ranked is None or not _wide(session, shape, task) else (shape, *ranked)
+    if ranked is None or not _wide(session, shape, task):
+        kept[key] = None
+        return None
+    ranking, floor, sparse, summed = ranked
+    asked = kept[key] = (
+        shape,
+        _index(session, ranking),
+        floor,
+        [(_index(session, on), least) for on, least in sparse],
+        summed,
+        session.static_passing(task.placement),
+    )
     return asked
 
 
@@ -205,10 +221,9 @@ class _Looks:
     the rest asked only when the session has more to ask), `BUDGET` at most, passing over those known
     not to hold the pod's shape (`SKIP_BUDGET` at most) and noting those found not to."""
 
-    def __init__(self, session: Session, task: TaskInfo, unfit: set[int]) -> None:
-        nodes = session.snapshot.nodes
-        self._static = session.static_passing(task.placement)
-        self._fits = nodes.node_fits
+    def __init__(self, session: Session, task: TaskInfo, static: BoolArray, unfit: set[int]) -> None:
+        self._static = static
+        self._fits = session.snapshot.nodes.node_fits
         self._request = task.request
         self._passes_rest = session.rest_test(task)
         self._unfit = unfit
@@ -457,6 +472,11 @@ class _ValueIndex:
         for node in range(self.nodes.size - 1, -1, -1):
             self.members.setdefault(self._value[node], []).append(-node)
         self.values = sorted(self.members)
+
+    def caught_up(self) -> _ValueIndex:
+        """Itself, brought up to date."""
+        self.catch_up()
+        return self
 
     def catch_up(self) -> None:
         changed = self.nodes.changed_since(self._position)

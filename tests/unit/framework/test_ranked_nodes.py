@@ -160,10 +160,13 @@ def test_a_shared_gpu_without_room_for_the_pod_counts_for_nothing() -> None:
 
 
 def test_the_index_follows_the_nodes_a_session_fills() -> None:
-    """Pods placed one after another in one session: each goes where scoring every candidate sends it."""
+    """Pods placed one after another in one session: each goes where scoring every candidate sends it;
+    CPU-only pods of one shape between GPU pods of another, which move the nodes' free CPU that the
+    CPU-only pods' index ranks by."""
     objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in "abcdef")]
     asks: list[dict[str, Any]] = [{"gpus": gpus, "cpu": cpu} for gpus in (1, 2, 4, 3) for cpu in ("1", "7")]
     asks += [{"fraction": part, "cpu": "1"} for part in (0.5, 0.25, 0.5, 0.75, 0.25)]
+    asks += [{"cpu": "9"} if i % 2 else {"gpus": 1, "cpu": "20"} for i in range(12)]
     objects += [pod(f"p{i:02d}", **ask) for i, ask in enumerate(asks)]
 
     def fill(session: Session, enabled: bool) -> list[int]:
@@ -307,3 +310,22 @@ def test_what_is_kept_for_a_shape_is_not_a_nominated_pods_of_that_shape() -> Non
         session.snapshot.tasks["default/nominated"].nominated_node = session.snapshot.nodes.names.index("c")
 
     assert one_then_another(objects, "first", "nominated", nominate) == ["a", "c"]
+
+
+def test_a_kept_shape_reads_its_index_as_other_shapes_left_it() -> None:
+    """A CPU-only pod's shape is kept from a first pod's; a GPU pod then takes 40 CPUs of b (ranked by
+    another index): the next CPU-only pod of the shape goes to b, now the fullest by CPU, as when every
+    candidate is scored (b's value before would leave it out: a and c rank first)."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in "abcdef")]
+    objects += [pod("busy-a", cpu="30", node_name="a"), pod("busy-c", cpu="20", node_name="c")]
+    objects += [pod("busy-b", gpus=7, cpu="1", node_name="b")]
+    objects += [pod("cpu-1", cpu="4"), pod("gpu", gpus=1, cpu="40"), pod("cpu-2", cpu="4")]
+
+    def gpu_pod_to_b(session: Session) -> None:
+        statement = session.statement("allocate")
+        statement.allocate(
+            session.snapshot.tasks["default/gpu"], session.snapshot.nodes.names.index("b"), (), "test"
+        )
+        statement.commit()
+
+    assert one_then_another(objects, "cpu-1", "cpu-2", gpu_pod_to_b) == ["a", "b"]
