@@ -3,8 +3,9 @@ before ordering victims when no candidate of the queue has a lower priority (`Pr
 per queue until a commit) or none of those runs on a node the job may use
 (`Preempt._none_lower_within_reach`), consolidation's nodes with a candidate kept until the candidates'
 nodes change (`Consolidation._nodes_with_jobs`) and the jobs it considers kept until a commit
-(`Consolidation._considered`), and the victim order that ranks nothing when no candidate runs on a node
-the preemptor may use (`victim_order._nothing_to_order`).
+(`Consolidation._considered`), the victim order that ranks nothing when no candidate runs on a node
+the preemptor may use (`victim_order._nothing_to_order`), and the candidates and jobs with a pending pod
+one action hands the next, brought up to date by the decisions taken in between (`VictimInputs`).
 
 Generated clusters (preemptible and non-preemptible pods running on a few racks, some fragmented, pending
 pods of every priority class, some with a rack selector) go through allocate and the three victim actions
@@ -127,6 +128,9 @@ Outcome = tuple[list[str], dict[str, str], dict[str, tuple[object, ...]]]
 
 def _outcome(objects: list[Any], preemptees: int, *, plain: bool) -> Outcome:
     session = open_session(objects, SchedulerConfig(max_consolidation_preemptees=preemptees))
+    # (The shortcuts' run also checks the candidates and pending jobs each action brought up to date
+    # against the full walks: `VictimInputs`.)
+    session.verify_carried = not plain
     Allocate().execute(session)
     plain_actions = (PlainConsolidation(), Reclaim(), PlainPreempt())
     with ordering_every_time() if plain else nullcontext():
