@@ -15,7 +15,6 @@ from operator import attrgetter
 from kai_scheduler.api import constants as c
 from kai_scheduler.model.admission import AdmissionFacts
 from kai_scheduler.model.builder import (
-    annotation_preemption_delay,
     implicit_job,
     implicit_pod_group_name,
     is_gated,
@@ -35,8 +34,7 @@ from kai_scheduler.model.cache.nominations import Nominations
 from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
 from kai_scheduler.model.cache.rank_order import placed, sort_tail
 from kai_scheduler.model.job_changes import JobChangeLog
-from kai_scheduler.model.jobs import JobInfo, PodSet, TaskInfo, TaskStatus
-from kai_scheduler.model.priorities import is_preemptible
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.snapshot import PodState
 
@@ -262,7 +260,8 @@ class JobRebuild:
 
     def _make_lone(self, key: str, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
-        large cluster), as `_make_job` makes it, in one pass over the pod; None when the pod needs more
+        large cluster), as `_make_job` makes it (the job by `implicit_job`, its one task read off the pod
+        without `make_task`'s questions for sub-groups and strays); None when the pod needs more
         than the plain case (an annotation naming a PodGroup, a topology or no grouping, a gate, an
         admission, a sub-group label, no task)."""
         pod = state.pod
@@ -283,24 +282,9 @@ class JobRebuild:
         node = node_index.get(node_name, -1) if node_name else -1
         if status is None or (node_name and node < 0):
             return None
-        class_name = spec.priority_class_name or labels.get("priorityClassName")
-        priority = self._inputs.priorities.resolve(class_name, spec.priority)
-        queue = labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE)
-        namespace = pod.namespace
-        job = JobInfo(
-            namespace=namespace,
-            name=implicit_pod_group_name(pod),
-            queue=queue,
-            priority=priority,
-            preemptible=is_preemptible(labels.get(c.PREEMPTIBILITY_LABEL, ""), priority),
-            min_member=1,
-            rank=state.rank,
-            preemption_delay=annotation_preemption_delay(annotations.get(c.PREEMPTION_DELAY_ANNOTATION)),
-            created=state.created,
-        )
-        podset = PodSet("", 1)
-        job.podsets[""] = podset
-        reason = queue_problem(queue, self._inputs.queue_tree)
+        job = implicit_job(state, implicit_pod_group_name(pod), self._inputs.priorities)
+        podset = job.podsets[""]
+        reason = queue_problem(job.queue, self._inputs.queue_tree)
         times = self._times.by_job.get(key)
         if times is not None:
             stamp(job, times)
@@ -308,7 +292,7 @@ class JobRebuild:
         nominated = state.nominated_node
         request, placement, host_ports = self._asks.of(pod)
         task = TaskInfo(
-            namespace=namespace,
+            namespace=job.namespace,
             name=metadata.name,
             job=job,
             podset=podset,
