@@ -181,19 +181,17 @@ class ClusterCache:
 
     @delta
     def set_nodes(self, nodes: Iterable[Node]) -> None:
-        before = self._inputs.nodes
-        names = before.keys() - ()
-        if self._inputs.set_nodes(nodes):
-            after = self._inputs.nodes
-            if after.keys() == names:
-                self._changes.node_table = True  # the same nodes: their indexes in the jobs' tasks stay
-                edited = self._changes.edited_nodes
-                for name, node in after.items():
-                    if node is not before[name]:
-                        edited.setdefault(name, before[name])  # the first: what the table was made of
-            else:
-                self._changes.everything = True
-            self._version += 1
+        changed = self._inputs.set_nodes(nodes)
+        if changed is None:
+            return
+        if changed.same_names:
+            self._changes.node_table = True  # the same nodes: their indexes in the jobs' tasks stay
+            edited = self._changes.edited_nodes
+            for name, before in changed.replaced.items():
+                edited.setdefault(name, before)  # the first: what the table was made of
+        else:
+            self._changes.everything = True
+        self._version += 1
 
     @delta
     def set_queues(self, queues: Sequence[Queue]) -> None:
