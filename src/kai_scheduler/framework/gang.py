@@ -24,11 +24,16 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     """The pods of the job's next attempt, in placement order. Every action asks this of every pending
     job, and queue order asks it again, so the answer is kept until one of the job's pods changes status
     (the orders it depends on are fixed for the scheduler: it is carried to later cycles, `job_memos`)."""
+    return list(_kept_tasks(session, job))
+
+
+def _kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
+    """`tasks_to_allocate` as kept (not to be changed: callers that only read it are spared a copy)."""
     cached = session.next_tasks.get(job)
     if cached is None or cached[0] != job.version:
         cached = (job.version, fresh_tasks_to_allocate(session, job))
         session.next_tasks[job] = cached
-    return list(cached[1])
+    return cached[1]
 
 
 def next_request(session: Session, job: JobInfo) -> Resources:
@@ -38,7 +43,7 @@ def next_request(session: Session, job: JobInfo) -> Resources:
     cached = session.next_requests.get(job)
     smallest = session.snapshot.min_gpu_memory_mib
     if cached is None or cached[0] != job.version or cached[1] != smallest:
-        cached = (job.version, smallest, request_of(session, tasks_to_allocate(session, job)))
+        cached = (job.version, smallest, request_of(session, _kept_tasks(session, job)))
         session.next_requests[job] = cached
     return cached[2]
 
@@ -174,7 +179,7 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     # What is read may change from one cycle to the next with no change of the job (an AccountedResource
     # counting an annotation made): a signature carried from a cycle that read otherwise is not this one's.
     if cached is None or cached[0] != job.version or not _named(cached[1][-1], reads):
-        tasks = tasks_to_allocate(session, job)
+        tasks = _kept_tasks(session, job)
         signature = scheduling_signature(job, tasks, by_queue=by_queue, reads=reads)
         cached = kept[job] = (job.version, signature)
         other = session.shapes if by_queue else session.signatures

@@ -14,6 +14,7 @@ from kai_scheduler.framework.gang import (
     _choose,
     _pending,
     fresh_tasks_to_allocate,
+    next_request,
     next_signature,
     request_of,
     scheduling_signature,
@@ -154,3 +155,22 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
             job.version += 1
             expected = _choose(session, job, _pending)
             assert fresh_tasks_to_allocate(session, job) == expected, (job.key, job_min, min_sub_group)
+
+
+def test_asking_for_the_request_and_signature_leaves_the_kept_pods_as_handed_out() -> None:
+    """`next_request` and `next_signature` read the kept pods without a copy; `tasks_to_allocate` hands
+    out a copy, so a caller changing its list changes none of them (fails when the kept list is handed
+    out)."""
+    session = open_session([node("n0"), queue("q"), *gang("g", size=3, min_member=2, gpus=1)])
+    job = session.snapshot.jobs["default/g"]
+    asked = next_request(session, job).values()
+    signature = next_signature(session, job)
+    handed = tasks_to_allocate(session, job)
+    handed.clear()
+    assert _names(tasks_to_allocate(session, job)) == ["g-0", "g-1"]
+    assert next_request(session, job).values() == asked == (2.0, 2000.0, 2.0 * 2**30)
+    assert next_signature(session, job) == signature
+    session.next_requests.clear()
+    session.signatures.clear()
+    assert next_request(session, job).values() == asked
+    assert next_signature(session, job) == signature

@@ -215,3 +215,27 @@ def test_no_node_reporting_gpu_memory_counts_nothing() -> None:
     assert PodRequest(gpu_memory_mib=3000, gpu_devices=2).queue_gpus(None, 1000.0) == 6.0  # not capped
     session = open_session([node("n", gpus=1), queue("q"), shared("p", "q", 500)])
     assert request_of(session, [session.snapshot.tasks["default/p"]]).gpu == 0.0
+
+
+def test_a_placed_pod_counts_by_its_own_nodes_gpus_only_when_it_shares_one() -> None:
+    """Placed, a gpu-memory pod weighs its node's GPUs in its queue (400 of 2000 MiB: 0.2 GPU, where the
+    smallest GPU would make it 1.0); a fractional pod and a whole-GPU pod weigh what they ask on any node
+    (their node's GPU memory is not read)."""
+    objects = [
+        node("small", gpus=2, gpu_memory=400),
+        node("large", gpus=2, gpu_memory=2000),
+        queue("q"),
+        shared("by-memory", "q", 400),
+        pod("by-fraction", "q", fraction=0.5, cpu=None, memory=None),
+        pod("whole", "q", gpus=1, cpu=None, memory=None),
+    ]
+    session = open_session(objects)
+    large = session.snapshot.nodes.index["large"]
+    allocated = session.snapshot.queues["q"].allocated
+    for name, weighs in (("by-memory", 0.2), ("by-fraction", 0.5), ("whole", 1.0)):
+        before = allocated.gpu
+        task = session.snapshot.tasks[f"default/{name}"]
+        statement = session.statement("allocate")
+        statement.allocate(task, large, (), "test")  # (the queue's part reads no GPU group)
+        statement.commit()
+        assert abs(allocated.gpu - before - weighs) < 1e-9

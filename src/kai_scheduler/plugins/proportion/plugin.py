@@ -129,8 +129,12 @@ class ProportionPlugin:
     def _task_resources(self, task: TaskInfo) -> Resources:
         assert self._session is not None
         snapshot = self._session.snapshot
-        node_memory = float(snapshot.nodes.gpu_memory_mib[task.node]) if task.node >= 0 else None
-        return task.request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
+        request = task.request
+        # Only a shared GPU's request reads the node's GPU memory (`queue_gpus`): every other placement
+        # is spared reading one element of a numpy column.
+        on_node = request.shared_gpu is not None and task.node >= 0
+        node_memory = float(snapshot.nodes.gpu_memory_mib[task.node]) if on_node else None
+        return request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
 
     def _on_allocate(self, task: TaskInfo) -> None:
         self._shift(task, self._task_resources(task), 1.0)
@@ -301,12 +305,28 @@ class ProportionPlugin:
             for queue, _, _ in self._bounds(job.queue):
                 segment = segments.get(queue.name)
                 if segment is None:
+                    # Read field by field (no `values()` calls): a first cycle makes one a queue on the
+                    # path of most jobs it hands out.
+                    used, fixed, limit, deserved = (
+                        queue.allocated,
+                        queue.allocated_non_preemptible,
+                        queue.limit,
+                        queue.deserved,
+                    )
                     segment = segments[queue.name] = (
                         queue.name,
-                        *queue.allocated.values(),
-                        *queue.allocated_non_preemptible.values(),
-                        *queue.limit.values(),
-                        *queue.deserved.values(),
+                        used.gpu,
+                        used.cpu,
+                        used.memory,
+                        fixed.gpu,
+                        fixed.cpu,
+                        fixed.memory,
+                        limit.gpu,
+                        limit.cpu,
+                        limit.memory,
+                        deserved.gpu,
+                        deserved.cpu,
+                        deserved.memory,
                     )
                 values += segment
             self._path_values[job.queue] = values
