@@ -8,7 +8,7 @@ session is pure: it reads a snapshot and produces decisions, with no I/O.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -339,6 +339,9 @@ class Session:
         # The nodes passing a placement's static predicates, by placement, when they are few
         # (`_few_candidates`; None: too many).
         self._static_rows: dict[str, IntArray | None] = {}
+        # `usable_nodes` by the placements asked about, in the order first asked: the static masks stay
+        # the session's, and the victim actions ask again for every search (read-only, being shared).
+        self._usable: dict[tuple[str, ...], BoolArray] = {}
         self._wake_at: float | None = None
         # What each action tried (pod groups taken up, eviction scenarios), for metrics.
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
@@ -504,13 +507,34 @@ class Session:
         """Start from the masks and few candidate rows kept by placement from an earlier session whose
         static predicates answer alike (`static_masks`), and add to them."""
         self._static_masks, self._static_rows = masks, rows
+        self._usable.clear()
 
     def usable_nodes(self, tasks: Sequence[PodAsk]) -> BoolArray:
         """Nodes that pass the static predicates (selector, affinity, taints, cordon) of any of the tasks:
-        freeing resources anywhere else cannot help them."""
+        freeing resources anywhere else cannot help them. Kept by placements for the session (read-only);
+        with `verify_carried` worked out again, and a difference raises `CarriedMismatch`."""
+        placements = {task.placement.key: task.placement for task in tasks}
+        key = tuple(placements)
+        usable = self._usable.get(key)
+        if usable is None:
+            usable = self._usable[key] = self._usable_of(placements.values(), lambda p: self._static(p)[0])
+        elif self.verify_carried and not np.array_equal(
+            usable, self._usable_of(placements.values(), lambda p: self.static_masks_of(p)[0])
+        ):
+            from kai_scheduler.framework.job_memos import CarriedMismatch
+
+            raise CarriedMismatch(
+                f"the nodes usable by placements {key!r}, kept, differ from those worked out"
+            )
+        return usable
+
+    def _usable_of(
+        self, placements: Iterable[Placement], passing: Callable[[Placement], BoolArray]
+    ) -> BoolArray:
         usable = np.zeros(self.snapshot.nodes.size, dtype=np.bool_)
-        for placement in {task.placement.key: task.placement for task in tasks}.values():
-            usable |= self._static(placement)[0]
+        for placement in placements:
+            usable |= passing(placement)
+        usable.flags.writeable = False
         return usable
 
     def node_subsets(
