@@ -337,3 +337,22 @@ def test_flat_fairness_divides_among_leaf_queues() -> None:
 def test_flat_fairness_orders_leaf_queues_directly() -> None:
     decisions = one_cycle(_departments(), config(actions="allocate", fullHierarchyFairness=False))
     assert bound_order(decisions) == ["a1-0", "a2-0", "a1-1", "a2-1"]
+
+
+@pytest.mark.parametrize("dominant", ["gpu", "cpu", "memory"])
+@pytest.mark.parametrize("zero_share", [None, "gpu", "cpu", "memory"])
+def test_the_dominant_share_is_the_largest_ratio_of_any_resource(
+    dominant: str, zero_share: str | None
+) -> None:
+    """Each resource in turn the largest ratio, with each share in turn 0 (any use counts 1000 times
+    over) or none: the answer is the largest of the ratios, 0 with no use (fails when a resource is left
+    out or weighed with another's share)."""
+    from kai_scheduler.model.resources import RESOURCE_NAMES, Resources
+
+    used = {"gpu": 1.0, "cpu": 1.0, "memory": 1.0, dominant: 6.0}
+    shares = {"gpu": 4.0, "cpu": 2.0, "memory": 8.0}
+    if zero_share is not None:
+        shares[zero_share] = 0.0
+    ratios = [used[r] * 1000 if shares[r] == 0 else used[r] / shares[r] for r in RESOURCE_NAMES]
+    assert dominant_share(Resources(**used), shares) == max(ratios)
+    assert dominant_share(Resources(), shares) == 0.0
