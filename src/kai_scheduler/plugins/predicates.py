@@ -82,6 +82,9 @@ class NodeFacts:
     taint_numbers: dict[TaintKey, int]
     taint_kinds: IntArray
     soft_count: int  # nodes with a PreferNoSchedule taint
+    # A list of each number's (`_taint_key`: any list of the number answers alike), carried through a
+    # respecify so that the taint filter is not a walk over every node (0.2 ms at 5,000 nodes).
+    taint_examples: dict[int, list[Any]]
 
     @property
     def soft_taints(self) -> bool:
@@ -97,7 +100,7 @@ class NodeFacts:
                 "node(s) didn't match Pod's node affinity/selector",
                 make_affinity_filter(self.labels),
             ),
-            ("taints", "node(s) had untolerated taint", _taint_filter(self.taints, self.taint_kinds)),
+            ("taints", "node(s) had untolerated taint", _taint_filter(self.taint_examples, self.taint_kinds)),
         ]
 
     @classmethod
@@ -114,6 +117,7 @@ class NodeFacts:
             numbers,
             kinds,
             sum(1 for node_taints in taints if _soft(node_taints)),
+            {kind: node_taints for node_taints, kind in zip(taints, kinds.tolist(), strict=True)},
         )
 
     def respecified(self, specs: list[NodeSpecInfo]) -> NodeFacts | None:
@@ -128,15 +132,17 @@ class NodeFacts:
             return None
         schedulable, ready, kinds = self.schedulable.copy(), self.ready.copy(), self.taint_kinds.copy()
         taints, numbers, soft_count = list(self.taints), dict(self.taint_numbers), self.soft_count
+        examples = dict(self.taint_examples)
         for row in rows:
             spec = specs[row]
             schedulable[row], ready[row] = _not_cordoned(spec), spec.ready
             soft_count -= _soft(taints[row])
             taints[row] = list(spec.taints)
             soft_count += _soft(taints[row])
-            kinds[row] = numbers.setdefault(_taint_key(taints[row]), len(numbers))
+            kind = kinds[row] = numbers.setdefault(_taint_key(taints[row]), len(numbers))
+            examples.setdefault(kind, taints[row])
         labels = self.labels.respecified(specs, rows)
-        return NodeFacts(specs, schedulable, ready, labels, taints, numbers, kinds, soft_count)
+        return NodeFacts(specs, schedulable, ready, labels, taints, numbers, kinds, soft_count, examples)
 
 
 # The facts of the last few node tables, by their specs (one list per table: a change to any node builds a
@@ -240,10 +246,9 @@ def make_affinity_filter(labels: _LabelIndex) -> StaticPredicate:
     return selected_nodes
 
 
-def _taint_filter(taints: list[list[Any]], kinds: IntArray) -> StaticPredicate:
-    """Nodes whose taints (`taints`; each node's list as a number, `kinds`) the placement tolerates: each
-    distinct list checked once."""
-    examples = {kind: node_taints for node_taints, kind in zip(taints, kinds.tolist(), strict=True)}
+def _taint_filter(examples: dict[int, list[Any]], kinds: IntArray) -> StaticPredicate:
+    """Nodes whose taints (each node's list as a number, `kinds`; a list of each number's, `examples`) the
+    placement tolerates: each distinct list checked once."""
     size = int(kinds.max(initial=-1)) + 1
 
     def tolerated_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:

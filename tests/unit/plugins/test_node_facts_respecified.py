@@ -100,3 +100,12 @@ def test_a_respecified_node_alone_turns_prefer_no_schedule_on_and_off() -> None:
     assert turned_on is not None and turned_on.soft_taints
     turned_off = turned_on.respecified(plain)
     assert turned_off is not None and not turned_off.soft_taints
+
+
+def test_a_taint_no_node_had_is_checked_on_its_respecified_node() -> None:
+    plain = [spec(f"n{i:02d}", (False, True, "z1", "r1", 0)) for i in range(16)]
+    for taints in range(1, len(TAINTS)):  # each list new to the carried facts' numbers and examples
+        tainted = [*plain[:-1], spec("n15", (False, True, "z1", "r1", taints))]
+        carried = NodeFacts.of(plain).respecified(tainted)
+        assert carried is not None
+        assert answers(carried) == answers(NodeFacts.of(tainted))
