@@ -69,8 +69,13 @@ class ProportionPlugin:
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
         # session for the queues whose other inputs stay (`_carry_order_keys`).
         self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
-        # Each queue's allocation when the victim search for the current reclaimer started.
-        self._before: dict[str, Resources] = {}
+        # Each queue's allocation when the current victim search started, saved as the queue's allocation
+        # first moves since (`_shift`): a queue not in it has not moved. A search moves a few queues, and
+        # copying every queue's allocation for each search grew with the searches times the queues.
+        # None before the session's first search.
+        self._before: dict[str, Resources] | None = None
+        # With `verify_carried`: every queue's allocation copied as the search started, to compare with.
+        self._before_full: dict[str, Resources] | None = None
         # victim_queue_key's parts that depend on the queue and its allocation only.
         self._victim_keys: dict[tuple[str, float, float, float], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
         # `_reclaim_sides` by reclaimer and victim queue.
@@ -81,6 +86,7 @@ class ProportionPlugin:
     def on_session_open(self, session: Session) -> None:
         self._session = session
         self._chains = {}
+        self._before = self._before_full = None
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
         # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
@@ -155,9 +161,12 @@ class ProportionPlugin:
         segments = self._segments
         gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         non_preemptible = not task.job.preemptible
+        before = self._before
         for queue in chain:
             segments.pop(queue.name, None)
             allocated = queue.allocated
+            if before is not None and queue.name not in before:
+                before[queue.name] = allocated.copy()
             allocated.gpu += gpu
             allocated.cpu += cpu
             allocated.memory += memory
@@ -461,7 +470,23 @@ class ProportionPlugin:
 
     def _remember_allocations(self) -> None:
         assert self._session is not None
-        self._before = {q.name: q.allocated.copy() for q in self._session.snapshot.queues}
+        self._before = {}
+        if self._session.verify_carried:
+            self._before_full = {q.name: q.allocated.copy() for q in self._session.snapshot.queues}
+
+    def _allocations_before(self) -> dict[str, Resources]:
+        """The allocations of the queues that moved since the search started, as they were then (the
+        others are as they are now); with `verify_carried` compared with every queue's copied then."""
+        assert self._session is not None
+        before = self._before if self._before is not None else {}
+        if self._before_full is not None:
+            for queue in self._session.snapshot.queues:
+                if before.get(queue.name, queue.allocated) != self._before_full[queue.name]:
+                    raise CarriedMismatch(
+                        f"queue {queue.name}: its allocation as the victim search started, saved as it "
+                        "first moved, differs from the copy taken then"
+                    )
+        return before
 
     def reclaim_is_fair(self, reclaimer: JobInfo, request: Resources, victims: Sequence[TaskInfo]) -> bool:
         """KAI's reclaim rules, judged per victim unit and compared where the two queues' branches of
@@ -478,7 +503,7 @@ class ProportionPlugin:
         session = self._session
         queues = session.snapshot.queues
         total = session.snapshot.capacity
-        before = self._before
+        before = self._allocations_before()
         reclaimer_path = list(reversed(queues.ancestry(reclaimer.queue)))
         remaining: dict[str, Resources] = {}
         involved: dict[str, set[str]] = {}
