@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.framework import alike_nodes
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
@@ -120,6 +121,22 @@ class NodeFacts:
             {kind: node_taints for node_taints, kind in zip(taints, kinds.tolist(), strict=True)},
         )
 
+    def alike(self, other: NodeFacts) -> bool:
+        """Whether these facts answer every filter as `other`, of the same specs, does (the taint lists'
+        numbers and the label keys asked so far may differ)."""
+        examples = self.taint_examples
+        return (
+            np.array_equal(self.schedulable, other.schedulable)
+            and np.array_equal(self.ready, other.ready)
+            and self.taints == other.taints
+            and self.soft_count == other.soft_count
+            and all(
+                _taint_key(examples[kind]) == _taint_key(node_taints)
+                for kind, node_taints in zip(self.taint_kinds.tolist(), self.taints, strict=True)
+            )
+            and self.labels.alike(other.labels)
+        )
+
     def respecified(self, specs: list[NodeSpecInfo]) -> NodeFacts | None:
         """The facts of `specs`, these facts' nodes with a few of them given new static facts
         (`NodeTable.respecify`: a cordon, a label, a taint), worked out for those rows alone (every fact is
@@ -153,16 +170,27 @@ _FACTS_KEPT = 8
 _facts: dict[int, NodeFacts] = {}
 
 
-def _node_facts(specs: list[NodeSpecInfo]) -> NodeFacts:
+def _node_facts(specs: list[NodeSpecInfo], *, verify: bool = False) -> NodeFacts:
+    """The facts of `specs`, kept or carried from the last ones when it can; with `verify`
+    (`KAI_SCHEDULER_VERIFY_REUSE`) those are compared with the facts made afresh, a difference raising
+    `CarriedMismatch`."""
     known = _facts.get(id(specs))
     if known is not None and known.specs is specs:
-        return known
+        return _verified(known) if verify else known
     last = next(reversed(_facts.values()), None)
-    facts = last.respecified(specs) if last is not None else None
+    carried = last.respecified(specs) if last is not None else None
     if len(_facts) >= _FACTS_KEPT:
         del _facts[next(iter(_facts))]  # the oldest
     _facts.pop(id(specs), None)  # (a list gone, whose id a new one took): the newest goes last
-    facts = _facts[id(specs)] = facts if facts is not None else NodeFacts.of(specs)
+    if carried is not None and verify:
+        _verified(carried)
+    facts = _facts[id(specs)] = carried if carried is not None else NodeFacts.of(specs)
+    return facts
+
+
+def _verified(facts: NodeFacts) -> NodeFacts:
+    if not facts.alike(NodeFacts.of(facts.specs)):
+        raise CarriedMismatch(f"the node facts kept or carried for {len(facts.specs)} nodes are not theirs")
     return facts
 
 
@@ -200,6 +228,14 @@ class _LabelIndex:
         if number is None:
             return np.zeros(len(self._specs), dtype=np.bool_)
         return np.asarray(ids_of_nodes == number, dtype=np.bool_)
+
+    def alike(self, other: _LabelIndex) -> bool:
+        """Whether every label value asked of this index so far selects the nodes it does in `other`."""
+        return all(
+            np.array_equal(self.having(key, value), other.having(key, value))
+            for key, (_, numbers) in self._keys.items()
+            for value in numbers
+        )
 
     def respecified(self, specs: list[NodeSpecInfo], rows: list[int]) -> _LabelIndex:
         """The index of `specs`, which differ from this one's at `rows` only: the label keys asked so far
@@ -285,7 +321,7 @@ class PredicatesPlugin:
 
     def on_session_open(self, session: Session) -> None:
         nodes = session.snapshot.nodes
-        facts = _node_facts(nodes.specs)
+        facts = _node_facts(nodes.specs, verify=session.verify_carried)
         taints = facts.taints
         points = session.points
         points.static_predicates.extend(facts.filters)

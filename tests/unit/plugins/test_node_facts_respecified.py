@@ -4,13 +4,17 @@ again; they answer every filter as facts built from the whole table do."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kai_scheduler.api.objects import Taint, Toleration
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.model.jobs import Placement
 from kai_scheduler.model.nodes import NodeSpecInfo, NodeTable
-from kai_scheduler.plugins.predicates import NodeFacts
+from kai_scheduler.plugins.predicates import NodeFacts, _verified
 
 ZONES = ("z1", "z2", "z3")
 TAINTS = (
@@ -109,3 +113,20 @@ def test_a_taint_no_node_had_is_checked_on_its_respecified_node() -> None:
         carried = NodeFacts.of(plain).respecified(tainted)
         assert carried is not None
         assert answers(carried) == answers(NodeFacts.of(tainted))
+
+
+def test_verifying_raises_on_carried_facts_that_are_not_their_nodes() -> None:
+    plain = [spec(f"n{i:02d}", (False, True, "z1", "r1", 0)) for i in range(16)]
+    cordoned = [*plain[:-1], spec("n15", (True, True, "z2", "r1", 1))]
+    facts = NodeFacts.of(plain)
+    answers(facts)  # label keys asked, which the check compares too
+    carried = facts.respecified(cordoned)
+    assert carried is not None and carried.alike(NodeFacts.of(cordoned))
+    for wrong in (
+        replace(carried, schedulable=facts.schedulable),  # the cordon left out
+        replace(carried, taint_examples=facts.taint_examples | {1: []}),  # another list for a number
+        replace(carried, labels=facts.labels),  # the zone read before
+    ):
+        assert not wrong.alike(NodeFacts.of(cordoned))
+        with pytest.raises(CarriedMismatch):
+            _verified(wrong)
