@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from helpers import gang, node, open_session, queue
 from kai_scheduler.actions.allocate import place_job_tasks
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import QueueOrderedJobs, keyed_by_leaf
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.session import Session
@@ -153,7 +153,7 @@ def test_the_quiet_order_is_the_order_from_scratch_until_a_placement(
     """`QuietOrder` hands out the jobs the reference pops while nothing is placed; from the first placement
     on (drawn at some job, or none), a job queue of the jobs it has not handed out, with the placed job
     pushed back, pops as the reference does through more placements, and a quiet order of the jobs that
-    queue has left (`waiting`) hands out the rest as the reference does."""
+    queue has left (`waiting_keyed`) hands out the rest as the reference does."""
     session = open_session(objects)
     jobs = [
         job
@@ -162,14 +162,17 @@ def test_the_quiet_order_is_the_order_from_scratch_until_a_placement(
     ]
     reads = session.points.queue_order_reads
     assert reads is not None
-    order, reference = QuietOrder(session, jobs, reads), Reference(session, jobs, None)
+    order, reference = (
+        QuietOrder(session, keyed_by_leaf(session, jobs), reads),
+        Reference(session, jobs, None),
+    )
     stop = data.draw(st.integers(0, len(jobs)))  # the job whose attempt is made (0: none)
     rest: QueueOrderedJobs | None = None
     for handed_out, job in enumerate(order, 1):
         assert job is reference.pop()
         if handed_out == stop:
             placed = place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
-            rest = QueueOrderedJobs(session, order.remaining())
+            rest = QueueOrderedJobs.of_keyed(session, order.remaining())
             if placed and job.has_pending():
                 rest.push(job)
                 reference.push(job)
@@ -180,7 +183,7 @@ def test_the_quiet_order_is_the_order_from_scratch_until_a_placement(
     for _ in range(400):
         if data.draw(st.integers(0, 9)) == 0:
             # Back to the quiet order of the jobs the queue has not handed out: to the end, placing nothing.
-            for quiet in QuietOrder(session, rest.waiting(), reads):
+            for quiet in QuietOrder(session, rest.waiting_keyed(), reads):
                 assert quiet is reference.pop()
             assert reference.pop() is None
             return

@@ -23,7 +23,7 @@ import pytest
 from helpers import node, pod, pod_group, queue
 from kai_scheduler.actions import allocate
 from kai_scheduler.actions.allocate import _Walk
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.api.objects import ApiObject, Node, Queue
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV, ReuseMismatch
@@ -505,13 +505,13 @@ def _quiet_walks(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     walks: list[int | None] = []
     original_init, original_remaining = QuietOrder.__init__, QuietOrder.remaining
 
-    def init(order: QuietOrder, session: Session, jobs: list[JobInfo], reads: Any) -> None:
+    def init(order: QuietOrder, session: Session, by_leaf: KeyedJobs, reads: Any) -> None:
         walks.append(None)
-        original_init(order, session, jobs, reads)
+        original_init(order, session, by_leaf, reads)
 
-    def remaining(order: QuietOrder) -> list[JobInfo]:
+    def remaining(order: QuietOrder) -> KeyedJobs:
         left = original_remaining(order)
-        walks[-1] = len(left)
+        walks[-1] = sum(map(len, left.values()))
         return left
 
     monkeypatch.setattr(QuietOrder, "__init__", init)
@@ -540,9 +540,27 @@ def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyP
     """An arrival that cannot fit on the full backlog: the walk takes every job up in the quiet order and
     pops none from the job queue, where the plain walk pops each (the debug variable would pop one too).
     After a completion the first job takes the freed node: the job queue hands out the next jobs until
-    `_CALM_POPS` in a row placed nothing, and the quiet order the rest."""
+    `_CALM_POPS` in a row placed nothing, and the quiet order the rest. The orders hand one another the
+    jobs keyed: the walk keys each job once, and the placed one again as it is pushed back."""
     monkeypatch.delenv(VERIFY_ENV, raising=False)
     pops: list[JobInfo] = []
+    keyed: list[JobInfo] = []  # the jobs keyed in allocate's walks
+    job_order_key, in_quiet_order = Session.job_order_key, _Walk.in_quiet_order
+    walking = False
+
+    def counted_key(session: Session, job: JobInfo) -> tuple[Any, ...]:
+        if walking:
+            keyed.append(job)
+        return job_order_key(session, job)
+
+    def counted_walk(walk: _Walk, jobs: list[JobInfo], reads: Any) -> None:
+        nonlocal walking
+        walking = True
+        in_quiet_order(walk, jobs, reads)
+        walking = False
+
+    monkeypatch.setattr(Session, "job_order_key", counted_key)
+    monkeypatch.setattr(_Walk, "in_quiet_order", counted_walk)
 
     class Counted(QueueOrderedJobs):
         def pop(self) -> JobInfo | None:
@@ -562,9 +580,11 @@ def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyP
     _, arrival = sim._cycle(20.0, 2)
     assert not arrival.decisions and "default/pg-late" in arrival.unschedulable
     assert walks == [None, None] and not pops
+    keyed.clear()
     _, completion = sim._cycle(30.0, 3)
     assert [d.type for d in completion.decisions if d.action == "allocate"] == ["bind"]
     assert walks[2:] == [60, None] and len(pops) == allocate._CALM_POPS
+    assert len(keyed) == len(set(keyed)) == 61
     monkeypatch.setattr(
         _Walk, "in_quiet_order", lambda walk, jobs, _: walk.take_up(Counted(walk.session, jobs), None)
     )

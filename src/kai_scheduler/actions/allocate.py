@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from kai_scheduler.actions.job_queue import QueueOrderedJobs
+from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs, keyed_by_leaf
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
@@ -165,15 +165,15 @@ class _Walk:
         does not hand out raises `CarriedMismatch`."""
         session = self.session
         check = QueueOrderedJobs(session, jobs) if session.verify_carried else None
-        returns = 0
+        returns, keyed = 0, keyed_by_leaf(session, jobs)
         while True:
-            rest = self._until_moved(QuietOrder(session, jobs, reads), check)
+            rest = self._until_moved(QuietOrder(session, keyed, reads), check)
             if rest is None:
                 break
             left = self.take_up(rest, check, _CALM_POPS if returns < _MOST_RETURNS else None)
             if left is None:
                 return
-            jobs, returns = left, returns + 1
+            keyed, returns = left, returns + 1
         if check is not None:
             _check_same(check.pop(), None)
 
@@ -192,7 +192,7 @@ class _Walk:
             attempts = self.attempts
             placed = self.step(job)
             if placed or (attempts != self.attempts and _chain_allocation(session, queue) != allocation):
-                rest = QueueOrderedJobs(session, order.remaining())
+                rest = QueueOrderedJobs.of_keyed(session, order.remaining())
                 if placed and job.has_pending():
                     rest.push(job)
                     if check is not None:
@@ -202,7 +202,7 @@ class _Walk:
 
     def take_up(
         self, queue: QueueOrderedJobs, check: QueueOrderedJobs | None, calm: int | None = None
-    ) -> list[JobInfo] | None:
+    ) -> KeyedJobs | None:
         """Take up the jobs `queue` hands out, a placed one with pods left handed back, until it runs out
         (None), or (`calm` given) until that many jobs in a row placed nothing: then the jobs left. With
         `check`, a job queue popped and pushed alike (`verify`)."""
@@ -213,7 +213,7 @@ class _Walk:
             if not self.step(job):
                 quiet += 1
                 if quiet == calm:
-                    return queue.waiting()
+                    return queue.waiting_keyed()
                 continue
             quiet = 0
             if job.has_pending():

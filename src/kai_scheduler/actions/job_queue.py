@@ -37,7 +37,10 @@ from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
 # A leaf's entry: the job order key, then the push counter (never compares two jobs).
-_Entry = tuple[tuple[Any, ...], int, JobInfo]
+JobEntry = tuple[tuple[Any, ...], int, JobInfo]
+# Each leaf queue's entries by its name: how the job queue and the quiet order (`actions.quiet_order`)
+# hand one another the jobs left, keyed once a walk.
+KeyedJobs = dict[str, list[JobEntry]]
 _UNKNOWN: Final = object()  # a value read not yet asked in the stretch (`_firsts`)
 
 
@@ -47,12 +50,15 @@ class _LeafJobs:
 
     __slots__ = ("_pushed", "_sorted")
 
-    def __init__(self, initial: list[_Entry]) -> None:
-        initial.sort(reverse=True)
+    def __init__(self, initial: list[JobEntry], ascending: bool = False) -> None:
+        if ascending:  # sorted already, smallest first
+            initial.reverse()
+        else:
+            initial.sort(reverse=True)
         self._sorted = initial
-        self._pushed: list[_Entry] = []
+        self._pushed: list[JobEntry] = []
 
-    def push(self, entry: _Entry) -> None:
+    def push(self, entry: JobEntry) -> None:
         heapq.heappush(self._pushed, entry)
 
     def head(self) -> JobInfo | None:
@@ -73,6 +79,14 @@ class _LeafJobs:
 
     def __bool__(self) -> bool:
         return bool(self._sorted) or bool(self._pushed)
+
+    def entries(self) -> list[JobEntry]:
+        """The entries left, smallest first."""
+        entries = self._sorted[::-1]
+        if self._pushed:
+            entries += self._pushed
+            entries.sort()  # two sorted runs
+        return entries
 
     def jobs(self) -> list[JobInfo]:
         """The jobs left, those given at the start in order, then those pushed back."""
@@ -144,17 +158,20 @@ class QueueOrderedJobs:
         self._firsts: dict[Hashable, object] = {}
         # The rank the root queue the last job came from had when it was handed out.
         self.popped_rank: tuple[Any, ...] = ()
-        initial: dict[str, list[_Entry]] = {}
-        key_of, counter = self._job_order_key, 0
-        for job in jobs:
-            counter += 1
-            entries = initial.get(job.queue)
-            if entries is None:
-                entries = initial[job.queue] = []
-            entries.append((key_of(job), counter, job))
-        self._counter = counter
-        for name, entries in initial.items():
-            self._leaves[name] = _LeafJobs(entries)
+        self._start(keyed_by_leaf(session, jobs), ascending=False)
+
+    @classmethod
+    def of_keyed(cls, session: Session, keyed: KeyedJobs) -> QueueOrderedJobs:
+        """The job queue of the jobs `keyed` (each leaf's entries smallest first, keyed by this session's
+        job order: a job's key moves only when it is pushed back), without keying them again."""
+        queue = cls(session, ())
+        queue._start(keyed, ascending=True)
+        return queue
+
+    def _start(self, keyed: KeyedJobs, ascending: bool) -> None:
+        for name, entries in keyed.items():
+            self._counter += len(entries)  # (entries never tie on their keys: see the module doc)
+            self._leaves[name] = _LeafJobs(entries, ascending)
             self._mark(self._node(name))
 
     def push(self, job: JobInfo) -> None:
@@ -240,8 +257,17 @@ class QueueOrderedJobs:
         return any(self._leaves.values())
 
     def waiting(self) -> list[JobInfo]:
-        """The jobs not handed out yet (for another order of them: `actions.quiet_order`)."""
+        """The jobs not handed out yet."""
         return [job for leaf in self._leaves.values() for job in leaf.jobs()]
+
+    def waiting_keyed(self) -> KeyedJobs:
+        """The entries not handed out yet by leaf, smallest first (for another order of them:
+        `actions.quiet_order`)."""
+        keyed: KeyedJobs = {}
+        for name, leaf in self._leaves.items():
+            if leaf:
+                keyed[name] = leaf.entries()
+        return keyed
 
     def _leaf(self, name: str) -> _LeafJobs:
         leaf = self._leaves.get(name)
@@ -347,6 +373,18 @@ def _allocation(node: _Node) -> tuple[float, float, float]:
     """The allocation of `node`'s queue, as its kept ranks are compared with (`_Node.ranked_at`)."""
     allocated = node.queue.allocated
     return (allocated.gpu, allocated.cpu, allocated.memory)
+
+
+def keyed_by_leaf(session: Session, jobs: Iterable[JobInfo]) -> KeyedJobs:
+    """`jobs`' entries by leaf queue, in the order given (the counter counts from 1)."""
+    keyed: KeyedJobs = {}
+    key_of = session.job_order_key
+    for counter, job in enumerate(jobs, 1):
+        entries = keyed.get(job.queue)
+        if entries is None:
+            entries = keyed[job.queue] = []
+        entries.append((key_of(job), counter, job))
+    return keyed
 
 
 def with_pending(snapshot: ClusterSnapshot) -> list[JobInfo]:

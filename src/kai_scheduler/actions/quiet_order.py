@@ -12,6 +12,8 @@ comparison a level while it stays first), each rank looked up by what is read (`
 The order holds only while nothing moves: the walk that reads it stops at the first attempt that moved
 an allocation, and `remaining` gives the jobs not handed out yet, for a job queue of the usual kind to
 carry on with (it hands them out as the queue of every job would from there on: its entries never tie).
+The two hand one another each leaf's entries (job order key, counter, job) sorted, so that a walk keys a
+job once (and again only when it is pushed back), as the queue of every job does.
 A queue depth per action reads what was handed out, so it is not for this order.
 """
 
@@ -21,6 +23,7 @@ import heapq
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
+from kai_scheduler.actions.job_queue import JobEntry, KeyedJobs
 from kai_scheduler.framework.session import QueueOrderKey, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
@@ -35,6 +38,7 @@ class _Queue:
 
     __slots__ = (
         "best",
+        "entries",
         "head",
         "jobs",
         "others",
@@ -51,6 +55,7 @@ class _Queue:
         self.parent = parent
         self.ranks: dict[Hashable, tuple[Any, ...]] = {}
         self.head: tuple[Hashable, JobInfo, _Queue] | None = None
+        self.entries: list[JobEntry] = []
         self.jobs: list[JobInfo] = []
         self.taken = 0
         self.best: _Queue | None = None
@@ -58,21 +63,15 @@ class _Queue:
 
 
 class QuietOrder:
-    """`jobs` in the order a `QueueOrderedJobs` of them hands them out while nothing moves. `reads` is
-    the session's `queue_order_reads`, whose queue order is `session.points.queue_order`."""
+    """The jobs `by_leaf` in the order a `QueueOrderedJobs` of them hands them out while nothing moves.
+    `by_leaf`: each leaf's entries (`job_queue.keyed_by_leaf`; sorted here). `reads` is the session's
+    `queue_order_reads`, whose queue order is `session.points.queue_order`."""
 
-    def __init__(self, session: Session, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> None:
+    def __init__(self, session: Session, by_leaf: KeyedJobs, reads: Callable[[JobInfo], Hashable]) -> None:
         order = session.points.queue_order
         assert order is not None, "a queue order that reads jobs"
         self._order: QueueOrderKey = order
         self._reads = reads
-        key_of = session.job_order_key
-        by_leaf: dict[str, list[tuple[tuple[Any, ...], int, JobInfo]]] = {}
-        for counter, job in enumerate(jobs):
-            entries = by_leaf.get(job.queue)
-            if entries is None:
-                entries = by_leaf[job.queue] = []
-            entries.append((key_of(job), counter, job))
         self._by_leaf = by_leaf
         self._leaves: dict[str, _Queue] = {}  # the leaves of the tree with jobs
         queues = session.snapshot.queues
@@ -88,7 +87,8 @@ class QuietOrder:
                     entries = by_leaf.get(name)
                     if not entries:
                         continue
-                    entries.sort()  # as the job queue orders a leaf (keys never tie)
+                    entries.sort()  # as the job queue orders a leaf (keys never tie; a run if sorted)
+                    child.entries = entries
                     child.jobs = [job for _, _, job in entries]
                     self._leaves[name] = child
                     first = child.jobs[0]
@@ -147,11 +147,12 @@ class QuietOrder:
                 parent.head = None if best is None else best.head
                 node = parent
 
-    def remaining(self) -> list[JobInfo]:
-        """The jobs not handed out yet, a leaf's in job order (a job queue of them sorts them again in
-        one pass)."""
-        left: list[JobInfo] = []
+    def remaining(self) -> KeyedJobs:
+        """The entries not handed out yet by leaf, smallest first (`QueueOrderedJobs.of_keyed`)."""
+        left: KeyedJobs = {}
         for name, entries in self._by_leaf.items():
             leaf = self._leaves.get(name)
-            left.extend(leaf.jobs[leaf.taken :] if leaf is not None else (job for _, _, job in entries))
+            rest = leaf.entries[leaf.taken :] if leaf is not None else sorted(entries)  # (not in the tree)
+            if rest:
+                left[name] = rest
         return left
