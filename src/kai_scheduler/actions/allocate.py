@@ -47,12 +47,26 @@ class Allocate:
         walk = _Walk(session, self.name)
         depth = session.config.queue_depth_per_action.get(self.name)
         reads = session.points.queue_order_reads if session.points.queue_order is not None else None
-        # (A depth reads what was handed out; holds made for unplaced jobs are not an order to read ahead.)
-        if reads is not None and depth is None and walk.holds is None:
+        # (A depth reads what was handed out; holds made for unplaced jobs are not an order to read ahead;
+        # a merge picks the job queue's child only where the order is a strict weak ordering.)
+        if reads is not None and depth is None and walk.holds is None and _merge_picks_alike(session):
             walk.in_quiet_order(candidates, reads)
         else:
             walk.take_up(QueueOrderedJobs(session, candidates, depth), None)
         walk.end()
+
+
+def _merge_picks_alike(session: Session) -> bool:
+    """Whether the queue order ranks every queue's children (and the roots) by a strict weak ordering
+    (`ExtensionPoints.queue_order_weak`), so that the quiet order's merge by heap hands out what the job
+    queue's scan does; with a cycle among three siblings the two pick differently."""
+    weak = session.points.queue_order_weak
+    if weak is None:
+        return False
+    queues = session.snapshot.queues
+    return weak([queues[name] for name in queues.roots]) and all(
+        weak([queues[name] for name in queue.children]) for queue in queues if not queue.is_leaf
+    )
 
 
 # Jobs in a row that placed nothing after which the walk goes back from the job queue to the quiet order

@@ -120,6 +120,10 @@ class ExtensionPoints:
     # only on it, the queue's allocation (`QueueInfo.allocated`) and what is fixed for the session: the job
     # queue keeps each queue's ranks by it while the allocation stays (`actions.job_queue`).
     queue_order_reads: Callable[[JobInfo], Hashable] | None = None
+    # Whether `queue_order` ranks these sibling queues by a strict weak ordering whatever jobs they hand out
+    # (None: not said). The job queue picks the first child with the smallest key by a scan with `<`; a
+    # merge by heap (`actions.quiet_order`) picks the same child only under such an ordering.
+    queue_order_weak: Callable[[Sequence[QueueInfo]], bool] | None = None
     # (name, the words of a refusal, the predicate): each reads of a pod only its placement constraints,
     # and of the cluster only the nodes' specs and the storage objects (`static_masks` keeps their answers
     # from one session to the next while those stay).

@@ -65,6 +65,9 @@ class ProportionPlugin:
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
+        # `_siblings_weakly_ordered` by the siblings' allocatable shares (kept across sessions: it reads
+        # nothing else, and a cluster's queues keep their shares from one cycle to the next).
+        self._weakly_ordered: dict[tuple[tuple[float, float, float], ...], bool] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
         # session for the queues whose other inputs stay (`_carry_order_keys`).
@@ -106,6 +109,7 @@ class ProportionPlugin:
         points = session.points
         points.queue_order = self.queue_order_key
         points.queue_order_reads = self._order_reads
+        points.queue_order_weak = self._siblings_weakly_ordered
         points.job_capacity_checks.append(self.over_limit)
         points.job_capacity_checks.append(self.non_preemptible_over_quota)
         points.job_capacity_inputs[self.over_limit] = self._path_inputs
@@ -206,6 +210,19 @@ class ProportionPlugin:
         assert self._session is not None
         request = next_request(self._session, job)
         return (request.gpu, request.cpu, request.memory)
+
+    def _siblings_weakly_ordered(self, queues: Sequence[QueueInfo]) -> bool:
+        """Whether `queue_order_key` ranks `queues` (siblings) by a strict weak ordering, whatever their
+        jobs ask. Criteria 1-6 and the creation rank are numbers; criterion 7 (`SmallerAllocatableShare`)
+        is one when the siblings' allocatable shares, the distinct ones, are totally ordered by
+        dominance. Two siblings always are: a heap and a scan pick alike between two."""
+        if len(queues) < 3:
+            return True
+        shares = tuple(self._allocatable_shares(queue) for queue in queues)
+        known = self._weakly_ordered.get(shares)
+        if known is None:
+            known = self._weakly_ordered[shares] = _dominance_is_total(set(shares))
+        return known
 
     def _carry_order_keys(self, carried: CarriedQueueOrder, *, verify: bool) -> None:
         """Start from the last session's queue order keys that this one would work out again (`verify`:
@@ -678,6 +695,18 @@ def _same_order_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         else type(x) is type(y) and x == y
         for x, y in zip(a, b, strict=True)
     )
+
+
+def _dominance_is_total(shares: set[tuple[float, float, float]]) -> bool:
+    """Whether `_dominates` orders `shares` totally: every two compare, and no three make a cycle (with
+    `EPSILON` the relation need not be transitive): the i-th of n dominates exactly n - 1 - i others."""
+    distinct = list(shares)
+    for index, a in enumerate(distinct):
+        for b in distinct[index + 1 :]:
+            if not _dominates(a, b) and not _dominates(b, a):
+                return False
+    dominated = sorted(sum(1 for b in distinct if _dominates(a, b)) for a in distinct)
+    return dominated == list(range(len(distinct)))
 
 
 def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
