@@ -14,7 +14,10 @@ an allocation, and `remaining` gives the jobs not handed out yet, for a job queu
 carry on with (it hands them out as the queue of every job would from there on: its entries never tie).
 The two hand one another each leaf's entries (job order key, counter, job) sorted, so that a walk keys a
 job once (and again only when it is pushed back), as the queue of every job does.
-A queue depth per action reads what was handed out, so it is not for this order.
+A queue depth per action reads what was handed out, so it is not for this order. Nor is a queue order
+that is not a strict weak ordering of some queue's children (`ExtensionPoints.queue_order_weak`): the job
+queue picks the first child with the smallest rank by a scan with `<`, and where three siblings' ranks
+make a cycle a heap picks another (allocate then reads the job queue).
 """
 
 from __future__ import annotations
