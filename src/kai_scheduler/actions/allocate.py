@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs, keyed_by_leaf
+from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs, allocation_of, keyed_by_leaf
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
@@ -251,7 +251,7 @@ def _chain_allocation(session: Session, queue: str) -> list[tuple[float, float, 
     queues = session.snapshot.queues
     if queue not in queues:
         return []
-    return [(q.allocated.gpu, q.allocated.cpu, q.allocated.memory) for q in queues.ancestry(queue)]
+    return [allocation_of(q) for q in queues.ancestry(queue)]
 
 
 def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:

@@ -88,10 +88,6 @@ class _LeafJobs:
             entries.sort()  # two sorted runs
         return entries
 
-    def jobs(self) -> list[JobInfo]:
-        """The jobs left, those given at the start in order, then those pushed back."""
-        return [entry[2] for entry in reversed(self._sorted)] + [entry[2] for entry in self._pushed]
-
 
 class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
@@ -256,10 +252,6 @@ class QueueOrderedJobs:
     def __bool__(self) -> bool:
         return any(self._leaves.values())
 
-    def waiting(self) -> list[JobInfo]:
-        """The jobs not handed out yet."""
-        return [job for leaf in self._leaves.values() for job in leaf.jobs()]
-
     def waiting_keyed(self) -> KeyedJobs:
         """The entries not handed out yet by leaf, smallest first (for another order of them:
         `actions.quiet_order`)."""
@@ -371,7 +363,12 @@ def _path_unmoved(leaf: _Node) -> bool:
 
 def _allocation(node: _Node) -> tuple[float, float, float]:
     """The allocation of `node`'s queue, as its kept ranks are compared with (`_Node.ranked_at`)."""
-    allocated = node.queue.allocated
+    return allocation_of(node.queue)
+
+
+def allocation_of(queue: QueueInfo) -> tuple[float, float, float]:
+    """A queue's allocation as the queue order's kept ranks are compared with: its bits."""
+    allocated = queue.allocated
     return (allocated.gpu, allocated.cpu, allocated.memory)
 
 

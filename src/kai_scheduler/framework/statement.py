@@ -54,10 +54,7 @@ class Statement:
         return len(self._operations)
 
     def allocate(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
-        # `_place` for a bind, written out: allocate binds most pods it places.
-        op = _Operation("bind", task, node, gpu_groups, task.status, task.node, task.gpu_groups, reason)
-        self._session.state.place(task, node, gpu_groups, TaskStatus.ALLOCATED)
-        self._operations.append(op)
+        self._place(task, node, gpu_groups, TaskStatus.ALLOCATED, reason)
 
     def pipeline(self, task: TaskInfo, node: int, gpu_groups: tuple[str, ...], reason: str) -> None:
         """Place a pod on resources that may still be releasing. A pod this statement evicted that is

@@ -251,12 +251,8 @@ class NodePlacementPlugin(_ScoringPlugin):
         return ranks
 
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
-        gpus = task.request.uses_gpu
-        if self.cpu_avoids_idle_gpus and not gpus:
+        if self.cpu_avoids_idle_gpus and not task.request.uses_gpu:
             return cpu_steering.avoid_idle_gpus(nodes, rows, self._score(nodes, task, rows))
-        # The ranked index's two to four candidates a pod, answered here (`_score` would answer alike).
-        if rows.size <= FEW_ROWS and (self.gpu_strategy if gpus else self.cpu_strategy) == BINPACK:
-            return _binpack_few(nodes, rows, gpus=gpus)
         return self._score(nodes, task, rows)
 
     def _score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
