@@ -1,38 +1,41 @@
-"""The free ports handed to child processes: never the same one twice in a process."""
+"""The free ports handed to child processes: outside the kernel's ephemeral range, a block per xdist
+worker, never the same one twice in a process, never one that something holds."""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from typing import Any
 
 import ports
 import pytest
 
 
-class _Probe:
-    """A socket whose port-0 bind always lands on the next of the given ports."""
-
-    given: Iterator[int]
-
-    def __init__(self, *args: Any) -> None:
-        self.port = 0
-
-    def __enter__(self) -> _Probe:
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        return None
-
-    def bind(self, address: tuple[str, int]) -> None:
-        self.port = next(self.given)
-
-    def getsockname(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-
-def test_a_port_the_kernel_gives_twice_in_a_row_is_handed_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ports_lie_below_the_ephemeral_range_in_a_block_per_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ports, "_handed_out", set())
-    _Probe.given = iter([41000, 41000, 41001])
-    monkeypatch.setattr(socket, "socket", _Probe)
-    assert [ports.free_port(), ports.free_port()] == [41000, 41001]
+    blocks = []
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        blocks.append(ports.worker_block())
+        port = ports.free_port()
+        assert port in blocks[-1]
+        assert port < ports.ephemeral_start()
+    assert not set(blocks[0]) & set(blocks[1])
+
+
+def test_a_port_is_handed_out_once_and_a_held_one_not_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "_handed_out", set())
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    first = ports.free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", first + 1 if first + 1 in ports.worker_block() else first - 1))
+        held = holder.getsockname()[1]
+        handed = {ports.free_port() for _ in range(50)}
+    assert first not in handed
+    assert held not in handed
+    assert len(handed) == 50
+
+
+def test_without_room_below_the_ephemeral_range_the_kernel_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "_handed_out", set())
+    monkeypatch.setattr(ports, "ephemeral_start", lambda: 10_500)
+    assert not ports.worker_block()
+    assert ports.free_port() > 0
