@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 ENABLED = True
 # Nodes looked at for one pod before giving up (a few hundred nanoseconds to a microsecond each).
 BUDGET: Final = 64
-# Nodes passed over for one pod as known not to hold a pod of its shape (`_Unfit`; tens of nanoseconds each)
+# Nodes passed over for one pod as known not to hold a pod of its shape (`_Known`; tens of nanoseconds each)
 # before giving up.
 SKIP_BUDGET: Final = 16 * BUDGET
 # What a session keeps (`Session.scratch`): the indexes by ranking key, what each scorer says (its
@@ -81,6 +81,10 @@ class Ranking:
     key: Hashable
     values: Callable[[], FloatArray]
     value_of: Callable[[int], float]
+    # The ranking scorer's scores of candidates valued so (in their order), in plain floats with the bits
+    # of its own scores of them (a float: one score for all); None when it does not say. Why: a pod's
+    # few candidates are scored from the values the index holds, without a numpy array (`_Summed`).
+    scores_of_values: Callable[[list[float]], list[float] | float] | None = None
 
 
 # For a pod: the ranking and the pod's floor, or None when the scorer does not rank for it.
@@ -116,7 +120,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     if session.refused_everywhere(task):
         return None
     shape, index, floor, sparse, summed, static = asked
-    looks = _Looks(session, task, static, shape.unfit.catch_up())
+    looks = _Looks(session, task, static, shape.known.catch_up())
     try:
         scored = (
             [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
@@ -203,13 +207,14 @@ def _best(
             if len(included) < 2:
                 continue  # the lowest value's first candidate is the best so far: take the next value too
         rows = sorted({*included, top, *scored})
-        sums = summed.scores(task, np.array(rows, dtype=np.int64))
+        value_at = index.value_at
+        sums = summed.scores(task, rows, [value_at[row] for row in rows])
         if isinstance(sums, float):
             best, best_score, last_score = rows[0], sums, sums
         else:
-            k = int(sums.argmax())
-            best, best_score = rows[k], sums.item(k)
-            last_score = sums.item(rows.index(included[-1])) if included else best_score
+            best_score = max(sums)
+            best = rows[sums.index(best_score)]  # the first best, as numpy's argmax
+            last_score = sums[rows.index(included[-1])] if included else best_score
         # Done when the last value taken in scores below the best (so do all above it), or every value
         # with a candidate is in.
         if found < 0 or last_score < best_score:
@@ -219,14 +224,16 @@ def _best(
 class _Looks:
     """Asks nodes whether they are candidates (`Session.candidate_tests`'s two parts: the first inlined,
     the rest asked only when the session has more to ask), `BUDGET` at most, passing over those known
-    not to hold the pod's shape (`SKIP_BUDGET` at most) and noting those found not to."""
+    not to hold the pod's shape (`SKIP_BUDGET` at most), noting those found not to and those found to
+    (`_Known`: the first part is not asked of them again)."""
 
-    def __init__(self, session: Session, task: TaskInfo, static: BoolArray, unfit: set[int]) -> None:
+    def __init__(self, session: Session, task: TaskInfo, static: BoolArray, known: _Known) -> None:
         self._static = static
         self._fits = session.snapshot.nodes.node_fits
         self._request = task.request
         self._passes_rest = session.rest_test(task)
-        self._unfit = unfit
+        self._unfit = known.unfit
+        self._holding = known.holding
         self._left = BUDGET
         self._skips_left = SKIP_BUDGET
 
@@ -235,9 +242,11 @@ class _Looks:
         self._left -= 1
         if self._left < 0:
             raise _GiveUp
-        if not (self._static.item(node) and self._fits(self._request, node, soon=True)):
-            self._unfit.add(node)
-            return False
+        if node not in self._holding:
+            if not (self._static.item(node) and self._fits(self._request, node, soon=True)):
+                self._unfit.add(node)
+                return False
+            self._holding.add(node)
         rest = self._passes_rest
         return rest is None or rest(node)
 
@@ -247,8 +256,9 @@ class _Looks:
     def first(self, members: list[int]) -> int:
         """The lowest-indexed candidate of `members` (negated indices, ascending), or -1. (`_passes`
         written out: most pods' walks end at the first node asked, three or four walks a pod.)"""
-        unfit, static, fits, request, rest = (
+        unfit, holding, static, fits, request, rest = (
             self._unfit,
+            self._holding,
             self._static,
             self._fits,
             self._request,
@@ -264,9 +274,12 @@ class _Looks:
             self._left -= 1
             if self._left < 0:
                 raise _GiveUp
-            if not (static.item(node) and fits(request, node, soon=True)):
-                unfit.add(node)
-            elif rest is None or rest(node):
+            if node not in holding:
+                if not (static.item(node) and fits(request, node, soon=True)):
+                    unfit.add(node)
+                    continue
+                holding.add(node)
+            if rest is None or rest(node):
                 return node
         return -1
 
@@ -284,27 +297,32 @@ class _Looks:
         return found
 
 
-class _Unfit:
+class _Known:
     """The nodes known not to pass a pod shape's static predicates or not to hold its request soon (the
     first part of `Session.candidate_tests`, which reads only the shape and what of a node changes with
-    its usage): those not changed since they were found so. Why: nodes that hold little of one resource
-    (a full CPU beside free GPUs, a shared GPU with room on a node out of CPU) stay in the range the index
-    walks for a shape, more of them the larger the cluster, and each pod of the shape asked them again."""
+    its usage), and those known to pass and hold it: those not changed since they were found so. Why:
+    nodes that hold little of one resource (a full CPU beside free GPUs, a shared GPU with room on a node
+    out of CPU) stay in the range the index walks for a shape, more of them the larger the cluster, and
+    each pod of the shape asked them again; and each pod of a shape asks again the candidates the last
+    one found (the emptiest, the next fullest), which only the node it took has changed."""
 
     def __init__(self, nodes: NodeTable) -> None:
         self.nodes = nodes
-        self.rows: set[int] = set()
+        self.unfit: set[int] = set()
+        self.holding: set[int] = set()
         self._position = nodes.change_position()
 
-    def catch_up(self) -> set[int]:
-        """The rows, without those changed since last asked."""
+    def catch_up(self) -> _Known:
+        """Itself, without the nodes changed since last asked."""
         changed = self.nodes.changed_since(self._position)
         if changed is None:
-            self.rows.clear()
+            self.unfit.clear()
+            self.holding.clear()
         elif changed:
-            self.rows.difference_update(changed)
+            self.unfit.difference_update(changed)
+            self.holding.difference_update(changed)
         self._position = self.nodes.change_position()
-        return self.rows
+        return self
 
 
 class _Summed:
@@ -313,16 +331,35 @@ class _Summed:
     (`constant_for` at `alike_nodes.add_scorer` promises the same score for every pod of one request,
     placement constraints and nominated node while `NodeTable.anything_releasing` stays, the key this is
     kept by). Why: five of a pod's six scorers are constant for it, and calling each was most of a pod's
-    sum."""
+    sum. When the one scorer left is the ranking one and it scores values (`Ranking.scores_of_values`),
+    the sums are worked out in plain floats from the candidates' values: the same IEEE additions in the
+    same order as numpy's elementwise ones, without an array for two or three candidates a pod."""
 
-    def __init__(self, scorers: list[ScoreOf], constant: frozenset[int]) -> None:
+    def __init__(
+        self,
+        scorers: list[ScoreOf],
+        constant: frozenset[int],
+        ranking_scores: Callable[[list[float]], list[float] | float] | None,
+    ) -> None:
         self._scorers = scorers
         self._constant = constant
+        self._ranking_scores = ranking_scores
         # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
         # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
         self._terms: list[float | ScoreOf] | None = None
 
-    def scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
+    def scores(self, task: TaskInfo, rows: list[int], values: list[float]) -> list[float] | float:
+        """The sums at `rows` (index order), valued `values` by the ranking."""
+        terms, ranking_scores = self._terms, self._ranking_scores
+        if terms is None or ranking_scores is None:
+            sums = self._array_scores(task, np.array(rows, dtype=np.int64))
+            return sums if isinstance(sums, float) else sums.tolist()
+        summed: list[float] | float = 0.0
+        for term in terms:
+            summed = _add_plain(summed, term if isinstance(term, float) else ranking_scores(values))
+        return summed
+
+    def _array_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         terms = self._terms
         if terms is None:
             return self._learn(task, rows)
@@ -353,6 +390,17 @@ class _Summed:
         return summed
 
 
+def _add_plain(summed: list[float] | float, score: list[float] | float) -> list[float] | float:
+    """`add_score` on plain floats, a list standing for an array (added elementwise as numpy adds)."""
+    if isinstance(score, float):
+        if score == 0.0:
+            return summed
+        return summed + score if isinstance(summed, float) else [item + score for item in summed]
+    if isinstance(summed, float):
+        return score if summed == 0.0 else [summed + item for item in score]
+    return [left + right for left, right in zip(summed, score, strict=True)]
+
+
 def add_score(summed: FloatArray | float, score: FloatArray | float) -> FloatArray | float:
     """`summed` with one more scorer's `score` added, as `Session._scores` sums them: scores common to every
     candidate stay a plain float until the first per-node score (0.0 + a + b is the same sum, elementwise),
@@ -368,12 +416,12 @@ _Said = tuple[Ranking, float, list[tuple[Ranking, float]], _Summed] | None
 
 class _Shape:
     """What `best_node` keeps for one pod shape (request and placement constraints) in a session: the
-    nodes known not to hold it, whether its static predicates pass at least half the nodes (None: not
-    asked yet), and what the scorers say for it by nominated node and whether anything is being
+    nodes known not to hold it and known to, whether its static predicates pass at least half the nodes
+    (None: not asked yet), and what the scorers say for it by nominated node and whether anything is being
     released."""
 
     def __init__(self, nodes: NodeTable) -> None:
-        self.unfit = _Unfit(nodes)
+        self.known = _Known(nodes)
         self.wide: bool | None = None
         self.said: dict[tuple[int, bool], _Said] = {}
 
@@ -383,7 +431,7 @@ def _shape(session: Session, task: TaskInfo) -> _Shape:
     nodes = session.snapshot.nodes
     key = (task.request, task.placement.key)
     shape = kept.get(key)
-    if shape is None or shape.unfit.nodes is not nodes:
+    if shape is None or shape.known.nodes is not nodes:
         shape = kept[key] = _Shape(nodes)
     return shape
 
@@ -433,7 +481,11 @@ def _asked(
             if on is None:
                 return None
             sparse.append(on)
-    return None if found is None else (*found, sparse, _Summed(scorers, frozenset(constant_at)))
+    if found is None:
+        return None
+    # With a sparse scorer, two scorers are asked per node: the sums are numpy's.
+    plain = None if sparse else found[0].scores_of_values
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain))
 
 
 def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:
@@ -456,9 +508,9 @@ def _index(session: Session, ranking: Ranking) -> _ValueIndex:
 
 
 class _ValueIndex:
-    """Every node of a table by its value: the distinct values in order, and each value's nodes as negated
-    indices in ascending order (the lowest index last, taken off cheaply as nodes fill in name order);
-    brought up to date from the table's log of usage changes."""
+    """Every node of a table by its value: each node's value (`value_at`), the distinct values in order,
+    and each value's nodes as negated indices in ascending order (the lowest index last, taken off cheaply
+    as nodes fill in name order); brought up to date from the table's log of usage changes."""
 
     def __init__(self, nodes: NodeTable, ranking: Ranking) -> None:
         self.nodes = nodes
@@ -467,10 +519,10 @@ class _ValueIndex:
 
     def _rebuild(self) -> None:
         self._position = self.nodes.change_position()
-        self._value: list[float] = self._ranking.values().tolist()
+        self.value_at: list[float] = self._ranking.values().tolist()
         self.members: dict[float, list[int]] = {}
         for node in range(self.nodes.size - 1, -1, -1):
-            self.members.setdefault(self._value[node], []).append(-node)
+            self.members.setdefault(self.value_at[node], []).append(-node)
         self.values = sorted(self.members)
 
     def caught_up(self) -> _ValueIndex:
@@ -486,9 +538,9 @@ class _ValueIndex:
         self._position = self.nodes.change_position()
         value_of = self._ranking.value_of
         for node in set(changed):
-            old, new = self._value[node], value_of(node)
+            old, new = self.value_at[node], value_of(node)
             if new != old:
-                self._value[node] = new
+                self.value_at[node] = new
                 self._move(node, old, new)
 
     def _move(self, node: int, old: float, new: float) -> None:

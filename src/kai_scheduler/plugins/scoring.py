@@ -231,6 +231,7 @@ class NodePlacementPlugin(_ScoringPlugin):
                 ("not-allocated", gpus),
                 partial(nodes.not_allocated, gpus=gpus),
                 partial(nodes.not_allocated_of, gpus=gpus),
+                binpack_scores,
             )
             for gpus in (False, True)
         }
@@ -285,14 +286,20 @@ class NodePlacementPlugin(_ScoringPlugin):
 
 
 def _binpack_few(nodes: NodeTable, rows: IntArray, *, gpus: bool) -> FloatArray | float:
-    """Binpack's scores of a few candidates (`NodePlacementPlugin._score`), in plain Python: the same IEEE
-    operations in the same order on the same values (`not_allocated_of` has `not_allocated`'s bits), so
-    the same scores to the last bit."""
-    if rows.size == 0:
+    """Binpack's scores of a few candidates (`NodePlacementPlugin._score`), in plain Python
+    (`not_allocated_of` has `not_allocated`'s bits)."""
+    scores = binpack_scores([nodes.not_allocated_of(node, gpus=gpus) for node in rows.tolist()])
+    return scores if isinstance(scores, float) else np.array(scores)
+
+
+def binpack_scores(free: list[float]) -> list[float] | float:
+    """Binpack's scores of candidates with `free` not allocated (`NodePlacementPlugin._score`), in plain
+    floats: the same IEEE operations in the same order on the same values, so the same scores to the last
+    bit (a float: one score for all)."""
+    if not free:
         return 0.0
-    free = [nodes.not_allocated_of(node, gpus=gpus) for node in rows.tolist()]
     low, high = min(free), max(free)
     if high - low <= EPSILON:
         return MAX_HIGH_DENSITY
     scale = high - low
-    return np.array([(1.0 - (value - low) / scale) * MAX_HIGH_DENSITY for value in free])
+    return [(1.0 - (value - low) / scale) * MAX_HIGH_DENSITY for value in free]

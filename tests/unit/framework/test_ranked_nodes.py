@@ -216,6 +216,36 @@ def test_a_node_found_not_to_hold_a_shape_is_asked_again_once_it_changes() -> No
     assert choices(True) == choices(False) == ["b", "a"]
 
 
+def test_a_node_found_to_hold_a_shape_is_asked_again_once_it_changes() -> None:
+    """The index takes the nodes it found to hold a pod's shape for candidates until they change: node a
+    (the fullest by GPUs) holds the pod, is out of CPU while a statement holds a CPU pod there (the pod
+    goes to b, emptier), and holds it again once that statement is rolled back."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
+    objects += [pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")]
+
+    def choices(enabled: bool) -> list[str]:
+        session = open_session(objects)
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        ranked_nodes.ENABLED = enabled
+        try:
+            where = []
+            statement = session.statement("allocate")
+            for step in range(3):
+                placed = session.choose_node(tasks["default/p"])
+                assert placed is not None
+                where.append(names[placed.node])
+                if step == 0:
+                    statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
+                else:
+                    statement.rollback()
+        finally:
+            ranked_nodes.ENABLED = True
+        return where
+
+    assert choices(True) == choices(False) == ["a", "b", "a"]
+
+
 def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_may_ask() -> None:
     """More nodes out of CPU in the walk than `BUDGET`: the first pod of the shape gives up (its
     candidates are scored as before), the next ones pass over what the first found and decide; each goes
