@@ -12,12 +12,12 @@ from dataclasses import dataclass, fields
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import node, pod, queue
+from helpers import node, pod, pod_group, queue
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.priorities import Priorities
-from kai_scheduler.model.snapshot import JobTimes, PodState
+from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
 # JobInfo's fields other than its pods, which are compared task by task.
@@ -197,3 +197,27 @@ def test_the_lean_path_makes_the_plain_jobs() -> None:
     assert made["running"] is not None and made["done"] is not None
     assert made["done"].invalid_reason == "waiting for pods: 0 of minMember 1 exist"
     assert made["named"] is None
+
+
+def test_a_job_made_again_reads_its_queue_as_the_queues_are_now() -> None:
+    """What a job says of its queue (missing, not a leaf) is worked out once a queue while the queues
+    stay; a change of the queues is a new answer for the jobs made after it, a lone pod's (the lean path)
+    and a PodGroup's (the general one)."""
+    cache = ClusterCache()
+    cache.set_nodes([node("n1", gpus=4)])
+    cache.set_queues([queue("a"), queue("b")])
+    cache.upsert_pod_group(PodGroupState(pod_group("g", "a"), 0))
+    cache.upsert_pod(PodState(pod("member", "a", group="g"), 1))
+    cache.upsert_pod(PodState(pod("lone", "a"), 2))
+
+    def said() -> set[str | None]:
+        cache.catch_up()
+        return {cache._jobs.jobs[key].invalid_reason for key in ("default/pg-lone", "default/g")}
+
+    assert said() == {None}
+    cache.set_queues([queue("b"), queue("a", parent="b")])
+    assert said() == {None}  # "a" still a leaf
+    cache.set_queues([queue("a"), queue("b", parent="a")])
+    assert said() == {"queue a is not a leaf queue; jobs must be submitted to leaf queues"}
+    cache.set_queues([queue("b")])
+    assert said() == {"QueueDoesNotExist: queue a does not exist"}

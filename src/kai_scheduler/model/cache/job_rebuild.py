@@ -91,6 +91,10 @@ class JobRebuild:
         # ranks) rank at or after these (None: all in place).
         self._jobs_out_of_place: float | None = None
         self._tasks_out_of_place: float | None = None
+        # `queue_problem` of each queue asked, for the queue tree it was asked of (the inputs replace the
+        # tree when the queues change): a first cycle asks it of every job, of a few dozen queues.
+        self._problems_of: object = None
+        self._problems: dict[str, str | None] = {}
 
     def reset(self) -> None:
         """Nothing made: every job is to be made again (on a new node table)."""
@@ -195,7 +199,7 @@ class JobRebuild:
         else:
             return None
         if job.invalid_reason is None:
-            job.invalid_reason = queue_problem(job.queue, self._inputs.queue_tree)
+            job.invalid_reason = self._queue_problem(job.queue)
         times = self._times.by_job.get(key)
         if times is not None:
             stamp(job, times)
@@ -277,20 +281,24 @@ class JobRebuild:
         subgroup = labels.get(c.SUBGROUP_LABEL)
         if subgroup is not None and subgroup != "default":
             return None
-        status = task_status(state, stuck=self._stuck.is_stuck(pod.key))
+        # Only a bound, terminating pod's status asks whether it is stuck (most pods: no key to make).
+        stuck = node_name is not None and state.terminating and self._stuck.is_stuck(pod.key)
+        status = task_status(state, stuck=stuck)
         node_index = self._accounting.table.index
         node = node_index.get(node_name, -1) if node_name else -1
         if status is None or (node_name and node < 0):
             return None
         job = implicit_job(state, implicit_pod_group_name(pod), self._inputs.priorities)
         podset = job.podsets[""]
-        reason = queue_problem(job.queue, self._inputs.queue_tree)
+        reason = self._queue_problem(job.queue)
         times = self._times.by_job.get(key)
         if times is not None:
             stamp(job, times)
-        state = self._nominations.of(state)
+        if self._nominations.by_pod:
+            state = self._nominations.of(state)
         nominated = state.nominated_node
         request, placement, host_ports = self._asks.of(pod)
+        task_priority = labels.get(c.TASK_PRIORITY_LABEL)
         task = TaskInfo(
             namespace=job.namespace,
             name=metadata.name,
@@ -301,7 +309,7 @@ class JobRebuild:
             placement=placement,
             labels=labels,
             rank=state.rank,
-            task_priority=int(labels.get(c.TASK_PRIORITY_LABEL, "0")),
+            task_priority=0 if task_priority is None else int(task_priority),
             node=node,
             gpu_groups=state.gpu_groups,
             nominated_node=node_index.get(nominated, -1) if nominated else -1,
@@ -314,6 +322,17 @@ class JobRebuild:
             reason = waiting_reason(job, 0)
         job.invalid_reason = reason
         return job
+
+    def _queue_problem(self, queue: str) -> str | None:
+        """`queue_problem` of `queue` in the inputs' queue tree, asked once a queue and tree."""
+        tree = self._inputs.queue_tree
+        if tree is not self._problems_of:
+            self._problems_of, self._problems = tree, {}
+        problems = self._problems
+        if queue in problems:
+            return problems[queue]
+        problem = problems[queue] = queue_problem(queue, tree)
+        return problem
 
     def _add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.key)
