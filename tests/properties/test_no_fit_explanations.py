@@ -2,7 +2,9 @@
 which `no_fit_counts` counts again over the nodes that changed), answers as the node filters do over the
 same nodes at once (`Session._no_fit_filters`, each node's first refusing filter): the same filter names
 in the same order and the same first refusal at every node; and `Session.candidate_tests` asked node by
-node answers as `candidate_nodes`.
+node answers as `candidate_nodes`; and a pod's explanation counted past its placement's static filters
+(`Session._count_no_fit`, their counts kept for the session) counts as every node does, as pods are placed
+between the counts.
 
 Generated clusters mix cordoned, tainted and labelled nodes of several sizes (with and without GPUs, GPU
 memory known or not), partly used by running pods, and pending pods of every kind of request (CPU only,
@@ -12,14 +14,17 @@ whole GPUs, GPU fractions and GPU memory) with and without a node selector and a
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import node, open_session, pod, queue
-from kai_scheduler.framework.no_fit_counts import first_refusals
+from kai_scheduler.framework import session as session_module
+from kai_scheduler.framework.no_fit_counts import NoFitCounts, first_refusals
 from kai_scheduler.model.jobs import TaskStatus
+from kai_scheduler.model.nodes import ALL_ROWS
 
 TAINT = {"key": "dedicated", "value": "infer", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"}
@@ -89,3 +94,24 @@ def test_refusals_asked_row_by_row_are_those_of_the_filters(objects: list[Any], 
         holds, passes_rest = tests
         candidates = session.candidate_nodes(task)
         assert [holds(row) and passes_rest(row) for row in rows] == candidates[rows].tolist()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters(), data=st.data())
+def test_counts_past_the_static_filters_are_those_of_every_node(
+    objects: list[Any], data: st.DataObject
+) -> None:
+    session = open_session(objects)
+    pending = [task for task in session.snapshot.tasks.values() if task.status is TaskStatus.PENDING]
+    statement = session.statement("allocate")
+    # Any share of the nodes passing the static filters is counted past them (a few nodes, else).
+    with mock.patch.object(session_module, "_MOST_ROWS_SHARE", 1):
+        for task in data.draw(st.permutations(pending)):
+            if session.refused_everywhere(task):
+                continue
+            fast = session._count_no_fit(task, 0)
+            full = NoFitCounts.of(session._no_fit_filters(task, ALL_ROWS), 0)
+            assert fast.same_as(full), (fast.detail(), full.detail())
+            placed = session.choose_node(task)
+            if placed is not None and data.draw(st.booleans()):
+                statement.allocate(task, placed.node, placed.gpu_groups, "placed between the counts")

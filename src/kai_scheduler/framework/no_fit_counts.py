@@ -7,6 +7,12 @@ is. So the explanation is the count of each node's first refusing filter, and a 
 one count from its old first refusal to its new one. A trickle cycle at 5,000 nodes explains some 500
 shapes of pods again, each over every node, while a node or two changed since the last cycle explained
 them (`placement_failures` knows which rows may differ).
+
+A pod counted afresh is counted in two parts: the nodes a static filter turns away (a node selector naming
+a rack turns away all but its 20 nodes), counted once per placement in a session (`StaticRefusals`), and
+the nodes passing every static filter, asked about the rest. A first cycle at 20,000 nodes explains some
+600 pods, each of its own request and rack or zone, and counting every node for each grew with the
+cluster (issue #23, row 5).
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from kai_scheduler.model.nodes import BoolArray
+from kai_scheduler.framework.static_masks import Masks
+from kai_scheduler.model.nodes import BoolArray, IntArray
 
 # (the words of a filter's refusal, which of the nodes asked about pass it)
 Filter = tuple[str, BoolArray]
+# Per node, the index of its first refusing filter.
+Refusals = npt.NDArray[np.int16]
 
 
 class NoFitCounts:
@@ -27,20 +36,55 @@ class NoFitCounts:
     filter is the first refusal of, as of `position` in the log of changes of the node table counted
     over (`NodeTable.change_position`)."""
 
-    __slots__ = ("counts", "names", "position", "refusals", "text")
+    __slots__ = ("_past_static", "_refusals", "counts", "names", "position", "text")
 
-    def __init__(self, names: tuple[str, ...], refusals: npt.NDArray[np.int16], position: int) -> None:
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        counts: list[int],
+        position: int,
+        refusals: Refusals | None,
+        past_static: tuple[StaticRefusals, list[int]] | None = None,
+    ) -> None:
         self.names = names
-        self.refusals = refusals
-        self.counts: list[int] = np.bincount(refusals, minlength=len(names) + 1).tolist()
+        self.counts = counts
         self.position = position
+        self._refusals = refusals
+        # Counted past the static filters (`past_static`): their counts and the refusals of the nodes
+        # passing them, until `refusals` is first asked.
+        self._past_static = past_static
         # The explanation these counts read as, kept by whoever words it until a count moves.
         self.text: str | None = None
 
     @staticmethod
     def of(filters: Sequence[Filter], position: int) -> NoFitCounts:
         """Counted over every node (`filters` answer for all of them)."""
-        return NoFitCounts(tuple(name for name, _ in filters), first_refusals(filters), position)
+        refusals = first_refusals(filters)
+        counts: list[int] = np.bincount(refusals, minlength=len(filters) + 1).tolist()
+        return NoFitCounts(tuple(name for name, _ in filters), counts, position, refusals)
+
+    @staticmethod
+    def past_static(
+        names: tuple[str, ...], static: StaticRefusals, refusals: list[int], position: int
+    ) -> NoFitCounts:
+        """Counted over every node: those a static filter turns away as `static` counted them, and the
+        ones passing every static filter (`static.passing`, in order) refused by `refusals` (indices of
+        `names`, whose first filters are the static ones). Each node's refusal is worked out when first
+        asked: a first cycle's pods that find no node are mostly of shapes asked once."""
+        counts = [*static.counts, *[0] * (len(names) + 1 - len(static.counts))]
+        for refusal in refusals:
+            counts[refusal] += 1
+        return NoFitCounts(names, counts, position, None, (static, refusals))
+
+    @property
+    def refusals(self) -> Refusals:
+        if self._refusals is None:
+            assert self._past_static is not None
+            static, refusals = self._past_static
+            every = static.refusals()
+            every[static.passing] = refusals
+            self._refusals, self._past_static = every, None
+        return self._refusals
 
     def recount(self, rows: list[int], refusals: list[int], position: int) -> None:
         """`rows` (unique) counted again: their first refusals are `refusals` now, as of `position`."""
@@ -67,7 +111,7 @@ class NoFitCounts:
         )
 
 
-def first_refusals(filters: Sequence[Filter]) -> npt.NDArray[np.int16]:
+def first_refusals(filters: Sequence[Filter]) -> Refusals:
     """Per node asked about, the index of the first filter it does not pass (the filters' count: it
     passes all)."""
     size = len(filters[0][1]) if filters else 0
@@ -76,3 +120,31 @@ def first_refusals(filters: Sequence[Filter]) -> npt.NDArray[np.int16]:
     for index in range(len(filters) - 1, -1, -1):
         refusals[~filters[index][1]] = index
     return refusals
+
+
+class StaticRefusals:
+    """A placement's static filters (`masks`, the placement's `Session._static`: the same object while
+    these hold): how many nodes each is the first refusal of, and the nodes none refuses (in index
+    order)."""
+
+    __slots__ = ("counts", "masks", "passing")
+
+    def __init__(self, masks: Masks) -> None:
+        ok, static = masks
+        self.masks = masks
+        self.counts: list[int] = []
+        # The nodes each filter is the first refusal of: those passing the filters before it, less
+        # those passing it too.
+        past = np.ones(ok.size, dtype=np.bool_)
+        before = ok.size
+        for _, passing in static:
+            np.logical_and(past, passing, out=past)
+            after = int(np.count_nonzero(past))
+            self.counts.append(before - after)
+            before = after
+        self.passing: IntArray = np.flatnonzero(past)
+
+    def refusals(self) -> Refusals:
+        """Each node's first refusing static filter (their count: none refuses), a new array."""
+        ok, static = self.masks
+        return first_refusals(static) if static else np.full(ok.size, 0, dtype=np.int16)

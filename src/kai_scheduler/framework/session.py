@@ -21,7 +21,7 @@ from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
-from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, first_refusals
+from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, StaticRefusals, first_refusals
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
@@ -351,6 +351,8 @@ class Session:
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
         # Why pods did not fit, by what the answer depends on (`explain_no_fit`).
         self._explanations: dict[tuple[object, ...], str] = {}
+        # The first refusals among a placement's static filters, by placement (`_count_no_fit`).
+        self._static_refusals: dict[str, StaticRefusals] = {}
         self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
@@ -779,16 +781,9 @@ class Session:
             else:
                 counts.position = position
         if counts is None:
-            counts = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
+            counts = self._count_no_fit(task, position)
         elif self.verify_carried:
-            fresh = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
-            if not fresh.same_as(counts):
-                from kai_scheduler.framework.job_memos import CarriedMismatch
-
-                raise CarriedMismatch(
-                    f"pod {task.name}: why it does not fit, kept and counted again over the rows that "
-                    f"may differ ({counts.detail()!r}), differs from counting every node ({fresh.detail()!r})"
-                )
+            self._check_no_fit(task, counts, "kept and counted again over the rows that may differ")
         if counts.text is None:
             counts.text = self._no_fit_text(task, counts.detail())
         part.keep_counts(key, counts)
@@ -857,7 +852,35 @@ class Session:
         return self._readers
 
     def _explain_no_fit(self, task: TaskInfo) -> str:
-        return self._no_fit_text(task, NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), 0).detail())
+        return self._no_fit_text(task, self._count_no_fit(task, 0).detail())
+
+    def _count_no_fit(self, task: TaskInfo, position: int) -> NoFitCounts:
+        """The counts of `_no_fit_filters` over every node, as of `position`: the nodes a static filter
+        turns away counted once per placement (`StaticRefusals`), the few others asked one by one (every
+        node counted when they are many, or the attempt is confined); with `verify_carried` counted over
+        every node as well, and a difference raises `CarriedMismatch`."""
+        masks = self._static(task.placement)
+        static = self._static_refusals.get(task.placement.key)
+        if static is None or static.masks is not masks:
+            static = self._static_refusals[task.placement.key] = StaticRefusals(masks)
+        if self.allowed is not None or _MOST_ROWS_SHARE * static.passing.size > self.snapshot.nodes.size:
+            return NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
+        names, refusals = self._first_refusals_at(task, static.passing.tolist())
+        counts = NoFitCounts.past_static(names, static, refusals, position)
+        if self.verify_carried:
+            self._check_no_fit(task, counts, "counted past the static filters' counts")
+        return counts
+
+    def _check_no_fit(self, task: TaskInfo, counts: NoFitCounts, how: str) -> None:
+        fresh = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), counts.position)
+        if not fresh.same_as(counts):
+            from kai_scheduler.framework.job_memos import CarriedMismatch
+
+            raise CarriedMismatch(
+                f"pod {task.name}: why it does not fit, {how} ({counts.detail()!r}), differs from counting "
+                f"every node ({fresh.detail()!r})"
+            )
+
 
     def _no_fit_text(self, task: TaskInfo, detail: str) -> str:
         return f"0/{self.snapshot.nodes.size} nodes are available for {task.request.describe()}: {detail}"
@@ -995,6 +1018,9 @@ _SHORTFALLS = ("Insufficient cpu", "Insufficient memory", "Too many pods")
 _GPU_SHORTFALLS = (*_SHORTFALLS, "Insufficient GPUs")
 # At most this many rows are asked one at a time (`Session._first_refusals_at`).
 _FEW_ROWS = 32
+# More nodes passing a placement's static filters than this share of the cluster: a pod that found no
+# node is explained by counting every node (`Session._count_no_fit`).
+_MOST_ROWS_SHARE = 8
 
 
 def pack_gpus(nodes: NodeTable, node: int, portion: float, devices: int, soon: bool) -> list[GpuGroup | None]:
