@@ -87,7 +87,9 @@ class TopologyConstraint:
 
 
 class TaskInfo:
-    """One pod. Mutable: a session changes its status and node as actions place or evict it."""
+    """One pod. Mutable: a session changes its status and node as actions place or evict it. Its fields
+    may be passed in their order (a cache's lean path makes most tasks: a keyword costs a search of the
+    parameters), else by name."""
 
     __slots__ = (
         "gpu_groups",
@@ -110,7 +112,6 @@ class TaskInfo:
 
     def __init__(
         self,
-        *,
         namespace: str,
         name: str,
         job: JobInfo,

@@ -299,22 +299,22 @@ class JobRebuild:
         nominated = state.nominated_node
         request, placement, host_ports = self._asks.of(pod)
         task_priority = labels.get(c.TASK_PRIORITY_LABEL)
-        task = TaskInfo(
-            namespace=job.namespace,
-            name=metadata.name,
-            job=job,
-            podset=podset,
-            request=request,
-            status=status,
-            placement=placement,
-            labels=labels,
-            rank=state.rank,
-            task_priority=0 if task_priority is None else int(task_priority),
-            node=node,
-            gpu_groups=state.gpu_groups,
-            nominated_node=node_index.get(nominated, -1) if nominated else -1,
-            nominated_groups=state.nominated_gpu_groups,
-            host_ports=host_ports,
+        task = TaskInfo(  # by position (most tasks are made here): as `make_task` names them
+            job.namespace,
+            metadata.name,
+            job,
+            podset,
+            request,
+            status,
+            placement,
+            labels,
+            state.rank,
+            0 if task_priority is None else int(task_priority),
+            node,
+            state.gpu_groups,
+            node_index.get(nominated, -1) if nominated else -1,
+            state.nominated_gpu_groups,
+            host_ports,
         )
         job.tasks.append(task)
         podset.tasks.append(task)
