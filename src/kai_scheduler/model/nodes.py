@@ -190,7 +190,11 @@ class NodeTable:
         self.version = 0
         self._free_soon: tuple[int, tuple[FloatArray, FloatArray, FloatArray]] | None = None
         self._fit_masks: dict[tuple[PodRequest, bool], tuple[BoolArray, int]] = {}
-        # The nodes with anything being released, as of that position in the log (None: not known).
+        # The nodes whose releasing resources may have changed (`_releasing_may_change`), in order, and the
+        # nodes with anything being released as of a position in that log (None: not known). Why a log of
+        # its own: most changes (a pod placed on idle resources) leave what is released as it was, and
+        # `anything_releasing` is asked after each.
+        self._releasing_log: list[int] = []
         self._releasing_nodes: set[int] = set()
         self._releasing_seen: int | None = None
         # `not_allocated` columns computed so far, with how much of the log they had seen (as `fit`).
@@ -250,6 +254,7 @@ class NodeTable:
         # The copy keeps its own record of changes and its own fit masks (see `fit`).
         table._changes = []
         table._fit_masks = {}
+        table._releasing_log = []
         table._releasing_nodes = set()
         table._releasing_seen = None
         table._free_soon = None
@@ -305,6 +310,7 @@ class NodeTable:
     def clear_node(self, node: int) -> None:
         """Forget every pod on one node (its usage and shared GPUs), to account them again."""
         self._changed(node)
+        self._releasing_may_change(node)
         for name in self.USAGE_COLUMNS:
             getattr(self, name)[node] = 0
         self.free_gpus[node] = self.cap_gpus[node]
@@ -484,10 +490,11 @@ class NodeTable:
 
     def anything_releasing(self) -> bool:
         """Whether any node has resources being released (only then can fitting soon differ from fitting
-        now); kept across calls like `fit`'s masks."""
-        seen = len(self._changes)
+        now); kept across calls, brought up to date at the nodes whose releasing resources may have
+        changed since (`_releasing_may_change`)."""
+        seen = len(self._releasing_log)
         if seen == self._releasing_seen:
-            return bool(self._releasing_nodes)  # asked a few times a pod, with no change in between
+            return bool(self._releasing_nodes)  # asked a few times a pod; placing one changes nothing here
         if self._releasing_seen is None or seen - self._releasing_seen > self.size // 4:
             releasing = (
                 (self.rel_cpu != 0)
@@ -499,7 +506,7 @@ class NodeTable:
             self._releasing_nodes = set(np.flatnonzero(releasing).tolist())
             self._releasing_nodes.update(node for node in self.groups if self._groups_releasing(node))
         else:
-            for node in set(self._changes[self._releasing_seen :]):
+            for node in set(self._releasing_log[self._releasing_seen :]):
                 if self._node_releasing(node):
                     self._releasing_nodes.add(node)
                 else:
@@ -669,15 +676,24 @@ class NodeTable:
             # Keep the log short: start afresh, every cached mask is recomputed once.
             self._changes_dropped += len(self._changes)
             self._changes.clear()
+            self._releasing_log.clear()
             self._fit_masks.clear()
             self._not_allocated.clear()
             self._empty = None
             self._releasing_seen = None
         self._changes.append(node)
 
+    def _releasing_may_change(self, node: int) -> None:
+        """Note that what a node releases may have changed (what `_node_releasing` reads: every change of
+        a releasing column or of a shared GPU's releasing part or claim goes through here), for
+        `anything_releasing`. Called besides `_changed`, whose log it follows."""
+        self._releasing_log.append(node)
+
     def hold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
         """Account a pod's non-GPU resources and whole GPUs on a node."""
         self._changed(node)
+        if releasing:
+            self._releasing_may_change(node)
         self.used_cpu[node] += request.cpu
         self.used_memory[node] += request.memory
         self.used_pods[node] += 1
@@ -710,7 +726,7 @@ class NodeTable:
         return take
 
     def unhold_pipelined(self, node: int, request: PodRequest, take: PipelineTake) -> None:
-        self._shift_releasing(node, take, 1.0)
+        self._shift_releasing(node, take, 1.0)  # (noting that what the node releases changes)
         self.unhold(node, request, releasing=False)
         for group_id in take.claimed_groups:
             self.group_by_id[group_id].claimed = False
@@ -725,13 +741,14 @@ class NodeTable:
             return ()
         claimed = [g for g in self.groups.get(node, ()) if g.fully_releasing and not g.claimed][:needed]
         for group in claimed:
-            group.claimed = True
+            group.claimed = True  # (`hold_pipelined` notes that what the node releases changes)
         self._refresh_shared(node)
         return tuple(g.group_id for g in claimed)
 
     def _shift_releasing(self, node: int, take: PipelineTake, sign: float) -> None:
         # What a pipelined pod takes from releasing stays "used" but no longer frees up for others.
         self._changed(node)
+        self._releasing_may_change(node)
         self.used_cpu[node] += sign * take.cpu
         self.rel_cpu[node] += sign * take.cpu
         self.used_memory[node] += sign * take.memory
@@ -743,6 +760,8 @@ class NodeTable:
 
     def unhold(self, node: int, request: PodRequest, *, releasing: bool) -> None:
         self._changed(node)
+        if releasing:
+            self._releasing_may_change(node)
         self.used_cpu[node] -= request.cpu
         self.used_memory[node] -= request.memory
         self.used_pods[node] -= 1
@@ -762,6 +781,7 @@ class NodeTable:
     def mark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         """A pod on the node starts terminating: its resources stay used but become releasing."""
         self._changed(node)
+        self._releasing_may_change(node)
         self.rel_cpu[node] += request.cpu
         self.rel_memory[node] += request.memory
         self.rel_pods[node] += 1
@@ -778,6 +798,7 @@ class NodeTable:
 
     def unmark_releasing(self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...]) -> None:
         self._changed(node)
+        self._releasing_may_change(node)
         self.rel_cpu[node] -= request.cpu
         self.rel_memory[node] -= request.memory
         self.rel_pods[node] -= 1
@@ -823,6 +844,7 @@ class NodeTable:
         group.holders[pod_key] = group.holders.get(pod_key, 0.0) + portion
         if releasing:
             group.releasing += portion
+            self._releasing_may_change(node)
         self._refresh_shared(node)
 
     def leave_group(self, group_id: str, pod_key: str, *, releasing: bool) -> None:
@@ -833,6 +855,8 @@ class NodeTable:
         group.used -= portion
         if releasing:
             group.releasing -= portion
+        if releasing or not group.holders:  # (a shared GPU closed takes its releasing part and claim along)
+            self._releasing_may_change(node)
         if not group.holders:
             self.free_gpus[node] += 1
             self.used_pods[node] -= 1
@@ -863,6 +887,7 @@ class NodeTable:
         self.shared_free_soon[node] = best_soon
         change = fully_releasing - self._rel_group_gpus[node]
         if change:
+            self._releasing_may_change(node)
             self.rel_gpus[node] += change
             self.rel_pods[node] += change
             self._rel_group_gpus[node] = fully_releasing

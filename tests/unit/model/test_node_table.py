@@ -12,7 +12,7 @@ import pytest
 
 from helpers import node, pod, queue, snapshot_of
 from kai_scheduler.model.builder import build_node_table, pod_request
-from kai_scheduler.model.nodes import NodeTable
+from kai_scheduler.model.nodes import NodeTable, PipelineTake
 from kai_scheduler.model.resources import PodRequest
 
 GI = 2**30
@@ -448,3 +448,72 @@ def test_soon_room_holds_what_node_fits_soon_holds(seed: int) -> None:
         for request in partial:
             assert room.may_hold(request) or not t.node_fits(request, n, soon=True), (n, request)
     assert answers == {True, False}
+
+
+# --- whether anything is being released, kept across changes ------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_anything_releasing_kept_across_changes_is_what_a_fresh_look_finds(seed: int) -> None:
+    """`anything_releasing` looks again only at the nodes whose releasing resources may have changed:
+    after any mix of pods placed (on idle or releasing resources, whole or on shared GPUs, some joining
+    another's), pods starting to release and taken back, pods leaving and nodes cleared, asked after one
+    change or several, it answers as a copy of the table that looks at every node."""
+    # Few nodes, so that whether anything is released turns often.
+    t = table(*(node(f"n{i:02d}", gpus=2, cpu="16", memory="64Gi", pods=30) for i in range(3)))
+    requests = (
+        PodRequest(cpu=1000, memory=GI, whole_gpus=1),
+        PodRequest(cpu=500, memory=GI, gpu_portion=0.5, gpu_devices=1),
+        PodRequest(cpu=500, memory=GI, gpu_portion=0.25, gpu_devices=1),
+        PodRequest(cpu=300, memory=GI),
+    )
+    rng = np.random.default_rng(seed)
+    # Per pod: node, request, key, shared GPUs, how it holds them ("idle", "releasing", a pipelined take).
+    pods: list[tuple[int, PodRequest, str, tuple[str, ...], object]] = []
+    answers = set()
+    for step in range(1000):
+        roll = rng.random()
+        if pods and roll < 0.4:
+            n, request, key, groups, held = pods.pop(int(rng.integers(len(pods))))
+            if held == "idle" and rng.random() < 0.6:
+                t.mark_releasing(n, request, key, groups)
+                pods.append((n, request, key, groups, "releasing"))
+            elif held == "releasing" and rng.random() < 0.5:
+                t.unmark_releasing(n, request, key, groups)
+                pods.append((n, request, key, groups, "idle"))
+            elif isinstance(held, str):
+                t.unhold(n, request, releasing=held == "releasing")
+                t.unshare_gpus(key, groups, releasing=held == "releasing")
+            elif isinstance(held, PipelineTake) and set(held.claimed_groups) <= t.group_by_id.keys():
+                t.unhold_pipelined(n, request, held)
+                t.unshare_gpus(key, groups, releasing=False)
+            else:
+                pods.append((n, request, key, groups, held))  # a shared GPU it claimed is gone: it stays
+        elif roll < 0.45:
+            cleared = int(rng.integers(t.size))
+            t.clear_node(cleared)
+            pods = [entry for entry in pods if entry[0] != cleared]
+        else:
+            n = int(rng.integers(t.size))
+            request = requests[int(rng.integers(len(requests)))]
+            key = f"pod-{step}"
+            joinable = [g.group_id for g in t.groups.get(n, ()) if g.free_now >= request.gpu_portion]
+            groups = (
+                (joinable[0] if joinable and rng.random() < 0.7 else f"{key}-g",)
+                if request.is_shared_gpu
+                else ()
+            )
+            how = rng.random()
+            held: object = "idle" if how < 0.6 else "releasing" if how < 0.8 else None
+            if held is None:
+                held = t.hold_pipelined(n, request)
+                t.share_gpus(n, request, key, groups, releasing=False)
+            else:
+                t.hold(n, request, releasing=held == "releasing")
+                t.share_gpus(n, request, key, groups, releasing=held == "releasing")
+            pods.append((n, request, key, groups, held))
+        if rng.random() < 0.6:
+            answer = t.anything_releasing()
+            assert answer == t.copy().anything_releasing()
+            answers.add(answer)
+    assert answers == {False, True}
