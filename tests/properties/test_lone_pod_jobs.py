@@ -154,7 +154,7 @@ def test_a_lone_pods_job_is_the_general_paths(specs: list[BarePod]) -> None:
     cache.set_nodes([node("n1", gpus=4), node("n2", gpus=4)])
     cache.set_queues([queue("parent"), queue("a", parent="parent")])
     cache.set_priorities(Priorities({"train": 50, "inference": 125}))
-    cache.stuck_in_releasing_after = 0.5
+    cache.stuck_releases.threshold = 0.5
     for rank, spec in enumerate(specs):
         cache.upsert_pod(_state(spec, rank))
     cache.nominate({f"default/{s.name}": (s.nominated, ()) for s in specs if s.nominated})

@@ -219,7 +219,7 @@ class JobRebuild:
                     admission = AdmissionFacts()
                 admission.admitted[state.pod.key] = state.admitted
             state = nominations.of(state)
-            task = make_task(state, job, asks.of(state.pod), node_index, stuck=stuck.is_stuck(state.pod.key))
+            task = make_task(state, job, asks.of(state.pod), node_index, stuck=_is_stuck(stuck, state))
             if task is not None:
                 job.tasks.append(task)
                 task.podset.tasks.append(task)
@@ -281,9 +281,7 @@ class JobRebuild:
         subgroup = labels.get(c.SUBGROUP_LABEL)
         if subgroup is not None and subgroup != "default":
             return None
-        # Only a bound, terminating pod's status asks whether it is stuck (most pods: no key to make).
-        stuck = node_name is not None and state.terminating and self._stuck.is_stuck(pod.key)
-        status = task_status(state, stuck=stuck)
+        status = task_status(state, stuck=_is_stuck(self._stuck, state))
         node_index = self._accounting.table.index
         node = node_index.get(node_name, -1) if node_name else -1
         if status is None or (node_name and node < 0):
@@ -450,6 +448,12 @@ class JobRebuild:
         job = self._pods.job_of_pod.get(key)
         if job is not None:
             self._changes.jobs.add(job)
+
+
+def _is_stuck(stuck: StuckReleases, state: PodState) -> bool:
+    """Whether the pod is stuck in releasing, for `task_status`, which reads it of a bound, terminating
+    pod only: most pods then need no key made."""
+    return state.terminating and state.node_name is not None and stuck.is_stuck(state.pod.key)
 
 
 def _index(keys: set[str], key: str, member: bool) -> None:
