@@ -110,45 +110,82 @@ class QuietOrder:
 
     def _rank(self, node: _Queue) -> tuple[Any, ...]:
         """`node`'s rank on its head (which it has)."""
-        assert node.head is not None and node.queue is not None
+        assert node.head is not None
         read, job, _ = node.head
+        return self._rank_on(node, read, job)
+
+    def __iter__(self) -> Iterator[JobInfo]:
+        forest, reads = self._forest, self._reads
+        while (head := forest.head) is not None:
+            # A run of the first leaf's jobs: while the leaf's next job ranks it first at every level
+            # against the others' heaps as they stand (nothing else moves during the run), nothing above
+            # it changes. Whether it does is asked once per value read in the run (`stays`): a trickle
+            # cycle's leaf stays first for some 50 jobs of a few requests.
+            read, job, leaf = head
+            jobs, taken = leaf.jobs, leaf.taken
+            stays: dict[Hashable, bool] = {}
+            while True:
+                taken += 1
+                leaf.taken = taken
+                yield job
+                if taken == len(jobs):
+                    break
+                job = jobs[taken]
+                read = reads(job)
+                first = stays.get(read)
+                if first is None:
+                    first = stays[read] = self._stays_first(leaf, read, job)
+                if not first:
+                    break
+            leaf.head = (read, job, leaf) if taken < len(jobs) else None
+            self._find_first(leaf)
+
+    def _stays_first(self, leaf: _Queue, read: Hashable, job: JobInfo) -> bool:
+        """Whether `leaf`, first at every level, stays first with `job` (read as `read`) its next job:
+        what `_find_first` would find, without changing anything. (Written out: asked for some 40% of
+        a trickle cycle's jobs.)"""
+        node, order = leaf, self._order
+        while (parent := node.parent) is not None:
+            others = parent.others
+            if others:
+                rank = node.ranks.get(read)
+                if rank is None:
+                    assert node.queue is not None
+                    rank = node.ranks[read] = order(node.queue, job)
+                top = others[0]
+                if top[0] < rank or (top[1] < node.position and not rank < top[0]):
+                    return False
+            node = parent
+        return True
+
+    def _find_first(self, leaf: _Queue) -> None:
+        """`leaf`, first among its siblings, has a new head (or none): each ancestor finds its first child
+        again, the one that was first compared with the first of the others' heap (a leaf that stays
+        first costs one comparison a level)."""
+        node = leaf
+        while (parent := node.parent) is not None:
+            others, ahead = parent.others, node.head
+            if ahead is None:
+                parent.best = heapq.heappop(others)[2] if others else None
+            else:
+                rank = self._rank_on(node, ahead[0], ahead[1])
+                if others and _overtakes(others[0], rank, node.position):
+                    parent.best = heapq.heapreplace(others, (rank, node.position, node))[2]
+            best = parent.best
+            parent.head = None if best is None else best.head
+            node = parent
+
+    def _rank_on(self, node: _Queue, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
+        """`node`'s rank on `job` (read as `read`), kept by what is read."""
         rank = node.ranks.get(read)
         if rank is None:
+            assert node.queue is not None
             rank = node.ranks[read] = self._order(node.queue, job)
         return rank
 
-    def __iter__(self) -> Iterator[JobInfo]:
-        forest, order, reads = self._forest, self._order, self._reads
-        while (head := forest.head) is not None:
-            leaf = head[2]
-            leaf.taken += 1
-            yield head[1]
-            if leaf.taken < len(leaf.jobs):
-                job = leaf.jobs[leaf.taken]
-                leaf.head = (reads(job), job, leaf)
-            else:
-                leaf.head = None
-            # `leaf`, first among its siblings, has a new head (or none): each ancestor finds its first
-            # child again, the one that was first compared with the first of the others' heap (a leaf
-            # that stays first costs one comparison a level).
-            node = leaf
-            while (parent := node.parent) is not None:
-                others, ahead = parent.others, node.head
-                if ahead is None:
-                    parent.best = heapq.heappop(others)[2] if others else None
-                else:
-                    read = ahead[0]
-                    rank = node.ranks.get(read)
-                    if rank is None:
-                        assert node.queue is not None
-                        rank = node.ranks[read] = order(node.queue, ahead[1])
-                    if others:
-                        top = others[0]
-                        if top[0] < rank or (top[1] < node.position and not rank < top[0]):
-                            parent.best = heapq.heapreplace(others, (rank, node.position, node))[2]
-                best = parent.best
-                parent.head = None if best is None else best.head
-                node = parent
+    def leaves(self) -> list[str]:
+        """The leaf queues whose jobs it hands out."""
+        return list(self._leaves)
 
     def remaining(self) -> KeyedJobs:
         """The entries not handed out yet by leaf, smallest first (`QueueOrderedJobs.of_keyed`)."""
@@ -159,3 +196,9 @@ class QuietOrder:
             if rest:
                 left[name] = rest
         return left
+
+
+def _overtakes(top: tuple[tuple[Any, ...], int, _Queue], rank: tuple[Any, ...], position: int) -> bool:
+    """Whether `top`, the first of the others' heap, goes before a child at `rank` in place `position`
+    (the first child with the smallest rank, as the job queue's scan picks)."""
+    return top[0] < rank or (top[1] < position and not rank < top[0])
