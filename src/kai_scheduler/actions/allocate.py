@@ -18,17 +18,17 @@ condition writes follow it).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
 from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs, allocation_of, keyed_by_leaf
 from kai_scheduler.actions.placement import place_job
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.api.reasons import WaitReason, code_of
-from kai_scheduler.framework.gang import next_signature, quota_request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 
 
@@ -87,12 +87,17 @@ class _Walk:
         # as it goes: an attempt shaped like one that failed is not made again. Whether any node holds the
         # pods does not depend on the queue, so a shape that found no room fails for every queue (after
         # the job's own queue checks, which do).
-        self.failed_shapes: dict[tuple[Any, ...], str] = {}  # signature -> the first job that failed
-        self.no_room: dict[tuple[Any, ...], str] = {}  # signature without the queue -> the first job
+        # (Signatures by their numbers in the jobs' kept facts, `walk_facts`.)
+        self.failed_shapes: dict[Hashable, str] = {}  # signature -> the first job that failed
+        self.no_room: dict[Hashable, str] = {}  # signature without the queue -> the first job
         # The reason of the jobs that fail like a first one, by that job (with its own reason it was
         # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
         self.alike: dict[str, tuple[str, WaitReason]] = {}
         self.use_signatures = session.config.use_scheduling_signatures
+        facts = session.walk_facts
+        self.facts = facts if facts is not None else WalkFacts()
+        self.names = self.facts.start(session)
+        self.verify = session.verify_carried
         self.holds = session.points.holds
         if self.holds is not None:
             self.holds.start_action()
@@ -103,11 +108,15 @@ class _Walk:
 
     def step(self, job: JobInfo) -> bool:
         """Take up `job`: whether its attempt placed pods."""
-        # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean.)
+        # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean, the job's
+        # signatures read as numbers from its kept facts.)
         session, holds, failed_shapes = self.session, self.holds, self.failed_shapes
         self.acted_on += 1
+        facts = self.facts.by_job.get(job)
+        if facts is None or facts.version != job.version or facts.names is not self.names or self.verify:
+            facts = self.facts.of(session, job, self.names)
         use_signatures = self.use_signatures
-        signature = next_signature(session, job) if use_signatures else None
+        signature: Hashable = facts.signature if use_signatures else None
         if holds is not None:
             tasks = tasks_to_allocate(session, job)
             # Capacity held for a job that cannot start (reservation and backfill) is a node filter
@@ -120,35 +129,46 @@ class _Walk:
         if signature is not None:
             first = failed_shapes.get(signature)
             if first is not None:
-                _failed_like(session, job, first, self.alike)
+                self._failed_like(facts.key, first)
                 return False
         if tasks is None:
             tasks = tasks_to_allocate(session, job)
         if not admissible(session, job, tasks):
             if signature is not None:
-                failed_shapes[signature] = job.key
+                failed_shapes[signature] = facts.key
             return False
-        shape = (
-            next_signature(session, job, by_queue=False)
-            if use_signatures and not session.points.queue_bound_placement
-            else None
-        )
+        shape: Hashable = facts.shape if use_signatures and not session.points.queue_bound_placement else None
         if shape is not None and held is not None:
             shape = (shape, held)
         no_room = self.no_room
-        if shape is not None and shape in no_room:
-            _failed_like(session, job, no_room[shape], self.alike)
+        first = no_room.get(shape) if shape is not None else None
+        if first is not None:
+            self._failed_like(facts.key, first)
         elif self._attempt(job, tasks):
             if holds is not None:
                 holds.job_placed(job, tasks)
             return True
         elif shape is not None:
-            no_room[shape] = job.key
+            no_room[shape] = facts.key
         if signature is not None:
-            failed_shapes[signature] = job.key
+            failed_shapes[signature] = facts.key
         if holds is not None:
             holds.job_unplaced(job, tasks, planner_for(session))
         return False
+
+    def _failed_like(self, key: str, first: str) -> None:
+        """Write why the job `key` did not fit: as `first`, the first job of its shape, did not (one text
+        for all of them while `first`'s reason stays: a deep backlog has thousands of jobs of a few
+        shapes)."""
+        unschedulable = self.session.unschedulable
+        why = unschedulable.get(first, "it did not fit")
+        worded = self.alike.get(first)
+        if worded is None or worded[0] is not why:
+            reason = WaitReason(
+                f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
+            )
+            worded = self.alike[first] = (why, reason)
+        unschedulable[key] = worded[1]
 
     def _attempt(self, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         """`place_job_tasks`, unless the attempt is known to find no node (`placement_failures`): then
@@ -195,17 +215,16 @@ class _Walk:
         """Take up the jobs of `order` until a step moves an allocation: then the job queue of the jobs
         left (None: every job was taken up)."""
         session = self.session
-        unmoved: dict[str, list[tuple[float, float, float]]] = {}
+        # (Nothing moved since the order was made, so each queue's allocation before a step is the one now.)
+        unmoved = {queue: _chain_allocation(session, queue) for queue in order.leaves()}
         for job in order:
             if check is not None:
                 _check_same(check.pop(), job)
-            queue = job.queue
-            allocation = unmoved.get(queue)
-            if allocation is None:
-                allocation = unmoved[queue] = _chain_allocation(session, queue)
             attempts = self.attempts
             placed = self.step(job)
-            if placed or (attempts != self.attempts and _chain_allocation(session, queue) != allocation):
+            if placed or (
+                attempts != self.attempts and _chain_allocation(session, job.queue) != unmoved[job.queue]
+            ):
                 rest = QueueOrderedJobs.of_keyed(session, order.remaining())
                 if placed and job.has_pending():
                     rest.push(job)
@@ -274,19 +293,6 @@ def _check_no_room(session: Session, job: JobInfo, tasks: list[TaskInfo], action
             f"{job.key}: its attempt, carried from the last cycle as finding no node ({reason!r}), "
             f"{'placed it' if placed else f'failed otherwise ({made!r})'} when made again"
         )
-
-
-def _failed_like(
-    session: Session, job: JobInfo, first: str, alike: dict[str, tuple[str, WaitReason]]
-) -> None:
-    why = session.unschedulable.get(first, "it did not fit")
-    worded = alike.get(first)
-    if worded is None or worded[0] is not why:
-        reason = WaitReason(
-            f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-        )
-        worded = alike[first] = (why, reason)
-    session.unschedulable[job.key] = worded[1]
 
 
 def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:

@@ -32,6 +32,7 @@ from kai_scheduler.framework.placement_failures import PlacementFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.static_masks import StaticMasks
+from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot, JobsAtOpen
@@ -65,6 +66,7 @@ class JobMemos:
         "signatures",
         "static_masks",
         "verify",
+        "walk_facts",
     )
 
     def __init__(self, *, verify: bool = False, carry: bool = True) -> None:
@@ -82,6 +84,7 @@ class JobMemos:
         self.job_groups = KeptJobGroups()
         self.placement_failures = PlacementFailures()
         self.static_masks = StaticMasks()
+        self.walk_facts = WalkFacts()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -113,6 +116,7 @@ class JobMemos:
         session.capacity_inputs = self.capacity_inputs
         session.gang_refusals = self.gang_refusals
         session.placement_failures = self.placement_failures
+        session.walk_facts = self.walk_facts
         self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify
 

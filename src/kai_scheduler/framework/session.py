@@ -28,6 +28,7 @@ from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn, add_score
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.framework.static_masks import Masks
+from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
 from kai_scheduler.model.jobs import JobInfo, Placement, PodSet, SubGroupSet, TaskInfo, TaskStatus
@@ -386,6 +387,9 @@ class Session:
         # Allocate's attempts whose first pod found no node in the last cycle (`placement_failures`;
         # None: every attempt is made).
         self.placement_failures: PlacementFailures | None = None
+        # What allocate's walk reads of each job that the job alone decides (`walk_facts`; None: the walk
+        # keeps its own); carried from one cycle to the next too.
+        self.walk_facts: WalkFacts | None = None
         self.verify_carried = False
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.

@@ -206,9 +206,15 @@ class ProportionPlugin:
         return key
 
     def _order_reads(self, job: JobInfo) -> tuple[float, float, float]:
-        """All that `queue_order_key` reads of `job`: its next request."""
-        assert self._session is not None
-        request = next_request(self._session, job)
+        """All that `queue_order_key` reads of `job`: its next request (`next_request`'s kept one read here:
+        asked of every job a walk hands out)."""
+        session = self._session
+        assert session is not None
+        kept = session.next_requests.get(job)
+        if kept is not None and kept[0] == job.version and kept[1] == session.snapshot.min_gpu_memory_mib:
+            request = kept[2]
+        else:
+            request = next_request(session, job)
         return (request.gpu, request.cpu, request.memory)
 
     def _siblings_weakly_ordered(self, queues: Sequence[QueueInfo]) -> bool:

@@ -1,0 +1,116 @@
+"""What allocate's walk reads of each job it takes up that only the job decides, kept per job version
+and carried from one cycle to the next (issue #23, point 1: a trickle cycle takes up ~7,900 waiting jobs
+that mostly fail as in the last cycle, at some 10 us each).
+
+Allocate asks every job it hands out its scheduling signature with its queue (`gang.next_signature`: a
+job shaped like one that failed is not tried), most of them the signature without it (the shape that
+found no node), and writes its reason by its key. Both signatures are tuples of tuples, hashed again at
+every look-up of the walk's failed shapes, and a job's key is formatted at every ask; so each is kept
+here once a version: the signatures as small numbers, one per distinct signature (`_ids`: equal
+signatures, one number), and the key as text.
+
+A signature reads the job's pods (its `version` moves with their statuses and nominations) and what the
+node filters read of the pods (`ExtensionPoints.signature_reads`, by name, as `next_signature` keeps
+them); the facts are kept with the version and those names. With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`)
+every kept fact read is worked out again, and a difference raises `CarriedMismatch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from kai_scheduler.framework.gang import next_signature, scheduling_signature
+from kai_scheduler.model.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import Session
+
+# Numbered signatures kept beyond this many per job kept (and a floor) start the numbering afresh: ended
+# jobs' signatures do not pile up.
+_IDS_PER_JOB = 4
+_IDS_FLOOR = 1024
+
+
+class JobFacts:
+    """One job's facts at `version` for the signature reads named `names`: its key, and its signature's
+    number with its queue (`signature`) and without (`shape`)."""
+
+    __slots__ = ("key", "names", "shape", "signature", "version")
+
+    def __init__(
+        self, version: int, names: tuple[Hashable, ...], key: str, signature: int, shape: int
+    ) -> None:
+        self.version = version
+        self.names = names
+        self.key = key
+        self.signature = signature
+        self.shape = shape
+
+
+class WalkFacts:
+    """The facts of the jobs allocate takes up (see the module doc), carried across cycles."""
+
+    __slots__ = ("_ids", "_names", "by_job")
+
+    def __init__(self) -> None:
+        self.by_job: dict[JobInfo, JobFacts] = {}
+        self._ids: dict[tuple[Any, ...], int] = {}
+        # The names of the signature reads facts were last made for, one object while they stay equal.
+        self._names: tuple[Hashable, ...] = ()
+
+    def start(self, session: Session) -> tuple[Hashable, ...]:
+        """Open a walk of `session`: the names its facts are kept for (compared by identity: one object
+        while they stay), ended jobs' facts forgotten once they are many."""
+        names = tuple(name for name, _ in session.points.signature_reads)
+        if names != self._names:
+            self._names = names
+        jobs = session.snapshot.jobs
+        by_job = self.by_job
+        if len(by_job) > 2 * len(jobs):
+            for job in [job for job in by_job if jobs.get(job.key) is not job]:
+                del by_job[job]
+        if len(self._ids) > _IDS_PER_JOB * len(by_job) + _IDS_FLOOR:
+            self._ids = {}
+            by_job.clear()
+        return self._names
+
+    def of(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts:
+        """`job`'s facts (`names`: what `start` gave), kept while its version and the names stay."""
+        facts = self.by_job.get(job)
+        if facts is None or facts.version != job.version or facts.names is not names:
+            facts = self.by_job[job] = JobFacts(
+                job.version,
+                names,
+                job.key,
+                self._number(next_signature(session, job)),
+                self._number(next_signature(session, job, by_queue=False)),
+            )
+        elif session.verify_carried:
+            self._check(session, job, facts)
+        return facts
+
+    def _number(self, signature: tuple[Any, ...]) -> int:
+        ids = self._ids
+        number = ids.get(signature)
+        if number is None:
+            number = ids[signature] = len(ids)
+        return number
+
+    def _check(self, session: Session, job: JobInfo, facts: JobFacts) -> None:
+        from kai_scheduler.framework.gang import fresh_tasks_to_allocate
+        from kai_scheduler.framework.job_memos import CarriedMismatch
+
+        tasks = fresh_tasks_to_allocate(session, job)
+        reads = session.points.signature_reads
+        fresh = (
+            job.key,
+            self._ids.get(scheduling_signature(job, tasks, reads=reads)),
+            self._ids.get(scheduling_signature(job, tasks, by_queue=False, reads=reads)),
+        )
+        if fresh != (facts.key, facts.signature, facts.shape):
+            raise CarriedMismatch(
+                f"{job.key}: allocate's facts of it kept at version {facts.version} (key, signature "
+                f"numbers {(facts.key, facts.signature, facts.shape)!r}) differ from those worked out "
+                f"again ({fresh!r})"
+            )
