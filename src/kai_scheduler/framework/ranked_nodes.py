@@ -223,7 +223,7 @@ def _best(
 
 class _Looks:
     """Asks nodes whether they are candidates (`Session.candidate_tests`'s two parts: the first inlined,
-    the rest asked only when the session has more to ask), `BUDGET` at most, passing over those known
+    the second's masks worked out at once, `Session.rest_masks`), `BUDGET` at most, passing over those known
     not to hold the pod's shape (`SKIP_BUDGET` at most), noting those found not to and those found to
     (`_Known`: the first part is not asked of them again)."""
 
@@ -231,7 +231,7 @@ class _Looks:
         self._static = static
         self._fits = session.snapshot.nodes.node_fits
         self._request = task.request
-        self._passes_rest = session.rest_test(task)
+        self._rest = session.rest_masks(task)
         self._unfit = known.unfit
         self._holding = known.holding
         self._left = BUDGET
@@ -247,8 +247,7 @@ class _Looks:
                 self._unfit.add(node)
                 return False
             self._holding.add(node)
-        rest = self._passes_rest
-        return rest is None or rest(node)
+        return not self._rest or all(mask.item(node) for mask in self._rest)
 
     # The nodes known unfit, most of a long walk's, are passed over by `first` and `every` themselves,
     # without a call each.
@@ -262,7 +261,7 @@ class _Looks:
             self._static,
             self._fits,
             self._request,
-            self._passes_rest,
+            self._rest,
         )
         for negated in reversed(members):
             node = -negated
@@ -279,7 +278,7 @@ class _Looks:
                     unfit.add(node)
                     continue
                 holding.add(node)
-            if rest is None or rest(node):
+            if not rest or all(mask.item(node) for mask in rest):
                 return node
         return -1
 
@@ -535,9 +534,12 @@ class _ValueIndex:
         if changed is None:
             self._rebuild()
             return
+        if not changed:
+            return
         self._position = self.nodes.change_position()
         value_of = self._ranking.value_of
-        for node in set(changed):
+        # (Most catch-ups follow one pod placed: one node, or the same node twice.)
+        for node in changed if len(changed) == 1 else set(changed):
             old, new = self.value_at[node], value_of(node)
             if new != old:
                 self.value_at[node] = new

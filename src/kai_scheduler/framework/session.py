@@ -657,6 +657,19 @@ class Session:
 
         return passes_rest
 
+    def rest_masks(self, task: TaskInfo) -> list[BoolArray]:
+        """`rest_test` worked out at once: the masks a node passing `candidate_tests`'s first part must
+        pass besides (the confinement, the per-pod predicates' masks that may narrow); none when every
+        node passes. For a caller that finds a candidate for nearly every pod it asks about
+        (`ranked_nodes`): most pods then have no mask, and nothing is asked of their nodes."""
+        task_predicates = self.points.task_predicates
+        masks = (
+            self._narrowing([predicate.nodes_passing(task) for predicate in task_predicates])
+            if task_predicates
+            else []
+        )
+        return masks if self.allowed is None else [self.allowed, *masks]
+
     def _narrowing(self, masks: list[BoolArray]) -> list[BoolArray]:
         """`masks` without those that pass every node and cannot change: read-only arrays that own their
         data, known by identity once found so. Why: a per-pod predicate hands most pods one such array

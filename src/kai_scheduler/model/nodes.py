@@ -417,7 +417,7 @@ class NodeTable:
         summed again (placing a pod changes one). Read-only."""
         column = self._kept(
             self._not_allocated.get(gpus),
-            lambda node: self._node_not_allocated(node, gpus=gpus),
+            lambda node: self.not_allocated_of(node, gpus=gpus),
             lambda rows: self._not_allocated_rows(rows, gpus=gpus),
         )
         self._not_allocated[gpus] = (column, len(self._changes))
@@ -432,19 +432,16 @@ class NodeTable:
         return self.not_allocated(gpus=gpus).take(rows)
 
     def not_allocated_of(self, node: int, *, gpus: bool) -> float:
-        """`not_allocated` at one node, summed now as a plain float (the same bits)."""
-        return self._node_not_allocated(node, gpus=gpus)
+        """`not_allocated` at one node, summed now as a plain float (the same bits): the same IEEE sums in
+        the same order as `_not_allocated_rows`, on plain floats (`item`)."""
+        if gpus:
+            return (self.free_gpus.item(node) + self.shared_free_total.item(node)) + self.rel_gpus.item(node)
+        return (self.cap_cpu.item(node) - self.used_cpu.item(node)) + self.rel_cpu.item(node)
 
     def _not_allocated_rows(self, rows: Rows, *, gpus: bool) -> FloatArray:
         if gpus:
             return (self.free_gpus[rows] + self.shared_free_total[rows]) + self.rel_gpus[rows]
         return (self.cap_cpu[rows] - self.used_cpu[rows]) + self.rel_cpu[rows]
-
-    def _node_not_allocated(self, node: int, *, gpus: bool) -> float:
-        # The same IEEE sums in the same order as `_not_allocated_rows`, on plain floats (`item`).
-        if gpus:
-            return (self.free_gpus.item(node) + self.shared_free_total.item(node)) + self.rel_gpus.item(node)
-        return (self.cap_cpu.item(node) - self.used_cpu.item(node)) + self.rel_cpu.item(node)
 
     def empty(self) -> BoolArray:
         """Nodes that hold nothing: every usage column as a new table starts it (no pod, no shared GPU,
