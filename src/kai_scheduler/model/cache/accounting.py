@@ -43,16 +43,16 @@ class NodeAccounting:
         self.capacity = Resources()  # the ready nodes' capacity less what other schedulers' pods take
         self.min_gpu_memory = self.max_gpu_memory = 0.0
         self.foreign_host_ports: list[tuple[int, tuple[HostPort, ...]]] = []
-        # Whether no row of the table has been accounted since it was made: each row is then as clearing
-        # it would leave it, and only those that hold a pod need accounting (a first cycle's 5,000 empty
-        # nodes: none).
-        self._fresh = True
+        # The rows of the table accounted with a pod on them since it was made: every other row is as
+        # clearing it would leave it, so only these are cleared before they are accounted again (a first
+        # cycle's 5,000 empty nodes: none; the nodes its binds filled, after them: none either).
+        self._held_rows: set[int] = set()
 
     def reset(self, table: NodeTable, *, keep_holds: bool = False) -> None:
         """A new node table, every row to account: nothing held yet, or with `keep_holds` what the pods
         held on the last one (its nodes, in the same order: `Changes.node_table`)."""
         self.table = table
-        self._fresh = True
+        self._held_rows = set()
         self._sum_ready()
         self.min_gpu_memory, self.max_gpu_memory = reported_gpu_memory_range(table.gpu_memory_mib)
         if not keep_holds:
@@ -102,15 +102,16 @@ class NodeAccounting:
 
     def account_nodes(self, pods: Mapping[str, PodState]) -> None:
         """Account the pods on each dirty node again, in creation order (as a build from scratch would)."""
-        table, holds, occupants = self.table, self._holds, self._occupants
-        fresh, self._fresh = self._fresh, False
+        table, holds, occupants, held_rows = self.table, self._holds, self._occupants, self._held_rows
         for node in self._changes.nodes:
-            if fresh:
-                if node not in occupants:
-                    continue
-            else:
+            if node in held_rows:
                 table.clear_node(node)
-            for key in sorted(occupants.get(node, ()), key=lambda key: pods[key].rank):
+            on_node = occupants.get(node)
+            if not on_node:
+                held_rows.discard(node)
+                continue
+            held_rows.add(node)
+            for key in sorted(on_node, key=lambda key: pods[key].rank):
                 hold = holds[key]
                 table.hold(node, hold.request, releasing=hold.releasing)
                 if hold.ours:

@@ -386,19 +386,19 @@ class JobRebuild:
         or after, a task before and after, finished neither before nor after (the job's live-pod count),
         its node known. Otherwise (False) the job is made again."""
         task = self.tasks.get(key)
-        if (
-            task is None
-            or previous.pod is not state.pod
-            or previous.rank != state.rank
-            or self._pods.is_dirty(key)
-            or is_gated(previous)
-            or is_gated(state)
-            or (previous.phase in FINISHED_PHASES) != (state.phase in FINISHED_PHASES)
-        ):
+        if task is None or previous.pod is not state.pod or previous.rank != state.rank:
             return False
-        status = task_status(state, stuck=self._stuck.is_stuck(key))
-        node = self._node_index(state)
-        if status is None or (state.node_name is not None and node < 0):
+        node_name = state.node_name
+        # The same pod object, so the same gates: gated before or after is gated and unbound then.
+        if (state.pod.spec.scheduling_gates and (previous.node_name is None or node_name is None)) or (
+            previous.phase in FINISHED_PHASES
+        ) != (state.phase in FINISHED_PHASES):
+            return False
+        if self._pods.is_dirty(key):
+            return False
+        status = task_status(state, stuck=_is_stuck(self._stuck, state))
+        node = self._accounting.table.index.get(node_name, -1) if node_name else -1
+        if status is None or (node_name is not None and node < 0):
             return False
         was_running = task.status is TaskStatus.RUNNING
         task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
