@@ -375,14 +375,12 @@ def allocation_of(queue: QueueInfo) -> tuple[float, float, float]:
 def keyed_by_leaf(session: Session, jobs: Iterable[JobInfo]) -> KeyedJobs:
     """`jobs`' entries by leaf queue, in the order given (the counter counts from 1)."""
     keyed: KeyedJobs = {}
-    key_of, kept = session.job_order_key, session.job_keys
+    key_of = session.job_order_key
     for counter, job in enumerate(jobs, 1):
         entries = keyed.get(job.queue)
         if entries is None:
             entries = keyed[job.queue] = []
-        # (`job_order_key`'s kept key read here: a trickle cycle keys ~7,900 jobs, all kept.)
-        key = kept.get(job)
-        entries.append((key[1] if key is not None and key[0] == job.version else key_of(job), counter, job))
+        entries.append((key_of(job), counter, job))
     return keyed
 
 
