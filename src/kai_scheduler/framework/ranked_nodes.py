@@ -85,6 +85,10 @@ class Ranking:
     # of its own scores of them (a float: one score for all); None when it does not say. Why: a pod's
     # few candidates are scored from the values the index holds, without a numpy array (`_Summed`).
     scores_of_values: Callable[[list[float]], list[float] | float] | None = None
+    # A sparse scorer's scores of candidates `rows` (index order), in plain floats with the bits of its own
+    # scores of them (a float: one score for all); None when it does not say. Why: as `scores_of_values`,
+    # for a shared-GPU pod's candidates.
+    scores_at_rows: Callable[[TaskInfo, list[int]], list[float] | float] | None = None
 
 
 # For a pod: the ranking and the pod's floor, or None when the scorer does not rank for it.
@@ -103,6 +107,9 @@ class Undecided(enum.Enum):
 UNDECIDED: Final = Undecided.UNDECIDED
 # A session's node scorer (`ExtensionPoints.node_scorers`).
 ScoreOf = Callable[[TaskInfo, IntArray], FloatArray | float]
+# A scorer's scores in plain floats (`Ranking.scores_of_values`, `Ranking.scores_at_rows`): of the pod, at
+# the candidates `rows` (index order), valued `values` by the ranking.
+PlainScore = Callable[[TaskInfo, list[int], list[float]], list[float] | float]
 
 
 class _GiveUp(Exception):
@@ -330,32 +337,31 @@ class _Summed:
     (`constant_for` at `alike_nodes.add_scorer` promises the same score for every pod of one request,
     placement constraints and nominated node while `NodeTable.anything_releasing` stays, the key this is
     kept by). Why: five of a pod's six scorers are constant for it, and calling each was most of a pod's
-    sum. When the one scorer left is the ranking one and it scores values (`Ranking.scores_of_values`),
-    the sums are worked out in plain floats from the candidates' values: the same IEEE additions in the
-    same order as numpy's elementwise ones, without an array for two or three candidates a pod."""
+    sum. When every scorer left scores in plain floats (`PlainScore`, by position), the sums are worked
+    out so: the same IEEE additions in the same order as numpy's elementwise ones, without an array for
+    two or three candidates a pod."""
 
     def __init__(
-        self,
-        scorers: list[ScoreOf],
-        constant: frozenset[int],
-        ranking_scores: Callable[[list[float]], list[float] | float] | None,
+        self, scorers: list[ScoreOf], constant: frozenset[int], plain: dict[int, PlainScore] | None
     ) -> None:
         self._scorers = scorers
         self._constant = constant
-        self._ranking_scores = ranking_scores
+        self._plain = plain
         # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
         # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
         self._terms: list[float | ScoreOf] | None = None
+        # The same terms with each scorer's plain scores (None: not learned, or not every scorer has them).
+        self._plain_terms: list[float | PlainScore] | None = None
 
     def scores(self, task: TaskInfo, rows: list[int], values: list[float]) -> list[float] | float:
         """The sums at `rows` (index order), valued `values` by the ranking."""
-        terms, ranking_scores = self._terms, self._ranking_scores
-        if terms is None or ranking_scores is None:
+        terms = self._plain_terms
+        if terms is None:
             sums = self._array_scores(task, np.array(rows, dtype=np.int64))
             return sums if isinstance(sums, float) else sums.tolist()
         summed: list[float] | float = 0.0
         for term in terms:
-            summed = _add_plain(summed, term if isinstance(term, float) else ranking_scores(values))
+            summed = _add_plain(summed, term if isinstance(term, float) else term(task, rows, values))
         return summed
 
     def _array_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
@@ -372,6 +378,7 @@ class _Summed:
         one float (an array's first item, all alike); adding a float to each item is adding that item."""
         summed: FloatArray | float = 0.0
         terms: list[float | ScoreOf] = []
+        plain_terms: list[float | PlainScore] = []
         for position, scorer in enumerate(self._scorers):
             score = scorer(task, rows)
             if position in self._constant:
@@ -380,12 +387,17 @@ class _Summed:
                     pass  # adds nothing
                 elif len(terms) == 1 and isinstance(terms[0], float):  # only constants so far
                     terms[0] = constant if terms[0] == 0.0 else terms[0] + constant
+                    plain_terms[0] = terms[0]
                 else:
                     terms.append(constant)
+                    plain_terms.append(constant)
             else:
                 terms.append(scorer)
+                if self._plain is not None:
+                    plain_terms.append(self._plain[position])
             summed = add_score(summed, score)
         self._terms = terms
+        self._plain_terms = None if self._plain is None else plain_terms
         return summed
 
 
@@ -467,12 +479,14 @@ def _asked(
     found = None
     sparse: list[tuple[Ranking, float]] = []
     constant_at = set()
+    plain: dict[int, PlainScore] | None = {}
     for position, (ranks, constant, sparse_on) in enumerate(said):
         ranked = None if ranks is None else ranks(task)
         if ranked is not None:
             if found is not None:
                 return None
             found = ranked
+            plain = _plain_at(plain, position, _by_values(ranked[0].scores_of_values))
         elif constant is not None and constant(task):
             constant_at.add(position)
         else:
@@ -480,11 +494,35 @@ def _asked(
             if on is None:
                 return None
             sparse.append(on)
+            plain = _plain_at(plain, position, _at_rows(on[0].scores_at_rows))
     if found is None:
         return None
-    # With a sparse scorer, two scorers are asked per node: the sums are numpy's.
-    plain = None if sparse else found[0].scores_of_values
     return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain))
+
+
+def _plain_at(
+    plain: dict[int, PlainScore] | None, position: int, score: PlainScore | None
+) -> dict[int, PlainScore] | None:
+    """`plain` with the scorer at `position`'s plain scores; None once a scorer has none (the sums are
+    then numpy's)."""
+    if plain is None or score is None:
+        return None
+    plain[position] = score
+    return plain
+
+
+def _by_values(scores_of_values: Callable[[list[float]], list[float] | float] | None) -> PlainScore | None:
+    if scores_of_values is None:
+        return None
+    return lambda task, rows, values: scores_of_values(values)
+
+
+def _at_rows(
+    scores_at_rows: Callable[[TaskInfo, list[int]], list[float] | float] | None,
+) -> PlainScore | None:
+    if scores_at_rows is None:
+        return None
+    return lambda task, rows, values: scores_at_rows(task, rows)
 
 
 def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:

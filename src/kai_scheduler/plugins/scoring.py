@@ -128,7 +128,10 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
         (`score`), each by its own GPUs: a fraction's portion is the same on every node, a gpu-memory
         request's is not (any room then)."""
         room = ranked_nodes.Ranking(
-            "shared-free-now", lambda: nodes.shared_free_now, lambda node: nodes.shared_free_now.item(node)
+            "shared-free-now",
+            lambda: nodes.shared_free_now,
+            lambda node: nodes.shared_free_now.item(node),
+            scores_at_rows=partial(sharing_scores, nodes),
         )
 
         def sparse(task: TaskInfo) -> tuple[ranked_nodes.Ranking, float] | None:
@@ -155,13 +158,20 @@ class GpuSharingOrderPlugin(_ScoringPlugin):
 
 
 def _sharing_few(nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
-    """gpusharingorder's scores of a few candidates (`GpuSharingOrderPlugin.score`) in plain Python: the
-    same comparisons of the same values (the portion as `SharedGpuRequest.fit_portions` works it out), so
-    the same scores. Why: the ranked index scores two to four candidates a shared-GPU pod."""
+    """gpusharingorder's scores of a few candidates (`GpuSharingOrderPlugin.score`) in plain Python."""
+    scores = sharing_scores(nodes, task, rows.tolist())
+    return scores if isinstance(scores, float) else np.array(scores)
+
+
+def sharing_scores(nodes: NodeTable, task: TaskInfo, rows: list[int]) -> list[float] | float:
+    """gpusharingorder's scores of the candidates `rows` of a shared-GPU pod (`GpuSharingOrderPlugin.score`)
+    in plain floats: the same comparisons of the same values (the portion as
+    `SharedGpuRequest.fit_portions` works it out), so the same scores. Why: the ranked index scores two to
+    four candidates a shared-GPU pod."""
     shared = task.request.shared_gpu
     assert shared is not None  # a shared-GPU request
     scores, any_room = [], False
-    for node in rows.tolist():
+    for node in rows:
         free = nodes.shared_free_now.item(node)
         if free > 0:
             any_room = True
@@ -174,7 +184,7 @@ def _sharing_few(nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray
                 scores.append(GPU_SHARING)
                 continue
         scores.append(0.0)
-    return np.array(scores) if any_room else 0.0
+    return scores if any_room else 0.0
 
 
 class NominatedNodePlugin(_ScoringPlugin):
