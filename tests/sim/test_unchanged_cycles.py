@@ -505,9 +505,9 @@ def _quiet_walks(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     walks: list[int | None] = []
     original_init, original_remaining = QuietOrder.__init__, QuietOrder.remaining
 
-    def init(order: QuietOrder, session: Session, by_leaf: KeyedJobs, reads: Any) -> None:
+    def init(order: QuietOrder, session: Session, by_leaf: KeyedJobs, reads: Any, kept: Any = None) -> None:
         walks.append(None)
-        original_init(order, session, by_leaf, reads)
+        original_init(order, session, by_leaf, reads, kept)
 
     def remaining(order: QuietOrder) -> KeyedJobs:
         left = original_remaining(order)

@@ -201,7 +201,9 @@ class _Walk:
         check = QueueOrderedJobs(session, jobs) if session.verify_carried else None
         returns, keyed = 0, keyed_by_leaf(session, jobs)
         while True:
-            rest = self._until_moved(QuietOrder(session, keyed, reads), check)
+            # (The first order is of every waiting job: its leaves' orders are kept for the next cycle.)
+            order = QuietOrder(session, keyed, reads, self.facts if returns == 0 else None)
+            rest = self._until_moved(order, check)
             if rest is None:
                 break
             left = self.take_up(rest, check, _CALM_POPS if returns < _MOST_RETURNS else None)

@@ -28,6 +28,7 @@ from typing import Any
 
 from kai_scheduler.actions.job_queue import JobEntry, KeyedJobs
 from kai_scheduler.framework.session import QueueOrderKey, Session
+from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
 
@@ -67,17 +68,24 @@ class _Queue:
 
 class QuietOrder:
     """The jobs `by_leaf` in the order a `QueueOrderedJobs` of them hands them out while nothing moves.
-    `by_leaf`: each leaf's entries (`job_queue.keyed_by_leaf`; sorted here). `reads` is the session's
-    `queue_order_reads`, whose queue order is `session.points.queue_order`."""
+    `by_leaf`: each leaf's entries (`job_queue.keyed_by_leaf`; sorted here, by the orders `kept` keeps if
+    given). `reads` is the session's `queue_order_reads`, whose queue order is
+    `session.points.queue_order`."""
 
-    def __init__(self, session: Session, by_leaf: KeyedJobs, reads: Callable[[JobInfo], Hashable]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        by_leaf: KeyedJobs,
+        reads: Callable[[JobInfo], Hashable],
+        kept: WalkFacts | None = None,
+    ) -> None:
         order = session.points.queue_order
         assert order is not None, "a queue order that reads jobs"
         self._order: QueueOrderKey = order
         self._reads = reads
         self._by_leaf = by_leaf
         self._leaves: dict[str, _Queue] = {}  # the leaves of the tree with jobs
-        queues = session.snapshot.queues
+        queues, verify = session.snapshot.queues, session.verify_carried  # (`fill` holds no session)
         self._forest = _Queue(None, 0, None)
 
         def fill(node: _Queue, names: list[str]) -> None:
@@ -90,7 +98,14 @@ class QuietOrder:
                     entries = by_leaf.get(name)
                     if not entries:
                         continue
-                    entries.sort()  # as the job queue orders a leaf (keys never tie; a run if sorted)
+                    # As the job queue orders a leaf (keys never tie, so the keys alone sort the entries);
+                    # with `kept`, in the order kept for the same keys (`WalkFacts.sorting`).
+                    if kept is None:
+                        entries.sort()
+                    else:
+                        keys = [key for key, _, _ in entries]
+                        positions = kept.sorting(name, keys, keep=True, verify=verify)
+                        entries = [entries[i] for i in positions]
                     child.entries = entries
                     child.jobs = [job for _, _, job in entries]
                     self._leaves[name] = child

@@ -51,10 +51,13 @@ class JobFacts:
 class WalkFacts:
     """The facts of the jobs allocate takes up (see the module doc), carried across cycles."""
 
-    __slots__ = ("_ids", "_names", "by_job")
+    __slots__ = ("_ids", "_names", "_orders", "by_job")
 
     def __init__(self) -> None:
         self.by_job: dict[JobInfo, JobFacts] = {}
+        # Per leaf queue, the job order keys of its waiting jobs as the walk was given them (snapshot
+        # order), and the positions that sort them (`sorting`).
+        self._orders: dict[str, tuple[list[tuple[Any, ...]], list[int]]] = {}
         self._ids: dict[tuple[Any, ...], int] = {}
         # The names of the signature reads facts were last made for, one object while they stay equal.
         self._names: tuple[Hashable, ...] = ()
@@ -89,6 +92,25 @@ class WalkFacts:
         elif session.verify_carried:
             self._check(session, job, facts)
         return facts
+
+    def sorting(self, leaf: str, keys: list[tuple[Any, ...]], *, keep: bool, verify: bool) -> list[int]:
+        """The positions of `keys` (the job order keys of `leaf`'s waiting jobs, as given) in ascending
+        order: the last cycle's while they are the same keys in the same order (compared by identity
+        first: a key is kept per job version), else sorted now (and kept, with `keep`). Why: a trickle
+        cycle's walk gives the same ~7,900 jobs in the same order but a few, and sorting them by their
+        keys (tuples that mostly tie on their first items) cost some 5 ms a cycle."""
+        kept = self._orders.get(leaf)
+        if kept is not None and kept[0] == keys:
+            positions = kept[1]
+            if verify and [keys[i] for i in positions] != sorted(keys):
+                from kai_scheduler.framework.job_memos import CarriedMismatch
+
+                raise CarriedMismatch(f"queue {leaf}: its jobs' order kept from the last cycle is not sorted")
+            return positions
+        positions = sorted(range(len(keys)), key=keys.__getitem__)
+        if keep:
+            self._orders[leaf] = (keys, positions)
+        return positions
 
     def _number(self, signature: tuple[Any, ...]) -> int:
         ids = self._ids

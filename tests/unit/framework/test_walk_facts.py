@@ -90,3 +90,24 @@ def test_verify_mode_checks_the_kept_facts(monkeypatch: pytest.MonkeyPatch) -> N
     simulation.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])
     with pytest.raises(CarriedMismatch, match="allocate's facts of it kept at version"):
         simulation._cycle(10.0, 2)
+
+
+def test_a_leafs_order_is_kept_for_the_same_keys_only() -> None:
+    facts = WalkFacts()
+    keys = [(2, "b"), (1, "a"), (3, "c")]
+    assert facts.sorting("q", keys, keep=True, verify=False) == [1, 0, 2]
+    assert facts.sorting("q", list(keys), keep=True, verify=False) == [1, 0, 2]
+    # One job's key moved (its pods changed): the leaf is sorted again.
+    moved = [(2, "b"), (1, "a"), (0, "c")]
+    assert facts.sorting("q", moved, keep=True, verify=False) == [2, 1, 0]
+    # Another leaf, or an order not kept, is sorted on its own.
+    assert facts.sorting("r", keys, keep=False, verify=False) == [1, 0, 2]
+    assert facts.sorting("r", moved, keep=False, verify=False) == [2, 1, 0]
+
+
+def test_verify_mode_checks_a_kept_order() -> None:
+    facts = WalkFacts()
+    keys = [(2, "b"), (1, "a"), (3, "c")]
+    facts.sorting("q", keys, keep=True, verify=False).reverse()  # the kept positions, out of order
+    with pytest.raises(CarriedMismatch, match="queue q: its jobs' order kept from the last cycle"):
+        facts.sorting("q", keys, keep=True, verify=True)
