@@ -188,62 +188,45 @@ def test_the_index_follows_the_nodes_a_session_fills() -> None:
     assert fill(open_session(objects), True) == fill(open_session(objects), False)
 
 
+def _where_p_goes(enabled: bool, moves: list[str]) -> list[str]:
+    """Where a one-GPU pod `p` goes, asked once after each of `moves` ("": none, "hog": a statement holds
+    a pod taking every CPU of node a, "rollback": the statement is rolled back), with the index on or
+    off. Nodes a, b, c of 8 GPUs and 8 CPUs: a the fullest by GPUs (7 used), b emptier (4), c empty."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
+    session = open_session([*objects, pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")])
+    tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+    ranked_nodes.ENABLED = enabled
+    try:
+        where = []
+        statement = session.statement("allocate")
+        for move in moves:
+            if move == "hog":
+                statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
+            elif move == "rollback":
+                statement.rollback()
+            placed = session.choose_node(tasks["default/p"])
+            assert placed is not None
+            where.append(names[placed.node])
+    finally:
+        ranked_nodes.ENABLED = True
+    return where
+
+
 def test_a_node_found_not_to_hold_a_shape_is_asked_again_once_it_changes() -> None:
     """The index passes over the nodes it found not to hold a pod's shape until they change: node a (the
     fullest by GPUs) is out of CPU while a statement holds a CPU pod there, and holds the pod again once
-    that statement is rolled back; b is emptier than a, c the emptiest."""
-    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
-    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
-    objects += [pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")]
-
-    def choices(enabled: bool) -> list[str]:
-        session = open_session(objects)
-        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
-        ranked_nodes.ENABLED = enabled
-        try:
-            where = []
-            statement = session.statement("allocate")
-            statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
-            for _ in range(2):
-                placed = session.choose_node(tasks["default/p"])
-                assert placed is not None
-                where.append(names[placed.node])
-                statement.rollback()
-        finally:
-            ranked_nodes.ENABLED = True
-        return where
-
-    assert choices(True) == choices(False) == ["b", "a"]
+    that statement is rolled back."""
+    moves = ["hog", "rollback"]
+    assert _where_p_goes(True, moves) == _where_p_goes(False, moves) == ["b", "a"]
 
 
 def test_a_node_found_to_hold_a_shape_is_asked_again_once_it_changes() -> None:
     """The index takes the nodes it found to hold a pod's shape for candidates until they change: node a
     (the fullest by GPUs) holds the pod, is out of CPU while a statement holds a CPU pod there (the pod
     goes to b, emptier), and holds it again once that statement is rolled back."""
-    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
-    objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
-    objects += [pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")]
-
-    def choices(enabled: bool) -> list[str]:
-        session = open_session(objects)
-        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
-        ranked_nodes.ENABLED = enabled
-        try:
-            where = []
-            statement = session.statement("allocate")
-            for step in range(3):
-                placed = session.choose_node(tasks["default/p"])
-                assert placed is not None
-                where.append(names[placed.node])
-                if step == 0:
-                    statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
-                else:
-                    statement.rollback()
-        finally:
-            ranked_nodes.ENABLED = True
-        return where
-
-    assert choices(True) == choices(False) == ["a", "b", "a"]
+    moves = ["", "hog", "rollback"]
+    assert _where_p_goes(True, moves) == _where_p_goes(False, moves) == ["a", "b", "a"]
 
 
 def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_may_ask() -> None:
