@@ -40,6 +40,10 @@ _NOTHING: Final = Resources()
 _ReclaimSides = tuple[QueueInfo, Resources, QueueInfo, Resources]
 
 
+# Distinct next requests numbered for the queue order (`_order_reads`) beyond which it numbers afresh.
+_MOST_READ_NUMBERS = 4096
+
+
 class ProportionPlugin:
     name = "proportion"
 
@@ -72,6 +76,10 @@ class ProportionPlugin:
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
         # session for the queues whose other inputs stay (`_carry_order_keys`).
         self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
+        # `_order_reads`: each job's next request as a number (one per distinct request) with the job's
+        # version and the smallest GPU memory it was read at; kept across sessions, dropped when many.
+        self._read_numbers: dict[tuple[float, float, float], int] = {}
+        self._reads_kept: dict[JobInfo, tuple[int, float, int]] = {}
         # Each queue's allocation when the current victim search started, saved as the queue's allocation
         # first moves since (`_shift`): a queue not in it has not moved. A search moves a few queues, and
         # copying every queue's allocation for each search grew with the searches times the queues.
@@ -89,6 +97,11 @@ class ProportionPlugin:
     def on_session_open(self, session: Session) -> None:
         self._session = session
         self._chains = {}
+        # Ended jobs' reads dropped once many; the numbers only with every read kept by them.
+        if len(self._reads_kept) > 2 * len(session.snapshot.jobs) + 1024:
+            self._reads_kept = {}
+        if len(self._read_numbers) > _MOST_READ_NUMBERS:
+            self._read_numbers, self._reads_kept = {}, {}
         self._before = self._before_full = None
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
@@ -205,17 +218,30 @@ class ProportionPlugin:
             key = self._order_keys[memo] = self._queue_order_key(queue, request)
         return key
 
-    def _order_reads(self, job: JobInfo) -> tuple[float, float, float]:
-        """All that `queue_order_key` reads of `job`: its next request (`next_request`'s kept one read here:
-        asked of every job a walk hands out)."""
+    def _order_reads(self, job: JobInfo) -> int:
+        """All that `queue_order_key` reads of `job`: its next request, as a number (equal requests, one
+        number), kept as `next_request` keeps the request (by the job's version and the smallest GPU
+        memory). Asked of every job a walk hands out, and the walk's look-ups by it then hash a number."""
         session = self._session
         assert session is not None
-        kept = session.next_requests.get(job)
-        if kept is not None and kept[0] == job.version and kept[1] == session.snapshot.min_gpu_memory_mib:
-            request = kept[2]
-        else:
-            request = next_request(session, job)
-        return (request.gpu, request.cpu, request.memory)
+        smallest = session.snapshot.min_gpu_memory_mib
+        kept = self._reads_kept.get(job)
+        if kept is not None and kept[0] == job.version and kept[1] == smallest:
+            if session.verify_carried and self._read_number(job) != kept[2]:
+                raise CarriedMismatch(
+                    f"{job.key}: its next request's number kept for the queue order differs"
+                )
+            return kept[2]
+        number = self._read_number(job)
+        self._reads_kept[job] = (job.version, smallest, number)
+        return number
+
+    def _read_number(self, job: JobInfo) -> int:
+        """The number of `job`'s next request (`_order_reads`), worked out now."""
+        assert self._session is not None
+        request = next_request(self._session, job)
+        numbers = self._read_numbers
+        return numbers.setdefault((request.gpu, request.cpu, request.memory), len(numbers))
 
     def _siblings_weakly_ordered(self, queues: Sequence[QueueInfo]) -> bool:
         """Whether `queue_order_key` ranks `queues` (siblings) by a strict weak ordering, whatever their

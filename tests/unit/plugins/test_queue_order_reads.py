@@ -1,0 +1,53 @@
+"""Proportion's queue order reads of a job its next request, as a number: equal requests one number, kept
+per job version (`ProportionPlugin._order_reads`), and checked again in verify mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import gang, node, open_session, queue
+from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
+
+
+def _session() -> tuple[Session, dict[str, JobInfo]]:
+    objects: list[ApiObject] = [node("n0", gpus=8), queue("q", gpu=8)]
+    objects += gang("one-a", size=1, gpus=1) + gang("one-b", size=1, gpus=1) + gang("two", size=1, gpus=2)
+    objects += gang("pair", size=2, gpus=1)
+    session = open_session(objects)
+    return session, {job.name: job for job in session.snapshot.jobs.values()}
+
+
+def test_jobs_asking_the_same_next_request_read_one_number() -> None:
+    session, jobs = _session()
+    reads = session.points.queue_order_reads
+    assert reads is not None
+    assert reads(jobs["one-a"]) == reads(jobs["one-b"])
+    assert len({reads(jobs["one-a"]), reads(jobs["two"]), reads(jobs["pair"])}) == 3
+
+
+def test_a_kept_number_is_read_again_once_the_job_moves_and_checked_in_verify_mode() -> None:
+    session, jobs = _session()
+    reads = session.points.queue_order_reads
+    assert reads is not None
+    plugin = getattr(reads, "__self__")  # noqa: B009 (the plugin of a bound method the type does not say)
+    assert isinstance(plugin, ProportionPlugin)
+    pair = jobs["pair"]
+    assert reads(pair) != reads(jobs["one-a"])
+    version, smallest, _ = plugin._reads_kept[pair]
+    plugin._reads_kept[pair] = (version, smallest, _NO_REQUEST_NUMBER)
+    assert reads(pair) == _NO_REQUEST_NUMBER  # kept: not read again while the job stays
+    session.verify_carried = True
+    with pytest.raises(CarriedMismatch):
+        reads(pair)
+    session.verify_carried = False
+    # One of the gang's pods placed: its next attempt asks one GPU, read again at the job's new version.
+    session.statement("allocate").allocate(pair.tasks[0], 0, (), "placed by the test")
+    assert pair.version != version
+    assert reads(pair) == reads(jobs["one-a"])
+
+
+_NO_REQUEST_NUMBER = 10**6  # a number no request of these jobs is given
