@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kai_scheduler.model.jobs import JobInfo
+
 # (queue name, allocated gpu, cpu, memory, requested gpu, cpu, memory)
 OrderMemo = tuple[str, float, float, float, float, float, float]
 
@@ -20,11 +22,15 @@ OrderMemo = tuple[str, float, float, float, float, float, float]
 class CarriedQueueOrder:
     """The queue order keys of the last session, for the next (see the module doc)."""
 
-    __slots__ = ("_fixed", "_keys")
+    __slots__ = ("_fixed", "_keys", "read_numbers", "reads_kept")
 
     def __init__(self) -> None:
         self._fixed: dict[str, tuple[Any, ...]] = {}  # per queue: what its keys read besides the memo
         self._keys: dict[OrderMemo, tuple[Any, ...]] = {}
+        # What the queue order reads of each job, carried too (`ProportionPlugin._order_reads`: each
+        # number kept with the job's version and the smallest GPU memory it was read at).
+        self.read_numbers: dict[tuple[float, float, float], int] = {}
+        self.reads_kept: dict[JobInfo, tuple[int, float, int]] = {}
 
     def keys_for(
         self, fixed: dict[str, tuple[Any, ...]], allocated: dict[str, tuple[float, float, float]]

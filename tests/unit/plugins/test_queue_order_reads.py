@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import gang, node, open_session, queue
+from helpers import gang, node, open_session, queue, snapshot_of
 from kai_scheduler.api.objects import ApiObject
+from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
@@ -51,3 +53,25 @@ def test_a_kept_number_is_read_again_once_the_job_moves_and_checked_in_verify_mo
 
 
 _NO_REQUEST_NUMBER = 10**6  # a number no request of these jobs is given
+
+
+def test_the_numbers_read_are_carried_to_the_next_session() -> None:
+    """A session hands its reads on (`CarriedQueueOrder`): the next one reads a job it kept without asking
+    its request again, and the same request as the same number."""
+    objects: list[ApiObject] = [node("n0", gpus=8), queue("q", gpu=8)]
+    objects += gang("one", size=1, gpus=1) + gang("two", size=1, gpus=2)
+    snapshot = snapshot_of(objects)
+    carried = CarriedQueueOrder()
+    read: list[dict[str, int]] = []
+    for cycle in (1, 2):
+        session = Session(snapshot, SchedulerConfig(), cycle=cycle, now=0.0)
+        session.queue_orders = carried
+        ProportionPlugin({}).on_session_open(session)
+        reads = session.points.queue_order_reads
+        assert reads is not None
+        read.append({job.name: reads(job) for job in snapshot.jobs.values()})
+        if cycle == 1:
+            job = next(iter(snapshot.jobs.values()))
+            version, smallest, _ = carried.reads_kept[job]
+            carried.reads_kept[job] = (version, smallest, _NO_REQUEST_NUMBER)
+    assert read[1] == {**read[0], next(iter(snapshot.jobs.values())).name: _NO_REQUEST_NUMBER}

@@ -77,7 +77,8 @@ class ProportionPlugin:
         # session for the queues whose other inputs stay (`_carry_order_keys`).
         self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
         # `_order_reads`: each job's next request as a number (one per distinct request) with the job's
-        # version and the smallest GPU memory it was read at; kept across sessions, dropped when many.
+        # version and the smallest GPU memory it was read at; carried across sessions with the queue
+        # order keys (`CarriedQueueOrder`), dropped when many.
         self._read_numbers: dict[tuple[float, float, float], int] = {}
         self._reads_kept: dict[JobInfo, tuple[int, float, int]] = {}
         # Each queue's allocation when the current victim search started, saved as the queue's allocation
@@ -97,11 +98,14 @@ class ProportionPlugin:
     def on_session_open(self, session: Session) -> None:
         self._session = session
         self._chains = {}
-        # Ended jobs' reads dropped once many; the numbers only with every read kept by them.
-        if len(self._reads_kept) > 2 * len(session.snapshot.jobs) + 1024:
-            self._reads_kept = {}
-        if len(self._read_numbers) > _MOST_READ_NUMBERS:
-            self._read_numbers, self._reads_kept = {}, {}
+        carried = session.queue_orders
+        if carried is not None:
+            # Ended jobs' reads dropped once many; the numbers only with every read kept by them.
+            if len(carried.reads_kept) > 2 * len(session.snapshot.jobs) + 1024:
+                carried.reads_kept = {}
+            if len(carried.read_numbers) > _MOST_READ_NUMBERS:
+                carried.read_numbers, carried.reads_kept = {}, {}
+            self._read_numbers, self._reads_kept = carried.read_numbers, carried.reads_kept
         self._before = self._before_full = None
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
