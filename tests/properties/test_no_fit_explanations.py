@@ -105,7 +105,7 @@ def test_counts_past_the_static_filters_are_those_of_every_node(
     pending = [task for task in session.snapshot.tasks.values() if task.status is TaskStatus.PENDING]
     statement = session.statement("allocate")
     # Any share of the nodes passing the static filters is counted past them (a few nodes, else).
-    with mock.patch.object(session_module, "_MOST_ROWS_SHARE", 1):
+    with mock.patch.object(session_module, "_PAST_STATIC_SHARE", 1):
         for task in data.draw(st.permutations(pending)):
             if session.refused_everywhere(task):
                 continue

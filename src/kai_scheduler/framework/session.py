@@ -881,7 +881,7 @@ class Session:
         static = self._static_refusals.get(task.placement.key)
         if static is None or static.masks is not masks:
             static = self._static_refusals[task.placement.key] = StaticRefusals(masks)
-        if self.allowed is not None or _MOST_ROWS_SHARE * static.passing.size > self.snapshot.nodes.size:
+        if self.allowed is not None or _PAST_STATIC_SHARE * static.passing.size > self.snapshot.nodes.size:
             return NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
         if static.passing.size > _ONE_BY_ONE:
             filters = self._no_fit_filters(task, static.passing)
@@ -1039,9 +1039,9 @@ _SHORTFALLS = ("Insufficient cpu", "Insufficient memory", "Too many pods")
 _GPU_SHORTFALLS = (*_SHORTFALLS, "Insufficient GPUs")
 # At most this many rows are asked one at a time (`Session._first_refusals_at`).
 _FEW_ROWS = 32
-# More nodes passing a placement's static filters than this share of the cluster: a pod that found no
-# node is explained by counting every node (`Session._count_no_fit`).
-_MOST_ROWS_SHARE = 8
+# More nodes passing a placement's static filters than this share of the cluster: a pod that found no node is
+# explained by counting every node (`Session._count_no_fit`: the subset costs more than it saves).
+_PAST_STATIC_SHARE = 8
 # More nodes passing them than this: they are asked at once (`Session._count_no_fit`).
 _ONE_BY_ONE = 4
 
