@@ -1,8 +1,9 @@
 """What `PodDerivations` hands out for a pod equals what the builder's rules derive from the pod alone
 (`pod_request`, `pod_placement`, `pod_host_ports`), whichever memo found it: by the pod's container objects
-(shared, as the loader makes them, or its own), by its node selector alone, or by its resource shape, and
-also once the memos fill up and are emptied or given up. Pods whose placements have one key share one
-`Placement` (a session evaluates static predicates once per placement object).
+(shared, as the loader makes them, or its own), by its node selector alone, by everything a plain pod is
+made of, or by its resource shape, and also once the memos fill up and are emptied or given up. Pods whose
+placements have one key share one `Placement` (a session evaluates static predicates once per placement
+object), and pods of one resource shape one `PodRequest`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ CONTAINERS: tuple[dict[str, Any], ...] = (
         "name": "env",
         "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}],
     },
+    # Quantities as numbers: each pod's its own objects (text is parsed into shared ones).
+    {"name": "numbers", "resources": {"requests": {"cpu": 2, "memory": 1073741824}}},
     {
         "name": "env-from",
         "resources": {"requests": {"cpu": "500m"}},
@@ -89,12 +92,14 @@ pod_lists = st.integers(1, 12).flatmap(lambda n: st.tuples(*(pods(f"p{i}") for i
 
 def check(derivations: PodDerivations, batch: tuple[Pod, ...]) -> None:
     by_key = {}
+    by_shape = {}
     for pod in batch:
         request, placement, host_ports = derivations.of(pod)
         assert request == pod_request(pod)
         assert placement == pod_placement(pod)
         assert host_ports == pod_host_ports(pod)
         assert by_key.setdefault(placement.key, placement) is placement
+        assert by_shape.setdefault(builder._resource_shape(pod), request) is request
 
 
 @settings(max_examples=200, deadline=None)

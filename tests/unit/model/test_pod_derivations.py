@@ -122,12 +122,49 @@ def test_pods_of_containers_of_their_own_stop_being_looked_up_by_them(
 ) -> None:
     monkeypatch.setattr(builder, "_MAX_BY_CONTAINERS", 2)
     derivations = PodDerivations()
+    tolerant = [{"key": "gpu", "operator": "Exists"}]  # no plain pod: those are found by `_lean_key` first
     requests = [
-        derivations.of(Pod.model_validate(pod_manifest(f"p{n}", cpu=str(n % 2 + 1))))[0] for n in range(6)
+        derivations.of(Pod.model_validate(pod_manifest(f"p{n}", cpu=str(n % 2 + 1), tolerations=tolerant)))[0]
+        for n in range(6)
     ]
     assert [request.cpu for request in requests] == [1000.0, 2000.0] * 3
     assert requests[2] is requests[0]  # equal shapes still share one request
     assert not derivations._by_containers
+
+
+def test_plain_pods_of_equal_quantities_share_one_entry_that_holds_its_quantities() -> None:
+    derivations = PodDerivations()
+    pods = [
+        Pod.model_validate(pod_manifest(f"p{n}", cpu="2", gpus=1, node_selector={"zone": "a"}))
+        for n in range(3)
+    ]
+    derived = [derivations.of(pod) for pod in pods]
+    assert all(found[0] is derived[0][0] and found[1] is derived[0][1] for found in derived)
+    ((key, (_, _, held)),) = derivations._by_lean_key.items()
+    assert {id(quantity) for quantity in held} == {
+        part for ids in key if isinstance(ids, tuple) for part in ids if isinstance(part, int)
+    }
+    other_zone = derivations.of(
+        Pod.model_validate(pod_manifest("b", cpu="2", gpus=1, node_selector={"zone": "b"}))
+    )
+    assert other_zone[0] is derived[0][0] and other_zone[1].node_selector == {"zone": "b"}
+
+
+def test_plain_pods_whose_quantities_are_their_own_stop_being_looked_up_by_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(builder, "_MAX_BY_CONTAINERS", 2)
+    derivations = PodDerivations()
+    requests = []
+    for n in range(6):
+        manifest = pod_manifest(f"p{n}")
+        manifest["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": n % 2 + 1}
+        }  # a number: not shared
+        requests.append(derivations.of(Pod.model_validate(manifest))[0])
+    assert [request.cpu for request in requests] == [1000.0, 2000.0] * 3
+    assert requests[2] is requests[0]
+    assert not derivations._by_lean_key and not derivations._by_lean_keys
 
 
 def test_pods_that_share_containers_keep_being_looked_up_by_them(monkeypatch: pytest.MonkeyPatch) -> None:
