@@ -27,7 +27,7 @@ from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
-from kai_scheduler.model.snapshot import JobsAtOpen, PodGroupState, PodState
+from kai_scheduler.model.snapshot import JOB_GROUPS, JobsAtOpen, PodGroupState, PodState
 from kai_scheduler.plugins.proportion.plugin import summed_queues
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
@@ -73,7 +73,10 @@ pod_specs = st.builds(
 operations = st.one_of(
     st.tuples(st.just("pod"), pod_specs),
     st.tuples(st.just("delete-pod"), st.sampled_from(POD_NAMES)),
-    st.tuples(st.just("group"), st.sampled_from(GROUPS), st.integers(1, 3), st.sampled_from(QUEUES)),
+    # (With a preemption delay or not: the waiting jobs with one are a group of their own.)
+    st.tuples(
+        st.just("group"), st.sampled_from(GROUPS), st.integers(1, 3), st.sampled_from(QUEUES), st.booleans()
+    ),
     st.tuples(st.just("delete-group"), st.sampled_from(GROUPS)),
     st.tuples(st.just("nodes"), st.lists(st.sampled_from(NODES), min_size=1, unique=True), st.integers(2, 8)),
     # The same nodes changed (cordoned, relabelled, tainted, not ready, resized): only the node table is
@@ -140,8 +143,11 @@ def apply(cache: ClusterCache, operation: tuple[object, ...], scheduler: Schedul
     elif kind == "delete-pod":
         cache.remove_pod(f"default/{operation[1]}")
     elif kind == "group":
-        _, name, min_member, queue_name = operation
+        _, name, min_member, queue_name, delayed = operation
         group = pod_group(str(name), str(queue_name), min_member=int(min_member))  # type: ignore[call-overload]
+        if delayed:
+            delay = group.spec.model_copy(update={"preemption_delay": "30s"})
+            group = group.model_copy(update={"spec": delay})
         cache.upsert_pod_group(PodGroupState(group, rank_of(str(name))))
     elif kind == "delete-group":
         cache.remove_pod_group(f"default/{operation[1]}")
@@ -232,7 +238,7 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         if totals is None:
             carried.adopt(full, rows)
         kept, found = groups.at_open(snapshot), JobsAtOpen.of(snapshot.jobs.values())
-        for name in ("waiting", "preemptible_running", "may_go_stale"):
+        for name in JOB_GROUPS:
             assert [id(job) for job in getattr(kept, name)] == [id(job) for job in getattr(found, name)], (
                 f"after step {step} {operation[0]}: {name} carried"
             )

@@ -35,7 +35,7 @@ from kai_scheduler.framework.static_masks import StaticMasks
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
-from kai_scheduler.model.snapshot import ClusterSnapshot, JobsAtOpen
+from kai_scheduler.model.snapshot import JOB_GROUPS, ClusterSnapshot, JobsAtOpen
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
@@ -188,7 +188,7 @@ class JobMemos:
 
 def _check_groups(snapshot: ClusterSnapshot, at_open: JobsAtOpen) -> None:
     fresh = JobsAtOpen.of(snapshot.jobs.values())
-    for name in ("waiting", "preemptible_running", "may_go_stale"):
+    for name in JOB_GROUPS:
         carried, made = getattr(at_open, name), getattr(fresh, name)
         if len(carried) != len(made) or any(a is not b for a, b in zip(carried, made, strict=True)):
             raise CarriedMismatch(

@@ -1,5 +1,6 @@
-"""The jobs the actions look at (`model.snapshot.JobsAtOpen`: the waiting, the preemptible running and those
-that may go stale), carried from one session to the next (issue #23, point 1).
+"""The jobs the actions look at (`model.snapshot.JobsAtOpen`: the waiting, the preemptible running, those
+that may go stale, and among the waiting the victims already and those with a preemption delay), carried
+from one session to the next (issue #23, point 1).
 
 Every session groups every job of the cluster when an action first asks (80,000 jobs at 5,000 nodes,
 each asked for its pods' tally), though a cycle after one change moves a job or two. `KeptJobGroups`
@@ -21,7 +22,7 @@ from itertools import pairwise
 
 from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.jobs import JobInfo
-from kai_scheduler.model.snapshot import ClusterSnapshot, JobsAtOpen
+from kai_scheduler.model.snapshot import JOB_GROUPS, ClusterSnapshot, JobsAtOpen
 
 
 class _SharedRank(Exception):
@@ -62,7 +63,7 @@ class KeptJobGroups:
 
     def __init__(self) -> None:
         self._mark: JobChangeMark | None = None
-        self._groups: tuple[_Group, _Group, _Group] | None = None
+        self._groups: tuple[_Group, ...] | None = None  # one for each of `JOB_GROUPS`
 
     def at_open(self, snapshot: ClusterSnapshot) -> JobsAtOpen:
         mark = snapshot.job_changes
@@ -74,22 +75,17 @@ class KeptJobGroups:
         try:
             for key in changed | snapshot.topology_jobs:
                 job = jobs.get(key)
-                within = JobsAtOpen.groups_of(job) if job is not None else (False, False, False)
+                within = JobsAtOpen.groups_of(job) if job is not None else (False,) * len(JOB_GROUPS)
                 for group, member in zip(self._groups, within, strict=True):
                     group.put(key, job if member else None)
         except _SharedRank:
             return self._made_in_full(snapshot)
-        waiting, running, stale = self._groups
-        return JobsAtOpen(tuple(waiting.jobs), tuple(running.jobs), tuple(stale.jobs))
+        return JobsAtOpen(*(tuple(group.jobs) for group in self._groups))
 
     def _made_in_full(self, snapshot: ClusterSnapshot) -> JobsAtOpen:
         at_open = JobsAtOpen.of(snapshot.jobs.values())
         try:
-            self._groups = (
-                _Group(at_open.waiting),
-                _Group(at_open.preemptible_running),
-                _Group(at_open.may_go_stale),
-            )
+            self._groups = tuple(_Group(getattr(at_open, name)) for name in JOB_GROUPS)
         except _SharedRank:
             self._groups = None
         return at_open

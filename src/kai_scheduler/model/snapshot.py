@@ -236,28 +236,45 @@ class JobsAtOpen:
     preemptible_running: tuple[JobInfo, ...]
     # Marked stale, or able to become so (see `JobInfo.may_go_stale`).
     may_go_stale: tuple[JobInfo, ...]
+    # Among `waiting`, the preemptible ones with an active pod (victims already, as the session opens).
+    waiting_victims: tuple[JobInfo, ...]
+    # Among `waiting`, those with a preemption delay (only they may be within it).
+    waiting_delayed: tuple[JobInfo, ...]
 
     @staticmethod
     def of(jobs: Iterable[JobInfo]) -> JobsAtOpen:
         waiting: list[JobInfo] = []
         running: list[JobInfo] = []
         stale: list[JobInfo] = []
+        victims: list[JobInfo] = []
+        delayed: list[JobInfo] = []
         for job in jobs:
-            is_waiting, is_running, is_stale = JobsAtOpen.groups_of(job)
+            is_waiting, is_running, is_stale, is_victim, is_delayed = JobsAtOpen.groups_of(job)
             if is_waiting:
                 waiting.append(job)
+                if is_victim:
+                    victims.append(job)
+                if is_delayed:
+                    delayed.append(job)
             if is_running:
                 running.append(job)
             if is_stale:
                 stale.append(job)
-        return JobsAtOpen(tuple(waiting), tuple(running), tuple(stale))
+        return JobsAtOpen(tuple(waiting), tuple(running), tuple(stale), tuple(victims), tuple(delayed))
 
     @staticmethod
-    def groups_of(job: JobInfo) -> tuple[bool, bool, bool]:
-        """Whether `job` is among the waiting, the preemptible running and the jobs that may go stale."""
+    def groups_of(job: JobInfo) -> tuple[bool, bool, bool, bool, bool]:
+        """Whether `job` is in each group, in the order of `JOB_GROUPS`."""
         tally = job.tally()
+        waiting = bool(tally.pending or (job.gated and job.invalid_reason))
         return (
-            bool(tally.pending or (job.gated and job.invalid_reason)),
+            waiting,
             bool(tally.running and job.preemptible),
             job.stale_since is not None or job.may_go_stale(),
+            waiting and job.preemptible and tally.active_allocated > 0,
+            waiting and job.preemption_delay > 0,
         )
+
+
+# The names of `JobsAtOpen`'s groups, in field order (what `groups_of` answers for).
+JOB_GROUPS = ("waiting", "preemptible_running", "may_go_stale", "waiting_victims", "waiting_delayed")

@@ -1,6 +1,6 @@
 """The victim actions find their candidates among the waiting jobs that may be victims (`WaitingJobs`):
-the preemptible ones with an active pod when first asked, and those a decision touched since; the same
-candidates as among every waiting job (issue #23, point 1)."""
+the preemptible ones with an active pod as the session opened (a group of `JobsAtOpen`), and those a
+decision touched since; the same candidates as among every waiting job (issue #23, point 1)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,15 @@ def test_a_waiting_job_placed_since_may_be_a_victim() -> None:
     assert _keys(waiting.may_be_victims(session)) == ["default/elastic"]
     _place_later(session)
     assert _keys(waiting.may_be_victims(session)) == ["default/elastic", "default/later"]
+
+
+def test_a_waiting_job_placed_before_the_first_ask_may_be_a_victim() -> None:
+    """The groups are as the session opened: an action's placements before the victim actions first ask
+    (allocate's) are brought in from the decisions."""
+    session = _session()
+    session.snapshot.jobs_at_open()
+    _place_later(session)
+    assert _keys(WaitingJobs.of(session).may_be_victims(session)) == ["default/elastic", "default/later"]
 
 
 def test_verify_mode_compares_the_candidates_with_every_waiting_job(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,20 +65,26 @@ def within_preemption_delay(session: Session, job: JobInfo) -> bool:
 class WaitingJobs:
     """Of the jobs waiting at session open, in snapshot order, those that may be victims now (preemptible
     and with an active pod: placed before the session, or by an action since) and those with a
-    preemption delay (only they may be within it). Found once per session for the three victim actions,
-    each of which walked every waiting job twice (10,000 a trickle cycle at 5,000 nodes, issue #23 point
-    1), and brought up to date by the jobs of the decisions taken since: only a committed statement moves
-    a pod (`Statement.commit`)."""
+    preemption delay (only they may be within it). The session's job groups hold both as it opened
+    (`JobsAtOpen`, carried across cycles), brought up to date here by the jobs of the decisions taken
+    since (or asked again, when there are fewer of them than decisions): only a committed statement
+    moves a pod (`Statement.commit`). Why: each of the three victim actions walked every waiting job
+    twice (10,000 a trickle cycle at 5,000 nodes, issue #23 point 1), and then one of them once a
+    session (2.4% of a trickle cycle)."""
 
     __slots__ = ("_decided", "_index", "_may_be_victims", "delayed", "of_groups")
 
     def __init__(self, session: Session, at_open: JobsAtOpen) -> None:
         self.of_groups = at_open
-        preemptible = [j for j in at_open.waiting if j.preemptible]
-        self._index = {job: index for index, job in enumerate(preemptible)}
-        self._may_be_victims = [j for j in preemptible if j.active_allocated() > 0]
-        self._decided = len(session.decisions)
-        self.delayed = tuple(j for j in at_open.waiting if j.preemption_delay > 0)
+        self._may_be_victims = list(at_open.waiting_victims)
+        self._decided = 0
+        if len(session.decisions) > len(at_open.waiting):
+            # Fewer jobs to ask than decisions to go through (a first cycle's allocate placed thousands).
+            self._may_be_victims = [j for j in at_open.waiting if j.preemptible and j.active_allocated() > 0]
+            self._decided = len(session.decisions)
+        # Each preemptible waiting job's place, made once a decision touches one.
+        self._index: dict[JobInfo, int] | None = None
+        self.delayed = at_open.waiting_delayed
 
     @staticmethod
     def of(session: Session) -> WaitingJobs:
@@ -89,16 +95,22 @@ class WaitingJobs:
         return found
 
     def may_be_victims(self, session: Session) -> list[JobInfo]:
-        """The preemptible waiting jobs that have had an active pod since this was last asked, in snapshot
+        """The preemptible waiting jobs that have had an active pod since the session opened, in snapshot
         order (callers ask each whether it has one now)."""
         decisions = session.decisions
         if self._decided < len(decisions):
-            tasks_of, index = session.snapshot.tasks, self._index
+            tasks_of = session.snapshot.tasks
             touched = {tasks_of[d.pod].job for d in decisions[self._decided :]}
             self._decided = len(decisions)
-            more = {job for job in touched if job in index}.difference(self._may_be_victims)
-            if more:
-                self._may_be_victims = sorted((*self._may_be_victims, *more), key=index.__getitem__)
+            touched = {job for job in touched if job.preemptible}.difference(self._may_be_victims)
+            if touched:
+                index = self._index
+                if index is None:
+                    waiting = self.of_groups.waiting
+                    index = self._index = {job: i for i, job in enumerate(waiting) if job.preemptible}
+                more = [job for job in touched if job in index]
+                if more:
+                    self._may_be_victims = sorted((*self._may_be_victims, *more), key=index.__getitem__)
         return self._may_be_victims
 
 
