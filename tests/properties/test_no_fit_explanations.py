@@ -2,7 +2,8 @@
 which `no_fit_counts` counts again over the nodes that changed), answers as the node filters do over the
 same nodes at once (`Session._no_fit_filters`, each node's first refusing filter): the same filter names
 in the same order and the same first refusal at every node; and `Session.candidate_tests` asked node by
-node answers as `candidate_nodes`; and a pod's explanation counted past its placement's static filters
+node answers as `candidate_nodes` (so does `Session.any_candidate`, and a node a node flag refuses, a
+cordoned one, is a candidate for none); and a pod's explanation counted past its placement's static filters
 (`Session._count_no_fit`, their counts kept for the session) counts as every node does, as pods are placed
 between the counts.
 
@@ -94,6 +95,12 @@ def test_refusals_asked_row_by_row_are_those_of_the_filters(objects: list[Any], 
         holds, passes_rest = tests
         candidates = session.candidate_nodes(task)
         assert [holds(row) and passes_rest(row) for row in rows] == candidates[rows].tolist()
+        assert session.any_candidate(task, rows) == bool(candidates[rows].any())
+        flagged = [row for row in rows if session.refused_by_node_flags(row)]
+        assert not candidates[flagged].any()
+        assert all(
+            refusals[rows.index(row)] == session.static_refusal_at(task.placement, row) for row in flagged
+        )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,7 @@ cluster (issue #23, row 5).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -120,6 +120,32 @@ def first_refusals(filters: Sequence[Filter]) -> Refusals:
     for index in range(len(filters) - 1, -1, -1):
         refusals[~filters[index][1]] = index
     return refusals
+
+
+class NoFitWords:
+    """Explanations' words by what they read besides the pod's shape: a head (the node count and the
+    request, say) and the counts by filter name. Kept from one session to the next (`PlacementFailures`):
+    a cordon moves one node in every shape's counts, and the shapes of one request whose counts are
+    alike (pods bound to racks whose nodes are full) read alike."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[Hashable, tuple[str, ...], tuple[int, ...]], str] = {}
+
+    def of(self, head: Hashable, counts: NoFitCounts, words: Callable[[], str]) -> str:
+        """The words `words` gives for `head` and counts alike to `counts`, worked out once."""
+        key = (head, counts.names, tuple(counts.counts))
+        text = self._texts.get(key)
+        if text is None:
+            if len(self._texts) >= _MOST_TEXTS:
+                self._texts.clear()
+            text = self._texts[key] = words()
+        return text
+
+
+# More explanations' words kept than this, and they are let go (`NoFitWords`): a long run meets many.
+_MOST_TEXTS = 8192
 
 
 class StaticRefusals:

@@ -9,7 +9,9 @@ cluster's storage objects, which are the same object until they change. So a pod
 when the last session tried it has none now unless one of the rows that may differ since is a
 candidate: the rows the last session changed from the start of its allocate on, the rows where its node
 table as it was left and this session's differ (`NodeTable.rows_differing`), and the rows this session
-changed since. Those few rows are asked one by one (`Session.candidate_tests`); when none is a candidate,
+changed since. Those few rows are asked one by one (`Session.any_candidate`: a row a node flag refuses, a
+cordoned node, is a candidate for no pod, and the others' static answers are read without any placement's
+masks over every node while older ones answer for them, `static_masks`); when none is a candidate,
 the attempt's outcome is written as the attempt would write it (its first pod does not fit, nothing
 placed, with the explanation worked out now) without making it.
 
@@ -32,7 +34,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kai_scheduler.framework.no_fit_counts import NoFitCounts
+from kai_scheduler.framework.no_fit_counts import NoFitCounts, NoFitWords
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.resources import PodRequest
@@ -70,11 +72,13 @@ class _LastSession:
 class PlacementFailures:
     """Carried from one session to the next (`JobMemos`); `start` hands allocate this cycle's part."""
 
-    __slots__ = ("_last", "_part")
+    __slots__ = ("_last", "_part", "words")
 
     def __init__(self) -> None:
         self._last: _LastSession | None = None
         self._part: SessionFailures | None = None
+        # The explanations' words by what they read, for every session (`Session.explain_no_fit`).
+        self.words = NoFitWords()
 
     def start(self, session: Session) -> SessionFailures | None:
         """This session's part, or None when its filters read more than rows (nothing carried, nothing
@@ -106,6 +110,7 @@ class SessionFailures:
     def __init__(self, carried: PlacementFailures, session: Session, last: _LastSession | None) -> None:
         self._carried = carried
         self.session = session
+        self.words = carried.words
         self._last = last
         nodes = session.snapshot.nodes
         self._nodes = nodes
@@ -115,11 +120,15 @@ class SessionFailures:
         # Per pod shape (request, placement key), the rows list (`_differing_rows`) none of which is a
         # candidate for it (`_none_a_candidate`).
         self._none_among: dict[tuple[PodRequest, str], list[int]] = {}
+        # Those rows less the ones a node flag refuses (a cordoned node: a candidate for no pod), worked
+        # out once per rows list.
+        self._open: tuple[list[int] | None, list[int]] = (None, [])
         # The rows that may differ from the last session's as it tried its pods, as of `_seen` in this
         # table's log: worked out when first needed (`_rows_known`); None: any row may differ.
         self._rows_known = False
         self._rows: list[int] | None = None
         self._seen = 0
+        self._few: list[int] | None = None  # `_rows` when no more than `_most_rows`, as of `_seen`
 
     @staticmethod
     def first_pod(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> TaskInfo | None:
@@ -161,10 +170,10 @@ class SessionFailures:
         shape = (task.request, task.placement.key)
         if self._none_among.get(shape) is rows:
             return True
-        tests = self.session.candidate_tests(task)
-        assert tests is not None, "a pre-predicate refuses the pod"
-        holds, passes_rest = tests
-        if any(holds(row) and passes_rest(row) for row in rows):
+        if self._open[0] is not rows:
+            refused = self.session.refused_by_node_flags
+            self._open = (rows, [row for row in rows if not refused(row)])
+        if self.session.any_candidate(task, self._open[1]):
             return False
         self._none_among[shape] = rows
         return True
@@ -220,7 +229,10 @@ class SessionFailures:
     def _differing_rows(self) -> list[int] | None:
         """The rows of this session's node table that may differ from the last session's as it tried its
         pods (None: too many, or not known)."""
-        nodes, last = self._nodes, self._last
+        nodes = self._nodes
+        if self._rows_known and self._seen == nodes.change_position():
+            return self._few  # asked twice an attempt, of rows that seldom move within a session
+        last = self._last
         assert last is not None
         if not self._rows_known:
             self._rows_known = True
@@ -229,17 +241,16 @@ class SessionFailures:
             if since_started is not None and differing is not None:
                 self._rows = sorted({*since_started, *differing.tolist()})
                 self._seen = nodes.change_position()
-        if self._rows is None:
-            return None
-        changed = nodes.changed_since(self._seen)
-        if changed is None:
-            self._rows = None
-            return None
-        if changed:  # this session's changes so far, folded in once
-            self._rows = sorted({*self._rows, *changed})
-            self._seen = nodes.change_position()
+        if self._rows is not None:
+            changed = nodes.changed_since(self._seen)
+            if changed is None:
+                self._rows = None
+            elif changed:  # this session's changes so far, folded in once
+                self._rows = sorted({*self._rows, *changed})
+        self._seen = nodes.change_position()
         rows = self._rows
-        return rows if len(rows) <= self._most_rows() else None
+        self._few = rows if rows is not None and len(rows) <= self._most_rows() else None
+        return self._few
 
     def _most_rows(self) -> int:
         return max(self._nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS)

@@ -21,13 +21,19 @@ from kai_scheduler.framework.admission_checks import AdmissionCheck
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionResult, Ungating
 from kai_scheduler.framework.holds import CapacityHolds
-from kai_scheduler.framework.no_fit_counts import Filter, NoFitCounts, StaticRefusals, first_refusals
+from kai_scheduler.framework.no_fit_counts import (
+    Filter,
+    NoFitCounts,
+    NoFitWords,
+    StaticRefusals,
+    first_refusals,
+)
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn, add_score
 from kai_scheduler.framework.statement import Statement
-from kai_scheduler.framework.static_masks import Masks
+from kai_scheduler.framework.static_masks import Masks, NodeFlags, OlderMasks
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
@@ -341,6 +347,13 @@ class Session:
         # Per-cycle state that several plugins share (e.g. the inter-pod affinity index), by name.
         self.scratch: dict[str, Any] = {}
         self._static_masks: dict[str, Masks] = {}
+        # Masks kept from an earlier node table for placements not yet asked in this session, and each
+        # row's first refusal among the node flags that come first, by row (`static_refusal_at`).
+        self._older_static: dict[str, OlderMasks] = {}
+        self._flag_refusals: dict[int, int | None] = {}
+        # The names of the filters explained one row at a time, by whether the request asks for GPUs
+        # (`_first_refusals_at`: the session's filters are fixed once its plugins open).
+        self._refusal_names: dict[bool, tuple[str, ...]] = {}
         # The nodes passing a placement's static predicates, by placement, when they are few
         # (`_few_candidates`; None: too many).
         self._static_rows: dict[str, IntArray | None] = {}
@@ -513,11 +526,66 @@ class Session:
             ok &= passing
         return ok, parts
 
-    def use_static_masks(self, masks: dict[str, Masks], rows: dict[str, IntArray | None]) -> None:
+    def use_static_masks(
+        self, masks: dict[str, Masks], rows: dict[str, IntArray | None], older: dict[str, OlderMasks]
+    ) -> None:
         """Start from the masks and few candidate rows kept by placement from an earlier session whose
-        static predicates answer alike (`static_masks`), and add to them."""
-        self._static_masks, self._static_rows = masks, rows
+        static predicates answer alike, and the older masks right but at a few rows (`static_masks`), and
+        add to them."""
+        self._static_masks, self._static_rows, self._older_static = masks, rows, older
         self._usable.clear()
+
+    def static_refusal_at(self, placement: Placement, row: int) -> int:
+        """The index of the first static predicate that refuses `row` for `placement` (-1: none does),
+        without the placement's masks over every node when they are not worked out yet and older masks
+        answer for the row (its facts are the same since) or a node flag refuses it (`static_masks`);
+        with `verify_carried` those answers are worked out again, and a difference raises
+        `CarriedMismatch`. Why: a cordon makes every placement's masks stale, while a cycle's pods that
+        found no node ask only of the few rows that changed."""
+        masks = self._static_masks.get(placement.key)
+        if masks is None:
+            older = self._older_static.get(placement.key)
+            answer = (
+                _first_static_refusal(older[0][1], row)
+                if older is not None and row not in older[1]
+                else self._flag_refusal(row)
+            )
+            if answer is not None:
+                if self.verify_carried:
+                    self._check_static_refusal(placement, row, answer)
+                return answer
+            masks = self._static(placement)
+        return _first_static_refusal(masks[1], row)
+
+    def refused_by_node_flags(self, row: int) -> bool:
+        """Whether a static predicate that reads no placement (`NodeFlags`) refuses `row`, and so do those
+        before it: then the row is a candidate for no pod, and the first refusal of every pod there."""
+        return self._flag_refusal(row) is not None
+
+    def _flag_refusal(self, row: int) -> int | None:
+        """The index of the first static predicate refusing `row` when it is a node flag and so are those
+        before it (they read no placement: `NodeFlags`); None when not known without a placement."""
+        if row in self._flag_refusals:
+            return self._flag_refusals[row]
+        refusal = None
+        for index, (_, _, predicate) in enumerate(self.points.static_predicates):
+            if not isinstance(predicate, NodeFlags):
+                break
+            if not predicate.mask.item(row):
+                refusal = index
+                break
+        self._flag_refusals[row] = refusal
+        return refusal
+
+    def _check_static_refusal(self, placement: Placement, row: int, answer: int) -> None:
+        fresh = _first_static_refusal(self.static_masks_of(placement)[1], row)
+        if fresh != answer:
+            from kai_scheduler.framework.job_memos import CarriedMismatch
+
+            raise CarriedMismatch(
+                f"placement {placement.key!r} at row {row}: the first static predicate refusing it, read "
+                f"without its masks ({answer}), is not the one worked out again ({fresh})"
+            )
 
     def usable_nodes(self, tasks: Sequence[PodAsk]) -> BoolArray:
         """Nodes that pass the static predicates (selector, affinity, taints, cordon) of any of the tasks:
@@ -624,14 +692,32 @@ class Session:
         (`refused_everywhere`)."""
         if self.refused_everywhere(task):
             return None
-        nodes, request = self.snapshot.nodes, task.request
-        static = self.static_passing(task.placement)
         rest = self.rest_test(task)
 
         def holds(node: int) -> bool:
-            return bool(static.item(node)) and nodes.node_fits(request, node, soon=True)
+            return self._holds_at(task, node)
 
         return holds, (_passes if rest is None else rest)
+
+    def any_candidate(self, task: TaskInfo, rows: Iterable[int]) -> bool:
+        """Whether any of `rows` is a candidate for `task`, which no pre-predicate refuses: `candidate_tests`
+        asked of each, the rest worked out only once a row passes the first part (seldom: the rows asked
+        are those that changed, for a pod that found no node)."""
+        rest: Callable[[int], bool] | None = None
+        for row in rows:
+            if not self._holds_at(task, row):
+                continue
+            if rest is None:
+                rest = self.rest_test(task) or _passes
+            if rest(row):
+                return True
+        return False
+
+    def _holds_at(self, task: TaskInfo, node: int) -> bool:
+        """`candidate_tests`'s first part."""
+        return self.static_refusal_at(task.placement, node) < 0 and self.snapshot.nodes.node_fits(
+            task.request, node, soon=True
+        )
 
     def static_passing(self, placement: Placement) -> BoolArray:
         """The nodes passing every static predicate for `placement` (`_static`)."""
@@ -802,9 +888,21 @@ class Session:
         elif self.verify_carried:
             self._check_no_fit(task, counts, "kept and counted again over the rows that may differ")
         if counts.text is None:
-            counts.text = self._no_fit_text(task, counts.detail())
+            counts.text = self._no_fit_words(task, counts, part.words)
         part.keep_counts(key, counts)
         return counts.text
+
+    def _no_fit_words(self, task: TaskInfo, counts: NoFitCounts, words: NoFitWords) -> str:
+        """`_no_fit_text` of `counts`, given again for counts alike of an equal request (`NoFitWords`);
+        with `verify_carried` worded again, and a difference raises `CarriedMismatch`."""
+        text = words.of(
+            (self.snapshot.nodes.size, task.request), counts, lambda: self._no_fit_text(task, counts.detail())
+        )
+        if self.verify_carried and text != (fresh := self._no_fit_text(task, counts.detail())):
+            from kai_scheduler.framework.job_memos import CarriedMismatch
+
+            raise CarriedMismatch(f"pod {task.name}: why it does not fit, kept as {text!r}, reads {fresh!r}")
+        return text
 
     def _first_refusals_at(self, task: TaskInfo, rows: list[int]) -> tuple[tuple[str, ...], list[int]]:
         """The names of `_no_fit_filters` (no confinement), and the index of the first of them each of
@@ -814,20 +912,19 @@ class Session:
         if len(rows) > _FEW_ROWS:
             filters = self._no_fit_filters(task, np.asarray(rows, dtype=np.intp))
             return tuple(name for name, _ in filters), first_refusals(filters).tolist()
-        static = self._static(task.placement)[1]
+        static = self.points.static_predicates
         predicates = self.points.task_predicates
-        request = task.request
-        names = (
-            *(rejection for rejection, _ in static),
-            *(predicate.rejection for predicate in predicates),
-            *_shortfall_names(request),
-        )
+        request, placement = task.request, task.placement
+        names = self._refusal_names.get(request.uses_gpu)
+        if names is None:
+            names = self._refusal_names[request.uses_gpu] = (
+                *(rejection for _, rejection, _ in static),
+                *(predicate.rejection for predicate in predicates),
+                *_shortfall_names(request),
+            )
         # The static filters first, row by row: a row they turn away (most rows, for a pod a selector
         # confines to a rack) needs neither the per-pod predicates nor its resources worked out.
-        refusals = [
-            next((index for index, (_, passing) in enumerate(static) if not passing.item(row)), -1)
-            for row in rows
-        ]
+        refusals = [self.static_refusal_at(placement, row) for row in rows]
         if -1 in refusals:
             nodes = self.snapshot.nodes
             masks = [predicate.nodes_passing(task) for predicate in predicates]
@@ -967,6 +1064,12 @@ class Session:
             reservations=dict(self.reservation_updates),
             backfilled=list(self.backfilled),
         )
+
+
+def _first_static_refusal(parts: list[tuple[str, BoolArray]], row: int) -> int:
+    """The index of the first of a placement's static masks (`Masks`) that `row` does not pass (-1:
+    none)."""
+    return next((index for index, (_, passing) in enumerate(parts) if not passing.item(row)), -1)
 
 
 def _passes(node: int) -> bool:

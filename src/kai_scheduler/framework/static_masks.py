@@ -10,39 +10,72 @@ those of one scheduler), each placement's masks (`Session._static`) and the few 
 (`Session._few_candidates`) are those the last session worked out: a trickle cycle at 5,000 nodes asks
 some 180 placements, each a walk over every node, while a pod arrived or completed.
 
+When a few nodes' static facts change (a cordon), the masks kept still answer for every other node: each
+predicate's answer at a node reads that node's facts alone. They are handed on as older masks with the
+rows where they may be wrong (`OlderMasks`), so that a session asking a few rows of a placement (whether a
+row that changed is a candidate for a pod that found no node, and how it is explained:
+`Session.static_refusal_at`) does not work out the placement's masks over every node again; a row whose
+facts changed is answered by the node flags (`NodeFlags`: cordon, readiness) when one of the first
+predicates refuses it.
+
 With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) every carried mask is worked out again when a session
-starts from it, and a difference raises `CarriedMismatch`.
+starts from it, every answer of an older mask when given, and a difference raises `CarriedMismatch`.
 """
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import is_not
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kai_scheduler.model.nodes import BoolArray, IntArray, NodeSpecInfo
+from kai_scheduler.model.nodes import BoolArray, IntArray, NodeSpecInfo, NodeTable
 from kai_scheduler.model.storage import Storage
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
+    from kai_scheduler.model.jobs import Placement
 
 # A placement's masks: the nodes passing every static predicate, and each predicate's (its words, the
 # nodes passing it), in order.
 Masks = tuple[BoolArray, list[tuple[str, BoolArray]]]
+# A placement's masks kept from an earlier node table, and the rows where that table's static facts and
+# this one's may differ (the masks may be wrong there).
+OlderMasks = tuple[Masks, frozenset[int]]
 # More placements than this kept, and the next session starts afresh (a long run meets many placements;
 # each is a few masks over every node).
 _MOST_KEPT = 4096
+# Older masks are kept while the rows where they may be wrong are no more than this: each row asked of a
+# placement is then read from them, or from the node flags (a cordon every cycle would otherwise pile up).
+_MOST_STALE_ROWS = 64
+
+
+class NodeFlags:
+    """A static predicate that reads no placement (a cordon, readiness): the nodes passing it, for every
+    pod. Said so that a node whose facts changed is known refused by it without any placement's masks
+    (`Session.static_refusal_at`)."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: BoolArray) -> None:
+        self.mask = mask
+
+    def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray:
+        return self.mask
 
 
 class StaticMasks:
     """Carried from one session to the next (`JobMemos`): the masks by placement key and what they read."""
 
-    __slots__ = ("_facts", "masks", "rows")
+    __slots__ = ("_facts", "masks", "older", "rows")
 
     def __init__(self) -> None:
         self._facts: tuple[list[NodeSpecInfo], Storage, tuple[tuple[str, str], ...]] | None = None
         self.masks: dict[str, Masks] = {}
         self.rows: dict[str, IntArray | None] = {}
+        # Masks of placements not asked since a few nodes' facts changed (`OlderMasks`), by placement.
+        self.older: dict[str, OlderMasks] = {}
 
     def hand_to(self, session: Session, *, verify: bool) -> None:
         """Let `session` (its plugins opened) start from the masks kept, when they read what it would,
@@ -56,16 +89,33 @@ class StaticMasks:
         last = self._facts
         if (
             last is None
-            or last[0] is not facts[0]
             or last[1] is not facts[1]
             or last[2] != facts[2]
-            or len(self.masks) > _MOST_KEPT
+            or len(self.masks) + len(self.older) > _MOST_KEPT
         ):
-            self.masks, self.rows = {}, {}
+            self.masks, self.rows, self.older = {}, {}, {}
+        elif last[0] is not facts[0]:
+            self._respecified(last[0], facts[0])
         elif verify:
             _check(session, self.masks)
         self._facts = facts
-        session.use_static_masks(self.masks, self.rows)
+        session.use_static_masks(self.masks, self.rows, self.older)
+
+    def _respecified(self, old: list[NodeSpecInfo], specs: list[NodeSpecInfo]) -> None:
+        """The nodes' facts are a new list: the masks kept become older ones, wrong at most at the rows
+        whose facts are other objects (when few: else none is kept)."""
+        kept, older = self.masks, self.older
+        self.masks, self.rows, self.older = {}, {}, {}
+        if len(old) != len(specs):
+            return
+        changed = frozenset(compress(range(len(specs)), map(is_not, old, specs)))  # (a walk in C)
+        if len(changed) > _MOST_STALE_ROWS:
+            return
+        for key, (masks, stale) in older.items():
+            if len(stale | changed) <= _MOST_STALE_ROWS:
+                self.older[key] = (masks, stale | changed)
+        for key, masks in kept.items():
+            self.older[key] = (masks, changed)
 
 
 def _check(session: Session, masks: dict[str, Masks]) -> None:

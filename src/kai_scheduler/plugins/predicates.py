@@ -22,6 +22,7 @@ import numpy as np
 from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
+from kai_scheduler.framework.static_masks import NodeFlags
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
     node_affinity_preferred_score,
@@ -48,7 +49,7 @@ from kai_scheduler.plugins.storage_predicates import StorageChecks
 
 def _node_flags(mask: BoolArray) -> StaticPredicate:
     """A static predicate that does not depend on the pod (cordon, readiness): computed once."""
-    return lambda placement, nodes: mask
+    return NodeFlags(mask)
 
 
 NamedFilter = tuple[str, str, StaticPredicate]
@@ -337,15 +338,14 @@ class PredicatesPlugin:
         # Every one of them is about the pod and the pool, never about what runs where.
         points.victim_invariant_pre_predicates.append(pre_filter)
 
-        # By request (equal requests: equal shapes), whose hash is kept: asked for every pod placed.
-        kind_cache: dict[PodRequest, BoolArray] = {}
+        kind_cache: dict[tuple[object, ...], BoolArray] = {}
 
         def gpu_kind(task: TaskInfo) -> BoolArray:
-            mask = kind_cache.get(task.request)
-            if mask is None:
-                mask = kind_cache[task.request] = gpu_kind_nodes(nodes, task.request)
+            shape = task.request.shape()
+            if shape not in kind_cache:
+                mask = kind_cache[shape] = gpu_kind_nodes(nodes, task.request)
                 mask.flags.writeable = False  # handed out to every pod of the shape
-            return mask
+            return kind_cache[shape]
 
         points.task_predicates.append(
             NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)
