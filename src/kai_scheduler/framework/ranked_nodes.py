@@ -60,17 +60,13 @@ if TYPE_CHECKING:
 ENABLED = True
 # Nodes looked at for one pod before giving up (a few hundred nanoseconds to a microsecond each).
 BUDGET: Final = 64
-# Nodes passed over for one pod as known not to hold a pod of its shape (`_Known`; tens of nanoseconds each)
-# before giving up.
+# Nodes passed over for one pod as known not to hold a pod of its shape (`_Shape.unfit`; tens of
+# nanoseconds each) before giving up.
 SKIP_BUDGET: Final = 16 * BUDGET
-# What a session keeps (`Session.scratch`): the indexes by ranking key, what each scorer says (its
-# ranking and constant conditions, by position), what is kept per pod shape (`_Shape`).
-_INDEXES: Final = "ranked-nodes-indexes"
+# What a session keeps (`Session.scratch`): what is kept for the session's node table (`_Kept`), and what
+# each scorer says (its ranking and constant conditions, by position).
+_KEPT: Final = "ranked-nodes-kept"
 _SAID: Final = "ranked-nodes-scorers"
-_SHAPES: Final = "ranked-nodes-shapes"
-# What `best_node` asks for a pod, kept by what it reads (`_asked_for`), and the node table it was kept for.
-_ASKED: Final = "ranked-nodes-asked"
-_ASKED_NODES: Final = "ranked-nodes-asked-table"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +117,15 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     UNDECIDED (see the module's docstring)."""
     if not ENABLED or session.allowed is not None:
         return UNDECIDED
-    asked = _asked_for(session, task)
+    kept = _kept(session)
+    position = kept.catch_up()
+    asked = _asked_for(session, kept, task)
     if asked is None:
         return UNDECIDED
     if session.refused_everywhere(task):
         return None
     shape, index, floor, sparse, summed, static = asked
-    looks = _Looks(session, task, static, shape.known.catch_up())
+    looks = _Looks(session, task, static, shape, kept.stamps, position)
     try:
         scored = (
             [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
@@ -144,38 +142,75 @@ _Asked = tuple["_Shape", "_ValueIndex", float, list[tuple["_ValueIndex", float]]
 _NOT_KEPT: Final = object()
 
 
-def _asked_for(session: Session, task: TaskInfo) -> _Asked:
+class _Kept:
+    """What `best_node` keeps for one node table in a session: the indexes by ranking key, what is kept
+    per pod shape (`_Shape`) and per question (`_asked_for`), and the table's log of usage changes read up
+    to `position`: each node changed since stamped with the position then (`stamps`), against which a
+    shape's known nodes are checked as they are read (`_Looks`). Why: the pods of a backlog come in
+    hundreds of shapes, and a shape's known nodes brought up to date over every change since its last pod
+    cost some 90 set removals a pod in a first cycle at 5,000 nodes, where a walk reads two to four of
+    them. (The indexes keep their own positions: each is moved at the nodes changed since it was last
+    read, a node changed many times moved once, and one read by few pods is not moved at every change.)"""
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self.nodes = nodes
+        self.position = nodes.change_position()
+        # Per node, the position after its last change read (0: none since this was made).
+        self.stamps: list[int] = [0] * nodes.size
+        self.indexes: dict[Hashable, _ValueIndex] = {}
+        self.shapes: dict[Hashable, _Shape] = {}
+        self.asked: dict[Hashable, _Asked] = {}
+
+    def catch_up(self) -> int:
+        """The position of the table's log, once the stamps are brought up to it."""
+        nodes = self.nodes
+        changed = nodes.changed_since(self.position)
+        if changed is None:  # the log no longer reaches back: any node may have changed
+            position = self.position = nodes.change_position()
+            self.stamps = [position] * nodes.size
+        elif changed:
+            position = self.position = nodes.change_position()
+            stamps = self.stamps
+            for node in changed:
+                stamps[node] = position
+        return self.position
+
+
+def _kept(session: Session) -> _Kept:
+    nodes = session.snapshot.nodes
+    kept: _Kept | None = session.scratch.get(_KEPT)
+    if kept is None or kept.nodes is not nodes:
+        kept = session.scratch[_KEPT] = _Kept(nodes)
+    return kept
+
+
+def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     """What `best_node` works with for `task`: its shape's record, the index of the one ranking, the pod's
     floor, the sparse scorers' indexes and floors, the sums, and the nodes passing the pod's static
     predicates; None when the shortcut does not apply (`_ranking`, `_wide`). Kept by request, placement
     constraints, nominated node and whether anything is being released (all that `_ranking` reads;
     `_wide` and the static predicates read the placement alone) while the node table stays: one look-up
     a pod rather than one per question (the indexes are brought up to date as they are used)."""
-    nodes = session.snapshot.nodes
-    key = (task.request, task.placement.key, task.nominated_node, nodes.anything_releasing())
-    kept: dict[Hashable, _Asked] | None = session.scratch.get(_ASKED)
-    if kept is None or session.scratch[_ASKED_NODES] is not nodes:
-        kept = session.scratch[_ASKED] = {}
-        session.scratch[_ASKED_NODES] = nodes
-    else:
-        found = kept.get(key, _NOT_KEPT)
-        if found is not _NOT_KEPT:
-            return found  # type: ignore[return-value]  # (a kept answer: _Asked)
-    shape = _shape(session, task)
+    key = (task.request, task.placement.key, task.nominated_node, kept.nodes.anything_releasing())
+    asked = kept.asked
+    found = asked.get(key, _NOT_KEPT)
+    if found is not _NOT_KEPT:
+        return found  # type: ignore[return-value]  # (a kept answer: _Asked)
+    shape = _shape(kept, task)
     ranked = _ranking(session, shape, task)
     if ranked is None or not _wide(session, shape, task):
-        kept[key] = None
+        asked[key] = None
         return None
     ranking, floor, sparse, summed = ranked
-    asked = kept[key] = (
+    answer = asked[key] = (
         shape,
-        _index(session, ranking),
+        _index(kept, ranking),
         floor,
-        [(_index(session, on), least) for on, least in sparse],
+        [(_index(kept, on), least) for on, least in sparse],
         summed,
         session.static_passing(task.placement),
     )
-    return asked
+    return answer
 
 
 def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[int]:
@@ -232,15 +267,25 @@ class _Looks:
     """Asks nodes whether they are candidates (`Session.candidate_tests`'s two parts: the first inlined,
     the second's masks worked out at once, `Session.rest_masks`), `BUDGET` at most, passing over those known
     not to hold the pod's shape (`SKIP_BUDGET` at most), noting those found not to and those found to
-    (`_Known`: the first part is not asked of them again)."""
+    (`_Shape.unfit`, `_Shape.holding`: the first part is not asked of them again while they stay)."""
 
-    def __init__(self, session: Session, task: TaskInfo, static: BoolArray, known: _Known) -> None:
+    def __init__(
+        self,
+        session: Session,
+        task: TaskInfo,
+        static: BoolArray,
+        shape: _Shape,
+        stamps: list[int],
+        position: int,
+    ) -> None:
         self._static = static
         self._fits = session.snapshot.nodes.node_fits
         self._request = task.request
         self._rest = session.rest_masks(task)
-        self._unfit = known.unfit
-        self._holding = known.holding
+        self._unfit = shape.unfit
+        self._holding = shape.holding
+        self._stamps = stamps
+        self._position = position
         self._left = BUDGET
         self._skips_left = SKIP_BUDGET
 
@@ -249,22 +294,26 @@ class _Looks:
         self._left -= 1
         if self._left < 0:
             raise _GiveUp
-        if node not in self._holding:
+        found = self._holding.get(node)
+        if found is None or self._stamps[node] > found:
             if not (self._static.item(node) and self._fits(self._request, node, soon=True)):
-                self._unfit.add(node)
+                self._unfit[node] = self._position
                 return False
-            self._holding.add(node)
+            self._holding[node] = self._position
         return not self._rest or all(mask.item(node) for mask in self._rest)
 
     # The nodes known unfit, most of a long walk's, are passed over by `first` and `every` themselves,
-    # without a call each.
+    # without a call each. A node is known so while it has not changed since it was found so: its stamp
+    # (the position of the log once its last change was read) is no later than the position then.
 
     def first(self, members: list[int]) -> int:
         """The lowest-indexed candidate of `members` (negated indices, ascending), or -1. (`_passes`
         written out: most pods' walks end at the first node asked, three or four walks a pod.)"""
-        unfit, holding, static, fits, request, rest = (
+        unfit, holding, stamps, position, static, fits, request, rest = (
             self._unfit,
             self._holding,
+            self._stamps,
+            self._position,
             self._static,
             self._fits,
             self._request,
@@ -272,7 +321,8 @@ class _Looks:
         )
         for negated in reversed(members):
             node = -negated
-            if node in unfit:
+            found = unfit.get(node)
+            if found is not None and stamps[node] <= found:
                 self._skips_left -= 1
                 if self._skips_left < 0:
                     raise _GiveUp
@@ -280,55 +330,30 @@ class _Looks:
             self._left -= 1
             if self._left < 0:
                 raise _GiveUp
-            if node not in holding:
+            found = holding.get(node)
+            if found is None or stamps[node] > found:
                 if not (static.item(node) and fits(request, node, soon=True)):
-                    unfit.add(node)
+                    unfit[node] = position
                     continue
-                holding.add(node)
+                holding[node] = position
             if not rest or all(mask.item(node) for mask in rest):
                 return node
         return -1
 
     def every(self, members: list[int]) -> list[int]:
         """The candidates of `members` (negated indices)."""
-        unfit = self._unfit
+        unfit, stamps = self._unfit, self._stamps
         found = []
         for negated in members:
-            if -negated in unfit:
+            node = -negated
+            at = unfit.get(node)
+            if at is not None and stamps[node] <= at:
                 self._skips_left -= 1
                 if self._skips_left < 0:
                     raise _GiveUp
-            elif self._passes(-negated):
-                found.append(-negated)
+            elif self._passes(node):
+                found.append(node)
         return found
-
-
-class _Known:
-    """The nodes known not to pass a pod shape's static predicates or not to hold its request soon (the
-    first part of `Session.candidate_tests`, which reads only the shape and what of a node changes with
-    its usage), and those known to pass and hold it: those not changed since they were found so. Why:
-    nodes that hold little of one resource (a full CPU beside free GPUs, a shared GPU with room on a node
-    out of CPU) stay in the range the index walks for a shape, more of them the larger the cluster, and
-    each pod of the shape asked them again; and each pod of a shape asks again the candidates the last
-    one found (the emptiest, the next fullest), which only the node it took has changed."""
-
-    def __init__(self, nodes: NodeTable) -> None:
-        self.nodes = nodes
-        self.unfit: set[int] = set()
-        self.holding: set[int] = set()
-        self._position = nodes.change_position()
-
-    def catch_up(self) -> _Known:
-        """Itself, without the nodes changed since last asked."""
-        changed = self.nodes.changed_since(self._position)
-        if changed is None:
-            self.unfit.clear()
-            self.holding.clear()
-        elif changed:
-            self.unfit.difference_update(changed)
-            self.holding.difference_update(changed)
-        self._position = self.nodes.change_position()
-        return self
 
 
 class _Summed:
@@ -427,23 +452,29 @@ _Said = tuple[Ranking, float, list[tuple[Ranking, float]], _Summed] | None
 
 class _Shape:
     """What `best_node` keeps for one pod shape (request and placement constraints) in a session: the
-    nodes known not to hold it and known to, whether its static predicates pass at least half the nodes
-    (None: not asked yet), and what the scorers say for it by nominated node and whether anything is being
-    released."""
+    nodes known not to pass its static predicates or not to hold its request soon (the first part of
+    `Session.candidate_tests`, which reads only the shape and what of a node changes with its usage), and
+    those known to pass and hold it, each with the position of the table's log when it was found so
+    (`_Kept.catch_up`: known so while the node has not changed since); whether its static predicates
+    pass at least half the nodes (None: not asked yet); and what the scorers say for it by nominated node
+    and whether anything is being released. Why the known nodes: nodes that hold little of one resource
+    (a full CPU beside free GPUs, a shared GPU with room on a node out of CPU) stay in the range the index
+    walks for a shape, more of them the larger the cluster, and each pod of the shape asked them again;
+    and each pod of a shape asks again the candidates the last one found (the emptiest, the next
+    fullest), which only the node it took has changed."""
 
-    def __init__(self, nodes: NodeTable) -> None:
-        self.known = _Known(nodes)
+    def __init__(self) -> None:
+        self.unfit: dict[int, int] = {}
+        self.holding: dict[int, int] = {}
         self.wide: bool | None = None
         self.said: dict[tuple[int, bool], _Said] = {}
 
 
-def _shape(session: Session, task: TaskInfo) -> _Shape:
-    kept: dict[Hashable, _Shape] = session.scratch.setdefault(_SHAPES, {})
-    nodes = session.snapshot.nodes
+def _shape(kept: _Kept, task: TaskInfo) -> _Shape:
     key = (task.request, task.placement.key)
-    shape = kept.get(key)
-    if shape is None or shape.known.nodes is not nodes:
-        shape = kept[key] = _Shape(nodes)
+    shape = kept.shapes.get(key)
+    if shape is None:
+        shape = kept.shapes[key] = _Shape()
     return shape
 
 
@@ -533,14 +564,10 @@ def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:
     return shape.wide
 
 
-def _index(session: Session, ranking: Ranking) -> _ValueIndex:
-    indexes: dict[Hashable, _ValueIndex] = session.scratch.setdefault(_INDEXES, {})
-    nodes = session.snapshot.nodes
-    index = indexes.get(ranking.key)
-    if index is None or index.nodes is not nodes:
-        index = indexes[ranking.key] = _ValueIndex(nodes, ranking)
-    else:
-        index.catch_up()
+def _index(kept: _Kept, ranking: Ranking) -> _ValueIndex:
+    index = kept.indexes.get(ranking.key)
+    if index is None:
+        index = kept.indexes[ranking.key] = _ValueIndex(kept.nodes, ranking)
     return index
 
 
@@ -564,16 +591,12 @@ class _ValueIndex:
 
     def caught_up(self) -> _ValueIndex:
         """Itself, brought up to date."""
-        self.catch_up()
-        return self
-
-    def catch_up(self) -> None:
         changed = self.nodes.changed_since(self._position)
         if changed is None:
             self._rebuild()
-            return
+            return self
         if not changed:
-            return
+            return self
         self._position = self.nodes.change_position()
         value_of = self._ranking.value_of
         # (Most catch-ups follow one pod placed: one node, or the same node twice.)
@@ -582,6 +605,7 @@ class _ValueIndex:
             if new != old:
                 self.value_at[node] = new
                 self._move(node, old, new)
+        return self
 
     def _move(self, node: int, old: float, new: float) -> None:
         left = self.members[old]

@@ -338,14 +338,15 @@ class PredicatesPlugin:
         # Every one of them is about the pod and the pool, never about what runs where.
         points.victim_invariant_pre_predicates.append(pre_filter)
 
-        kind_cache: dict[tuple[object, ...], BoolArray] = {}
+        # By request (equal requests: equal shapes), whose hash is kept: asked for every pod placed.
+        kind_cache: dict[PodRequest, BoolArray] = {}
 
         def gpu_kind(task: TaskInfo) -> BoolArray:
-            shape = task.request.shape()
-            if shape not in kind_cache:
-                mask = kind_cache[shape] = gpu_kind_nodes(nodes, task.request)
+            mask = kind_cache.get(task.request)
+            if mask is None:
+                mask = kind_cache[task.request] = gpu_kind_nodes(nodes, task.request)
                 mask.flags.writeable = False  # handed out to every pod of the shape
-            return kind_cache[shape]
+            return mask
 
         points.task_predicates.append(
             NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)

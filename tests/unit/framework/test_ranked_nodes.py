@@ -190,21 +190,30 @@ def test_the_index_follows_the_nodes_a_session_fills() -> None:
 
 def _where_p_goes(enabled: bool, moves: list[str]) -> list[str]:
     """Where a one-GPU pod `p` goes, asked once after each of `moves` ("": none, "hog": a statement holds
-    a pod taking every CPU of node a, "rollback": the statement is rolled back), with the index on or
-    off. Nodes a, b, c of 8 GPUs and 8 CPUs: a the fullest by GPUs (7 used), b emptier (4), c empty."""
+    a pod taking every CPU of node a, "rollback": the statement is rolled back, "churn": a small pod is
+    placed on c and taken off again, more times than the node table's log of changes keeps; "x+y": x then
+    y), with the index on or off. Nodes a, b, c of 8 GPUs and 8 CPUs: a the fullest by GPUs (7 used), b
+    emptier (4), c empty."""
     objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="8") for name in "abc")]
     objects += [pod("busy-a", gpus=7, node_name="a"), pod("busy-b", gpus=4, node_name="b")]
-    session = open_session([*objects, pod("cpu-hog", cpu="8"), pod("p", gpus=1, cpu="1")])
+    objects += [pod("cpu-hog", cpu="8"), pod("small", cpu="1"), pod("p", gpus=1, cpu="1")]
+    session = open_session(objects)
     tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
     ranked_nodes.ENABLED = enabled
     try:
         where = []
         statement = session.statement("allocate")
         for move in moves:
-            if move == "hog":
-                statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
-            elif move == "rollback":
-                statement.rollback()
+            for step in move.split("+"):
+                if step == "hog":
+                    statement.allocate(tasks["default/cpu-hog"], names.index("a"), (), "test")
+                elif step == "rollback":
+                    statement.rollback()
+                elif step == "churn":
+                    for _ in range(4 * len(names) + 512):  # two changes each: the log starts afresh
+                        churn = session.statement("allocate")
+                        churn.allocate(tasks["default/small"], names.index("c"), (), "test")
+                        churn.rollback()
             placed = session.choose_node(tasks["default/p"])
             assert placed is not None
             where.append(names[placed.node])
@@ -227,6 +236,14 @@ def test_a_node_found_to_hold_a_shape_is_asked_again_once_it_changes() -> None:
     goes to b, emptier), and holds it again once that statement is rolled back."""
     moves = ["", "hog", "rollback"]
     assert _where_p_goes(True, moves) == _where_p_goes(False, moves) == ["a", "b", "a"]
+
+
+def test_a_node_found_not_to_hold_a_shape_is_asked_again_once_the_log_of_changes_starts_afresh() -> None:
+    """Node a is found out of CPU while a statement holds a CPU pod there; the statement is rolled back,
+    and so many changes follow elsewhere that the node table's log no longer names a's: a holds the pod
+    again, as when every candidate is scored."""
+    moves = ["hog", "rollback+churn"]
+    assert _where_p_goes(True, moves) == _where_p_goes(False, moves) == ["b", "a"]
 
 
 def test_nodes_found_not_to_hold_a_shape_do_not_count_against_the_nodes_a_pod_may_ask() -> None:
