@@ -307,6 +307,10 @@ class QueueOrderedJobs:
             stale.sort(key=lambda node: node.level, reverse=True)
             self._mixed = False
         order, reads = self._order, self._reads
+        # What the order reads of the job last ranked: a path settled after a pop ranks the leaf and each
+        # of its ancestors on the same job, which is read once.
+        read_job: JobInfo | None = None
+        read: Hashable = None
         for node in stale:
             node.stale = False
             if node.jobs is not None:
@@ -321,7 +325,9 @@ class QueueOrderedJobs:
             elif reads is None:
                 node.rank = order(node.queue, job)
             else:
-                node.rank = self._rank(node, reads(job), job)
+                if job is not read_job:
+                    read_job, read = job, reads(job)
+                node.rank = self._rank(node, read, job)
         stale.clear()
         self._best_root = _first_smallest(self._roots)
 
