@@ -1,5 +1,5 @@
-"""Whether allocate may try a job's next attempt (`actions.allocate._refusal`, the gang's part kept by the
-job's version in `Session.gang_refusals`) answers as working it all out again (`_plain_refusal`) as the
+"""Whether allocate may try a job's next attempt (`actions.queue_admission._refusal`, the gang's part kept
+by the job's version in `Session.gang_refusals`) answers as working it all out again (`_plain_refusal`) as the
 job's pods are evicted and placed back within a session, one status change at a time.
 
 Generated gangs have a minMember up to their pod count, some pods running and the rest pending, in queues
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import node, open_session, pod, pod_group, queue
-from kai_scheduler.actions.allocate import _plain_refusal, _refusal
+from kai_scheduler.actions.queue_admission import _plain_refusal, _refusal
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.model.jobs import TaskStatus
 

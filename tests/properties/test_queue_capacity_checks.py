@@ -128,7 +128,7 @@ def test_capacity_inputs_are_equal_when_the_plain_values_are(objects: list[Any],
         for job in session.snapshot.jobs.values():
             inputs = session.job_capacity_inputs(job)
             assert inputs is not None
-            seen.append((inputs, tuple(read(job) for read in readers)))
+            seen.append((inputs, tuple(read(job.queue) for read in readers)))
     for inputs, plain in seen:
         for other_inputs, other_plain in seen:
             assert (inputs == other_inputs) == (plain == other_plain)

@@ -166,9 +166,11 @@ def view(result: SessionResult) -> tuple[Any, ...]:
 def test_reused_cycles_decide_as_full_evaluations(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     carried = _carried_failures(monkeypatch)
     recounted = _recounted_explanations(monkeypatch)
+    written = _walks_written_without_walking(monkeypatch)
     reused, reused_count = replay(seed, reuse=True)
     assert carried, "no attempt that found no node was carried"
     assert recounted, "no explanation was kept and counted again"
+    assert written, "no allocate's walk was written without walking"
     full, full_count = replay(seed, reuse=False)
     for ours, theirs in zip(reused, full, strict=True):
         assert ours == theirs, f"cycle {ours[0]} differs"
@@ -290,10 +292,10 @@ def _carried_failures(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     carried: list[str] = []
     original = SessionFailures.fails_again
 
-    def fails_again(self: SessionFailures, job: JobInfo, task: TaskInfo) -> bool:
-        again = original(self, job, task)
+    def fails_again(self: SessionFailures, task: TaskInfo) -> bool:
+        again = original(self, task)
         if again:
-            carried.append(job.key)
+            carried.append(task.job.key)
         return again
 
     monkeypatch.setattr(SessionFailures, "fails_again", fails_again)
@@ -378,6 +380,19 @@ def test_explanations_are_recounted_over_the_rows_that_differ(monkeypatch: pytes
     third = sim._cycle(20.0, 3)[1].unschedulable["default/gang"]
     assert "1 Insufficient cpu, 1 Insufficient GPUs" in third
     assert recounted[1:] == [[0, 1]]
+
+
+def _walks_written_without_walking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many reasons each allocate written without walking wrote (`actions.walk_replay`)."""
+    written: list[int] = []
+    original = _Walk.write
+
+    def write(self: _Walk, jobs: list[JobInfo], replayed: list[tuple[str, str]]) -> None:
+        written.append(len(replayed))
+        original(self, jobs, replayed)
+
+    monkeypatch.setattr(_Walk, "write", write)
+    return written
 
 
 def _recounted_explanations(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:

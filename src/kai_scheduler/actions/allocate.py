@@ -18,18 +18,23 @@ condition writes follow it).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
+from kai_scheduler.actions import walk_replay
 from kai_scheduler.actions.job_queue import KeyedJobs, QueueOrderedJobs, allocation_of, keyed_by_leaf
 from kai_scheduler.actions.placement import place_job
+from kai_scheduler.actions.queue_admission import admissible
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
+from kai_scheduler.actions.walk_reasons import does_not_fit, failed_like, no_fit_words
 from kai_scheduler.api.reasons import WaitReason, code_of
-from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
-from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.framework.placement_failures import SessionFailures, first_pod_found_none
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
+from kai_scheduler.model.resources import PodRequest
 
 
 class Allocate:
@@ -46,6 +51,12 @@ class Allocate:
             candidates.append(candidate)
         walk = _Walk(session, self.name)
         depth = session.config.queue_depth_per_action.get(self.name)
+        # (A depth hands out only some jobs: the walk is made.)
+        replayed = walk.replayed(candidates) if depth is None else None
+        if replayed is not None and not session.verify_carried:
+            walk.write(candidates, replayed)
+            walk.end()
+            return
         reads = session.points.queue_order_reads if session.points.queue_order is not None else None
         # (A depth reads what was handed out; holds made for unplaced jobs are not an order to read ahead;
         # a merge picks the job queue's child only where the order is a strict weak ordering.)
@@ -53,6 +64,8 @@ class Allocate:
             walk.in_quiet_order(candidates, reads)
         else:
             walk.take_up(QueueOrderedJobs(session, candidates, depth), None)
+        if replayed is not None:
+            _check_replayed(session, walk, replayed)
         walk.end()
 
 
@@ -76,6 +89,21 @@ _CALM_POPS = 32
 _MOST_RETURNS = 2
 
 
+@dataclass(frozen=True, slots=True)
+class _NoRoom:
+    """The first attempt of a shape in a walk, which found no node: its job, the jobs the walk had placed
+    when it ended (`_Walk.placed`), its first pod's shape (request, placement key) when that pod found no
+    node (None: a later pod did, or more than the pods decides where they go), and that pod's count of
+    the nodes (`explain_no_fit`; None: not worked out, or a pre-predicate's refusal) with where the node
+    table's log of changes stood."""
+
+    job: str
+    placed: int
+    first_pod: tuple[PodRequest, str] | None
+    detail: str | None
+    position: int
+
+
 class _Walk:
     """One allocate's walk over the waiting jobs: what it learns as it goes (the shapes that failed) and
     each job's step (`step`)."""
@@ -89,7 +117,7 @@ class _Walk:
         # the job's own queue checks, which do).
         # (Signatures by their numbers in the jobs' kept facts, `walk_facts`.)
         self.failed_shapes: dict[Hashable, str] = {}  # signature -> the first job that failed
-        self.no_room: dict[Hashable, str] = {}  # signature without the queue -> the first job
+        self.no_room: dict[Hashable, _NoRoom] = {}  # signature without the queue -> its first attempt
         # The reason of the jobs that fail like a first one, by that job (with its own reason it was
         # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
         self.alike: dict[str, tuple[str, WaitReason]] = {}
@@ -105,6 +133,7 @@ class _Walk:
         self.failures = carried.start(session) if carried is not None else None
         self.acted_on = 0
         self.attempts = 0  # attempts made (not known to fail): they may move allocations and back
+        self.placed = 0  # jobs placed
 
     def step(self, job: JobInfo) -> bool:
         """Take up `job`: whether its attempt placed pods."""
@@ -141,20 +170,47 @@ class _Walk:
         if shape is not None and held is not None:
             shape = (shape, held)
         no_room = self.no_room
-        first = no_room.get(shape) if shape is not None else None
-        if first is not None:
-            self._failed_like(facts.key, first)
-        elif self._attempt(job, tasks):
-            if holds is not None:
-                holds.job_placed(job, tasks)
-            return True
-        elif shape is not None:
-            no_room[shape] = facts.key
+        earlier = no_room.get(shape) if shape is not None else None
+        if earlier is not None:
+            self._failed_as(job, tasks, facts.key, earlier)
+        else:
+            outcome = self._attempt(job, tasks)
+            if outcome is None:
+                self.placed += 1
+                if holds is not None:
+                    holds.job_placed(job, tasks)
+                return True
+            if shape is not None:
+                # (With capacity held, more than a job's pods decides where they go.)
+                no_room[shape] = (
+                    outcome if holds is None else _NoRoom(outcome.job, outcome.placed, None, None, 0)
+                )
+
         if signature is not None:
             failed_shapes[signature] = facts.key
         if holds is not None:
             holds.job_unplaced(job, tasks, planner_for(session))
         return False
+
+    def replayed(self, jobs: list[JobInfo]) -> list[tuple[str, str]] | None:
+        """What this walk over `jobs` would write, by job key, worked out without walking when it would
+        try nothing (`walk_replay`); None when it may try something, or when holds or queue-bound
+        placements make what it tries depend on more than the jobs' pods."""
+        session, failures, kept = self.session, self.failures, self.session.quiet_leaves
+        if (
+            kept is None
+            or failures is None
+            or self.holds is not None
+            or not self.use_signatures
+            or session.points.queue_bound_placement
+        ):
+            return None
+        return walk_replay.reasons(session, jobs, self.facts, self.names, failures, kept)
+
+    def write(self, jobs: list[JobInfo], replayed: list[tuple[str, str]]) -> None:
+        """Write what the walk over `jobs` would (`replayed`) instead of walking."""
+        self.session.unschedulable.update(replayed)
+        self.acted_on += len(jobs)
 
     def _failed_like(self, key: str, first: str) -> None:
         """Write why the job `key` did not fit: as `first`, the first job of its shape, did not (one text
@@ -164,31 +220,60 @@ class _Walk:
         why = unschedulable.get(first, "it did not fit")
         worded = self.alike.get(first)
         if worded is None or worded[0] is not why:
-            reason = WaitReason(
-                f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-            )
-            worded = self.alike[first] = (why, reason)
+            worded = self.alike[first] = (why, failed_like(first, why))
         unschedulable[key] = worded[1]
 
-    def _attempt(self, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        """`place_job_tasks`, unless the attempt is known to find no node (`placement_failures`): then
-        what the attempt would write is written without making it."""
+    def _failed_as(self, job: JobInfo, tasks: list[TaskInfo], key: str, earlier: _NoRoom) -> None:
+        """Write why the job `key` did not fit, its attempt shaped like `earlier`, which found no node:
+        as its own attempt would write it when that attempt would fail as the earlier one did (the first
+        pods alike, the earlier one's found no node, and nothing was placed since), else as `earlier`'s
+        job did not (`_failed_like`). (Its own words are the same whichever job of its shape came first,
+        so what a walk that places nothing writes does not depend on the order it hands out the jobs in:
+        `walk_replay` writes it without the walk.)"""
+        session = self.session
+        if earlier.first_pod is not None and earlier.placed == self.placed:
+            task = SessionFailures.first_pod(session, job, tasks)
+            if task is not None and earlier.first_pod == (task.request, task.placement.key):
+                if (
+                    earlier.detail is not None
+                    and earlier.position == session.snapshot.nodes.change_position()
+                ):
+                    # (`explain_no_fit` as it would give it: the earlier pod's count, nothing changed since.)
+                    detail = session.pre_predicate_failure(task) or earlier.detail
+                else:
+                    detail = session.explain_no_fit(task)
+                session.unschedulable[key] = no_fit_words(task, tasks, detail)
+                return
+        self._failed_like(key, earlier.job)
+
+    def _attempt(self, job: JobInfo, tasks: list[TaskInfo]) -> _NoRoom | None:
+        """`place_job_tasks` (None: it placed the pods), unless the attempt is known to find no node
+        (`placement_failures`): then what the attempt would write is written without making it."""
         session, failures = self.session, self.failures
-        task = SessionFailures.first_pod(session, job, tasks) if failures is not None else None
-        if task is None or failures is None:
-            self.attempts += 1
-            return place_job_tasks(session, job, tasks, self.action)
-        if failures.fails_again(job, task):
-            reason = _does_not_fit(session, task, tasks)
+        task = SessionFailures.first_pod(session, job, tasks)
+        if task is not None and failures is not None and failures.fails_again(task):
+            refusal = session.pre_predicate_failure(task)
+            detail = refusal if refusal is not None else session.explain_no_fit(task)
+            reason = no_fit_words(task, tasks, detail)
             if session.verify_carried:
                 _check_no_room(session, job, tasks, self.action, reason)
             session.unschedulable[job.key] = reason
-            return False
+            # (A pod's refusal is its own: the pods alike are explained each.)
+            counted = detail if refusal is None else None
+            return _NoRoom(
+                job.key, self.placed, (task.request, task.placement.key), counted, self._position()
+            )
         self.attempts += 1
         if place_job_tasks(session, job, tasks, self.action):
-            return True
-        failures.found_no_node(job, tasks)
-        return False
+            return None
+        found_none = task is not None and first_pod_found_none(session, tasks)
+        if found_none and failures is not None:
+            failures.found_no_node(tasks)
+        first_pod = (task.request, task.placement.key) if found_none and task is not None else None
+        return _NoRoom(job.key, self.placed, first_pod, None, 0)
+
+    def _position(self) -> int:
+        return self.session.snapshot.nodes.change_position()
 
     def in_quiet_order(self, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> None:
         """Take up `jobs` in the job queue's order worked out as a merge (`QuietOrder`) while nothing
@@ -283,6 +368,23 @@ def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:
         )
 
 
+def _check_replayed(session: Session, walk: _Walk, replayed: list[tuple[str, str]]) -> None:
+    """The walk just made against what was worked out without it (`replayed`): it placed nothing, and
+    wrote the same reason for each job."""
+    if walk.placed:
+        raise CarriedMismatch(
+            f"allocate's walk, worked out without walking as placing nothing, placed {walk.placed} jobs"
+        )
+    unschedulable = session.unschedulable
+    for key, reason in replayed:
+        made = unschedulable.get(key)
+        if made != reason or code_of(made) != code_of(reason):
+            raise CarriedMismatch(
+                f"{key}: its reason worked out without walking ({reason!r}) differs from the one the walk "
+                f"wrote ({made!r})"
+            )
+
+
 def _named(job: JobInfo | None) -> str:
     return "no job" if job is None else job.key
 
@@ -297,71 +399,6 @@ def _check_no_room(session: Session, job: JobInfo, tasks: list[TaskInfo], action
         )
 
 
-def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-    """Whether `tasks` (the job's next attempt) of `job` may be tried at all: a whole gang, within its
-    queues' limits and quota; records why not. The answer depends on the job's version (its pods), the
-    cluster's largest GPU memory (the request) and what the capacity checks read of the session, so it is
-    kept by those (`Session.admissions`) and given again, in this cycle or a later one (issue #23,
-    point 1: a job whose queue did not move is not checked again)."""
-    if not tasks:
-        return False
-    inputs = session.job_capacity_inputs(job)
-    key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
-    kept = session.admissions.get(job) if inputs is not None else None
-    if kept is not None and kept[0] == key:
-        reason = kept[1]
-        if session.verify_carried:
-            _check_kept(session, job, tasks, reason)
-    else:
-        reason = _refusal(session, job, tasks)
-        if session.verify_carried:
-            _check_kept(session, job, tasks, reason)
-        if inputs is not None:
-            session.admissions[job] = (key, reason)
-    if reason is not None:
-        session.unschedulable[job.key] = reason
-        return False
-    return True
-
-
-def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
-    """Why `tasks` of `job` may not be tried (None: they may); the gang's part kept by the job's version
-    (`Session.gang_refusals`: a large gang's readiness reads every pod)."""
-    gang = session.gang_refusals.get(job)
-    if gang is None or gang[0] != job.version:
-        gang = session.gang_refusals[job] = (job.version, _gang_refusal(job, tasks))
-    if gang[1] is not None:
-        return gang[1]
-    return session.check_job_capacity(job, quota_request_of(session, tasks))
-
-
-def _plain_refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
-    """`_refusal` worked out now, whatever is kept."""
-    gang = _gang_refusal(job, tasks)
-    return gang if gang is not None else session.check_job_capacity(job, quota_request_of(session, tasks))
-
-
-def _gang_refusal(job: JobInfo, tasks: list[TaskInfo]) -> str | None:
-    """Why `tasks` of `job` are not a gang that may be tried (None: they are)."""
-    if not job.is_gang_satisfied():
-        missing = job.min_member - job.active_allocated()
-        if len(tasks) < missing:
-            return f"waiting for pods: the gang needs {missing} more but has fewer pending"
-        if not job.tree().is_ready():
-            # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
-            return "waiting for pods: too few sub-groups have the pods their minMember needs"
-    return None
-
-
-def _check_kept(session: Session, job: JobInfo, tasks: list[TaskInfo], reason: str | None) -> None:
-    fresh = _plain_refusal(session, job, tasks)
-    if fresh != reason:
-        raise CarriedMismatch(
-            f"{job.key}: whether its next attempt may be tried, kept from an earlier check ({reason!r}), "
-            f"differs from the answer worked out again ({fresh!r})"
-        )
-
-
 def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     """One all-or-nothing attempt to place `tasks` of `job`; records why it failed."""
     released = [task for task in tasks if session.state.release_reservation(task)]
@@ -372,15 +409,6 @@ def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], actio
     return False
 
 
-def _does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> WaitReason:
-    """Why an attempt of `tasks` failed when `task` found no node, the others placed so far."""
-    detail = session.explain_no_fit(task)
-    done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
-    gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
-    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
-    return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
-
-
 def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     statement = session.statement(action)
     nodes = session.snapshot.nodes
@@ -389,7 +417,7 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
         placed = session.choose_node(task)
         if placed is None:
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
-            return _does_not_fit(session, task, tasks)
+            return does_not_fit(session, task, tasks)
         where = nodes.names[placed.node]
         if placed.now:
             statement.allocate(

@@ -31,6 +31,7 @@ from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.placement_failures import PlacementFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
+from kai_scheduler.framework.quiet_walk import QuietLeaves
 from kai_scheduler.framework.static_masks import StaticMasks
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -62,6 +63,7 @@ class JobMemos:
         "placement_failures",
         "queue_orders",
         "queue_sums",
+        "quiet_leaves",
         "shapes",
         "signatures",
         "static_masks",
@@ -85,6 +87,7 @@ class JobMemos:
         self.placement_failures = PlacementFailures()
         self.static_masks = StaticMasks()
         self.walk_facts = WalkFacts()
+        self.quiet_leaves = QuietLeaves()
         self.verify = verify
         self.carry = carry  # False: every session starts afresh (a full evaluation, for comparisons)
 
@@ -117,6 +120,7 @@ class JobMemos:
         session.gang_refusals = self.gang_refusals
         session.placement_failures = self.placement_failures
         session.walk_facts = self.walk_facts
+        session.quiet_leaves = self.quiet_leaves
         self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify
 

@@ -57,15 +57,15 @@ _FEW_ROWS = 16
 @dataclass(frozen=True, slots=True)
 class _LastSession:
     """What the last session's allocate left: its node table (as the session left it), where that
-    table's log of changes stood when allocate started, the storage and the node filters it read, and the
-    jobs whose attempt's first pod had no candidate node (job -> its version and the pod's key), and the
+    table's log of changes stood when allocate started, the storage and the node filters it read, the pod
+    shapes (request, placement key) an attempt's first pod of which had no candidate node, and the
     explanations it counted (by what they depend on, `Session.explain_no_fit`)."""
 
     nodes: NodeTable
     allocate_started: int
     storage: Storage
     filters: tuple[str, ...]
-    no_room: dict[JobInfo, tuple[int, str]]
+    no_room: set[tuple[PodRequest, str]]
     no_fit: dict[Hashable, NoFitCounts]
 
 
@@ -115,7 +115,7 @@ class SessionFailures:
         nodes = session.snapshot.nodes
         self._nodes = nodes
         self._started = nodes.change_position()
-        self._no_room: dict[JobInfo, tuple[int, str]] = {}
+        self._no_room: set[tuple[PodRequest, str]] = set()
         self._no_fit: dict[Hashable, NoFitCounts] = {}
         # Per pod shape (request, placement key), the rows list (`_differing_rows`) none of which is a
         # candidate for it (`_none_a_candidate`).
@@ -141,25 +141,31 @@ class SessionFailures:
                 return None
         return tasks[0]
 
-    def fails_again(self, job: JobInfo, task: TaskInfo) -> bool:
-        """Whether an attempt whose first pod is `task` (`first_pod`) is known to find no node for it: it
-        found none in the last session at this version of `job`, and no row that may differ since is a
-        candidate (or a pre-predicate refuses the pod now). Noted for the next session when rows decided
-        it."""
+    def fails_again(self, task: TaskInfo) -> bool:
+        """Whether an attempt whose first pod is `task` (`first_pod`) is known to find no node for it: a
+        pod of its shape found none in the last session and none may now by its rows (`none_by_rows`),
+        or else a pre-predicate refuses the pod now."""
+        known = self.none_by_rows(task)
+        return known is not None and (known or self.session.refused_everywhere(task))
+
+    def none_by_rows(self, task: TaskInfo) -> bool | None:
+        """Whether no node is a candidate for a pod of `task`'s shape (request and placement: all its
+        candidates read of it, `first_pod`), pre-predicates aside: a pod of its shape found none in the
+        last session, and no row that may differ since is a candidate; then noted for the next session.
+        None when not known (no pod of its shape was noted, or too many rows may differ). The same for
+        every pod of one shape."""
         last = self._last
         if last is None:
-            return False
-        kept = last.no_room.get(job)
-        if kept is None or kept != (job.version, task.key):
-            return False
+            return None
+        shape = (task.request, task.placement.key)
+        if shape not in last.no_room:
+            return None
         rows = self._differing_rows()
         if rows is None:
-            return False
-        if self.session.refused_everywhere(task):
-            return True  # no candidate, though not for the rows' sake
+            return None
         if rows and not self._none_a_candidate(task, rows):
             return False
-        self._no_room[job] = kept
+        self._no_room.add(shape)
         return True
 
     def _none_a_candidate(self, task: TaskInfo, rows: list[int]) -> bool:
@@ -178,16 +184,13 @@ class SessionFailures:
         self._none_among[shape] = rows
         return True
 
-    def found_no_node(self, job: JobInfo, tasks: list[TaskInfo]) -> None:
-        """An attempt of `tasks` (`first_pod` not None) was made and failed: noted for the next session
-        when its first pod had no candidate node by its rows (a pre-predicate did not refuse it, and it
-        is not a later pod of a gang that found none)."""
-        session, task = self.session, tasks[0]
-        if session.refused_everywhere(task):
-            return
-        if len(tasks) > 1 and session.candidate_nodes(task).any():
-            return
-        self._no_room[job] = (job.version, task.key)
+    def found_no_node(self, tasks: list[TaskInfo]) -> None:
+        """An attempt of `tasks` (`first_pod` not None) was made and its first pod found no node
+        (`first_pod_found_none`): its shape noted for the next session when its rows decided it (a
+        pre-predicate did not refuse it)."""
+        task = tasks[0]
+        if not self.session.refused_everywhere(task):
+            self._no_room.add((task.request, task.placement.key))
 
     def end(self) -> None:
         """Allocate is done: what it noted is the next session's to read."""
@@ -254,6 +257,14 @@ class SessionFailures:
 
     def _most_rows(self) -> int:
         return max(self._nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS)
+
+
+def first_pod_found_none(session: Session, tasks: list[TaskInfo]) -> bool:
+    """Whether an attempt of `tasks` (`SessionFailures.first_pod` not None) that was made and failed
+    failed at its first pod: a pre-predicate refuses it, or no node is a candidate (a single pod's
+    attempt fails only so; a gang's may at a later pod)."""
+    task = tasks[0]
+    return len(tasks) == 1 or session.refused_everywhere(task) or not session.candidate_nodes(task).any()
 
 
 def _rows_decide(session: Session) -> bool:

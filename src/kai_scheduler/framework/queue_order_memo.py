@@ -22,7 +22,7 @@ OrderMemo = tuple[str, float, float, float, float, float, float]
 class CarriedQueueOrder:
     """The queue order keys of the last session, for the next (see the module doc)."""
 
-    __slots__ = ("_fixed", "_keys", "read_numbers", "reads_kept")
+    __slots__ = ("_fixed", "_keys", "read_numbers", "reads_kept", "weakly_ordered")
 
     def __init__(self) -> None:
         self._fixed: dict[str, tuple[Any, ...]] = {}  # per queue: what its keys read besides the memo
@@ -31,6 +31,9 @@ class CarriedQueueOrder:
         # number kept with the job's version and the smallest GPU memory it was read at).
         self.read_numbers: dict[tuple[float, float, float], int] = {}
         self.reads_kept: dict[JobInfo, tuple[int, float, int]] = {}
+        # Whether siblings of these allocatable shares are ranked by a strict weak ordering
+        # (`ProportionPlugin._siblings_weakly_ordered`: it reads nothing else), carried too.
+        self.weakly_ordered: dict[tuple[tuple[float, float, float], ...], bool] = {}
 
     def keys_for(
         self, fixed: dict[str, tuple[Any, ...]], allocated: dict[str, tuple[float, float, float]]

@@ -31,6 +31,7 @@ from kai_scheduler.framework.no_fit_counts import (
 from kai_scheduler.framework.placement_failures import PlacementFailures, SessionFailures
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
+from kai_scheduler.framework.quiet_walk import QuietLeaves
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn, add_score
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.framework.static_masks import Masks, NodeFlags, OlderMasks
@@ -156,9 +157,11 @@ class ExtensionPoints:
     # and the non-preemptible quota alone (what preempt checks before it looks for victims).
     job_capacity_checks: list[JobCapacityCheck] = field(default_factory=list)
     # What a job capacity check reads of the session besides the job and the request, as a value, by
-    # check: a check listed answers alike for one job version, request and value, so allocate may give its
-    # answer again in a later cycle (`actions.allocate.admissible`); while any check is not listed, none is.
-    job_capacity_inputs: dict[JobCapacityCheck, Callable[[JobInfo], Hashable]] = field(default_factory=dict)
+    # check, given the job's queue (one value for every job of a queue): a check listed answers alike for
+    # one job version, request and value, so allocate may give its answer again in a later cycle
+    # (`actions.queue_admission.admissible`), and knows it for a whole queue at once (`actions.walk_replay`);
+    # while any check is not listed, none is.
+    job_capacity_inputs: dict[JobCapacityCheck, Callable[[str], Hashable]] = field(default_factory=dict)
     # The GPUs stranded on these nodes as the session's state leaves them once their releases end (lower
     # is better): lets the victim solver prefer, among victims of one rank, the outcome that strands the
     # fewest (not KAI's: gpufragmentation registers it).
@@ -381,8 +384,8 @@ class Session:
         # `job_order_key` per job, with the job's version it was worked out at. All of these are carried
         # from one cycle's session to the next (`job_memos`).
         self.job_keys: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
-        # `actions.allocate.admissible`'s answer per job (None: admissible, else why not), with the job's
-        # version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
+        # `actions.queue_admission.admissible`'s answer per job (None: admissible, else why not), with the
+        # job's version, the cluster's largest GPU memory and the job's capacity inputs it was worked out at;
         # carried from one cycle to the next too, and with `verify_carried` worked out again when given.
         self.admissions: dict[JobInfo, tuple[tuple[Hashable, ...], str | None]] = {}
         # The part of that answer the job alone decides (whether its gang may be tried: `allocate`'s
@@ -395,7 +398,7 @@ class Session:
         self._inputs_seen: dict[int, tuple[Hashable, Hashable]] = {}  # id(value) -> (value, its object)
         # Per-pod predicates' read-only masks found to pass every node, by id (`_narrowing`).
         self._everywhere_masks: dict[int, BoolArray] = {}
-        self._capacity_readers: list[Callable[[JobInfo], Hashable]] | None = None
+        self._capacity_readers: list[Callable[[str], Hashable]] | None = None
         self._capacity_readers_known = False
         # Allocate's attempts whose first pod found no node in the last cycle (`placement_failures`;
         # None: every attempt is made).
@@ -403,6 +406,9 @@ class Session:
         # What allocate's walk reads of each job that the job alone decides (`walk_facts`; None: the walk
         # keeps its own); carried from one cycle to the next too.
         self.walk_facts: WalkFacts | None = None
+        # What allocate's walk found of each leaf queue's jobs, for a walk written without walking
+        # (`quiet_walk`; None: every walk is made); carried too.
+        self.quiet_leaves: QuietLeaves | None = None
         self.verify_carried = False
         # The queue sums of the last cycle, for the proportion plugin to bring up to date as it opens (None:
         # it sums every job); carried from one cycle to the next too.
@@ -465,10 +471,16 @@ class Session:
 
     def job_capacity_inputs(self, job: JobInfo) -> tuple[Hashable, ...] | None:
         """What `check_job_capacity` reads of the session for `job` besides its request, as a value; None
-        when a check does not say (`ExtensionPoints.job_capacity_inputs`). Each check's reader is asked
-        once (checks may share one), and each value it gives is handed out as the object that first held
-        it in this session or an earlier one (`capacity_inputs`): a value carried from the last cycle is
-        then told equal by identity rather than element by element (issue #23, point 1)."""
+        when a check does not say (`ExtensionPoints.job_capacity_inputs`): `queue_capacity_inputs` of its
+        queue."""
+        return self.queue_capacity_inputs(job.queue)
+
+    def queue_capacity_inputs(self, queue: str) -> tuple[Hashable, ...] | None:
+        """What `check_job_capacity` reads of the session for any job of `queue` besides its request, as a
+        value; None when a check does not say (`ExtensionPoints.job_capacity_inputs`). Each check's reader
+        is asked once (checks may share one), and each value it gives is handed out as the object that
+        first held it in this session or an earlier one (`capacity_inputs`): a value carried from the last
+        cycle is then told equal by identity rather than element by element (issue #23, point 1)."""
         if not self._capacity_readers_known:
             self._capacity_readers_known = True
             inputs = self.points.job_capacity_inputs
@@ -479,8 +491,8 @@ class Session:
         if readers is None:
             return None
         if len(readers) == 1:  # the checks share one reader (proportion's two do)
-            return (self._one_object(readers[0](job)),)
-        return tuple(self._one_object(read(job)) for read in readers)
+            return (self._one_object(readers[0](queue)),)
+        return tuple(self._one_object(read(queue)) for read in readers)
 
     def _one_object(self, value: Hashable) -> Hashable:
         """The object that first held a value equal to `value` (`job_capacity_inputs`); a reader hands out
@@ -677,6 +689,10 @@ class Session:
                 break
             rows = rows[predicate.nodes_passing(task)[rows]]
         return rows
+
+    def pre_predicate_failure(self, task: TaskInfo) -> str | None:
+        """Why a pre-predicate refuses the pod (None: none does), as `explain_no_fit` says it."""
+        return self._pre_predicate_failure(task) if self.points.pre_predicates else None
 
     def refused_everywhere(self, task: TaskInfo) -> bool:
         """Whether a pre-predicate refuses the pod, so that no node is a candidate (`candidate_tests` is

@@ -42,6 +42,8 @@ _ReclaimSides = tuple[QueueInfo, Resources, QueueInfo, Resources]
 
 # Distinct next requests numbered for the queue order (`_order_reads`) beyond which it numbers afresh.
 _MOST_READ_NUMBERS = 4096
+# Siblings' shares whose ordering is kept (`_siblings_weakly_ordered`) beyond which it is let go.
+_MOST_SIBLING_SHARES = 1024
 
 
 class ProportionPlugin:
@@ -69,8 +71,8 @@ class ProportionPlugin:
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
-        # `_siblings_weakly_ordered` by the siblings' allocatable shares (kept across sessions: it reads
-        # nothing else, and a cluster's queues keep their shares from one cycle to the next).
+        # `_siblings_weakly_ordered` by the siblings' allocatable shares: it reads nothing else, and a
+        # cluster's queues keep their shares from one cycle to the next (carried, `CarriedQueueOrder`).
         self._weakly_ordered: dict[tuple[tuple[float, float, float], ...], bool] = {}
         # queue_order_key by (queue, its allocation, the request): everything else it reads is fixed for
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
@@ -106,6 +108,9 @@ class ProportionPlugin:
             if len(carried.read_numbers) > _MOST_READ_NUMBERS:
                 carried.read_numbers, carried.reads_kept = {}, {}
             self._read_numbers, self._reads_kept = carried.read_numbers, carried.reads_kept
+            if len(carried.weakly_ordered) > _MOST_SIBLING_SHARES:
+                carried.weakly_ordered = {}
+            self._weakly_ordered = carried.weakly_ordered
         self._before = self._before_full = None
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
@@ -258,6 +263,8 @@ class ProportionPlugin:
         known = self._weakly_ordered.get(shares)
         if known is None:
             known = self._weakly_ordered[shares] = _dominance_is_total(set(shares))
+        elif self._session is not None and self._session.verify_carried:
+            _check_weakly_ordered(shares, known)
         return known
 
     def _carry_order_keys(self, carried: CarriedQueueOrder, *, verify: bool) -> None:
@@ -731,6 +738,15 @@ def _same_order_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         else type(x) is type(y) and x == y
         for x, y in zip(a, b, strict=True)
     )
+
+
+def _check_weakly_ordered(shares: tuple[tuple[float, float, float], ...], known: bool) -> None:
+    """A kept answer of `_siblings_weakly_ordered` worked out again (`verify_carried`)."""
+    if known != _dominance_is_total(set(shares)):
+        raise CarriedMismatch(
+            f"whether siblings of allocatable shares {shares!r} are weakly ordered, kept, differs from "
+            "working it out again"
+        )
 
 
 def _dominance_is_total(shares: set[tuple[float, float, float]]) -> bool:

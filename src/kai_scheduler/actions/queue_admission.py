@@ -1,0 +1,81 @@
+"""Whether allocate may try a job's next attempt at all: a whole gang, within its queues' limits and
+non-preemptible quota (`admissible`); the answer kept per job, carried across cycles while what it reads
+stays."""
+
+from __future__ import annotations
+
+from kai_scheduler.framework.gang import quota_request_of
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+
+
+def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+    """Whether `tasks` (the job's next attempt) of `job` may be tried at all: a whole gang, within its
+    queues' limits and quota; records why not. The answer depends on the job's version (its pods), the
+    cluster's largest GPU memory (the request) and what the capacity checks read of the session, so it is
+    kept by those (`Session.admissions`) and given again, in this cycle or a later one (issue #23,
+    point 1: a job whose queue did not move is not checked again)."""
+    refused, reason = admission(session, job, tasks)
+    if reason is not None:
+        session.unschedulable[job.key] = reason
+    return not refused
+
+
+def admission(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[bool, str | None]:
+    """`admissible`'s answer without writing it: whether the queue's checks refuse `tasks` of `job`, and
+    why (None with no pods to try: nothing is said)."""
+    if not tasks:
+        return True, None
+    inputs = session.job_capacity_inputs(job)
+    key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
+    kept = session.admissions.get(job) if inputs is not None else None
+    if kept is not None and kept[0] == key:
+        reason = kept[1]
+        if session.verify_carried:
+            _check_kept(session, job, tasks, reason)
+    else:
+        reason = _refusal(session, job, tasks)
+        if session.verify_carried:
+            _check_kept(session, job, tasks, reason)
+        if inputs is not None:
+            session.admissions[job] = (key, reason)
+    return reason is not None, reason
+
+
+def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """Why `tasks` of `job` may not be tried (None: they may); the gang's part kept by the job's version
+    (`Session.gang_refusals`: a large gang's readiness reads every pod)."""
+    gang = session.gang_refusals.get(job)
+    if gang is None or gang[0] != job.version:
+        gang = session.gang_refusals[job] = (job.version, _gang_refusal(job, tasks))
+    if gang[1] is not None:
+        return gang[1]
+    return session.check_job_capacity(job, quota_request_of(session, tasks))
+
+
+def _plain_refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """`_refusal` worked out now, whatever is kept."""
+    gang = _gang_refusal(job, tasks)
+    return gang if gang is not None else session.check_job_capacity(job, quota_request_of(session, tasks))
+
+
+def _gang_refusal(job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """Why `tasks` of `job` are not a gang that may be tried (None: they are)."""
+    if not job.is_gang_satisfied():
+        missing = job.min_member - job.active_allocated()
+        if len(tasks) < missing:
+            return f"waiting for pods: the gang needs {missing} more but has fewer pending"
+        if not job.tree().is_ready():
+            # KAI's IsReadyForScheduling: minSubGroup of each group's children have their pods.
+            return "waiting for pods: too few sub-groups have the pods their minMember needs"
+    return None
+
+
+def _check_kept(session: Session, job: JobInfo, tasks: list[TaskInfo], reason: str | None) -> None:
+    fresh = _plain_refusal(session, job, tasks)
+    if fresh != reason:
+        raise CarriedMismatch(
+            f"{job.key}: whether its next attempt may be tried, kept from an earlier check ({reason!r}), "
+            f"differs from the answer worked out again ({fresh!r})"
+        )

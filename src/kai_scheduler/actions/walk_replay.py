@@ -1,0 +1,266 @@
+"""Allocate's walk written without walking, when it would place nothing and try nothing (issue #23,
+point 1: a steady cycle after one change costs what changed, not the ~7,900 jobs of a backlog).
+
+A walk over a deep backlog on a full cluster hands out every waiting job and places none. When every
+attempt it would make is known to find no node (`SessionFailures.none_by_rows`: its pod shape found none
+in the last cycle and no node that may differ since is a candidate), it tries nothing, and then what it
+writes does not depend on the order it hands the jobs out in (`framework.quiet_walk`): per leaf queue, in
+job order, a job shaped like an earlier job of the queue quotes that one's reason, a job the queue's checks
+refuse says why, and any other says why its own first pod finds no node. So this module writes the same
+without the walk's merge of the queues' orders, and per leaf queue from what it kept of the last cycle
+(`LeafOutcome`) unless the queue's jobs or what its capacity checks read changed; what it asks of every
+cycle is per pod shape (whether a node may take it now, the explanation) and per job the pre-predicates
+and the words.
+
+It does nothing (and the walk is made) unless every job it would write ends as above: a job whose first
+pod is not known to find no node (a new shape, a node freed), a job whose attempt reads more than its pods
+(topology, nomination, inter-pod rules), or two jobs of one shape whose first pods differ (the walk would
+word the second as the first's, which depends on the order).
+With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) the walk is made as well, and a reason that differs raises
+`CarriedMismatch` (`actions.allocate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from kai_scheduler.actions.queue_admission import admission
+from kai_scheduler.actions.walk_reasons import failed_like, no_fit_words
+from kai_scheduler.api.reasons import WaitReason
+from kai_scheduler.framework.gang import tasks_to_allocate
+from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.framework.quiet_walk import NO_NODE, REFUSED, LeafOutcome, QuietLeaves
+from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.walk_facts import WalkFacts
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.resources import PodRequest
+
+# What a job whose attempt its queue refuses without a reason (no pods to try) is quoted as, as the walk does.
+UNSAID = "it did not fit"
+
+
+def reasons(
+    session: Session,
+    jobs: list[JobInfo],
+    facts: WalkFacts,
+    names: tuple[Hashable, ...],
+    failures: SessionFailures,
+    kept: QuietLeaves,
+) -> list[tuple[str, str]] | None:
+    """What allocate's walk over `jobs` would write, by job key (leaf by leaf, each in job order), when it
+    would try nothing; None when it may (module doc). `names`: the walk's signature reads
+    (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
+    most_memory = session.snapshot.max_gpu_memory_mib
+    if kept.names is not names or kept.most_memory != most_memory:
+        kept.by_leaf.clear()
+        kept.names, kept.most_memory = names, most_memory
+    by_leaf: dict[str, list[JobInfo]] = {}
+    for job in jobs:
+        members = by_leaf.get(job.queue)
+        if members is None:
+            members = by_leaf[job.queue] = []
+        members.append(job)
+    details = _Details(session, failures)
+    if details.a_node_may_take(kept.by_leaf.values()):
+        return None
+    outcomes: list[LeafOutcome] = []
+    explained: list[list[str | None]] = []
+    for leaf, members in by_leaf.items():
+        capacity = session.queue_capacity_inputs(leaf)
+        if capacity is None:
+            return None
+        outcome = kept.by_leaf.get(leaf)
+        if (
+            outcome is None
+            or outcome.jobs != members
+            or outcome.capacity != capacity
+            or outcome.versions != [job.version for job in members]
+        ):
+            outcome = _leaf_outcome(session, leaf, members, capacity, facts, names)
+            if outcome is None:
+                return None
+            kept.by_leaf[leaf] = outcome
+        leaf_details = details.of(outcome)
+        if leaf_details is None:
+            return None
+        outcomes.append(outcome)
+        explained.append(leaf_details)
+    if len(kept.by_leaf) > 2 * len(by_leaf) + 64:
+        kept.by_leaf = {leaf: kept.by_leaf[leaf] for leaf in by_leaf}
+    return _words(outcomes, explained, session.unschedulable)
+
+
+def _leaf_outcome(
+    session: Session,
+    leaf: str,
+    members: list[JobInfo],
+    capacity: Hashable,
+    facts: WalkFacts,
+    names: tuple[Hashable, ...],
+) -> LeafOutcome | None:
+    """How the walk ends each of `members` (leaf `leaf`'s jobs, as given) when it tries nothing; None when
+    a job's attempt reads more than its pods."""
+    key_of = session.job_order_key
+    order = facts.sorting(leaf, [key_of(job) for job in members], keep=True, verify=session.verify_carried)
+    keys: list[str] = []
+    parts: list[int] = []
+    refusals: list[str | None] = []
+    first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None] = []
+    shapes: list[int] = []
+    firsts: dict[int, int] = {}  # signature -> the place of its first job
+    for place, index in enumerate(order):
+        job = members[index]
+        job_facts = facts.of(session, job, names)
+        keys.append(job_facts.key)
+        shapes.append(job_facts.shape)
+        first = firsts.get(job_facts.signature)
+        refusal: str | None = None
+        pods: tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None = None
+        if first is not None:
+            parts.append(first)
+        else:
+            firsts[job_facts.signature] = place
+            tasks = tasks_to_allocate(session, job)
+            refused, refusal = admission(session, job, tasks)
+            if refused:
+                parts.append(REFUSED)
+            else:
+                task = SessionFailures.first_pod(session, job, tasks)
+                if task is None:
+                    return None
+                parts.append(NO_NODE)
+                pods = (task, tasks, (task.request, task.placement.key))
+        refusals.append(refusal)
+        first_pods.append(pods)
+    return LeafOutcome(
+        jobs=members,
+        versions=[job.version for job in members],
+        capacity=capacity,
+        order=order,
+        keys=keys,
+        parts=parts,
+        refusals=refusals,
+        first_pods=first_pods,
+        shapes=shapes,
+        written=[None] * len(members),
+    )
+
+
+class _Details:
+    """The explanations the walk would give the jobs whose first pod finds no node (`NO_NODE`), leaf by
+    leaf (`of`): its pre-predicate's refusal, or its pod shape's count of the nodes; and whether the walk
+    may place a job instead: a pod that no pre-predicate refuses may find a node (or, of a gang, is not
+    known to find none), or one job shape has two first-pod shapes."""
+
+    def __init__(self, session: Session, failures: SessionFailures) -> None:
+        self._session = session
+        self._failures = failures
+        self._pods_of_shape: dict[int, tuple[PodRequest, str]] = {}
+        self._none: dict[tuple[PodRequest, str], bool] = {}  # pod shape -> no node may take it
+        self._counted: dict[tuple[PodRequest, str], str] = {}
+        self._pre = session.pre_predicate_failure
+        # (Whether inter-pod rules read a pod moves with what runs: asked again of a pod kept from a cycle.)
+        self._reads_other_pods = session.reads_other_pods if session.points.task_predicates else None
+
+    def a_node_may_take(self, outcomes: Iterable[LeafOutcome]) -> bool:
+        """Whether a node that may differ since the last cycle may take a first pod of `outcomes` (the last
+        cycle's): asked first, a pod shape at a time, as it is cheap and a freed node is seen at once."""
+        asked: set[tuple[PodRequest, str]] = set()
+        for outcome in outcomes:
+            for pods in outcome.first_pods:
+                if pods is not None and pods[2] not in asked:
+                    asked.add(pods[2])
+                    if self._failures.none_by_rows(pods[0]) is False:
+                        return True
+        return False
+
+    def of(self, outcome: LeafOutcome) -> list[str | None] | None:
+        """Per job of `outcome` in job order, its explanation when its part is NO_NODE; None when the walk
+        may place a job."""
+        details: list[str | None] = []
+        shapes, pods_of_shape, known, pre = outcome.shapes, self._pods_of_shape, self._none, self._pre
+        for place, pods in enumerate(outcome.first_pods):
+            if pods is None:
+                details.append(None)
+                continue
+            task, tasks, pod = pods
+            if pods_of_shape.setdefault(shapes[place], pod) != pod:
+                return None
+            if self._reads_other_pods is not None and self._reads_other_pods(task):
+                return None
+            refusal = pre(task)
+            if refusal is not None:
+                details.append(refusal)  # (whatever the nodes)
+                continue
+            none = known.get(pod)
+            if none is None:
+                none = self._finds_none(task, tasks)
+                if none is None:
+                    return None
+                known[pod] = none
+            if not none:
+                return None  # a node may take it
+            detail = self._counted.get(pod)
+            if detail is None:
+                detail = self._counted[pod] = self._session.explain_no_fit(task)
+            details.append(detail)
+        return details
+
+    def _finds_none(self, task: TaskInfo, tasks: list[TaskInfo]) -> bool | None:
+        """Whether no node may take `task`, the first pod of `tasks` (None: not known)."""
+        none = self._failures.none_by_rows(task)
+        if none is None and len(tasks) == 1:
+            # Not known from the last cycle: every node asked, as the walk's attempt would, and noted as it
+            # notes it.
+            none = not self._session.candidate_nodes(task).any()
+            if none:
+                self._failures.found_no_node(tasks)
+        return none
+
+
+def _words(
+    outcomes: list[LeafOutcome], details: list[list[str | None]], earlier: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The reasons by job key, leaf by leaf in job order; each outcome's `written` brought up to date.
+    `earlier`: the session's reasons so far (a job refused with nothing said is quoted by them)."""
+    written: list[tuple[str, str]] = []
+    for outcome, leaf_details in zip(outcomes, details, strict=True):
+        keys, parts, refusals, first_pods, kept = (
+            outcome.keys,
+            outcome.parts,
+            outcome.refusals,
+            outcome.first_pods,
+            outcome.written,
+        )
+        texts: list[str] = []
+        alike: dict[int, tuple[str, WaitReason]] = {}
+        for place, part in enumerate(parts):
+            text: str
+            if part == REFUSED:
+                refusal = refusals[place]
+                if refusal is None:
+                    texts.append(earlier.get(keys[place], UNSAID))
+                else:
+                    texts.append(refusal)
+                    written.append((keys[place], refusal))
+                continue
+            if part == NO_NODE:
+                detail = leaf_details[place]
+                assert detail is not None
+                last = kept[place]
+                if last is not None and last[0] is detail:
+                    text = last[1]
+                else:
+                    pods = first_pods[place]
+                    assert pods is not None
+                    text = no_fit_words(pods[0], pods[1], detail)
+                    kept[place] = (detail, text)
+            else:
+                why = texts[part]
+                worded = alike.get(part)
+                if worded is None or worded[0] is not why:
+                    worded = alike[part] = (why, failed_like(keys[part], why))
+                text = worded[1]
+            texts.append(text)
+            written.append((keys[place], text))
+    return written
