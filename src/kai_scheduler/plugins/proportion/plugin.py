@@ -363,15 +363,15 @@ class ProportionPlugin:
 
     # --- capacity checks -------------------------------------------------------------------------
 
-    def _path_inputs(self, job: JobInfo) -> tuple[float | str, ...]:
-        """All that `over_limit` and `non_preemptible_over_quota` read of the session for `job`: its
-        queue path's allocations, limits and quotas (kept per leaf until any allocation moves, and per
-        queue until its own does: a first cycle places a pod between most two asks)."""
-        values = self._path_values.get(job.queue)
+    def _path_inputs(self, leaf: str) -> tuple[float | str, ...]:
+        """All that `over_limit` and `non_preemptible_over_quota` read of the session for a job of queue
+        `leaf`: the queue path's allocations, limits and quotas (kept per leaf until any allocation moves,
+        and per queue until its own does: a first cycle places a pod between most two asks)."""
+        values = self._path_values.get(leaf)
         if values is None:
             values = ()
             segments = self._segments
-            for queue, _, _ in self._bounds(job.queue):
+            for queue, _, _ in self._bounds(leaf):
                 segment = segments.get(queue.name)
                 if segment is None:
                     # Read field by field (no `values()` calls): a first cycle makes one a queue on the
@@ -398,7 +398,7 @@ class ProportionPlugin:
                         deserved.memory,
                     )
                 values += segment
-            self._path_values[job.queue] = values
+            self._path_values[leaf] = values
         return values
 
     def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
