@@ -20,7 +20,7 @@ from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
-from kai_scheduler.model.nodes import FloatArray, IntArray
+from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
 from kai_scheduler.model.queues import is_unlimited
 from kai_scheduler.model.resources import EPSILON, Resources
 
@@ -45,9 +45,13 @@ class Consolidation(VictimAction):
         # The nodes of `_on_node` in index order, until they change (`_nodes_with_jobs`).
         self._with_jobs: IntArray | None = None
         # The jobs `_closest_to_room_first` considers for any preemptor and the free GPUs they were found
-        # by, while those stay, until a commit (`_considered`).
+        # by, while those stay, until a commit (`_considered`), with the node table's usage version then.
         self._considered_jobs: list[JobInfo] | None = None
         self._considered_by: FloatArray | None = None
+        self._considered_at: tuple[NodeTable, int] | None = None
+        # The cluster's free and releasing GPUs in all, with the usage version they were summed at
+        # (`_free_gpus`).
+        self._free: tuple[NodeTable, int, float] | None = None
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
@@ -94,12 +98,24 @@ class Consolidation(VictimAction):
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if not job.preemptible:
             return True
-        nodes = session.snapshot.nodes
         # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted).
         if any(task.request.mig_instances for task in tasks_to_allocate(session, job)):
             return False
+        return self._free_gpus(session) + EPSILON < request.gpu
+
+    def _free_gpus(self, session: Session) -> float:
+        """The free and releasing GPUs of the whole cluster, summed again only once the node table's usage
+        changed (`NodeTable.version`). Why: each of 669 jobs asked in a first cycle at 20,000 nodes summed
+        every node's, most of them with nothing changed since the last."""
+        nodes = session.snapshot.nodes
+        kept = self._free
+        if kept is not None and kept[0] is nodes and kept[1] == nodes.version and not session.verify_carried:
+            return kept[2]
         free = float(nodes.idle_gpus_total().sum() + nodes.rel_gpus.sum())
-        return free + EPSILON < request.gpu
+        if kept is not None and kept[0] is nodes and kept[1] == nodes.version and kept[2] != free:
+            raise CarriedMismatch(f"consolidation's free GPUs: kept {kept[2]}, now {free}")
+        self._free = (nodes, nodes.version, free)
+        return free
 
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
         if self._unindexed is not None:
@@ -135,11 +151,19 @@ class Consolidation(VictimAction):
         are among them. Kept while the candidates' index and every node's free GPUs stay (a failed attempt
         leaves the cluster as it found it, but a search frees its preemptor's own reservation while it
         runs). Why: each of 600 attempts at 20,000 nodes in a first cycle sorted every node with a
-        candidate, and most attempts come between the same commits."""
-        free = session.snapshot.nodes.idle_gpus_total()
-        kept, kept_by = self._considered_jobs, self._considered_by
+        candidate, and most attempts come between the same commits. While the node table's usage version
+        stays, its free GPUs are not even compared (an attempt with no victim within reach changes none)."""
+        nodes = session.snapshot.nodes
+        kept, kept_by, at = self._considered_jobs, self._considered_by, self._considered_at
+        unchanged = at is not None and at[0] is nodes and at[1] == nodes.version
+        if kept is not None and unchanged and not session.verify_carried:
+            return kept
+        free = nodes.idle_gpus_total()
         same = kept is not None and kept_by is not None and np.array_equal(free, kept_by)
+        if kept is not None and unchanged and not same:
+            raise CarriedMismatch("consolidation's free GPUs changed while the node table's version stayed")
         if kept is not None and same and not session.verify_carried:
+            self._considered_at = (nodes, nodes.version)
             return kept
         with_jobs = self._nodes_with_jobs()
         order = with_jobs[np.argsort(-free[with_jobs], kind="stable")]
@@ -156,6 +180,7 @@ class Consolidation(VictimAction):
         if same and kept != found:
             raise CarriedMismatch(f"consolidation's considered jobs: kept {kept}, now {found}")
         self._considered_jobs, self._considered_by = found, free.copy()
+        self._considered_at = (nodes, nodes.version)
         return found
 
     def _nodes_with_jobs(self) -> IntArray:
