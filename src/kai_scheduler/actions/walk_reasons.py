@@ -14,9 +14,11 @@ def does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> Wai
 
 def no_fit_words(task: TaskInfo, tasks: list[TaskInfo], detail: str) -> WaitReason:
     """`does_not_fit`, `task`'s explanation (`Session.explain_no_fit`) given."""
-    done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
-    gang = f"gang of {len(tasks)} pods: {done} placed, then " if len(tasks) > 1 else ""
     # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
+    if len(tasks) == 1:
+        return WaitReason(f"pod {task.name} does not fit: {detail}", code_of(detail))
+    done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
+    gang = f"gang of {len(tasks)} pods: {done} placed, then "
     return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
 
 

@@ -70,16 +70,14 @@ def reasons(
         if capacity is None:
             return None
         outcome = kept.by_leaf.get(leaf)
-        if (
-            outcome is None
-            or outcome.jobs != members
-            or outcome.capacity != capacity
-            or outcome.versions != [job.version for job in members]
-        ):
+        if outcome is None or outcome.jobs != members or outcome.versions != [job.version for job in members]:
             outcome = _leaf_outcome(session, leaf, members, capacity, facts, names)
             if outcome is None:
                 return None
             kept.by_leaf[leaf] = outcome
+        elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity):
+            del kept.by_leaf[leaf]
+            return None
         leaf_details = details.of(outcome)
         if leaf_details is None:
             return None
@@ -144,6 +142,29 @@ def _leaf_outcome(
         shapes=shapes,
         written=[None] * len(members),
     )
+
+
+def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) -> bool:
+    """Bring `outcome` up to date with what its queue's capacity checks read now (`capacity`): each job
+    that is the first of its signature is checked again (the others quote it). False when a job the
+    checks refused may now be tried and its attempt reads more than its pods."""
+    jobs, order, parts, first_pods = outcome.jobs, outcome.order, outcome.parts, outcome.first_pods
+    for place, part in enumerate(parts):
+        if part >= 0:
+            continue
+        job = jobs[order[place]]
+        tasks = tasks_to_allocate(session, job)
+        refused, refusal = admission(session, job, tasks)
+        if refused:
+            parts[place], first_pods[place] = REFUSED, None
+        elif part == REFUSED:
+            task = SessionFailures.first_pod(session, job, tasks)
+            if task is None:
+                return False
+            parts[place], first_pods[place] = NO_NODE, (task, tasks, (task.request, task.placement.key))
+        outcome.refusals[place] = refusal
+    outcome.capacity = capacity
+    return True
 
 
 class _Details:

@@ -66,8 +66,9 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
-        self._path_values: dict[str, tuple[float | str, ...]] = {}  # `_path_inputs` until a shift
-        self._segments: dict[str, tuple[float | str, ...]] = {}  # a queue's part of them, until it shifts
+        self._path_values: dict[str, tuple[float | str | None, ...]] = {}  # `_path_inputs` until a shift
+        # A queue's part of them, until it shifts.
+        self._segments: dict[str, tuple[float | str | None, ...]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
@@ -363,39 +364,32 @@ class ProportionPlugin:
 
     # --- capacity checks -------------------------------------------------------------------------
 
-    def _path_inputs(self, leaf: str) -> tuple[float | str, ...]:
+    def _path_inputs(self, leaf: str) -> tuple[float | str | None, ...]:
         """All that `over_limit` and `non_preemptible_over_quota` read of the session for a job of queue
-        `leaf`: the queue path's allocations, limits and quotas (kept per leaf until any allocation moves,
-        and per queue until its own does: a first cycle places a pod between most two asks)."""
+        `leaf`: on the queue path, the limits and quotas, and the allocations they bound (an unbounded
+        resource's allocation is never read: a placement in a queue without limits moves no leaf's
+        inputs below it). Kept per leaf until any allocation moves, and per queue until its own does: a
+        first cycle places a pod between most two asks."""
         values = self._path_values.get(leaf)
         if values is None:
             values = ()
             segments = self._segments
-            for queue, _, _ in self._bounds(leaf):
+            for queue, limits, deserved in self._bounds(leaf):
                 segment = segments.get(queue.name)
                 if segment is None:
                     # Read field by field (no `values()` calls): a first cycle makes one a queue on the
                     # path of most jobs it hands out.
-                    used, fixed, limit, deserved = (
-                        queue.allocated,
-                        queue.allocated_non_preemptible,
-                        queue.limit,
-                        queue.deserved,
-                    )
+                    used, fixed, inf = queue.allocated, queue.allocated_non_preemptible, math.inf
                     segment = segments[queue.name] = (
                         queue.name,
-                        used.gpu,
-                        used.cpu,
-                        used.memory,
-                        fixed.gpu,
-                        fixed.cpu,
-                        fixed.memory,
-                        limit.gpu,
-                        limit.cpu,
-                        limit.memory,
-                        deserved.gpu,
-                        deserved.cpu,
-                        deserved.memory,
+                        *limits,
+                        *deserved,
+                        used.gpu if limits[0] != inf else None,
+                        used.cpu if limits[1] != inf else None,
+                        used.memory if limits[2] != inf else None,
+                        fixed.gpu if deserved[0] != inf else None,
+                        fixed.cpu if deserved[1] != inf else None,
+                        fixed.memory if deserved[2] != inf else None,
                     )
                 values += segment
             self._path_values[leaf] = values
