@@ -79,11 +79,19 @@ class Consolidation(VictimAction):
     def _index(self, session: Session, jobs: list[JobInfo]) -> None:
         self._with_jobs = None
         self._considered_jobs = None
+        on_node, nodes_of = self._on_node, self._nodes_of
         for job in jobs:
-            nodes = sorted({task.node for task in active_tasks(session, job)})
-            self._nodes_of[job] = nodes
+            active = active_tasks(session, job)
+            # (Most jobs have one pod: no set to sort. A node's first job makes its dict at once, rather
+            # than a dict thrown away for every job after it: 30,000 jobs at 20,000 nodes.)
+            nodes = [active[0].node] if len(active) == 1 else sorted({task.node for task in active})
+            nodes_of[job] = nodes
             for node in nodes:
-                self._on_node.setdefault(node, {})[job] = None
+                here = on_node.get(node)
+                if here is None:
+                    on_node[node] = {job: None}
+                else:
+                    here[job] = None
 
     def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
