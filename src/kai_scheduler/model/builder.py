@@ -347,29 +347,33 @@ class PodDerivations:
     def of(self, pod: Pod) -> tuple[PodRequest, Placement, tuple[HostPort, ...]]:
         cached = self._derived.get(id(pod))
         if cached is None or cached[0] is not pod:
-            cached = self._derive(pod)
+            # Most pods (a backlog's, whose containers are their own objects: 20,000 in a first cycle at
+            # 5,000 nodes) are found here by one look-up rather than the placement's and the request's,
+            # which hands out the very objects those would.
+            key = _lean_key(pod) if self._by_lean_keys else None
+            known = self._by_lean_key.get(key) if key is not None else None
+            if known is not None:
+                self._lean_hits += 1
+                cached = (pod, known[0], known[1], ())
+            else:
+                cached = self._derive(pod, key)
             self._derived[id(pod)] = cached
         return cached[1], cached[2], cached[3]
 
-    def _derive(self, pod: Pod) -> tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]:
-        key = _lean_key(pod) if self._by_lean_keys else None
-        if key is None:
+    def _derive(
+        self, pod: Pod, lean_key: tuple[object, ...] | None
+    ) -> tuple[Pod, PodRequest, Placement, tuple[HostPort, ...]]:
+        """What `of` hands out for a pod it has not found; kept by `lean_key` when the pod has one."""
+        if lean_key is None:
             placement, host_ports = self._placement(pod)
             return pod, self._request(pod), placement, host_ports
-        # Most pods (a backlog's, whose containers are their own objects: 20,000 in a first cycle at
-        # 5,000 nodes): one look-up rather than the placement's and the request's, which hands out the
-        # very objects those would.
-        known = self._by_lean_key.get(key)
-        if known is not None:
-            self._lean_hits += 1
-            return pod, known[0], known[1], ()
         request, placement = self._request(pod), self._placement(pod)[0]
         if len(self._by_lean_key) >= _MAX_BY_CONTAINERS:
             self._by_lean_key.clear()
             self._by_lean_keys = self._lean_hits * 2 >= _MAX_BY_CONTAINERS
             self._lean_hits = 0
         if self._by_lean_keys:
-            self._by_lean_key[key] = (request, placement, _held_quantities(pod))
+            self._by_lean_key[lean_key] = (request, placement, _held_quantities(pod))
         return pod, request, placement, ()
 
     def _placement(self, pod: Pod) -> tuple[Placement, tuple[HostPort, ...]]:
@@ -473,10 +477,14 @@ def _lean_key(pod: Pod) -> tuple[object, ...] | None:
         return None
     annotations = pod.metadata.annotations
     key: tuple[object, ...] = (
-        tuple(spec.node_selector.items()),
-        annotations.get(c.GPU_FRACTION_ANNOTATION),
-        annotations.get(c.GPU_MEMORY_ANNOTATION),
-        annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION),
+        (
+            tuple(spec.node_selector.items()),
+            annotations.get(c.GPU_FRACTION_ANNOTATION),
+            annotations.get(c.GPU_MEMORY_ANNOTATION),
+            annotations.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION),
+        )
+        if annotations
+        else (tuple(spec.node_selector.items()), None, None, None)  # most pods have none
     )
     for container in spec.containers:
         if container.ports or container.env or container.env_from:
