@@ -5,7 +5,8 @@ in the same order and the same first refusal at every node; and `Session.candida
 node answers as `candidate_nodes` (so does `Session.any_candidate`, and a node a node flag refuses, a
 cordoned one, is a candidate for none); and a pod's explanation counted past its placement's static filters
 (`Session._count_no_fit`, their counts kept for the session) counts as every node does, as pods are placed
-between the counts.
+between the counts, and so does such a count counted again over some rows later (`NoFitCounts.recount`,
+which reads the refusals of those rows without working out every node's).
 
 Generated clusters mix cordoned, tainted and labelled nodes of several sizes (with and without GPUs, GPU
 memory known or not), partly used by running pods, and pending pods of every kind of request (CPU only,
@@ -111,14 +112,30 @@ def test_counts_past_the_static_filters_are_those_of_every_node(
     session = open_session(objects)
     pending = [task for task in session.snapshot.tasks.values() if task.status is TaskStatus.PENDING]
     statement = session.statement("allocate")
+    nodes = session.snapshot.nodes
     # Any share of the nodes passing the static filters is counted past them (a few nodes, else).
     with mock.patch.object(session_module, "_PAST_STATIC_SHARE", 1):
+        counted = []
         for task in data.draw(st.permutations(pending)):
             if session.refused_everywhere(task):
                 continue
             fast = session._count_no_fit(task, 0)
             full = NoFitCounts.of(session._no_fit_filters(task, ALL_ROWS), 0)
             assert fast.same_as(full), (fast.detail(), full.detail())
+            counted.append((task, session._count_no_fit(task, 0), nodes.change_position()))
             placed = session.choose_node(task)
             if placed is not None and data.draw(st.booleans()):
                 statement.allocate(task, placed.node, placed.gpu_groups, "placed between the counts")
+    # Counted again over the rows placed on since, and others, each node's refusal not worked out until
+    # asked after.
+    for task, counts, position in counted:
+        changed = nodes.changed_since(position)
+        assert changed is not None
+        rows = sorted({*changed, *data.draw(st.sets(st.integers(0, nodes.size - 1)))})
+        names, refusals = session._first_refusals_at(task, rows)
+        assert names == counts.names
+        counts.recount(rows, refusals, 1)
+        full = NoFitCounts.of(session._no_fit_filters(task, ALL_ROWS), 1)
+        assert counts.counts == full.counts, (counts.detail(), full.detail())
+        assert [counts.refusal_at(row) for row in range(nodes.size)] == full.refusals.tolist()
+        assert counts.same_as(full)

@@ -36,7 +36,7 @@ class NoFitCounts:
     filter is the first refusal of, as of `position` in the log of changes of the node table counted
     over (`NodeTable.change_position`)."""
 
-    __slots__ = ("_past_static", "_refusals", "counts", "names", "position", "text")
+    __slots__ = ("_moved", "_past_static", "_refusals", "counts", "names", "position", "text")
 
     def __init__(
         self,
@@ -51,8 +51,11 @@ class NoFitCounts:
         self.position = position
         self._refusals = refusals
         # Counted past the static filters (`past_static`): their counts and the refusals of the nodes
-        # passing them, until `refusals` is first asked.
+        # passing them, and the rows counted again since with their refusals, until `refusals` is first
+        # asked. Why: a node that changed is counted again for every shape explained in the last cycle,
+        # and each row asked of them is found at once (working out every node's came to 30 us a shape).
         self._past_static = past_static
+        self._moved: dict[int, int] = {}
         # The explanation these counts read as, kept by whoever words it until a count moves.
         self.text: str | None = None
 
@@ -83,18 +86,35 @@ class NoFitCounts:
             static, refusals = self._past_static
             every = static.refusals()
             every[static.passing] = refusals
-            self._refusals, self._past_static = every, None
+            for row, refusal in self._moved.items():
+                every[row] = refusal
+            self._refusals, self._past_static, self._moved = every, None, {}
         return self._refusals
+
+    def refusal_at(self, row: int) -> int:
+        """`refusals` at `row`, read without working out every node's while they are not."""
+        if self._refusals is not None:
+            return int(self._refusals.item(row))
+        moved = self._moved.get(row)
+        if moved is not None:
+            return moved
+        assert self._past_static is not None
+        static, refusals = self._past_static
+        at = static.position_of(row)
+        return refusals[at] if at is not None else static.refusal_at(row)
 
     def recount(self, rows: list[int], refusals: list[int], position: int) -> None:
         """`rows` (unique) counted again: their first refusals are `refusals` now, as of `position`."""
-        counts, kept = self.counts, self.refusals
+        counts, kept = self.counts, self._refusals
         for row, refusal in zip(rows, refusals, strict=True):
-            stale = kept.item(row)
+            stale = self.refusal_at(row)
             if stale != refusal:
                 counts[stale] -= 1
                 counts[refusal] += 1
-                kept[row] = refusal
+                if kept is not None:
+                    kept[row] = refusal
+                else:
+                    self._moved[row] = refusal
                 self.text = None
         self.position = position
 
@@ -153,7 +173,7 @@ class StaticRefusals:
     these hold): how many nodes each is the first refusal of, and the nodes none refuses (in index
     order)."""
 
-    __slots__ = ("counts", "masks", "passing")
+    __slots__ = ("_positions", "counts", "masks", "passing")
 
     def __init__(self, masks: Masks) -> None:
         ok, static = masks
@@ -169,6 +189,20 @@ class StaticRefusals:
             self.counts.append(before - after)
             before = after
         self.passing: IntArray = np.flatnonzero(past)
+        self._positions: dict[int, int] | None = None  # row -> its index in `passing`, once asked
+
+    def position_of(self, row: int) -> int | None:
+        """The index of `row` in `passing` (None: a static filter refuses it)."""
+        if self._positions is None:
+            self._positions = {node: at for at, node in enumerate(self.passing.tolist())}
+        return self._positions.get(row)
+
+    def refusal_at(self, row: int) -> int:
+        """`refusals` at a row some static filter refuses."""
+        for index, (_, passing) in enumerate(self.masks[1]):
+            if not passing.item(row):
+                return index
+        raise AssertionError(f"no static filter refuses row {row}")
 
     def refusals(self) -> Refusals:
         """Each node's first refusing static filter (their count: none refuses), a new array."""

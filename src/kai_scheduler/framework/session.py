@@ -1084,8 +1084,11 @@ class Session:
 
 def _first_static_refusal(parts: list[tuple[str, BoolArray]], row: int) -> int:
     """The index of the first of a placement's static masks (`Masks`) that `row` does not pass (-1:
-    none)."""
-    return next((index for index, (_, passing) in enumerate(parts) if not passing.item(row)), -1)
+    none). (A loop, not a generator: asked of each changed row for every pod shape explained.)"""
+    for index, (_, passing) in enumerate(parts):
+        if not passing.item(row):
+            return index
+    return -1
 
 
 def _passes(node: int) -> bool:

@@ -58,9 +58,16 @@ def test_verify_mode_checks_the_carried_keys(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _three_siblings() -> Simulation:
-    """Three sibling queues whose pods wait on a full node: the job queue asks how they are ordered."""
-    objects: list[ApiObject] = [node("n0", gpus=1), queue("a", gpu=1), queue("b", gpu=2), queue("c", gpu=3)]
-    objects.append(pod("running", "a", gpus=1, node_name="n0"))
+    """Three sibling queues whose quotas exceed the cluster (their allocatable shares stay) with pods
+    waiting for two GPUs: one is free, and the running pod's ends at 15 s, so that each of the first two
+    cycles walks the job queue, which asks how the siblings are ordered."""
+    objects: list[ApiObject] = [
+        node("n0", gpus=2),
+        queue("a", gpu=10),
+        queue("b", gpu=20),
+        queue("c", gpu=30),
+    ]
+    objects.append(pod("running", "a", gpus=1, node_name="n0", duration="15s"))
     objects += [pod(f"{name}-{i}", name, gpus=1) for name in "abc" for i in range(2)]
     return Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
 
@@ -83,8 +90,8 @@ def test_whether_siblings_are_weakly_ordered_is_carried(monkeypatch: pytest.Monk
     kept = dict(simulation.driver.scheduler.memos.queue_orders.weakly_ordered)
     assert kept
     worked_out.clear()
-    simulation.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])
-    simulation._cycle(10.0, 2)
+    placed = simulation._cycle(20.0, 2)[0].decisions
+    assert placed  # the walk was made
     assert not worked_out
     assert simulation.driver.scheduler.memos.queue_orders.weakly_ordered == kept
 
@@ -97,6 +104,5 @@ def test_verify_mode_checks_whether_siblings_are_weakly_ordered(monkeypatch: pyt
     kept = simulation.driver.scheduler.memos.queue_orders.weakly_ordered
     for shares, answer in kept.items():
         kept[shares] = not answer
-    simulation.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])
     with pytest.raises(CarriedMismatch, match="are weakly ordered, kept, differs"):
-        simulation._cycle(10.0, 2)
+        simulation._cycle(20.0, 2)
