@@ -11,6 +11,7 @@ measured. A figure that was not measured reads "n/a".
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -147,9 +148,18 @@ def trickle_cycle(results: dict[str, Any], which: str) -> Figure:
         return "n/a", None
     cpu: float = p["medianCpuSeconds"]
     return (
-        f"**{cpu:.2f} s** of CPU (median of cycles 2..{len(p['cycleCpuSeconds'])}, "
-        f"{p['minCpuSeconds']:.2f}-{p['maxCpuSeconds']:.2f} s; wall median {p['medianWallSeconds']:.2f} s)"
+        f"**{cpu:.3f} s** of CPU (median of cycles 2..{len(p['cycleCpuSeconds'])}, "
+        f"{p['minCpuSeconds']:.3f}-{p['maxCpuSeconds']:.3f} s; by change {_by_change(p)}; "
+        f"wall median {p['medianWallSeconds']:.3f} s)"
     ), cpu
+
+
+def _by_change(p: dict[str, Any]) -> str:
+    """The trickle's median CPU seconds per kind of change (cycle 2 follows the first change)."""
+    cpu: dict[str, list[float]] = {}
+    for change, seconds in zip(p["changes"], p["cycleCpuSeconds"][1:], strict=False):
+        cpu.setdefault(change, []).append(seconds)
+    return ", ".join(f"{change} {statistics.median(values):.3f} s" for change, values in cpu.items())
 
 
 def _command(results: dict[str, Any], key: str, which: str) -> dict[str, Any] | None:

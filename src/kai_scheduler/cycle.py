@@ -158,6 +158,7 @@ class Scheduler:
             plugin_close[plugin.name] = plugin_close.get(plugin.name, 0.0) + done - mark
             mark = done
         result = session.result()
+        self.memos.session_ended(session, result)
         session.close()
         self.memos.keep_only(snapshot)
         return replace(

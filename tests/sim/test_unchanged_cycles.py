@@ -383,15 +383,18 @@ def test_explanations_are_recounted_over_the_rows_that_differ(monkeypatch: pytes
 
 
 def _walks_written_without_walking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many reasons each allocate written without walking wrote (`actions.walk_replay`)."""
+    """How many reasons each allocate written without walking wrote (`actions.walk_replay`; with the
+    debug variable set, walked as well)."""
     written: list[int] = []
-    original = _Walk.write
+    original = _Walk.replayed
 
-    def write(self: _Walk, jobs: list[JobInfo], replayed: list[tuple[str, str]]) -> None:
-        written.append(len(replayed))
-        original(self, jobs, replayed)
+    def replayed(self: _Walk, jobs: list[JobInfo]) -> list[tuple[str, str]] | None:
+        reasons = original(self, jobs)
+        if reasons is not None:
+            written.append(len(reasons))
+        return reasons
 
-    monkeypatch.setattr(_Walk, "write", write)
+    monkeypatch.setattr(_Walk, "replayed", replayed)
     return written
 
 

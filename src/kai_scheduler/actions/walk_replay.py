@@ -141,6 +141,8 @@ def _leaf_outcome(
         first_pods=first_pods,
         shapes=shapes,
         written=[None] * len(members),
+        answers=[None] * len(members),
+        answers_key=None,
     )
 
 
@@ -162,6 +164,7 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
             if task is None:
                 return False
             parts[place], first_pods[place] = NO_NODE, (task, tasks, (task.request, task.placement.key))
+            outcome.answers[place] = None
         outcome.refusals[place] = refusal
     outcome.capacity = capacity
     return True
@@ -180,8 +183,10 @@ class _Details:
         self._none: dict[tuple[PodRequest, str], bool] = {}  # pod shape -> no node may take it
         self._counted: dict[tuple[PodRequest, str], str] = {}
         self._pre = session.pre_predicate_failure
-        # (Whether inter-pod rules read a pod moves with what runs: asked again of a pod kept from a cycle.)
+        # (Whether inter-pod rules read a pod moves with what runs: asked again of a pod kept from a cycle,
+        # unless what they read is the same, `Session.pod_answers_key`.)
         self._reads_other_pods = session.reads_other_pods if session.points.task_predicates else None
+        self._answers_key = session.pod_answers_key()
 
     def a_node_may_take(self, outcomes: Iterable[LeafOutcome]) -> bool:
         """Whether a node that may differ since the last cycle may take a first pod of `outcomes` (the last
@@ -199,7 +204,11 @@ class _Details:
         """Per job of `outcome` in job order, its explanation when its part is NO_NODE; None when the walk
         may place a job."""
         details: list[str | None] = []
-        shapes, pods_of_shape, known, pre = outcome.shapes, self._pods_of_shape, self._none, self._pre
+        shapes, pods_of_shape, known = outcome.shapes, self._pods_of_shape, self._none
+        answers, key = outcome.answers, self._answers_key
+        if outcome.answers_key != key or key is None:
+            answers[:] = [None] * len(answers)
+        outcome.answers_key = key
         for place, pods in enumerate(outcome.first_pods):
             if pods is None:
                 details.append(None)
@@ -207,18 +216,18 @@ class _Details:
             task, tasks, pod = pods
             if pods_of_shape.setdefault(shapes[place], pod) != pod:
                 return None
-            if self._reads_other_pods is not None and self._reads_other_pods(task):
+            answer = answers[place]
+            if answer is None:
+                answer = answers[place] = self._answers(task)
+            refusal, reads_other_pods = answer
+            if reads_other_pods:
                 return None
-            refusal = pre(task)
             if refusal is not None:
                 details.append(refusal)  # (whatever the nodes)
                 continue
             none = known.get(pod)
             if none is None:
-                none = self._finds_none(task, tasks)
-                if none is None:
-                    return None
-                known[pod] = none
+                none = known[pod] = self._finds_none(task, tasks)
             if not none:
                 return None  # a node may take it
             detail = self._counted.get(pod)
@@ -227,12 +236,17 @@ class _Details:
             details.append(detail)
         return details
 
-    def _finds_none(self, task: TaskInfo, tasks: list[TaskInfo]) -> bool | None:
-        """Whether no node may take `task`, the first pod of `tasks` (None: not known)."""
+    def _answers(self, task: TaskInfo) -> tuple[str | None, bool]:
+        """Why a pre-predicate refuses `task`, and whether the nodes it may use read other pods."""
+        reads = self._reads_other_pods
+        return self._pre(task), reads is not None and reads(task)
+
+    def _finds_none(self, task: TaskInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether no node may take `task`, the first pod of `tasks`."""
         none = self._failures.none_by_rows(task)
-        if none is None and len(tasks) == 1:
-            # Not known from the last cycle: every node asked, as the walk's attempt would, and noted as it
-            # notes it.
+        if none is None:
+            # Not known from the last cycle: every node asked, as the walk's attempt would (a gang whose
+            # first pod finds none fails there), and noted as it notes it.
             none = not self._session.candidate_nodes(task).any()
             if none:
                 self._failures.found_no_node(tasks)

@@ -39,6 +39,7 @@ from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import JOB_GROUPS, ClusterSnapshot, JobsAtOpen
 
 if TYPE_CHECKING:
+    from kai_scheduler.framework.decisions import SessionResult
     from kai_scheduler.framework.session import Session
 
 
@@ -123,6 +124,16 @@ class JobMemos:
         session.quiet_leaves = self.quiet_leaves
         self.static_masks.hand_to(session, verify=self.verify)
         session.verify_carried = self.verify
+
+    def session_ended(self, session: Session, result: SessionResult) -> None:
+        """What `session` decided (`result`): the jobs it placed, evicted or ungated are told to what is
+        kept of allocate's walk (`QuietLeaves.settle`)."""
+        if not self.carry:
+            return
+        tasks, jobs = session.snapshot.tasks, session.snapshot.jobs
+        touched = {tasks[d.pod].job for d in result.decisions if d.pod in tasks}
+        touched.update(jobs[u.job] for u in result.ungates if u.job in jobs)
+        self.quiet_leaves.settle(touched)
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:
         """Forget the jobs that are not `snapshot`'s (ended, or made again as new objects) once a memo

@@ -11,7 +11,7 @@ written for it, so that a leaf nothing changed in is written again from them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass
 
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -40,6 +40,10 @@ class LeafOutcome:
     # The words last written, with what they were worked out from (a NO_NODE job: the explanation of its
     # first pod; a job that fails like an earlier one: that one's words).
     written: list[tuple[str, str] | None]
+    # Of each NO_NODE job's first pod: why a pre-predicate refuses it, whether its nodes read other pods;
+    # worked out at `answers_key` (`Session.pod_answers_key`; None: not kept).
+    answers: list[tuple[str | None, bool] | None]
+    answers_key: Hashable | None
 
 
 class QuietLeaves:
@@ -52,3 +56,15 @@ class QuietLeaves:
         self.by_leaf: dict[str, LeafOutcome] = {}
         self.names: tuple[Hashable, ...] = ()
         self.most_memory = 0.0
+
+    def settle(self, touched: Collection[JobInfo]) -> None:
+        """The session is over: a leaf with a job `touched` (placed, evicted or ungated) is forgotten; the
+        others' jobs are as the session found them, their versions moved only by attempts undone (a
+        statement discarded restores a job's pods but moves its version), so the outcomes are kept at
+        the versions the jobs have now."""
+        for leaf, outcome in list(self.by_leaf.items()):
+            jobs = outcome.jobs
+            if any(job in touched for job in jobs):
+                del self.by_leaf[leaf]
+            else:
+                outcome.versions = [job.version for job in jobs]

@@ -82,6 +82,9 @@ class NamedPredicate:
     rejection: str
     nodes_passing: Callable[[TaskInfo], BoolArray]
     depends_on: Callable[[TaskInfo], Hashable] | None = None
+    # What `depends_on` reads of the session besides the pod, as a value (None: not said): its answer for
+    # one pod is the same while the value is (`Session.pod_answers_key`).
+    depends_on_reads: Callable[[], Hashable] | None = None
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
@@ -137,6 +140,9 @@ class ExtensionPoints:
     # from one session to the next while those stay).
     static_predicates: list[tuple[str, str, StaticPredicate]] = field(default_factory=list)
     pre_predicates: list[PrePredicate] = field(default_factory=list)
+    # What a pre-predicate reads of the session besides the pod, as a value, by pre-predicate: its answer
+    # for one pod is the same while the value is (`Session.pod_answers_key`).
+    pre_predicate_reads: dict[PrePredicate, Callable[[], Hashable]] = field(default_factory=dict)
     # The pre-predicates no eviction can change the answer of (KAI v0.17's victim-invariant ones: volume
     # binding, ConfigMaps, the largest node of the pool): reclaim, preempt and consolidation pass over a
     # job one of its pods fails, without searching victims.
@@ -693,6 +699,24 @@ class Session:
     def pre_predicate_failure(self, task: TaskInfo) -> str | None:
         """Why a pre-predicate refuses the pod (None: none does), as `explain_no_fit` says it."""
         return self._pre_predicate_failure(task) if self.points.pre_predicates else None
+
+    def pod_answers_key(self) -> tuple[Hashable, ...] | None:
+        """What `pre_predicate_failure` and `reads_other_pods` read of the session besides the pod, as a
+        value: while it stays, so do their answers for one pod (at one version of its job); None when a
+        pre-predicate or a task predicate's `depends_on` does not say what it reads
+        (`ExtensionPoints.pre_predicate_reads`, `NamedPredicate.depends_on_reads`)."""
+        points, values = self.points, []
+        for check in points.pre_predicates:
+            read = points.pre_predicate_reads.get(check)
+            if read is None:
+                return None
+            values.append(read())
+        for predicate in points.task_predicates:
+            if predicate.depends_on is not None:
+                if predicate.depends_on_reads is None:
+                    return None
+                values.append(predicate.depends_on_reads())
+        return tuple(values)
 
     def refused_everywhere(self, task: TaskInfo) -> bool:
         """Whether a pre-predicate refuses the pod, so that no node is a candidate (`candidate_tests` is

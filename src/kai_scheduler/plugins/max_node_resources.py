@@ -12,6 +12,7 @@ Ephemeral storage is not modelled here (the node table does not hold it). Decide
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Final
 
 import numpy as np
@@ -61,6 +62,10 @@ class MaxNodeResources:
         self.scalars[PODS] = largest(nodes.cap_pods)
         # Request -> (resource name, the largest there, units) of the first resource over the maximum.
         self._verdicts: dict[PodRequest, tuple[str, float, str] | None] = {}
+
+    def reads(self) -> tuple[Hashable, ...]:
+        """All that `pre_filter` reads besides the pod."""
+        return (self.pool, self.gpus, self.cpu, self.memory, tuple(sorted(self.scalars.items())))
 
     def pre_filter(self, task: TaskInfo) -> str | None:
         request = task.request

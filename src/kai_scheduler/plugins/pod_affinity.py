@@ -66,6 +66,10 @@ class PodAffinityIndex:
     def _relevant(self, task: TaskInfo) -> bool:
         return task.placement.has_pod_affinity or self._placed_with_rules
 
+    def what_matters_reads(self) -> bool:
+        """What `what_matters` reads of the session besides the pod: whether pods with rules run."""
+        return self._placed_with_rules
+
     def what_matters(self, task: TaskInfo) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         """What of the pod its answer reads: its namespace and labels once inter-pod rules are in play
         (its own rules are part of its placement)."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.same_object import Same
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
 from kai_scheduler.framework.static_masks import NodeFlags
 from kai_scheduler.model.jobs import Placement, TaskInfo
@@ -335,6 +336,9 @@ class PredicatesPlugin:
             return storage.pre_filter(task) or largest.pre_filter(task)
 
         points.pre_predicates.append(pre_filter)
+        # (The storage objects are one object until they change.)
+        reads = (Same(session.snapshot.storage), *largest.reads())
+        points.pre_predicate_reads[pre_filter] = lambda: reads
         # Every one of them is about the pod and the pool, never about what runs where.
         points.victim_invariant_pre_predicates.append(pre_filter)
 
@@ -361,6 +365,7 @@ class PredicatesPlugin:
                 "node(s) didn't match pod affinity/anti-affinity rules",
                 index.allowed_nodes,
                 depends_on=index.what_matters,
+                depends_on_reads=index.what_matters_reads,
             )
         )
 
