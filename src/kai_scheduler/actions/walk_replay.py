@@ -141,6 +141,8 @@ def _leaf_outcome(
         first_pods=first_pods,
         shapes=shapes,
         written=[None] * len(members),
+        leaf_words=None,
+        leaf_words_from=None,
         answers=[None] * len(members),
         answers_key=None,
     )
@@ -166,7 +168,7 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
             parts[place], first_pods[place] = NO_NODE, (task, tasks, (task.request, task.placement.key))
             outcome.answers[place] = None
         outcome.refusals[place] = refusal
-    outcome.capacity = capacity
+    outcome.capacity, outcome.leaf_words = capacity, None
     return True
 
 
@@ -260,6 +262,11 @@ def _words(
     `earlier`: the session's reasons so far (a job refused with nothing said is quoted by them)."""
     written: list[tuple[str, str]] = []
     for outcome, leaf_details in zip(outcomes, details, strict=True):
+        if outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
+            written.extend(outcome.leaf_words)  # (equal explanations, equal words)
+            continue
+        leaf_words: list[tuple[str, str]] = []
+        quotes_session = False
         keys, parts, refusals, first_pods, kept = (
             outcome.keys,
             outcome.parts,
@@ -275,9 +282,10 @@ def _words(
                 refusal = refusals[place]
                 if refusal is None:
                     texts.append(earlier.get(keys[place], UNSAID))
+                    quotes_session = True
                 else:
                     texts.append(refusal)
-                    written.append((keys[place], refusal))
+                    leaf_words.append((keys[place], refusal))
                 continue
             if part == NO_NODE:
                 detail = leaf_details[place]
@@ -297,5 +305,8 @@ def _words(
                     worded = alike[part] = (why, failed_like(keys[part], why))
                 text = worded[1]
             texts.append(text)
-            written.append((keys[place], text))
+            leaf_words.append((keys[place], text))
+        written.extend(leaf_words)
+        outcome.leaf_words = None if quotes_session else leaf_words
+        outcome.leaf_words_from = leaf_details
     return written

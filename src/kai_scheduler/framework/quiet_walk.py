@@ -40,6 +40,10 @@ class LeafOutcome:
     # The words last written, with what they were worked out from (a NO_NODE job: the explanation of its
     # first pod; a job that fails like an earlier one: that one's words).
     written: list[tuple[str, str] | None]
+    # The reasons last written for the whole leaf (by job key, in job order) and the explanations they
+    # were worked out from (None: to be worked out; never kept when a reason quotes the session's).
+    leaf_words: list[tuple[str, str]] | None
+    leaf_words_from: list[str | None] | None
     # Of each NO_NODE job's first pod: why a pre-predicate refuses it, whether its nodes read other pods;
     # worked out at `answers_key` (`Session.pod_answers_key`; None: not kept).
     answers: list[tuple[str | None, bool] | None]
@@ -64,7 +68,7 @@ class QuietLeaves:
         the versions the jobs have now."""
         for leaf, outcome in list(self.by_leaf.items()):
             jobs = outcome.jobs
-            if any(job in touched for job in jobs):
+            if touched and any(job in touched for job in jobs):
                 del self.by_leaf[leaf]
             else:
                 outcome.versions = [job.version for job in jobs]
