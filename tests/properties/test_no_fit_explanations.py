@@ -102,6 +102,12 @@ def test_refusals_asked_row_by_row_are_those_of_the_filters(objects: list[Any], 
         assert all(
             refusals[rows.index(row)] == session.static_refusal_at(task.placement, row) for row in flagged
         )
+        # Kept by placement and row for the session: asked again, of every row, as the masks answer.
+        static = session.static_masks_of(task.placement)[1]
+        assert [session.static_refusal_at(task.placement, row) for row in range(size)] == [
+            next((index for index, (_, passing) in enumerate(static) if not passing[row]), -1)
+            for row in range(size)
+        ]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -173,7 +173,7 @@ class StaticRefusals:
     these hold): how many nodes each is the first refusal of, and the nodes none refuses (in index
     order)."""
 
-    __slots__ = ("_positions", "counts", "masks", "passing")
+    __slots__ = ("_positions", "_refused_rows", "counts", "masks", "passing")
 
     def __init__(self, masks: Masks) -> None:
         ok, static = masks
@@ -190,6 +190,8 @@ class StaticRefusals:
             before = after
         self.passing: IntArray = np.flatnonzero(past)
         self._positions: dict[int, int] | None = None  # row -> its index in `passing`, once asked
+        # `refusal_at` by row, as asked: the shapes of one placement counted again ask the same rows.
+        self._refused_rows: dict[int, int] = {}
 
     def position_of(self, row: int) -> int | None:
         """The index of `row` in `passing` (None: a static filter refuses it)."""
@@ -199,8 +201,12 @@ class StaticRefusals:
 
     def refusal_at(self, row: int) -> int:
         """`refusals` at a row some static filter refuses."""
+        known = self._refused_rows.get(row)
+        if known is not None:
+            return known
         for index, (_, passing) in enumerate(self.masks[1]):
             if not passing.item(row):
+                self._refused_rows[row] = index
                 return index
         raise AssertionError(f"no static filter refuses row {row}")
 

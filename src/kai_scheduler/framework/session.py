@@ -360,6 +360,10 @@ class Session:
         # row's first refusal among the node flags that come first, by row (`static_refusal_at`).
         self._older_static: dict[str, OlderMasks] = {}
         self._flag_refusals: dict[int, int | None] = {}
+        # `static_refusal_at` by placement and row: a cycle's pod shapes that found no node ask it of the
+        # same few changed rows, in their explanations and whether a row is a candidate, many of one
+        # placement (the static facts stay the session's).
+        self._static_refusal_rows: dict[tuple[str, int], int] = {}
         # The names of the filters explained one row at a time, by whether the request asks for GPUs
         # (`_first_refusals_at`: the session's filters are fixed once its plugins open).
         self._refusal_names: dict[bool, tuple[str, ...]] = {}
@@ -376,6 +380,8 @@ class Session:
         self._explanations: dict[tuple[object, ...], str] = {}
         # The first refusals among a placement's static filters, by placement (`_count_no_fit`).
         self._static_refusals: dict[str, StaticRefusals] = {}
+        # `_no_fit_text`'s words before the counts, by request: a cordon words anew most shapes' counts.
+        self._no_fit_heads: dict[PodRequest, str] = {}
         self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
@@ -552,6 +558,7 @@ class Session:
         add to them."""
         self._static_masks, self._static_rows, self._older_static = masks, rows, older
         self._usable.clear()
+        self._static_refusal_rows.clear()
 
     def static_refusal_at(self, placement: Placement, row: int) -> int:
         """The index of the first static predicate that refuses `row` for `placement` (-1: none does),
@@ -560,6 +567,14 @@ class Session:
         with `verify_carried` those answers are worked out again, and a difference raises
         `CarriedMismatch`. Why: a cordon makes every placement's masks stale, while a cycle's pods that
         found no node ask only of the few rows that changed."""
+        key = (placement.key, row)
+        answer = self._static_refusal_rows.get(key)
+        if answer is None:
+            answer = self._static_refusal_rows[key] = self._static_refusal_now(placement, row)
+        return answer
+
+    def _static_refusal_now(self, placement: Placement, row: int) -> int:
+        """`static_refusal_at` worked out (kept by the caller)."""
         masks = self._static_masks.get(placement.key)
         if masks is None:
             older = self._older_static.get(placement.key)
@@ -1041,7 +1056,12 @@ class Session:
             )
 
     def _no_fit_text(self, task: TaskInfo, detail: str) -> str:
-        return f"0/{self.snapshot.nodes.size} nodes are available for {task.request.describe()}: {detail}"
+        head = self._no_fit_heads.get(task.request)
+        if head is None:
+            head = self._no_fit_heads[task.request] = (
+                f"0/{self.snapshot.nodes.size} nodes are available for {task.request.describe()}: "
+            )
+        return head + detail
 
     def _no_fit_filters(self, task: TaskInfo, rows: Rows) -> list[Filter]:
         """The node filters in the order they are explained, each answering for `rows`."""
