@@ -63,6 +63,7 @@ def reasons(
     details = _Details(session, failures)
     if details.a_node_may_take(kept.by_leaf.values()):
         return None
+    confirmed = kept.confirmed
     outcomes: list[LeafOutcome] = []
     explained: list[list[str | None]] = []
     for leaf, members in by_leaf.items():
@@ -78,6 +79,7 @@ def reasons(
         elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity):
             del kept.by_leaf[leaf]
             return None
+        confirmed.add(leaf)
         leaf_details = details.of(outcome)
         if leaf_details is None:
             return None

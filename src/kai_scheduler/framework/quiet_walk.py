@@ -54,21 +54,32 @@ class QuietLeaves:
     """The leaves' outcomes, carried from one session to the next (`JobMemos`), with the signature reads
     and the cluster's largest GPU memory they were worked out at (the facts and admissions read them)."""
 
-    __slots__ = ("by_leaf", "most_memory", "names")
+    __slots__ = ("by_leaf", "confirmed", "most_memory", "names")
 
     def __init__(self) -> None:
         self.by_leaf: dict[str, LeafOutcome] = {}
         self.names: tuple[Hashable, ...] = ()
         self.most_memory = 0.0
+        # The leaves whose outcome this session found its jobs at (`actions.walk_replay`).
+        self.confirmed: set[str] = set()
 
     def settle(self, touched: Collection[JobInfo]) -> None:
         """The session is over: a leaf with a job `touched` (placed, evicted or ungated) is forgotten; the
-        others' jobs are as the session found them, their versions moved only by attempts undone (a
-        statement discarded restores a job's pods but moves its version), so the outcomes are kept at
-        the versions the jobs have now."""
-        for leaf, outcome in list(self.by_leaf.items()):
+        other leaves this session found its jobs at (`confirmed`) hold them as the session found them,
+        their versions moved only by attempts undone (a statement discarded restores a job's pods but
+        moves its version), so those outcomes are kept at the versions the jobs have now. (A leaf not
+        confirmed keeps the versions it was made at: its jobs may have changed since.)"""
+        for leaf in self.confirmed:
+            outcome = self.by_leaf.get(leaf)
+            if outcome is None:
+                continue
             jobs = outcome.jobs
             if touched and any(job in touched for job in jobs):
                 del self.by_leaf[leaf]
             else:
                 outcome.versions = [job.version for job in jobs]
+        for job in touched:
+            outcome = self.by_leaf.get(job.queue)
+            if outcome is not None and job in outcome.jobs:
+                del self.by_leaf[job.queue]
+        self.confirmed = set()
