@@ -163,17 +163,16 @@ class SessionFailures:
         rows = self._differing_rows()
         if rows is None:
             return None
-        if rows and not self._none_a_candidate(task, rows):
+        if rows and not self._none_a_candidate(task, shape, rows):
             return False
         self._no_room.add(shape)
         return True
 
-    def _none_a_candidate(self, task: TaskInfo, rows: list[int]) -> bool:
-        """Whether no row of `rows` (`_differing_rows`, as it stands) is a candidate for `task`, which no
-        pre-predicate refuses: asked once per pod shape while the rows stay the same list (they are a new
-        one once this session changes a row), since the answer reads of the pod only its request and
-        placement (`first_pod`)."""
-        shape = (task.request, task.placement.key)
+    def _none_a_candidate(self, task: TaskInfo, shape: tuple[PodRequest, str], rows: list[int]) -> bool:
+        """Whether no row of `rows` (`_differing_rows`, as it stands) is a candidate for `task` (of
+        `shape`), which no pre-predicate refuses: asked once per pod shape while the rows stay the same
+        list (they are a new one once this session changes a row), since the answer reads of the pod only
+        its request and placement (`first_pod`)."""
         if self._none_among.get(shape) is rows:
             return True
         if self._open[0] is not rows:
