@@ -72,7 +72,7 @@ def reasons(
             return None
         outcome = kept.by_leaf.get(leaf)
         if outcome is None or outcome.jobs != members or outcome.versions != [job.version for job in members]:
-            outcome = _leaf_outcome(session, leaf, members, capacity, facts, names)
+            outcome = _leaf_outcome(session, leaf, members, capacity, facts, names, details)
             if outcome is None:
                 return None
             kept.by_leaf[leaf] = outcome
@@ -97,9 +97,11 @@ def _leaf_outcome(
     capacity: Hashable,
     facts: WalkFacts,
     names: tuple[Hashable, ...],
+    details: _Details,
 ) -> LeafOutcome | None:
     """How the walk ends each of `members` (leaf `leaf`'s jobs, as given) when it tries nothing; None when
-    a job's attempt reads more than its pods."""
+    a job's attempt reads more than its pods, or may place it (`details.may_place`: asked as each first
+    pod is met, so that a cycle with room gives up after a few jobs, not a whole backlog)."""
     key_of = session.job_order_key
     order = facts.sorting(leaf, [key_of(job) for job in members], keep=True, verify=session.verify_carried)
     keys: list[str] = []
@@ -126,7 +128,7 @@ def _leaf_outcome(
                 parts.append(REFUSED)
             else:
                 task = SessionFailures.first_pod(session, job, tasks)
-                if task is None:
+                if task is None or details.may_place(task, tasks):
                     return None
                 parts.append(NO_NODE)
                 pods = (task, tasks, (task.request, task.placement.key))
@@ -195,13 +197,15 @@ class _Details:
     def a_node_may_take(self, outcomes: Iterable[LeafOutcome]) -> bool:
         """Whether a node that may differ since the last cycle may take a first pod of `outcomes` (the last
         cycle's): asked first, a pod shape at a time, as it is cheap and a freed node is seen at once."""
-        asked: set[tuple[PodRequest, str]] = set()
+        known = self._none
         for outcome in outcomes:
             for pods in outcome.first_pods:
-                if pods is not None and pods[2] not in asked:
-                    asked.add(pods[2])
-                    if self._failures.none_by_rows(pods[0]) is False:
+                if pods is not None and pods[2] not in known:
+                    none = self._failures.none_by_rows(pods[0])
+                    if none is False:
                         return True
+                    if none is not None:
+                        known[pods[2]] = True  # (kept for `of`: asked once a pod shape)
         return False
 
     def of(self, outcome: LeafOutcome) -> list[str | None] | None:
@@ -239,6 +243,20 @@ class _Details:
                 detail = self._counted[pod] = self._session.explain_no_fit(task)
             details.append(detail)
         return details
+
+    def may_place(self, task: TaskInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether the walk may place `tasks` (first pod `task`): its nodes read other pods, or no
+        pre-predicate refuses it and a node may take it."""
+        refusal, reads_other_pods = self._answers(task)
+        if reads_other_pods:
+            return True
+        if refusal is not None:
+            return False
+        pod = (task.request, task.placement.key)
+        none = self._none.get(pod)
+        if none is None:
+            none = self._none[pod] = self._finds_none(task, tasks)
+        return not none
 
     def _answers(self, task: TaskInfo) -> tuple[str | None, bool]:
         """Why a pre-predicate refuses `task`, and whether the nodes it may use read other pods."""
