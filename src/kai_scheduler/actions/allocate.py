@@ -4,15 +4,17 @@ Jobs come out of the queue tree in fair-share order. Each attempt takes a gang's
 more pod of a satisfied elastic job), checks the queue's limits and non-preemptible quota, and places the
 pods one by one on a statement; if any pod does not fit, the whole attempt is rolled back. A gang with
 any pod on releasing capacity is pipelined as a whole: it binds together in a later cycle or not at all.
-An attempt whose first pod found no node in the last cycle, where no node that may differ since is a
-candidate now, is not made again: its reason is written as the attempt writes it
-(`framework/placement_failures.py`).
+An attempt whose first pod's shape found no node in the last cycle, where no node that may differ since
+is a candidate now, is not made again: its reason is written as the attempt writes it
+(`framework/placement_failures.py`). A job shaped like an earlier one of its queue that failed quotes that
+one's reason; one shaped like an earlier job of another queue whose first pod found no node, nothing
+placed since, is written as its own attempt would be (its own pod, the same count of the nodes).
 
 Most walks of a deep backlog place nothing, so no queue's allocation moves and the job queue's order is
 known ahead: the walk reads it as a merge (`actions/quiet_order.py`) until an attempt moves an allocation,
 then carries on with a job queue of the jobs left. The jobs are taken up in the same order either way, so
-their reasons are the same and written in the same order (the simulator's reasons and live mode's
-condition writes follow it).
+their reasons are the same and written in the same order. And when no job may be placed at all, what the
+walk would write does not depend on that order: it is written without walking (`actions/walk_replay.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kai_scheduler.actions.placement import place_job
 from kai_scheduler.actions.queue_admission import admissible
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
-from kai_scheduler.actions.walk_reasons import does_not_fit, failed_like, no_fit_words
+from kai_scheduler.actions.walk_reasons import UNSAID, does_not_fit, failed_like, no_fit_words
 from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
@@ -217,7 +219,7 @@ class _Walk:
         for all of them while `first`'s reason stays: a deep backlog has thousands of jobs of a few
         shapes)."""
         unschedulable = self.session.unschedulable
-        why = unschedulable.get(first, "it did not fit")
+        why = unschedulable.get(first, UNSAID)
         worded = self.alike.get(first)
         if worded is None or worded[0] is not why:
             worded = self.alike[first] = (why, failed_like(first, why))
@@ -260,9 +262,8 @@ class _Walk:
             session.unschedulable[job.key] = reason
             # (A pod's refusal is its own: the pods alike are explained each.)
             counted = detail if refusal is None else None
-            return _NoRoom(
-                job.key, self.placed, (task.request, task.placement.key), counted, self._position()
-            )
+            position = session.snapshot.nodes.change_position()
+            return _NoRoom(job.key, self.placed, (task.request, task.placement.key), counted, position)
         self.attempts += 1
         if place_job_tasks(session, job, tasks, self.action):
             return None
@@ -271,9 +272,6 @@ class _Walk:
             failures.found_no_node(tasks)
         first_pod = (task.request, task.placement.key) if found_none and task is not None else None
         return _NoRoom(job.key, self.placed, first_pod, None, 0)
-
-    def _position(self) -> int:
-        return self.session.snapshot.nodes.change_position()
 
     def in_quiet_order(self, jobs: list[JobInfo], reads: Callable[[JobInfo], Hashable]) -> None:
         """Take up `jobs` in the job queue's order worked out as a merge (`QuietOrder`) while nothing

@@ -6,6 +6,9 @@ from kai_scheduler.api.reasons import WaitReason, code_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 
+# What a job whose attempt its queue refused without a reason (no pods to try) is quoted as.
+UNSAID = "it did not fit"
+
 
 def does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> WaitReason:
     """Why an attempt of `tasks` failed when `task` found no node, the others placed so far."""

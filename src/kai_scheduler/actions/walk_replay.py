@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from kai_scheduler.actions.queue_admission import admission
-from kai_scheduler.actions.walk_reasons import failed_like, no_fit_words
+from kai_scheduler.actions.walk_reasons import UNSAID, failed_like, no_fit_words
 from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.placement_failures import SessionFailures
@@ -34,9 +34,6 @@ from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import PodRequest
-
-# What a job whose attempt its queue refuses without a reason (no pods to try) is quoted as, as the walk does.
-UNSAID = "it did not fit"
 
 
 def reasons(
