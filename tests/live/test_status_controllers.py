@@ -327,11 +327,14 @@ def test_a_pod_group_s_own_status_write_is_not_computed_again(
         async with running(make_client, make) as groups:
             await eventually(lambda: status(server, "podgroups", "job").get("pending") == 1)
             await settled(groups)
-            assert (groups.stats.computed, groups.stats.writes) == (1, 1)
+            # (Before the first write the status may be computed again as the informers' lists come in,
+            # e.g. the node's after the PodGroup's: what is counted is what follows a write.)
+            assert groups.stats.writes == 1
+            computed = groups.stats.computed
             store.bind("default", "job-0", "n1")
             await eventually(lambda: status(server, "podgroups", "job").get("running") == 1)
             await settled(groups)
-            assert (groups.stats.computed, groups.stats.writes) == (2, 2)
+            assert (groups.stats.computed - computed, groups.stats.writes) == (1, 2)
 
     run(body())
 
