@@ -106,6 +106,7 @@ def _leaf_outcome(
     refusals: list[str | None] = []
     first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None] = []
     shapes: list[int] = []
+    answers: list[tuple[str | None, bool] | None] = []  # (asked of the first pods as they are met)
     firsts: dict[int, int] = {}  # signature -> the place of its first job
     for place, index in enumerate(order):
         job = members[index]
@@ -115,6 +116,7 @@ def _leaf_outcome(
         first = firsts.get(job_facts.signature)
         refusal: str | None = None
         pods: tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None = None
+        answer: tuple[str | None, bool] | None = None
         if first is not None:
             parts.append(first)
         else:
@@ -125,12 +127,16 @@ def _leaf_outcome(
                 parts.append(REFUSED)
             else:
                 task = SessionFailures.first_pod(session, job, tasks)
-                if task is None or details.may_place(task, tasks):
+                if task is None:
+                    return None
+                answer = details.answers(task)
+                if details.may_place(task, tasks, answer):
                     return None
                 parts.append(NO_NODE)
                 pods = (task, tasks, (task.request, task.placement.key))
         refusals.append(refusal)
         first_pods.append(pods)
+        answers.append(answer)
     return LeafOutcome(
         jobs=members,
         versions=[job.version for job in members],
@@ -144,8 +150,8 @@ def _leaf_outcome(
         written=[None] * len(members),
         leaf_words=None,
         leaf_words_from=None,
-        answers=[None] * len(members),
-        answers_key=None,
+        answers=answers,
+        answers_key=details.answers_key,
     )
 
 
@@ -189,7 +195,7 @@ class _Details:
         # (Whether inter-pod rules read a pod moves with what runs: asked again of a pod kept from a cycle,
         # unless what they read is the same, `Session.pod_answers_key`.)
         self._reads_other_pods = session.reads_other_pods if session.points.task_predicates else None
-        self._answers_key = session.pod_answers_key()
+        self.answers_key = session.pod_answers_key()
 
     def a_node_may_take(self, outcomes: Iterable[LeafOutcome]) -> bool:
         """Whether a node that may differ since the last cycle may take a first pod of `outcomes` (the last
@@ -209,8 +215,8 @@ class _Details:
         """Per job of `outcome` in job order, its explanation when its part is NO_NODE; None when the walk
         may place a job."""
         details: list[str | None] = []
-        shapes, pods_of_shape, known = outcome.shapes, self._pods_of_shape, self._none
-        answers, key = outcome.answers, self._answers_key
+        shapes, pods_of_shape = outcome.shapes, self._pods_of_shape
+        answers, key = outcome.answers, self.answers_key
         if outcome.answers_key != key or key is None:
             answers[:] = [None] * len(answers)
         outcome.answers_key = key
@@ -223,28 +229,23 @@ class _Details:
                 return None
             answer = answers[place]
             if answer is None:
-                answer = answers[place] = self._answers(task)
-            refusal, reads_other_pods = answer
-            if reads_other_pods:
+                answer = answers[place] = self.answers(task)
+            if self.may_place(task, tasks, answer):
                 return None
+            refusal = answer[0]
             if refusal is not None:
                 details.append(refusal)  # (whatever the nodes)
                 continue
-            none = known.get(pod)
-            if none is None:
-                none = known[pod] = self._finds_none(task, tasks)
-            if not none:
-                return None  # a node may take it
             detail = self._counted.get(pod)
             if detail is None:
                 detail = self._counted[pod] = self._session.explain_no_fit(task)
             details.append(detail)
         return details
 
-    def may_place(self, task: TaskInfo, tasks: list[TaskInfo]) -> bool:
-        """Whether the walk may place `tasks` (first pod `task`): its nodes read other pods, or no
-        pre-predicate refuses it and a node may take it."""
-        refusal, reads_other_pods = self._answers(task)
+    def may_place(self, task: TaskInfo, tasks: list[TaskInfo], answer: tuple[str | None, bool]) -> bool:
+        """Whether the walk may place `tasks` (first pod `task`, its `answers`): its nodes read other pods,
+        or no pre-predicate refuses it and a node may take it."""
+        refusal, reads_other_pods = answer
         if reads_other_pods:
             return True
         if refusal is not None:
@@ -255,7 +256,7 @@ class _Details:
             none = self._none[pod] = self._finds_none(task, tasks)
         return not none
 
-    def _answers(self, task: TaskInfo) -> tuple[str | None, bool]:
+    def answers(self, task: TaskInfo) -> tuple[str | None, bool]:
         """Why a pre-predicate refuses `task`, and whether the nodes it may use read other pods."""
         reads = self._reads_other_pods
         return self._pre(task), reads is not None and reads(task)

@@ -71,13 +71,8 @@ class QuietLeaves:
         confirmed keeps the versions it was made at: its jobs may have changed since.)"""
         for leaf in self.confirmed:
             outcome = self.by_leaf.get(leaf)
-            if outcome is None:
-                continue
-            jobs = outcome.jobs
-            if touched and any(job in touched for job in jobs):
-                del self.by_leaf[leaf]
-            else:
-                outcome.versions = [job.version for job in jobs]
+            if outcome is not None:
+                outcome.versions = [job.version for job in outcome.jobs]
         for job in touched:
             outcome = self.by_leaf.get(job.queue)
             if outcome is not None and job in outcome.jobs:
