@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kai_scheduler.framework.gang import quota_request_of
-from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.session import NodeSubsets, Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo
+
+# Off, every attempt descends its job's sub-group tree (the tests compare the two ways).
+ONE_POD_SET_SHORTCUT = True
 
 # Places one pod on the statement, or says why it does not fit.
 PlaceOne = Callable[[TaskInfo], str | None]
@@ -41,8 +44,26 @@ def place_job(
     session: Session, statement: Statement, job: JobInfo, tasks: Sequence[TaskInfo], place_one: PlaceOne
 ) -> str | None:
     """Place `tasks` with `place_one`; None on success, else why not (with nothing left placed)."""
-    failure = _Attempt(session, statement, job, place_one).place_group(None, tasks)
+    subsets = session.node_subsets(job, None, tasks)
+    if subsets is None and ONE_POD_SET_SHORTCUT and _one_plain_pod_set(tasks):
+        # What the descent does for such pods (one pod set, nothing to confine it to), without its layers:
+        # most jobs are one pod.
+        start = statement.checkpoint()
+        reason = _place_each(tasks, place_one)
+        if reason is not None:
+            statement.rollback(start)
+        return reason
+    failure = _Attempt(session, statement, job, place_one).place_in(None, tasks, subsets)
     return None if failure is None else failure.reason
+
+
+def _one_plain_pod_set(tasks: Sequence[TaskInfo]) -> bool:
+    """Whether `tasks` all belong to one pod set at the top of their job's tree (the job is its parent)
+    without a topology constraint of its own."""
+    if not tasks:
+        return False
+    podset = tasks[0].podset
+    return podset.parent is None and podset.topology is None and all(task.podset is podset for task in tasks)
 
 
 def place_pipelined(
@@ -85,7 +106,12 @@ class _Attempt:
         """Place the pods `tasks` of `group` (None: the whole job) in one of its node subsets, if it has
         any. When none holds them, the reason is a narrower sub-group's unmet constraint if one failed
         within a subset (the subset had room, that sub-group's domains did not), else the group's own."""
-        subsets = self.session.node_subsets(self.job, group, tasks)
+        return self.place_in(group, tasks, self.session.node_subsets(self.job, group, tasks))
+
+    def place_in(
+        self, group: Group | None, tasks: Sequence[TaskInfo], subsets: NodeSubsets | None
+    ) -> _Failure | None:
+        """`place_group` with the group's node subsets (`Session.node_subsets`) asked."""
         if subsets is None:
             return self.place_members(group, tasks)
         sharper: str | None = None
