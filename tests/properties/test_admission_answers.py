@@ -15,8 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import node, open_session, pod, pod_group, queue
-from kai_scheduler.actions.queue_admission import _plain_refusal, _refusal
-from kai_scheduler.framework.gang import tasks_to_allocate
+from kai_scheduler.actions.queue_admission import (
+    _counted_gang_refusal,
+    _gang_refusal,
+    _plain_refusal,
+    _refusal,
+)
+from kai_scheduler.framework.gang import lone_whole_gang, tasks_to_allocate
 from kai_scheduler.model.jobs import TaskStatus
 
 
@@ -55,3 +60,48 @@ def test_kept_gang_answers_follow_the_pods(objects: list[Any], data: st.DataObje
         elif task.status is TaskStatus.ALLOCATED:
             session.state.unplace(task, TaskStatus.PENDING, -1, ())
     assert session.gang_refusals
+
+
+@st.composite
+def small_jobs(draw: st.DrawFn) -> list[Any]:
+    """Jobs of one to two pods, bare or named by a PodGroup (minMember 1..2, with a sub-group of minMember
+    0..2 or none), some pods running."""
+    objects: list[Any] = [node("n0", gpus=8), queue("q", gpu=-1)]
+    for g in range(draw(st.integers(1, 4))):
+        size = draw(st.integers(1, 2))
+        group: str | None = None
+        if draw(st.booleans()):
+            group = f"g{g}"
+            sub_groups = None
+            if draw(st.booleans()):
+                sub_groups = [{"name": "w", "minMember": draw(st.integers(0, 2))}]
+            objects.append(pod_group(group, "q", min_member=draw(st.integers(1, 2)), sub_groups=sub_groups))
+        for i in range(size if group is not None else 1):
+            running = draw(st.booleans())
+            in_sub_group = group is not None and draw(st.booleans())
+            labels = {"kai.scheduler/subgroup-name": "w"} if in_sub_group else None
+            objects.append(
+                pod(
+                    f"g{g}-{i}",
+                    "q" if group is None else None,
+                    gpus=1,
+                    group=group,
+                    labels=labels,
+                    node_name="n0" if running else None,
+                )
+            )
+    return objects
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=small_jobs())
+def test_a_lone_whole_gang_is_refused_nothing_by_its_counts(objects: list[Any]) -> None:
+    """A job's one pending pod taken as a whole gang without counting (`lone_whole_gang`) is one the counts
+    and the sub-group tree refuse nothing (`_counted_gang_refusal`)."""
+    session = open_session(objects)
+    for job in session.snapshot.jobs.values():
+        tasks = tasks_to_allocate(session, job)
+        for attempt in (tasks, job.tasks[:1]):
+            if lone_whole_gang(job, attempt):
+                assert _counted_gang_refusal(job, attempt) is None
+            assert _gang_refusal(job, attempt) == _counted_gang_refusal(job, attempt)

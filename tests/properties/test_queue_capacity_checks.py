@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from helpers import node, open_session, pod, queue
 from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, code_of
+from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.model.queues import QueueInfo, effective_limit, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
 
@@ -134,3 +135,28 @@ def test_capacity_inputs_are_equal_when_the_plain_values_are(objects: list[Any],
             assert (inputs == other_inputs) == (plain == other_plain)
             if inputs == other_inputs:
                 assert all(a is b for a, b in zip(inputs, other_inputs, strict=True))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=trees(), data=st.data())
+def test_kept_capacity_inputs_follow_the_placements(objects: list[Any], data: st.DataObject) -> None:
+    """What the capacity checks read of each queue's path (kept per queue until a queue on its path
+    shifts: `ProportionPlugin._path_inputs`), read before and after pods are placed and taken back one at
+    a time, is what the reader gives with nothing kept."""
+    session = open_session(objects)
+    read = session.points.job_capacity_inputs[session.points.job_capacity_checks[0]]
+    plugin = read.__self__  # type: ignore[attr-defined]
+    names = [q.name for q in session.snapshot.queues]
+    tasks = [task for job in session.snapshot.jobs.values() for task in job.tasks]
+    for _ in range(data.draw(st.integers(1, 6))):
+        for name in names:
+            read(name)
+        task = data.draw(st.sampled_from(tasks))
+        if task.status is TaskStatus.PENDING:
+            session.state.place(task, 0, (), TaskStatus.ALLOCATED)
+        else:
+            session.state.unplace(task, TaskStatus.PENDING, -1, ())
+        kept = {name: read(name) for name in names}
+        plugin._path_values.clear()
+        plugin._segments.clear()
+        assert kept == {name: read(name) for name in names}

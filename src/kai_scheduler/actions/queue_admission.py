@@ -4,7 +4,7 @@ stays."""
 
 from __future__ import annotations
 
-from kai_scheduler.framework.gang import quota_request_of
+from kai_scheduler.framework.gang import lone_whole_gang, quota_request_of
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -61,7 +61,13 @@ def _plain_refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str
 
 
 def _gang_refusal(job: JobInfo, tasks: list[TaskInfo]) -> str | None:
-    """Why `tasks` of `job` are not a gang that may be tried (None: they are)."""
+    """Why `tasks` of `job` are not a gang that may be tried (None: they are): most jobs are one pod,
+    which is a whole gang (`lone_whole_gang`) without counting their pods or making their sub-group tree."""
+    return None if lone_whole_gang(job, tasks) else _counted_gang_refusal(job, tasks)
+
+
+def _counted_gang_refusal(job: JobInfo, tasks: list[TaskInfo]) -> str | None:
+    """`_gang_refusal` worked out from the job's counts and sub-group tree."""
     if not job.is_gang_satisfied():
         missing = job.min_member - job.active_allocated()
         if len(tasks) < missing:

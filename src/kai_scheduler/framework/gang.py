@@ -24,10 +24,10 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     """The pods of the job's next attempt, in placement order. Every action asks this of every pending
     job, and queue order asks it again, so the answer is kept until one of the job's pods changes status
     (the orders it depends on are fixed for the scheduler: it is carried to later cycles, `job_memos`)."""
-    return list(_kept_tasks(session, job))
+    return list(kept_tasks(session, job))
 
 
-def _kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
+def kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
     """`tasks_to_allocate` as kept (not to be changed: callers that only read it are spared a copy)."""
     cached = session.next_tasks.get(job)
     if cached is None or cached[0] != job.version:
@@ -43,7 +43,7 @@ def next_request(session: Session, job: JobInfo) -> Resources:
     cached = session.next_requests.get(job)
     smallest = session.snapshot.min_gpu_memory_mib
     if cached is None or cached[0] != job.version or cached[1] != smallest:
-        cached = (job.version, smallest, request_of(session, _kept_tasks(session, job)))
+        cached = (job.version, smallest, request_of(session, kept_tasks(session, job)))
         session.next_requests[job] = cached
     return cached[2]
 
@@ -78,6 +78,19 @@ def _only_pod(job: JobInfo) -> TaskInfo | None:
     (podset,) = job.podsets.values()
     task = tasks[0]
     return task if podset.parent is None and len(podset.tasks) == 1 and podset.tasks[0] is task else None
+
+
+def lone_whole_gang(job: JobInfo, tasks: list[TaskInfo]) -> bool:
+    """Whether `tasks` are the job's one pod (`_only_pod`), pending, of a job and pod set that ask for no
+    more than it (minMember at most 1): then they are a whole gang, ready to be tried (admission asks this
+    first of every job it checks, and most jobs are one pod: their sub-group tree is never made)."""
+    if len(tasks) != 1 or job.min_member > 1:
+        return False
+    task = tasks[0]
+    if task.status is not TaskStatus.PENDING or _only_pod(job) is not task:
+        return False
+    (podset,) = job.podsets.values()
+    return podset.min_member <= 1
 
 
 def _pending(tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -179,7 +192,7 @@ def next_signature(session: Session, job: JobInfo, *, by_queue: bool = True) -> 
     # What is read may change from one cycle to the next with no change of the job (an AccountedResource
     # counting an annotation made): a signature carried from a cycle that read otherwise is not this one's.
     if cached is None or cached[0] != job.version or not _named(cached[1][-1], reads):
-        tasks = _kept_tasks(session, job)
+        tasks = kept_tasks(session, job)
         signature = scheduling_signature(job, tasks, by_queue=by_queue, reads=reads)
         cached = kept[job] = (job.version, signature)
         other = session.shapes if by_queue else session.signatures

@@ -66,7 +66,10 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
-        self._path_values: dict[str, tuple[float | str | None, ...]] = {}  # `_path_inputs` until a shift
+        # `_path_inputs` by queue, until a queue on its path shifts.
+        self._path_values: dict[str, tuple[float | str | None, ...]] = {}
+        # Each queue's name with those of the queues below it (the paths through it), for the session.
+        self._below: dict[str, list[str]] = {}
         # A queue's part of them, until it shifts.
         self._segments: dict[str, tuple[float | str | None, ...]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
@@ -179,13 +182,19 @@ class ProportionPlugin:
         # Hot (every placement, eviction and undo of every scenario): the queue's chain to the root is
         # kept per queue, and the vector added in place.
         name = task.job.queue
-        self._path_values.clear()
         chain = self._chains.get(name)
         if chain is None:
             assert self._session is not None
             queues = self._session.snapshot.queues
             chain = self._chains[name] = queues.ancestry(name) if name in queues else []
-        segments = self._segments
+        segments, path_values = self._segments, self._path_values
+        if path_values:
+            # Only the paths through the queues that move: most jobs handed out next are of a queue
+            # elsewhere, whose inputs are then the same object (told equal at a glance).
+            below = self._below or self._find_below()
+            for queue in chain:
+                for path in below[queue.name]:
+                    path_values.pop(path, None)
         gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         non_preemptible = not task.job.preemptible
         before = self._before
@@ -394,6 +403,17 @@ class ProportionPlugin:
                 values += segment
             self._path_values[leaf] = values
         return values
+
+    def _find_below(self) -> dict[str, list[str]]:
+        """`_below`, made."""
+        assert self._session is not None
+        queues = self._session.snapshot.queues
+        below: dict[str, list[str]] = {queue.name: [] for queue in queues}
+        for queue in queues:
+            for ancestor in queues.ancestry(queue.name):
+                below[ancestor.name].append(queue.name)
+        self._below = below
+        return below
 
     def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
         """Fair shares do not change within a session, so neither do allocatable shares."""
