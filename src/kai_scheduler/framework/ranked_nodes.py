@@ -52,6 +52,7 @@ import numpy as np
 
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray, NodeTable
+from kai_scheduler.model.resources import PodRequest
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
@@ -101,6 +102,8 @@ class Undecided(enum.Enum):
 
 
 UNDECIDED: Final = Undecided.UNDECIDED
+# Whether a node holds a request, now or soon (`NodeTable.node_fits`).
+NodeFits = Callable[..., bool]
 # A session's node scorer (`ExtensionPoints.node_scorers`).
 ScoreOf = Callable[[TaskInfo, IntArray], FloatArray | float]
 # A scorer's scores in plain floats (`Ranking.scores_of_values`, `Ranking.scores_at_rows`): of the pod, at
@@ -124,8 +127,8 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         return UNDECIDED
     if session.refused_everywhere(task):
         return None
-    shape, index, floor, sparse, summed, static = asked
-    looks = _Looks(session, task, static, shape, kept.stamps, position)
+    looks, index, floor, sparse, summed = asked
+    looks.begin(session.rest_masks(task), kept.stamps, position)
     try:
         scored = (
             [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
@@ -138,7 +141,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
 
 
 # What `best_node` works with for a pod (`_asked_for`).
-_Asked = tuple["_Shape", "_ValueIndex", float, list[tuple["_ValueIndex", float]], "_Summed", BoolArray] | None
+_Asked = tuple["_Looks", "_ValueIndex", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
 _NOT_KEPT: Final = object()
 
 
@@ -185,9 +188,10 @@ def _kept(session: Session) -> _Kept:
 
 
 def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
-    """What `best_node` works with for `task`: its shape's record, the index of the one ranking, the pod's
-    floor, the sparse scorers' indexes and floors, the sums, and the nodes passing the pod's static
-    predicates; None when the shortcut does not apply (`_ranking`, `_wide`). Kept by request, placement
+    """What `best_node` works with for `task`: what asks its shape's nodes (`_Looks`, with the nodes passing
+    the pod's static predicates), the index of the one ranking, the pod's floor, the sparse scorers'
+    indexes and floors, and the sums; None when the shortcut does not apply (`_ranking`, `_wide`). Kept
+    by request, placement
     constraints, nominated node and whether anything is being released (all that `_ranking` reads;
     `_wide` and the static predicates read the placement alone) while the node table stays: one look-up
     a pod rather than one per question (the indexes are brought up to date as they are used)."""
@@ -202,13 +206,13 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
         asked[key] = None
         return None
     ranking, floor, sparse, summed = ranked
+    looks = _Looks(session.static_passing(task.placement), kept.nodes.node_fits, task.request, shape)
     answer = asked[key] = (
-        shape,
+        looks,
         _index(kept, ranking),
         floor,
         [(_index(kept, on), least) for on, least in sparse],
         summed,
-        session.static_passing(task.placement),
     )
     return answer
 
@@ -267,23 +271,39 @@ class _Looks:
     """Asks nodes whether they are candidates (`Session.candidate_tests`'s two parts: the first inlined,
     the second's masks worked out at once, `Session.rest_masks`), `BUDGET` at most, passing over those known
     not to hold the pod's shape (`SKIP_BUDGET` at most), noting those found not to and those found to
-    (`_Shape.unfit`, `_Shape.holding`: the first part is not asked of them again while they stay)."""
+    (`_Shape.unfit`, `_Shape.holding`: the first part is not asked of them again while they stay).
+    One is kept per question (`_asked_for`: the pods of one request) and made ready for each pod's walk
+    (`begin`): a pod's walk is a few microseconds, and making one cost a good part of that."""
 
-    def __init__(
-        self,
-        session: Session,
-        task: TaskInfo,
-        static: BoolArray,
-        shape: _Shape,
-        stamps: list[int],
-        position: int,
-    ) -> None:
+    __slots__ = (
+        "_fits",
+        "_holding",
+        "_left",
+        "_position",
+        "_request",
+        "_rest",
+        "_skips_left",
+        "_stamps",
+        "_static",
+        "_unfit",
+    )
+
+    def __init__(self, static: BoolArray, fits: NodeFits, request: PodRequest, shape: _Shape) -> None:
         self._static = static
-        self._fits = session.snapshot.nodes.node_fits
-        self._request = task.request
-        self._rest = session.rest_masks(task)
+        self._fits = fits
+        self._request = request
         self._unfit = shape.unfit
         self._holding = shape.holding
+        self._rest: list[BoolArray] = []
+        self._stamps: list[int] = []
+        self._position = 0
+        self._left = BUDGET
+        self._skips_left = SKIP_BUDGET
+
+    def begin(self, rest: list[BoolArray], stamps: list[int], position: int) -> None:
+        """Ready for a pod's walk: the masks it must pass besides (`Session.rest_masks`), the table's log
+        read up to `position` (`_Kept`), and the budgets in full."""
+        self._rest = rest
         self._stamps = stamps
         self._position = position
         self._left = BUDGET
