@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from kai_scheduler.framework.gang import next_signature, scheduling_signature
+from kai_scheduler.framework.gang import kept_tasks, next_signature, scheduling_signature
 from kai_scheduler.model.jobs import JobInfo
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class JobFacts:
 class WalkFacts:
     """The facts of the jobs allocate takes up (see the module doc), carried across cycles."""
 
-    __slots__ = ("_ids", "_names", "_orders", "by_job")
+    __slots__ = ("_ids", "_lone", "_names", "_orders", "by_job")
 
     def __init__(self) -> None:
         self.by_job: dict[JobInfo, JobFacts] = {}
@@ -59,6 +59,9 @@ class WalkFacts:
         # order), and the positions that sort them (`sorting`).
         self._orders: dict[str, tuple[list[tuple[Any, ...]], list[int]]] = {}
         self._ids: dict[tuple[Any, ...], int] = {}
+        # The numbers of the signatures of the jobs of one pod by the fields they are made of (`_numbers`),
+        # numbered afresh with `_ids`.
+        self._lone: dict[tuple[Hashable, ...], tuple[int, int]] = {}
         # The names of the signature reads facts were last made for, one object while they stay equal.
         self._names: tuple[Hashable, ...] = ()
 
@@ -74,7 +77,7 @@ class WalkFacts:
             for job in [job for job in by_job if jobs.get(job.key) is not job]:
                 del by_job[job]
         if len(self._ids) > _IDS_PER_JOB * len(by_job) + _IDS_FLOOR:
-            self._ids = {}
+            self._ids, self._lone = {}, {}
             by_job.clear()
         return self._names
 
@@ -82,16 +85,49 @@ class WalkFacts:
         """`job`'s facts (`names`: what `start` gave), kept while its version and the names stay."""
         facts = self.by_job.get(job)
         if facts is None or facts.version != job.version or facts.names is not names:
-            facts = self.by_job[job] = JobFacts(
-                job.version,
-                names,
-                job.key,
-                self._number(next_signature(session, job)),
-                self._number(next_signature(session, job, by_queue=False)),
-            )
+            signature, shape = self._numbers(session, job, names)
+            facts = self.by_job[job] = JobFacts(job.version, names, job.key, signature, shape)
         elif session.verify_carried:
             self._check(session, job, facts)
         return facts
+
+    def _numbers(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> tuple[int, int]:
+        """The numbers of `job`'s signature with its queue and without. A job whose next attempt is one
+        pod (most jobs), with no topology and nothing read of its pods, has signatures made of a few of
+        its fields and its pod's (`scheduling_signature`): those key the numbers (`_lone`), so that the
+        jobs alike, thousands in a first cycle, have their signatures made and hashed once."""
+        if not names:
+            tasks = kept_tasks(session, job)
+            if len(tasks) == 1 and not job.has_topology():
+                task = tasks[0]
+                key = (
+                    job.queue,
+                    job.preemptible,
+                    job.priority,
+                    job.is_gang_satisfied(),
+                    task.request,
+                    task.placement.key,
+                    task.nominated_node,
+                )
+                numbers = self._lone.get(key)
+                if numbers is None:
+                    numbers = self._lone[key] = self._numbered(session, job)
+                elif session.verify_carried and numbers != self._numbered(session, job):
+                    from kai_scheduler.framework.job_memos import CarriedMismatch
+
+                    raise CarriedMismatch(
+                        f"{job.key}: its signatures' numbers, kept for the jobs of one pod alike "
+                        f"{numbers!r}, differ from those of its own signatures"
+                    )
+                return numbers
+        return self._numbered(session, job)
+
+    def _numbered(self, session: Session, job: JobInfo) -> tuple[int, int]:
+        """`_numbers` of the job's own signatures."""
+        return (
+            self._number(next_signature(session, job)),
+            self._number(next_signature(session, job, by_queue=False)),
+        )
 
     def sorting(self, leaf: str, keys: list[tuple[Any, ...]], *, keep: bool, verify: bool) -> list[int]:
         """The positions of `keys` (the job order keys of `leaf`'s waiting jobs, as given) in ascending
