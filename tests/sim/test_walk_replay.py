@@ -152,9 +152,9 @@ def test_verify_mode_walks_as_well(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_cycles(objects, changes, carry=True) == run_cycles(objects, changes, carry=False)
     original = walk_replay.reasons
 
-    def reasons(*args: Any) -> list[tuple[str, str]] | None:
+    def reasons(*args: Any) -> dict[str, str] | None:
         written = original(*args)
-        return None if written is None else [(key, "made up") for key, _ in written]
+        return None if written is None else dict.fromkeys(written, "made up")
 
     monkeypatch.setattr(walk_replay, "reasons", reasons)
     with pytest.raises(CarriedMismatch, match="without walking"):

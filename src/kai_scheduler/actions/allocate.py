@@ -29,7 +29,7 @@ from kai_scheduler.actions.queue_admission import admissible
 from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.actions.walk_reasons import UNSAID, does_not_fit, failed_like, no_fit_words
-from kai_scheduler.api.reasons import WaitReason, code_of
+from kai_scheduler.api.reasons import code_of
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.placement_failures import SessionFailures, first_pod_found_none
@@ -122,7 +122,7 @@ class _Walk:
         self.no_room: dict[Hashable, _NoRoom] = {}  # signature without the queue -> its first attempt
         # The reason of the jobs that fail like a first one, by that job (with its own reason it was
         # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
-        self.alike: dict[str, tuple[str, WaitReason]] = {}
+        self.alike: dict[str, tuple[str, str]] = {}
         self.use_signatures = session.config.use_scheduling_signatures
         facts = session.walk_facts
         self.facts = facts if facts is not None else WalkFacts()
@@ -194,7 +194,7 @@ class _Walk:
             holds.job_unplaced(job, tasks, planner_for(session))
         return False
 
-    def replayed(self, jobs: list[JobInfo]) -> list[tuple[str, str]] | None:
+    def replayed(self, jobs: list[JobInfo]) -> dict[str, str] | None:
         """What this walk over `jobs` would write, by job key, worked out without walking when it would
         try nothing (`walk_replay`); None when it may try something, or when holds or queue-bound
         placements make what it tries depend on more than the jobs' pods."""
@@ -209,7 +209,7 @@ class _Walk:
             return None
         return walk_replay.reasons(session, jobs, self.facts, self.names, failures, kept)
 
-    def write(self, jobs: list[JobInfo], replayed: list[tuple[str, str]]) -> None:
+    def write(self, jobs: list[JobInfo], replayed: dict[str, str]) -> None:
         """Write what the walk over `jobs` would (`replayed`) instead of walking."""
         self.session.unschedulable.update(replayed)
         self.acted_on += len(jobs)
@@ -366,7 +366,7 @@ def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:
         )
 
 
-def _check_replayed(session: Session, walk: _Walk, replayed: list[tuple[str, str]]) -> None:
+def _check_replayed(session: Session, walk: _Walk, replayed: dict[str, str]) -> None:
     """The walk just made against what was worked out without it (`replayed`): it placed nothing, and
     wrote the same reason for each job."""
     if walk.placed:
@@ -374,7 +374,7 @@ def _check_replayed(session: Session, walk: _Walk, replayed: list[tuple[str, str
             f"allocate's walk, worked out without walking as placing nothing, placed {walk.placed} jobs"
         )
     unschedulable = session.unschedulable
-    for key, reason in replayed:
+    for key, reason in replayed.items():
         made = unschedulable.get(key)
         if made != reason or code_of(made) != code_of(reason):
             raise CarriedMismatch(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kai_scheduler.api.reasons import WaitReason, code_of
+from kai_scheduler.api.reasons import code_of, with_code
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 
@@ -10,23 +10,23 @@ from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 UNSAID = "it did not fit"
 
 
-def does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> WaitReason:
+def does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> str:
     """Why an attempt of `tasks` failed when `task` found no node, the others placed so far."""
     return no_fit_words(task, tasks, session.explain_no_fit(task))
 
 
-def no_fit_words(task: TaskInfo, tasks: list[TaskInfo], detail: str) -> WaitReason:
+def no_fit_words(task: TaskInfo, tasks: list[TaskInfo], detail: str) -> str:
     """`does_not_fit`, `task`'s explanation (`Session.explain_no_fit`) given."""
     # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
     if len(tasks) == 1:
-        return WaitReason(f"pod {task.name} does not fit: {detail}", code_of(detail))
+        return with_code(f"pod {task.name} does not fit: {detail}", code_of(detail))
     done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
     gang = f"gang of {len(tasks)} pods: {done} placed, then "
-    return WaitReason(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
+    return with_code(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
 
 
-def failed_like(first: str, why: str) -> WaitReason:
+def failed_like(first: str, why: str) -> str:
     """Why a job did not fit that failed as `first`, the first job of its shape, did (`why`)."""
-    return WaitReason(
+    return with_code(
         f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
     )

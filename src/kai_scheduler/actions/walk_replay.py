@@ -26,10 +26,9 @@ from collections.abc import Hashable, Iterable
 
 from kai_scheduler.actions.queue_admission import admission
 from kai_scheduler.actions.walk_reasons import UNSAID, failed_like, no_fit_words
-from kai_scheduler.api.reasons import WaitReason
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.placement_failures import SessionFailures
-from kai_scheduler.framework.quiet_walk import NO_NODE, REFUSED, LeafOutcome, QuietLeaves
+from kai_scheduler.framework.quiet_walk import NO_NODE, REFUSED, LeafOutcome, PodShapes, QuietLeaves
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -43,7 +42,7 @@ def reasons(
     names: tuple[Hashable, ...],
     failures: SessionFailures,
     kept: QuietLeaves,
-) -> list[tuple[str, str]] | None:
+) -> dict[str, str] | None:
     """What allocate's walk over `jobs` would write, by job key (leaf by leaf, each in job order), when it
     would try nothing; None when it may (module doc). `names`: the walk's signature reads
     (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
@@ -62,7 +61,7 @@ def reasons(
         return None
     confirmed = kept.confirmed
     outcomes: list[LeafOutcome] = []
-    explained: list[list[str | None]] = []
+    explained: list[dict[tuple[PodRequest, str], str]] = []
     for leaf, members in by_leaf.items():
         capacity = session.queue_capacity_inputs(leaf)
         if capacity is None:
@@ -103,6 +102,7 @@ def _leaf_outcome(
     order = facts.sorting(leaf, [key_of(job) for job in members], keep=True, verify=session.verify_carried)
     keys: list[str] = []
     parts: list[int] = []
+    followers: dict[int, list[str]] = {}
     refusals: list[str | None] = []
     first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None] = []
     shapes: list[int] = []
@@ -119,6 +119,10 @@ def _leaf_outcome(
         answer: tuple[str | None, bool] | None = None
         if first is not None:
             parts.append(first)
+            alike = followers.get(first)
+            if alike is None:
+                alike = followers[first] = []
+            alike.append(job_facts.key)
         else:
             firsts[job_facts.signature] = place
             tasks = tasks_to_allocate(session, job)
@@ -144,6 +148,8 @@ def _leaf_outcome(
         order=order,
         keys=keys,
         parts=parts,
+        firsts=[place for place, part in enumerate(parts) if part < 0],
+        followers=followers,
         refusals=refusals,
         first_pods=first_pods,
         shapes=shapes,
@@ -160,9 +166,8 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
     that is the first of its signature is checked again (the others quote it). False when a job the
     checks refused may now be tried and its attempt reads more than its pods."""
     jobs, order, parts, first_pods = outcome.jobs, outcome.order, outcome.parts, outcome.first_pods
-    for place, part in enumerate(parts):
-        if part >= 0:
-            continue
+    for place in outcome.firsts:
+        part = parts[place]
         job = jobs[order[place]]
         tasks = tasks_to_allocate(session, job)
         refused, refusal = admission(session, job, tasks)
@@ -175,7 +180,7 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
             parts[place], first_pods[place] = NO_NODE, (task, tasks, (task.request, task.placement.key))
             outcome.answers[place] = None
         outcome.refusals[place] = refusal
-    outcome.capacity, outcome.leaf_words = capacity, None
+    outcome.capacity, outcome.leaf_words, outcome.pods = capacity, None, None
     return True
 
 
@@ -202,45 +207,75 @@ class _Details:
         cycle's): asked first, a pod shape at a time, as it is cheap and a freed node is seen at once."""
         known = self._none
         for outcome in outcomes:
-            for pods in outcome.first_pods:
-                if pods is not None and pods[2] not in known:
-                    none = self._failures.none_by_rows(pods[0])
+            pods = outcome.pods
+            firsts = (
+                (task for task, _ in pods.open_pods.values())
+                if pods is not None
+                else (pods[0] for pods in outcome.first_pods if pods is not None)
+            )
+            for task in firsts:
+                pod = (task.request, task.placement.key)
+                if pod not in known:
+                    none = self._failures.none_by_rows(task)
                     if none is False:
                         return True
                     if none is not None:
-                        known[pods[2]] = True  # (kept for `of`: asked once a pod shape)
+                        known[pod] = True  # (kept for `of`: asked once a pod shape)
         return False
 
-    def of(self, outcome: LeafOutcome) -> list[str | None] | None:
-        """Per job of `outcome` in job order, its explanation when its part is NO_NODE; None when the walk
-        may place a job."""
-        details: list[str | None] = []
-        shapes, pods_of_shape = outcome.shapes, self._pods_of_shape
-        answers, key = outcome.answers, self.answers_key
+    def of(self, outcome: LeafOutcome) -> dict[tuple[PodRequest, str], str] | None:
+        """The explanation of each pod shape of `outcome`'s NO_NODE jobs that no pre-predicate refuses (a
+        job a pre-predicate refuses is explained by its refusal, `LeafOutcome.answers`, whatever the
+        nodes); None when the walk may place a job."""
+        pods = self._pod_shapes(outcome)
+        if pods.reads_other_pods or pods.two_pods_of_a_shape:
+            return None
+        pods_of_shape = self._pods_of_shape
+        for shape, pod in pods.pod_of_shape.items():
+            if pods_of_shape.setdefault(shape, pod) != pod:
+                return None
+        details: dict[tuple[PodRequest, str], str] = {}
+        counted = self._counted
+        for pod, (task, tasks) in pods.open_pods.items():
+            if self._may_take(pod, task, tasks):
+                return None
+            detail = counted.get(pod)
+            if detail is None:
+                detail = counted[pod] = self._session.explain_no_fit(task)
+            details[pod] = detail
+        return details
+
+    def _pod_shapes(self, outcome: LeafOutcome) -> PodShapes:
+        """`outcome.pods`, worked out again when it is not kept or its answers are not (which asks each
+        NO_NODE job's first pod again, and words the leaf again)."""
+        key = self.answers_key
+        answers = outcome.answers
         if outcome.answers_key != key or key is None:
             answers[:] = [None] * len(answers)
-        outcome.answers_key = key
-        for place, pods in enumerate(outcome.first_pods):
-            if pods is None:
-                details.append(None)
+            outcome.answers_key, outcome.pods, outcome.leaf_words = key, None, None
+        pods = outcome.pods
+        if pods is not None:
+            return pods
+        pod_of_shape: dict[int, tuple[PodRequest, str]] = {}
+        two_pods_of_a_shape = reads_other_pods = False
+        open_pods: dict[tuple[PodRequest, str], tuple[TaskInfo, list[TaskInfo]]] = {}
+        shapes, first_pods = outcome.shapes, outcome.first_pods
+        for place in outcome.firsts:
+            first = first_pods[place]
+            if first is None:
                 continue
-            task, tasks, pod = pods
-            if pods_of_shape.setdefault(shapes[place], pod) != pod:
-                return None
+            task, tasks, pod = first
+            if pod_of_shape.setdefault(shapes[place], pod) != pod:
+                two_pods_of_a_shape = True
             answer = answers[place]
             if answer is None:
                 answer = answers[place] = self.answers(task)
-            if self.may_place(task, tasks, answer):
-                return None
-            refusal = answer[0]
-            if refusal is not None:
-                details.append(refusal)  # (whatever the nodes)
-                continue
-            detail = self._counted.get(pod)
-            if detail is None:
-                detail = self._counted[pod] = self._session.explain_no_fit(task)
-            details.append(detail)
-        return details
+            refusal, reads = answer
+            reads_other_pods = reads_other_pods or reads
+            if refusal is None and pod not in open_pods:
+                open_pods[pod] = (task, tasks)
+        pods = outcome.pods = PodShapes(pod_of_shape, two_pods_of_a_shape, reads_other_pods, open_pods)
+        return pods
 
     def may_place(self, task: TaskInfo, tasks: list[TaskInfo], answer: tuple[str | None, bool]) -> bool:
         """Whether the walk may place `tasks` (first pod `task`, its `answers`): its nodes read other pods,
@@ -248,9 +283,11 @@ class _Details:
         refusal, reads_other_pods = answer
         if reads_other_pods:
             return True
-        if refusal is not None:
-            return False
-        pod = (task.request, task.placement.key)
+        return refusal is None and self._may_take((task.request, task.placement.key), task, tasks)
+
+    def _may_take(self, pod: tuple[PodRequest, str], task: TaskInfo, tasks: list[TaskInfo]) -> bool:
+        """Whether a node may take a pod of shape `pod` that no pre-predicate refuses (`task`, the first
+        pod of `tasks`): asked once a pod shape."""
         none = self._none.get(pod)
         if none is None:
             none = self._none[pod] = self._finds_none(task, tasks)
@@ -274,57 +311,51 @@ class _Details:
 
 
 def _words(
-    outcomes: list[LeafOutcome], details: list[list[str | None]], earlier: dict[str, str]
-) -> list[tuple[str, str]]:
-    """The reasons by job key, leaf by leaf in job order; each outcome's `written` brought up to date.
-    `earlier`: the session's reasons so far (a job refused with nothing said is quoted by them)."""
-    written: list[tuple[str, str]] = []
+    outcomes: list[LeafOutcome], details: list[dict[tuple[PodRequest, str], str]], earlier: dict[str, str]
+) -> dict[str, str]:
+    """The reasons by job key, leaf by leaf; each outcome's `written` brought up to date. `earlier`: the
+    session's reasons so far (a job refused with nothing said is quoted by them)."""
+    written: dict[str, str] = {}
     for outcome, leaf_details in zip(outcomes, details, strict=True):
         if outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
-            written.extend(outcome.leaf_words)  # (equal explanations, equal words)
+            written.update(outcome.leaf_words)  # (equal explanations, equal words)
             continue
-        leaf_words: list[tuple[str, str]] = []
+        leaf_words: dict[str, str] = {}
         quotes_session = False
-        keys, parts, refusals, first_pods, kept = (
+        keys, parts, refusals, first_pods, kept, followers, answers = (
             outcome.keys,
             outcome.parts,
             outcome.refusals,
             outcome.first_pods,
             outcome.written,
+            outcome.followers,
+            outcome.answers,
         )
-        texts: list[str] = []
-        alike: dict[int, tuple[str, WaitReason]] = {}
-        for place, part in enumerate(parts):
+        for place in outcome.firsts:
+            key = keys[place]
             text: str
-            if part == REFUSED:
+            if parts[place] == REFUSED:
                 refusal = refusals[place]
                 if refusal is None:
-                    texts.append(earlier.get(keys[place], UNSAID))
+                    text = earlier.get(key, UNSAID)
                     quotes_session = True
                 else:
-                    texts.append(refusal)
-                    leaf_words.append((keys[place], refusal))
-                continue
-            if part == NO_NODE:
-                detail = leaf_details[place]
-                assert detail is not None
+                    text = leaf_words[key] = refusal
+            else:
+                pods, answer = first_pods[place], answers[place]
+                assert pods is not None and answer is not None
+                detail = answer[0] if answer[0] is not None else leaf_details[pods[2]]
                 last = kept[place]
                 if last is not None and last[0] is detail:
                     text = last[1]
                 else:
-                    pods = first_pods[place]
-                    assert pods is not None
                     text = no_fit_words(pods[0], pods[1], detail)
                     kept[place] = (detail, text)
-            else:
-                why = texts[part]
-                worded = alike.get(part)
-                if worded is None or worded[0] is not why:
-                    worded = alike[part] = (why, failed_like(keys[part], why))
-                text = worded[1]
-            texts.append(text)
-            leaf_words.append((keys[place], text))
-        written.extend(leaf_words)
+                leaf_words[key] = text
+            alike = followers.get(place)
+            if alike is not None:
+                leaf_words.update(dict.fromkeys(alike, failed_like(key, text)))
+        written.update(leaf_words)
         outcome.leaf_words = None if quotes_session else leaf_words
         outcome.leaf_words_from = leaf_details
     return written

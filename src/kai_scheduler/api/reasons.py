@@ -55,6 +55,13 @@ def code_of(reason: str) -> str:
     return reason.code if isinstance(reason, WaitReason) else UNSCHEDULABLE
 
 
+def with_code(message: str, code: str) -> str:
+    """`message` with `code`: a plain string when the code is the generic one (as `code_of` reads it),
+    else a WaitReason. (A backlog's reasons are thousands a cycle, nearly all generic, and a plain string
+    is several times cheaper to make and to format into another.)"""
+    return message if code == UNSCHEDULABLE else WaitReason(message, code)
+
+
 # Why a pod waits, as live mode writes it on the pod: the `reason` of its `PodScheduled=False` condition and
 # of the Warning event that goes with it (docs/live-reasons.md lists them; `kubectl kai why` reads them, so
 # they are stable). `Unschedulable` is kube-scheduler's and KAI's (cluster autoscalers act on it): the job

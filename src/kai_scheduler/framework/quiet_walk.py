@@ -33,21 +33,45 @@ class LeafOutcome:
     order: list[int]  # the places of `jobs` in job order
     keys: list[str]  # by place in job order, as all that follow
     parts: list[int]
+    # The places whose part is REFUSED or NO_NODE (a job of either keeps its kind of part: a change of
+    # what its queue's checks read moves it between the two), and by each one's place, the keys of the
+    # jobs that fail like it (written with one text each, not job by job).
+    firsts: list[int]
+    followers: dict[int, list[str]]
     refusals: list[str | None]  # why the queue refuses a job whose part is REFUSED
     # The first pod and the pods of each job whose part is NO_NODE, and its pod shape
     first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None]
     shapes: list[int]  # each job's signature without its queue, as numbered (`WalkFacts`)
-    # The words last written, with what they were worked out from (a NO_NODE job: the explanation of its
-    # first pod; a job that fails like an earlier one: that one's words).
+    # The words last written for a NO_NODE job, with the explanation of its first pod they were worked
+    # out from.
     written: list[tuple[str, str] | None]
-    # The reasons last written for the whole leaf (by job key, in job order) and the explanations they
-    # were worked out from (None: to be worked out; never kept when a reason quotes the session's).
-    leaf_words: list[tuple[str, str]] | None
-    leaf_words_from: list[str | None] | None
+    # The reasons last written for the whole leaf, by job key, and the explanations by pod shape they
+    # were worked out from (`PodShapes.open_pods`'; None: to be worked out; never kept when a reason
+    # quotes the session's).
+    leaf_words: dict[str, str] | None
+    leaf_words_from: dict[tuple[PodRequest, str], str] | None
     # Of each NO_NODE job's first pod: why a pre-predicate refuses it, whether its nodes read other pods;
     # worked out at `answers_key` (`Session.pod_answers_key`; None: not kept).
     answers: list[tuple[str | None, bool] | None]
     answers_key: Hashable | None
+    # What the NO_NODE jobs come to by pod shape, at these answers and parts (None: to be worked out).
+    pods: PodShapes | None = None
+
+
+@dataclass(slots=True)
+class PodShapes:
+    """A leaf's NO_NODE jobs by the pod shape (request, placement key) of their first pod: what is asked
+    of the nodes once a pod shape, not once a job (a backlog's thousands of jobs come in a few hundred
+    shapes)."""
+
+    # Each job shape's (`LeafOutcome.shapes`) pod shape, and whether one job shape had two: the walk
+    # would word the second job as the first's, which depends on the order.
+    pod_of_shape: dict[int, tuple[PodRequest, str]]
+    two_pods_of_a_shape: bool
+    # Whether a first pod's nodes read other pods (its attempt reads more than its pods).
+    reads_other_pods: bool
+    # The pod shapes no pre-predicate refuses, each with the first pod met of it and its pods.
+    open_pods: dict[tuple[PodRequest, str], tuple[TaskInfo, list[TaskInfo]]]
 
 
 class QuietLeaves:

@@ -22,6 +22,8 @@ def outcome_of(job: JobInfo) -> LeafOutcome:
         order=[0],
         keys=[job.key],
         parts=[],
+        firsts=[],
+        followers={},
         refusals=[],
         first_pods=[],
         shapes=[],
