@@ -64,6 +64,9 @@ BUDGET: Final = 64
 # Nodes passed over for one pod as known not to hold a pod of its shape (`_Shape.unfit`; tens of
 # nanoseconds each) before giving up.
 SKIP_BUDGET: Final = 16 * BUDGET
+# Sums kept by the candidates' values for one question (`_Summed`): a few hundred suffice for whole-GPU
+# pods; CPU-only pods' values seldom repeat.
+SUMS_KEPT: Final = 4096
 # What a session keeps (`Session.scratch`): what is kept for the session's node table (`_Kept`), and what
 # each scorer says (its ranking and constant conditions, by position).
 _KEPT: Final = "ranked-nodes-kept"
@@ -387,11 +390,21 @@ class _Summed:
     two or three candidates a pod."""
 
     def __init__(
-        self, scorers: list[ScoreOf], constant: frozenset[int], plain: dict[int, PlainScore] | None
+        self,
+        scorers: list[ScoreOf],
+        constant: frozenset[int],
+        plain: dict[int, PlainScore] | None,
+        *,
+        by_values: bool,
     ) -> None:
         self._scorers = scorers
         self._constant = constant
         self._plain = plain
+        # The plain sums by the candidates' values, when no scorer but the ranking one reads the
+        # candidates (`by_values`: no sparse scorer), whose plain scores read the values alone; None
+        # otherwise. Why: a whole-GPU pod's candidates are valued in a few counts of free GPUs, and its
+        # shape's pods ask the sums of the same few values over and over (a fifth of a pod's walk).
+        self._sums_by_values: dict[tuple[float, ...], list[float] | float] | None = {} if by_values else None
         # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
         # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
         self._terms: list[float | ScoreOf] | None = None
@@ -404,9 +417,16 @@ class _Summed:
         if terms is None:
             sums = self._array_scores(task, np.array(rows, dtype=np.int64))
             return sums if isinstance(sums, float) else sums.tolist()
+        kept = self._sums_by_values
+        if kept is not None:
+            found = kept.get(tuple(values))
+            if found is not None:
+                return found
         summed: list[float] | float = 0.0
         for term in terms:
             summed = _add_plain(summed, term if isinstance(term, float) else term(task, rows, values))
+        if kept is not None and len(kept) < SUMS_KEPT:
+            kept[tuple(values)] = summed
         return summed
 
     def _array_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
@@ -548,7 +568,7 @@ def _asked(
             plain = _plain_at(plain, position, _at_rows(on[0].scores_at_rows))
     if found is None:
         return None
-    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain))
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values=not sparse))
 
 
 def _plain_at(
