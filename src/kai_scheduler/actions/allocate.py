@@ -400,14 +400,6 @@ def _check_no_room(session: Session, job: JobInfo, tasks: list[TaskInfo], action
 def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     """One all-or-nothing attempt to place `tasks` of `job`; records why it failed."""
     released = [task for task in tasks if session.state.release_reservation(task)]
-    if _place_all(session, job, tasks, action):
-        return True
-    for task in released:
-        session.state.restore_reservation(task)
-    return False
-
-
-def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: str) -> bool:
     statement = session.statement(action)
     nodes = session.snapshot.nodes
 
@@ -434,6 +426,8 @@ def _place_all(session: Session, job: JobInfo, tasks: list[TaskInfo], action: st
     if failure is not None:
         statement.discard()
         session.unschedulable[job.key] = failure
+        for task in released:
+            session.state.restore_reservation(task)
         return False
     if any(task.status is TaskStatus.PIPELINED for task in tasks):
         statement.convert_to_pipeline(0)

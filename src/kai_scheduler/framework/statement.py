@@ -139,7 +139,8 @@ class Statement:
         """Hand the operations to the session as decisions; the state changes are already in place. An
         eviction that was taken back (kept) leaves no trace."""
         nodes = self._session.snapshot.nodes
-        kept = {id(op.task) for op in self._operations if op.type == "keep"}
+        # (A pod is kept only while this statement's eviction of it stands: none without an eviction.)
+        kept = {id(op.task) for op in self._operations if op.type == "keep"} if self._evicted else set()
         taken_ids = self._session.snapshot.existing_gpu_groups
         budgets = self._session.snapshot.disruption_budgets
         decisions = []
