@@ -17,12 +17,21 @@ def does_not_fit(session: Session, task: TaskInfo, tasks: list[TaskInfo]) -> str
 
 def no_fit_words(task: TaskInfo, tasks: list[TaskInfo], detail: str) -> str:
     """`does_not_fit`, `task`'s explanation (`Session.explain_no_fit`) given."""
-    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
+    return no_fit_after(no_fit_head(task, tasks), detail)
+
+
+def no_fit_head(task: TaskInfo, tasks: list[TaskInfo]) -> str:
+    """The words of `does_not_fit` before the explanation."""
     if len(tasks) == 1:
-        return with_code(f"pod {task.name} does not fit: {detail}", code_of(detail))
+        return f"pod {task.name} does not fit: "
     done = sum(1 for t in tasks if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED))
-    gang = f"gang of {len(tasks)} pods: {done} placed, then "
-    return with_code(f"{gang}pod {task.name} does not fit: {detail}", code_of(detail))
+    return f"gang of {len(tasks)} pods: {done} placed, then pod {task.name} does not fit: "
+
+
+def no_fit_after(head: str, detail: str) -> str:
+    """`does_not_fit` from its head (`no_fit_head`) and the explanation."""
+    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
+    return with_code(head + detail, code_of(detail))
 
 
 def failed_like(first: str, why: str) -> str:

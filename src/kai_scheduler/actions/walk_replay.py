@@ -25,10 +25,18 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from kai_scheduler.actions.queue_admission import admission
-from kai_scheduler.actions.walk_reasons import UNSAID, failed_like, no_fit_words
+from kai_scheduler.actions.walk_reasons import UNSAID, failed_like, no_fit_after, no_fit_head
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.placement_failures import SessionFailures
-from kai_scheduler.framework.quiet_walk import NO_NODE, REFUSED, LeafOutcome, PodShapes, QuietLeaves
+from kai_scheduler.framework.quiet_walk import (
+    NO_NODE,
+    REFUSED,
+    FirstPod,
+    LeafOutcome,
+    PodShapes,
+    QuietLeaves,
+    versions_of,
+)
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -67,7 +75,7 @@ def reasons(
         if capacity is None:
             return None
         outcome = kept.by_leaf.get(leaf)
-        if outcome is None or outcome.jobs != members or outcome.versions != [job.version for job in members]:
+        if outcome is None or outcome.jobs != members or outcome.versions != versions_of(members):
             outcome = _leaf_outcome(session, leaf, members, capacity, facts, names, details)
             if outcome is None:
                 return None
@@ -104,7 +112,7 @@ def _leaf_outcome(
     parts: list[int] = []
     followers: dict[int, list[str]] = {}
     refusals: list[str | None] = []
-    first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None] = []
+    first_pods: list[FirstPod | None] = []
     shapes: list[int] = []
     answers: list[tuple[str | None, bool] | None] = []  # (asked of the first pods as they are met)
     firsts: dict[int, int] = {}  # signature -> the place of its first job
@@ -115,7 +123,7 @@ def _leaf_outcome(
         shapes.append(job_facts.shape)
         first = firsts.get(job_facts.signature)
         refusal: str | None = None
-        pods: tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None = None
+        first_pod: FirstPod | None = None
         answer: tuple[str | None, bool] | None = None
         if first is not None:
             parts.append(first)
@@ -137,13 +145,13 @@ def _leaf_outcome(
                 if details.may_place(task, tasks, answer):
                     return None
                 parts.append(NO_NODE)
-                pods = (task, tasks, (task.request, task.placement.key))
+                first_pod = _first_pod(task, tasks)
         refusals.append(refusal)
-        first_pods.append(pods)
+        first_pods.append(first_pod)
         answers.append(answer)
     return LeafOutcome(
         jobs=members,
-        versions=[job.version for job in members],
+        versions=versions_of(members),
         capacity=capacity,
         order=order,
         keys=keys,
@@ -177,11 +185,15 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
             task = SessionFailures.first_pod(session, job, tasks)
             if task is None:
                 return False
-            parts[place], first_pods[place] = NO_NODE, (task, tasks, (task.request, task.placement.key))
+            parts[place], first_pods[place] = NO_NODE, _first_pod(task, tasks)
             outcome.answers[place] = None
         outcome.refusals[place] = refusal
     outcome.capacity, outcome.leaf_words, outcome.pods = capacity, None, None
     return True
+
+
+def _first_pod(task: TaskInfo, tasks: list[TaskInfo]) -> FirstPod:
+    return FirstPod(task, tasks, (task.request, task.placement.key), no_fit_head(task, tasks))
 
 
 class _Details:
@@ -208,19 +220,14 @@ class _Details:
         known = self._none
         for outcome in outcomes:
             pods = outcome.pods
-            firsts = (
-                (task for task, _ in pods.open_pods.values())
-                if pods is not None
-                else (pods[0] for pods in outcome.first_pods if pods is not None)
-            )
-            for task in firsts:
-                pod = (task.request, task.placement.key)
-                if pod not in known:
-                    none = self._failures.none_by_rows(task)
+            firsts = pods.open_pods.values() if pods is not None else outcome.first_pods
+            for first in firsts:
+                if first is not None and first.shape not in known:
+                    none = self._failures.none_by_rows(first.task)
                     if none is False:
                         return True
                     if none is not None:
-                        known[pod] = True  # (kept for `of`: asked once a pod shape)
+                        known[first.shape] = True  # (kept for `of`: asked once a pod shape)
         return False
 
     def of(self, outcome: LeafOutcome) -> dict[tuple[PodRequest, str], str] | None:
@@ -236,12 +243,12 @@ class _Details:
                 return None
         details: dict[tuple[PodRequest, str], str] = {}
         counted = self._counted
-        for pod, (task, tasks) in pods.open_pods.items():
-            if self._may_take(pod, task, tasks):
+        for pod, first in pods.open_pods.items():
+            if self._may_take(pod, first.task, first.tasks):
                 return None
             detail = counted.get(pod)
             if detail is None:
-                detail = counted[pod] = self._session.explain_no_fit(task)
+                detail = counted[pod] = self._session.explain_no_fit(first.task)
             details[pod] = detail
         return details
 
@@ -258,22 +265,22 @@ class _Details:
             return pods
         pod_of_shape: dict[int, tuple[PodRequest, str]] = {}
         two_pods_of_a_shape = reads_other_pods = False
-        open_pods: dict[tuple[PodRequest, str], tuple[TaskInfo, list[TaskInfo]]] = {}
+        open_pods: dict[tuple[PodRequest, str], FirstPod] = {}
         shapes, first_pods = outcome.shapes, outcome.first_pods
         for place in outcome.firsts:
             first = first_pods[place]
             if first is None:
                 continue
-            task, tasks, pod = first
+            pod = first.shape
             if pod_of_shape.setdefault(shapes[place], pod) != pod:
                 two_pods_of_a_shape = True
             answer = answers[place]
             if answer is None:
-                answer = answers[place] = self.answers(task)
+                answer = answers[place] = self.answers(first.task)
             refusal, reads = answer
             reads_other_pods = reads_other_pods or reads
             if refusal is None and pod not in open_pods:
-                open_pods[pod] = (task, tasks)
+                open_pods[pod] = first
         pods = outcome.pods = PodShapes(pod_of_shape, two_pods_of_a_shape, reads_other_pods, open_pods)
         return pods
 
@@ -342,14 +349,14 @@ def _words(
                 else:
                     text = leaf_words[key] = refusal
             else:
-                pods, answer = first_pods[place], answers[place]
-                assert pods is not None and answer is not None
-                detail = answer[0] if answer[0] is not None else leaf_details[pods[2]]
+                first, answer = first_pods[place], answers[place]
+                assert first is not None and answer is not None
+                detail = answer[0] if answer[0] is not None else leaf_details[first.shape]
                 last = kept[place]
                 if last is not None and last[0] is detail:
                     text = last[1]
                 else:
-                    text = no_fit_words(pods[0], pods[1], detail)
+                    text = no_fit_after(first.head, detail)
                     kept[place] = (detail, text)
                 leaf_words[key] = text
             alike = followers.get(place)

@@ -11,8 +11,9 @@ written for it, so that a leaf nothing changed in is written again from them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
+from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import PodRequest
@@ -22,13 +23,31 @@ from kai_scheduler.model.resources import PodRequest
 REFUSED = -1  # its queue's checks refuse its attempt
 NO_NODE = -2  # its first pod finds no node
 
+_version_of = attrgetter("version")
+
+
+def versions_of(jobs: Iterable[JobInfo]) -> int:
+    """The sum of `jobs`' versions: a job's version only grows, so the sum of one list of jobs stays
+    while none of them changed (read of every waiting job twice a cycle: a sum is the cheapest)."""
+    return sum(map(_version_of, jobs))
+
+
+@dataclass(slots=True, frozen=True)
+class FirstPod:
+    """The first pod an attempt of a NO_NODE job tries, which finds no node."""
+
+    task: TaskInfo
+    tasks: list[TaskInfo]  # the attempt's pods
+    shape: tuple[PodRequest, str]  # the pod's request and placement key
+    head: str  # its reason's words before why the pod does not fit (`walk_reasons.no_fit_head`)
+
 
 @dataclass(slots=True)
 class LeafOutcome:
     """One leaf queue's waiting jobs as a walk in which nothing was tried leaves them (module doc)."""
 
     jobs: list[JobInfo]  # as given (snapshot order)
-    versions: list[int]
+    versions: int  # of `jobs` (`versions_of`)
     capacity: Hashable  # what the capacity checks read for the queue (`Session.queue_capacity_inputs`)
     order: list[int]  # the places of `jobs` in job order
     keys: list[str]  # by place in job order, as all that follow
@@ -39,8 +58,7 @@ class LeafOutcome:
     firsts: list[int]
     followers: dict[int, list[str]]
     refusals: list[str | None]  # why the queue refuses a job whose part is REFUSED
-    # The first pod and the pods of each job whose part is NO_NODE, and its pod shape
-    first_pods: list[tuple[TaskInfo, list[TaskInfo], tuple[PodRequest, str]] | None]
+    first_pods: list[FirstPod | None]  # of each job whose part is NO_NODE
     shapes: list[int]  # each job's signature without its queue, as numbered (`WalkFacts`)
     # The words last written for a NO_NODE job, with the explanation of its first pod they were worked
     # out from.
@@ -70,8 +88,8 @@ class PodShapes:
     two_pods_of_a_shape: bool
     # Whether a first pod's nodes read other pods (its attempt reads more than its pods).
     reads_other_pods: bool
-    # The pod shapes no pre-predicate refuses, each with the first pod met of it and its pods.
-    open_pods: dict[tuple[PodRequest, str], tuple[TaskInfo, list[TaskInfo]]]
+    # The pod shapes no pre-predicate refuses, each with the first pod met of it.
+    open_pods: dict[tuple[PodRequest, str], FirstPod]
 
 
 class QuietLeaves:
@@ -96,7 +114,7 @@ class QuietLeaves:
         for leaf in self.confirmed:
             outcome = self.by_leaf.get(leaf)
             if outcome is not None:
-                outcome.versions = [job.version for job in outcome.jobs]
+                outcome.versions = versions_of(outcome.jobs)
         for job in touched:
             outcome = self.by_leaf.get(job.queue)
             if outcome is not None and job in outcome.jobs:

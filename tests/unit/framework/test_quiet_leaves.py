@@ -17,7 +17,7 @@ def a_job() -> JobInfo:
 def outcome_of(job: JobInfo) -> LeafOutcome:
     return LeafOutcome(
         jobs=[job],
-        versions=[job.version],
+        versions=job.version,
         capacity=(),
         order=[0],
         keys=[job.key],
@@ -41,7 +41,7 @@ def test_a_confirmed_leaf_is_kept_at_its_jobs_versions() -> None:
     kept.confirmed.add("q")
     job.version += 2  # an attempt placed and undone
     kept.settle(set())
-    assert kept.by_leaf["q"].versions == [job.version] and not kept.confirmed
+    assert kept.by_leaf["q"].versions == job.version and not kept.confirmed
 
 
 def test_a_leaf_not_confirmed_keeps_the_versions_it_was_made_at() -> None:
@@ -50,7 +50,7 @@ def test_a_leaf_not_confirmed_keeps_the_versions_it_was_made_at() -> None:
     kept.by_leaf["q"] = outcome_of(job)
     job.version += 1  # changed in place by the cache between sessions: not this session's to vouch for
     kept.settle(set())
-    assert kept.by_leaf["q"].versions == [made_at]
+    assert kept.by_leaf["q"].versions == made_at
 
 
 def test_a_leaf_with_a_job_decided_on_is_forgotten() -> None:
