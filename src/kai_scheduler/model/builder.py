@@ -134,19 +134,37 @@ def pod_placement(pod: Pod, host_ports: tuple[HostPort, ...] | None = None) -> P
     )
 
 
-def _quantity(node: Node, name: str, default: float = 0.0) -> float:
-    value = node.status.allocatable.get(name)
-    return float(value) if value is not None else default
+class _Quantities:
+    """Nodes' allocatable quantities as floats, each quantity object converted once: parsing shares equal
+    quantities' objects (`api.quantity`), so a cluster's nodes hold a few, and a Fraction's float is made
+    in Python (5,000 nodes, 4 resources each: 20,000 conversions, a third of a node table's build). Keyed
+    by id while the nodes that hold the objects are alive (one build)."""
+
+    __slots__ = ("_floats",)
+
+    def __init__(self) -> None:
+        self._floats: dict[int, float] = {}
+
+    def of(self, node: Node, name: str, default: float = 0.0) -> float:
+        value = node.status.allocatable.get(name)
+        if value is None:
+            return default
+        known = self._floats.get(id(value))
+        if known is None:
+            known = self._floats[id(value)] = float(value)
+        return known
 
 
 def _mig_mode(node: Node) -> int:
-    strategy = node.metadata.labels.get(c.MIG_STRATEGY_LABEL, "")
+    labels = node.metadata.labels
+    strategy = labels.get(c.MIG_STRATEGY_LABEL, "")
     if strategy == "mixed":
         return MIG_MIXED
     if strategy == "single":
         return MIG_SINGLE
-    has_mig = any(name.startswith(c.MIG_RESOURCE_PREFIX) for name in node.status.allocatable)
-    if node.metadata.labels.get(c.MIG_ENABLED_LABEL) == "true" and has_mig:
+    if labels.get(c.MIG_ENABLED_LABEL) == "true" and any(
+        name.startswith(c.MIG_RESOURCE_PREFIX) for name in node.status.allocatable
+    ):
         return MIG_MIXED
     return MIG_NONE
 
@@ -190,10 +208,11 @@ def build_node_table(
     scalar_names = sorted(
         {name for n in nodes for name in n.status.allocatable if name not in _NOT_SCALAR} | backed
     )
+    quantity = _Quantities().of
     scalars = np.zeros((len(nodes), len(scalar_names)))
     for i, node in enumerate(nodes):
         for j, name in enumerate(scalar_names):
-            scalars[i, j] = _quantity(node, name)
+            scalars[i, j] = quantity(node, name)
             if scalars[i, j] <= 0 and name in backed:
                 scalars[i, j] = np.inf
     return NodeTable(
@@ -208,11 +227,11 @@ def build_node_table(
             )
             for n in nodes
         ],
-        cpu=np.array([_quantity(n, c.CPU_RESOURCE) * 1000 for n in nodes], dtype=np.float64),
-        memory=np.array([_quantity(n, c.MEMORY_RESOURCE) for n in nodes], dtype=np.float64),
-        pods=np.array([_quantity(n, c.PODS_RESOURCE, _DEFAULT_MAX_PODS) for n in nodes], dtype=np.float64),
+        cpu=np.array([quantity(n, c.CPU_RESOURCE) * 1000 for n in nodes], dtype=np.float64),
+        memory=np.array([quantity(n, c.MEMORY_RESOURCE) for n in nodes], dtype=np.float64),
+        pods=np.array([quantity(n, c.PODS_RESOURCE, _DEFAULT_MAX_PODS) for n in nodes], dtype=np.float64),
         gpus=np.array(
-            [_quantity(n, c.GPU_RESOURCE) + extra.get(n.metadata.name, 0) for n in nodes], dtype=np.float64
+            [quantity(n, c.GPU_RESOURCE) + extra.get(n.metadata.name, 0) for n in nodes], dtype=np.float64
         ),
         gpu_memory_mib=np.array([_gpu_memory_mib(n) for n in nodes], dtype=np.float64),
         mig_mode=np.array([_mig_mode(n) for n in nodes], dtype=np.int8),

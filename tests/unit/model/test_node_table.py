@@ -55,6 +55,22 @@ def test_gpu_memory_label_is_floored_to_100_mib_and_missing_is_zero() -> None:
     assert t.gpu_memory_mib[t.index["b"]] == 0
 
 
+def test_each_nodes_capacity_is_its_own_whether_its_quantity_objects_are_shared_or_not() -> None:
+    # The table converts each quantity object once: nodes holding one object, equal objects or
+    # different ones all read their own values.
+    from fractions import Fraction
+
+    shared = Fraction(3, 2)
+    nodes_ = [node(f"n{i}") for i in range(5)]
+    values = [shared, shared, Fraction(3, 2), Fraction(5, 2), 4]
+    for n, value in zip(nodes_, values, strict=True):
+        n.status.allocatable["cpu"] = value
+        n.status.allocatable["nvidia.com/gpu"] = value
+    t = table(*nodes_)
+    assert list(t.cap_cpu) == [1500.0, 1500.0, 1500.0, 2500.0, 4000.0]
+    assert list(t.cap_gpus) == [1.5, 1.5, 1.5, 2.5, 4.0]
+
+
 # --- fit now vs soon -------------------------------------------------------------------------------
 
 
