@@ -93,7 +93,7 @@ class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
     `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps the child it
     descends to (`best`). `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
-    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._rank`)."""
+    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._kept_rank`)."""
 
     __slots__ = (
         "best",
@@ -228,17 +228,9 @@ class QueueOrderedJobs:
                 return rank
             node = parent
 
-    def _rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
-        """The order key of `node`'s queue on `job` (`read`: what the order reads of it), kept by `read`
-        until the queue's allocation moves."""
-        at = _allocation(node)
-        if at != node.ranked_at:
-            node.ranks = {}
-            node.ranked_at = at
-        return self._kept_rank(node, read, job)
-
     def _kept_rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
-        """`_rank` for a node whose ranks are kept for its queue's allocation as it stands."""
+        """The order key of `node`'s queue on `job` (`read`: what the order reads of it), kept by `read`
+        while the queue's allocation is the one its ranks are kept for (`_Node.ranked_at`)."""
         rank = node.ranks.get(read)
         if rank is None:
             rank = node.ranks[read] = self._order(node.queue, job)
@@ -327,7 +319,15 @@ class QueueOrderedJobs:
             else:
                 if job is not read_job:
                     read_job, read = job, reads(job)
-                node.rank = self._rank(node, read, job)
+                # (A first cycle settles a path after most pops, its allocation moved: its kept ranks go.)
+                allocated = node.queue.allocated
+                at = (allocated.gpu, allocated.cpu, allocated.memory)
+                if at != node.ranked_at:
+                    node.ranked_at = at
+                    node.rank = rank = order(node.queue, job)
+                    node.ranks = {read: rank}
+                else:
+                    node.rank = self._kept_rank(node, read, job)
         stale.clear()
         self._best_root = _first_smallest(self._roots)
 
@@ -361,15 +361,11 @@ def _path_unmoved(leaf: _Node) -> bool:
     """Whether the allocation of `leaf`'s queue and its ancestors' is the one their ranks were kept for."""
     node: _Node | None = leaf
     while node is not None:
-        if _allocation(node) != node.ranked_at:
+        allocated = node.queue.allocated  # (`allocation_of`, written out: asked at every pop)
+        if (allocated.gpu, allocated.cpu, allocated.memory) != node.ranked_at:
             return False
         node = node.parent
     return True
-
-
-def _allocation(node: _Node) -> tuple[float, float, float]:
-    """The allocation of `node`'s queue, as its kept ranks are compared with (`_Node.ranked_at`)."""
-    return allocation_of(node.queue)
 
 
 def allocation_of(queue: QueueInfo) -> tuple[float, float, float]:

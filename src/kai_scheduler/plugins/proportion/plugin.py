@@ -66,15 +66,17 @@ class ProportionPlugin:
         self.reclaimer_saturation_multiplier = multiplier
         self._session: Session | None = None
         self._chains: dict[str, list[QueueInfo]] = {}  # each queue with its ancestors, per session
-        # `_path_inputs` by queue, until a queue on its path shifts.
+        # `_path_inputs` by queue, until a queue on its path shifts what they read of it.
         self._path_values: dict[str, tuple[float | str | None, ...]] = {}
-        # Each queue's name with those of the queues below it (the paths through it), for the session.
-        self._below: dict[str, list[str]] = {}
-        # A queue's part of them, until it shifts.
+        # A queue's part of them, until it shifts what they read of it.
         self._segments: dict[str, tuple[float | str | None, ...]] = {}
+        # Per queue, whether its part reads its allocation (it has a limit) and its non-preemptible
+        # allocation (it has a quota), and the queues whose paths go through it (itself first).
+        self._input_reads: dict[str, tuple[bool, bool, list[str]]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
+        self._order_fixed: dict[str, tuple[tuple[float, float, float], SmallerAllocatableShare]] = {}
         # `_siblings_weakly_ordered` by the siblings' allocatable shares: it reads nothing else, and a
         # cluster's queues keep their shares from one cycle to the next (carried, `CarriedQueueOrder`).
         self._weakly_ordered: dict[tuple[tuple[float, float, float], ...], bool] = {}
@@ -187,19 +189,23 @@ class ProportionPlugin:
             assert self._session is not None
             queues = self._session.snapshot.queues
             chain = self._chains[name] = queues.ancestry(name) if name in queues else []
-        segments, path_values = self._segments, self._path_values
-        if path_values:
-            # Only the paths through the queues that move: most jobs handed out next are of a queue
-            # elsewhere, whose inputs are then the same object (told equal at a glance).
-            below = self._below or self._find_below()
-            for queue in chain:
-                for path in below[queue.name]:
-                    path_values.pop(path, None)
-        gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         non_preemptible = not task.job.preemptible
+        segments, path_values = self._segments, self._path_values
+        if segments:
+            # Only the capacity inputs that move go (`_path_inputs`): a queue's part reads its allocation
+            # only where it is limited and its non-preemptible one only where its quota is, so most
+            # placements (a preemptible job, its queues without limits) leave the inputs as they are,
+            # the same object for the next job's admission to tell equal at a glance.
+            reads = self._input_reads or self._find_input_reads()
+            for queue in chain:
+                reads_allocated, reads_non_preemptible, paths = reads[queue.name]
+                if reads_allocated or (non_preemptible and reads_non_preemptible):
+                    segments.pop(queue.name, None)
+                    for path in paths:
+                        path_values.pop(path, None)
+        gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         before = self._before
         for queue in chain:
-            segments.pop(queue.name, None)
             allocated = queue.allocated
             if before is not None and queue.name not in before:
                 before[queue.name] = allocated.copy()
@@ -314,12 +320,17 @@ class ProportionPlugin:
             and fair.cpu < used_cpu - EPSILON
             and fair.memory < used_memory - EPSILON
         )
+        # Whether the job fits in the deserved quota (unlimited: negative), resource by resource.
+        deserved_gpu, deserved_cpu, deserved_memory = deserved.gpu, deserved.cpu, deserved.memory
         starved = (
-            _fits_deserved(deserved.gpu, used_gpu, asked_gpu)
-            and _fits_deserved(deserved.cpu, used_cpu, asked_cpu)
-            and _fits_deserved(deserved.memory, used_memory, asked_memory)
+            (deserved_gpu < 0 or used_gpu + asked_gpu <= deserved_gpu + EPSILON)
+            and (deserved_cpu < 0 or used_cpu + asked_cpu <= deserved_cpu + EPSILON)
+            and (deserved_memory < 0 or used_memory + asked_memory <= deserved_memory + EPSILON)
         )
-        shares = self._allocatable_shares(queue)
+        fixed = self._order_fixed.get(queue.name)
+        if fixed is None:
+            fixed = self._order_fixed[queue.name] = self._fixed_order_parts(queue)
+        shares, smaller_share = fixed
         zero_share_use = (
             (shares[0] <= EPSILON and asked_gpu > EPSILON)
             or (shares[1] <= EPSILON and asked_cpu > EPSILON)
@@ -327,9 +338,6 @@ class ProportionPlugin:
         )
         with_job = _dominant((used_gpu + asked_gpu, used_cpu + asked_cpu, used_memory + asked_memory), shares)
         without_job = _dominant((used_gpu, used_cpu, used_memory), shares)
-        smaller_share = self._smaller_share.get(queue.name)
-        if smaller_share is None:
-            smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
         return (
             over_utilised,
             not starved,
@@ -340,6 +348,17 @@ class ProportionPlugin:
             smaller_share,
             queue.rank,
         )
+
+    def _fixed_order_parts(
+        self, queue: QueueInfo
+    ) -> tuple[tuple[float, float, float], SmallerAllocatableShare]:
+        """What `_queue_order_key` reads of a queue that is fixed for the session: its allocatable shares
+        and their criterion."""
+        shares = self._allocatable_shares(queue)
+        smaller_share = self._smaller_share.get(queue.name)
+        if smaller_share is None:
+            smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
+        return shares, smaller_share
 
     def victim_queue_key(
         self, queue: QueueInfo, allocated: Resources, remaining: Resources
@@ -377,8 +396,8 @@ class ProportionPlugin:
         """All that `over_limit` and `non_preemptible_over_quota` read of the session for a job of queue
         `leaf`: on the queue path, the limits and quotas, and the allocations they bound (an unbounded
         resource's allocation is never read: a placement in a queue without limits moves no leaf's
-        inputs below it). Kept per leaf until any allocation moves, and per queue until its own does: a
-        first cycle places a pod between most two asks."""
+        inputs below it). Kept per queue, and each queue's part, until a placement moves what they read
+        (`_shift`): a first cycle places a pod between most two asks."""
         values = self._path_values.get(leaf)
         if values is None:
             values = ()
@@ -404,16 +423,23 @@ class ProportionPlugin:
             self._path_values[leaf] = values
         return values
 
-    def _find_below(self) -> dict[str, list[str]]:
-        """`_below`, made."""
+    def _find_input_reads(self) -> dict[str, tuple[bool, bool, list[str]]]:
+        """`_input_reads`, made."""
         assert self._session is not None
         queues = self._session.snapshot.queues
-        below: dict[str, list[str]] = {queue.name: [] for queue in queues}
+        reads: dict[str, tuple[bool, bool, list[str]]] = {}
+        for queue in queues:
+            _, limits, deserved = self._bounds(queue.name)[0]
+            reads[queue.name] = (
+                any(limit != math.inf for limit in limits),
+                any(quota != math.inf for quota in deserved),
+                [],
+            )
         for queue in queues:
             for ancestor in queues.ancestry(queue.name):
-                below[ancestor.name].append(queue.name)
-        self._below = below
-        return below
+                reads[ancestor.name][2].append(queue.name)
+        self._input_reads = reads
+        return reads
 
     def _allocatable_shares(self, queue: QueueInfo) -> tuple[float, float, float]:
         """Fair shares do not change within a session, so neither do allocatable shares."""
@@ -814,10 +840,6 @@ def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
     """min(limit, max(deserved, fairShare)); unlimited counts as the cluster's total."""
     share = max(effective_deserved(queue, resource, total), queue.fair_share.get(resource))
     return min(effective_limit(queue, resource), share)
-
-
-def _fits_deserved(deserved: float, used: float, asked: float) -> bool:
-    return is_unlimited(deserved) or used + asked <= deserved + EPSILON
 
 
 def _dominant(amounts: tuple[float, ...], shares: tuple[float, float, float]) -> float:
