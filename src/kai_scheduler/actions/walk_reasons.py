@@ -30,12 +30,12 @@ def no_fit_head(task: TaskInfo, tasks: list[TaskInfo]) -> str:
 
 def no_fit_after(head: str, detail: str) -> str:
     """`does_not_fit` from its head (`no_fit_head`) and the explanation."""
-    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason.
-    return with_code(head + detail, code_of(detail))
+    # A pre-predicate's code (a queue's rule no node cures) stays with the job's reason; a plain string's
+    # is the generic one (`with_code`).
+    return head + detail if type(detail) is str else with_code(head + detail, code_of(detail))
 
 
 def failed_like(first: str, why: str) -> str:
     """Why a job did not fit that failed as `first`, the first job of its shape, did (`why`)."""
-    return with_code(
-        f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}", code_of(why)
-    )
+    text = f"a job of the same shape, {first}, could not be scheduled in this cycle: {why}"
+    return text if type(why) is str else with_code(text, code_of(why))

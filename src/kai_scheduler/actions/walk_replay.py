@@ -248,7 +248,7 @@ class _Details:
                 return None
             detail = counted.get(pod)
             if detail is None:
-                detail = counted[pod] = self._session.explain_no_fit(first.task)
+                detail = counted[pod] = self._session.explain_no_fit(first.task, pre_predicates_pass=True)
             details[pod] = detail
         return details
 

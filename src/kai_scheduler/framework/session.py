@@ -390,6 +390,10 @@ class Session:
         # `gang.next_request` per job, with the job's version and the smallest GPU memory it was worked
         # out at.
         self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
+        # What one pod's request takes of its queue, by the request and the GPU memory it is converted
+        # with (`gang.shared_request`: most attempts are one pod, of a few shapes); one object for the
+        # pods alike, read only.
+        self.pod_requests: dict[tuple[PodRequest, float], Resources] = {}
         # `gang.next_signature` per job, with its queue and without, with the job's version.
         self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
@@ -895,15 +899,20 @@ class Session:
             if candidate not in live and candidate not in taken and candidate not in chosen:
                 return candidate
 
-    def explain_no_fit(self, task: TaskInfo) -> str:
+    def explain_no_fit(self, task: TaskInfo, *, pre_predicates_pass: bool = False) -> str:
         """Kubernetes-style: how many nodes each filter rejected (each counts only the nodes that every
         filter before it let through). Pods that fail alike are explained once while the nodes' usage
         stays the same: the answer depends on the usage, the request, the placement constraints, and
         what the task predicates read of the pod (`NamedPredicate.depends_on`). While allocate's node
         filters read rows alone (`placement_failures`), an explanation is kept from one session to the
-        next and counted again over the rows that may differ since (`no_fit_counts`)."""
+        next and counted again over the rows that may differ since (`no_fit_counts`).
+        `pre_predicates_pass`: the caller asked the pre-predicates of `task` already, and none refused."""
         nodes = self.snapshot.nodes
-        if self.points.pre_predicates and (failure := self._pre_predicate_failure(task)) is not None:
+        if (
+            not pre_predicates_pass
+            and self.points.pre_predicates
+            and (failure := self._pre_predicate_failure(task)) is not None
+        ):
             return failure
         if self.allowed is not None:
             return self._explain_no_fit(task)
