@@ -21,7 +21,14 @@ from kai_scheduler.actions.queue_admission import (
     _plain_refusal,
     _refusal,
 )
-from kai_scheduler.framework.gang import lone_whole_gang, tasks_to_allocate
+from kai_scheduler.framework.gang import (
+    kept_quota_request,
+    lone_whole_gang,
+    next_request,
+    quota_request_of,
+    request_of,
+    tasks_to_allocate,
+)
 from kai_scheduler.model.jobs import TaskStatus
 
 
@@ -84,7 +91,7 @@ def small_jobs(draw: st.DrawFn) -> list[Any]:
                 pod(
                     f"g{g}-{i}",
                     "q" if group is None else None,
-                    gpus=1,
+                    gpus=draw(st.sampled_from([0, 1, 2])),
                     group=group,
                     labels=labels,
                     node_name="n0" if running else None,
@@ -97,7 +104,8 @@ def small_jobs(draw: st.DrawFn) -> list[Any]:
 @given(objects=small_jobs())
 def test_a_lone_whole_gang_is_refused_nothing_by_its_counts(objects: list[Any]) -> None:
     """A job's one pending pod taken as a whole gang without counting (`lone_whole_gang`) is one the counts
-    and the sub-group tree refuse nothing (`_counted_gang_refusal`)."""
+    and the sub-group tree refuse nothing (`_counted_gang_refusal`); its request, shared by the pods that
+    ask alike (`gang.shared_request`), is what it asks."""
     session = open_session(objects)
     for job in session.snapshot.jobs.values():
         tasks = tasks_to_allocate(session, job)
@@ -105,3 +113,8 @@ def test_a_lone_whole_gang_is_refused_nothing_by_its_counts(objects: list[Any]) 
             if lone_whole_gang(job, attempt):
                 assert _counted_gang_refusal(job, attempt) is None
             assert _gang_refusal(job, attempt) == _counted_gang_refusal(job, attempt)
+            # One pod's request, one object for the pods alike, is what the pod asks.
+            assert (
+                kept_quota_request(session, attempt).values() == quota_request_of(session, attempt).values()
+            )
+        assert next_request(session, job).values() == request_of(session, tasks).values()

@@ -4,7 +4,7 @@ stays."""
 
 from __future__ import annotations
 
-from kai_scheduler.framework.gang import lone_whole_gang, quota_request_of
+from kai_scheduler.framework.gang import kept_quota_request, lone_whole_gang, quota_request_of
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -51,7 +51,7 @@ def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | Non
         gang = session.gang_refusals[job] = (job.version, _gang_refusal(job, tasks))
     if gang[1] is not None:
         return gang[1]
-    return session.check_job_capacity(job, quota_request_of(session, tasks))
+    return session.check_job_capacity(job, kept_quota_request(session, tasks))
 
 
 def _plain_refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:

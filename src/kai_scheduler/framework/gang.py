@@ -43,9 +43,23 @@ def next_request(session: Session, job: JobInfo) -> Resources:
     cached = session.next_requests.get(job)
     smallest = session.snapshot.min_gpu_memory_mib
     if cached is None or cached[0] != job.version or cached[1] != smallest:
-        cached = (job.version, smallest, request_of(session, kept_tasks(session, job)))
+        tasks = kept_tasks(session, job)
+        request = (
+            shared_request(session, tasks[0], smallest) if len(tasks) == 1 else request_of(session, tasks)
+        )
+        cached = (job.version, smallest, request)
         session.next_requests[job] = cached
     return cached[2]
+
+
+def shared_request(session: Session, task: TaskInfo, gpu_memory_mib: float) -> Resources:
+    """`_requested` of the one pod `task` (gpu-memory converted with `gpu_memory_mib`), one object for
+    the pods that ask alike (`Session.pod_requests`): not to be changed."""
+    key = (task.request, gpu_memory_mib)
+    request = session.pod_requests.get(key)
+    if request is None:
+        request = session.pod_requests[key] = _requested([task], gpu_memory_mib)
+    return request
 
 
 def fresh_tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
@@ -164,6 +178,14 @@ def request_of(session: Session, tasks: list[TaskInfo]) -> Resources:
     """Queue-accounting resources of pending tasks, gpu-memory converted with the cluster's smallest GPU
     (KAI's init resource vector: queue order, reclaim, what a job asks)."""
     return _requested(tasks, session.snapshot.min_gpu_memory_mib)
+
+
+def kept_quota_request(session: Session, tasks: list[TaskInfo]) -> Resources:
+    """`quota_request_of`, one object for the attempts of one pod alike (`shared_request`): not to be
+    changed."""
+    if len(tasks) == 1:
+        return shared_request(session, tasks[0], session.snapshot.max_gpu_memory_mib)
+    return quota_request_of(session, tasks)
 
 
 def quota_request_of(session: Session, tasks: list[TaskInfo]) -> Resources:

@@ -394,6 +394,10 @@ class Session:
         # with (`gang.shared_request`: most attempts are one pod, of a few shapes); one object for the
         # pods alike, read only.
         self.pod_requests: dict[tuple[PodRequest, float], Resources] = {}
+        # What one pod's request takes of its queue, by the request and the GPU memory it is converted
+        # with (`gang.shared_request`: most attempts are one pod, of a few shapes); one object for the
+        # pods alike, read only.
+        self.pod_requests: dict[tuple[PodRequest, float], Resources] = {}
         # `gang.next_signature` per job, with its queue and without, with the job's version.
         self.signatures: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
         self.shapes: dict[JobInfo, tuple[int, tuple[Any, ...]]] = {}
