@@ -74,6 +74,8 @@ class ProportionPlugin:
         # allocation (it has a quota), and the queues whose paths go through it (itself first).
         self._input_reads: dict[str, tuple[bool, bool, list[str]]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
+        # Per queue, whether any queue on its path has a limit (`over_limit`), for the session.
+        self._limited: dict[str, bool] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         self._order_fixed: dict[str, tuple[tuple[float, float, float], SmallerAllocatableShare]] = {}
@@ -472,7 +474,15 @@ class ProportionPlugin:
         """OverLimit: no queue on the job's path may go above its limit. Hot (every job allocate hands
         out, after every placement in a first cycle): compared over the path's bounds (`_first_exceeded`), the
         reason worded only for the queue that fails."""
-        for queue, limits, _ in self._bounds(job.queue):
+        name = job.queue
+        limited = self._limited.get(name)
+        if limited is None:
+            limited = self._limited[name] = any(
+                limit != math.inf for _, limits, _ in self._bounds(name) for limit in limits
+            )
+        if not limited:  # (nothing goes above an unlimited bound: most paths)
+            return None
+        for queue, limits, _ in self._bounds(name):
             r = _first_exceeded(queue.allocated, request, limits)
             if r is not None:
                 allocated, asked = queue.allocated.get(r), request.get(r)
