@@ -44,8 +44,10 @@ class Allocate:
 
     def execute(self, session: Session) -> None:
         candidates = []
+        # (No pod placed or evicted yet in this session: every job waiting as it opened still does.)
+        moved = session.state.moves > 0
         for candidate in session.snapshot.jobs_at_open().waiting:
-            if not candidate.tally().pending and not (candidate.gated and candidate.invalid_reason):
+            if moved and not candidate.tally().pending and not (candidate.gated and candidate.invalid_reason):
                 continue
             if candidate.invalid_reason is not None:
                 session.unschedulable[candidate.key] = candidate.invalid_reason

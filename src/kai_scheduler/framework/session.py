@@ -234,6 +234,9 @@ class SessionState:
         self._reserved: set[str] = set()
         # Pods evicted on a statement not committed yet (see `Statement`), with their status before.
         self.virtually_evicted: dict[str, TaskStatus] = {}
+        # How many times a pod was placed, evicted or put back so far (0: every pod's status is the
+        # snapshot's, so a job waits as it did when the session opened).
+        self.moves = 0
 
     def detach(self) -> None:
         """Tell no handler any more (the session is closing)."""
@@ -289,6 +292,7 @@ class SessionState:
             nodes.share_gpus(node, task.request, task.key, gpu_groups, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
         task.job.version += 1
+        self.moves += 1
         for handler in self._points.on_allocate:
             handler(task)
 
@@ -307,6 +311,7 @@ class SessionState:
         nodes.unshare_gpus(task.key, task.gpu_groups, releasing=False)
         task.status, task.node, task.gpu_groups = status, node, gpu_groups
         task.job.version += 1
+        self.moves += 1
 
     def release(self, task: TaskInfo) -> None:
         for handler in self._points.on_deallocate:
@@ -314,11 +319,13 @@ class SessionState:
         self._snapshot.nodes.mark_releasing(task.node, task.request, task.key, task.gpu_groups)
         task.status = TaskStatus.RELEASING
         task.job.version += 1
+        self.moves += 1
 
     def unrelease(self, task: TaskInfo, status: TaskStatus) -> None:
         self._snapshot.nodes.unmark_releasing(task.node, task.request, task.key, task.gpu_groups)
         task.status = status
         task.job.version += 1
+        self.moves += 1
         for handler in self._points.on_allocate:
             handler(task)
 
@@ -390,10 +397,6 @@ class Session:
         # `gang.next_request` per job, with the job's version and the smallest GPU memory it was worked
         # out at.
         self.next_requests: dict[JobInfo, tuple[int, float, Resources]] = {}
-        # What one pod's request takes of its queue, by the request and the GPU memory it is converted
-        # with (`gang.shared_request`: most attempts are one pod, of a few shapes); one object for the
-        # pods alike, read only.
-        self.pod_requests: dict[tuple[PodRequest, float], Resources] = {}
         # What one pod's request takes of its queue, by the request and the GPU memory it is converted
         # with (`gang.shared_request`: most attempts are one pod, of a few shapes); one object for the
         # pods alike, read only.

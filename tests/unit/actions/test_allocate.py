@@ -339,3 +339,23 @@ def test_a_gang_with_sub_groups_needs_every_sub_group_minimum() -> None:
     assert bound_order(one_cycle(objects(2), ALLOCATE)) == []
     assert bound_order(one_cycle(objects(3), ALLOCATE)) == ["w0", "w1", "l"]
     assert bound_order(one_cycle(objects(4), ALLOCATE)) == ["w0", "w1", "l", "w2"]
+
+
+def test_an_allocate_after_pods_moved_hands_out_only_jobs_still_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While no pod has moved in the session, every job waiting as it opened still waits and is handed
+    out as it is; once pods moved (here: the first allocate placed one), a job with no pod left to place
+    is not handed out again."""
+    handed_out: list[list[str]] = []
+    original = _Walk.replayed
+
+    def recording(walk: _Walk, jobs: list[Any]) -> Any:
+        handed_out.append(sorted(job.key for job in jobs))
+        return original(walk, jobs)
+
+    monkeypatch.setattr(_Walk, "replayed", recording)
+    objects = [node("n0", gpus=1), queue("q"), pod("fits", gpus=1), pod("waits", gpus=1)]
+    result = run(objects, config(actions="allocate, allocate"), cycles=1)
+    assert bound_order(result.cycles[0].decisions) == ["fits"]
+    assert handed_out == [["default/pg-fits", "default/pg-waits"], ["default/pg-waits"]]
