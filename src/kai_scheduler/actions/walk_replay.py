@@ -35,7 +35,6 @@ from kai_scheduler.framework.quiet_walk import (
     LeafOutcome,
     PodShapes,
     QuietLeaves,
-    versions_of,
 )
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
@@ -54,7 +53,11 @@ def reasons(
     """What allocate's walk over `jobs` would write, by job key (leaf by leaf, each in job order), when it
     would try nothing; None when it may (module doc). `names`: the walk's signature reads
     (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
-    most_memory = session.snapshot.max_gpu_memory_mib
+    if session.state.moves:
+        return None  # (what is kept holds for the jobs as the session opened)
+    snapshot = session.snapshot
+    kept.catch_up(snapshot.job_changes, snapshot.jobs)
+    most_memory = snapshot.max_gpu_memory_mib
     if kept.names is not names or kept.most_memory != most_memory:
         kept.by_leaf.clear()
         kept.names, kept.most_memory = names, most_memory
@@ -67,7 +70,6 @@ def reasons(
     details = _Details(session, failures)
     if details.a_node_may_take(kept.by_leaf.values()):
         return None
-    confirmed = kept.confirmed
     outcomes: list[LeafOutcome] = []
     explained: list[dict[tuple[PodRequest, str], str]] = []
     for leaf, members in by_leaf.items():
@@ -75,7 +77,7 @@ def reasons(
         if capacity is None:
             return None
         outcome = kept.by_leaf.get(leaf)
-        if outcome is None or outcome.jobs != members or outcome.versions != versions_of(members):
+        if outcome is None or outcome.jobs != members:
             outcome = _leaf_outcome(session, leaf, members, capacity, facts, names, details)
             if outcome is None:
                 return None
@@ -83,7 +85,6 @@ def reasons(
         elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity):
             del kept.by_leaf[leaf]
             return None
-        confirmed.add(leaf)
         leaf_details = details.of(outcome)
         if leaf_details is None:
             return None
@@ -151,7 +152,6 @@ def _leaf_outcome(
         answers.append(answer)
     return LeafOutcome(
         jobs=members,
-        versions=versions_of(members),
         capacity=capacity,
         order=order,
         keys=keys,

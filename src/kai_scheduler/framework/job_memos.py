@@ -133,7 +133,7 @@ class JobMemos:
         tasks, jobs = session.snapshot.tasks, session.snapshot.jobs
         touched = {tasks[d.pod].job for d in result.decisions if d.pod in tasks}
         touched.update(jobs[u.job] for u in result.ungates if u.job in jobs)
-        self.quiet_leaves.settle(touched)
+        self.quiet_leaves.settle(touched, session.snapshot.job_changes, jobs)
 
     def keep_only(self, snapshot: ClusterSnapshot) -> None:
         """Forget the jobs that are not `snapshot`'s (ended, or made again as new objects) once a memo

@@ -11,10 +11,10 @@ written for it, so that a leaf nothing changed in is written again from them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
 
+from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import PodRequest
 
@@ -22,14 +22,6 @@ from kai_scheduler.model.resources import PodRequest
 # fails like, or one of these.
 REFUSED = -1  # its queue's checks refuse its attempt
 NO_NODE = -2  # its first pod finds no node
-
-_version_of = attrgetter("version")
-
-
-def versions_of(jobs: Iterable[JobInfo]) -> int:
-    """The sum of `jobs`' versions: a job's version only grows, so the sum of one list of jobs stays
-    while none of them changed (read of every waiting job twice a cycle: a sum is the cheapest)."""
-    return sum(map(_version_of, jobs))
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,7 +39,6 @@ class LeafOutcome:
     """One leaf queue's waiting jobs as a walk in which nothing was tried leaves them (module doc)."""
 
     jobs: list[JobInfo]  # as given (snapshot order)
-    versions: int  # of `jobs` (`versions_of`)
     capacity: Hashable  # what the capacity checks read for the queue (`Session.queue_capacity_inputs`)
     order: list[int]  # the places of `jobs` in job order
     keys: list[str]  # by place in job order, as all that follow
@@ -94,29 +85,43 @@ class PodShapes:
 
 class QuietLeaves:
     """The leaves' outcomes, carried from one session to the next (`JobMemos`), with the signature reads
-    and the cluster's largest GPU memory they were worked out at (the facts and admissions read them)."""
+    and the cluster's largest GPU memory they were worked out at (the facts and admissions read them),
+    and how far the cache's log of changed jobs had got for them (`model.job_changes`): an outcome holds
+    while none of its jobs is noted there since (a job's pods placed or evicted in a session are noted
+    once the cache takes the decision back; an attempt undone leaves them as they were)."""
 
-    __slots__ = ("by_leaf", "confirmed", "most_memory", "names")
+    __slots__ = ("by_leaf", "mark", "most_memory", "names")
 
     def __init__(self) -> None:
         self.by_leaf: dict[str, LeafOutcome] = {}
         self.names: tuple[Hashable, ...] = ()
         self.most_memory = 0.0
-        # The leaves whose outcome this session found its jobs at (`actions.walk_replay`).
-        self.confirmed: set[str] = set()
+        self.mark: JobChangeMark | None = None
 
-    def settle(self, touched: Collection[JobInfo]) -> None:
-        """The session is over: a leaf with a job `touched` (placed, evicted or ungated) is forgotten; the
-        other leaves this session found its jobs at (`confirmed`) hold them as the session found them,
-        their versions moved only by attempts undone (a statement discarded restores a job's pods but
-        moves its version), so those outcomes are kept at the versions the jobs have now. (A leaf not
-        confirmed keeps the versions it was made at: its jobs may have changed since.)"""
-        for leaf in self.confirmed:
-            outcome = self.by_leaf.get(leaf)
-            if outcome is not None:
-                outcome.versions = versions_of(outcome.jobs)
+    def catch_up(self, mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]) -> None:
+        """Forget the outcome of each leaf with a job noted since the last mark (all of them when that is
+        not known), `jobs` being the snapshot's at `mark`. (A job gone from the snapshot is not in its
+        leaf's jobs any more, which the leaf's writing finds.)"""
+        if mark == self.mark:
+            return
+        changed = mark.since(self.mark) if mark is not None else None
+        self.mark = mark
+        if changed is None:
+            self.by_leaf.clear()
+            return
+        by_leaf = self.by_leaf
+        for key in changed:
+            job = jobs.get(key)
+            if job is not None:
+                by_leaf.pop(job.queue, None)
+
+    def settle(
+        self, touched: Collection[JobInfo], mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]
+    ) -> None:
+        """The session (of the snapshot at `mark`, with `jobs`) is over: a leaf with a job `touched`
+        (placed, evicted or ungated) is forgotten (the log notes it only from the next snapshot on)."""
+        self.catch_up(mark, jobs)
         for job in touched:
             outcome = self.by_leaf.get(job.queue)
             if outcome is not None and job in outcome.jobs:
                 del self.by_leaf[job.queue]
-        self.confirmed = set()

@@ -1,11 +1,12 @@
-"""What allocate's walk keeps per leaf queue across sessions (`framework.quiet_walk.QuietLeaves.settle`):
-kept at the jobs' versions only for the leaves the session found its jobs at, and forgotten for a leaf
-with a job the session placed, evicted or ungated."""
+"""What allocate's walk keeps per leaf queue across sessions (`framework.quiet_walk.QuietLeaves`): kept
+while the cache's log of changed jobs names none of the leaf's jobs, and forgotten for a leaf with a job
+the session placed, evicted or ungated."""
 
 from __future__ import annotations
 
 from helpers import node, pod, queue, snapshot_of
 from kai_scheduler.framework.quiet_walk import LeafOutcome, QuietLeaves
+from kai_scheduler.model.job_changes import JobChangeLog, JobChangeMark
 from kai_scheduler.model.jobs import JobInfo
 
 
@@ -17,7 +18,6 @@ def a_job() -> JobInfo:
 def outcome_of(job: JobInfo) -> LeafOutcome:
     return LeafOutcome(
         jobs=[job],
-        versions=job.version,
         capacity=(),
         order=[0],
         keys=[job.key],
@@ -35,29 +35,45 @@ def outcome_of(job: JobInfo) -> LeafOutcome:
     )
 
 
-def test_a_confirmed_leaf_is_kept_at_its_jobs_versions() -> None:
-    job, kept = a_job(), QuietLeaves()
-    kept.by_leaf["q"] = outcome_of(job)
-    kept.confirmed.add("q")
-    job.version += 2  # an attempt placed and undone
-    kept.settle(set())
-    assert kept.by_leaf["q"].versions == job.version and not kept.confirmed
+def marks() -> tuple[JobChangeLog, JobChangeMark]:
+    log = JobChangeLog()
+    return log, JobChangeMark(log, log.stamp)
 
 
-def test_a_leaf_not_confirmed_keeps_the_versions_it_was_made_at() -> None:
+def test_a_leaf_none_of_whose_jobs_changed_is_kept() -> None:
     job, kept = a_job(), QuietLeaves()
-    made_at = job.version
+    log, first = marks()
+    kept.catch_up(first, {job.key: job})
     kept.by_leaf["q"] = outcome_of(job)
-    job.version += 1  # changed in place by the cache between sessions: not this session's to vouch for
-    kept.settle(set())
-    assert kept.by_leaf["q"].versions == made_at
+    log.note("other/job")  # (a job of another queue, or gone)
+    kept.settle(set(), JobChangeMark(log, log.stamp), {job.key: job})
+    assert "q" in kept.by_leaf
+
+
+def test_a_leaf_with_a_job_the_cache_changed_is_forgotten() -> None:
+    job, kept = a_job(), QuietLeaves()
+    log, first = marks()
+    kept.catch_up(first, {job.key: job})
+    kept.by_leaf["q"] = outcome_of(job)
+    log.note(job.key)
+    kept.catch_up(JobChangeMark(log, log.stamp), {job.key: job})
+    assert "q" not in kept.by_leaf
+
+
+def test_every_leaf_is_forgotten_when_the_log_does_not_know() -> None:
+    job, kept = a_job(), QuietLeaves()
+    first = marks()[1]
+    kept.catch_up(first, {job.key: job})
+    kept.by_leaf["q"] = outcome_of(job)
+    other = JobChangeLog()  # (another cache's)
+    kept.catch_up(JobChangeMark(other, other.stamp), {job.key: job})
+    assert not kept.by_leaf
 
 
 def test_a_leaf_with_a_job_decided_on_is_forgotten() -> None:
-    for confirmed in (True, False):
-        job, kept = a_job(), QuietLeaves()
-        kept.by_leaf["q"] = outcome_of(job)
-        if confirmed:
-            kept.confirmed.add("q")
-        kept.settle({job})
-        assert "q" not in kept.by_leaf
+    job, kept = a_job(), QuietLeaves()
+    first = marks()[1]
+    kept.catch_up(first, {job.key: job})
+    kept.by_leaf["q"] = outcome_of(job)
+    kept.settle({job}, first, {job.key: job})
+    assert "q" not in kept.by_leaf
