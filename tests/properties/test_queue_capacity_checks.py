@@ -55,7 +55,8 @@ def reference_over_quota(path: list[QueueInfo], request: Resources) -> tuple[str
 
 @st.composite
 def trees(draw: st.DrawFn) -> list[Any]:
-    objects: list[Any] = [node("n0", gpus=8)]
+    # (GPUs of two sizes: a shared GPU asked by memory counts by its node's, or else the smallest.)
+    objects: list[Any] = [node("n0", gpus=8, gpu_memory=81920), node("n1", gpus=8, gpu_memory=40960)]
     departments = draw(st.booleans())
     if departments:
         objects += [queue(d, gpu=draw(AMOUNTS), gpu_limit=draw(AMOUNTS)) for d in ("dept-a", "dept-b")]
@@ -72,9 +73,9 @@ def trees(draw: st.DrawFn) -> list[Any]:
                 memory_limit=draw(AMOUNTS) * 1000,
             )
         )
-        objects.append(
-            pod(f"p{i}", f"q{i}", gpus=1, priority_class=draw(st.sampled_from(["train", "build"])))
-        )
+        shared = draw(st.sampled_from([{}, {}, {"fraction": 0.5}, {"gpu_memory": 20480}]))
+        priority = draw(st.sampled_from(["train", "build"]))
+        objects.append(pod(f"p{i}", f"q{i}", gpus=0 if shared else 1, priority_class=priority, **shared))
     return objects
 
 
@@ -142,7 +143,8 @@ def test_capacity_inputs_are_equal_when_the_plain_values_are(objects: list[Any],
 def test_kept_capacity_inputs_follow_the_placements(objects: list[Any], data: st.DataObject) -> None:
     """What the capacity checks read of each queue's path (kept per queue until a queue on its path
     shifts: `ProportionPlugin._path_inputs`), read before and after pods are placed and taken back one at
-    a time, is what the reader gives with nothing kept."""
+    a time, is what the reader gives with nothing kept; and what each pod takes of its queue (kept per
+    request: `_task_resources`) is what its request gives."""
     session = open_session(objects)
     read = session.points.job_capacity_inputs[session.points.job_capacity_checks[0]]
     plugin = read.__self__  # type: ignore[attr-defined]
@@ -160,3 +162,10 @@ def test_kept_capacity_inputs_follow_the_placements(objects: list[Any], data: st
         plugin._path_values.clear()
         plugin._segments.clear()
         assert kept == {name: read(name) for name in names}
+        # What each pod takes of its queue, kept by its request where it reads no node, as worked out.
+        snapshot = session.snapshot
+        for each in tasks:
+            on_node = each.request.shared_gpu is not None and each.node >= 0
+            memory = float(snapshot.nodes.gpu_memory_mib[each.node]) if on_node else None
+            fresh = each.request.queue_resources(memory, snapshot.min_gpu_memory_mib)
+            assert plugin._task_resources(each).values() == fresh.values()

@@ -24,7 +24,7 @@ from kai_scheduler.model.fair_share_record import DivisionRecorder
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
-from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.accounted_limits import open_accounted_limits
 from kai_scheduler.plugins.arguments import number
@@ -74,6 +74,8 @@ class ProportionPlugin:
         # allocation (it has a quota), and the queues whose paths go through it (itself first).
         self._input_reads: dict[str, tuple[bool, bool, list[str]]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
+        # `_task_resources` of the requests that do not read a node, by the request and GPU memory.
+        self._amounts: dict[tuple[PodRequest, float], Resources] = {}
         # Per queue, whether any queue on its path has a limit (`over_limit`), for the session.
         self._limited: dict[str, bool] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
@@ -167,13 +169,20 @@ class ProportionPlugin:
     # --- live accounting -------------------------------------------------------------------------
 
     def _task_resources(self, task: TaskInfo) -> Resources:
+        """What `task` takes of its queue (read only: one object for the pods that ask alike)."""
         assert self._session is not None
         snapshot = self._session.snapshot
         request = task.request
-        # Only a shared GPU's request reads the node's GPU memory (`queue_gpus`): every other placement
-        # is spared reading one element of a numpy column.
-        on_node = request.shared_gpu is not None and task.node >= 0
-        node_memory = float(snapshot.nodes.gpu_memory_mib[task.node]) if on_node else None
+        # Only a shared GPU's request on a node reads the node's GPU memory (`queue_gpus`); every other
+        # request's amount is kept by the request and the GPU memory it is converted with (a first cycle
+        # places thousands of pods of a few requests).
+        if request.shared_gpu is None or task.node < 0:
+            key = (request, snapshot.min_gpu_memory_mib)
+            amount = self._amounts.get(key)
+            if amount is None:
+                amount = self._amounts[key] = request.queue_resources(None, snapshot.min_gpu_memory_mib)
+            return amount
+        node_memory = float(snapshot.nodes.gpu_memory_mib[task.node])
         return request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
 
     def _on_allocate(self, task: TaskInfo) -> None:
