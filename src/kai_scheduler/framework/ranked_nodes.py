@@ -599,8 +599,7 @@ def _at_rows(
 def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:
     """Whether the pod's static predicates pass at least half the nodes."""
     if shape.wide is None:
-        nodes = session.snapshot.nodes
-        shape.wide = 2 * int(np.count_nonzero(session.usable_nodes([task]))) >= nodes.size
+        shape.wide = 2 * session.static_passing_count(task.placement) >= session.snapshot.nodes.size
     return shape.wide
 
 

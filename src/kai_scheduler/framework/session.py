@@ -34,7 +34,7 @@ from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.framework.quiet_walk import QuietLeaves
 from kai_scheduler.framework.ranked_nodes import RanksBy, SparseOn, add_score
 from kai_scheduler.framework.statement import Statement
-from kai_scheduler.framework.static_masks import Masks, NodeFlags, OlderMasks
+from kai_scheduler.framework.static_masks import Masks, NodeFlags, OlderMasks, passing_rows
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.admission import PodAsk
 from kai_scheduler.model.fair_share_record import FairShareRecord
@@ -377,6 +377,9 @@ class Session:
         # The nodes passing a placement's static predicates, by placement, when they are few
         # (`_few_candidates`; None: too many).
         self._static_rows: dict[str, IntArray | None] = {}
+        # The nodes passing a placement's static predicates found without its masks over every node (a
+        # node selector's few rows, `static_masks.passing_rows`), by placement; None: not so found.
+        self._passing_rows: dict[str, IntArray | None] = {}
         # `usable_nodes` by the placements asked about, in the order first asked: the static masks stay
         # the session's, and the victim actions ask again for every search (read-only, being shared).
         self._usable: dict[tuple[str, ...], BoolArray] = {}
@@ -550,6 +553,36 @@ class Session:
             cached = self._static_masks[placement.key] = self.static_masks_of(placement)
         return cached
 
+    def static_passing_count(self, placement: Placement) -> int:
+        """How many nodes pass every static predicate for `placement`: from its masks when worked out, else
+        from the rows a node selector names (`_rows_passing`) when it names them."""
+        masks = self._static_masks.get(placement.key)
+        rows = self._rows_passing(placement) if masks is None else None
+        if rows is not None:
+            return int(rows.size)
+        return int(np.count_nonzero(self._static(placement)[0]))
+
+    def _rows_passing(self, placement: Placement) -> IntArray | None:
+        """The nodes passing every static predicate for `placement`, in order, found without its masks over
+        every node (`static_masks.passing_rows`; None: not so found); with `verify_carried` compared with
+        those masks, a difference raising `CarriedMismatch`."""
+        key = placement.key
+        if key in self._passing_rows:
+            return self._passing_rows[key]
+        rows = self._passing_rows[key] = passing_rows(
+            self.points.static_predicates, placement, self.snapshot.nodes
+        )
+        if rows is not None and self.verify_carried:
+            fresh = np.flatnonzero(self.static_masks_of(placement)[0])
+            if not np.array_equal(rows, fresh):
+                from kai_scheduler.framework.job_memos import CarriedMismatch
+
+                raise CarriedMismatch(
+                    f"the nodes passing the static predicates of placement {key!r}, found from the rows its "
+                    "node selector names, differ from those its masks give"
+                )
+        return rows
+
     def static_masks_of(self, placement: Placement) -> Masks:
         """`_static` worked out now, whatever is kept."""
         nodes = self.snapshot.nodes
@@ -704,10 +737,14 @@ class Session:
         (`fit_rows` answers as `fit` does)."""
         key = task.placement.key
         if key not in self._static_rows:
-            static = self._static(task.placement)[0]
-            count = int(np.count_nonzero(static))
-            few = count <= alike_nodes.FEW_CANDIDATES and 8 * count <= static.size
-            self._static_rows[key] = static.nonzero()[0] if few else None
+            # (Masks worked out, kept from the last session, answer at once.)
+            found = self._rows_passing(task.placement) if key not in self._static_masks else None
+            if found is None:
+                static = self._static(task.placement)[0]
+                few = _few(int(np.count_nonzero(static)), static.size)
+                self._static_rows[key] = static.nonzero()[0] if few else None
+            else:
+                self._static_rows[key] = found if _few(found.size, self.snapshot.nodes.size) else None
         rows = self._static_rows[key]
         if rows is None:
             return None
@@ -1149,6 +1186,12 @@ def _first_static_refusal(parts: list[tuple[str, BoolArray]], row: int) -> int:
         if not passing.item(row):
             return index
     return -1
+
+
+def _few(count: int, nodes: int) -> bool:
+    """Whether `count` nodes passing a placement's static predicates, of `nodes`, are few enough to be asked
+    one by one (`Session._few_candidates`)."""
+    return count <= alike_nodes.FEW_CANDIDATES and 8 * count <= nodes
 
 
 def _passes(node: int) -> bool:

@@ -18,12 +18,20 @@ row that changed is a candidate for a pod that found no node, and how it is expl
 facts changed is answered by the node flags (`NodeFlags`: cordon, readiness) when one of the first
 predicates refuses it.
 
+A placement whose node selector names a few nodes (a rack) need not be asked over every node at all: a
+predicate that knows the few rows it passes without a walk (`RowPredicate.selected_rows`: the label index
+knows a label value's rows) gives them, and each other predicate is asked at those rows alone
+(`passing_rows`). A first cycle's pods select one of the racks, and a rack's placement asked over every
+node made the cycle's placements cost nodes x racks.
+
 With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) every carried mask is worked out again when a session
 starts from it, every answer of an older mask when given, and a difference raises `CarriedMismatch`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from itertools import compress
 from operator import is_not
 from typing import TYPE_CHECKING
@@ -34,7 +42,7 @@ from kai_scheduler.model.nodes import BoolArray, IntArray, NodeSpecInfo, NodeTab
 from kai_scheduler.model.storage import Storage
 
 if TYPE_CHECKING:
-    from kai_scheduler.framework.session import Session
+    from kai_scheduler.framework.session import Session, StaticPredicate
     from kai_scheduler.model.jobs import Placement
 
 # A placement's masks: the nodes passing every static predicate, and each predicate's (its words, the
@@ -51,7 +59,25 @@ _MOST_KEPT = 4096
 _MOST_STALE_ROWS = 64
 
 
-class NodeFlags:
+class RowPredicate(ABC):
+    """A static predicate (`ExtensionPoints.static_predicates`) that answers at some rows without a walk
+    over every node (`at_rows`), and may know the few rows it passes for a placement (`selected_rows`)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray: ...
+
+    @abstractmethod
+    def at_rows(self, placement: Placement, nodes: NodeTable, rows: IntArray) -> BoolArray:
+        """Whether each of `rows` passes: `self(placement, nodes)[rows]`."""
+
+    def selected_rows(self, placement: Placement, nodes: NodeTable) -> IntArray | None:
+        """The rows passing, in order, when found without a walk over every node (None: not so)."""
+        return None
+
+
+class NodeFlags(RowPredicate):
     """A static predicate that reads no placement (a cordon, readiness): the nodes passing it, for every
     pod. Said so that a node whose facts changed is known refused by it without any placement's masks
     (`Session.static_refusal_at`)."""
@@ -63,6 +89,37 @@ class NodeFlags:
 
     def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray:
         return self.mask
+
+    def at_rows(self, placement: Placement, nodes: NodeTable, rows: IntArray) -> BoolArray:
+        return self.mask[rows]
+
+
+def passing_rows(
+    predicates: Sequence[tuple[str, str, StaticPredicate]], placement: Placement, nodes: NodeTable
+) -> IntArray | None:
+    """The rows passing every static predicate of `placement`, in order (the full masks' `nonzero`), found
+    from the rows the first predicate that knows them selects (`RowPredicate.selected_rows`), every other
+    predicate asked at those rows alone; None when none selects them (then only the masks over every node
+    say)."""
+    found: IntArray | None = None
+    selecting: object = None
+    for _, _, predicate in predicates:
+        if isinstance(predicate, RowPredicate):
+            found = predicate.selected_rows(placement, nodes)
+            if found is not None:
+                selecting = predicate
+                break
+    if found is None:
+        return None
+    rows = found
+    for _, _, predicate in predicates:
+        if predicate is selecting or not rows.size:
+            continue
+        if isinstance(predicate, RowPredicate):
+            rows = rows[predicate.at_rows(placement, nodes, rows)]
+        else:
+            rows = rows[predicate(placement, nodes)[rows]]  # (one that says nothing of rows: every node)
+    return rows
 
 
 class StaticMasks:

@@ -23,7 +23,7 @@ from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.same_object import Same
 from kai_scheduler.framework.session import NamedPredicate, Session, StaticPredicate
-from kai_scheduler.framework.static_masks import NodeFlags
+from kai_scheduler.framework.static_masks import NodeFlags, RowPredicate
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.matching import (
     node_affinity_preferred_score,
@@ -101,9 +101,9 @@ class NodeFacts:
             (
                 "nodeaffinity",
                 "node(s) didn't match Pod's node affinity/selector",
-                make_affinity_filter(self.labels),
+                _AffinityFilter(self.labels),
             ),
-            ("taints", "node(s) had untolerated taint", _taint_filter(self.taint_examples, self.taint_kinds)),
+            ("taints", "node(s) had untolerated taint", _TaintFilter(self.taint_examples, self.taint_kinds)),
         ]
 
     @classmethod
@@ -210,26 +210,57 @@ def affinity_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
 
 class _LabelIndex:
     """Nodes carrying a label with a given value: one walk over the nodes per label key asked for, then
-    a plain nodeSelector is a few ANDs instead of a walk over every node's labels per placement."""
+    a plain nodeSelector is a few ANDs instead of a walk over every node's labels per placement, and a
+    value's rows are a slice of the key's rows sorted by value (`rows_having`)."""
 
     def __init__(self, specs: list[NodeSpecInfo]) -> None:
         self._specs = specs
         # Label key -> (each node's value as a number, value -> that number); -1: no such label.
         self._keys: dict[str, tuple[IntArray, dict[str, int]]] = {}
+        # Label key -> (the rows in order of their value's number, stably: each value's rows ascending;
+        # where each number's rows start in it, and where the last one's end).
+        self._sorted: dict[str, tuple[IntArray, list[int]]] = {}
 
-    def having(self, key: str, value: str) -> BoolArray:
-        if key not in self._keys:
+    def _numbers(self, key: str) -> tuple[IntArray, dict[str, int]]:
+        found = self._keys.get(key)
+        if found is None:
             numbers: dict[str, int] = {}
             ids = [
                 numbers.setdefault(spec.labels[key], len(numbers)) if key in spec.labels else -1
                 for spec in self._specs
             ]
-            self._keys[key] = (np.array(ids, dtype=np.int64), numbers)
-        ids_of_nodes, numbers = self._keys[key]
+            found = self._keys[key] = (np.array(ids, dtype=np.int64), numbers)
+        return found
+
+    def having(self, key: str, value: str) -> BoolArray:
+        ids_of_nodes, numbers = self._numbers(key)
         number = numbers.get(value)
         if number is None:
             return np.zeros(len(self._specs), dtype=np.bool_)
         return np.asarray(ids_of_nodes == number, dtype=np.bool_)
+
+    def having_at(self, key: str, value: str, rows: IntArray) -> BoolArray:
+        """`having(key, value)[rows]`."""
+        ids_of_nodes, numbers = self._numbers(key)
+        number = numbers.get(value)
+        if number is None:
+            return np.zeros(rows.size, dtype=np.bool_)
+        return np.asarray(ids_of_nodes[rows] == number, dtype=np.bool_)
+
+    def rows_having(self, key: str, value: str) -> IntArray:
+        """`having(key, value).nonzero()[0]` (read-only): the key's rows sorted once, each value's a slice."""
+        ids_of_nodes, numbers = self._numbers(key)
+        number = numbers.get(value)
+        by_value = self._sorted.get(key)
+        if by_value is None:
+            order = np.argsort(ids_of_nodes, kind="stable")
+            order.flags.writeable = False
+            starts = np.searchsorted(ids_of_nodes[order], np.arange(len(numbers) + 1)).tolist()
+            by_value = self._sorted[key] = (order, starts)
+        order, starts = by_value
+        if number is None:
+            return order[:0]
+        return order[starts[number] : starts[number + 1]]
 
     def alike(self, other: _LabelIndex) -> bool:
         """Whether every label value asked of this index so far selects the nodes it does in `other`."""
@@ -242,7 +273,7 @@ class _LabelIndex:
     def respecified(self, specs: list[NodeSpecInfo], rows: list[int]) -> _LabelIndex:
         """The index of `specs`, which differ from this one's at `rows` only: the label keys asked so far
         carried, those rows' values read again (a value no node has any more keeps its number, which no
-        node then has)."""
+        node then has); the rows sorted by value are sorted again when first asked."""
         index = _LabelIndex(specs)
         for key, (ids, numbers) in self._keys.items():
             ids, numbers = ids.copy(), dict(numbers)
@@ -271,35 +302,76 @@ def _has_preferred_node_affinity(placement: Placement) -> bool:
     )
 
 
-def make_affinity_filter(labels: _LabelIndex) -> StaticPredicate:
-    def selected_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
+class _AffinityFilter(RowPredicate):
+    """Nodes matching a placement's required node affinity and node selector; a plain node selector (the
+    common case) read from the label index, its rows among the few of a value (`_LabelIndex.rows_having`)."""
+
+    __slots__ = ("_labels",)
+
+    def __init__(self, labels: _LabelIndex) -> None:
+        self._labels = labels
+
+    def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray:
         if _has_required_node_affinity(placement):
             return affinity_nodes(placement, nodes)
         # Only the nodeSelector (every pair must match), the common case.
         ok = np.ones(nodes.size, dtype=np.bool_)
         for key, value in placement.node_selector.items():
-            ok &= labels.having(key, value)
+            ok &= self._labels.having(key, value)
         return ok
 
-    return selected_nodes
+    def at_rows(self, placement: Placement, nodes: NodeTable, rows: IntArray) -> BoolArray:
+        if _has_required_node_affinity(placement):
+            specs, affinity, selector = nodes.specs, placement.affinity, placement.node_selector
+            return np.array(
+                [
+                    node_affinity_required_matches(affinity, selector, specs[row].labels, specs[row].name)
+                    for row in rows.tolist()
+                ],
+                dtype=np.bool_,
+            )
+        ok = np.ones(rows.size, dtype=np.bool_)
+        for key, value in placement.node_selector.items():
+            ok &= self._labels.having_at(key, value, rows)
+        return ok
+
+    def selected_rows(self, placement: Placement, nodes: NodeTable) -> IntArray | None:
+        selector = placement.node_selector
+        if not selector or _has_required_node_affinity(placement):
+            return None
+        pairs = iter(selector.items())
+        rows = self._labels.rows_having(*next(pairs))
+        for key, value in pairs:
+            rows = rows[self._labels.having_at(key, value, rows)]
+        return rows
 
 
-def _taint_filter(examples: dict[int, list[Any]], kinds: IntArray) -> StaticPredicate:
+class _TaintFilter(RowPredicate):
     """Nodes whose taints (each node's list as a number, `kinds`; a list of each number's, `examples`) the
     placement tolerates: each distinct list checked once."""
-    size = int(kinds.max(initial=-1)) + 1
 
-    def tolerated_nodes(placement: Placement, nodes: NodeTable) -> BoolArray:
-        tolerated = np.array(
+    __slots__ = ("_examples", "_kinds", "_size")
+
+    def __init__(self, examples: dict[int, list[Any]], kinds: IntArray) -> None:
+        self._examples, self._kinds = examples, kinds
+        self._size = int(kinds.max(initial=-1)) + 1
+
+    def _tolerated(self, placement: Placement) -> BoolArray:
+        """By taint list number, whether the placement tolerates the list."""
+        examples = self._examples
+        return np.array(
             [
                 kind in examples and untolerated_taint(examples[kind], placement.tolerations) is None
-                for kind in range(size)
+                for kind in range(self._size)
             ],
             dtype=np.bool_,
         )
-        return np.asarray(tolerated[kinds], dtype=np.bool_)
 
-    return tolerated_nodes
+    def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray:
+        return np.asarray(self._tolerated(placement)[self._kinds], dtype=np.bool_)
+
+    def at_rows(self, placement: Placement, nodes: NodeTable, rows: IntArray) -> BoolArray:
+        return np.asarray(self._tolerated(placement)[self._kinds[rows]], dtype=np.bool_)
 
 
 def _gpu_kind_of(request: PodRequest) -> tuple[bool, ...]:
