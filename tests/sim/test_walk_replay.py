@@ -75,10 +75,10 @@ def walks_written(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     written: list[tuple[int, int]] = []
     original = _Walk.replayed
 
-    def replayed(self: _Walk, jobs: list[JobInfo]) -> list[tuple[str, str]] | None:
+    def replayed(self: _Walk, jobs: list[JobInfo]) -> list[dict[str, str]] | None:
         reasons = original(self, jobs)
         if reasons is not None:
-            written.append((self.session.cycle, len(reasons)))
+            written.append((self.session.cycle, sum(len(leaf) for leaf in reasons)))
         return reasons
 
     monkeypatch.setattr(_Walk, "replayed", replayed)
@@ -152,9 +152,9 @@ def test_verify_mode_walks_as_well(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_cycles(objects, changes, carry=True) == run_cycles(objects, changes, carry=False)
     original = walk_replay.reasons
 
-    def reasons(*args: Any) -> dict[str, str] | None:
+    def reasons(*args: Any) -> list[dict[str, str]] | None:
         written = original(*args)
-        return None if written is None else dict.fromkeys(written, "made up")
+        return None if written is None else [dict.fromkeys(leaf, "made up") for leaf in written]
 
     monkeypatch.setattr(walk_replay, "reasons", reasons)
     with pytest.raises(CarriedMismatch, match="without walking"):

@@ -196,7 +196,7 @@ class _Walk:
             holds.job_unplaced(job, tasks, planner_for(session))
         return False
 
-    def replayed(self, jobs: list[JobInfo]) -> dict[str, str] | None:
+    def replayed(self, jobs: list[JobInfo]) -> list[dict[str, str]] | None:
         """What this walk over `jobs` would write, by job key, worked out without walking when it would
         try nothing (`walk_replay`); None when it may try something, or when holds or queue-bound
         placements make what it tries depend on more than the jobs' pods."""
@@ -211,9 +211,11 @@ class _Walk:
             return None
         return walk_replay.reasons(session, jobs, self.facts, self.names, failures, kept)
 
-    def write(self, jobs: list[JobInfo], replayed: dict[str, str]) -> None:
-        """Write what the walk over `jobs` would (`replayed`) instead of walking."""
-        self.session.unschedulable.update(replayed)
+    def write(self, jobs: list[JobInfo], replayed: list[dict[str, str]]) -> None:
+        """Write what the walk over `jobs` would (`replayed`, leaf by leaf) instead of walking."""
+        unschedulable = self.session.unschedulable
+        for leaf_reasons in replayed:
+            unschedulable.update(leaf_reasons)
         self.acted_on += len(jobs)
 
     def _failed_like(self, key: str, first: str) -> None:
@@ -368,7 +370,7 @@ def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:
         )
 
 
-def _check_replayed(session: Session, walk: _Walk, replayed: dict[str, str]) -> None:
+def _check_replayed(session: Session, walk: _Walk, replayed: list[dict[str, str]]) -> None:
     """The walk just made against what was worked out without it (`replayed`): it placed nothing, and
     wrote the same reason for each job."""
     if walk.placed:
@@ -376,13 +378,14 @@ def _check_replayed(session: Session, walk: _Walk, replayed: dict[str, str]) -> 
             f"allocate's walk, worked out without walking as placing nothing, placed {walk.placed} jobs"
         )
     unschedulable = session.unschedulable
-    for key, reason in replayed.items():
-        made = unschedulable.get(key)
-        if made != reason or code_of(made) != code_of(reason):
-            raise CarriedMismatch(
-                f"{key}: its reason worked out without walking ({reason!r}) differs from the one the walk "
-                f"wrote ({made!r})"
-            )
+    for leaf_reasons in replayed:
+        for key, reason in leaf_reasons.items():
+            made = unschedulable.get(key)
+            if made != reason or code_of(made) != code_of(reason):
+                raise CarriedMismatch(
+                    f"{key}: its reason worked out without walking ({reason!r}) differs from the one the "
+                    f"walk wrote ({made!r})"
+                )
 
 
 def _named(job: JobInfo | None) -> str:

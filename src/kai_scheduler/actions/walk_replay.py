@@ -49,8 +49,8 @@ def reasons(
     names: tuple[Hashable, ...],
     failures: SessionFailures,
     kept: QuietLeaves,
-) -> dict[str, str] | None:
-    """What allocate's walk over `jobs` would write, by job key (leaf by leaf, each in job order), when it
+) -> list[dict[str, str]] | None:
+    """What allocate's walk over `jobs` would write, by job key (leaf by leaf), when it
     would try nothing; None when it may (module doc). `names`: the walk's signature reads
     (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
     if session.state.moves:
@@ -319,13 +319,14 @@ class _Details:
 
 def _words(
     outcomes: list[LeafOutcome], details: list[dict[tuple[PodRequest, str], str]], earlier: dict[str, str]
-) -> dict[str, str]:
-    """The reasons by job key, leaf by leaf; each outcome's `written` brought up to date. `earlier`: the
-    session's reasons so far (a job refused with nothing said is quoted by them)."""
-    written: dict[str, str] = {}
+) -> list[dict[str, str]]:
+    """The reasons by job key, leaf by leaf (a leaf's kept while its explanations stay); each outcome's
+    `written` brought up to date. `earlier`: the session's reasons so far (a job refused with nothing said
+    is quoted by them)."""
+    written: list[dict[str, str]] = []
     for outcome, leaf_details in zip(outcomes, details, strict=True):
         if outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
-            written.update(outcome.leaf_words)  # (equal explanations, equal words)
+            written.append(outcome.leaf_words)  # (equal explanations, equal words)
             continue
         leaf_words: dict[str, str] = {}
         quotes_session = False
@@ -362,7 +363,7 @@ def _words(
             alike = followers.get(place)
             if alike is not None:
                 leaf_words.update(dict.fromkeys(alike, failed_like(key, text)))
-        written.update(leaf_words)
+        written.append(leaf_words)
         outcome.leaf_words = None if quotes_session else leaf_words
         outcome.leaf_words_from = leaf_details
     return written
