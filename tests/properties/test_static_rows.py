@@ -1,8 +1,9 @@
 """The nodes passing a placement's static predicates found from the few rows its node selector names
 (`static_masks.passing_rows`: the label index's rows of a value, every other predicate asked at those rows
 alone) are those its masks over every node give (`Session.static_masks_of`), in the same order; each
-predicate asked at some rows (`RowPredicate.at_rows`) answers as its mask there; and a label index carried
-through a respecify (`_LabelIndex.respecified`) gives a value's rows as one made afresh.
+predicate asked at some rows (`RowPredicate.at_rows`) answers as its mask there, and so do the nodes usable
+by some pods (`Session.usable_nodes`, made from those rows); and a label index carried through a respecify
+(`_LabelIndex.respecified`) gives a value's rows as one made afresh.
 
 Generated clusters mix cordoned, tainted and labelled nodes (a rack and a zone label, not every node with
 both; a value no node has), and pods with selectors of no, one or two labels, some with a required node
@@ -81,7 +82,8 @@ def clusters(draw: st.DrawFn) -> list[Any]:
 def test_a_selectors_rows_are_those_the_masks_pass(objects: list[Any], data: st.DataObject) -> None:
     session = open_session(objects)
     nodes, predicates = session.snapshot.nodes, session.points.static_predicates
-    for task in session.snapshot.tasks.values():
+    tasks = list(session.snapshot.tasks.values())
+    for task in tasks:
         placement = task.placement
         passing, parts = session.static_masks_of(placement)
         rows = passing_rows(predicates, placement, nodes)
@@ -89,7 +91,12 @@ def test_a_selectors_rows_are_those_the_masks_pass(objects: list[Any], data: st.
         assert (rows is not None) == plain_selector
         if rows is not None:
             assert rows.tolist() == np.flatnonzero(passing).tolist()
-            assert session.static_passing_count(placement) == int(np.count_nonzero(passing))
+        assert session.static_passing_count(placement) == int(np.count_nonzero(passing))
+        assert session.usable_nodes([task]).tolist() == passing.tolist()
+        assert (
+            session.usable_nodes(tasks).tolist()
+            == np.logical_or.reduce([session.static_masks_of(other.placement)[0] for other in tasks]).tolist()
+        )
         asked = np.array(
             sorted(data.draw(st.sets(st.integers(0, nodes.size - 1), max_size=nodes.size))), dtype=np.int64
         )

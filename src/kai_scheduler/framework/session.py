@@ -554,13 +554,18 @@ class Session:
         return cached
 
     def static_passing_count(self, placement: Placement) -> int:
-        """How many nodes pass every static predicate for `placement`: from its masks when worked out, else
-        from the rows a node selector names (`_rows_passing`) when it names them."""
-        masks = self._static_masks.get(placement.key)
-        rows = self._rows_passing(placement) if masks is None else None
-        if rows is not None:
-            return int(rows.size)
-        return int(np.count_nonzero(self._static(placement)[0]))
+        """How many nodes pass every static predicate for `placement` (`_passing`)."""
+        found = self._passing(placement)
+        return int(np.count_nonzero(found)) if found.dtype == np.bool_ else int(found.size)
+
+    def _passing(self, placement: Placement) -> BoolArray | IntArray:
+        """The nodes passing every static predicate for `placement`: its masks' when worked out, else the
+        rows a node selector names (`_rows_passing`) when it names them, else its masks worked out."""
+        if placement.key not in self._static_masks:
+            rows = self._rows_passing(placement)
+            if rows is not None:
+                return rows
+        return self._static(placement)[0]
 
     def _rows_passing(self, placement: Placement) -> IntArray | None:
         """The nodes passing every static predicate for `placement`, in order, found without its masks over
@@ -672,7 +677,7 @@ class Session:
         key = tuple(placements)
         usable = self._usable.get(key)
         if usable is None:
-            usable = self._usable[key] = self._usable_of(placements.values(), lambda p: self._static(p)[0])
+            usable = self._usable[key] = self._usable_of(placements.values(), self._passing)
         elif self.verify_carried and not np.array_equal(
             usable, self._usable_of(placements.values(), lambda p: self.static_masks_of(p)[0])
         ):
@@ -684,11 +689,11 @@ class Session:
         return usable
 
     def _usable_of(
-        self, placements: Iterable[Placement], passing: Callable[[Placement], BoolArray]
+        self, placements: Iterable[Placement], passing: Callable[[Placement], BoolArray | IntArray]
     ) -> BoolArray:
         usable = np.zeros(self.snapshot.nodes.size, dtype=np.bool_)
         for placement in placements:
-            usable |= passing(placement)
+            usable[passing(placement)] = True  # (a mask or rows)
         usable.flags.writeable = False
         return usable
 

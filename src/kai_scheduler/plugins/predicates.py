@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kai_scheduler.api.objects import Toleration
 from kai_scheduler.framework import alike_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.same_object import Same
@@ -348,24 +349,30 @@ class _AffinityFilter(RowPredicate):
 
 class _TaintFilter(RowPredicate):
     """Nodes whose taints (each node's list as a number, `kinds`; a list of each number's, `examples`) the
-    placement tolerates: each distinct list checked once."""
+    placement tolerates: each distinct list checked once per distinct tolerations (most placements have
+    none; a first cycle's placements are some hundreds, one per rack a pod selects)."""
 
-    __slots__ = ("_examples", "_kinds", "_size")
+    __slots__ = ("_by_tolerations", "_examples", "_kinds", "_size")
 
     def __init__(self, examples: dict[int, list[Any]], kinds: IntArray) -> None:
         self._examples, self._kinds = examples, kinds
         self._size = int(kinds.max(initial=-1)) + 1
+        self._by_tolerations: dict[tuple[Toleration, ...], BoolArray] = {}
 
     def _tolerated(self, placement: Placement) -> BoolArray:
         """By taint list number, whether the placement tolerates the list."""
-        examples = self._examples
-        return np.array(
-            [
-                kind in examples and untolerated_taint(examples[kind], placement.tolerations) is None
-                for kind in range(self._size)
-            ],
-            dtype=np.bool_,
-        )
+        tolerations = placement.tolerations
+        tolerated = self._by_tolerations.get(tolerations)
+        if tolerated is None:
+            examples = self._examples
+            tolerated = self._by_tolerations[tolerations] = np.array(
+                [
+                    kind in examples and untolerated_taint(examples[kind], tolerations) is None
+                    for kind in range(self._size)
+                ],
+                dtype=np.bool_,
+            )
+        return tolerated
 
     def __call__(self, placement: Placement, nodes: NodeTable) -> BoolArray:
         return np.asarray(self._tolerated(placement)[self._kinds], dtype=np.bool_)
