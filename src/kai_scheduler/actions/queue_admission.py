@@ -4,6 +4,8 @@ stays."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from kai_scheduler.framework.gang import kept_quota_request, lone_whole_gang, quota_request_of
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
@@ -22,12 +24,16 @@ def admissible(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
     return not refused
 
 
-def admission(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[bool, str | None]:
+def admission(
+    session: Session, job: JobInfo, tasks: list[TaskInfo], inputs: Hashable | None = None
+) -> tuple[bool, str | None]:
     """`admissible`'s answer without writing it: whether the queue's checks refuse `tasks` of `job`, and
-    why (None with no pods to try: nothing is said)."""
+    why (None with no pods to try: nothing is said). `inputs`: `Session.job_capacity_inputs` of the job,
+    when the caller has it (the same for every job of a queue)."""
     if not tasks:
         return True, None
-    inputs = session.job_capacity_inputs(job)
+    if inputs is None:
+        inputs = session.job_capacity_inputs(job)
     key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
     kept = session.admissions.get(job) if inputs is not None else None
     if kept is not None and kept[0] == key:

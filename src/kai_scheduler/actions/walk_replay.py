@@ -135,7 +135,7 @@ def _leaf_outcome(
         else:
             firsts[job_facts.signature] = place
             tasks = tasks_to_allocate(session, job)
-            refused, refusal = admission(session, job, tasks)
+            refused, refusal = admission(session, job, tasks, capacity)
             if refused:
                 parts.append(REFUSED)
             else:
@@ -175,10 +175,11 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
     checks refused may now be tried and its attempt reads more than its pods."""
     jobs, order, parts, first_pods = outcome.jobs, outcome.order, outcome.parts, outcome.first_pods
     for place in outcome.firsts:
-        part = parts[place]
+        part, first = parts[place], first_pods[place]
         job = jobs[order[place]]
-        tasks = tasks_to_allocate(session, job)
-        refused, refusal = admission(session, job, tasks)
+        # (The job is as the outcome found it: `QuietLeaves.catch_up`.)
+        tasks = first.tasks if first is not None else tasks_to_allocate(session, job)
+        refused, refusal = admission(session, job, tasks, capacity)
         if refused:
             parts[place], first_pods[place] = REFUSED, None
         elif part == REFUSED:
