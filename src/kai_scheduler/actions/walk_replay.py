@@ -39,7 +39,6 @@ from kai_scheduler.framework.quiet_walk import (
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
-from kai_scheduler.model.resources import PodRequest
 
 
 def reasons(
@@ -59,7 +58,7 @@ def reasons(
     kept.catch_up(snapshot.job_changes, snapshot.jobs)
     most_memory = snapshot.max_gpu_memory_mib
     if kept.names is not names or kept.most_memory != most_memory:
-        kept.by_leaf.clear()
+        kept.forget()
         kept.names, kept.most_memory = names, most_memory
     by_leaf: dict[str, list[JobInfo]] = {}
     for job in jobs:
@@ -67,11 +66,11 @@ def reasons(
         if members is None:
             members = by_leaf[job.queue] = []
         members.append(job)
-    details = _Details(session, failures)
+    details = _Details(session, failures, kept)
     if details.a_node_may_take(kept.by_leaf.values()):
         return None
     outcomes: list[LeafOutcome] = []
-    explained: list[dict[tuple[PodRequest, str], str]] = []
+    explained: list[dict[int, str]] = []
     for leaf, members in by_leaf.items():
         capacity = session.queue_capacity_inputs(leaf)
         if capacity is None:
@@ -82,7 +81,7 @@ def reasons(
             if outcome is None:
                 return None
             kept.by_leaf[leaf] = outcome
-        elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity):
+        elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity, details):
             del kept.by_leaf[leaf]
             return None
         leaf_details = details.of(outcome)
@@ -146,7 +145,7 @@ def _leaf_outcome(
                 if details.may_place(task, tasks, answer):
                     return None
                 parts.append(NO_NODE)
-                first_pod = _first_pod(task, tasks)
+                first_pod = details.first_pod(task, tasks)
         refusals.append(refusal)
         first_pods.append(first_pod)
         answers.append(answer)
@@ -169,7 +168,7 @@ def _leaf_outcome(
     )
 
 
-def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) -> bool:
+def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable, details: _Details) -> bool:
     """Bring `outcome` up to date with what its queue's capacity checks read now (`capacity`): each job
     that is the first of its signature is checked again (the others quote it). False when a job the
     checks refused may now be tried and its attempt reads more than its pods."""
@@ -186,15 +185,11 @@ def _admitted_again(session: Session, outcome: LeafOutcome, capacity: Hashable) 
             task = SessionFailures.first_pod(session, job, tasks)
             if task is None:
                 return False
-            parts[place], first_pods[place] = NO_NODE, _first_pod(task, tasks)
+            parts[place], first_pods[place] = NO_NODE, details.first_pod(task, tasks)
             outcome.answers[place] = None
         outcome.refusals[place] = refusal
     outcome.capacity, outcome.leaf_words, outcome.pods = capacity, None, None
     return True
-
-
-def _first_pod(task: TaskInfo, tasks: list[TaskInfo]) -> FirstPod:
-    return FirstPod(task, tasks, (task.request, task.placement.key), no_fit_head(task, tasks))
 
 
 class _Details:
@@ -203,12 +198,13 @@ class _Details:
     may place a job instead: a pod that no pre-predicate refuses may find a node (or, of a gang, is not
     known to find none), or one job shape has two first-pod shapes."""
 
-    def __init__(self, session: Session, failures: SessionFailures) -> None:
+    def __init__(self, session: Session, failures: SessionFailures, kept: QuietLeaves) -> None:
         self._session = session
         self._failures = failures
-        self._pods_of_shape: dict[int, tuple[PodRequest, str]] = {}
-        self._none: dict[tuple[PodRequest, str], bool] = {}  # pod shape -> no node may take it
-        self._counted: dict[tuple[PodRequest, str], str] = {}
+        self._kept = kept
+        self._pods_of_shape: dict[int, int] = {}  # job shape -> the pod shape of its first pod
+        self._none: dict[int, bool] = {}  # pod shape -> no node may take it
+        self._counted: dict[int, str] = {}
         self._pre = session.pre_predicate_failure
         # (Whether inter-pod rules read a pod moves with what runs: asked again of a pod kept from a cycle,
         # unless what they read is the same, `Session.pod_answers_key`.)
@@ -231,7 +227,11 @@ class _Details:
                         known[first.shape] = True  # (kept for `of`: asked once a pod shape)
         return False
 
-    def of(self, outcome: LeafOutcome) -> dict[tuple[PodRequest, str], str] | None:
+    def first_pod(self, task: TaskInfo, tasks: list[TaskInfo]) -> FirstPod:
+        """`task`, the first pod of `tasks`, as a NO_NODE job's outcome keeps it."""
+        return FirstPod(task, tasks, self._kept.pod_shape(task), no_fit_head(task, tasks))
+
+    def of(self, outcome: LeafOutcome) -> dict[int, str] | None:
         """The explanation of each pod shape of `outcome`'s NO_NODE jobs that no pre-predicate refuses (a
         job a pre-predicate refuses is explained by its refusal, `LeafOutcome.answers`, whatever the
         nodes); None when the walk may place a job."""
@@ -242,7 +242,7 @@ class _Details:
         for shape, pod in pods.pod_of_shape.items():
             if pods_of_shape.setdefault(shape, pod) != pod:
                 return None
-        details: dict[tuple[PodRequest, str], str] = {}
+        details: dict[int, str] = {}
         counted = self._counted
         for pod, first in pods.open_pods.items():
             if self._may_take(pod, first.task, first.tasks):
@@ -264,9 +264,9 @@ class _Details:
         pods = outcome.pods
         if pods is not None:
             return pods
-        pod_of_shape: dict[int, tuple[PodRequest, str]] = {}
+        pod_of_shape: dict[int, int] = {}
         two_pods_of_a_shape = reads_other_pods = False
-        open_pods: dict[tuple[PodRequest, str], FirstPod] = {}
+        open_pods: dict[int, FirstPod] = {}
         shapes, first_pods = outcome.shapes, outcome.first_pods
         for place in outcome.firsts:
             first = first_pods[place]
@@ -291,9 +291,9 @@ class _Details:
         refusal, reads_other_pods = answer
         if reads_other_pods:
             return True
-        return refusal is None and self._may_take((task.request, task.placement.key), task, tasks)
+        return refusal is None and self._may_take(self._kept.pod_shape(task), task, tasks)
 
-    def _may_take(self, pod: tuple[PodRequest, str], task: TaskInfo, tasks: list[TaskInfo]) -> bool:
+    def _may_take(self, pod: int, task: TaskInfo, tasks: list[TaskInfo]) -> bool:
         """Whether a node may take a pod of shape `pod` that no pre-predicate refuses (`task`, the first
         pod of `tasks`): asked once a pod shape."""
         none = self._none.get(pod)
@@ -319,7 +319,7 @@ class _Details:
 
 
 def _words(
-    outcomes: list[LeafOutcome], details: list[dict[tuple[PodRequest, str], str]], earlier: dict[str, str]
+    outcomes: list[LeafOutcome], details: list[dict[int, str]], earlier: dict[str, str]
 ) -> list[dict[str, str]]:
     """The reasons by job key, leaf by leaf (a leaf's kept while its explanations stay); each outcome's
     `written` brought up to date. `earlier`: the session's reasons so far (a job refused with nothing said

@@ -30,7 +30,7 @@ class FirstPod:
 
     task: TaskInfo
     tasks: list[TaskInfo]  # the attempt's pods
-    shape: tuple[PodRequest, str]  # the pod's request and placement key
+    shape: int  # the number of its pod shape, its request and placement key (`QuietLeaves.pod_shape`)
     head: str  # its reason's words before why the pod does not fit (`walk_reasons.no_fit_head`)
 
 
@@ -58,7 +58,7 @@ class LeafOutcome:
     # were worked out from (`PodShapes.open_pods`'; None: to be worked out; never kept when a reason
     # quotes the session's).
     leaf_words: dict[str, str] | None
-    leaf_words_from: dict[tuple[PodRequest, str], str] | None
+    leaf_words_from: dict[int, str] | None
     # Of each NO_NODE job's first pod: why a pre-predicate refuses it, whether its nodes read other pods;
     # worked out at `answers_key` (`Session.pod_answers_key`; None: not kept).
     answers: list[tuple[str | None, bool] | None]
@@ -75,12 +75,12 @@ class PodShapes:
 
     # Each job shape's (`LeafOutcome.shapes`) pod shape, and whether one job shape had two: the walk
     # would word the second job as the first's, which depends on the order.
-    pod_of_shape: dict[int, tuple[PodRequest, str]]
+    pod_of_shape: dict[int, int]
     two_pods_of_a_shape: bool
     # Whether a first pod's nodes read other pods (its attempt reads more than its pods).
     reads_other_pods: bool
     # The pod shapes no pre-predicate refuses, each with the first pod met of it.
-    open_pods: dict[tuple[PodRequest, str], FirstPod]
+    open_pods: dict[int, FirstPod]
 
 
 class QuietLeaves:
@@ -90,13 +90,29 @@ class QuietLeaves:
     while none of its jobs is noted there since (a job's pods placed or evicted in a session are noted
     once the cache takes the decision back; an attempt undone leaves them as they were)."""
 
-    __slots__ = ("by_leaf", "mark", "most_memory", "names")
+    __slots__ = ("_pod_shapes", "by_leaf", "mark", "most_memory", "names")
 
     def __init__(self) -> None:
         self.by_leaf: dict[str, LeafOutcome] = {}
         self.names: tuple[Hashable, ...] = ()
         self.most_memory = 0.0
         self.mark: JobChangeMark | None = None
+        self._pod_shapes: dict[tuple[PodRequest, str], int] = {}
+
+    def pod_shape(self, task: TaskInfo) -> int:
+        """The number of `task`'s pod shape (request and placement key), the same while outcomes are kept:
+        the writing looks pod shapes up thousands of times a cycle, and a request hashes in Python."""
+        shape = (task.request, task.placement.key)
+        number = self._pod_shapes.get(shape)
+        if number is None:
+            number = self._pod_shapes[shape] = len(self._pod_shapes)
+        return number
+
+    def forget(self) -> None:
+        """Forget every leaf's outcome (and the pod shapes' numbers once they are many)."""
+        self.by_leaf.clear()
+        if len(self._pod_shapes) > _MOST_POD_SHAPES:
+            self._pod_shapes.clear()
 
     def catch_up(self, mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]) -> None:
         """Forget the outcome of each leaf with a job noted since the last mark (all of them when that is
@@ -107,7 +123,7 @@ class QuietLeaves:
         changed = mark.since(self.mark) if mark is not None else None
         self.mark = mark
         if changed is None:
-            self.by_leaf.clear()
+            self.forget()
             return
         by_leaf = self.by_leaf
         for key in changed:
@@ -125,3 +141,7 @@ class QuietLeaves:
             outcome = self.by_leaf.get(job.queue)
             if outcome is not None and job in outcome.jobs:
                 del self.by_leaf[job.queue]
+
+
+# More pod shapes numbered than this, and the numbers start again when no outcome holds one.
+_MOST_POD_SHAPES = 65_536
