@@ -149,18 +149,21 @@ def _leaf_outcome(
         refusals.append(refusal)
         first_pods.append(first_pod)
         answers.append(answer)
+    first_places = [place for place, part in enumerate(parts) if part < 0]
     return LeafOutcome(
         jobs=members,
         capacity=capacity,
         order=order,
         keys=keys,
         parts=parts,
-        firsts=[place for place, part in enumerate(parts) if part < 0],
-        followers=followers,
+        firsts=first_places,
+        first_keys=[keys[place] for place in first_places],
+        followers=[followers.get(place) for place in first_places],
         refusals=refusals,
         first_pods=first_pods,
         shapes=shapes,
         written=[None] * len(members),
+        written_from=[None] * len(members),
         leaf_words=None,
         leaf_words_from=None,
         answers=answers,
@@ -331,17 +334,14 @@ def _words(
             continue
         leaf_words: dict[str, str] = {}
         quotes_session = False
-        keys, parts, refusals, first_pods, kept, followers, answers = (
-            outcome.keys,
+        parts, refusals, first_pods, answers = (
             outcome.parts,
             outcome.refusals,
             outcome.first_pods,
-            outcome.written,
-            outcome.followers,
             outcome.answers,
         )
-        for place in outcome.firsts:
-            key = keys[place]
+        kept, kept_from = outcome.written, outcome.written_from
+        for place, key, alike in zip(outcome.firsts, outcome.first_keys, outcome.followers, strict=True):
             text: str
             if parts[place] == REFUSED:
                 refusal = refusals[place]
@@ -355,15 +355,16 @@ def _words(
                 assert first is not None and answer is not None
                 detail = answer[0] if answer[0] is not None else leaf_details[first.shape]
                 last = kept[place]
-                if last is not None and last[0] is detail:
-                    text = last[1]
+                if last is not None and kept_from[place] is detail:
+                    text = last
                 else:
-                    text = no_fit_after(first.head, detail)
-                    kept[place] = (detail, text)
+                    text = kept[place] = no_fit_after(first.head, detail)
+                    kept_from[place] = detail
                 leaf_words[key] = text
-            alike = followers.get(place)
             if alike is not None:
-                leaf_words.update(dict.fromkeys(alike, failed_like(key, text)))
+                worded = failed_like(key, text)
+                for follower in alike:
+                    leaf_words[follower] = worded
         written.append(leaf_words)
         outcome.leaf_words = None if quotes_session else leaf_words
         outcome.leaf_words_from = leaf_details

@@ -44,16 +44,18 @@ class LeafOutcome:
     keys: list[str]  # by place in job order, as all that follow
     parts: list[int]
     # The places whose part is REFUSED or NO_NODE (a job of either keeps its kind of part: a change of
-    # what its queue's checks read moves it between the two), and by each one's place, the keys of the
-    # jobs that fail like it (written with one text each, not job by job).
+    # what its queue's checks read moves it between the two), and of each, its key and the keys of the
+    # jobs that fail like it (written with one text each, not job by job; None: none).
     firsts: list[int]
-    followers: dict[int, list[str]]
+    first_keys: list[str]
+    followers: list[list[str] | None]
     refusals: list[str | None]  # why the queue refuses a job whose part is REFUSED
     first_pods: list[FirstPod | None]  # of each job whose part is NO_NODE
     shapes: list[int]  # each job's signature without its queue, as numbered (`WalkFacts`)
-    # The words last written for a NO_NODE job, with the explanation of its first pod they were worked
-    # out from.
-    written: list[tuple[str, str] | None]
+    # The words last written for a NO_NODE job (by place), and the explanation of its first pod they were
+    # worked out from.
+    written: list[str | None]
+    written_from: list[str | None]
     # The reasons last written for the whole leaf, by job key, and the explanations by pod shape they
     # were worked out from (`PodShapes.open_pods`'; None: to be worked out; never kept when a reason
     # quotes the session's).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import is_not
 from typing import Final, TypeVar
 
 import numpy as np
@@ -296,12 +297,8 @@ class NodeTable:
         for name in (*self.USAGE_COLUMNS, *self.CAPACITY_COLUMNS):
             unequal = getattr(self, name) != getattr(other, name)
             differ |= unequal.any(axis=1) if unequal.ndim == 2 else unequal
-        if other.specs is not self.specs:
-            differ |= np.fromiter(
-                (mine is not theirs for mine, theirs in zip(self.specs, other.specs, strict=True)),
-                dtype=np.bool_,
-                count=self.size,
-            )
+        if other.specs is not self.specs:  # (the same nodes: as many specs, in the same order)
+            differ |= np.fromiter(map(is_not, self.specs, other.specs), dtype=np.bool_, count=self.size)
         for node in self.groups.keys() | other.groups.keys():
             if _group_states(self.groups.get(node, [])) != _group_states(other.groups.get(node, [])):
                 differ[node] = True
