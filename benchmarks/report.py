@@ -148,7 +148,7 @@ def trickle_cycle(results: dict[str, Any], which: str) -> Figure:
         return "n/a", None
     cpu: float = p["medianCpuSeconds"]
     return (
-        f"**{cpu:.3f} s** of CPU (median of cycles 2..{len(p['cycleCpuSeconds'])}, "
+        f"**{cpu:.4f} s** of CPU (median of cycles 2..{len(p['cycleCpuSeconds'])}, "
         f"{p['minCpuSeconds']:.3f}-{p['maxCpuSeconds']:.3f} s; by change {_by_change(p)}; "
         f"wall median {p['medianWallSeconds']:.3f} s)"
     ), cpu
