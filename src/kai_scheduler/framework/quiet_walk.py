@@ -117,9 +117,10 @@ class QuietLeaves:
             self._pod_shapes.clear()
 
     def catch_up(self, mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]) -> None:
-        """Forget the outcome of each leaf with a job noted since the last mark (all of them when that is
-        not known), `jobs` being the snapshot's at `mark`. (A job gone from the snapshot is not in its
-        leaf's jobs any more, which the leaf's writing finds.)"""
+        """Forget the outcome of each leaf one of whose jobs is noted since the last mark (all of them when
+        that is not known), `jobs` being the snapshot's at `mark`. (A job gone from the snapshot or made
+        again, or one that came to wait in a leaf, changes the leaf's jobs, which its writing finds; a job
+        of the leaf's queue that is not among them, a running one, is not what the outcome read.)"""
         if mark == self.mark:
             return
         changed = mark.since(self.mark) if mark is not None else None
@@ -130,8 +131,11 @@ class QuietLeaves:
         by_leaf = self.by_leaf
         for key in changed:
             job = jobs.get(key)
-            if job is not None:
-                by_leaf.pop(job.queue, None)
+            if job is None:
+                continue
+            outcome = by_leaf.get(job.queue)
+            if outcome is not None and job in outcome.jobs:  # (JobInfo compares by identity)
+                del by_leaf[job.queue]
 
     def settle(
         self, touched: Collection[JobInfo], mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]

@@ -62,6 +62,20 @@ def test_a_leaf_with_a_job_the_cache_changed_is_forgotten() -> None:
     assert "q" not in kept.by_leaf
 
 
+def test_a_job_of_the_queue_the_leaf_did_not_read_keeps_it() -> None:
+    """A job of the leaf's queue that is not among its waiting jobs (a running one, finishing) is not what
+    the outcome was worked out from."""
+    snapshot = snapshot_of([node("n0", gpus=1), queue("q"), pod("a", "q", gpus=2), pod("b", "q", gpus=1)])
+    job, running = snapshot.jobs.values()  # (both of queue "q"; the second not among the leaf's jobs)
+    kept = QuietLeaves()
+    log, first = marks()
+    kept.catch_up(first, {job.key: job})
+    kept.by_leaf["q"] = outcome_of(job)
+    log.note(running.key)
+    kept.catch_up(JobChangeMark(log, log.stamp), {job.key: job, running.key: running})
+    assert "q" in kept.by_leaf
+
+
 def test_every_leaf_is_forgotten_when_the_log_does_not_know() -> None:
     job, kept = a_job(), QuietLeaves()
     first = marks()[1]
