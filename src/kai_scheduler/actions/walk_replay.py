@@ -142,10 +142,10 @@ def _leaf_outcome(
                 if task is None:
                     return None
                 answer = details.answers(task)
-                if details.may_place(task, tasks, answer):
+                first_pod = details.first_pod(task, tasks)
+                if details.may_place(first_pod, answer):
                     return None
                 parts.append(NO_NODE)
-                first_pod = details.first_pod(task, tasks)
         refusals.append(refusal)
         first_pods.append(first_pod)
         answers.append(answer)
@@ -288,13 +288,13 @@ class _Details:
         pods = outcome.pods = PodShapes(pod_of_shape, two_pods_of_a_shape, reads_other_pods, open_pods)
         return pods
 
-    def may_place(self, task: TaskInfo, tasks: list[TaskInfo], answer: tuple[str | None, bool]) -> bool:
-        """Whether the walk may place `tasks` (first pod `task`, its `answers`): its nodes read other pods,
-        or no pre-predicate refuses it and a node may take it."""
+    def may_place(self, first: FirstPod, answer: tuple[str | None, bool]) -> bool:
+        """Whether the walk may place the attempt whose first pod is `first` (its `answers`): its nodes
+        read other pods, or no pre-predicate refuses it and a node may take it."""
         refusal, reads_other_pods = answer
         if reads_other_pods:
             return True
-        return refusal is None and self._may_take(self._kept.pod_shape(task), task, tasks)
+        return refusal is None and self._may_take(first.shape, first.task, first.tasks)
 
     def _may_take(self, pod: int, task: TaskInfo, tasks: list[TaskInfo]) -> bool:
         """Whether a node may take a pod of shape `pod` that no pre-predicate refuses (`task`, the first

@@ -128,14 +128,10 @@ class QuietLeaves:
         if changed is None:
             self.forget()
             return
-        by_leaf = self.by_leaf
         for key in changed:
             job = jobs.get(key)
-            if job is None:
-                continue
-            outcome = by_leaf.get(job.queue)
-            if outcome is not None and job in outcome.jobs:  # (JobInfo compares by identity)
-                del by_leaf[job.queue]
+            if job is not None:
+                self._forget_leaf_of(job)
 
     def settle(
         self, touched: Collection[JobInfo], mark: JobChangeMark | None, jobs: Mapping[str, JobInfo]
@@ -144,9 +140,13 @@ class QuietLeaves:
         (placed, evicted or ungated) is forgotten (the log notes it only from the next snapshot on)."""
         self.catch_up(mark, jobs)
         for job in touched:
-            outcome = self.by_leaf.get(job.queue)
-            if outcome is not None and job in outcome.jobs:
-                del self.by_leaf[job.queue]
+            self._forget_leaf_of(job)
+
+    def _forget_leaf_of(self, job: JobInfo) -> None:
+        """Forget the outcome of `job`'s leaf when `job` is among its jobs."""
+        outcome = self.by_leaf.get(job.queue)
+        if outcome is not None and job in outcome.jobs:  # (JobInfo compares by identity)
+            del self.by_leaf[job.queue]
 
 
 # More pod shapes numbered than this, and the numbers start again when no outcome holds one.

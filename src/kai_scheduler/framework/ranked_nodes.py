@@ -194,10 +194,10 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     """What `best_node` works with for `task`: what asks its shape's nodes (`_Looks`, with the nodes passing
     the pod's static predicates), the index of the one ranking, the pod's floor, the sparse scorers'
     indexes and floors, and the sums; None when the shortcut does not apply (`_ranking`, `_wide`). Kept
-    by request, placement
-    constraints, nominated node and whether anything is being released (all that `_ranking` reads;
-    `_wide` and the static predicates read the placement alone) while the node table stays: one look-up
-    a pod rather than one per question (the indexes are brought up to date as they are used)."""
+    by request, placement constraints, nominated node and whether anything is being released (all that
+    `_ranking` reads; `_wide` and the static predicates read the placement alone) while the node table
+    stays: one look-up a pod rather than one per question (the indexes are brought up to date as they are
+    used)."""
     key = (task.request, task.placement.key, task.nominated_node, kept.nodes.anything_releasing())
     asked = kept.asked
     found = asked.get(key, _NOT_KEPT)

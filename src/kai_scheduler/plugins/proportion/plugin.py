@@ -366,10 +366,16 @@ class ProportionPlugin:
         """What `_queue_order_key` reads of a queue that is fixed for the session: its allocatable shares
         and their criterion."""
         shares = self._allocatable_shares(queue)
+        return shares, self._smaller_share_of(queue, shares)
+
+    def _smaller_share_of(
+        self, queue: QueueInfo, shares: tuple[float, float, float]
+    ) -> SmallerAllocatableShare:
+        """The criterion of `queue`'s allocatable shares (`shares`), made once a session."""
         smaller_share = self._smaller_share.get(queue.name)
         if smaller_share is None:
             smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
-        return shares, smaller_share
+        return smaller_share
 
     def victim_queue_key(
         self, queue: QueueInfo, allocated: Resources, remaining: Resources
@@ -392,9 +398,7 @@ class ProportionPlugin:
             zero_share_use = any(
                 share <= EPSILON and u > EPSILON for share, u in zip(shares, used, strict=True)
             )
-            smaller_share = self._smaller_share.get(queue.name)
-            if smaller_share is None:
-                smaller_share = self._smaller_share[queue.name] = SmallerAllocatableShare(shares)
+            smaller_share = self._smaller_share_of(queue, shares)
             known = self._victim_keys[memo] = (
                 (over_utilised, not starved, -queue.priority, zero_share_use),
                 (_dominant(used, shares), smaller_share, queue.rank),
