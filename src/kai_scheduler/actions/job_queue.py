@@ -93,7 +93,9 @@ class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
     `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps the child it
     descends to (`best`). `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
-    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._kept_rank`)."""
+    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._kept_rank`), but
+    for the job `unread`, ranked at `rank` as the allocation moved, whose read is asked only when the
+    ranks are (a first cycle moves the allocation at most pops, and its ranks are then never asked)."""
 
     __slots__ = (
         "best",
@@ -109,6 +111,7 @@ class _Node:
         "ranks",
         "source",
         "stale",
+        "unread",
     )
 
     def __init__(self, queue: QueueInfo, parent: _Node | None, position: int) -> None:
@@ -125,6 +128,7 @@ class _Node:
         self.stale = False
         self.ranks: dict[Hashable, tuple[Any, ...]] = {}
         self.ranked_at: tuple[float, float, float] | None = None
+        self.unread: JobInfo | None = None
 
 
 class QueueOrderedJobs:
@@ -231,9 +235,14 @@ class QueueOrderedJobs:
     def _kept_rank(self, node: _Node, read: Hashable, job: JobInfo) -> tuple[Any, ...]:
         """The order key of `node`'s queue on `job` (`read`: what the order reads of it), kept by `read`
         while the queue's allocation is the one its ranks are kept for (`_Node.ranked_at`)."""
-        rank = node.ranks.get(read)
+        ranks, unread = node.ranks, node.unread
+        if unread is not None:  # (`rank` is still the one worked out on it: see `_settle`)
+            assert self._reads is not None and node.rank is not None
+            node.unread = None
+            ranks[self._reads(unread)] = node.rank
+        rank = ranks.get(read)
         if rank is None:
-            rank = node.ranks[read] = self._order(node.queue, job)
+            rank = ranks[read] = self._order(node.queue, job)
         return rank
 
     def refresh(self) -> None:
@@ -313,20 +322,21 @@ class QueueOrderedJobs:
                 job = None if best is None else best.job
                 node.job, node.source = job, None if best is None else best.source
             if job is None:
-                node.rank = None
+                node.rank = node.unread = None  # (its kept ranks stay: `unread` was ranked at `rank`)
             elif reads is None:
                 node.rank = order(node.queue, job)
             else:
-                if job is not read_job:
-                    read_job, read = job, reads(job)
-                # (A first cycle settles a path after most pops, its allocation moved: its kept ranks go.)
+                # (A first cycle settles a path after most pops, its allocation moved: its kept ranks go,
+                # and what the order reads of the job is asked only if they are: `_Node.unread`.)
                 allocated = node.queue.allocated
                 at = (allocated.gpu, allocated.cpu, allocated.memory)
                 if at != node.ranked_at:
                     node.ranked_at = at
-                    node.rank = rank = order(node.queue, job)
-                    node.ranks = {read: rank}
+                    node.rank = order(node.queue, job)
+                    node.ranks, node.unread = {}, job
                 else:
+                    if job is not read_job:
+                        read_job, read = job, reads(job)
                     node.rank = self._kept_rank(node, read, job)
         stale.clear()
         self._best_root = _first_smallest(self._roots)
