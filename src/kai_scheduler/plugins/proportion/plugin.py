@@ -32,6 +32,15 @@ from kai_scheduler.plugins.proportion.division import LevelShares, QueueShareInp
 from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
 from kai_scheduler.plugins.proportion.victim_filter import may_be_reclaimed
 
+# What a queue's order key reads of it that is fixed for the session (`_fixed_order_parts`).
+_FixedOrderParts = tuple[
+    tuple[float, float, float],
+    tuple[float, float, float],
+    tuple[float, float, float],
+    int,
+    "SmallerAllocatableShare",
+    int,
+]
 # A queue's allocatable share of 0 makes any use "infinitely" dominant; KAI scales allocation by this.
 _ZERO_SHARE_PENALTY: Final = 1000.0
 _NOTHING: Final = Resources()
@@ -80,7 +89,7 @@ class ProportionPlugin:
         self._limited: dict[str, bool] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
-        self._order_fixed: dict[str, tuple[tuple[float, float, float], SmallerAllocatableShare]] = {}
+        self._order_fixed: dict[str, _FixedOrderParts] = {}
         # `_siblings_weakly_ordered` by the siblings' allocatable shares: it reads nothing else, and a
         # cluster's queues keep their shares from one cycle to the next (carried, `CarriedQueueOrder`).
         self._weakly_ordered: dict[tuple[tuple[float, float, float], ...], bool] = {}
@@ -251,7 +260,7 @@ class ProportionPlugin:
         )
         key = self._order_keys.get(memo)
         if key is None:
-            key = self._order_keys[memo] = self._queue_order_key(queue, request)
+            key = self._order_keys[memo] = self._order_key_at(queue, memo)
         return key
 
     def _order_reads(self, job: JobInfo) -> int:
@@ -321,52 +330,62 @@ class ProportionPlugin:
                     )
 
     def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
-        # Written out per resource (no generators): it runs for each queue on the path of every job
-        # handed out, and a first cycle over a deep backlog hands out tens of thousands.
-        allocated, fair, deserved = queue.allocated, queue.fair_share, queue.deserved
-        used_gpu, used_cpu, used_memory = allocated.gpu, allocated.cpu, allocated.memory
-        asked_gpu, asked_cpu, asked_memory = request.gpu, request.cpu, request.memory
+        """`queue_order_key` of `queue` at its allocation for a job asking `request`, worked out now."""
+        return self._order_key_at(queue, (queue.name, *queue.allocated.values(), *request.values()))
+
+    def _order_key_at(self, queue: QueueInfo, memo: OrderMemo) -> tuple[Any, ...]:
+        """`queue_order_key` of `queue` at the allocation and for the request `memo` holds, worked out now.
+        Written out per resource, from the memo and the queue's parts fixed for the session as one tuple
+        each (`_fixed_order_parts`): it runs for each queue on the path of every job handed out, and a
+        first cycle over a deep backlog hands out tens of thousands, its allocation moved at most."""
+        _, used_gpu, used_cpu, used_memory, asked_gpu, asked_cpu, asked_memory = memo
+        fixed = self._order_fixed.get(memo[0])
+        if fixed is None:
+            fixed = self._order_fixed[memo[0]] = self._fixed_order_parts(queue)
+        fair, deserved, shares, priority, smaller_share, rank = fixed
         over_utilised = (
-            fair.gpu < used_gpu - EPSILON
-            and fair.cpu < used_cpu - EPSILON
-            and fair.memory < used_memory - EPSILON
+            fair[0] < used_gpu - EPSILON and fair[1] < used_cpu - EPSILON and fair[2] < used_memory - EPSILON
         )
         # Whether the job fits in the deserved quota (unlimited: negative), resource by resource.
-        deserved_gpu, deserved_cpu, deserved_memory = deserved.gpu, deserved.cpu, deserved.memory
-        starved = (
-            (deserved_gpu < 0 or used_gpu + asked_gpu <= deserved_gpu + EPSILON)
-            and (deserved_cpu < 0 or used_cpu + asked_cpu <= deserved_cpu + EPSILON)
-            and (deserved_memory < 0 or used_memory + asked_memory <= deserved_memory + EPSILON)
+        with_gpu, with_cpu, with_memory = (
+            used_gpu + asked_gpu,
+            used_cpu + asked_cpu,
+            used_memory + asked_memory,
         )
-        fixed = self._order_fixed.get(queue.name)
-        if fixed is None:
-            fixed = self._order_fixed[queue.name] = self._fixed_order_parts(queue)
-        shares, smaller_share = fixed
+        deserved_gpu, deserved_cpu, deserved_memory = deserved
+        starved = (
+            (deserved_gpu < 0 or with_gpu <= deserved_gpu + EPSILON)
+            and (deserved_cpu < 0 or with_cpu <= deserved_cpu + EPSILON)
+            and (deserved_memory < 0 or with_memory <= deserved_memory + EPSILON)
+        )
         zero_share_use = (
             (shares[0] <= EPSILON and asked_gpu > EPSILON)
             or (shares[1] <= EPSILON and asked_cpu > EPSILON)
             or (shares[2] <= EPSILON and asked_memory > EPSILON)
         )
-        with_job = _dominant((used_gpu + asked_gpu, used_cpu + asked_cpu, used_memory + asked_memory), shares)
-        without_job = _dominant((used_gpu, used_cpu, used_memory), shares)
         return (
             over_utilised,
             not starved,
-            -queue.priority,
+            priority,
             zero_share_use,
-            with_job,
-            without_job,
+            _dominant((with_gpu, with_cpu, with_memory), shares),
+            _dominant((used_gpu, used_cpu, used_memory), shares),
             smaller_share,
-            queue.rank,
+            rank,
         )
 
-    def _fixed_order_parts(
-        self, queue: QueueInfo
-    ) -> tuple[tuple[float, float, float], SmallerAllocatableShare]:
-        """What `_queue_order_key` reads of a queue that is fixed for the session: its allocatable shares
-        and their criterion."""
+    def _fixed_order_parts(self, queue: QueueInfo) -> _FixedOrderParts:
+        """What `_order_key_at` reads of a queue that is fixed for the session: its fair share and deserved
+        quota, its allocatable shares, its priority (negated: higher first), their criterion, its rank."""
         shares = self._allocatable_shares(queue)
-        return shares, self._smaller_share_of(queue, shares)
+        return (
+            queue.fair_share.values(),
+            queue.deserved.values(),
+            shares,
+            -queue.priority,
+            self._smaller_share_of(queue, shares),
+            queue.rank,
+        )
 
     def _smaller_share_of(
         self, queue: QueueInfo, shares: tuple[float, float, float]
