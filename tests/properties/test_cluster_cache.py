@@ -25,6 +25,7 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.jobs import JobInfo, Tally
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
 from kai_scheduler.model.snapshot import JOB_GROUPS, JobsAtOpen, PodGroupState, PodState
@@ -225,6 +226,11 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         plain, kept = frozenset(cache.running_jobs), cache.running_jobs
         assert kept - running_before[1] == plain - running_before[0], f"after step {step}: jobs started"
         running_before = plain, kept
+        for job in snapshot.jobs.values():
+            # What the cache told a job it made alike others (`JobInfo.know_as`), against the answers
+            # worked out on a copy of the job that was told nothing.
+            told, counted = answers(job), answers(replace(job))
+            assert told == counted, f"after step {step} {operation[0]}: {job.key}'s answers"
         tasks = snapshot.tasks.values()
         assert snapshot.nominated_tasks == [t for t in tasks if t.nominated_node >= 0]
         assert snapshot.asks_gpu_memory == any(t.request.gpu_memory_mib for t in tasks)
@@ -242,6 +248,10 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
             assert [id(job) for job in getattr(kept, name)] == [id(job) for job in getattr(found, name)], (
                 f"after step {step} {operation[0]}: {name} carried"
             )
+
+
+def answers(job: JobInfo) -> tuple[Tally, bool, bool]:
+    return job.tally(), job.has_topology(), job.may_go_stale()
 
 
 def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> None:

@@ -43,9 +43,20 @@ class JobChangeLog:
         keys = self._keys
         keys.append(key)
         if len(keys) > _KEPT:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Past `_KEPT` keys, forget the older half (at once: a batch may have added many)."""
+        keys = self._keys
+        while len(keys) > _KEPT:
             half = len(keys) // 2
             del keys[:half]
             self._first += half
+
+    def note_all(self, keys: list[str]) -> None:
+        """`note` of each of `keys` in turn."""
+        self._keys += keys
+        self._trim()
 
     def note_everything(self) -> None:
         """Every job was made again: nothing worked out before this is of any use."""

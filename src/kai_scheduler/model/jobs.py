@@ -426,6 +426,14 @@ class JobInfo:
             )
         return known
 
+    def know_as(self, tally: Tally, has_topology: bool, may_go_stale: bool) -> None:
+        """`tally`, `has_topology` and `may_go_stale` as this job's answers at its version: those of a job
+        made alike (its pod sets, minMembers and constraints, its tasks' statuses), which a cache making
+        thousands of alike jobs (a bare pod's each) worked out once."""
+        self._tally = (self.version, tally)
+        self._has_topology = has_topology
+        self._may_go_stale = may_go_stale
+
     def is_gang_satisfied(self) -> bool:
         """Every pod set has its minMember, and the group as a whole has its minMember."""
         return self.tally().gang_satisfied
