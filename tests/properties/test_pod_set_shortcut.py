@@ -1,5 +1,5 @@
 """Placing the pods of one plain pod set without descending the job's sub-group tree decides as the
-descent does (issue #23, row 4).
+descent does, and so does placing a job of one such pod without a statement (issue #23, row 4).
 
 `actions.placement.place_job` places a job whose pods all belong to one pod set at the top of its tree,
 with no topology constraint of its own and none on the job, by placing them in order (undoing them all
@@ -8,7 +8,10 @@ when one does not fit) rather than through the tree's layers. Generated clusters
 topology constraint, and gangs of sub-groups (with constraints of their own or not, some nested), in
 queues over quota and not, at several priorities (so that the victim actions place preemptors and their
 victims through `place_job` too), over a few cycles; every decision of every cycle and every waiting
-reason must be the same with the shortcut and without.
+reason must be the same with the shortcut and without. Some lone pods take a fraction of a GPU (the
+shared GPUs they are handed are part of the decision), some running ones are terminating (pods are
+pipelined onto what they release), and pods pipelined in one cycle are placed on their nominated nodes
+in the next (a reservation to give back).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import pytest
 
 from helpers import node_manifest, pod_group_manifest, pod_manifest, queue_manifest, run
-from kai_scheduler.actions import placement
+from kai_scheduler.actions import allocate, placement
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import ApiObject
@@ -44,6 +47,16 @@ def shortcut(enabled: bool) -> Iterator[None]:
         yield
     finally:
         placement.ONE_POD_SET_SHORTCUT = before
+
+
+@contextmanager
+def lone_shortcut(enabled: bool) -> Iterator[None]:
+    before = allocate.LONE_POD_SHORTCUT
+    allocate.LONE_POD_SHORTCUT = enabled
+    try:
+        yield
+    finally:
+        allocate.LONE_POD_SHORTCUT = before
 
 
 def constrained(constraint: dict[str, str] | None) -> dict[str, Any]:
@@ -92,8 +105,18 @@ def cluster(rng: random.Random) -> list[ApiObject]:
         kind = rng.choice(["lone", "gang", "gang", "sub-groups"])
         if kind == "lone":
             on = rng.choice(names) if running else None
+            fraction = rng.choice([0.5, 0.25]) if gpus and rng.random() < 0.3 else None
             manifests.append(
-                pod_manifest(name, queue, gpus=gpus, cpu=cpu, priority_class=priority, node_name=on)
+                pod_manifest(
+                    name,
+                    queue,
+                    gpus=0 if fraction else gpus,
+                    cpu=cpu,
+                    priority_class=priority,
+                    node_name=on,
+                    fraction=fraction,
+                    terminating=on is not None and rng.random() < 0.3,
+                )
             )
             continue
         size = rng.randint(1, 4)
@@ -137,4 +160,35 @@ def test_one_pod_set_placed_without_the_tree_as_through_it(seed: int) -> None:
         fast = run(objects, cycles=4)
     with shortcut(False):
         full = run(objects, cycles=4)
+    assert decided(fast) == decided(full)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lone_pod_placed_without_a_statement_as_through_one(seed: int) -> None:
+    objects = cluster(random.Random(seed))
+    with lone_shortcut(True):
+        fast = run(objects, cycles=4)
+    with lone_shortcut(False):
+        full = run(objects, cycles=4)
+    assert decided(fast) == decided(full)
+
+
+@pytest.mark.parametrize("fraction", [None, 0.5])
+def test_a_lone_pod_pipelined_onto_what_a_terminating_pod_releases_is_decided_alike(
+    fraction: float | None,
+) -> None:
+    manifests = [
+        queue_manifest("q0", gpu=8),
+        node_manifest("n0", gpus=2, cpu=16),
+        pod_manifest("old", "q0", gpus=2, node_name="n0", terminating=True),
+        pod_manifest("new", "q0", gpus=0 if fraction else 1, fraction=fraction),
+    ]
+    objects = [parse_object(manifest, "property", index) for index, manifest in enumerate(manifests)]
+    with lone_shortcut(True):
+        fast = run(objects, cycles=1)
+    with lone_shortcut(False):
+        full = run(objects, cycles=1)
+    assert [(d.action, d.type, d.pod) for d in fast.cycles[0].decisions] == [
+        ("allocate", "pipeline", "default/new")
+    ]
     assert decided(fast) == decided(full)

@@ -266,6 +266,10 @@ class SessionState:
         self._unhold(task, task.nominated_node, task.nominated_groups)
         return True
 
+    def holds_reservation(self, task: TaskInfo) -> bool:
+        """Whether a nominated pod holds reserved resources (`release_reservation` would give them back)."""
+        return task.key in self._reserved
+
     def restore_reservation(self, task: TaskInfo) -> None:
         """Reserve again for a nominated pod whose placement attempt failed."""
         if task.status is TaskStatus.PENDING and task.key not in self._reserved:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kai_scheduler.framework.decisions import Decision, DecisionType
+from kai_scheduler.framework.decisions import Decision
 from kai_scheduler.model.disruption import beyond_note
 from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # "keep" takes back an eviction made earlier on the same statement: the victim keeps running.
 _OperationType = Literal["bind", "pipeline", "evict", "keep"]
+# What a placement becomes once committed.
+PlacementType = Literal["bind", "pipeline"]
 
 
 @dataclass(slots=True)
@@ -141,23 +143,33 @@ class Statement:
         nodes = self._session.snapshot.nodes
         # (A pod is kept only while this statement's eviction of it stands: none without an eviction.)
         kept = {id(op.task) for op in self._operations if op.type == "keep"} if self._evicted else set()
-        taken_ids = self._session.snapshot.existing_gpu_groups
         budgets = self._session.snapshot.disruption_budgets
         decisions = []
         for op in self._operations:
             if op.type == "keep" or (op.type == "evict" and id(op.task) in kept):
                 continue
             if op.type != "evict":
-                # Handed out for good: not to another pod this cycle, even once this one leaves the GPU.
-                taken_ids.update(op.gpu_groups)
-            decision_type: DecisionType = op.type
+                kind: PlacementType = "bind" if op.type == "bind" else "pipeline"
+                decisions.append(
+                    committed_placement(
+                        self._session,
+                        self._action,
+                        kind,
+                        op.task,
+                        op.node,
+                        op.gpu_groups,
+                        op.reason,
+                        self._for_job,
+                    )
+                )
+                continue
             reason = op.reason
-            if op.type == "evict" and budgets is not None:
+            if budgets is not None:
                 reason += beyond_note(budgets.disrupt(op.task.key))
             decisions.append(
                 Decision(
                     self._action,
-                    decision_type,
+                    "evict",
                     op.task.key,
                     nodes.names[op.node],
                     op.gpu_groups,
@@ -178,3 +190,21 @@ class Statement:
     def evicted_virtually(self, task: TaskInfo) -> bool:
         """Whether `task` was evicted on this statement and has not been placed anywhere since."""
         return task.status is TaskStatus.RELEASING and task.key in self._evicted
+
+
+def committed_placement(
+    session: Session,
+    action: str,
+    kind: PlacementType,
+    task: TaskInfo,
+    node: int,
+    gpu_groups: tuple[str, ...],
+    reason: str,
+    for_job: str = "",
+) -> Decision:
+    """The decision of a placement (`kind`) made for good (a statement's commit, or a lone pod's placement
+    that needs none: allocate's `_place_lone_pod`), its shared GPUs handed out: not to another pod this
+    cycle, even once this one leaves them (`Session.new_gpu_group_id`)."""
+    snapshot = session.snapshot
+    snapshot.existing_gpu_groups.update(gpu_groups)
+    return Decision(action, kind, task.key, snapshot.nodes.names[node], gpu_groups, reason, for_job=for_job)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from helpers import node, open_session, pod, queue
+from kai_scheduler.actions import allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskStatus
 
@@ -162,3 +163,25 @@ def test_non_preemptible_allocation_is_tracked_and_rolled_back() -> None:
     statement.rollback()
     assert q.allocated_non_preemptible.gpu == 0
     assert q.allocated.gpu == 0
+
+
+@pytest.mark.parametrize("lone_shortcut", [True, False])
+def test_a_shared_gpu_placed_for_good_is_not_handed_out_again_once_its_pod_leaves_it(
+    lone_shortcut: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new shared GPU that a committed placement opened keeps its id for the cycle: a pod that takes a
+    new shared GPU on that node later in the session, after the first one left it, gets another id (one
+    id must not name two GPUs in a cycle's bind requests). Allocate places a lone pod without a
+    statement (`LONE_POD_SHORTCUT`), a gang's pods through one: both hand the GPU out so."""
+    monkeypatch.setattr(allocate, "LONE_POD_SHORTCUT", lone_shortcut)
+    session = open_session(
+        [node("n0", gpus=2), queue("dept"), queue("q", parent="dept"), pod("half", fraction=0.5)]
+    )
+    task = session.snapshot.tasks["default/half"]
+    assert allocate.place_job_tasks(session, task.job, [task], "allocate")
+    (opened,), on = task.gpu_groups, task.node
+    assert session.decisions[-1].gpu_groups == (opened,)
+    assert opened == "n0-gpu-c1-1"  # a new shared GPU
+    session.state.unplace(task, TaskStatus.PENDING, -1, ())
+    assert opened not in session.snapshot.nodes.group_by_id  # the GPU is gone with its only pod
+    assert session.new_gpu_group_id(on) != opened
