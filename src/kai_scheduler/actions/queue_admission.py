@@ -29,10 +29,20 @@ def admission(
 ) -> tuple[bool, str | None]:
     """`admissible`'s answer without writing it: whether the queue's checks refuse `tasks` of `job`, and
     why (None with no pods to try: nothing is said). `inputs`: `Session.job_capacity_inputs` of the job,
-    when the caller has it (the same for every job of a queue)."""
+    when the caller has it (the same for every job of a queue).
+
+    Without `inputs`, a job with no answer kept at its version is checked without reading them, and its
+    answer kept (with them) only when the queue refuses it: a job that may be tried is mostly placed by
+    its attempt (a first cycle places most of the jobs it admits, 15,900 at 5,000 nodes), which moves its
+    version, and its queue's inputs, worked out to keep its answer by, cost more than its check. (A job
+    that then finds no node is checked again as it is next handed out, or kept by a caller that has the
+    inputs: `walk_replay`.)"""
     if not tasks:
         return True, None
     if inputs is None:
+        kept = session.admissions.get(job)
+        if kept is None or kept[0][0] != job.version:
+            return _fresh_admission(session, job, tasks)
         inputs = session.job_capacity_inputs(job)
     key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
     kept = session.admissions.get(job) if inputs is not None else None
@@ -49,14 +59,29 @@ def admission(
     return reason is not None, reason
 
 
+def _fresh_admission(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[bool, str | None]:
+    """`admission` of a job with no answer kept at its version, kept only when refused (see there)."""
+    reason = _refusal(session, job, tasks)
+    if session.verify_carried:
+        _check_kept(session, job, tasks, reason)
+    if reason is None:
+        return False, None
+    inputs = session.job_capacity_inputs(job)
+    if inputs is not None:
+        session.admissions[job] = ((job.version, session.snapshot.max_gpu_memory_mib, inputs), reason)
+    return True, reason
+
+
 def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:
     """Why `tasks` of `job` may not be tried (None: they may); the gang's part kept by the job's version
-    (`Session.gang_refusals`: a large gang's readiness reads every pod)."""
-    gang = session.gang_refusals.get(job)
-    if gang is None or gang[0] != job.version:
-        gang = session.gang_refusals[job] = (job.version, _gang_refusal(job, tasks))
-    if gang[1] is not None:
-        return gang[1]
+    (`Session.gang_refusals`: a large gang's readiness reads every pod), but for a job of one pod, a whole
+    gang (`lone_whole_gang`, asked first: most jobs, each asked once a version in a first cycle)."""
+    if not lone_whole_gang(job, tasks):
+        gang = session.gang_refusals.get(job)
+        if gang is None or gang[0] != job.version:
+            gang = session.gang_refusals[job] = (job.version, _counted_gang_refusal(job, tasks))
+        if gang[1] is not None:
+            return gang[1]
     return session.check_job_capacity(job, kept_quota_request(session, tasks))
 
 

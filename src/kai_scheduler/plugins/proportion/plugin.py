@@ -83,8 +83,9 @@ class ProportionPlugin:
         # allocation (it has a quota), and the queues whose paths go through it (itself first).
         self._input_reads: dict[str, tuple[bool, bool, list[str]]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
-        # `_task_resources` of the requests that do not read a node, by the request and GPU memory.
-        self._amounts: dict[tuple[PodRequest, float], Resources] = {}
+        # `_task_resources` of the requests that do not read a node, by the request (converted with the
+        # session's smallest GPU memory).
+        self._amounts: dict[PodRequest, Resources] = {}
         # Per queue, whether any queue on its path has a limit (`over_limit`), for the session.
         self._limited: dict[str, bool] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
@@ -183,13 +184,12 @@ class ProportionPlugin:
         snapshot = self._session.snapshot
         request = task.request
         # Only a shared GPU's request on a node reads the node's GPU memory (`queue_gpus`); every other
-        # request's amount is kept by the request and the GPU memory it is converted with (a first cycle
-        # places thousands of pods of a few requests).
+        # request's amount is kept by the request, converted with the session's smallest GPU memory (a
+        # first cycle places thousands of pods of a few requests).
         if request.shared_gpu is None or task.node < 0:
-            key = (request, snapshot.min_gpu_memory_mib)
-            amount = self._amounts.get(key)
+            amount = self._amounts.get(request)
             if amount is None:
-                amount = self._amounts[key] = request.queue_resources(None, snapshot.min_gpu_memory_mib)
+                amount = self._amounts[request] = request.queue_resources(None, snapshot.min_gpu_memory_mib)
             return amount
         node_memory = float(snapshot.nodes.gpu_memory_mib[task.node])
         return request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
