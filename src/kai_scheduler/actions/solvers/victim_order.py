@@ -57,7 +57,25 @@ def active_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
     """The pods that may be victims: running ones, and ones placed earlier in this cycle (allocated or
     pipelined), as KAI's active-allocated pods. Kept per job until one of its pods changes status: every
     attempt of every victim action looks at every candidate job."""
-    known: dict[JobInfo, tuple[int, list[TaskInfo]]] = session.scratch.setdefault("victims.active", {})
+    return _active(_active_kept(session), job)
+
+
+def active_nodes(session: Session, jobs: Iterable[JobInfo]) -> list[int]:
+    """The nodes of the jobs' `active_tasks`, in job order (a node once per pod). Why: preempt asks where
+    the candidates of a queue run, 700 jobs a queue at 20,000 nodes, with the kept pods looked up once."""
+    known = _active_kept(session)
+    return [task.node for job in jobs for task in _active(known, job)]
+
+
+_ActiveKept = dict[JobInfo, tuple[int, list[TaskInfo]]]
+
+
+def _active_kept(session: Session) -> _ActiveKept:
+    kept: _ActiveKept = session.scratch.setdefault("victims.active", {})
+    return kept
+
+
+def _active(known: _ActiveKept, job: JobInfo) -> list[TaskInfo]:
     cached = known.get(job)
     if cached is None or cached[0] != job.version:
         cached = known[job] = (job.version, [t for t in job.tasks if t.status in ACTIVE_ALLOCATED])
