@@ -2,8 +2,10 @@
 (`static_masks.passing_rows`: the label index's rows of a value, every other predicate asked at those rows
 alone) are those its masks over every node give (`Session.static_masks_of`), in the same order; each
 predicate asked at some rows (`RowPredicate.at_rows`) answers as its mask there, and so do the nodes usable
-by some pods (`Session.usable_nodes`, made from those rows); and a label index carried through a respecify
-(`_LabelIndex.respecified`) gives a value's rows as one made afresh.
+by some pods (`Session.usable_nodes`, made from those rows); the first refusals among a placement's static
+predicates counted from those rows (`StaticRefusals.of_selected_rows`: the node flags before the selector
+counted once, `LeadingFlags`) are those counted from its masks, every node's and each refused row's; and a
+label index carried through a respecify (`_LabelIndex.respecified`) gives a value's rows as one made afresh.
 
 Generated clusters mix cordoned, tainted and labelled nodes (a rack and a zone label, not every node with
 both; a value no node has), and pods with selectors of no, one or two labels, some with a required node
@@ -19,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import node, open_session, pod, queue
+from kai_scheduler.framework.no_fit_counts import LeadingFlags, StaticRefusals
 from kai_scheduler.framework.static_masks import RowPredicate, passing_rows
 from kai_scheduler.plugins.predicates import _LabelIndex
 
@@ -106,6 +109,28 @@ def test_a_selectors_rows_are_those_the_masks_pass(objects: list[Any], data: st.
             selected = predicate.selected_rows(placement, nodes)
             if selected is not None:
                 assert selected.tolist() == np.flatnonzero(mask).tolist()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=clusters())
+def test_first_refusals_counted_from_a_selectors_rows_are_those_the_masks_give(objects: list[Any]) -> None:
+    session = open_session(objects)
+    nodes, predicates = session.snapshot.nodes, session.points.static_predicates
+    flags = LeadingFlags(predicates)
+    for task in session.snapshot.tasks.values():
+        placement = task.placement
+        from_rows = StaticRefusals.of_selected_rows(predicates, placement, nodes, flags)
+        assert (from_rows is not None) == (passing_rows(predicates, placement, nodes) is not None)
+        if from_rows is None:
+            continue
+        from_masks = StaticRefusals.of_masks(session.static_masks_of(placement))
+        assert from_rows.counts == from_masks.counts
+        assert from_rows.passing.tolist() == from_masks.passing.tolist()
+        every = from_masks.refusals()
+        assert from_rows.refusals().tolist() == every.tolist()
+        refused = set(range(nodes.size)) - set(from_masks.passing.tolist())
+        for row in sorted(refused):
+            assert from_rows.refusal_at(row) == from_masks.refusal_at(row) == every[row]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,12 +18,17 @@ cluster (issue #23, row 5).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from kai_scheduler.framework.static_masks import Masks
-from kai_scheduler.model.nodes import BoolArray, IntArray
+from kai_scheduler.framework.static_masks import Masks, NodeFlags, passing_at, selected_by
+from kai_scheduler.model.nodes import BoolArray, IntArray, NodeTable
+
+if TYPE_CHECKING:
+    from kai_scheduler.framework.session import StaticPredicate
+    from kai_scheduler.model.jobs import Placement
 
 # (the words of a filter's refusal, which of the nodes asked about pass it)
 Filter = tuple[str, BoolArray]
@@ -169,16 +174,32 @@ _MOST_TEXTS = 8192
 
 
 class StaticRefusals:
-    """A placement's static filters (`masks`, the placement's `Session._static`: the same object while
-    these hold): how many nodes each is the first refusal of, and the nodes none refuses (in index
-    order)."""
+    """A placement's static filters: how many nodes each is the first refusal of, and the nodes none
+    refuses (in index order), counted from its masks (`of_masks`) or from the rows its node selector names
+    (`of_selected_rows`); and each node's first refusal when asked (`refusal_at`, `refusals`)."""
 
-    __slots__ = ("_positions", "_refused_rows", "counts", "masks", "passing")
+    __slots__ = ("_every", "_first", "_positions", "_refused_rows", "counts", "passing")
 
-    def __init__(self, masks: Masks) -> None:
+    def __init__(
+        self,
+        counts: list[int],
+        passing: IntArray,
+        first: Callable[[int], int],
+        every: Callable[[], Refusals],
+    ) -> None:
+        self.counts = counts
+        self.passing = passing
+        self._first = first  # the first refusal of a row some static filter refuses
+        self._every = every  # `refusals`
+        self._positions: dict[int, int] | None = None  # row -> its index in `passing`, once asked
+        # `refusal_at` by row, as asked: the shapes of one placement counted again ask the same rows.
+        self._refused_rows: dict[int, int] = {}
+
+    @staticmethod
+    def of_masks(masks: Masks) -> StaticRefusals:
+        """Counted from a placement's masks over every node (`Session._static`)."""
         ok, static = masks
-        self.masks = masks
-        self.counts: list[int] = []
+        counts: list[int] = []
         # The nodes each filter is the first refusal of: those passing the filters before it, less
         # those passing it too.
         past = np.ones(ok.size, dtype=np.bool_)
@@ -186,12 +207,68 @@ class StaticRefusals:
         for _, passing in static:
             np.logical_and(past, passing, out=past)
             after = int(np.count_nonzero(past))
-            self.counts.append(before - after)
+            counts.append(before - after)
             before = after
-        self.passing: IntArray = np.flatnonzero(past)
-        self._positions: dict[int, int] | None = None  # row -> its index in `passing`, once asked
-        # `refusal_at` by row, as asked: the shapes of one placement counted again ask the same rows.
-        self._refused_rows: dict[int, int] = {}
+
+        def first(row: int) -> int:
+            for index, (_, passing) in enumerate(static):
+                if not passing.item(row):
+                    return index
+            raise AssertionError(f"no static filter refuses row {row}")
+
+        def every() -> Refusals:
+            return first_refusals(static) if static else np.full(ok.size, 0, dtype=np.int16)
+
+        return StaticRefusals(counts, np.flatnonzero(past), first, every)
+
+    @staticmethod
+    def of_selected_rows(
+        predicates: Sequence[tuple[str, str, StaticPredicate]],
+        placement: Placement,
+        nodes: NodeTable,
+        flags: LeadingFlags,
+    ) -> StaticRefusals | None:
+        """Counted from the rows a node selector names (`static_masks.selected_by`) when only node flags
+        come before it (`LeadingFlags`: counted once for every placement), each later filter asked at
+        those rows alone; None when no selector names them or another filter comes first. Why: a first
+        cycle's pods that find no node select a rack or a zone each, and their masks over every node made
+        explaining them cost more with every node (issue #23, row 5)."""
+        selected = selected_by(predicates, placement, nodes)
+        if selected is None or selected[0] > len(flags.masks):
+            return None
+        selecting, rows = selected
+        masks = flags.masks[:selecting]
+        counts, flagged_through = flags.counted(selecting, nodes.size)
+        for mask in masks:
+            rows = rows[mask[rows]]
+        # The selector's: the nodes the flags let through less those it names.
+        counts = [*counts, flagged_through - rows.size]
+        # `rows`' first refusals among the filters after the selector (their count: none refuses).
+        asked = np.full(rows.size, len(predicates), dtype=np.int16)
+        alive = np.arange(rows.size)
+        for index in range(selecting + 1, len(predicates)):
+            refused = alive[:0]
+            if alive.size:
+                ok = passing_at(predicates[index][2], placement, nodes, rows[alive])
+                refused, alive = alive[~ok], alive[ok]
+                asked[refused] = index
+            counts.append(int(refused.size))
+
+        def first(row: int) -> int:
+            for index, mask in enumerate(masks):
+                if not mask.item(row):
+                    return index
+            at = int(np.searchsorted(rows, row))
+            return int(asked.item(at)) if at < rows.size and rows.item(at) == row else selecting
+
+        def every() -> Refusals:
+            refusals = np.full(nodes.size, selecting, dtype=np.int16)
+            refusals[rows] = asked
+            for index in range(selecting - 1, -1, -1):
+                refusals[~masks[index]] = index
+            return refusals
+
+        return StaticRefusals(counts, rows[alive], first, every)
 
     def position_of(self, row: int) -> int | None:
         """The index of `row` in `passing` (None: a static filter refuses it)."""
@@ -202,15 +279,42 @@ class StaticRefusals:
     def refusal_at(self, row: int) -> int:
         """`refusals` at a row some static filter refuses."""
         known = self._refused_rows.get(row)
-        if known is not None:
-            return known
-        for index, (_, passing) in enumerate(self.masks[1]):
-            if not passing.item(row):
-                self._refused_rows[row] = index
-                return index
-        raise AssertionError(f"no static filter refuses row {row}")
+        if known is None:
+            known = self._refused_rows[row] = self._first(row)
+        return known
 
     def refusals(self) -> Refusals:
         """Each node's first refusing static filter (their count: none refuses), a new array."""
-        ok, static = self.masks
-        return first_refusals(static) if static else np.full(ok.size, 0, dtype=np.int16)
+        return self._every()
+
+
+class LeadingFlags:
+    """The node flags a session's static predicates start with (`NodeFlags`: cordon, readiness, the same
+    for every placement), and for the first few of them how many nodes each is the first refusal of and
+    how many pass them all, counted once (`StaticRefusals.of_selected_rows`)."""
+
+    __slots__ = ("_counted", "masks")
+
+    def __init__(self, predicates: Sequence[tuple[str, str, StaticPredicate]]) -> None:
+        self.masks: list[BoolArray] = []
+        for _, _, predicate in predicates:
+            if not isinstance(predicate, NodeFlags):
+                break
+            self.masks.append(predicate.mask)
+        self._counted: dict[int, tuple[list[int], int]] = {}
+
+    def counted(self, first: int, size: int) -> tuple[list[int], int]:
+        """For the `first` flags, how many of the `size` nodes each is the first refusal of, and how many
+        pass them all."""
+        found = self._counted.get(first)
+        if found is None:
+            counts: list[int] = []
+            past: BoolArray | None = None
+            before = size
+            for mask in self.masks[:first]:
+                past = mask.copy() if past is None else past & mask
+                after = int(np.count_nonzero(past))
+                counts.append(before - after)
+                before = after
+            found = self._counted[first] = (counts, before)
+        return found

@@ -23,6 +23,7 @@ from kai_scheduler.framework.decisions import ActionCounts, Decision, SessionRes
 from kai_scheduler.framework.holds import CapacityHolds
 from kai_scheduler.framework.no_fit_counts import (
     Filter,
+    LeadingFlags,
     NoFitCounts,
     NoFitWords,
     StaticRefusals,
@@ -392,8 +393,10 @@ class Session:
         self.counts: defaultdict[str, ActionCounts] = defaultdict(ActionCounts)
         # Why pods did not fit, by what the answer depends on (`explain_no_fit`).
         self._explanations: dict[tuple[object, ...], str] = {}
-        # The first refusals among a placement's static filters, by placement (`_count_no_fit`).
+        # The first refusals among a placement's static filters, by placement (`_count_no_fit`), and the
+        # node flags the static predicates start with, counted once (`StaticRefusals.of_selected_rows`).
         self._static_refusals: dict[str, StaticRefusals] = {}
+        self._leading_flags: LeadingFlags | None = None
         # `_no_fit_text`'s words before the counts, by request: a cordon words anew most shapes' counts.
         self._no_fit_heads: dict[PodRequest, str] = {}
         self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
@@ -1021,13 +1024,17 @@ class Session:
             raise CarriedMismatch(f"pod {task.name}: why it does not fit, kept as {text!r}, reads {fresh!r}")
         return text
 
-    def _first_refusals_at(self, task: TaskInfo, rows: list[int]) -> tuple[tuple[str, ...], list[int]]:
+    def _first_refusals_at(
+        self, task: TaskInfo, rows: list[int], *, passing_static: bool = False
+    ) -> tuple[tuple[str, ...], list[int]]:
         """The names of `_no_fit_filters` (no confinement), and the index of the first of them each of
         `rows` does not pass: a few rows asked one at a time in plain Python (far cheaper than numpy for
         a handful), the resources as `resource_shortfalls` works them out, to the last bit; many rows by
-        `_no_fit_filters`."""
+        `_no_fit_filters` (`passing_static`: as there)."""
         if len(rows) > _FEW_ROWS:
-            filters = self._no_fit_filters(task, np.asarray(rows, dtype=np.intp))
+            filters = self._no_fit_filters(
+                task, np.asarray(rows, dtype=np.intp), passing_static=passing_static
+            )
             return tuple(name for name, _ in filters), first_refusals(filters).tolist()
         static = self.points.static_predicates
         predicates = self.points.task_predicates
@@ -1041,7 +1048,9 @@ class Session:
             )
         # The static filters first, row by row: a row they turn away (most rows, for a pod a selector
         # confines to a rack) needs neither the per-pod predicates nor its resources worked out.
-        refusals = [self.static_refusal_at(placement, row) for row in rows]
+        refusals = (
+            [-1] * len(rows) if passing_static else [self.static_refusal_at(placement, row) for row in rows]
+        )
         if -1 in refusals:
             nodes = self.snapshot.nodes
             masks = [predicate.nodes_passing(task) for predicate in predicates]
@@ -1091,21 +1100,33 @@ class Session:
         once: numpy's per-call cost beats asking a rack's 20 nodes one by one; every node counted when
         they are many, or the attempt is confined); with `verify_carried` counted over every node as
         well, and a difference raises `CarriedMismatch`."""
-        masks = self._static(task.placement)
         static = self._static_refusals.get(task.placement.key)
-        if static is None or static.masks is not masks:
-            static = self._static_refusals[task.placement.key] = StaticRefusals(masks)
+        if static is None:
+            static = self._static_refusals[task.placement.key] = self._static_refusals_of(task.placement)
         if self.allowed is not None or _PAST_STATIC_SHARE * static.passing.size > self.snapshot.nodes.size:
             return NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
         if static.passing.size > _ONE_BY_ONE:
-            filters = self._no_fit_filters(task, static.passing)
+            filters = self._no_fit_filters(task, static.passing, passing_static=True)
             names, refusals = tuple(name for name, _ in filters), first_refusals(filters).tolist()
         else:
-            names, refusals = self._first_refusals_at(task, static.passing.tolist())
+            names, refusals = self._first_refusals_at(task, static.passing.tolist(), passing_static=True)
         counts = NoFitCounts.past_static(names, static, refusals, position)
         if self.verify_carried:
             self._check_no_fit(task, counts, "counted past the static filters' counts")
         return counts
+
+    def _static_refusals_of(self, placement: Placement) -> StaticRefusals:
+        """`StaticRefusals` of `placement`: from the rows its node selector names while its masks are not
+        worked out (`StaticRefusals.of_selected_rows`), else from its masks."""
+        if placement.key not in self._static_masks:
+            if self._leading_flags is None:
+                self._leading_flags = LeadingFlags(self.points.static_predicates)
+            found = StaticRefusals.of_selected_rows(
+                self.points.static_predicates, placement, self.snapshot.nodes, self._leading_flags
+            )
+            if found is not None:
+                return found
+        return StaticRefusals.of_masks(self._static(placement))
 
     def _check_no_fit(self, task: TaskInfo, counts: NoFitCounts, how: str) -> None:
         fresh = NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), counts.position)
@@ -1125,12 +1146,19 @@ class Session:
             )
         return head + detail
 
-    def _no_fit_filters(self, task: TaskInfo, rows: Rows) -> list[Filter]:
-        """The node filters in the order they are explained, each answering for `rows`."""
+    def _no_fit_filters(self, task: TaskInfo, rows: Rows, *, passing_static: bool = False) -> list[Filter]:
+        """The node filters in the order they are explained, each answering for `rows` (`passing_static`:
+        rows none of the pod's static filters refuses, each passing them without its masks)."""
         filters: list[Filter] = []
         if self.allowed is not None:
             filters.append(("outside the job's topology domain", self.allowed[rows]))
-        filters.extend((rejection, passing[rows]) for rejection, passing in self._static(task.placement)[1])
+        if passing_static:
+            every = np.ones(self.snapshot.nodes.row_count(rows), dtype=np.bool_)
+            filters.extend((rejection, every) for _, rejection, _ in self.points.static_predicates)
+        else:
+            filters.extend(
+                (rejection, passing[rows]) for rejection, passing in self._static(task.placement)[1]
+            )
         for predicate in self.points.task_predicates:
             filters.append((predicate.rejection, predicate.nodes_passing(task)[rows]))
         filters.extend(resource_shortfalls(self.snapshot.nodes, task, rows))

@@ -98,28 +98,40 @@ def passing_rows(
     predicates: Sequence[tuple[str, str, StaticPredicate]], placement: Placement, nodes: NodeTable
 ) -> IntArray | None:
     """The rows passing every static predicate of `placement`, in order (the full masks' `nonzero`), found
-    from the rows the first predicate that knows them selects (`RowPredicate.selected_rows`), every other
-    predicate asked at those rows alone; None when none selects them (then only the masks over every node
-    say)."""
-    found: IntArray | None = None
-    selecting: object = None
-    for _, _, predicate in predicates:
+    from the rows the first predicate that knows them selects (`selected_by`), every other predicate asked
+    at those rows alone; None when none selects them (then only the masks over every node say)."""
+    selected = selected_by(predicates, placement, nodes)
+    if selected is None:
+        return None
+    selecting, rows = selected
+    for index, (_, _, predicate) in enumerate(predicates):
+        if index == selecting or not rows.size:
+            continue
+        rows = rows[passing_at(predicate, placement, nodes, rows)]
+    return rows
+
+
+def selected_by(
+    predicates: Sequence[tuple[str, str, StaticPredicate]], placement: Placement, nodes: NodeTable
+) -> tuple[int, IntArray] | None:
+    """The index of the first static predicate of `placement` that knows the rows it passes without a walk
+    over every node (`RowPredicate.selected_rows`: a node selector), and those rows; None when none does."""
+    for index, (_, _, predicate) in enumerate(predicates):
         if isinstance(predicate, RowPredicate):
             found = predicate.selected_rows(placement, nodes)
             if found is not None:
-                selecting = predicate
-                break
-    if found is None:
-        return None
-    rows = found
-    for _, _, predicate in predicates:
-        if predicate is selecting or not rows.size:
-            continue
-        if isinstance(predicate, RowPredicate):
-            rows = rows[predicate.at_rows(placement, nodes, rows)]
-        else:
-            rows = rows[predicate(placement, nodes)[rows]]  # (one that says nothing of rows: every node)
-    return rows
+                return index, found
+    return None
+
+
+def passing_at(
+    predicate: StaticPredicate, placement: Placement, nodes: NodeTable, rows: IntArray
+) -> BoolArray:
+    """Whether each of `rows` passes `predicate`: asked at those rows alone when it answers so
+    (`RowPredicate.at_rows`), else its mask over every node read there."""
+    if isinstance(predicate, RowPredicate):
+        return predicate.at_rows(placement, nodes, rows)
+    return predicate(placement, nodes)[rows]
 
 
 class StaticMasks:
