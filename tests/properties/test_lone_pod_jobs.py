@@ -20,8 +20,11 @@ from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
-# JobInfo's fields other than its pods, which are compared task by task.
-_JOB_FIELDS = [f.name for f in fields(JobInfo) if f.name not in ("tasks", "podsets")]
+# What JobInfo keeps of its answers (the lean path may tell a job those of one made alike: compared by
+# the answers themselves).
+_KEPT_ANSWERS = ("_tally", "_has_topology", "_may_go_stale")
+# JobInfo's fields other than its pods, which are compared task by task, and its kept answers.
+_JOB_FIELDS = [f.name for f in fields(JobInfo) if f.name not in ("tasks", "podsets", *_KEPT_ANSWERS)]
 _TASK_FIELDS = [name for name in TaskInfo.__slots__ if name not in ("job", "podset")]
 
 
@@ -126,6 +129,11 @@ def _same_job(lone: JobInfo, general: JobInfo) -> None:
     for name in _JOB_FIELDS:
         assert getattr(lone, name) == getattr(general, name), name
     assert type(lone.invalid_reason) is type(general.invalid_reason)
+    assert (lone.tally(), lone.has_topology(), lone.may_go_stale()) == (
+        general.tally(),
+        general.has_topology(),
+        general.may_go_stale(),
+    )
     assert list(lone.podsets) == list(general.podsets)
     for key, podset in lone.podsets.items():
         other = general.podsets[key]

@@ -292,9 +292,20 @@ class ClusterCache:
 
     @delta
     def replace_job_times(self, times: Mapping[str, JobTimes]) -> None:
-        """Every job's times at once (jobs left out have none)."""
-        for key, value in self._times.differences(times).items():
-            self._set_job_times(key, value)
+        """Every job's times at once (jobs left out have none): as `_set_job_times` of each that differs,
+        in one loop (after a first cycle at 5,000 nodes, ~15,000 jobs started), the version moved and the
+        log's notes made at once."""
+        changed = self._times.differences(times)
+        self._version += len(changed)
+        book, jobs = self._times, self._jobs.jobs
+        noted: list[str] = []
+        for key, value in changed.items():
+            book.set(key, value)
+            job = jobs.get(key)
+            if job is not None:
+                stamp(job, value)
+                noted.append(key)
+        self._jobs.log.note_all(noted)
 
     def _set_job_times(self, key: str, times: JobTimes) -> None:
         self._version += 1

@@ -25,8 +25,14 @@ class JobTimesBook:
         """What to set so that the book holds exactly `times` (jobs left out have none)."""
         if times is self.by_job:
             return {}
-        changed = {key: JobTimes() for key in self.by_job.keys() - times.keys()}
-        changed.update((key, value) for key, value in times.items() if self.by_job.get(key) != value)
+        by_job = self.by_job
+        changed = {key: JobTimes() for key in by_job.keys() - times.keys()}
+        # A job new to the book differs without a comparison (dataclass equality is a Python call).
+        changed.update(
+            (key, value)
+            for key, value in times.items()
+            if (known := by_job.get(key)) is None or known != value
+        )
         return changed
 
 
