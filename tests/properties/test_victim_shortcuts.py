@@ -1,8 +1,8 @@
 """The victim actions' shortcuts decide exactly as the plain computation: preempt's attempt that ends
 before ordering victims when no candidate of the queue has a lower priority (`Preempt._none_lower`, kept
 per queue until a commit) or none of those runs on a node the job may use
-(`Preempt._none_lower_within_reach`), consolidation's nodes with a candidate kept until the candidates'
-nodes change (`Consolidation._nodes_with_jobs`), the jobs it considers kept until a commit
+(`Preempt._none_lower_within_reach`), consolidation's nodes with a candidate kept and brought up to date
+at the nodes a commit changed (`Consolidation._nodes_with_jobs`), the jobs it considers kept until a commit
 (`Consolidation._considered`) and the cluster's free GPUs kept while the node table's usage version stays
 (`Consolidation._free_gpus`), the victim order that ranks nothing when no candidate runs on a node
 the preemptor may use (`victim_order._nothing_to_order`), and the candidates and jobs with a pending pod
