@@ -5,7 +5,8 @@ KAI's order is the contract, ties included, so generated queue trees (flat or un
 quotas, limits, weights and priorities) and jobs (gangs and elastic jobs of random GPU shapes, priority
 classes and queue depths) are popped through a sequence of allocations, as allocate does, and every pop is
 compared with a reference that ranks every queue from scratch: at each level the first child with the
-smallest queue order key (on the job it would hand out), down to a leaf's smallest job order key.
+smallest queue order key (on the job it would hand out, worked out anew: not one proportion kept), down
+to a leaf's smallest job order key.
 
 Most pops of a walk are not attempted (a job shaped like one that failed) or fail, moving no allocation:
 the queue then keeps the popped leaf's path as it stands while that leaf still wins (ranks kept by request),
@@ -26,9 +27,11 @@ from helpers import gang, node, open_session, queue
 from kai_scheduler.actions.allocate import place_job_tasks
 from kai_scheduler.actions.job_queue import QueueOrderedJobs, keyed_by_leaf
 from kai_scheduler.actions.quiet_order import QuietOrder
-from kai_scheduler.framework.gang import tasks_to_allocate
+from kai_scheduler.framework.gang import next_request, tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.queues import QueueInfo
+from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
 
 EXAMPLES = 60
 CLASSES = [None, "train", "build", "inference"]
@@ -69,10 +72,18 @@ class Reference:
             job = self._job_of(name)
             if job is None:
                 continue
-            key = self._session.queue_order_key(self._session.snapshot.queues[name], job)
+            key = self._key(self._session.snapshot.queues[name], job)
             if best_key is None or key < best_key:
                 best, best_key = name, key
         return best
+
+    def _key(self, queue: QueueInfo, job: JobInfo) -> tuple[Any, ...]:
+        """The queue order key worked out now: proportion's not one it kept (`queue_order_key` keeps them
+        by allocation and request, from the second asked at an allocation on)."""
+        plugin = getattr(self._session.points.queue_order, "__self__", None)
+        if isinstance(plugin, ProportionPlugin):
+            return plugin._queue_order_key(queue, next_request(self._session, job))
+        return self._session.queue_order_key(queue, job)
 
     def _job_of(self, name: str) -> JobInfo | None:
         queue = self._session.snapshot.queues[name]

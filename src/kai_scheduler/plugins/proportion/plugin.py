@@ -98,6 +98,9 @@ class ProportionPlugin:
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
         # session for the queues whose other inputs stay (`_carry_order_keys`).
         self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
+        # Per queue, a memo whose allocation (its items 1-3) is the one the queue's last key was asked at,
+        # from the session's start on (`queue_order_key`: a key is kept from the second at an allocation).
+        self._asked_at: dict[str, tuple[Any, ...]] = {}
         # `_order_reads`: each job's next request as a number (one per distinct request) with the job's
         # version and the smallest GPU memory it was read at; carried across sessions with the queue
         # order keys (`CarriedQueueOrder`), dropped when many.
@@ -134,6 +137,8 @@ class ProportionPlugin:
         self._before = self._before_full = None
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
+        # (The keys carried from the last session are at the queues' allocations now: kept, asked first.)
+        self._asked_at = {queue.name: (queue.name, *queue.allocated.values()) for queue in snapshot.queues}
         # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
         recorder = DivisionRecorder(session.cycle) if session.record_fair_share else None
         compute_fair_shares(
@@ -242,22 +247,22 @@ class ProportionPlugin:
 
     def queue_order_key(self, queue: QueueInfo, job: JobInfo | None) -> tuple[Any, ...]:
         """KAI's queue order as a sort key (smaller first). Hot: called for every queue on the path of
-        every job an action hands out, so it is remembered per allocation and request."""
+        every job an action hands out, so it is remembered per allocation and request, from the second
+        key asked of a queue at an allocation on: the first after the allocation moved is worked out
+        and not kept (a first cycle moves the allocation of the path of most jobs it hands out, and
+        kept ~32,000 keys never asked again: the look-ups and the dict's growth cost more than the keys)."""
         if job is None:
             request = _NOTHING
         else:
             assert self._session is not None
             request = next_request(self._session, job)
         allocated = queue.allocated
-        memo = (
-            queue.name,
-            allocated.gpu,
-            allocated.cpu,
-            allocated.memory,
-            request.gpu,
-            request.cpu,
-            request.memory,
-        )
+        gpu, cpu, memory = allocated.gpu, allocated.cpu, allocated.memory
+        memo = (queue.name, gpu, cpu, memory, request.gpu, request.cpu, request.memory)
+        last = self._asked_at.get(queue.name)
+        if last is None or last[1] != gpu or last[2] != cpu or last[3] != memory:
+            self._asked_at[queue.name] = memo
+            return self._order_key_at(queue, memo)
         key = self._order_keys.get(memo)
         if key is None:
             key = self._order_keys[memo] = self._order_key_at(queue, memo)
