@@ -5,6 +5,7 @@ apart otherwise."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -186,6 +187,61 @@ def test_the_index_follows_the_nodes_a_session_fills() -> None:
         return where
 
     assert fill(open_session(objects), True) == fill(open_session(objects), False)
+
+
+def test_the_index_follows_the_nodes_a_session_fills_across_chunks_of_nodes() -> None:
+    """The same on 200 nodes already partly used in many ways (a value's nodes span several chunks of
+    `_Members`, and pods move nodes between values in every chunk): each pod goes where scoring every
+    candidate sends it."""
+    rng = random.Random(7)
+    names = [f"n{index:03d}" for index in range(200)]
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in names)]
+    for index, name in enumerate(names):
+        used = rng.choice((0, 0, 1, 2, 4, 7, 8))
+        if used:
+            objects.append(pod(f"run-{index:03d}", gpus=used, cpu=str(rng.randint(1, 60)), node_name=name))
+    asks: list[dict[str, Any]] = [
+        rng.choice(({"gpus": rng.choice((1, 2, 4))}, {"cpu": str(rng.randint(1, 30))}, {"fraction": 0.5}))
+        for _ in range(80)
+    ]
+    objects += [pod(f"p{i:02d}", **ask) for i, ask in enumerate(asks)]
+
+    def fill(session: Session, enabled: bool) -> list[int]:
+        ranked_nodes.ENABLED = enabled
+        where = []
+        try:
+            for i in range(len(asks)):
+                task = session.snapshot.tasks[f"default/p{i:02d}"]
+                placed = session.choose_node(task)
+                assert placed is not None
+                where.append(placed.node)
+                statement = session.statement("allocate")
+                statement.allocate(task, placed.node, placed.gpu_groups, "test")
+                statement.commit()
+        finally:
+            ranked_nodes.ENABLED = True
+        return where
+
+    assert fill(open_session(objects), True) == fill(open_session(objects), False)
+
+
+def test_members_of_a_value_are_kept_in_index_order_through_moves() -> None:
+    """`_Members` against a sorted list: nodes added and removed at random, in and across chunks."""
+    rng = random.Random(3)
+    members, reference = ranked_nodes._Members(), []
+    for node_index in sorted(rng.sample(range(1000), 300)):
+        members.append(node_index)
+        reference.append(node_index)
+    for _ in range(2000):
+        if reference and rng.random() < 0.5:
+            gone = reference.pop(rng.randrange(len(reference)))
+            members.remove(gone)
+        else:
+            came = rng.choice(sorted(set(range(1000)) - set(reference)))
+            members.add(came)
+            reference = sorted([*reference, came])
+        held = [n for chunk in members.order for n in members.chunks[chunk]]
+        assert held == reference and members.size == len(reference)
 
 
 def _where_p_goes(enabled: bool, moves: list[str]) -> list[str]:
