@@ -160,6 +160,26 @@ def test_a_shared_gpu_without_room_for_the_pod_counts_for_nothing() -> None:
     assert both_ways([*shared_gpus(), pod("p", fraction=0.5)]) == ("a", True)
 
 
+def _filled(objects: list[ApiObject], pods: int, *, enabled: bool) -> list[int]:
+    """Where the pending pods p00, p01, .. go, placed one after another in one session (with the index on
+    or off)."""
+    session = open_session(objects)
+    ranked_nodes.ENABLED = enabled
+    where = []
+    try:
+        for i in range(pods):
+            task = session.snapshot.tasks[f"default/p{i:02d}"]
+            placed = session.choose_node(task)
+            assert placed is not None
+            where.append(placed.node)
+            statement = session.statement("allocate")
+            statement.allocate(task, placed.node, placed.gpu_groups, "test")
+            statement.commit()
+    finally:
+        ranked_nodes.ENABLED = True
+    return where
+
+
 def test_the_index_follows_the_nodes_a_session_fills() -> None:
     """Pods placed one after another in one session: each goes where scoring every candidate sends it;
     CPU-only pods of one shape between GPU pods of another, which move the nodes' free CPU that the
@@ -170,23 +190,7 @@ def test_the_index_follows_the_nodes_a_session_fills() -> None:
     asks += [{"cpu": "9"} if i % 2 else {"gpus": 1, "cpu": "20"} for i in range(12)]
     objects += [pod(f"p{i:02d}", **ask) for i, ask in enumerate(asks)]
 
-    def fill(session: Session, enabled: bool) -> list[int]:
-        ranked_nodes.ENABLED = enabled
-        where = []
-        try:
-            for i in range(len(asks)):
-                task = session.snapshot.tasks[f"default/p{i:02d}"]
-                placed = session.choose_node(task)
-                assert placed is not None
-                where.append(placed.node)
-                statement = session.statement("allocate")
-                statement.allocate(task, placed.node, placed.gpu_groups, "test")
-                statement.commit()
-        finally:
-            ranked_nodes.ENABLED = True
-        return where
-
-    assert fill(open_session(objects), True) == fill(open_session(objects), False)
+    assert _filled(objects, len(asks), enabled=True) == _filled(objects, len(asks), enabled=False)
 
 
 def test_the_index_follows_the_nodes_a_session_fills_across_chunks_of_nodes() -> None:
@@ -206,23 +210,7 @@ def test_the_index_follows_the_nodes_a_session_fills_across_chunks_of_nodes() ->
     ]
     objects += [pod(f"p{i:02d}", **ask) for i, ask in enumerate(asks)]
 
-    def fill(session: Session, enabled: bool) -> list[int]:
-        ranked_nodes.ENABLED = enabled
-        where = []
-        try:
-            for i in range(len(asks)):
-                task = session.snapshot.tasks[f"default/p{i:02d}"]
-                placed = session.choose_node(task)
-                assert placed is not None
-                where.append(placed.node)
-                statement = session.statement("allocate")
-                statement.allocate(task, placed.node, placed.gpu_groups, "test")
-                statement.commit()
-        finally:
-            ranked_nodes.ENABLED = True
-        return where
-
-    assert fill(open_session(objects), True) == fill(open_session(objects), False)
+    assert _filled(objects, len(asks), enabled=True) == _filled(objects, len(asks), enabled=False)
 
 
 def test_members_of_a_value_are_kept_in_index_order_through_moves() -> None:
