@@ -40,23 +40,14 @@ PRIORITIES = ("train", "build", "inference")
 
 
 @contextmanager
-def shortcut(enabled: bool) -> Iterator[None]:
-    before = placement.ONE_POD_SET_SHORTCUT
-    placement.ONE_POD_SET_SHORTCUT = enabled
+def switched(module: Any, flag: str, enabled: bool) -> Iterator[None]:
+    """The module's shortcut `flag` on or off inside."""
+    before = getattr(module, flag)
+    setattr(module, flag, enabled)
     try:
         yield
     finally:
-        placement.ONE_POD_SET_SHORTCUT = before
-
-
-@contextmanager
-def lone_shortcut(enabled: bool) -> Iterator[None]:
-    before = allocate.LONE_POD_SHORTCUT
-    allocate.LONE_POD_SHORTCUT = enabled
-    try:
-        yield
-    finally:
-        allocate.LONE_POD_SHORTCUT = before
+        setattr(module, flag, before)
 
 
 def constrained(constraint: dict[str, str] | None) -> dict[str, Any]:
@@ -156,9 +147,9 @@ def decided(result: SimulationResult) -> tuple[object, ...]:
 @pytest.mark.parametrize("seed", range(40))
 def test_one_pod_set_placed_without_the_tree_as_through_it(seed: int) -> None:
     objects = cluster(random.Random(seed))
-    with shortcut(True):
+    with switched(placement, "ONE_POD_SET_SHORTCUT", True):
         fast = run(objects, cycles=4)
-    with shortcut(False):
+    with switched(placement, "ONE_POD_SET_SHORTCUT", False):
         full = run(objects, cycles=4)
     assert decided(fast) == decided(full)
 
@@ -166,9 +157,9 @@ def test_one_pod_set_placed_without_the_tree_as_through_it(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(40))
 def test_lone_pod_placed_without_a_statement_as_through_one(seed: int) -> None:
     objects = cluster(random.Random(seed))
-    with lone_shortcut(True):
+    with switched(allocate, "LONE_POD_SHORTCUT", True):
         fast = run(objects, cycles=4)
-    with lone_shortcut(False):
+    with switched(allocate, "LONE_POD_SHORTCUT", False):
         full = run(objects, cycles=4)
     assert decided(fast) == decided(full)
 
@@ -184,9 +175,9 @@ def test_a_lone_pod_pipelined_onto_what_a_terminating_pod_releases_is_decided_al
         pod_manifest("new", "q0", gpus=0 if fraction else 1, fraction=fraction),
     ]
     objects = [parse_object(manifest, "property", index) for index, manifest in enumerate(manifests)]
-    with lone_shortcut(True):
+    with switched(allocate, "LONE_POD_SHORTCUT", True):
         fast = run(objects, cycles=1)
-    with lone_shortcut(False):
+    with switched(allocate, "LONE_POD_SHORTCUT", False):
         full = run(objects, cycles=1)
     assert [(d.action, d.type, d.pod) for d in fast.cycles[0].decisions] == [
         ("allocate", "pipeline", "default/new")

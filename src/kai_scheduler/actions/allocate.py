@@ -420,18 +420,11 @@ def place_job_tasks(session: Session, job: JobInfo, tasks: list[TaskInfo], actio
         if placed is None:
             # Explain before rolling back: the pods already placed are part of why this one does not fit.
             return does_not_fit(session, task, tasks)
-        where = nodes.names[placed.node]
+        reason = _placed_reason(job, nodes.names[placed.node], now=placed.now)
         if placed.now:
-            statement.allocate(
-                task, placed.node, placed.gpu_groups, f"{job.key} (queue {job.queue}) fits on {where}"
-            )
+            statement.allocate(task, placed.node, placed.gpu_groups, reason)
         else:
-            statement.pipeline(
-                task,
-                placed.node,
-                placed.gpu_groups,
-                f"{job.key} (queue {job.queue}) waits for resources being released on {where}",
-            )
+            statement.pipeline(task, placed.node, placed.gpu_groups, reason)
         return None
 
     failure = place_job(session, statement, job, tasks, place_one)
@@ -470,15 +463,20 @@ def _place_lone_pod(session: Session, job: JobInfo, task: TaskInfo, action: str)
         session.unschedulable[job.key] = does_not_fit(session, task, [task])
         return False
     node, groups = placed.node, placed.gpu_groups
-    where = session.snapshot.nodes.names[node]
+    reason = _placed_reason(job, session.snapshot.nodes.names[node], now=placed.now)
     if placed.now:
         session.state.place(task, node, groups, TaskStatus.ALLOCATED)
-        reason = f"{job.key} (queue {job.queue}) fits on {where}"
         decision = committed_placement(session, action, "bind", task, node, groups, reason)
     else:
         session.state.place(task, node, groups, TaskStatus.PIPELINED)
-        reason = f"{job.key} (queue {job.queue}) waits for resources being released on {where}"
         decision = committed_placement(session, action, "pipeline", task, node, groups, reason)
     session.record((decision,))
     session.unschedulable.pop(job.key, None)
     return True
+
+
+def _placed_reason(job: JobInfo, where: str, *, now: bool) -> str:
+    """Why a pod of `job` was bound (`now`) or pipelined on the node `where`."""
+    if now:
+        return f"{job.key} (queue {job.queue}) fits on {where}"
+    return f"{job.key} (queue {job.queue}) waits for resources being released on {where}"

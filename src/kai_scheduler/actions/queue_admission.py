@@ -39,14 +39,13 @@ def admission(
     inputs: `walk_replay`.)"""
     if not tasks:
         return True, None
+    kept = session.admissions.get(job)
     if inputs is None:
-        kept = session.admissions.get(job)
         if kept is None or kept[0][0] != job.version:
             return _fresh_admission(session, job, tasks)
         inputs = session.job_capacity_inputs(job)
-    key = (job.version, session.snapshot.max_gpu_memory_mib, inputs)
-    kept = session.admissions.get(job) if inputs is not None else None
-    if kept is not None and kept[0] == key:
+    key = _kept_by(session, job, inputs)
+    if inputs is not None and kept is not None and kept[0] == key:
         reason = kept[1]
         if session.verify_carried:
             _check_kept(session, job, tasks, reason)
@@ -68,8 +67,14 @@ def _fresh_admission(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> t
         return False, None
     inputs = session.job_capacity_inputs(job)
     if inputs is not None:
-        session.admissions[job] = ((job.version, session.snapshot.max_gpu_memory_mib, inputs), reason)
+        session.admissions[job] = (_kept_by(session, job, inputs), reason)
     return True, reason
+
+
+def _kept_by(session: Session, job: JobInfo, inputs: Hashable | None) -> tuple[Hashable, ...]:
+    """What a job's admission answer is kept by: its version, the cluster's largest GPU memory and its
+    queue's capacity inputs."""
+    return (job.version, session.snapshot.max_gpu_memory_mib, inputs)
 
 
 def _refusal(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> str | None:

@@ -199,16 +199,7 @@ class StaticRefusals:
     def of_masks(masks: Masks) -> StaticRefusals:
         """Counted from a placement's masks over every node (`Session._static`)."""
         ok, static = masks
-        counts: list[int] = []
-        # The nodes each filter is the first refusal of: those passing the filters before it, less
-        # those passing it too.
-        past = np.ones(ok.size, dtype=np.bool_)
-        before = ok.size
-        for _, passing in static:
-            np.logical_and(past, passing, out=past)
-            after = int(np.count_nonzero(past))
-            counts.append(before - after)
-            before = after
+        counts, past = _first_refusal_counts([passing for _, passing in static], ok.size)
 
         def first(row: int) -> int:
             for index, (_, passing) in enumerate(static):
@@ -308,13 +299,20 @@ class LeadingFlags:
         pass them all."""
         found = self._counted.get(first)
         if found is None:
-            counts: list[int] = []
-            past: BoolArray | None = None
-            before = size
-            for mask in self.masks[:first]:
-                past = mask.copy() if past is None else past & mask
-                after = int(np.count_nonzero(past))
-                counts.append(before - after)
-                before = after
-            found = self._counted[first] = (counts, before)
+            counts, past = _first_refusal_counts(self.masks[:first], size)
+            found = self._counted[first] = (counts, int(np.count_nonzero(past)))
         return found
+
+
+def _first_refusal_counts(masks: Sequence[BoolArray], size: int) -> tuple[list[int], BoolArray]:
+    """How many of the `size` nodes each of `masks` is the first refusal of (those passing the masks
+    before it, less those passing it too), and which nodes pass them all."""
+    counts: list[int] = []
+    past = np.ones(size, dtype=np.bool_)
+    before = size
+    for mask in masks:
+        np.logical_and(past, mask, out=past)
+        after = int(np.count_nonzero(past))
+        counts.append(before - after)
+        before = after
+    return counts, past

@@ -297,23 +297,21 @@ class ClusterCache:
         log's notes made at once."""
         changed = self._times.differences(times)
         self._version += len(changed)
-        book, jobs = self._times, self._jobs.jobs
-        noted: list[str] = []
-        for key, value in changed.items():
-            book.set(key, value)
-            job = jobs.get(key)
-            if job is not None:
-                stamp(job, value)
-                noted.append(key)
-        self._jobs.log.note_all(noted)
+        self._jobs.log.note_all([key for key, value in changed.items() if self._book_times(key, value)])
 
     def _set_job_times(self, key: str, times: JobTimes) -> None:
         self._version += 1
+        if self._book_times(key, times):
+            self._jobs.log.note(key)
+
+    def _book_times(self, key: str, times: JobTimes) -> bool:
+        """`times` into the book and onto the job `key` (stamped): whether there is such a job."""
         self._times.set(key, times)
         job = self._jobs.jobs.get(key)
-        if job is not None:
-            stamp(job, times)
-            self._jobs.log.note(key)
+        if job is None:
+            return False
+        stamp(job, times)
+        return True
 
     # --- queries ------------------------------------------------------------------------------------
 
