@@ -356,3 +356,31 @@ def test_the_dominant_share_is_the_largest_ratio_of_any_resource(
     ratios = [used[r] * 1000 if shares[r] == 0 else used[r] / shares[r] for r in RESOURCE_NAMES]
     assert dominant_share(Resources(**used), shares) == max(ratios)
     assert dominant_share(Resources(), shares) == 0.0
+
+
+@pytest.mark.parametrize("dominant", ["gpu", "cpu", "memory", None])
+def test_the_queue_order_key_weighs_the_dominant_share_with_and_without_the_request(
+    dominant: str | None,
+) -> None:
+    """The order key's dominant shares (with the job's request, then without) are `dominant_share` of the
+    queue's allocation with and without it: each resource in turn the largest ratio, or (None) every
+    allocation a rounding below zero (undone placements), which counts as 0 (fails when the key leaves a
+    resource out, or gives a negative ratio)."""
+    from kai_scheduler.model.resources import RESOURCE_NAMES, Resources
+    from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
+
+    session = open_session([node("n0", gpus=8), queue("q", gpu=4), pod("p", "q", gpus=1)])
+    plugin = session.points.queue_order.__self__  # type: ignore[union-attr]
+    assert isinstance(plugin, ProportionPlugin)
+    q = session.snapshot.queues["q"]
+    shares = dict(zip(RESOURCE_NAMES, plugin._allocatable_shares(q), strict=True))
+    assert all(share > 0 for share in shares.values())
+    used = {r: -1e-9 if dominant is None else shares[r] / 8 for r in RESOURCE_NAMES}
+    asked = {r: shares[r] / 16 for r in RESOURCE_NAMES}
+    if dominant is not None:
+        used[dominant], asked[dominant] = shares[dominant] / 2, 0.0
+    with_request = {r: used[r] + asked[r] for r in RESOURCE_NAMES}
+    key = plugin._order_key_at(q, *Resources(**used).values(), Resources(**asked))
+    assert key[4] == dominant_share(Resources(**with_request), shares)
+    assert key[5] == dominant_share(Resources(**used), shares)
+    assert key[5] == (0.0 if dominant is None else 0.5)

@@ -37,6 +37,7 @@ _FixedOrderParts = tuple[
     tuple[float, float, float],
     tuple[float, float, float],
     tuple[float, float, float],
+    bool,
     int,
     "SmallerAllocatableShare",
     int,
@@ -47,6 +48,8 @@ _NOTHING: Final = Resources()
 # Where a reclaimer's and a victim's branches split: the reclaimer side and its deserved quota, the victim
 # side and its allocatable share.
 _ReclaimSides = tuple[QueueInfo, Resources, QueueInfo, Resources]
+# A queue's path root first, its deserved quota and its allocatable share (`_side_parts`).
+_SideParts = tuple[list[QueueInfo], Resources, Resources]
 
 
 # Distinct next requests numbered for the queue order (`_order_reads`) beyond which it numbers afresh.
@@ -98,9 +101,9 @@ class ProportionPlugin:
         # the session, and a queue's next jobs mostly ask for the same few shapes. Carried to the next
         # session for the queues whose other inputs stay (`_carry_order_keys`).
         self._order_keys: dict[OrderMemo, tuple[Any, ...]] = {}
-        # Per queue, a memo whose allocation (its items 1-3) is the one the queue's last key was asked at,
-        # from the session's start on (`queue_order_key`: a key is kept from the second at an allocation).
-        self._asked_at: dict[str, tuple[Any, ...]] = {}
+        # Per queue, the allocation its last key was asked at, from the session's start on
+        # (`queue_order_key`: a key is kept from the second at an allocation).
+        self._asked_at: dict[str, tuple[float, float, float]] = {}
         # `_order_reads`: each job's next request as a number (one per distinct request) with the job's
         # version and the smallest GPU memory it was read at; carried across sessions with the queue
         # order keys (`CarriedQueueOrder`), dropped when many.
@@ -115,8 +118,9 @@ class ProportionPlugin:
         self._before_full: dict[str, Resources] | None = None
         # victim_queue_key's parts that depend on the queue and its allocation only.
         self._victim_keys: dict[tuple[str, float, float, float], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
-        # `_reclaim_sides` by reclaimer and victim queue.
+        # `_reclaim_sides` by reclaimer and victim queue, made from each queue's `_side_parts`.
         self._sides: dict[tuple[str, str], _ReclaimSides | None] = {}
+        self._parts: dict[str, _SideParts] = {}
 
     # --- session hooks ---------------------------------------------------------------------------
 
@@ -138,7 +142,7 @@ class ProportionPlugin:
         snapshot = session.snapshot
         account_queues(snapshot, session.queue_sums, verify=session.verify_carried)
         # (The keys carried from the last session are at the queues' allocations now: kept, asked first.)
-        self._asked_at = {queue.name: (queue.name, *queue.allocated.values()) for queue in snapshot.queues}
+        self._asked_at = {queue.name: queue.allocated.values() for queue in snapshot.queues}
         # Asked for (`Session.record_fair_share`): the division's steps, for `kubectl kai fairshare`.
         recorder = DivisionRecorder(session.cycle) if session.record_fair_share else None
         compute_fair_shares(
@@ -258,14 +262,15 @@ class ProportionPlugin:
             request = next_request(self._session, job)
         allocated = queue.allocated
         gpu, cpu, memory = allocated.gpu, allocated.cpu, allocated.memory
-        memo = (queue.name, gpu, cpu, memory, request.gpu, request.cpu, request.memory)
-        last = self._asked_at.get(queue.name)
-        if last is None or last[1] != gpu or last[2] != cpu or last[3] != memory:
-            self._asked_at[queue.name] = memo
-            return self._order_key_at(queue, memo)
+        name = queue.name
+        last = self._asked_at.get(name)
+        if last is None or last[0] != gpu or last[1] != cpu or last[2] != memory:
+            self._asked_at[name] = (gpu, cpu, memory)
+            return self._order_key_at(queue, gpu, cpu, memory, request)
+        memo = (name, gpu, cpu, memory, request.gpu, request.cpu, request.memory)
         key = self._order_keys.get(memo)
         if key is None:
-            key = self._order_keys[memo] = self._order_key_at(queue, memo)
+            key = self._order_keys[memo] = self._order_key_at(queue, gpu, cpu, memory, request)
         return key
 
     def _order_reads(self, job: JobInfo) -> int:
@@ -336,22 +341,24 @@ class ProportionPlugin:
 
     def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
         """`queue_order_key` of `queue` at its allocation for a job asking `request`, worked out now."""
-        return self._order_key_at(queue, (queue.name, *queue.allocated.values(), *request.values()))
+        return self._order_key_at(queue, *queue.allocated.values(), request)
 
-    def _order_key_at(self, queue: QueueInfo, memo: OrderMemo) -> tuple[Any, ...]:
-        """`queue_order_key` of `queue` at the allocation and for the request `memo` holds, worked out now.
-        Written out per resource, from the memo and the queue's parts fixed for the session as one tuple
-        each (`_fixed_order_parts`): it runs for each queue on the path of every job handed out, and a
-        first cycle over a deep backlog hands out tens of thousands, its allocation moved at most."""
-        _, used_gpu, used_cpu, used_memory, asked_gpu, asked_cpu, asked_memory = memo
-        fixed = self._order_fixed.get(memo[0])
+    def _order_key_at(
+        self, queue: QueueInfo, used_gpu: float, used_cpu: float, used_memory: float, request: Resources
+    ) -> tuple[Any, ...]:
+        """`queue_order_key` of `queue` at the allocation `used_*` for a job asking `request`, worked out
+        now. Written out per resource, from the queue's parts fixed for the session as one tuple
+        (`_fixed_order_parts`): it runs for each queue on the path of every job handed out, and a first
+        cycle over a deep backlog hands out tens of thousands, its allocation moved at most."""
+        fixed = self._order_fixed.get(queue.name)
         if fixed is None:
-            fixed = self._order_fixed[memo[0]] = self._fixed_order_parts(queue)
-        fair, deserved, shares, priority, smaller_share, rank = fixed
+            fixed = self._order_fixed[queue.name] = self._fixed_order_parts(queue)
+        fair, deserved, shares, shares_positive, priority, smaller_share, rank = fixed
         over_utilised = (
             fair[0] < used_gpu - EPSILON and fair[1] < used_cpu - EPSILON and fair[2] < used_memory - EPSILON
         )
         # Whether the job fits in the deserved quota (unlimited: negative), resource by resource.
+        asked_gpu, asked_cpu, asked_memory = request.gpu, request.cpu, request.memory
         with_gpu, with_cpu, with_memory = (
             used_gpu + asked_gpu,
             used_cpu + asked_cpu,
@@ -363,30 +370,42 @@ class ProportionPlugin:
             and (deserved_cpu < 0 or with_cpu <= deserved_cpu + EPSILON)
             and (deserved_memory < 0 or with_memory <= deserved_memory + EPSILON)
         )
-        zero_share_use = (
-            (shares[0] <= EPSILON and asked_gpu > EPSILON)
-            or (shares[1] <= EPSILON and asked_cpu > EPSILON)
-            or (shares[2] <= EPSILON and asked_memory > EPSILON)
-        )
+        if shares_positive:
+            # (`_dominant` of each with every share above EPSILON: the largest ratio, from 0.0 on, as
+            # `max` keeps the first of equals; a builtin's call, not two of a Python function a key.)
+            gpu_share, cpu_share, memory_share = shares
+            zero_share_use = False
+            dominant = max(0.0, with_gpu / gpu_share, with_cpu / cpu_share, with_memory / memory_share)
+            dominant_used = max(0.0, used_gpu / gpu_share, used_cpu / cpu_share, used_memory / memory_share)
+        else:
+            zero_share_use = (
+                (shares[0] <= EPSILON and asked_gpu > EPSILON)
+                or (shares[1] <= EPSILON and asked_cpu > EPSILON)
+                or (shares[2] <= EPSILON and asked_memory > EPSILON)
+            )
+            dominant = _dominant((with_gpu, with_cpu, with_memory), shares)
+            dominant_used = _dominant((used_gpu, used_cpu, used_memory), shares)
         return (
             over_utilised,
             not starved,
             priority,
             zero_share_use,
-            _dominant((with_gpu, with_cpu, with_memory), shares),
-            _dominant((used_gpu, used_cpu, used_memory), shares),
+            dominant,
+            dominant_used,
             smaller_share,
             rank,
         )
 
     def _fixed_order_parts(self, queue: QueueInfo) -> _FixedOrderParts:
         """What `_order_key_at` reads of a queue that is fixed for the session: its fair share and deserved
-        quota, its allocatable shares, its priority (negated: higher first), their criterion, its rank."""
+        quota, its allocatable shares and whether each is above EPSILON (none counts use 1000 times over),
+        its priority (negated: higher first), the shares' criterion, its rank."""
         shares = self._allocatable_shares(queue)
         return (
             queue.fair_share.values(),
             queue.deserved.values(),
             shares,
+            all(share > EPSILON for share in shares),
             -queue.priority,
             self._smaller_share_of(queue, shares),
             queue.rank,
@@ -602,18 +621,31 @@ class ProportionPlugin:
         key = (reclaimer_queue, victim_queue)
         if key in self._sides:
             return self._sides[key]
-        assert self._session is not None
-        queues = self._session.snapshot.queues
-        total = self._session.snapshot.capacity
         reclaimer_side, victim_side = _split(
-            list(reversed(queues.ancestry(reclaimer_queue))), list(reversed(queues.ancestry(victim_queue)))
+            self._side_parts(reclaimer_queue)[0], self._side_parts(victim_queue)[0]
         )
         sides = None
         if reclaimer_side is not None and victim_side is not None:
-            share = Resources(*(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES))
-            sides = (reclaimer_side, _deserved(reclaimer_side, total), victim_side, share)
+            deserved = self._side_parts(reclaimer_side.name)[1]
+            sides = (reclaimer_side, deserved, victim_side, self._side_parts(victim_side.name)[2])
         self._sides[key] = sides
         return sides
+
+    def _side_parts(self, name: str) -> _SideParts:
+        """What `_reclaim_sides` reads of queue `name`, fixed for the session: its path root first, its
+        deserved quota and its allocatable share (a first cycle's reclaim asks for most pairs of its 50
+        leaf queues: worked out per pair, the paths and shares were most of the victim filter's cost)."""
+        parts = self._parts.get(name)
+        if parts is None:
+            assert self._session is not None
+            queues = self._session.snapshot.queues
+            queue = queues[name]
+            parts = self._parts[name] = (
+                list(reversed(queues.ancestry(name))),
+                _deserved(queue, self._session.snapshot.capacity),
+                Resources(*self._allocatable_shares(queue)),
+            )
+        return parts
 
     def _remember_allocations(self) -> None:
         assert self._session is not None
