@@ -22,10 +22,11 @@ from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
 from kai_scheduler.api.objects import NodeCondition
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.gang import _only_pod
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.cache import ClusterCache
-from kai_scheduler.model.jobs import JobInfo, Tally
+from kai_scheduler.model.jobs import JobInfo, Tally, TaskInfo
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
 from kai_scheduler.model.snapshot import JOB_GROUPS, JobsAtOpen, PodGroupState, PodState
@@ -227,8 +228,9 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
         assert kept - running_before[1] == plain - running_before[0], f"after step {step}: jobs started"
         running_before = plain, kept
         for job in snapshot.jobs.values():
-            # What the cache told a job it made alike others (`JobInfo.know_as`), against the answers
-            # worked out on a copy of the job that was told nothing.
+            # What the cache told a job it made alike others (`JobInfo.know_as`) or as a bare pod's
+            # plain job (`lone_task`), against the answers worked out on a copy of the job that was told
+            # nothing.
             told, counted = answers(job), answers(replace(job))
             assert told == counted, f"after step {step} {operation[0]}: {job.key}'s answers"
         tasks = snapshot.tasks.values()
@@ -250,8 +252,9 @@ def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]
             )
 
 
-def answers(job: JobInfo) -> tuple[Tally, bool, bool]:
-    return job.tally(), job.has_topology(), job.may_go_stale()
+def answers(job: JobInfo) -> tuple[Tally, bool, bool, bool, TaskInfo | None]:
+    """What a job answers that the cache may tell it (`know_as`, `lone_task`)."""
+    return job.tally(), job.has_topology(), job.may_go_stale(), job.has_pending(), _only_pod(job)
 
 
 def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> None:

@@ -14,15 +14,16 @@ from hypothesis import strategies as st
 
 from helpers import node, pod, pod_group, queue
 from kai_scheduler.api.admission_gate import QUEUE_ADMISSION_GATE
+from kai_scheduler.framework.gang import _only_pod
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.snapshot import JobTimes, PodGroupState, PodState
 
 EXAMPLES = int(os.environ.get("KAI_CACHE_EXAMPLES", "150"))
-# What JobInfo keeps of its answers (the lean path may tell a job those of one made alike: compared by
-# the answers themselves).
-_KEPT_ANSWERS = ("_tally", "_has_topology", "_may_go_stale")
+# What JobInfo keeps of its answers (the lean path may tell a job those of one made alike, and its one
+# task as a plain job's: compared by the answers themselves).
+_KEPT_ANSWERS = ("_tally", "_has_topology", "_may_go_stale", "lone_task")
 # JobInfo's fields other than its pods, which are compared task by task, and its kept answers.
 _JOB_FIELDS = [f.name for f in fields(JobInfo) if f.name not in ("tasks", "podsets", *_KEPT_ANSWERS)]
 _TASK_FIELDS = [name for name in TaskInfo.__slots__ if name not in ("job", "podset")]
@@ -129,11 +130,14 @@ def _same_job(lone: JobInfo, general: JobInfo) -> None:
     for name in _JOB_FIELDS:
         assert getattr(lone, name) == getattr(general, name), name
     assert type(lone.invalid_reason) is type(general.invalid_reason)
-    assert (lone.tally(), lone.has_topology(), lone.may_go_stale()) == (
+    assert (lone.tally(), lone.has_topology(), lone.may_go_stale(), lone.has_pending()) == (
         general.tally(),
         general.has_topology(),
         general.may_go_stale(),
+        general.has_pending(),
     )
+    assert lone.lone_task is lone.tasks[0] and general.lone_task is None
+    assert _only_pod(general) is general.tasks[0]
     assert list(lone.podsets) == list(general.podsets)
     for key, podset in lone.podsets.items():
         other = general.podsets[key]

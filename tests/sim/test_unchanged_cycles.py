@@ -206,13 +206,16 @@ def test_reservations_decide_alike_reused_or_evaluated(seed: int) -> None:
     assert made, "no job held capacity"
 
 
-def _one_waiting_pod() -> Simulation:
-    """One full GPU node and a pod that waits for it: every cycle after the first is unchanged."""
+def _one_waiting_pod(*, in_pod_group: bool = False) -> Simulation:
+    """One full GPU node and a pod that waits for it (with `in_pod_group`, in a PodGroup of its own, named
+    as a bare pod's job): every cycle after the first is unchanged."""
+    group = "pg-waiting" if in_pod_group else None
     objects: list[ApiObject] = [
         node("n0", gpus=1),
         queue("q", gpu=1),
         pod("running", gpus=1, node_name="n0", priority_class="inference"),
-        pod("waiting", gpus=1, priority_class="inference"),
+        *([pod_group(group, "q", priority_class="inference")] if group else []),
+        pod("waiting", gpus=1, priority_class="inference", group=group),
     ]
     return Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
 
@@ -250,10 +253,10 @@ def test_verify_mode_fails_loudly_on_a_difference(monkeypatch: pytest.MonkeyPatc
 
 def test_verify_mode_checks_what_is_carried_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cycle after a change still reads what the last one worked out per unchanged job (its next pods,
-    its job order key, what those pods add to its queue, their scheduling signature, whether they may be
-    tried); with the debug variable set each is worked out again and compared."""
+    tried); with the debug variable set each is worked out again and compared. (A PodGroup's job: a bare
+    pod's plain job keeps no next pods or request, they are read off its pod, `gang.kept_tasks`.)"""
     monkeypatch.setenv(VERIFY_ENV, "1")
-    sim = _one_waiting_pod()
+    sim = _one_waiting_pod(in_pod_group=True)
     memos = sim.driver.scheduler.memos
     assert memos.verify
     sim._cycle(0.0, 1)

@@ -28,7 +28,13 @@ def tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
 
 
 def kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
-    """`tasks_to_allocate` as kept (not to be changed: callers that only read it are spared a copy)."""
+    """`tasks_to_allocate` as kept (not to be changed: callers that only read it are spared a copy). A bare
+    pod's plain job (`JobInfo.lone_task`: most jobs) is answered from its pod's status, as
+    `fresh_tasks_to_allocate` would, unless a victim scenario evicted pods virtually: as cheap as a
+    look-up, and no memo holds thousands of such jobs."""
+    lone = job.lone_task
+    if lone is not None and not session.state.virtually_evicted:
+        return [lone] if lone.status is TaskStatus.PENDING else []
     cached = session.next_tasks.get(job)
     if cached is None or cached[0] != job.version:
         cached = (job.version, fresh_tasks_to_allocate(session, job))
@@ -39,9 +45,13 @@ def kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
 def next_request(session: Session, job: JobInfo) -> Resources:
     """`request_of` the pods of the job's next attempt: what queue order adds to the job's queue when it
     ranks the queue by the job it would hand out. Kept with the pods (by the job's version) and the
-    cluster's smallest GPU memory it converts with, and carried to later cycles like them (`job_memos`)."""
-    cached = session.next_requests.get(job)
+    cluster's smallest GPU memory it converts with, and carried to later cycles like them (`job_memos`);
+    a bare pod's plain job's from its pod's status, as `kept_tasks` gives its pods."""
     smallest = session.snapshot.min_gpu_memory_mib
+    lone = job.lone_task
+    if lone is not None and not session.state.virtually_evicted:
+        return shared_request(session, lone, smallest) if lone.status is TaskStatus.PENDING else Resources()
+    cached = session.next_requests.get(job)
     if cached is None or cached[0] != job.version or cached[1] != smallest:
         tasks = kept_tasks(session, job)
         request = (
@@ -85,7 +95,11 @@ def _only_pod(job: JobInfo) -> TaskInfo | None:
     """The job's pod when it has one, in its one pod set, under no sub-group and with no more than one of
     the root's children required (None: otherwise). `_choose` then takes that pod whenever it is pending:
     below its minimum or satisfied, the pod set gives its one pending pod, and no other pod can make up
-    the job's shortfall. Why: most jobs are one pod, and each is asked once a version."""
+    the job's shortfall. Why: most jobs are one pod, and each is asked once a version (a bare pod's plain
+    job's is its `lone_task`)."""
+    lone = job.lone_task
+    if lone is not None:
+        return lone
     tasks = job.tasks
     if len(tasks) != 1 or job.subgroups or len(job.podsets) != 1 or (job.min_sub_group or 0) > 1:
         return None

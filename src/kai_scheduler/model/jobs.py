@@ -318,6 +318,11 @@ class JobInfo:
     # PodGroup makes a new JobInfo), so they need no version.
     _has_topology: bool | None = field(default=None, init=False, repr=False)
     _may_go_stale: bool | None = field(default=None, init=False, repr=False)
+    # Its one task when the cluster cache made it as a bare pod's plain job (`JobRebuild._make_lone`):
+    # minMember 1, one pod set of minMember 1 holding that task, no sub-group or constraint; its next pods
+    # and whether it has any pending are then the task's status alone (`gang.kept_tasks`). None: not said
+    # (any job may be one).
+    lone_task: TaskInfo | None = field(default=None, init=False, repr=False)
     # `namespace/name`, made with the job: a session reads it ~8 times a job (a property made a new string
     # each time: 125,000 at 5,000 nodes in a first cycle).
     key: str = field(init=False, repr=False)
@@ -374,6 +379,9 @@ class JobInfo:
         return (max(anchors) if anchors else -math.inf) + self.preemption_delay
 
     def has_pending(self) -> bool:
+        lone = self.lone_task
+        if lone is not None:  # (asked of each job placed, its version moved: no recount of one task)
+            return lone.status is TaskStatus.PENDING
         return self.tally().pending > 0
 
     def topology_constraints(self) -> tuple[TopologyConstraint | None, ...]:

@@ -139,12 +139,18 @@ def test_a_signature_made_one_way_keeps_the_other_as_made_afresh() -> None:
 def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
     """`fresh_tasks_to_allocate` takes a one-pod job's pod without walking its tree (`_only_pod`): the
     same pods as the walk (`_choose`) for every minimum of the job, its pod set and its root, every status
-    of the pod, and a pod set that does not hold the pod; and a gang's as before."""
+    of the pod, and a pod set that does not hold the pod; and a gang's as before. A bare pod's job as the
+    cache made it (`lone_task`, told only while the job is left so) is given the same pods and request
+    from its pod's status (fails when a pod not pending is handed out)."""
     session = open_session([node("n0"), queue("q"), pod("p", gpus=1), *gang("g", size=2, min_member=1)])
     jobs = session.snapshot.jobs.values()
+    lone = {job.key: job.lone_task for job in jobs}
+    assert lone["default/pg-p"] is not None and lone["default/g"] is None
     choices = itertools.product((0, 1, 2), (None, 0, 1, 2), (0, 1, 2), (True, False), list(TaskStatus))
     for job_min, min_sub_group, podset_min, holds, status in choices:
         for job in jobs:
+            as_made = (job_min, min_sub_group, podset_min, holds) == (1, None, 1, True)
+            job.lone_task = lone[job.key] if as_made else None
             job.min_member, job.min_sub_group = job_min, min_sub_group
             job._root = None  # the tree is made again with them
             for podset in job.podsets.values():
@@ -155,6 +161,9 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
             job.version += 1
             expected = _choose(session, job, _pending)
             assert fresh_tasks_to_allocate(session, job) == expected, (job.key, job_min, min_sub_group)
+            assert tasks_to_allocate(session, job) == expected, (job.key, job_min, min_sub_group)
+            assert next_request(session, job) == request_of(session, expected)
+            assert job.has_pending() == any(task.status is TaskStatus.PENDING for task in job.tasks)
 
 
 def test_asking_for_the_request_and_signature_leaves_the_kept_pods_as_handed_out() -> None:

@@ -341,6 +341,7 @@ class JobRebuild:
         )
         job.tasks.append(task)
         podset.tasks.append(task)
+        job.lone_task = task
         if reason is None and status in _TERMINAL:
             reason = waiting_reason(job, 0)
         job.invalid_reason = reason
