@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from helpers import node, open_session, pod, queue
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
-from kai_scheduler.plugins.proportion.victim_filter import may_be_reclaimed
 
 AMOUNTS = st.sampled_from([-1.0, 0.0, 1.0, 2.0, 4.0, 8.0])
 
@@ -46,7 +45,15 @@ def reference(queues: QueueTree, total: Resources, reclaimer: str, victim: str, 
         + EPSILON
         for r in RESOURCE_NAMES
     )
-    return may_be_reclaimed(victim_side, request, reclaimer_within_deserved=within, above_share=above)
+    if not within:
+        return above
+    # GuaranteeDeservedQuota, or MaintainFairShare at the quota: over the resources the request asks for
+    # and the victim side's quota bounds, above it in one, or below it in none.
+    asked = [r for r in RESOURCE_NAMES if request.get(r) > 0 and victim_side.deserved.get(r) >= 0]
+    held, deserved = victim_side.allocated, victim_side.deserved
+    return any(held.get(r) > deserved.get(r) + EPSILON for r in asked) or not any(
+        held.get(r) < deserved.get(r) - EPSILON for r in asked
+    )
 
 
 @st.composite

@@ -226,7 +226,11 @@ class QueueOrderedJobs:
             # (The path's allocation is the one its ranks are kept for: `_path_unmoved`.)
             rank = self._kept_rank(node, read, job)
             parent = node.parent
-            if _first_smallest(self._roots if parent is None else parent.children, node, rank) is not node:
+            # (Ranked at `rank` for the scan, its own rank kept: the path is not settled.)
+            kept, node.rank = node.rank, rank
+            first = _first_smallest(self._roots if parent is None else parent.children)
+            node.rank = kept
+            if first is not node:
                 return None
             if parent is None:
                 return rank
@@ -307,15 +311,16 @@ class QueueOrderedJobs:
         if self._mixed:
             stale.sort(key=lambda node: node.level, reverse=True)
             self._mixed = False
-        order, reads = self._order, self._reads
+        order, reads, depth = self._order, self._reads, self._depth
         # What the order reads of the job last ranked: a path settled after a pop ranks the leaf and each
         # of its ancestors on the same job, which is read once.
         read_job: JobInfo | None = None
         read: Hashable = None
         for node in stale:
             node.stale = False
-            if node.jobs is not None:
-                job = self._next_job(node)
+            jobs = node.jobs
+            if jobs is not None:
+                job = jobs.head() if depth is None else self._next_job(node)  # (a call less a pop)
                 node.job, node.source = job, node
             else:
                 best = node.best = _first_smallest(node.children)
@@ -354,14 +359,11 @@ class QueueOrderedJobs:
         return job
 
 
-def _first_smallest(
-    nodes: list[_Node], ranked: _Node | None = None, at: tuple[Any, ...] | None = None
-) -> _Node | None:
-    """The first of `nodes` with the smallest rank, by one scan with `<` (see proportion's queue order);
-    `ranked`, if given, counted at rank `at`."""
+def _first_smallest(nodes: list[_Node]) -> _Node | None:
+    """The first of `nodes` with the smallest rank, by one scan with `<` (see proportion's queue order)."""
     best, best_rank = None, None
     for node in nodes:
-        rank = at if node is ranked else node.rank
+        rank = node.rank
         if rank is not None and (best_rank is None or rank < best_rank):
             best, best_rank = node, rank
     return best

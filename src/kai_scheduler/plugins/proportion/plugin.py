@@ -89,8 +89,9 @@ class ProportionPlugin:
         # `_task_resources` of the requests that do not read a node, by the request (converted with the
         # session's smallest GPU memory).
         self._amounts: dict[PodRequest, Resources] = {}
-        # Per queue, whether any queue on its path has a limit (`over_limit`), for the session.
-        self._limited: dict[str, bool] = {}
+        # Per queue, the queues on its path that have a limit, with their limits (`over_limit`), for the
+        # session: the others' bounds are infinite, nothing goes above them.
+        self._limited: dict[str, list[tuple[QueueInfo, tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         self._order_fixed: dict[str, _FixedOrderParts] = {}
@@ -528,17 +529,18 @@ class ProportionPlugin:
 
     def over_limit(self, job: JobInfo, request: Resources) -> str | None:
         """OverLimit: no queue on the job's path may go above its limit. Hot (every job allocate hands
-        out, after every placement in a first cycle): compared over the path's bounds (`_first_exceeded`), the
-        reason worded only for the queue that fails."""
+        out, after every placement in a first cycle): compared over the bounds of the path's queues that
+        have a limit (`_first_exceeded`: most paths have none, or one), the reason worded only for the
+        queue that fails."""
         name = job.queue
         limited = self._limited.get(name)
         if limited is None:
-            limited = self._limited[name] = any(
-                limit != math.inf for _, limits, _ in self._bounds(name) for limit in limits
-            )
-        if not limited:  # (nothing goes above an unlimited bound: most paths)
-            return None
-        for queue, limits, _ in self._bounds(name):
+            limited = self._limited[name] = [
+                (queue, limits)
+                for queue, limits, _ in self._bounds(name)
+                if any(limit != math.inf for limit in limits)
+            ]
+        for queue, limits in limited:
             r = _first_exceeded(queue.allocated, request, limits)
             if r is not None:
                 allocated, asked = queue.allocated.get(r), request.get(r)

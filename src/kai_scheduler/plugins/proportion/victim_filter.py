@@ -16,7 +16,7 @@ whose valid victims came later (KAI #1750).
 from __future__ import annotations
 
 from kai_scheduler.model.queues import QueueInfo, is_unlimited
-from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, Resources
+from kai_scheduler.model.resources import EPSILON, Resources
 
 
 def may_be_reclaimed(
@@ -27,16 +27,19 @@ def may_be_reclaimed(
     its allocatable share in some resource."""
     if not reclaimer_within_deserved:
         return above_share
+    # Resource by resource (gpu, cpu, memory) read as fields, not by name: reclaim asks this of every
+    # victim queue in each attempt.
+    quota, held = victim_side.deserved, victim_side.allocated
     under = False
-    for resource in RESOURCE_NAMES:
-        if request.get(resource) <= 0:
+    for asked, deserved, amount in (
+        (request.gpu, quota.gpu, held.gpu),
+        (request.cpu, quota.cpu, held.cpu),
+        (request.memory, quota.memory, held.memory),
+    ):
+        if asked <= 0 or is_unlimited(deserved):  # not asked for; an unlimited quota is never exceeded
             continue
-        deserved = victim_side.deserved.get(resource)
-        if is_unlimited(deserved):  # never above it
-            continue
-        held = victim_side.allocated.get(resource)
-        if held > deserved + EPSILON:
+        if amount > deserved + EPSILON:
             return True
-        if held < deserved - EPSILON:
+        if amount < deserved - EPSILON:
             under = True
     return not under
