@@ -12,7 +12,9 @@ decision of every cycle and every waiting reason must be the same both ways.
 The same for `framework.ranked_nodes`, which finds a pod's node through an index of the nodes by what binpack
 ranks them by and scores a few of them: with it and without, on the same clusters and on clusters of one
 kind of node (there CPU-only pods take it too), with CPU asks in millicores so that free CPU differs by
-little.
+little. And under `gpufragmentation`, whose ranking searches the nodes itself (`PlacementCosts.best`):
+with it, without it (every candidate scored), and through the index by its values (`PlacementCosts.values`,
+which a sparse scorer beside it would use), over the examples' configuration with every action.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,8 +73,31 @@ def ranked(enabled: bool) -> Iterator[None]:
         ranked_nodes.ENABLED = before
 
 
+@contextmanager
+def indexed_by_values() -> Iterator[None]:
+    """Rankings that search the nodes themselves (`ranked_nodes.Finder`) go through the index instead."""
+    made = ranked_nodes.Ranking.__init__
+
+    def without_search(self: ranked_nodes.Ranking, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **{**kwargs, "finds": None})
+
+    ranked_nodes.Ranking.__init__ = without_search  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ranked_nodes.Ranking.__init__ = made  # type: ignore[method-assign]
+
+
+FRAGMENTATION = "gpufragmentation"
+# The example configuration with gpufragmentation (every action of KAI's default besides allocate).
+FRAGMENTATION_CONFIG = Path(__file__).parents[2] / "examples" / "gpu-fragmentation-config.yaml"
+
+
 def config(placement: str) -> SchedulerConfig:
-    """The default configuration with nodeplacement's arguments for `placement`."""
+    """The default configuration with nodeplacement's arguments for `placement` (gpufragmentation: the
+    example's configuration with it)."""
+    if placement == FRAGMENTATION:
+        return parse_config(yaml.safe_load(FRAGMENTATION_CONFIG.read_text()))
     arguments: dict[str, Any] = {"gpu": "binpack", "cpu": "binpack"}
     if placement == "spread":
         arguments = {"gpu": "spread", "cpu": "spread"}
@@ -84,11 +111,14 @@ def config(placement: str) -> SchedulerConfig:
     return parse_config(document)
 
 
-def cluster(rng: random.Random, nodes: int, *, one_kind: bool = False) -> list[ApiObject]:
-    """Nodes of a few kinds (or, now and then, of more kinds than the shortcut takes; or of one)."""
+def cluster(
+    rng: random.Random, nodes: int, *, one_kind: bool = False, quiet: bool = False
+) -> list[ApiObject]:
+    """Nodes of a few kinds (or, now and then, of more kinds than the shortcut takes; or of one); `quiet`:
+    none tainted softly."""
     many_kinds = not one_kind and rng.random() < 0.2
     kinds = [(8, "64")] if one_kind else [(8, "64"), (8, "32"), (4, "64"), (0, "32")]
-    soft = rng.random() < 0.2
+    soft = not quiet and rng.random() < 0.2
     objects: list[ApiObject] = []
     for i in range(nodes):
         gpus, cpu = (rng.choice((1, 2, 4, 8)), str(8 * (i + 1))) if many_kinds else rng.choice(kinds)
@@ -108,13 +138,19 @@ def cluster(rng: random.Random, nodes: int, *, one_kind: bool = False) -> list[A
     return objects
 
 
-def backlog(rng: random.Random, nodes: int, jobs: int, *, one_kind: bool = False) -> list[ApiObject]:
+def backlog(
+    rng: random.Random, nodes: int, jobs: int, *, one_kind: bool = False, quiet: bool = False
+) -> list[ApiObject]:
+    """`quiet`: nothing is released and nothing preferred (soft taints, preferred affinity), so that every
+    scorer but the ranking one scores a pod's candidates alike (where the ranked shortcut is taken)."""
     objects: list[ApiObject] = [
         queue("q", gpu=-1),
         queue("r", gpu=4),
-        *cluster(rng, nodes, one_kind=one_kind),
+        *cluster(rng, nodes, one_kind=one_kind, quiet=quiet),
     ]
-    kinds = ("whole", "whole", "fraction", "cpu", "gang", "gang", "preferring", "running", "finishing")
+    kinds: tuple[str, ...] = ("whole", "whole", "fraction", "cpu", "gang", "gang", "running")
+    if not quiet:
+        kinds += ("preferring", "running", "finishing")
     for j in range(jobs):
         kind = rng.choice(kinds)
         q = rng.choice(("q", "r"))
@@ -135,7 +171,7 @@ def backlog(rng: random.Random, nodes: int, jobs: int, *, one_kind: bool = False
             objects.append(pod(f"p{j}", q, cpu=cpu, **extra))
         elif kind in ("running", "finishing"):
             where = f"n{rng.randrange(nodes):02d}"
-            terminating = kind == "running" and rng.random() < 0.3
+            terminating = kind == "running" and not quiet and rng.random() < 0.3
             duration = 30 if kind == "finishing" else None
             objects.append(
                 pod(f"p{j}", q, gpus=1, cpu="1", node_name=where, terminating=terminating, duration=duration)
@@ -170,6 +206,10 @@ def compare_ranked(objects: list[ApiObject], placement: str) -> None:
     with ranked(False):
         full = run(objects, config(placement), cycles=3)
     assert decided(fast) == decided(full)
+    if placement == FRAGMENTATION:
+        with ranked(True), indexed_by_values():
+            by_values = run(objects, config(placement), cycles=3)
+        assert decided(by_values) == decided(full)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -208,3 +248,19 @@ def test_finding_the_node_through_the_ranked_index_chooses_as_scoring_all(
 @pytest.mark.parametrize("seed", range(3))
 def test_the_ranked_index_over_a_deep_backlog(seed: int) -> None:
     compare_ranked(backlog(random.Random(seed), 40, 160, one_kind=seed > 0), "binpack")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.randoms(use_true_random=False), st.integers(2, 12), st.integers(1, 30), st.booleans(), st.booleans()
+)
+def test_gpufragmentations_own_search_chooses_as_scoring_all(
+    rng: random.Random, nodes: int, jobs: int, one_kind: bool, quiet: bool
+) -> None:
+    compare_ranked(backlog(rng, nodes, jobs, one_kind=one_kind, quiet=quiet), FRAGMENTATION)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gpufragmentations_own_search_over_a_deep_backlog(seed: int) -> None:
+    objects = backlog(random.Random(seed), 40, 160, one_kind=seed % 2 == 1, quiet=seed < 2)
+    compare_ranked(objects, FRAGMENTATION)

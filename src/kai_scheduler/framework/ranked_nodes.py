@@ -46,7 +46,7 @@ import bisect
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import numpy as np
 
@@ -64,6 +64,8 @@ BUDGET: Final = 64
 # Nodes passed over for one pod as known not to hold a pod of its shape (`_Shape.unfit`; tens of
 # nanoseconds each) before giving up.
 SKIP_BUDGET: Final = 16 * BUDGET
+# Lowest values a ranking's own search answers at once (`Finder.best`): a pod's walk takes two or three.
+FOUND_VALUES: Final = 3
 # Sums kept by the candidates' values for one question (`_Summed`): a few hundred suffice for whole-GPU
 # pods; CPU-only pods' values seldom repeat.
 SUMS_KEPT: Final = 4096
@@ -89,6 +91,29 @@ class Ranking:
     # scores of them (a float: one score for all); None when it does not say. Why: as `scores_of_values`,
     # for a shared-GPU pod's candidates.
     scores_at_rows: Callable[[TaskInfo, list[int]], list[float] | float] | None = None
+    # `value_of` for several nodes at once (the same bits), or None. Why: a value worked out by a compiled
+    # evaluation (gpufragmentation's costs) costs far less for many nodes in one call than one by one, and
+    # an index read by few pods catches up on many nodes at a time.
+    values_of: Callable[[list[int]], list[float]] | None = None
+    # A ranking that finds the candidates' lowest and highest values itself (`Finder`), or None. Used in
+    # place of the index while no scorer scores sparsely for the pod.
+    finds: Finder | None = None
+
+
+class Finder(Protocol):
+    """A ranking's own search of the nodes (gpufragmentation's, whose values are per request: an index per
+    request would be moved at every node changed since it was last read, for each of tens of requests)."""
+
+    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool]:
+        """Among the nodes `allowed` that are not excluded (`exclude`) and may hold a pod of `request` (a
+        superset of those that do: each node answered is asked `NodeTable.node_fits`): the first node of
+        each of the `count` lowest values below the highest, lowest first; the first node of the highest
+        value (-1: no node); and whether values below the highest were left out."""
+        ...
+
+    def exclude(self, request: PodRequest, node: int) -> None:
+        """Leave `node` out of `best`'s answers for `request` until its usage changes."""
+        ...
 
 
 # For a pod: the ranking and the pod's floor, or None when the scorer does not rank for it.
@@ -131,6 +156,8 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     if session.refused_everywhere(task):
         return None
     looks, index, floor, sparse, summed = asked
+    if not isinstance(index, _ValueIndex):  # the ranking searches the nodes itself
+        return _best_found(session, index, summed, task)
     looks.begin(session.rest_masks(task), kept.stamps, position)
     try:
         scored = (
@@ -144,7 +171,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
 
 
 # What `best_node` works with for a pod (`_asked_for`).
-_Asked = tuple["_Looks", "_ValueIndex", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
+_Asked = tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
 _NOT_KEPT: Final = object()
 
 
@@ -212,12 +239,60 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     looks = _Looks(session.static_passing(task.placement), kept.nodes.node_fits, task.request, shape)
     answer = asked[key] = (
         looks,
-        _index(kept, ranking),
+        ranking.finds if ranking.finds is not None and not sparse else _index(kept, ranking),
         floor,
         [(_index(kept, on), least) for on, least in sparse],
         summed,
     )
     return answer
+
+
+def _best_found(session: Session, finder: Finder, summed: _Summed, task: TaskInfo) -> int | Undecided | None:
+    """`_best` over the nodes a ranking's own search answers (`Finder`): each one it answers is asked the
+    rest of `Session.candidate_tests` (the search's nodes may hold the pod); one that fails is excluded and
+    the search asked again (`BUDGET` times at most)."""
+    request = task.request
+    fits = session.snapshot.nodes.node_fits
+    rest = session.rest_masks(task)
+    static = session.static_passing(task.placement)
+    allowed = np.logical_and.reduce([static, *rest]) if rest else static
+    for _ in range(BUDGET):
+        firsts, top, more = finder.best(request, allowed, FOUND_VALUES)
+        if top < 0:
+            return None
+        unfit = next((node for node in (top, *firsts) if not fits(request, node, soon=True)), -1)
+        if unfit < 0:
+            return _best_of_listed(firsts, top, more, summed, task)
+        finder.exclude(request, unfit)
+    return UNDECIDED
+
+
+def _best_of_listed(
+    firsts: list[int], top: int, more: bool, summed: _Summed, task: TaskInfo
+) -> int | Undecided:
+    """`_best`'s walk over the first candidates of the lowest values (`firsts`, lowest first; `more`: values
+    below `top`'s were left out) and the first candidate of the highest (`top`)."""
+    included: list[int] = []
+    at = 0
+    while True:
+        found = firsts[at] if at < len(firsts) else -1
+        at += 1
+        if found >= 0:
+            included.append(found)
+            if len(included) < 2:
+                continue
+        elif more:
+            return UNDECIDED  # the walk needs values the search left out
+        rows = sorted({*included, top})
+        sums = summed.scores(task, rows, [])
+        if isinstance(sums, float):
+            best, best_score, last_score = rows[0], sums, sums
+        else:
+            best_score = max(sums)
+            best = rows[sums.index(best_score)]
+            last_score = sums[rows.index(included[-1])] if included else best_score
+        if found < 0 or last_score < best_score:
+            return best
 
 
 def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[int]:
@@ -559,7 +634,14 @@ def _asked(
             if found is not None:
                 return None
             found = ranked
-            plain = _plain_at(plain, position, _by_values(ranked[0].scores_of_values))
+            # (A ranking that searches itself answers nodes, not values: its plain scores read the rows.)
+            ranking = ranked[0]
+            score = (
+                _by_values(ranking.scores_of_values)
+                if ranking.finds is None
+                else _at_rows(ranking.scores_at_rows)
+            )
+            plain = _plain_at(plain, position, score)
         elif constant is not None and constant(task):
             constant_at.add(position)
         else:
@@ -570,7 +652,8 @@ def _asked(
             plain = _plain_at(plain, position, _at_rows(on[0].scores_at_rows))
     if found is None:
         return None
-    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values=not sparse))
+    by_values = not sparse and found[0].finds is None
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values=by_values))
 
 
 def _plain_at(
@@ -641,12 +724,21 @@ class _ValueIndex:
         if not changed:
             return self
         self._position = self.nodes.change_position()
+        value_at = self.value_at
+        values_of = self._ranking.values_of
+        if values_of is not None:
+            nodes = list(set(changed))
+            for node, new in zip(nodes, values_of(nodes), strict=True):
+                if new != value_at[node]:
+                    self._move(node, value_at[node], new)
+                    value_at[node] = new
+            return self
         value_of = self._ranking.value_of
         # (Most catch-ups follow one pod placed: one node, or the same node twice.)
         for node in changed if len(changed) == 1 else set(changed):
-            old, new = self.value_at[node], value_of(node)
+            old, new = value_at[node], value_of(node)
             if new != old:
-                self.value_at[node] = new
+                value_at[node] = new
                 self._move(node, old, new)
         return self
 

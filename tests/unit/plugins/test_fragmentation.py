@@ -31,6 +31,7 @@ from kai_scheduler.api.objects import PodGroup, Topology
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.plugins.fragmentation import costs as costs_module
 from kai_scheduler.plugins.fragmentation import kernels, measure
 from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
@@ -317,9 +318,79 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
         asked.append(rows.size)
         return scores
 
+    searched: list[int] = []
+    kept_best = PlacementCosts.best
+
+    def checked_search(self: PlacementCosts, request: Any, allowed: Any, count: int) -> Any:
+        found = kept_best(self, request, allowed, count)
+        excluded = self._costs[request].excluded.copy()
+        assert found == _searched_from_scratch(
+            PlacementCosts(self.table, self.mix), request, allowed, excluded, count
+        )
+        searched.append(count)
+        return found
+
     monkeypatch.setattr(PlacementCosts, "scores", checked)
+    monkeypatch.setattr(PlacementCosts, "best", checked_search)
     assert binds(one_cycle(_generated_cluster(seed), ALLOCATE))
-    assert len(asked) > 10
+    assert len(asked) + len(searched) > 10 and searched
+
+
+def _searched_from_scratch(
+    scratch: PlacementCosts, request: Any, allowed: Any, excluded: Any, count: int
+) -> tuple[list[int], int, bool]:
+    """`PlacementCosts.best` worked out from every key: the nodes allowed, not excluded, that may hold the
+    pod, costed in one go; the first node of each distinct key, the best first."""
+    portions = scratch.table.portion_for(request) if request.is_shared_gpu else np.zeros(scratch.table.size)
+    taken = np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64)
+    mig_taken = np.zeros(scratch.mig.size)
+    rows = [
+        node
+        for node in range(scratch.table.size)
+        if allowed[node]
+        and not excluded[node]
+        and kernels.may_hold(
+            scratch._matrix[node],
+            scratch.state.mig[node],
+            (taken, mig_taken, portions[node], request.gpu_devices),
+        )
+    ]
+    if not rows:
+        return [], -1, False
+    keys = scratch.order(request, np.array(rows)).tolist()
+    firsts: dict[float, int] = {}
+    for row, key in zip(rows, keys, strict=True):
+        firsts.setdefault(key, row)
+    lowest = min(firsts)
+    above = sorted((key for key in firsts if key != lowest), reverse=True)
+    return [firsts[key] for key in above[:count]], firsts[lowest], len(above) > count
+
+
+def test_a_node_the_search_excludes_comes_back_once_it_changes() -> None:
+    # A node found not to hold a pod is left out of the search for its request until its usage changes:
+    # freed, it is a candidate again.
+    snapshot = snapshot_of(
+        [queue("q"), node("a", gpus=2, cpu="16"), node("b", gpus=2, cpu="16"), pod("one", gpus=1, cpu="2")]
+    )
+    table = snapshot.nodes
+    request = next(iter(snapshot.tasks.values())).request
+    mig, units = mig_columns(table)
+    mix = scarcity_weighted(
+        mix_arrays([request], [1.0], [np.ones(2, dtype=np.bool_)], table, mig), table, mig, units
+    )
+    costs = PlacementCosts(table, mix)
+    every = np.ones(2, dtype=np.bool_)
+    assert costs.best(request, every, 3) == ([], 0, False)  # two idle nodes alike: the first
+    costs.exclude(request, 0)
+    assert costs.best(request, every, 3) == ([], 1, False)
+    two = PodRequest(cpu=2000.0, whole_gpus=2)
+    table.hold(0, two, releasing=False)
+    table.unhold(0, two, releasing=False)
+    assert costs.best(request, every, 3) == ([], 0, False)
+    table.hold(1, two, releasing=False)  # full: it lacks a GPU for the pod
+    assert costs.best(request, every, 3) == ([], 0, False)
+    table.unhold(1, two, releasing=False)
+    assert costs.best(request, np.array([False, True]), 3) == ([], 1, False)
 
 
 def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> None:

@@ -17,6 +17,7 @@ mix, not that CPU taken next to idle GPUs is missing later, when the cluster is 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -58,6 +59,13 @@ class _Costs:
     taken: FloatArray  # what a pod takes of a node's idle CPU, memory and whole GPUs
     mig_taken: FloatArray  # what a pod takes of each MIG column's free instances
     per_idle_gpu: float  # the order key's weight of each idle GPU a placement leaves (see the module)
+    portions: FloatArray  # the portion of a GPU a shared-GPU pod takes on each node (0: shares none)
+    # Nodes found not to hold a pod of the request since they last changed: lacking what it takes
+    # (`kernels.may_hold`), or told so (`PlacementCosts.exclude`).
+    excluded: BoolArray
+    # How far `PlacementCosts.best` has looked at the node refreshes (`PlacementCosts._changes`), -1:
+    # never. Why: after it every stale key is of a node excluded, so it looks only at those refreshed since.
+    swept: int
 
 
 class PlacementCosts:
@@ -155,6 +163,57 @@ class PlacementCosts:
         keys: FloatArray = self._current(request, rows).keys.take(rows)
         return keys
 
+    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool]:
+        """For `ranked_nodes` (a `Finder`): among the nodes `allowed` that may hold a pod of `request`
+        (`kernels.may_hold`: a node that lacks what it takes does not) and are not excluded since they
+        last changed (`exclude`), the first node of each of the `count` best keys above the lowest, best
+        first; the first node of the lowest key (-1: no such node); and whether keys above the lowest
+        were left out. The keys of the nodes refreshed since the last search that may hold the pod are
+        worked out in one evaluation, and the nodes are searched in one compiled pass that reads little
+        more than each key, where scoring every candidate took numpy's masks and arrays."""
+        self._sync()
+        costs = self._costs_of(request)
+        self._take_in(costs)
+        if costs.swept < 0:
+            refreshed = np.arange(self.table.size)
+        else:
+            refreshed = self._changes[costs.swept : self._changed]
+        costs.swept = self._changed
+        if refreshed.size:
+            pod = (costs.taken, costs.mig_taken, costs.portions, request.gpu_devices)
+            stale = kernels.stale_holding(
+                refreshed, costs.changed, costs.excluded, self._matrix, self.state.mig, pod
+            )
+            if stale.size:
+                self._compute(request, stale, costs)
+        firsts, lowest, left_out = kernels.best_keyed(
+            costs.keys, costs.changed, allowed, costs.excluded, count
+        )
+        self._last = request
+        return firsts.tolist(), int(lowest), bool(left_out)
+
+    def exclude(self, request: PodRequest, node: int) -> None:
+        """Leave `node` out of `best`'s answers for `request` until it changes (found not to hold the pod)."""
+        self._costs_of(request).excluded[node] = True
+
+    def values(self, request: PodRequest) -> FloatArray:
+        """Every node's value for the ranked index (`ranked_nodes.Ranking`): its order key negated (the
+        lower, the better a place), and -inf where a pod of `request` does not fit, even soon (below any
+        floor: the index then never walks those nodes). Keys are brought up to date where it fits."""
+        fits = self.table.fit(request, soon=True)
+        costs = self._current(request, fits.nonzero()[0])
+        return np.where(fits, -costs.keys, -math.inf)
+
+    def values_at(self, request: PodRequest, nodes: list[int]) -> list[float]:
+        """`values` at `nodes` (the same bits), costing in one evaluation the nodes where the pod fits."""
+        node_fits = self.table.node_fits
+        fitting = [node for node in nodes if node_fits(request, node, soon=True)]
+        keys = self._current(request, np.array(fitting, dtype=np.int64)).keys
+        values = dict.fromkeys(nodes, -math.inf)
+        for node in fitting:
+            values[node] = -keys.item(node)
+        return [values[node] for node in nodes]
+
     def scores(self, request: PodRequest, rows: IntArray, top: float) -> FloatArray | float:
         """`order` scaled: the best of `rows` `top`, the worst 0, the others in between in order (`top`
         for all when they are alike)."""
@@ -163,9 +222,32 @@ class PlacementCosts:
         scores, spread = kernels.scaled(self._current(request, rows).keys, rows, top)
         return scores if spread > 0.0 else top
 
+    def plain_scores(self, request: PodRequest, rows: list[int], top: float) -> list[float] | float:
+        """`scores` at `rows` whose keys are current (those `best` answered), in plain floats: the same
+        IEEE operations in the same order as `kernels.scaled`, so the same bits."""
+        keys = self._costs[request].keys
+        values = [keys.item(row) for row in rows]
+        low, high = min(values), max(values)
+        spread = high - low
+        if spread > 0.0:
+            factor = top / spread
+            return [(value - low) * factor for value in values]
+        return top
+
     def _current(self, request: PodRequest, rows: IntArray) -> _Costs:
         """The costs of `request`, up to date at `rows`."""
         self._sync()
+        costs = self._costs_of(request)
+        # Only the candidates whose node changed since they were costed (usually the one or two
+        # nodes the last placements took).
+        self._take_in(costs)
+        stale = kernels.take_changed(rows, costs.changed)
+        if stale.size:
+            self._compute(request, stale, costs)
+        self._last = request
+        return costs
+
+    def _costs_of(self, request: PodRequest) -> _Costs:
         costs = self._costs.get(request)
         if costs is None:
             size = self.table.size
@@ -177,14 +259,10 @@ class PlacementCosts:
                 np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
                 self._mig_taken(request),
                 self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
+                self.table.portion_for(request) if request.is_shared_gpu else np.zeros(size),
+                np.zeros(size, dtype=np.bool_),
+                -1,
             )
-        # Only the candidates whose node changed since they were costed (usually the one or two
-        # nodes the last placements took).
-        self._take_in(costs)
-        stale = kernels.take_changed(rows, costs.changed)
-        if stale.size:
-            self._compute(request, stale, costs)
-        self._last = request
         return costs
 
     def _mig_taken(self, request: PodRequest) -> FloatArray:
@@ -197,7 +275,9 @@ class PlacementCosts:
     def _take_in(self, costs: _Costs) -> None:
         """Mark the nodes refreshed since `costs` were last asked as changed for them."""
         if costs.seen < self._changed:
-            costs.changed[self._changes[costs.seen : self._changed]] = True
+            refreshed = self._changes[costs.seen : self._changed]
+            costs.changed[refreshed] = True
+            costs.excluded[refreshed] = False
             costs.seen = self._changed
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:

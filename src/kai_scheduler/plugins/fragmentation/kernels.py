@@ -393,3 +393,115 @@ def scaled(keys: FloatArray, rows: IntArray, top: float) -> tuple[FloatArray, fl
         for i in range(result.size):
             result[i] = (result[i] - low) * factor
     return result, spread
+
+
+def start() -> None:
+    """Start numba's machinery with a call of one kernel on the types the plugin calls it with (its first
+    compiled call in a process costs some 0.2 s of CPU, the next ones' first calls a few ms each)."""
+    take_changed(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_))
+
+
+# A node lacks what a pod takes of a resource when it has less than that by more than this share of it
+# (at least of 1): far above rounding, so that a node found lacking does not hold the pod by
+# `NodeTable.node_fits`'s arithmetic either (`may_hold`).
+_LACKING: Final = 1e-6
+
+
+@_compiled
+def _lacks(free: float, taken: float) -> bool:
+    return free - taken < -_LACKING * max(1.0, taken)
+
+
+@_compiled
+def may_hold(state: FloatArray, mig: FloatArray, pod: tuple[FloatArray, FloatArray, float, int]) -> bool:
+    """Whether a node in `state` may hold a pod that takes `pod`: its idle CPU, memory and whole GPUs, its
+    instances per MIG column, and for a pod sharing one GPU the portion it takes there (a node that lacks
+    a portion's room on every shared GPU and a free whole GPU does not hold it). False only where the node
+    lacks one of these (`_lacks`): a node found so does not hold the pod, nothing is said of one that
+    passes (pod slots, other devices, several shared GPUs: `NodeTable.node_fits` decides)."""
+    taken, mig_taken, portion, devices = pod
+    for column in range(taken.size):
+        if _lacks(state[column], taken[column]):
+            return False
+    for column in range(mig_taken.size):
+        if _lacks(mig[column], mig_taken[column]):
+            return False
+    if devices != 1 or not _lacks(state[WHOLE], 1.0):
+        return True
+    room = 0.0  # (a loop: numba compiles no generator into `any`)
+    for column in range(SHARED, state.size):
+        room = max(room, state[column])
+    return not _lacks(room, portion)
+
+
+@_compiled
+def stale_holding(
+    nodes: IntArray,
+    changed: BoolArray,
+    lacking: BoolArray,
+    states: FloatArray,
+    mig: FloatArray,
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+) -> IntArray:
+    """Of `nodes`, those whose keys are stale (`changed`) and that may hold the pod (`may_hold`, `pod`'s
+    portions per node), their flags cleared: the keys to work out; the others stale are noted `lacking`."""
+    taken, mig_taken, portions, devices = pod
+    found = np.empty(nodes.size, dtype=np.int64)
+    count = 0
+    for node in nodes:
+        if not changed[node] or lacking[node]:
+            continue
+        if may_hold(states[node], mig[node], (taken, mig_taken, portions[node], devices)):
+            changed[node] = False
+            found[count] = node
+            count += 1
+        else:
+            lacking[node] = True
+    return found[:count]
+
+
+@_compiled
+def best_keyed(
+    keys: FloatArray,
+    changed: BoolArray,
+    allowed: BoolArray,
+    excluded: BoolArray,
+    count: int,
+) -> tuple[IntArray, int, bool]:
+    """Among the nodes `allowed` and not `excluded` with a current key (not `changed`): the first node
+    (lowest index) of each of the `count` best keys above the lowest, best first; the first node of the
+    lowest key (-1: no such node); and whether keys above the lowest were left out. A node's flags are
+    read only where its key would change the answer: most keys lie between the lowest and the kept."""
+    kept_keys = np.empty(count + 1)
+    kept_nodes = np.empty(count + 1, dtype=np.int64)
+    kept = 0
+    lowest_node = -1
+    lowest = 0.0
+    for node in range(keys.size):
+        key = keys[node]
+        if kept > count and lowest <= key <= kept_keys[count]:
+            continue  # tied with a node before it, or below every kept key and above the lowest
+        if changed[node] or excluded[node] or not allowed[node]:
+            continue
+        if lowest_node < 0 or key < lowest:
+            lowest, lowest_node = key, node
+        # Insert among the kept keys (best first) unless kept already (a lower index came first).
+        at = 0
+        while at < kept and kept_keys[at] > key:
+            at += 1
+        if at == count + 1 or (at < kept and kept_keys[at] == key):
+            continue
+        if kept <= count:
+            kept += 1
+        for move in range(kept - 1, at, -1):
+            kept_keys[move] = kept_keys[move - 1]
+            kept_nodes[move] = kept_nodes[move - 1]
+        kept_keys[at], kept_nodes[at] = key, node
+    # Kept one more than `count`: the lowest if there are no more keys, else one left out.
+    left_out = False
+    if kept and kept_keys[kept - 1] == lowest:
+        kept -= 1
+    elif kept > count:
+        kept = count
+        left_out = True
+    return kept_nodes[:kept].copy(), lowest_node, left_out

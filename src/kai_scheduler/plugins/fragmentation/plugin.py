@@ -25,13 +25,17 @@ one every class may use (`measure`'s pressure).
 
 from __future__ import annotations
 
+import sys
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.session import Session, pack_gpus
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import FloatArray, GpuGroup, IntArray, NodeTable
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.plugins.arguments import number
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
 from kai_scheduler.plugins.predicates import gpu_kind_nodes
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
 MAX_SCORE: Final = 9.0  # nodeplacement's band (KAI's MaxHighDensity)
 DEFAULT_COVERAGE: Final = 1.0
 DEFAULT_MAX_CLASSES: Final = 64
+# The ranked index's floor (`_ranks_by`): every finite value is at or above it.
+_LOWEST: Final = -sys.float_info.max
 
 
 def _number(arguments: dict[str, Any], key: str, default: float) -> float:
@@ -70,10 +76,9 @@ class GpuFragmentationPlugin:
         self.coverage = _coverage(arguments)
         self.max_classes = _max_classes(arguments)
         self.costs: PlacementCosts | None = None
+        _start_compiled()
 
     def on_session_open(self, session: Session) -> None:
-        # The measure is compiled (`kernels`): numba takes some 0.2-0.4 s of CPU to import, which only a
-        # scheduler configured with this plugin pays, when its first session opens.
         from kai_scheduler.plugins.fragmentation.costs import PlacementCosts
         from kai_scheduler.plugins.fragmentation.measure import (
             evaluate,
@@ -90,7 +95,12 @@ class GpuFragmentationPlugin:
         mix = mix_arrays([c.request for c in classes], [c.weight for c in classes], access, table, mig)
         mix = scarcity_weighted(mix, table, mig, mig_units)
         costs = self.costs = PlacementCosts(table, mix)
-        session.points.node_scorers.append(lambda task, rows: score(costs, task, rows))
+        alike_nodes.add_scorer(
+            session.points,
+            lambda task, rows: score(costs, task, rows),
+            _never,  # nodes of one capacity differ for the mix (GPU model, predicates, pressure)
+            ranks_by=_ranks_by(costs, table),
+        )
 
         def choose(
             nodes: NodeTable, node: int, portion: float, devices: int, soon: bool
@@ -109,6 +119,49 @@ class GpuFragmentationPlugin:
 
     def on_session_close(self, session: Session) -> None:
         self.costs = None
+
+
+@cache
+def _start_compiled() -> None:
+    """Import the compiled measure (`kernels`) and start numba, once a process: some 0.4 s of CPU (0.2 to
+    import numba, 0.2 for its first compiled call) that only a scheduler configured with this plugin pays,
+    when it is configured (`Scheduler` makes every plugin to check its arguments), not in its first
+    session."""
+    from kai_scheduler.plugins.fragmentation import kernels
+
+    kernels.start()
+
+
+def _never(task: TaskInfo) -> bool:
+    return False
+
+
+def _ranks_by(costs: PlacementCosts, table: NodeTable) -> ranked_nodes.RanksBy:
+    """The plugin ranks a pod's candidates by its request's order keys (`PlacementCosts.values`): its score
+    never increases with the value (the key negated), is the same at nodes of one value, and reads the
+    candidates only through their lowest and highest key (`PlacementCosts.scores`); a node valued below
+    the lowest finite float does not hold the pod (valued -inf). One ranking per request, which searches
+    the nodes itself (`PlacementCosts.best`) where no other scorer scores sparsely. Not while anything is
+    being released: the search tells which nodes may hold a pod from what is idle now."""
+    rankings: dict[PodRequest, ranked_nodes.Ranking] = {}
+
+    def ranks(task: TaskInfo) -> tuple[ranked_nodes.Ranking, float] | None:
+        if table.anything_releasing():
+            return None
+        request = task.request
+        ranking = rankings.get(request)
+        if ranking is None:
+            ranking = rankings[request] = ranked_nodes.Ranking(
+                ("gpufragmentation", request),
+                partial(costs.values, request),
+                lambda node: costs.values_at(request, [node])[0],
+                values_of=partial(costs.values_at, request),
+                scores_at_rows=lambda task, rows: costs.plain_scores(task.request, rows, MAX_SCORE),
+                finds=costs,
+            )
+        return ranking, _LOWEST
+
+    return ranks
 
 
 def score(costs: PlacementCosts, task: TaskInfo, rows: IntArray) -> FloatArray | float:
