@@ -51,19 +51,19 @@ class JobFacts:
 class WalkFacts:
     """The facts of the jobs allocate takes up (see the module doc), carried across cycles."""
 
-    __slots__ = ("_ids", "_lone", "_lone_shapes", "_names", "_orders", "by_job")
+    __slots__ = ("_ids", "_lone_shapes", "_names", "_orders", "by_job")
 
     def __init__(self) -> None:
         self.by_job: dict[JobInfo, JobFacts] = {}
         # Per leaf queue, the job order keys of its waiting jobs as the walk was given them (snapshot
         # order), and the positions that sort them (`sorting`).
         self._orders: dict[str, tuple[list[tuple[Any, ...]], list[int]]] = {}
+        # Signatures without the queue (the shapes) numbered by the whole signature, signatures with it
+        # by the queue's part and the shape's number (`_by_queue`), one number a distinct key.
         self._ids: dict[tuple[Any, ...], int] = {}
-        # The numbers of the signatures of the jobs of one pod by the fields they are made of (`_numbers`),
-        # numbered afresh with `_ids`: the shape's number with the rest of the signature after the
-        # queue's part, by the pod's fields; the signature's by the queue's part and the shape's number.
-        self._lone_shapes: dict[tuple[Hashable, ...], tuple[int, tuple[Any, ...]]] = {}
-        self._lone: dict[tuple[Hashable, ...], int] = {}
+        # The shapes' numbers of the jobs of one pod by the fields their shapes are made of (`_numbers`),
+        # numbered afresh with `_ids`.
+        self._lone_shapes: dict[tuple[Hashable, ...], int] = {}
         # The names of the signature reads facts were last made for, one object while they stay equal.
         self._names: tuple[Hashable, ...] = ()
 
@@ -79,7 +79,7 @@ class WalkFacts:
             for job in [job for job in by_job if jobs.get(job.key) is not job]:
                 del by_job[job]
         if len(self._ids) > _IDS_PER_JOB * len(by_job) + _IDS_FLOOR:
-            self._ids, self._lone_shapes, self._lone = {}, {}, {}
+            self._ids, self._lone_shapes = {}, {}
             by_job.clear()
         return self._names
 
@@ -95,11 +95,10 @@ class WalkFacts:
 
     def _numbers(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> tuple[int, int]:
         """The numbers of `job`'s signature with its queue and without. A job whose next attempt is one
-        pod (most jobs), with no topology and nothing read of its pods, has signatures made of a few of
-        its fields and its pod's (`scheduling_signature`): those key the numbers, the shape's by the pod's
-        (`_lone_shapes`) and the signature's by the queue's part and the shape's number (`_lone`), so that
-        jobs alike have their signatures made and hashed once (a first cycle at 5,000 nodes has 15,400
-        such jobs, of some 900 shapes and 7,200 signatures)."""
+        pod (most jobs), with no topology and nothing read of its pods, has a shape made of a few of its
+        fields and its pod's (`scheduling_signature`): those key its number (`_lone_shapes`), so that jobs
+        alike have their shapes made and hashed once (a first cycle at 5,000 nodes has 15,400 such jobs,
+        of some 900 shapes and 7,200 signatures)."""
         if not names:
             tasks = kept_tasks(session, job)
             if len(tasks) == 1 and not job.has_topology():
@@ -107,30 +106,31 @@ class WalkFacts:
                 pod = (job.is_gang_satisfied(), task.request, task.placement.key, task.nominated_node)
                 shape = self._lone_shapes.get(pod)
                 if shape is None:
-                    made = scheduling_signature(job, tasks, by_queue=False)
-                    shape = self._lone_shapes[pod] = (self._number(made), made[1:])
-                key = (job.queue, job.preemptible, job.priority, shape[0])
-                signature = self._lone.get(key)
-                if signature is None:
-                    signature = self._lone[key] = self._number(
-                        ((job.queue, job.preemptible, job.priority), *shape[1])
+                    shape = self._lone_shapes[pod] = self._number(
+                        scheduling_signature(job, tasks, by_queue=False)
                     )
-                if session.verify_carried and (signature, shape[0]) != self._numbered(session, job):
+                signature = self._by_queue(job, shape)
+                if session.verify_carried and (signature, shape) != self._numbered(session, job):
                     from kai_scheduler.framework.job_memos import CarriedMismatch
 
                     raise CarriedMismatch(
                         f"{job.key}: its signatures' numbers, kept for the jobs of one pod alike "
-                        f"{(signature, shape[0])!r}, differ from those of its own signatures"
+                        f"{(signature, shape)!r}, differ from those of its own signatures"
                     )
-                return signature, shape[0]
+                return signature, shape
         return self._numbered(session, job)
 
     def _numbered(self, session: Session, job: JobInfo) -> tuple[int, int]:
         """`_numbers` of the job's own signatures."""
-        return (
-            self._number(next_signature(session, job)),
-            self._number(next_signature(session, job, by_queue=False)),
-        )
+        shape = self._number(next_signature(session, job, by_queue=False))
+        return self._by_queue(job, shape), shape
+
+    def _by_queue(self, job: JobInfo, shape: int) -> int:
+        """The number of `job`'s signature with its queue, whose signature without it is numbered `shape`:
+        numbered by the queue's part (`scheduling_signature`'s first item, the only one `by_queue` moves)
+        and `shape`, which make the signature, rather than by the whole signature hashed again (a first
+        cycle at 5,000 nodes numbers 7,200 signatures with their queues)."""
+        return self._number(((job.queue, job.preemptible, job.priority), shape))
 
     def sorting(self, leaf: str, keys: list[tuple[Any, ...]], *, keep: bool, verify: bool) -> list[int]:
         """The positions of `keys` (the job order keys of `leaf`'s waiting jobs, as given) in ascending
@@ -164,11 +164,12 @@ class WalkFacts:
 
         tasks = fresh_tasks_to_allocate(session, job)
         reads = session.points.signature_reads
-        fresh = (
-            job.key,
-            self._ids.get(scheduling_signature(job, tasks, reads=reads)),
-            self._ids.get(scheduling_signature(job, tasks, by_queue=False, reads=reads)),
-        )
+        signature = scheduling_signature(job, tasks, reads=reads)
+        shape = scheduling_signature(job, tasks, by_queue=False, reads=reads)
+        if signature[1:] != shape[1:]:
+            raise CarriedMismatch(f"{job.key}: its signatures with its queue and without differ beyond it")
+        number = self._ids.get(shape)
+        fresh = (job.key, self._ids.get((signature[0], number)), number)
         if fresh != (facts.key, facts.signature, facts.shape):
             raise CarriedMismatch(
                 f"{job.key}: allocate's facts of it kept at version {facts.version} (key, signature "

@@ -73,8 +73,10 @@ def test_facts_kept_for_other_signature_reads_are_made_again() -> None:
     names = facts.start(session)
     made = facts.of(session, job, names)
     assert made.signature != facts.of(session, alike, names).signature
-    fresh = scheduling_signature(job, tasks_to_allocate(session, job), reads=session.points.signature_reads)
-    assert facts._ids[fresh] == made.signature
+    tasks, reads = tasks_to_allocate(session, job), session.points.signature_reads
+    shape = facts._ids[scheduling_signature(job, tasks, by_queue=False, reads=reads)]
+    queue_part = (job.queue, job.preemptible, job.priority)
+    assert (made.signature, made.shape) == (facts._ids[(queue_part, shape)], shape)
 
 
 def test_verify_mode_checks_the_kept_facts(monkeypatch: pytest.MonkeyPatch) -> None:
