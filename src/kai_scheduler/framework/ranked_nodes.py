@@ -104,15 +104,10 @@ class Finder(Protocol):
     """A ranking's own search of the nodes (gpufragmentation's, whose values are per request: an index per
     request would be moved at every node changed since it was last read, for each of tens of requests)."""
 
-    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool]:
-        """Among the nodes `allowed` that are not excluded (`exclude`) and may hold a pod of `request` (a
-        superset of those that do: each node answered is asked `NodeTable.node_fits`): the first node of
-        each of the `count` lowest values below the highest, lowest first; the first node of the highest
-        value (-1: no node); and whether values below the highest were left out."""
-        ...
-
-    def exclude(self, request: PodRequest, node: int) -> None:
-        """Leave `node` out of `best`'s answers for `request` until its usage changes."""
+    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool] | None:
+        """Among the nodes `allowed` that hold a pod of `request` soon (`NodeTable.node_fits`): the first
+        node of each of the `count` lowest values below the highest, lowest first; the first node of the
+        highest value (-1: no node); and whether values below the highest were left out. None: it gave up."""
         ...
 
 
@@ -248,22 +243,25 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
 
 
 def _best_found(session: Session, finder: Finder, summed: _Summed, task: TaskInfo) -> int | Undecided | None:
-    """`_best` over the nodes a ranking's own search answers (`Finder`): each one it answers is asked the
-    rest of `Session.candidate_tests` (the search's nodes may hold the pod); one that fails is excluded and
-    the search asked again (`BUDGET` times at most)."""
-    request = task.request
-    fits = session.snapshot.nodes.node_fits
+    """`_best` over the nodes a ranking's own search answers (`Finder`), among those passing the rest of
+    `Session.candidate_tests` (the pod's static predicates and its other masks, `Session.rest_masks`); asked
+    again for more values while the walk needs values it left out (`FOUND_VALUES`, then four times as
+    many, up to `BUDGET`)."""
     rest = session.rest_masks(task)
     static = session.static_passing(task.placement)
     allowed = np.logical_and.reduce([static, *rest]) if rest else static
-    for _ in range(BUDGET):
-        firsts, top, more = finder.best(request, allowed, FOUND_VALUES)
+    count = FOUND_VALUES
+    while count <= BUDGET:
+        found = finder.best(task.request, allowed, count)
+        if found is None:
+            return UNDECIDED
+        firsts, top, more = found
         if top < 0:
             return None
-        unfit = next((node for node in (top, *firsts) if not fits(request, node, soon=True)), -1)
-        if unfit < 0:
-            return _best_of_listed(firsts, top, more, summed, task)
-        finder.exclude(request, unfit)
+        best = _best_of_listed(firsts, top, more, summed, task)
+        if not isinstance(best, Undecided):
+            return best
+        count *= 4
     return UNDECIDED
 
 

@@ -323,7 +323,7 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
 
     def checked_search(self: PlacementCosts, request: Any, allowed: Any, count: int) -> Any:
         found = kept_best(self, request, allowed, count)
-        excluded = self._costs[request].excluded.copy()
+        excluded = self._costs[request].excluded.copy()  # (lacking, or found not to hold the pod)
         assert found == _searched_from_scratch(
             PlacementCosts(self.table, self.mix), request, allowed, excluded, count
         )
@@ -366,11 +366,16 @@ def _searched_from_scratch(
     return [firsts[key] for key in above[:count]], firsts[lowest], len(above) > count
 
 
-def test_a_node_the_search_excludes_comes_back_once_it_changes() -> None:
-    # A node found not to hold a pod is left out of the search for its request until its usage changes:
-    # freed, it is a candidate again.
+def test_a_node_the_search_finds_without_room_comes_back_once_it_changes() -> None:
+    # A node out of pod slots has the GPUs and CPU a pod takes (`kernels.may_hold`) yet does not hold it:
+    # the search leaves it out until it changes; freed, it is a candidate again.
     snapshot = snapshot_of(
-        [queue("q"), node("a", gpus=2, cpu="16"), node("b", gpus=2, cpu="16"), pod("one", gpus=1, cpu="2")]
+        [
+            queue("q"),
+            node("a", gpus=2, cpu="16", pods=1),
+            node("b", gpus=2, cpu="16", pods=1),
+            pod("one", gpus=1),
+        ]
     )
     table = snapshot.nodes
     request = next(iter(snapshot.tasks.values())).request
@@ -381,16 +386,14 @@ def test_a_node_the_search_excludes_comes_back_once_it_changes() -> None:
     costs = PlacementCosts(table, mix)
     every = np.ones(2, dtype=np.bool_)
     assert costs.best(request, every, 3) == ([], 0, False)  # two idle nodes alike: the first
-    costs.exclude(request, 0)
+    cpu_only = PodRequest(cpu=1000.0)
+    table.hold(0, cpu_only, releasing=False)  # its one pod slot taken
     assert costs.best(request, every, 3) == ([], 1, False)
-    two = PodRequest(cpu=2000.0, whole_gpus=2)
-    table.hold(0, two, releasing=False)
-    table.unhold(0, two, releasing=False)
+    table.hold(1, cpu_only, releasing=False)
+    assert costs.best(request, every, 3) == ([], -1, False)
+    table.unhold(0, cpu_only, releasing=False)
     assert costs.best(request, every, 3) == ([], 0, False)
-    table.hold(1, two, releasing=False)  # full: it lacks a GPU for the pod
-    assert costs.best(request, every, 3) == ([], 0, False)
-    table.unhold(1, two, releasing=False)
-    assert costs.best(request, np.array([False, True]), 3) == ([], 1, False)
+    assert costs.best(request, np.array([False, True]), 3) == ([], -1, False)
 
 
 def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> None:

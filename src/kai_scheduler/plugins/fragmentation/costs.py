@@ -43,6 +43,9 @@ _PROJECTION_SEED: Final = 11  # any fixed seed: the same sets every run
 # (`kernels`), looking for alike sets some 250 us, and below this their sets spare too few (at 5,000
 # nodes, 84% of 33-100 stale candidates and 62% of 100-300 were sets of their own; 0.8% of 3,000 or more).
 _FEW_ROWS: Final = 256
+# Searches for one pod (`PlacementCosts.best`) before giving up: each one after the first follows a node
+# answered that does not hold the pod (out of pod slots, say), which `may_hold` cannot tell.
+_SEARCHES: Final = 16
 
 
 @dataclass(slots=True)
@@ -61,8 +64,10 @@ class _Costs:
     per_idle_gpu: float  # the order key's weight of each idle GPU a placement leaves (see the module)
     portions: FloatArray  # the portion of a GPU a shared-GPU pod takes on each node (0: shares none)
     # Nodes found not to hold a pod of the request since they last changed: lacking what it takes
-    # (`kernels.may_hold`), or told so (`PlacementCosts.exclude`).
+    # (`kernels.may_hold`), or by `NodeTable.node_fits` (`PlacementCosts.best`).
     excluded: BoolArray
+    # Nodes found to hold a pod of the request (`NodeTable.node_fits`) since they last changed.
+    holding: BoolArray
     # How far `PlacementCosts.best` has looked at the node refreshes (`PlacementCosts._changes`), -1:
     # never. Why: after it every stale key is of a node excluded, so it looks only at those refreshed since.
     swept: int
@@ -163,14 +168,18 @@ class PlacementCosts:
         keys: FloatArray = self._current(request, rows).keys.take(rows)
         return keys
 
-    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool]:
-        """For `ranked_nodes` (a `Finder`): among the nodes `allowed` that may hold a pod of `request`
-        (`kernels.may_hold`: a node that lacks what it takes does not) and are not excluded since they
-        last changed (`exclude`), the first node of each of the `count` best keys above the lowest, best
+    def best(self, request: PodRequest, allowed: BoolArray, count: int) -> tuple[list[int], int, bool] | None:
+        """For `ranked_nodes` (a `Finder`): among the nodes `allowed` that hold a pod of `request` soon
+        (`NodeTable.node_fits`), the first node of each of the `count` best keys above the lowest, best
         first; the first node of the lowest key (-1: no such node); and whether keys above the lowest
-        were left out. The keys of the nodes refreshed since the last search that may hold the pod are
-        worked out in one evaluation, and the nodes are searched in one compiled pass that reads little
-        more than each key, where scoring every candidate took numpy's masks and arrays."""
+        were left out. None: `_SEARCHES` searches found nodes that do not hold it.
+
+        The keys of the nodes refreshed since the request's last search that may hold the pod
+        (`kernels.may_hold`: a node that lacks what it takes does not) are worked out in one evaluation,
+        and the nodes are searched in one compiled pass that reads little more than each key, where
+        scoring every candidate took numpy's masks and arrays. A node answered is asked `node_fits` once
+        until it changes (pod slots, devices: what `may_hold` does not read); one that does not hold the
+        pod is excluded until it changes, and the search is made again."""
         self._sync()
         costs = self._costs_of(request)
         self._take_in(costs)
@@ -186,15 +195,22 @@ class PlacementCosts:
             )
             if stale.size:
                 self._compute(request, stale, costs)
-        firsts, lowest, left_out = kernels.best_keyed(
-            costs.keys, costs.changed, allowed, costs.excluded, count
-        )
         self._last = request
-        return firsts.tolist(), int(lowest), bool(left_out)
-
-    def exclude(self, request: PodRequest, node: int) -> None:
-        """Leave `node` out of `best`'s answers for `request` until it changes (found not to hold the pod)."""
-        self._costs_of(request).excluded[node] = True
+        node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
+        for _ in range(_SEARCHES):
+            found, lowest, left_out = kernels.best_keyed(costs.keys, costs.changed, allowed, excluded, count)
+            firsts: list[int] = found.tolist()
+            unfit = -1
+            for node in (lowest, *firsts):
+                if node >= 0 and not holding.item(node):
+                    if not node_fits(request, node, soon=True):
+                        unfit = node
+                        break
+                    holding[node] = True
+            if unfit < 0:
+                return firsts, int(lowest), bool(left_out)
+            excluded[unfit] = True
+        return None
 
     def values(self, request: PodRequest) -> FloatArray:
         """Every node's value for the ranked index (`ranked_nodes.Ranking`): its order key negated (the
@@ -261,6 +277,7 @@ class PlacementCosts:
                 self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
                 self.table.portion_for(request) if request.is_shared_gpu else np.zeros(size),
                 np.zeros(size, dtype=np.bool_),
+                np.zeros(size, dtype=np.bool_),
                 -1,
             )
         return costs
@@ -278,6 +295,7 @@ class PlacementCosts:
             refreshed = self._changes[costs.seen : self._changed]
             costs.changed[refreshed] = True
             costs.excluded[refreshed] = False
+            costs.holding[refreshed] = False
             costs.seen = self._changed
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
