@@ -29,6 +29,12 @@ gets among all of them. R holds, value by value from the lowest up, the first ca
 (the lowest index), until one scores strictly below R's best: every candidate left out is valued at
 least that high and scores below the best, and each one valued as one in R ties with its first, which
 has the lower index. R's best with ties to the lower index is then the best of all candidates.
+Without sparse scorers each sum reads the candidate's value and R's lowest and highest values alone: R's
+top (its highest-valued candidate) then counts by its value unless it ties for the best, so the top's
+node is found only then; its value is the highest of the index while a candidate of that value kept
+from an earlier pod's walk is still one, unchanged since (`_Looks.witness`); and R ends at the lowest
+value's first candidate when the next value of the index, a candidate's or not, sums strictly below it
+(scored as a candidate of R would be: whatever is valued that high or higher sums no higher).
 With sparse scorers, R holds besides every candidate they may score (S): a candidate left out is not in
 S, so it gets 0 where the one it is compared with above gets 0 or more, and its sum is still no higher
 (the sums' terms are each no higher, and rounding is monotone); S's own scores read S alone, and the
@@ -307,40 +313,73 @@ def _best(
     index: _ValueIndex, looks: _Looks, floor: float, summed: _Summed, task: TaskInfo, scored: list[int]
 ) -> int | None:
     """The best candidate: see the module's docstring (`scored`: S, the candidates sparse scorers score)."""
-    values = index.values
+    values, members = index.values, index.members
     start = bisect.bisect_left(values, floor)
+    by_values = summed.reads_values_alone()
     top_at, top = -1, -1
-    for at in range(len(values) - 1, start - 1, -1):
-        top = looks.first(index.members[values[at]])
-        if top >= 0:
-            top_at = at
-            break
-    if top_at < 0:
-        return None  # every node valued at or above the floor was looked at: none is a candidate
-    included = []
+    if by_values and start < len(values) and looks.witnessed(index.value_at, values[-1]):
+        top_at = len(values) - 1  # the top's value is known: its first candidate is asked only if needed
+    else:
+        for at in range(len(values) - 1, start - 1, -1):
+            top = looks.first(members[values[at]])
+            if top >= 0:
+                top_at = at
+                break
+        if top_at < 0:
+            return None  # every node valued at or above the floor was looked at: none is a candidate
+        if top_at == len(values) - 1:
+            looks.witness(members[values[top_at]], top)
+    included: list[int] = []
+    included_values: list[float] = []
     at = start - 1
     while True:
         found = -1
         while found < 0 and at + 1 < top_at:
             at += 1
-            found = looks.first(index.members[values[at]])
+            found = looks.first(members[values[at]])
         if found >= 0:
             included.append(found)
+            included_values.append(values[at])
             if len(included) < 2:
+                if (
+                    by_values
+                    and at + 1 < top_at
+                    and _next_below(summed, values[at], values[at + 1], values[top_at])
+                ):
+                    return found
                 continue  # the lowest value's first candidate is the best so far: take the next value too
-        rows = sorted({*included, top, *scored})
-        value_at = index.value_at
-        sums = summed.scores(task, rows, [value_at[row] for row in rows])
+        # R in value order (the values taken in, then the top's) when the sums read the values alone;
+        # else in index order.
+        sums = summed.of_values((*included_values, values[top_at])) if by_values else None
+        if sums is not None:
+            if top < 0 and (isinstance(sums, float) or sums[-1] == max(sums)):
+                top = looks.first(members[values[top_at]])  # the top ties for the best: its node counts
+            rows = [*included, top]
+            last = len(included) - 1
+        else:
+            rows = sorted({*included, top, *scored})
+            value_at = index.value_at
+            sums = summed.scores(task, rows, [value_at[row] for row in rows])
+            last = rows.index(included[-1]) if included else -1
         if isinstance(sums, float):
-            best, best_score, last_score = rows[0], sums, sums
+            best, best_score, last_score = min(rows), sums, sums
         else:
             best_score = max(sums)
-            best = rows[sums.index(best_score)]  # the first best, as numpy's argmax
-            last_score = sums[rows.index(included[-1])] if included else best_score
+            best = rows[sums.index(best_score)]
+            if sums.count(best_score) > 1:  # ties go to the lowest index, as numpy's argmax in index order
+                best = min(row for row, score in zip(rows, sums, strict=True) if score == best_score)
+            last_score = sums[last] if last >= 0 else best_score
         # Done when the last value taken in scores below the best (so do all above it), or every value
         # with a candidate is in.
         if found < 0 or last_score < best_score:
             return best
+
+
+def _next_below(summed: _Summed, lowest: float, following: float, top: float) -> bool:
+    """Whether the value `following` the lowest candidate's in the index (a candidate's or not) sums
+    strictly below it, the top's value the highest (see the module's docstring)."""
+    sums = summed.of_values((lowest, following, top))
+    return isinstance(sums, list) and sums[1] < sums[0]
 
 
 class _Looks:
@@ -362,6 +401,7 @@ class _Looks:
         "_stamps",
         "_static",
         "_unfit",
+        "_witness",
     )
 
     def __init__(self, static: BoolArray, fits: NodeFits, request: PodRequest, shape: _Shape) -> None:
@@ -375,6 +415,7 @@ class _Looks:
         self._position = 0
         self._left = BUDGET
         self._skips_left = SKIP_BUDGET
+        self._witness = -1
 
     def begin(self, rest: list[BoolArray], stamps: list[int], position: int) -> None:
         """Ready for a pod's walk: the masks it must pass besides (`Session.rest_masks`), the table's log
@@ -437,6 +478,37 @@ class _Looks:
                     return node
         return -1
 
+    def witness(self, members: _Members, top: int) -> None:
+        """Keep a candidate of the highest value, `members` (whose first candidate is `top`), to tell later
+        walks that value has one (`witnessed`): its last node when that holds the shape, else `top`.
+        Why the last: binpack sends a pod to the first of the emptiest nodes, so the first candidate of
+        the highest value changes every few pods, and its last stays; each pod's walk asked its first
+        anew (a fit worked out for most pods)."""
+        last = members.chunks[members.order[-1]][-1]
+        found = self._holding.get(last)
+        if found is None or self._stamps[last] > found:
+            if last in self._unfit and self._stamps[last] <= self._unfit[last]:
+                found = None
+            elif self._static.item(last) and self._fits(self._request, last, soon=True):
+                found = self._holding[last] = self._position
+            else:
+                self._unfit[last] = self._position
+                found = None
+        self._witness = top if found is None else last
+
+    def witnessed(self, value_at: list[float], top_value: float) -> bool:
+        """Whether the kept candidate of the highest value (`witness`) is still one, and still of that
+        value, `top_value` (unchanged since found to hold the shape, and passing this pod's masks): then
+        the top's value is known without its first candidate, which counts only when it ties for the
+        best (see the module's docstring)."""
+        node = self._witness
+        if node < 0 or value_at[node] != top_value:
+            return False
+        found = self._holding.get(node)
+        if found is None or self._stamps[node] > found:
+            return False
+        return not self._rest or all(mask.item(node) for mask in self._rest)
+
     def every(self, members: _Members) -> list[int]:
         """The candidates of `members`, in index order."""
         unfit, stamps = self._unfit, self._stamps
@@ -469,22 +541,49 @@ class _Summed:
         scorers: list[ScoreOf],
         constant: frozenset[int],
         plain: dict[int, PlainScore] | None,
-        *,
-        by_values: bool,
+        by_values: Callable[[list[float]], list[float] | float] | None,
     ) -> None:
         self._scorers = scorers
         self._constant = constant
         self._plain = plain
-        # The plain sums by the candidates' values, when no scorer but the ranking one reads the
-        # candidates (`by_values`: no sparse scorer), whose plain scores read the values alone; None
-        # otherwise. Why: a whole-GPU pod's candidates are valued in a few counts of free GPUs, and its
-        # shape's pods ask the sums of the same few values over and over (a fifth of a pod's walk).
-        self._sums_by_values: dict[tuple[float, ...], list[float] | float] | None = {} if by_values else None
+        # The ranking scorer's scores of values (`Ranking.scores_of_values`) when no other scorer reads the
+        # candidates (no sparse scorer): the sums then read the candidates' values alone (`of_values`).
+        self._by_values = by_values
+        # The sums by the candidates' values (`of_values`). Why: a whole-GPU pod's candidates are valued in
+        # a few counts of free GPUs, and its shape's pods ask the sums of the same few values over and over.
+        self._sums_by_values: dict[tuple[float, ...], list[float] | float] = {}
         # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
         # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
         self._terms: list[float | ScoreOf] | None = None
         # The same terms with each scorer's plain scores (None: not learned, or not every scorer has them).
         self._plain_terms: list[float | PlainScore] | None = None
+        # The same terms with the ranking scorer's scores of values (None: not learned, or not `by_values`).
+        self._value_terms: list[float | Callable[[list[float]], list[float] | float]] | None = None
+
+    def reads_values_alone(self) -> bool:
+        """Whether the sums are worked out from the candidates' values alone (`of_values`)."""
+        return self._value_terms is not None
+
+    def of_values(self, values: tuple[float, ...]) -> list[float] | float | None:
+        """The sums at candidates valued `values`, in that order: any order, since each term then reads
+        the values alone, a ranking's score of a candidate its own value and the lowest and highest (see
+        `Ranking`); None when the sums read more (a sparse scorer), or are not learned in plain floats.
+        Why: the walk takes R in value order, the values known; sorting R by index and reading its values
+        were a sixth of a pod's walk."""
+        terms = self._value_terms
+        if terms is None:
+            return None
+        kept = self._sums_by_values
+        found = kept.get(values)
+        if found is not None:
+            return found
+        as_list = list(values)
+        summed: list[float] | float = 0.0
+        for term in terms:
+            summed = _add_plain(summed, term if isinstance(term, float) else term(as_list))
+        if len(kept) < SUMS_KEPT:
+            kept[values] = summed
+        return summed
 
     def scores(self, task: TaskInfo, rows: list[int], values: list[float]) -> list[float] | float:
         """The sums at `rows` (index order), valued `values` by the ranking."""
@@ -492,16 +591,9 @@ class _Summed:
         if terms is None:
             sums = self._array_scores(task, np.array(rows, dtype=np.int64))
             return sums if isinstance(sums, float) else sums.tolist()
-        kept = self._sums_by_values
-        if kept is not None:
-            found = kept.get(tuple(values))
-            if found is not None:
-                return found
         summed: list[float] | float = 0.0
         for term in terms:
             summed = _add_plain(summed, term if isinstance(term, float) else term(task, rows, values))
-        if kept is not None and len(kept) < SUMS_KEPT:
-            kept[tuple(values)] = summed
         return summed
 
     def _array_scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
@@ -519,6 +611,7 @@ class _Summed:
         summed: FloatArray | float = 0.0
         terms: list[float | ScoreOf] = []
         plain_terms: list[float | PlainScore] = []
+        value_terms: list[float | Callable[[list[float]], list[float] | float]] = []
         for position, scorer in enumerate(self._scorers):
             score = scorer(task, rows)
             if position in self._constant:
@@ -527,17 +620,21 @@ class _Summed:
                     pass  # adds nothing
                 elif len(terms) == 1 and isinstance(terms[0], float):  # only constants so far
                     terms[0] = constant if terms[0] == 0.0 else terms[0] + constant
-                    plain_terms[0] = terms[0]
+                    plain_terms[0] = value_terms[0] = terms[0]
                 else:
                     terms.append(constant)
                     plain_terms.append(constant)
+                    value_terms.append(constant)
             else:
                 terms.append(scorer)
                 if self._plain is not None:
                     plain_terms.append(self._plain[position])
+                if self._by_values is not None:  # (then this is the ranking scorer: the one not constant)
+                    value_terms.append(self._by_values)
             summed = add_score(summed, score)
         self._terms = terms
         self._plain_terms = None if self._plain is None else plain_terms
+        self._value_terms = None if self._by_values is None or self._plain is None else value_terms
         return summed
 
 
@@ -650,8 +747,11 @@ def _asked(
             plain = _plain_at(plain, position, _at_rows(on[0].scores_at_rows))
     if found is None:
         return None
-    by_values = not sparse and found[0].finds is None
-    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values=by_values))
+    # (The sums read the candidates' values alone with no sparse scorer, unless the ranking searches
+    # the nodes itself: its plain scores read the rows.)
+    ranking = found[0]
+    by_values = None if sparse or ranking.finds is not None else ranking.scores_of_values
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values))
 
 
 def _plain_at(

@@ -73,6 +73,19 @@ def one_then_another(
     return found
 
 
+def allocated(name: str, to: str) -> Callable[[Session], None]:
+    """A change between `one_then_another`'s pods: pod `name` allocated to node `to`."""
+
+    def allocate(session: Session) -> None:
+        statement = session.statement("allocate")
+        statement.allocate(
+            session.snapshot.tasks[f"default/{name}"], session.snapshot.nodes.names.index(to), (), "test"
+        )
+        statement.commit()
+
+    return allocate
+
+
 def nodes_with_free_cpu(*used: int, **extra: Any) -> list[ApiObject]:
     """Nodes a, b, c... of 8 GPUs and 64 CPUs, each running a CPU-only pod of `used` millicores (0: none)."""
     objects: list[ApiObject] = [queue("q")]
@@ -104,6 +117,18 @@ def test_scores_that_round_alike_go_to_the_first_name_though_its_value_is_higher
         objects.append(node(name, gpus=8, cpu="100000000000"))
         objects += [pod(f"busy-{name}-{k}", cpu="1m", node_name=name) for k in range(pods)]
     assert both_ways([*objects, pod("p", cpu="1")]) == ("a", True)
+
+
+def test_scores_that_round_alike_go_to_the_first_name_for_a_later_pod_of_the_shape_too() -> None:
+    """As above, for the second pod of the shape, whose sums are read by the candidates' values in value
+    order (c, b, a, d: `_Summed.of_values`) rather than in index order: the tie still goes to a, the
+    first name, not to c, the first of the tied in value order."""
+    objects: list[ApiObject] = [queue("q"), node("d", gpus=8, cpu="600000000000")]
+    for name, pods in (("a", 1), ("b", 2), ("c", 3)):
+        objects.append(node(name, gpus=8, cpu="100000000000"))
+        objects += [pod(f"busy-{name}-{k}", cpu="1m", node_name=name) for k in range(pods)]
+    objects += [pod("p", cpu="1"), pod("p-again", cpu="1")]
+    assert one_then_another(objects, "p", "p-again", lambda session: None) == ["a", "a"]
 
 
 def test_a_gpu_pod_goes_to_the_fullest_node_whose_gpus_hold_it() -> None:
@@ -386,6 +411,22 @@ def test_what_is_kept_for_a_shape_is_not_a_nominated_pods_of_that_shape() -> Non
     assert one_then_another(objects, "first", "nominated", nominate) == ["a", "c"]
 
 
+def test_the_highest_value_kept_for_a_shape_is_asked_again_once_its_node_changes() -> None:
+    """A first CPU-only pod's walk keeps e, the only node of the highest free CPU, as a candidate of that
+    value (`_Looks.witness`); a pod then fills e's memory, leaving its CPU free: the next pod of the
+    shape ranks by d's free CPU as the highest, so c (the least free) scores best, as when every
+    candidate is scored; e's 6e15 millicores taken as still the highest would round a, b, c and d alike
+    (the first pod's choice, a) and send the pod to a node that cannot hold it."""
+    objects: list[ApiObject] = [queue("q")]
+    for name, pods in (("a", 1), ("b", 2), ("c", 3), ("d", 0)):
+        objects.append(node(name, gpus=8, cpu="100000000000"))
+        objects += [pod(f"busy-{name}-{k}", cpu="1m", node_name=name) for k in range(pods)]
+    objects += [node("e", gpus=8, cpu="6000000000000"), pod("hog", cpu=None, memory="512Gi")]
+    objects += [pod("p", cpu="1"), pod("p-again", cpu="1")]
+
+    assert one_then_another(objects, "p", "p-again", allocated("hog", "e")) == ["a", "c"]
+
+
 def test_a_kept_shape_reads_its_index_as_other_shapes_left_it() -> None:
     """A CPU-only pod's shape is kept from a first pod's; a GPU pod then takes 40 CPUs of b (ranked by
     another index): the next CPU-only pod of the shape goes to b, now the fullest by CPU, as when every
@@ -395,11 +436,4 @@ def test_a_kept_shape_reads_its_index_as_other_shapes_left_it() -> None:
     objects += [pod("busy-b", gpus=7, cpu="1", node_name="b")]
     objects += [pod("cpu-1", cpu="4"), pod("gpu", gpus=1, cpu="40"), pod("cpu-2", cpu="4")]
 
-    def gpu_pod_to_b(session: Session) -> None:
-        statement = session.statement("allocate")
-        statement.allocate(
-            session.snapshot.tasks["default/gpu"], session.snapshot.nodes.names.index("b"), (), "test"
-        )
-        statement.commit()
-
-    assert one_then_another(objects, "cpu-1", "cpu-2", gpu_pod_to_b) == ["a", "b"]
+    assert one_then_another(objects, "cpu-1", "cpu-2", allocated("gpu", "b")) == ["a", "b"]
