@@ -476,14 +476,18 @@ def best_keyed(
     kept_nodes = np.empty(count + 1, dtype=np.int64)
     kept = 0
     lowest_node = -1
-    lowest = 0.0
+    # A node whose key is the lowest's, or lies between the lowest and the last of `count` + 1 kept keys,
+    # changes nothing (tied with a node before it, or below every kept key and above the lowest): plain
+    # locals, so that the loop reads little more than each key.
+    lowest = np.inf
+    floor = -np.inf
     for node in range(keys.size):
         key = keys[node]
-        if kept > count and lowest <= key <= kept_keys[count]:
-            continue  # tied with a node before it, or below every kept key and above the lowest
+        if lowest <= key <= floor or key == lowest:
+            continue
         if changed[node] or excluded[node] or not allowed[node]:
             continue
-        if lowest_node < 0 or key < lowest:
+        if key < lowest:
             lowest, lowest_node = key, node
         # Insert among the kept keys (best first) unless kept already (a lower index came first).
         at = 0
@@ -497,6 +501,8 @@ def best_keyed(
             kept_keys[move] = kept_keys[move - 1]
             kept_nodes[move] = kept_nodes[move - 1]
         kept_keys[at], kept_nodes[at] = key, node
+        if kept > count:
+            floor = kept_keys[count]
     # Kept one more than `count`: the lowest if there are no more keys, else one left out.
     left_out = False
     if kept and kept_keys[kept - 1] == lowest:
