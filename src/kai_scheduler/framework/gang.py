@@ -111,7 +111,11 @@ def _only_pod(job: JobInfo) -> TaskInfo | None:
 def lone_whole_gang(job: JobInfo, tasks: list[TaskInfo]) -> bool:
     """Whether `tasks` are the job's one pod (`_only_pod`), pending, of a job and pod set that ask for no
     more than it (minMember at most 1): then they are a whole gang, ready to be tried (admission asks this
-    first of every job it checks, and most jobs are one pod: their sub-group tree is never made)."""
+    first of every job it checks, and most jobs are one pod: their sub-group tree is never made). A bare
+    pod's plain job (`lone_task`) is one whose pod, pending, is all of `tasks`."""
+    lone = job.lone_task
+    if lone is not None:
+        return len(tasks) == 1 and tasks[0] is lone and lone.status is TaskStatus.PENDING
     if len(tasks) != 1 or job.min_member > 1:
         return False
     task = tasks[0]

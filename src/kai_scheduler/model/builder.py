@@ -722,18 +722,19 @@ def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobI
         1,  # min_member
         pod_state.rank,
     )
-    # The pod grouper copies the pod's preemption delay into its PodGroup.
-    job.preemption_delay = annotation_preemption_delay(annotations.get(c.PREEMPTION_DELAY_ANNOTATION))
     job.created = pod_state.created
-    if c.TOPOLOGY_ANNOTATION in annotations:
-        # The pod grouper copies a bare pod's topology annotations into its PodGroup.
-        job.topology = _constraint(
-            TopologyConstraintSpec(
-                topology=annotations.get(c.TOPOLOGY_ANNOTATION, ""),
-                required_topology_level=annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
-                preferred_topology_level=annotations.get(c.TOPOLOGY_PREFERRED_ANNOTATION, ""),
+    if annotations:  # (most pods have none: no preemption delay, the default, and no topology)
+        # The pod grouper copies the pod's preemption delay into its PodGroup.
+        job.preemption_delay = annotation_preemption_delay(annotations.get(c.PREEMPTION_DELAY_ANNOTATION))
+        if c.TOPOLOGY_ANNOTATION in annotations:
+            # The pod grouper copies a bare pod's topology annotations into its PodGroup.
+            job.topology = _constraint(
+                TopologyConstraintSpec(
+                    topology=annotations.get(c.TOPOLOGY_ANNOTATION, ""),
+                    required_topology_level=annotations.get(c.TOPOLOGY_REQUIRED_ANNOTATION, ""),
+                    preferred_topology_level=annotations.get(c.TOPOLOGY_PREFERRED_ANNOTATION, ""),
+                )
             )
-        )
     job.podsets[""] = PodSet("", 1)
     return job
 

@@ -14,6 +14,7 @@ from kai_scheduler.framework.gang import (
     _choose,
     _pending,
     fresh_tasks_to_allocate,
+    lone_whole_gang,
     next_request,
     next_signature,
     request_of,
@@ -141,7 +142,8 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
     same pods as the walk (`_choose`) for every minimum of the job, its pod set and its root, every status
     of the pod, and a pod set that does not hold the pod; and a gang's as before. A bare pod's job as the
     cache made it (`lone_task`, told only while the job is left so) is given the same pods and request
-    from its pod's status (fails when a pod not pending is handed out)."""
+    from its pod's status (fails when a pod not pending is handed out), and is a whole gang exactly when
+    it is told nothing (`lone_whole_gang`)."""
     session = open_session([node("n0"), queue("q"), pod("p", gpus=1), *gang("g", size=2, min_member=1)])
     jobs = session.snapshot.jobs.values()
     lone = {job.key: job.lone_task for job in jobs}
@@ -164,6 +166,10 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
             assert tasks_to_allocate(session, job) == expected, (job.key, job_min, min_sub_group)
             assert next_request(session, job) == request_of(session, expected)
             assert job.has_pending() == any(task.status is TaskStatus.PENDING for task in job.tasks)
+            if as_made:  # told its lone task, as a job told nothing
+                told = [lone_whole_gang(job, tasks) for tasks in (expected, job.tasks[:1], job.tasks)]
+                job.lone_task = None
+                assert told == [lone_whole_gang(job, t) for t in (expected, job.tasks[:1], job.tasks)]
 
 
 def test_asking_for_the_request_and_signature_leaves_the_kept_pods_as_handed_out() -> None:
