@@ -188,13 +188,24 @@ class PlacementCosts:
         else:
             refreshed = self._changes[costs.swept : self._changed]
         costs.swept = self._changed
-        if refreshed.size:
-            pod = (costs.taken, costs.mig_taken, costs.portions, request.gpu_devices)
+        pod = (costs.taken, costs.mig_taken, costs.portions, request.gpu_devices)
+        if refreshed.size > _FEW_ROWS:  # (a request's first search: nodes alike costed once)
             stale = kernels.stale_holding(
                 refreshed, costs.changed, costs.excluded, self._matrix, self.state.mig, pod
             )
             if stale.size:
                 self._compute(request, stale, costs)
+        elif refreshed.size:
+            kernels.cost_stale_holding(
+                refreshed,
+                costs.changed,
+                costs.excluded,
+                (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale),
+                pod,
+                (costs.per_idle_gpu, self._per_cpu),
+                costs.keys,
+                costs.gpu,
+            )
         self._last = request
         node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
         for _ in range(_SEARCHES):

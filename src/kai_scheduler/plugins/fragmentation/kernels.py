@@ -461,6 +461,42 @@ def stale_holding(
 
 
 @_compiled
+def cost_stale_holding(
+    nodes: IntArray,
+    changed: BoolArray,
+    lacking: BoolArray,
+    node_states: tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArray, BoolArray],
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    per_idle: tuple[float, float],
+    keys: FloatArray,
+    gpus: IntArray,
+) -> None:
+    """`stale_holding`, and the keys of the nodes it finds worked out (`place_costs`: a shared-GPU pod's
+    portion at most one GPU, one where unknown), in one call. `node_states`: the mix, the states, their
+    MIG columns and units, the nodes' fragmentation and whether it is stale."""
+    mix, states, mig, mig_units, frag, frag_stale = node_states
+    taken, mig_taken, portions, devices = pod
+    stale = stale_holding(nodes, changed, lacking, states, mig, pod)
+    portion = np.empty(stale.size)
+    for i in range(stale.size):
+        found = portions[stale[i]]
+        portion[i] = min(found, 1.0) if np.isfinite(found) else 1.0
+    place_costs(
+        mix,
+        states,
+        mig,
+        mig_units,
+        stale,
+        frag,
+        frag_stale,
+        (taken, mig_taken, portion, devices),
+        per_idle,
+        keys,
+        gpus,
+    )
+
+
+@_compiled
 def best_keyed(
     keys: FloatArray,
     changed: BoolArray,
