@@ -89,6 +89,9 @@ def indexed_by_values() -> Iterator[None]:
 
 
 FRAGMENTATION = "gpufragmentation"
+# With gpusharingorder beside it, a sparse scorer for shared-GPU pods: their node is found through the
+# index by the plugin's values instead of its own search.
+FRAGMENTATION_SHARING = "gpufragmentation-and-gpusharingorder"
 # The example configuration with gpufragmentation (every action of KAI's default besides allocate).
 FRAGMENTATION_CONFIG = Path(__file__).parents[2] / "examples" / "gpu-fragmentation-config.yaml"
 
@@ -96,8 +99,11 @@ FRAGMENTATION_CONFIG = Path(__file__).parents[2] / "examples" / "gpu-fragmentati
 def config(placement: str) -> SchedulerConfig:
     """The default configuration with nodeplacement's arguments for `placement` (gpufragmentation: the
     example's configuration with it)."""
-    if placement == FRAGMENTATION:
-        return parse_config(yaml.safe_load(FRAGMENTATION_CONFIG.read_text()))
+    if placement in (FRAGMENTATION, FRAGMENTATION_SHARING):
+        document = yaml.safe_load(FRAGMENTATION_CONFIG.read_text())
+        if placement == FRAGMENTATION_SHARING:
+            document["tiers"][0]["plugins"].append({"name": "gpusharingorder"})
+        return parse_config(document)
     arguments: dict[str, Any] = {"gpu": "binpack", "cpu": "binpack"}
     if placement == "spread":
         arguments = {"gpu": "spread", "cpu": "spread"}
@@ -258,6 +264,14 @@ def test_gpufragmentations_own_search_chooses_as_scoring_all(
     rng: random.Random, nodes: int, jobs: int, one_kind: bool, quiet: bool
 ) -> None:
     compare_ranked(backlog(rng, nodes, jobs, one_kind=one_kind, quiet=quiet), FRAGMENTATION)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False), st.integers(2, 12), st.integers(1, 30))
+def test_gpufragmentation_beside_a_sparse_scorer_chooses_as_scoring_all(
+    rng: random.Random, nodes: int, jobs: int
+) -> None:
+    compare_ranked(backlog(rng, nodes, jobs, quiet=True), FRAGMENTATION_SHARING)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -250,8 +250,10 @@ class PlacementCosts:
         return scores if spread > 0.0 else top
 
     def plain_scores(self, request: PodRequest, rows: list[int], top: float) -> list[float] | float:
-        """`scores` at `rows` whose keys are current (those `best` answered), in plain floats: the same
-        IEEE operations in the same order as `kernels.scaled`, so the same bits."""
+        """`scores` at `rows` whose keys are current (those `best` or the ranked index answered), in plain
+        floats: the same IEEE operations in the same order as `kernels.scaled`, so the same bits. The
+        request is the last one scored (`choose_gpus` reads its costs next)."""
+        self._last = request
         keys = self._costs[request].keys
         values = [keys.item(row) for row in rows]
         low, high = min(values), max(values)
