@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.helpers import pod_manifest
+from tests.helpers import node, pod_manifest, queue
 
 from kai_scheduler.api.objects import Container, Pod
 from kai_scheduler.model import builder
 from kai_scheduler.model.builder import PodDerivations
+from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.snapshot import PodState
 
 
 def pod_with(containers: list[Container], name: str, *, host_network: bool = False, **kwargs: Any) -> Pod:
@@ -175,3 +177,28 @@ def test_pods_that_share_containers_keep_being_looked_up_by_them(monkeypatch: py
         request = derivations.of(pod_with([one if n % 2 else two], f"p{n}"))[0]
         assert request.cpu == (1000.0 if n % 2 else 2000.0)
     assert len(derivations._by_containers) == 2
+
+
+def test_a_pod_of_ours_is_derived_as_it_arrives_and_its_job_made_from_that(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cache works out what a pod of ours asks for when the pod arrives (`PodIndex`), so that a
+    cycle after many arrivals makes their jobs without deriving any again; another scheduler's pending
+    pod is not derived (fails when the arrival does not derive the pod, or the job's task differs)."""
+    cache = ClusterCache()
+    cache.set_nodes([node("n1", gpus=4)])
+    cache.set_queues([queue("a")])
+    derived: list[str] = []
+    derive = PodDerivations._derive
+    monkeypatch.setattr(
+        PodDerivations, "_derive", lambda self, pod, key: derived.append(pod.key) or derive(self, pod, key)
+    )
+    ours = PodState(Pod.model_validate(pod_manifest("p", "a", gpus=1, cpu="2")), 0)
+    cache.upsert_pod(ours)
+    other = pod_manifest("other", "a", gpus=1, scheduler="default-scheduler")
+    cache.upsert_pod(PodState(Pod.model_validate(other), 1))
+    assert derived == ["default/p"]
+    cache.catch_up(now=0.0)
+    assert derived == ["default/p"]
+    (task,) = cache.snapshot().jobs["default/pg-p"].tasks
+    assert (task.request, task.placement) == PodDerivations().of(ours.pod)[:2]

@@ -130,6 +130,10 @@ class PodIndex:
             self.job_of_pod[key] = job
             self.ours_by_job.setdefault(job, set()).add(key)
             changes.jobs.add(job)
+            # What it asks for, worked out as it arrives (its task reads it by the pod object when its job
+            # is made), as another scheduler's pod's is for its hold: a cycle after thousands of arrivals
+            # does not work out each (20,000 in a first cycle at 5,000 nodes).
+            self._asks.derivations.of(pod)
             return
         node = self._accounting.table.index.get(state.node_name) if state.node_name else None
         if node is not None and state.phase not in FINISHED_PHASES:
