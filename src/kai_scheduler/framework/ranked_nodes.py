@@ -289,12 +289,7 @@ def _best_of_listed(
             return UNDECIDED  # the walk needs values the search left out
         rows = sorted({*included, top})
         sums = summed.scores(task, rows, [])
-        if isinstance(sums, float):
-            best, best_score, last_score = rows[0], sums, sums
-        else:
-            best_score = max(sums)
-            best = rows[sums.index(best_score)]
-            last_score = sums[rows.index(included[-1])] if included else best_score
+        best, best_score, last_score = _best_of_sums(rows, sums, rows.index(included[-1]) if included else -1)
         if found < 0 or last_score < best_score:
             return best
 
@@ -361,18 +356,24 @@ def _best(
             value_at = index.value_at
             sums = summed.scores(task, rows, [value_at[row] for row in rows])
             last = rows.index(included[-1]) if included else -1
-        if isinstance(sums, float):
-            best, best_score, last_score = min(rows), sums, sums
-        else:
-            best_score = max(sums)
-            best = rows[sums.index(best_score)]
-            if sums.count(best_score) > 1:  # ties go to the lowest index, as numpy's argmax in index order
-                best = min(row for row, score in zip(rows, sums, strict=True) if score == best_score)
-            last_score = sums[last] if last >= 0 else best_score
+        best, best_score, last_score = _best_of_sums(rows, sums, last)
         # Done when the last value taken in scores below the best (so do all above it), or every value
         # with a candidate is in.
         if found < 0 or last_score < best_score:
             return best
+
+
+def _best_of_sums(rows: list[int], sums: list[float] | float, last: int) -> tuple[int, float, float]:
+    """Of R's `rows` summed `sums` (one float: all alike): the best (ties to the lowest index, as numpy's
+    argmax in index order), its sum, and the sum of the row at `last` (the last value taken in; -1:
+    none, the best's)."""
+    if isinstance(sums, float):
+        return min(rows), sums, sums
+    best_score = max(sums)
+    best = rows[sums.index(best_score)]
+    if sums.count(best_score) > 1:
+        best = min(row for row, score in zip(rows, sums, strict=True) if score == best_score)
+    return best, best_score, sums[last] if last >= 0 else best_score
 
 
 def _next_below(summed: _Summed, lowest: float, following: float, top: float) -> bool:
