@@ -171,6 +171,46 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         return UNDECIDED
 
 
+def best_of_rows(session: Session, task: TaskInfo, rows: IntArray) -> int | Undecided:
+    """The node of `rows` (every candidate of `task`, or those `alike_nodes` scores of them, in index order;
+    one at least) that scoring them all picks, from `_best`'s few (see the module's docstring): the first
+    candidate of each value from the lowest up until one sums strictly below the best, and the first of
+    the highest; UNDECIDED when the scorers do not rank the pod by one value read from the index's ranking
+    alone (a sparse scorer, a ranking's own search). Why: a pod whose node selector leaves too few nodes
+    for the index (`_wide`) had every candidate scored by every scorer in numpy, some 30 us a pod."""
+    if not ENABLED:
+        return UNDECIDED
+    said = _ranking(session, _shape(_kept(session), task), task)
+    if said is None:
+        return UNDECIDED
+    ranking, _, sparse, summed = said
+    if sparse or ranking.finds is not None:
+        return UNDECIDED
+    # Each value once, lowest first, with where in `rows` its first candidate stands.
+    distinct, firsts = np.unique(ranking.values().take(rows), return_index=True)
+    values: list[float] = distinct.tolist()
+    top, top_value = rows.item(firsts.item(len(values) - 1)), values[-1]
+    included: list[int] = []
+    while True:
+        found = len(included) < len(values) - 1  # a value below the top's not taken in yet
+        if found:
+            included.append(rows.item(firsts.item(len(included))))
+            if len(included) < 2:
+                continue
+        if summed.reads_values_alone():
+            sums = summed.of_values((*values[: len(included)], top_value))
+            assert sums is not None  # (the sums read the values alone)
+            best, best_score, last_score = _best_of_sums([*included, top], sums, len(included) - 1)
+        else:  # the first pod of the shape: the sums' terms are learned from scores in index order
+            sorted_rows = sorted([*included, top])
+            value_of = dict(zip([*included, top], [*values[: len(included)], top_value], strict=True))
+            sums = summed.scores(task, sorted_rows, [value_of[row] for row in sorted_rows])
+            last = sorted_rows.index(included[-1]) if included else -1
+            best, best_score, last_score = _best_of_sums(sorted_rows, sums, last)
+        if not found or last_score < best_score:
+            return best
+
+
 # What `best_node` works with for a pod (`_asked_for`).
 _Asked = tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
 _NOT_KEPT: Final = object()
@@ -203,7 +243,8 @@ class _Kept:
             position = self.position = nodes.change_position()
             self.stamps = [position] * nodes.size
         elif changed:
-            position = self.position = nodes.change_position()
+            # (The log read up to `position` and `changed` after it: where it stands now.)
+            position = self.position = self.position + len(changed)
             stamps = self.stamps
             for node in changed:
                 stamps[node] = position
@@ -822,7 +863,7 @@ class _ValueIndex:
             return self
         if not changed:
             return self
-        self._position = self.nodes.change_position()
+        self._position += len(changed)  # (where the log stands now: see `_Kept.catch_up`)
         value_at = self.value_at
         values_of = self._ranking.values_of
         if values_of is not None:

@@ -335,8 +335,11 @@ class SessionState:
             handler(task)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placed:
+    """Where `choose_node` puts a pod. (Not frozen: a frozen dataclass's making sets each field through
+    `object.__setattr__`, and one is made for every pod placed.)"""
+
     node: int
     gpu_groups: tuple[str, ...]
     now: bool  # fits the idle resources (bind) rather than only idle + releasing (pipeline)
@@ -863,12 +866,15 @@ class Session:
         pass besides (the confinement, the per-pod predicates' masks that may narrow); none when every
         node passes. For a caller that finds a candidate for nearly every pod it asks about
         (`ranked_nodes`): most pods then have no mask, and nothing is asked of their nodes."""
-        task_predicates = self.points.task_predicates
-        masks = (
-            self._narrowing([predicate.nodes_passing(task) for predicate in task_predicates])
-            if task_predicates
-            else []
-        )
+        masks: list[BoolArray] = []
+        everywhere = self._everywhere_masks
+        for predicate in self.points.task_predicates:
+            mask = predicate.nodes_passing(task)
+            # (`_narrowing`'s first test, without a call: most pods' masks are all known to pass everywhere.)
+            if everywhere.get(id(mask)) is not mask:
+                masks.append(mask)
+        if masks:
+            masks = self._narrowing(masks)
         return masks if self.allowed is None else [self.allowed, *masks]
 
     def _narrowing(self, masks: list[BoolArray]) -> list[BoolArray]:
@@ -898,14 +904,18 @@ class Session:
                 rows = alike_nodes.rows_to_score(self, task, self.candidate_nodes(task))
             if rows.size == 0:
                 return None
-            scores = self._scores(task, rows)
-            # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
-            node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
+            node = ranked_nodes.best_of_rows(self, task, rows)
+            if isinstance(node, ranked_nodes.Undecided):
+                scores = self._scores(task, rows)
+                # The first best: ties go to the lowest index, i.e. name (all tied when no score is per node).
+                node = int(rows[0]) if isinstance(scores, float) else int(rows[scores.argmax()])
         # A candidate fits soon; whether it fits now is asked of that one node (`node_fits` answers as
         # `fit` does), and is the same question when nothing is being released.
-        now = not nodes.anything_releasing() or nodes.node_fits(task.request, node, soon=False)
-        groups = self._choose_gpu_groups(task, node, soon=not now)
-        return Placed(node, groups, now)
+        request = task.request
+        now = not nodes.anything_releasing() or nodes.node_fits(request, node, soon=False)
+        return Placed(
+            node, self._choose_gpu_groups(task, node, soon=not now) if request.is_shared_gpu else (), now
+        )
 
     def _scores(self, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         """The candidates' (`rows`) summed scores, in scorer order as one array would be; scores common to
@@ -917,8 +927,7 @@ class Session:
         return scores
 
     def _choose_gpu_groups(self, task: TaskInfo, node: int, *, soon: bool) -> tuple[str, ...]:
-        if not task.request.is_shared_gpu:
-            return ()
+        """The shared GPUs a shared-GPU pod takes on `node`."""
         nodes = self.snapshot.nodes
         portion = nodes.portion_on(task.request, node)
         chooser = self.points.gpu_chooser or pack_gpus

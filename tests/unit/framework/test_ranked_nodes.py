@@ -437,3 +437,59 @@ def test_a_kept_shape_reads_its_index_as_other_shapes_left_it() -> None:
     objects += [pod("cpu-1", cpu="4"), pod("gpu", gpus=1, cpu="40"), pod("cpu-2", cpu="4")]
 
     assert one_then_another(objects, "cpu-1", "cpu-2", allocated("gpu", "b")) == ["a", "b"]
+
+
+def _of_rows_both_ways(objects: list[ApiObject], names: list[str]) -> list[str]:
+    """Where `choose_node` sends each pending pod of `names` (in one session, nothing placed between them)
+    through `best_of_rows` (asked of every candidate, and found to decide), and where scoring every
+    candidate sends it; the two must agree."""
+    session = open_session(objects)
+    tasks, node_names = session.snapshot.tasks, session.snapshot.nodes.names
+    found = []
+    for name in names:
+        task = tasks[f"default/{name}"]
+        rows = session.candidate_nodes(task).nonzero()[0]
+        best = ranked_nodes.best_of_rows(session, task, rows)
+        assert not isinstance(best, ranked_nodes.Undecided)
+        found.append(node_names[best])
+    session = open_session(objects)
+    ranked_nodes.ENABLED = False
+    try:
+        scored = [session.choose_node(session.snapshot.tasks[f"default/{name}"]) for name in names]
+    finally:
+        ranked_nodes.ENABLED = True
+    assert found == [node_names[placed.node] if placed else "" for placed in scored]
+    return found
+
+
+def test_a_selector_pods_candidates_round_alike_to_the_first_name_for_each_pod_of_the_shape() -> None:
+    """A pod whose selector leaves too few nodes for the index (`best_of_rows`): as
+    `test_scores_that_round_alike_go_to_the_first_name_though_its_value_is_higher` among its candidates,
+    for the first pod of the shape (its sums learned from scores in index order) and the next (its sums
+    read by the candidates' values, in value order): a, the first name, although c has the least free."""
+    objects: list[ApiObject] = [queue("q"), node("d", gpus=8, cpu="600000000000", labels={"x": "y"})]
+    objects += [node(f"other-{i}", gpus=8, cpu="64") for i in range(6)]
+    for name, pods in (("a", 1), ("b", 2), ("c", 3)):
+        objects.append(node(name, gpus=8, cpu="100000000000", labels={"x": "y"}))
+        objects += [pod(f"busy-{name}-{k}", cpu="1m", node_name=name) for k in range(pods)]
+    objects += [pod(name, cpu="1", node_selector={"x": "y"}) for name in ("p", "p-again")]
+    assert _of_rows_both_ways(objects, ["p", "p-again"]) == ["a", "a"]
+
+
+def test_a_selector_pod_goes_where_scoring_every_candidate_sends_it() -> None:
+    """`best_of_rows` against scoring every candidate on nodes used at random (two or three values
+    alike, the fullest not first), for CPU-only and GPU pods of a selector, the first pod of a shape and
+    the next."""
+    rng = random.Random(11)
+    for _ in range(30):
+        objects: list[ApiObject] = [queue("q")]
+        for index in range(16):
+            name = f"n{index:02d}"
+            objects.append(node(name, gpus=8, cpu="64", labels={"x": "y" if index % 4 else "z"}))
+            gpus = rng.choice((0, 1, 4, 7))
+            if gpus or rng.random() < 0.5:
+                cpu = str(rng.choice((1, 8, 30, 60)))
+                objects.append(pod(f"run-{index:02d}", gpus=gpus, cpu=cpu, node_name=name))
+        ask = rng.choice(({"gpus": rng.choice((1, 2))}, {"cpu": str(rng.choice((1, 4, 20)))}))
+        objects += [pod(name, node_selector={"x": "y"}, **ask) for name in ("p", "p-again")]
+        _of_rows_both_ways(objects, ["p", "p-again"])
