@@ -229,7 +229,7 @@ def build_node_table(
                 spec.unschedulable,
                 tuple(spec.taints),
                 # Without conditions (as simulator input usually is) a node is ready: not asked.
-                ready=status.ready if status.conditions else True,
+                status.ready if status.conditions else True,
             )
         )
         cpu.append(quantity(allocatable.get(c.CPU_RESOURCE)) * 1000)

@@ -255,6 +255,19 @@ class Tally(NamedTuple):
     gang_satisfied: bool  # every pod set has its minMember, and the job as a whole has its minMember
 
 
+# The tally of a job of one pod in one pod set, minMember 1 (`JobInfo.lone_task`), by its pod's status.
+_LONE_TALLIES: Final = {
+    status: Tally(
+        int(status is TaskStatus.PENDING),
+        int(status in ACTIVE_ALLOCATED),
+        int(status is TaskStatus.RUNNING),
+        int(status is TaskStatus.SUCCEEDED),
+        status in ACTIVE_ALLOCATED,
+    )
+    for status in TaskStatus
+}
+
+
 @dataclass(eq=False, slots=True)
 class JobInfo:
     """A pod group: the unit that queues order and gangs allocate."""
@@ -319,9 +332,9 @@ class JobInfo:
     _has_topology: bool | None = field(default=None, init=False, repr=False)
     _may_go_stale: bool | None = field(default=None, init=False, repr=False)
     # Its one task when the cluster cache made it as a bare pod's plain job (`JobRebuild._make_lone`):
-    # minMember 1, one pod set of minMember 1 holding that task, no sub-group or constraint; its next pods
-    # and whether it has any pending are then the task's status alone (`gang.kept_tasks`). None: not said
-    # (any job may be one).
+    # minMember 1, one pod set of minMember 1 holding that task, no sub-group or constraint; its next pods,
+    # whether it has any pending and its tally are then the task's status alone (`gang.kept_tasks`). None:
+    # not said (any job may be one).
     lone_task: TaskInfo | None = field(default=None, init=False, repr=False)
     # `namespace/name`, made with the job: a session reads it ~8 times a job (a property made a new string
     # each time: 125,000 at 5,000 nodes in a first cycle).
@@ -335,7 +348,11 @@ class JobInfo:
 
     def tally(self) -> Tally:
         """Its pods counted by status, recounted only after a status change (`version`): the actions ask
-        every job these questions, several times a cycle, and most jobs never change in a cycle."""
+        every job these questions, several times a cycle, and most jobs never change in a cycle. A bare pod's
+        plain job's (`lone_task`) is its pod's status's, not counted (asked again of each one placed)."""
+        lone = self.lone_task
+        if lone is not None:
+            return _LONE_TALLIES[lone.status]
         cached = self._tally
         if cached is not None and cached[0] == self.version:
             return cached[1]

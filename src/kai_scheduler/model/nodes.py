@@ -117,9 +117,11 @@ class SoonRoom:
         return ok
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeSpecInfo:
-    """The static facts of one node that placement reads outside the arrays."""
+    """The static facts of one node that placement reads outside the arrays. Not changed once made, though
+    not frozen: a frozen dataclass sets each field through object.__setattr__, and a table is made of
+    thousands (a changed node gets a new one, `ClusterCache._respecified`)."""
 
     name: str
     labels: dict[str, str]

@@ -143,7 +143,8 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
     of the pod, and a pod set that does not hold the pod; and a gang's as before. A bare pod's job as the
     cache made it (`lone_task`, told only while the job is left so) is given the same pods and request
     from its pod's status (fails when a pod not pending is handed out), and is a whole gang exactly when
-    it is told nothing (`lone_whole_gang`)."""
+    it is told nothing (`lone_whole_gang`), with the tally counted of a job told nothing (fails on a
+    wrong count of any status)."""
     session = open_session([node("n0"), queue("q"), pod("p", gpus=1), *gang("g", size=2, min_member=1)])
     jobs = session.snapshot.jobs.values()
     lone = {job.key: job.lone_task for job in jobs}
@@ -168,8 +169,10 @@ def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
             assert job.has_pending() == any(task.status is TaskStatus.PENDING for task in job.tasks)
             if as_made:  # told its lone task, as a job told nothing
                 told = [lone_whole_gang(job, tasks) for tasks in (expected, job.tasks[:1], job.tasks)]
+                told_tally = job.tally()
                 job.lone_task = None
                 assert told == [lone_whole_gang(job, t) for t in (expected, job.tasks[:1], job.tasks)]
+                assert told_tally == job.tally(), (job.key, status)
 
 
 def test_asking_for_the_request_and_signature_leaves_the_kept_pods_as_handed_out() -> None:
