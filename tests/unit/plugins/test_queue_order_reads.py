@@ -8,10 +8,12 @@ import pytest
 from helpers import gang, node, open_session, queue, snapshot_of
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.gang import next_request
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.resources import Resources
 from kai_scheduler.plugins.proportion.plugin import ProportionPlugin
 
 
@@ -53,6 +55,27 @@ def test_a_kept_number_is_read_again_once_the_job_moves_and_checked_in_verify_mo
 
 
 _NO_REQUEST_NUMBER = 10**6  # a number no request of these jobs is given
+
+
+def test_a_leafs_kept_next_request_is_read_again_once_the_job_moves_and_checked_in_verify_mode() -> None:
+    """The queue order keeps, per leaf, the next request of the job it ranked the leaf on last, for the
+    leaf's ancestors ranked on the same job (`ProportionPlugin._head_requests`)."""
+    session, jobs = _session()
+    plugin = getattr(session.points.queue_order, "__self__")  # noqa: B009 (as above)
+    assert isinstance(plugin, ProportionPlugin)
+    q, pair = session.snapshot.queues["q"], jobs["pair"]
+    assert plugin.queue_order_key(q, pair) == plugin._queue_order_key(q, Resources(gpu=2))
+    wrong = Resources(gpu=5)
+    plugin._head_requests["q"] = (pair, pair.version, wrong)
+    assert plugin.queue_order_key(q, pair) == plugin._queue_order_key(q, wrong)  # kept while the job stays
+    session.verify_carried = True
+    with pytest.raises(CarriedMismatch):
+        plugin.queue_order_key(q, pair)
+    session.verify_carried = False
+    # One of the gang's pods placed: its next attempt asks one GPU, read again at the job's new version.
+    session.statement("allocate").allocate(pair.tasks[0], 0, (), "placed by the test")
+    assert next_request(session, pair).gpu == 1
+    assert plugin.queue_order_key(q, pair) == plugin._queue_order_key(q, next_request(session, pair))
 
 
 def test_the_numbers_read_are_carried_to_the_next_session() -> None:

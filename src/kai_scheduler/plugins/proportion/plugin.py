@@ -105,6 +105,12 @@ class ProportionPlugin:
         # Per queue, the allocation its last key was asked at, from the session's start on
         # (`queue_order_key`: a key is kept from the second at an allocation).
         self._asked_at: dict[str, tuple[float, float, float]] = {}
+        # Per leaf queue, the job of it whose next request `queue_order_key` read last, the job's version
+        # then and the request: the job queue ranks a leaf on its next job, then its ancestors on their
+        # leaves' next jobs (a first cycle at 5,000 nodes asked 32,000 keys of 16,000 jobs). Within a
+        # session the request moves only with the job's version (the smallest GPU memory it converts
+        # with is the snapshot's).
+        self._head_requests: dict[str, tuple[JobInfo, int, Resources]] = {}
         # `_order_reads`: each job's next request as a number (one per distinct request) with the job's
         # version and the smallest GPU memory it was read at; carried across sessions with the queue
         # order keys (`CarriedQueueOrder`), dropped when many.
@@ -128,6 +134,7 @@ class ProportionPlugin:
     def on_session_open(self, session: Session) -> None:
         self._session = session
         self._chains = {}
+        self._head_requests = {}
         carried = session.queue_orders
         if carried is not None:
             # Ended jobs' reads dropped once many; the numbers only with every read kept by them.
@@ -259,8 +266,16 @@ class ProportionPlugin:
         if job is None:
             request = _NOTHING
         else:
-            assert self._session is not None
-            request = next_request(self._session, job)
+            session = self._session
+            assert session is not None
+            kept = self._head_requests.get(job.queue)
+            if kept is not None and kept[0] is job and kept[1] == job.version:
+                request = kept[2]
+                if session.verify_carried:
+                    _check_kept_request(session, job, request)
+            else:
+                request = next_request(session, job)
+                self._head_requests[job.queue] = (job, job.version, request)
         allocated = queue.allocated
         gpu, cpu, memory = allocated.gpu, allocated.cpu, allocated.memory
         name = queue.name
@@ -1135,3 +1150,13 @@ def _check_carried_shares(resource: str, carried: dict[str, float], full: dict[s
                 f"queue {name}: its {resource} fair share carried from the last cycle ({mine!r}) differs "
                 f"from the full division's ({share!r})"
             )
+
+
+def _check_kept_request(session: Session, job: JobInfo, request: Resources) -> None:
+    """Raise `CarriedMismatch` unless `request`, kept for `job` at its version by the queue order, is its
+    next request now."""
+    fresh = next_request(session, job)
+    if fresh.values() != request.values():
+        raise CarriedMismatch(
+            f"{job.key}: its next request kept for the queue order ({request!r}) is now {fresh!r}"
+        )
