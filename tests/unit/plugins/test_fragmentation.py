@@ -7,6 +7,7 @@ The scenario tests `fragmentation-*` show the policy against KAI's bin-packing o
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from typing import Any
@@ -168,6 +169,102 @@ def test_a_node_state_strands_the_same_whatever_rows_come_with_it() -> None:
             states.mig[row : row + 1],
         )
         assert evaluate(mix, alone, units)[0].tolist() == together[row : row + 1].tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_measure_is_its_definition_to_the_bit(seed: int) -> None:
+    # The kernels take shortcuts (every class first as if no GPU were shared, in one loop without
+    # branches; one pass per distinct stranded value instead of a sort): on states full of ties, shared
+    # GPUs or none, negative room and MIG classes, they give the bits of the measure as defined, worked
+    # out here in plain floats: each class's usable GPUs, then the classes stably sorted by what they
+    # strand and the expectation summed over every step between neighbours.
+    rng = np.random.default_rng(seed)
+    nodes, shared, gpu, classes, migs = 40, 3, 7, 9, 2
+    weight = rng.choice([0.0, 0.05, 0.1, 0.2], classes)
+    mix = (
+        weight,
+        shared,
+        gpu,
+        rng.choice([1e-4, 2.5e-4, 1e-3], classes),
+        rng.choice([1e-9, 4e-10], classes),
+        1.0 / rng.integers(1, 4, classes),
+        1.0 / rng.choice([0.25, 0.5, 0.3], (nodes, shared)),
+        np.floor(1.0 / rng.choice([0.25, 0.5, 1.0], (nodes, classes)) + 1e-9),
+        rng.choice([0.0, 1.0, 0.5], (classes - gpu, migs)),
+        rng.choice([0.0, 1e30], (classes - gpu, migs)),
+        rng.choice([0.0, 0.5, 1.0, 2.0], (nodes, classes)),
+        np.where(rng.random(classes) < 0.3, weight, 0.0),
+        rng.random(nodes),
+        rng.integers(0, 9, nodes).astype(np.float64),
+    )
+    rows = 400
+    states = np.column_stack(
+        [
+            rng.choice([-1000.0, 0.0, 4000.0, 16000.0, 64000.0], rows),
+            rng.choice([0.0, 2.0**30, 2.0**40], rows),
+            rng.integers(0, 9, rows).astype(np.float64),
+            np.where(rng.random((rows, 4)) < 0.5, 0.0, rng.choice([0.1, 0.25, 0.5, 0.75, 1.0], (rows, 4))),
+        ]
+    )
+    states[: rows // 2, kernels.SHARED :] = 0.0  # half the rows share no GPU
+    mig = rng.choice([0.0, 1.0, 3.0], (rows, migs))
+    units = np.array([1.0 / 7.0, 3.0 / 7.0])
+    row_nodes = rng.integers(0, nodes, rows)
+    usable = kernels.usable(mix, row_nodes, states, mig)
+    frag, _ = kernels.evaluate(mix, row_nodes, states, mig, units)
+    for row, node_of_row in enumerate(row_nodes.tolist()):
+        state = states[row].tolist()
+        assert usable[row].tolist() == _usable_by_definition(mix, node_of_row, state, mig[row].tolist())
+        assert frag[row] == _stranded_by_definition(mix, node_of_row, state, mig[row], units)
+
+
+def _usable_by_definition(mix: Any, node: int, state: list[float], mig: list[float]) -> list[float]:
+    """`measure.usable` for one row, class by class in plain floats."""
+    weight, shared, gpu, per_cpu, per_memory, per_device, per_portion, whole_portions = mix[:8]
+    per_mig, mig_unasked, demand = mix[8:11]
+    cpu, memory, whole, *shared_free = state
+    slack, fill = kernels.SLACK, kernels.LIGHTER_FILL
+    usable = []
+    for k in range(weight.size):
+        slots = whole * whole_portions[node, k]
+        if k < shared:
+            for free in shared_free:
+                slots += math.floor(free * per_portion[node, k] + slack)
+        slots = float(math.floor(slots * per_device[k] + slack))
+        if k >= gpu:
+            slots = math.inf if mig else 0.0
+            for column, instances in enumerate(mig):
+                held = math.floor(instances * per_mig[k - gpu, column] + slack)
+                slots = min(slots, held + mig_unasked[k - gpu, column])
+        by_cpu = float(math.floor(min(cpu * per_cpu[k], memory * per_memory[k]) + slack))
+        bounded = max(min(slots, by_cpu), 0.0) * (1.0 - fill)
+        fits = 1.0 if by_cpu >= 1.0 else 0.0
+        usable.append(((slots * fits) * fill + bounded) * demand[node, k])
+    return usable
+
+
+def _stranded_by_definition(mix: Any, node: int, state: list[float], mig: Any, units: Any) -> float:
+    """`measure.evaluate` for one row: the classes sorted by what they strand (stably: ties in class
+    order), the least of `kernels.OFFERS` offers' expectation over every step between neighbours."""
+    weight, several_weight, pressure, capacity = mix[0], mix[11], mix[12], mix[13]
+    portions = instances = 0.0
+    for free in state[kernels.SHARED :]:
+        portions += free
+    for column in range(mig.size):
+        instances += mig[column] * units[column]
+    idle = state[kernels.WHOLE] + portions + instances
+    stranded = [idle - usable for usable in _usable_by_definition(mix, node, state, mig.tolist())]
+    whole_nodes = 0.0
+    for k, value in enumerate(stranded):
+        whole_nodes += value * several_weight[k]
+    order = sorted(range(len(stranded)), key=lambda k: stranded[k])
+    expected = earlier = 0.0
+    for i in range(len(order) - 1):
+        earlier += weight[order[i]]
+        later = max(1.0 - earlier, 0.0)
+        expected += (later * later * later) * (stranded[order[i + 1]] - stranded[order[i]])
+    value = stranded[order[0]] + expected + whole_nodes
+    return float(value + pressure[node] * (capacity[node] - idle))
 
 
 def test_the_compiled_measure_is_loaded_only_with_the_plugin() -> None:

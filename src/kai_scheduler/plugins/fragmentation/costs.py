@@ -59,10 +59,11 @@ class _Costs:
     changed: BoolArray
     seen: int
     gpu: IntArray
-    taken: FloatArray  # what a pod takes of a node's idle CPU, memory and whole GPUs
-    mig_taken: FloatArray  # what a pod takes of each MIG column's free instances
-    per_idle_gpu: float  # the order key's weight of each idle GPU a placement leaves (see the module)
-    portions: FloatArray  # the portion of a GPU a shared-GPU pod takes on each node (0: shares none)
+    # What a pod takes, as the kernels take it: a node's idle CPU, memory and whole GPUs; each MIG column's
+    # free instances; the portion of a GPU a shared-GPU pod takes on each node (0: shares none); devices.
+    pod: tuple[FloatArray, FloatArray, FloatArray, int]
+    # The order key's weights of each idle GPU and idle CPU a placement leaves (see the module).
+    per_idle: tuple[float, float]
     # Nodes found not to hold a pod of the request since they last changed: lacking what it takes
     # (`kernels.may_hold`), or by `NodeTable.node_fits` (`PlacementCosts.best`).
     excluded: BoolArray
@@ -71,6 +72,10 @@ class _Costs:
     # How far `PlacementCosts.best` has looked at the node refreshes (`PlacementCosts._changes`), -1:
     # never. Why: after it every stale key is of a node excluded, so it looks only at those refreshed since.
     swept: int
+
+    def flags(self) -> tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray]:
+        """The keys, flags and GPUs as `kernels.search` takes them."""
+        return self.keys, self.changed, self.excluded, self.holding, self.gpu
 
 
 class PlacementCosts:
@@ -175,41 +180,25 @@ class PlacementCosts:
         were left out. None: `_SEARCHES` searches found nodes that do not hold it.
 
         The keys of the nodes refreshed since the request's last search that may hold the pod
-        (`kernels.may_hold`: a node that lacks what it takes does not) are worked out in one evaluation,
-        and the nodes are searched in one compiled pass that reads little more than each key, where
-        scoring every candidate took numpy's masks and arrays. A node answered is asked `node_fits` once
+        (`kernels.may_hold`: a node that lacks what it takes does not) are worked out, and the nodes
+        searched in a pass that reads little more than each key, in one compiled call (`kernels.search`),
+        where scoring every candidate took numpy's masks and arrays. A node answered is asked `node_fits` once
         until it changes (pod slots, devices: what `may_hold` does not read); one that does not hold the
         pod is excluded until it changes, and the search is made again."""
         self._sync()
         costs = self._costs_of(request)
-        self._take_in(costs)
-        if costs.swept < 0:
-            refreshed = np.arange(self.table.size)
-        else:
-            refreshed = self._changes[costs.swept : self._changed]
-        costs.swept = self._changed
-        pod = (costs.taken, costs.mig_taken, costs.portions, request.gpu_devices)
-        if refreshed.size > _FEW_ROWS:  # (a request's first search: nodes alike costed once)
-            stale = kernels.stale_holding(
-                refreshed, costs.changed, costs.excluded, self._matrix, self.state.mig, pod
-            )
-            if stale.size:
-                self._compute(request, stale, costs)
-        elif refreshed.size:
-            kernels.cost_stale_holding(
-                refreshed,
-                costs.changed,
-                costs.excluded,
-                (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale),
-                pod,
-                (costs.per_idle_gpu, self._per_cpu),
-                costs.keys,
-                costs.gpu,
-            )
+        if costs.swept < 0 or self._changed - costs.swept > _FEW_ROWS:
+            self._cost_many(request, costs)
+        log = (self._changes, costs.seen, costs.swept, self._changed)
+        costs.seen = costs.swept = self._changed
         self._last = request
+        node_states = (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale)
         node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
         for _ in range(_SEARCHES):
-            found, lowest, left_out = kernels.best_keyed(costs.keys, costs.changed, allowed, excluded, count)
+            found, lowest, left_out = kernels.search(
+                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count
+            )
+            log = (self._changes, self._changed, self._changed, self._changed)  # all taken in
             firsts: list[int] = found.tolist()
             unfit = -1
             for node in (lowest, *firsts):
@@ -222,6 +211,21 @@ class PlacementCosts:
                 return firsts, int(lowest), bool(left_out)
             excluded[unfit] = True
         return None
+
+    def _cost_many(self, request: PodRequest, costs: _Costs) -> None:
+        """A search's keys where many nodes were refreshed since the request's last one (or it has none):
+        those that may hold the pod, costed with nodes alike in the same state costed once (`_compute`)."""
+        self._take_in(costs)
+        if costs.swept < 0:
+            refreshed = np.arange(self.table.size)
+        else:
+            refreshed = self._changes[costs.swept : self._changed]
+        stale = kernels.stale_holding(
+            refreshed, costs.changed, costs.excluded, self._matrix, self.state.mig, costs.pod
+        )
+        if stale.size:
+            self._compute(request, stale, costs)
+        costs.swept = self._changed
 
     def values(self, request: PodRequest) -> FloatArray:
         """Every node's value for the ranked index (`ranked_nodes.Ranking`): its order key negated (the
@@ -285,10 +289,13 @@ class PlacementCosts:
                 np.ones(size, dtype=np.bool_),
                 self._changed,
                 np.zeros(size, dtype=np.int64),
-                np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
-                self._mig_taken(request),
-                self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU,
-                self.table.portion_for(request) if request.is_shared_gpu else np.zeros(size),
+                (
+                    np.array([request.cpu, request.memory, request.whole_gpus], dtype=np.float64),
+                    self._mig_taken(request),
+                    self.table.portion_for(request) if request.is_shared_gpu else np.zeros(size),
+                    request.gpu_devices,
+                ),
+                (self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU, self._per_cpu),
                 np.zeros(size, dtype=np.bool_),
                 np.zeros(size, dtype=np.bool_),
                 -1,
@@ -305,10 +312,8 @@ class PlacementCosts:
     def _take_in(self, costs: _Costs) -> None:
         """Mark the nodes refreshed since `costs` were last asked as changed for them."""
         if costs.seen < self._changed:
-            refreshed = self._changes[costs.seen : self._changed]
-            costs.changed[refreshed] = True
-            costs.excluded[refreshed] = False
-            costs.holding[refreshed] = False
+            log = (self._changes, costs.seen, self._changed)
+            kernels.take_in(log, costs.changed, costs.excluded, costs.holding)
             costs.seen = self._changed
 
     def _compute(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
@@ -337,8 +342,8 @@ class PlacementCosts:
             rows,
             self.frag,
             self._frag_stale,
-            (costs.taken, costs.mig_taken, portion, request.gpu_devices),
-            (costs.per_idle_gpu, self._per_cpu),
+            (costs.pod[0], costs.pod[1], portion, request.gpu_devices),
+            costs.per_idle,
             costs.keys,
             costs.gpu,
         )

@@ -9,8 +9,8 @@ Why every row alone and in a fixed order: a row's value depends on its state alo
 evaluated with it), and every sum runs from the first term to the last, with no library kernel in
 between (numpy's pairwise sums, BLAS's matrix-vector product, whose order depends on the CPU), so a state
 gives the same bits on every machine and in every batch; classes whose stranded GPUs tie are ranked by
-their position in the mix (a stable sort). Every other step is numpy's elementwise operation on the same
-operands (IEEE: the same result), and the power of OFFERS is that many multiplications (numpy's
+their position in the mix (as a stable sort would). Every other step is numpy's elementwise operation on
+the same operands (IEEE: the same result), and the power of OFFERS is that many multiplications (numpy's
 `power` may call a vectorised library whose last bit differs by CPU).
 
 Compiled by numba on first use and cached on disk (`cache=True`: next to this file, or in the user's
@@ -102,42 +102,47 @@ def idle(states: FloatArray, mig: FloatArray, mig_units: FloatArray) -> FloatArr
 
 @_compiled
 def _usable_row(mix: MixKernel, node: int, state: FloatArray, mig: FloatArray, out: FloatArray) -> None:
-    """`out[k]`: the GPUs of one node state that pods of class k could use (`measure.usable`)."""
-    (
-        weight,
-        shared_classes,
-        gpu_classes,
-        per_cpu,
-        per_memory,
-        per_device,
-        per_portion,
-        whole_portions,
-        per_mig,
-        mig_unasked,
-        demand,
-        _,
-        _,
-        _,
-    ) = mix
-    for k in range(weight.size):
-        # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free portion //
-        # portion (whole numbers: their sum is exact in any order); // devices per pod.
-        slots = state[WHOLE] * whole_portions[node, k]
-        if k < shared_classes:
-            for column in range(SHARED, state.size):
-                slots += np.floor(state[column] * per_portion[node, k] + SLACK)
-        slots = np.floor(slots * per_device[k] + SLACK)
-        if k >= gpu_classes:
-            # MIG: the fewest pods any profile it asks for holds; none where no node has its profiles.
-            slots = np.inf if mig.size else 0.0
-            for column in range(mig.size):
-                held = np.floor(mig[column] * per_mig[k - gpu_classes, column] + SLACK)
-                slots = min(slots, held + mig_unasked[k - gpu_classes, column])
-        # ... and by CPU and memory (see `measure.usable`).
-        by_cpu = np.floor(min(state[CPU] * per_cpu[k], state[MEMORY] * per_memory[k]) + SLACK)
-        bounded = max(min(slots, by_cpu), 0.0) * (1.0 - LIGHTER_FILL)
-        fits = 1.0 if by_cpu >= 1.0 else 0.0
-        out[k] = ((slots * fits) * LIGHTER_FILL + bounded) * demand[node, k]
+    """`out[k]`: the GPUs of one node state that pods of class k could use (`measure.usable`).
+
+    Every GPU class first as if the node shared no GPU, in a loop without branches that the compiler
+    turns into vector instructions; then, where it does share some, the shared-GPU classes again with
+    their pods on the shared GPUs; then the MIG classes. Why the first pass is exact for a node sharing
+    none: each shared GPU's term is then floor(0 x a finite reciprocal + SLACK) = 0, and adding 0 changes
+    no sum."""
+    weight, shared_classes, gpu_classes = mix[:3]
+    per_device, per_portion, whole_portions, per_mig, mig_unasked = mix[5:10]
+    whole = state[WHOLE]
+    for k in range(gpu_classes):
+        out[k] = _used(mix, node, state, k, np.floor(whole * whole_portions[node, k] * per_device[k] + SLACK))
+    for column in range(SHARED, state.size):
+        if state[column] != 0.0:
+            for k in range(shared_classes):
+                # Pods by GPUs: a free whole GPU holds 1 // portion devices; a shared one, its free
+                # portion // portion (whole numbers: their sum is exact in any order); // devices per pod.
+                slots = whole * whole_portions[node, k]
+                for shared in range(SHARED, state.size):
+                    slots += np.floor(state[shared] * per_portion[node, k] + SLACK)
+                out[k] = _used(mix, node, state, k, np.floor(slots * per_device[k] + SLACK))
+            break
+    for k in range(gpu_classes, weight.size):
+        # MIG: the fewest pods any profile it asks for holds; none where no node has its profiles.
+        slots = np.inf if mig.size else 0.0
+        for column in range(mig.size):
+            held = np.floor(mig[column] * per_mig[k - gpu_classes, column] + SLACK)
+            slots = min(slots, held + mig_unasked[k - gpu_classes, column])
+        out[k] = _used(mix, node, state, k, slots)
+
+
+@_compiled
+def _used(mix: MixKernel, node: int, state: FloatArray, k: int, pods: float) -> float:
+    """The GPUs pods of class k could use of a node state whose GPUs hold `pods` of them, bounded by its
+    CPU and memory (see `measure.usable`)."""
+    per_cpu, per_memory, demand = mix[3], mix[4], mix[10]
+    by_cpu = np.floor(min(state[CPU] * per_cpu[k], state[MEMORY] * per_memory[k]) + SLACK)
+    bounded = max(min(pods, by_cpu), 0.0) * (1.0 - LIGHTER_FILL)
+    fits = 1.0 if by_cpu >= 1.0 else 0.0
+    used: float = ((pods * fits) * LIGHTER_FILL + bounded) * demand[node, k]
+    return used
 
 
 @_compiled
@@ -150,20 +155,6 @@ def usable(mix: MixKernel, nodes: IntArray, states: FloatArray, mig: FloatArray)
 
 
 @_compiled
-def _rank(values: FloatArray, order: IntArray) -> None:
-    """`order`: the positions of `values` from least to most, ties in position order (a stable sort). By
-    insertion: a row's stranded GPUs take two distinct values per row on average (the scale benchmark's
-    mix of 96 classes), where this is an order of magnitude faster than a merge sort."""
-    for i in range(values.size):
-        value = values[i]
-        j = i
-        while j > 0 and values[order[j - 1]] > value:
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-
-
-@_compiled
 def _frag_row(
     mix: MixKernel,
     node: int,
@@ -171,10 +162,9 @@ def _frag_row(
     mig: FloatArray,
     mig_units: FloatArray,
     stranded: FloatArray,
-    order: IntArray,
 ) -> tuple[float, float]:
-    """One node state's stranded GPUs (`measure.evaluate`) and idle GPUs; `stranded` and `order` are
-    scratch of one per class."""
+    """One node state's stranded GPUs (`measure.evaluate`) and idle GPUs; `stranded` is scratch of one per
+    class."""
     weight, several_weight, pressure, capacity = mix[0], mix[11], mix[12], mix[13]
     idle = _idle_row(state, mig, mig_units)
     classes = weight.size
@@ -182,23 +172,35 @@ def _frag_row(
         return 0.0, idle
     _usable_row(mix, node, state, mig, stranded)
     whole_nodes = 0.0
+    least = most = idle - stranded[0]
     for k in range(classes):
-        stranded[k] = idle - stranded[k]
-        whole_nodes += stranded[k] * several_weight[k]
-    # With the classes from least to most stranded, the least of the offers strands at least the i-th
-    # value when every offer is of class i or later: (weight of those classes) ** OFFERS; summed over
-    # the steps between consecutive values, that is the expectation.
-    _rank(stranded, order)
+        value = idle - stranded[k]
+        stranded[k] = value
+        whole_nodes += value * several_weight[k]
+        least = value if value < least else least
+        most = value if value > most else most
+    # With the classes from least to most stranded (ties in class order), the least of the offers strands
+    # at least the i-th value when every offer is of class i or later: (weight of those classes) **
+    # OFFERS; summed over the steps between consecutive values, that is the expectation. A step between
+    # equal values adds exactly 0, so only the steps between distinct values are taken: one pass per
+    # distinct value (a node state has one to four), adding its classes' weights in class order (as the
+    # stable order adds them) and finding the next value, without branches (adding 0.0 changes nothing).
     expected = 0.0
     earlier = 0.0
-    for i in range(classes - 1):
-        earlier += weight[order[i]]
+    current = least
+    while current < most:
+        following = most
+        for k in range(classes):
+            value = stranded[k]
+            earlier += weight[k] if value == current else 0.0
+            following = value if (value > current) & (value < following) else following
         later = max(1.0 - earlier, 0.0)
         power = later
         for _ in range(OFFERS - 1):
             power *= later
-        expected += power * (stranded[order[i + 1]] - stranded[order[i]])
-    value = stranded[order[0]] + expected + whole_nodes
+        expected += power * (following - current)
+        current = following
+    value = least + expected + whole_nodes
     return value + pressure[node] * (capacity[node] - idle), idle
 
 
@@ -210,9 +212,8 @@ def evaluate(
     frag = np.empty(nodes.size)
     free = np.empty(nodes.size)
     stranded = np.empty(mix[0].size)
-    order = np.empty(mix[0].size, dtype=np.int64)
     for row in range(nodes.size):
-        frag[row], free[row] = _frag_row(mix, nodes[row], states[row], mig[row], mig_units, stranded, order)
+        frag[row], free[row] = _frag_row(mix, nodes[row], states[row], mig[row], mig_units, stranded)
     return frag, free
 
 
@@ -226,11 +227,10 @@ def _fresh(
     frag: FloatArray,
     frag_stale: BoolArray,
     stranded: FloatArray,
-    order: IntArray,
 ) -> float:
     """`frag[node]`, evaluated first if stale."""
     if frag_stale[node]:
-        frag[node] = _frag_row(mix, node, states[node], mig[node], mig_units, stranded, order)[0]
+        frag[node] = _frag_row(mix, node, states[node], mig[node], mig_units, stranded)[0]
         frag_stale[node] = False
     value: float = frag[node]
     return value
@@ -245,7 +245,7 @@ def _shared_options_row(
     mig_units: FloatArray,
     portion: float,
     before: float,
-    scratch: tuple[FloatArray, IntArray],
+    stranded: FloatArray,
     options: tuple[IntArray, FloatArray, FloatArray],
 ) -> int:
     """Every way of putting one device of a shared-GPU pod (`portion` of a GPU) on a node in the state
@@ -253,7 +253,6 @@ def _shared_options_row(
     column), costed where there is no other option too (it fits only once releasing pods are gone).
     Writes each option's shared column, cost (in rounded quanta, against `before`) and the room of the
     GPU it takes into `options`, in column order; returns how many."""
-    stranded, order = scratch
     columns, costs, rooms = options
     option = state.copy()
     last = state.size - 1
@@ -261,7 +260,7 @@ def _shared_options_row(
     for column in range(SHARED, last):
         if state[column] >= portion - SLACK:
             option[column] = state[column] - portion
-            placed = _frag_row(mix, node, option, mig, mig_units, stranded, order)[0]
+            placed = _frag_row(mix, node, option, mig, mig_units, stranded)[0]
             option[column] = state[column]
             columns[count], rooms[count] = column - SHARED, state[column]
             costs[count] = np.rint((placed - before) * PER_QUANTUM)
@@ -269,7 +268,7 @@ def _shared_options_row(
     if state[WHOLE] >= 1 - SLACK or count == 0:
         option[last] = state[last] - (portion - 1.0)
         option[WHOLE] = state[WHOLE] - 1.0
-        placed = _frag_row(mix, node, option, mig, mig_units, stranded, order)[0]
+        placed = _frag_row(mix, node, option, mig, mig_units, stranded)[0]
         columns[count], rooms[count] = last - SHARED, 1.0
         costs[count] = np.rint((placed - before) * PER_QUANTUM)
         count += 1
@@ -295,11 +294,11 @@ def shared_options(
 ) -> tuple[IntArray, FloatArray, FloatArray]:
     """The options of one device of a shared-GPU pod on `node` as it is (`_shared_options_row`): each
     one's shared column, cost and room."""
-    scratch = (np.empty(mix[0].size), np.empty(mix[0].size, dtype=np.int64))
-    before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, scratch[0], scratch[1])
+    stranded = np.empty(mix[0].size)
+    before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, stranded)
     options = _option_arrays(states)
     count = _shared_options_row(
-        mix, node, states[node], mig[node], mig_units, portion, before, scratch, options
+        mix, node, states[node], mig[node], mig_units, portion, before, stranded, options
     )
     return options[0][:count], options[1][:count], options[2][:count]
 
@@ -327,25 +326,25 @@ def place_costs(
     GPU and CPU left."""
     taken, mig_taken, portion, devices = pod
     per_idle_gpu, per_idle_cpu = per_idle
-    scratch = (np.empty(mix[0].size), np.empty(mix[0].size, dtype=np.int64))
+    stranded = np.empty(mix[0].size)
     options = _option_arrays(states)
     columns, costs, rooms = options
     after = np.empty(states.shape[1])
     after_mig = np.empty(mig.shape[1])
     for i in range(rows.size):
         node = rows[i]
-        before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, scratch[0], scratch[1])
+        before = _fresh(mix, states, mig, mig_units, node, frag, frag_stale, stranded)
         after[:] = states[node]
         for column in range(taken.size):
             after[column] -= taken[column]
         for column in range(after_mig.size):
             after_mig[column] = mig[node, column] - mig_taken[column]
         if devices == 0:
-            placed, left = _frag_row(mix, node, after, after_mig, mig_units, scratch[0], scratch[1])
+            placed, left = _frag_row(mix, node, after, after_mig, mig_units, stranded)
             cost = placed - before
         else:
             count = _shared_options_row(
-                mix, node, after, after_mig, mig_units, portion[i], before, scratch, options
+                mix, node, after, after_mig, mig_units, portion[i], before, stranded, options
             )
             best = 0
             for option in range(1, count):
@@ -494,6 +493,43 @@ def cost_stale_holding(
         keys,
         gpus,
     )
+
+
+@_compiled
+def take_in(
+    log: tuple[IntArray, int, int], changed: BoolArray, excluded: BoolArray, holding: BoolArray
+) -> None:
+    """Mark the nodes of the log `(changes, start, end)` (refreshed since a request's costs last took them
+    in) as changed for it, neither excluded nor known to hold its pod any more."""
+    changes, start, end = log
+    for at in range(start, end):
+        node = changes[at]
+        changed[node] = True
+        excluded[node] = False
+        holding[node] = False
+
+
+@_compiled
+def search(
+    log: tuple[IntArray, int, int, int],
+    request_state: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
+    node_states: tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArray, BoolArray],
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    per_idle: tuple[float, float],
+    allowed: BoolArray,
+    count: int,
+) -> tuple[IntArray, int, bool]:
+    """A request's search in one call (`costs.PlacementCosts.best`): the nodes of the log `(changes, seen,
+    swept, end)` refreshed since its costs last took them in are taken in (`take_in`: from `seen`), the
+    keys of those refreshed since its last search that may hold the pod worked out (`cost_stale_holding`:
+    from `swept`), and the nodes searched (`best_keyed`). `request_state`: its keys, changed, excluded and
+    holding flags, and GPUs; the rest as `cost_stale_holding` takes them."""
+    changes, seen, swept, end = log
+    keys, changed, excluded, holding, gpus = request_state
+    take_in((changes, seen, end), changed, excluded, holding)
+    if swept < end:
+        cost_stale_holding(changes[swept:end], changed, excluded, node_states, pod, per_idle, keys, gpus)
+    return best_keyed(keys, changed, allowed, excluded, count)
 
 
 @_compiled

@@ -100,7 +100,7 @@ class MixArrays:
     per_memory: FloatArray  # K, per byte
     # GPUs: a whole-GPU pod of n GPUs counts as portion 1 on n devices.
     per_device: FloatArray  # K: 1 / devices per pod
-    per_portion: FloatArray  # N x shared: 1 / portion of one GPU per device, on each node
+    per_portion: FloatArray  # N x shared: 1 / portion of one GPU per device, on each node (finite)
     whole_portions: FloatArray  # N x K: pods (devices) one free whole GPU holds, 1 // portion
     per_mig: FloatArray  # K - gpu x S: 1 / instances of each MIG column per pod (0: none asked)
     mig_unasked: FloatArray  # K - gpu x S: _UNBOUNDED where a class asks for none of a column
@@ -239,7 +239,8 @@ def mix_arrays(
             demand[:, i] = sum(mig_gpu_units(name) * amount for name, amount in request.mig_instances)
         elif request.is_shared_gpu:
             share = table.portion_for(request)
-            usable = np.isfinite(share) & (share <= 1.0 + _SLACK)
+            # (above 0: `per_portion` stays finite, which `kernels._usable_row` relies on)
+            usable = np.isfinite(share) & (share > 0.0) & (share <= 1.0 + _SLACK)
             portion[usable, i] = share[usable]
             devices[i] = request.gpu_devices
             demand[usable, i] = share[usable] * request.gpu_devices
