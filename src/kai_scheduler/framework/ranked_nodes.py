@@ -116,6 +116,15 @@ class Finder(Protocol):
         highest value (-1: no node); and whether values below the highest were left out. None: it gave up."""
         ...
 
+    def choose(
+        self, request: PodRequest, allowed: BoolArray, around: tuple[float, FloatArray]
+    ) -> int | Undecided | None:
+        """`_best_found`'s answer for a pod whose sums are the ranking's scores between constants (`around`:
+        the constant added before them, 0.0 for none, and those added after, in order; `_Summed.around`):
+        the walk (`_best_of_listed`) made with the search, asked for more values as `_best_found` asks.
+        None: no node allowed holds the pod; UNDECIDED: it gave up."""
+        ...
+
 
 # For a pod: the ranking and the pod's floor, or None when the scorer does not rank for it.
 RanksBy = Callable[[TaskInfo], tuple[Ranking, float] | None]
@@ -214,6 +223,7 @@ def best_of_rows(session: Session, task: TaskInfo, rows: IntArray) -> int | Unde
 # What `best_node` works with for a pod (`_asked_for`).
 _Asked = tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
 _NOT_KEPT: Final = object()
+_NOT_LEARNED: Final = object()
 
 
 class _Kept:
@@ -297,6 +307,9 @@ def _best_found(session: Session, finder: Finder, summed: _Summed, task: TaskInf
     rest = session.rest_masks(task)
     static = session.static_passing(task.placement)
     allowed = np.logical_and.reduce([static, *rest]) if rest else static
+    around = summed.around()
+    if around is not None:  # the sums are the ranking's scores and constants: the finder walks too
+        return finder.choose(task.request, allowed, around)
     count = FOUND_VALUES
     while count <= BUDGET:
         found = finder.best(task.request, allowed, count)
@@ -601,6 +614,26 @@ class _Summed:
         self._plain_terms: list[float | PlainScore] | None = None
         # The same terms with the ranking scorer's scores of values (None: not learned, or not `by_values`).
         self._value_terms: list[float | Callable[[list[float]], list[float] | float]] | None = None
+        # `around`, once learned.
+        self._around: tuple[float, FloatArray] | object | None = _NOT_LEARNED
+
+    def around(self) -> tuple[float, FloatArray] | None:
+        """When the one scorer asked is the ranking (no sparse scorer), the constants around its scores as
+        the sums add them: the one added before (0.0: none; the constants before the first scorer asked are
+        folded into one) and those added after, in order; None otherwise or until learned. Kept: each pod
+        of the shape asks it."""
+        if self._around is _NOT_LEARNED:
+            terms = self._plain_terms
+            if terms is None:
+                return None
+            self._around = None
+            asked = [at for at, term in enumerate(terms) if not isinstance(term, float)]
+            if len(asked) == 1 and self._plain is not None and len(self._plain) == 1:
+                before = [term for term in terms[: asked[0]] if isinstance(term, float)]
+                after = [term for term in terms[asked[0] + 1 :] if isinstance(term, float)]
+                if len(before) <= 1:
+                    self._around = (before[0] if before else 0.0, np.array(after, dtype=np.float64))
+        return self._around  # type: ignore[return-value]  # (learned: the pair or None)
 
     def reads_values_alone(self) -> bool:
         """Whether the sums are worked out from the candidates' values alone (`of_values`)."""

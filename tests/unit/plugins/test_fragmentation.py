@@ -30,6 +30,7 @@ from helpers import (
 )
 from kai_scheduler.api.objects import PodGroup, Topology
 from kai_scheduler.cycle import Scheduler
+from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.config import DEFAULT_PLUGINS, ConfigError, parse_config
 from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.model.resources import PodRequest
@@ -44,6 +45,7 @@ from kai_scheduler.plugins.fragmentation.measure import (
     scarcity_weighted,
 )
 from kai_scheduler.plugins.fragmentation.mix import learn_mix
+from kai_scheduler.plugins.fragmentation.plugin import MAX_SCORE
 
 PLUGINS = [
     "predicates",
@@ -405,12 +407,12 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
     asked: list[int] = []
     kept_scores = PlacementCosts.scores
 
-    def checked(self: PlacementCosts, request: Any, rows: Any, top: float) -> Any:
-        scores = kept_scores(self, request, rows, top)
+    def checked(self: PlacementCosts, request: Any, rows: Any) -> Any:
+        scores = kept_scores(self, request, rows)
         keys = self.order(request, rows)  # as the scores just brought them up to date
         with monkeypatch.context() as scratch_only:
             scratch_only.setattr(costs_module, "_FEW_ROWS", -1)
-            scratch = PlacementCosts(self.table, self.mix).order(request, rows)
+            scratch = PlacementCosts(self.table, self.mix, self.top_score).order(request, rows)
         assert keys.tolist() == scratch.tolist()
         asked.append(rows.size)
         return scores
@@ -422,15 +424,54 @@ def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeyp
         found = kept_best(self, request, allowed, count)
         excluded = self._costs[request].excluded.copy()  # (lacking, or found not to hold the pod)
         assert found == _searched_from_scratch(
-            PlacementCosts(self.table, self.mix), request, allowed, excluded, count
+            PlacementCosts(self.table, self.mix, self.top_score), request, allowed, excluded, count
         )
         searched.append(count)
         return found
 
+    kept_choose = PlacementCosts.choose
+
+    def checked_choice(self: PlacementCosts, request: Any, allowed: Any, around: Any) -> Any:
+        chosen = kept_choose(self, request, allowed, around)
+        excluded = self._costs[request].excluded.copy()
+        scratch = PlacementCosts(self.table, self.mix, self.top_score)
+        assert chosen == _chosen_from_scratch(scratch, request, allowed, excluded, around)
+        chose.append(chosen)
+        return chosen
+
+    chose: list[Any] = []
     monkeypatch.setattr(PlacementCosts, "scores", checked)
     monkeypatch.setattr(PlacementCosts, "best", checked_search)
+    monkeypatch.setattr(PlacementCosts, "choose", checked_choice)
     assert binds(one_cycle(_generated_cluster(seed), ALLOCATE))
-    assert len(asked) + len(searched) > 10 and searched
+    assert len(asked) + len(chose) > 10 and chose
+
+
+def _chosen_from_scratch(
+    scratch: PlacementCosts, request: Any, allowed: Any, excluded: Any, around: Any
+) -> int | ranked_nodes.Undecided | None:
+    """`PlacementCosts.choose` worked out from every key: `_searched_from_scratch`, walked by ranked_nodes'
+    own walk in Python (`_best_of_listed`) over sums added as `_Summed` adds them."""
+    before, after = around
+
+    class Sums:
+        def scores(self, task: Any, rows: list[int], values: list[float]) -> Any:
+            scratch.order(request, np.array(rows, dtype=np.int64))  # (the keys at rows current)
+            summed: Any = 0.0
+            for term in [before, scratch.plain_scores(request, rows), *after.tolist()]:
+                summed = ranked_nodes._add_plain(summed, term)
+            return summed
+
+    count = ranked_nodes.FOUND_VALUES
+    while count <= ranked_nodes.BUDGET:
+        firsts, top, more = _searched_from_scratch(scratch, request, allowed, excluded, count)
+        if top < 0:
+            return None
+        chosen = ranked_nodes._best_of_listed(firsts, top, more, Sums(), None)  # type: ignore[arg-type]
+        if not isinstance(chosen, ranked_nodes.Undecided):
+            return chosen
+        count *= 4
+    return ranked_nodes.UNDECIDED
 
 
 def _searched_from_scratch(
@@ -463,6 +504,51 @@ def _searched_from_scratch(
     return [firsts[key] for key in above[:count]], firsts[lowest], len(above) > count
 
 
+def test_the_compiled_walk_is_ranked_nodes_walk() -> None:
+    # The plugin walks a pod's candidates in its compiled search (`kernels.walk`) as ranked_nodes walks them
+    # (`_best_of_listed`): the same node on random keys, including sums that tie once rounded (a large
+    # constant beside the scores), where the walk goes on and ties go to the lower index.
+    rng = np.random.default_rng(11)
+    for _ in range(3000):
+        size = int(rng.integers(2, 12))
+        keys = rng.choice([-8000.5, -3.0, -1e-9, 0.0, 2.5, 2.5 + 1e-12, 7.0], size)
+        keys += rng.choice([0.0, 1e-10], size)
+        distinct: dict[float, int] = {}
+        for at in rng.permutation(size).tolist():
+            distinct.setdefault(float(keys[at]), at)
+        lowest = min(distinct)
+        above = sorted((key for key in distinct if key != lowest), reverse=True)
+        count = int(rng.integers(1, 4))
+        firsts, top, more = [distinct[key] for key in above[:count]], distinct[lowest], len(above) > count
+        before = float(rng.choice([0.0, 1.0, 1e16]))
+        after = rng.choice([1e-3, 3.0, 1e17], int(rng.integers(0, 3)))
+        sums = _SumsOfKeys(keys, before, after.tolist())
+        expected = ranked_nodes._best_of_listed(firsts, top, more, sums, None)  # type: ignore[arg-type]
+        walked = (MAX_SCORE, before, after)
+        chosen, _ = kernels.walk(keys, np.array(firsts, dtype=np.int64), top, more, walked)
+        assert chosen == (kernels.MORE_KEYS if isinstance(expected, ranked_nodes.Undecided) else expected)
+
+
+class _SumsOfKeys:
+    """Sums as `ranked_nodes._Summed` adds them for a ranking between constants, the ranking's scores those
+    of `PlacementCosts.plain_scores` over `keys`."""
+
+    def __init__(self, keys: Any, before: float, after: list[float]) -> None:
+        self.keys, self.before, self.after = keys, before, after
+
+    def scores(self, task: Any, rows: list[int], values: list[float]) -> Any:
+        at_rows = [float(self.keys[row]) for row in rows]
+        low, high = min(at_rows), max(at_rows)
+        spread = high - low
+        scores: Any = MAX_SCORE
+        if spread > 0.0:
+            scores = [(key - low) * (MAX_SCORE / spread) for key in at_rows]
+        summed: Any = 0.0
+        for term in [self.before, scores, *self.after]:
+            summed = ranked_nodes._add_plain(summed, term)
+        return summed
+
+
 def test_a_node_the_search_finds_without_room_comes_back_once_it_changes() -> None:
     # A node out of pod slots has the GPUs and CPU a pod takes (`kernels.may_hold`) yet does not hold it:
     # the search leaves it out until it changes; freed, it is a candidate again.
@@ -480,7 +566,7 @@ def test_a_node_the_search_finds_without_room_comes_back_once_it_changes() -> No
     mix = scarcity_weighted(
         mix_arrays([request], [1.0], [np.ones(2, dtype=np.bool_)], table, mig), table, mig, units
     )
-    costs = PlacementCosts(table, mix)
+    costs = PlacementCosts(table, mix, MAX_SCORE)
     every = np.ones(2, dtype=np.bool_)
     assert costs.best(request, every, 3) == ([], 0, False)  # two idle nodes alike: the first
     cpu_only = PodRequest(cpu=1000.0)
@@ -514,9 +600,9 @@ def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> N
     mix = mix_arrays(requests, [0.5, 0.5], [np.ones(table.size, dtype=np.bool_)] * 2, table, mig)
     mix = scarcity_weighted(mix, table, mig, units)
     both = np.arange(table.size)
-    one_by_one = PlacementCosts(table, mix).order(requests[1], both)
+    one_by_one = PlacementCosts(table, mix, MAX_SCORE).order(requests[1], both)
     monkeypatch.setattr(costs_module, "_FEW_ROWS", -1)  # alike nodes looked for however few
-    costed_together = PlacementCosts(table, mix).order(requests[1], both)
+    costed_together = PlacementCosts(table, mix, MAX_SCORE).order(requests[1], both)
     assert one_by_one[0] < one_by_one[1]  # the half-taken node's GPUs are the scarcer
     assert costed_together.tolist() == one_by_one.tolist()
 

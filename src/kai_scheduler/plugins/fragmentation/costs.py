@@ -23,6 +23,7 @@ from typing import Final
 
 import numpy as np
 
+from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON, PodRequest
 from kai_scheduler.plugins.fragmentation import kernels
@@ -79,9 +80,10 @@ class _Costs:
 
 
 class PlacementCosts:
-    def __init__(self, table: NodeTable, mix: MixArrays) -> None:
+    def __init__(self, table: NodeTable, mix: MixArrays, top_score: float) -> None:
         self.table = table
         self.mix = mix
+        self.top_score = top_score  # the score of the best of the candidates scored (`scores`)
         self.mig, self.mig_units = mig_columns(table)
         self.width = max((len(groups) for groups in table.groups.values()), default=0) + 1
         self._set_states(node_states(table, np.arange(table.size), self.width, self.mig))
@@ -185,20 +187,13 @@ class PlacementCosts:
         where scoring every candidate took numpy's masks and arrays. A node answered is asked `node_fits` once
         until it changes (pod slots, devices: what `may_hold` does not read); one that does not hold the
         pod is excluded until it changes, and the search is made again."""
-        self._sync()
-        costs = self._costs_of(request)
-        if costs.swept < 0 or self._changed - costs.swept > _FEW_ROWS:
-            self._cost_many(request, costs)
-        log = (self._changes, costs.seen, costs.swept, self._changed)
-        costs.seen = costs.swept = self._changed
-        self._last = request
-        node_states = (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale)
+        costs, log, node_states = self._searching(request)
         node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
         for _ in range(_SEARCHES):
             found, lowest, left_out = kernels.search(
                 log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count
             )
-            log = (self._changes, self._changed, self._changed, self._changed)  # all taken in
+            log = self._taken_in(log)
             firsts: list[int] = found.tolist()
             unfit = -1
             for node in (lowest, *firsts):
@@ -211,6 +206,64 @@ class PlacementCosts:
                 return firsts, int(lowest), bool(left_out)
             excluded[unfit] = True
         return None
+
+    def choose(
+        self, request: PodRequest, allowed: BoolArray, around: tuple[float, FloatArray]
+    ) -> int | ranked_nodes.Undecided | None:
+        """For `ranked_nodes` (a `Finder`): the node its walk would choose over what `best` answers, for a
+        pod whose summed scores are this ranking's (`scores`) between constants (`around`), in one
+        compiled call with the search (`kernels.choose`, its walk `kernels.walk`); None: no node holds
+        the pod; UNDECIDED: it gave up. The nodes the walk relies on are asked `node_fits` as `best`
+        asks them (the search is made again without one that does not hold the pod), and the search
+        asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`)."""
+        costs, log, node_states = self._searching(request)
+        node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
+        sums = (self.top_score, *around)
+        count = ranked_nodes.FOUND_VALUES
+        for _ in range(_SEARCHES):
+            chosen, unknown = kernels.choose(
+                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, sums
+            )
+            log = self._taken_in(log)
+            if chosen == kernels.MORE_KEYS:
+                count *= 4
+                if count > ranked_nodes.BUDGET:
+                    return ranked_nodes.UNDECIDED
+                continue
+            unfit = -1
+            for node in unknown.tolist():
+                if not node_fits(request, node, soon=True):
+                    unfit = node
+                    break
+                holding[node] = True
+            if unfit < 0:
+                return chosen if chosen >= 0 else None
+            excluded[unfit] = True
+        return ranked_nodes.UNDECIDED
+
+    def _searching(
+        self, request: PodRequest
+    ) -> tuple[_Costs, tuple[IntArray, int, int, int], kernels.NodeStatesKernel]:
+        """Ready a search for `request`: its costs, the log of the nodes refreshed since they took them in
+        and since its last search (as `kernels.search` takes it: the nodes' keys are worked out there,
+        unless many nodes were refreshed: then here, alike ones once), and the node states."""
+        self._sync()
+        costs = self._costs_of(request)
+        if costs.swept < 0 or self._changed - costs.swept > _FEW_ROWS:
+            self._cost_many(request, costs)
+        log = (self._changes, costs.seen, costs.swept, self._changed)
+        costs.seen = costs.swept = self._changed
+        self._last = request
+        return (
+            costs,
+            log,
+            (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale),
+        )
+
+    def _taken_in(self, log: tuple[IntArray, int, int, int]) -> tuple[IntArray, int, int, int]:
+        """The log of a search made again: nothing more to take in or cost."""
+        end = log[3]
+        return log[0], end, end, end
 
     def _cost_many(self, request: PodRequest, costs: _Costs) -> None:
         """A search's keys where many nodes were refreshed since the request's last one (or it has none):
@@ -245,15 +298,16 @@ class PlacementCosts:
             values[node] = -keys.item(node)
         return [values[node] for node in nodes]
 
-    def scores(self, request: PodRequest, rows: IntArray, top: float) -> FloatArray | float:
-        """`order` scaled: the best of `rows` `top`, the worst 0, the others in between in order (`top`
-        for all when they are alike)."""
+    def scores(self, request: PodRequest, rows: IntArray) -> FloatArray | float:
+        """`order` scaled: the best of `rows` `top_score`, the worst 0, the others in between in order
+        (`top_score` for all when they are alike)."""
         if rows.size == 0:
             return 0.0
+        top = self.top_score
         scores, spread = kernels.scaled(self._current(request, rows).keys, rows, top)
         return scores if spread > 0.0 else top
 
-    def plain_scores(self, request: PodRequest, rows: list[int], top: float) -> list[float] | float:
+    def plain_scores(self, request: PodRequest, rows: list[int]) -> list[float] | float:
         """`scores` at `rows` whose keys are current (those `best` or the ranked index answered), in plain
         floats: the same IEEE operations in the same order as `kernels.scaled`, so the same bits. The
         request is the last one scored (`choose_gpus` reads its costs next)."""
@@ -263,9 +317,9 @@ class PlacementCosts:
         low, high = min(values), max(values)
         spread = high - low
         if spread > 0.0:
-            factor = top / spread
+            factor = self.top_score / spread
             return [(value - low) * factor for value in values]
-        return top
+        return self.top_score
 
     def _current(self, request: PodRequest, rows: IntArray) -> _Costs:
         """The costs of `request`, up to date at `rows`."""

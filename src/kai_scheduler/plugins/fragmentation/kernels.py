@@ -49,6 +49,7 @@ MEMORY: Final = 1
 WHOLE: Final = 2
 SHARED: Final = 3
 NEW_GPU: Final = -1  # `place_costs`'s GPU for a pod that starts sharing a free whole GPU
+MORE_KEYS: Final = -2  # `walk`: the walk needs keys the search left out
 
 # weight, shared, gpu, per_cpu, per_memory, per_device, per_portion, whole_portions, per_mig, mig_unasked,
 # demand, several_weight, pressure, capacity (`measure.MixArrays`'s fields of the same names).
@@ -68,6 +69,11 @@ MixKernel = tuple[
     FloatArray,
     FloatArray,
 ]
+
+
+# A node table's states as the kernels take them: the mix, the states, their MIG columns and units, the
+# nodes' fragmentation and whether it is stale (`costs.PlacementCosts`).
+NodeStatesKernel = tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArray, BoolArray]
 
 
 def _compiled(function: _Function) -> _Function:
@@ -464,7 +470,7 @@ def cost_stale_holding(
     nodes: IntArray,
     changed: BoolArray,
     lacking: BoolArray,
-    node_states: tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArray, BoolArray],
+    node_states: NodeStatesKernel,
     pod: tuple[FloatArray, FloatArray, FloatArray, int],
     per_idle: tuple[float, float],
     keys: FloatArray,
@@ -513,7 +519,7 @@ def take_in(
 def search(
     log: tuple[IntArray, int, int, int],
     request_state: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
-    node_states: tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArray, BoolArray],
+    node_states: NodeStatesKernel,
     pod: tuple[FloatArray, FloatArray, FloatArray, int],
     per_idle: tuple[float, float],
     allowed: BoolArray,
@@ -583,3 +589,74 @@ def best_keyed(
         kept = count
         left_out = True
     return kept_nodes[:kept].copy(), lowest_node, left_out
+
+
+@_compiled
+def walk(
+    keys: FloatArray, firsts: IntArray, top: int, more: bool, sums: tuple[float, float, FloatArray]
+) -> tuple[int, int]:
+    """`ranked_nodes`' walk (its module's docstring; `_best_of_listed` is the same walk in Python) over the
+    first nodes of the best keys (`firsts`, best first; `more`: keys above `top`'s were left out) and the
+    first node of the lowest key (`top`), for a pod whose summed scores are this ranking's between
+    constants: `sums` is (the best's score, the constant added before it (0.0: none), those added after,
+    in order). A score is `costs.PlacementCosts.plain_scores`' (the lowest key of the nodes walked 0, the
+    highest the best's score), and the sums are added as `ranked_nodes._Summed` adds them: the same bits.
+    The node chosen (MORE_KEYS: the walk needs keys the search left out), and how many of `firsts` the
+    walk read (with `top`: the nodes it relies on)."""
+    best_score, before, after = sums
+    included = 0
+    while True:
+        found = firsts[included] if included < firsts.size else -1
+        if found >= 0:
+            included += 1
+            if included < 2:
+                continue
+        elif more:
+            return MORE_KEYS, included
+        low = high = keys[top]
+        for at in range(included):
+            key = keys[firsts[at]]
+            low = min(low, key)
+            high = max(high, key)
+        spread = high - low
+        factor = best_score / spread if spread > 0.0 else 0.0
+        chosen, chosen_sum, last_sum = -1, -np.inf, -np.inf
+        for at in range(-1, included):
+            node = top if at < 0 else firsts[at]
+            score = (keys[node] - low) * factor if spread > 0.0 else best_score
+            summed = score if before == 0.0 else before + score
+            for constant in after:
+                summed = summed + constant
+            if summed > chosen_sum or (summed == chosen_sum and node < chosen):
+                chosen, chosen_sum = node, summed
+            last_sum = summed
+        if found < 0 or last_sum < chosen_sum:
+            return chosen, included
+
+
+@_compiled
+def choose(
+    log: tuple[IntArray, int, int, int],
+    request_state: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
+    node_states: NodeStatesKernel,
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    per_idle: tuple[float, float],
+    allowed: BoolArray,
+    count: int,
+    sums: tuple[float, float, FloatArray],
+) -> tuple[int, IntArray]:
+    """`search`, then `walk` over what it found: the node chosen (-1: none may hold the pod; MORE_KEYS),
+    and the nodes the walk relies on that are not known to hold the pod (`holding`), to be asked."""
+    keys, holding = request_state[0], request_state[3]
+    firsts, top, more = search(log, request_state, node_states, pod, per_idle, allowed, count)
+    if top < 0:
+        return -1, firsts[:0]
+    chosen, included = walk(keys, firsts, top, more, sums)
+    unknown = np.empty(included + 1, dtype=np.int64)
+    count_unknown = 0
+    for at in range(-1, included):
+        node = top if at < 0 else firsts[at]
+        if not holding[node]:
+            unknown[count_unknown] = node
+            count_unknown += 1
+    return chosen, unknown[:count_unknown]

@@ -94,7 +94,7 @@ class GpuFragmentationPlugin:
         mig, mig_units = mig_columns(table)
         mix = mix_arrays([c.request for c in classes], [c.weight for c in classes], access, table, mig)
         mix = scarcity_weighted(mix, table, mig, mig_units)
-        costs = self.costs = PlacementCosts(table, mix)
+        costs = self.costs = PlacementCosts(table, mix, MAX_SCORE)
         alike_nodes.add_scorer(
             session.points,
             lambda task, rows: score(costs, task, rows),
@@ -156,7 +156,7 @@ def _ranks_by(costs: PlacementCosts, table: NodeTable) -> ranked_nodes.RanksBy:
                 partial(costs.values, request),
                 lambda node: costs.values_at(request, [node])[0],
                 values_of=partial(costs.values_at, request),
-                scores_at_rows=lambda task, rows: costs.plain_scores(task.request, rows, MAX_SCORE),
+                scores_at_rows=lambda task, rows: costs.plain_scores(task.request, rows),
                 finds=costs,
             )
         return ranking, _LOWEST
@@ -166,4 +166,4 @@ def _ranks_by(costs: PlacementCosts, table: NodeTable) -> ranked_nodes.RanksBy:
 
 def score(costs: PlacementCosts, task: TaskInfo, rows: IntArray) -> FloatArray | float:
     """The candidates' scores: the best place MAX_SCORE, the worst 0, the others in between in order."""
-    return costs.scores(task.request, rows, MAX_SCORE)
+    return costs.scores(task.request, rows)
