@@ -478,7 +478,13 @@ class Session:
 
     def fresh_job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
         """`job_order_key` worked out now, whatever is kept."""
-        return (*(key(job) for key in self.points.job_order), job.rank, job.key)
+        keys = self.points.job_order
+        if len(keys) == 2:
+            # The default plugins' two (priority, then elastic rank), called one after the other: a
+            # generator's frame a key cost more than the keys (a first cycle keys every job it hands out).
+            first, second = keys
+            return (first(job), second(job), job.rank, job.key)
+        return (*[key(job) for key in keys], job.rank, job.key)
 
     def victim_order_key(self, job: JobInfo, left: int) -> tuple[Any, ...]:
         """The job order key of a victim job with `left` of its active pods left."""
