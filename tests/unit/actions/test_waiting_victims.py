@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import node, open_session, pod, pod_group, queue
+from helpers import gang, node, open_session, pod, pod_group, queue
+from kai_scheduler.actions.job_queue import with_pending
 from kai_scheduler.actions.preempt import Preempt
-from kai_scheduler.actions.solvers.victims import WaitingJobs
+from kai_scheduler.actions.solvers.victims import VictimInputs, WaitingJobs
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
@@ -74,3 +75,40 @@ def test_verify_mode_compares_the_candidates_with_every_waiting_job(monkeypatch:
     monkeypatch.setattr(WaitingJobs, "may_be_victims", lambda self, session: [])
     with pytest.raises(CarriedMismatch, match=r"preempt: the candidate victims .* differ"):
         Preempt().execute(session)
+
+
+def test_a_walk_of_every_waiting_job_finds_the_jobs_with_a_pending_pod_too() -> None:
+    """With more decisions than waiting jobs (a first cycle's), `WaitingJobs` walks every waiting job and
+    finds the jobs with a pending pod as it goes, which the candidates' first ask then reads as they are;
+    a decision later they are brought up to date."""
+    session = open_session(
+        [
+            node("n0", gpus=8),
+            queue("q", gpu=8),
+            *gang("elastic", size=5, min_member=1, gpus=1, priority_class="train"),
+            *gang("single", size=1, gpus=1, priority_class="train"),
+            pod("big", gpus=8, priority_class="train"),
+        ]
+    )
+    jobs = session.snapshot.jobs
+    elastic, single = jobs["default/elastic"], jobs["default/single"]
+    session.snapshot.jobs_at_open()
+    statement = session.statement("allocate")
+    for task in elastic.tasks[:4]:  # four decisions for three waiting jobs; one of its pods left pending
+        statement.allocate(task, 0, (), "placed")
+    statement.commit()
+    waiting = WaitingJobs.of(session)
+    assert waiting.with_pending is not None
+    decided, pending = waiting.with_pending
+    assert decided == 4 and pending == with_pending(session.snapshot)
+    assert _keys(pending) == ["default/elastic", "default/single", "default/pg-big"]
+    assert _keys(waiting.may_be_victims(session)) == ["default/elastic"]
+    inputs = VictimInputs.of(session)
+    assert inputs.pending(session, waiting) is pending
+    statement = session.statement("allocate")
+    statement.allocate(elastic.tasks[4], 0, (), "placed")
+    statement.allocate(single.tasks[0], 0, (), "placed")
+    statement.commit()
+    assert (
+        _keys(inputs.pending(session, waiting)) == ["default/pg-big"] == _keys(with_pending(session.snapshot))
+    )

@@ -72,16 +72,29 @@ class WaitingJobs:
     twice (10,000 a trickle cycle at 5,000 nodes, issue #23 point 1), and then one of them once a
     session (2.4% of a trickle cycle)."""
 
-    __slots__ = ("_decided", "_index", "_may_be_victims", "delayed", "of_groups")
+    __slots__ = ("_decided", "_index", "_may_be_victims", "delayed", "of_groups", "with_pending")
 
     def __init__(self, session: Session, at_open: JobsAtOpen) -> None:
         self.of_groups = at_open
         self._may_be_victims = list(at_open.waiting_victims)
         self._decided = 0
+        # The jobs with a pending pod (`with_pending`) when this walked every waiting job, and the decisions
+        # they follow: `VictimInputs.pending` asks them next, with nothing decided in between.
+        self.with_pending: tuple[int, list[JobInfo]] | None = None
         if len(session.decisions) > len(at_open.waiting):
-            # Fewer jobs to ask than decisions to go through (a first cycle's allocate placed thousands).
-            self._may_be_victims = [j for j in at_open.waiting if j.preemptible and j.active_allocated() > 0]
+            # Fewer jobs to ask than decisions to go through (a first cycle's allocate placed thousands):
+            # each waiting job's tally read once for both.
+            may_be_victims: list[JobInfo] = []
+            pending: list[JobInfo] = []
+            for job in at_open.waiting:
+                tally = job.tally()
+                if tally.pending:
+                    pending.append(job)
+                if job.preemptible and tally.active_allocated > 0:
+                    may_be_victims.append(job)
+            self._may_be_victims = may_be_victims
             self._decided = len(session.decisions)
+            self.with_pending = (self._decided, pending)
         # Each preemptible waiting job's place, made once a decision touches one.
         self._index: dict[JobInfo, int] | None = None
         self.delayed = at_open.waiting_delayed
@@ -164,10 +177,15 @@ class VictimInputs:
         self._candidates_at = len(session.decisions)
         return list(self._candidates)
 
-    def pending(self, session: Session) -> list[JobInfo]:
-        """The jobs with a pending pod now, in snapshot order (not to be changed)."""
+    def pending(self, session: Session, waiting: WaitingJobs) -> list[JobInfo]:
+        """The jobs with a pending pod now, in snapshot order (not to be changed): as `waiting` found them
+        when it walked every waiting job with nothing decided since."""
         if self._pending_at < 0:
-            self._pending = with_pending(session.snapshot)
+            found = waiting.with_pending
+            if found is not None and found[0] == len(session.decisions):
+                self._pending = found[1]
+            else:
+                self._pending = with_pending(session.snapshot)
         elif self._pending_at < len(session.decisions):
             self._pending = self._updated(
                 session, self._pending, self._pending_at, 1, lambda job: bool(job.tally().pending)
@@ -258,7 +276,7 @@ class VictimAction(ABC):
                 if j.tally().pending and j.invalid_reason is None:
                     within_preemption_delay(session, j)
             return
-        with_pods_pending = found.pending(session)
+        with_pods_pending = found.pending(session, waiting)
         if session.verify_carried and with_pods_pending != with_pending(session.snapshot):
             raise CarriedMismatch(
                 f"{self.name}: the jobs with a pending pod brought up to date "
