@@ -104,6 +104,14 @@ class Ranking:
     # A ranking that finds the candidates' lowest and highest values itself (`Finder`), or None. Used in
     # place of the index while no scorer scores sparsely for the pod.
     finds: Finder | None = None
+    # `values` at some nodes (the same bits), or None (`values` then, taken at them). Why: the candidates
+    # of a pod the index gave up on are read alone (`best_of_rows`), where bringing a kept per-node array
+    # up to date copies it whole.
+    values_at: Callable[[IntArray], FloatArray] | None = None
+
+    def values_of_rows(self, rows: IntArray) -> FloatArray:
+        """The values at `rows`."""
+        return self.values().take(rows) if self.values_at is None else self.values_at(rows)
 
 
 class Finder(Protocol):
@@ -196,7 +204,7 @@ def best_of_rows(session: Session, task: TaskInfo, rows: IntArray) -> int | Unde
     if sparse or ranking.finds is not None:
         return UNDECIDED
     # Each value once, lowest first, with where in `rows` its first candidate stands.
-    distinct, firsts = np.unique(ranking.values().take(rows), return_index=True)
+    distinct, firsts = np.unique(ranking.values_of_rows(rows), return_index=True)
     values: list[float] = distinct.tolist()
     top, top_value = rows.item(firsts.item(len(values) - 1)), values[-1]
     included: list[int] = []

@@ -242,6 +242,7 @@ class NodePlacementPlugin(_ScoringPlugin):
                 partial(nodes.not_allocated, gpus=gpus),
                 partial(nodes.not_allocated_of, gpus=gpus),
                 binpack_scores,
+                values_at=partial(nodes.not_allocated_at, gpus=gpus),
             )
             for gpus in (False, True)
         }

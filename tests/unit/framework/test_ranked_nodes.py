@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from helpers import node, open_session, pod, queue
@@ -493,3 +494,26 @@ def test_a_selector_pod_goes_where_scoring_every_candidate_sends_it() -> None:
         ask = rng.choice(({"gpus": rng.choice((1, 2))}, {"cpu": str(rng.choice((1, 4, 20)))}))
         objects += [pod(name, node_selector={"x": "y"}, **ask) for name in ("p", "p-again")]
         _of_rows_both_ways(objects, ["p", "p-again"])
+
+
+def test_binpacks_values_at_a_few_nodes_are_its_values_there_to_the_last_bit() -> None:
+    """`Ranking.values_at` (read by `best_of_rows` for a pod's candidates) against `Ranking.values` at the
+    same nodes, for binpack's GPU and CPU rankings on nodes used at random in millicores."""
+    rng = random.Random(13)
+    names = [f"n{index:02d}" for index in range(40)]
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8, cpu="64") for name in names)]
+    for index, name in enumerate(names):
+        if rng.random() < 0.7:
+            cpu = f"{rng.randint(1, 60_000)}m"
+            objects.append(pod(f"run-{index:02d}", gpus=rng.choice((0, 1, 4)), cpu=cpu, node_name=name))
+    objects += [pod("gpu", gpus=1), pod("cpu", cpu="1")]
+    session = open_session(objects)
+    for name in ("gpu", "cpu"):
+        task = session.snapshot.tasks[f"default/{name}"]
+        (ranking, _), *_ = [
+            said for ranks in session.points.scorers_ranking.values() if (said := ranks(task))
+        ]
+        assert ranking.values_at is not None
+        for _ in range(10):
+            rows = np.array(sorted(rng.sample(range(len(names)), 4)), dtype=np.int64)
+            assert ranking.values_at(rows).tolist() == ranking.values().take(rows).tolist()
