@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,9 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.gang import _only_pod
 from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
+from kai_scheduler.model.builder import PodDerivations
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.cache.lone_jobs import LoneJobMismatch, LoneJobs
 from kai_scheduler.model.jobs import JobInfo, Tally, TaskInfo
 from kai_scheduler.model.priorities import Priorities
 from kai_scheduler.model.shared_gpus import is_shared_gpu_pod
@@ -207,6 +210,7 @@ def apply(cache: ClusterCache, operation: tuple[object, ...], scheduler: Schedul
 @given(st.lists(operations, min_size=1, max_size=25))
 def test_cache_after_random_deltas_equals_a_rebuild(ops: list[tuple[object, ...]]) -> None:
     cache = ClusterCache()
+    cache.lone_jobs.verify = True  # a bare pod's job made as it arrived is compared with one made anew
     cache.set_nodes([node(name, gpus=4) for name in NODES])
     cache.set_queues([queue(q) for q in QUEUES])
     scheduler = Scheduler(SchedulerConfig())
@@ -277,3 +281,64 @@ def test_a_pod_bound_evicted_and_finished_in_place_keeps_its_job_current() -> No
         fresh = ClusterCache.of(cache.state())
         assert fingerprint(cache.snapshot()) == fingerprint(fresh.snapshot())
         assert ("default/pg-p1" in cache.running_jobs) is expected
+
+
+# What may change between a bare pod's arrival and its job's making, besides the cycle's own inputs.
+ARRIVAL_CHANGES = ("nothing", "priorities", "nominate", "derivations", "bound", "pod")
+
+
+@pytest.mark.parametrize("change", ARRIVAL_CHANGES)
+def test_a_bare_pods_job_made_as_it_arrived_is_taken_only_while_what_it_read_stays(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pending bare pod's plain job is made as the pod arrives (`LoneJobs.arrived`) and the cycle takes
+    it only while the priority classes, the pod's derivations, its state and the cache's nominations are
+    those it was made with: else the job is made again, as a cache that never saw the arrival makes it."""
+    made: list[str] = []
+    make = LoneJobs.make
+
+    def counted(lone: LoneJobs, state: PodState) -> JobInfo | None:
+        made.append(state.pod.key)
+        return make(lone, state)
+
+    monkeypatch.setattr(LoneJobs, "make", counted)
+    cache = ClusterCache()
+    cache.set_nodes([node(name, gpus=4) for name in NODES])
+    cache.set_queues([queue(q) for q in QUEUES])
+    cache.set_priorities(Priorities({"train": 50}))
+    arrived = pod_state(PodSpec("p1", "a", 1, None, None, None, "Pending", False, False, False, "train"))
+    cache.upsert_pod(arrived)
+    assert made == ["default/p1"]  # as it arrived
+    if change == "priorities":
+        cache.set_priorities(Priorities({"train": 75}))
+    elif change == "nominate":
+        cache.nominate({"default/p1": ("n2", ())})
+    elif change == "derivations":
+        cache.derivations = PodDerivations()  # another cache's, shared (`model.shard_caches`)
+    elif change == "bound":  # the same pod object bound before any cycle made its job
+        cache.upsert_pod(replace(arrived, node_name="n1", phase="Running"))
+    elif change == "pod":
+        cache.upsert_pod(replace(arrived, pod=arrived.pod.model_copy()))
+    job = cache.snapshot().jobs["default/pg-p1"]
+    # Made once more: as the new pod object arrived (and taken), or by the cycle.
+    assert len(made) == (1 if change == "nothing" else 2), made
+    fresh = ClusterCache.of(cache.state())
+    assert fingerprint(cache.snapshot()) == fingerprint(fresh.snapshot())
+    assert job.priority == (75 if change == "priorities" else 50)
+
+
+def test_a_bare_pods_job_made_as_it_arrived_is_checked_under_verify() -> None:
+    """With `verify`, a job taken is compared with one made anew: an input the arrival's job read but the
+    cache did not follow (here a priority class changed in place, which the cache never sees) raises."""
+    cache = ClusterCache()
+    cache.lone_jobs.verify = True
+    cache.set_nodes([node(name, gpus=4) for name in NODES])
+    cache.set_queues([queue(q) for q in QUEUES])
+    classes = {"train": 50}
+    cache.set_priorities(Priorities(classes))
+    cache.upsert_pod(
+        pod_state(PodSpec("p1", "a", 1, None, None, None, "Pending", False, False, False, "train"))
+    )
+    classes["train"] = 75
+    with pytest.raises(LoneJobMismatch, match="priority"):
+        cache.snapshot()

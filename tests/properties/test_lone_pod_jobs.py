@@ -181,11 +181,13 @@ def test_a_lone_pods_job_is_the_general_paths(specs: list[BarePod]) -> None:
         assert state is not None
         if key not in cache._pods.ours_by_job:
             continue
-        lone = jobs._make_lone(key, state)
+        lone = jobs._make_lone(key, state.pod.key, state)
         general = jobs._make_job(key)
         assert general is not None
         if lone is not None:
             _same_job(lone, general)
+            # The cache's own, made as the pod arrived when nothing since changed what it read.
+            _same_job(jobs.jobs[key], general)
 
 
 def test_the_lean_path_makes_the_plain_jobs() -> None:
@@ -204,7 +206,10 @@ def test_the_lean_path_makes_the_plain_jobs() -> None:
         cache.upsert_pod(state)
     cache.catch_up()
     jobs = cache._jobs
-    made = {name: jobs._make_lone(f"default/pg-{name}", state) for name, state in states.items()}
+    made = {
+        name: jobs._make_lone(f"default/pg-{name}", f"default/{name}", state)
+        for name, state in states.items()
+    }
     assert made["pending"] is not None and made["pending"].invalid_reason is None
     assert made["running"] is not None and made["done"] is not None
     assert made["done"].invalid_reason == "waiting for pods: 0 of minMember 1 exist"

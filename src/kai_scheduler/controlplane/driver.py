@@ -78,6 +78,7 @@ class CycleDriver:
         # The same variable checks the answers the scheduler carries from one cycle to the next per job.
         self.scheduler.memos.verify = self.verify
         cache.running_keeper.verify = self.verify  # and the running jobs it makes from what changed
+        cache.lone_jobs.verify = self.verify  # and the bare pods' jobs made as the pods arrived
         self.reused = 0
         # Keep the fair-share division's steps in each result (`SessionResult.fair_share_record`): the
         # live scheduler's plugin server and `simulate --explain-fairshare` show them.

@@ -49,6 +49,7 @@ from kai_scheduler.model.cache.deltas import delta
 from kai_scheduler.model.cache.inputs import ClusterInputs
 from kai_scheduler.model.cache.job_rebuild import JobRebuild
 from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
+from kai_scheduler.model.cache.lone_jobs import LoneJobs
 from kai_scheduler.model.cache.nominations import Nomination, Nominations
 from kai_scheduler.model.cache.pods import PodIndex
 from kai_scheduler.model.cache.running_jobs import RunningJobs, RunningJobsKeeper
@@ -86,8 +87,14 @@ class ClusterCache:
         self._inputs = ClusterInputs(partition)
         self._asks = PodAsks(self._inputs.dra)
         self._accounting = NodeAccounting(self._changes)
-        self._pods = PodIndex(partition, self._changes, self._asks, self._accounting, self.stuck_releases)
         self._nominations = Nominations()
+        # Bare pods' plain jobs, made as the pods arrive (`lone_jobs`); `verify` compares each taken.
+        self.lone_jobs = LoneJobs(
+            self._inputs, self._asks, self._accounting, self._nominations, self.stuck_releases
+        )
+        self._pods = PodIndex(
+            partition, self._changes, self._asks, self._accounting, self.stuck_releases, self.lone_jobs
+        )
         self._times = JobTimesBook()
         self._jobs = JobRebuild(
             self._changes,
@@ -98,6 +105,7 @@ class ClusterCache:
             self._nominations,
             self._times,
             self.stuck_releases,
+            self.lone_jobs,
         )
         self._topology_trees: dict[str, TopologyTree] = {}
         # Moves whenever something a cycle reads may have changed (`version`).

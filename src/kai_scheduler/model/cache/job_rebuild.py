@@ -30,6 +30,7 @@ from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
 from kai_scheduler.model.cache.inputs import ClusterInputs
 from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
+from kai_scheduler.model.cache.lone_jobs import LoneJobs
 from kai_scheduler.model.cache.nominations import Nominations
 from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
 from kai_scheduler.model.cache.rank_order import placed, sort_tail
@@ -40,12 +41,6 @@ from kai_scheduler.model.snapshot import PodState
 
 _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-# Annotations of a bare pod that make its job more than the plain one `_make_lone` makes.
-_NOT_LONE = (
-    c.POD_GROUP_ANNOTATION,
-    c.SKIP_PODGROUPER_ANNOTATION,
-    c.TOPOLOGY_ANNOTATION,
-)
 _rank = attrgetter("rank")
 
 
@@ -60,6 +55,7 @@ class JobRebuild:
         nominations: Nominations,
         times: JobTimesBook,
         stuck_releases: StuckReleases,
+        lone_jobs: LoneJobs,
     ) -> None:
         self._changes = changes
         self._pods = pods
@@ -69,6 +65,7 @@ class JobRebuild:
         self._nominations = nominations
         self._times = times
         self._stuck = stuck_releases
+        self._lone = lone_jobs
         self.jobs: dict[str, JobInfo] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.host_port_tasks: set[str] = set()
@@ -140,7 +137,7 @@ class JobRebuild:
             if ours is not None and len(ours) == 1 and key not in self._pods.groups:
                 (pod_key,) = ours
                 if pod_key not in self.tasks:
-                    lone = self._make_lone(key, self._pods.pods[pod_key])
+                    lone = self._make_lone(key, pod_key, self._pods.pods[pod_key])
                     if lone is not None:
                         # Held for no job that is not in `jobs` (`_rebuild`, `reset`): as a new job's.
                         self.running_counts.pop(key, None)
@@ -162,7 +159,7 @@ class JobRebuild:
             if ours is not None and len(ours) == 1 and key not in groups:
                 (pod_key,) = ours
                 if pod_key not in tasks:
-                    lone = make_lone(key, states[pod_key])
+                    lone = make_lone(key, pod_key, states[pod_key])
                     if lone is not None:
                         add_lone(key, lone)
                         continue
@@ -287,61 +284,19 @@ class JobRebuild:
         if status is TaskStatus.RUNNING:
             self.running_counts[key] = 1
 
-    def _make_lone(self, key: str, state: PodState) -> JobInfo | None:
+    def _make_lone(self, key: str, pod_key: str, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
-        large cluster), as `_make_job` makes it (the job by `implicit_job`, its one task read off the pod
-        without `make_task`'s questions for sub-groups and strays); None when the pod needs more
-        than the plain case (an annotation naming a PodGroup, a topology or no grouping, a gate, an
-        admission, a sub-group label, no task)."""
-        pod = state.pod
-        metadata, spec = pod.metadata, pod.spec
-        annotations, labels = metadata.annotations, metadata.labels
-        node_name = state.node_name
-        if annotations:
-            for name in _NOT_LONE:
-                if name in annotations:
-                    return None
-        if node_name is None and (spec.scheduling_gates or state.admitted is not None):
+        large cluster), as `_make_job` makes it: its plain job (`LoneJobs.of`, usually made as the pod
+        arrived) with what this cycle's inputs say of it (its queue's problem, its times) and the answers
+        of the first such job with a task of its status; None when the pod needs more than the plain case."""
+        job = self._lone.of(pod_key, state)
+        if job is None:
             return None
-        subgroup = labels.get(c.SUBGROUP_LABEL)
-        if subgroup is not None and subgroup != "default":
-            return None
-        status = task_status(state, stuck=_is_stuck(self._stuck, state))
-        node_index = self._accounting.table.index
-        node = node_index.get(node_name, -1) if node_name else -1
-        if status is None or (node_name and node < 0):
-            return None
-        job = implicit_job(state, implicit_pod_group_name(pod), self._inputs.priorities)
-        podset = job.podsets[""]
+        status = job.tasks[0].status
         reason = self._queue_problem(job.queue)
         times = self._times.by_job.get(key)
         if times is not None:
             stamp(job, times)
-        if self._nominations.by_pod:
-            state = self._nominations.of(state)
-        nominated = state.nominated_node
-        request, placement, host_ports = self._asks.of(pod)
-        task_priority = labels.get(c.TASK_PRIORITY_LABEL)
-        task = TaskInfo(  # by position (most tasks are made here): as `make_task` names them
-            job.namespace,
-            metadata.name,
-            job,
-            podset,
-            request,
-            status,
-            placement,
-            labels,
-            state.rank,
-            0 if task_priority is None else int(task_priority),
-            node,
-            state.gpu_groups,
-            node_index.get(nominated, -1) if nominated else -1,
-            state.nominated_gpu_groups,
-            host_ports,
-        )
-        job.tasks.append(task)
-        podset.tasks.append(task)
-        job.lone_task = task
         if reason is None and status in _TERMINAL:
             reason = waiting_reason(job, 0)
         job.invalid_reason = reason

@@ -18,6 +18,7 @@ from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
 from kai_scheduler.model.cache.indexes import discard
+from kai_scheduler.model.cache.lone_jobs import LoneJobs
 from kai_scheduler.model.partition import Partition
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.scheduling_backoff import is_backed_off
@@ -34,12 +35,14 @@ class PodIndex:
         asks: PodAsks,
         accounting: NodeAccounting,
         stuck_releases: StuckReleases,
+        lone_jobs: LoneJobs,
     ) -> None:
         self._partition = partition
         self._changes = changes
         self._asks = asks
         self._accounting = accounting
         self._stuck = stuck_releases
+        self._lone = lone_jobs
         self.pods: dict[str, PodState] = {}
         self.groups: dict[str, PodGroupState] = {}  # the PodGroups this cache schedules
         # PodGroups backed off on their pool (`model.scheduling_backoff`): not scheduled, their pods not ours.
@@ -134,6 +137,8 @@ class PodIndex:
             # is made), as another scheduler's pod's is for its hold: a cycle after thousands of arrivals
             # does not work out each (20,000 in a first cycle at 5,000 nodes).
             self._asks.derivations.of(pod)
+            # And a bare pod's plain job, when nothing that can change before its cycle decides it.
+            self._lone.arrived(key, state)
             return
         node = self._accounting.table.index.get(state.node_name) if state.node_name else None
         if node is not None and state.phase not in FINISHED_PHASES:
@@ -151,6 +156,7 @@ class PodIndex:
             changes.jobs.add(group_key)
         job = self.job_of_pod.pop(key, None)
         if job is not None:
+            self._lone.left(key)
             discard(self.ours_by_job, job, key)
             changes.jobs.add(job)
             return
