@@ -105,6 +105,8 @@ def test_a_walk_of_every_waiting_job_finds_the_jobs_with_a_pending_pod_too() -> 
     assert _keys(waiting.may_be_victims(session)) == ["default/elastic"]
     inputs = VictimInputs.of(session)
     assert inputs.pending(session, waiting) is pending
+    # The candidates among the jobs the walk found, asked only their queue: those of every job.
+    assert _keys(inputs.candidates(session, waiting)) == ["default/elastic"]
     statement = session.statement("allocate")
     statement.allocate(elastic.tasks[4], 0, (), "placed")
     statement.allocate(single.tasks[0], 0, (), "placed")

@@ -160,12 +160,23 @@ class VictimInputs:
     def candidates(self, session: Session, waiting: WaitingJobs) -> list[JobInfo]:
         """The candidate victims now, in order (a list of the caller's own)."""
         if self._candidates_at < 0:
-            at_open = self.of_groups
-            self._candidates = [
-                j
-                for j in dict.fromkeys((*at_open.preemptible_running, *waiting.may_be_victims(session)))
-                if VictimAction.could_be_victim(session, j)
-            ]
+            running = self.of_groups.preemptible_running
+            may_be_victims = waiting.may_be_victims(session)
+            found = waiting.with_pending
+            if found is not None and found[0] == len(session.decisions):
+                # Those the walk of every waiting job found preemptible with an active pod, nothing decided
+                # since (a first cycle's 16,000 at 5,000 nodes): only their queue is asked.
+                queues = session.snapshot.queues.queues
+                candidates = [j for j in running if VictimAction.could_be_victim(session, j)]
+                among = set(running)
+                candidates += [j for j in may_be_victims if j.queue in queues and j not in among]
+                self._candidates = candidates
+            else:
+                self._candidates = [
+                    j
+                    for j in dict.fromkeys((*running, *may_be_victims))
+                    if VictimAction.could_be_victim(session, j)
+                ]
         elif self._candidates_at < len(session.decisions):
             self._candidates = self._updated(
                 session,
