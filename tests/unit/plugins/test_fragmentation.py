@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -274,6 +275,31 @@ def test_the_compiled_measure_is_loaded_only_with_the_plugin() -> None:
     program = "import sys, kai_scheduler.cycle, kai_scheduler.cli; print('numba' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_every_kernel_a_session_calls_is_loaded_when_the_plugin_is_configured() -> None:
+    # Loading a kernel in a process (from numba's cache) costs tens of ms: the plugin loads each one it
+    # calls when it is configured (`kernels.start`), on the types a session calls it with, so that its
+    # first session loads none (a kernel called on other types would be loaded again, as a new signature).
+    program = f"""
+import sys
+sys.path[:0] = {[str(Path(__file__).parent), str(Path(__file__).parents[2])]!r}
+import numba
+from kai_scheduler.plugins.fragmentation import kernels
+from kai_scheduler.plugins.fragmentation.plugin import GpuFragmentationPlugin
+import test_fragmentation as here
+GpuFragmentationPlugin({{}})
+def loaded():
+    return {{name: len(kernel.signatures) for name, kernel in vars(kernels).items()
+            if isinstance(kernel, numba.core.registry.CPUDispatcher) and kernel.signatures}}
+before = loaded()
+for seed in (1, 2, 3):
+    here.one_cycle(here._generated_cluster(seed), here.fragmentation_config("allocate, consolidation"))
+print(before == loaded(), sorted(before))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    same, names = result.stdout.split(" ", 1)
+    assert same == "True" and "'choose'" in names and "'place_costs'" in names
 
 
 def test_a_kernel_that_cannot_be_cached_is_compiled_in_each_process() -> None:

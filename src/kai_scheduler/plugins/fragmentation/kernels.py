@@ -13,11 +13,10 @@ their position in the mix (as a stable sort would). Every other step is numpy's 
 the same operands (IEEE: the same result), and the power of OFFERS is that many multiplications (numpy's
 `power` may call a vectorised library whose last bit differs by CPU).
 
-Compiled by numba on first use and cached on disk (`cache=True`: next to this file, or in the user's
-cache directory where the package is read-only, or in NUMBA_CACHE_DIR); where none is writable, each
-process compiles them again (`_compiled`). Only `measure` and `costs` import this module, and the plugin
-imports those only when a session opens with it configured, so a scheduler without the plugin never
-loads numba.
+Compiled by numba and cached on disk (`cache=True`: next to this file, or in the user's cache directory
+where the package is read-only, or in NUMBA_CACHE_DIR); where none is writable, each process compiles them
+again (`_compiled`). The plugin loads them when it is configured (`start`), and only then, so a scheduler
+without the plugin never loads numba.
 
 A mix is passed as the tuple `MixKernel` (see `measure.MixArrays` for what each array holds).
 """
@@ -400,12 +399,6 @@ def scaled(keys: FloatArray, rows: IntArray, top: float) -> tuple[FloatArray, fl
     return result, spread
 
 
-def start() -> None:
-    """Start numba's machinery with a call of one kernel on the types the plugin calls it with (its first
-    compiled call in a process costs some 0.2 s of CPU, the next ones' first calls a few ms each)."""
-    take_changed(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.bool_))
-
-
 # A node lacks what a pod takes of a resource when it has less than that by more than this share of it
 # (at least of 1): far above rounding, so that a node found lacking does not hold the pod by
 # `NodeTable.node_fits`'s arithmetic either (`may_hold`).
@@ -660,3 +653,33 @@ def choose(
             unknown[count_unknown] = node
             count_unknown += 1
     return chosen, unknown[:count_unknown]
+
+
+def start() -> None:
+    """Load every kernel the plugin calls from Python, on the types it calls them with, from numba's cache
+    (compiled into it the first time). Why: a kernel's first call in a process loads it (the first one
+    starts numba: some 0.2 s of CPU; the next ones tens of ms each, some 0.2 s in all), which the plugin's
+    first session paid before."""
+    floats, ints, flags = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+    rows = np.zeros((1, 1))
+    mix = (floats, 0, 0, floats, floats, floats, rows, rows, rows, rows, rows, floats, floats, floats)
+    node_states = (mix, rows, rows, floats, floats, flags)
+    pod, per_idle = (floats, floats, floats, 0), (0.0, 0.0)
+    searched = ((ints, 0, 0, 0), (floats, flags, flags, flags, ints), node_states, pod, per_idle, flags, 0)
+    calls: list[tuple[Any, tuple[Any, ...]]] = [
+        (evaluate, (mix, ints, rows, rows, floats)),
+        (usable, (mix, ints, rows, rows)),
+        (idle, (rows, rows, floats)),
+        (place_costs, (mix, rows, rows, floats, ints, floats, flags, pod, per_idle, floats, ints)),
+        (shared_options, (mix, rows, rows, floats, 0, 0.0, floats, flags)),
+        (scaled, (floats, ints, 0.0)),
+        (take_changed, (ints, flags)),
+        (take_in, ((ints, 0, 0), flags, flags, flags)),
+        (stale_holding, (ints, flags, flags, rows, rows, pod)),
+        (best_keyed, (floats, flags, flags, flags, 0)),
+        (search, searched),
+        (choose, (*searched, (0.0, 0.0, floats))),
+    ]
+    typeof: Callable[[Any], Any] = numba.typeof  # (numba's own, untyped)
+    for kernel, arguments in calls:
+        kernel.compile(tuple(typeof(argument) for argument in arguments))

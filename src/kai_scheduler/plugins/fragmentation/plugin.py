@@ -123,10 +123,10 @@ class GpuFragmentationPlugin:
 
 @cache
 def _start_compiled() -> None:
-    """Import the compiled measure (`kernels`) and start numba, once a process: some 0.4 s of CPU (0.2 to
-    import numba, 0.2 for its first compiled call) that only a scheduler configured with this plugin pays,
-    when it is configured (`Scheduler` makes every plugin to check its arguments), not in its first
-    session."""
+    """Import the compiled measure (`kernels`), start numba and load every kernel, once a process: some
+    0.6-1 s of CPU (0.2 to import numba, the rest to load the kernels from its cache) that only a scheduler
+    configured with this plugin pays, when it is configured (`Scheduler` makes every plugin to check its
+    arguments), not in its first session."""
     from kai_scheduler.plugins.fragmentation import kernels
 
     kernels.start()
