@@ -188,23 +188,16 @@ class PlacementCosts:
         until it changes (pod slots, devices: what `may_hold` does not read); one that does not hold the
         pod is excluded until it changes, and the search is made again."""
         costs, log, node_states = self._searching(request)
-        node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
         for _ in range(_SEARCHES):
             found, lowest, left_out = kernels.search(
                 log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count
             )
             log = self._taken_in(log)
             firsts: list[int] = found.tolist()
-            unfit = -1
-            for node in (lowest, *firsts):
-                if node >= 0 and not holding.item(node):
-                    if not node_fits(request, node, soon=True):
-                        unfit = node
-                        break
-                    holding[node] = True
+            unfit = self._first_unfit(request, [lowest, *firsts], costs)
             if unfit < 0:
                 return firsts, int(lowest), bool(left_out)
-            excluded[unfit] = True
+            costs.excluded[unfit] = True
         return None
 
     def choose(
@@ -217,7 +210,6 @@ class PlacementCosts:
         asks them (the search is made again without one that does not hold the pod), and the search
         asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`)."""
         costs, log, node_states = self._searching(request)
-        node_fits, holding, excluded = self.table.node_fits, costs.holding, costs.excluded
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
         for _ in range(_SEARCHES):
@@ -230,16 +222,23 @@ class PlacementCosts:
                 if count > ranked_nodes.BUDGET:
                     return ranked_nodes.UNDECIDED
                 continue
-            unfit = -1
-            for node in unknown.tolist():
-                if not node_fits(request, node, soon=True):
-                    unfit = node
-                    break
-                holding[node] = True
+            unfit = self._first_unfit(request, unknown.tolist(), costs)
             if unfit < 0:
                 return chosen if chosen >= 0 else None
-            excluded[unfit] = True
+            costs.excluded[unfit] = True
         return ranked_nodes.UNDECIDED
+
+    def _first_unfit(self, request: PodRequest, nodes: list[int], costs: _Costs) -> int:
+        """The first of `nodes` (-1 stands for none) that does not hold a pod of `request` soon
+        (`NodeTable.node_fits`), or -1; each found to hold it is noted (`holding`: not asked again until it
+        changes)."""
+        node_fits, holding = self.table.node_fits, costs.holding
+        for node in nodes:
+            if node >= 0 and not holding.item(node):
+                if not node_fits(request, node, soon=True):
+                    return node
+                holding[node] = True
+        return -1
 
     def _searching(
         self, request: PodRequest
