@@ -38,7 +38,6 @@ from kai_scheduler.plugins.fragmentation.measure import (
 _IDLE_GPU_WEIGHT: Final = 1e-7  # per idle GPU of the largest node: below one quantum
 _IDLE_CPU_WEIGHT: Final = 1e-9  # per idle CPU of the largest node: below that
 _CPU_POD_PER_IDLE_GPU: Final = 1e3  # for a CPU-only pod, one idle GPU outweighs any cost
-_NO_PORTION: Final = np.zeros(0)  # `kernels.place_costs`'s portions of a pod that shares no GPU
 _PROJECTION_SEED: Final = 11  # any fixed seed: the same sets every run
 # Up to this many nodes are costed as they are, without looking for alike ones: a node costs some 2 us
 # (`kernels`), looking for alike sets some 250 us, and below this their sets spare too few (at 5,000
@@ -382,11 +381,6 @@ class PlacementCosts:
     def _compute_rows(self, request: PodRequest, rows: IntArray, costs: _Costs) -> None:
         # Every row alone, in one compiled loop: the node's own fragmentation where it is out of date,
         # then with the pod (for the usual one or two rows, numpy's calls would cost most).
-        if request.is_shared_gpu:
-            portion = self.table.portion_for(request, rows)
-            portion = np.where(np.isfinite(portion), np.minimum(portion, 1.0), 1.0)
-        else:
-            portion = _NO_PORTION
         kernels.place_costs(
             self._mix,
             self._matrix,
@@ -395,7 +389,7 @@ class PlacementCosts:
             rows,
             self.frag,
             self._frag_stale,
-            (costs.pod[0], costs.pod[1], portion, request.gpu_devices),
+            costs.pod,
             costs.per_idle,
             costs.keys,
             costs.gpu,

@@ -325,11 +325,12 @@ def place_costs(
     """The order keys of placing a pod on each node of `rows`, into `keys` (the module of `costs` says
     how a cost becomes a key); a node's `frag` is evaluated first where stale. The pod takes `pod`: idle
     CPU, memory and whole GPUs, instances per MIG column, and for a shared-GPU pod its portion of a GPU
-    per row on some devices (none: 0 devices). A shared-GPU pod is costed at each node's cheapest option
-    (`_shared_options_row`; ties to the least room, as gpupack, then the first), times its devices, and
-    that option's shared column (or NEW_GPU) goes into `gpus`. `per_idle`: the keys' weights of an idle
+    on each node (taken as at most one GPU, one where unknown: inf) on some devices (none: 0 devices). A
+    shared-GPU pod is costed at each node's cheapest option (`_shared_options_row`; ties to the least room,
+    as gpupack, then the first), times its devices, and that option's shared column (or NEW_GPU) goes into
+    `gpus`. `per_idle`: the keys' weights of an idle
     GPU and CPU left."""
-    taken, mig_taken, portion, devices = pod
+    taken, mig_taken, portions, devices = pod
     per_idle_gpu, per_idle_cpu = per_idle
     stranded = np.empty(mix[0].size)
     options = _option_arrays(states)
@@ -348,8 +349,9 @@ def place_costs(
             placed, left = _frag_row(mix, node, after, after_mig, mig_units, stranded)
             cost = placed - before
         else:
+            portion = min(portions[node], 1.0) if np.isfinite(portions[node]) else 1.0
             count = _shared_options_row(
-                mix, node, after, after_mig, mig_units, portion[i], before, stranded, options
+                mix, node, after, after_mig, mig_units, portion, before, stranded, options
             )
             best = 0
             for option in range(1, count):
@@ -357,10 +359,10 @@ def place_costs(
                 if cheaper or (costs[option] == costs[best] and rooms[option] < rooms[best]):
                     best = option
             gpus[node] = NEW_GPU if columns[best] == after.size - 1 - SHARED else columns[best]
-            portions = 0.0
+            shared = 0.0
             for column in range(SHARED, after.size):
-                portions += after[column]
-            left = after[WHOLE] + portions - portion[i] * devices
+                shared += after[column]
+            left = after[WHOLE] + shared - portion * devices
             cost = costs[best] * (devices / PER_QUANTUM)
         key = np.rint(cost * -PER_QUANTUM) * (1.0 / PER_QUANTUM)
         key -= max(left, 0.0) * per_idle_gpu
@@ -469,29 +471,12 @@ def cost_stale_holding(
     keys: FloatArray,
     gpus: IntArray,
 ) -> None:
-    """`stale_holding`, and the keys of the nodes it finds worked out (`place_costs`: a shared-GPU pod's
-    portion at most one GPU, one where unknown), in one call. `node_states`: the mix, the states, their
-    MIG columns and units, the nodes' fragmentation and whether it is stale."""
+    """`stale_holding`, and the keys of the nodes it finds worked out (`place_costs`), in one call.
+    `node_states`: the mix, the states, their MIG columns and units, the nodes' fragmentation and whether
+    it is stale."""
     mix, states, mig, mig_units, frag, frag_stale = node_states
-    taken, mig_taken, portions, devices = pod
     stale = stale_holding(nodes, changed, lacking, states, mig, pod)
-    portion = np.empty(stale.size)
-    for i in range(stale.size):
-        found = portions[stale[i]]
-        portion[i] = min(found, 1.0) if np.isfinite(found) else 1.0
-    place_costs(
-        mix,
-        states,
-        mig,
-        mig_units,
-        stale,
-        frag,
-        frag_stale,
-        (taken, mig_taken, portion, devices),
-        per_idle,
-        keys,
-        gpus,
-    )
+    place_costs(mix, states, mig, mig_units, stale, frag, frag_stale, pod, per_idle, keys, gpus)
 
 
 @_compiled
