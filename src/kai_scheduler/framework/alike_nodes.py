@@ -131,12 +131,30 @@ def _node_kinds(nodes: NodeTable) -> list[BoolArray] | None:
     if known is not None and all(kept is column for kept, column in zip(known[0], columns, strict=True)):
         return known[1]
     stacked = np.hstack([np.asarray(column, dtype=np.float64).reshape(nodes.size, -1) for column in columns])
-    distinct, kind_of = np.unique(np.ascontiguousarray(stacked).view(np.int64), axis=0, return_inverse=True)
+    count, kind_of = distinct_rows(np.ascontiguousarray(stacked).view(np.int64))
     kinds = None
-    if len(distinct) <= _MAX_KINDS:
-        kind_of = kind_of.reshape(-1)
-        kinds = [np.asarray(kind_of == k, dtype=np.bool_) for k in range(len(distinct))]
+    if count <= _MAX_KINDS:
+        kinds = [np.asarray(kind_of == k, dtype=np.bool_) for k in range(count)]
     if len(_kinds) >= _KINDS_KEPT:
         del _kinds[next(iter(_kinds))]  # the oldest
     _kinds[id(columns[0])] = (columns, kinds)
     return kinds
+
+
+def distinct_rows(rows: IntArray) -> tuple[int, IntArray]:
+    """How many distinct rows `rows` (a 2-D array) holds, and each row's place among them in order (the
+    first column first): `np.unique(rows, axis=0, return_inverse=True)`'s count and inverse, found by
+    sorting the columns as numbers. Why: `np.unique` along an axis sorts the rows as records, comparing
+    them field by field through a call each: some 35 million instructions for 2,000 nodes (1% of a first
+    cycle there), against a fifth of that sorted as numbers."""
+    size = len(rows)
+    if size == 0 or rows.shape[1] == 0:
+        return min(size, 1), np.zeros(size, dtype=np.int64)  # (no column: every row alike)
+    order = np.lexsort(rows.T[::-1])  # (lexsort's last key is its first)
+    ordered = rows[order]
+    starts = np.ones(size, dtype=np.bool_)  # where each distinct row first stands in `ordered`
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=starts[1:])
+    place = np.cumsum(starts) - 1
+    kind_of = np.empty(size, dtype=np.int64)
+    kind_of[order] = place
+    return int(place[-1]) + 1, kind_of

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from helpers import node, open_session, pod, queue
@@ -75,3 +76,17 @@ def test_only_the_first_empty_node_of_each_capacity_is_scored() -> None:
 def test_a_cluster_without_nodes_has_no_node_to_choose() -> None:
     session = open_session([queue("q"), pod("p", gpus=1)])
     assert session.choose_node(session.snapshot.tasks["default/p"]) is None
+
+
+def test_distinct_rows_counts_and_places_rows_as_numpys_unique_along_rows_does() -> None:
+    """`distinct_rows` against `np.unique(axis=0)` on random rows of few values (as a table's capacities
+    are), negative and zero bits included, one row, several, and no column."""
+    rng = np.random.default_rng(17)
+    picks = np.array([0.0, -0.0, 1.5, 2.0, -3.0, np.inf, 8.0, 64_000.0]).view(np.int64)
+    for _ in range(200):
+        rows = rng.choice(picks, size=(int(rng.integers(1, 80)), int(rng.integers(0, 6))))
+        count, place = alike_nodes.distinct_rows(rows)
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        assert count == len(distinct)
+        assert place.tolist() == inverse.reshape(-1).tolist()
+    assert alike_nodes.distinct_rows(np.zeros((0, 3), dtype=np.int64))[0] == 0

@@ -258,6 +258,52 @@ def test_members_of_a_value_are_kept_in_index_order_through_moves() -> None:
         assert held == reference and members.size == len(reference)
 
 
+class _LoggedValues:
+    """A node table's log of usage changes (`NodeTable.change_position`, `changed_since`) over values set
+    by hand, and a ranking of them: what `_ValueIndex` reads."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.log: list[int] = []
+        self.ranking = ranked_nodes.Ranking("test", lambda: np.array(self.values), self.values.__getitem__)
+
+    def change_position(self) -> int:
+        return len(self.log)
+
+    def changed_since(self, position: int) -> list[int]:
+        return self.log[position:]
+
+    def set(self, node: int, value: float) -> None:
+        self.values[node] = value
+        self.log.append(node)
+
+
+def test_the_index_moves_nodes_between_values_as_a_rebuilt_index_holds_them() -> None:
+    """`_ValueIndex` brought up to date over random changes against one built afresh: the values in
+    order, each one's nodes in index order. Most changes take a node alone in its value to a value no
+    node has, below or above its neighbours or between them (binpack filling one node, `_revalue`)."""
+    rng = random.Random(5)
+    table = _LoggedValues([float(rng.choice((0, 2, 4, 8))) for _ in range(150)])
+    index = ranked_nodes._ValueIndex(table, table.ranking)  # type: ignore[arg-type]  # (what it reads)
+    for _ in range(3000):
+        node_index = rng.randrange(len(table.values))
+        if rng.random() < 0.6:  # a fresh value, near the node's own or anywhere
+            near = table.values[node_index] + rng.choice((-1, 1)) * rng.random()
+            table.set(node_index, round(near if rng.random() < 0.7 else rng.uniform(-1, 10), 3))
+        else:
+            table.set(node_index, rng.choice(table.values))
+        if rng.random() < 0.5:
+            index.caught_up()
+    index.caught_up()
+    fresh = ranked_nodes._ValueIndex(table, table.ranking)  # type: ignore[arg-type]
+    assert index.values == fresh.values == sorted(set(table.values))
+    assert index.value_at == table.values
+    for value in fresh.values:
+        held = [n for chunk in index.members[value].order for n in index.members[value].chunks[chunk]]
+        assert held == [n for n, at in enumerate(table.values) if at == value]
+        assert index.members[value].size == len(held)
+
+
 def _where_p_goes(enabled: bool, moves: list[str]) -> list[str]:
     """Where a one-GPU pod `p` goes, asked once after each of `moves` ("": none, "hog": a statement holds
     a pod taking every CPU of node a, "rollback": the statement is rolled back, "churn": a small pod is
