@@ -28,6 +28,8 @@ from kai_scheduler.framework.kept_job_groups import KeptJobGroups
 from kai_scheduler.framework.queue_sums import CarriedQueueSums
 from kai_scheduler.model.builder import PodDerivations
 from kai_scheduler.model.cache import ClusterCache
+from kai_scheduler.model.cache.gang_jobs import GangJobMismatch
+from kai_scheduler.model.cache.job_rebuild import JobRebuild
 from kai_scheduler.model.cache.lone_jobs import LoneJobMismatch, LoneJobs
 from kai_scheduler.model.jobs import JobInfo, Tally, TaskInfo
 from kai_scheduler.model.priorities import Priorities
@@ -341,4 +343,93 @@ def test_a_bare_pods_job_made_as_it_arrived_is_checked_under_verify() -> None:
     )
     classes["train"] = 75
     with pytest.raises(LoneJobMismatch, match="priority"):
+        cache.snapshot()
+
+
+# What may change between a PodGroup's pods' arrival and its job's making, besides the cycle's own inputs,
+# and whether the job drafted as they arrived is still the one the cycle takes.
+GANG_ARRIVAL_CHANGES = {
+    "nothing": True,
+    "group again": True,  # drafted anew from the new PodGroup object
+    "priorities": False,
+    "nominate": False,
+    "derivations": False,
+    "bound": False,
+    "pod": False,
+    "pod gone": False,
+    "earlier pod": False,  # another scheduler's pod, made first, that names it: it speaks for the PodGroup
+}
+
+
+@pytest.mark.parametrize("group_first", [True, False], ids=["group-first", "pods-first"])
+@pytest.mark.parametrize("change", GANG_ARRIVAL_CHANGES)
+def test_a_pod_groups_job_drafted_as_it_arrived_is_taken_only_while_what_it_read_stays(
+    change: str, group_first: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PodGroup's job is drafted as it and its plain pending pods arrive, in either order (`GangJobs`),
+    and the cycle takes it only while the PodGroup, its pods' states, the first pod that names it, the
+    priority classes, the derivations and the cache's nominations are those it was made of: else the
+    job is made by the cycle, as a cache that never saw the arrivals makes it."""
+    built: list[str] = []
+    build = JobRebuild._build_job
+
+    def counted(rebuild: JobRebuild, key: str) -> JobInfo | None:
+        built.append(key)
+        return build(rebuild, key)
+
+    monkeypatch.setattr(JobRebuild, "_build_job", counted)
+    cache = ClusterCache()
+    cache.set_nodes([node(name, gpus=4) for name in NODES])
+    cache.set_queues([queue(q) for q in QUEUES])
+    cache.set_priorities(Priorities({"train": 50, "inference": 125}))
+    group = PodGroupState(pod_group("g2", "a", min_member=2), rank_of("g2"))
+    members = [
+        pod_state(PodSpec(name, "a", 1, None, "g2", None, "Pending", False, False, False, "train"))
+        for name in ("p2", "p3")
+    ]
+    if group_first:
+        cache.upsert_pod_group(group)
+    for member in members:
+        cache.upsert_pod(member)
+    if not group_first:
+        cache.upsert_pod_group(group)
+    if change == "group again":
+        cache.upsert_pod_group(replace(group, pod_group=group.pod_group.model_copy()))
+    elif change == "priorities":
+        cache.set_priorities(Priorities({"train": 75, "inference": 125}))
+    elif change == "nominate":
+        cache.nominate({"default/p2": ("n2", ())})
+    elif change == "derivations":
+        cache.derivations = PodDerivations()  # another cache's, shared (`model.shard_caches`)
+    elif change == "bound":  # the same pod object bound before any cycle made its job
+        cache.upsert_pod(replace(members[1], node_name="n1", phase="Running"))
+    elif change == "pod":
+        cache.upsert_pod(replace(members[0], pod=members[0].pod.model_copy()))
+    elif change == "pod gone":
+        cache.remove_pod("default/p3")
+    elif change == "earlier pod":
+        spec = PodSpec("p1", "a", 1, None, "g2", None, "Pending", False, True, False, "inference")
+        cache.upsert_pod(pod_state(spec))
+    job = cache.snapshot().jobs["default/g2"]
+    assert ("default/g2" not in built) == GANG_ARRIVAL_CHANGES[change], built
+    fresh = ClusterCache.of(cache.state())
+    assert fingerprint(cache.snapshot()) == fingerprint(fresh.snapshot())
+    assert job.priority == {"priorities": 75, "earlier pod": 125}.get(change, 50)
+
+
+def test_a_pod_groups_job_drafted_as_it_arrived_is_checked_under_verify() -> None:
+    """With `verify`, a draft taken is compared with the job made anew: an input the draft read but the
+    cache did not follow (here a priority class changed in place, which the cache never sees) raises."""
+    cache = ClusterCache()
+    cache.lone_jobs.verify = True
+    cache.set_nodes([node(name, gpus=4) for name in NODES])
+    cache.set_queues([queue(q) for q in QUEUES])
+    classes = {"train": 50}
+    cache.set_priorities(Priorities(classes))
+    cache.upsert_pod_group(PodGroupState(pod_group("g1", "a", min_member=1), rank_of("g1")))
+    cache.upsert_pod(
+        pod_state(PodSpec("p1", "a", 1, None, "g1", None, "Pending", False, False, False, "train"))
+    )
+    classes["train"] = 75
+    with pytest.raises(GangJobMismatch, match="priority"):
         cache.snapshot()

@@ -46,6 +46,7 @@ from kai_scheduler.model.cache.accounting import NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
 from kai_scheduler.model.cache.deltas import delta
+from kai_scheduler.model.cache.gang_jobs import GangJobs
 from kai_scheduler.model.cache.inputs import ClusterInputs
 from kai_scheduler.model.cache.job_rebuild import JobRebuild
 from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
@@ -95,6 +96,10 @@ class ClusterCache:
         self._pods = PodIndex(
             partition, self._changes, self._asks, self._accounting, self.stuck_releases, self.lone_jobs
         )
+        # PodGroups' jobs, drafted as the PodGroups and their pods arrive (`gang_jobs`).
+        self._gangs = GangJobs(
+            self._pods, self._inputs, self._asks, self._accounting, self._nominations, self.lone_jobs
+        )
         self._times = JobTimesBook()
         self._jobs = JobRebuild(
             self._changes,
@@ -106,6 +111,7 @@ class ClusterCache:
             self._times,
             self.stuck_releases,
             self.lone_jobs,
+            self._gangs,
         )
         self._topology_trees: dict[str, TopologyTree] = {}
         # Moves whenever something a cycle reads may have changed (`version`).
@@ -266,6 +272,10 @@ class ClusterCache:
             pods.pods[key] = state
             return
         pods.put(key, previous, state)
+        if self._gangs.drafting:
+            job = pods.job_of_pod.get(key)
+            if job is not None:
+                self._gangs.pod_arrived(job, key, state)
 
     @delta
     def remove_pod(self, key: str) -> None:
@@ -278,11 +288,13 @@ class ClusterCache:
     def upsert_pod_group(self, state: PodGroupState) -> None:
         self._version += 1
         self._pods.put_group(state, self.pool_label_key)
+        self._gangs.group_arrived(state.pod_group.key)
 
     @delta
     def remove_pod_group(self, key: str) -> None:
         self._version += 1
         self._pods.remove_group(key)
+        self._gangs.forget(key)
 
     # --- deltas: what the scheduler and the cluster remember about jobs --------------------------------
 

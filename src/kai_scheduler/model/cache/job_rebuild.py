@@ -28,6 +28,7 @@ from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
 from kai_scheduler.model.cache.admission_facts import note_gated
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
+from kai_scheduler.model.cache.gang_jobs import GangJobs, check_gang_job
 from kai_scheduler.model.cache.inputs import ClusterInputs
 from kai_scheduler.model.cache.job_times import JobTimesBook, stamp
 from kai_scheduler.model.cache.lone_jobs import LoneJobs
@@ -56,6 +57,7 @@ class JobRebuild:
         times: JobTimesBook,
         stuck_releases: StuckReleases,
         lone_jobs: LoneJobs,
+        gang_jobs: GangJobs,
     ) -> None:
         self._changes = changes
         self._pods = pods
@@ -66,6 +68,7 @@ class JobRebuild:
         self._times = times
         self._stuck = stuck_releases
         self._lone = lone_jobs
+        self._gangs = gang_jobs
         self.jobs: dict[str, JobInfo] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.host_port_tasks: set[str] = set()
@@ -197,7 +200,23 @@ class JobRebuild:
         _index(self.admission_jobs, key, job.admission is not None)
 
     def _make_job(self, key: str) -> JobInfo | None:
-        """The job `key` from the current objects (None when it has neither a PodGroup nor a pod)."""
+        """The job `key` from the current objects (None when it has neither a PodGroup nor a pod): a
+        PodGroup's job drafted as it arrived (`GangJobs.take`) finished with what this cycle's inputs say
+        of it (its queue's problem, its times, why it waits), else made now."""
+        drafted = self._gangs.take(key, self._pods.groups.get(key))
+        if drafted is None:
+            return self._build_job(key)
+        reason = self._queue_problem(drafted.queue)
+        times = self._times.by_job.get(key)
+        if times is not None:
+            stamp(drafted, times)
+        drafted.invalid_reason = reason if reason is not None else waiting_reason(drafted, 0)
+        if self._gangs.verify:
+            check_gang_job(drafted, self._build_job(key))
+        return drafted
+
+    def _build_job(self, key: str) -> JobInfo | None:
+        """The job `key` made from the current objects."""
         index = self._pods
         pods = index.pods
         priorities = self._inputs.priorities
