@@ -151,7 +151,9 @@ class _Walk:
         session, holds, failed_shapes = self.session, self.holds, self.failed_shapes
         self.acted_on += 1
         facts = self.facts.by_job.get(job)
-        if facts is None or facts.version != job.version or facts.names is not self.names or self.verify:
+        if facts is None or facts.version != job.version or facts.names is not self.names:
+            facts = self.facts.made(session, job, self.names)
+        elif self.verify:
             facts = self.facts.of(session, job, self.names)
         use_signatures = self.use_signatures
         signature: Hashable = facts.signature if use_signatures else None

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, order_victims
+from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks_each, order_victims
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario, stays_evicted
 from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
@@ -86,8 +86,7 @@ class Consolidation(VictimAction):
         self._considered_jobs = None
         came: list[int] = []
         on_node, nodes_of = self._on_node, self._nodes_of
-        for job in jobs:
-            active = active_tasks(session, job)
+        for job, active in active_tasks_each(session, jobs):
             # (Most jobs have one pod: no set to sort. A node's first job makes its dict at once, rather
             # than a dict thrown away for every job after it: 30,000 jobs at 20,000 nodes.)
             nodes = [active[0].node] if len(active) == 1 else sorted({task.node for task in active})

@@ -205,7 +205,8 @@ class QueueOrderedJobs:
             self._mark(leaf)
         else:
             self._lead = leaf
-            self._firsts = {}
+            if self._firsts:  # (a first cycle's stretches end at their first pop: no new dict)
+                self._firsts = {}
         return self._take(leaf, root.rank)
 
     def _take(self, leaf: _Node, rank: tuple[Any, ...]) -> JobInfo:
@@ -338,7 +339,9 @@ class QueueOrderedJobs:
                 if at != node.ranked_at:
                     node.ranked_at = at
                     node.rank = order(node.queue, job)
-                    node.ranks, node.unread = {}, job
+                    node.unread = job
+                    if node.ranks:  # (mostly never asked: no new dict)
+                        node.ranks = {}
                 else:
                     if job is not read_job:
                         read_job, read = job, reads(job)

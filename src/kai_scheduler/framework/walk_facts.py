@@ -87,10 +87,15 @@ class WalkFacts:
         """`job`'s facts (`names`: what `start` gave), kept while its version and the names stay."""
         facts = self.by_job.get(job)
         if facts is None or facts.version != job.version or facts.names is not names:
-            signature, shape = self._numbers(session, job, names)
-            facts = self.by_job[job] = JobFacts(job.version, names, job.key, signature, shape)
-        elif session.verify_carried:
+            return self.made(session, job, names)
+        if session.verify_carried:
             self._check(session, job, facts)
+        return facts
+
+    def made(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts:
+        """`job`'s facts made now and kept (for a caller that found none kept at its version)."""
+        signature, shape = self._numbers(session, job, names)
+        facts = self.by_job[job] = JobFacts(job.version, names, job.key, signature, shape)
         return facts
 
     def _numbers(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> tuple[int, int]:

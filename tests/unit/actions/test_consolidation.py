@@ -22,6 +22,7 @@ from helpers import (
     decision_rows,
     evicted,
     node,
+    open_session,
     pod,
     pods_by_name,
     queue,
@@ -29,6 +30,7 @@ from helpers import (
     running_job,
     simulate,
 )
+from kai_scheduler.actions.solvers.victim_order import active_tasks, active_tasks_each
 from kai_scheduler.framework.decisions import Decision
 
 ONLY_CONSOLIDATION = "allocate, consolidation"
@@ -205,3 +207,16 @@ def test_consolidating_reclaim_moves_a_gang_whole_or_not_at_all() -> None:
     first = run(objects, cycles=1).cycles[0].decisions
     assert sorted(d.pod for d in first if d.type == "evict") == ["default/e-0", "default/e-1"]
     assert moves(first) == {}
+
+
+def test_active_tasks_each_gives_each_jobs_active_pods() -> None:
+    """What consolidation indexes its candidates by: each job with its `active_tasks`, in the order given."""
+    objects: list[Any] = [node("n0", gpus=8), node("n1", gpus=8), queue("q")]
+    objects += running_job("spread", size=2, min_member=1, node_name="n0", gpus=1)
+    objects += [pod("alone", "q", gpus=1, node_name="n1"), pod("waiting", "q", gpus=1)]
+    session = open_session(objects)
+    jobs = list(session.snapshot.jobs.values())[::-1]
+    each = list(active_tasks_each(session, jobs))
+    assert [job for job, _ in each] == jobs
+    assert [active for _, active in each] == [active_tasks(session, job) for job in jobs]
+    assert sorted(len(active) for _, active in each) == [0, 1, 2]

@@ -59,6 +59,22 @@ def test_a_jobs_facts_are_made_again_when_its_pods_change() -> None:
     assert again.signature != facts.of(session, alike, names).signature
 
 
+def test_facts_made_replace_the_kept_ones_alike() -> None:
+    session = _session()
+    facts = WalkFacts()
+    names = facts.start(session)
+    job = _job(session, "a-0")
+    kept = facts.of(session, job, names)
+    made = facts.made(session, job, names)
+    assert made is not kept and facts.of(session, job, names) is made
+    assert (made.version, made.key, made.signature, made.shape) == (
+        kept.version,
+        kept.key,
+        kept.signature,
+        kept.shape,
+    )
+
+
 def test_facts_kept_for_other_signature_reads_are_made_again() -> None:
     session = _session()
     facts = WalkFacts()

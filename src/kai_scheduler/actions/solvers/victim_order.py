@@ -67,6 +67,14 @@ def active_nodes(session: Session, jobs: Iterable[JobInfo]) -> list[int]:
     return [task.node for job in jobs for task in _active(known, job)]
 
 
+def active_tasks_each(session: Session, jobs: Iterable[JobInfo]) -> Iterator[tuple[JobInfo, list[TaskInfo]]]:
+    """Each of `jobs` with its `active_tasks`, the kept pods looked up once. Why: consolidation indexes
+    every candidate by node (16,000 jobs in a first cycle at 5,000 nodes)."""
+    known = _active_kept(session)
+    for job in jobs:
+        yield job, _active(known, job)
+
+
 _ActiveKept = dict[JobInfo, tuple[int, list[TaskInfo]]]
 
 

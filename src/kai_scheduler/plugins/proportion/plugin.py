@@ -277,11 +277,10 @@ class ProportionPlugin:
                 request = next_request(session, job)
                 self._head_requests[job.queue] = (job, job.version, request)
         allocated = queue.allocated
-        gpu, cpu, memory = allocated.gpu, allocated.cpu, allocated.memory
+        gpu, cpu, memory = at = (allocated.gpu, allocated.cpu, allocated.memory)
         name = queue.name
-        last = self._asked_at.get(name)
-        if last is None or last[0] != gpu or last[1] != cpu or last[2] != memory:
-            self._asked_at[name] = (gpu, cpu, memory)
+        if self._asked_at.get(name) != at:
+            self._asked_at[name] = at
             return self._order_key_at(queue, gpu, cpu, memory, request)
         memo = (name, gpu, cpu, memory, request.gpu, request.cpu, request.memory)
         key = self._order_keys.get(memo)
@@ -1012,15 +1011,17 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
         job_queue.append(where)
         preemptible.append(job.preemptible)
         sums.extend(kept_job_sums(job, gpu_memory, pending_gpu_memory))
-    table = np.array(sums, dtype=np.float64).reshape(-1, 6)
+    # (The lists read by `np.fromiter` with their type given: `np.array` of a list works out the type of
+    # every item first.)
+    table = np.fromiter(sums, dtype=np.float64, count=len(sums)).reshape(-1, 6)
     added = JobRows(keys, job_queue, preemptible, table)
     if not sums:
         return [(0.0,) * 9 for _ in names], added
     allocated, pending = table[:, :3], table[:, 3:]
     # The request adds each job's allocated, then its pending: interleaved rows.
     requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
-    of_job = np.array(job_queue)
-    non_preemptible = ~np.array(preemptible, dtype=np.bool_)
+    of_job = np.fromiter(job_queue, dtype=np.int64, count=len(job_queue))
+    non_preemptible = ~np.fromiter(preemptible, dtype=np.bool_, count=len(preemptible))
     totals = {what: np.zeros((len(names), 3)) for what in ("allocated", "request", "non-preemptible")}
     # The queues at one depth of the tree hold disjoint sets of jobs, so one weighted `bincount` per depth
     # and column totals all of them at once; it adds in array order, as the job-by-job sum does.
