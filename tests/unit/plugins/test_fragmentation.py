@@ -425,11 +425,16 @@ def _generated_cluster(seed: int) -> list[Any]:
     return objects
 
 
+@pytest.mark.parametrize("block_shift", [1, 6])
 @pytest.mark.parametrize("seed", range(1, 7))
-def test_costs_kept_through_placements_are_those_from_scratch(seed: int, monkeypatch: Any) -> None:
+def test_costs_kept_through_placements_are_those_from_scratch(
+    seed: int, block_shift: int, monkeypatch: Any
+) -> None:
     # The costs are kept per request and brought up to date at the nodes each placement changed; every
     # order the session asks for must be exactly (bit for bit, so the same decisions) what a PlacementCosts
     # built from the node table as it is then gives, costing every candidate in one go (alike nodes once).
+    # The searches read the keys' summaries by blocks (of 2 nodes: six blocks; of 64: one).
+    monkeypatch.setattr(costs_module, "_BLOCK_SHIFT", block_shift)
     asked: list[int] = []
     kept_scores = PlacementCosts.scores
 
@@ -528,6 +533,33 @@ def _searched_from_scratch(
     lowest = min(firsts)
     above = sorted((key for key in firsts if key != lowest), reverse=True)
     return [firsts[key] for key in above[:count]], firsts[lowest], len(above) > count
+
+
+@pytest.mark.parametrize("shift", [0, 2, 3])
+def test_a_search_from_the_blocks_summaries_is_the_search_of_every_key(shift: int) -> None:
+    # A search reads what it kept of the keys by blocks (`kernels.summarized_best`), summarizing again only
+    # the blocks marked out of date: after any change to the keys and flags of some nodes, their blocks
+    # marked, it answers as the pass over every key (`best_keyed`): the first node of each best key, ties
+    # to the lower index across blocks, the lowest, and whether keys were left out.
+    rng = np.random.default_rng(shift)
+    size = 61
+    blocks = (size + (1 << shift) - 1) >> shift
+    keys = rng.choice([0.5, 1.0, 1.5, 2.0, 3.0], size)  # few values: ties within and across blocks
+    changed, excluded, allowed = (rng.random(size) < p for p in (0.2, 0.2, 0.8))
+    width = kernels.SUMMARY_WIDTH
+    summary_keys, summary_nodes = np.empty((blocks, width + 1)), np.zeros((blocks, width + 2), dtype=np.int64)
+    stale = np.ones(blocks, dtype=np.bool_)
+    summary = (summary_keys, summary_nodes, stale, 0, shift)
+    for step in range(300):
+        count = int(rng.integers(1, width))
+        found = kernels.summarized_best(keys, changed, allowed, excluded, count, summary)
+        expected = kernels.best_keyed(keys, changed, allowed, excluded, count)
+        assert (found[0].tolist(), *found[1:]) == (expected[0].tolist(), *expected[1:]), step
+        assert not stale.any()  # (every block summarized again)
+        for row in rng.choice(size, int(rng.integers(1, 4)), replace=False):
+            keys[row] = rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 2.5 + step])
+            changed[row], excluded[row] = rng.random(2) < 0.2
+            stale[row >> shift] = True
 
 
 def test_the_compiled_walk_is_ranked_nodes_walk() -> None:

@@ -46,6 +46,12 @@ _FEW_ROWS: Final = 256
 # Searches for one pod (`PlacementCosts.best`) before giving up: each one after the first follows a node
 # answered that does not hold the pod (out of pod slots, say), which `may_hold` cannot tell.
 _SEARCHES: Final = 16
+# A request's keys are summarized by blocks of 2**_BLOCK_SHIFT nodes for its searches (`_Summary`): the
+# blocks a search reads (5,000 nodes: 79) against the nodes it reads again in the blocks changed since.
+_BLOCK_SHIFT: Final = 6
+# Summaries kept per request, one per set of nodes allowed (a pod's static predicates: most requests are
+# asked over one or two), the least recently made given up first.
+_SUMMARIES: Final = 4
 
 
 @dataclass(slots=True)
@@ -73,9 +79,62 @@ class _Costs:
     # never. Why: after it every stale key is of a node excluded, so it looks only at those refreshed since.
     swept: int
 
+    # Per set of nodes allowed (by identity), what its searches keep of the keys (`_Summary`).
+    summaries: dict[int, _Summary]
+
     def flags(self) -> tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray]:
         """The keys, flags and GPUs as `kernels.search` takes them."""
         return self.keys, self.changed, self.excluded, self.holding, self.gpu
+
+    def summary(self, allowed: BoolArray, size: int, position: int) -> _Summary:
+        """The summary of the keys over the nodes `allowed`, a new one (every block out of date) if there is
+        none: `position` is the log's end (what a new one has read of it)."""
+        summary = self.summaries.get(id(allowed))
+        if summary is None or summary.allowed is not allowed:
+            if len(self.summaries) >= _SUMMARIES:
+                del self.summaries[next(iter(self.summaries))]
+            summary = self.summaries[id(allowed)] = _Summary.new(allowed, size, position)
+        return summary
+
+    def exclude(self, node: int) -> None:
+        """Note `node` as not holding a pod of the request until it changes, in every summary too."""
+        self.excluded[node] = True
+        for summary in self.summaries.values():
+            summary.stale[node >> _BLOCK_SHIFT] = True
+
+
+@dataclass(slots=True)
+class _Summary:
+    """What a request's searches over one set of nodes `allowed` keep of its keys
+    (`kernels.summarized_best`): per block of 2**_BLOCK_SHIFT nodes, the first node of each of its
+    `kernels.SUMMARY_WIDTH` best keys and of its lowest (`keys`: those keys, the lowest last; `nodes`: those
+    nodes, the lowest's, then how many were kept), which blocks are out of date (`stale`), and how far the
+    log of node refreshes was read for it (`position`). A block is out of date once a node of it is refreshed
+    (the search reads the log from `position`) or excluded (`_Costs.exclude`): nothing else changes what a
+    search reads of a node between its searches (a key is worked out only for a node refreshed since)."""
+
+    allowed: BoolArray  # (kept: the summaries are found by its identity)
+    keys: FloatArray
+    nodes: IntArray
+    stale: BoolArray
+    position: int
+
+    @staticmethod
+    def new(allowed: BoolArray, size: int, position: int) -> _Summary:
+        blocks = max((size + (1 << _BLOCK_SHIFT) - 1) >> _BLOCK_SHIFT, 1)
+        width = kernels.SUMMARY_WIDTH
+        return _Summary(
+            allowed,
+            np.empty((blocks, width + 1)),
+            np.empty((blocks, width + 2), dtype=np.int64),
+            np.ones(blocks, dtype=np.bool_),
+            position,
+        )
+
+    def read(self, end: int) -> kernels.SummaryKernel:
+        """As `kernels.search` takes it, noting that the search reads the log up to `end`."""
+        position, self.position = self.position, end
+        return self.keys, self.nodes, self.stale, position, _BLOCK_SHIFT
 
 
 class PlacementCosts:
@@ -101,6 +160,8 @@ class PlacementCosts:
         self._changes = np.empty(max(table.size, 1), dtype=np.int64)
         self._changed = 0
         self._costs: dict[PodRequest, _Costs] = {}
+        # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked).
+        self._unknown = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
         self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
@@ -187,16 +248,18 @@ class PlacementCosts:
         until it changes (pod slots, devices: what `may_hold` does not read); one that does not hold the
         pod is excluded until it changes, and the search is made again."""
         costs, log, node_states = self._searching(request)
+        summary = costs.summary(allowed, self.table.size, log[3])
         for _ in range(_SEARCHES):
+            read = summary.read(log[3])
             found, lowest, left_out = kernels.search(
-                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count
+                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read
             )
             log = self._taken_in(log)
             firsts: list[int] = found.tolist()
             unfit = self._first_unfit(request, [lowest, *firsts], costs)
             if unfit < 0:
                 return firsts, int(lowest), bool(left_out)
-            costs.excluded[unfit] = True
+            costs.exclude(unfit)
         return None
 
     def choose(
@@ -209,11 +272,14 @@ class PlacementCosts:
         asks them (the search is made again without one that does not hold the pod), and the search
         asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`)."""
         costs, log, node_states = self._searching(request)
+        summary = costs.summary(allowed, self.table.size, log[3])
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
+        found = self._unknown
         for _ in range(_SEARCHES):
-            chosen, unknown = kernels.choose(
-                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, sums
+            read = summary.read(log[3])
+            chosen, asking = kernels.choose(
+                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read, sums, found
             )
             log = self._taken_in(log)
             if chosen == kernels.MORE_KEYS:
@@ -221,10 +287,10 @@ class PlacementCosts:
                 if count > ranked_nodes.BUDGET:
                     return ranked_nodes.UNDECIDED
                 continue
-            unfit = self._first_unfit(request, unknown.tolist(), costs)
+            unfit = self._first_unfit(request, found[:asking].tolist(), costs)
             if unfit < 0:
                 return chosen if chosen >= 0 else None
-            costs.excluded[unfit] = True
+            costs.exclude(unfit)
         return ranked_nodes.UNDECIDED
 
     def _first_unfit(self, request: PodRequest, nodes: list[int], costs: _Costs) -> int:
@@ -351,6 +417,7 @@ class PlacementCosts:
                 np.zeros(size, dtype=np.bool_),
                 np.zeros(size, dtype=np.bool_),
                 -1,
+                {},
             )
         return costs
 

@@ -493,6 +493,14 @@ def take_in(
         holding[node] = False
 
 
+# What a search keeps of a request's keys between its searches (`summarized_best`): per block of
+# 2**shift nodes, the first node of each of its SUMMARY_WIDTH best keys (the searches' usual count of
+# keys, `ranked_nodes.FOUND_VALUES`, and one more) and of its lowest key; which blocks are out of date;
+# how far the log of node refreshes has been read for it; the shift. See `costs._Summary`.
+SUMMARY_WIDTH: Final = 4
+SummaryKernel = tuple[FloatArray, IntArray, BoolArray, int, int]
+
+
 @_compiled
 def search(
     log: tuple[IntArray, int, int, int],
@@ -502,17 +510,24 @@ def search(
     per_idle: tuple[float, float],
     allowed: BoolArray,
     count: int,
+    summary: SummaryKernel,
 ) -> tuple[IntArray, int, bool]:
     """A request's search in one call (`costs.PlacementCosts.best`): the nodes of the log `(changes, seen,
     swept, end)` refreshed since its costs last took them in are taken in (`take_in`: from `seen`), the
     keys of those refreshed since its last search that may hold the pod worked out (`cost_stale_holding`:
-    from `swept`), and the nodes searched (`best_keyed`). `request_state`: its keys, changed, excluded and
-    holding flags, and GPUs; the rest as `cost_stale_holding` takes them."""
+    from `swept`), and the nodes searched: from the summary of its keys over `allowed` (`summarized_best`)
+    when it keeps as many keys as asked, else key by key (`best_keyed`). `request_state`: its keys,
+    changed, excluded and holding flags, and GPUs; the rest as `cost_stale_holding` takes them."""
     changes, seen, swept, end = log
     keys, changed, excluded, holding, gpus = request_state
     take_in((changes, seen, end), changed, excluded, holding)
     if swept < end:
         cost_stale_holding(changes[swept:end], changed, excluded, node_states, pod, per_idle, keys, gpus)
+    _, _, stale, summarized, shift = summary
+    for at in range(summarized, end):  # the blocks of every node refreshed since the summary's last search
+        stale[changes[at] >> shift] = True
+    if count < SUMMARY_WIDTH:
+        return summarized_best(keys, changed, allowed, excluded, count, summary)
     return best_keyed(keys, changed, allowed, excluded, count)
 
 
@@ -526,18 +541,39 @@ def best_keyed(
 ) -> tuple[IntArray, int, bool]:
     """Among the nodes `allowed` and not `excluded` with a current key (not `changed`): the first node
     (lowest index) of each of the `count` best keys above the lowest, best first; the first node of the
-    lowest key (-1: no such node); and whether keys above the lowest were left out. A node's flags are
-    read only where its key would change the answer: most keys lie between the lowest and the kept."""
+    lowest key (-1: no such node); and whether keys above the lowest were left out."""
     kept_keys = np.empty(count + 1)
     kept_nodes = np.empty(count + 1, dtype=np.int64)
+    kept, lowest, lowest_node = _keep_best(
+        keys, changed, allowed, excluded, 0, keys.size, kept_keys, kept_nodes, count + 1
+    )
+    return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
+
+
+@_compiled
+def _keep_best(
+    keys: FloatArray,
+    changed: BoolArray,
+    allowed: BoolArray,
+    excluded: BoolArray,
+    start: int,
+    stop: int,
+    kept_keys: FloatArray,
+    kept_nodes: IntArray,
+    width: int,
+) -> tuple[int, float, int]:
+    """Of the nodes from `start` to `stop` that a search reads (`best_keyed`): the first node of each of the
+    `width` best keys, best first, in `kept_keys` and `kept_nodes`; how many were kept, and the lowest key
+    and its first node (inf, -1: none). A node's flags are read only where its key would change the answer:
+    most keys lie between the lowest and the kept."""
     kept = 0
     lowest_node = -1
-    # A node whose key is the lowest's, or lies between the lowest and the last of `count` + 1 kept keys,
-    # changes nothing (tied with a node before it, or below every kept key and above the lowest): plain
-    # locals, so that the loop reads little more than each key.
+    # A node whose key is the lowest's, or lies between the lowest and the last of `width` kept keys, changes
+    # nothing (tied with a node before it, or below every kept key and above the lowest): plain locals, so
+    # that the loop reads little more than each key.
     lowest = np.inf
     floor = -np.inf
-    for node in range(keys.size):
+    for node in range(start, stop):
         key = keys[node]
         if lowest <= key <= floor or key == lowest:
             continue
@@ -545,21 +581,36 @@ def best_keyed(
             continue
         if key < lowest:
             lowest, lowest_node = key, node
-        # Insert among the kept keys (best first) unless kept already (a lower index came first).
-        at = 0
-        while at < kept and kept_keys[at] > key:
-            at += 1
-        if at == count + 1 or (at < kept and kept_keys[at] == key):
-            continue
-        if kept <= count:
-            kept += 1
-        for move in range(kept - 1, at, -1):
-            kept_keys[move] = kept_keys[move - 1]
-            kept_nodes[move] = kept_nodes[move - 1]
-        kept_keys[at], kept_nodes[at] = key, node
-        if kept > count:
-            floor = kept_keys[count]
-    # Kept one more than `count`: the lowest if there are no more keys, else one left out.
+        kept = _keep(kept_keys, kept_nodes, kept, width, key, node)
+        if kept == width:
+            floor = kept_keys[width - 1]
+    return kept, lowest, lowest_node
+
+
+@_compiled
+def _keep(kept_keys: FloatArray, kept_nodes: IntArray, kept: int, width: int, key: float, node: int) -> int:
+    """Insert `key` at `node` among the `kept` keys (best first, at most `width`) unless it is kept already
+    (a node before it came first) or below them all; how many are kept."""
+    at = 0
+    while at < kept and kept_keys[at] > key:
+        at += 1
+    if at == width or (at < kept and kept_keys[at] == key):
+        return kept
+    if kept < width:
+        kept += 1
+    for move in range(kept - 1, at, -1):
+        kept_keys[move] = kept_keys[move - 1]
+        kept_nodes[move] = kept_nodes[move - 1]
+    kept_keys[at], kept_nodes[at] = key, node
+    return kept
+
+
+@_compiled
+def _found(
+    kept_keys: FloatArray, kept_nodes: IntArray, kept: int, lowest: float, lowest_node: int, count: int
+) -> tuple[IntArray, int, bool]:
+    """A search's answer from the first nodes of its `count` + 1 best keys (`kept`) and of the lowest: the
+    last kept is the lowest if there are no more keys, else one left out."""
     left_out = False
     if kept and kept_keys[kept - 1] == lowest:
         kept -= 1
@@ -567,6 +618,52 @@ def best_keyed(
         kept = count
         left_out = True
     return kept_nodes[:kept].copy(), lowest_node, left_out
+
+
+@_compiled
+def summarized_best(
+    keys: FloatArray,
+    changed: BoolArray,
+    allowed: BoolArray,
+    excluded: BoolArray,
+    count: int,
+    summary: SummaryKernel,
+) -> tuple[IntArray, int, bool]:
+    """`best_keyed` (at most SUMMARY_WIDTH - 1 keys) from the summary of the keys by blocks: the blocks out
+    of date (`stale`) are summarized again (`_keep_best` over the block), then the blocks' kept keys merged
+    in node order. The same answer: a key among the best `count` + 1 overall is among its block's best as
+    many, and its first node is in the first block holding it; the lowest likewise. Why: a search then
+    reads some 80 summaries and the few blocks that changed instead of every node's key (5,000 a pod)."""
+    summary_keys, summary_nodes, stale, _, shift = summary
+    width = SUMMARY_WIDTH
+    for block in range(stale.size):
+        if stale[block]:
+            start = block << shift
+            stop = min(start + (1 << shift), keys.size)
+            kept_keys, kept_nodes = summary_keys[block], summary_nodes[block]
+            kept, lowest, lowest_node = _keep_best(
+                keys, changed, allowed, excluded, start, stop, kept_keys, kept_nodes, width
+            )
+            kept_keys[width], kept_nodes[width], kept_nodes[width + 1] = lowest, lowest_node, kept
+            stale[block] = False
+    capacity = count + 1
+    kept_keys = np.empty(capacity)
+    kept_nodes = np.empty(capacity, dtype=np.int64)
+    kept = 0
+    floor = -np.inf
+    lowest, lowest_node = np.inf, -1
+    for block in range(stale.size):
+        block_keys, block_nodes = summary_keys[block], summary_nodes[block]
+        if block_keys[width] < lowest:
+            lowest, lowest_node = block_keys[width], block_nodes[width]
+        for at in range(block_nodes[width + 1]):
+            key = block_keys[at]
+            if key <= floor:  # (a block's keys best first: the rest lie below too)
+                break
+            kept = _keep(kept_keys, kept_nodes, kept, capacity, key, block_nodes[at])
+            if kept == capacity:
+                floor = kept_keys[capacity - 1]
+    return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
 
 
 @_compiled
@@ -621,23 +718,26 @@ def choose(
     per_idle: tuple[float, float],
     allowed: BoolArray,
     count: int,
+    summary: SummaryKernel,
     sums: tuple[float, float, FloatArray],
-) -> tuple[int, IntArray]:
+    unknown: IntArray,
+) -> tuple[int, int]:
     """`search`, then `walk` over what it found: the node chosen (-1: none may hold the pod; MORE_KEYS),
-    and the nodes the walk relies on that are not known to hold the pod (`holding`), to be asked."""
+    and how many nodes the walk relies on are not known to hold the pod (`holding`), to be asked: written
+    to the start of `unknown` (at least `count` + 1 long). Why no array returned: numba's making one for
+    Python costs as much as the walk."""
     keys, holding = request_state[0], request_state[3]
-    firsts, top, more = search(log, request_state, node_states, pod, per_idle, allowed, count)
+    firsts, top, more = search(log, request_state, node_states, pod, per_idle, allowed, count, summary)
     if top < 0:
-        return -1, firsts[:0]
+        return -1, 0
     chosen, included = walk(keys, firsts, top, more, sums)
-    unknown = np.empty(included + 1, dtype=np.int64)
     count_unknown = 0
     for at in range(-1, included):
         node = top if at < 0 else firsts[at]
         if not holding[node]:
             unknown[count_unknown] = node
             count_unknown += 1
-    return chosen, unknown[:count_unknown]
+    return chosen, count_unknown
 
 
 def start() -> None:
@@ -646,11 +746,21 @@ def start() -> None:
     starts numba: some 0.2 s of CPU; the next ones tens of ms each, some 0.2 s in all), which the plugin's
     first session paid before."""
     floats, ints, flags = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
-    rows = np.zeros((1, 1))
+    rows, int_rows = np.zeros((1, 1)), np.zeros((1, 1), dtype=np.int64)
     mix = (floats, 0, 0, floats, floats, floats, rows, rows, rows, rows, rows, floats, floats, floats)
     node_states = (mix, rows, rows, floats, floats, flags)
     pod, per_idle = (floats, floats, floats, 0), (0.0, 0.0)
-    searched = ((ints, 0, 0, 0), (floats, flags, flags, flags, ints), node_states, pod, per_idle, flags, 0)
+    summary = (rows, int_rows, flags, 0, 0)
+    searched = (
+        (ints, 0, 0, 0),
+        (floats, flags, flags, flags, ints),
+        node_states,
+        pod,
+        per_idle,
+        flags,
+        0,
+        summary,
+    )
     calls: list[tuple[Any, tuple[Any, ...]]] = [
         (evaluate, (mix, ints, rows, rows, floats)),
         (usable, (mix, ints, rows, rows)),
@@ -663,7 +773,7 @@ def start() -> None:
         (stale_holding, (ints, flags, flags, rows, rows, pod)),
         (best_keyed, (floats, flags, flags, flags, 0)),
         (search, searched),
-        (choose, (*searched, (0.0, 0.0, floats))),
+        (choose, (*searched, (0.0, 0.0, floats), ints)),
     ]
     typeof: Callable[[Any], Any] = numba.typeof  # (numba's own, untyped)
     for kernel, arguments in calls:
