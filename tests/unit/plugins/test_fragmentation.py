@@ -637,6 +637,25 @@ def test_a_node_the_search_finds_without_room_comes_back_once_it_changes() -> No
     assert costs.best(request, np.array([False, True]), 3) == ([], -1, False)
 
 
+def test_a_mask_of_allowed_nodes_in_pieces_is_read_as_it_is() -> None:
+    # The plugin calls its choice's compiled code without numba's dispatch (`kernels.Bound`), which reads
+    # each argument as the type of its first call: a mask of the nodes allowed that is not one plain array
+    # (a view of every other element) goes through numba's dispatch instead, read as it is.
+    snapshot = snapshot_of([queue("q"), node("a", gpus=2), node("b", gpus=2), pod("one", gpus=1)])
+    table = snapshot.nodes
+    request = next(iter(snapshot.tasks.values())).request
+    mig, units = mig_columns(table)
+    mix = scarcity_weighted(
+        mix_arrays([request], [1.0], [np.ones(2, dtype=np.bool_)], table, mig), table, mig, units
+    )
+    costs = PlacementCosts(table, mix, MAX_SCORE)
+    around = (0.0, np.zeros(0))
+    assert costs.choose(request, np.ones(2, dtype=np.bool_), around) == 0
+    only_b = np.array([False, False, True, False])[::2]  # b alone; its memory's first two: neither
+    assert costs.choose(request, only_b, around) == 1
+    assert costs.choose(request, only_b.copy(), around) == 1
+
+
 def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> None:
     # Two 8-GPU nodes left in the same state (32 idle CPUs, 8 idle GPUs), one of them a 64-CPU node half
     # taken by a CPU-only pod: only it could hold a 48-CPU GPU pod when idle, so its GPUs are asked for

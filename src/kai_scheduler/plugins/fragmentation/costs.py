@@ -160,6 +160,7 @@ class PlacementCosts:
         self._changes = np.empty(max(table.size, 1), dtype=np.int64)
         self._changed = 0
         self._costs: dict[PodRequest, _Costs] = {}
+        self._choose = kernels.Bound(kernels.choose)
         # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked).
         self._unknown = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
@@ -276,9 +277,13 @@ class PlacementCosts:
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
         found = self._unknown
+        # Every argument keeps its type through a session (the plugin's own arrays; the sums' constants an
+        # array of floats, `ranked_nodes._Summed.around`) but the nodes allowed, a session's mask: called
+        # without numba's dispatch where that is a plain mask (`kernels.Bound`).
+        choose = self._choose if _plain_mask(allowed) else kernels.choose
         for _ in range(_SEARCHES):
             read = summary.read(log[3])
-            chosen, asking = kernels.choose(
+            chosen, asking = choose(
                 log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read, sums, found
             )
             log = self._taken_in(log)
@@ -518,6 +523,14 @@ class PlacementCosts:
                 break
         chosen.extend([None] * (devices - len(chosen)))
         return chosen[:devices]
+
+
+_BOOL: Final = np.dtype(np.bool_)
+
+
+def _plain_mask(mask: BoolArray) -> bool:
+    """Whether `mask` is one-dimensional booleans in one piece (what `kernels.Bound` reads it as)."""
+    return mask.dtype is _BOOL and mask.ndim == 1 and mask.flags.c_contiguous
 
 
 def _columns(nodes: IntArray, matrix: FloatArray, mig: FloatArray) -> NodeStates:
