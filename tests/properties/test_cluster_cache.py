@@ -329,15 +329,22 @@ def test_a_bare_pods_job_made_as_it_arrived_is_taken_only_while_what_it_read_sta
     assert job.priority == (75 if change == "priorities" else 50)
 
 
-def test_a_bare_pods_job_made_as_it_arrived_is_checked_under_verify() -> None:
-    """With `verify`, a job taken is compared with one made anew: an input the arrival's job read but the
-    cache did not follow (here a priority class changed in place, which the cache never sees) raises."""
+def _verifying_cache(classes: dict[str, int]) -> ClusterCache:
+    """A cache of the test's nodes and queues, the priority `classes` (the dict itself: a test changes it
+    in place), that compares every job made as its pods arrived with one made anew (`verify`)."""
     cache = ClusterCache()
     cache.lone_jobs.verify = True
     cache.set_nodes([node(name, gpus=4) for name in NODES])
     cache.set_queues([queue(q) for q in QUEUES])
-    classes = {"train": 50}
     cache.set_priorities(Priorities(classes))
+    return cache
+
+
+def test_a_bare_pods_job_made_as_it_arrived_is_checked_under_verify() -> None:
+    """With `verify`, a job taken is compared with one made anew: an input the arrival's job read but the
+    cache did not follow (here a priority class changed in place, which the cache never sees) raises."""
+    classes = {"train": 50}
+    cache = _verifying_cache(classes)
     cache.upsert_pod(
         pod_state(PodSpec("p1", "a", 1, None, None, None, "Pending", False, False, False, "train"))
     )
@@ -420,12 +427,8 @@ def test_a_pod_groups_job_drafted_as_it_arrived_is_taken_only_while_what_it_read
 def test_a_pod_groups_job_drafted_as_it_arrived_is_checked_under_verify() -> None:
     """With `verify`, a draft taken is compared with the job made anew: an input the draft read but the
     cache did not follow (here a priority class changed in place, which the cache never sees) raises."""
-    cache = ClusterCache()
-    cache.lone_jobs.verify = True
-    cache.set_nodes([node(name, gpus=4) for name in NODES])
-    cache.set_queues([queue(q) for q in QUEUES])
     classes = {"train": 50}
-    cache.set_priorities(Priorities(classes))
+    cache = _verifying_cache(classes)
     cache.upsert_pod_group(PodGroupState(pod_group("g1", "a", min_member=1), rank_of("g1")))
     cache.upsert_pod(
         pod_state(PodSpec("p1", "a", 1, None, "g1", None, "Pending", False, False, False, "train"))

@@ -610,21 +610,7 @@ class _SumsOfKeys:
 def test_a_node_the_search_finds_without_room_comes_back_once_it_changes() -> None:
     # A node out of pod slots has the GPUs and CPU a pod takes (`kernels.may_hold`) yet does not hold it:
     # the search leaves it out until it changes; freed, it is a candidate again.
-    snapshot = snapshot_of(
-        [
-            queue("q"),
-            node("a", gpus=2, cpu="16", pods=1),
-            node("b", gpus=2, cpu="16", pods=1),
-            pod("one", gpus=1),
-        ]
-    )
-    table = snapshot.nodes
-    request = next(iter(snapshot.tasks.values())).request
-    mig, units = mig_columns(table)
-    mix = scarcity_weighted(
-        mix_arrays([request], [1.0], [np.ones(2, dtype=np.bool_)], table, mig), table, mig, units
-    )
-    costs = PlacementCosts(table, mix, MAX_SCORE)
+    table, request, costs = _costs_on_two_nodes(cpu="16", pods=1)
     every = np.ones(2, dtype=np.bool_)
     assert costs.best(request, every, 3) == ([], 0, False)  # two idle nodes alike: the first
     cpu_only = PodRequest(cpu=1000.0)
@@ -641,19 +627,27 @@ def test_a_mask_of_allowed_nodes_in_pieces_is_read_as_it_is() -> None:
     # The plugin calls its choice's compiled code without numba's dispatch (`kernels.Bound`), which reads
     # each argument as the type of its first call: a mask of the nodes allowed that is not one plain array
     # (a view of every other element) goes through numba's dispatch instead, read as it is.
-    snapshot = snapshot_of([queue("q"), node("a", gpus=2), node("b", gpus=2), pod("one", gpus=1)])
+    _, request, costs = _costs_on_two_nodes()
+    around = (0.0, np.zeros(0))
+    assert costs.choose(request, np.ones(2, dtype=np.bool_), around) == 0
+    only_b = np.array([False, False, True, False])[::2]  # b alone; its memory's first two: neither
+    assert costs.choose(request, only_b, around) == 1
+    assert costs.choose(request, only_b.copy(), around) == 1
+
+
+def _costs_on_two_nodes(**capacity: Any) -> tuple[Any, PodRequest, PlacementCosts]:
+    """Two idle nodes "a" and "b" of two GPUs (and `capacity`), a pending one-GPU pod's request, and the
+    plugin's costs over the nodes for a mix of that pod alone."""
+    snapshot = snapshot_of(
+        [queue("q"), node("a", gpus=2, **capacity), node("b", gpus=2, **capacity), pod("one", gpus=1)]
+    )
     table = snapshot.nodes
     request = next(iter(snapshot.tasks.values())).request
     mig, units = mig_columns(table)
     mix = scarcity_weighted(
         mix_arrays([request], [1.0], [np.ones(2, dtype=np.bool_)], table, mig), table, mig, units
     )
-    costs = PlacementCosts(table, mix, MAX_SCORE)
-    around = (0.0, np.zeros(0))
-    assert costs.choose(request, np.ones(2, dtype=np.bool_), around) == 0
-    only_b = np.array([False, False, True, False])[::2]  # b alone; its memory's first two: neither
-    assert costs.choose(request, only_b, around) == 1
-    assert costs.choose(request, only_b.copy(), around) == 1
+    return table, request, PlacementCosts(table, mix, MAX_SCORE)
 
 
 def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> None:
