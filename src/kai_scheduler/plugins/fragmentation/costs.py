@@ -162,7 +162,7 @@ class PlacementCosts:
         self._costs: dict[PodRequest, _Costs] = {}
         self._choose = kernels.Bound(kernels.choose)
         # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked).
-        self._unknown = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
+        self._asked = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
         self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
@@ -276,7 +276,7 @@ class PlacementCosts:
         summary = costs.summary(allowed, self.table.size, log[3])
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
-        found = self._unknown
+        asked = self._asked
         # Every argument keeps its type through a session (the plugin's own arrays; the sums' constants an
         # array of floats, `ranked_nodes._Summed.around`) but the nodes allowed, a session's mask: called
         # without numba's dispatch where that is a plain mask (`kernels.Bound`).
@@ -284,7 +284,7 @@ class PlacementCosts:
         for _ in range(_SEARCHES):
             read = summary.read(log[3])
             chosen, asking = choose(
-                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read, sums, found
+                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read, sums, asked
             )
             log = self._taken_in(log)
             if chosen == kernels.MORE_KEYS:
@@ -292,7 +292,7 @@ class PlacementCosts:
                 if count > ranked_nodes.BUDGET:
                     return ranked_nodes.UNDECIDED
                 continue
-            unfit = self._first_unfit(request, found[:asking].tolist(), costs)
+            unfit = self._first_unfit(request, asked[:asking].tolist(), costs)
             if unfit < 0:
                 return chosen if chosen >= 0 else None
             costs.exclude(unfit)
