@@ -150,8 +150,8 @@ class _Walk:
         # signatures read as numbers from its kept facts.)
         session, holds, failed_shapes = self.session, self.holds, self.failed_shapes
         self.acted_on += 1
-        facts = self.facts.by_job.get(job)
-        if facts is None or facts.version != job.version or facts.names is not self.names:
+        facts = self.facts.kept(job, self.names)
+        if facts is None:
             facts = self.facts.made(session, job, self.names)
         elif self.verify:
             facts = self.facts.of(session, job, self.names)

@@ -85,11 +85,18 @@ class WalkFacts:
 
     def of(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts:
         """`job`'s facts (`names`: what `start` gave), kept while its version and the names stay."""
-        facts = self.by_job.get(job)
-        if facts is None or facts.version != job.version or facts.names is not names:
+        facts = self.kept(job, names)
+        if facts is None:
             return self.made(session, job, names)
         if session.verify_carried:
             self._check(session, job, facts)
+        return facts
+
+    def kept(self, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts | None:
+        """`job`'s facts kept, while its version and the names stay; None otherwise."""
+        facts = self.by_job.get(job)
+        if facts is None or facts.version != job.version or facts.names is not names:
+            return None
         return facts
 
     def made(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts:
