@@ -6,10 +6,11 @@ applies them to the objects that changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -135,9 +136,6 @@ def pod_placement(pod: Pod, host_ports: tuple[HostPort, ...] | None = None) -> P
     )
 
 
-_node_name = attrgetter("metadata.name")
-
-
 class _Quantities:
     """Nodes' allocatable quantities as floats, each quantity object converted once: parsing shares equal
     quantities' objects (`api.quantity`), so a cluster's nodes hold a few, and a Fraction's float is made
@@ -159,15 +157,15 @@ class _Quantities:
         return known
 
 
-def _mig_mode(node: Node) -> int:
-    labels = node.metadata.labels
+def _mig_mode(labels: Mapping[str, str], allocatable: Mapping[str, Fraction]) -> int:
+    """A node's MIG mode, by its `labels` and its `allocatable` names."""
     strategy = labels.get(c.MIG_STRATEGY_LABEL, "")
     if strategy == "mixed":
         return MIG_MIXED
     if strategy == "single":
         return MIG_SINGLE
     if labels.get(c.MIG_ENABLED_LABEL) == "true" and any(
-        name.startswith(c.MIG_RESOURCE_PREFIX) for name in node.status.allocatable
+        name.startswith(c.MIG_RESOURCE_PREFIX) for name in allocatable
     ):
         return MIG_MIXED
     return MIG_NONE
@@ -195,56 +193,95 @@ def _constraint(spec: TopologyConstraintSpec | None) -> TopologyConstraint | Non
     return TopologyConstraint(spec.topology, spec.required_topology_level, spec.preferred_topology_level)
 
 
+class NodeRow(NamedTuple):
+    """What a node table holds of one node that its object alone decides (`node_rows`): its columns but
+    for the GPUs its ResourceSlices add and its extended resources' amounts."""
+
+    node: Node  # the object it was read off
+    spec: NodeSpecInfo
+    cpu: float
+    memory: float
+    pods: float
+    gpus: float
+    gpu_memory_mib: float
+    mig_mode: int
+    extended: frozenset[str]  # its allocatable names that are not the table's fixed columns
+
+
+def node_rows(nodes: Iterable[Node]) -> Iterator[NodeRow]:
+    """Each node's row, in turn."""
+    quantity = _Quantities().of  # (each quantity object converted once for them all)
+    for node in nodes:
+        yield _node_row(node, quantity)
+
+
+def _node_row(node: Node, quantity: Callable[[Fraction | None, float], float]) -> NodeRow:
+    metadata, spec, status = node.metadata, node.spec, node.status
+    name, labels, allocatable = metadata.name, metadata.labels, status.allocatable
+    names = allocatable.keys()
+    # (Most nodes have none: asked as a subset, which makes no set.)
+    extended = _NO_NAMES if names <= _NOT_SCALAR else frozenset(names - _NOT_SCALAR)
+    return NodeRow(
+        node,
+        NodeSpecInfo(
+            name,
+            # The kubelet always labels a node with its hostname; manifests often leave it out.
+            {c.HOSTNAME_LABEL: name, **labels},
+            spec.unschedulable,
+            tuple(spec.taints),
+            # Without conditions (as simulator input usually is) a node is ready: not asked.
+            status.ready if status.conditions else True,
+        ),
+        quantity(allocatable.get(c.CPU_RESOURCE), 0.0) * 1000,
+        quantity(allocatable.get(c.MEMORY_RESOURCE), 0.0),
+        quantity(allocatable.get(c.PODS_RESOURCE), _DEFAULT_MAX_PODS),
+        quantity(allocatable.get(c.GPU_RESOURCE), 0.0),
+        float(node_gpu_memory_mib(labels.get(c.GPU_MEMORY_LABEL))),
+        _mig_mode(labels, allocatable),
+        extended,
+    )
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+_row_name = attrgetter("spec.name")
+_row_extended = attrgetter("extended")
+
+
 def build_node_table(
     nodes: list[Node], dra_gpus: Mapping[str, int] | None = None, dra_backed: Collection[str] = ()
 ) -> NodeTable:
-    """The nodes as columns; `dra_gpus` (node name -> GPUs its ResourceSlices publish) join the nodes'
-    GPUs, as KAI adds them to a node's allocatable GPUs. `dra_backed`: extended resources a DeviceClass
-    backs (KEP-5004); a node without allocatable for one leaves its fit to the DRA allocator, so its room
-    for it is unbounded here (KAI skips that dimension in fit and does not charge it)."""
-    nodes = sorted(nodes, key=_node_name)
-    extra = dra_gpus or {}
+    """The nodes as columns (`node_table_of` their rows, read now)."""
+    return node_table_of(node_rows(nodes), dra_gpus, dra_backed)
+
+
+def node_table_of(
+    rows: Iterable[NodeRow], dra_gpus: Mapping[str, int] | None = None, dra_backed: Collection[str] = ()
+) -> NodeTable:
+    """The nodes `rows` were read off (`node_rows`, in any order) as columns; `dra_gpus` (node name -> GPUs
+    its ResourceSlices publish) join the nodes' GPUs, as KAI adds them to a node's allocatable GPUs.
+    `dra_backed`: extended resources a DeviceClass backs (KEP-5004); a node without allocatable for one
+    leaves its fit to the DRA allocator, so its room for it is unbounded here (KAI skips that dimension in
+    fit and does not charge it)."""
+    ordered = sorted(rows, key=_row_name)
     backed = set(dra_backed)
-    # Every node's allocatable names, gathered by set.union from the dicts themselves.
-    scalar_names = sorted(set[str]().union(*(n.status.allocatable for n in nodes)) - _NOT_SCALAR | backed)
-    quantity = _Quantities().of
-    scalars = np.zeros((len(nodes), len(scalar_names)))
-    specs: list[NodeSpecInfo] = []
-    cpu: list[float] = []
-    memory: list[float] = []
-    pods: list[float] = []
-    gpus: list[float] = []
-    gpu_memory: list[float] = []
-    mig: list[int] = []
-    # One pass, each node's objects read once (a first cycle's 5,000 nodes: a column a pass read them all
-    # again for each).
-    for i, node in enumerate(nodes):
-        metadata, spec, status = node.metadata, node.spec, node.status
-        name, labels, allocatable = metadata.name, metadata.labels, status.allocatable
-        specs.append(
-            NodeSpecInfo(
-                name,
-                # The kubelet always labels a node with its hostname; manifests often leave it out.
-                {c.HOSTNAME_LABEL: name, **labels},
-                spec.unschedulable,
-                tuple(spec.taints),
-                # Without conditions (as simulator input usually is) a node is ready: not asked.
-                status.ready if status.conditions else True,
-            )
-        )
-        cpu.append(quantity(allocatable.get(c.CPU_RESOURCE)) * 1000)
-        memory.append(quantity(allocatable.get(c.MEMORY_RESOURCE)))
-        pods.append(quantity(allocatable.get(c.PODS_RESOURCE), _DEFAULT_MAX_PODS))
-        gpus.append(quantity(allocatable.get(c.GPU_RESOURCE)) + extra.get(name, 0))
-        gpu_memory.append(float(node_gpu_memory_mib(labels.get(c.GPU_MEMORY_LABEL))))
-        mig.append(_mig_mode(node))
-        if scalar_names:  # most clusters have none: no loop made a node
+    scalar_names = sorted(set[str]().union(*map(_row_extended, ordered)) | backed)
+    if ordered:
+        _, specs, cpu, memory, pods, gpus, gpu_memory, mig, _ = zip(*ordered, strict=True)
+    else:
+        specs = cpu = memory = pods = gpus = gpu_memory = mig = ()
+    if dra_gpus:
+        gpus = tuple(gpu + dra_gpus.get(spec.name, 0) for gpu, spec in zip(gpus, specs, strict=True))
+    scalars = np.zeros((len(ordered), len(scalar_names)))
+    if scalar_names:  # most clusters have none: no loop made a node
+        quantity = _Quantities().of
+        for i, row in enumerate(ordered):
+            allocatable = row.node.status.allocatable
             for j, scalar in enumerate(scalar_names):
-                scalars[i, j] = quantity(allocatable.get(scalar))
+                scalars[i, j] = quantity(allocatable.get(scalar), 0.0)
                 if scalars[i, j] <= 0 and scalar in backed:
                     scalars[i, j] = np.inf
     return NodeTable(
-        specs,
+        list(specs),
         cpu=np.array(cpu, dtype=np.float64),
         memory=np.array(memory, dtype=np.float64),
         pods=np.array(pods, dtype=np.float64),

@@ -41,7 +41,7 @@ from kai_scheduler.api.objects import (
     StorageClass,
     Topology,
 )
-from kai_scheduler.model.builder import PodDerivations, build_node_table, queue_tree_of
+from kai_scheduler.model.builder import PodDerivations, build_node_table, node_table_of, queue_tree_of
 from kai_scheduler.model.cache.accounting import NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
@@ -70,6 +70,11 @@ from kai_scheduler.model.snapshot import (
     PodState,
 )
 from kai_scheduler.model.topology import TopologyTree
+
+
+class NodeRowsMismatch(AssertionError):
+    """The node table made of the rows read as the nodes arrived differs from one read now (a missed
+    input)."""
 
 
 class ClusterCache:
@@ -460,17 +465,23 @@ class ClusterCache:
         gpus, backed = inputs.dra.gpus_per_node, inputs.dra.backed_scalars
         specs = {}
         for name, was in edited.items():
-            now = build_node_table([inputs.nodes[name]], gpus, backed)
+            now = node_table_of([inputs.node_rows[name]], gpus, backed)
             if not now.same_capacity(build_node_table([was], gpus, backed)):
                 return None
             specs[table.index[name]] = now.specs[0]
         return specs
 
     def _new_node_table(self) -> NodeTable:
+        """The table of the nodes' rows read as they arrived (`ClusterInputs.node_rows`); `verify`: the
+        same as the table read off the nodes now, else `NodeRowsMismatch`."""
         inputs = self._inputs
-        return build_node_table(
-            list(inputs.nodes.values()), inputs.dra.gpus_per_node, inputs.dra.backed_scalars
-        )
+        gpus, backed = inputs.dra.gpus_per_node, inputs.dra.backed_scalars
+        table = node_table_of(inputs.node_rows.values(), gpus, backed)
+        if self.lone_jobs.verify:
+            made = build_node_table(list(inputs.nodes.values()), gpus, backed)
+            if not (table.same_capacity(made) and table.specs == made.specs):
+                raise NodeRowsMismatch("the node table of the rows read as the nodes arrived differs")
+        return table
 
     def snapshot(
         self, queue_usage: Mapping[str, Resources] | None = None, now: float | None = None

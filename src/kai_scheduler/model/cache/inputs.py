@@ -29,7 +29,7 @@ from kai_scheduler.api.objects import (
     Topology,
 )
 from kai_scheduler.model.accounted import AccountedInputs, Definition, definitions_of
-from kai_scheduler.model.builder import queue_specs, queue_tree_of
+from kai_scheduler.model.builder import NodeRow, node_rows, queue_specs, queue_tree_of
 from kai_scheduler.model.cache.dra_inputs import DraInputs
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.partition import Partition
@@ -56,6 +56,9 @@ class ClusterInputs:
     def __init__(self, partition: Partition | None) -> None:
         self._partition = partition
         self.nodes: dict[str, Node] = {}
+        # Each node's row of the node table (`builder.node_rows`), read as its object arrives: a table is made
+        # of the rows (`builder.node_table_of`) when the nodes or what DRA adds to them change.
+        self.node_rows: dict[str, NodeRow] = {}
         self.queues: list[Queue] = []
         # What the queues' objects say (`builder.queue_specs`), read once per change: each snapshot makes
         # its tree of them (`builder.queue_tree_of`).
@@ -93,15 +96,25 @@ class ClusterInputs:
                 if all(given[row] == held[names[row]] for row in rows):
                     return None
                 self.nodes = dict(zip(names, given, strict=True))
+                self._read_rows(given[row] for row in rows)
                 return NodesSet(same_names=True, replaced={names[row]: held[names[row]] for row in rows})
         by_name = {node.metadata.name: node for node in given}
         if by_name == held:
             return None
         self.nodes = by_name
+        self._read_rows(node for name, node in by_name.items() if node is not held.get(name))
+        if len(self.node_rows) > len(by_name):
+            self.node_rows = {name: self.node_rows[name] for name in by_name}
         if by_name.keys() != held.keys():
             return NodesSet(same_names=False, replaced={})
         replaced = {name: held[name] for name, node in by_name.items() if node is not held[name]}
         return NodesSet(same_names=True, replaced=replaced)
+
+    def _read_rows(self, nodes: Iterable[Node]) -> None:
+        """The rows of `nodes`, objects new to the inputs (their names held or not)."""
+        rows = self.node_rows
+        for row in node_rows(nodes):
+            rows[row.spec.name] = row
 
     def set_queues(self, queues: Sequence[Queue]) -> bool:
         partition = self._partition
