@@ -364,14 +364,25 @@ def task_status(state: PodState, *, stuck: bool = False) -> TaskStatus | None:
     """The status a pod starts a session with; None for a terminating pod that was never bound (it holds
     nothing and will not be scheduled). `stuck`: deleted too long ago (`model.releasing`)."""
     if state.phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
+        return _SUCCEEDED
     if state.phase == "Failed":
-        return TaskStatus.FAILED
+        return _FAILED
     if state.node_name is None:
-        return None if state.terminating else TaskStatus.PENDING
+        return None if state.terminating else _PENDING
     if state.terminating:
-        return TaskStatus.STUCK_IN_RELEASING if stuck else TaskStatus.RELEASING
-    return TaskStatus.RUNNING
+        return _STUCK_IN_RELEASING if stuck else _RELEASING
+    return _RUNNING
+
+
+# The statuses `task_status` hands out, looked up once: Python 3.11 finds an enum's member through the
+# hook `EnumType.__getattr__` puts on every lookup (~10x a global's cost), and it is asked of every pod as
+# it arrives and again as a cycle's decisions are undone (`ClusterCache.after_cycle`).
+_SUCCEEDED, _FAILED, _PENDING = TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.PENDING
+_RELEASING, _STUCK_IN_RELEASING, _RUNNING = (
+    TaskStatus.RELEASING,
+    TaskStatus.STUCK_IN_RELEASING,
+    TaskStatus.RUNNING,
+)
 
 
 def is_gated(state: PodState) -> bool:

@@ -36,6 +36,9 @@ _JOB_FIELDS: Final = tuple(
     f.name for f in fields(JobInfo) if f.name not in ("tasks", "podsets", "subgroups", "_root", "lone_task")
 )
 _TASK_FIELDS: Final = tuple(name for name in TaskInfo.__slots__ if name not in ("job", "podset"))
+# Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
+# lookup (~10x a global's cost), and this is asked of every pod of a PodGroup as it arrives.
+_PENDING: Final = TaskStatus.PENDING
 
 
 class GangJobMismatch(AssertionError):
@@ -180,7 +183,7 @@ class GangJobs:
             or spec.scheduling_gates
             or spec.resource_claims
             or key in self._nominations.by_pod
-            or task_status(state) is not TaskStatus.PENDING
+            or task_status(state) is not _PENDING
         ):
             return False
         job = draft.job
@@ -196,7 +199,7 @@ class GangJobs:
             job,
             podset,
             request,
-            TaskStatus.PENDING,
+            _PENDING,
             placement,
             labels,
             state.rank,

@@ -42,6 +42,9 @@ from kai_scheduler.model.snapshot import PodState
 
 _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELEASING)
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+# Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
+# lookup (~10x a global's cost), and these are asked of every task a first cycle makes.
+_PENDING, _RUNNING, _RELEASING = TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.RELEASING
 _rank = attrgetter("rank")
 
 
@@ -146,27 +149,29 @@ class JobRebuild:
                         self.running_counts.pop(key, None)
                         self.base_reasons.pop(key, None)
                         self.admission_jobs.discard(key)
-                        self._add_lone(key, lone)
+                        self._add_new(key, lone)
                         return
         self._rebuild(key, old)
 
     def rebuild_all(self, keys: Iterable[str]) -> None:
         """Every job, after `reset` (`keys`: each once): as `rebuild` of each, but that none is in the log
-        (`reset` noted everything, and no reader can hold a stamp taken since) and none is old (the loop
-        of a first cycle, over every job: its look-ups made once)."""
+        (`reset` noted everything, and no reader can hold a stamp taken since) and none is old, nor any
+        of their tasks (each pod is one job's): the loop of a first cycle, over every job, its look-ups
+        made once and each job added as new (`_add_new`)."""
         pods = self._pods
         ours_by_job, groups, states, tasks = pods.ours_by_job, pods.groups, pods.pods, self.tasks
-        make_lone, add_lone = self._make_lone, self._add_lone
+        make_lone, add_new = self._make_lone, self._add_new
         for key in keys:
             ours = ours_by_job.get(key)
+            job: JobInfo | None = None
             if ours is not None and len(ours) == 1 and key not in groups:
                 (pod_key,) = ours
                 if pod_key not in tasks:
-                    lone = make_lone(key, pod_key, states[pod_key])
-                    if lone is not None:
-                        add_lone(key, lone)
-                        continue
-            self._rebuild(key, None)
+                    job = make_lone(key, pod_key, states[pod_key])
+            if job is None:
+                job = self._make_job(key)
+            if job is not None:
+                add_new(key, job)
 
     def _rebuild(self, key: str, old: JobInfo | None) -> None:
         job = self._make_job(key)
@@ -187,7 +192,7 @@ class JobRebuild:
         running = 0
         for task in job.tasks:  # loops, not generators: most jobs are one pod's
             self._add_task(task)
-            if task.status is TaskStatus.RUNNING:
+            if task.status is _RUNNING:
                 running += 1
         if running:
             self.running_counts[key] = running
@@ -274,34 +279,43 @@ class JobRebuild:
         job.admission = admission or None
         return job
 
-    def _add_lone(self, key: str, job: JobInfo) -> None:
-        """`rebuild`'s bookkeeping for a new job of one task, new to the cache: no old job's tasks to drop,
-        no index holding the task's key or the job's yet, no topology."""
+    def _add_new(self, key: str, job: JobInfo) -> None:
+        """`_rebuild`'s bookkeeping for a job new to the cache whose tasks are new to it too: no old job's
+        tasks to drop, no index holding their keys or the job's yet (a bare pod's plain job, usually:
+        without topology or admission facts)."""
         jobs, tasks = self.jobs, self.tasks
         if jobs and job.rank < next(reversed(jobs.values())).rank:
             self._jobs_out_of_place = placed(jobs, None, job, self._jobs_out_of_place)
         jobs[key] = job
-        (task,) = job.tasks
-        task_key = task.key
-        if tasks and task.rank < next(reversed(tasks.values())).rank:
-            self._tasks_out_of_place = placed(tasks, None, task, self._tasks_out_of_place)
-        tasks[task_key] = task
-        if task.host_ports:
-            self.host_port_tasks.add(task_key)
-        if task.placement.has_pod_affinity:
-            self.pod_affinity_tasks.add(task_key)
-        if task.request.gpu_memory_mib:
-            self.gpu_memory_tasks.add(task_key)
-        if task.nominated_node >= 0:
-            self.nominated_tasks.add(task_key)
-        status = task.status
-        if task.node >= 0 and status in _OCCUPYING:
-            releasing = status is TaskStatus.RELEASING
-            self._accounting.hold(
-                task_key, Hold(task.node, task.request, releasing, task.gpu_groups, ours=True)
-            )
-        if status is TaskStatus.RUNNING:
-            self.running_counts[key] = 1
+        running = 0
+        for task in job.tasks:
+            task_key = task.key
+            if tasks and task.rank < next(reversed(tasks.values())).rank:
+                self._tasks_out_of_place = placed(tasks, None, task, self._tasks_out_of_place)
+            tasks[task_key] = task
+            if task.host_ports:
+                self.host_port_tasks.add(task_key)
+            if task.placement.has_pod_affinity:
+                self.pod_affinity_tasks.add(task_key)
+            if task.request.gpu_memory_mib:
+                self.gpu_memory_tasks.add(task_key)
+            if task.nominated_node >= 0:
+                self.nominated_tasks.add(task_key)
+            status = task.status
+            if task.node >= 0 and status in _OCCUPYING:
+                releasing = status is _RELEASING
+                self._accounting.hold(
+                    task_key, Hold(task.node, task.request, releasing, task.gpu_groups, ours=True)
+                )
+            if status is _RUNNING:
+                running += 1
+        if running:
+            self.running_counts[key] = running
+        if job.lone_task is None:  # (a plain job has neither: `LoneJobs.make`)
+            if job.has_topology():
+                self.base_reasons[key] = job.invalid_reason
+            if job.admission is not None:
+                self.admission_jobs.add(key)
 
     def _make_lone(self, key: str, pod_key: str, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
@@ -366,7 +380,7 @@ class JobRebuild:
     def _account_task(self, task: TaskInfo) -> None:
         """Hold what the task holds on its node (or nothing)."""
         if task.node >= 0 and task.status in _OCCUPYING:
-            releasing = task.status is TaskStatus.RELEASING
+            releasing = task.status is _RELEASING
             self._accounting.hold(
                 task.key, Hold(task.node, task.request, releasing, task.gpu_groups, ours=True)
             )
@@ -402,14 +416,14 @@ class JobRebuild:
         node = self._accounting.table.index.get(node_name, -1) if node_name else -1
         if status is None or (node_name is not None and node < 0):
             return False
-        was_running = task.status is TaskStatus.RUNNING
+        was_running = task.status is _RUNNING
         task.status, task.node, task.gpu_groups = status, node, state.gpu_groups
         job = task.job
         job.version += 1
         job_key = job.key
         self.log.note(job_key)
         self._account_task(task)
-        self._count_running(job_key, int(status is TaskStatus.RUNNING) - int(was_running))
+        self._count_running(job_key, int(status is _RUNNING) - int(was_running))
         return True
 
     def restore(self, keys: Iterable[str]) -> int:
@@ -434,13 +448,18 @@ class JobRebuild:
                 if job_key is not None:
                     changed.add(job_key)  # `_mark_job_of`
                 continue
-            status = task_status(state, stuck=_is_stuck(stuck, state))
-            if status is None:
-                changed.add(job_key)
-                continue
             node_name = state.node_name
-            task.status, task.gpu_groups = status, state.gpu_groups
-            task.node = node_index.get(node_name, -1) if node_name else -1
+            if node_name is None and state.phase == "Pending" and not state.terminating:
+                # `task_status` of a pod still pending and unbound (what a first cycle's ~20,000 placed
+                # pods still are as it ends), without its two calls.
+                task.status, task.gpu_groups, task.node = _PENDING, state.gpu_groups, -1
+            else:
+                status = task_status(state, stuck=_is_stuck(stuck, state))
+                if status is None:
+                    changed.add(job_key)
+                    continue
+                task.status, task.gpu_groups = status, state.gpu_groups
+                task.node = node_index.get(node_name, -1) if node_name else -1
             job = task.job
             job.version += 1
             note(job.key)
