@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable, Hashable
+import itertools
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -876,6 +877,24 @@ def _index(kept: _Kept, ranking: Ranking) -> _ValueIndex:
     return index
 
 
+def _runs(values: FloatArray) -> Iterator[tuple[list[int], bool]]:
+    """The nodes in order of their `values` (stable: each value's nodes in index order), cut where the value
+    or the chunk of `_Members` changes: each run, and whether it starts a value. Equal values are one value
+    (0.0 and -0.0 too, as keys of a dict)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values.take(order)
+    starts_value = np.ones(order.size, dtype=np.bool_)
+    np.not_equal(ordered[1:], ordered[:-1], out=starts_value[1:])
+    chunks = order >> _CHUNK_BITS
+    starts = starts_value.copy()
+    starts[1:] |= chunks[1:] != chunks[:-1]
+    at = np.flatnonzero(starts)
+    nodes: list[int] = order.tolist()
+    bounds: list[int] = [*at.tolist(), order.size]
+    for (start, end), first in zip(itertools.pairwise(bounds), starts_value.take(at).tolist(), strict=True):
+        yield nodes[start:end], first
+
+
 class _ValueIndex:
     """Every node of a table by its value: each node's value (`value_at`), the distinct values in order,
     and each value's nodes (`_Members`); brought up to date from the table's log of usage changes."""
@@ -886,15 +905,21 @@ class _ValueIndex:
         self._rebuild()
 
     def _rebuild(self) -> None:
+        """Every node read afresh, taken in runs of one value and one chunk of `_Members` (`_runs`). Why: a
+        session's first pod built each index node by node, where an empty cluster's nodes share one value
+        (some eighty runs at 5,000 nodes)."""
         self._position = self.nodes.change_position()
-        self.value_at: list[float] = self._ranking.values().tolist()
+        values = self._ranking.values()
+        self.value_at: list[float] = values.tolist()
         self.members: dict[float, _Members] = {}
-        for node, value in enumerate(self.value_at):
-            members = self.members.get(value)
-            if members is None:
-                members = self.members[value] = _Members()
-            members.append(node)
-        self.values = sorted(self.members)
+        self.values: list[float] = []
+        held = _Members()
+        for run, starts_value in _runs(values):
+            if starts_value:
+                value = self.value_at[run[0]]  # (as its lowest-indexed node holds it)
+                held = self.members[value] = _Members()
+                self.values.append(value)
+            held.extend(run)
 
     def caught_up(self) -> _ValueIndex:
         """Itself, brought up to date."""
@@ -974,16 +999,12 @@ class _Members:
         self.order: list[int] = []
         self.size = 0
 
-    def append(self, node: int) -> None:
-        """Add `node`, above every node held."""
-        chunk = node >> _CHUNK_BITS
-        nodes = self.chunks.get(chunk)
-        if nodes is None:
-            self.chunks[chunk] = [node]
-            self.order.append(chunk)
-        else:
-            nodes.append(node)
-        self.size += 1
+    def extend(self, run: list[int]) -> None:
+        """Add the nodes `run`: ascending, above every node held, and all of one chunk no node held is in."""
+        chunk = run[0] >> _CHUNK_BITS
+        self.chunks[chunk] = run
+        self.order.append(chunk)
+        self.size += len(run)
 
     def add(self, node: int) -> None:
         chunk = node >> _CHUNK_BITS

@@ -5,6 +5,7 @@ apart otherwise."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -244,7 +245,7 @@ def test_members_of_a_value_are_kept_in_index_order_through_moves() -> None:
     rng = random.Random(3)
     members, reference = ranked_nodes._Members(), []
     for node_index in sorted(rng.sample(range(1000), 300)):
-        members.append(node_index)
+        members.add(node_index)
         reference.append(node_index)
     for _ in range(2000):
         if reference and rng.random() < 0.5:
@@ -302,6 +303,42 @@ def test_the_index_moves_nodes_between_values_as_a_rebuilt_index_holds_them() ->
         held = [n for chunk in index.members[value].order for n in index.members[value].chunks[chunk]]
         assert held == [n for n, at in enumerate(table.values) if at == value]
         assert index.members[value].size == len(held)
+
+
+def _held_by_value(index: ranked_nodes._ValueIndex) -> dict[float, list[list[int]]]:
+    """Each value's nodes as its `_Members` holds them, chunk by chunk."""
+    held = {}
+    for value in index.values:
+        members = index.members[value]
+        held[value] = [members.chunks[chunk] for chunk in members.order]
+        assert members.size == sum(map(len, held[value]))
+    return held
+
+
+@pytest.mark.parametrize("kinds", [1, 3, 40, 1000])
+def test_an_index_built_afresh_holds_each_values_nodes_in_index_order_chunk_by_chunk(kinds: int) -> None:
+    """`_ValueIndex` built from the values (one sort, taken in runs) against the nodes added one by one:
+    each value once, in order, and its nodes in chunks of consecutive indices, ascending; one value, a few
+    spanning many chunks, and nearly every node its own."""
+    rng = random.Random(kinds)
+    values = [float(rng.randrange(kinds)) - 1.0 for _ in range(700)]
+    values[5], values[600] = -0.0, 0.0  # (one value, as dict keys: the lower node's bits kept)
+    table = _LoggedValues(values)
+    index = ranked_nodes._ValueIndex(table, table.ranking)  # type: ignore[arg-type]  # (what it reads)
+
+    expected: dict[float, list[list[int]]] = {}
+    for node_index, value in enumerate(values):
+        chunks = expected.setdefault(value, [])
+        if chunks and chunks[-1][-1] >> ranked_nodes._CHUNK_BITS == node_index >> ranked_nodes._CHUNK_BITS:
+            chunks[-1].append(node_index)
+        else:
+            chunks.append([node_index])
+    assert index.values == sorted(expected)
+    assert _held_by_value(index) == expected
+    assert index.value_at == values
+    first_zero = next(value for value in values if value == 0.0)
+    kept_zero = next(value for value in index.values if value == 0.0)
+    assert math.copysign(1.0, kept_zero) == math.copysign(1.0, first_zero)
 
 
 def _where_p_goes(enabled: bool, moves: list[str]) -> list[str]:
