@@ -157,21 +157,28 @@ class JobRebuild:
         """Every job, after `reset` (`keys`: each once): as `rebuild` of each, but that none is in the log
         (`reset` noted everything, and no reader can hold a stamp taken since) and none is old, nor any
         of their tasks (each pod is one job's): the loop of a first cycle, over every job, its look-ups
-        made once and each job added as new (`_add_new`)."""
+        made once and each job added as new. The jobs are added in the order of `keys`, their tasks then
+        in the order their pods came (`PodIndex.ours_by_job`: the jobs by their first pod), so both are
+        nearly in creation order (a first cycle's PodGroups come before its bare pods, whose pods came
+        between theirs: tasks added job by job were all to sort again)."""
         pods = self._pods
-        ours_by_job, groups, states, tasks = pods.ours_by_job, pods.groups, pods.pods, self.tasks
-        make_lone, add_new = self._make_lone, self._add_new
+        ours_by_job, groups, states = pods.ours_by_job, pods.groups, pods.pods
+        make_lone, add_job, jobs = self._make_lone, self._add_new_job, self.jobs
         for key in keys:
             ours = ours_by_job.get(key)
             job: JobInfo | None = None
             if ours is not None and len(ours) == 1 and key not in groups:
                 (pod_key,) = ours
-                if pod_key not in tasks:
-                    job = make_lone(key, pod_key, states[pod_key])
+                job = make_lone(key, pod_key, states[pod_key])
             if job is None:
                 job = self._make_job(key)
             if job is not None:
-                add_new(key, job)
+                add_job(key, job)
+        add_tasks = self._add_new_tasks
+        for key in ours_by_job:  # (every job with a task has a pod of ours)
+            made = jobs.get(key)
+            if made is not None:
+                add_tasks(key, made)
 
     def _rebuild(self, key: str, old: JobInfo | None) -> None:
         job = self._make_job(key)
@@ -283,10 +290,24 @@ class JobRebuild:
         """`_rebuild`'s bookkeeping for a job new to the cache whose tasks are new to it too: no old job's
         tasks to drop, no index holding their keys or the job's yet (a bare pod's plain job, usually:
         without topology or admission facts)."""
-        jobs, tasks = self.jobs, self.tasks
+        self._add_new_job(key, job)
+        self._add_new_tasks(key, job)
+
+    def _add_new_job(self, key: str, job: JobInfo) -> None:
+        """`_add_new` of the job alone (its tasks: `_add_new_tasks`)."""
+        jobs = self.jobs
         if jobs and job.rank < next(reversed(jobs.values())).rank:
             self._jobs_out_of_place = placed(jobs, None, job, self._jobs_out_of_place)
         jobs[key] = job
+        if job.lone_task is None:  # (a plain job has neither: `LoneJobs.make`)
+            if job.has_topology():
+                self.base_reasons[key] = job.invalid_reason
+            if job.admission is not None:
+                self.admission_jobs.add(key)
+
+    def _add_new_tasks(self, key: str, job: JobInfo) -> None:
+        """`_add_new` of the tasks of the job `key`, added."""
+        tasks = self.tasks
         running = 0
         for task in job.tasks:
             task_key = task.key
@@ -311,11 +332,6 @@ class JobRebuild:
                 running += 1
         if running:
             self.running_counts[key] = running
-        if job.lone_task is None:  # (a plain job has neither: `LoneJobs.make`)
-            if job.has_topology():
-                self.base_reasons[key] = job.invalid_reason
-            if job.admission is not None:
-                self.admission_jobs.add(key)
 
     def _make_lone(self, key: str, pod_key: str, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
