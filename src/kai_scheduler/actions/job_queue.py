@@ -8,6 +8,11 @@ for the queues that have jobs at or below them), and ranked again along the path
 first, at the next pop: a pop costs one scan of the children of each queue on that path, however many
 jobs wait. (The nodes link to their parents and children directly: looked up by name in a dict of
 cached ranks, the same walk cost some 12 us a pop in the trickle cycle at 5,000 nodes, now 8.5.)
+Where the queue order ranks a queue's children by a strict weak ordering
+(`ExtensionPoints.queue_order_weak`), even that scan is mostly spared: the children but the first wait in
+a heap by rank and place, and while only the first was ranked again (a first cycle places most jobs it
+pops, which moves the ranks of the path it came from and no other) it is compared with the heap's first
+alone (`_Siblings`).
 
 A leaf's jobs are sorted once as the queue is made and taken from the end of that list; a job pushed back
 goes to a small heap beside it, and a pop takes the smaller of the two heads. A heap of every job cost a
@@ -31,6 +36,7 @@ import heapq
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Final, cast
 
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import QueueOrderKey, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
@@ -91,14 +97,14 @@ class _LeafJobs:
 
 class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
-    `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps the child it
-    descends to (`best`). `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
+    `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps its children
+    with nodes and the one it descends to (`children`); `siblings`: the children of its parent (or the
+    roots) it is one of. `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
     what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._kept_rank`), but
     for the job `unread`, ranked at `rank` as the allocation moved, whose read is asked only when the
     ranks are (a first cycle moves the allocation at most pops, and its ranks are then never asked)."""
 
     __slots__ = (
-        "best",
         "children",
         "job",
         "jobs",
@@ -109,26 +115,106 @@ class _Node:
         "rank",
         "ranked_at",
         "ranks",
+        "siblings",
         "source",
         "stale",
         "unread",
     )
 
-    def __init__(self, queue: QueueInfo, parent: _Node | None, position: int) -> None:
+    def __init__(
+        self, queue: QueueInfo, parent: _Node | None, position: int, siblings: _Siblings, children: _Siblings
+    ) -> None:
         self.queue = queue
         self.parent = parent  # None: a root queue
         self.position = position  # among the parent's children (or the roots), in the tree's order
+        self.siblings = siblings
         self.level: int = 0 if parent is None else parent.level + 1
         self.jobs: _LeafJobs | None = None  # a leaf queue's waiting jobs
-        self.children: list[_Node] = []
+        self.children = children  # (a leaf's stay empty)
         self.rank: tuple[Any, ...] | None = None
         self.job: JobInfo | None = None
         self.source: _Node | None = None
-        self.best: _Node | None = None
         self.stale = False
         self.ranks: dict[Hashable, tuple[Any, ...]] = {}
         self.ranked_at: tuple[float, float, float] | None = None
         self.unread: JobInfo | None = None
+
+
+# A child waiting in its siblings' heap: its rank, its place among them (ranks that tie go by place), itself.
+_Waiting = tuple[tuple[Any, ...], int, _Node]
+
+
+class _Siblings:
+    """The children with nodes of one queue (or the root queues), in the tree's order, and the first of them
+    with the smallest rank (`best`, found by `first`).
+
+    Where the queue order ranks them by a strict weak ordering (`weak_of` their queues' names: asked once
+    needed), the others with a rank wait in a heap by rank and place (`others`) while the first's rank
+    alone moves: the heap's first is then the one a scan with `<` finds among the others, and `best` stays
+    first unless that one overtakes it (`overtakes`). The heap is built at a `first` after which only
+    `best` had been ranked again (`others_kept`), not at every one: a victim action ranks every queue
+    again after each attempt (`QueueOrderedJobs.refresh`), and a heap made for one pop costs more than
+    the scan."""
+
+    __slots__ = ("best", "heaped", "names", "nodes", "others", "others_kept", "weak", "weak_of")
+
+    def __init__(self, names: list[str], weak_of: Callable[[list[str]], bool] | None) -> None:
+        self.names = names  # every child queue's name (or every root's), in the tree's order
+        self.weak_of = weak_of  # None: not known to be a strict weak ordering
+        self.weak: bool | None = None
+        self.nodes: list[_Node] = []
+        self.best: _Node | None = None
+        self.others: list[_Waiting] = []
+        self.heaped = False  # `others` holds each child but `best` that has a rank, at that rank
+        self.others_kept = False  # no child but `best` was ranked again since the last `first`
+
+    def add(self, node: _Node) -> None:
+        """A node made for one more of the children (to be ranked before the next `first`)."""
+        self.nodes.append(node)
+        self.nodes.sort(key=lambda sibling: sibling.position)
+        self.others_kept = self.heaped = False
+
+    def first(self) -> _Node | None:
+        """The first child with the smallest rank, their ranks as they stand (`_first_smallest`). (The
+        heap's part written out: asked at each level of the path of most pops.)"""
+        best = self.best
+        if self.heaped and best is not None:
+            rank, others = best.rank, self.others
+            if rank is None:
+                best = heapq.heappop(others)[2] if others else None
+            elif others:
+                top = others[0]  # (`overtakes`)
+                if top[0] < rank or (top[1] < best.position and not rank < top[0]):
+                    best = heapq.heapreplace(others, (rank, best.position, best))[2]
+        else:
+            best = _first_smallest(self.nodes)
+            if self.others_kept and self._is_weak():
+                self.others = [
+                    (node.rank, node.position, node)
+                    for node in self.nodes
+                    if node.rank is not None and node is not best
+                ]
+                heapq.heapify(self.others)
+                self.heaped = True
+        self.best = best
+        self.others_kept = True
+        return best
+
+    def stays_first(self, node: _Node, rank: tuple[Any, ...]) -> bool:
+        """Whether `node`, the first child, stays first ranked at `rank` (no other ranked again since)."""
+        if self.heaped:
+            others = self.others
+            return not others or not overtakes(others[0], rank, node.position)
+        kept, node.rank = node.rank, rank  # (ranked at `rank` for the scan, its own rank kept)
+        first = _first_smallest(self.nodes)
+        node.rank = kept
+        return first is node
+
+    def _is_weak(self) -> bool:
+        weak = self.weak
+        if weak is None:
+            weak = self.weak = self.weak_of is not None and self.weak_of(self.names)
+        return weak
 
 
 class QueueOrderedJobs:
@@ -142,11 +228,18 @@ class QueueOrderedJobs:
         self._reads: Callable[[JobInfo], Hashable] | None = (
             session.points.queue_order_reads if session.points.queue_order is not None else None
         )
+        weak = session.points.queue_order_weak if session.points.queue_order is not None else None
+        queues = self._queues  # (not `self`: the siblings hold it, and a cycle would keep the session)
+        # Whether the order ranks the queues named by a strict weak ordering (None: not known to).
+        self._weak_of: Callable[[list[str]], bool] | None = (
+            None if weak is None else lambda names: weak([queues[name] for name in names])
+        )
+        self._verify = session.verify_carried
         self._job_order_key = session.job_order_key
         self._leaves: dict[str, _LeafJobs] = {}
         self._counter = 0
         self._nodes: dict[str, _Node] = {}
-        self._roots: list[_Node] = []
+        self._roots = _Siblings(self._queues.roots, self._weak_of)
         self._best_root: _Node | None = None
         # The nodes to rank again, each once, children before their parent (`_settle`).
         self._stale: list[_Node] = []
@@ -226,13 +319,9 @@ class QueueOrderedJobs:
         while True:
             # (The path's allocation is the one its ranks are kept for: `_path_unmoved`.)
             rank = self._kept_rank(node, read, job)
-            parent = node.parent
-            # (Ranked at `rank` for the scan, its own rank kept: the path is not settled.)
-            kept, node.rank = node.rank, rank
-            first = _first_smallest(self._roots if parent is None else parent.children)
-            node.rank = kept
-            if first is not node:
+            if not node.siblings.stays_first(node, rank):
                 return None
+            parent = node.parent
             if parent is None:
                 return rank
             node = parent
@@ -281,15 +370,12 @@ class QueueOrderedJobs:
             return node
         queue = self._queues[name]
         parent = None if queue.parent is None else self._node(queue.parent)
-        if parent is None:
-            position, siblings = self._queues.roots.index(name), self._roots
-        else:
-            position, siblings = parent.queue.children.index(name), parent.children
-        node = self._nodes[name] = _Node(queue, parent, position)
+        siblings = self._roots if parent is None else parent.children
+        children = _Siblings(queue.children, self._weak_of)
+        node = self._nodes[name] = _Node(queue, parent, siblings.names.index(name), siblings, children)
         if queue.is_leaf:
             node.jobs = self._leaf(name)
-        siblings.append(node)
-        siblings.sort(key=lambda sibling: sibling.position)
+        siblings.add(node)
         return node
 
     def _mark(self, node: _Node | None) -> None:
@@ -302,6 +388,9 @@ class QueueOrderedJobs:
         while node is not None and not node.stale:  # a stale node's ancestors are stale already
             node.stale = True
             stale.append(node)
+            siblings = node.siblings
+            if node is not siblings.best:  # (the heap holds the others at their ranks: `_Siblings`)
+                siblings.others_kept = siblings.heaped = False
             node = node.parent
 
     def _settle(self) -> None:
@@ -324,7 +413,9 @@ class QueueOrderedJobs:
                 job = jobs.head() if depth is None else self._next_job(node)  # (a call less a pop)
                 node.job, node.source = job, node
             else:
-                best = node.best = _first_smallest(node.children)
+                best = node.children.first()
+                if self._verify:
+                    _check_first(node.children)
                 job = None if best is None else best.job
                 node.job, node.source = job, None if best is None else best.source
             if job is None:
@@ -347,7 +438,9 @@ class QueueOrderedJobs:
                         read_job, read = job, reads(job)
                     node.rank = self._kept_rank(node, read, job)
         stale.clear()
-        self._best_root = _first_smallest(self._roots)
+        self._best_root = self._roots.first()
+        if self._verify:
+            _check_first(self._roots)
 
     def _next_job(self, leaf: _Node) -> JobInfo | None:
         """The job this leaf queue would hand out next."""
@@ -370,6 +463,20 @@ def _first_smallest(nodes: list[_Node]) -> _Node | None:
         if rank is not None and (best_rank is None or rank < best_rank):
             best, best_rank = node, rank
     return best
+
+
+def _check_first(siblings: _Siblings) -> None:
+    """With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`): the first of `siblings` found by a scan too, and a
+    difference raises `CarriedMismatch`."""
+    if siblings.best is not _first_smallest(siblings.nodes):
+        names = [node.queue.name for node in siblings.nodes]
+        raise CarriedMismatch(f"the job queue's first of the queues {names} differs from a scan's")
+
+
+def overtakes(top: tuple[tuple[Any, ...], int, object], rank: tuple[Any, ...], position: int) -> bool:
+    """Whether `top` (rank, place, queue), the first of a heap of siblings, goes before a sibling at `rank`
+    in place `position` (the first with the smallest rank, as a scan with `<` picks)."""
+    return top[0] < rank or (top[1] < position and not rank < top[0])
 
 
 def _path_unmoved(leaf: _Node) -> bool:

@@ -26,7 +26,7 @@ import heapq
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
-from kai_scheduler.actions.job_queue import JobEntry, KeyedJobs
+from kai_scheduler.actions.job_queue import JobEntry, KeyedJobs, overtakes
 from kai_scheduler.framework.session import QueueOrderKey, Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo
@@ -184,7 +184,7 @@ class QuietOrder:
                 parent.best = heapq.heappop(others)[2] if others else None
             else:
                 rank = self._rank_on(node, ahead[0], ahead[1])
-                if others and _overtakes(others[0], rank, node.position):
+                if others and overtakes(others[0], rank, node.position):
                     parent.best = heapq.heapreplace(others, (rank, node.position, node))[2]
             best = parent.best
             parent.head = None if best is None else best.head
@@ -211,9 +211,3 @@ class QuietOrder:
             if rest:
                 left[name] = rest
         return left
-
-
-def _overtakes(top: tuple[tuple[Any, ...], int, _Queue], rank: tuple[Any, ...], position: int) -> bool:
-    """Whether `top`, the first of the others' heap, goes before a child at `rank` in place `position`
-    (the first child with the smallest rank, as the job queue's scan picks)."""
-    return top[0] < rank or (top[1] < position and not rank < top[0])
