@@ -519,9 +519,7 @@ def _searched_from_scratch(
         if allowed[node]
         and not excluded[node]
         and kernels.may_hold(
-            scratch._matrix[node],
-            scratch.state.mig[node],
-            (taken, mig_taken, portions[node], request.gpu_devices),
+            scratch._matrix, scratch.state.mig, node, (taken, mig_taken, portions, request.gpu_devices)
         )
     ]
     if not rows:

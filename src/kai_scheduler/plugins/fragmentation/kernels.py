@@ -83,6 +83,16 @@ def _compiled(function: _Function) -> _Function:
     return cast(_Function, compiled)
 
 
+def _inlined(function: _Function) -> _Function:
+    """`_compiled`, and written into each kernel that calls it. Why: a call passes each array as seven
+    values, more than a small function's own work (`_keep`, called a few million times a cycle)."""
+    try:
+        compiled = numba.njit(cache=True, inline="always")(function)
+    except RuntimeError:  # (as `_compiled`)
+        compiled = numba.njit(cache=False, inline="always")(function)
+    return cast(_Function, compiled)
+
+
 @_compiled
 def _idle_row(state: FloatArray, mig: FloatArray, mig_units: FloatArray) -> float:
     """A node state's idle GPUs: free whole GPUs, the free portions of its shared GPUs, free MIG instances."""
@@ -413,25 +423,28 @@ def _lacks(free: float, taken: float) -> bool:
 
 
 @_compiled
-def may_hold(state: FloatArray, mig: FloatArray, pod: tuple[FloatArray, FloatArray, float, int]) -> bool:
-    """Whether a node in `state` may hold a pod that takes `pod`: its idle CPU, memory and whole GPUs, its
-    instances per MIG column, and for a pod sharing one GPU the portion it takes there (a node that lacks
-    a portion's room on every shared GPU and a free whole GPU does not hold it). False only where the node
-    lacks one of these (`_lacks`): a node found so does not hold the pod, nothing is said of one that
-    passes (pod slots, other devices, several shared GPUs: `NodeTable.node_fits` decides)."""
-    taken, mig_taken, portion, devices = pod
+def may_hold(
+    states: FloatArray, mig: FloatArray, node: int, pod: tuple[FloatArray, FloatArray, FloatArray, int]
+) -> bool:
+    """Whether `node` in its state (a row of `states` and of `mig`) may hold a pod that takes `pod`: its idle
+    CPU, memory and whole GPUs, its instances per MIG column, and for a pod sharing one GPU the portion it
+    takes on each node (a node that lacks a portion's room on every shared GPU and a free whole GPU does not
+    hold it). False only where the node lacks one of these (`_lacks`): a node found so does not hold the
+    pod, nothing is said of one that passes (pod slots, other devices, several shared GPUs:
+    `NodeTable.node_fits` decides). (Read element by element: a row taken as an array costs more.)"""
+    taken, mig_taken, portions, devices = pod
     for column in range(taken.size):
-        if _lacks(state[column], taken[column]):
+        if _lacks(states[node, column], taken[column]):
             return False
     for column in range(mig_taken.size):
-        if _lacks(mig[column], mig_taken[column]):
+        if _lacks(mig[node, column], mig_taken[column]):
             return False
-    if devices != 1 or not _lacks(state[WHOLE], 1.0):
+    if devices != 1 or not _lacks(states[node, WHOLE], 1.0):
         return True
     room = 0.0  # (a loop: numba compiles no generator into `any`)
-    for column in range(SHARED, state.size):
-        room = max(room, state[column])
-    return not _lacks(room, portion)
+    for column in range(SHARED, states.shape[1]):
+        room = max(room, states[node, column])
+    return not _lacks(room, portions[node])
 
 
 @_compiled
@@ -443,15 +456,14 @@ def stale_holding(
     mig: FloatArray,
     pod: tuple[FloatArray, FloatArray, FloatArray, int],
 ) -> IntArray:
-    """Of `nodes`, those whose keys are stale (`changed`) and that may hold the pod (`may_hold`, `pod`'s
-    portions per node), their flags cleared: the keys to work out; the others stale are noted `lacking`."""
-    taken, mig_taken, portions, devices = pod
+    """Of `nodes`, those whose keys are stale (`changed`) and that may hold the pod (`may_hold`), their flags
+    cleared: the keys to work out; the others stale are noted `lacking`."""
     found = np.empty(nodes.size, dtype=np.int64)
     count = 0
     for node in nodes:
         if not changed[node] or lacking[node]:
             continue
-        if may_hold(states[node], mig[node], (taken, mig_taken, portions[node], devices)):
+        if may_hold(states, mig, node, pod):
             changed[node] = False
             found[count] = node
             count += 1
@@ -587,7 +599,7 @@ def _keep_best(
     return kept, lowest, lowest_node
 
 
-@_compiled
+@_inlined
 def _keep(kept_keys: FloatArray, kept_nodes: IntArray, kept: int, width: int, key: float, node: int) -> int:
     """Insert `key` at `node` among the `kept` keys (best first, at most `width`) unless it is kept already
     (a node before it came first) or below them all; how many are kept."""
@@ -652,15 +664,15 @@ def summarized_best(
     kept = 0
     floor = -np.inf
     lowest, lowest_node = np.inf, -1
+    # (Read element by element: a row of a summary taken as an array costs more than the block's keys.)
     for block in range(stale.size):
-        block_keys, block_nodes = summary_keys[block], summary_nodes[block]
-        if block_keys[width] < lowest:
-            lowest, lowest_node = block_keys[width], block_nodes[width]
-        for at in range(block_nodes[width + 1]):
-            key = block_keys[at]
+        if summary_keys[block, width] < lowest:
+            lowest, lowest_node = summary_keys[block, width], summary_nodes[block, width]
+        for at in range(summary_nodes[block, width + 1]):
+            key = summary_keys[block, at]
             if key <= floor:  # (a block's keys best first: the rest lie below too)
                 break
-            kept = _keep(kept_keys, kept_nodes, kept, capacity, key, block_nodes[at])
+            kept = _keep(kept_keys, kept_nodes, kept, capacity, key, summary_nodes[block, at])
             if kept == capacity:
                 floor = kept_keys[capacity - 1]
     return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
