@@ -11,10 +11,15 @@ evicted virtually: the simulation places its victims again as it places any job.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kai_scheduler.model.jobs import JobInfo, PodSet, SubGroupSet, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import Resources
+
+# Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
+# lookup of the class's attributes (~10x a global's cost), and these are asked of every pod placed.
+_PENDING: Final = TaskStatus.PENDING
+_RELEASING: Final = TaskStatus.RELEASING
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session, SignatureRead
@@ -34,7 +39,7 @@ def kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
     look-up, and no memo holds thousands of such jobs."""
     lone = job.lone_task
     if lone is not None and not session.state.virtually_evicted:
-        return [lone] if lone.status is TaskStatus.PENDING else []
+        return [lone] if lone.status is _PENDING else []
     cached = session.next_tasks.get(job)
     if cached is None or cached[0] != job.version:
         cached = (job.version, fresh_tasks_to_allocate(session, job))
@@ -50,7 +55,7 @@ def next_request(session: Session, job: JobInfo) -> Resources:
     smallest = session.snapshot.min_gpu_memory_mib
     lone = job.lone_task
     if lone is not None and not session.state.virtually_evicted:
-        return shared_request(session, lone, smallest) if lone.status is TaskStatus.PENDING else Resources()
+        return shared_request(session, lone, smallest) if lone.status is _PENDING else Resources()
     cached = session.next_requests.get(job)
     if cached is None or cached[0] != job.version or cached[1] != smallest:
         tasks = kept_tasks(session, job)
@@ -78,16 +83,12 @@ def fresh_tasks_to_allocate(session: Session, job: JobInfo) -> list[TaskInfo]:
     if evicted and any(task.key in evicted for task in job.tasks):
 
         def placeable(tasks: list[TaskInfo]) -> list[TaskInfo]:
-            return [
-                t
-                for t in tasks
-                if t.status is TaskStatus.PENDING or (t.status is TaskStatus.RELEASING and t.key in evicted)
-            ]
+            return [t for t in tasks if t.status is _PENDING or (t.status is _RELEASING and t.key in evicted)]
 
         return _choose(session, job, placeable)
     only = _only_pod(job)
     if only is not None:
-        return [only] if only.status is TaskStatus.PENDING else []
+        return [only] if only.status is _PENDING else []
     return _choose(session, job, _pending)
 
 
@@ -115,18 +116,18 @@ def lone_whole_gang(job: JobInfo, tasks: list[TaskInfo]) -> bool:
     pod's plain job (`lone_task`) is one whose pod, pending, is all of `tasks`."""
     lone = job.lone_task
     if lone is not None:
-        return len(tasks) == 1 and tasks[0] is lone and lone.status is TaskStatus.PENDING
+        return len(tasks) == 1 and tasks[0] is lone and lone.status is _PENDING
     if len(tasks) != 1 or job.min_member > 1:
         return False
     task = tasks[0]
-    if task.status is not TaskStatus.PENDING or _only_pod(job) is not task:
+    if task.status is not _PENDING or _only_pod(job) is not task:
         return False
     (podset,) = job.podsets.values()
     return podset.min_member <= 1
 
 
 def _pending(tasks: list[TaskInfo]) -> list[TaskInfo]:
-    return [t for t in tasks if t.status is TaskStatus.PENDING]
+    return [t for t in tasks if t.status is _PENDING]
 
 
 def _choose(

@@ -44,6 +44,13 @@ OCCUPYING: Final = frozenset(
 ALLOCATED: Final = frozenset({TaskStatus.ALLOCATED, TaskStatus.RUNNING})
 # Active-allocated: counts toward a gang's minMember (KAI: allocated, pipelined, bound, running).
 ACTIVE_ALLOCATED: Final = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RUNNING})
+# Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
+# lookup of the class's attributes (~10x a global's cost), and these are asked of every pod.
+_ALLOCATED_STATUS: Final = TaskStatus.ALLOCATED
+_PENDING: Final = TaskStatus.PENDING
+_PIPELINED: Final = TaskStatus.PIPELINED
+_RUNNING: Final = TaskStatus.RUNNING
+_SUCCEEDED: Final = TaskStatus.SUCCEEDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +161,7 @@ class TaskInfo:
             job=self.job,
             podset=self.podset,
             request=self.request,
-            status=TaskStatus.PENDING,
+            status=_PENDING,
             placement=self.placement,
             labels=self.labels,
             rank=self.rank,
@@ -187,7 +194,7 @@ class PodSet:
         return self.active_allocated() >= self.min_member
 
     def pending(self) -> list[TaskInfo]:
-        return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+        return [task for task in self.tasks if task.status is _PENDING]
 
     # As a member of its parent (KAI's SubGroupMember): it counts as satisfied once it has its minMember.
     def min_to_satisfy(self) -> int:
@@ -258,10 +265,10 @@ class Tally(NamedTuple):
 # The tally of a job of one pod in one pod set, minMember 1 (`JobInfo.lone_task`), by its pod's status.
 _LONE_TALLIES: Final = {
     status: Tally(
-        int(status is TaskStatus.PENDING),
+        int(status is _PENDING),
         int(status in ACTIVE_ALLOCATED),
-        int(status is TaskStatus.RUNNING),
-        int(status is TaskStatus.SUCCEEDED),
+        int(status is _RUNNING),
+        int(status is _SUCCEEDED),
         status in ACTIVE_ALLOCATED,
     )
     for status in TaskStatus
@@ -359,14 +366,14 @@ class JobInfo:
         pending = active = running = succeeded = 0
         for task in self.tasks:
             status = task.status
-            if status is TaskStatus.PENDING:
+            if status is _PENDING:
                 pending += 1
-            elif status is TaskStatus.RUNNING:
+            elif status is _RUNNING:
                 running += 1
                 active += 1
-            elif status is TaskStatus.ALLOCATED or status is TaskStatus.PIPELINED:
+            elif status is _ALLOCATED_STATUS or status is _PIPELINED:
                 active += 1
-            elif status is TaskStatus.SUCCEEDED:
+            elif status is _SUCCEEDED:
                 succeeded += 1
         satisfied = active >= self.min_member
         if satisfied and len(self.podsets) == 1:
@@ -385,7 +392,7 @@ class JobInfo:
         return self.tally().active_allocated
 
     def pending_tasks(self) -> list[TaskInfo]:
-        return [task for task in self.tasks if task.status is TaskStatus.PENDING]
+        return [task for task in self.tasks if task.status is _PENDING]
 
     def preemption_delay_end(self) -> float | None:
         """When the job may start evicting others (KAI's `PreemptionDelayEnd`): its delay counted from the
@@ -398,7 +405,7 @@ class JobInfo:
     def has_pending(self) -> bool:
         lone = self.lone_task
         if lone is not None:  # (asked of each job placed, its version moved: no recount of one task)
-            return lone.status is TaskStatus.PENDING
+            return lone.status is _PENDING
         return self.tally().pending > 0
 
     def topology_constraints(self) -> tuple[TopologyConstraint | None, ...]:
