@@ -44,7 +44,7 @@ _OCCUPYING = (TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.STUCK_IN_RELE
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 # Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
 # lookup (~10x a global's cost), and these are asked of every task a first cycle makes.
-_PENDING, _RUNNING, _RELEASING = TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.RELEASING
+_RUNNING, _RELEASING = TaskStatus.RUNNING, TaskStatus.RELEASING
 _rank = attrgetter("rank")
 
 
@@ -464,18 +464,13 @@ class JobRebuild:
                 if job_key is not None:
                     changed.add(job_key)  # `_mark_job_of`
                 continue
+            status = task_status(state, stuck=_is_stuck(stuck, state))
+            if status is None:
+                changed.add(job_key)
+                continue
             node_name = state.node_name
-            if node_name is None and state.phase == "Pending" and not state.terminating:
-                # `task_status` of a pod still pending and unbound (what a first cycle's ~20,000 placed
-                # pods still are as it ends), without its two calls.
-                task.status, task.gpu_groups, task.node = _PENDING, state.gpu_groups, -1
-            else:
-                status = task_status(state, stuck=_is_stuck(stuck, state))
-                if status is None:
-                    changed.add(job_key)
-                    continue
-                task.status, task.gpu_groups = status, state.gpu_groups
-                task.node = node_index.get(node_name, -1) if node_name else -1
+            task.status, task.gpu_groups = status, state.gpu_groups
+            task.node = node_index.get(node_name, -1) if node_name else -1
             job = task.job
             job.version += 1
             note(job.key)
