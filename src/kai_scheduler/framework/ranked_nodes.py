@@ -204,15 +204,16 @@ def best_of_rows(session: Session, task: TaskInfo, rows: IntArray) -> int | Unde
     ranking, _, sparse, summed = said
     if sparse or ranking.finds is not None:
         return UNDECIDED
-    # Each value once, lowest first, with where in `rows` its first candidate stands.
-    distinct, firsts = np.unique(ranking.values_of_rows(rows), return_index=True)
-    values: list[float] = distinct.tolist()
-    top, top_value = rows.item(firsts.item(len(values) - 1)), values[-1]
+    row_list: list[int] = rows.tolist()
+    row_values: list[float] = ranking.values_of_rows(rows).tolist()
+    firsts = _firsts_of_values(row_list, row_values)
+    values = sorted(firsts)  # each value once, lowest first
+    top, top_value = firsts[values[-1]], values[-1]
     included: list[int] = []
     while True:
         found = len(included) < len(values) - 1  # a value below the top's not taken in yet
         if found:
-            included.append(rows.item(firsts.item(len(included))))
+            included.append(firsts[values[len(included)]])
             if len(included) < 2:
                 continue
         if summed.reads_values_alone():
@@ -227,6 +228,17 @@ def best_of_rows(session: Session, task: TaskInfo, rows: IntArray) -> int | Unde
             best, best_score, last_score = _best_of_sums(sorted_rows, sums, last)
         if not found or last_score < best_score:
             return best
+
+
+def _firsts_of_values(rows: list[int], values: list[float]) -> dict[float, int]:
+    """Each of `values` (those of `rows`, in index order) with the first of `rows` so valued; equal values
+    are one (0.0 and -0.0 too), kept as that first row holds it. (A plain loop: a pod's candidates are
+    tens, where numpy's `unique` cost some 15 us whatever their count.)"""
+    firsts: dict[float, int] = {}
+    for row, value in zip(rows, values, strict=True):
+        if value not in firsts:
+            firsts[value] = row
+    return firsts
 
 
 # What `best_node` works with for a pod (`_asked_for`).
@@ -399,11 +411,8 @@ def _best(
             included.append(found)
             included_values.append(values[at])
             if len(included) < 2:
-                if (
-                    by_values
-                    and at + 1 < top_at
-                    and _next_below(summed, values[at], values[at + 1], values[top_at])
-                ):
+                # (The next value may be the top's: then the top sums strictly below, and needs no node.)
+                if by_values and _next_below(summed, values[at], values[at + 1], values[top_at]):
                     return found
                 continue  # the lowest value's first candidate is the best so far: take the next value too
         # R in value order (the values taken in, then the top's) when the sums read the values alone;

@@ -780,10 +780,13 @@ class Session:
         rows = rows[self.snapshot.nodes.fit_rows(task.request, rows, soon=True)]
         if self.allowed is not None:
             rows = rows[self.allowed[rows]]
+        everywhere = self._everywhere_masks
         for predicate in self.points.task_predicates:
             if rows.size == 0:
                 break
-            rows = rows[predicate.nodes_passing(task)[rows]]
+            mask = predicate.nodes_passing(task)
+            if everywhere.get(id(mask)) is not mask:  # (a mask known to pass every node leaves the rows)
+                rows = rows[mask[rows]]
         return rows
 
     def pre_predicate_failure(self, task: TaskInfo) -> str | None:

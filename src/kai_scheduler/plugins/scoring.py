@@ -240,7 +240,7 @@ class NodePlacementPlugin(_ScoringPlugin):
             gpus: ranked_nodes.Ranking(
                 ("not-allocated", gpus),
                 partial(nodes.not_allocated, gpus=gpus),
-                partial(nodes.not_allocated_of, gpus=gpus),
+                nodes.gpus_not_allocated_of if gpus else nodes.cpu_not_allocated_of,
                 binpack_scores,
                 values_at=partial(nodes.not_allocated_at, gpus=gpus),
             )

@@ -15,12 +15,14 @@ from helpers import node, open_session, pod, queue
 from kai_scheduler.api.objects import ApiObject
 
 RACKS = 8
+MIG_STRATEGY = "nvidia.com/mig.strategy"
 TAINT = {"key": "dedicated", "value": "infer", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"}
 
 
 def cluster_and_backlog(seed: int) -> list[ApiObject]:
-    """24 nodes, three a rack, and pods selecting a rack (some tolerating a taint), or selecting none."""
+    """24 nodes, three a rack (a few of them mixed MIG nodes), and pods selecting a rack (some tolerating a
+    taint), or selecting none."""
     rng = random.Random(seed)
     objects: list[ApiObject] = [queue("q", gpu=-1)]
     for i in range(3 * RACKS):
@@ -29,7 +31,8 @@ def cluster_and_backlog(seed: int) -> list[ApiObject]:
                 f"n{i:02d}",
                 gpus=rng.choice((4, 8)),
                 cpu=rng.choice(("16", "64")),
-                labels={"rack": f"r{i % RACKS}"},
+                # (A mixed MIG node takes no GPU pod but a MIG instance's: a per-pod mask that narrows.)
+                labels={"rack": f"r{i % RACKS}", **({MIG_STRATEGY: "mixed"} if i % 7 == 3 else {})},
                 taints=[TAINT] if rng.random() < 0.15 else None,
                 unschedulable=rng.random() < 0.05,
             )

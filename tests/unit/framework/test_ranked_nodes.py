@@ -600,3 +600,35 @@ def test_binpacks_values_at_a_few_nodes_are_its_values_there_to_the_last_bit() -
         for _ in range(10):
             rows = np.array(sorted(rng.sample(range(len(names)), 4)), dtype=np.int64)
             assert ranking.values_at(rows).tolist() == ranking.values().take(rows).tolist()
+
+
+def test_a_selector_pods_values_are_each_taken_once_with_the_first_row_so_valued() -> None:
+    """`best_of_rows` reads each value of a pod's candidates once, with the first candidate (in index
+    order) so valued, as numpy's `unique` gives them: equal values are one, 0.0 and -0.0 too, held as
+    that first candidate holds it."""
+    firsts = ranked_nodes._firsts_of_values([3, 5, 8, 9, 12, 20], [2.0, 1.0, 2.0, -0.0, 0.0, 1.0])
+    assert firsts == {2.0: 3, 1.0: 5, 0.0: 9}
+    assert [math.copysign(1.0, value) for value in firsts] == [1.0, 1.0, -1.0]
+
+
+def test_a_pods_lowest_value_next_to_the_highest_is_decided_without_summing_its_few() -> None:
+    """A second whole-GPU pod of a shape whose lowest candidate's value (b's 1 GPU free) is the one just
+    below the highest (every other node's 8): the highest sums strictly below it, so b is the best
+    without R's sums (`_next_below` with the top's value next), as when every candidate is scored."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-b", gpus=6, node_name="b"), pod("p", gpus=1), pod("p-again", gpus=1)]
+    session = open_session(objects)
+    tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+    assert names[ranked_nodes.best_node(session, tasks["default/p"])] == "b"  # type: ignore[index]
+
+    def not_summed(*args: object) -> object:
+        raise AssertionError("R's sums asked")
+
+    before = ranked_nodes._best_of_sums
+    ranked_nodes._best_of_sums = not_summed  # type: ignore[assignment]
+    try:
+        again = ranked_nodes.best_node(session, tasks["default/p-again"])
+    finally:
+        ranked_nodes._best_of_sums = before
+    assert isinstance(again, int) and names[again] == "b"
+    assert one_then_another(objects, "p", "p-again", lambda session: None) == ["b", "b"]

@@ -13,7 +13,7 @@ import pytest
 from helpers import node, pod, queue, snapshot_of
 from kai_scheduler.model.builder import build_node_table, pod_request
 from kai_scheduler.model.nodes import NodeTable, PipelineTake
-from kai_scheduler.model.resources import PodRequest
+from kai_scheduler.model.resources import EPSILON, PodRequest
 
 GI = 2**30
 
@@ -533,3 +533,40 @@ def test_anything_releasing_kept_across_changes_is_what_a_fresh_look_finds(seed:
             assert answer == t.copy().anything_releasing()
             answers.add(answer)
     assert answers == {False, True}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_soon_sums_what_is_released_in_while_anything_is(seed: int) -> None:
+    """`fit_rows` and `node_fits` asked about soon add the releasing columns only while something is
+    released (zeros otherwise, which change no comparison): their answers are those of the free amounts
+    summed with the releasing ones, before any pod releases and after some do."""
+    t = table(*(node(f"n{i:02d}", gpus=4, cpu="16", memory="64Gi", pods=6) for i in range(60)))
+    requests = (
+        PodRequest(cpu=2000, memory=8 * GI, whole_gpus=2),
+        PodRequest(cpu=1000, memory=4 * GI, gpu_portion=0.5, gpu_devices=1),
+        PodRequest(cpu=3000, memory=GI),
+    )
+    rng = np.random.default_rng(seed)
+    held: Held = []
+    released = False
+    for _ in range(60):
+        _change_randomly(t, rng, requests, held)
+        released |= t.anything_releasing()
+        cpu = (t.cap_cpu - t.used_cpu) + t.rel_cpu
+        memory = (t.cap_memory - t.used_memory) + t.rel_memory
+        pods = (t.cap_pods - t.used_pods) + t.rel_pods
+        gpus = t.free_gpus + t.rel_gpus
+        for request in requests:
+            room = (cpu >= request.cpu - EPSILON) & (memory >= request.memory - EPSILON)
+            room &= pods >= 1 - EPSILON
+            if request.whole_gpus:
+                room &= gpus >= request.whole_gpus - EPSILON
+            fits = t.fit_rows(request, slice(None), soon=True)
+            assert not (fits & ~room).any()
+            if not request.is_shared_gpu:
+                assert fits.tolist() == room.tolist()
+            assert [t.node_fits(request, n, soon=True) for n in range(t.size)] == fits.tolist()
+        for n in range(t.size):
+            assert t.gpus_not_allocated_of(n).hex() == t.not_allocated(gpus=True).item(n).hex()
+            assert t.cpu_not_allocated_of(n).hex() == t.not_allocated(gpus=False).item(n).hex()
+    assert released  # some pods released between asks
