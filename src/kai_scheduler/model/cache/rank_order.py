@@ -7,7 +7,8 @@ dict is out of place: `placed` tracks the lowest rank that may be, and `sort_tai
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+import math
+from typing import Final, Protocol, TypeVar
 
 
 class _Ranked(Protocol):
@@ -16,6 +17,15 @@ class _Ranked(Protocol):
 
 
 R = TypeVar("R", bound=_Ranked)
+
+# Below every rank: the last rank of an empty dict (any entry added to it is in place).
+BEFORE_ALL: Final = -math.inf
+
+
+def rank_of_last(items: dict[str, R]) -> float:
+    """The rank of the last entry of `items` (`BEFORE_ALL` when it has none): a new entry ranked below it
+    is out of place. A caller adding many entries in turn keeps it instead (each look costs an iterator)."""
+    return next(reversed(items.values())).rank if items else BEFORE_ALL
 
 
 def placed(items: dict[str, R], old: R | None, new: R, out_of_place: float | None) -> float | None:
