@@ -338,11 +338,21 @@ class Namespaced(K8sModel):
 
     @property
     def namespace(self) -> str:
-        return self.metadata.namespace or "default"
+        return namespace_of(self.metadata)
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.metadata.name}"
+        # `metadata` read once, and no `namespace` property asked: every read of a model's attribute goes
+        # through the hook pydantic's `__getattr__` puts on its class (a few hundred instructions, a
+        # property's own reads included), and this is asked of every pod.
+        metadata = self.metadata
+        return f"{namespace_of(metadata)}/{metadata.name}"
+
+
+def namespace_of(metadata: ObjectMeta) -> str:
+    """The namespace of the object with this `metadata` (`Namespaced.namespace`, for a caller that holds
+    the metadata already)."""
+    return metadata.namespace or "default"
 
 
 class Pod(Namespaced):

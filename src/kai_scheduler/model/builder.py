@@ -17,7 +17,7 @@ import numpy as np
 from kai_scheduler.api import constants as c
 from kai_scheduler.api.durations import parse_duration, parse_go_duration
 from kai_scheduler.api.gpu_request import node_gpu_memory_mib, read_shared_gpu_request
-from kai_scheduler.api.objects import Container, Node, Pod, PodGroup, Queue
+from kai_scheduler.api.objects import Container, Node, ObjectMeta, Pod, PodGroup, Queue, namespace_of
 from kai_scheduler.api.objects import TopologyConstraint as TopologyConstraintSpec
 from kai_scheduler.api.reasons import QUEUE_DOES_NOT_EXIST, WaitReason
 from kai_scheduler.model.accounted import limit_value
@@ -48,7 +48,12 @@ _DEFAULT_MAX_PODS = 110
 
 def implicit_pod_group_name(pod: Pod) -> str:
     """The PodGroup the pod grouper would make for a pod that names none."""
-    return f"pg-{pod.metadata.name}"
+    return implicit_group_name(pod.metadata.name)
+
+
+def implicit_group_name(pod_name: str) -> str:
+    """`implicit_pod_group_name` of the pod named `pod_name`."""
+    return f"pg-{pod_name}"
 
 
 def pod_request(pod: Pod) -> PodRequest:
@@ -392,7 +397,14 @@ def is_gated(state: PodState) -> bool:
 
 def job_key_of(pod: Pod) -> str:
     """The job (PodGroup) a pod belongs to: the one it names, else the one the pod grouper would make."""
-    return f"{pod.namespace}/{_group_name(pod)}"
+    return job_key_in(pod.metadata)
+
+
+def job_key_in(metadata: ObjectMeta) -> str:
+    """`job_key_of` the pod with this `metadata`, read once (for a caller that holds it: every read of a
+    model's attribute goes through the hook pydantic's `__getattr__` puts on its class)."""
+    named = metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+    return f"{namespace_of(metadata)}/{named or implicit_group_name(metadata.name)}"
 
 
 # Entries of `PodDerivations`' memo by container objects: a loaded cluster has a few distinct ones.
@@ -755,14 +767,17 @@ def annotation_preemption_delay(text: str | None) -> float:
 def implicit_job(pod_state: PodState, name: str, priorities: Priorities) -> JobInfo:
     """The job of a pod without a PodGroup object, as KAI's pod grouper would make it."""
     pod = pod_state.pod
-    labels = pod.metadata.labels
-    class_name = pod.spec.priority_class_name or labels.get("priorityClassName")
-    priority = priorities.resolve(class_name, pod.spec.priority)
-    annotations = pod.metadata.annotations
+    # Each part read once: every read of a model's attribute goes through the hook pydantic's `__getattr__`
+    # puts on its class (a few hundred instructions), and this is made for most pods.
+    metadata, spec = pod.metadata, pod.spec
+    labels = metadata.labels
+    class_name = spec.priority_class_name or labels.get("priorityClassName")
+    priority = priorities.resolve(class_name, spec.priority)
+    annotations = metadata.annotations
     # JobInfo's leading fields in their order, the rest set after: a keyword costs a search of its ~30
     # parameters, and this is made for most jobs of a large cluster (290,000 at 20,000 nodes).
     job = JobInfo(
-        pod.namespace,
+        namespace_of(metadata),
         name,
         labels.get(c.QUEUE_LABEL, c.DEFAULT_QUEUE),  # queue
         priority,
@@ -816,17 +831,19 @@ def make_task(
         podset = next(iter(job.podsets.values()))  # bound: it holds its node whatever it names
     request, placement, host_ports = derived
     nominated = pod_state.nominated_node
+    metadata = pod.metadata  # (read once: see `implicit_job`)
+    labels = metadata.labels
     return TaskInfo(
-        namespace=pod.namespace,
-        name=pod.metadata.name,
+        namespace=namespace_of(metadata),
+        name=metadata.name,
         job=job,
         podset=podset,
         request=request,
         status=status,
         placement=placement,
-        labels=pod.metadata.labels,
+        labels=labels,
         rank=pod_state.rank,
-        task_priority=int(pod.metadata.labels.get(c.TASK_PRIORITY_LABEL, "0")),
+        task_priority=int(labels.get(c.TASK_PRIORITY_LABEL, "0")),
         node=node,
         gpu_groups=pod_state.gpu_groups,
         nominated_node=node_index.get(nominated, -1) if nominated else -1,
@@ -865,7 +882,3 @@ def waiting_reason(job: JobInfo, gated: int) -> str | None:
 
 
 _TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
-
-
-def _group_name(pod: Pod) -> str:
-    return pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION) or implicit_pod_group_name(pod)

@@ -19,7 +19,7 @@ from dataclasses import fields
 from typing import Final, NamedTuple
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.model.builder import PodDerivations, implicit_job, implicit_pod_group_name, task_status
+from kai_scheduler.model.builder import PodDerivations, implicit_group_name, implicit_job, task_status
 from kai_scheduler.model.cache.accounting import NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.inputs import ClusterInputs
@@ -134,7 +134,8 @@ class LoneJobs:
         node = node_index.get(node_name, -1) if node_name else -1
         if status is None or (node_name and node < 0):
             return None
-        job = implicit_job(state, implicit_pod_group_name(pod), self._inputs.priorities)
+        name = metadata.name
+        job = implicit_job(state, implicit_group_name(name), self._inputs.priorities)
         podset = job.podsets[""]
         if self._nominations.by_pod:
             state = self._nominations.of(state)
@@ -143,7 +144,7 @@ class LoneJobs:
         task_priority = labels.get(c.TASK_PRIORITY_LABEL)
         task = TaskInfo(  # by position (most tasks are made here): as `make_task` names them
             job.namespace,
-            metadata.name,
+            name,
             job,
             podset,
             request,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kai_scheduler.api import constants as c
-from kai_scheduler.api.objects import Pod
-from kai_scheduler.model.builder import job_key_of
+from kai_scheduler.api.objects import Pod, namespace_of
+from kai_scheduler.model.builder import job_key_in
 from kai_scheduler.model.cache.accounting import Hold, NodeAccounting
 from kai_scheduler.model.cache.asks import PodAsks
 from kai_scheduler.model.cache.changes import Changes
@@ -119,17 +119,18 @@ class PodIndex:
 
     def _index(self, key: str, state: PodState) -> None:
         pod = state.pod
+        metadata = pod.metadata  # (read once: see `job_key_in`)
         changes = self._changes
         self._asks.dra.track(key, pod)
-        named = pod.metadata.annotations.get(c.POD_GROUP_ANNOTATION)
+        named = metadata.annotations.get(c.POD_GROUP_ANNOTATION)
         if named is not None:
-            group_key = f"{pod.namespace}/{named}"
+            group_key = f"{namespace_of(metadata)}/{named}"
             self.named_by_group.setdefault(group_key, set()).add(key)
             changes.jobs.add(group_key)  # its first pod may speak for it
         if pod.spec.scheduler_name == c.SCHEDULER_NAME and (
             (self._partition is None and not self.backed_off) or self._in_partition(pod)
         ):
-            job = job_key_of(pod)
+            job = job_key_in(metadata)
             self.job_of_pod[key] = job
             self.ours_by_job.setdefault(job, set()).add(key)
             changes.jobs.add(job)
