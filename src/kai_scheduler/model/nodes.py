@@ -828,8 +828,12 @@ class NodeTable:
         self, node: int, request: PodRequest, pod_key: str, groups: tuple[str, ...], *, releasing: bool
     ) -> None:
         """Put a shared-GPU pod's portion on each GPU group it holds on the node."""
-        if request.is_shared_gpu:
-            portion = min(self.portion_on(request, node), 1.0)
+        shared = request.shared_gpu
+        if shared is not None:
+            # (`portion_on` and its `min` with one GPU, written out: asked for every shared-GPU pod placed.)
+            portion = shared.fit_portion(self.gpu_memory_mib.item(node))
+            if portion > 1.0:
+                portion = 1.0
             for group_id in groups:
                 self.join_group(node, group_id, pod_key, portion, releasing=releasing)
 
