@@ -26,7 +26,7 @@ import numpy as np
 from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.model.nodes import BoolArray, FloatArray, GpuGroup, IntArray, NodeTable
 from kai_scheduler.model.resources import EPSILON, PodRequest
-from kai_scheduler.plugins.fragmentation import kernels
+from kai_scheduler.plugins.fragmentation import held, kernels
 from kai_scheduler.plugins.fragmentation.kernels import CPU, MEMORY, NEW_GPU, SHARED, WHOLE
 from kai_scheduler.plugins.fragmentation.measure import (
     MixArrays,
@@ -81,10 +81,18 @@ class _Costs:
 
     # Per set of nodes allowed (by identity), what its searches keep of the keys (`_Summary`).
     summaries: dict[int, _Summary]
+    # The flags, pod and weights as `kernels.choose` takes them (made at its first choice).
+    choosing: held.Request | None = None
 
     def flags(self) -> tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray]:
         """The keys, flags and GPUs as `kernels.search` takes them."""
         return self.keys, self.changed, self.excluded, self.holding, self.gpu
+
+    def held_request(self) -> held.Request:
+        """The request's flags, pod and weights as `kernels.choose` takes them (the same arrays)."""
+        if self.choosing is None:
+            self.choosing = kernels.hold_request(self.flags(), self.pod, self.per_idle)
+        return self.choosing
 
     def summary(self, allowed: BoolArray, size: int, position: int) -> _Summary:
         """The summary of the keys over the nodes `allowed`, a new one (every block out of date) if there is
@@ -118,23 +126,25 @@ class _Summary:
     nodes: IntArray
     stale: BoolArray
     position: int
+    choosing: held.Summary  # its arrays as `kernels.choose` takes them
 
     @staticmethod
     def new(allowed: BoolArray, size: int, position: int) -> _Summary:
         blocks = max((size + (1 << _BLOCK_SHIFT) - 1) >> _BLOCK_SHIFT, 1)
         width = kernels.SUMMARY_WIDTH
-        return _Summary(
-            allowed,
-            np.empty((blocks, width + 1)),
-            np.empty((blocks, width + 2), dtype=np.int64),
-            np.ones(blocks, dtype=np.bool_),
-            position,
-        )
+        keys = np.empty((blocks, width + 1))
+        nodes = np.empty((blocks, width + 2), dtype=np.int64)
+        stale = np.ones(blocks, dtype=np.bool_)
+        return _Summary(allowed, keys, nodes, stale, position, kernels.hold_summary(keys, nodes, stale))
 
     def read(self, end: int) -> kernels.SummaryKernel:
         """As `kernels.search` takes it, noting that the search reads the log up to `end`."""
+        return self.keys, self.nodes, self.stale, self.advance(end), _BLOCK_SHIFT
+
+    def advance(self, end: int) -> int:
+        """How far the log was read for it, noting that a search now reads it up to `end`."""
         position, self.position = self.position, end
-        return self.keys, self.nodes, self.stale, position, _BLOCK_SHIFT
+        return position
 
 
 class PlacementCosts:
@@ -163,6 +173,9 @@ class PlacementCosts:
         self._choose = kernels.Bound(kernels.choose)
         # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked).
         self._asked = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
+        # The session's arrays as `kernels.choose` takes them, and the arrays (of those the plugin may
+        # replace) it was made of (`_held_session`).
+        self._choosing: tuple[FloatArray, FloatArray, IntArray, held.Session] | None = None
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
         self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
@@ -274,6 +287,7 @@ class PlacementCosts:
         asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`)."""
         costs, log, node_states = self._searching(request)
         summary = costs.summary(allowed, self.table.size, log[3])
+        session, held_request = self._held_session(node_states), costs.held_request()
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
         asked = self._asked
@@ -282,10 +296,9 @@ class PlacementCosts:
         # without numba's dispatch where that is a plain mask (`kernels.Bound`).
         choose = self._choose if _plain_mask(allowed) else kernels.choose
         for _ in range(_SEARCHES):
-            read = summary.read(log[3])
-            chosen, asking = choose(
-                log, costs.flags(), node_states, costs.pod, costs.per_idle, allowed, count, read, sums, asked
-            )
+            read = (summary.advance(log[3]), _BLOCK_SHIFT)
+            held_summary = summary.choosing
+            chosen, asking = choose(session, held_request, held_summary, log[1:], read, allowed, count, sums)
             log = self._taken_in(log)
             if chosen == kernels.MORE_KEYS:
                 count *= 4
@@ -297,6 +310,20 @@ class PlacementCosts:
                 return chosen if chosen >= 0 else None
             costs.exclude(unfit)
         return ranked_nodes.UNDECIDED
+
+    def _held_session(self, node_states: kernels.NodeStatesKernel) -> held.Session:
+        """The session's arrays as `kernels.choose` takes them (`node_states`, the log, where it writes the
+        nodes to ask), made again once the plugin replaced one (`_set_states`, the log grown)."""
+        kept = self._choosing
+        if (
+            kept is None
+            or kept[0] is not self._matrix
+            or kept[1] is not self.state.mig
+            or kept[2] is not self._changes
+        ):
+            session = kernels.hold_session(node_states, self._changes, self._asked)
+            kept = self._choosing = self._matrix, self.state.mig, self._changes, session
+        return kept[3]
 
     def _first_unfit(self, request: PodRequest, nodes: list[int], costs: _Costs) -> int:
         """The first of `nodes` (-1 stands for none) that does not hold a pod of `request` soon

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray
+from kai_scheduler.plugins.fragmentation import held
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -723,23 +724,35 @@ def walk(
 
 @_compiled
 def choose(
-    log: tuple[IntArray, int, int, int],
-    request_state: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
-    node_states: NodeStatesKernel,
-    pod: tuple[FloatArray, FloatArray, FloatArray, int],
-    per_idle: tuple[float, float],
+    session: held.Session,
+    request: held.Request,
+    summary: held.Summary,
+    log: tuple[int, int, int],
+    read: tuple[int, int],
     allowed: BoolArray,
     count: int,
-    summary: SummaryKernel,
     sums: tuple[float, float, FloatArray],
-    unknown: IntArray,
 ) -> tuple[int, int]:
     """`search`, then `walk` over what it found: the node chosen (-1: none may hold the pod; MORE_KEYS),
     and how many nodes the walk relies on are not known to hold the pod (`holding`), to be asked: written
-    to the start of `unknown` (at least `count` + 1 long). Why no array returned: numba's making one for
-    Python costs as much as the walk."""
-    keys, holding = request_state[0], request_state[3]
-    firsts, top, more = search(log, request_state, node_states, pod, per_idle, allowed, count, summary)
+    to the start of the session's `asked` (at least `count` + 1 long). What `search` takes, from what
+    numba holds (`held`): the session's log of refreshes with the request's positions in it `log` (seen,
+    swept, end), the request's flags and pod, and the summary's arrays with `read` (the position its
+    last search read the log to, the block shift). Why no array returned: numba's making one for Python
+    costs as much as the walk."""
+    flags = request.flags
+    keys, holding, unknown = flags[0], flags[3], session.asked
+    position, shift = read
+    firsts, top, more = search(
+        (session.changes, log[0], log[1], log[2]),
+        flags,
+        session.node_states,
+        request.pod,
+        request.per_idle,
+        allowed,
+        count,
+        (summary.keys, summary.nodes, summary.stale, position, shift),
+    )
     if top < 0:
         return -1, 0
     chosen, included = walk(keys, firsts, top, more, sums)
@@ -752,12 +765,34 @@ def choose(
     return chosen, count_unknown
 
 
+@_compiled
+def hold_session(node_states: NodeStatesKernel, changes: IntArray, asked: IntArray) -> held.Session:
+    """A session's arrays as `choose` takes them (`held.Session`)."""
+    return held.Session(node_states, changes, asked)
+
+
+@_compiled
+def hold_request(
+    flags: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    per_idle: tuple[float, float],
+) -> held.Request:
+    """A request's arrays as `choose` takes them (`held.Request`)."""
+    return held.Request(flags, pod, per_idle)
+
+
+@_compiled
+def hold_summary(keys: FloatArray, nodes: IntArray, stale: BoolArray) -> held.Summary:
+    """A summary's arrays as `choose` takes them (`held.Summary`)."""
+    return held.Summary(keys, nodes, stale)
+
+
 class Bound:
     """A kernel called without numba's dispatch, its compiled code for the types of its first call's
-    arguments taken once. Why: numba types every argument at each call (for `choose`'s 30 arrays in nested
-    tuples some 14,000 instructions, half as much as its search); a caller whose arguments keep their types
-    call after call spares that. Only for such a caller: the compiled code reads each argument as the type
-    it was compiled for, unchecked (see `costs.PlacementCosts.choose`)."""
+    arguments taken once. Why: numba types every argument at each call (a tuple element by element: for
+    `choose`'s 30 arrays in nested tuples, before `held`, some 14,000 instructions); a caller whose
+    arguments keep their types call after call spares that. Only for such a caller: the compiled code reads
+    each argument as the type it was compiled for, unchecked (see `costs.PlacementCosts.choose`)."""
 
     def __init__(self, kernel: Callable[..., Any]) -> None:
         self._kernel = kernel
@@ -783,15 +818,21 @@ def start() -> None:
     node_states = (mix, rows, rows, floats, floats, flags)
     pod, per_idle = (floats, floats, floats, 0), (0.0, 0.0)
     summary = (rows, int_rows, flags, 0, 0)
+    flags_of_request = (floats, flags, flags, flags, ints)
     searched = (
         (ints, 0, 0, 0),
-        (floats, flags, flags, flags, ints),
+        flags_of_request,
         node_states,
         pod,
         per_idle,
         flags,
         0,
         summary,
+    )
+    held_ones = (
+        hold_session(node_states, ints, ints),
+        hold_request(flags_of_request, pod, per_idle),
+        hold_summary(rows, int_rows, flags),
     )
     calls: list[tuple[Any, tuple[Any, ...]]] = [
         (evaluate, (mix, ints, rows, rows, floats)),
@@ -805,7 +846,7 @@ def start() -> None:
         (stale_holding, (ints, flags, flags, rows, rows, pod)),
         (best_keyed, (floats, flags, flags, flags, 0)),
         (search, searched),
-        (choose, (*searched, (0.0, 0.0, floats), ints)),
+        (choose, (*held_ones, (0, 0, 0), (0, 0), flags, 0, (0.0, 0.0, floats))),
     ]
     typeof: Callable[[Any], Any] = numba.typeof  # (numba's own, untyped)
     for kernel, arguments in calls:
