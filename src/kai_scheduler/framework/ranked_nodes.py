@@ -419,7 +419,7 @@ def _best(
         # else in index order.
         sums = summed.of_values((*included_values, values[top_at])) if by_values else None
         if sums is not None:
-            if top < 0 and (isinstance(sums, float) or sums[-1] == max(sums)):
+            if top < 0 and (isinstance(sums, float) or _ties_for_best(sums)):
                 top = looks.first(members[values[top_at]])  # the top ties for the best: its node counts
             rows = [*included, top]
             last = len(included) - 1
@@ -438,14 +438,30 @@ def _best(
 def _best_of_sums(rows: list[int], sums: list[float] | float, last: int) -> tuple[int, float, float]:
     """Of R's `rows` summed `sums` (one float: all alike): the best (ties to the lowest index, as numpy's
     argmax in index order), its sum, and the sum of the row at `last` (the last value taken in; -1:
-    none, the best's)."""
+    none, the best's). (Plain loops over R's two to four rows: a call of the builtin max or min costs
+    more than the loop, and this is asked several times a pod.)"""
     if isinstance(sums, float):
-        return min(rows), sums, sums
-    best_score = max(sums)
-    best = rows[sums.index(best_score)]
-    if sums.count(best_score) > 1:
-        best = min(row for row, score in zip(rows, sums, strict=True) if score == best_score)
+        best = rows[0]
+        for row in rows:
+            if row < best:
+                best = row
+        return best, sums, sums
+    best, best_score = rows[0], sums[0]
+    for row, score in zip(rows, sums, strict=True):
+        if score > best_score:  # (the first of equal sums kept, as max keeps it)
+            best, best_score = row, score
+        elif score == best_score and row < best:
+            best = row
     return best, best_score, sums[last] if last >= 0 else best_score
+
+
+def _ties_for_best(sums: list[float]) -> bool:
+    """Whether the last of `sums` is the highest (`max(sums)`, without the builtin's call)."""
+    last = sums[-1]
+    for score in sums:  # noqa: SIM110 - a loop: the builtin and a generator cost more
+        if score > last:
+            return False
+    return True
 
 
 def _next_below(summed: _Summed, lowest: float, following: float, top: float) -> bool:
@@ -506,7 +522,9 @@ class _Looks:
             raise _GiveUp
         found = self._holding.get(node)
         if found is None or self._stamps[node] > found:
-            if not (self._static.item(node) and self._fits(self._request, node, soon=True)):
+            if not (
+                (found is not None or self._static.item(node)) and self._fits(self._request, node, soon=True)
+            ):
                 self._unfit[node] = self._position
                 return False
             self._holding[node] = self._position
@@ -514,7 +532,10 @@ class _Looks:
 
     # The nodes known unfit, most of a long walk's, are passed over by `first` and `every` themselves,
     # without a call each. A node is known so while it has not changed since it was found so: its stamp
-    # (the position of the log once its last change was read) is no later than the position then.
+    # (the position of the log once its last change was read) is no later than the position then. A node
+    # once found to hold the shape, changed since, is asked again whether it holds the request alone: the
+    # static predicates read no usage, and it passed them (most of a walk's nodes asked are such: the
+    # last pod of the shape took the first of them).
 
     def first(self, members: _Members) -> int:
         """The lowest-indexed candidate of `members`, or -1. (`_passes` written out: most pods' walks end
@@ -543,7 +564,7 @@ class _Looks:
                     raise _GiveUp
                 found = holding.get(node)
                 if found is None or stamps[node] > found:
-                    if not (static.item(node) and fits(request, node, soon=True)):
+                    if not ((found is not None or static.item(node)) and fits(request, node, soon=True)):
                         unfit[node] = position
                         continue
                     holding[node] = position
@@ -562,7 +583,9 @@ class _Looks:
         if found is None or self._stamps[last] > found:
             if last in self._unfit and self._stamps[last] <= self._unfit[last]:
                 found = None
-            elif self._static.item(last) and self._fits(self._request, last, soon=True):
+            elif (found is not None or self._static.item(last)) and self._fits(
+                self._request, last, soon=True
+            ):
                 found = self._holding[last] = self._position
             else:
                 self._unfit[last] = self._position

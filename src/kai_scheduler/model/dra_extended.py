@@ -64,15 +64,26 @@ def _age_key(device_class: DeviceClass) -> tuple[datetime, str]:
 def may_ask_extended(pod: Pod) -> bool:
     """Whether any container asks for a resource a DeviceClass could back (cheap: no class looked at;
     asked of every pod the cache is handed, so a container whose requests and limits name only CPU,
-    memory and the like is passed over without a look at each name)."""
+    memory and the like is passed over without a look at each name). (Plain loops, each API attribute
+    read once: a pod's own check cost some 9,000 instructions with a generator and the builtin `any`
+    per names, the pod's tuple of containers made even without init containers.)"""
     spec = pod.spec
-    for container in (*spec.init_containers, *spec.containers):
+    init_containers = spec.init_containers
+    for container in (*init_containers, *spec.containers) if init_containers else spec.containers:
         resources = container.resources
-        for names in (resources.requests, resources.limits):
-            if not _NOT_EXTENDED.issuperset(names) and any(
-                name not in _NOT_EXTENDED and not name.startswith("hugepages-") for name in names
-            ):
-                return True
+        requests, limits = resources.requests, resources.limits
+        if (not _NOT_EXTENDED.issuperset(requests) and _names_extended(requests)) or (
+            not _NOT_EXTENDED.issuperset(limits) and _names_extended(limits)
+        ):
+            return True
+    return False
+
+
+def _names_extended(names: Iterable[str]) -> bool:
+    """Whether any of `names` is a resource a DeviceClass could back."""
+    for name in names:  # noqa: SIM110 - a loop: the builtin and a generator cost more
+        if name not in _NOT_EXTENDED and not name.startswith("hugepages-"):
+            return True
     return False
 
 

@@ -17,6 +17,7 @@ from helpers import node, open_session, pod, queue
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.session import Session
+from kai_scheduler.model.resources import PodRequest
 
 PREFER_B = {
     "nodeAffinity": {
@@ -632,3 +633,49 @@ def test_a_pods_lowest_value_next_to_the_highest_is_decided_without_summing_its_
         ranked_nodes._best_of_sums = before
     assert isinstance(again, int) and names[again] == "b"
     assert one_then_another(objects, "p", "p-again", lambda session: None) == ["b", "b"]
+
+
+def test_the_best_of_a_pods_few_sums_ties_to_the_lowest_row_with_the_first_of_equal_sums() -> None:
+    """R's best, as numpy's argmax over the candidates in index order picks it: the highest sum, ties to
+    the lowest row wherever it stands in R (R is in value order), with the sum as max gives it (the first
+    of equal sums: 0.0 before -0.0); all alike, the lowest row."""
+    assert ranked_nodes._best_of_sums([5, 9, 3, 7], [1.0, 2.0, 2.0, 0.5], 3) == (3, 2.0, 0.5)
+    best, score, last = ranked_nodes._best_of_sums([8, 2], [0.0, -0.0], -1)
+    assert (best, math.copysign(1.0, score), math.copysign(1.0, last)) == (2, 1.0, 1.0)
+    assert ranked_nodes._best_of_sums([6, 4, 9], 3.0, 0) == (4, 3.0, 3.0)
+    assert ranked_nodes._ties_for_best([1.0, 3.0, 3.0]) and not ranked_nodes._ties_for_best([1.0, 3.0, 2.0])
+
+
+class _CountedMask:
+    """A static mask that counts its reads (`item`)."""
+
+    def __init__(self, size: int) -> None:
+        self.reads = 0
+        self._mask = np.ones(size, dtype=np.bool_)
+
+    def item(self, node: int) -> bool:
+        self.reads += 1
+        return bool(self._mask.item(node))
+
+
+def test_a_node_found_to_hold_a_shape_is_asked_only_whether_it_holds_it_once_it_changes() -> None:
+    """A node found to hold a shape passed its static predicates, which read no usage: once it changes,
+    it is asked again whether it holds the request, and not whether it passes them."""
+    static = _CountedMask(4)
+    asked: list[int] = []
+
+    def fits(request: object, node: int, *, soon: bool) -> bool:
+        asked.append(node)
+        return True
+
+    looks = ranked_nodes._Looks(static, fits, PodRequest(cpu=1.0), ranked_nodes._Shape())  # type: ignore[arg-type]
+    members = ranked_nodes._Members()
+    members.extend([0, 1, 2])
+    stamps = [0, 0, 0, 0]
+    looks.begin([], stamps, 1)
+    assert looks.first(members) == 0 and (asked, static.reads) == ([0], 1)
+    looks.begin([], stamps, 1)
+    assert looks.first(members) == 0 and (asked, static.reads) == ([0], 1)  # unchanged: known to hold it
+    stamps[0] = 2  # node 0 changed
+    looks.begin([], stamps, 2)
+    assert looks.first(members) == 0 and (asked, static.reads) == ([0, 0], 1)
