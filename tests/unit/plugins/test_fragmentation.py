@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -631,6 +632,140 @@ def test_a_mask_of_allowed_nodes_in_pieces_is_read_as_it_is() -> None:
     only_b = np.array([False, False, True, False])[::2]  # b alone; its memory's first two: neither
     assert costs.choose(request, only_b, around) == 1
     assert costs.choose(request, only_b.copy(), around) == 1
+
+
+def test_a_node_the_choice_finds_without_room_comes_back_once_it_changes() -> None:
+    # As `best` above, for the choice that asks whether a node holds the pod in its compiled call
+    # (`kernels.choose_fitting`): a node out of pod slots is left out until it changes.
+    table, request, costs = _costs_on_two_nodes(cpu="16", pods=1)
+    every, around = np.ones(2, dtype=np.bool_), (0.0, np.zeros(0))
+    assert costs._costs_of(request).fits_judged
+    assert costs.choose(request, every, around) == 0
+    cpu_only = PodRequest(cpu=1000.0)
+    table.hold(0, cpu_only, releasing=False)  # its one pod slot taken
+    assert costs.choose(request, every, around) == 1
+    table.hold(1, cpu_only, releasing=False)
+    assert costs.choose(request, every, around) is None
+    table.unhold(0, cpu_only, releasing=False)
+    assert costs.choose(request, every, around) == 0
+    assert costs.choose(request, np.array([False, True]), around) is None
+
+
+def _table_in_use(seed: int) -> Any:
+    """A node table of twelve nodes of different sizes (GPUs of 0, 40 and 80 GB, two or three pod slots on
+    some, two MIG profiles on some), a random part of it taken by pods, some of them releasing, and by
+    shared GPUs, some of their holders releasing."""
+    rng = np.random.default_rng(seed)
+    mig = {"nvidia.com/mig.strategy": "mixed"}
+    objects: list[Any] = [queue("q")]
+    for n in range(12):
+        extra = {"nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-3g.40gb": 1} if n % 4 == 3 else {}
+        objects.append(
+            node(
+                f"n{n}",
+                gpus=int(rng.choice([1, 2, 4])),
+                cpu=str(int(rng.choice([4, 8, 16]))),
+                memory="64Gi",
+                pods=int(rng.choice([2, 3, 110])),
+                gpu_memory=[None, 40000, 80000][n % 3],
+                labels=mig if extra else None,
+                extra=extra,
+            )
+        )
+    table = snapshot_of(objects).nodes
+    placed: list[Callable[[], None]] = []
+    for step in range(30):
+        _change_at_random(table, rng, step, placed)
+    return table
+
+
+def _change_at_random(table: Any, rng: Any, step: int, placed: list[Callable[[], None]]) -> None:
+    """Place a random pod on a random node (whole GPUs, a MIG instance, CPU only, or a shared GPU's
+    portion), releasing or not, or take one placed before off again (`placed`: how to take each off)."""
+    if placed and rng.random() < 0.2:
+        placed.pop(int(rng.integers(len(placed))))()
+        return
+    node_index = int(rng.integers(table.size))
+    releasing = bool(rng.random() < 0.3)
+    kind = int(rng.integers(4))
+    if kind == 3 and table.free_gpus[node_index] >= 1:
+        group, key = f"g{node_index}-{step % 2}", f"p{step}"
+        table.join_group(node_index, group, key, float(rng.choice([0.25, 0.5, 0.75])), releasing=releasing)
+        placed.append(lambda: table.leave_group(group, key, releasing=releasing))
+        return
+    request = PodRequest(
+        cpu=float(rng.choice([500.0, 1000.0, 2000.0])),
+        memory=float(rng.choice([1.0, 16.0])) * 2**30,
+        whole_gpus=kind % 2,
+        scalars=(("nvidia.com/mig-1g.10gb", 1.0),) if kind == 2 else (),
+    )
+    table.hold(node_index, request, releasing=releasing)
+    placed.append(lambda: table.unhold(node_index, request, releasing=releasing))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_fit_is_node_fits(seed: int) -> None:
+    # A request of no scalar resources on at most one device is asked whether it fits a node in compiled
+    # code (`kernels.fits_soon`): on tables in use, with releasing pods and shared GPUs, it answers as
+    # `NodeTable.node_fits(..., soon=True)` for requests of what each node has free now, free soon (with
+    # what is releasing), and a little more.
+    table = _table_in_use(seed)
+    columns = PlacementCosts(table, _mix_of(table, [PodRequest(whole_gpus=1)]), MAX_SCORE)._held_table
+    cpu = {
+        *(table.cap_cpu - table.used_cpu).tolist(),
+        *(table.cap_cpu - table.used_cpu + table.rel_cpu).tolist(),
+    }
+    memory = {*(table.cap_memory - table.used_memory + table.rel_memory).tolist()}
+    requests = [
+        PodRequest(cpu=c + extra, memory=m, whole_gpus=gpus)
+        for c in cpu
+        for extra in (0.0, 1.0)
+        for m in (0.0, *memory)
+        for gpus in (0, 1, 2)
+    ]
+    requests += [
+        PodRequest(cpu=c, gpu_portion=portion, gpu_devices=1)
+        for c in cpu
+        for portion in (0.25, 0.5, 0.75, 1.0)
+    ]
+    requests += [
+        PodRequest(cpu=1.0, gpu_memory_mib=mib, gpu_devices=1) for mib in (10000, 20000, 40000, 60000)
+    ]
+    answers = set()
+    for request in requests:
+        asks = costs_module._asks(request)
+        for node_index in range(table.size):
+            expected = table.node_fits(request, node_index, soon=True)
+            assert kernels.fits_soon(columns, asks, node_index) == expected, (request, node_index)
+            answers.add(expected)
+    assert answers == {True, False}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_states_kept_through_changes_are_those_from_scratch(seed: int) -> None:
+    # The plugin brings a node's state up to date from the table in compiled code (`kernels.refresh`) but
+    # for its shared GPUs' free portions: after any change the states it keeps are those it makes afresh.
+    rng = np.random.default_rng(seed)
+    table = _table_in_use(seed)
+    mix = _mix_of(table, [PodRequest(whole_gpus=1), PodRequest(gpu_portion=0.5, gpu_devices=1)])
+    kept = PlacementCosts(table, mix, MAX_SCORE)
+    placed: list[Callable[[], None]] = []
+    for step in range(40):
+        _change_at_random(table, rng, 100 + step, placed)
+        kept._sync()
+        fresh = PlacementCosts(table, mix, MAX_SCORE)
+        width = fresh._matrix.shape[1]
+        assert kept._matrix[:, :width].tolist() == fresh._matrix.tolist(), step
+        assert not kept._matrix[:, width:].any()  # (kept wider once a node shared more GPUs)
+        assert kept.state.mig.tolist() == fresh.state.mig.tolist(), step
+
+
+def _mix_of(table: Any, requests: list[PodRequest]) -> Any:
+    """The mix of `requests`, equally often, over `table`."""
+    mig, units = mig_columns(table)
+    every = [np.ones(table.size, dtype=np.bool_)] * len(requests)
+    weights = [1.0 / len(requests)] * len(requests)
+    return scarcity_weighted(mix_arrays(requests, weights, every, table, mig), table, mig, units)
 
 
 def _costs_on_two_nodes(**capacity: Any) -> tuple[Any, PodRequest, PlacementCosts]:

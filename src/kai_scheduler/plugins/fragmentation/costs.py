@@ -70,6 +70,10 @@ class _Costs:
     pod: tuple[FloatArray, FloatArray, FloatArray, int]
     # The order key's weights of each idle GPU and idle CPU a placement leaves (see the module).
     per_idle: tuple[float, float]
+    # What `kernels.fits_soon` reads of the request, and whether it judges the request's fit (no scalar
+    # resources, at most one shared GPU): `NodeTable.node_fits` judges the others.
+    asks: kernels.FitKernel
+    fits_judged: bool
     # Nodes found not to hold a pod of the request since they last changed: lacking what it takes
     # (`kernels.may_hold`), or by `NodeTable.node_fits` (`PlacementCosts.best`).
     excluded: BoolArray
@@ -91,7 +95,7 @@ class _Costs:
     def held_request(self) -> held.Request:
         """The request's flags, pod and weights as `kernels.choose` takes them (the same arrays)."""
         if self.choosing is None:
-            self.choosing = kernels.hold_request(self.flags(), self.pod, self.per_idle)
+            self.choosing = kernels.hold_request(self.flags(), self.pod, self.per_idle, self.asks)
         return self.choosing
 
     def summary(self, allowed: BoolArray, size: int, position: int) -> _Summary:
@@ -171,11 +175,23 @@ class PlacementCosts:
         self._changed = 0
         self._costs: dict[PodRequest, _Costs] = {}
         self._choose = kernels.Bound(kernels.choose)
-        # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked).
+        self._choose_fitting = kernels.Bound(kernels.choose_fitting)
+        self._refresh_row = kernels.Bound(kernels.refresh)
+        # Where `kernels.choose` writes the nodes to ask `node_fits` (at most one more than the keys asked),
+        # and `kernels.choose_fitting` the nodes it found not to hold a pod (at most one a search).
         self._asked = np.empty(ranked_nodes.BUDGET + 1, dtype=np.int64)
-        # The session's arrays as `kernels.choose` takes them, and the arrays (of those the plugin may
-        # replace) it was made of (`_held_session`).
+        self._unfit = np.empty(_SEARCHES, dtype=np.int64)
+        # The session's arrays as the kernels take them, and the arrays (of those the plugin may replace) it
+        # was made of (`_held_session`); the table's columns (`kernels.refresh`, `kernels.fits_soon`).
         self._choosing: tuple[FloatArray, FloatArray, IntArray, held.Session] | None = None
+        self._held_table = kernels.hold_table(
+            (table.cap_cpu, table.used_cpu, table.rel_cpu),
+            (table.cap_memory, table.used_memory, table.rel_memory),
+            (table.cap_pods, table.used_pods, table.rel_pods),
+            (table.free_gpus, table.rel_gpus, table.shared_free_soon),
+            table.gpu_memory_mib,
+            (table.cap_scalars, table.used_scalars, self.mig),
+        )
         # The last request costed, for the GPU chooser that the session asks right after (`choose_gpus`).
         self._last: PodRequest | None = None
         self._per_gpu = _IDLE_GPU_WEIGHT / max(float(table.cap_gpus.max(initial=0.0)), 1.0)
@@ -212,28 +228,21 @@ class PlacementCosts:
                 self._refresh(node)
 
     def _refresh(self, node: int) -> None:
-        """One node's state from the table (plain floats: far cheaper than numpy for one row)."""
-        table, state = self.table, self.state
-        state.cpu[node] = table.cap_cpu.item(node) - table.used_cpu.item(node)
-        state.memory[node] = table.cap_memory.item(node) - table.used_memory.item(node)
-        state.whole[node] = table.free_gpus.item(node)
-        groups = table.groups.get(node, ())
+        """One node's state from the table, in one compiled call (`kernels.refresh`) but for the free portions
+        of its shared GPUs (Python objects: `GpuGroup.free_now`)."""
+        groups = self.table.groups.get(node, ())
         if len(groups) + 1 > self.width:  # a node shares more GPUs than any did: widen every row
-            extra = np.zeros((table.size, len(groups) + 1 - self.width))
+            extra = np.zeros((self.table.size, len(groups) + 1 - self.width))
             self.width = len(groups) + 1
-            self._set_states(replace(state, shared=np.concatenate([state.shared, extra], axis=1)))
-            state = self.state
-        shared = state.shared[node]
-        shared[:] = 0.0
-        for column, group in enumerate(groups):
-            shared[column] = group.free_now
-        if self.mig.size:
-            state.mig[node] = table.cap_scalars[node, self.mig] - table.used_scalars[node, self.mig]
-        self._frag_stale[node] = True
+            self._set_states(replace(self.state, shared=np.concatenate([self.state.shared, extra], axis=1)))
         if self._changed == self._changes.size:
             self._changes = np.concatenate([self._changes, np.empty_like(self._changes)])
-        self._changes[self._changed] = node
+        self._refresh_row(self._held_table, self._held_session(), node, self._changed)
         self._changed += 1
+        if groups:
+            matrix = self._matrix
+            for column, group in enumerate(groups, SHARED):
+                matrix[node, column] = group.free_now
 
     def _set_states(self, states: NodeStates) -> None:
         """Keep every node's state as one matrix (`_matrix`: idle CPU, memory, whole GPUs, then the
@@ -284,17 +293,39 @@ class PlacementCosts:
         compiled call with the search (`kernels.choose`, its walk `kernels.walk`); None: no node holds
         the pod; UNDECIDED: it gave up. The nodes the walk relies on are asked `node_fits` as `best`
         asks them (the search is made again without one that does not hold the pod), and the search
-        asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`)."""
-        costs, log, node_states = self._searching(request)
+        asked for more keys while the walk needs keys it left out (as `ranked_nodes._best_found`): in the
+        same compiled call for a request whose fit `kernels.fits_soon` judges (`kernels.choose_fitting`)."""
+        costs, log, _ = self._searching(request)
         summary = costs.summary(allowed, self.table.size, log[3])
-        session, held_request = self._held_session(node_states), costs.held_request()
+        session, held_request = self._held_session(), costs.held_request()
         sums = (self.top_score, *around)
         count = ranked_nodes.FOUND_VALUES
         asked = self._asked
         # Every argument keeps its type through a session (the plugin's own arrays; the sums' constants an
         # array of floats, `ranked_nodes._Summed.around`) but the nodes allowed, a session's mask: called
         # without numba's dispatch where that is a plain mask (`kernels.Bound`).
-        choose = self._choose if _plain_mask(allowed) else kernels.choose
+        plain = _plain_mask(allowed)
+        if costs.fits_judged and plain:
+            read = (summary.advance(log[3]), _BLOCK_SHIFT)
+            limits = (_SEARCHES, ranked_nodes.BUDGET)
+            chosen, unfit = self._choose_fitting(
+                session,
+                held_request,
+                summary.choosing,
+                self._held_table,
+                log[1:],
+                read,
+                allowed,
+                count,
+                sums,
+                limits,
+            )
+            for node in self._unfit[:unfit].tolist():  # (its other summaries' blocks too)
+                costs.exclude(node)
+            if chosen == kernels.GAVE_UP:
+                return ranked_nodes.UNDECIDED
+            return chosen if chosen >= 0 else None
+        choose = self._choose if plain else kernels.choose
         for _ in range(_SEARCHES):
             read = (summary.advance(log[3]), _BLOCK_SHIFT)
             held_summary = summary.choosing
@@ -311,9 +342,10 @@ class PlacementCosts:
             costs.exclude(unfit)
         return ranked_nodes.UNDECIDED
 
-    def _held_session(self, node_states: kernels.NodeStatesKernel) -> held.Session:
-        """The session's arrays as `kernels.choose` takes them (`node_states`, the log, where it writes the
-        nodes to ask), made again once the plugin replaced one (`_set_states`, the log grown)."""
+    def _held_session(self) -> held.Session:
+        """The session's arrays as the kernels take them (`_node_states`, the log, where `kernels.choose`
+        writes the nodes to ask and `kernels.choose_fitting` those found not to hold a pod), made again once
+        the plugin replaced one (`_set_states`, the log grown)."""
         kept = self._choosing
         if (
             kept is None
@@ -321,7 +353,7 @@ class PlacementCosts:
             or kept[1] is not self.state.mig
             or kept[2] is not self._changes
         ):
-            session = kernels.hold_session(node_states, self._changes, self._asked)
+            session = kernels.hold_session(self._node_states(), self._changes, self._asked, self._unfit)
             kept = self._choosing = self._matrix, self.state.mig, self._changes, session
         return kept[3]
 
@@ -350,11 +382,11 @@ class PlacementCosts:
         log = (self._changes, costs.seen, costs.swept, self._changed)
         costs.seen = costs.swept = self._changed
         self._last = request
-        return (
-            costs,
-            log,
-            (self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale),
-        )
+        return costs, log, self._node_states()
+
+    def _node_states(self) -> kernels.NodeStatesKernel:
+        """The node states as the kernels take them (see `kernels.NodeStatesKernel`)."""
+        return self._mix, self._matrix, self.state.mig, self.mig_units, self.frag, self._frag_stale
 
     def _taken_in(self, log: tuple[IntArray, int, int, int]) -> tuple[IntArray, int, int, int]:
         """The log of a search made again: nothing more to take in or cost."""
@@ -446,6 +478,8 @@ class PlacementCosts:
                     request.gpu_devices,
                 ),
                 (self._per_gpu if request.uses_gpu else _CPU_POD_PER_IDLE_GPU, self._per_cpu),
+                _asks(request),
+                not request.scalars and request.gpu_devices <= 1,
                 np.zeros(size, dtype=np.bool_),
                 np.zeros(size, dtype=np.bool_),
                 -1,
@@ -558,6 +592,21 @@ _BOOL: Final = np.dtype(np.bool_)
 def _plain_mask(mask: BoolArray) -> bool:
     """Whether `mask` is one-dimensional booleans in one piece (what `kernels.Bound` reads it as)."""
     return mask.dtype is _BOOL and mask.ndim == 1 and mask.flags.c_contiguous
+
+
+def _asks(request: PodRequest) -> kernels.FitKernel:
+    """What `kernels.fits_soon` reads of `request`."""
+    shared = request.shared_gpu
+    if shared is None:
+        return request.cpu, request.memory, float(request.whole_gpus), 0.0, 0.0, 0
+    return (
+        request.cpu,
+        request.memory,
+        float(request.whole_gpus),
+        shared.fraction,
+        float(shared.memory_mib),
+        shared.devices,
+    )
 
 
 def _columns(nodes: IntArray, matrix: FloatArray, mig: FloatArray) -> NodeStates:

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from kai_scheduler.model.nodes import BoolArray, FloatArray, IntArray
+from kai_scheduler.model.resources import EPSILON
 from kai_scheduler.plugins.fragmentation import held
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
@@ -50,6 +51,7 @@ WHOLE: Final = 2
 SHARED: Final = 3
 NEW_GPU: Final = -1  # `place_costs`'s GPU for a pod that starts sharing a free whole GPU
 MORE_KEYS: Final = -2  # `walk`: the walk needs keys the search left out
+GAVE_UP: Final = -3  # `choose_fitting`: its searches or keys ran out
 
 # weight, shared, gpu, per_cpu, per_memory, per_device, per_portion, whole_portions, per_mig, mig_unasked,
 # demand, several_weight, pressure, capacity (`measure.MixArrays`'s fields of the same names).
@@ -69,6 +71,12 @@ MixKernel = tuple[
     FloatArray,
     FloatArray,
 ]
+
+
+# What `fits_soon` reads of a request (`costs._Costs.asks`): its CPU, memory and whole GPUs, and for a pod
+# that shares a GPU its fraction of one (0: asked by GPU memory), its GPU memory in MiB and its devices (0:
+# shares none).
+FitKernel = tuple[float, float, float, float, float, int]
 
 
 # A node table's states as the kernels take them: the mix, the states, their MIG columns and units, the
@@ -766,9 +774,116 @@ def choose(
 
 
 @_compiled
-def hold_session(node_states: NodeStatesKernel, changes: IntArray, asked: IntArray) -> held.Session:
+def choose_fitting(
+    session: held.Session,
+    request: held.Request,
+    summary: held.Summary,
+    table: held.Table,
+    log: tuple[int, int, int],
+    read: tuple[int, int],
+    allowed: BoolArray,
+    count: int,
+    sums: tuple[float, float, FloatArray],
+    limits: tuple[int, int],
+) -> tuple[int, int]:
+    """`choose` until every node its walk relies on holds the pod by `fits_soon` (each such node noted in
+    the request's `holding`), for a request `fits_soon` judges: the first node found not to is noted
+    `excluded`, its block of the summary out of date, written to the session's `unfit`, and the search made
+    again; a walk that needs keys the search left out searches for four times as many. `limits`: how many
+    searches, and how many keys a search may ask for, before it gives up. The node chosen (-1: none may
+    hold the pod; GAVE_UP), and how many nodes were found not to hold it. Why here: asking
+    `NodeTable.node_fits` from Python for the nodes a walk relies on cost a pod as much as its search."""
+    searches, most_keys = limits
+    seen, swept, end = log
+    position, shift = read
+    holding, excluded = request.flags[3], request.flags[2]
+    asked, unfit, stale = session.asked, session.unfit, summary.stale
+    found_unfit = 0
+    for _ in range(searches):
+        chosen, asking = choose(
+            session, request, summary, (seen, swept, end), (position, shift), allowed, count, sums
+        )
+        seen = swept = position = end  # (the log is taken in: a search made again has nothing more to read)
+        if chosen == MORE_KEYS:
+            count *= 4
+            if count > most_keys:
+                return GAVE_UP, found_unfit
+            continue
+        node_unfit = -1
+        for at in range(asking):
+            node = asked[at]
+            if node >= 0 and not holding[node]:
+                if not fits_soon(table, request.asks, node):
+                    node_unfit = node
+                    break
+                holding[node] = True
+        if node_unfit < 0:
+            return chosen, found_unfit
+        excluded[node_unfit] = True
+        stale[node_unfit >> shift] = True
+        unfit[found_unfit] = node_unfit
+        found_unfit += 1
+    return GAVE_UP, found_unfit
+
+
+@_compiled
+def fits_soon(table: held.Table, asks: FitKernel, node: int) -> bool:
+    """`NodeTable.node_fits(request, node, soon=True)` for a request of `asks` (no scalar resources, at most
+    one shared GPU): the same arithmetic in the same order, so the same answer to the last bit. (The
+    releasing columns are added whether or not anything is being released: they hold zeros then.)"""
+    cpu, memory, whole, fraction, memory_mib, devices = asks
+    cap, used, releasing = table.cpu
+    cpu_free = cap[node] - used[node] + releasing[node]
+    cap, used, releasing = table.memory
+    memory_free = cap[node] - used[node] + releasing[node]
+    cap, used, releasing = table.pods
+    pods_free = cap[node] - used[node] + releasing[node]
+    free, releasing, shared_free = table.gpus
+    gpus_free = free[node] + releasing[node]
+    if not (cpu_free >= cpu - EPSILON and memory_free >= memory - EPSILON and pods_free >= 1 - EPSILON):
+        return False
+    if whole != 0.0 and not gpus_free >= whole - EPSILON:
+        return False
+    if devices == 0:
+        return True
+    gpu_memory = table.gpu_memory_mib[node]
+    if fraction > 0.0:  # (`SharedGpuRequest.fit_portion`)
+        portion = fraction
+    elif gpu_memory <= 0.0:
+        portion = np.inf
+    else:
+        portion = memory_mib / gpu_memory
+    joins = shared_free[node] >= portion - EPSILON
+    opens = gpus_free >= 1 - EPSILON and pods_free >= 2 - EPSILON
+    return portion <= 1.0 + EPSILON and (joins or opens)
+
+
+@_compiled
+def refresh(table: held.Table, session: held.Session, node: int, at: int) -> None:
+    """A node's state from the table (`costs.PlacementCosts._refresh`): its idle CPU, memory, whole GPUs and
+    MIG instances, no shared GPU (the caller writes those the node has); its fragmentation noted out of
+    date and the node written to the log of refreshes at `at`."""
+    _, states, mig, _, _, frag_stale = session.node_states
+    cap, used, _ = table.cpu
+    states[node, CPU] = cap[node] - used[node]
+    cap, used, _ = table.memory
+    states[node, MEMORY] = cap[node] - used[node]
+    states[node, WHOLE] = table.gpus[0][node]
+    for column in range(SHARED, states.shape[1]):
+        states[node, column] = 0.0
+    cap_scalars, used_scalars, columns = table.mig
+    for k in range(columns.size):
+        mig[node, k] = cap_scalars[node, columns[k]] - used_scalars[node, columns[k]]
+    frag_stale[node] = True
+    session.changes[at] = node
+
+
+@_compiled
+def hold_session(
+    node_states: NodeStatesKernel, changes: IntArray, asked: IntArray, unfit: IntArray
+) -> held.Session:
     """A session's arrays as `choose` takes them (`held.Session`)."""
-    return held.Session(node_states, changes, asked)
+    return held.Session(node_states, changes, asked, unfit)
 
 
 @_compiled
@@ -776,9 +891,23 @@ def hold_request(
     flags: tuple[FloatArray, BoolArray, BoolArray, BoolArray, IntArray],
     pod: tuple[FloatArray, FloatArray, FloatArray, int],
     per_idle: tuple[float, float],
+    asks: FitKernel,
 ) -> held.Request:
     """A request's arrays as `choose` takes them (`held.Request`)."""
-    return held.Request(flags, pod, per_idle)
+    return held.Request(flags, pod, per_idle, asks)
+
+
+@_compiled
+def hold_table(
+    cpu: tuple[FloatArray, FloatArray, FloatArray],
+    memory: tuple[FloatArray, FloatArray, FloatArray],
+    pods: tuple[FloatArray, FloatArray, FloatArray],
+    gpus: tuple[FloatArray, FloatArray, FloatArray],
+    gpu_memory_mib: FloatArray,
+    mig: tuple[FloatArray, FloatArray, IntArray],
+) -> held.Table:
+    """A node table's columns as `refresh` and `fits_soon` take them (`held.Table`)."""
+    return held.Table(cpu, memory, pods, gpus, gpu_memory_mib, mig)
 
 
 @_compiled
@@ -829,9 +958,11 @@ def start() -> None:
         0,
         summary,
     )
+    columns = (floats, floats, floats)
+    table = hold_table(columns, columns, columns, columns, floats, (rows, rows, ints))
     held_ones = (
-        hold_session(node_states, ints, ints),
-        hold_request(flags_of_request, pod, per_idle),
+        hold_session(node_states, ints, ints, ints),
+        hold_request(flags_of_request, pod, per_idle, (0.0, 0.0, 0.0, 0.0, 0.0, 0)),
         hold_summary(rows, int_rows, flags),
     )
     calls: list[tuple[Any, tuple[Any, ...]]] = [
@@ -847,6 +978,8 @@ def start() -> None:
         (best_keyed, (floats, flags, flags, flags, 0)),
         (search, searched),
         (choose, (*held_ones, (0, 0, 0), (0, 0), flags, 0, (0.0, 0.0, floats))),
+        (choose_fitting, (*held_ones, table, (0, 0, 0), (0, 0), flags, 0, (0.0, 0.0, floats), (0, 0))),
+        (refresh, (table, held_ones[0], 0, 0)),
     ]
     typeof: Callable[[Any], Any] = numba.typeof  # (numba's own, untyped)
     for kernel, arguments in calls:
