@@ -77,6 +77,10 @@ class NodeRowsMismatch(AssertionError):
     input)."""
 
 
+class PodKeyMismatch(AssertionError):
+    """`upsert_pod` was handed a key that is not its pod's."""
+
+
 class ClusterCache:
     """See the module doc. Pods and PodGroups arrive as `PodState` / `PodGroupState` (their `rank` is
     their creation order); the cluster-scoped kinds are set as a whole, and a set that equals the current
@@ -266,9 +270,15 @@ class ClusterCache:
     # --- deltas: pods and pod groups -----------------------------------------------------------------
 
     @delta
-    def upsert_pod(self, state: PodState) -> None:
-        """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says."""
-        key = state.pod.key
+    def upsert_pod(self, state: PodState, key: str | None = None) -> None:
+        """A pod added or changed. Its nomination is the cache's own (`nominate`), whatever `state` says.
+        `key`: the pod's key (`Pod.key`) when the caller holds it already (the simulator keeps each pod's):
+        made from the pod object, it costs some 2,800 instructions, and every arrival and bind asks it.
+        With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) it is made again and compared."""
+        if key is None:
+            key = state.pod.key
+        elif self.lone_jobs.verify and key != state.pod.key:
+            raise PodKeyMismatch(f"upsert_pod was handed the key {key!r} for the pod {state.pod.key!r}")
         self._version += 1  # in place or not, a task may change
         self.stuck_releases.track(key, state)
         pods = self._pods

@@ -22,7 +22,7 @@ from kai_scheduler.framework.queue_sums import CarriedQueueSums, JobRows, QueueT
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
-from kai_scheduler.model.nodes import IntArray
+from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.queues import QueueInfo, QueueTree, effective_deserved, effective_limit, is_unlimited
 from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, PodRequest, Resources
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -1035,27 +1035,47 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
     added = JobRows(keys, job_queue, preemptible, table)
     if not sums:
         return [(0.0,) * 9 for _ in names], added
-    allocated, pending = table[:, :3], table[:, 3:]
-    # The request adds each job's allocated, then its pending: interleaved rows.
-    requested = np.stack((allocated, pending), axis=1).reshape(-1, 3)
+    return _queue_totals(table, job_queue, preemptible, _ancestors_by_depth(queues, position)), added
+
+
+# Each job's twelve additions to its queues' totals, in the order a job-by-job sum makes them: its
+# allocated (gpu, cpu, memory) to the queue's allocated, its allocated then its pending to the queue's
+# request, its allocated to the queue's non-preemptible allocated. By the column of the job's sums each
+# takes, and the column of `QueueTotals` (allocated, request, non-preemptible: three each) it adds to.
+_ADDED_SUMS: Final = np.array([0, 1, 2, 0, 1, 2, 3, 4, 5, 0, 1, 2], dtype=np.int64)
+_ADDED_TO: Final = np.array([0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8], dtype=np.int64)
+_NON_PREEMPTIBLE_ADDITIONS: Final = slice(9, 12)
+
+
+def _queue_totals(
+    table: FloatArray, job_queue: list[int], preemptible: list[bool], ancestors: list[IntArray]
+) -> list[QueueTotals]:
+    """Every queue's nine totals from the jobs' sums (`table`, a row per job in snapshot order, with each
+    job's queue position and preemptibility), by one weighted `bincount`: it adds each addition of a job
+    (`_ADDED_SUMS`) to its bin in array order, so every bin (a queue at a depth of the tree, and a column
+    of its totals) adds its jobs' values one by one in snapshot order, as a job-by-job sum does. The
+    queues at one depth hold disjoint sets of jobs; additions of a job to no queue at a depth (its queue
+    is shallower) and a preemptible job's non-preemptible ones go to one more bin, left out."""
+    queue_count = ancestors[0].size if ancestors else 0
+    bins_per_depth = queue_count * 9
+    left_out = len(ancestors) * bins_per_depth
     of_job = np.fromiter(job_queue, dtype=np.int64, count=len(job_queue))
-    non_preemptible = ~np.fromiter(preemptible, dtype=np.bool_, count=len(preemptible))
-    totals = {what: np.zeros((len(names), 3)) for what in ("allocated", "request", "non-preemptible")}
-    # The queues at one depth of the tree hold disjoint sets of jobs, so one weighted `bincount` per depth
-    # and column totals all of them at once; it adds in array order, as the job-by-job sum does.
-    for ancestor_at_depth in _ancestors_by_depth(queues, position):
+    is_preemptible = np.fromiter(preemptible, dtype=np.bool_, count=len(preemptible))
+    bins = []
+    for depth, ancestor_at_depth in enumerate(ancestors):
         owner = ancestor_at_depth[of_job]  # each job's queue at this depth (-1: its queue is shallower)
-        below = owner >= 0
-        parts = (
-            ("allocated", owner[below], allocated[below]),
-            ("request", np.repeat(owner, 2)[np.repeat(below, 2)], requested[np.repeat(below, 2)]),
-            ("non-preemptible", owner[below & non_preemptible], allocated[below & non_preemptible]),
-        )
-        for what, owners, rows in parts:
-            for column in range(3):
-                totals[what][:, column] += np.bincount(owners, weights=rows[:, column], minlength=len(names))
-    joined = np.concatenate((totals["allocated"], totals["request"], totals["non-preemptible"]), axis=1)
-    return [tuple(row) for row in joined.tolist()], added
+        at_depth = (owner * 9 + depth * bins_per_depth)[:, None] + _ADDED_TO
+        at_depth[owner < 0] = left_out
+        at_depth[is_preemptible, _NON_PREEMPTIBLE_ADDITIONS] = left_out
+        bins.append(at_depth.ravel())
+    additions = table[:, _ADDED_SUMS].ravel()
+    summed = np.bincount(
+        np.concatenate(bins), weights=np.tile(additions, len(ancestors)), minlength=left_out + 1
+    )
+    totals = np.zeros((queue_count, 9))
+    for depth_totals in summed[:left_out].reshape(len(ancestors), queue_count, 9):
+        totals += depth_totals  # (each queue's at its own depth; zeros at the others, as before)
+    return [tuple(row) for row in totals.tolist()]
 
 
 def _ancestors_by_depth(queues: QueueTree, position: dict[str, int]) -> list[IntArray]:
