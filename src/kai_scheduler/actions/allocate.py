@@ -31,12 +31,12 @@ from kai_scheduler.actions.quiet_order import QuietOrder
 from kai_scheduler.actions.start_planner import planner_for
 from kai_scheduler.actions.walk_reasons import UNSAID, does_not_fit, failed_like, no_fit_words
 from kai_scheduler.api.reasons import code_of
-from kai_scheduler.framework.gang import tasks_to_allocate
+from kai_scheduler.framework.gang import kept_tasks, tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.placement_failures import SessionFailures, first_pod_found_none
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import committed_placement
-from kai_scheduler.framework.walk_facts import WalkFacts
+from kai_scheduler.framework.walk_facts import JobFacts, WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.resources import PodRequest
 
@@ -133,6 +133,8 @@ class _Walk:
         # (Signatures by their numbers in the jobs' kept facts, `walk_facts`.)
         self.failed_shapes: dict[Hashable, str] = {}  # signature -> the first job that failed
         self.no_room: dict[Hashable, _NoRoom] = {}  # signature without the queue -> its first attempt
+        # The placement keys of the pods of the attempts of one pod noted in either (`_facts_to_look_up`).
+        self.failed_placements: set[str] = set()
         # The reason of the jobs that fail like a first one, by that job (with its own reason it was
         # worded from): one text for all of them (a deep backlog has thousands of jobs of a few shapes).
         self.alike: dict[str, tuple[str, str]] = {}
@@ -154,42 +156,35 @@ class _Walk:
         """Take up `job`: whether its attempt placed pods."""
         # (Most jobs of a deep backlog end at `failed_shapes`: what comes before is kept lean, the job's
         # signatures read as numbers from its kept facts.)
-        session, holds, failed_shapes = self.session, self.holds, self.failed_shapes
+        session, holds = self.session, self.holds
         self.acted_on += 1
-        facts = self.facts.kept(job, self.names)
-        if facts is None:
-            facts = self.facts.made(session, job, self.names)
-        elif self.verify:
-            facts = self.facts.of(session, job, self.names)
-        use_signatures = self.use_signatures
-        signature: Hashable = facts.signature if use_signatures else None
+        facts = self._facts_to_look_up(job)
         if holds is not None:
             tasks = tasks_to_allocate(session, job)
             # Capacity held for a job that cannot start (reservation and backfill) is a node filter
             # that reads how long the pods run: part of what makes attempts alike.
             held = holds.signature(job, tasks)
-            if signature is not None and held is not None:
-                signature = (signature, held)
         else:
             tasks, held = None, None
-        if signature is not None:
-            first = failed_shapes.get(signature)
+        if facts is None:
+            if self.verify and self.use_signatures:
+                self._check_unlike(job, held)
+        else:
+            first = self.failed_shapes.get(_with_held(facts.signature, held))
             if first is not None:
                 self._failed_like(facts.key, first)
                 return False
         if tasks is None:
             tasks = tasks_to_allocate(session, job)
         if not admissible(session, job, tasks):
-            if signature is not None:
-                failed_shapes[signature] = facts.key
+            self._failed(job, tasks, facts, held)
             return False
-        shape: Hashable = facts.shape if use_signatures and not session.points.queue_bound_placement else None
-        if shape is not None and held is not None:
-            shape = (shape, held)
-        no_room = self.no_room
-        earlier = no_room.get(shape) if shape is not None else None
+        shape = self._shape(facts, held) if facts is not None else None
+        earlier = self.no_room.get(shape) if shape is not None else None
         if earlier is not None:
+            assert facts is not None
             self._failed_as(job, tasks, facts.key, earlier)
+            self._failed(job, tasks, facts, held)
         else:
             outcome = self._attempt(job, tasks)
             if outcome is None:
@@ -197,17 +192,71 @@ class _Walk:
                 if holds is not None:
                     holds.job_placed(job, tasks)
                 return True
-            if shape is not None:
-                # (With capacity held, more than a job's pods decides where they go.)
-                no_room[shape] = (
-                    outcome if holds is None else _NoRoom(outcome.job, outcome.placed, None, None, 0)
-                )
-
-        if signature is not None:
-            failed_shapes[signature] = facts.key
+            self._failed(job, tasks, facts, held, outcome)
         if holds is not None:
             holds.job_unplaced(job, tasks, planner_for(session))
         return False
+
+    def _facts_to_look_up(self, job: JobInfo) -> JobFacts | None:
+        """`job`'s facts, when the walk may have noted an attempt alike (`failed_shapes`, `no_room`): else
+        None, and they are made only if it fails (`_failed`). Why: a first cycle places nearly every job
+        it takes up, and making the facts of each (its signatures numbered) was a twentieth of the walk.
+        A job whose next attempt is one pod is alike only to an attempt of one pod with its placement
+        key (both signatures hold each pod's): the walk notes those keys (`failed_placements`)."""
+        if not self.use_signatures:  # (read only by the look-ups and what a failure notes)
+            return None
+        facts = self.facts.kept(job, self.names)
+        if facts is not None:
+            return self.facts.of(self.session, job, self.names) if self.verify else facts
+        tasks = kept_tasks(self.session, job)
+        if len(tasks) == 1 and tasks[0].placement.key not in self.failed_placements:
+            return None
+        return self.facts.made(self.session, job, self.names)
+
+    def _shape(self, facts: JobFacts, held: Hashable | None) -> Hashable | None:
+        """The key of `no_room` of a job of `facts` (None: attempts are not alike without their queue)."""
+        if not self.use_signatures or self.session.points.queue_bound_placement:
+            return None
+        return _with_held(facts.shape, held)
+
+    def _failed(
+        self,
+        job: JobInfo,
+        tasks: list[TaskInfo],
+        facts: JobFacts | None,
+        held: Hashable | None,
+        outcome: _NoRoom | None = None,
+    ) -> None:
+        """Note that `job`'s attempt of `tasks` failed (refused by its queue, or `outcome`: it found no
+        room), for the jobs alike that come after it, with its facts (made now if not yet: the job's pods
+        are as they were before the attempt, which places nothing that stays)."""
+        if not self.use_signatures:
+            return
+        if facts is None:
+            facts = self.facts.made(self.session, job, self.names)
+        if len(tasks) == 1:
+            self.failed_placements.add(tasks[0].placement.key)
+        if outcome is not None:
+            shape = self._shape(facts, held)
+            if shape is not None:
+                # (With capacity held, more than a job's pods decides where they go.)
+                self.no_room[shape] = (
+                    outcome if self.holds is None else _NoRoom(outcome.job, outcome.placed, None, None, 0)
+                )
+        self.failed_shapes[_with_held(facts.signature, held)] = facts.key
+
+    def _check_unlike(self, job: JobInfo, held: Hashable | None) -> None:
+        """With `verify`: a job whose facts the walk does not make (`_facts_to_look_up`) is alike to no
+        attempt it noted, and a difference raises `CarriedMismatch`."""
+        facts = self.facts.of(self.session, job, self.names)
+        shape = self._shape(facts, held)
+        if _with_held(facts.signature, held) in self.failed_shapes or (
+            shape is not None and shape in self.no_room
+        ):
+            raise CarriedMismatch(
+                f"{job.key}: its attempt, taken as alike to none that failed in the walk (its pod's "
+                "placement key is none of theirs), is alike to one"
+            )
 
     def replayed(self, jobs: list[JobInfo]) -> list[dict[str, str]] | None:
         """What this walk over `jobs` would write, by job key, worked out without walking when it would
@@ -269,7 +318,12 @@ class _Walk:
         """`place_job_tasks` (None: it placed the pods), unless the attempt is known to find no node
         (`placement_failures`): then what the attempt would write is written without making it."""
         session, failures = self.session, self.failures
-        task = SessionFailures.first_pod(session, job, tasks)
+        # The first pod is read before the attempt when an attempt may be known to find no node, or when
+        # a failed attempt may leave moved what it reads (a gang's pods placed and taken back may have put
+        # inter-pod rules in play); else only once the attempt failed: one pod that finds no node places
+        # nothing, and a first cycle places nearly every job it tries.
+        ahead = len(tasks) > 1 or (failures is not None and failures.may_know_some())
+        task = SessionFailures.first_pod(session, job, tasks) if ahead else None
         if task is not None and failures is not None and failures.fails_again(task):
             refusal = session.pre_predicate_failure(task)
             detail = refusal if refusal is not None else session.explain_no_fit(task)
@@ -284,6 +338,8 @@ class _Walk:
         self.attempts += 1
         if place_job_tasks(session, job, tasks, self.action):
             return None
+        if not ahead:
+            task = SessionFailures.first_pod(session, job, tasks)
         found_none = task is not None and first_pod_found_none(session, tasks)
         if found_none and failures is not None:
             failures.found_no_node(tasks)
@@ -365,6 +421,11 @@ class _Walk:
             self.holds.end_action()
         if self.failures is not None:
             self.failures.end()
+
+
+def _with_held(number: int, held: Hashable | None) -> Hashable:
+    """A signature's number, with what capacity held reads of the job's pods when any is (`holds`)."""
+    return number if held is None else (number, held)
 
 
 def _chain_allocation(session: Session, queue: str) -> list[tuple[float, float, float]]:

@@ -141,6 +141,12 @@ class SessionFailures:
                 return None
         return tasks[0]
 
+    def may_know_some(self) -> bool:
+        """Whether an attempt may be known to find no node (`fails_again`): the last session noted pod
+        shapes that found none."""
+        last = self._last
+        return last is not None and bool(last.no_room)
+
     def fails_again(self, task: TaskInfo) -> bool:
         """Whether an attempt whose first pod is `task` (`first_pod`) is known to find no node for it: a
         pod of its shape found none in the last session and none may now by its rows (`none_by_rows`),

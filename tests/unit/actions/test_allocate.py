@@ -32,7 +32,11 @@ from helpers import (
     simulate,
 )
 from kai_scheduler.actions.allocate import _Walk
+from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.walk_facts import WalkFacts
 
 ALLOCATE = config(actions="allocate")
 
@@ -212,6 +216,81 @@ def test_without_signatures_every_job_is_tried(monkeypatch: pytest.MonkeyPatch) 
     decisions = one_cycle(_signature_objects(), config(actions="allocate", useSchedulingSignatures=False))
     assert bound_order(decisions) == ["small"]
     assert calls == ["big0", "big1", "big2", "other-shape", "small"]
+
+
+def test_a_job_of_one_pod_has_its_facts_made_only_once_one_of_its_placement_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A job is alike to an earlier failed one only with the same pods, placement keys and all: the facts
+    that number its signatures are made for a job of one pod only if it fails, or if a pod of its
+    placement key failed before it in the walk (its signatures then looked up)."""
+    # (The walk itself: `walk_replay` reads the facts of the first jobs of each queue; with the debug
+    # variable set every job's are made, to be checked.)
+    monkeypatch.setattr(_Walk, "replayed", lambda walk, jobs: None)
+    monkeypatch.delenv(VERIFY_ENV, raising=False)
+    made: list[str] = []
+    original = WalkFacts.made
+
+    def recording(facts: WalkFacts, session: Session, job: Any, names: Any) -> Any:
+        made.append(job.key)
+        return original(facts, session, job, names)
+
+    monkeypatch.setattr(WalkFacts, "made", recording)
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        pod("first", gpus=1),
+        pod("nowhere", gpus=1, node_selector={"x": "y"}),
+        pod("nowhere-too", gpus=1, node_selector={"x": "y"}),
+        pod("last", gpus=1),
+    ]
+    result = run(objects, ALLOCATE, cycles=1)
+    assert bound_order(result.cycles[0].decisions) == ["first", "last"]
+    assert made == ["default/pg-nowhere", "default/pg-nowhere-too"]
+    assert "default/pg-nowhere" in result.reasons["default/pg-nowhere-too"]
+
+
+def test_with_the_debug_variable_a_job_taken_as_alike_to_none_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `KAI_SCHEDULER_VERIFY_REUSE=1` a job whose facts the walk does not make is checked against the
+    attempts that failed: one alike to them raises (here every job is taken as alike to none)."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    monkeypatch.setattr(_Walk, "replayed", lambda walk, jobs: None)
+    monkeypatch.setattr(_Walk, "_facts_to_look_up", lambda walk, job: None)
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        pod("nowhere", gpus=1, node_selector={"x": "y"}),
+        pod("nowhere-too", gpus=1, node_selector={"x": "y"}),
+    ]
+    with pytest.raises(CarriedMismatch, match="pg-nowhere-too"):
+        run(objects, ALLOCATE, cycles=1)
+
+
+def test_the_first_pod_of_a_lone_pods_attempt_is_read_only_once_it_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no attempt known to find no node (no last session's), the first pod of an attempt of one pod
+    is read for what its failure notes: only once it failed."""
+    monkeypatch.setattr(_Walk, "replayed", lambda walk, jobs: None)  # (the walk itself)
+    monkeypatch.delenv(VERIFY_ENV, raising=False)
+    asked: list[str] = []
+    original = SessionFailures.first_pod
+
+    def recording(session: Session, job: Any, tasks: Any) -> Any:
+        asked.append(job.key)
+        return original(session, job, tasks)
+
+    monkeypatch.setattr(SessionFailures, "first_pod", staticmethod(recording))
+    objects = [
+        node("n0", gpus=1),
+        queue("q"),
+        pod("fits", gpus=1),
+        pod("nowhere", gpus=1, node_selector={"x": "y"}),
+    ]
+    assert bound_order(one_cycle(objects, ALLOCATE)) == ["fits"]
+    assert asked == ["default/pg-nowhere"]
 
 
 def test_signatures_distinguish_queues() -> None:
