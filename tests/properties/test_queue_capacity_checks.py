@@ -144,7 +144,8 @@ def test_kept_capacity_inputs_follow_the_placements(objects: list[Any], data: st
     """What the capacity checks read of each queue's path (kept per queue until a queue on its path
     shifts: `ProportionPlugin._path_inputs`), read before and after pods are placed and taken back one at
     a time, is what the reader gives with nothing kept; and what each pod takes of its queue (kept per
-    request: `_task_resources`) is what its request gives."""
+    request, and the node's GPU memory for a shared GPU on a node: `_task_resources`) is what its request
+    gives."""
     session = open_session(objects)
     read = session.points.job_capacity_inputs[session.points.job_capacity_checks[0]]
     plugin = read.__self__  # type: ignore[attr-defined]

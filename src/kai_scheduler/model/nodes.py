@@ -703,7 +703,8 @@ class NodeTable:
         self.used_cpu[node] = self.used_cpu.item(node) + request.cpu
         self.used_memory[node] = self.used_memory.item(node) + request.memory
         self.used_pods[node] = self.used_pods.item(node) + 1
-        self.free_gpus[node] = self.free_gpus.item(node) - request.whole_gpus
+        if request.whole_gpus:  # (none taken leaves the column as it is: a CPU-only or shared-GPU pod)
+            self.free_gpus[node] = self.free_gpus.item(node) - request.whole_gpus
         for name, amount in request.scalars:
             j = self.scalar_index.get(name)
             if j is not None:

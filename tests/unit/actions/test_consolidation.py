@@ -220,3 +220,19 @@ def test_active_tasks_each_gives_each_jobs_active_pods() -> None:
     assert [job for job, _ in each] == jobs
     assert [active for _, active in each] == [active_tasks(session, job) for job in jobs]
     assert sorted(len(active) for _, active in each) == [0, 1, 2]
+
+
+def test_a_bare_pods_job_has_its_active_pods_read_from_its_pod() -> None:
+    """A bare pod's plain job (`JobInfo.lone_task`) is its one pod: active or not by its status, read as it
+    stands rather than kept by the job's version (consolidation indexes thousands of them in a first
+    cycle); a job of more pods has them kept."""
+    objects: list[Any] = [node("n0", gpus=8), queue("q")]
+    objects += running_job("spread", size=2, min_member=1, node_name="n0", gpus=1)
+    objects += [pod("alone", "q", gpus=1, node_name="n0"), pod("waiting", "q", gpus=1)]
+    session = open_session(objects)
+    jobs = {job.tasks[0].name.split("-")[0]: job for job in session.snapshot.jobs.values()}
+    alone, waiting, spread = jobs["alone"], jobs["waiting"], jobs["spread"]
+    assert alone.lone_task is not None and waiting.lone_task is not None
+    assert active_tasks(session, alone) == alone.tasks and active_tasks(session, waiting) == []
+    assert len(active_tasks(session, spread)) == 2
+    assert list(session.scratch["victims.active"]) == [spread]

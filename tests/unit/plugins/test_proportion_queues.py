@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import bound_order, config, node, one_cycle, open_session, pod, queue, run
+from kai_scheduler.model.jobs import TaskStatus
 from kai_scheduler.plugins.proportion.plugin import allocatable_share, dominant_share
 
 ALLOCATE = config(actions="allocate")
@@ -384,3 +385,23 @@ def test_the_queue_order_key_weighs_the_dominant_share_with_and_without_the_requ
     assert key[4] == dominant_share(Resources(**with_request), shares)
     assert key[5] == dominant_share(Resources(**used), shares)
     assert key[5] == (0.0 if dominant is None else 0.5)
+
+
+def test_shared_gpu_pods_on_nodes_alike_take_their_queue_through_one_kept_amount() -> None:
+    """What a shared-GPU pod on a node takes of its queue reads the node's GPU memory: kept by the request
+    and that memory (one object for the pods alike on nodes alike), not worked out for each pod placed."""
+    objects = [
+        node("n0", gpus=1, gpu_memory=100),
+        node("n1", gpus=1, gpu_memory=100),
+        node("n2", gpus=1, gpu_memory=200),
+        queue("q"),
+        *[pod(f"p{i}", gpu_memory=40, cpu=None, memory=None) for i in range(3)],
+    ]
+    session = open_session(objects)
+    plugin = session.points.job_capacity_checks[0].__self__  # type: ignore[attr-defined]
+    tasks = sorted(session.snapshot.tasks.values(), key=lambda task: task.name)
+    for node_index, task in enumerate(tasks):
+        session.state.place(task, node_index, (f"g{node_index}",), TaskStatus.ALLOCATED)
+    first, alike, other = (plugin._task_resources(task) for task in tasks)
+    assert alike is first and other is not first
+    assert (first.gpu, other.gpu) == (0.4, 0.2)

@@ -84,6 +84,9 @@ def _active_kept(session: Session) -> _ActiveKept:
 
 
 def _active(known: _ActiveKept, job: JobInfo) -> list[TaskInfo]:
+    lone = job.lone_task
+    if lone is not None:  # (a bare pod's plain job, its one pod: as cheap to read as to look up)
+        return [lone] if lone.status in ACTIVE_ALLOCATED else []
     cached = known.get(job)
     if cached is None or cached[0] != job.version:
         cached = known[job] = (job.version, [t for t in job.tasks if t.status in ACTIVE_ALLOCATED])

@@ -89,6 +89,8 @@ class ProportionPlugin:
         # `_task_resources` of the requests that do not read a node, by the request (converted with the
         # session's smallest GPU memory).
         self._amounts: dict[PodRequest, Resources] = {}
+        # Those of the requests of a shared GPU on a node, by the request and the node's GPU memory.
+        self._amounts_on: dict[tuple[PodRequest, float], Resources] = {}
         # Per queue, the queues on its path that have a limit, with their limits (`over_limit`), for the
         # session: the others' bounds are infinite, nothing goes above them.
         self._limited: dict[str, list[tuple[QueueInfo, tuple[float, ...]]]] = {}
@@ -208,8 +210,14 @@ class ProportionPlugin:
             if amount is None:
                 amount = self._amounts[request] = request.queue_resources(None, snapshot.min_gpu_memory_mib)
             return amount
+        # (Kept by the request and the node's GPU memory too: a first cycle places thousands of shared-GPU
+        # pods on nodes of a few kinds, and a Resources made for each cost more than the look-up.)
         node_memory = float(snapshot.nodes.gpu_memory_mib[task.node])
-        return request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
+        key = (request, node_memory)
+        amount = self._amounts_on.get(key)
+        if amount is None:
+            amount = self._amounts_on[key] = request.queue_resources(node_memory, snapshot.min_gpu_memory_mib)
+        return amount
 
     def _on_allocate(self, task: TaskInfo) -> None:
         self._shift(task, self._task_resources(task), 1.0)
