@@ -18,7 +18,7 @@ then made in full.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import pairwise
+from operator import ge
 
 from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.jobs import JobInfo
@@ -36,9 +36,11 @@ class _Group:
 
     def __init__(self, jobs: tuple[JobInfo, ...]) -> None:
         self.jobs = list(jobs)
-        self.ranks = [job.rank for job in jobs]
-        self.rank_of = {job.key: job.rank for job in jobs}
-        if len(self.rank_of) != len(self.jobs) or any(a >= b for a, b in pairwise(self.ranks)):
+        ranks = self.ranks = [job.rank for job in jobs]
+        self.rank_of = dict(zip([job.key for job in jobs], ranks, strict=True))
+        # (Each rank compared with the next by `map`: a generator's step costs a few hundred instructions,
+        # and a first cycle makes groups of every job, 15,000 waiting at 5,000 nodes.)
+        if len(self.rank_of) != len(self.jobs) or any(map(ge, ranks, ranks[1:])):
             raise _SharedRank
 
     def put(self, key: str, job: JobInfo | None) -> None:

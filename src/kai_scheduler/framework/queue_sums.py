@@ -31,6 +31,7 @@ import numpy as np
 from kai_scheduler.model.job_changes import JobChangeMark
 from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskStatus
 from kai_scheduler.model.nodes import FloatArray, IntArray
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.model.snapshot import ClusterSnapshot
 
 # Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
@@ -47,17 +48,34 @@ QueueTotals = tuple[float, ...]
 _INEXACT: Final = -(1 << 30)
 
 
-def kept_job_sums(job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float) -> JobSums:
+# The sums of a bare pod's plain job whose one pod is pending, by its request (its id, and the request to
+# hold it): every such job of one request sums alike (`job_sums`), for one GPU memory of pending pods.
+LoneSums = dict[int, tuple[PodRequest, JobSums]]
+
+
+def kept_job_sums(
+    job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float, lone_sums: LoneSums | None = None
+) -> JobSums:
     """`job_sums`, kept on the job (`JobInfo.queue_sums`) while its `version` and the pending pods' GPU
     memory stay the same: its pods' statuses and nodes change only with its version, and a node's GPU
-    memory only with the nodes, which makes every job again."""
+    memory only with the nodes, which makes every job again. With `lone_sums` (of this GPU memory of
+    pending pods), a plain job of one pending pod takes the sums of the first such job of its request: a
+    first cycle sums every job, 15,000 of them plain and pending at 5,000 nodes, of a few dozen requests."""
     cached = job.queue_sums
     if (
         cached is None
         or job.queue_sums_version != job.version
         or job.queue_sums_gpu_memory != pending_gpu_memory
     ):
-        cached = job.queue_sums = job_sums(job, gpu_memory, pending_gpu_memory)
+        lone = job.lone_task
+        if lone_sums is not None and lone is not None and lone.status is _PENDING and job.admission is None:
+            request = lone.request
+            known = lone_sums.get(id(request))
+            if known is None or known[0] is not request:
+                known = lone_sums[id(request)] = (request, job_sums(job, gpu_memory, pending_gpu_memory))
+            cached = job.queue_sums = known[1]
+        else:
+            cached = job.queue_sums = job_sums(job, gpu_memory, pending_gpu_memory)
         job.queue_sums_version, job.queue_sums_gpu_memory = job.version, pending_gpu_memory
     return cached
 

@@ -15,9 +15,18 @@ from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.job_memos import CarriedMismatch
-from kai_scheduler.framework.queue_sums import CarriedQueueSums, binary_exponent, binary_exponents
+from kai_scheduler.framework.queue_sums import (
+    CarriedQueueSums,
+    LoneSums,
+    binary_exponent,
+    binary_exponents,
+    job_sums,
+    kept_job_sums,
+)
 from kai_scheduler.model import job_changes
+from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.job_changes import JobChangeLog, JobChangeMark
+from kai_scheduler.model.snapshot import PodState
 from kai_scheduler.plugins.proportion.plugin import summed_queues
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 
@@ -134,3 +143,23 @@ def test_verify_mode_checks_the_carried_sums(monkeypatch: pytest.MonkeyPatch) ->
     sim.cluster.cache.set_nodes([node("n0", gpus=1, labels={"zone": "z1"})])  # a change: the cycle runs
     with pytest.raises(CarriedMismatch, match="queue q: its sums carried from the last cycle differ"):
         sim._cycle(10.0, 2)
+
+
+def test_plain_pending_jobs_of_one_request_take_the_first_ones_sums() -> None:
+    """Summed with `lone_sums`, a bare pod's plain pending job takes the sums of the first such job of its
+    request (the very tuple), which are the sums `job_sums` makes of it; other jobs are summed each."""
+    cache = ClusterCache()
+    cache.set_nodes([node("n1", gpus=8)])
+    cache.set_queues([queue("a", gpu=8)])
+    for rank, name in enumerate(("p1", "p2", "p3")):
+        cache.upsert_pod(PodState(pod(name, "a", gpus=1, cpu="500m"), rank))
+    cache.upsert_pod(PodState(pod("other", "a", gpus=2), 3))
+    snapshot = cache.snapshot()
+    jobs = list(snapshot.jobs.values())
+    assert all(job.lone_task is not None for job in jobs)
+    memory = snapshot.min_gpu_memory_mib
+    lone_sums: LoneSums = {}
+    made = [kept_job_sums(job, snapshot.nodes.gpu_memory_mib, memory, lone_sums) for job in jobs]
+    assert made[0] is made[1] is made[2] and made[3] is not made[0]
+    assert made == [job_sums(job, snapshot.nodes.gpu_memory_mib, memory) for job in jobs]
+    assert len(lone_sums) == 2

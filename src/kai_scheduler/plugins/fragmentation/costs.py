@@ -46,6 +46,7 @@ _FEW_ROWS: Final = 256
 # Searches for one pod (`PlacementCosts.best`) before giving up: each one after the first follows a node
 # answered that does not hold the pod (out of pod slots, say), which `may_hold` cannot tell.
 _SEARCHES: Final = 16
+_LIMITS: Final = (_SEARCHES, ranked_nodes.BUDGET)  # (as `kernels.choose_fitting` takes them)
 # A request's keys are summarized by blocks of 2**_BLOCK_SHIFT nodes for its searches (`_Summary`): the
 # blocks a search reads (5,000 nodes: 79) against the nodes it reads again in the blocks changed since.
 _BLOCK_SHIFT: Final = 6
@@ -131,6 +132,7 @@ class _Summary:
     stale: BoolArray
     position: int
     choosing: held.Summary  # its arrays as `kernels.choose` takes them
+    plain: bool  # whether `allowed` is a plain mask (`_plain_mask`: an array's layout never changes)
 
     @staticmethod
     def new(allowed: BoolArray, size: int, position: int) -> _Summary:
@@ -139,7 +141,8 @@ class _Summary:
         keys = np.empty((blocks, width + 1))
         nodes = np.empty((blocks, width + 2), dtype=np.int64)
         stale = np.ones(blocks, dtype=np.bool_)
-        return _Summary(allowed, keys, nodes, stale, position, kernels.hold_summary(keys, nodes, stale))
+        held_summary = kernels.hold_summary(keys, nodes, stale)
+        return _Summary(allowed, keys, nodes, stale, position, held_summary, _plain_mask(allowed))
 
     def read(self, end: int) -> kernels.SummaryKernel:
         """As `kernels.search` takes it, noting that the search reads the log up to `end`."""
@@ -304,10 +307,9 @@ class PlacementCosts:
         # Every argument keeps its type through a session (the plugin's own arrays; the sums' constants an
         # array of floats, `ranked_nodes._Summed.around`) but the nodes allowed, a session's mask: called
         # without numba's dispatch where that is a plain mask (`kernels.Bound`).
-        plain = _plain_mask(allowed)
+        plain = summary.plain
         if costs.fits_judged and plain:
             read = (summary.advance(log[3]), _BLOCK_SHIFT)
-            limits = (_SEARCHES, ranked_nodes.BUDGET)
             chosen, unfit = self._choose_fitting(
                 session,
                 held_request,
@@ -318,10 +320,11 @@ class PlacementCosts:
                 allowed,
                 count,
                 sums,
-                limits,
+                _LIMITS,
             )
-            for node in self._unfit[:unfit].tolist():  # (its other summaries' blocks too)
-                costs.exclude(node)
+            if unfit:
+                for node in self._unfit[:unfit].tolist():  # (its other summaries' blocks too)
+                    costs.exclude(node)
             if chosen == kernels.GAVE_UP:
                 return ranked_nodes.UNDECIDED
             return chosen if chosen >= 0 else None
@@ -374,11 +377,11 @@ class PlacementCosts:
     ) -> tuple[_Costs, tuple[IntArray, int, int, int], kernels.NodeStatesKernel]:
         """Ready a search for `request`: its costs, the log of the nodes refreshed since they took them in
         and since its last search (as `kernels.search` takes it: the nodes' keys are worked out there,
-        unless many nodes were refreshed: then here, alike ones once), and the node states."""
+        but at its first search: here, alike ones once), and the node states."""
         self._sync()
         costs = self._costs_of(request)
-        if costs.swept < 0 or self._changed - costs.swept > _FEW_ROWS:
-            self._cost_many(request, costs)
+        if costs.swept < 0:
+            self._cost_every(request, costs)
         log = (self._changes, costs.seen, costs.swept, self._changed)
         costs.seen = costs.swept = self._changed
         self._last = request
@@ -393,16 +396,17 @@ class PlacementCosts:
         end = log[3]
         return log[0], end, end, end
 
-    def _cost_many(self, request: PodRequest, costs: _Costs) -> None:
-        """A search's keys where many nodes were refreshed since the request's last one (or it has none):
-        those that may hold the pod, costed with nodes alike in the same state costed once (`_compute`)."""
+    def _cost_every(self, request: PodRequest, costs: _Costs) -> None:
+        """The keys of a request's first search: of every node without a current key that may hold the pod,
+        nodes alike in the same state costed once (`_compute`; at 5,000 nodes, some 5,000 nodes in some 40
+        sets). Its later searches cost the nodes refreshed since in their own compiled call: of those, few
+        may hold the pod (at 5,000 nodes some 25 of 550), too few for sets of alike nodes to pay (measured:
+        costing them here, alike ones once, whenever more than 256 nodes were refreshed since cost the
+        plugin's first run at 2,000 nodes 1.7% more)."""
         self._take_in(costs)
-        if costs.swept < 0:
-            refreshed = np.arange(self.table.size)
-        else:
-            refreshed = self._changes[costs.swept : self._changed]
+        every = np.arange(self.table.size)
         stale = kernels.stale_holding(
-            refreshed, costs.changed, costs.excluded, self._matrix, self.state.mig, costs.pod
+            every, costs.changed, costs.excluded, self._matrix, self.state.mig, costs.pod
         )
         if stale.size:
             self._compute(request, stale, costs)
@@ -618,9 +622,12 @@ def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:
     """Equal rows of `matrix` as sets: the first row of each set, and which set each row is in (every
     row its own set if two rows could not be told apart)."""
     # Sets by a random projection of the rows (sorting numbers is far cheaper than sorting rows),
-    # checked: rows put together that differ after all would be costed wrong, so then none are.
+    # checked: rows put together that differ after all would be costed wrong, so then none are. Projected
+    # by numpy's own product and sum, not BLAS (`@`): BLAS's threads go on spinning after a call, some 55
+    # ms of the process's CPU in the first cycle at 5,000 nodes (79 calls).
     projection = np.random.default_rng(_PROJECTION_SEED).random(matrix.shape[1]) + 0.5
-    _, first, inverse = np.unique(matrix @ projection, return_index=True, return_inverse=True)
+    projected = (matrix * projection).sum(axis=1)
+    _, first, inverse = np.unique(projected, return_index=True, return_inverse=True)
     if not np.array_equal(matrix, matrix.take(first, axis=0).take(inverse, axis=0)):
         every = np.arange(matrix.shape[0])
         return every, every

@@ -18,7 +18,13 @@ from kai_scheduler.api.reasons import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, Wa
 from kai_scheduler.framework.gang import next_request
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder, OrderMemo
-from kai_scheduler.framework.queue_sums import CarriedQueueSums, JobRows, QueueTotals, kept_job_sums
+from kai_scheduler.framework.queue_sums import (
+    CarriedQueueSums,
+    JobRows,
+    LoneSums,
+    QueueTotals,
+    kept_job_sums,
+)
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
 from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
@@ -1029,6 +1035,7 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
     job_queue: list[int] = []
     preemptible: list[bool] = []
     sums: list[float] = []
+    lone_sums: LoneSums = {}
     for key, job in snapshot.jobs.items():
         where = position.get(job.queue)
         if where is None:
@@ -1036,7 +1043,7 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
         keys.append(key)
         job_queue.append(where)
         preemptible.append(job.preemptible)
-        sums.extend(kept_job_sums(job, gpu_memory, pending_gpu_memory))
+        sums.extend(kept_job_sums(job, gpu_memory, pending_gpu_memory, lone_sums))
     # (The lists read by `np.fromiter` with their type given: `np.array` of a list works out the type of
     # every item first.)
     table = np.fromiter(sums, dtype=np.float64, count=len(sums)).reshape(-1, 6)
