@@ -623,10 +623,10 @@ def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:
     row its own set if two rows could not be told apart)."""
     # Sets by a random projection of the rows (sorting numbers is far cheaper than sorting rows),
     # checked: rows put together that differ after all would be costed wrong, so then none are. Projected
-    # by numpy's own product and sum, not BLAS (`@`): BLAS's threads go on spinning after a call, some 55
-    # ms of the process's CPU in the first cycle at 5,000 nodes (79 calls).
+    # by numpy's own sum of products (`einsum`), not BLAS (`@`): BLAS's threads go on spinning after a
+    # call, some 55 ms of the process's CPU in the first cycle at 5,000 nodes (79 calls).
     projection = np.random.default_rng(_PROJECTION_SEED).random(matrix.shape[1]) + 0.5
-    projected = (matrix * projection).sum(axis=1)
+    projected = np.einsum("ij,j->i", matrix, projection)
     _, first, inverse = np.unique(projected, return_index=True, return_inverse=True)
     if not np.array_equal(matrix, matrix.take(first, axis=0).take(inverse, axis=0)):
         every = np.arange(matrix.shape[0])
