@@ -811,6 +811,25 @@ def test_nodes_costed_once_as_alike_differ_in_no_pressure(monkeypatch: Any) -> N
     assert costed_together.tolist() == one_by_one.tolist()
 
 
+def test_rows_are_told_apart_as_numpy_compares_them() -> None:
+    # Alike nodes are found by a projection of their rows, checked row by row in compiled code
+    # (`kernels.rows_as_sets`): two rows put together that differ in any column (NaN equals nothing) are
+    # told apart as `np.array_equal` tells them, and then every row is a set of its own.
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        matrix = rng.choice([0.0, 1.0, 2.5, np.nan], (int(rng.integers(1, 9)), int(rng.integers(1, 4))))
+        first = np.arange(matrix.shape[0])[: int(rng.integers(1, matrix.shape[0] + 1))]
+        inverse = rng.integers(0, first.size, matrix.shape[0])
+        firsts = first[inverse].tolist()
+        expected = all(
+            row == other or np.array_equal(matrix[row], matrix[other]) for row, other in enumerate(firsts)
+        )
+        assert kernels.rows_as_sets(matrix, first, inverse) == expected
+    alike = np.array([[1.0, 2.0], [3.0, 4.0], [1.0, 2.0]])
+    assert [a.tolist() for a in costs_module._row_sets(alike)] == [[0, 1], [0, 1, 0]]
+    assert [a.tolist() for a in costs_module._row_sets(np.array([[np.nan], [np.nan]]))] == [[0, 1], [0, 1]]
+
+
 def test_class_weights_are_summed_first_to_last() -> None:
     # The class weights and node pressures are sums over nodes and classes: added in one fixed order their
     # bits are the same on every machine (a BLAS product's order, and so its bits, depend on the machine;

@@ -628,7 +628,8 @@ def _row_sets(matrix: FloatArray) -> tuple[IntArray, IntArray]:
     projection = np.random.default_rng(_PROJECTION_SEED).random(matrix.shape[1]) + 0.5
     projected = np.einsum("ij,j->i", matrix, projection)
     _, first, inverse = np.unique(projected, return_index=True, return_inverse=True)
-    if not np.array_equal(matrix, matrix.take(first, axis=0).take(inverse, axis=0)):
+    inverse = inverse.reshape(-1)
+    if not kernels.rows_as_sets(matrix, first, inverse):
         every = np.arange(matrix.shape[0])
         return every, every
-    return first, inverse.reshape(-1)
+    return first, inverse
