@@ -172,9 +172,13 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     asked = _asked_for(session, kept, task)
     if asked is None:
         return UNDECIDED
-    if session.refused_everywhere(task):
+    looks, index, floor, sparse, summed, refused = asked
+    if refused is None:
+        refused = session.refused_everywhere(task)
+    elif session.verify_carried:
+        _check_refusal(session, task, refused)
+    if refused:
         return None
-    looks, index, floor, sparse, summed = asked
     if not isinstance(index, _ValueIndex):  # the ranking searches the nodes itself
         return _best_found(session, index, summed, task)
     looks.begin(session.rest_masks(task), kept.stamps, position)
@@ -242,20 +246,24 @@ def _firsts_of_values(rows: list[int], values: list[float]) -> dict[float, int]:
 
 
 # What `best_node` works with for a pod (`_asked_for`).
-_Asked = tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed"] | None
+_Asked = (
+    tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed", bool | None]
+    | None
+)
 _NOT_KEPT: Final = object()
 _NOT_LEARNED: Final = object()
 
 
 class _Kept:
     """What `best_node` keeps for one node table in a session: the indexes by ranking key, what is kept
-    per pod shape (`_Shape`) and per question (`_asked_for`), and the table's log of usage changes read up
-    to `position`: each node changed since stamped with the position then (`stamps`), against which a
-    shape's known nodes are checked as they are read (`_Looks`). Why: the pods of a backlog come in
-    hundreds of shapes, and a shape's known nodes brought up to date over every change since its last pod
-    cost some 90 set removals a pod in a first cycle at 5,000 nodes, where a walk reads two to four of
-    them. (The indexes keep their own positions: each is moved at the nodes changed since it was last
-    read, a node changed many times moved once, and one read by few pods is not moved at every change.)"""
+    per pod shape (`_Shape`), per question (`_asked_for`) and per placement (`_wide`), and the table's
+    log of usage changes read up to `position`: each node changed since stamped with the position then
+    (`stamps`), against which a shape's known nodes are checked as they are read (`_Looks`). Why: the
+    pods of a backlog come in hundreds of shapes, and a shape's known nodes brought up to date over every
+    change since its last pod cost some 90 set removals a pod in a first cycle at 5,000 nodes, where a
+    walk reads two to four of them. (The indexes keep their own positions: each is moved at the nodes
+    changed since it was last read, a node changed many times moved once, and one read by few pods is not
+    moved at every change.)"""
 
     def __init__(self, nodes: NodeTable) -> None:
         self.nodes = nodes
@@ -265,6 +273,8 @@ class _Kept:
         self.indexes: dict[Hashable, _ValueIndex] = {}
         self.shapes: dict[Hashable, _Shape] = {}
         self.asked: dict[Hashable, _Asked] = {}
+        # By placement key: whether its static predicates pass at least half the nodes (`_wide`).
+        self.wide: dict[str, bool] = {}
 
     def catch_up(self) -> int:
         """The position of the table's log, once the stamps are brought up to it."""
@@ -293,11 +303,12 @@ def _kept(session: Session) -> _Kept:
 def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     """What `best_node` works with for `task`: what asks its shape's nodes (`_Looks`, with the nodes passing
     the pod's static predicates), the index of the one ranking, the pod's floor, the sparse scorers'
-    indexes and floors, and the sums; None when the shortcut does not apply (`_ranking`, `_wide`). Kept
-    by request, placement constraints, nominated node and whether anything is being released (all that
-    `_ranking` reads; `_wide` and the static predicates read the placement alone) while the node table
-    stays: one look-up a pod rather than one per question (the indexes are brought up to date as they are
-    used)."""
+    indexes and floors, the sums, and whether a pre-predicate refuses the pod when that reads its shape
+    alone (`Session.refusal_reads_shape`; None: asked of each pod); None when the shortcut does not apply
+    (`_ranking`, `_wide`). Kept by request, placement constraints, nominated node and whether anything is
+    being released (all that `_ranking` reads; `_wide` and the static predicates read the placement
+    alone) while the node table stays: one look-up a pod rather than one per question (the indexes are
+    brought up to date as they are used)."""
     key = (task.request, task.placement.key, task.nominated_node, kept.nodes.anything_releasing())
     asked = kept.asked
     found = asked.get(key, _NOT_KEPT)
@@ -305,7 +316,7 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
         return found  # type: ignore[return-value]  # (a kept answer: _Asked)
     shape = _shape(kept, task)
     ranked = _ranking(session, shape, task)
-    if ranked is None or not _wide(session, shape, task):
+    if ranked is None or not _wide(session, kept, task):
         asked[key] = None
         return None
     ranking, floor, sparse, summed = ranked
@@ -316,8 +327,21 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
         floor,
         [(_index(kept, on), least) for on, least in sparse],
         summed,
+        session.refused_everywhere(task) if session.refusal_reads_shape() else None,
     )
     return answer
+
+
+def _check_refusal(session: Session, task: TaskInfo, kept: bool) -> None:
+    """With `verify_carried`: a refusal kept for the pod's shape compared with the pod's own
+    (`CarriedMismatch` when they differ)."""
+    if session.refused_everywhere(task) != kept:
+        from kai_scheduler.framework.job_memos import CarriedMismatch
+
+        raise CarriedMismatch(
+            f"whether a pre-predicate refuses pod {task.key}, kept for its request and placement, differs "
+            "from its own answer"
+        )
 
 
 def _best_found(session: Session, finder: Finder, summed: _Summed, task: TaskInfo) -> int | Undecided | None:
@@ -783,18 +807,16 @@ class _Shape:
     nodes known not to pass its static predicates or not to hold its request soon (the first part of
     `Session.candidate_tests`, which reads only the shape and what of a node changes with its usage), and
     those known to pass and hold it, each with the position of the table's log when it was found so
-    (`_Kept.catch_up`: known so while the node has not changed since); whether its static predicates
-    pass at least half the nodes (None: not asked yet); and what the scorers say for it by nominated node
-    and whether anything is being released. Why the known nodes: nodes that hold little of one resource
-    (a full CPU beside free GPUs, a shared GPU with room on a node out of CPU) stay in the range the index
-    walks for a shape, more of them the larger the cluster, and each pod of the shape asked them again;
-    and each pod of a shape asks again the candidates the last one found (the emptiest, the next
-    fullest), which only the node it took has changed."""
+    (`_Kept.catch_up`: known so while the node has not changed since); and what the scorers say for it by
+    nominated node and whether anything is being released. Why the known nodes: nodes that hold little of
+    one resource (a full CPU beside free GPUs, a shared GPU with room on a node out of CPU) stay in the
+    range the index walks for a shape, more of them the larger the cluster, and each pod of the shape
+    asked them again; and each pod of a shape asks again the candidates the last one found (the
+    emptiest, the next fullest), which only the node it took has changed."""
 
     def __init__(self) -> None:
         self.unfit: dict[int, int] = {}
         self.holding: dict[int, int] = {}
-        self.wide: bool | None = None
         self.said: dict[tuple[int, bool], _Said] = {}
 
 
@@ -895,11 +917,17 @@ def _at_rows(
     return lambda task, rows, values: scores_at_rows(task, rows)
 
 
-def _wide(session: Session, shape: _Shape, task: TaskInfo) -> bool:
-    """Whether the pod's static predicates pass at least half the nodes."""
-    if shape.wide is None:
-        shape.wide = 2 * session.static_passing_count(task.placement) >= session.snapshot.nodes.size
-    return shape.wide
+def _wide(session: Session, kept: _Kept, task: TaskInfo) -> bool:
+    """Whether the pod's static predicates pass at least half the nodes; kept by placement. Why not by
+    shape: pods with a node selector come in many shapes of few placements (a request and a rack), nearly
+    every one new, and each shape asked the count anew."""
+    placement = task.placement
+    wide = kept.wide.get(placement.key)
+    if wide is None:
+        wide = kept.wide[placement.key] = (
+            2 * session.static_passing_count(placement) >= session.snapshot.nodes.size
+        )
+    return wide
 
 
 def _index(kept: _Kept, ranking: Ranking) -> _ValueIndex:

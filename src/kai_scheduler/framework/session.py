@@ -150,6 +150,11 @@ class ExtensionPoints:
     # What a pre-predicate reads of the session besides the pod, as a value, by pre-predicate: its answer
     # for one pod is the same while the value is (`Session.pod_answers_key`).
     pre_predicate_reads: dict[PrePredicate, Callable[[], Hashable]] = field(default_factory=dict)
+    # The pre-predicates whose answer, whether they refuse a pod (not the words why), reads of the pod only
+    # its request and placement constraints, and of the session only what stays while it is open: while
+    # every pre-predicate is one, `Session.refused_everywhere` answers alike for the pods of one request
+    # and placement (`Session.refusal_reads_shape`).
+    shape_pre_predicates: set[PrePredicate] = field(default_factory=set)
     # The pre-predicates no eviction can change the answer of (KAI v0.17's victim-invariant ones: volume
     # binding, ConfigMaps, the largest node of the pool): reclaim, preempt and consolidation pass over a
     # job one of its pods fails, without searching victims.
@@ -815,6 +820,14 @@ class Session:
         """Whether a pre-predicate refuses the pod, so that no node is a candidate (`candidate_tests` is
         None), without working out anything of the nodes."""
         return bool(self.points.pre_predicates) and self._pre_predicate_failure(task) is not None
+
+    def refusal_reads_shape(self) -> bool:
+        """Whether `refused_everywhere` reads of a pod only its request and placement constraints, and of the
+        session only what stays while it is open (every pre-predicate says so,
+        `ExtensionPoints.shape_pre_predicates`): it then answers alike for the pods of one request and
+        placement."""
+        points = self.points
+        return all(check in points.shape_pre_predicates for check in points.pre_predicates)
 
     def candidate_tests(self, task: TaskInfo) -> tuple[Callable[[int], bool], Callable[[int], bool]] | None:
         """`candidate_nodes` asked of one node at a time, with the same answer at every node (`node_fits`

@@ -430,6 +430,8 @@ class PredicatesPlugin:
         points.pre_predicate_reads[pre_filter] = lambda: reads
         # Every one of them is about the pod and the pool, never about what runs where.
         points.victim_invariant_pre_predicates.append(pre_filter)
+        # Whether it refuses reads the pod's placement (ConfigMaps, claims) and request (the largest node).
+        points.shape_pre_predicates.add(pre_filter)
 
         # By request (equal requests: equal shapes), whose hash is kept: asked for every pod placed; and
         # by what `gpu_kind_nodes` reads of a request, so that the requests of a backlog share a few arrays

@@ -16,7 +16,9 @@ import pytest
 from helpers import node, open_session, pod, queue
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework import alike_nodes, ranked_nodes
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.resources import PodRequest
 
 PREFER_B = {
@@ -679,3 +681,74 @@ def test_a_node_found_to_hold_a_shape_is_asked_only_whether_it_holds_it_once_it_
     stamps[0] = 2  # node 0 changed
     looks.begin([], stamps, 2)
     assert looks.first(members) == 0 and (asked, static.reads) == ([0, 0], 1)
+
+
+def _refusals_asked(*, said: bool, refusal: str | None) -> tuple[list[str], list[object]]:
+    """The pods of three of one shape a pre-predicate is asked about by `best_node`, and its answers, the
+    pre-predicate said to read a pod's request and placement alone (`shape_pre_predicates`) or not."""
+    objects: list[ApiObject] = [queue("q"), node("a", gpus=8), *(pod(f"p{i}", gpus=1) for i in range(3))]
+    session = open_session(objects)
+    asked: list[str] = []
+
+    def refuse(task: TaskInfo) -> str | None:
+        asked.append(task.name)
+        return refusal
+
+    session.points.pre_predicates.append(refuse)
+    if said:
+        session.points.shape_pre_predicates.add(refuse)
+    answers = [ranked_nodes.best_node(session, session.snapshot.tasks[f"default/p{i}"]) for i in range(3)]
+    return asked, answers
+
+
+def test_a_refusal_that_reads_a_pods_shape_alone_is_asked_once_per_shape() -> None:
+    """A pre-predicate said to read of a pod only its request and placement is asked of a shape's first
+    pod alone, its answer the next pods' too; one not said so is asked of every pod."""
+    assert _refusals_asked(said=True, refusal=None) == (["p0"], [0, 0, 0])
+    assert _refusals_asked(said=True, refusal="no") == (["p0"], [None, None, None])
+    assert _refusals_asked(said=False, refusal=None) == (["p0", "p1", "p2"], [0, 0, 0])
+    assert _refusals_asked(said=False, refusal="no") == (["p0", "p1", "p2"], [None, None, None])
+
+
+def test_a_refusal_kept_for_a_shape_is_compared_with_each_pods_in_the_verify_mode() -> None:
+    """With `verify_carried`, a pre-predicate said to read a pod's shape alone that refuses a later pod of
+    the shape (by its name) raises `CarriedMismatch`, the refusal kept for the shape being wrong."""
+    objects: list[ApiObject] = [queue("q"), node("a", gpus=8), pod("p0", gpus=1), pod("p1", gpus=1)]
+    session = open_session(objects)
+    session.verify_carried = True
+
+    def refuse(task: TaskInfo) -> str | None:
+        return "no" if task.name == "p1" else None
+
+    session.points.pre_predicates.append(refuse)
+    session.points.shape_pre_predicates.add(refuse)
+    tasks = session.snapshot.tasks
+    assert ranked_nodes.best_node(session, tasks["default/p0"]) == 0
+    with pytest.raises(CarriedMismatch):
+        ranked_nodes.best_node(session, tasks["default/p1"])
+
+
+def test_whether_a_placement_passes_half_the_nodes_is_asked_once_for_its_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods of two requests selecting one rack: the count of nodes passing its static predicates is asked
+    for the first shape alone (too few: the shortcut stands aside for both)."""
+    objects: list[ApiObject] = [queue("q")]
+    objects += [node(name, gpus=8, labels={"rack": "r1" if name == "a" else "r2"}) for name in "abc"]
+    objects += [pod("one", gpus=1, node_selector={"rack": "r1"})]
+    objects += [pod("two", gpus=2, node_selector={"rack": "r1"})]
+    session = open_session(objects)
+    counted: list[str] = []
+    count = Session.static_passing_count
+
+    def counting(self: Session, placement: Placement) -> int:
+        counted.append(placement.key)
+        return count(self, placement)
+
+    monkeypatch.setattr(Session, "static_passing_count", counting)
+    for name in ("one", "two"):
+        assert (
+            ranked_nodes.best_node(session, session.snapshot.tasks[f"default/{name}"])
+            is ranked_nodes.UNDECIDED
+        )
+    assert len(counted) == 1
