@@ -33,11 +33,11 @@ runs out, or something else moved (a push, `refresh`, an allocation on the path)
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Final, cast
 
 from kai_scheduler.framework.job_memos import CarriedMismatch
-from kai_scheduler.framework.session import QueueOrderKey, Session
+from kai_scheduler.framework.session import MovedQueueOrderKey, QueueOrderKey, Session
 from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.queues import QueueInfo
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -99,10 +99,11 @@ class _Node:
     """A queue with jobs at or below it (the others never hand one out), and what it would hand out next:
     `job`, the head of the leaf `source`, at `rank` (None: nothing); a parent queue also keeps its children
     with nodes and the one it descends to (`children`); `siblings`: the children of its parent (or the
-    roots) it is one of. `stale`: to be ranked again before the next pop. `ranks`: the queue's ranks by
-    what the order reads of a job, for the allocation `ranked_at` (`QueueOrderedJobs._kept_rank`), but
-    for the job `unread`, ranked at `rank` as the allocation moved, whose read is asked only when the
-    ranks are (a first cycle moves the allocation at most pops, and its ranks are then never asked)."""
+    roots) it is one of; `path`: itself and its ancestors, children first. `stale`: to be ranked again
+    before the next pop. `ranks`: the queue's ranks by what the order reads of a job, for the allocation
+    `ranked_at` (`QueueOrderedJobs._kept_rank`), but for the job `unread`, ranked at `rank` as the
+    allocation moved, whose read is asked only when the ranks are (a first cycle moves the allocation at
+    most pops, and its ranks are then never asked)."""
 
     __slots__ = (
         "children",
@@ -110,6 +111,7 @@ class _Node:
         "jobs",
         "level",
         "parent",
+        "path",
         "position",
         "queue",
         "rank",
@@ -129,6 +131,7 @@ class _Node:
         self.position = position  # among the parent's children (or the roots), in the tree's order
         self.siblings = siblings
         self.level: int = 0 if parent is None else parent.level + 1
+        self.path: tuple[_Node, ...] = (self,) if parent is None else (self, *parent.path)  # to its root
         self.jobs: _LeafJobs | None = None  # a leaf queue's waiting jobs
         self.children = children  # (a leaf's stay empty)
         self.rank: tuple[Any, ...] | None = None
@@ -228,6 +231,12 @@ class QueueOrderedJobs:
         self._reads: Callable[[JobInfo], Hashable] | None = (
             session.points.queue_order_reads if session.points.queue_order is not None else None
         )
+        # The order key of a queue whose allocation moved since it was ranked (read only with `_reads`).
+        moved = session.points.queue_order_moved if self._reads is not None else None
+        order = self._order  # (not `self`: see `queues` below)
+        self._moved: MovedQueueOrderKey = (
+            moved if moved is not None else lambda queue, job, allocation: order(queue, job)
+        )
         weak = session.points.queue_order_weak if session.points.queue_order is not None else None
         queues = self._queues  # (not `self`: the siblings hold it, and a cycle would keep the session)
         # Whether the order ranks the queues named by a strict weak ordering (None: not known to).
@@ -286,7 +295,14 @@ class QueueOrderedJobs:
                     if rank is not None:
                         return self._take(lead, cast(tuple[Any, ...], rank))
             self._lead = None
-            self._mark(lead)
+            if self._stale:
+                self._mark(lead)
+            else:
+                # Only the lead's path may have moved, each of its nodes the first of its siblings (as
+                # `_best_root` found them): ranked again as marked and settled, without the marking.
+                if self._verify:
+                    _check_path_first(lead)
+                self._rank_again(lead.path)
         if self._stale:
             self._settle()
         root = self._best_root
@@ -401,12 +417,17 @@ class QueueOrderedJobs:
         if self._mixed:
             stale.sort(key=lambda node: node.level, reverse=True)
             self._mixed = False
-        order, reads, depth = self._order, self._reads, self._depth
+        self._rank_again(stale)
+        stale.clear()
+
+    def _rank_again(self, nodes: Sequence[_Node]) -> None:
+        """Rank `nodes` again, children first (`_settle`), then find the first root queue."""
+        order, reads, depth, moved = self._order, self._reads, self._depth, self._moved
         # What the order reads of the job last ranked: a path settled after a pop ranks the leaf and each
         # of its ancestors on the same job, which is read once.
         read_job: JobInfo | None = None
         read: Hashable = None
-        for node in stale:
+        for node in nodes:
             node.stale = False
             jobs = node.jobs
             if jobs is not None:
@@ -429,7 +450,7 @@ class QueueOrderedJobs:
                 at = (allocated.gpu, allocated.cpu, allocated.memory)
                 if at != node.ranked_at:
                     node.ranked_at = at
-                    node.rank = order(node.queue, job)
+                    node.rank = moved(node.queue, job, at)
                     node.unread = job
                     if node.ranks:  # (mostly never asked: no new dict)
                         node.ranks = {}
@@ -437,7 +458,6 @@ class QueueOrderedJobs:
                     if job is not read_job:
                         read_job, read = job, reads(job)
                     node.rank = self._kept_rank(node, read, job)
-        stale.clear()
         self._best_root = self._roots.first()
         if self._verify:
             _check_first(self._roots)
@@ -471,6 +491,16 @@ def _check_first(siblings: _Siblings) -> None:
     if siblings.best is not _first_smallest(siblings.nodes):
         names = [node.queue.name for node in siblings.nodes]
         raise CarriedMismatch(f"the job queue's first of the queues {names} differs from a scan's")
+
+
+def _check_path_first(leaf: _Node) -> None:
+    """With `verify`: each node on `leaf`'s path is the first of its siblings, as a pop that ranks only that
+    path again takes them to be; a difference raises `CarriedMismatch`."""
+    for node in leaf.path:
+        if node.siblings.best is not node:
+            raise CarriedMismatch(
+                f"the job queue's queue {node.queue.name}, on the path popped last, is not first"
+            )
 
 
 def overtakes(top: tuple[tuple[Any, ...], int, object], rank: tuple[Any, ...], position: int) -> bool:

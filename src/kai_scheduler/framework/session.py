@@ -102,6 +102,7 @@ SignatureRead = tuple[Hashable, Callable[[TaskInfo], Hashable]]
 NodeScorer = Callable[[TaskInfo, IntArray], FloatArray | float]
 JobCapacityCheck = Callable[[JobInfo, Resources], str | None]
 QueueOrderKey = Callable[[QueueInfo, JobInfo | None], tuple[Any, ...]]
+MovedQueueOrderKey = Callable[[QueueInfo, JobInfo | None, tuple[float, float, float]], tuple[Any, ...]]
 # Chooses the shared GPUs for a pod on a node: existing groups, or None for "open a new one".
 GpuChooser = Callable[[NodeTable, int, float, int, bool], list[GpuGroup | None]]
 TaskHandler = Callable[[TaskInfo], None]
@@ -142,6 +143,10 @@ class ExtensionPoints:
     # (None: not said). The job queue picks the first child with the smallest key by a scan with `<`; a
     # merge by heap (`actions.quiet_order`) picks the same child only under such an ordering.
     queue_order_weak: Callable[[Sequence[QueueInfo]], bool] | None = None
+    # `queue_order` of a queue whose allocation, given as (GPU, CPU, memory), moved since the caller last
+    # ranked it (None: not said): the job queue, which keeps the allocation it ranked each queue at, asks it
+    # so that the order need not check the allocation again.
+    queue_order_moved: MovedQueueOrderKey | None = None
     # (name, the words of a refusal, the predicate): each reads of a pod only its placement constraints,
     # and of the cluster only the nodes' specs and the storage objects (`static_masks` keeps their answers
     # from one session to the next while those stay).

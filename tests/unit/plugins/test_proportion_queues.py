@@ -381,7 +381,7 @@ def test_the_queue_order_key_weighs_the_dominant_share_with_and_without_the_requ
     if dominant is not None:
         used[dominant], asked[dominant] = shares[dominant] / 2, 0.0
     with_request = {r: used[r] + asked[r] for r in RESOURCE_NAMES}
-    key = plugin._order_key_at(q, *Resources(**used).values(), Resources(**asked))
+    key = plugin._order_key_at(q, Resources(**used).values(), Resources(**asked))
     assert key[4] == dominant_share(Resources(**with_request), shares)
     assert key[5] == dominant_share(Resources(**used), shares)
     assert key[5] == (0.0 if dominant is None else 0.5)

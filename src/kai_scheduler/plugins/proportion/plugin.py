@@ -175,6 +175,7 @@ class ProportionPlugin:
             self._carry_order_keys(session.queue_orders, verify=session.verify_carried)
         points = session.points
         points.queue_order = self.queue_order_key
+        points.queue_order_moved = self.moved_queue_order_key
         points.queue_order_reads = self._order_reads
         points.queue_order_weak = self._siblings_weakly_ordered
         points.job_capacity_checks.append(self.over_limit)
@@ -277,30 +278,43 @@ class ProportionPlugin:
         key asked of a queue at an allocation on: the first after the allocation moved is worked out
         and not kept (a first cycle moves the allocation of the path of most jobs it hands out, and
         kept ~32,000 keys never asked again: the look-ups and the dict's growth cost more than the keys)."""
-        if job is None:
-            request = _NOTHING
-        else:
-            session = self._session
-            assert session is not None
-            kept = self._head_requests.get(job.queue)
-            if kept is not None and kept[0] is job and kept[1] == job.version:
-                request = kept[2]
-                if session.verify_carried:
-                    _check_kept_request(session, job, request)
-            else:
-                request = next_request(session, job)
-                self._head_requests[job.queue] = (job, job.version, request)
         allocated = queue.allocated
         gpu, cpu, memory = at = (allocated.gpu, allocated.cpu, allocated.memory)
         name = queue.name
         if self._asked_at.get(name) != at:
-            self._asked_at[name] = at
-            return self._order_key_at(queue, gpu, cpu, memory, request)
+            return self.moved_queue_order_key(queue, job, at)
+        request = self._head_request(job)
         memo = (name, gpu, cpu, memory, request.gpu, request.cpu, request.memory)
         key = self._order_keys.get(memo)
         if key is None:
-            key = self._order_keys[memo] = self._order_key_at(queue, gpu, cpu, memory, request)
+            key = self._order_keys[memo] = self._order_key_at(queue, at, request)
         return key
+
+    def moved_queue_order_key(
+        self, queue: QueueInfo, job: JobInfo | None, at: tuple[float, float, float]
+    ) -> tuple[Any, ...]:
+        """`queue_order_key` of `queue` at its allocation `at`, which moved since the caller last asked a
+        key of it (`ExtensionPoints.queue_order_moved`): worked out and not kept, as the first key asked
+        at an allocation is. Why: the job queue knows it moved (it keeps the allocation it ranked each
+        queue at), and a first cycle asks two such keys for nearly every job it hands out."""
+        self._asked_at[queue.name] = at
+        return self._order_key_at(queue, at, self._head_request(job))
+
+    def _head_request(self, job: JobInfo | None) -> Resources:
+        """The next request of `job`, the job a queue is ranked by (`next_request`; none for no job), kept
+        per leaf queue while the job and its version stay (`_head_requests`)."""
+        if job is None:
+            return _NOTHING
+        session = self._session
+        assert session is not None
+        kept = self._head_requests.get(job.queue)
+        if kept is not None and kept[0] is job and kept[1] == job.version:
+            if session.verify_carried:
+                _check_kept_request(session, job, kept[2])
+            return kept[2]
+        request = next_request(session, job)
+        self._head_requests[job.queue] = (job, job.version, request)
+        return request
 
     def _order_reads(self, job: JobInfo) -> int:
         """All that `queue_order_key` reads of `job`: its next request, as a number (equal requests, one
@@ -370,12 +384,12 @@ class ProportionPlugin:
 
     def _queue_order_key(self, queue: QueueInfo, request: Resources) -> tuple[Any, ...]:
         """`queue_order_key` of `queue` at its allocation for a job asking `request`, worked out now."""
-        return self._order_key_at(queue, *queue.allocated.values(), request)
+        return self._order_key_at(queue, queue.allocated.values(), request)
 
     def _order_key_at(
-        self, queue: QueueInfo, used_gpu: float, used_cpu: float, used_memory: float, request: Resources
+        self, queue: QueueInfo, used: tuple[float, float, float], request: Resources
     ) -> tuple[Any, ...]:
-        """`queue_order_key` of `queue` at the allocation `used_*` for a job asking `request`, worked out
+        """`queue_order_key` of `queue` at the allocation `used` for a job asking `request`, worked out
         now. Written out per resource, from the queue's parts fixed for the session as one tuple
         (`_fixed_order_parts`): it runs for each queue on the path of every job handed out, and a first
         cycle over a deep backlog hands out tens of thousands, its allocation moved at most."""
@@ -383,6 +397,7 @@ class ProportionPlugin:
         if fixed is None:
             fixed = self._order_fixed[queue.name] = self._fixed_order_parts(queue)
         fair, deserved, shares, shares_positive, priority, smaller_share, rank = fixed
+        used_gpu, used_cpu, used_memory = used
         over_utilised = (
             fair[0] < used_gpu - EPSILON and fair[1] < used_cpu - EPSILON and fair[2] < used_memory - EPSILON
         )
