@@ -4,9 +4,11 @@ per queue until a commit) or none of those runs on a node the job may use
 (`Preempt._none_lower_within_reach`), consolidation's nodes with a candidate kept and brought up to date
 at the nodes a commit changed (`Consolidation._nodes_with_jobs`), the jobs it considers kept until a commit
 (`Consolidation._considered`) and the cluster's free GPUs kept while the node table's usage version stays
-(`Consolidation._free_gpus`), the victim order that ranks nothing when no candidate runs on a node
-the preemptor may use (`victim_order._nothing_to_order`), and the candidates and jobs with a pending pod
-one action hands the next, brought up to date by the decisions taken in between (`VictimInputs`).
+(`Consolidation._free_gpus`), the victim order consolidation's attempts share until a commit
+(`Consolidation._shared_order`, checked unit by unit against the order worked out again), the victim order
+that ranks nothing when no candidate runs on a node the preemptor may use (`victim_order._nothing_to_order`),
+and the candidates and jobs with a pending pod one action hands the next, brought up to date by the
+decisions taken in between (`VictimInputs`).
 
 Generated clusters (preemptible and non-preemptible pods running on a few racks, some fragmented, pending
 pods of every priority class, some with a rack selector) go through allocate and the three victim actions
@@ -18,7 +20,7 @@ go shows the attempts ruled out without ranking a single victim.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 from unittest import mock
@@ -32,6 +34,7 @@ from kai_scheduler.actions.consolidation import Consolidation
 from kai_scheduler.actions.preempt import Preempt
 from kai_scheduler.actions.reclaim import Reclaim
 from kai_scheduler.actions.solvers import victim_order
+from kai_scheduler.actions.solvers.victim_order import VictimUnit
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -62,6 +65,11 @@ class PlainConsolidation(Consolidation):
     def _free_gpus(self, session: Session) -> float:
         self._free = None
         return super()._free_gpus(session)
+
+    def _shared_order(
+        self, session: Session, job: JobInfo, tasks: list[TaskInfo], chosen: list[JobInfo]
+    ) -> Iterable[VictimUnit]:
+        return victim_order.order_victims(session, self.name, job, tasks, chosen)
 
 
 @contextmanager

@@ -9,11 +9,16 @@ invalid. At most `maxConsolidationPreemptees` pods are evicted for one job (0 tu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks_each, order_victims
+from kai_scheduler.actions.solvers.victim_order import (
+    SharedVictims,
+    VictimUnit,
+    active_tasks_each,
+    order_victims,
+)
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario, stays_evicted
 from kai_scheduler.actions.solvers.victims import VictimAction
 from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
@@ -137,7 +142,7 @@ class Consolidation(VictimAction):
             self._index(session, self._unindexed)
             self._unindexed = None
 
-        def victims() -> Iterator[VictimUnit]:
+        def victims() -> Iterable[VictimUnit]:
             return self._closest_to_room_first(session, job, tasks)
 
         def reason(victim: TaskInfo) -> str:
@@ -149,7 +154,7 @@ class Consolidation(VictimAction):
 
     def _closest_to_room_first(
         self, session: Session, job: JobInfo, tasks: list[TaskInfo]
-    ) -> Iterator[VictimUnit]:
+    ) -> Iterable[VictimUnit]:
         """The victims, in victim order, among the jobs considered at all.
 
         KAI considers maxConsolidationPreemptees + 1 of the preemptible jobs only (the first its job map
@@ -158,7 +163,32 @@ class Consolidation(VictimAction):
         frees room soonest), then by node name. Without a bound every job is considered, as KAI."""
         cap = session.config.max_consolidation_preemptees + 1  # jobs considered; 0: no bound
         chosen = [victim for victim in self._considered(session, cap) if victim is not job]
-        return order_victims(session, self.name, job, tasks, chosen[:cap] if cap else chosen)
+        if cap:
+            chosen = chosen[:cap]
+        if session.points.victim_protection.get(self.name):
+            # (A protection may depend on the preemptor: its order is its own.)
+            return order_victims(session, self.name, job, tasks, chosen)
+        return self._shared_order(session, job, tasks, chosen)
+
+    def _shared_order(
+        self, session: Session, job: JobInfo, tasks: list[TaskInfo], chosen: list[JobInfo]
+    ) -> Iterable[VictimUnit]:
+        """The victim order of `chosen` for the nodes `tasks` may use, shared by every attempt until the
+        next commit (`SharedVictims`). Without a protection the order depends on the preemptor only
+        through those two (it is not among `chosen`), and it reads nothing a search's evictions change:
+        the queues' allocations as the order started, and each job's pods when it first comes up, before
+        any of them is evicted. Why: the jobs of a queue at its limit fail one after the other, each
+        search evicting and ranking the same 17 victims (8 searches of 17 in a first cycle at 500 nodes,
+        more than half of consolidation's work there). With `verify_carried` each shared unit is checked
+        against the order worked out again for the preemptor (`CarriedMismatch`)."""
+        key = (tuple(chosen), session.usable_nodes(tasks).tobytes())
+        shared = self.shared_orders.get(key)
+        if shared is None:
+            order = order_victims(session, self.name, job, tasks, chosen)
+            shared = self.shared_orders[key] = SharedVictims(order)
+        if session.verify_carried:
+            return _checked(shared, order_victims(session, self.name, job, tasks, chosen))
+        return shared
 
     def _considered(self, session: Session, cap: int) -> list[JobInfo]:
         """The first `cap` + 1 jobs (all without a bound) on the nodes with the most free GPUs, by name
@@ -225,6 +255,18 @@ def _each(order: IntArray) -> Iterator[int]:
     """The nodes of `order` as ints, a slice at a time: the walk mostly stops within its first nodes."""
     for start in range(0, order.size, _SLICE):
         yield from order[start : start + _SLICE].tolist()
+
+
+def _checked(shared: Iterable[VictimUnit], fresh: Iterator[VictimUnit]) -> Iterator[VictimUnit]:
+    """The units of `shared`, each checked against the next of `fresh` (the same order worked out again)."""
+    for unit in shared:
+        again = next(fresh, None)
+        if again is None or again.job is not unit.job or again.tasks != unit.tasks:
+            raise CarriedMismatch(f"consolidation's shared victim order: {unit}, worked out again: {again}")
+        yield unit
+    again = next(fresh, None)
+    if again is not None:
+        raise CarriedMismatch(f"consolidation's shared victim order ended before {again}")
 
 
 def _all_placed(preemptor: JobInfo, victims: Sequence[TaskInfo]) -> bool:

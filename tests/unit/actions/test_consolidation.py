@@ -13,6 +13,7 @@ re-places) gets an evict decision followed by a pipeline decision naming its new
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -30,8 +31,14 @@ from helpers import (
     running_job,
     simulate,
 )
-from kai_scheduler.actions.solvers.victim_order import active_tasks, active_tasks_each
+from kai_scheduler.actions import consolidation
+from kai_scheduler.actions.solvers import victim_search
+from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, active_tasks_each
+from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
 from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo
 
 ONLY_CONSOLIDATION = "allocate, consolidation"
 
@@ -236,3 +243,56 @@ def test_a_bare_pods_job_has_its_active_pods_read_from_its_pod() -> None:
     assert active_tasks(session, alone) == alone.tasks and active_tasks(session, waiting) == []
     assert len(active_tasks(session, spread)) == 2
     assert list(session.scratch["victims.active"]) == [spread]
+
+
+def limited_queue_waits() -> list[Any]:
+    """Two 4-GPU nodes half taken by single-GPU pods of queue r; two 2-GPU pods of queue q (limited to one
+    GPU), unlike in CPU: each is searched for in turn, and every scenario fails at q's limit."""
+    objects: list[Any] = [node("a", gpus=4), node("b", gpus=4), queue("r"), queue("q", gpu_limit=1)]
+    objects += [pod(f"p{i}", "r", gpus=1, node_name="ab"[i // 2]) for i in range(4)]
+    return [*objects, pod("big1", gpus=2, cpu="1"), pod("big2", gpus=2, cpu="2")]
+
+
+@pytest.mark.parametrize("verify", [False, True])
+def test_attempts_alike_in_reach_share_one_victim_order(
+    monkeypatch: pytest.MonkeyPatch, verify: bool
+) -> None:
+    """Preemptors that may use the same nodes take the victims the same order hands out, ordered once until
+    a commit (`Consolidation._shared_order`): each search takes every victim, the second from the first's
+    order. With `KAI_SCHEDULER_VERIFY_REUSE` each attempt's order is worked out again too, to check it."""
+    if verify:
+        monkeypatch.setenv(VERIFY_ENV, "1")
+    else:
+        monkeypatch.delenv(VERIFY_ENV, raising=False)
+    ordered: list[str] = []
+    taken: list[list[str]] = []
+    order = consolidation.order_victims
+    search = victim_search._search
+
+    def counted(session: Session, action: str, preemptor: JobInfo, *rest: Any) -> Iterator[VictimUnit]:
+        ordered.append(preemptor.name)
+        return order(session, action, preemptor, *rest)
+
+    def recorded(session: Session, scenario: Any, victims: Iterable[VictimUnit], *rest: Any) -> Any:
+        units = list(victims)
+        taken.append([task.name for unit in units for task in unit.tasks])
+        return search(session, scenario, units, *rest)
+
+    monkeypatch.setattr(consolidation, "order_victims", counted)
+    monkeypatch.setattr(victim_search, "_search", recorded)
+    result = run(limited_queue_waits(), config(actions=ONLY_CONSOLIDATION), cycles=1)
+    assert decision_rows(result) == []
+    assert ordered == (["pg-big1", "pg-big1", "pg-big2"] if verify else ["pg-big1"])
+    assert len(taken) == 2 and taken[0] == taken[1] and sorted(taken[0]) == ["p0", "p1", "p2", "p3"]
+
+
+def test_a_shared_order_is_checked_against_the_order_worked_out_again() -> None:
+    """With `KAI_SCHEDULER_VERIFY_REUSE` each unit of a shared order is compared with the order worked out
+    for the preemptor: a different unit, or one order ending before the other, is a CarriedMismatch."""
+    session = open_session(limited_queue_waits())
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    units = [VictimUnit(jobs[f"pg-p{i}"], list(jobs[f"pg-p{i}"].tasks)) for i in range(3)]
+    assert list(consolidation._checked(units, iter(list(units)))) == units
+    for fresh in (units[:2], [units[0], units[2], units[1]], [*units, units[0]]):
+        with pytest.raises(CarriedMismatch):
+            list(consolidation._checked(units, iter(fresh)))
