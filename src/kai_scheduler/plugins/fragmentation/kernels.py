@@ -439,12 +439,12 @@ def scaled(keys: FloatArray, rows: IntArray, top: float) -> tuple[FloatArray, fl
 _LACKING: Final = 1e-6
 
 
-@_compiled
+@_inlined
 def _lacks(free: float, taken: float) -> bool:
     return free - taken < -_LACKING * max(1.0, taken)
 
 
-@_compiled
+@_inlined
 def may_hold(
     states: FloatArray, mig: FloatArray, node: int, pod: tuple[FloatArray, FloatArray, FloatArray, int]
 ) -> bool:
@@ -584,7 +584,7 @@ def best_keyed(
     return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
 
 
-@_compiled
+@_inlined
 def _keep_best(
     keys: FloatArray,
     changed: BoolArray,
