@@ -172,7 +172,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     asked = _asked_for(session, kept, task)
     if asked is None:
         return UNDECIDED
-    looks, index, floor, sparse, summed, refused = asked
+    looks, index, floor, sparse, summed, refused, shape_masks = asked
     if refused is None:
         refused = session.refused_everywhere(task)
     elif session.verify_carried:
@@ -181,7 +181,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         return None
     if not isinstance(index, _ValueIndex):  # the ranking searches the nodes itself
         return _best_found(session, index, summed, task)
-    looks.begin(session.rest_masks(task), kept.stamps, position)
+    looks.begin(session.rest_masks(task, shape_masks), kept.stamps, position)
     try:
         scored = (
             [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
@@ -247,7 +247,15 @@ def _firsts_of_values(rows: list[int], values: list[float]) -> dict[float, int]:
 
 # What `best_node` works with for a pod (`_asked_for`).
 _Asked = (
-    tuple["_Looks", "_ValueIndex | Finder", float, list[tuple["_ValueIndex", float]], "_Summed", bool | None]
+    tuple[
+        "_Looks",
+        "_ValueIndex | Finder",
+        float,
+        list[tuple["_ValueIndex", float]],
+        "_Summed",
+        bool | None,
+        list[BoolArray],
+    ]
     | None
 )
 _NOT_KEPT: Final = object()
@@ -303,8 +311,9 @@ def _kept(session: Session) -> _Kept:
 def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     """What `best_node` works with for `task`: what asks its shape's nodes (`_Looks`, with the nodes passing
     the pod's static predicates), the index of the one ranking, the pod's floor, the sparse scorers'
-    indexes and floors, the sums, and whether a pre-predicate refuses the pod when that reads its shape
-    alone (`Session.refusal_reads_shape`; None: asked of each pod); None when the shortcut does not apply
+    indexes and floors, the sums, whether a pre-predicate refuses the pod when that reads its shape
+    alone (`Session.refusal_reads_shape`; None: asked of each pod), and the masks of the per-pod
+    predicates that read its shape alone (`Session.shape_rest_masks`); None when the shortcut does not apply
     (`_ranking`, `_wide`). Kept by request, placement constraints, nominated node and whether anything is
     being released (all that `_ranking` reads; `_wide` and the static predicates read the placement
     alone) while the node table stays: one look-up a pod rather than one per question (the indexes are
@@ -328,6 +337,7 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
         [(_index(kept, on), least) for on, least in sparse],
         summed,
         session.refused_everywhere(task) if session.refusal_reads_shape() else None,
+        session.shape_rest_masks(task),
     )
     return answer
 

@@ -92,6 +92,10 @@ class NamedPredicate:
     # What `depends_on` reads of the session besides the pod, as a value (None: not said): its answer for
     # one pod is the same while the value is (`Session.pod_answers_key`).
     depends_on_reads: Callable[[], Hashable] | None = None
+    # Whether the answer reads of the pod only its request and placement constraints, and of the session
+    # only what stays while it is open (no placement changes it): then it is the same for every pod of one
+    # request and placement in a session (`Session.shape_rest_masks`).
+    reads_shape_alone: bool = False
 
 
 StaticPredicate = Callable[[Placement, NodeTable], BoolArray]
@@ -419,6 +423,7 @@ class Session:
         # `_no_fit_text`'s words before the counts, by request: a cordon words anew most shapes' counts.
         self._no_fit_heads: dict[PodRequest, str] = {}
         self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
+        self._per_pod_predicates: list[NamedPredicate] | None = None
         # While an attempt is confined to a node subset (`confined_to`), the nodes it may use.
         self.allowed: BoolArray | None = None
         # `gang.tasks_to_allocate` per job, with the job's version it was chosen at.
@@ -894,21 +899,55 @@ class Session:
 
         return passes_rest
 
-    def rest_masks(self, task: TaskInfo) -> list[BoolArray]:
+    def rest_masks(self, task: TaskInfo, shape_masks: list[BoolArray] | None = None) -> list[BoolArray]:
         """`rest_test` worked out at once: the masks a node passing `candidate_tests`'s first part must
         pass besides (the confinement, the per-pod predicates' masks that may narrow); none when every
         node passes. For a caller that finds a candidate for nearly every pod it asks about
-        (`ranked_nodes`): most pods then have no mask, and nothing is asked of their nodes."""
+        (`ranked_nodes`): most pods then have no mask, and nothing is asked of their nodes. `shape_masks`:
+        `shape_rest_masks` kept from a pod of the same request and placement in this session, the
+        predicates that read a pod's shape alone then not asked again (with `verify_carried`, asked, and
+        a difference raises `CarriedMismatch`)."""
         masks: list[BoolArray] = []
         everywhere = self._everywhere_masks
-        for predicate in self.points.task_predicates:
+        predicates = self.points.task_predicates if shape_masks is None else self._pod_predicates()
+        for predicate in predicates:
             mask = predicate.nodes_passing(task)
             # (`_narrowing`'s first test, without a call: most pods' masks are all known to pass everywhere.)
             if everywhere.get(id(mask)) is not mask:
                 masks.append(mask)
         if masks:
             masks = self._narrowing(masks)
+        if shape_masks:
+            masks = [*shape_masks, *masks]
+        if shape_masks is not None and self.verify_carried:
+            self._check_shape_masks(task, shape_masks)
         return masks if self.allowed is None else [self.allowed, *masks]
+
+    def shape_rest_masks(self, task: TaskInfo) -> list[BoolArray]:
+        """`rest_masks`'s masks of the per-pod predicates that read a pod's shape alone
+        (`NamedPredicate.reads_shape_alone`; those that may narrow), the confinement left out: the same
+        for every pod of the pod's request and placement in this session. Why: a caller that keeps them
+        per shape (`ranked_nodes`) asks each pod only the predicates that read more."""
+        masks = [p.nodes_passing(task) for p in self.points.task_predicates if p.reads_shape_alone]
+        return self._narrowing(masks)
+
+    def _pod_predicates(self) -> list[NamedPredicate]:
+        """The per-pod predicates that read more of a pod than its shape (fixed once the session is open)."""
+        if self._per_pod_predicates is None:
+            self._per_pod_predicates = [p for p in self.points.task_predicates if not p.reads_shape_alone]
+        return self._per_pod_predicates
+
+    def _check_shape_masks(self, task: TaskInfo, kept: list[BoolArray]) -> None:
+        """`shape_rest_masks` kept for the pod's shape compared with the pod's own, by the nodes they pass
+        together (`CarriedMismatch` when they differ)."""
+        size = self.snapshot.nodes.size
+        if not np.array_equal(_passing_every(kept, size), _passing_every(self.shape_rest_masks(task), size)):
+            from kai_scheduler.framework.job_memos import CarriedMismatch
+
+            raise CarriedMismatch(
+                f"the masks of the predicates said to read pod {task.key}'s request and placement alone, "
+                "kept for its shape, differ from its own"
+            )
 
     def _narrowing(self, masks: list[BoolArray]) -> list[BoolArray]:
         """`masks` without those that pass every node and cannot change: read-only arrays that own their
@@ -1244,6 +1283,7 @@ class Session:
         self.state.detach()
         self.scratch.clear()
         self._readers = None
+        self._per_pod_predicates = None
 
     def result(self) -> SessionResult:
         queues = self.snapshot.queues
@@ -1269,6 +1309,11 @@ def _first_static_refusal(parts: list[tuple[str, BoolArray]], row: int) -> int:
         if not passing.item(row):
             return index
     return -1
+
+
+def _passing_every(masks: list[BoolArray], size: int) -> BoolArray:
+    """The nodes passing every one of `masks` (all `size` nodes when there are none)."""
+    return np.logical_and.reduce(masks) if masks else np.ones(size, dtype=np.bool_)
 
 
 def _few(count: int, nodes: int) -> bool:

@@ -453,7 +453,12 @@ class PredicatesPlugin:
             return mask
 
         points.task_predicates.append(
-            NamedPredicate("gpukind", "node(s) didn't offer the kind of GPU the pod asks for", gpu_kind)
+            NamedPredicate(
+                "gpukind",
+                "node(s) didn't offer the kind of GPU the pod asks for",
+                gpu_kind,
+                reads_shape_alone=True,  # the request and the nodes' GPU kinds
+            )
         )
         node_ports = node_ports_predicate(session)
         if node_ports is not None:

@@ -17,8 +17,9 @@ from helpers import node, open_session, pod, queue
 from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
-from kai_scheduler.framework.session import Session
+from kai_scheduler.framework.session import NamedPredicate, Session
 from kai_scheduler.model.jobs import Placement, TaskInfo
+from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.resources import PodRequest
 
 PREFER_B = {
@@ -752,3 +753,59 @@ def test_whether_a_placement_passes_half_the_nodes_is_asked_once_for_its_shapes(
             is ranked_nodes.UNDECIDED
         )
     assert len(counted) == 1
+
+
+def _masks_asked(*, shape_alone: bool) -> tuple[list[str], list[str]]:
+    """The pods of three of one shape a per-pod predicate that keeps them off the fullest node (a) is asked
+    about by `choose_node`, and where they go (b, the fullest left), the predicate said to read a pod's
+    request and placement alone (`NamedPredicate.reads_shape_alone`) or not."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abc")]
+    objects += [pod("busy-a", gpus=6, node_name="a"), pod("busy-b", gpus=2, node_name="b")]
+    objects += [pod(f"p{i}", gpus=1) for i in range(3)]
+    session = open_session(objects)
+    names = session.snapshot.nodes.names
+    not_a = np.array([name != "a" for name in names])
+    asked: list[str] = []
+
+    def keep_off_a(task: TaskInfo) -> BoolArray:
+        asked.append(task.name)
+        return not_a
+
+    session.points.task_predicates.append(
+        NamedPredicate("not-a", "a", keep_off_a, reads_shape_alone=shape_alone)
+    )
+    where = []
+    for i in range(3):
+        task = session.snapshot.tasks[f"default/p{i}"]
+        assert not isinstance(ranked_nodes.best_node(session, task), ranked_nodes.Undecided)
+        placed = session.choose_node(task)
+        assert placed is not None
+        where.append(names[placed.node])
+    return asked, where
+
+
+def test_a_per_pod_predicate_that_reads_a_pods_shape_alone_is_asked_once_per_shape() -> None:
+    """A per-pod predicate said to read of a pod only its request and placement is asked for a shape's
+    first pod alone, its mask kept for the next pods (which it still keeps off a); one not said so is
+    asked of every pod (twice a pod here: `best_node` asked first, then through `choose_node`)."""
+    assert _masks_asked(shape_alone=True) == (["p0"], ["b", "b", "b"])
+    assert _masks_asked(shape_alone=False) == ([f"p{i}" for i in range(3) for _ in range(2)], ["b", "b", "b"])
+
+
+def test_a_shape_mask_kept_is_compared_with_each_pods_in_the_verify_mode() -> None:
+    """With `verify_carried`, a per-pod predicate said to read a pod's shape alone that keeps a later pod
+    of the shape off another node (by its name) raises `CarriedMismatch`."""
+    objects: list[ApiObject] = [queue("q"), node("a", gpus=8), node("b", gpus=8)]
+    objects += [pod("p0", gpus=1), pod("p1", gpus=1)]
+    session = open_session(objects)
+    session.verify_carried = True
+    size = session.snapshot.nodes.size
+
+    def by_name(task: TaskInfo) -> BoolArray:
+        return np.array([task.name == "p0" or row == 1 for row in range(size)])
+
+    session.points.task_predicates.append(NamedPredicate("by-name", "n", by_name, reads_shape_alone=True))
+    tasks = session.snapshot.tasks
+    assert ranked_nodes.best_node(session, tasks["default/p0"]) == 0
+    with pytest.raises(CarriedMismatch):
+        ranked_nodes.best_node(session, tasks["default/p1"])
