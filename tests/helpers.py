@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kai_scheduler.actions.allocate import place_job_tasks
+from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.api.manifests import parse_object
 from kai_scheduler.api.objects import (
     ApiObject,
@@ -28,8 +30,10 @@ from kai_scheduler.api.objects import (
 from kai_scheduler.cycle import PLUGINS
 from kai_scheduler.framework.config import SchedulerConfig, parse_config
 from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.cache import build_snapshot
+from kai_scheduler.model.jobs import JobInfo
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.snapshot import ClusterSnapshot, ClusterState, PodGroupState, PodState
 from kai_scheduler.sim.engine import Simulation, SimulationOptions, SimulationResult
@@ -581,6 +585,23 @@ def open_session(
     for name, arguments in chosen:
         PLUGINS[name](arguments).on_session_open(session)
     return session
+
+
+def waiting_jobs(session: Session) -> list[JobInfo]:
+    """The jobs with pods pending as the session opened."""
+    return [job for job in session.snapshot.jobs_at_open().waiting if job.tally().pending]
+
+
+def pop_and_place(session: Session, jobs: QueueOrderedJobs, pops: int) -> list[str]:
+    """The queues of `pops` jobs popped from `jobs`, each placed whole before the next pop (as allocate's
+    walk does)."""
+    popped = []
+    for _ in range(pops):
+        job = jobs.pop()
+        assert job is not None
+        popped.append(job.queue)
+        assert place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
+    return popped
 
 
 # --- victim actions (reclaim, preempt, consolidation, min runtime) ------------------------------------

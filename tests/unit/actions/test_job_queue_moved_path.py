@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from helpers import node, open_session, pod, queue
+from helpers import node, open_session, pod, pop_and_place, queue, waiting_jobs
 from kai_scheduler.actions.allocate import place_job_tasks
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
 from kai_scheduler.framework.gang import tasks_to_allocate
@@ -28,23 +28,9 @@ def _session() -> Session:
     return open_session(objects)
 
 
-def _waiting(session: Session) -> list[JobInfo]:
-    return [job for job in session.snapshot.jobs_at_open().waiting if job.tally().pending]
-
-
-def _pop_and_place(session: Session, queue: QueueOrderedJobs, pops: int) -> list[str]:
-    popped = []
-    for _ in range(pops):
-        job = queue.pop()
-        assert job is not None
-        popped.append(job.queue)
-        assert place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
-    return popped
-
-
 def _order_from_scratch(session: Session, pops: int) -> list[str]:
     """The leaves popped by a job queue that marks and settles every queue again before each pop."""
-    queue = QueueOrderedJobs(session, _waiting(session))
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
     popped = []
     for _ in range(pops):
         queue.refresh()
@@ -69,9 +55,9 @@ def test_placing_the_jobs_popped_ranks_their_paths_again_without_marking_them(
     expected = _order_from_scratch(_session(), 12)
     monkeypatch.setattr(QueueOrderedJobs, "_mark", counted)
     session = _session()
-    queue = QueueOrderedJobs(session, _waiting(session))
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
     marked.clear()  # (the leaves' nodes made as the queue starts)
-    popped = _pop_and_place(session, queue, 12)
+    popped = pop_and_place(session, queue, 12)
     assert popped == expected
     assert len(set(popped)) > 2  # the first moved from queue to queue, and from department to department
     assert marked == []
@@ -91,8 +77,8 @@ def test_a_queue_whose_allocation_moved_is_ranked_by_the_orders_moved_key() -> N
         return key
 
     session.points.queue_order_moved = counted
-    queue = QueueOrderedJobs(session, _waiting(session))
-    popped = _pop_and_place(session, queue, 3)
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
+    popped = pop_and_place(session, queue, 3)
     # After each placement, the leaf it was placed in and its department, at their new allocations.
     assert {popped[0], popped[0][:2], popped[1], popped[1][:2]} <= set(asked)
 
@@ -100,12 +86,12 @@ def test_a_queue_whose_allocation_moved_is_ranked_by_the_orders_moved_key() -> N
 def test_verify_mode_checks_the_path_ranked_again_is_first() -> None:
     session = _session()
     session.verify_carried = True
-    queue = QueueOrderedJobs(session, _waiting(session))
-    _pop_and_place(session, queue, 2)
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
+    pop_and_place(session, queue, 2)
     lead = queue._lead
     assert lead is not None and lead.parent is not None
     # The lead's department said not to be the first root: a pop that ranks only the lead's path would not
     # rank the root that is.
     lead.parent.siblings.best = None
     with pytest.raises(CarriedMismatch, match="on the path popped last, is not first"):
-        _pop_and_place(session, queue, 1)
+        pop_and_place(session, queue, 1)

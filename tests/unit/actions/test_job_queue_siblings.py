@@ -8,14 +8,11 @@ from typing import Any
 
 import pytest
 
-from helpers import node, open_session, pod, queue
+from helpers import node, open_session, pod, pop_and_place, queue, waiting_jobs
 from kai_scheduler.actions import job_queue
-from kai_scheduler.actions.allocate import place_job_tasks
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
-from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
-from kai_scheduler.model.jobs import JobInfo
 
 LEAVES = ("a", "b", "c", "d")  # root queues of equal quotas: their shares are alike, a strict weak ordering
 
@@ -25,20 +22,6 @@ def _session() -> Session:
     objects += [queue(name, gpu=8) for name in LEAVES]
     objects += [pod(f"{name}-{i}", name, gpus=1) for name in LEAVES for i in range(6)]
     return open_session(objects)
-
-
-def _waiting(session: Session) -> list[JobInfo]:
-    return [job for job in session.snapshot.jobs_at_open().waiting if job.tally().pending]
-
-
-def _pop_and_place(session: Session, queue: QueueOrderedJobs, pops: int) -> list[str]:
-    popped = []
-    for _ in range(pops):
-        job = queue.pop()
-        assert job is not None
-        popped.append(job.queue)
-        assert place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
-    return popped
 
 
 def test_placing_the_jobs_popped_scans_the_siblings_only_until_their_heap_is_made(
@@ -53,8 +36,8 @@ def test_placing_the_jobs_popped_scans_the_siblings_only_until_their_heap_is_mad
 
     monkeypatch.setattr(job_queue, "_first_smallest", counted)
     session = _session()
-    queue = QueueOrderedJobs(session, _waiting(session))
-    popped = _pop_and_place(session, queue, 12)
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
+    popped = pop_and_place(session, queue, 12)
     assert set(popped) == set(LEAVES)  # the first moved from queue to queue as they were placed
     # The first pop's ranking, and the second's, after which only the first's rank had moved: the heap.
     assert scans == [len(LEAVES), len(LEAVES)]
@@ -63,12 +46,12 @@ def test_placing_the_jobs_popped_scans_the_siblings_only_until_their_heap_is_mad
 def test_verify_mode_finds_each_first_by_a_scan_too() -> None:
     session = _session()
     session.verify_carried = True
-    queue = QueueOrderedJobs(session, _waiting(session))
-    _pop_and_place(session, queue, 3)
+    queue = QueueOrderedJobs(session, waiting_jobs(session))
+    pop_and_place(session, queue, 3)
     siblings = queue._roots
     assert siblings.heaped
     # The heap's first said to rank last: it no longer overtakes the first child, which a scan finds it does.
     rank, position, waiting = siblings.others[0]
     siblings.others[0] = ((True, *rank[1:]), position, waiting)
     with pytest.raises(CarriedMismatch, match="differs from a scan's"):
-        _pop_and_place(session, queue, 1)
+        pop_and_place(session, queue, 1)
