@@ -271,6 +271,36 @@ def test_a_parent_quota_bounds_non_preemptible_jobs_of_its_children() -> None:
     assert reason.startswith("NonPreemptibleOverQuota") and "queue dept" in reason
 
 
+def test_the_non_preemptible_check_compares_only_the_queues_with_a_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A queue without a quota (every resource unlimited) never refuses a non-preemptible job: only the
+    queues of the job's path that have one are compared (asked for every such job handed out)."""
+    from kai_scheduler.model.resources import Resources
+    from kai_scheduler.plugins.proportion import plugin as proportion
+
+    objects = [
+        node("n0", gpus=8),
+        queue("dept", gpu=1),
+        queue("team", parent="dept"),
+        pod("inf-0", "team", gpus=1, priority_class="inference"),
+    ]
+    session = open_session(objects)
+    checked: list[tuple[float, ...]] = []
+    compare = proportion._first_exceeded
+
+    def counted(used: Resources, request: Resources, bounds: tuple[float, ...]) -> str | None:
+        checked.append(bounds)
+        return compare(used, request, bounds)
+
+    monkeypatch.setattr(proportion, "_first_exceeded", counted)
+    plugin = session.points.queue_order.__self__  # type: ignore[union-attr]
+    job = session.snapshot.jobs["default/pg-inf-0"]
+    assert plugin.non_preemptible_over_quota(job, Resources(gpu=1)) is None
+    assert plugin.non_preemptible_over_quota(job, Resources(gpu=2)).startswith("NonPreemptibleOverQuota")
+    assert len(checked) == 2 and all(bounds[0] == 1 for bounds in checked)  # the department's, each time
+
+
 def test_preemptible_jobs_may_go_above_deserved_up_to_the_limit() -> None:
     objects = [node("n0", gpus=8), queue("q", gpu=1, gpu_limit=3), *[pod(f"t{i}", gpus=1) for i in range(4)]]
     assert bound_order(one_cycle(objects, ALLOCATE)) == ["t0", "t1", "t2"]

@@ -54,6 +54,9 @@ _NOTHING: Final = Resources()
 # Where a reclaimer's and a victim's branches split: the reclaimer side and its deserved quota, the victim
 # side and its allocatable share.
 _ReclaimSides = tuple[QueueInfo, Resources, QueueInfo, Resources]
+# What a placement moves of the capacity checks' inputs: the queues whose parts and the queues whose paths
+# (`ProportionPlugin._path_inputs`) it moves.
+_MovedInputs = tuple[tuple[str, ...], tuple[str, ...]]
 # A queue's path root first, its deserved quota and its allocatable share (`_side_parts`).
 _SideParts = tuple[list[QueueInfo], Resources, Resources]
 
@@ -91,6 +94,9 @@ class ProportionPlugin:
         # Per queue, whether its part reads its allocation (it has a limit) and its non-preemptible
         # allocation (it has a quota), and the queues whose paths go through it (itself first).
         self._input_reads: dict[str, tuple[bool, bool, list[str]]] = {}
+        # Per queue, what a placement in it moves of those (`_moved_inputs`), for a preemptible job and for
+        # a non-preemptible one.
+        self._input_moves: dict[str, tuple[_MovedInputs, _MovedInputs]] = {}
         self._path_bounds: dict[str, list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]] = {}
         # `_task_resources` of the requests that do not read a node, by the request (converted with the
         # session's smallest GPU memory).
@@ -100,6 +106,8 @@ class ProportionPlugin:
         # Per queue, the queues on its path that have a limit, with their limits (`over_limit`), for the
         # session: the others' bounds are infinite, nothing goes above them.
         self._limited: dict[str, list[tuple[QueueInfo, tuple[float, ...]]]] = {}
+        # Likewise the queues on its path that have a quota, with their quotas (`non_preemptible_over_quota`).
+        self._quotas: dict[str, list[tuple[QueueInfo, tuple[float, ...]]]] = {}
         self._shares: dict[str, tuple[float, float, float]] = {}
         self._smaller_share: dict[str, SmallerAllocatableShare] = {}
         self._order_fixed: dict[str, _FixedOrderParts] = {}
@@ -235,32 +243,37 @@ class ProportionPlugin:
     def _shift(self, task: TaskInfo, amount: Resources, sign: float) -> None:
         # Hot (every placement, eviction and undo of every scenario): the queue's chain to the root is
         # kept per queue, and the vector added in place.
-        name = task.job.queue
+        job = task.job
+        name = job.queue
         chain = self._chains.get(name)
         if chain is None:
             assert self._session is not None
             queues = self._session.snapshot.queues
             chain = self._chains[name] = queues.ancestry(name) if name in queues else []
-        non_preemptible = not task.job.preemptible
-        segments, path_values = self._segments, self._path_values
+        non_preemptible = not job.preemptible
+        segments = self._segments
         if segments:
             # Only the capacity inputs that move go (`_path_inputs`): a queue's part reads its allocation
             # only where it is limited and its non-preemptible one only where its quota is, so most
             # placements (a preemptible job, its queues without limits) leave the inputs as they are,
             # the same object for the next job's admission to tell equal at a glance.
-            reads = self._input_reads or self._find_input_reads()
-            for queue in chain:
-                reads_allocated, reads_non_preemptible, paths = reads[queue.name]
-                if reads_allocated or (non_preemptible and reads_non_preemptible):
-                    segments.pop(queue.name, None)
-                    for path in paths:
-                        path_values.pop(path, None)
+            moves = self._input_moves.get(name)
+            if moves is None:
+                moves = self._input_moves[name] = self._moved_inputs(chain)
+            parts, paths = moves[non_preemptible]
+            for part in parts:
+                segments.pop(part, None)
+            path_values = self._path_values
+            for path in paths:
+                path_values.pop(path, None)
         gpu, cpu, memory = amount.gpu * sign, amount.cpu * sign, amount.memory * sign
         before = self._before
+        if before is not None:  # (saved before the allocation moves)
+            for queue in chain:
+                if queue.name not in before:
+                    before[queue.name] = queue.allocated.copy()
         for queue in chain:
             allocated = queue.allocated
-            if before is not None and queue.name not in before:
-                before[queue.name] = allocated.copy()
             allocated.gpu += gpu
             allocated.cpu += cpu
             allocated.memory += memory
@@ -543,6 +556,24 @@ class ProportionPlugin:
             self._path_values[leaf] = values
         return values
 
+    def _moved_inputs(self, chain: list[QueueInfo]) -> tuple[_MovedInputs, _MovedInputs]:
+        """What a placement in the queue of `chain` (it and its ancestors) moves of `_path_inputs`, for a
+        preemptible job and for a non-preemptible one: the parts of the queues on the chain that read
+        what moves, and the paths through them."""
+        reads = self._input_reads or self._find_input_reads()
+
+        def moved(non_preemptible: bool) -> _MovedInputs:
+            parts: list[str] = []
+            paths: dict[str, None] = {}  # (in order, each once)
+            for queue in chain:
+                reads_allocated, reads_non_preemptible, through = reads[queue.name]
+                if reads_allocated or (non_preemptible and reads_non_preemptible):
+                    parts.append(queue.name)
+                    paths.update(dict.fromkeys(through))
+            return tuple(parts), tuple(paths)
+
+        return moved(False), moved(True)
+
     def _find_input_reads(self) -> dict[str, tuple[bool, bool, list[str]]]:
         """`_input_reads`, made."""
         assert self._session is not None
@@ -618,7 +649,15 @@ class ProportionPlugin:
         (compared as `over_limit` does)."""
         if job.preemptible:
             return None
-        for queue, _, deserved in self._bounds(job.queue):
+        name = job.queue
+        quotas = self._quotas.get(name)
+        if quotas is None:
+            quotas = self._quotas[name] = [
+                (queue, deserved)
+                for queue, _, deserved in self._bounds(name)
+                if any(quota != math.inf for quota in deserved)
+            ]
+        for queue, deserved in quotas:
             r = _first_exceeded(queue.allocated_non_preemptible, request, deserved)
             if r is not None:
                 used, asked = queue.allocated_non_preemptible.get(r), request.get(r)
