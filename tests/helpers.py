@@ -592,11 +592,15 @@ def waiting_jobs(session: Session) -> list[JobInfo]:
     return [job for job in session.snapshot.jobs_at_open().waiting if job.tally().pending]
 
 
-def pop_and_place(session: Session, jobs: QueueOrderedJobs, pops: int) -> list[str]:
+def pop_and_place(
+    session: Session, jobs: QueueOrderedJobs, pops: int, *, refresh_each: bool = False
+) -> list[str]:
     """The queues of `pops` jobs popped from `jobs`, each placed whole before the next pop (as allocate's
-    walk does)."""
+    walk does); `refresh_each`: every queue marked to be ranked again before each pop (`refresh`)."""
     popped = []
     for _ in range(pops):
+        if refresh_each:
+            jobs.refresh()
         job = jobs.pop()
         assert job is not None
         popped.append(job.queue)

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from helpers import node, open_session, pod, pop_and_place, queue, waiting_jobs
-from kai_scheduler.actions.allocate import place_job_tasks
 from kai_scheduler.actions.job_queue import QueueOrderedJobs
-from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
@@ -30,15 +28,7 @@ def _session() -> Session:
 
 def _order_from_scratch(session: Session, pops: int) -> list[str]:
     """The leaves popped by a job queue that marks and settles every queue again before each pop."""
-    queue = QueueOrderedJobs(session, waiting_jobs(session))
-    popped = []
-    for _ in range(pops):
-        queue.refresh()
-        job = queue.pop()
-        assert job is not None
-        popped.append(job.queue)
-        assert place_job_tasks(session, job, tasks_to_allocate(session, job), "allocate")
-    return popped
+    return pop_and_place(session, QueueOrderedJobs(session, waiting_jobs(session)), pops, refresh_each=True)
 
 
 def test_placing_the_jobs_popped_ranks_their_paths_again_without_marking_them(
