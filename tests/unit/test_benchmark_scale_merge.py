@@ -88,3 +88,37 @@ def test_a_point_run_once_is_kept_as_it_is_and_a_run_out_of_budget_makes_it_not_
     assert scale.least_cpu([once]) is once
     late = {"nodes": 20000, "reached": False, "budgetSeconds": 600.0}
     assert scale.least_cpu([_first(4.0, 1.0), late]) is late
+
+
+def test_first_cycle_runs_go_in_rounds_over_the_sizes_and_each_keeps_its_least() -> None:
+    # The growth row compares sizes: each size's runs are spread over the pass, not made back to back.
+    order: list[int] = []
+    times = {500: iter([2.0, 1.0, 3.0]), 2000: iter([9.0, 8.0, 7.0])}
+
+    def run_point(nodes: int) -> dict[str, Any]:
+        order.append(nodes)
+        return {**_first(next(times[nodes]), 1.0), "nodes": nodes}
+
+    points = scale.first_cycle_rounds([500, 2000], 3, run_point)
+
+    assert order == [500, 2000, 500, 2000, 500, 2000]
+    assert points[500]["seconds"] == 1.0
+    assert points[2000]["seconds"] == 7.0
+    assert points[2000]["runSeconds"] == [9.0, 8.0, 7.0]
+
+
+def test_a_first_cycle_size_out_of_budget_is_not_run_again_nor_are_larger_ones() -> None:
+    order: list[int] = []
+
+    def run_point(nodes: int) -> dict[str, Any]:
+        order.append(nodes)
+        if nodes == 2000:
+            return {"nodes": nodes, "reached": False, "budgetSeconds": 600.0}
+        return {**_first(1.0, 1.0), "nodes": nodes}
+
+    points = scale.first_cycle_rounds([500, 2000, 5000], 2, run_point)
+
+    assert order == [500, 2000, 500]
+    assert points[500]["repeats"] == 2
+    assert not points[2000]["reached"]
+    assert points[5000] == {"nodes": 5000, "reached": False, "skipped": True}
