@@ -5,7 +5,7 @@
     python benchmarks/fragmentation_cost.py --nodes 2000 --rounds 5 --no-save
 
 The workload is the scale benchmark's first cycle (`scale_workload.first_cycle`: an empty cluster and a
-backlog of mixed shapes asking 2.7 times its GPUs). Each round simulates its first cycle once with KAI's
+backlog of mixed shapes asking about half its GPUs). Each round simulates its first cycle once with KAI's
 default configuration and once with examples/gpu-fragmentation-config.yaml (and with `--before`, once
 more with that configuration on the other tree), each in a child process importing the tree under test,
 one after the other, so that the shared host's swings fall on all of them alike. A run's figure is the

@@ -309,19 +309,20 @@ def table(results: dict[str, Any]) -> list[str]:
 
 def growth_rows(results: dict[str, Any]) -> list[str]:
     lines = [
-        "| nodes | first cycle before | first cycle after | steady cycle before | steady cycle after "
+        "| nodes | first cycle before | first cycle after | first cycle, deep backlog, before "
+        "| first cycle, deep backlog, after | steady cycle before | steady cycle after "
         "| after a change before | after a change after |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     sizes = sorted({e["nodes"] for w in WHICH for e in _get(results, "scale", w, "points") or []})
     for nodes in sizes:
         cells = [f"{nodes:,}"]
-        for kind in ("first", "steady", "trickle"):
+        for kind in ("first", "deep", "steady", "trickle"):
             for which in WHICH:
                 p = _point(results, which, nodes, kind)
                 if p is None:
                     cells.append("not reached" if _tried(results, which, nodes, kind) else "n/a")
-                elif kind == "first":
+                elif kind in ("first", "deep"):
                     cells.append(
                         f"{p['seconds'] * _share(p):.2f} s ({p['seconds']:.2f}), {p['placed']:,} pods, "
                         f"{_us_per_pod(p):,.0f} µs/pod"
@@ -355,10 +356,12 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         return False
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for which, style in zip(WHICH, ("o--", "o-"), strict=True):
-        first = [(n, p) for n in _sizes(results, which) if (p := _point(results, which, n, "first"))]
+        for kind, label in (("first", which), ("deep", f"{which}, deep backlog")):
+            first = [(n, p) for n in _sizes(results, which) if (p := _point(results, which, n, kind))]
+            if first:
+                line = style if kind == "first" else style.replace("o", "s")
+                left.plot([n for n, _ in first], [_us_per_pod(p) for _, p in first], line, label=label)
         steady = [(n, p) for n in _sizes(results, which) if (p := _point(results, which, n, "steady"))]
-        if first:
-            left.plot([n for n, _ in first], [_us_per_pod(p) for _, p in first], style, label=which)
         if steady:
             right.plot(
                 [n for n, _ in steady],
@@ -425,23 +428,52 @@ def _issue_command(results: dict[str, Any]) -> Verdict:
 
 
 def _issue_first_cycle(results: dict[str, Any]) -> Verdict:
-    p = _point(results, "after", ROW_NODES, "first")
+    """The deep backlog's first cycle (the row's "backlog asking 2.7 times the cluster's GPUs"), and
+    beside it the half-cluster backlog's (`first`), which this row read until 2026-12-07."""
+    p = _point(results, "after", ROW_NODES, "deep")
     if p is None:
-        return _missing(f"`scale.after`, first point at {ROW_NODES:,} nodes")
+        return _missing(f"`scale.after`, deep point at {ROW_NODES:,} nodes")
     cpu = p["seconds"] * _share(p)
-    return f"**{cpu:.2f} s** of CPU ({p['placed']:,} placed; wall {p['seconds']:.2f} s)", cpu <= 1.5
+    text = f"**{cpu:.2f} s** of CPU ({p['placed']:,} placed; wall {p['seconds']:.2f} s)"
+    half = _point(results, "after", ROW_NODES, "first")
+    if half is not None:
+        text += (
+            f"; the backlog asking half the GPUs (`first`): {half['seconds'] * _share(half):.2f} s, "
+            f"{half['placed']:,} placed"
+        )
+    return text, cpu <= 1.5
 
 
 def _issue_per_pod(results: dict[str, Any]) -> Verdict:
-    sizes = sorted(n for n in _sizes(results, "after") if _point(results, "after", n, "first"))
-    if len(sizes) < 2 or sizes[0] > 500 or sizes[-1] < ISSUE_23_SIZE:
+    """The spread of CPU per pod placed over the sizes on the growth rows' backlog (`first`: the figures the
+    row was filed with, 213 -> 305 µs growing with the size, are of this workload's shape), and beside it
+    the deep backlog's, whose cost a pod is of another kind (most of its cycle goes to reclaim)."""
+    first = _spread(results, "first")
+    if first is None:
         return _missing(f"`scale.after`, first points from 500 to {ISSUE_23_SIZE:,} nodes")
-    costs = [_us_per_pod(p) for n in sizes if (p := _point(results, "after", n, "first"))]
-    spread = max(costs) / min(costs)
-    cells = ", ".join(f"{c:,.0f}" for c in costs)
-    return f"**{spread:.2f}x** (µs per pod at {', '.join(f'{n:,}' for n in sizes)} nodes: {cells})", (
-        spread <= ISSUE_23_FLAT
-    )
+    spread, sizes, costs = first
+    text = f"**{spread:.2f}x** (µs per pod at {_sizes_text(sizes)} nodes: {_costs_text(costs)})"
+    deep = _spread(results, "deep")
+    if deep is not None:
+        text += f"; the deep backlog {deep[0]:.2f}x ({_costs_text(deep[2])})"
+    return text, spread <= ISSUE_23_FLAT
+
+
+def _spread(results: dict[str, Any], kind: str) -> tuple[float, list[int], list[float]] | None:
+    """Largest over least CPU per pod placed of `kind`'s first cycles, from 500 to ISSUE_23_SIZE nodes."""
+    sizes = sorted(n for n in _sizes(results, "after") if _point(results, "after", n, kind))
+    if len(sizes) < 2 or sizes[0] > 500 or sizes[-1] < ISSUE_23_SIZE:
+        return None
+    costs = [_us_per_pod(p) for n in sizes if (p := _point(results, "after", n, kind))]
+    return max(costs) / min(costs), sizes, costs
+
+
+def _costs_text(costs: list[float]) -> str:
+    return ", ".join(f"{c:,.0f}" for c in costs)
+
+
+def _sizes_text(sizes: list[int]) -> str:
+    return ", ".join(f"{n:,}" for n in sizes)
 
 
 def _issue_live(results: dict[str, Any]) -> Verdict:
@@ -521,14 +553,16 @@ ISSUE_23_ROWS: list[tuple[str, str, str, Callable[[dict[str, Any]], Verdict], st
         "4.5-4.8 s (9,600 bound)",
         "<= 1.5 s",
         _issue_first_cycle,
-        f"`scale.py`'s first point at {ROW_NODES:,} nodes (`scale.after.points`)",
+        f"`scale.py`'s deep point at {ROW_NODES:,} nodes (`scale.after.points`; the workload "
+        "`scale_workload.first_cycle_deep`)",
     ),
     (
         f"CPU per pod placed in a first cycle, 500 -> {ISSUE_23_SIZE:,} nodes",
         "213 -> 305 µs at 10,000 (grows)",
         f"flat (largest / least <= {ISSUE_23_FLAT:.2f})",
         _issue_per_pod,
-        "`scale.py`'s first points at every size (`scale.after.points`; the growth table below)",
+        "`scale.py`'s first points at every size, the deep points beside (`scale.after.points`; the growth "
+        "table below)",
     ),
     (
         f"live, {LIVE_LARGE[1]:,} single-GPU pods on {LIVE_LARGE[0]:,} nodes created over HTTP, first "
@@ -691,7 +725,11 @@ repeat the point (`scale.py point first 5000 --cycles 1`).
 * **first cycle**: `Simulation(objects, SchedulerConfig(), SimulationOptions(cycles=1)).run()` on the
   workload of `scale_workload.first_cycle` ({ROW_NODES:,} nodes): the pods bound or pipelined in cycle 1,
   divided by cycle 1's time as the simulator measures it (`cycleSeconds[0]`: snapshot build + scheduling
-  session). Building the objects and the `Simulation` is not included.
+  session). Building the objects and the `Simulation` is not included. That backlog asks about half the
+  cluster's GPUs, and nearly all of it is placed; issue #23's first-cycle row asks for a backlog of 2.7
+  times the GPUs: the **deep backlog** (`scale_workload.first_cycle_deep`, the same pod count and shapes,
+  weighted toward larger requests), measured the same way (`deep` points). Both are measured at every
+  size, in rounds (each size and kind once, then again), the least CPU of the rounds kept.
 * **steady cycle**: the same with `scale_workload.steady` (every GPU taken by non-preemptible running
   pods, pending pods that all need a GPU), 5 cycles; the median of cycles 2..5 (nothing is decided in
   any of them: `decisionsPerCycle` in results.json).

@@ -60,7 +60,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -256,9 +256,16 @@ def _single_job(rng: random.Random, index: int, shape: str, queue: str) -> list[
     return [_pod(name, queue, priority, container, annotations=annotations, node_selector=selector)]
 
 
-def _gang_job(rng: random.Random, index: int, size: int, min_member: int, queue: str) -> list[dict[str, Any]]:
+def _gang_job(
+    rng: random.Random,
+    index: int,
+    size: int,
+    min_member: int,
+    queue: str,
+    gpus_per_pod: Mapping[int, float] = GANG_GPUS_PER_POD,
+) -> list[dict[str, Any]]:
     name = f"gang-{index:04d}"
-    gpus = rng.choices(list(GANG_GPUS_PER_POD), weights=list(GANG_GPUS_PER_POD.values()))[0]
+    gpus = rng.choices(list(gpus_per_pod), weights=list(gpus_per_pod.values()))[0]
     priority = _priority(rng, "gang")
     container = _container(gpus, gpus * rng.choice((4, 8, 12)), gpus * rng.choice((32, 64, 96)))
     group = {

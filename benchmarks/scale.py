@@ -20,8 +20,9 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
 * scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000, 20,000 nodes), cycle 1 of the first-cycle
   workload (the simulator's own cycle time: snapshot build + session) and the pods it placed (bind +
   pipeline), the least of `--repeat` runs (default 3: a single run at 10,000 or 20,000 nodes swings a
-  fifth with the host) made in rounds over the sizes, and the median cycle time of cycles 2..N of the
-  steady workload. The 5,000-node point is the issue's "first cycle" (goal >= 5,000 pods/s) and "steady
+  fifth with the host) made in rounds over the sizes; the same on the deep backlog (`deep`: asking 2.7
+  times the cluster's GPUs, issue #23's first-cycle row); and the median cycle time of cycles 2..N of the
+  steady workload. The 5,000-node point is issue #8's "first cycle" (goal >= 5,000 pods/s) and "steady
   cycle" (goal <= 0.5 s) rows. A point that does not finish within --budget seconds is recorded as not
   reached, and larger ones are not tried.
   And the steady cycle after a trickle of changes (`scale_trickle.py`, issue #23 point 1): the steady
@@ -66,7 +67,10 @@ SEED = 20260108
 SIZES = (500, 1_000, 2_000, 5_000, 10_000, 20_000)  # 20,000: issue #23's growth row
 QUICK_SIZES = (500, 1_000, 2_000, 5_000)
 ROW_NODES = 5_000  # the issue's first-cycle and steady-cycle rows
-SCALE_KINDS = ("first", "steady", "trickle")
+SCALE_KINDS = ("first", "deep", "steady", "trickle")
+# The first-cycle kinds: `first` on `scale_workload.first_cycle` (the growth rows since issue #8), `deep` on
+# `first_cycle_deep` (issue #23's first-cycle row: a backlog asking 2.7 times the cluster's GPUs).
+FIRST_CYCLE_KINDS = ("first", "deep")
 TRICKLE_CYCLES = 7  # the first, then two of each change (`scale_trickle.CHANGES`)
 LARGE_COMMAND_NODES = 20_000  # issue #23's whole-command row
 GOALS = {
@@ -103,7 +107,12 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
     from kai_scheduler.sim.engine import Simulation, SimulationOptions
 
     started = time.perf_counter()
-    docs = (scale_workload.first_cycle if kind == "first" else scale_workload.steady)(nodes, seed)
+    workloads = {
+        "first": scale_workload.first_cycle,
+        "deep": scale_workload.first_cycle_deep,
+        "steady": scale_workload.steady,
+    }
+    docs = workloads[kind](nodes, seed)
     kinds = Counter(doc["kind"] for doc in docs)
     pending = sum(1 for d in docs if d["kind"] == "Pod" and d["status"]["phase"] == "Pending")
     generated = time.perf_counter()
@@ -145,7 +154,7 @@ def point(kind: str, nodes: int, cycles: int, seed: int) -> dict[str, Any]:
         "decisionsDigest": digest.hexdigest()[:16],
         "maxRssBytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
-    if kind == "first":
+    if kind in FIRST_CYCLE_KINDS:
         report.update(
             seconds=seconds[0],
             placed=placed,
@@ -200,21 +209,20 @@ def _child_point(
 def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, Any]:
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     cycles = args.steady_cycles or (3 if args.quick else 5)
-    firsts: dict[int, dict[str, Any]] = {}
-    if "first" in args.kinds:
+    first_kinds = [kind for kind in FIRST_CYCLE_KINDS if kind in args.kinds]
 
-        def first_run(nodes: int) -> dict[str, Any]:
-            say(f"scale: first cycle, {nodes:,} nodes ...")
-            return _child_point(tree, "first", nodes, 1, args.seed, args.budget, work)
+    def first_run(kind: str, nodes: int) -> dict[str, Any]:
+        say(f"scale: {kind} cycle, {nodes:,} nodes ...")
+        return _child_point(tree, kind, nodes, 1, args.seed, args.budget, work)
 
-        firsts = first_cycle_rounds(sizes, args.repeat, first_run)
+    firsts = first_cycle_rounds(first_kinds, sizes, args.repeat, first_run)
     points: list[dict[str, Any]] = []
     gave_up: set[str] = set()  # kinds that ran out of budget: larger clusters are not tried
     for nodes in sizes:
         entry: dict[str, Any] = {"nodes": nodes}
-        if nodes in firsts:
-            entry["first"] = firsts[nodes]
-            say("  " + _point_line(firsts[nodes]))
+        for kind in first_kinds:
+            entry[kind] = firsts[kind, nodes]
+            say("  " + _point_line(entry[kind]))
         trickle = 4 if args.quick else TRICKLE_CYCLES
         for kind, kind_cycles in (("steady", cycles), ("trickle", trickle)):
             if kind not in args.kinds:
@@ -232,26 +240,32 @@ def bench_scale(args: argparse.Namespace, tree: Path, work: Path) -> dict[str, A
 
 
 def first_cycle_rounds(
-    sizes: Sequence[int], repeat: int, run_point: Callable[[int], dict[str, Any]]
-) -> dict[int, dict[str, Any]]:
-    """Each size's first-cycle point: the least of `repeat` runs (`least_cpu`), made in rounds over every
-    size (each size once, then each again) rather than one size's runs back to back. Why: the host's speed
-    swings over minutes, and the growth row compares sizes (largest CPU per pod over the least); runs back
-    to back would give each size the swing of its own minute, rounds spread every size's runs over the
-    whole pass alike. A run that does not finish within the budget makes its size not reached; it and the
-    larger sizes are not run again (a size never tried is recorded as not reached, `skipped`)."""
-    runs: dict[int, list[dict[str, Any]]] = {nodes: [] for nodes in sizes}
-    tried = list(sizes)
+    kinds: Sequence[str],
+    sizes: Sequence[int],
+    repeat: int,
+    run_point: Callable[[str, int], dict[str, Any]],
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each (kind, size)'s first-cycle point: the least of `repeat` runs (`least_cpu`), made in rounds over
+    every size and kind (each once, then each again) rather than one point's runs back to back. Why: the
+    host's speed swings over minutes, and the growth row compares sizes (largest CPU per pod over the
+    least); runs back to back would give each size the swing of its own minute, rounds spread every
+    size's runs over the whole pass alike. A run that does not finish within the budget makes its point
+    not reached; it and the kind's larger sizes are not run again (a point never tried is recorded as
+    not reached, `skipped`)."""
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {(k, n): [] for k in kinds for n in sizes}
+    tried = {kind: list(sizes) for kind in kinds}
     for _ in range(repeat):
-        for nodes in list(tried):
-            run = run_point(nodes)
-            runs[nodes].append(run)
-            if not run["reached"]:
-                tried = [size for size in tried if size < nodes]
-                break
+        for nodes in sizes:
+            for kind in kinds:
+                if nodes not in tried[kind]:
+                    continue
+                run = run_point(kind, nodes)
+                runs[kind, nodes].append(run)
+                if not run["reached"]:
+                    tried[kind] = [size for size in tried[kind] if size < nodes]
     return {
-        nodes: least_cpu(measured) if measured else {"nodes": nodes, "reached": False, "skipped": True}
-        for nodes, measured in runs.items()
+        point: least_cpu(measured) if measured else {"nodes": point[1], "reached": False, "skipped": True}
+        for point, measured in runs.items()
     }
 
 
@@ -291,9 +305,9 @@ def _stamp(result: dict[str, Any] | None) -> dict[str, Any]:
 def _point_line(p: dict[str, Any]) -> str:
     if not p["reached"]:
         return "not reached (budget)" if not p.get("skipped") else "skipped"
-    if p["kind"] == "first":
+    if p["kind"] in FIRST_CYCLE_KINDS:
         return (
-            f"{p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
+            f"{p['kind']}: {p['placed']:,} placed in {p['seconds']:.2f} s: {p['podsPerSecond']:,.0f} pods/s"
             f" (decisions {p.get('decisionsDigest', '?')})"
         )
     if p["kind"] == "trickle":
@@ -475,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         "--kinds",
         type=lambda s: tuple(k.strip() for k in s.split(",") if k.strip()),
         default=SCALE_KINDS,
-        help="scale points to measure (default: all of first,steady,trickle); others stored stay",
+        help="scale points to measure (default: all of first,deep,steady,trickle); others stored stay",
     )
     parser.add_argument(
         "--repeat",

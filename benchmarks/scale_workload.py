@@ -9,6 +9,10 @@ The shapes are those of `run.py` (whose helpers build the nodes, queues and pods
 * `first_cycle(nodes)`: the cluster and 4 pending pods per node (20,000 at 5,000 nodes) in `run.py`'s
   mix: 1/2/4/8-GPU pods, gangs with PodGroups, `gpu-fraction` 0.5 / 0.25 pods, CPU-only pods, ~8% of
   the single GPU pods with a rack or zone nodeSelector, priority classes train / build / inference;
+* `first_cycle_deep(nodes)`: the cluster and 4 pending pods per node of the same shapes (CPU-only pods
+  aside) weighted toward larger requests, so that they ask ~2.7 times the cluster's GPUs (`DEEP_*`):
+  issue #23's first-cycle row ("a backlog asking 2.7 times the cluster's GPUs, 20,000 pending pods of
+  mixed shapes"; `first_cycle`'s backlog asks about half the GPUs, and nearly all of it is placed);
 * `steady(nodes)`: the cluster full: 14 running pods per node (70,000 at 5,000 nodes; every GPU taken by
   1/2/4/8-GPU pods, the rest CPU-only), all non-preemptible (priority class `inference`, or `train` with
   the label `kai.scheduler/preemptibility: non-preemptible`), bound with `spec.nodeName` and
@@ -20,6 +24,7 @@ The shapes are those of `run.py` (whose helpers build the nodes, queues and pods
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import run  # the benchmarks' shared workload helpers (nodes, queues, pods, gangs)
@@ -41,6 +46,19 @@ DEPARTMENTS = {
     "ops": (0.15, -1),
     "infra": (0.10, -1),
 }
+
+# The deep backlog's mix (`first_cycle_deep`): `run.py`'s shapes as shares of the pending pods (the gangs
+# take the rest, as in `run.py`), and its gangs' GPUs per pod; 5.4 GPUs a pod on average, so that
+# PENDING_PER_NODE_FIRST pods a node ask ~2.7 times its 8 GPUs.
+DEEP_SINGLE_SHARES = {
+    "gpu-1": 0.07,
+    "gpu-2": 0.08,
+    "gpu-4": 0.18,
+    "gpu-8": 0.40,
+    "fraction-0.5": 0.02,
+    "fraction-0.25": 0.02,
+}
+DEEP_GANG_GPUS_PER_POD = {1: 0.05, 2: 0.15, 4: 0.30, 8: 0.50}
 
 # How the GPUs of a full node are split between running pods (GPUs per pod); one is drawn per node.
 NODE_FILLS = ((1,) * 8, (2, 2, 1, 1, 1, 1), (2, 2, 2, 2), (4, 2, 1, 1), (4, 4), (8,), (2, 1, 1, 1, 1, 1, 1))
@@ -117,12 +135,20 @@ def _single(rng: random.Random, index: int, shape: str, queue: str, racks: int) 
 
 
 def backlog(
-    rng: random.Random, count: int, queues: list[dict[str, Any]], racks: int, *, cpu_only: bool = True
+    rng: random.Random,
+    count: int,
+    queues: list[dict[str, Any]],
+    racks: int,
+    *,
+    cpu_only: bool = True,
+    mix: Mapping[str, float] = run.SINGLE_SHARES,
+    gang_gpus: Mapping[int, float] = run.GANG_GPUS_PER_POD,
 ) -> list[dict[str, Any]]:
-    """`count` pending pods in `run.py`'s mix of shapes (without CPU-only pods unless `cpu_only`), their
-    PodGroups first; each job goes to a leaf queue drawn by GPU quota, with noise."""
-    shares = {s: f for s, f in run.SINGLE_SHARES.items() if cpu_only or s != "cpu"}
-    scale = sum(run.SINGLE_SHARES.values()) / sum(shares.values())  # keep the gang share as in run.py
+    """`count` pending pods in `mix` (`run.py`'s by default: shares of single pods by shape, the gangs
+    taking the rest; without CPU-only pods unless `cpu_only`), their PodGroups first, the gangs' pods of
+    `gang_gpus` GPUs; each job goes to a leaf queue drawn by GPU quota, with noise."""
+    shares = {s: f for s, f in mix.items() if cpu_only or s != "cpu"}
+    scale = sum(mix.values()) / sum(shares.values())  # keep the gang share as in the mix
     single_counts = {shape: round(share * scale * count) for shape, share in shares.items()}
     gang_budget = count - sum(single_counts.values())
     jobs: list[tuple[str, Any]] = [(shape, None) for shape, n in single_counts.items() for _ in range(n)]
@@ -134,7 +160,7 @@ def backlog(
     for index, (shape, size) in enumerate(jobs):
         queue = rng.choices(names, weights=[w * rng.uniform(0.5, 1.5) for w in quotas])[0]
         if shape == "gang":
-            group, *members = run._gang_job(rng, index, size[0], size[1], queue)
+            group, *members = run._gang_job(rng, index, size[0], size[1], queue, gang_gpus)
             groups.append(group)
             pods.extend(members)
         else:
@@ -172,6 +198,22 @@ def first_cycle(nodes: int, seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     queues = queue_docs(rng, nodes * GPUS_PER_NODE)
     pending = backlog(rng, nodes * PENDING_PER_NODE_FIRST, queues, nodes // NODES_PER_RACK)
+    return [*node_docs(nodes), *queues, *pending]
+
+
+def first_cycle_deep(nodes: int, seed: int) -> list[dict[str, Any]]:
+    """The empty cluster and PENDING_PER_NODE_FIRST pending pods per node in the deep mix (`DEEP_*`:
+    ~2.7 times the cluster's GPUs asked), in creation order."""
+    rng = random.Random(seed)
+    queues = queue_docs(rng, nodes * GPUS_PER_NODE)
+    pending = backlog(
+        rng,
+        nodes * PENDING_PER_NODE_FIRST,
+        queues,
+        nodes // NODES_PER_RACK,
+        mix=DEEP_SINGLE_SHARES,
+        gang_gpus=DEEP_GANG_GPUS_PER_POD,
+    )
     return [*node_docs(nodes), *queues, *pending]
 
 

@@ -59,17 +59,37 @@ def test_the_fgd_row_reads_the_curve_and_names_the_files_below() -> None:
     assert cells[2].endswith("single seeds below somewhere: b seed 43") and cells[4] == "yes"
 
 
-def test_cpu_per_pod_is_flat_only_within_a_tenth_from_500_to_20000_nodes() -> None:
-    def scale(costs: dict[int, float]) -> dict[str, Any]:
-        points = [
-            {
-                "nodes": n,
-                "first": {"reached": True, "seconds": us * 1e-6 * 1000, "placed": 1000, "cpuShare": 1.0},
-            }
-            for n, us in costs.items()
-        ]
-        return {"scale": {"after": {"points": points}}}
+def _first_points(**kinds: dict[int, float]) -> dict[str, Any]:
+    """Scale results with first-cycle points of `kinds` (kind -> nodes -> µs per pod, 1,000 pods placed)."""
+    sizes = sorted({n for costs in kinds.values() for n in costs})
+    points = [
+        {
+            "nodes": n,
+            **{
+                kind: {"reached": True, "seconds": costs[n] * 1e-6 * 1000, "placed": 1000, "cpuShare": 1.0}
+                for kind, costs in kinds.items()
+                if n in costs
+            },
+        }
+        for n in sizes
+    ]
+    return {"scale": {"after": {"points": points}}}
 
-    assert _row(scale({500: 200.0, 5000: 210.0, 20000: 219.0}), 5)[4] == "yes"
-    assert _row(scale({500: 200.0, 5000: 210.0, 20000: 230.0}), 5)[4] == "**no**"
-    assert _row(scale({500: 200.0, 5000: 210.0}), 5)[2].startswith("not in results.json yet")
+
+def test_cpu_per_pod_is_flat_only_within_a_tenth_from_500_to_20000_nodes() -> None:
+    # The growth rows' backlog (`first`) decides; the deep backlog's spread is shown beside it.
+    flat = {500: 200.0, 5000: 210.0, 20000: 219.0}
+    steep = {500: 200.0, 5000: 210.0, 20000: 230.0}
+    assert _row(_first_points(first=flat), 5)[4] == "yes"
+    assert _row(_first_points(first=steep), 5)[4] == "**no**"
+    cells = _row(_first_points(first=flat, deep={500: 800.0, 5000: 400.0, 20000: 400.0}), 5)
+    assert cells[2].startswith("**1.09x**") and "the deep backlog 2.00x" in cells[2] and cells[4] == "yes"
+    assert _row(_first_points(first={500: 200.0, 5000: 210.0}), 5)[2].startswith("not in results.json yet")
+
+
+def test_the_first_cycle_row_reads_the_deep_backlog_at_5000_nodes() -> None:
+    # 1,000 pods at 1,400 µs: 1.4 s on the deep backlog; the half-cluster backlog's 1.0 s is shown beside.
+    cells = _row(_first_points(first={5000: 1000.0}, deep={5000: 1400.0}), 4)
+    assert cells[2].startswith("**1.40 s** of CPU") and "half the GPUs" in cells[2] and cells[4] == "yes"
+    assert _row(_first_points(first={5000: 1000.0}, deep={5000: 1600.0}), 4)[4] == "**no**"
+    assert _row(_first_points(first={5000: 1000.0}), 4)[2].startswith("not in results.json yet")

@@ -90,35 +90,47 @@ def test_a_point_run_once_is_kept_as_it_is_and_a_run_out_of_budget_makes_it_not_
     assert scale.least_cpu([_first(4.0, 1.0), late]) is late
 
 
-def test_first_cycle_runs_go_in_rounds_over_the_sizes_and_each_keeps_its_least() -> None:
+def test_first_cycle_runs_go_in_rounds_over_the_sizes_and_kinds_and_each_keeps_its_least() -> None:
     # The growth row compares sizes: each size's runs are spread over the pass, not made back to back.
-    order: list[int] = []
-    times = {500: iter([2.0, 1.0, 3.0]), 2000: iter([9.0, 8.0, 7.0])}
+    order: list[tuple[str, int]] = []
+    times = {
+        ("first", 500): iter([2.0, 1.0, 3.0]),
+        ("first", 2000): iter([9.0, 8.0, 7.0]),
+        ("deep", 500): iter([4.0, 5.0, 6.0]),
+        ("deep", 2000): iter([9.5, 8.5, 9.0]),
+    }
 
-    def run_point(nodes: int) -> dict[str, Any]:
-        order.append(nodes)
-        return {**_first(next(times[nodes]), 1.0), "nodes": nodes}
+    def run_point(kind: str, nodes: int) -> dict[str, Any]:
+        order.append((kind, nodes))
+        return {**_first(next(times[kind, nodes]), 1.0), "nodes": nodes}
 
-    points = scale.first_cycle_rounds([500, 2000], 3, run_point)
+    points = scale.first_cycle_rounds(["first", "deep"], [500, 2000], 3, run_point)
 
-    assert order == [500, 2000, 500, 2000, 500, 2000]
-    assert points[500]["seconds"] == 1.0
-    assert points[2000]["seconds"] == 7.0
-    assert points[2000]["runSeconds"] == [9.0, 8.0, 7.0]
+    one_round = [("first", 500), ("deep", 500), ("first", 2000), ("deep", 2000)]
+    assert order == one_round * 3
+    assert points["first", 500]["seconds"] == 1.0
+    assert points["first", 2000]["seconds"] == 7.0
+    assert points["first", 2000]["runSeconds"] == [9.0, 8.0, 7.0]
+    assert points["deep", 500]["seconds"] == 4.0
+    assert points["deep", 2000]["seconds"] == 8.5
 
 
-def test_a_first_cycle_size_out_of_budget_is_not_run_again_nor_are_larger_ones() -> None:
-    order: list[int] = []
+def test_a_first_cycle_point_out_of_budget_is_not_run_again_nor_are_the_kinds_larger_sizes() -> None:
+    order: list[tuple[str, int]] = []
 
-    def run_point(nodes: int) -> dict[str, Any]:
-        order.append(nodes)
-        if nodes == 2000:
+    def run_point(kind: str, nodes: int) -> dict[str, Any]:
+        order.append((kind, nodes))
+        if (kind, nodes) == ("deep", 2000):
             return {"nodes": nodes, "reached": False, "budgetSeconds": 600.0}
         return {**_first(1.0, 1.0), "nodes": nodes}
 
-    points = scale.first_cycle_rounds([500, 2000, 5000], 2, run_point)
+    points = scale.first_cycle_rounds(["first", "deep"], [500, 2000, 5000], 2, run_point)
 
-    assert order == [500, 2000, 500]
-    assert points[500]["repeats"] == 2
-    assert not points[2000]["reached"]
-    assert points[5000] == {"nodes": 5000, "reached": False, "skipped": True}
+    # The deep kind stops at 2,000 nodes; the first kind goes on to 5,000 in both rounds.
+    first_round = [("first", 500), ("deep", 500), ("first", 2000), ("deep", 2000), ("first", 5000)]
+    second_round = [("first", 500), ("deep", 500), ("first", 2000), ("first", 5000)]
+    assert order == first_round + second_round
+    assert points["deep", 500]["repeats"] == 2
+    assert not points["deep", 2000]["reached"]
+    assert points["deep", 5000] == {"nodes": 5000, "reached": False, "skipped": True}
+    assert points["first", 5000]["repeats"] == 2
