@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kai_scheduler.plugins.proportion.division import QueueShareInput, divide
+from kai_scheduler.plugins.proportion.division import QueueShareInput, divide, tree_order
 
 
 def queue(
@@ -303,6 +303,7 @@ def test_raising_weight_can_cost_one_unit_because_of_whole_unit_rounding() -> No
 
 def test_empty_input() -> None:
     assert divide(10, []) == {}
+    assert divide(10, [], carried={}) == {}
 
 
 @pytest.mark.parametrize(
@@ -321,3 +322,16 @@ def test_invalid_trees_are_rejected(queues: list[QueueShareInput]) -> None:
 def test_unit_must_be_positive() -> None:
     with pytest.raises(ValueError):
         divide(10, [queue("a")], unit=0)
+
+
+def test_one_tree_order_serves_every_resource_of_the_tree() -> None:
+    gpus = [
+        queue("d", rank=0, deserved=4, request=6),
+        queue("d-b", parent="d", rank=2, deserved=1, request=3, weight=3),
+        queue("d-a", parent="d", rank=1, deserved=1, request=3),
+        queue("e", rank=3, deserved=2, request=5),
+    ]
+    cpus = [q._replace(deserved=q.deserved * 1000, request=q.request * 700) for q in gpus]
+    order = tree_order(gpus)
+    assert divide(8, gpus, order=order) == divide(8, gpus)
+    assert divide(8000, cpus, order=order) == divide(8000, cpus)

@@ -25,7 +25,7 @@ arrived moves the levels on that pod's queue path, and the levels below whose pa
 from __future__ import annotations
 
 import math
-from array import array
+import struct
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -60,7 +60,17 @@ class QueueShareInput(NamedTuple):
     usage: float = 0.0
 
 
-@dataclass
+class TreeOrder(NamedTuple):
+    """The shape of a queue tree as `divide` walks it (`tree_order`), by the queues' positions in their
+    inputs: each parent's children (None: the top level) in the order a level is divided in, with their
+    names, priorities and ranks (what a level's inputs hold of them), and every queue after its children."""
+
+    children: dict[str | None, list[int]]
+    names: dict[str | None, tuple[tuple[str, int, int], ...]]
+    bottom_up: list[int]
+
+
+@dataclass(slots=True)
 class _LevelQueue:
     """Mutable per-level bookkeeping of one sibling while its level is being divided."""
 
@@ -88,6 +98,7 @@ def divide(
     unit: float = 1.0,
     recorder: DivisionRecorder | None = None,
     carried: LevelShares | None = None,
+    order: TreeOrder | None = None,
 ) -> dict[str, float]:
     """Return the fair share of one resource for every queue of the tree.
 
@@ -95,13 +106,16 @@ def divide(
     sum of their children's requests; a queue's own ``request`` is only used when it has no children.
     With ``carried`` (the same dict each time, for one resource) and no ``recorder`` (which is told every
     step), a level divided before with the same inputs gets the shares it got then, and every level
-    divided now is kept in it for the next call.
+    divided now is kept in it for the next call. ``order`` is `tree_order` of ``queues`` (or of another
+    resource's inputs of the same queues, in the same order), worked out here when not given.
     Raises ``ValueError`` on duplicate names, unknown parents, cycles or a non-positive unit.
     """
     if unit <= 0:
         raise ValueError(f"unit must be positive, got {unit}")
-    children = _children_by_parent(queues)
-    requests = _subtree_requests(children)
+    if order is None:
+        order = tree_order(queues)
+    children = {parent: [queues[at] for at in positions] for parent, positions in order.children.items()}
+    requests = _subtree_requests(queues, order)
     shares: dict[str, float] = {}
     pending: list[tuple[str | None, float, list[QueueShareInput]]] = [(None, total, children.get(None, []))]
     while pending:
@@ -109,7 +123,9 @@ def divide(
         if carried is None or recorder is not None:
             level_shares = _divide_level(level_total, siblings, requests, k_value, unit, recorder)
         else:
-            inputs = _level_inputs(level_total, siblings, requests, k_value, unit)
+            # (A tree without queues has no top level's names.)
+            names = order.names.get(parent, ())
+            inputs = _level_inputs(level_total, siblings, names, requests, k_value, unit)
             known = carried.get(parent)
             if known is not None and known[0] == inputs:
                 level_shares = known[1]
@@ -126,67 +142,80 @@ def divide(
 def _level_inputs(
     total: float,
     siblings: Sequence[QueueShareInput],
+    names: tuple[tuple[str, int, int], ...],
     requests: dict[str, float],
     k_value: float,
     unit: float,
 ) -> Hashable:
-    """Everything `_divide_level` reads but the recorder, its numbers as their bits (0.0 and -0.0 differ:
-    the shares given could differ in sign)."""
-    numbers = array("d", (total, k_value, unit))
+    """Everything `_divide_level` reads but the recorder: the siblings' `names` (`TreeOrder.names`), the
+    numbers as their bits (0.0 and -0.0 differ: the shares given could differ in sign)."""
+    numbers = [total, k_value, unit]
     for queue in siblings:
-        numbers.extend(
-            (queue.deserved, queue.limit, queue.over_quota_weight, queue.usage, requests[queue.name])
-        )
-    return (tuple((q.name, q.priority, q.creation_rank) for q in siblings), numbers.tobytes())
+        numbers += (queue.deserved, queue.limit, queue.over_quota_weight, queue.usage, requests[queue.name])
+    return (names, float_bits(numbers))
 
 
-def _children_by_parent(queues: Sequence[QueueShareInput]) -> dict[str | None, list[QueueShareInput]]:
+def float_bits(numbers: list[float]) -> bytes:
+    """`numbers` as the bits of doubles: what an array of them would hold, packed without one (an array
+    converts each item it is given through a format string, several times the cost)."""
+    return struct.pack(f"{len(numbers)}d", *numbers)
+
+
+def tree_order(queues: Sequence[QueueShareInput]) -> TreeOrder:
+    """How `divide` walks the tree of `queues`: each level's queues in a fixed order (age, then name), so
+    that neither float sums nor tie-breaks depend on the input order. It reads the queues' names, parents,
+    priorities and ranks alone, the same in every resource's inputs of one tree: worked out once for all
+    of them. Raises ``ValueError`` on duplicate names, unknown parents or cycles."""
     by_name: dict[str, QueueShareInput] = {}
     for queue in queues:
         if queue.name in by_name:
             raise ValueError(f"duplicate queue {queue.name!r}")
         by_name[queue.name] = queue
-    children: dict[str | None, list[QueueShareInput]] = {}
-    for queue in queues:
+    children: dict[str | None, list[int]] = {}
+    for position, queue in enumerate(queues):
         if queue.parent is not None and queue.parent not in by_name:
             raise ValueError(f"queue {queue.name!r} has unknown parent {queue.parent!r}")
-        children.setdefault(queue.parent, []).append(queue)
-    for siblings in children.values():
-        # Fixed order (age, then name) so that neither float sums nor tie-breaks depend on the input order.
-        siblings.sort(key=lambda q: (q.creation_rank, q.name))
-    _check_acyclic(by_name, children)
-    return children
-
-
-def _check_acyclic(
-    by_name: dict[str, QueueShareInput], children: dict[str | None, list[QueueShareInput]]
-) -> None:
-    # Every queue must be reachable from the top level; queues on a parent cycle never are.
-    reachable = 0
-    stack = list(children.get(None, []))
-    while stack:
-        queue = stack.pop()
-        reachable += 1
-        stack.extend(children.get(queue.name, []))
-    if reachable != len(by_name):
+        children.setdefault(queue.parent, []).append(position)
+    for positions in children.values():
+        positions.sort(key=lambda at: (queues[at].creation_rank, queues[at].name))
+    bottom_up = _bottom_up(queues, children)
+    if len(bottom_up) != len(queues):
+        # Every queue must be reachable from the top level; queues on a parent cycle never are.
         raise ValueError("queue hierarchy contains a cycle")
+    names = {
+        parent: tuple((queues[at].name, queues[at].priority, queues[at].creation_rank) for at in positions)
+        for parent, positions in children.items()
+    }
+    return TreeOrder(children, names, bottom_up)
 
 
-def _subtree_requests(children: dict[str | None, list[QueueShareInput]]) -> dict[str, float]:
+def _bottom_up(queues: Sequence[QueueShareInput], children: dict[str | None, list[int]]) -> list[int]:
+    """The positions of the queues reachable from the top level, every queue after its children."""
+    order: list[int] = []
+    # Iterative post-order so that deep hierarchies cannot hit the recursion limit.
+    stack: list[tuple[int, bool]] = [(at, False) for at in children.get(None, [])]
+    while stack:
+        at, expanded = stack.pop()
+        kids = children.get(queues[at].name)
+        if not kids or expanded:
+            order.append(at)
+        else:
+            stack.append((at, True))
+            stack.extend((kid, False) for kid in kids)
+    return order
+
+
+def _subtree_requests(queues: Sequence[QueueShareInput], order: TreeOrder) -> dict[str, float]:
     """Request of every queue: leaves carry requests, parents sum their children's (§5.1 propagation)."""
     requests: dict[str, float] = {}
-    # Iterative post-order so that deep hierarchies cannot hit the recursion limit.
-    stack: list[tuple[QueueShareInput, bool]] = [(queue, False) for queue in children.get(None, [])]
-    while stack:
-        queue, expanded = stack.pop()
+    children = order.children
+    for at in order.bottom_up:
+        queue = queues[at]
         kids = children.get(queue.name)
-        if not kids:
-            requests[queue.name] = queue.request
-        elif expanded:
-            requests[queue.name] = sum(requests[kid.name] for kid in kids)
+        if kids:
+            requests[queue.name] = sum(requests[queues[kid].name] for kid in kids)
         else:
-            stack.append((queue, True))
-            stack.extend((kid, False) for kid in kids)
+            requests[queue.name] = queue.request
     return requests
 
 
@@ -228,18 +257,22 @@ def _at_level(entry: _LevelQueue, requests: dict[str, float]) -> QueueAtLevel:
 
 
 def _requestable(request: float, limit: float) -> float:
-    # limit 0 really means "nothing allowed" (reference gotcha 2).
-    if is_unlimited(limit):
-        return max(float(request), 0.0)
-    return max(float(min(request, limit)), 0.0)
+    # limit 0 really means "nothing allowed" (reference gotcha 2). (`min` and `max` written out, as they
+    # pick: the first of equals, 0.0 only when above.)
+    requestable = float(request) if is_unlimited(limit) else float(limit if limit < request else request)
+    return 0.0 if requestable < 0.0 else requestable
 
 
 def _give_deserved(total: float, level: list[_LevelQueue]) -> float:
     """§5.2 step 1.  The result can be negative when deserved quotas are oversubscribed."""
     remaining = total
     for entry in level:
-        deserved = total if is_unlimited(entry.queue.deserved) else entry.queue.deserved
-        entry.fair_share = max(float(min(deserved, entry.requestable)), 0.0)
+        deserved = entry.queue.deserved
+        if is_unlimited(deserved):
+            deserved = total
+        requestable = entry.requestable
+        given = float(requestable if requestable < deserved else deserved)
+        entry.fair_share = 0.0 if given < 0.0 else given
         remaining -= entry.fair_share
     return remaining
 

@@ -8,7 +8,6 @@ place and evict pods, so that queue order and the capacity checks always see the
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
@@ -34,7 +33,14 @@ from kai_scheduler.model.resources import EPSILON, RESOURCE_NAMES, PodRequest, R
 from kai_scheduler.model.snapshot import ClusterSnapshot
 from kai_scheduler.plugins.accounted_limits import open_accounted_limits
 from kai_scheduler.plugins.arguments import number
-from kai_scheduler.plugins.proportion.division import LevelShares, QueueShareInput, divide
+from kai_scheduler.plugins.proportion.division import (
+    LevelShares,
+    QueueShareInput,
+    TreeOrder,
+    divide,
+    float_bits,
+    tree_order,
+)
 from kai_scheduler.plugins.proportion.node_capacity import gpu_memory_capacity
 from kai_scheduler.plugins.proportion.victim_filter import may_be_reclaimed
 
@@ -480,7 +486,7 @@ class ProportionPlugin:
             queue.fair_share.values(),
             queue.deserved.values(),
             shares,
-            all(share > EPSILON for share in shares),
+            shares[0] > EPSILON and shares[1] > EPSILON and shares[2] > EPSILON,
             -queue.priority,
             self._smaller_share_of(queue, shares),
             queue.rank,
@@ -578,16 +584,13 @@ class ProportionPlugin:
         """`_input_reads`, made."""
         assert self._session is not None
         queues = self._session.snapshot.queues
+        unbounded = (math.inf, math.inf, math.inf)
         reads: dict[str, tuple[bool, bool, list[str]]] = {}
         for queue in queues:
             _, limits, deserved = self._bounds(queue.name)[0]
-            reads[queue.name] = (
-                any(limit != math.inf for limit in limits),
-                any(quota != math.inf for quota in deserved),
-                [],
-            )
+            reads[queue.name] = (limits != unbounded, deserved != unbounded, [])
         for queue in queues:
-            for ancestor in queues.ancestry(queue.name):
+            for ancestor, _, _ in self._bounds(queue.name):
                 reads[ancestor.name][2].append(queue.name)
         self._input_reads = reads
         return reads
@@ -597,26 +600,26 @@ class ProportionPlugin:
         shares = self._shares.get(queue.name)
         if shares is None:
             assert self._session is not None
-            total = self._session.snapshot.capacity
-            gpu, cpu, memory = (allocatable_share(queue, r, total.get(r)) for r in RESOURCE_NAMES)
-            shares = (gpu, cpu, memory)
-            self._shares[queue.name] = shares
+            shares = self._shares[queue.name] = allocatable_shares(queue, self._session.snapshot.capacity)
         return shares
 
     def _bounds(self, name: str) -> list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]]:
         """Each queue on the path of queue `name` with its limits and its deserved quota per resource,
-        unlimited as infinity (fixed for the session): what the capacity checks compare with."""
+        unlimited as infinity (fixed for the session): what the capacity checks compare with. Made from
+        its parent's path (the capacity checks and `_find_input_reads` ask for every queue's)."""
         bounds = self._path_bounds.get(name)
         if bounds is None:
             assert self._session is not None
-            bounds = self._path_bounds[name] = [
-                (
-                    queue,
-                    tuple(effective_limit(queue, r) for r in RESOURCE_NAMES),
-                    tuple(math.inf if is_unlimited(d) else d for d in queue.deserved.values()),
-                )
-                for queue in self._session.snapshot.queues.ancestry(name)
-            ]
+            path: list[tuple[QueueInfo, tuple[float, ...], tuple[float, ...]]] = []
+            for queue in reversed(self._session.snapshot.queues.ancestry(name)):
+                known = self._path_bounds.get(queue.name)
+                if known is None:
+                    known = self._path_bounds[queue.name] = [
+                        (queue, _unbounded_as_infinity(queue.limit), _unbounded_as_infinity(queue.deserved)),
+                        *path,
+                    ]
+                path = known
+            bounds = path
         return bounds
 
     def over_limit(self, job: JobInfo, request: Resources) -> str | None:
@@ -972,20 +975,31 @@ def _check_weakly_ordered(shares: tuple[tuple[float, float, float], ...], known:
 
 def _dominance_is_total(shares: set[tuple[float, float, float]]) -> bool:
     """Whether `_dominates` orders `shares` totally: every two compare, and no three make a cycle (with
-    `EPSILON` the relation need not be transitive): the i-th of n dominates exactly n - 1 - i others."""
+    `EPSILON` the relation need not be transitive): the i-th of n dominates exactly n - 1 - i others.
+    Each pair is compared once each way, for both questions."""
     distinct = list(shares)
+    dominated = [0] * len(distinct)
     for index, a in enumerate(distinct):
-        for b in distinct[index + 1 :]:
-            if not _dominates(a, b) and not _dominates(b, a):
+        for other in range(index + 1, len(distinct)):
+            b = distinct[other]
+            a_over_b, b_over_a = _dominates(a, b), _dominates(b, a)
+            if not (a_over_b or b_over_a):
                 return False
-    dominated = sorted(sum(1 for b in distinct if _dominates(a, b)) for a in distinct)
-    return dominated == list(range(len(distinct)))
+            dominated[index] += a_over_b
+            dominated[other] += b_over_a
+    return sorted(dominated) == list(range(len(distinct)))
 
 
-def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    """a ≤ b in every resource and a < b in at least one."""
-    return all(x <= y + EPSILON for x, y in zip(a, b, strict=True)) and any(
-        x < y - EPSILON for x, y in zip(a, b, strict=True)
+def _dominates(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
+    """a ≤ b in every resource and a < b in at least one. Written out per resource (no generators): the
+    queue order compares every two siblings' allocatable shares once a cycle."""
+    a_gpu, a_cpu, a_memory = a
+    b_gpu, b_cpu, b_memory = b
+    return (
+        a_gpu <= b_gpu + EPSILON
+        and a_cpu <= b_cpu + EPSILON
+        and a_memory <= b_memory + EPSILON
+        and (a_gpu < b_gpu - EPSILON or a_cpu < b_cpu - EPSILON or a_memory < b_memory - EPSILON)
     )
 
 
@@ -1021,6 +1035,38 @@ def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
     """min(limit, max(deserved, fairShare)); unlimited counts as the cluster's total."""
     share = max(effective_deserved(queue, resource, total), queue.fair_share.get(resource))
     return min(effective_limit(queue, resource), share)
+
+
+def allocatable_shares(queue: QueueInfo, total: Resources) -> tuple[float, float, float]:
+    """`allocatable_share` of every resource (gpu, cpu, memory), field by field: a session asks it of
+    every queue."""
+    deserved, limit, fair_share = queue.deserved, queue.limit, queue.fair_share
+    return (
+        _allocatable(deserved.gpu, limit.gpu, fair_share.gpu, total.gpu),
+        _allocatable(deserved.cpu, limit.cpu, fair_share.cpu, total.cpu),
+        _allocatable(deserved.memory, limit.memory, fair_share.memory, total.memory),
+    )
+
+
+def _allocatable(deserved: float, limit: float, fair_share: float, total: float) -> float:
+    """`allocatable_share` of one resource from its amounts (`max` and `min` written out as they pick:
+    the first of equals)."""
+    if is_unlimited(deserved):
+        deserved = total
+    share = fair_share if fair_share > deserved else deserved
+    if is_unlimited(limit):
+        limit = math.inf
+    return share if share < limit else limit
+
+
+def _unbounded_as_infinity(amounts: Resources) -> tuple[float, float, float]:
+    """A queue's limits or quotas per resource (gpu, cpu, memory), unlimited as infinity."""
+    gpu, cpu, memory = amounts.gpu, amounts.cpu, amounts.memory
+    return (
+        math.inf if is_unlimited(gpu) else gpu,
+        math.inf if is_unlimited(cpu) else cpu,
+        math.inf if is_unlimited(memory) else memory,
+    )
 
 
 def _dominant(amounts: tuple[float, ...], shares: tuple[float, float, float]) -> float:
@@ -1183,9 +1229,12 @@ def compute_fair_shares(
     raise `CarriedMismatch` on any difference in the bits. `carried` holds per resource its levels, and
     under "<resource> tree" the whole division's inputs and shares (as the top level's entry)."""
     reused = carried if recorder is None else None
+    inputs = _share_inputs(queues)
     # Everything the divisions of all three resources read: a resource keeps its shares while it is the same.
-    signature = _division_inputs(queues, capacity, k_value) if reused is not None else None
-    for resource in RESOURCE_NAMES:
+    signature = _division_inputs(inputs, capacity, k_value) if reused is not None else None
+    order: TreeOrder | None = None  # (the same for every resource: worked out by the first one divided)
+    by_resource = []
+    for resource, resource_inputs in zip(RESOURCE_NAMES, inputs, strict=True):
         total = max(capacity.get(resource), 0.0)
         if recorder is not None:
             recorder.resource(resource, total, k_value)
@@ -1196,57 +1245,72 @@ def compute_fair_shares(
             if known is not None and known[0] == signature:
                 shares = known[1]
         if shares is None:
+            if order is None:
+                order = tree_order(resource_inputs)
             shares = divide(
                 total,
-                _share_inputs(queues, resource),
+                resource_inputs,
                 k_value=k_value,
                 unit=1.0,
                 recorder=recorder,
                 carried=reused.setdefault(resource, {}) if reused is not None else None,
+                order=order,
             )
             if whole is not None:
                 whole[None] = (signature, shares)
         if verify and reused is not None:
-            full = divide(total, _share_inputs(queues, resource), k_value=k_value, unit=1.0)
+            full = divide(total, resource_inputs, k_value=k_value, unit=1.0)
             _check_carried_shares(resource, shares, full)
-        for queue in queues:
-            queue.fair_share.set(resource, shares.get(queue.name, 0.0))
+        by_resource.append(shares)
         for parent, leaves in queues.detached.values():
             parent.fair_share.set(resource, sum(shares.get(name, 0.0) for name in leaves))
             if recorder is not None:
                 recorder.detached(parent.name, leaves)
+    gpu, cpu, memory = by_resource
+    for queue in queues:
+        name, fair_share = queue.name, queue.fair_share
+        fair_share.gpu = gpu.get(name, 0.0)
+        fair_share.cpu = cpu.get(name, 0.0)
+        fair_share.memory = memory.get(name, 0.0)
 
 
-def _share_inputs(queues: QueueTree, resource: str) -> list[QueueShareInput]:
-    return [
-        QueueShareInput(
-            name=q.name,
-            parent=q.parent,
-            priority=q.priority,
-            creation_rank=q.rank,
-            deserved=q.deserved.get(resource),
-            limit=q.limit.get(resource),
-            over_quota_weight=q.weight.get(resource),
-            request=q.request.get(resource),
-            usage=round(q.usage.get(resource), USAGE_DECIMALS),
-        )
-        for q in queues
-    ]
+# Every queue's inputs to the division of each resource (gpu, cpu, memory).
+_ShareInputs = tuple[list[QueueShareInput], list[QueueShareInput], list[QueueShareInput]]
 
 
-def _division_inputs(queues: QueueTree, capacity: Resources, k_value: float) -> Hashable:
-    """What `compute_fair_shares` divides by, for every resource: the queues' names, parents, priorities
-    and ranks, and the numbers `_share_inputs` gives the divisions with the capacity and `k_value`, as
-    their bits (0.0 and -0.0 differ: the shares given could differ in sign)."""
-    numbers = array("d", (*capacity.values(), k_value))
+def _share_inputs(queues: QueueTree) -> _ShareInputs:
+    """Every queue's division inputs for each resource, read off the queues in one pass (field by field:
+    a session reads 55 queues' five amounts of three resources)."""
+    gpu: list[QueueShareInput] = []
+    cpu: list[QueueShareInput] = []
+    memory: list[QueueShareInput] = []
+    make = QueueShareInput._make  # (the fields in order, without a call of the class's `__new__` in Python)
     for q in queues:
-        usage = q.usage
-        numbers.extend(q.deserved.values())
-        numbers.extend(q.limit.values())
-        numbers.extend(q.weight.values())
-        numbers.extend(q.request.values())
-        numbers.extend(round(usage.get(r), USAGE_DECIMALS) for r in RESOURCE_NAMES)
-    return (tuple((q.name, q.parent, q.priority, q.rank) for q in queues), numbers.tobytes())
+        names = (q.name, q.parent, q.priority, q.rank)
+        deserved, limit, weight, request = q.deserved, q.limit, q.weight, q.request
+        usage = q.usage.values()
+        # Zeros (time-based fairness off: every queue's) are kept as they are, the bits `round` gives them.
+        if usage != (0.0, 0.0, 0.0):
+            usage = (
+                round(usage[0], USAGE_DECIMALS),
+                round(usage[1], USAGE_DECIMALS),
+                round(usage[2], USAGE_DECIMALS),
+            )
+        gpu.append(make((*names, deserved.gpu, limit.gpu, weight.gpu, request.gpu, usage[0])))
+        cpu.append(make((*names, deserved.cpu, limit.cpu, weight.cpu, request.cpu, usage[1])))
+        memory.append(make((*names, deserved.memory, limit.memory, weight.memory, request.memory, usage[2])))
+    return gpu, cpu, memory
+
+
+def _division_inputs(inputs: _ShareInputs, capacity: Resources, k_value: float) -> Hashable:
+    """What `compute_fair_shares` divides by, for every resource: the queues' names, parents, priorities
+    and ranks, and the numbers of their inputs (`_share_inputs`) with the capacity and `k_value`, as
+    their bits (0.0 and -0.0 differ: the shares given could differ in sign)."""
+    numbers = [*capacity.values(), k_value]
+    for resource_inputs in inputs:
+        for q in resource_inputs:
+            numbers += (q.deserved, q.limit, q.over_quota_weight, q.request, q.usage)
+    return (tuple((q.name, q.parent, q.priority, q.creation_rank) for q in inputs[0]), float_bits(numbers))
 
 
 def _check_carried_shares(resource: str, carried: dict[str, float], full: dict[str, float]) -> None:
