@@ -85,24 +85,37 @@ NodeStatesKernel = tuple[MixKernel, FloatArray, FloatArray, FloatArray, FloatArr
 
 
 def _compiled(function: _Function) -> _Function:
-    try:
-        compiled = numba.njit(cache=True)(function)
-    except RuntimeError:  # no writable place for numba's cache: compiled in each process instead
-        compiled = numba.njit(cache=False)(function)
-    return cast(_Function, compiled)
+    return _njit(function)
+
+
+def _uncounted(function: _Function) -> _Function:
+    """`_compiled` without numba's reference counting, for a kernel that allocates nothing and returns no
+    array. Why: numba takes a reference to an array whenever a name is bound to it (an argument, an array of
+    a tuple unpacked, a row of a matrix, an array passed on to another kernel) and gives it back when the
+    name dies, two calls of its runtime a binding: some 12 million in the plugin's first run at 2,000 nodes,
+    most in the per-node loops, some 100 M instructions with the calls around them (of 475 M compiled).
+    Without them nothing is lost: what such a kernel reads, its caller (a counted kernel, or Python) holds
+    for the whole call. Numba refuses to compile one that allocates; one must not return an array (its
+    caller would give back a reference never taken) nor call a kernel that returns a new one (it would
+    never be given back). (numba's `_nrt` option, which numba's own helpers that allocate nothing use.)"""
+    return _njit(function, _nrt=False)
 
 
 def _inlined(function: _Function) -> _Function:
     """`_compiled`, and written into each kernel that calls it. Why: a call passes each array as seven
     values, more than a small function's own work (`_keep`, called a few million times a cycle)."""
+    return _njit(function, inline="always")
+
+
+def _njit(function: _Function, **options: Any) -> _Function:
     try:
-        compiled = numba.njit(cache=True, inline="always")(function)
-    except RuntimeError:  # (as `_compiled`)
-        compiled = numba.njit(cache=False, inline="always")(function)
+        compiled = numba.njit(cache=True, **options)(function)
+    except RuntimeError:  # no writable place for numba's cache: compiled in each process instead
+        compiled = numba.njit(cache=False, **options)(function)
     return cast(_Function, compiled)
 
 
-@_compiled
+@_uncounted
 def _idle_row(state: FloatArray, mig: FloatArray, mig_units: FloatArray) -> float:
     """A node state's idle GPUs: free whole GPUs, the free portions of its shared GPUs, free MIG instances."""
     portions = 0.0
@@ -124,7 +137,7 @@ def idle(states: FloatArray, mig: FloatArray, mig_units: FloatArray) -> FloatArr
     return result
 
 
-@_compiled
+@_uncounted
 def _usable_row(mix: MixKernel, node: int, state: FloatArray, mig: FloatArray, out: FloatArray) -> None:
     """`out[k]`: the GPUs of one node state that pods of class k could use (`measure.usable`).
 
@@ -157,7 +170,7 @@ def _usable_row(mix: MixKernel, node: int, state: FloatArray, mig: FloatArray, o
         out[k] = _used(mix, node, state, k, slots)
 
 
-@_compiled
+@_uncounted
 def _used(mix: MixKernel, node: int, state: FloatArray, k: int, pods: float) -> float:
     """The GPUs pods of class k could use of a node state whose GPUs hold `pods` of them, bounded by its
     CPU and memory (see `measure.usable`)."""
@@ -178,7 +191,7 @@ def usable(mix: MixKernel, nodes: IntArray, states: FloatArray, mig: FloatArray)
     return result
 
 
-@_compiled
+@_uncounted
 def _frag_row(
     mix: MixKernel,
     node: int,
@@ -241,7 +254,7 @@ def evaluate(
     return frag, free
 
 
-@_compiled
+@_uncounted
 def _fresh(
     mix: MixKernel,
     states: FloatArray,
@@ -481,6 +494,20 @@ def stale_holding(
     """Of `nodes`, those whose keys are stale (`changed`) and that may hold the pod (`may_hold`), their flags
     cleared: the keys to work out; the others stale are noted `lacking`."""
     found = np.empty(nodes.size, dtype=np.int64)
+    return found[: _stale_holding_into(nodes, changed, lacking, states, mig, pod, found)]
+
+
+@_uncounted
+def _stale_holding_into(
+    nodes: IntArray,
+    changed: BoolArray,
+    lacking: BoolArray,
+    states: FloatArray,
+    mig: FloatArray,
+    pod: tuple[FloatArray, FloatArray, FloatArray, int],
+    found: IntArray,
+) -> int:
+    """`stale_holding`, written to the start of `found`: how many."""
     count = 0
     for node in nodes:
         if not changed[node] or lacking[node]:
@@ -491,7 +518,7 @@ def stale_holding(
             count += 1
         else:
             lacking[node] = True
-    return found[:count]
+    return count
 
 
 @_compiled
@@ -668,6 +695,18 @@ def summarized_best(
     in node order. The same answer: a key among the best `count` + 1 overall is among its block's best as
     many, and its first node is in the first block holding it; the lowest likewise. Why: a search then
     reads some 80 summaries and the few blocks that changed instead of every node's key (5,000 a pod)."""
+    _summarize_stale(keys, changed, allowed, excluded, summary)
+    kept_keys = np.empty(count + 1)
+    kept_nodes = np.empty(count + 1, dtype=np.int64)
+    kept, lowest, lowest_node = _merge_summaries(summary, kept_keys, kept_nodes)
+    return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
+
+
+@_uncounted
+def _summarize_stale(
+    keys: FloatArray, changed: BoolArray, allowed: BoolArray, excluded: BoolArray, summary: SummaryKernel
+) -> None:
+    """The blocks of `summary` out of date summarized again (`summarized_best`)."""
     summary_keys, summary_nodes, stale, _, shift = summary
     width = SUMMARY_WIDTH
     for block in range(stale.size):
@@ -680,9 +719,18 @@ def summarized_best(
             )
             kept_keys[width], kept_nodes[width], kept_nodes[width + 1] = lowest, lowest_node, kept
             stale[block] = False
-    capacity = count + 1
-    kept_keys = np.empty(capacity)
-    kept_nodes = np.empty(capacity, dtype=np.int64)
+
+
+@_uncounted
+def _merge_summaries(
+    summary: SummaryKernel, kept_keys: FloatArray, kept_nodes: IntArray
+) -> tuple[int, float, int]:
+    """The blocks' kept keys of `summary` (all up to date) merged in node order (`summarized_best`): the
+    first node of each of the best keys, as many as `kept_keys` holds, in `kept_keys` and `kept_nodes`; how
+    many were kept, and the lowest key and its first node (inf, -1: none)."""
+    summary_keys, summary_nodes, stale, _, _ = summary
+    width = SUMMARY_WIDTH
+    capacity = kept_keys.size
     kept = 0
     floor = -np.inf
     lowest, lowest_node = np.inf, -1
@@ -697,7 +745,7 @@ def summarized_best(
             kept = _keep(kept_keys, kept_nodes, kept, capacity, key, summary_nodes[block, at])
             if kept == capacity:
                 floor = kept_keys[capacity - 1]
-    return _found(kept_keys, kept_nodes, kept, lowest, lowest_node, count)
+    return kept, lowest, lowest_node
 
 
 @_compiled
