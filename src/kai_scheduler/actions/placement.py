@@ -81,6 +81,17 @@ def place_pipelined(
     refusal = session.check_job_capacity(job, quota_request_of(session, list(tasks)))
     if refusal is not None:
         return refusal
+    return pipeline_within_capacity(session, statement, job, tasks, reason)
+
+
+def pipeline_within_capacity(
+    session: Session,
+    statement: Statement,
+    job: JobInfo,
+    tasks: Sequence[TaskInfo],
+    reason: Callable[[TaskInfo, str], str],
+) -> str | None:
+    """`place_pipelined` once the caller found that the queue's capacity takes `tasks` (some)."""
     names = session.snapshot.nodes.names
 
     def place_one(task: TaskInfo) -> str | None:

@@ -291,7 +291,7 @@ def test_a_shared_order_is_checked_against_the_order_worked_out_again() -> None:
     for the preemptor: a different unit, or one order ending before the other, is a CarriedMismatch."""
     session = open_session(limited_queue_waits())
     jobs = {job.name: job for job in session.snapshot.jobs.values()}
-    units = [VictimUnit(jobs[f"pg-p{i}"], list(jobs[f"pg-p{i}"].tasks)) for i in range(3)]
+    units = [VictimUnit(jobs[f"pg-p{i}"], list(jobs[f"pg-p{i}"].tasks), 1.0) for i in range(3)]
     assert list(consolidation._checked(units, iter(list(units)))) == units
     for fresh in (units[:2], [units[0], units[2], units[1]], [*units, units[0]]):
         with pytest.raises(CarriedMismatch):

@@ -8,7 +8,12 @@ from __future__ import annotations
 import pytest
 
 from helpers import node, open_session, queue
-from kai_scheduler.actions.solvers.gang_eviction import has_elastic_surplus, tasks_to_evict
+from kai_scheduler.actions.solvers import gang_eviction
+from kai_scheduler.actions.solvers.gang_eviction import (
+    has_elastic_surplus,
+    tasks_to_evict,
+    walked_tasks_to_evict,
+)
 from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, PodSet, SubGroupSet
 from subgroup_trees import group, job_of, leaf
 
@@ -111,3 +116,22 @@ def test_a_protected_job_gives_only_what_keeps_its_tree_satisfied() -> None:
     one_spare = job_of([leaf("ps-a", 1, running=1), leaf("ps-b", 1, running=1)], min_sub_group=1)
     assert len(tasks_to_evict(session, one_spare, list(one_spare.tasks), protected=True)) == 1
     assert has_elastic_surplus(session, one_spare, list(one_spare.tasks))
+
+
+@pytest.mark.parametrize(("children", "min_sub_group"), [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
+def test_the_one_pod_left_of_a_job_not_protected_is_its_unit_without_a_walk(
+    monkeypatch: pytest.MonkeyPatch, children: list[Member], min_sub_group: int | None
+) -> None:
+    """Whatever the tree, the walk gives some of the pods left or all of them: with one left (and the job
+    not protected) that pod, which `tasks_to_evict` gives without making the job's tree."""
+    session = open_session([node("n0"), queue("q")])
+    job = job_of(children, min_sub_group=min_sub_group)
+    active = [task for task in job.tasks if task.status in ACTIVE_ALLOCATED]
+    walked = {task.name: walked_tasks_to_evict(session, job, [task], protected=False) for task in active}
+    assert walked == {task.name: [task] for task in active}
+
+    def no_walk(*args: object) -> None:
+        raise AssertionError("the job's tree was walked")
+
+    monkeypatch.setattr(gang_eviction, "walked_tasks_to_evict", no_walk)
+    assert all(tasks_to_evict(session, job, [task], protected=False) == [task] for task in active)

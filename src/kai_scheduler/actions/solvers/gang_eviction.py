@@ -86,7 +86,20 @@ def tasks_to_evict(
     session: Session, job: JobInfo, left: Sequence[TaskInfo], protected: bool
 ) -> list[TaskInfo]:
     """The next unit to evict of `job`, whose pods still running are `left`: an elastic unit if there is
-    one, else all of `left` (nothing when the job is `protected`)."""
+    one, else all of `left` (nothing when the job is `protected`).
+
+    One pod left of a job not protected is the unit whichever way the walk goes (an elastic unit is some
+    of `left`, and all of it otherwise): most victims are bare pods, and walking a job's tree for its one
+    pod cost more than anything else the victim order does for it."""
+    if len(left) == 1 and not protected:
+        return list(left)
+    return walked_tasks_to_evict(session, job, left, protected)
+
+
+def walked_tasks_to_evict(
+    session: Session, job: JobInfo, left: Sequence[TaskInfo], protected: bool
+) -> list[TaskInfo]:
+    """`tasks_to_evict` found by the walk of the job's tree, whatever is left."""
     tree = _Tree(session, left)
     found = tree.elastic(job.tree())
     if found or protected:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kai_scheduler.actions.solvers.gang_eviction import has_elastic_surplus, tasks_to_evict
+from kai_scheduler.framework.gang import request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import ACTIVE_ALLOCATED, JobInfo, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
@@ -25,10 +26,12 @@ from kai_scheduler.model.resources import Resources
 @dataclass(frozen=True, slots=True)
 class VictimUnit:
     """What one step of the search takes from a victim job: one pod above its minMember, or the rest of
-    its pods (the gang) at once."""
+    its pods (the gang) at once; and the GPUs they free, as a search counts them (`request_of`), worked
+    out once for every search that takes the unit (`SharedVictims` hands one to many)."""
 
     job: JobInfo
     tasks: list[TaskInfo]
+    gpus: float
 
 
 class SharedVictims:
@@ -198,7 +201,7 @@ def order_victims(
         job = order.pop(leaf)
         unit = tasks_to_evict(session, job, order.left_of[job], job in order.protected)
         if unit:
-            yield VictimUnit(job, unit)
+            yield VictimUnit(job, unit, request_of(session, unit).gpu)
             order.took(leaf, job, unit)
 
 
@@ -245,7 +248,10 @@ class _LeafQueue:
 class _VictimOrder:
     """The state of one `order_victims`: the heaps it hands jobs out from (copies), what each job looked
     at has left, and each queue's rank, kept until a victim is taken below it (a unit changes only the
-    queues on its leaf's path). A class rather than closures: mutually recursive closures would make a
+    queues on its leaf's path). Only the queues with a candidate below them are ranked, and their
+    allocations kept: a queue without one never gives anything (its rank would be None), and most queues
+    have none within a preemptor's reach (each order ranked and copied all 55 queues of a first cycle's
+    workload, at every size). A class rather than closures: mutually recursive closures would make a
     reference cycle holding the session."""
 
     def __init__(
@@ -263,21 +269,34 @@ class _VictimOrder:
         self.usable = usable
         self.admit = admit
         self.queues = session.snapshot.queues
-        self.heaps = {name: _LeafQueue(entries) for name, entries in source.items()}
+        self.heaps = {name: _LeafQueue(entries) for name, entries in source.items() if entries}
         self.left_of: dict[JobInfo, list[TaskInfo]] = {}  # the job's victim pods left, once looked at
         self.passed: set[JobInfo] = set()  # looked at, and passed over
         self.protected: set[JobInfo] = set()
         self.counter = sum(len(entries) for entries in source.values())
         self.paths: dict[str, list[str]] = {}  # leaf -> the names of the leaf and its ancestors
-        self.allocated = {queue.name: queue.allocated.copy() for queue in self.queues}
-        self.taken: dict[str, Resources] = {queue.name: Resources() for queue in self.queues}
+        # The queues with a candidate below them (the leaves with a heap and their ancestors): the roots
+        # among them, and of each parent among them, its children that are (in order), once asked.
+        self.live = {name for leaf in self.heaps for name in self._path(leaf)}
+        self.live_roots = [name for name in self.queues.roots if name in self.live]
+        self.live_children: dict[str, list[str]] = {}
+        self.allocated = {name: self.queues[name].allocated.copy() for name in self.live}
+        self.taken: dict[str, Resources] = {name: Resources() for name in self.live}
         self.ranks: dict[str, tuple[tuple[Any, ...], str] | None] = {}
         self.held_of: dict[JobInfo, Resources] = {}  # what each job looked at holds of what it has left
 
     def next_leaf(self) -> str | None:
         """The leaf queue whose job goes next (None: no job left that may give anything)."""
-        best = self._last_child(self.queues.roots)
+        best = self._last_child(self.live_roots)
         return None if best is None else best[1]
+
+    def _children_live(self, parent: str) -> list[str]:
+        """The children of `parent` with a candidate below them, in order."""
+        found = self.live_children.get(parent)
+        if found is None:
+            children = self.queues[parent].children
+            found = self.live_children[parent] = [name for name in children if name in self.live]
+        return found
 
     def _path(self, leaf: str) -> list[str]:
         path = self.paths.get(leaf)
@@ -348,7 +367,7 @@ class _VictimOrder:
                 return None
             leaf = name
         else:
-            best = self._last_child(queue.children)
+            best = self._last_child(self._children_live(name))
             if best is None:
                 return None
             leaf = best[1]

@@ -19,6 +19,7 @@ victim order, and decide as KAI on every ported table (tests/kai), KAI's cases f
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from kai_scheduler.actions.placement import place_pipelined
+from kai_scheduler.actions.placement import pipeline_within_capacity
 from kai_scheduler.actions.solvers.replays import last_for
 from kai_scheduler.actions.solvers.search_budget import (
     ActionBudget,
@@ -37,20 +38,24 @@ from kai_scheduler.actions.solvers.search_budget import (
 )
 from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks
 from kai_scheduler.actions.solvers.victim_scenarios import Outcome, Scenario, simulate, takes
-from kai_scheduler.framework.gang import request_of
+from kai_scheduler.framework.gang import quota_request_of, request_of
+from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
 from kai_scheduler.framework.search_record import DUPLICATE, SIMULATED
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.disruption import DisruptionBudgets
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
-from kai_scheduler.model.nodes import NodeTable
-from kai_scheduler.model.resources import EPSILON
+from kai_scheduler.model.nodes import FloatArray, NodeTable
+from kai_scheduler.model.resources import EPSILON, Resources
 
 # Scenarios simulated per preemptor at most: a bound on the work one pending job can cause per cycle.
 MAX_SCENARIOS = 64
 # Committable scenarios compared after the first when a plugin judges outcomes (see `_Choice`).
 ALTERNATIVES = 8
+# Up to this many nodes changed since whole-GPU slots were last counted, only they are counted again
+# (`_WholeGpuSlots`); more, and every node is.
+_FEW_CHANGED_NODES = 64
 
 
 def solve(
@@ -214,7 +219,7 @@ def _search_by_node(
         taken.setdefault(victim.job, []).extend(victim.tasks)
         for victim_task in victim.tasks:
             on_node.setdefault(victim_task.node, {})[victim.job] = None
-        available += request_of(session, victim.tasks).gpu
+        available += victim.gpus
         if available + EPSILON < needed:
             counts.scenarios_filtered += 1
             continue
@@ -332,7 +337,8 @@ def _search(
     statement = session.statement(scenario.action, scenario.preemptor.key)
     evicted: list[TaskInfo] = []
     needed = available = 0.0
-    nodes = session.snapshot.nodes
+    slots = _WholeGpuSlots(session, scenario.tasks)
+    capacity = _PreemptorCapacity(session, scenario.preemptor, scenario.tasks)
     simulated = 0
     counts = session.counts[scenario.action]
     end = SearchEnd.EXHAUSTED
@@ -347,13 +353,13 @@ def _search(
         for task in step:
             statement.evict(task, scenario.reason(task))
         evicted.extend(step)
-        available += request_of(session, step).gpu
-        if available + EPSILON < needed or not _enough_whole_gpu_slots(nodes, scenario.tasks):
+        available += victim.gpus
+        if available + EPSILON < needed or not slots.enough():
             counts.scenarios_filtered += 1
             continue
         simulated += 1
         counts.scenarios_simulated += 1
-        outcome = _try_scenario(session, statement, scenario, evicted, tried)
+        outcome = _try_scenario(session, statement, scenario, evicted, tried, capacity)
         if outcome is Outcome.COMMITTABLE:
             statement.commit()
             return SearchEnd.SOLVED
@@ -418,15 +424,94 @@ def _at_least(room: float, asked: float) -> bool:
     return room >= asked - EPSILON - 1e-9 * abs(asked)
 
 
-def _enough_whole_gpu_slots(nodes: NodeTable, tasks: list[TaskInfo]) -> bool:
-    """Cheap per-node filter: pods asking for whole GPUs need nodes with that many free or releasing GPUs
-    each; counting slots for the smallest such pod never rejects a scenario that could work."""
-    whole = [task.request.whole_gpus for task in tasks if task.request.whole_gpus > 0]
-    if not whole:
-        return True
-    smallest = min(whole)
-    slots = np.floor((nodes.free_gpus + nodes.rel_gpus + EPSILON) / smallest).sum()
-    return bool(slots >= len(whole))
+class _WholeGpuSlots:
+    """Cheap per-node filter of a search's scenarios: pods asking for whole GPUs need nodes with that many
+    free or releasing GPUs each; counting slots for the smallest such pod never rejects a scenario that
+    could work (`enough`).
+
+    The slots are counted on every node once, then again only on the nodes whose usage changed since
+    (`NodeTable.changed_since`): a step of the search evicts one unit, on a node or a few. Each node's
+    count is a whole number, so the total is exact whatever the order it is summed in. Why: every step of
+    every search counted every node (146 steps in a first cycle at 500 nodes, most of them of preemptors
+    their queue's limit refuses anyway). With `verify_carried` the total is checked against every node
+    counted again (`CarriedMismatch`)."""
+
+    def __init__(self, session: Session, tasks: list[TaskInfo]) -> None:
+        whole = [task.request.whole_gpus for task in tasks if task.request.whole_gpus > 0]
+        self._session = session
+        self._pods = len(whole)
+        self._smallest = min(whole) if whole else 1.0
+        self._slots: FloatArray | None = None  # each node's, as the change log stood at `_seen`
+        self._total = 0.0
+        self._seen = 0
+
+    def enough(self) -> bool:
+        """Whether the nodes have a slot for each pod asking for whole GPUs."""
+        if not self._pods:
+            return True
+        nodes = self._session.snapshot.nodes
+        slots = self._slots
+        changed = nodes.changed_since(self._seen) if slots is not None else None
+        if slots is None or changed is None or len(changed) > _FEW_CHANGED_NODES:
+            self._slots = self._counted(nodes)
+            self._total = float(self._slots.sum())
+        else:
+            self._count_again(nodes, slots, changed)
+            if self._session.verify_carried and self._total != self._counted(nodes).sum():
+                raise CarriedMismatch(
+                    f"whole-GPU slots counted at the nodes changed: {self._total}, "
+                    f"at every node: {self._counted(nodes).sum()}"
+                )
+        self._seen = nodes.change_position()
+        return self._total >= self._pods
+
+    def _counted(self, nodes: NodeTable) -> FloatArray:
+        slots: FloatArray = np.floor((nodes.free_gpus + nodes.rel_gpus + EPSILON) / self._smallest)
+        return slots
+
+    def _count_again(self, nodes: NodeTable, slots: FloatArray, changed: list[int]) -> None:
+        free, releasing, smallest = nodes.free_gpus, nodes.rel_gpus, self._smallest
+        for node in set(changed):
+            now = math.floor((free.item(node) + releasing.item(node) + EPSILON) / smallest)
+            self._total += now - slots.item(node)
+            slots[node] = now
+
+
+class _PreemptorCapacity:
+    """Whether the preemptor's queue refuses its pods (`Session.check_job_capacity`, what `place_pipelined`
+    asks first), a refusal kept through a search while the preemptor's version and what the checks read
+    of the session (`Session.job_capacity_inputs`) stay: with those, a check answers alike. Why: the jobs
+    of a queue at its limit are refused at every step of their searches (136 of the 146 scenarios of a
+    first cycle at 500 nodes), their victims of other queues, and each refusal was worded again only to
+    be thrown away. With `verify_carried` a kept refusal is checked against the check asked again
+    (`CarriedMismatch`)."""
+
+    def __init__(self, session: Session, preemptor: JobInfo, tasks: list[TaskInfo]) -> None:
+        self._session = session
+        self._preemptor = preemptor
+        self._tasks = tasks
+        self._request: Resources | None = None
+        self._refused_at: tuple[int, object] | None = None  # the version and inputs of a refusal kept
+
+    def refuses(self) -> bool:
+        """Whether the capacity checks refuse the preemptor's pods as the cluster is now."""
+        session, preemptor = self._session, self._preemptor
+        kept = self._refused_at
+        if kept is not None and kept[0] == preemptor.version:
+            inputs = session.job_capacity_inputs(preemptor)
+            if inputs is not None and inputs == kept[1]:
+                if session.verify_carried and self._refusal() is None:
+                    raise CarriedMismatch(f"{preemptor.key}: a capacity refusal kept, but the check takes it")
+                return True
+        refused = self._refusal() is not None
+        inputs = session.job_capacity_inputs(preemptor) if refused else None
+        self._refused_at = (preemptor.version, inputs) if inputs is not None else None
+        return refused
+
+    def _refusal(self) -> str | None:
+        if self._request is None:
+            self._request = quota_request_of(self._session, self._tasks)
+        return self._session.check_job_capacity(self._preemptor, self._request)
 
 
 def _try_scenario(
@@ -435,14 +520,17 @@ def _try_scenario(
     scenario: Scenario,
     evicted: list[TaskInfo],
     tried: set[frozenset[str]],
+    capacity: _PreemptorCapacity,
 ) -> Outcome:
     """Simulate the scenario of `evicted` (all virtually evicted on `statement`) as KAI's node-by-node
     search would: with only the victim jobs that have a pod on the nodes the preemptor takes when every
     victim so far is gone (the others keep running, untouched). Unless committable, everything it did is
     rolled back (the evictions stay)."""
-    checkpoint = statement.checkpoint()
     preemptor = scenario.preemptor
-    if place_pipelined(session, statement, preemptor, scenario.tasks, takes(preemptor)) is not None:
+    if capacity.refuses():
+        return Outcome.UNPLACEABLE
+    checkpoint = statement.checkpoint()
+    if pipeline_within_capacity(session, statement, preemptor, scenario.tasks, takes(preemptor)) is not None:
         statement.rollback(checkpoint)
         return Outcome.UNPLACEABLE
     taken_nodes = {task.node for task in scenario.tasks}

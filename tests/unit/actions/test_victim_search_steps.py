@@ -1,0 +1,237 @@
+"""What a step of the accumulated victim search (`victim_search._search`) asks again, and what it keeps
+from the step before: the preemptor's capacity refusal while what the checks read stays
+(`_PreemptorCapacity`), the whole-GPU slots counted again only at the nodes that changed
+(`_WholeGpuSlots`), and the victim order ranking only the queues with a candidate below them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import config, node, open_session, pod, pod_group, queue, snapshot_of
+from kai_scheduler.actions.solvers import victim_order, victim_search
+from kai_scheduler.cycle import Scheduler
+from kai_scheduler.framework.decisions import SessionResult
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.framework.session import Session
+from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.resources import EPSILON
+
+
+def at_its_limit() -> list[Any]:
+    """Two 4-GPU nodes half taken by single-GPU pods of queue r; two 2-GPU pods of queue q (limited to one
+    GPU), unlike in CPU: each is searched for in turn, and every scenario fails at q's limit."""
+    objects: list[Any] = [node("a", gpus=4), node("b", gpus=4), queue("r"), queue("q", gpu_limit=1)]
+    objects += [pod(f"p{i}", "r", gpus=1, node_name="ab"[i // 2]) for i in range(4)]
+    return [*objects, pod("big1", gpus=2, cpu="1"), pod("big2", gpus=2, cpu="2")]
+
+
+def first_cycle(objects: list[Any], actions: str, *, verify: bool = False) -> SessionResult:
+    """One cycle of `actions` (with `verify`: as in the verify mode, `KAI_SCHEDULER_VERIFY_REUSE`)."""
+    scheduler = Scheduler(config(actions=actions))
+    scheduler.memos.verify = verify
+    return scheduler.run(snapshot_of(objects), cycle=1, now=0.0)
+
+
+def capacity_checks_by_search(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each search's count of `Session.check_job_capacity` calls made for its steps (not those of the
+    scenarios it simulates, which place every job again), a count per search in the order they ran."""
+    counts: list[int] = []
+    counting = [False]
+    check = Session.check_job_capacity
+    search, simulate = victim_search._search, victim_search.simulate
+
+    def counted(self: Session, job: JobInfo, request: Any) -> str | None:
+        if counting[0]:
+            counts[-1] += 1
+        return check(self, job, request)
+
+    def searched(*args: Any) -> Any:
+        counts.append(0)
+        counting[0] = True
+        try:
+            return search(*args)
+        finally:
+            counting[0] = False
+
+    def simulated(*args: Any) -> Any:
+        counting[0] = False
+        try:
+            return simulate(*args)
+        finally:
+            counting[0] = True
+
+    monkeypatch.setattr(Session, "check_job_capacity", counted)
+    monkeypatch.setattr(victim_search, "_search", searched)
+    monkeypatch.setattr(victim_search, "simulate", simulated)
+    return counts
+
+
+@pytest.mark.parametrize("verify", [False, True])
+def test_a_preemptor_its_queue_refuses_is_checked_once_a_search(
+    monkeypatch: pytest.MonkeyPatch, verify: bool
+) -> None:
+    """Every step of a search of a preemptor whose queue is at its limit evicts a victim of another queue:
+    what the capacity checks read stays, so the refusal is asked once a search (with
+    `KAI_SCHEDULER_VERIFY_REUSE`, asked again at every step it is kept, to check it)."""
+    counts = capacity_checks_by_search(monkeypatch)
+    result = first_cycle(at_its_limit(), "allocate, consolidation", verify=verify)
+    assert result.decisions == []
+    # Two searches of four steps (a victim each), every step's scenario past the cheap filters.
+    assert result.counts["consolidation"].scenarios_simulated == 8
+    assert counts == ([4, 4] if verify else [1, 1])
+
+
+def gang_over_its_limit() -> list[Any]:
+    """Queue q (limited to 2 GPUs) runs two single-GPU train pods; a build gang of two single-GPU pods of q
+    waits: the 4-GPU node has room, the queue's limit only once both train pods are gone."""
+    return [
+        node("a", gpus=4),
+        queue("q", gpu_limit=2),
+        pod("t0", gpus=1, node_name="a", priority_class="train"),
+        pod("t1", gpus=1, node_name="a", priority_class="train"),
+        pod_group("g", "q", min_member=2, priority_class="build"),
+        *[pod(f"g-{i}", gpus=1, group="g", priority_class="build") for i in range(2)],
+    ]
+
+
+def test_a_refusal_is_asked_again_once_a_victim_of_the_preemptors_queue_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A victim of the preemptor's own queue moves what the capacity checks read: the refusal of the first
+    step is not kept for the second, whose victims leave room within the limit."""
+    counts = capacity_checks_by_search(monkeypatch)
+    result = first_cycle(gang_over_its_limit(), "allocate, preempt")
+    rows = [(d.type, d.pod.split("/")[1]) for d in result.decisions]
+    assert sorted(rows) == [("evict", "t0"), ("evict", "t1"), ("pipeline", "g-0"), ("pipeline", "g-1")]
+    assert result.counts["preempt"].scenarios_simulated == 2
+    assert counts == [2]
+
+
+def test_the_verify_mode_catches_a_kept_refusal_the_check_no_longer_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = open_session(at_its_limit())
+    session.verify_carried = True
+    preemptor = next(job for job in session.snapshot.jobs.values() if job.name == "pg-big1")
+    capacity = victim_search._PreemptorCapacity(session, preemptor, list(preemptor.tasks))
+    assert capacity.refuses()
+    monkeypatch.setattr(Session, "check_job_capacity", lambda self, job, request: None)
+    with pytest.raises(CarriedMismatch):
+        capacity.refuses()
+
+
+def slots_counted_afresh(session: Session, smallest: float) -> float:
+    nodes = session.snapshot.nodes
+    return float(np.floor((nodes.free_gpus + nodes.rel_gpus + EPSILON) / smallest).sum())
+
+
+def test_whole_gpu_slots_are_counted_again_at_the_nodes_changed_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first count, each answer counts again only the nodes whose usage changed since, and gives
+    what counting every node gives (here: a 2-GPU pod's slots as single-GPU pods are evicted)."""
+    session = open_session(at_its_limit())
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    slots = victim_search._WholeGpuSlots(session, list(jobs["pg-big1"].tasks))
+    every: list[int] = []
+    counted = victim_search._WholeGpuSlots._counted
+
+    def spied(self: Any, nodes: Any) -> Any:
+        every.append(1)
+        return counted(self, nodes)
+
+    monkeypatch.setattr(victim_search._WholeGpuSlots, "_counted", spied)
+    statement = session.statement("consolidation", "")
+    answers = [slots.enough()]
+    totals = [slots._total]
+    for name in ("pg-p0", "pg-p2", "pg-p1"):
+        statement.evict(jobs[name].tasks[0], "test")
+        answers.append(slots.enough())
+        totals.append(slots._total)
+        assert slots._total == slots_counted_afresh(session, 2.0)
+    assert len(every) == 1
+    assert totals == [2.0, 2.0, 2.0, 3.0] and answers == [True] * 4
+    statement.discard()
+    assert slots.enough() and slots._total == 2.0 == slots_counted_afresh(session, 2.0)
+
+
+def test_whole_gpu_slots_count_every_node_once_the_change_log_is_out_of_reach() -> None:
+    session = open_session(at_its_limit())
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    slots = victim_search._WholeGpuSlots(session, list(jobs["pg-big1"].tasks))
+    assert slots.enough()
+    statement = session.statement("consolidation", "")
+    statement.evict(jobs["pg-p0"].tasks[0], "test")
+    statement.evict(jobs["pg-p1"].tasks[0], "test")
+    slots._seen = -1  # as if the log had been started afresh since (`NodeTable.changed_since`: None)
+    assert slots.enough() and slots._total == 3.0 == slots_counted_afresh(session, 2.0)
+
+
+def test_the_verify_mode_catches_slots_counted_wrong_at_the_nodes_changed() -> None:
+    session = open_session(at_its_limit())
+    session.verify_carried = True
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    slots = victim_search._WholeGpuSlots(session, list(jobs["pg-big1"].tasks))
+    assert slots.enough()
+    assert slots._slots is not None
+    slots._slots[0] += 1.0  # node a's count off by one (as a wrong update would leave it): so is the total
+    session.statement("consolidation", "").evict(jobs["pg-p0"].tasks[0], "test")
+    with pytest.raises(CarriedMismatch):
+        slots.enough()
+
+
+def test_the_victim_order_ranks_only_the_queues_with_a_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of departments d and e with two leaves each, only d's leaf x runs anything: the order ranks x and d,
+    keeps only their allocations, and hands out x's jobs in victim order all the same."""
+    objects: list[Any] = [
+        node("n", gpus=4),
+        queue("d"),
+        queue("e"),
+        queue("x", parent="d"),
+        queue("y", parent="d"),
+        queue("z", parent="e"),
+        queue("w", parent="e"),
+        pod("x0", "x", gpus=1, node_name="n", priority_class="train"),
+        pod("x1", "x", gpus=1, node_name="n", priority_class="build"),
+        pod("big", "z", gpus=4),
+    ]
+    session = open_session(objects)
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    orders: list[Any] = []
+    made = victim_order._VictimOrder.__init__
+
+    def kept(self: Any, *args: Any) -> None:
+        made(self, *args)
+        orders.append(self)
+
+    monkeypatch.setattr(victim_order._VictimOrder, "__init__", kept)
+    preemptor = jobs["pg-big"]
+    candidates = [jobs["pg-x0"], jobs["pg-x1"]]
+    units: Iterator[Any] = victim_order.order_victims(
+        session, "consolidation", preemptor, list(preemptor.tasks), candidates
+    )
+    assert [unit.job.name for unit in units] == ["pg-x0", "pg-x1"]
+    (order,) = orders
+    assert order.live == {"d", "x"} and order.live_roots == ["d"]
+    assert set(order.allocated) == set(order.taken) == {"d", "x"}
+    assert set(order.ranks) <= {"d", "x"}
+
+
+def test_a_units_gpus_are_worked_out_once_for_every_search_that_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The two searches of `at_its_limit` take the same four units from one shared order: each unit's GPUs
+    are worked out as the order hands it out, not again at each search's step."""
+    asked: list[list[str]] = []
+    request_of = victim_order.request_of
+
+    def counted(session: Session, tasks: list[Any]) -> Any:
+        asked.append([task.name for task in tasks])
+        return request_of(session, tasks)
+
+    monkeypatch.setattr(victim_order, "request_of", counted)
+    result = first_cycle(at_its_limit(), "allocate, consolidation")
+    assert result.counts["consolidation"].scenarios_simulated == 8
+    assert sorted(asked) == [["p0"], ["p1"], ["p2"], ["p3"]]
