@@ -811,9 +811,7 @@ class ProportionPlugin:
                 if victim_side is None or reclaimer_side is None:
                     sides[queue_name] = None
                 else:
-                    share = Resources(
-                        *(allocatable_share(victim_side, r, total.get(r)) for r in RESOURCE_NAMES)
-                    )
+                    share = Resources(*allocatable_shares(victim_side, total))
                     reclaimer_before = before.get(reclaimer_side.name, reclaimer_side.allocated)
                     within = _all_le(reclaimer_before.plus(request), _deserved(reclaimer_side, total))
                     sides[queue_name] = (victim_side, share, _deserved(victim_side, total), within)
@@ -1033,8 +1031,9 @@ def _amount(resource: str, value: float) -> str:
 
 def allocatable_share(queue: QueueInfo, resource: str, total: float) -> float:
     """min(limit, max(deserved, fairShare)); unlimited counts as the cluster's total."""
-    share = max(effective_deserved(queue, resource, total), queue.fair_share.get(resource))
-    return min(effective_limit(queue, resource), share)
+    return _allocatable(
+        queue.deserved.get(resource), queue.limit.get(resource), queue.fair_share.get(resource), total
+    )
 
 
 def allocatable_shares(queue: QueueInfo, total: Resources) -> tuple[float, float, float]:
