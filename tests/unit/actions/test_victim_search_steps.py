@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import config, node, open_session, pod, pod_group, queue, snapshot_of
-from kai_scheduler.actions.solvers import victim_order, victim_search
+from kai_scheduler.actions.solvers import victim_order, victim_scenarios, victim_search
 from kai_scheduler.cycle import Scheduler
 from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
@@ -235,3 +235,65 @@ def test_a_units_gpus_are_worked_out_once_for_every_search_that_takes_it(
     result = first_cycle(at_its_limit(), "allocate, consolidation")
     assert result.counts["consolidation"].scenarios_simulated == 8
     assert sorted(asked) == [["p0"], ["p1"], ["p2"], ["p3"]]
+
+
+def where_it_lands(
+    session: Session, name: str, *, evicted: tuple[str, ...] = ()
+) -> tuple[Any, Any, list[int]]:
+    """The scenario of job `name`'s pods with the pods of `evicted` (jobs' names) evicted on a statement, the
+    statement, and every placement the session makes from then on (by node: `Session.place` spied on)."""
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    statement = session.statement("reclaim", "")
+    for victim in evicted:
+        statement.evict(jobs[victim].tasks[0], "test")
+    preemptor = jobs[name]
+    scenario = victim_scenarios.Scenario(
+        "reclaim", preemptor, list(preemptor.tasks), lambda job, taken: True, str
+    )
+    placed: list[int] = []
+    place = session.state.place
+
+    def spied(task: Any, node: int, groups: Any, status: Any) -> None:
+        placed.append(node)
+        place(task, node, groups, status)
+
+    session.state.place = spied  # type: ignore[method-assign]
+    return scenario, statement, placed
+
+
+def test_a_one_pod_preemptor_is_not_placed_to_find_where_it_lands() -> None:
+    """A one-pod preemptor takes the node `choose_node` picks: the step asks that alone, and nothing is
+    placed (or left on the statement). With p0 and p1 gone, big1 fits node a (4 GPUs releasing or idle)
+    better than b (2 idle)."""
+    session = open_session(at_its_limit())
+    scenario, statement, placed = where_it_lands(session, "pg-big1", evicted=("pg-p0", "pg-p1"))
+    operations = statement.operations
+    chosen = session.choose_node(scenario.tasks[0])
+    assert chosen is not None
+    assert victim_search._nodes_it_takes(session, statement, scenario) == {chosen.node}
+    assert placed == [] and statement.operations == operations
+
+
+def test_a_gangs_pods_are_placed_to_find_where_they_land_and_taken_back() -> None:
+    """Two pods that fit nodes a and b only once p0 and p2 are gone: each is placed on the statement in
+    turn (where the first goes, the second no longer fits), then both are taken back."""
+    objects = [*at_its_limit()[:-2], pod_group("g", "q", min_member=2), pod("g-0", gpus=3, group="g")]
+    objects.append(pod("g-1", gpus=3, group="g"))
+    session = open_session(objects)
+    names = session.snapshot.nodes.names
+    scenario, statement, placed = where_it_lands(session, "g", evicted=("pg-p0", "pg-p2"))
+    operations = statement.operations
+    taken = victim_search._nodes_it_takes(session, statement, scenario)
+    assert taken is not None and sorted(names[node] for node in taken) == ["a", "b"]
+    assert sorted(placed) == sorted(taken) and statement.operations == operations
+
+
+def test_a_preemptor_that_fits_nowhere_lands_nowhere() -> None:
+    """A 3-GPU pod, alone or in a gang of two, on nodes with 2 GPUs idle each."""
+    for name in ("pg-big1", "g"):
+        objects = [*at_its_limit()[:-2], pod("big1", gpus=3), pod_group("g", "q", min_member=2)]
+        objects += [pod("g-0", gpus=3, group="g"), pod("g-1", gpus=3, group="g")]
+        session = open_session(objects)
+        scenario, statement, placed = where_it_lands(session, name)
+        assert victim_search._nodes_it_takes(session, statement, scenario) is None
+        assert placed == [] and statement.operations == 0

@@ -514,6 +514,25 @@ class _PreemptorCapacity:
         return self._session.check_job_capacity(self._preemptor, self._request)
 
 
+def _nodes_it_takes(session: Session, statement: Statement, scenario: Scenario) -> set[int] | None:
+    """The nodes the preemptor's pods take as the cluster is now (None: they do not fit), nothing of it left
+    on `statement`. A gang's pods are placed in turn (where one goes, the next may no longer fit) and taken
+    back. One pod, when nothing confines where it goes (no topology's node subsets, `Session.node_subsets`),
+    lands where `Session.choose_node` puts it, which is all that placing it would ask: it is not placed.
+    Why: most steps of a one-pod preemptor's accumulated search (after the node-by-node one) find where it
+    lands only to see that the scenario there was simulated already, and placing and taking back the pod
+    cost a third of finding its node."""
+    if len(scenario.tasks) == 1 and not session.points.node_subsets and session.allowed is None:
+        placed = session.choose_node(scenario.tasks[0])
+        return None if placed is None else {placed.node}
+    preemptor = scenario.preemptor
+    checkpoint = statement.checkpoint()
+    failure = pipeline_within_capacity(session, statement, preemptor, scenario.tasks, takes(preemptor))
+    taken = {task.node for task in scenario.tasks}
+    statement.rollback(checkpoint)
+    return None if failure is not None else taken
+
+
 def _try_scenario(
     session: Session,
     statement: Statement,
@@ -526,15 +545,12 @@ def _try_scenario(
     search would: with only the victim jobs that have a pod on the nodes the preemptor takes when every
     victim so far is gone (the others keep running, untouched). Unless committable, everything it did is
     rolled back (the evictions stay)."""
-    preemptor = scenario.preemptor
     if capacity.refuses():
         return Outcome.UNPLACEABLE
     checkpoint = statement.checkpoint()
-    if pipeline_within_capacity(session, statement, preemptor, scenario.tasks, takes(preemptor)) is not None:
-        statement.rollback(checkpoint)
+    taken_nodes = _nodes_it_takes(session, statement, scenario)
+    if taken_nodes is None:
         return Outcome.UNPLACEABLE
-    taken_nodes = {task.node for task in scenario.tasks}
-    statement.rollback(checkpoint)
     on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
     needed = [task for task in evicted if id(task.job) in on_those]
     if 0 <= scenario.max_victims < len(needed):
