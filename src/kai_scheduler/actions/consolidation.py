@@ -21,7 +21,7 @@ from kai_scheduler.actions.solvers.victim_order import (
 )
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario, stays_evicted
 from kai_scheduler.actions.solvers.victims import VictimAction
-from kai_scheduler.framework.gang import scheduling_signature, tasks_to_allocate
+from kai_scheduler.framework.gang import kept_tasks, next_signature
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
@@ -36,6 +36,7 @@ _SLICE = 64
 class Consolidation(VictimAction):
     name = "consolidation"
     gave_up = "moving running pods (at most maxConsolidationPreemptees) does not make room"
+    blocks_quietly = True  # (preemptibility and the free GPUs only answer)
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,6 +59,9 @@ class Consolidation(VictimAction):
         # The cluster's free and releasing GPUs in all, with the usage version they were summed at
         # (`_free_gpus`).
         self._free: tuple[NodeTable, int, float] | None = None
+        # Whether a queue's path has a limit (or the placement checks a queue's bounds), by leaf queue, for
+        # the session (`signature`).
+        self._limited: dict[str, bool] = {}
 
     def execute(self, session: Session) -> None:
         if session.config.max_consolidation_preemptees == 0:
@@ -67,6 +71,7 @@ class Consolidation(VictimAction):
         self._unindexed = None
         self._with_jobs = None
         self._considered_jobs = None
+        self._limited.clear()
         super().execute(session)
 
     def started(self, session: Session, candidates: list[JobInfo]) -> None:
@@ -108,18 +113,20 @@ class Consolidation(VictimAction):
     def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
         # resources to it), except through a limit on the queue's path, checked when the job is placed.
-        path = session.snapshot.queues.ancestry(job.queue)
-        limited = session.points.queue_bound_placement or any(
-            not is_unlimited(limit) for queue in path for limit in queue.limit.values()
-        )
-        reads = session.points.signature_reads
-        return (scheduling_signature(job, tasks, by_queue=False, reads=reads), job.queue if limited else None)
+        # (`tasks` are the job's next pods: its signature without the queue is the one kept with them.)
+        limited = self._limited.get(job.queue)
+        if limited is None:
+            path = session.snapshot.queues.ancestry(job.queue)
+            limited = self._limited[job.queue] = session.points.queue_bound_placement or any(
+                not is_unlimited(limit) for queue in path for limit in queue.limit.values()
+            )
+        return (next_signature(session, job, by_queue=False), job.queue if limited else None)
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if not job.preemptible:
             return True
         # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted).
-        if any(task.request.mig_instances for task in tasks_to_allocate(session, job)):
+        if any(task.request.mig_instances for task in kept_tasks(session, job)):
             return False
         return self._free_gpus(session) + EPSILON < request.gpu
 

@@ -263,10 +263,10 @@ class QueueOrderedJobs:
         self._start(keyed_by_leaf(session, jobs), ascending=False)
 
     @classmethod
-    def of_keyed(cls, session: Session, keyed: KeyedJobs) -> QueueOrderedJobs:
+    def of_keyed(cls, session: Session, keyed: KeyedJobs, depth: int | None = None) -> QueueOrderedJobs:
         """The job queue of the jobs `keyed` (each leaf's entries smallest first, keyed by this session's
         job order: a job's key moves only when it is pushed back), without keying them again."""
-        queue = cls(session, ())
+        queue = cls(session, (), depth)
         queue._start(keyed, ascending=True)
         return queue
 
@@ -536,6 +536,28 @@ def keyed_by_leaf(session: Session, jobs: Iterable[JobInfo]) -> KeyedJobs:
             entries = keyed[job.queue] = []
         entries.append((key_of(job), counter, job))
     return keyed
+
+
+def sorted_by_leaf(session: Session, jobs: Iterable[JobInfo]) -> KeyedJobs:
+    """`keyed_by_leaf`, each leaf's entries smallest first (for `QueueOrderedJobs.of_keyed`)."""
+    keyed = keyed_by_leaf(session, jobs)
+    for entries in keyed.values():
+        entries.sort()  # (entries never tie on their keys: see the module doc)
+    return keyed
+
+
+def handed_out_by_leaf(session: Session, keyed: KeyedJobs, depth: int | None) -> dict[str, list[JobInfo]]:
+    """The jobs a job queue of `keyed` (sorted: `sorted_by_leaf`) hands out of each leaf queue while no job
+    is pushed back, in the order it hands them out: each leaf's jobs in job order, at most `depth` of them
+    (a queue depth: distinct jobs), none of a queue the tree does not have as a leaf (it has no node to
+    hand them out from). Only how the leaves' jobs interleave depends on the queue order."""
+    queues = session.snapshot.queues
+    handed_out: dict[str, list[JobInfo]] = {}
+    for name, entries in keyed.items():
+        if name in queues and queues[name].is_leaf:
+            jobs = [job for _, _, job in entries]
+            handed_out[name] = jobs if depth is None else jobs[: max(depth, 0)]
+    return handed_out
 
 
 def with_pending(snapshot: ClusterSnapshot) -> list[JobInfo]:

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_nodes, order_victims
+from kai_scheduler.actions.solvers.victim_order import VictimEntry, VictimUnit, active_nodes, order_victims
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario
 from kai_scheduler.actions.solvers.victims import VictimAction
-from kai_scheduler.framework.gang import quota_request_of, tasks_to_allocate
+from kai_scheduler.framework.gang import kept_quota_request, kept_tasks
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import IntArray
@@ -25,6 +25,7 @@ from kai_scheduler.model.resources import Resources
 class Preempt(VictimAction):
     name = "preempt"
     gave_up = "evicting lower-priority preemptible jobs of its queue does not make room"
+    blocks_quietly = True  # (the quota check only answers)
 
     def __init__(self) -> None:
         super().__init__()
@@ -35,7 +36,7 @@ class Preempt(VictimAction):
 
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         # KAI's capacity policy weighs gpu-memory with the largest GPU, not the smallest `request` has.
-        quota_request = quota_request_of(session, tasks_to_allocate(session, job))
+        quota_request = kept_quota_request(session, kept_tasks(session, job))
         return session.check_quota(job, quota_request) is not None
 
     def started(self, session: Session, candidates: list[JobInfo]) -> None:
@@ -47,20 +48,11 @@ class Preempt(VictimAction):
             self._by_priority.pop(job.queue, None)
             self._nodes_by_priority.pop(job.queue, None)
 
+    def refused_unsearched(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
+        return not self._lower_within_reach(session, job, tasks)
+
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
-        if (
-            not self.by_queue.get(job.queue)
-            or self._none_lower(job)
-            or self._none_lower_within_reach(session, job, tasks)
-        ):
-            return False
-        # Only jobs of lower priority may go: cut them out of the heap (sorted, so still a heap) before
-        # ordering, rather than pass over every job of equal or higher priority in each attempt.
-        heap = [
-            entry
-            for entry in self.heaps(session, [job.queue], tasks)[job.queue]
-            if entry[2].priority < job.priority
-        ]
+        heap = self._lower_within_reach(session, job, tasks)
         if not heap:
             return False
 
@@ -71,6 +63,23 @@ class Preempt(VictimAction):
             return f"preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
 
         return self.solve(session, Scenario(self.name, job, tasks, _no_rule, reason), victims)
+
+    def _lower_within_reach(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> list[VictimEntry]:
+        """The candidates of the job's queue of a lower priority with a pod on a node its pods may use, as
+        a heap (none: the attempt searches for nothing)."""
+        if (
+            not self.by_queue.get(job.queue)
+            or self._none_lower(job)
+            or self._none_lower_within_reach(session, job, tasks)
+        ):
+            return []
+        # Only jobs of lower priority may go: cut them out of the heap (sorted, so still a heap) before
+        # ordering, rather than pass over every job of equal or higher priority in each attempt.
+        return [
+            entry
+            for entry in self.heaps(session, [job.queue], tasks)[job.queue]
+            if entry[2].priority < job.priority
+        ]
 
     def _none_lower(self, job: JobInfo) -> bool:
         """Whether no candidate of the job's queue has a lower priority (then none on the nodes the job may
