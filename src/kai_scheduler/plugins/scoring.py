@@ -232,10 +232,10 @@ class NodePlacementPlugin(_ScoringPlugin):
     def ranks_by(self, nodes: NodeTable) -> ranked_nodes.RanksBy | None:
         """Binpack ranks by what is not allocated (`_score`): the less, the higher the score, scaled
         between the candidates' lowest and highest. That value is what `fit` compares a CPU-only pod's CPU
-        with (free soon), and at least the whole GPUs it compares a GPU pod's with, so a node valued below
-        the pod's ask less `EPSILON` cannot hold the pod. While nothing is being released, it is also at
-        least a node's free whole GPUs and the room of its roomiest shared GPU, one of which must hold a
-        fraction's portion (`fit`)."""
+        with (free soon), so a node valued below the pod's ask less `EPSILON` cannot hold the pod. While
+        nothing is being released, it is also at least the whole GPUs `fit` compares a GPU pod's with, and
+        at least a node's free whole GPUs and the room of its roomiest shared GPU, one of which must hold a
+        fraction's portion (`fit`); while something is, a GPU pod is not ranked (see `ranks`)."""
         rankings = {
             gpus: ranked_nodes.Ranking(
                 ("not-allocated", gpus),
@@ -254,6 +254,11 @@ class NodePlacementPlugin(_ScoringPlugin):
                 return None
             if self.cpu_avoids_idle_gpus and not gpus:
                 return None  # ranked by idle GPUs first
+            if gpus and nodes.anything_releasing():
+                # A fractional pod pipelined onto a shared GPU's releasing part leaves that GPU's room now
+                # below zero, and the shared GPUs' room counts in the value: a node may then hold the pod
+                # soon (free plus releasing whole GPUs) while valued below its floor.
+                return None
             least = request.whole_gpus if gpus else request.cpu
             shared = request.shared_gpu
             if shared is not None and shared.fraction > 0 and not nodes.anything_releasing():
