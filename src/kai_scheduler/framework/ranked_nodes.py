@@ -15,7 +15,8 @@ nodes of one value, and reads the candidates only through their lowest and highe
 node valued below the pod's floor cannot hold it. A sparse scorer names a per-node value (a `Ranking`'s)
 and a floor, and promises a score of 0 at every node not valued above 0 or valued below the floor, and
 elsewhere a score of 0 or more that reads that node alone (gpusharingorder: a shared GPU with room for a
-shared-GPU pod).
+shared-GPU pod; nodeavailability while something is being released: idle whole GPUs that hold a whole-GPU
+pod, where it may fit now).
 What a scorer says (`constant_for`, `ranks_by`, `sparse_on`) reads of the pod only its request, its
 placement constraints and its nominated node, and of the session only whether anything is being released
 (`NodeTable.anything_releasing`): it is asked once per pod shape of these in a session (`_ranking`). A
@@ -43,7 +44,9 @@ ranking scorer's still see the lowest and highest value.
 Where it gives up (the caller then finds and scores the candidates as before, the same choice): a scorer
 that says neither, none or several ranking, a session confined to some nodes (topology), a pod whose
 static predicates pass fewer than half the nodes (a selector: the index would be walked past many nodes),
-or more than `BUDGET` nodes looked at for one pod (S's included).
+more than `BUDGET` nodes looked at for one pod (S's included), or, while something is being released, a
+candidate among the nodes where the ranking's floor does not hold (`Ranking.below_floor`: binpack's value
+is less than the whole GPUs free soon where shared GPUs are overcommitted).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from __future__ import annotations
 import bisect
 import enum
 import itertools
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -109,6 +112,12 @@ class Ranking:
     # of a pod the index gave up on are read alone (`best_of_rows`), where bringing a kept per-node array
     # up to date copies it whole.
     values_at: Callable[[IntArray], FloatArray] | None = None
+    # The nodes where one valued below a pod's floor may yet hold it, as the table stands (None: at no
+    # node), asked of each pod while something is being released: a pod with a candidate among them is
+    # not decided here. Why: binpack's value of a node is less than its whole GPUs free soon where its
+    # shared GPUs are overcommitted (`NodeTable.overcommitted`), which only pipelining onto releasing
+    # capacity does, on a few nodes.
+    below_floor: Callable[[], Collection[int]] | None = None
 
     def values_of_rows(self, rows: IntArray) -> FloatArray:
         """The values at `rows`."""
@@ -172,7 +181,7 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     asked = _asked_for(session, kept, task)
     if asked is None:
         return UNDECIDED
-    looks, index, floor, sparse, summed, refused, shape_masks = asked
+    looks, index, floor, sparse, summed, refused, shape_masks, below_floor = asked
     if refused is None:
         refused = session.refused_everywhere(task)
     elif session.verify_carried:
@@ -183,6 +192,8 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         return _best_found(session, index, summed, task)
     looks.begin(session.rest_masks(task, shape_masks), kept.stamps, position)
     try:
+        if below_floor is not None and looks.any_of(below_floor()):
+            return UNDECIDED
         scored = (
             [node for on, least in sparse for node in _scored_sparsely(on.caught_up(), least, looks)]
             if sparse
@@ -255,6 +266,7 @@ _Asked = (
         "_Summed",
         bool | None,
         list[BoolArray],
+        Callable[[], Collection[int]] | None,
     ]
     | None
 )
@@ -312,8 +324,9 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
     """What `best_node` works with for `task`: what asks its shape's nodes (`_Looks`, with the nodes passing
     the pod's static predicates), the index of the one ranking, the pod's floor, the sparse scorers'
     indexes and floors, the sums, whether a pre-predicate refuses the pod when that reads its shape
-    alone (`Session.refusal_reads_shape`; None: asked of each pod), and the masks of the per-pod
-    predicates that read its shape alone (`Session.shape_rest_masks`); None when the shortcut does not apply
+    alone (`Session.refusal_reads_shape`; None: asked of each pod), the masks of the per-pod predicates
+    that read its shape alone (`Session.shape_rest_masks`), and while something is being released where
+    the ranking's floor may not hold (`Ranking.below_floor`); None when the shortcut does not apply
     (`_ranking`, `_wide`). Kept by request, placement constraints, nominated node and whether anything is
     being released (all that `_ranking` reads; `_wide` and the static predicates read the placement
     alone) while the node table stays: one look-up a pod rather than one per question (the indexes are
@@ -338,6 +351,7 @@ def _asked_for(session: Session, kept: _Kept, task: TaskInfo) -> _Asked:
         summed,
         session.refused_everywhere(task) if session.refusal_reads_shape() else None,
         session.shape_rest_masks(task),
+        ranking.below_floor if key[3] else None,  # (asked while something is being released)
     )
     return answer
 
@@ -405,11 +419,19 @@ def _best_of_listed(
 
 def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[int]:
     """The candidates valued above 0 and at or above `floor` by `index` (those a sparse scorer may
-    score)."""
-    values = index.values
+    score); given up at once when more than `BUDGET` nodes are so valued. Why: nearly all of them are
+    candidates, so the walk would look at `BUDGET` of them and give up (a one-GPU pod pipelined on a half
+    full cluster, whose nodes with an idle GPU nodeavailability may score)."""
+    values, members = index.values, index.members
+    start = max(bisect.bisect_right(values, 0.0), bisect.bisect_left(values, floor))
+    valued = 0
+    for at in range(start, len(values)):
+        valued += members[values[at]].size
+    if valued > BUDGET:
+        raise _GiveUp
     found: list[int] = []
-    for at in range(max(bisect.bisect_right(values, 0.0), bisect.bisect_left(values, floor)), len(values)):
-        found += looks.every(index.members[values[at]])
+    for at in range(start, len(values)):
+        found += looks.every(members[values[at]])
     return found
 
 
@@ -638,6 +660,13 @@ class _Looks:
         if found is None or self._stamps[node] > found:
             return False
         return not self._rest or all(mask.item(node) for mask in self._rest)
+
+    def any_of(self, nodes: Collection[int]) -> bool:
+        """Whether any of `nodes` is a candidate."""
+        for node in nodes:  # noqa: SIM110 - a loop: the builtin and a generator cost more
+            if self._passes(node):
+                return True
+        return False
 
     def every(self, members: _Members) -> list[int]:
         """The candidates of `members`, in index order."""

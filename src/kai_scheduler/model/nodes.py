@@ -182,6 +182,8 @@ class NodeTable:
         self.shared_free_soon = np.zeros(n)
         self.groups: dict[int, list[GpuGroup]] = {}
         self.group_by_id: dict[str, GpuGroup] = {}
+        # The nodes whose shared GPUs' unused parts sum below zero (`overcommitted`).
+        self._overcommitted: set[int] = set()
         # Every node whose usage changed, in order (a node may repeat), and the fit masks computed so
         # far with how much of that log they had seen: a mask is brought up to date by re-checking only
         # the nodes changed since (placing a pod changes one node), see `fit`.
@@ -265,6 +267,7 @@ class NodeTable:
         table._empty = None
         table._rooms_now = {}
         table._rooms_soon = {}
+        table._overcommitted = set(self._overcommitted)
         return table
 
     def respecify(self, specs: Mapping[int, NodeSpecInfo]) -> None:
@@ -313,6 +316,7 @@ class NodeTable:
         for name in self.USAGE_COLUMNS:
             getattr(self, name)[node] = 0
         self.free_gpus[node] = self.cap_gpus[node]
+        self._overcommitted.discard(node)
         for group in self.groups.pop(node, ()):
             del self.group_by_id[group.group_id]
 
@@ -490,6 +494,13 @@ class NodeTable:
         or None when the log no longer reaches back that far (any node may have changed)."""
         start = position - self._changes_dropped
         return None if start < 0 else self._changes[start:]
+
+    def overcommitted(self) -> set[int]:
+        """The nodes whose shared GPUs are promised more than they have (not to be changed): a pod pipelined
+        onto the part of a shared GPU that a releasing holder gives back (`GpuGroup.free_soon`), that
+        holder still on it. There the unused parts of the node's shared GPUs (`shared_free_total`) sum
+        below zero, and what is not allocated (`not_allocated`) is less than its whole GPUs free soon."""
+        return self._overcommitted
 
     def anything_releasing(self) -> bool:
         """Whether any node has resources being released (only then can fitting soon differ from fitting
@@ -895,6 +906,10 @@ class NodeTable:
                 best_soon = max(best_soon, now + group.releasing)
         self.shared_free_now[node] = best_now
         self.shared_free_total[node] = total_now
+        if total_now < 0.0:
+            self._overcommitted.add(node)
+        elif self._overcommitted:
+            self._overcommitted.discard(node)
         self.shared_free_soon[node] = best_soon
         change = fully_releasing - self._rel_group_gpus[node]
         if change:

@@ -90,10 +90,40 @@ class NodeAvailabilityPlugin(_ScoringPlugin):
     def constant_for(self, nodes: NodeTable) -> Callable[[TaskInfo], bool] | None:
         return lambda task: not nodes.anything_releasing()
 
+    def sparse_on(self, nodes: NodeTable) -> ranked_nodes.SparseOn | None:
+        """While something is being released, a pod of whole GPUs alone (no shared GPU) fits now only at
+        nodes whose idle whole GPUs hold its GPUs, and whether it fits there reads that node alone
+        (`NodeTable.node_fits`): it scores only there, by their idle whole GPUs (`ranked_nodes`). Why: the
+        victim actions place pods pipelined onto releasing capacity, and every candidate of each was
+        found and scored over the whole cluster."""
+        idle = ranked_nodes.Ranking(
+            "idle-whole-gpus",
+            lambda: nodes.free_gpus,
+            lambda node: nodes.free_gpus.item(node),
+            scores_at_rows=partial(availability_scores, nodes),
+        )
+
+        def sparse(task: TaskInfo) -> tuple[ranked_nodes.Ranking, float] | None:
+            request = task.request
+            if request.whole_gpus < 1 or request.shared_gpu is not None:
+                return None
+            return idle, request.whole_gpus - EPSILON
+
+        return sparse
+
     def score(self, nodes: NodeTable, task: TaskInfo, rows: IntArray) -> FloatArray | float:
         if not nodes.anything_releasing():
             return AVAILABILITY  # the candidates fit soon, and nothing is released: they all fit now
         return np.where(nodes.fit(task.request, soon=False)[rows], AVAILABILITY, 0.0)
+
+
+def availability_scores(nodes: NodeTable, task: TaskInfo, rows: list[int]) -> list[float] | float:
+    """nodeavailability's scores of the candidates `rows` (`NodeAvailabilityPlugin.score`) in plain floats:
+    whether the pod fits now asked of each node (`node_fits` answers as `fit` does), so the same scores."""
+    if not nodes.anything_releasing():
+        return AVAILABILITY
+    request, fits = task.request, nodes.node_fits
+    return [AVAILABILITY if fits(request, row, soon=False) else 0.0 for row in rows]
 
 
 class ResourceTypePlugin(_ScoringPlugin):
@@ -232,10 +262,12 @@ class NodePlacementPlugin(_ScoringPlugin):
     def ranks_by(self, nodes: NodeTable) -> ranked_nodes.RanksBy | None:
         """Binpack ranks by what is not allocated (`_score`): the less, the higher the score, scaled
         between the candidates' lowest and highest. That value is what `fit` compares a CPU-only pod's CPU
-        with (free soon), so a node valued below the pod's ask less `EPSILON` cannot hold the pod. While
-        nothing is being released, it is also at least the whole GPUs `fit` compares a GPU pod's with, and
-        at least a node's free whole GPUs and the room of its roomiest shared GPU, one of which must hold a
-        fraction's portion (`fit`); while something is, a GPU pod is not ranked (see `ranks`)."""
+        with (free soon), so a node valued below the pod's ask less `EPSILON` cannot hold the pod. It is
+        also at least the whole GPUs `fit` compares a GPU pod's with, but where a fractional pod pipelined
+        onto a shared GPU's releasing part left that GPU's room now below zero (`below_floor`: the nodes
+        `NodeTable.overcommitted`, asked while something is being released). While nothing is being
+        released, it is also at least a node's free whole GPUs and the room of its roomiest shared GPU, one
+        of which must hold a fraction's portion (`fit`)."""
         rankings = {
             gpus: ranked_nodes.Ranking(
                 ("not-allocated", gpus),
@@ -243,6 +275,7 @@ class NodePlacementPlugin(_ScoringPlugin):
                 nodes.gpus_not_allocated_of if gpus else nodes.cpu_not_allocated_of,
                 binpack_scores,
                 values_at=partial(nodes.not_allocated_at, gpus=gpus),
+                below_floor=nodes.overcommitted if gpus else None,
             )
             for gpus in (False, True)
         }
@@ -254,11 +287,6 @@ class NodePlacementPlugin(_ScoringPlugin):
                 return None
             if self.cpu_avoids_idle_gpus and not gpus:
                 return None  # ranked by idle GPUs first
-            if gpus and nodes.anything_releasing():
-                # A fractional pod pipelined onto a shared GPU's releasing part leaves that GPU's room now
-                # below zero, and the shared GPUs' room counts in the value: a node may then hold the pod
-                # soon (free plus releasing whole GPUs) while valued below its floor.
-                return None
             least = request.whole_gpus if gpus else request.cpu
             shared = request.shared_gpu
             if shared is not None and shared.fraction > 0 and not nodes.anything_releasing():

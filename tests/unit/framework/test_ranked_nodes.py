@@ -452,6 +452,64 @@ def test_what_the_scorers_say_for_a_shape_is_asked_again_once_something_is_relea
     assert one_then_another(objects, "p", "p-again", evict) == ["c", "c"]
 
 
+def test_while_something_is_released_a_whole_gpu_pod_is_placed_through_the_index_where_it_fits_now() -> None:
+    """While pods are being released, nodeavailability scores a whole-GPU pod only at nodes whose idle
+    whole GPUs hold it (a sparse scorer): the index decides, and sends the pod to c, the fullest node
+    where it fits now, rather than to a or b (fuller, but free only once their pods are gone), as
+    scoring every candidate does."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("leaving-a", gpus=1, node_name="a")]
+    objects += [pod("busy-b", gpus=6, node_name="b"), pod("leaving-b", gpus=2, node_name="b")]
+    objects += [pod("busy-c", gpus=5, node_name="c"), pod("p", gpus=1)]
+    session = open_session(objects)
+    statement = session.statement("reclaim")
+    statement.evict(session.snapshot.tasks["default/leaving-a"], "test")
+    statement.evict(session.snapshot.tasks["default/leaving-b"], "test")
+    task, names = session.snapshot.tasks["default/p"], session.snapshot.nodes.names
+    found = ranked_nodes.best_node(session, task)
+    assert not isinstance(found, ranked_nodes.Undecided)
+    ranked_nodes.ENABLED = False
+    try:
+        placed = session.choose_node(task)
+    finally:
+        ranked_nodes.ENABLED = True
+    assert placed is not None
+    assert names[found] == names[placed.node] == "c"
+
+
+def _overcommitted_beside(session: Session) -> None:
+    """Node a's shared GPU promised more than it has: keep (0.5) and leave (0.25) on it, leave evicted,
+    and new (0.5) pipelined onto the part leave gives back; and the whole-GPU pods gone-a and gone-b
+    evicted."""
+    tasks, index = session.snapshot.tasks, session.snapshot.nodes.index
+    statement = session.statement("reclaim")
+    for name in ("keep", "leave"):
+        statement.allocate(tasks[f"default/{name}"], index["a"], ("a-gpu",), "test")
+    for name in ("leave", "gone-a", "gone-b"):
+        statement.evict(tasks[f"default/{name}"], "test")
+    statement.pipeline(tasks["default/new"], index["a"], ("a-gpu",), "test")
+
+
+def test_an_overcommitted_candidate_below_the_pods_floor_is_not_passed_over() -> None:
+    """Where a shared GPU is overcommitted, what binpack ranks a node by is less than its whole GPUs free
+    soon: a (6 GPUs busy, one shared, one being released: 0.75 not allocated) holds a one-GPU pod once
+    gone-a is gone, below the pod's floor. No node holds the pod now, so binpack decides, and a, the
+    fullest, wins; the index, which walks from the floor (b, 1 not allocated), stands aside."""
+    objects: list[ApiObject] = [queue("q"), node("a", gpus=8), node("b", gpus=8)]
+    objects += [pod("busy-a", gpus=6, node_name="a"), pod("gone-a", gpus=1, node_name="a")]
+    objects += [pod("busy-b", gpus=7, node_name="b"), pod("gone-b", gpus=1, node_name="b")]
+    objects += [pod(name, fraction=0.5) for name in ("keep", "new")]
+    objects += [pod("leave", fraction=0.25), pod("p", gpus=1)]
+    session = open_session(objects)
+    _overcommitted_beside(session)
+    nodes = session.snapshot.nodes
+    assert nodes.overcommitted() == {nodes.index["a"]}
+    task = session.snapshot.tasks["default/p"]
+    assert isinstance(ranked_nodes.best_node(session, task), ranked_nodes.Undecided)
+    placed = session.choose_node(task)
+    assert placed is not None and nodes.names[placed.node] == "a"
+
+
 def test_constant_scores_kept_for_a_shape_are_added_where_their_scorers_stand() -> None:
     """Scorers constant for every pod, asked once per shape, still add up in scorer order: 1e16 and then
     -1e16 after binpack round binpack's 9 (b, fullest) and 7.2 (a) to one value, so a (the first name)

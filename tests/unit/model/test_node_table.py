@@ -248,6 +248,25 @@ def test_multi_device_fraction_needs_that_many_gpus() -> None:
     assert len(t.shared_candidates(0, 0.5, soon=False)) == 1
 
 
+def test_a_shared_gpu_promised_more_than_it_has_marks_its_node_overcommitted_until_it_is_not() -> None:
+    """A pod pipelined onto the part of a shared GPU a releasing holder gives back, that holder still on
+    it: the GPU's unused parts sum below zero, and the node is overcommitted until the holder leaves (a
+    copy keeps its own; a cleared node is not)."""
+    t = table(node("n0", gpus=2), node("n1", gpus=2))
+    t.join_group(0, "g1", "default/keep", 0.5, releasing=False)
+    t.join_group(0, "g1", "default/leave", 0.25, releasing=True)
+    assert t.overcommitted() == set()
+    t.join_group(0, "g1", "default/new", 0.5, releasing=False)  # 1.25 of one GPU
+    assert t.shared_free_total[0] == pytest.approx(-0.25)
+    assert t.overcommitted() == {0}
+    copy = t.copy()
+    t.leave_group("g1", "default/leave", releasing=True)
+    assert t.overcommitted() == set()
+    assert copy.overcommitted() == {0}
+    copy.clear_node(0)
+    assert copy.overcommitted() == set()
+
+
 def test_idle_gpus_total_counts_free_parts_of_shared_gpus() -> None:
     t = table(node("n0", gpus=4))
     t.join_group(0, "g1", "default/a", 0.25, releasing=False)
@@ -532,6 +551,7 @@ def test_anything_releasing_kept_across_changes_is_what_a_fresh_look_finds(seed:
             answer = t.anything_releasing()
             assert answer == t.copy().anything_releasing()
             answers.add(answer)
+        assert t.overcommitted() == set(np.flatnonzero(t.shared_free_total < 0.0).tolist())
     assert answers == {False, True}
 
 

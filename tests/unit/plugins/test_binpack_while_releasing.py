@@ -1,6 +1,7 @@
 """Binpack's ranking (`NodePlacementPlugin.ranks_by`) while something is being released: a node that holds a
-GPU pod soon may be valued below the pod's floor, so a GPU pod is not ranked then, and `choose_node` picks
-what scoring every candidate picks (what `ranked_nodes` must always give)."""
+GPU pod soon may be valued below the pod's floor where a shared GPU is overcommitted, so the ranked index
+stands aside for a pod with a candidate there (`Ranking.below_floor`), and `choose_node` picks what scoring
+every candidate picks (what `ranked_nodes` must always give)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.config import DEFAULT_PLUGINS
 from kai_scheduler.framework.session import Session
 
-# The default plugins but nodeavailability, whose scores while something is released make `ranked_nodes`
-# give up for every pod anyway (a configuration may leave it out).
+# The default plugins but nodeavailability (a configuration may leave it out): binpack alone decides.
 WITHOUT_NODE_AVAILABILITY = [name for name in DEFAULT_PLUGINS if name != "nodeavailability"]
 
 
