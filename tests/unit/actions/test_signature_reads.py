@@ -1,9 +1,9 @@
-"""Allocate's shortcuts (an attempt shaped like one that failed is not made again) hold only where the
-attempts would fare alike: what a node filter reads of a pod beyond its request and placement is part of
-its shape. Pods that differ only in an annotation an accounted `podAnnotation` source counts are not alike
-(one over its limit does not hold back a smaller one), nor are gpu-memory pods of queues whose limits
-weigh their memory differently on each node (one queue's pod without room does not hold back another
-queue's)."""
+"""Allocate's and the victim actions' shortcuts (an attempt shaped like one that failed is not made
+again) hold only where the attempts would fare alike: what a node filter reads of a pod beyond its request
+and placement is part of its shape. Pods that differ only in an annotation an accounted `podAnnotation`
+source counts are not alike (one over its limit does not hold back a smaller one, in allocate or in
+reclaim), nor are gpu-memory pods of queues whose limits weigh their memory differently on each node (one
+queue's pod without room does not hold back another queue's)."""
 
 from __future__ import annotations
 
@@ -67,3 +67,38 @@ def test_a_gpu_memory_pod_without_room_in_one_queue_does_not_hold_back_another_q
     pods = pods_by_name(document)
     assert pods["limited-0"]["phase"] == "Pending"
     assert (pods["free-0"]["phase"], pods["free-0"].get("node")) == ("Running", "a-small")
+
+
+def test_a_reclaimer_over_its_annotation_limit_does_not_hold_back_a_smaller_one() -> None:
+    # team-a deserves 2 of n0's 3 GPUs and holds 1 (big-0, 80 of its 100 gpu-compute); team-b holds 2 and
+    # deserves none. big-1 (80) would take team-a to 160: reclaim passes it over. small-0 (20), alike in
+    # all but the annotation, takes 100 and may reclaim a GPU from team-b.
+    accounted = _objects(
+        """
+apiVersion: scheduling.run.ai/v1alpha1
+kind: AccountedResource
+metadata: {name: gpu-compute}
+spec: {sources: [{podAnnotation: {key: gpu-compute, unit: percent}}]}
+""",
+        """
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec:
+  resources: {gpu: {quota: 2, limit: -1}, cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}}
+  accountedResources: [{resourceRef: gpu-compute, limit: "100"}]
+""",
+    )
+    running = [
+        pod("big-0", "team-a", gpus=1, annotations={"gpu-compute": "80"}, node_name="n0", phase="Running"),
+        *(pod(f"b-{i}", "team-b", gpus=1, node_name="n0", phase="Running") for i in range(2)),
+    ]
+    pending = [
+        pod(name, "team-a", gpus=1, annotations={"gpu-compute": compute})
+        for name, compute in (("big-1", "80"), ("small-0", "20"))
+    ]
+    objects = [*accounted, queue("team-b", gpu=0), node("n0", gpus=3), *running, *pending]
+    document = simulate(objects, config(actions="allocate, reclaim"), cycles=3)
+    pods = pods_by_name(document)
+    assert (pods["small-0"]["phase"], pods["big-1"]["phase"]) == ("Running", "Pending")
+    assert sorted(pods[name]["evictions"] for name in ("b-0", "b-1")) == [0, 1]

@@ -37,7 +37,6 @@ from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import (
     next_request,
     next_signature,
-    scheduling_signature,
     tasks_to_allocate,
 )
 from kai_scheduler.framework.job_memos import CarriedMismatch
@@ -482,12 +481,10 @@ class VictimAction(ABC):
 
     def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
         """Jobs with equal signatures fare alike in this action within a cycle (see
-        `scheduling_signature`; `tasks` are the job's next pods, `tasks_to_allocate`). It reads nothing
-        more of the pods (`ExtensionPoints.signature_reads`): where the session's signatures read nothing
-        more either, it is the one kept with the job's next pods (`next_signature`, made by allocate for
-        most jobs), not worked out again for each of the three actions."""
-        if session.points.signature_reads:
-            return scheduling_signature(job, tasks)
+        `scheduling_signature`; `tasks` are the job's next pods, `tasks_to_allocate`): the one kept with
+        those pods (`next_signature`, made by allocate for most jobs), with what node filters and capacity
+        checks read of them beyond their requests (`ExtensionPoints.signature_reads`: a pod over its
+        annotation limit fails where one alike but for the annotation may not)."""
         return next_signature(session, job)
 
     def refused_unsearched(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
