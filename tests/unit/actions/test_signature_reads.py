@@ -21,25 +21,34 @@ def _objects(*documents: str) -> list[Any]:
     return [parse_object(yaml.safe_load(text), "test", i + 1) for i, text in enumerate(documents)]
 
 
-def test_a_pod_over_its_annotation_limit_does_not_hold_back_a_smaller_one() -> None:
-    # gpu-compute counts the pods' gpu-compute annotation; team-a may hold 100. big-0 (80) runs, big-1
-    # (80) would take it to 160 and waits; small-0 (20), alike in all but the annotation, fits (100).
-    accounted = _objects(
+def _team_a_counting_compute(*, gpu_quota: float) -> list[Any]:
+    """gpu-compute, counting the pods' gpu-compute annotation (percent), and queue team-a that may hold
+    100 of it, with `gpu_quota` GPUs deserved (-1: none set)."""
+    return _objects(
         """
 apiVersion: scheduling.run.ai/v1alpha1
 kind: AccountedResource
 metadata: {name: gpu-compute}
 spec: {sources: [{podAnnotation: {key: gpu-compute, unit: percent}}]}
 """,
-        """
+        f"""
 apiVersion: scheduling.run.ai/v2
 kind: Queue
-metadata: {name: team-a}
+metadata: {{name: team-a}}
 spec:
-  resources: {gpu: {quota: -1, limit: -1}, cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}}
-  accountedResources: [{resourceRef: gpu-compute, limit: "100"}]
+  resources:
+    gpu: {{quota: {gpu_quota}, limit: -1}}
+    cpu: {{quota: -1, limit: -1}}
+    memory: {{quota: -1, limit: -1}}
+  accountedResources: [{{resourceRef: gpu-compute, limit: "100"}}]
 """,
     )
+
+
+def test_a_pod_over_its_annotation_limit_does_not_hold_back_a_smaller_one() -> None:
+    # gpu-compute counts the pods' gpu-compute annotation; team-a may hold 100. big-0 (80) runs, big-1
+    # (80) would take it to 160 and waits; small-0 (20), alike in all but the annotation, fits (100).
+    accounted = _team_a_counting_compute(gpu_quota=-1)
     pods = [
         pod(name, "team-a", gpus=1, annotations={"gpu-compute": compute})
         for name, compute in (("big-0", "80"), ("big-1", "80"), ("small-0", "20"))
@@ -73,22 +82,7 @@ def test_a_reclaimer_over_its_annotation_limit_does_not_hold_back_a_smaller_one(
     # team-a deserves 2 of n0's 3 GPUs and holds 1 (big-0, 80 of its 100 gpu-compute); team-b holds 2 and
     # deserves none. big-1 (80) would take team-a to 160: reclaim passes it over. small-0 (20), alike in
     # all but the annotation, takes 100 and may reclaim a GPU from team-b.
-    accounted = _objects(
-        """
-apiVersion: scheduling.run.ai/v1alpha1
-kind: AccountedResource
-metadata: {name: gpu-compute}
-spec: {sources: [{podAnnotation: {key: gpu-compute, unit: percent}}]}
-""",
-        """
-apiVersion: scheduling.run.ai/v2
-kind: Queue
-metadata: {name: team-a}
-spec:
-  resources: {gpu: {quota: 2, limit: -1}, cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}}
-  accountedResources: [{resourceRef: gpu-compute, limit: "100"}]
-""",
-    )
+    accounted = _team_a_counting_compute(gpu_quota=2)
     running = [
         pod("big-0", "team-a", gpus=1, annotations={"gpu-compute": "80"}, node_name="n0", phase="Running"),
         *(pod(f"b-{i}", "team-b", gpus=1, node_name="n0", phase="Running") for i in range(2)),
