@@ -297,3 +297,83 @@ def test_a_preemptor_that_fits_nowhere_lands_nowhere() -> None:
         scenario, statement, placed = where_it_lands(session, name)
         assert victim_search._nodes_it_takes(session, statement, scenario) is None
         assert placed == [] and statement.operations == 0
+
+
+def gang_beside_a_full_node() -> list[Any]:
+    """`at_its_limit`'s nodes a and b (2 of 4 GPUs taken each), node c running four single-GPU pods of
+    queue r, and a gang g of queue q: two 3-GPU pods."""
+    objects: list[Any] = [*at_its_limit()[:-2], node("c", gpus=4)]
+    objects += [pod(f"c{i}", "r", gpus=1, node_name="c") for i in range(4)]
+    gang = [pod_group("g", "q", min_member=2), *[pod(f"g-{i}", gpus=3, group="g") for i in range(2)]]
+    return [*objects, *gang]
+
+
+def landing_of_g(monkeypatch: pytest.MonkeyPatch, session: Session) -> tuple[Any, Any, Any, list[int]]:
+    """g's `_Landing` with p0 and p2 evicted, the statement, a function evicting a job's pod on it, and a
+    list counting the pods placed to find where g lands (`_nodes_it_takes`)."""
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    scenario, statement, _ = where_it_lands(session, "g", evicted=("pg-p0", "pg-p2"))
+    found: list[int] = []
+    takes = victim_search._nodes_it_takes
+
+    def counted(*args: Any) -> Any:
+        found.append(1)
+        return takes(*args)
+
+    monkeypatch.setattr(victim_search, "_nodes_it_takes", counted)
+
+    def evict(name: str) -> None:
+        statement.evict(jobs[name].tasks[0], "test")
+
+    return victim_search._Landing(session, scenario), statement, evict, found
+
+
+def test_where_a_gang_lands_is_kept_while_only_nodes_none_of_its_pods_fits_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """g lands on a and b (3 GPUs free or releasing each). Evicting c0 then c1 leaves c short of 3 GPUs:
+    where g lands is kept; with c2 gone too, a pod of g fits c, and it is found again (at a and b still:
+    the nodes come first by name when they score alike)."""
+    session = open_session(gang_beside_a_full_node())
+    names = session.snapshot.nodes.names
+    landing, statement, evict, found = landing_of_g(monkeypatch, session)
+    answers = []
+    for victim in (None, "pg-c0", "pg-c1", "pg-c2"):
+        if victim is not None:
+            evict(victim)
+        taken = landing.nodes(statement)
+        assert taken is not None
+        answers.append(sorted(names[node] for node in taken))
+        landing.settled()
+    assert answers == [["a", "b"]] * 4
+    assert len(found) == 2
+
+
+def test_where_a_gang_lands_is_found_again_at_a_step_the_previous_did_not_find_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step that did not ask where g lands (its queue refused it) is not settled: the nodes evicted since
+    the last step that asked count among the changes (here c's, where a pod of g now fits)."""
+    session = open_session(gang_beside_a_full_node())
+    landing, statement, evict, found = landing_of_g(monkeypatch, session)
+    landing.nodes(statement)
+    landing.settled()
+    for victim in ("pg-c0", "pg-c1", "pg-c2"):
+        evict(victim)
+        landing.settled()  # (a step refused before it asked)
+    landing.nodes(statement)
+    assert len(found) == 2
+
+
+def test_the_verify_mode_catches_a_kept_landing_the_pods_no_longer_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = open_session(gang_beside_a_full_node())
+    session.verify_carried = True
+    landing, statement, evict, _ = landing_of_g(monkeypatch, session)
+    landing.nodes(statement)
+    landing.settled()
+    landing._found = {2}  # (node c: as if kept wrong)
+    evict("pg-c0")
+    with pytest.raises(CarriedMismatch):
+        landing.nodes(statement)

@@ -339,6 +339,7 @@ def _search(
     needed = available = 0.0
     slots = _WholeGpuSlots(session, scenario.tasks)
     capacity = _PreemptorCapacity(session, scenario.preemptor, scenario.tasks)
+    landing = _Landing(session, scenario)
     simulated = 0
     counts = session.counts[scenario.action]
     end = SearchEnd.EXHAUSTED
@@ -359,10 +360,11 @@ def _search(
             continue
         simulated += 1
         counts.scenarios_simulated += 1
-        outcome = _try_scenario(session, statement, scenario, evicted, tried, capacity)
+        outcome = _try_scenario(session, statement, scenario, evicted, tried, capacity, landing)
         if outcome is Outcome.COMMITTABLE:
             statement.commit()
             return SearchEnd.SOLVED
+        landing.settled()
         if simulated >= MAX_SCENARIOS or (outcome is Outcome.INVALID and scenario.invalid_is_final):
             break
     statement.discard()
@@ -533,6 +535,75 @@ def _nodes_it_takes(session: Session, statement: Statement, scenario: Scenario) 
     return None if failure is not None else taken
 
 
+class _Landing:
+    """Where the preemptor's pods land at a step of a search (`_nodes_it_takes`), kept from the last step
+    that found it while every node changed since (`NodeTable.changed_since`: the units evicted in between)
+    holds none of its pods, even with everything releasing there gone. Such a node is no candidate of any
+    of them (placing them only takes room), and the best-scored candidate does not depend on nodes that
+    are not candidates: they land where they did. Kept only for pods whose candidates are decided by the
+    node alone: no topology, no inter-pod rules (`Session.reads_other_pods`), no queue's usage read
+    (`queue_bound_placement`), pre-predicates no eviction changes. Why: the accumulated searches of two
+    gangs of a first cycle over a deep backlog at 5,000 nodes each take 64 steps of a single-GPU victim,
+    where each gang's 8 or 16 pods were placed and taken back to find the nodes, the same most steps.
+    With `verify_carried` a kept answer is checked against the pods placed again (`CarriedMismatch`)."""
+
+    def __init__(self, session: Session, scenario: Scenario) -> None:
+        self._session = session
+        self._scenario = scenario
+        self._requests = list(dict.fromkeys(task.request for task in scenario.tasks))
+        self._may_keep = _lands_by_room_alone(session, scenario)
+        self._found: set[int] | None = None
+        self._asked = False  # found at this step (its undoing not yet over: `settled`)
+        self._position: int | None = None  # where the change log stood once the step that found it ended
+
+    def nodes(self, statement: Statement) -> set[int] | None:
+        """`_nodes_it_takes` as the cluster is now (read only)."""
+        session, scenario = self._session, self._scenario
+        self._asked = True
+        if self._position is not None and self._unchanged_for_the_pods():
+            if session.verify_carried and _nodes_it_takes(session, statement, scenario) != self._found:
+                raise CarriedMismatch(
+                    f"{scenario.preemptor.key}: where its pods land was kept, but they land elsewhere now"
+                )
+            return self._found
+        self._found = _nodes_it_takes(session, statement, scenario)
+        return self._found
+
+    def settled(self) -> None:
+        """The step is over and everything it placed or kept is undone: the cluster is as it was when the
+        nodes were found (or kept) at it."""
+        if self._asked and self._may_keep:
+            self._position = self._session.snapshot.nodes.change_position()
+        self._asked = False
+
+    def _unchanged_for_the_pods(self) -> bool:
+        nodes = self._session.snapshot.nodes
+        assert self._position is not None
+        changed = nodes.changed_since(self._position)
+        if changed is None:
+            return False
+        requests = self._requests
+        for node in set(changed):
+            for request in requests:
+                if nodes.node_fits(request, node, soon=True):
+                    return False
+        return True
+
+
+def _lands_by_room_alone(session: Session, scenario: Scenario) -> bool:
+    """Whether the nodes the preemptor's pods may use are decided by each node's own resources and labels
+    (see `_Landing`)."""
+    points = session.points
+    invariant = points.victim_invariant_pre_predicates
+    return (
+        not scenario.preemptor.has_topology()
+        and not points.queue_bound_placement
+        and session.allowed is None
+        and all(check in invariant for check in points.pre_predicates)
+        and not any(session.reads_other_pods(task) for task in scenario.tasks)
+    )
+
+
 def _try_scenario(
     session: Session,
     statement: Statement,
@@ -540,6 +611,7 @@ def _try_scenario(
     evicted: list[TaskInfo],
     tried: set[frozenset[str]],
     capacity: _PreemptorCapacity,
+    landing: _Landing,
 ) -> Outcome:
     """Simulate the scenario of `evicted` (all virtually evicted on `statement`) as KAI's node-by-node
     search would: with only the victim jobs that have a pod on the nodes the preemptor takes when every
@@ -548,7 +620,7 @@ def _try_scenario(
     if capacity.refuses():
         return Outcome.UNPLACEABLE
     checkpoint = statement.checkpoint()
-    taken_nodes = _nodes_it_takes(session, statement, scenario)
+    taken_nodes = landing.nodes(statement)
     if taken_nodes is None:
         return Outcome.UNPLACEABLE
     on_those = {id(task.job) for task in evicted if task.node in taken_nodes}
