@@ -18,7 +18,7 @@ from kai_scheduler.framework.decisions import SessionResult
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
-from kai_scheduler.model.resources import EPSILON
+from kai_scheduler.model.resources import EPSILON, PodRequest
 
 
 def at_its_limit() -> list[Any]:
@@ -377,3 +377,42 @@ def test_the_verify_mode_catches_a_kept_landing_the_pods_no_longer_take(
     evict("pg-c0")
     with pytest.raises(CarriedMismatch):
         landing.nodes(statement)
+
+
+def test_what_a_victim_pod_holds_of_its_queue_is_worked_out_once_a_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two orders of `at_its_limit`'s four victims (as after a commit, which starts the orders afresh) hand
+    out the same units; what each pod holds of its queue, as an order ranks the queues, is worked out by
+    the first alone."""
+    session = open_session(at_its_limit())
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    asked: list[int] = []
+    holding = [False]
+    queue_resources, held = PodRequest.queue_resources, victim_order._VictimOrder._held
+
+    def counted(self: PodRequest, *args: Any) -> Any:
+        if holding[0]:
+            asked.append(1)
+        return queue_resources(self, *args)
+
+    def spied(self: Any, tasks: Any) -> Any:
+        holding[0] = True
+        try:
+            return held(self, tasks)
+        finally:
+            holding[0] = False
+
+    monkeypatch.setattr(PodRequest, "queue_resources", counted)
+    monkeypatch.setattr(victim_order._VictimOrder, "_held", spied)
+    preemptor = jobs["pg-big1"]
+    candidates = [jobs[f"pg-p{i}"] for i in range(4)]
+    orders, counts = [], []
+    for _ in range(2):
+        units = victim_order.order_victims(
+            session, "consolidation", preemptor, list(preemptor.tasks), candidates
+        )
+        orders.append([unit.job.name for unit in units])
+        counts.append(len(asked))
+    assert orders[0] == orders[1] and sorted(orders[0]) == [f"pg-p{i}" for i in range(4)]
+    assert counts == [4, 4]
