@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kai_scheduler.api.objects import (
     AccountedResource,
@@ -31,7 +31,7 @@ from kai_scheduler.api.objects import (
 )
 from kai_scheduler.model.dra import DraSnapshot
 from kai_scheduler.model.job_changes import JobChangeMark
-from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo
+from kai_scheduler.model.jobs import HostPort, JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import NodeTable
 from kai_scheduler.model.queues import QueueTree
 from kai_scheduler.model.reservations import Reservation, RunEstimates
@@ -152,6 +152,11 @@ class NumaInputs:
     pods: Mapping[str, PodState]
 
 
+# Looked up once: Python 3.11 finds an enum's member through a hook on every lookup of the class's
+# attributes, and this is asked of every job as a session opens.
+_PENDING: Final = TaskStatus.PENDING
+
+
 @dataclass(eq=False)
 class ClusterSnapshot:
     nodes: NodeTable
@@ -248,8 +253,17 @@ class JobsAtOpen:
         stale: list[JobInfo] = []
         victims: list[JobInfo] = []
         delayed: list[JobInfo] = []
+        groups_of = JobsAtOpen.groups_of
         for job in jobs:
-            is_waiting, is_running, is_stale, is_victim, is_delayed = JobsAtOpen.groups_of(job)
+            lone = job.lone_task
+            if lone is not None and lone.status is _PENDING and job.stale_since is None:
+                # `groups_of` of a bare pod's plain job whose pod waits (most jobs of a first cycle): it
+                # has no gated pod and never goes stale (`JobInfo.lone_task`), and no pod holds anything.
+                waiting.append(job)
+                if job.preemption_delay > 0:
+                    delayed.append(job)
+                continue
+            is_waiting, is_running, is_stale, is_victim, is_delayed = groups_of(job)
             if is_waiting:
                 waiting.append(job)
                 if is_victim:

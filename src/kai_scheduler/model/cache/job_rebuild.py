@@ -36,7 +36,7 @@ from kai_scheduler.model.cache.nominations import Nominations
 from kai_scheduler.model.cache.pods import FINISHED_PHASES, PodIndex
 from kai_scheduler.model.cache.rank_order import BEFORE_ALL, placed, rank_of_last, sort_tail
 from kai_scheduler.model.job_changes import JobChangeLog
-from kai_scheduler.model.jobs import JobInfo, Tally, TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskInfo, TaskStatus
 from kai_scheduler.model.releasing import StuckReleases
 from kai_scheduler.model.snapshot import PodState
 
@@ -98,10 +98,6 @@ class JobRebuild:
         # tree when the queues change): a first cycle asks it of every job, of a few dozen queues.
         self._problems_of: object = None
         self._problems: dict[str, str | None] = {}
-        # What the first job `_make_lone` made with a task of each status answered for its tally,
-        # `has_topology` and `may_go_stale`: every such job is made alike, so the others are told it
-        # (`JobInfo.know_as`) rather than each asked as the session opens (15,400 at 5,000 nodes).
-        self._lone_answers: dict[TaskStatus, tuple[Tally, bool, bool]] = {}
 
     def reset(self) -> None:
         """Nothing made: every job is to be made again (on a new node table)."""
@@ -153,26 +149,38 @@ class JobRebuild:
                         return
         self._rebuild(key, old)
 
-    def rebuild_all(self, keys: Iterable[str]) -> None:
-        """Every job, after `reset` (`keys`: each once): as `rebuild` of each, but that none is in the log
-        (`reset` noted everything, and no reader can hold a stamp taken since) and none is old, nor any
-        of their tasks (each pod is one job's): the loop of a first cycle, over every job, its look-ups
-        made once and each job added as new. The jobs are added in the order of `keys`, their tasks then
-        in the order their pods came (`PodIndex.ours_by_job`: the jobs by their first pod), so both are
-        nearly in creation order (a first cycle's PodGroups come before its bare pods, whose pods came
-        between theirs: tasks added job by job were all to sort again)."""
+    def rebuild_all(self) -> None:
+        """Every job, after `reset`: as `rebuild` of each, but that none is in the log (`reset` noted
+        everything, and no reader can hold a stamp taken since) and none is old, nor any of their tasks
+        (each pod is one job's): the loop of a first cycle, over every job, its look-ups made once and each
+        job added as new. The PodGroups' jobs are added first, in the order the PodGroups came, then the
+        others in the order their first pods came (`PodIndex.ours_by_job`), their tasks then in the order
+        their pods came, so both are nearly in creation order (a first cycle's PodGroups come before its
+        bare pods, whose pods came between theirs: tasks added job by job were all to sort again)."""
         pods = self._pods
         ours_by_job, groups, states = pods.ours_by_job, pods.groups, pods.pods
-        make_lone, add_job, jobs = self._make_lone, self._add_new_job, self.jobs
+        make_job, add_job, jobs = self._make_job, self._add_new_job, self.jobs
         last_rank = BEFORE_ALL  # (of the job added last: `reset` left none)
-        for key in keys:
-            ours = ours_by_job.get(key)
-            job: JobInfo | None = None
-            if ours is not None and len(ours) == 1 and key not in groups:
+        for key in groups:
+            job = make_job(key)
+            if job is not None:
+                last_rank = add_job(key, job, last_rank)
+        make_lone = self._make_lone
+        for key, ours in ours_by_job.items():
+            if key in groups:
+                continue
+            if len(ours) == 1:
                 (pod_key,) = ours
                 job = make_lone(key, pod_key, states[pod_key])
-            if job is None:
-                job = self._make_job(key)
+                if job is not None:
+                    # `_add_new_job` of a plain job (no index holds one), without a call: most jobs are.
+                    rank = job.rank
+                    if rank < last_rank:
+                        self._jobs_out_of_place = placed(jobs, None, job, self._jobs_out_of_place)
+                    jobs[key] = job
+                    last_rank = rank
+                    continue
+            job = make_job(key)
             if job is not None:
                 last_rank = add_job(key, job, last_rank)
         add_tasks = self._add_new_tasks
@@ -346,24 +354,18 @@ class JobRebuild:
     def _make_lone(self, key: str, pod_key: str, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares (most jobs of a
         large cluster), as `_make_job` makes it: its plain job (`LoneJobs.of`, usually made as the pod
-        arrived) with what this cycle's inputs say of it (its queue's problem, its times) and the answers
-        of the first such job with a task of its status; None when the pod needs more than the plain case."""
+        arrived) with what this cycle's inputs say of it (its queue's problem, its times); None when the pod
+        needs more than the plain case."""
         job = self._lone.of(pod_key, state)
         if job is None:
             return None
-        status = job.tasks[0].status
         reason = self._queue_problem(job.queue)
-        times = self._times.by_job.get(key)
-        if times is not None:
-            stamp(job, times)
-        if reason is None and status in _TERMINAL:
+        times = self._times.by_job
+        if times and key in times:  # (a first cycle's jobs have none)
+            stamp(job, times[key])
+        if reason is None and job.tasks[0].status in _TERMINAL:
             reason = waiting_reason(job, 0)
         job.invalid_reason = reason
-        answers = self._lone_answers.get(status)
-        if answers is None:
-            answers = self._lone_answers[status] = (job.tally(), job.has_topology(), job.may_go_stale())
-        else:
-            job.know_as(*answers)
         return job
 
     def _queue_problem(self, queue: str) -> str | None:

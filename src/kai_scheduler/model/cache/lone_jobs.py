@@ -8,7 +8,7 @@ arrives (`arrived`, from `PodIndex._index`), where a live scheduler handles the 
 simulator loads it, and the cycle that makes the job takes it (`of`) when the pod's state, the priority
 classes and the derivations are the very objects it was made with and the cache has nominated the pod
 nowhere since; else the job is made then, as it always was. What the cycle's own inputs decide (the
-queue's problem, the job's times, the answers it is told: `JobRebuild._make_lone`) is left to the cycle.
+queue's problem, the job's times: `JobRebuild._make_lone`) is left to the cycle.
 A first cycle at 5,000 nodes makes ~15,400 such jobs. With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) a job
 taken is made again and compared, a difference raising `LoneJobMismatch`.
 """
@@ -162,6 +162,10 @@ class LoneJobs:
         job.tasks.append(task)
         podset.tasks.append(task)
         job.lone_task = task
+        # What every session asks of every job, known of a plain job as it is made: it has no topology
+        # constraint (a pod naming one is left out above) and one pod set of minMember 1, so it never goes
+        # stale (told here rather than worked out as the cycle makes or opens on ~15,000 of them).
+        job.know_as(job.tally(), False, False)
         return job
 
 
