@@ -488,10 +488,16 @@ def backlog(seed: int) -> list[ApiObject]:
     return objects
 
 
-def walk_replay(seed: int, monkeypatch: pytest.MonkeyPatch, *, quiet: bool) -> list[tuple[Any, ...]]:
+def walk_replay(
+    seed: int, monkeypatch: pytest.MonkeyPatch, *, quiet: bool, tails: bool = False
+) -> list[tuple[Any, ...]]:
     """Every cycle's decisions and reasons, the reasons in the order they were written, over the backlog
-    with cordons and queue edits between cycles; `quiet` False walks every job through the job queue."""
+    with cordons and queue edits between cycles; `quiet` False walks every job through the job queue;
+    `tails`: the rest of a walk that would try nothing is written without walking it, leaf by leaf
+    (`_Walk.replayed_tail`), else walked."""
     with monkeypatch.context() as patched:
+        if not tails:
+            patched.setattr(_Walk, "replayed_tail", lambda walk, jobs, left: None)
         if not quiet:
             patched.setattr(
                 _Walk,
@@ -557,6 +563,31 @@ def test_walks_in_the_quiet_order_decide_and_explain_as_the_job_queue(
     assert any(cycle[1] for cycle in theirs) and all(cycle[2] for cycle in theirs[:20])
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_rest_of_a_walk_written_without_walking_is_the_job_queues(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk that places a job, then carries on to the end placing nothing, has the rest written
+    without walking it (`walk_replay.tail_reasons`): every cycle's decisions and reasons are a walk's
+    through the job queue (the reasons written leaf by leaf, in another order)."""
+    tails: list[int] = []
+    original = _Walk.replayed_tail
+
+    def replayed_tail(walk: _Walk, jobs: list[JobInfo], left: KeyedJobs) -> list[dict[str, str]] | None:
+        written = original(walk, jobs, left)
+        if written is not None:
+            tails.append(walk.session.cycle)
+        return written
+
+    monkeypatch.setattr(_Walk, "replayed_tail", replayed_tail)
+    ours = walk_replay(seed, monkeypatch, quiet=True, tails=True)
+    assert tails
+    theirs = walk_replay(seed, monkeypatch, quiet=False)
+    for (number, decisions, reasons), (_, plain_decisions, plain_reasons) in zip(ours, theirs, strict=True):
+        assert decisions == plain_decisions, f"cycle {number} differs"
+        assert sorted(reasons) == sorted(plain_reasons), f"cycle {number} differs"
+
+
 def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """An arrival that cannot fit on the full backlog: the walk takes every job up in the quiet order and
     pops none from the job queue, where the plain walk pops each (the debug variable would pop one too).
@@ -564,8 +595,10 @@ def test_a_quiet_walk_pops_no_job_from_the_job_queue(monkeypatch: pytest.MonkeyP
     `_CALM_POPS` in a row placed nothing, and the quiet order the rest. The orders hand one another the
     jobs keyed: the walk keys each job once, and the placed one again as it is pushed back."""
     monkeypatch.delenv(VERIFY_ENV, raising=False)
-    # (The walk, not its writing without walking, `test_walk_replay`: these cycles would be written so.)
+    # (The walk, not its writing without walking, `test_walk_replay`: these cycles would be written so, and
+    # the completion's walk after its calm pops.)
     monkeypatch.setattr(_Walk, "replayed", lambda walk, jobs: None)
+    monkeypatch.setattr(_Walk, "replayed_tail", lambda walk, jobs, left: None)
     pops: list[JobInfo] = []
     keyed: list[JobInfo] = []  # the jobs keyed in allocate's walks
     job_order_key, in_quiet_order = Session.job_order_key, _Walk.in_quiet_order

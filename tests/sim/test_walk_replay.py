@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from helpers import node, pod, pod_group, queue
-from kai_scheduler.actions import walk_replay
+from kai_scheduler.actions import allocate, walk_replay
 from kai_scheduler.actions.allocate import _Walk
 from kai_scheduler.api.objects import ApiObject, Node
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
@@ -180,3 +180,81 @@ def test_pod_answers_are_kept_while_what_they_read_stays(monkeypatch: pytest.Mon
     ours = run_cycles(objects, changes, carry=True)
     assert asked.count(1) > 0 and asked.count(2) == asked.count(3) == 0
     assert ours == run_cycles(objects, changes, carry=False)
+
+
+def one_gpu_freed() -> list[ApiObject]:
+    """Three full 4-GPU nodes, a 1-GPU pod on n0 ending at 30 s, and waiting jobs in queues a and b
+    (each queue's in the order written): 2-GPU and 1-GPU jobs in both, 3-GPU ones, and a gang."""
+    objects: list[ApiObject] = [
+        *(node(f"n{i}", gpus=4) for i in range(3)),
+        queue("a"),
+        queue("b"),
+        queue("c"),
+        pod("ends", "c", gpus=1, node_name="n0", duration=30),
+        pod("stays-0", "c", gpus=3, node_name="n0"),
+        *(pod(f"stays-{i}", "c", gpus=4, node_name=f"n{i}") for i in (1, 2)),
+    ]
+    shapes = [("two", 2), ("one", 1), ("two", 2), ("three", 3), ("one", 1), ("two", 2), ("three", 3)]
+    for name in ("a", "b"):
+        for i, (shape, gpus) in enumerate(shapes):
+            objects.append(pod(f"{name}-{shape}-{i}", name, gpus=gpus, created=f"2026-01-01T00:00:{i:02d}Z"))
+    objects += [
+        pod_group("gang", "b", min_member=2),
+        *(pod(f"gang-{i}", "b", gpus=2, group="gang", created="2026-01-01T00:00:30Z") for i in range(2)),
+    ]
+    return objects
+
+
+def tails_written(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Each rest of a walk written without walking it: its cycle and how many reasons it wrote."""
+    written: list[tuple[int, int]] = []
+    original = walk_replay.tail_reasons
+
+    def tail_reasons(session: Session, *args: Any) -> list[dict[str, str]] | None:
+        reasons = original(session, *args)
+        if reasons is not None:
+            written.append((session.cycle, sum(len(leaf) for leaf in reasons)))
+        return reasons
+
+    monkeypatch.setattr(walk_replay, "tail_reasons", tail_reasons)
+    return written
+
+
+def test_the_rest_of_a_walk_after_a_pod_is_placed_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU freed at 30 s: the walk places a 1-GPU job there, and once a few jobs in a row placed
+    nothing, the rest of it is written without walking, as a full evaluation writes it: a job alike one
+    handed out before of its queue quotes it, one shaped like an attempt of another queue made before the
+    job placed quotes that one."""
+    monkeypatch.setattr(allocate, "_CALM_POPS", 2)
+    objects = one_gpu_freed()
+    written = tails_written(monkeypatch)
+    nodes = nodes_of(objects)
+    changes = {2: nodes, 3: nodes, 4: nodes}
+    ours = run_cycles(objects, changes, carry=True)
+    assert ours == run_cycles(objects, changes, carry=False)
+    # (15 waiting jobs: 2-GPU a-two-0 tried first, then a-one-1 placed, then 2 that place nothing.)
+    assert written == [(4, 11)]
+    assert ours[3][1] == [("bind", "default/a-one-1", "n0")]
+    reasons = ours[3][2]
+    assert reasons["default/pg-b-two-0"].startswith("a job of the same shape, default/pg-a-two-0,")
+    assert reasons["default/pg-a-two-5"].startswith("a job of the same shape, default/pg-a-two-0,")
+
+
+def test_verify_mode_walks_the_rest_as_well(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the debug variable set the rest of the walk is made as well and must write the same: a
+    reason worked out without walking that differs (here: made up) raises CarriedMismatch."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    monkeypatch.setattr(allocate, "_CALM_POPS", 2)
+    objects = one_gpu_freed()
+    nodes = nodes_of(objects)
+    changes = {2: nodes, 3: nodes, 4: nodes}
+    assert run_cycles(objects, changes, carry=True) == run_cycles(objects, changes, carry=False)
+    original = walk_replay.tail_reasons
+
+    def tail_reasons(*args: Any) -> list[dict[str, str]] | None:
+        written = original(*args)
+        return None if written is None else [dict.fromkeys(leaf, "made up") for leaf in written]
+
+    monkeypatch.setattr(walk_replay, "tail_reasons", tail_reasons)
+    with pytest.raises(CarriedMismatch, match="without walking"):
+        run_cycles(objects, changes, carry=True)

@@ -14,7 +14,9 @@ Most walks of a deep backlog place nothing, so no queue's allocation moves and t
 known ahead: the walk reads it as a merge (`actions/quiet_order.py`) until an attempt moves an allocation,
 then carries on with a job queue of the jobs left. The jobs are taken up in the same order either way, so
 their reasons are the same and written in the same order. And when no job may be placed at all, what the
-walk would write does not depend on that order: it is written without walking (`actions/walk_replay.py`).
+walk would write does not depend on that order: it is written without walking (`actions/walk_replay.py`);
+so is the rest of a walk that placed some jobs first and would place nothing more (a cycle after a pod
+completes), written leaf by leaf.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Allocate:
         # (A depth hands out only some jobs: the walk is made.)
         replayed = walk.replayed(candidates) if depth is None else None
         if replayed is not None and not session.verify_carried:
-            walk.write(candidates, replayed)
+            walk.write(len(candidates), replayed)
             walk.end()
             return
         reads = session.points.queue_order_reads if session.points.queue_order is not None else None
@@ -77,6 +79,8 @@ class Allocate:
             walk.take_up(QueueOrderedJobs(session, candidates, depth), None)
         if replayed is not None:
             _check_replayed(session, walk, replayed)
+        if walk.tail is not None:
+            _check_replayed(session, walk, *walk.tail)
         walk.end()
 
 
@@ -151,6 +155,10 @@ class _Walk:
         self.acted_on = 0
         self.attempts = 0  # attempts made (not known to fail): they may move allocations and back
         self.placed = 0  # jobs placed
+        self.handed_back = False  # a placed job with pods left was handed back to the job queue
+        # With verify, what the rest of the walk writes, worked out without walking it (`replayed_tail`),
+        # and the jobs placed before it.
+        self.tail: tuple[list[dict[str, str]], int] | None = None
 
     def step(self, job: JobInfo) -> bool:
         """Take up `job`: whether its attempt placed pods."""
@@ -273,12 +281,36 @@ class _Walk:
             return None
         return walk_replay.reasons(session, jobs, self.facts, self.names, failures, kept)
 
-    def write(self, jobs: list[JobInfo], replayed: list[dict[str, str]]) -> None:
-        """Write what the walk over `jobs` would (`replayed`, leaf by leaf) instead of walking."""
+    def replayed_tail(self, jobs: list[JobInfo], left: KeyedJobs) -> list[dict[str, str]] | None:
+        """What the rest of this walk over `jobs`, the jobs `left`, would write, by job key, worked out
+        without walking when it would try nothing (`walk_replay.tail_reasons`); None when it may, or as
+        `replayed`. (A cycle after a pod completes places a pod in its first steps, then walks a
+        backlog that places nothing.)"""
+        session, failures, kept = self.session, self.failures, self.session.quiet_leaves
+        if (
+            kept is None
+            or failures is None
+            or not failures.may_know_some()  # (a first cycle: its rest may mostly place, so it is walked)
+            or self.handed_back
+            or self.holds is not None
+            or not self.use_signatures
+            or session.points.queue_bound_placement
+        ):
+            return None
+        placed = self.placed
+        no_room = {
+            shape: (earlier.first_pod if earlier.placed == placed else None, earlier.job)
+            for shape, earlier in self.no_room.items()
+        }
+        walked = walk_replay.WalkedSoFar(self.failed_shapes, no_room)
+        return walk_replay.tail_reasons(session, jobs, left, self.facts, self.names, failures, kept, walked)
+
+    def write(self, jobs: int, replayed: list[dict[str, str]]) -> None:
+        """Write what the walk over `jobs` jobs would (`replayed`, leaf by leaf) instead of walking."""
         unschedulable = self.session.unschedulable
         for leaf_reasons in replayed:
             unschedulable.update(leaf_reasons)
-        self.acted_on += len(jobs)
+        self.acted_on += jobs
 
     def _failed_like(self, key: str, first: str) -> None:
         """Write why the job `key` did not fit: as `first`, the first job of its shape, did not (one text
@@ -365,6 +397,13 @@ class _Walk:
             left = self.take_up(rest, check, _CALM_POPS if returns < _MOST_RETURNS else None)
             if left is None:
                 return
+            if self.tail is None and returns == 0:
+                tail = self.replayed_tail(jobs, left)
+                if tail is not None:
+                    if check is None:
+                        self.write(sum(len(entries) for entries in left.values()), tail)
+                        return
+                    self.tail = (tail, self.placed)  # (checked once the walk is made: `_check_replayed`)
             keyed, returns = left, returns + 1
         if check is not None:
             _check_same(check.pop(), None)
@@ -385,6 +424,7 @@ class _Walk:
             ):
                 rest = QueueOrderedJobs.of_keyed(session, order.remaining())
                 if placed and job.has_pending():
+                    self.handed_back = True
                     rest.push(job)
                     if check is not None:
                         check.push(job)
@@ -408,6 +448,7 @@ class _Walk:
                 continue
             quiet = 0
             if job.has_pending():
+                self.handed_back = True
                 queue.push(job)
                 if check is not None:
                     check.push(job)
@@ -444,12 +485,13 @@ def _check_same(expected: JobInfo | None, handed_out: JobInfo | None) -> None:
         )
 
 
-def _check_replayed(session: Session, walk: _Walk, replayed: list[dict[str, str]]) -> None:
-    """The walk just made against what was worked out without it (`replayed`): it placed nothing, and
-    wrote the same reason for each job."""
-    if walk.placed:
+def _check_replayed(session: Session, walk: _Walk, replayed: list[dict[str, str]], placed: int = 0) -> None:
+    """The walk just made against what was worked out without it (`replayed`): it placed nothing (but the
+    jobs `placed` before what was worked out), and wrote the same reason for each job."""
+    if walk.placed != placed:
         raise CarriedMismatch(
-            f"allocate's walk, worked out without walking as placing nothing, placed {walk.placed} jobs"
+            f"allocate's walk, worked out without walking as placing nothing, placed {walk.placed - placed} "
+            "jobs"
         )
     unschedulable = session.unschedulable
     for leaf_reasons in replayed:

@@ -18,18 +18,26 @@ pod is not known to find no node (a new shape, a node freed), a job whose attemp
 word the second as the first's, which depends on the order).
 With `verify` (`KAI_SCHEDULER_VERIFY_REUSE=1`) the walk is made as well, and a reason that differs raises
 `CarriedMismatch` (`actions.allocate`).
+
+The rest of a walk is written so too (`tail_reasons`): after a cycle's first steps placed a pod where one
+completed, the jobs left that the walk would try nothing for end as above, but for what the steps before
+left them to read (`WalkedSoFar`): the first failed job of each signature, and each job shape's first
+attempt that found no node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
 
+from kai_scheduler.actions.job_queue import KeyedJobs
 from kai_scheduler.actions.queue_admission import admission
 from kai_scheduler.actions.walk_reasons import UNSAID, failed_like, no_fit_after, no_fit_head
 from kai_scheduler.framework.gang import tasks_to_allocate
 from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.framework.quiet_walk import (
     NO_NODE,
+    QUOTED,
     REFUSED,
     FirstPod,
     LeafOutcome,
@@ -39,6 +47,7 @@ from kai_scheduler.framework.quiet_walk import (
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
+from kai_scheduler.model.resources import PodRequest
 
 
 def reasons(
@@ -54,44 +63,156 @@ def reasons(
     (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
     if session.state.moves:
         return None  # (what is kept holds for the jobs as the session opened)
-    snapshot = session.snapshot
-    kept.catch_up(snapshot.job_changes, snapshot.jobs)
-    most_memory = snapshot.max_gpu_memory_mib
-    if kept.names is not names or kept.most_memory != most_memory:
-        kept.forget()
-        kept.names, kept.most_memory = names, most_memory
+    return _written(session, _by_leaf(jobs), {}, facts, names, failures, kept, None)
+
+
+# A job shape's first attempt in a walk, which found no node (`WalkedSoFar.no_room`).
+NoRoom = tuple[tuple[PodRequest, str] | None, str]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedSoFar:
+    """What the jobs a walk handed out so far left for the rest of it to read (`tail_reasons`): the first
+    job of each signature that failed (`failed_shapes`), and by job shape the first attempt that found no
+    node (`no_room`): the first pod whose own words the rest's jobs of that shape write (its request and
+    placement key; None: none, a job was placed since), else quoting the job (its key) that attempt was
+    for."""
+
+    failed_shapes: Mapping[Hashable, str]
+    no_room: Mapping[Hashable, NoRoom]
+
+
+def tail_reasons(
+    session: Session,
+    jobs: list[JobInfo],
+    left: KeyedJobs,
+    facts: WalkFacts,
+    names: tuple[Hashable, ...],
+    failures: SessionFailures,
+    kept: QuietLeaves,
+    walked: WalkedSoFar,
+) -> list[dict[str, str]] | None:
+    """What the rest of allocate's walk over `jobs` writes, by job key (leaf by leaf), when it would try
+    nothing: `left` are the jobs it has not handed out yet (each leaf's entries smallest first, none handed
+    back to it), `walked` what the ones it did left behind; None when it may try something.
+
+    Why it can: the walk hands out each leaf's jobs in job order, so the jobs left of a leaf are the last
+    of its order, and a job of them shaped like one handed out before of its leaf quotes that one
+    (`walked.failed_shapes`); any other job ends as in a walk that tries nothing, but for a job shape
+    whose first attempt was made before (`walked.own_words`): its jobs write their own words only with
+    that attempt's first pod and nothing placed since, and otherwise this gives up. (Issue #23, point 1:
+    a cycle after a pod completes places one pod, then walked every other job as before.)"""
+    by_leaf = _by_leaf(jobs)
+    suffixes: dict[str, list[JobInfo]] = {}
+    for leaf in list(by_leaf):
+        entries = left.get(leaf)
+        if entries is None:
+            del by_leaf[leaf]  # (every job of it handed out)
+        elif len(entries) != len(by_leaf[leaf]):
+            suffixes[leaf] = [job for _, _, job in entries]
+    if len(left) != len(by_leaf):
+        return None  # (a leaf none of `jobs` waits in)
+    return _written(session, by_leaf, suffixes, facts, names, failures, kept, walked)
+
+
+def _by_leaf(jobs: list[JobInfo]) -> dict[str, list[JobInfo]]:
     by_leaf: dict[str, list[JobInfo]] = {}
     for job in jobs:
         members = by_leaf.get(job.queue)
         if members is None:
             members = by_leaf[job.queue] = []
         members.append(job)
+    return by_leaf
+
+
+def _written(
+    session: Session,
+    by_leaf: dict[str, list[JobInfo]],
+    suffixes: dict[str, list[JobInfo]],
+    facts: WalkFacts,
+    names: tuple[Hashable, ...],
+    failures: SessionFailures,
+    kept: QuietLeaves,
+    walked: WalkedSoFar | None,
+) -> list[dict[str, str]] | None:
+    """The reasons of the jobs `by_leaf` (each leaf's waiting jobs as given), but of a leaf in `suffixes`
+    only its jobs there (the last of its order, in order: worked out afresh, not kept), as a walk that
+    tries nothing writes them after `walked` (None: from the walk's start)."""
+    snapshot = session.snapshot
+    kept.catch_up(snapshot.job_changes, snapshot.jobs)
+    most_memory = snapshot.max_gpu_memory_mib
+    if kept.names is not names or kept.most_memory != most_memory:
+        kept.forget()
+        kept.names, kept.most_memory = names, most_memory
     details = _Details(session, failures, kept)
     if details.a_node_may_take(kept.by_leaf.values()):
         return None
     outcomes: list[LeafOutcome] = []
     explained: list[dict[int, str]] = []
+    quoted: list[dict[int, str] | None] = []
+    quoting = _quoting(walked, kept) if walked is not None and walked.no_room else None
     for leaf, members in by_leaf.items():
         capacity = session.queue_capacity_inputs(leaf)
         if capacity is None:
             return None
-        outcome = kept.by_leaf.get(leaf)
-        if outcome is None or outcome.jobs != members:
-            outcome = _leaf_outcome(session, leaf, members, capacity, facts, names, details)
+        suffix = suffixes.get(leaf)
+        if suffix is not None:
+            assert walked is not None
+            outcome = _leaf_outcome(
+                session, leaf, suffix, capacity, facts, names, details, walked.failed_shapes
+            )
             if outcome is None:
                 return None
-            kept.by_leaf[leaf] = outcome
-        elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity, details):
-            del kept.by_leaf[leaf]
-            return None
+        else:
+            outcome = kept.by_leaf.get(leaf)
+            if outcome is None or outcome.jobs != members:
+                outcome = _leaf_outcome(session, leaf, members, capacity, facts, names, details)
+                if outcome is None:
+                    return None
+                kept.by_leaf[leaf] = outcome
+            elif outcome.capacity != capacity and not _admitted_again(session, outcome, capacity, details):
+                del kept.by_leaf[leaf]
+                return None
         leaf_details = details.of(outcome)
         if leaf_details is None:
             return None
         outcomes.append(outcome)
         explained.append(leaf_details)
+        quoted.append(None if quoting is None else _quoted_attempts(outcome, quoting))
     if len(kept.by_leaf) > 2 * len(by_leaf) + 64:
         kept.by_leaf = {leaf: kept.by_leaf[leaf] for leaf in by_leaf}
-    return _words(outcomes, explained, session.unschedulable)
+    return _words(outcomes, explained, quoted, session.unschedulable)
+
+
+def _quoted_attempts(
+    outcome: LeafOutcome, quoting: Mapping[Hashable, tuple[int | None, str]]
+) -> dict[int, str] | None:
+    """The NO_NODE jobs of `outcome` (by place) whose job shape an attempt the walk made before was of,
+    which write its job's reason quoted, with that job's key (None: none): those of a shape in
+    `quoting` (`_quoting`) whose first pod is not of the pod shape given there."""
+    pods = outcome.pods
+    assert pods is not None  # (`_Details.of` worked them out)
+    quoted_shapes: dict[Hashable, str] = {}
+    for shape, pod in pods.pod_of_shape.items():  # (a leaf's jobs of one shape have one pod shape)
+        earlier = quoting.get(shape)
+        if earlier is not None and earlier[0] != pod:
+            quoted_shapes[shape] = earlier[1]
+    if not quoted_shapes:
+        return None
+    shapes, first_pods = outcome.shapes, outcome.first_pods
+    return {
+        place: quoted_shapes[shapes[place]]
+        for place in outcome.firsts
+        if first_pods[place] is not None and shapes[place] in quoted_shapes
+    }
+
+
+def _quoting(walked: WalkedSoFar, kept: QuietLeaves) -> dict[Hashable, tuple[int | None, str]]:
+    """`walked.no_room` with the first pods' shapes numbered (`QuietLeaves.number_of`)."""
+    return {
+        shape: (None if pod is None else kept.number_of(pod), job)
+        for shape, (pod, job) in walked.no_room.items()
+    }
 
 
 def _leaf_outcome(
@@ -102,15 +223,25 @@ def _leaf_outcome(
     facts: WalkFacts,
     names: tuple[Hashable, ...],
     details: _Details,
+    quoted: Mapping[Hashable, str] | None = None,
 ) -> LeafOutcome | None:
     """How the walk ends each of `members` (leaf `leaf`'s jobs, as given) when it tries nothing; None when
     a job's attempt reads more than its pods, or may place it (`details.may_place`: asked as each first
-    pod is met, so that a cycle with room gives up after a few jobs, not a whole backlog)."""
-    key_of = session.job_order_key
-    order = facts.sorting(leaf, [key_of(job) for job in members], keep=True, verify=session.verify_carried)
+    pod is met, so that a cycle with room gives up after a few jobs, not a whole backlog). With `quoted`
+    (the first job of each signature that failed in the walk so far, `WalkedSoFar.failed_shapes`),
+    `members` are the jobs the walk has left of the leaf, in job order, and a job of a signature there
+    quotes that job."""
+    if quoted is None:
+        key_of = session.job_order_key
+        order = facts.sorting(
+            leaf, [key_of(job) for job in members], keep=True, verify=session.verify_carried
+        )
+    else:
+        order = list(range(len(members)))
     keys: list[str] = []
     parts: list[int] = []
     followers: dict[int, list[str]] = {}
+    quoting: dict[str, list[str]] = {}
     refusals: list[str | None] = []
     first_pods: list[FirstPod | None] = []
     shapes: list[int] = []
@@ -131,6 +262,9 @@ def _leaf_outcome(
             if alike is None:
                 alike = followers[first] = []
             alike.append(job_facts.key)
+        elif quoted is not None and (earlier := quoted.get(job_facts.signature)) is not None:
+            parts.append(QUOTED)
+            quoting.setdefault(earlier, []).append(job_facts.key)
         else:
             firsts[job_facts.signature] = place
             tasks = tasks_to_allocate(session, job)
@@ -149,7 +283,7 @@ def _leaf_outcome(
         refusals.append(refusal)
         first_pods.append(first_pod)
         answers.append(answer)
-    first_places = [place for place, part in enumerate(parts) if part < 0]
+    first_places = [place for place, part in enumerate(parts) if part in (REFUSED, NO_NODE)]
     return LeafOutcome(
         jobs=members,
         capacity=capacity,
@@ -168,6 +302,7 @@ def _leaf_outcome(
         leaf_words_from=None,
         answers=answers,
         answers_key=details.answers_key,
+        quoting=quoting or None,
     )
 
 
@@ -322,14 +457,18 @@ class _Details:
 
 
 def _words(
-    outcomes: list[LeafOutcome], details: list[dict[int, str]], earlier: dict[str, str]
+    outcomes: list[LeafOutcome],
+    details: list[dict[int, str]],
+    quoted: list[dict[int, str] | None],
+    earlier: dict[str, str],
 ) -> list[dict[str, str]]:
     """The reasons by job key, leaf by leaf (a leaf's kept while its explanations stay); each outcome's
-    `written` brought up to date. `earlier`: the session's reasons so far (a job refused with nothing said
-    is quoted by them)."""
+    `written` brought up to date. `quoted`: per outcome, its NO_NODE jobs that quote a job the walk handed
+    out before (`_quoted_attempts`). `earlier`: the session's reasons so far (a job refused with nothing
+    said, or one handed out before, is quoted by them)."""
     written: list[dict[str, str]] = []
-    for outcome, leaf_details in zip(outcomes, details, strict=True):
-        if outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
+    for outcome, leaf_details, quotes in zip(outcomes, details, quoted, strict=True):
+        if quotes is None and outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
             written.append(outcome.leaf_words)  # (equal explanations, equal words)
             continue
         leaf_words: dict[str, str] = {}
@@ -343,7 +482,10 @@ def _words(
         kept, kept_from = outcome.written, outcome.written_from
         for place, key, alike in zip(outcome.firsts, outcome.first_keys, outcome.followers, strict=True):
             text: str
-            if parts[place] == REFUSED:
+            if quotes is not None and (quote := quotes.get(place)) is not None:
+                text = leaf_words[key] = failed_like(quote, earlier.get(quote, UNSAID))
+                quotes_session = True
+            elif parts[place] == REFUSED:
                 refusal = refusals[place]
                 if refusal is None:
                     text = earlier.get(key, UNSAID)
@@ -363,6 +505,12 @@ def _words(
                 leaf_words[key] = text
             if alike is not None:
                 worded = failed_like(key, text)
+                for follower in alike:
+                    leaf_words[follower] = worded
+        if outcome.quoting is not None:
+            quotes_session = True
+            for key, alike in outcome.quoting.items():
+                worded = failed_like(key, earlier.get(key, UNSAID))
                 for follower in alike:
                     leaf_words[follower] = worded
         written.append(leaf_words)

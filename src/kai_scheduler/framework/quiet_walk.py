@@ -22,6 +22,7 @@ from kai_scheduler.model.resources import PodRequest
 # fails like, or one of these.
 REFUSED = -1  # its queue's checks refuse its attempt
 NO_NODE = -2  # its first pod finds no node
+QUOTED = -3  # it quotes a job of its leaf alike that the walk handed out before (`LeafOutcome.quoting`)
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,6 +68,9 @@ class LeafOutcome:
     answers_key: Hashable | None
     # What the NO_NODE jobs come to by pod shape, at these answers and parts (None: to be worked out).
     pods: PodShapes | None = None
+    # Of the jobs left of a leaf part-way through a walk (`walk_replay.tail_reasons`): the keys of the jobs
+    # the walk handed out before that QUOTED jobs quote, each with theirs (None: none).
+    quoting: dict[str, list[str]] | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +113,10 @@ class QuietLeaves:
         if number is None:
             number = self._pod_shapes[shape] = len(self._pod_shapes)
         return number
+
+    def number_of(self, pod: tuple[PodRequest, str]) -> int | None:
+        """The number of the pod shape `pod` (request and placement key; None: none numbered)."""
+        return self._pod_shapes.get(pod)
 
     def forget(self) -> None:
         """Forget every leaf's outcome (and the pod shapes' numbers once they are many)."""
