@@ -219,7 +219,7 @@ class _Walk:
         tasks = kept_tasks(self.session, job)
         if len(tasks) == 1 and tasks[0].placement.key not in self.failed_placements:
             return None
-        return self.facts.made(self.session, job, self.names)
+        return self.facts.made(self.session, job, self.names, tasks)
 
     def _shape(self, facts: JobFacts, held: Hashable | None) -> Hashable | None:
         """The key of `no_room` of a job of `facts` (None: attempts are not alike without their queue)."""

@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from kai_scheduler.framework.gang import kept_tasks, next_signature, scheduling_signature
-from kai_scheduler.model.jobs import JobInfo
+from kai_scheduler.model.jobs import JobInfo, TaskInfo
 
 if TYPE_CHECKING:
     from kai_scheduler.framework.session import Session
@@ -99,20 +99,31 @@ class WalkFacts:
             return None
         return facts
 
-    def made(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> JobFacts:
-        """`job`'s facts made now and kept (for a caller that found none kept at its version)."""
-        signature, shape = self._numbers(session, job, names)
+    def made(
+        self,
+        session: Session,
+        job: JobInfo,
+        names: tuple[Hashable, ...],
+        tasks: list[TaskInfo] | None = None,
+    ) -> JobFacts:
+        """`job`'s facts made now and kept (for a caller that found none kept at its version); `tasks`:
+        the pods of its next attempt as kept (`kept_tasks`), when the caller has them at hand (allocate's
+        walk makes the facts of each of the thousands of jobs of a deep backlog's last stretch)."""
+        signature, shape = self._numbers(session, job, names, tasks)
         facts = self.by_job[job] = JobFacts(job.version, names, job.key, signature, shape)
         return facts
 
-    def _numbers(self, session: Session, job: JobInfo, names: tuple[Hashable, ...]) -> tuple[int, int]:
+    def _numbers(
+        self, session: Session, job: JobInfo, names: tuple[Hashable, ...], tasks: list[TaskInfo] | None
+    ) -> tuple[int, int]:
         """The numbers of `job`'s signature with its queue and without. A job whose next attempt is one
         pod (most jobs), with no topology and nothing read of its pods, has a shape made of a few of its
         fields and its pod's (`scheduling_signature`): those key its number (`_lone_shapes`), so that jobs
         alike have their shapes made and hashed once (a first cycle at 5,000 nodes has 15,400 such jobs,
         of some 900 shapes and 7,200 signatures)."""
         if not names:
-            tasks = kept_tasks(session, job)
+            if tasks is None:
+                tasks = kept_tasks(session, job)
             if len(tasks) == 1 and not job.has_topology():
                 task = tasks[0]
                 pod = (job.is_gang_satisfied(), task.request, task.placement.key, task.nominated_node)
@@ -141,8 +152,9 @@ class WalkFacts:
         """The number of `job`'s signature with its queue, whose signature without it is numbered `shape`:
         numbered by the queue's part (`scheduling_signature`'s first item, the only one `by_queue` moves)
         and `shape`, which make the signature, rather than by the whole signature hashed again (a first
-        cycle at 5,000 nodes numbers 7,200 signatures with their queues)."""
-        return self._number(((job.queue, job.preemptible, job.priority), shape))
+        cycle at 5,000 nodes numbers 7,200 signatures with their queues), the items in one tuple: no tuple
+        within it to make and hash."""
+        return self._number((job.queue, job.preemptible, job.priority, shape))
 
     def sorting(self, leaf: str, keys: list[tuple[Any, ...]], *, keep: bool, verify: bool) -> list[int]:
         """The positions of `keys` (the job order keys of `leaf`'s waiting jobs, as given) in ascending
@@ -181,7 +193,7 @@ class WalkFacts:
         if signature[1:] != shape[1:]:
             raise CarriedMismatch(f"{job.key}: its signatures with its queue and without differ beyond it")
         number = self._ids.get(shape)
-        fresh = (job.key, self._ids.get((signature[0], number)), number)
+        fresh = (job.key, self._ids.get((*signature[0], number)), number)
         if fresh != (facts.key, facts.signature, facts.shape):
             raise CarriedMismatch(
                 f"{job.key}: allocate's facts of it kept at version {facts.version} (key, signature "

@@ -33,6 +33,8 @@ from helpers import (
 )
 from kai_scheduler.actions.allocate import _Walk
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
+from kai_scheduler.framework import walk_facts
+from kai_scheduler.framework.gang import kept_tasks
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.placement_failures import SessionFailures
 from kai_scheduler.framework.session import Session
@@ -231,9 +233,9 @@ def test_a_job_of_one_pod_has_its_facts_made_only_once_one_of_its_placement_fail
     made: list[str] = []
     original = WalkFacts.made
 
-    def recording(facts: WalkFacts, session: Session, job: Any, names: Any) -> Any:
+    def recording(facts: WalkFacts, session: Session, job: Any, names: Any, *tasks: Any) -> Any:
         made.append(job.key)
-        return original(facts, session, job, names)
+        return original(facts, session, job, names, *tasks)
 
     monkeypatch.setattr(WalkFacts, "made", recording)
     objects = [
@@ -247,6 +249,32 @@ def test_a_job_of_one_pod_has_its_facts_made_only_once_one_of_its_placement_fail
     result = run(objects, ALLOCATE, cycles=1)
     assert bound_order(result.cycles[0].decisions) == ["first", "last"]
     assert made == ["default/pg-nowhere", "default/pg-nowhere-too"]
+    assert "default/pg-nowhere" in result.reasons["default/pg-nowhere-too"]
+
+
+def test_a_job_whose_facts_are_made_to_be_looked_up_is_not_asked_its_pods_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk hands the facts it makes of a job of one pod to look it up the pods it read to decide
+    (`WalkFacts.made`'s `tasks`): a deep backlog's last stretch makes the facts of thousands of jobs."""
+    monkeypatch.setattr(_Walk, "replayed", lambda walk, jobs: None)
+    monkeypatch.delenv(VERIFY_ENV, raising=False)
+    asked: list[str] = []
+
+    def recording(session: Session, job: Any) -> Any:
+        asked.append(job.key)
+        return kept_tasks(session, job)
+
+    monkeypatch.setattr(walk_facts, "kept_tasks", recording)
+    objects = [
+        node("n0", gpus=2),
+        queue("q"),
+        pod("nowhere", gpus=1, node_selector={"x": "y"}),
+        pod("nowhere-too", gpus=1, node_selector={"x": "y"}),
+    ]
+    result = run(objects, ALLOCATE, cycles=1)
+    # The first one's facts are made as it fails (from its pods as kept), the second's to look it up.
+    assert asked == ["default/pg-nowhere"]
     assert "default/pg-nowhere" in result.reasons["default/pg-nowhere-too"]
 
 

@@ -91,8 +91,8 @@ def test_facts_kept_for_other_signature_reads_are_made_again() -> None:
     assert made.signature != facts.of(session, alike, names).signature
     tasks, reads = tasks_to_allocate(session, job), session.points.signature_reads
     shape = facts._ids[scheduling_signature(job, tasks, by_queue=False, reads=reads)]
-    queue_part = (job.queue, job.preemptible, job.priority)
-    assert (made.signature, made.shape) == (facts._ids[(queue_part, shape)], shape)
+    signature = facts._ids[(job.queue, job.preemptible, job.priority, shape)]
+    assert (made.signature, made.shape) == (signature, shape)
 
 
 def test_verify_mode_checks_the_kept_facts(monkeypatch: pytest.MonkeyPatch) -> None:
