@@ -29,7 +29,7 @@ from typing import Final
 import numpy as np
 
 from kai_scheduler.model.job_changes import JobChangeMark
-from kai_scheduler.model.jobs import ALLOCATED, JobInfo, TaskStatus
+from kai_scheduler.model.jobs import JobInfo, TaskStatus
 from kai_scheduler.model.nodes import FloatArray, IntArray
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.model.snapshot import ClusterSnapshot
@@ -37,6 +37,10 @@ from kai_scheduler.model.snapshot import ClusterSnapshot
 # Looked up once: Python 3.11 finds an enum's member through the hook `EnumType.__getattr__` puts on every
 # lookup of the class's attributes (~10x a global's cost), and these are asked of every pod placed.
 _PENDING: Final = TaskStatus.PENDING
+# `model.jobs.ALLOCATED`'s two statuses, compared by identity: a status's `in` on a set of them calls the
+# enum's `__hash__`, a Python frame, for every pod of every job a full sum visits.
+_ALLOCATED: Final = TaskStatus.ALLOCATED
+_RUNNING: Final = TaskStatus.RUNNING
 
 # A job's allocated (gpu, cpu, memory), then its pending (gpu, cpu, memory).
 JobSums = tuple[float, float, float, float, float, float]
@@ -86,7 +90,7 @@ def job_sums(job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float) ->
     for task in job.tasks:
         status = task.status
         request = task.request
-        if status in ALLOCATED:
+        if status is _ALLOCATED or status is _RUNNING:  # (`model.jobs.ALLOCATED`)
             # Only gpu-memory requests depend on the device: look the node up only for those.
             memory = float(gpu_memory[task.node]) if request.gpu_memory_mib else 0.0
             ag += request.queue_gpus(memory)

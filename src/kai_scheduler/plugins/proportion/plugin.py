@@ -1168,26 +1168,34 @@ def _queue_totals(
     job's queue position and preemptibility), by one weighted `bincount`: it adds each addition of a job
     (`_ADDED_SUMS`) to its bin in array order, so every bin (a queue at a depth of the tree, and a column
     of its totals) adds its jobs' values one by one in snapshot order, as a job-by-job sum does. The
-    queues at one depth hold disjoint sets of jobs; additions of a job to no queue at a depth (its queue
-    is shallower) and a preemptible job's non-preemptible ones go to one more bin, left out."""
+    queues at one depth hold disjoint sets of jobs. Only the additions that change a total are made: an
+    addition of zero leaves a bin's bits as they are (a bin starts at +0.0 and never holds -0.0), and a
+    pending job adds nothing but zeros to its queue's allocated totals; a preemptible job's
+    non-preemptible additions, and a job's additions at a depth where its queue has no ancestor (it is
+    shallower), are left out."""
     queue_count = ancestors[0].size if ancestors else 0
     bins_per_depth = queue_count * 9
-    left_out = len(ancestors) * bins_per_depth
-    of_job = np.fromiter(job_queue, dtype=np.int64, count=len(job_queue))
+    additions = table[:, _ADDED_SUMS]
+    counted = additions != 0.0
     is_preemptible = np.fromiter(preemptible, dtype=np.bool_, count=len(preemptible))
+    counted[is_preemptible, _NON_PREEMPTIBLE_ADDITIONS] = False
+    job_of, addition_of = np.nonzero(counted)  # (row-major: job by job, and each job's additions in order)
+    weights = additions[job_of, addition_of]
+    queue_of = np.fromiter(job_queue, dtype=np.int64, count=len(job_queue))[job_of]
+    added_to = _ADDED_TO[addition_of]
     bins = []
     for depth, ancestor_at_depth in enumerate(ancestors):
-        owner = ancestor_at_depth[of_job]  # each job's queue at this depth (-1: its queue is shallower)
-        at_depth = (owner * 9 + depth * bins_per_depth)[:, None] + _ADDED_TO
-        at_depth[owner < 0] = left_out
-        at_depth[is_preemptible, _NON_PREEMPTIBLE_ADDITIONS] = left_out
-        bins.append(at_depth.ravel())
-    additions = table[:, _ADDED_SUMS].ravel()
+        owner = ancestor_at_depth[queue_of]  # each addition's queue at this depth (-1: none, it is shallower)
+        bins.append(np.where(owner < 0, -1, owner * 9 + depth * bins_per_depth + added_to))
+    every_bin = np.concatenate(bins)
+    has_bin = every_bin >= 0
     summed = np.bincount(
-        np.concatenate(bins), weights=np.tile(additions, len(ancestors)), minlength=left_out + 1
+        every_bin[has_bin],
+        weights=np.tile(weights, len(ancestors))[has_bin],
+        minlength=len(ancestors) * bins_per_depth,
     )
     totals = np.zeros((queue_count, 9))
-    for depth_totals in summed[:left_out].reshape(len(ancestors), queue_count, 9):
+    for depth_totals in summed.reshape(len(ancestors), queue_count, 9):
         totals += depth_totals  # (each queue's at its own depth; zeros at the others, as before)
     return [tuple(row) for row in totals.tolist()]
 
