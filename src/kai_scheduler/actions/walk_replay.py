@@ -99,9 +99,9 @@ def tail_reasons(
     Why it can: the walk hands out each leaf's jobs in job order, so the jobs left of a leaf are the last
     of its order, and a job of them shaped like one handed out before of its leaf quotes that one
     (`walked.failed_shapes`); any other job ends as in a walk that tries nothing, but for a job shape
-    whose first attempt was made before (`walked.own_words`): its jobs write their own words only with
-    that attempt's first pod and nothing placed since, and otherwise this gives up. (Issue #23, point 1:
-    a cycle after a pod completes places one pod, then walked every other job as before.)"""
+    whose first attempt was made before (`walked.no_room`): its jobs write their own words only with
+    that attempt's first pod and nothing placed since, else they quote that attempt's job. (Issue #23,
+    point 1: a cycle after a pod completes places one pod, then walked every other job as before.)"""
     by_leaf = _by_leaf(jobs)
     suffixes: dict[str, list[JobInfo]] = {}
     for leaf in list(by_leaf):
