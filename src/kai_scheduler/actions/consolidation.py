@@ -110,10 +110,10 @@ class Consolidation(VictimAction):
                     here[job] = None
         return came
 
-    def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+    def signature(self, session: Session, job: JobInfo) -> tuple[object, ...]:
         # Whether moving pods makes room does not depend on the preemptor's queue (no queue may lose
         # resources to it), except through a limit on the queue's path, checked when the job is placed.
-        # (`tasks` are the job's next pods: its signature without the queue is the one kept with them.)
+        # (Its signature without the queue is the one kept with its next pods.)
         limited = self._limited.get(job.queue)
         if limited is None:
             path = session.snapshot.queues.ancestry(job.queue)

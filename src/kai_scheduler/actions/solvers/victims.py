@@ -329,7 +329,7 @@ class VictimAction(ABC):
                 continue
             signature = None
             if session.config.use_scheduling_signatures:
-                signature = self.signature(session, job, tasks)
+                signature = self.signature(session, job)
             if signature in failed or self.blocked(session, job, next_request(session, job)):
                 continue
             invariant_failure = self._invariant_failure(session, job, tasks)
@@ -383,7 +383,7 @@ class VictimAction(ABC):
                 tasks = tasks_to_allocate(session, job)
                 if not tasks:
                     continue
-                signature = self.signature(session, job, tasks) if use_signatures else None
+                signature = self.signature(session, job) if use_signatures else None
                 if signature in failed:
                     if failed[signature] != leaf:  # (which of the two leaves goes first decides)
                         return False
@@ -479,12 +479,12 @@ class VictimAction(ABC):
         changed."""
         return None
 
-    def signature(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> tuple[object, ...]:
+    def signature(self, session: Session, job: JobInfo) -> tuple[object, ...]:
         """Jobs with equal signatures fare alike in this action within a cycle (see
-        `scheduling_signature`; `tasks` are the job's next pods, `tasks_to_allocate`): the one kept with
-        those pods (`next_signature`, made by allocate for most jobs), with what node filters and capacity
-        checks read of them beyond their requests (`ExtensionPoints.signature_reads`: a pod over its
-        annotation limit fails where one alike but for the annotation may not)."""
+        `scheduling_signature`): the one kept with the job's next pods (`next_signature`, made by allocate
+        for most jobs), with what node filters and capacity checks read of them beyond their requests
+        (`ExtensionPoints.signature_reads`: a pod over its annotation limit fails where one alike but for
+        the annotation may not)."""
         return next_signature(session, job)
 
     def refused_unsearched(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:

@@ -169,18 +169,12 @@ class JobRebuild:
         for key, ours in ours_by_job.items():
             if key in groups:
                 continue
+            job = None
             if len(ours) == 1:
                 (pod_key,) = ours
                 job = make_lone(key, pod_key, states[pod_key])
-                if job is not None:
-                    # `_add_new_job` of a plain job (no index holds one), without a call: most jobs are.
-                    rank = job.rank
-                    if rank < last_rank:
-                        self._jobs_out_of_place = placed(jobs, None, job, self._jobs_out_of_place)
-                    jobs[key] = job
-                    last_rank = rank
-                    continue
-            job = make_job(key)
+            if job is None:
+                job = make_job(key)
             if job is not None:
                 last_rank = add_job(key, job, last_rank)
         add_tasks = self._add_new_tasks
