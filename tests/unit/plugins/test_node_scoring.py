@@ -288,3 +288,49 @@ def test_gpusharingorder_scores_a_few_candidates_as_it_scores_many(
             monkeypatch.undo()
             assert type(few) is type(many)
             assert np.asarray(few).tobytes() == np.asarray(many).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_nodeavailability_scores_a_few_candidates_while_pods_are_released_as_it_scores_many(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While pods are being released, nodeavailability scores a few candidates by asking each node whether
+    the pod fits now (`scoring.FEW_ROWS`), without the whole cluster's fit mask of the pod's request: the
+    same scores as from that mask, for whole-GPU, fraction, gpu-memory and CPU-only pods, on nodes whose
+    pods are partly evicted (releasing) and partly placed again onto what they release."""
+    rng = random.Random(seed)
+    objects: list[Any] = [queue("q")]
+    for i in range(10):
+        objects.append(node(f"n{i}", gpus=8, cpu="16", gpu_memory=rng.choice((None, 40000, 80000))))
+        for k in range(rng.randint(0, 4)):
+            ask = {"fraction": 0.5} if rng.random() < 0.3 else {"gpus": rng.randint(1, 3)}
+            group = {"labels": {"runai-gpu-group": f"g{i}-{k}"}} if "fraction" in ask else {}
+            objects.append(
+                pod(f"busy-{i}-{k}", cpu=f"{rng.randint(1, 5000)}m", node_name=f"n{i}", **ask, **group)
+            )
+    asks = {"whole": {"gpus": 2}, "fraction": {"fraction": 0.5}, "memory": {"gpu_memory": 20000}, "cpu": {}}
+    objects += [pod(name, cpu="2", **ask) for name, ask in asks.items()]
+    session = open_session(objects)
+    tasks, nodes = session.snapshot.tasks, session.snapshot.nodes
+    statement = session.statement("reclaim")
+    for task in [t for key, t in sorted(tasks.items()) if key.startswith("default/busy")]:
+        if rng.random() < 0.4:
+            statement.evict(task, "test")
+    assert nodes.anything_releasing()
+    availability = scoring.NodeAvailabilityPlugin({})
+    for _ in range(20):
+        rows = np.array(sorted(rng.sample(range(10), rng.randint(0, 6))), dtype=np.int64)
+        for name in asks:
+            task = tasks[f"default/{name}"]
+            with monkeypatch.context() as no_mask:
+                no_mask.setattr(type(nodes), "fit", _no_fit_mask_now)
+                few = availability.score(nodes, task, rows)
+            monkeypatch.setattr(scoring, "FEW_ROWS", -1)
+            many = availability.score(nodes, task, rows)
+            monkeypatch.undo()
+            assert isinstance(few, np.ndarray) and isinstance(many, np.ndarray)
+            assert few.tobytes() == many.tobytes()
+
+
+def _no_fit_mask_now(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a few candidates' scores read the whole cluster's fit mask")
