@@ -125,10 +125,15 @@ class Consolidation(VictimAction):
     def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
         if not job.preemptible:
             return True
-        # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted).
-        if any(task.request.mig_instances for task in kept_tasks(session, job)):
+        # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted: a
+        # job asking for some is never blocked). The free GPUs first: they are kept, where the MIG
+        # instances are looked for in each pod's request (only one with extended resources may ask any),
+        # and nearly every job of a deep backlog asks more GPUs than the cluster has free.
+        if self._free_gpus(session) + EPSILON >= request.gpu:
             return False
-        return self._free_gpus(session) + EPSILON < request.gpu
+        return not any(
+            task.request.scalars and task.request.mig_instances for task in kept_tasks(session, job)
+        )
 
     def _free_gpus(self, session: Session) -> float:
         """The free and releasing GPUs of the whole cluster, summed again only once the node table's usage

@@ -36,6 +36,7 @@ from kai_scheduler.actions.solvers import victim_search
 from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, active_tasks_each
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
 from kai_scheduler.framework.decisions import Decision
+from kai_scheduler.framework.gang import next_request
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo
@@ -296,3 +297,36 @@ def test_a_shared_order_is_checked_against_the_order_worked_out_again() -> None:
     for fresh in (units[:2], [units[0], units[2], units[1]], [*units, units[0]]):
         with pytest.raises(CarriedMismatch):
             list(consolidation._checked(units, iter(fresh)))
+
+
+def test_a_preemptible_job_is_blocked_only_when_the_free_gpus_fall_short_and_it_asks_no_mig_instance() -> (
+    None
+):
+    """Consolidation passes over a job (`blocked`) that is not preemptible, or that asks more GPUs than the
+    cluster has free and no MIG instance (moving pods cannot make GPUs that do not exist; MIG instances
+    are not counted among the free GPUs). An extended resource that is not a MIG instance changes
+    nothing. Node a has one GPU free."""
+    objects = [
+        node("a", gpus=4),
+        node("m", gpus=0, extra={"nvidia.com/mig-3g.40gb": 2}),
+        queue("q"),
+        pod("busy", gpus=3, node_name="a"),
+        pod("one", gpus=1),
+        pod("two", gpus=2),
+        pod("two-nics", gpus=2, extra_requests={"example.com/nic": 1}),
+        pod("mig", extra_requests={"nvidia.com/mig-3g.40gb": 2}),
+        pod("build", gpus=1, priority_class="build"),
+    ]
+    session = open_session(objects)
+    action = consolidation.Consolidation()
+    blocked = {
+        job.name.removeprefix("pg-"): action.blocked(session, job, next_request(session, job))
+        for job in session.snapshot.jobs.values()
+        if job.name != "pg-busy"
+    }
+    assert next_request(session, job_named(session, "pg-mig")).gpu > 1  # (more than the free GPU)
+    assert blocked == {"one": False, "two": True, "two-nics": True, "mig": False, "build": True}
+
+
+def job_named(session: Session, name: str) -> JobInfo:
+    return next(job for job in session.snapshot.jobs.values() if job.name == name)
