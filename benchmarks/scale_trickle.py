@@ -19,6 +19,7 @@ effects), what changed before it and what it decided.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import statistics
 import time
@@ -95,6 +96,9 @@ def measure(nodes: int, seed: int, cycles: int) -> dict[str, Any]:
     wall: list[float] = []
     decisions: list[dict[str, int]] = []
     waiting: list[int] = []
+    # Every cycle's decisions and every waiting job's reason, as text, hashed: a change that should change
+    # no decision and no reason leaves it.
+    digest = hashlib.sha256()
     with gc_policy.fewer_collections():
         for number in range(1, cycles + 1):
             began, began_cpu = time.perf_counter(), time.process_time()
@@ -118,6 +122,8 @@ def measure(nodes: int, seed: int, cycles: int) -> dict[str, Any]:
             seconds.append(record.seconds)
             decisions.append(dict(Counter(d.type for d in record.decisions)))
             waiting.append(len(result.unschedulable))
+            digest.update("\n".join(repr(d) for d in record.decisions).encode())
+            digest.update("\n".join(f"{k}: {v}" for k, v in sorted(result.unschedulable.items())).encode())
     later_cpu, later_wall = cpu[1:], wall[1:]
     return {
         "kind": "trickle",
@@ -128,6 +134,7 @@ def measure(nodes: int, seed: int, cycles: int) -> dict[str, Any]:
         "cycleWallSeconds": wall,
         "decisionsPerCycle": decisions,
         "waitingPerCycle": waiting,
+        "decisionsDigest": digest.hexdigest()[:16],
         "medianSeconds": statistics.median(seconds[1:]) if later_cpu else None,
         "medianCpuSeconds": statistics.median(later_cpu) if later_cpu else None,
         "medianWallSeconds": statistics.median(later_wall) if later_wall else None,
