@@ -43,6 +43,7 @@ from kai_scheduler.framework.quiet_walk import (
     LeafOutcome,
     PodShapes,
     QuietLeaves,
+    SaidLast,
 )
 from kai_scheduler.framework.session import Session
 from kai_scheduler.framework.walk_facts import WalkFacts
@@ -63,7 +64,11 @@ def reasons(
     (`WalkFacts.start`); `kept`: the leaves' outcomes carried, brought up to date here."""
     if session.state.moves:
         return None  # (what is kept holds for the jobs as the session opened)
-    return _written(session, _by_leaf(jobs), {}, facts, names, failures, kept, None)
+    # (Asked before the jobs are grouped by leaf: a cycle after a pod completed gives up here.)
+    details = _details_if_none_may_fit(session, names, failures, kept)
+    if details is None:
+        return None
+    return _written(session, _by_leaf(jobs), {}, facts, names, details, kept, None)
 
 
 # A job shape's first attempt in a walk, which found no node (`WalkedSoFar.no_room`).
@@ -112,32 +117,28 @@ def tail_reasons(
             suffixes[leaf] = [job for _, _, job in entries]
     if len(left) != len(by_leaf):
         return None  # (a leaf none of `jobs` waits in)
-    return _written(session, by_leaf, suffixes, facts, names, failures, kept, walked)
+    details = _details_if_none_may_fit(session, names, failures, kept)
+    if details is None:
+        return None
+    return _written(session, by_leaf, suffixes, facts, names, details, kept, walked)
 
 
 def _by_leaf(jobs: list[JobInfo]) -> dict[str, list[JobInfo]]:
     by_leaf: dict[str, list[JobInfo]] = {}
     for job in jobs:
-        members = by_leaf.get(job.queue)
-        if members is None:
-            members = by_leaf[job.queue] = []
-        members.append(job)
+        # (Fewest steps a job of the backlog's thousands: a leaf's first job is the one that raises.)
+        try:
+            by_leaf[job.queue].append(job)
+        except KeyError:
+            by_leaf[job.queue] = [job]
     return by_leaf
 
 
-def _written(
-    session: Session,
-    by_leaf: dict[str, list[JobInfo]],
-    suffixes: dict[str, list[JobInfo]],
-    facts: WalkFacts,
-    names: tuple[Hashable, ...],
-    failures: SessionFailures,
-    kept: QuietLeaves,
-    walked: WalkedSoFar | None,
-) -> list[dict[str, str]] | None:
-    """The reasons of the jobs `by_leaf` (each leaf's waiting jobs as given), but of a leaf in `suffixes`
-    only its jobs there (the last of its order, in order: worked out afresh, not kept), as a walk that
-    tries nothing writes them after `walked` (None: from the walk's start)."""
+def _details_if_none_may_fit(
+    session: Session, names: tuple[Hashable, ...], failures: SessionFailures, kept: QuietLeaves
+) -> _Details | None:
+    """`kept` brought up to date with the session, and the explanations to write from; None when a node
+    that may differ since the last cycle may take a first pod of a leaf kept (`_Details.a_node_may_take`)."""
     snapshot = session.snapshot
     kept.catch_up(snapshot.job_changes, snapshot.jobs)
     most_memory = snapshot.max_gpu_memory_mib
@@ -147,6 +148,23 @@ def _written(
     details = _Details(session, failures, kept)
     if details.a_node_may_take(kept.by_leaf.values()):
         return None
+    return details
+
+
+def _written(
+    session: Session,
+    by_leaf: dict[str, list[JobInfo]],
+    suffixes: dict[str, list[JobInfo]],
+    facts: WalkFacts,
+    names: tuple[Hashable, ...],
+    details: _Details,
+    kept: QuietLeaves,
+    walked: WalkedSoFar | None,
+) -> list[dict[str, str]] | None:
+    """The reasons of the jobs `by_leaf` (each leaf's waiting jobs as given), but of a leaf in `suffixes`
+    only its jobs there (the last of its order, in order: worked out afresh, not kept), as a walk that
+    tries nothing writes them after `walked` (None: from the walk's start), from `details`
+    (`_details_if_none_may_fit`)."""
     outcomes: list[LeafOutcome] = []
     explained: list[dict[int, str]] = []
     quoted: list[dict[int, str] | None] = []
@@ -471,49 +489,111 @@ def _words(
         if quotes is None and outcome.leaf_words is not None and outcome.leaf_words_from == leaf_details:
             written.append(outcome.leaf_words)  # (equal explanations, equal words)
             continue
-        leaf_words: dict[str, str] = {}
-        quotes_session = False
-        parts, refusals, first_pods, answers = (
-            outcome.parts,
-            outcome.refusals,
-            outcome.first_pods,
-            outcome.answers,
-        )
-        kept, kept_from = outcome.written, outcome.written_from
-        for place, key, alike in zip(outcome.firsts, outcome.first_keys, outcome.followers, strict=True):
-            text: str
-            if quotes is not None and (quote := quotes.get(place)) is not None:
-                text = leaf_words[key] = failed_like(quote, earlier.get(quote, UNSAID))
-                quotes_session = True
-            elif parts[place] == REFUSED:
-                refusal = refusals[place]
-                if refusal is None:
-                    text = earlier.get(key, UNSAID)
-                    quotes_session = True
-                else:
-                    text = leaf_words[key] = refusal
-            else:
-                first, answer = first_pods[place], answers[place]
-                assert first is not None and answer is not None
-                detail = answer[0] if answer[0] is not None else leaf_details[first.shape]
-                last = kept[place]
-                if last is not None and kept_from[place] is detail:
-                    text = last
-                else:
-                    text = kept[place] = no_fit_after(first.head, detail)
-                    kept_from[place] = detail
-                leaf_words[key] = text
-            if alike is not None:
-                worded = failed_like(key, text)
-                for follower in alike:
-                    leaf_words[follower] = worded
-        if outcome.quoting is not None:
-            quotes_session = True
-            for key, alike in outcome.quoting.items():
-                worded = failed_like(key, earlier.get(key, UNSAID))
-                for follower in alike:
-                    leaf_words[follower] = worded
+        if quotes is None and outcome.quoting is None:
+            leaf_words, quotes_session = _said_again(outcome, leaf_details, earlier)
+        else:
+            leaf_words, quotes_session = _said_quoting(outcome, leaf_details, quotes, earlier)
         written.append(leaf_words)
         outcome.leaf_words = None if quotes_session else leaf_words
         outcome.leaf_words_from = leaf_details
     return written
+
+
+def _said_again(
+    outcome: LeafOutcome, leaf_details: dict[int, str], earlier: dict[str, str]
+) -> tuple[dict[str, str], bool]:
+    """The reasons of a leaf no job of which quotes one the walk handed out before, by job key, written
+    from the last ones (`SaidLast`): a first job whose text is the object its last reasons were worded
+    from keeps them, its followers' too. And whether a reason quotes the session's (`earlier`).
+
+    Exactly a writing afresh: equal texts give equal words, and the copy keeps the keys in the order a
+    writing afresh puts them in while every first job that wrote its own reason still does (else the
+    leaf is written afresh)."""
+    said = outcome.said
+    if said is None:
+        said = outcome.said = SaidLast({}, [None] * len(outcome.firsts), [True] * len(outcome.firsts))
+        words = said.words
+    else:
+        words = said.words.copy()
+    texts, owns = said.texts, said.own
+    parts, refusals = outcome.parts, outcome.refusals
+    quotes_session = False
+    for index, (place, key, alike) in enumerate(
+        zip(outcome.firsts, outcome.first_keys, outcome.followers, strict=True)
+    ):
+        own = True
+        if parts[place] == REFUSED:
+            text = refusals[place]
+            if text is None:
+                text, own, quotes_session = earlier.get(key, UNSAID), False, True
+        else:
+            text = _no_node_text(outcome, place, leaf_details)
+        last = texts[index]
+        if last is not None:
+            if owns[index] is not own:  # (its key comes or goes: the order of a writing afresh differs)
+                outcome.said = None
+                return _said_again(outcome, leaf_details, earlier)
+            if last is text:
+                continue
+        texts[index], owns[index] = text, own
+        if own:
+            words[key] = text
+        if alike is not None:
+            worded = failed_like(key, text)
+            for follower in alike:
+                words[follower] = worded
+    said.words = words
+    return words, quotes_session
+
+
+def _said_quoting(
+    outcome: LeafOutcome,
+    leaf_details: dict[int, str],
+    quotes: dict[int, str] | None,
+    earlier: dict[str, str],
+) -> tuple[dict[str, str], bool]:
+    """The reasons of a leaf some jobs of which quote one the walk handed out before (`quotes`, or
+    `LeafOutcome.quoting`), by job key, written afresh; and whether a reason quotes the session's."""
+    leaf_words: dict[str, str] = {}
+    quotes_session = False
+    parts, refusals = outcome.parts, outcome.refusals
+    for place, key, alike in zip(outcome.firsts, outcome.first_keys, outcome.followers, strict=True):
+        text: str
+        if quotes is not None and (quote := quotes.get(place)) is not None:
+            text = leaf_words[key] = failed_like(quote, earlier.get(quote, UNSAID))
+            quotes_session = True
+        elif parts[place] == REFUSED:
+            refusal = refusals[place]
+            if refusal is None:
+                text = earlier.get(key, UNSAID)
+                quotes_session = True
+            else:
+                text = leaf_words[key] = refusal
+        else:
+            text = leaf_words[key] = _no_node_text(outcome, place, leaf_details)
+        if alike is not None:
+            worded = failed_like(key, text)
+            for follower in alike:
+                leaf_words[follower] = worded
+    if outcome.quoting is not None:
+        quotes_session = True
+        for key, alike in outcome.quoting.items():
+            worded = failed_like(key, earlier.get(key, UNSAID))
+            for follower in alike:
+                leaf_words[follower] = worded
+    return leaf_words, quotes_session
+
+
+def _no_node_text(outcome: LeafOutcome, place: int, leaf_details: dict[int, str]) -> str:
+    """The reason of the NO_NODE job at `place` in `outcome`: its first pod's head and explanation (its
+    pre-predicate's refusal, else its pod shape's in `leaf_details`), kept (`LeafOutcome.written`) while
+    the explanation is the same object."""
+    first, answer = outcome.first_pods[place], outcome.answers[place]
+    assert first is not None and answer is not None
+    detail = answer[0] if answer[0] is not None else leaf_details[first.shape]
+    last = outcome.written[place]
+    if last is not None and outcome.written_from[place] is detail:
+        return last
+    text = outcome.written[place] = no_fit_after(first.head, detail)
+    outcome.written_from[place] = detail
+    return text

@@ -71,6 +71,23 @@ class LeafOutcome:
     # Of the jobs left of a leaf part-way through a walk (`walk_replay.tail_reasons`): the keys of the jobs
     # the walk handed out before that QUOTED jobs quote, each with theirs (None: none).
     quoting: dict[str, list[str]] | None = None
+    # The reasons last written for the whole leaf with what each first job's were worded from, to write
+    # the next ones from (`SaidLast`; None: none written yet).
+    said: SaidLast | None = None
+
+
+@dataclass(slots=True)
+class SaidLast:
+    """A leaf's reasons as last written (`words`, by job key), and per job of `LeafOutcome.firsts` the text
+    its followers' reason was worded from (`texts`) and whether the job's own reason is among `words`
+    (`own`: a job its queue refused with nothing said has none of its own). The next writing starts from
+    a copy of `words` and writes again only the reasons of the first jobs whose text is another object:
+    a cordon changes every NO_NODE job's words, not those of the jobs the queues refuse (nearly half of a
+    backlog's)."""
+
+    words: dict[str, str]
+    texts: list[str | None]
+    own: list[bool]
 
 
 @dataclass(slots=True)
