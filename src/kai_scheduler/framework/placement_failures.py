@@ -129,6 +129,11 @@ class SessionFailures:
         self._rows: list[int] | None = None
         self._seen = 0
         self._few: list[int] | None = None  # `_rows` when no more than `_most_rows`, as of `_seen`
+        # Of `_rows`, those where the two tables differ and those this session changed (not those the
+        # last session changed), and by a position of the last table's log later than where its allocate
+        # started, the rows that may differ since it (`_differing_rows_since`), as of `_seen`.
+        self._across: list[int] = []
+        self._since: dict[int, list[int]] = {}
 
     @staticmethod
     def first_pod(session: Session, job: JobInfo, tasks: list[TaskInfo]) -> TaskInfo | None:
@@ -228,7 +233,7 @@ class SessionFailures:
         counts = last.no_fit.pop(key, None)
         if counts is None or counts.position < last.allocate_started:
             return None
-        differing = self._differing_rows()
+        differing = self._differing_rows_since(counts.position)
         return None if differing is None else (counts, differing)
 
     def keep_counts(self, key: Hashable, counts: NoFitCounts) -> None:
@@ -247,7 +252,8 @@ class SessionFailures:
             since_started = last.nodes.changed_since(last.allocate_started)
             differing = last.nodes.rows_differing(nodes)
             if since_started is not None and differing is not None:
-                self._rows = sorted({*since_started, *differing.tolist()})
+                self._across = differing.tolist()
+                self._rows = sorted({*since_started, *self._across})
                 self._seen = nodes.change_position()
         if self._rows is not None:
             changed = nodes.changed_since(self._seen)
@@ -255,10 +261,31 @@ class SessionFailures:
                 self._rows = None
             elif changed:  # this session's changes so far, folded in once
                 self._rows = sorted({*self._rows, *changed})
+                self._across = sorted({*self._across, *changed})
+                self._since = {}
         self._seen = nodes.change_position()
         rows = self._rows
         self._few = rows if rows is not None and len(rows) <= self._most_rows() else None
         return self._few
+
+    def _differing_rows_since(self, position: int) -> list[int] | None:
+        """`_differing_rows` for what the last session worked out at `position` of its table's log (at or
+        after where its allocate started): the rows it changed since `position`, not since its allocate
+        started. Why: an explanation counted again after the last session placed a pod (the rest of a
+        walk after a completion) is not counted again at that pod's node in the next session, for each of
+        a backlog's some 400 pod shapes."""
+        rows = self._differing_rows()
+        last = self._last
+        assert last is not None
+        if rows is None or position == last.allocate_started:
+            return rows
+        since = self._since.get(position)
+        if since is None:
+            changed = last.nodes.changed_since(position)
+            if changed is None:
+                return rows
+            since = self._since[position] = sorted({*changed, *self._across})
+        return since
 
     def _most_rows(self) -> int:
         return max(self._nodes.size // _MOST_ROWS_SHARE, _FEW_ROWS)

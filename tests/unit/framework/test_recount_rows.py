@@ -1,0 +1,66 @@
+"""The rows an explanation kept from the last cycle is counted again over (`placement_failures`,
+`no_fit_counts`): those that may differ since the last cycle counted it. One counted again after the last
+cycle placed a pod (the rest of a walk after a completion) is not counted again at that pod's node."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from helpers import node, pod, queue
+from kai_scheduler.api.objects import ApiObject, Node
+from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
+from kai_scheduler.framework.config import SchedulerConfig
+from kai_scheduler.framework.no_fit_counts import NoFitCounts
+from kai_scheduler.sim.engine import Simulation, SimulationOptions
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def recounted_rows(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The rows of every explanation counted again, as each is."""
+    recounted: list[list[int]] = []
+    original = NoFitCounts.recount
+
+    def recount(self: NoFitCounts, rows: list[int], refusals: list[int], position: int) -> None:
+        recounted.append(list(rows))
+        original(self, rows, refusals, position)
+
+    monkeypatch.setattr(NoFitCounts, "recount", recount)
+    return recounted
+
+
+def test_an_explanation_counted_after_a_pod_was_placed_is_not_counted_again_at_its_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """n0 (row 0) frees a GPU at 15 s; the cycle at 20 s places `one` there, then explains why `two` does
+    not fit, counting its kept explanation again at row 0. At 30 s n2 (row 2) is cordoned: `two`'s
+    explanation is counted again at row 2 alone, and reads as counting every node does (the debug
+    variable counts every node as well)."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    recounted = recounted_rows(monkeypatch)
+    nodes = [node(f"n{i}", gpus=2) for i in range(3)]
+    objects: list[ApiObject] = [
+        *nodes,
+        queue("q", gpu=8),
+        pod("short", gpus=1, node_name="n0", priority_class="inference", duration="15s"),
+        pod("long", gpus=1, node_name="n0", priority_class="inference"),
+        *(pod(f"full-{i}", gpus=2, node_name=f"n{i}", priority_class="inference") for i in (1, 2)),
+        pod("one", "q", gpus=1, priority_class="inference"),
+        pod("two", "q", gpus=2),
+    ]
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+    sim._cycle(0.0, 1)
+    recounted.clear()
+    _, placed = sim._cycle(20.0, 2)
+    assert [(d.pod, d.node) for d in placed.decisions] == [("default/one", "n0")]
+    assert recounted == [[0]]
+    sim.cluster.cache.set_nodes([*nodes[:2], cordoned(nodes[2])])
+    _, after = sim._cycle(30.0, 3)
+    assert recounted[1:] == [[2]]
+    assert "1 node(s) were unschedulable, 2 Insufficient GPUs" in after.unschedulable["default/pg-two"]
+
+
+def cordoned(n: Node) -> Node:
+    return n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
