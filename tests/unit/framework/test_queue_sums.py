@@ -17,9 +17,9 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.queue_sums import (
     CarriedQueueSums,
-    LoneSums,
     binary_exponent,
     binary_exponents,
+    every_job_sums,
     job_sums,
     kept_job_sums,
 )
@@ -145,21 +145,38 @@ def test_verify_mode_checks_the_carried_sums(monkeypatch: pytest.MonkeyPatch) ->
         sim._cycle(10.0, 2)
 
 
-def test_plain_pending_jobs_of_one_request_take_the_first_ones_sums() -> None:
-    """Summed with `lone_sums`, a bare pod's plain pending job takes the sums of the first such job of its
-    request (the very tuple), which are the sums `job_sums` makes of it; other jobs are summed each."""
+def test_every_job_sums_is_kept_job_sums_of_each_job_in_turn() -> None:
+    """`every_job_sums` gives each job the row `job_sums` makes of it and keeps the sums on the job as
+    `kept_job_sums` does; a bare pod's plain pending job takes the sums of the first such job of its
+    request (the very tuple), a running job and a job of another request are summed each, and a job whose
+    sums are kept is not summed again."""
     cache = ClusterCache()
     cache.set_nodes([node("n1", gpus=8)])
     cache.set_queues([queue("a", gpu=8)])
-    for rank, name in enumerate(("p1", "p2", "p3")):
-        cache.upsert_pod(PodState(pod(name, "a", gpus=1, cpu="500m"), rank))
+    cache.upsert_pod(PodState(pod("p1", "a", gpus=1, cpu="500m"), 0))
+    cache.upsert_pod(PodState(pod("running", "a", gpus=1, cpu="500m"), 1, node_name="n1", phase="Running"))
+    cache.upsert_pod(PodState(pod("p2", "a", gpus=1, cpu="500m"), 2))
     cache.upsert_pod(PodState(pod("other", "a", gpus=2), 3))
+    cache.upsert_pod(PodState(pod("p3", "a", gpus=1, cpu="500m"), 4))
     snapshot = cache.snapshot()
     jobs = list(snapshot.jobs.values())
     assert all(job.lone_task is not None for job in jobs)
-    memory = snapshot.min_gpu_memory_mib
-    lone_sums: LoneSums = {}
-    made = [kept_job_sums(job, snapshot.nodes.gpu_memory_mib, memory, lone_sums) for job in jobs]
-    assert made[0] is made[1] is made[2] and made[3] is not made[0]
-    assert made == [job_sums(job, snapshot.nodes.gpu_memory_mib, memory) for job in jobs]
-    assert len(lone_sums) == 2
+    gpu_memory, memory = snapshot.nodes.gpu_memory_mib, snapshot.min_gpu_memory_mib
+    kept = (7.0, 7.0, 7.0, 7.0, 7.0, 7.0)  # (no job's real sums: taken as kept, not summed again)
+    jobs[3].queue_sums, jobs[3].queue_sums_version = kept, jobs[3].version
+    jobs[3].queue_sums_gpu_memory = memory
+    expected = [job_sums(job, gpu_memory, memory) for job in jobs]
+
+    table = every_job_sums(jobs, gpu_memory, memory)
+
+    assert table.shape == (5, 6)
+    assert [tuple(row) for row in table.tolist()] == [*expected[:3], kept, expected[4]]
+    assert expected[1] != expected[0]  # (the running pod's GPU is allocated, the pending ones' are not)
+    assert jobs[0].queue_sums is jobs[2].queue_sums is jobs[4].queue_sums
+    assert jobs[1].queue_sums is not jobs[0].queue_sums and jobs[3].queue_sums is kept
+    assert all(job.queue_sums_version == job.version for job in jobs)
+    assert all(kept_job_sums(job, gpu_memory, memory) is job.queue_sums for job in jobs)  # kept now
+
+
+def test_every_job_sums_of_no_jobs_is_an_empty_table() -> None:
+    assert every_job_sums([], np.zeros(0), 0.0).shape == (0, 6)

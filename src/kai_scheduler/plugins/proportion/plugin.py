@@ -20,9 +20,8 @@ from kai_scheduler.framework.queue_order_memo import CarriedQueueOrder, OrderMem
 from kai_scheduler.framework.queue_sums import (
     CarriedQueueSums,
     JobRows,
-    LoneSums,
     QueueTotals,
-    kept_job_sums,
+    every_job_sums,
 )
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
@@ -1128,26 +1127,19 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
     pending_gpu_memory = snapshot.min_gpu_memory_mib
     names = [queue.name for queue in queues]
     position = {name: i for i, name in enumerate(names)}
-    # Per job in order: its queue's position, whether it is preemptible, and six numbers: its allocated
-    # then its pending (gpu, cpu, memory).
-    keys: list[str] = []
-    job_queue: list[int] = []
-    preemptible: list[bool] = []
-    sums: list[float] = []
-    lone_sums: LoneSums = {}
-    for key, job in snapshot.jobs.items():
-        where = position.get(job.queue)
-        if where is None:
-            continue
-        keys.append(key)
-        job_queue.append(where)
-        preemptible.append(job.preemptible)
-        sums.extend(kept_job_sums(job, gpu_memory, pending_gpu_memory, lone_sums))
-    # (The lists read by `np.fromiter` with their type given: `np.array` of a list works out the type of
-    # every item first.)
-    table = np.fromiter(sums, dtype=np.float64, count=len(sums)).reshape(-1, 6)
+    # Per job in order: its key, its queue's position, whether it is preemptible, and its row of six
+    # numbers (`every_job_sums`): its allocated then its pending (gpu, cpu, memory).
+    keys = list(snapshot.jobs)
+    jobs = list(snapshot.jobs.values())
+    job_queue = [position.get(job.queue, -1) for job in jobs]
+    if -1 in job_queue:  # (a job of a queue the tree does not have adds to none)
+        counted = [i for i, where in enumerate(job_queue) if where >= 0]
+        keys, jobs = [keys[i] for i in counted], [jobs[i] for i in counted]
+        job_queue = [job_queue[i] for i in counted]
+    preemptible = [job.preemptible for job in jobs]
+    table = every_job_sums(jobs, gpu_memory, pending_gpu_memory)
     added = JobRows(keys, job_queue, preemptible, table)
-    if not sums:
+    if not jobs:
         return [(0.0,) * 9 for _ in names], added
     return _queue_totals(table, job_queue, preemptible, _ancestors_by_depth(queues, position)), added
 
