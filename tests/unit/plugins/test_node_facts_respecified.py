@@ -130,3 +130,16 @@ def test_verifying_raises_on_carried_facts_that_are_not_their_nodes() -> None:
         assert not wrong.alike(NodeFacts.of(cordoned))
         with pytest.raises(CarriedMismatch):
             _verified(wrong)
+
+
+def test_facts_of_untainted_and_tainted_nodes_count_each_soft_node_and_number_each_taint_list() -> None:
+    """Nodes without a taint (most, answered without looking at a taint) share the empty list's number,
+    and every node with a PreferNoSchedule taint, alone or among others, counts as soft."""
+    kinds_of_nodes = (0, 2, 0, 3, 1, 0, 2)
+    facts = NodeFacts.of([spec(f"n{i}", (False, True, "z1", "r1", k)) for i, k in enumerate(kinds_of_nodes)])
+    assert facts.soft_count == 3
+    assert facts.taint_numbers[()] == 0
+    assert len(facts.taint_numbers) == 4
+    numbers = facts.taint_kinds.tolist()
+    assert [numbers[i] for i in (0, 2, 5)] == [0, 0, 0] and numbers[1] == numbers[6]
+    assert len(set(numbers)) == 4
