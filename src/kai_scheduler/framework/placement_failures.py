@@ -7,11 +7,12 @@ pod has a candidate node depends, for the plain node filters (`ROW_FILTERS`), on
 of the node table (usage and capacity), its static facts (labels, taints, cordon, readiness), and the
 cluster's storage objects, which are the same object until they change. So a pod that had no candidate
 when the last session tried it has none now unless one of the rows that may differ since is a
-candidate: the rows the last session changed from the start of its allocate on, the rows where its node
-table as it was left and this session's differ (`NodeTable.rows_differing`), and the rows this session
-changed since. Those few rows are asked one by one (`Session.any_candidate`: a row a node flag refuses, a
-cordoned node, is a candidate for no pod, and the others' static answers are read without any placement's
-masks over every node while older ones answer for them, `static_masks`); when none is a candidate,
+candidate: the rows the last session changed from where it last found the pod's shape had none on, the
+rows where its node table as it was left and this session's differ (`NodeTable.rows_differing`), and the
+rows this session changed since. Those few rows are asked one by one (`Session.any_candidate`: a row a
+node flag refuses, a cordoned node, is a candidate for no pod, and the others' static answers are read
+without any placement's masks over every node while older ones answer for them, `static_masks`); when
+none is a candidate,
 the attempt's outcome is written as the attempt would write it (its first pod does not fit, nothing
 placed, with the explanation worked out now) without making it.
 
@@ -58,14 +59,15 @@ _FEW_ROWS = 16
 class _LastSession:
     """What the last session's allocate left: its node table (as the session left it), where that
     table's log of changes stood when allocate started, the storage and the node filters it read, the pod
-    shapes (request, placement key) an attempt's first pod of which had no candidate node, and the
-    explanations it counted (by what they depend on, `Session.explain_no_fit`)."""
+    shapes (request, placement key) an attempt's first pod of which had no candidate node, each with where
+    that table's log stood when it was last known to have none, and the explanations it counted (by what
+    they depend on, `Session.explain_no_fit`)."""
 
     nodes: NodeTable
     allocate_started: int
     storage: Storage
     filters: tuple[str, ...]
-    no_room: set[tuple[PodRequest, str]]
+    no_room: dict[tuple[PodRequest, str], int]
     no_fit: dict[Hashable, NoFitCounts]
 
 
@@ -115,7 +117,9 @@ class SessionFailures:
         nodes = session.snapshot.nodes
         self._nodes = nodes
         self._started = nodes.change_position()
-        self._no_room: set[tuple[PodRequest, str]] = set()
+        # Per pod shape found to have no candidate node, where this table's log stood when it was last
+        # found so (`_differing_rows_since` reads the next session's rows to ask from there).
+        self._no_room: dict[tuple[PodRequest, str], int] = {}
         self._no_fit: dict[Hashable, NoFitCounts] = {}
         # Per pod shape (request, placement key), the rows list (`_differing_rows`) none of which is a
         # candidate for it (`_none_a_candidate`).
@@ -162,21 +166,22 @@ class SessionFailures:
     def none_by_rows(self, task: TaskInfo) -> bool | None:
         """Whether no node is a candidate for a pod of `task`'s shape (request and placement: all its
         candidates read of it, `first_pod`), pre-predicates aside: a pod of its shape found none in the
-        last session, and no row that may differ since is a candidate; then noted for the next session.
-        None when not known (no pod of its shape was noted, or too many rows may differ). The same for
-        every pod of one shape."""
+        last session, and no row that may differ since it found none is a candidate; then noted for the
+        next session. None when not known (no pod of its shape was noted, or too many rows may differ).
+        The same for every pod of one shape."""
         last = self._last
         if last is None:
             return None
         shape = (task.request, task.placement.key)
-        if shape not in last.no_room:
+        found_none_at = last.no_room.get(shape)
+        if found_none_at is None:
             return None
-        rows = self._differing_rows()
+        rows = self._differing_rows_since(found_none_at)
         if rows is None:
             return None
         if rows and not self._none_a_candidate(task, shape, rows):
             return False
-        self._no_room.add(shape)
+        self._no_room[shape] = self._nodes.change_position()
         return True
 
     def _none_a_candidate(self, task: TaskInfo, shape: tuple[PodRequest, str], rows: list[int]) -> bool:
@@ -200,7 +205,7 @@ class SessionFailures:
         pre-predicate did not refuse it)."""
         task = tasks[0]
         if not self.session.refused_everywhere(task):
-            self._no_room.add((task.request, task.placement.key))
+            self._no_room[task.request, task.placement.key] = self._nodes.change_position()
 
     def end(self) -> None:
         """Allocate is done: what it noted is the next session's to read."""
@@ -273,7 +278,7 @@ class SessionFailures:
         after where its allocate started): the rows it changed since `position`, not since its allocate
         started. Why: an explanation counted again after the last session placed a pod (the rest of a
         walk after a completion) is not counted again at that pod's node in the next session, for each of
-        a backlog's some 400 pod shapes."""
+        a backlog's some 400 pod shapes; nor is a pod shape found then to have no node asked about it."""
         rows = self._differing_rows()
         last = self._last
         assert last is not None

@@ -1,6 +1,7 @@
 """The rows an explanation kept from the last cycle is counted again over (`placement_failures`,
 `no_fit_counts`): those that may differ since the last cycle counted it. One counted again after the last
-cycle placed a pod (the rest of a walk after a completion) is not counted again at that pod's node."""
+cycle placed a pod (the rest of a walk after a completion) is not counted again at that pod's node; nor is
+a pod shape the last cycle found to have no node after it placed a pod asked about that pod's node."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from kai_scheduler.api.objects import ApiObject, Node
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.no_fit_counts import NoFitCounts
+from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.model.jobs import TaskInfo
+from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -29,6 +33,58 @@ def recounted_rows(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
 
     monkeypatch.setattr(NoFitCounts, "recount", recount)
     return recounted
+
+
+def rows_asked(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The rows asked whether any is a candidate for a pod shape the last cycle found to have no node."""
+    asked: list[list[int]] = []
+    original = SessionFailures._none_a_candidate
+
+    def none_a_candidate(
+        self: SessionFailures, task: TaskInfo, shape: tuple[PodRequest, str], rows: list[int]
+    ) -> bool:
+        asked.append(list(rows))
+        return original(self, task, shape, rows)
+
+    monkeypatch.setattr(SessionFailures, "_none_a_candidate", none_a_candidate)
+    return asked
+
+
+def trickle(monkeypatch: pytest.MonkeyPatch) -> tuple[Simulation, list[Node]]:
+    """Three nodes of 2 GPUs, all taken; n0 frees one at 15 s for `one`, and `two` (2 GPUs) fits nowhere."""
+    monkeypatch.setenv(VERIFY_ENV, "1")
+    nodes = [node(f"n{i}", gpus=2) for i in range(3)]
+    objects: list[ApiObject] = [
+        *nodes,
+        queue("q", gpu=8),
+        pod("short", gpus=1, node_name="n0", priority_class="inference", duration="15s"),
+        pod("long", gpus=1, node_name="n0", priority_class="inference"),
+        *(pod(f"full-{i}", gpus=2, node_name=f"n{i}", priority_class="inference") for i in (1, 2)),
+        pod("one", "q", gpus=1, priority_class="inference"),
+        pod("two", "q", gpus=2),
+    ]
+    return Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3)), nodes
+
+
+def test_a_shape_found_without_a_node_after_a_pod_was_placed_is_not_asked_about_its_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cycle at 20 s places `one` at n0 (row 0), then finds `two` still has no node, asking row 0
+    alone each time (where the two cycles' tables differ). At 30 s n2 (row 2) is cordoned: `two`'s shape
+    is asked about row 2 alone, not row 0 (changed before it was found to have none), and waits as
+    attempting it would leave it (the debug variable attempts it as well)."""
+    asked = rows_asked(monkeypatch)
+    sim, nodes = trickle(monkeypatch)
+    sim._cycle(0.0, 1)
+    _, placed = sim._cycle(20.0, 2)
+    assert [(d.pod, d.node) for d in placed.decisions] == [("default/one", "n0")]
+    assert asked and all(rows == [0] for rows in asked)
+    asked.clear()
+    sim.cluster.cache.set_nodes([*nodes[:2], cordoned(nodes[2])])
+    _, after = sim._cycle(30.0, 3)
+    assert asked and all(rows == [2] for rows in asked)
+    assert not after.decisions
+    assert "1 node(s) were unschedulable, 2 Insufficient GPUs" in after.unschedulable["default/pg-two"]
 
 
 def test_an_explanation_counted_after_a_pod_was_placed_is_not_counted_again_at_its_node(
