@@ -30,12 +30,14 @@ gets among all of them. R holds, value by value from the lowest up, the first ca
 (the lowest index), until one scores strictly below R's best: every candidate left out is valued at
 least that high and scores below the best, and each one valued as one in R ties with its first, which
 has the lower index. R's best with ties to the lower index is then the best of all candidates.
-Without sparse scorers each sum reads the candidate's value and R's lowest and highest values alone: R's
-top (its highest-valued candidate) then counts by its value unless it ties for the best, so the top's
-node is found only then; its value is the highest of the index while a candidate of that value kept
-from an earlier pod's walk is still one, unchanged since (`_Looks.witness`); and R ends at the lowest
-value's first candidate when the next value of the index, a candidate's or not, sums strictly below it
-(scored as a candidate of R would be: whatever is valued that high or higher sums no higher).
+Without sparse scorers, or when they may score no candidate (S empty: each scores 0 at every candidate,
+and a sum with 0 added is the same: `_Summed.unscored`), each sum reads the candidate's value and R's
+lowest and highest values alone: R's top (its highest-valued candidate) then counts by its value unless
+it ties for the best, so the top's node is found only then; its value is the highest of the index while
+a candidate of that value kept from an earlier pod's walk is still one, unchanged since
+(`_Looks.witness`); and R ends at the lowest value's first candidate when the next value of the index,
+a candidate's or not, sums strictly below it (scored as a candidate of R would be: whatever is valued
+that high or higher sums no higher).
 With sparse scorers, R holds besides every candidate they may score (S): a candidate left out is not in
 S, so it gets 0 where the one it is compared with above gets 0 or more, and its sum is still no higher
 (the sums' terms are each no higher, and rounding is monotone); S's own scores read S alone, and the
@@ -199,6 +201,8 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
             if sparse
             else []
         )
+        if sparse and not scored:
+            summed = summed.unscored or summed  # (every sparse scorer scores 0 at each candidate)
         return _best(index.caught_up(), looks, floor, summed, task, scored)
     except _GiveUp:
         return UNDECIDED
@@ -701,8 +705,18 @@ class _Summed:
         constant: frozenset[int],
         plain: dict[int, PlainScore] | None,
         by_values: Callable[[list[float]], list[float] | float] | None,
+        unscored: _Summed | None = None,
     ) -> None:
         self._scorers = scorers
+        # With sparse scorers: the same sums where they score no candidate, each sparse scorer taken as one
+        # score, 0 (`sparse_on` promises 0 at every node not valued above 0 and at or above the floor), so
+        # that they read the candidates' values alone as without sparse scorers. Why: while pods are being
+        # released after allocate has filled a deep backlog's cluster, no node holds a whole-GPU pod now,
+        # and asking nodeavailability whether the pod fits now at each of R's rows was a fifth of a pod's
+        # choice. Exact: a sum with a 0 added is the same float (x + 0.0 is x for every x but -0.0, which
+        # becomes 0.0; and sums that differ only in the sign of a zero stay equal through the additions
+        # after, and compare alike: -0.0 == 0.0, neither is greater), so R's best is the same row.
+        self.unscored = unscored
         self._constant = constant
         self._plain = plain
         # The ranking scorer's scores of values (`Ranking.scores_of_values`) when no other scorer reads the
@@ -898,8 +912,10 @@ def _asked(
     """`_ranking` asked of every scorer."""
     found = None
     sparse: list[tuple[Ranking, float]] = []
+    sparse_at: set[int] = set()
     constant_at = set()
     plain: dict[int, PlainScore] | None = {}
+    ranking_plain: dict[int, PlainScore] | None = {}
     for position, (ranks, constant, sparse_on) in enumerate(said):
         ranked = None if ranks is None else ranks(task)
         if ranked is not None:
@@ -914,6 +930,7 @@ def _asked(
                 else _at_rows(ranking.scores_at_rows)
             )
             plain = _plain_at(plain, position, score)
+            ranking_plain = _plain_at(ranking_plain, position, score)
         elif constant is not None and constant(task):
             constant_at.add(position)
         else:
@@ -921,14 +938,19 @@ def _asked(
             if on is None:
                 return None
             sparse.append(on)
+            sparse_at.add(position)
             plain = _plain_at(plain, position, _at_rows(on[0].scores_at_rows))
     if found is None:
         return None
     # (The sums read the candidates' values alone with no sparse scorer, unless the ranking searches
     # the nodes itself: its plain scores read the rows.)
     ranking = found[0]
-    by_values = None if sparse or ranking.finds is not None else ranking.scores_of_values
-    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values))
+    own_values = None if ranking.finds is not None else ranking.scores_of_values
+    unscored = (
+        _Summed(scorers, frozenset(constant_at | sparse_at), ranking_plain, own_values) if sparse else None
+    )
+    by_values = None if sparse else own_values
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values, unscored))
 
 
 def _plain_at(

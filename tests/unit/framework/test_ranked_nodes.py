@@ -18,6 +18,7 @@ from kai_scheduler.api.objects import ApiObject
 from kai_scheduler.framework import alike_nodes, ranked_nodes
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import NamedPredicate, Session
+from kai_scheduler.framework.statement import Statement
 from kai_scheduler.model.jobs import Placement, TaskInfo
 from kai_scheduler.model.nodes import BoolArray
 from kai_scheduler.model.resources import PodRequest
@@ -475,6 +476,72 @@ def test_while_something_is_released_a_whole_gpu_pod_is_placed_through_the_index
         ranked_nodes.ENABLED = True
     assert placed is not None
     assert names[found] == names[placed.node] == "c"
+
+
+def _released_then_filled(session: Session) -> tuple[Statement, int]:
+    """Pods leaving-a and leaving-b evicted, then fill allocated to c's three idle GPUs: the statement and
+    its checkpoint before fill (rolled back to, c's GPUs are idle again)."""
+    tasks = session.snapshot.tasks
+    statement = session.statement("reclaim")
+    statement.evict(tasks["default/leaving-a"], "test")
+    statement.evict(tasks["default/leaving-b"], "test")
+    checkpoint = statement.checkpoint()
+    statement.allocate(tasks["default/fill"], session.snapshot.nodes.index["c"], (), "test")
+    return statement, checkpoint
+
+
+def test_while_released_with_no_node_holding_a_pod_now_its_sums_read_values_alone() -> None:
+    """While pods are being released and no node holds a whole-GPU pod now (c filled), nodeavailability
+    scores 0 at every candidate: the index decides from binpack's values alone (the sums without the
+    sparse scorer) and sends p to a, the fullest, as scoring every candidate does. Once fill is rolled
+    back, c's idle GPUs hold the pod now and the sparse scorer's score counts again: p-again goes to c."""
+    objects: list[ApiObject] = [queue("q"), *(node(name, gpus=8) for name in "abcd")]
+    objects += [pod("busy-a", gpus=7, node_name="a"), pod("leaving-a", gpus=1, node_name="a")]
+    objects += [pod("busy-b", gpus=6, node_name="b"), pod("leaving-b", gpus=2, node_name="b")]
+    objects += [pod("busy-c", gpus=5, node_name="c"), pod("fill", gpus=3)]
+    objects += [pod("busy-d", gpus=8, node_name="d")]
+    objects += [pod("p", gpus=1), pod("p-again", gpus=1)]
+
+    def choices(enabled: bool) -> tuple[list[str], bool]:
+        session = open_session(objects)
+        tasks, names = session.snapshot.tasks, session.snapshot.nodes.names
+        statement, checkpoint = _released_then_filled(session)
+        ranked_nodes.ENABLED = enabled
+        try:
+            decided = ranked_nodes.best_node(session, tasks["default/p"])
+            placed = session.choose_node(tasks["default/p"])
+            asked = ranked_nodes._kept(session).asked.values()
+            read_values_alone = any(
+                found is not None and found[4].unscored is not None and found[4].unscored.reads_values_alone()
+                for found in asked
+            )
+            statement.rollback(checkpoint)
+            again = session.choose_node(tasks["default/p-again"])
+        finally:
+            ranked_nodes.ENABLED = True
+        assert placed is not None and again is not None
+        assert isinstance(decided, ranked_nodes.Undecided) != enabled
+        return [names[placed.node], names[again.node]], read_values_alone
+
+    assert choices(True) == (["a", "c"], True)
+    assert choices(False) == (["a", "c"], False)
+
+
+def test_a_sum_with_zeros_added_is_the_same_sum_or_differs_only_in_the_sign_of_zero() -> None:
+    """What the sums without a sparse scorer scoring 0 rest on: adding 0.0 (or -0.0) elementwise, as
+    `add_score` adds a scorer's array, gives each float back, but -0.0 + 0.0, which is 0.0; and such sums
+    compare alike however more terms are added after."""
+    values = np.array([-0.0, 0.0, 1e-300, -1e-300, 5e-324, 0.1, -7.5, 1e308, -math.inf, math.inf])
+    for zero in (0.0, -0.0):
+        added = ranked_nodes.add_score(values, np.full(values.size, zero))
+        assert isinstance(added, np.ndarray)
+        for before, after in zip(values.tolist(), added.tolist(), strict=True):
+            assert after == before
+            assert math.copysign(1.0, after) == math.copysign(1.0, before) or before == 0.0
+        for later in (0.0, -0.0, 2.5, -1e-320):
+            with_zero, without = (added + later).tolist(), (values + later).tolist()
+            assert with_zero == without
+            assert [a > b for a in with_zero for b in with_zero] == [a > b for a in without for b in without]
 
 
 def _overcommitted_beside(session: Session) -> None:
