@@ -21,13 +21,13 @@ from kai_scheduler.actions.solvers.victim_order import (
 )
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario, stays_evicted
 from kai_scheduler.actions.solvers.victims import VictimAction
-from kai_scheduler.framework.gang import kept_tasks, next_signature
+from kai_scheduler.framework.gang import kept_tasks, next_request, next_signature
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import FloatArray, IntArray, NodeTable
 from kai_scheduler.model.queues import is_unlimited
-from kai_scheduler.model.resources import EPSILON, Resources
+from kai_scheduler.model.resources import EPSILON
 
 # Nodes turned into ints at a time by `_each`.
 _SLICE = 64
@@ -122,14 +122,14 @@ class Consolidation(VictimAction):
             )
         return (next_signature(session, job, by_queue=False), job.queue if limited else None)
 
-    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+    def blocked(self, session: Session, job: JobInfo) -> bool:
         if not job.preemptible:
             return True
         # Moving pods only helps when the GPUs exist, just not together (MIG instances are not counted: a
         # job asking for some is never blocked). The free GPUs first: they are kept, where the MIG
         # instances are looked for in each pod's request (only one with extended resources may ask any),
         # and nearly every job of a deep backlog asks more GPUs than the cluster has free.
-        if self._free_gpus(session) + EPSILON >= request.gpu:
+        if self._free_gpus(session) + EPSILON >= next_request(session, job).gpu:
             return False
         return not any(
             task.request.scalars and task.request.mig_instances for task in kept_tasks(session, job)

@@ -19,7 +19,6 @@ from kai_scheduler.framework.gang import kept_quota_request, kept_tasks
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.nodes import IntArray
-from kai_scheduler.model.resources import Resources
 
 
 class Preempt(VictimAction):
@@ -34,7 +33,7 @@ class Preempt(VictimAction):
         self._by_priority: dict[str, dict[int, list[JobInfo]]] = {}
         self._nodes_by_priority: dict[str, dict[int, IntArray]] = {}
 
-    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+    def blocked(self, session: Session, job: JobInfo) -> bool:
         # KAI's capacity policy weighs gpu-memory with the largest GPU, not the smallest `request` has.
         quota_request = kept_quota_request(session, kept_tasks(session, job))
         return session.check_quota(job, quota_request) is not None

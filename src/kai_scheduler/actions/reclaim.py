@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kai_scheduler.actions.solvers.victim_order import SharedVictims, VictimUnit, order_victims
 from kai_scheduler.actions.solvers.victim_scenarios import Scenario
 from kai_scheduler.actions.solvers.victims import VictimAction
-from kai_scheduler.framework.gang import request_of
+from kai_scheduler.framework.gang import next_request, request_of
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
 from kai_scheduler.model.resources import Resources
@@ -24,7 +24,8 @@ class Reclaim(VictimAction):
     name = "reclaim"
     gave_up = "no fair choice of victims in queues above their fair share makes room"
 
-    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
+    def blocked(self, session: Session, job: JobInfo) -> bool:
+        request = next_request(session, job)
         for check in session.points.reclaim_eligibility:
             reason = check(job, request)
             if reason is not None:

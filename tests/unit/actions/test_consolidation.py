@@ -25,13 +25,14 @@ from helpers import (
     node,
     open_session,
     pod,
+    pod_group,
     pods_by_name,
     queue,
     run,
     running_job,
     simulate,
 )
-from kai_scheduler.actions import consolidation
+from kai_scheduler.actions import consolidation, preempt, reclaim
 from kai_scheduler.actions.solvers import victim_search
 from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks, active_tasks_each
 from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
@@ -320,12 +321,39 @@ def test_a_preemptible_job_is_blocked_only_when_the_free_gpus_fall_short_and_it_
     session = open_session(objects)
     action = consolidation.Consolidation()
     blocked = {
-        job.name.removeprefix("pg-"): action.blocked(session, job, next_request(session, job))
+        job.name.removeprefix("pg-"): action.blocked(session, job)
         for job in session.snapshot.jobs.values()
         if job.name != "pg-busy"
     }
     assert next_request(session, job_named(session, "pg-mig")).gpu > 1  # (more than the free GPU)
     assert blocked == {"one": False, "two": True, "two-nics": True, "mig": False, "build": True}
+
+
+def test_blocked_reads_what_a_jobs_next_pods_ask_only_where_it_decides() -> None:
+    """Preempt's `blocked` (a quota check of the job's kept pods) never reads what the job's next pods ask
+    (`next_request`), nor consolidation's for a job that is not preemptible: such a job's request is not
+    worked out (not kept in `Session.next_requests`); reclaim's and consolidation's for a preemptible job
+    are."""
+    objects = [
+        node("a", gpus=4),
+        queue("q"),
+        pod("busy", gpus=3, node_name="a"),
+        pod_group("two", min_member=2),
+        *(pod(f"two-{i}", group="two", gpus=1) for i in range(2)),
+        pod_group("build", min_member=2, priority_class="build"),
+        *(pod(f"build-{i}", group="build", gpus=1, priority_class="build") for i in range(2)),
+    ]
+    session = open_session(objects)
+    two, build = job_named(session, "two"), job_named(session, "build")
+    assert two.lone_task is None and build.lone_task is None  # (a job of one pod's request is never kept)
+    assert two.preemptible and not build.preemptible
+    assert not preempt.Preempt().blocked(session, two)
+    assert consolidation.Consolidation().blocked(session, build)
+    assert session.next_requests == {}
+    assert consolidation.Consolidation().blocked(session, two)
+    assert list(session.next_requests) == [two]
+    reclaim.Reclaim().blocked(session, build)  # (its eligibility checks read the request, whatever they say)
+    assert list(session.next_requests) == [two, build]
 
 
 def job_named(session: Session, name: str) -> JobInfo:

@@ -35,14 +35,12 @@ from kai_scheduler.actions.solvers.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import (
-    next_request,
     next_signature,
     tasks_to_allocate,
 )
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import JobInfo, TaskInfo
-from kai_scheduler.model.resources import Resources
 from kai_scheduler.model.snapshot import JobsAtOpen
 
 # KAI's message for a job passed over for its preemption delay (`recordPreemptionDelayFitError`), up to
@@ -330,7 +328,7 @@ class VictimAction(ABC):
             signature = None
             if session.config.use_scheduling_signatures:
                 signature = self.signature(session, job)
-            if signature in failed or self.blocked(session, job, next_request(session, job)):
+            if signature in failed or self.blocked(session, job):
                 continue
             invariant_failure = self._invariant_failure(session, job, tasks)
             if invariant_failure is not None:
@@ -388,7 +386,7 @@ class VictimAction(ABC):
                     if failed[signature] != leaf:  # (which of the two leaves goes first decides)
                         return False
                     continue
-                if self.blocked(session, job, next_request(session, job)):
+                if self.blocked(session, job):
                     continue
                 reason = self._invariant_failure(session, job, tasks)
                 if reason is None:
@@ -497,9 +495,10 @@ class VictimAction(ABC):
     blocks_quietly = False
 
     @abstractmethod
-    def blocked(self, session: Session, job: JobInfo, request: Resources) -> bool:
-        """Whether the job may not even try (what the action checks before looking for victims); `request`:
-        what its next pods ask (`next_request`, kept: not to be changed)."""
+    def blocked(self, session: Session, job: JobInfo) -> bool:
+        """Whether the job may not even try (what the action checks before looking for victims). What its
+        next pods ask (`next_request`) is read by the action that needs it, and only then: preempt never
+        does, consolidation only for a preemptible job (a deep backlog's walks ask thousands of jobs)."""
 
     @abstractmethod
     def attempt(self, session: Session, job: JobInfo, tasks: list[TaskInfo]) -> bool:
