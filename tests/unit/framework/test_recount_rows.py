@@ -94,19 +94,8 @@ def test_an_explanation_counted_after_a_pod_was_placed_is_not_counted_again_at_i
     not fit, counting its kept explanation again at row 0. At 30 s n2 (row 2) is cordoned: `two`'s
     explanation is counted again at row 2 alone, and reads as counting every node does (the debug
     variable counts every node as well)."""
-    monkeypatch.setenv(VERIFY_ENV, "1")
     recounted = recounted_rows(monkeypatch)
-    nodes = [node(f"n{i}", gpus=2) for i in range(3)]
-    objects: list[ApiObject] = [
-        *nodes,
-        queue("q", gpu=8),
-        pod("short", gpus=1, node_name="n0", priority_class="inference", duration="15s"),
-        pod("long", gpus=1, node_name="n0", priority_class="inference"),
-        *(pod(f"full-{i}", gpus=2, node_name=f"n{i}", priority_class="inference") for i in (1, 2)),
-        pod("one", "q", gpus=1, priority_class="inference"),
-        pod("two", "q", gpus=2),
-    ]
-    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=3))
+    sim, nodes = trickle(monkeypatch)
     sim._cycle(0.0, 1)
     recounted.clear()
     _, placed = sim._cycle(20.0, 2)
