@@ -65,8 +65,6 @@ def _not_cordoned(spec: NodeSpecInfo) -> bool:
 # Asked of every node as a session opens on a new node table (`NodeFacts.of`), and most nodes have no
 # taint: an empty list is answered without making a generator (its function object and frame cost about as
 # much as the rest of a node's facts).
-
-
 def _taint_key(taints: list[Any]) -> TaintKey:
     if not taints:
         return ()
