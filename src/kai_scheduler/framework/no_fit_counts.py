@@ -49,7 +49,7 @@ class NoFitCounts:
         counts: list[int],
         position: int,
         refusals: Refusals | None,
-        past_static: tuple[StaticRefusals, list[int]] | None = None,
+        past_static: tuple[StaticRefusals, list[int] | Refusals] | None = None,
     ) -> None:
         self.names = names
         self.counts = counts
@@ -84,6 +84,17 @@ class NoFitCounts:
             counts[refusal] += 1
         return NoFitCounts(names, counts, position, None, (static, refusals))
 
+    @staticmethod
+    def past_static_read(
+        names: tuple[str, ...], static: StaticRefusals, refusals: Refusals, position: int
+    ) -> NoFitCounts:
+        """`past_static` of refusals read from a `RequestRefusals` column at `static.passing` (counted at
+        once: an array of up to every node)."""
+        counts: list[int] = np.bincount(refusals, minlength=len(names) + 1).tolist()
+        for index, count in enumerate(static.counts):
+            counts[index] += count
+        return NoFitCounts(names, counts, position, None, (static, refusals))
+
     @property
     def refusals(self) -> Refusals:
         if self._refusals is None:
@@ -106,7 +117,7 @@ class NoFitCounts:
         assert self._past_static is not None
         static, refusals = self._past_static
         at = static.position_of(row)
-        return refusals[at] if at is not None else static.refusal_at(row)
+        return int(refusals[at]) if at is not None else static.refusal_at(row)
 
     def recount(self, rows: list[int], refusals: list[int], position: int) -> None:
         """`rows` (unique) counted again: their first refusals are `refusals` now, as of `position`."""
@@ -145,6 +156,36 @@ def first_refusals(filters: Sequence[Filter]) -> Refusals:
     for index in range(len(filters) - 1, -1, -1):
         refusals[~filters[index][1]] = index
     return refusals
+
+
+class RequestRefusals:
+    """For one request, every node's first refusal among the filters after the static ones (the task
+    predicates, then the resources it asks, in `Session._no_fit_filters`'s order), as an index of all
+    the filters' names, static ones first (their count: none refuses), as of `position` in the node
+    table's log of changes, with the predicates' masks it was worked out from.
+
+    Why: the tail of a deep backlog's walk explains some 600 pod shapes with no node changing between
+    them, some 11 of each request, each bound to its own rack or zone (issue #23, row 4): one column per
+    request, read at each shape's rows, costs less than asking every shape's rows about each filter."""
+
+    __slots__ = ("column", "masks", "position")
+
+    def __init__(self, column: Refusals, masks: tuple[BoolArray, ...], position: int) -> None:
+        self.column = column
+        self.masks = masks
+        self.position = position
+
+    def read_from(self, masks: tuple[BoolArray, ...]) -> bool:
+        """Whether it was worked out from `masks`: the very arrays, which are read-only, so unchanged
+        since."""
+        return len(masks) == len(self.masks) and all(
+            mask is kept for mask, kept in zip(masks, self.masks, strict=True)
+        )
+
+    def update(self, rows: list[int], refusals: list[int], position: int) -> None:
+        """`rows` (the only ones whose usage changed since `position`) worked out again: `refusals`."""
+        self.column[rows] = refusals
+        self.position = position
 
 
 class NoFitWords:

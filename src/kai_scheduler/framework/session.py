@@ -26,6 +26,8 @@ from kai_scheduler.framework.no_fit_counts import (
     LeadingFlags,
     NoFitCounts,
     NoFitWords,
+    Refusals,
+    RequestRefusals,
     StaticRefusals,
     first_refusals,
 )
@@ -420,6 +422,10 @@ class Session:
         # node flags the static predicates start with, counted once (`StaticRefusals.of_selected_rows`).
         self._static_refusals: dict[str, StaticRefusals] = {}
         self._leading_flags: LeadingFlags | None = None
+        # Past the static filters, the first refusal of every node by request (`_refusals_by_request`),
+        # and where the node table's log stood when each request was last explained.
+        self._request_refusals: dict[PodRequest, RequestRefusals] = {}
+        self._request_explained_at: dict[PodRequest, int] = {}
         # `_no_fit_text`'s words before the counts, by request: a cordon words anew most shapes' counts.
         self._no_fit_heads: dict[PodRequest, str] = {}
         self._readers: list[Callable[[TaskInfo], Hashable]] | None = None
@@ -1120,13 +1126,7 @@ class Session:
         static = self.points.static_predicates
         predicates = self.points.task_predicates
         request, placement = task.request, task.placement
-        names = self._refusal_names.get(request.uses_gpu)
-        if names is None:
-            names = self._refusal_names[request.uses_gpu] = (
-                *(rejection for _, rejection, _ in static),
-                *(predicate.rejection for predicate in predicates),
-                *_shortfall_names(request),
-            )
+        names = self._filter_names(request)
         # The static filters first, row by row: a row they turn away (most rows, for a pod a selector
         # confines to a rack) needs neither the per-pod predicates nor its resources worked out.
         refusals = (
@@ -1153,6 +1153,17 @@ class Session:
                     (i for i, ok in enumerate(resources) if not ok), len(resources)
                 )
         return names, refusals
+
+    def _filter_names(self, request: PodRequest) -> tuple[str, ...]:
+        """The names of `_no_fit_filters` for a pod of `request` (no confinement)."""
+        names = self._refusal_names.get(request.uses_gpu)
+        if names is None:
+            names = self._refusal_names[request.uses_gpu] = (
+                *(rejection for _, rejection, _ in self.points.static_predicates),
+                *(predicate.rejection for predicate in self.points.task_predicates),
+                *_shortfall_names(request),
+            )
+        return names
 
     def _pre_predicate_failure(self, task: TaskInfo) -> str | None:
         for check in self.points.pre_predicates:
@@ -1185,24 +1196,69 @@ class Session:
         once: numpy's per-call cost beats asking a rack's 20 nodes one by one; every node counted when
         they are many, or the attempt is confined); with `verify_carried` counted over every node as
         well, and a difference raises `CarriedMismatch`."""
+        if self.allowed is not None:
+            return NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
         static = self._static_refusals.get(task.placement.key)
         if static is None:
             static = self._static_refusals[task.placement.key] = self._static_refusals_of(task.placement)
-        if self.allowed is not None or _PAST_STATIC_SHARE * static.passing.size > self.snapshot.nodes.size:
+        many = _PAST_STATIC_SHARE * static.passing.size > self.snapshot.nodes.size
+        by_request = self._refusals_by_request(task, every_node=many)
+        if by_request is not None:
+            names = self._filter_names(task.request)
+            counts = NoFitCounts.past_static_read(names, static, by_request[static.passing], position)
+        elif many:
             return NoFitCounts.of(self._no_fit_filters(task, ALL_ROWS), position)
-        if static.passing.size > _ONE_BY_ONE:
+        elif static.passing.size > _ONE_BY_ONE:
             filters = self._no_fit_filters(task, static.passing, passing_static=True)
             # The static filters let every one of these rows through: each row's first refusal is among
             # the filters after them (and a row none refuses, past them all, is counted so either way).
             past = len(self.points.static_predicates)
             names = tuple(name for name, _ in filters)
             refusals = (first_refusals(filters[past:]) + past).tolist()
+            counts = NoFitCounts.past_static(names, static, refusals, position)
         else:
             names, refusals = self._first_refusals_at(task, static.passing.tolist(), passing_static=True)
-        counts = NoFitCounts.past_static(names, static, refusals, position)
+            counts = NoFitCounts.past_static(names, static, refusals, position)
         if self.verify_carried:
             self._check_no_fit(task, counts, "counted past the static filters' counts")
         return counts
+
+    def _refusals_by_request(self, task: TaskInfo, *, every_node: bool) -> Refusals | None:
+        """Every node's first refusal past the static filters for `task`'s request (`RequestRefusals`,
+        read-only to the caller), as the nodes are now: kept per request and worked out again at the few
+        rows changed since; else worked out over every node when the caller would ask `every_node`
+        anyway, or when the request was explained a few changes ago (a second shape of it: a backlog's
+        tail explains some 11 shapes a request, bound to racks and zones, no node changing between
+        them). None otherwise (the caller asks its rows alone), or when a task predicate's mask may
+        change in place (a writeable array: nothing proves a kept column still reads it as it is), or
+        the pod's own facts are read (`reads_other_pods`: its masks are its own)."""
+        if self.reads_other_pods(task):
+            return None
+        masks = tuple(predicate.nodes_passing(task) for predicate in self.points.task_predicates)
+        if any(mask.flags.writeable for mask in masks):
+            return None
+        nodes = self.snapshot.nodes
+        request = task.request
+        position = nodes.change_position()
+        explained_at = self._request_explained_at.get(request)
+        self._request_explained_at[request] = position
+        kept = self._request_refusals.get(request)
+        if kept is not None and kept.read_from(masks):
+            changed = nodes.changed_since(kept.position)
+            if changed is not None and len(changed) <= _FEW_CHANGES_CAUGHT_UP:
+                if changed:
+                    rows = sorted(set(changed))
+                    kept.update(rows, self._first_refusals_at(task, rows, passing_static=True)[1], position)
+                return kept.column
+        if not every_node and (explained_at is None or position - explained_at > _FEW_CHANGES_CAUGHT_UP):
+            return None
+        predicates = self.points.task_predicates
+        filters = [(predicate.rejection, mask) for predicate, mask in zip(predicates, masks, strict=True)]
+        filters.extend(resource_shortfalls(nodes, task))
+        column = first_refusals(filters)
+        column += len(self.points.static_predicates)
+        self._request_refusals[request] = RequestRefusals(column, masks, position)
+        return column
 
     def _static_refusals_of(self, placement: Placement) -> StaticRefusals:
         """`StaticRefusals` of `placement`: from the rows its node selector names while its masks are not
@@ -1400,6 +1456,11 @@ _FEW_ROWS = 32
 _PAST_STATIC_SHARE = 8
 # More nodes passing them than this: they are asked at once (`Session._count_no_fit`).
 _ONE_BY_ONE = 4
+# No more usage changes than this since a request's column was worked out, or since it was last explained
+# (`Session._refusals_by_request`): its column is brought up to date at their rows, or worked out, to be
+# read at the rows of the request's shapes (a row asked in plain Python costs some tenth of a column over
+# 5,000 nodes).
+_FEW_CHANGES_CAUGHT_UP = 8
 
 
 def pack_gpus(nodes: NodeTable, node: int, portion: float, devices: int, soon: bool) -> list[GpuGroup | None]:
