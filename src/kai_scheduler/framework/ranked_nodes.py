@@ -175,10 +175,14 @@ class _GiveUp(Exception):
 
 def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
     """The node `choose_node` would pick for `task` by scoring every candidate (None: no candidate); or
-    UNDECIDED (see the module's docstring)."""
+    UNDECIDED (see the module's docstring). While choices are recorded (`recorded_choices`), one entry is
+    added for the pod: how its node was chosen (`Choice`), or None when not by the walk over values."""
     if not ENABLED or session.allowed is not None:
         return UNDECIDED
     kept = _kept(session)
+    choices = kept.choices
+    if choices is not None:
+        choices.append(None)  # (replaced by the walk's `Choice` when it decides by values)
     position = kept.catch_up()
     asked = _asked_for(session, kept, task)
     if asked is None:
@@ -203,7 +207,22 @@ def best_node(session: Session, task: TaskInfo) -> int | Undecided | None:
         )
         if sparse and not scored:
             summed = summed.unscored or summed  # (every sparse scorer scores 0 at each candidate)
-        return _best(index.caught_up(), looks, floor, summed, task, scored)
+        if choices is None:
+            return _best(index.caught_up(), looks, floor, summed, task, scored)
+        walked: list[tuple[int, float, float, float, tuple[int, int]]] = []
+        best = _best(index.caught_up(), looks, floor, summed, task, scored, walked)
+        if walked:
+            choices[-1] = Choice(
+                *walked[0],
+                request=task.request,
+                static=looks.static,
+                value_of=index.ranking.value_of,
+                summed=summed,
+                sparse=tuple((on.ranking.value_of, least) for on, least in sparse),
+                below_floor=below_floor,
+                releasing=kept.nodes.anything_releasing(),
+            )
+        return best
     except _GiveUp:
         return UNDECIDED
 
@@ -299,6 +318,8 @@ class _Kept:
         self.asked: dict[Hashable, _Asked] = {}
         # By placement key: whether its static predicates pass at least half the nodes (`_wide`).
         self.wide: dict[str, bool] = {}
+        # While choices are recorded (`recorded_choices`): an entry per pod `best_node` is asked about.
+        self.choices: list[Choice | None] | None = None
 
     def catch_up(self) -> int:
         """The position of the table's log, once the stamps are brought up to it."""
@@ -314,6 +335,93 @@ class _Kept:
             for node in changed:
                 stamps[node] = position
         return self.position
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """How the walk over values (`_best`) chose a pod's node, when the sums read the candidates' values
+    alone: the node and its value, the candidates' lowest and highest values (a candidate of each among
+    `witnesses`), and what tells which nodes are candidates and how they sum. Enough to tell that the same
+    node is chosen once some nodes changed, the rest of the cluster as it was (`stands_despite`).
+
+    Why: the accumulated victim search of a gang finds where its pods land at each step (`victim_search`'s
+    `_Landing`), where one more victim is evicted; 40 of the 74 landings two gangs' searches found again in
+    a first cycle at 5,000 nodes were the step before's, the new victim's node a candidate that loses to
+    the one chosen."""
+
+    node: int
+    value: float
+    lowest: float
+    highest: float
+    witnesses: tuple[int, int]
+    request: PodRequest
+    static: BoolArray
+    value_of: Callable[[int], float]
+    summed: _Summed
+    # Each sparse scorer's value of a node and its floor: it scored no candidate (every sum read values).
+    sparse: tuple[tuple[Callable[[int], float], float], ...]
+    below_floor: Callable[[], Collection[int]] | None
+    releasing: bool  # whether anything was being released (`NodeTable.anything_releasing`)
+
+    def stands_despite(self, nodes: NodeTable, changed: set[int]) -> bool:
+        """Whether the pod is still sent to `node`, the cluster as it was but at the nodes `changed`. Neither
+        the node chosen nor a witness may be among them. A changed node that may now be a candidate (it
+        passes the static predicates and holds the request soon: more than the candidates, which pass
+        masks besides) must leave the lowest and highest values as they were (its value between them: the
+        witnesses, unchanged, keep them) and sum no higher than the node chosen, below it when it comes
+        first by index; and no sparse scorer may score it, nor may the ranking's floor fail there. Then
+        every sum reads the same lowest and highest values, the unchanged candidates sum as before, and no
+        changed one beats the node chosen. A node no longer a candidate takes nothing away: it was neither
+        the node chosen nor needed for the lowest or highest value."""
+        if nodes.anything_releasing() != self.releasing:
+            return False  # the scorers may say otherwise (`_ranking`)
+        if self.node in changed or not changed.isdisjoint(self.witnesses):
+            return False
+        static, request = self.static, self.request
+        for other in changed:
+            if not (static.item(other) and nodes.node_fits(request, other, soon=True)):
+                continue  # not a candidate
+            if self.below_floor is not None and other in self.below_floor():
+                return False
+            for value_of, floor in self.sparse:
+                sparse_value = value_of(other)
+                if sparse_value > 0.0 and sparse_value >= floor:
+                    return False
+            if not self._loses(other, self.value_of(other)):
+                return False
+        return True
+
+    def _loses(self, other: int, other_value: float) -> bool:
+        """Whether a candidate `other` valued `other_value` loses to the node chosen."""
+        value = self.value
+        if not self.lowest <= other_value <= self.highest:
+            return False
+        if other_value >= value and other > self.node:
+            return True  # its sum is no higher (sums never increase with the value), and ties go to the node
+        sums = self.summed.of_values((self.lowest, value, other_value, self.highest))
+        if sums is None or isinstance(sums, float):
+            return False  # (all alike: the first by index wins)
+        return sums[2] < sums[1] or (sums[2] == sums[1] and other > self.node)
+
+
+def recorded_choices(session: Session) -> _Recording:
+    """A context in which every pod `best_node` is asked about adds how its node was chosen to the list it
+    gives (`Choice`, or None when not by the walk over values), in the order they are asked."""
+    return _Recording(_kept(session))
+
+
+class _Recording:
+    def __init__(self, kept: _Kept) -> None:
+        self._kept = kept
+
+    def __enter__(self) -> list[Choice | None]:
+        assert self._kept.choices is None, "choices are recorded already"
+        choices: list[Choice | None] = []
+        self._kept.choices = choices
+        return choices
+
+    def __exit__(self, *exc: object) -> None:
+        self._kept.choices = None
 
 
 def _kept(session: Session) -> _Kept:
@@ -439,10 +547,22 @@ def _scored_sparsely(index: _ValueIndex, floor: float, looks: _Looks) -> list[in
     return found
 
 
+# What the walk over values found (`_best`): the node, its value, the candidates' lowest and highest values,
+# and a candidate of each of those two (see `Choice`).
+_Walked = tuple[int, float, float, float, tuple[int, int]]
+
+
 def _best(
-    index: _ValueIndex, looks: _Looks, floor: float, summed: _Summed, task: TaskInfo, scored: list[int]
+    index: _ValueIndex,
+    looks: _Looks,
+    floor: float,
+    summed: _Summed,
+    task: TaskInfo,
+    scored: list[int],
+    walked: list[_Walked] | None = None,
 ) -> int | None:
-    """The best candidate: see the module's docstring (`scored`: S, the candidates sparse scorers score)."""
+    """The best candidate: see the module's docstring (`scored`: S, the candidates sparse scorers score).
+    With `walked`, what the walk found is added to it when its sums read the candidates' values alone."""
     values, members = index.values, index.members
     start = bisect.bisect_left(values, floor)
     by_values = summed.reads_values_alone()
@@ -473,6 +593,9 @@ def _best(
             if len(included) < 2:
                 # (The next value may be the top's: then the top sums strictly below, and needs no node.)
                 if by_values and _next_below(summed, values[at], values[at + 1], values[top_at]):
+                    if walked is not None:
+                        top_node = top if top >= 0 else looks.witness_node
+                        walked.append((found, values[at], values[at], values[top_at], (found, top_node)))
                     return found
                 continue  # the lowest value's first candidate is the best so far: take the next value too
         # R in value order (the values taken in, then the top's) when the sums read the values alone;
@@ -492,7 +615,21 @@ def _best(
         # Done when the last value taken in scores below the best (so do all above it), or every value
         # with a candidate is in.
         if found < 0 or last_score < best_score:
+            if walked is not None and by_values:
+                walked.append(_walked(best, included, included_values, top, values[top_at], looks))
             return best
+
+
+def _walked(
+    best: int, included: list[int], included_values: list[float], top: int, top_value: float, looks: _Looks
+) -> _Walked:
+    """What a walk whose sums read the values alone found (`_best`): R is `included` (the first candidate of
+    each value taken in, lowest first) and the top (its first candidate `top`, or -1 when its value was
+    known from a witness, `_Looks.witness_node`, and it did not tie for the best: then it is not `best`)."""
+    top_node = top if top >= 0 else looks.witness_node
+    value = top_value if best == top else included_values[included.index(best)]
+    lowest, lowest_node = (included_values[0], included[0]) if included else (top_value, top_node)
+    return best, value, lowest, top_value, (lowest_node, top_node)
 
 
 def _best_of_sums(rows: list[int], sums: list[float] | float, last: int) -> tuple[int, float, float]:
@@ -651,6 +788,16 @@ class _Looks:
                 self._unfit[last] = self._position
                 found = None
         self._witness = top if found is None else last
+
+    @property
+    def witness_node(self) -> int:
+        """The candidate of the highest value kept by `witness` (-1: none)."""
+        return self._witness
+
+    @property
+    def static(self) -> BoolArray:
+        """The nodes passing the pod's static predicates."""
+        return self._static
 
     def witnessed(self, value_at: list[float], top_value: float) -> bool:
         """Whether the kept candidate of the highest value (`witness`) is still one, and still of that
@@ -1024,6 +1171,10 @@ class _ValueIndex:
         self.nodes = nodes
         self._ranking = ranking
         self._rebuild()
+
+    @property
+    def ranking(self) -> Ranking:
+        return self._ranking
 
     def _rebuild(self) -> None:
         """Every node read afresh, taken in runs of one value and one chunk of `_Members` (`_runs`). Why: a

@@ -365,6 +365,98 @@ def test_where_a_gang_lands_is_found_again_at_a_step_the_previous_did_not_find_i
     assert len(found) == 2
 
 
+def gang_beside_nodes(full: str, half: tuple[str, str], drained: str | None = None) -> list[Any]:
+    """Node `full` running four single-GPU pods of queue r (`full`0 to 3), the two nodes `half` with two
+    such pods each (`half`[0]0 and 1, ...), maybe a node `drained` with four too, all of 4 GPUs; and a
+    gang g of queue q: two 3-GPU pods. (Nodes come in the order of their names.)"""
+    objects: list[Any] = [queue("r"), queue("q", gpu_limit=1)]
+    for name, pods in ((full, 4), (half[0], 2), (half[1], 2), (drained, 4)):
+        if name is not None:
+            objects += [
+                node(name, gpus=4),
+                *[pod(f"{name}{i}", "r", gpus=1, node_name=name) for i in range(pods)],
+            ]
+    return [
+        *objects,
+        pod_group("g", "q", min_member=2),
+        *[pod(f"g-{i}", gpus=3, group="g") for i in range(2)],
+    ]
+
+
+def landings_evicting(
+    monkeypatch: pytest.MonkeyPatch,
+    objects: list[Any],
+    evicted: tuple[str, ...],
+    steps: list[tuple[str, ...]],
+) -> tuple[list[list[str]], int]:
+    """g's landings (node names) with the pods `evicted`, then at each step with its pods evicted too; and
+    how often it was found by placing its pods (each landing kept is checked against them placed again).
+    g's pods are placed once before, as by an earlier search: a session's first pod of a shape does not
+    record how its node was chosen (`ranked_nodes.Choice`)."""
+    session = open_session(objects)
+    names = session.snapshot.nodes.names
+    scenario, statement, _ = where_it_lands(session, "g", evicted=tuple(f"pg-{name}" for name in evicted))
+    takes = victim_search._nodes_it_takes
+    takes(session, statement, scenario)
+    landing = victim_search._Landing(session, scenario)
+    found: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        found.append(1)
+        return takes(*args)
+
+    monkeypatch.setattr(victim_search, "_nodes_it_takes", counted)
+    jobs = {job.name: job for job in session.snapshot.jobs.values()}
+    answers = []
+    for step in [(), *steps]:
+        for victim in step:
+            statement.evict(jobs[f"pg-{victim}"].tasks[0], "test")
+        taken = landing.nodes(statement)
+        assert taken is not None and taken == takes(session, statement, scenario)
+        answers.append(sorted(names[node] for node in taken))
+        landing.settled()
+    return answers, len(found)
+
+
+def test_where_a_gang_lands_is_kept_when_a_node_that_may_hold_a_pod_loses_to_the_nodes_it_took(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """g lands on a and b (3 GPUs not allocated each: 2 idle, 1 releasing). With three of c's pods
+    evicted, c holds a pod of g, valued as a and b but after them by name: each pod's node stands, and
+    where g lands is kept."""
+    objects = gang_beside_nodes("c", ("a", "b"))
+    answers, found = landings_evicting(monkeypatch, objects, ("a0", "b0"), [("c0",), ("c1",), ("c2",)])
+    assert answers == [["a", "b"]] * 4
+    assert found == 1
+
+
+def test_where_a_gang_lands_is_found_again_when_a_node_that_may_hold_a_pod_comes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above, the full node named a, before b and c: with three of its pods evicted, it ties with them
+    and comes first, so g is placed again (and takes a)."""
+    objects = gang_beside_nodes("a", ("b", "c"))
+    answers, found = landings_evicting(monkeypatch, objects, ("b0", "c0"), [("a0",), ("a1",), ("a2",)])
+    assert answers == [["b", "c"]] * 3 + [["a", "b"]]
+    assert found == 2
+
+
+def test_where_a_gang_lands_is_kept_when_a_node_first_by_name_sums_below_the_nodes_it_took(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With node d drained (4 GPUs releasing: the candidates' highest value), every pod of the full node a
+    evicted at one step leaves it valued as d: binpack scores it below b and c (3 GPUs not allocated),
+    though it comes first by name, and where g lands is kept. (Not an empty node in d's place: it would
+    hold a pod now, and nodeavailability would score it.)"""
+    objects = gang_beside_nodes("a", ("b", "c"), drained="d")
+    drained = tuple(f"d{i}" for i in range(4))
+    answers, found = landings_evicting(
+        monkeypatch, objects, ("b0", "c0", *drained), [("a0", "a1", "a2", "a3")]
+    )
+    assert answers == [["b", "c"]] * 2
+    assert found == 1
+
+
 def test_the_verify_mode_catches_a_kept_landing_the_pods_no_longer_take(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -373,7 +465,7 @@ def test_the_verify_mode_catches_a_kept_landing_the_pods_no_longer_take(
     landing, statement, evict, _ = landing_of_g(monkeypatch, session)
     landing.nodes(statement)
     landing.settled()
-    landing._found = {2}  # (node c: as if kept wrong)
+    landing._found = {0}  # (node a alone: as if kept wrong)
     evict("pg-c0")
     with pytest.raises(CarriedMismatch):
         landing.nodes(statement)

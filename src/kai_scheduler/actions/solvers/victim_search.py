@@ -38,6 +38,7 @@ from kai_scheduler.actions.solvers.search_budget import (
 )
 from kai_scheduler.actions.solvers.victim_order import VictimUnit, active_tasks
 from kai_scheduler.actions.solvers.victim_scenarios import Outcome, Scenario, simulate, takes
+from kai_scheduler.framework import ranked_nodes
 from kai_scheduler.framework.gang import quota_request_of, request_of
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.search_budgets import MULTI_NODE_GANG, NODE_LOCAL_GREEDY
@@ -540,12 +541,16 @@ class _Landing:
     that found it while every node changed since (`NodeTable.changed_since`: the units evicted in between)
     holds none of its pods, even with everything releasing there gone. Such a node is no candidate of any
     of them (placing them only takes room), and the best-scored candidate does not depend on nodes that
-    are not candidates: they land where they did. Kept only for pods whose candidates are decided by the
-    node alone: no topology, no inter-pod rules (`Session.reads_other_pods`), no queue's usage read
-    (`queue_bound_placement`), pre-predicates no eviction changes. Why: the accumulated searches of two
-    gangs of a first cycle over a deep backlog at 5,000 nodes each take 64 steps of a single-GPU victim,
-    where each gang's 8 or 16 pods were placed and taken back to find the nodes, the same most steps.
-    With `verify_carried` a kept answer is checked against the pods placed again (`CarriedMismatch`)."""
+    are not candidates: they land where they did. Kept too while each pod's node, chosen by the ranked
+    index's walk over values (`ranked_nodes.Choice`, recorded as the pods were placed), stands despite the
+    nodes changed: none of them is a node the pods took, so each pod finds the cluster as it was but at
+    those nodes, one pod after the other. Kept only for pods whose
+    candidates are decided by the node alone: no topology, no inter-pod rules (`Session.reads_other_pods`),
+    no queue's usage read (`queue_bound_placement`), pre-predicates no eviction changes. Why: the
+    accumulated searches of two gangs of a first cycle over a deep backlog at 5,000 nodes each take 64
+    steps of a single-GPU victim, where each gang's 8 or 16 pods were placed and taken back to find the
+    nodes, the same most steps. With `verify_carried` a kept answer is checked against the pods placed
+    again (`CarriedMismatch`)."""
 
     def __init__(self, session: Session, scenario: Scenario) -> None:
         self._session = session
@@ -553,6 +558,8 @@ class _Landing:
         self._requests = list(dict.fromkeys(task.request for task in scenario.tasks))
         self._may_keep = _lands_by_room_alone(session, scenario)
         self._found: set[int] | None = None
+        # How each pod's node was chosen when `_found` was found, if the ranked index's walk chose them all.
+        self._choices: list[ranked_nodes.Choice] | None = None
         self._asked = False  # found at this step (its undoing not yet over: `settled`)
         self._position: int | None = None  # where the change log stood once the step that found it ended
 
@@ -560,13 +567,18 @@ class _Landing:
         """`_nodes_it_takes` as the cluster is now (read only)."""
         session, scenario = self._session, self._scenario
         self._asked = True
-        if self._position is not None and self._unchanged_for_the_pods():
+        if self._position is not None and self._lands_as_before():
             if session.verify_carried and _nodes_it_takes(session, statement, scenario) != self._found:
                 raise CarriedMismatch(
                     f"{scenario.preemptor.key}: where its pods land was kept, but they land elsewhere now"
                 )
             return self._found
-        self._found = _nodes_it_takes(session, statement, scenario)
+        if not self._may_keep:
+            self._found = _nodes_it_takes(session, statement, scenario)
+            return self._found
+        with ranked_nodes.recorded_choices(session) as choices:
+            self._found = _nodes_it_takes(session, statement, scenario)
+        self._choices = _all_chosen(choices, len(scenario.tasks)) if self._found is not None else None
         return self._found
 
     def settled(self) -> None:
@@ -576,18 +588,27 @@ class _Landing:
             self._position = self._session.snapshot.nodes.change_position()
         self._asked = False
 
-    def _unchanged_for_the_pods(self) -> bool:
+    def _lands_as_before(self) -> bool:
         nodes = self._session.snapshot.nodes
         assert self._position is not None
-        changed = nodes.changed_since(self._position)
-        if changed is None:
+        changed_log = nodes.changed_since(self._position)
+        if changed_log is None:
             return False
-        requests = self._requests
-        for node in set(changed):
-            for request in requests:
-                if nodes.node_fits(request, node, soon=True):
-                    return False
-        return True
+        changed, requests, found = set(changed_log), self._requests, self._found
+        if found is not None and not found.isdisjoint(changed):
+            return False  # (a node a pod took changed: it may no longer hold it)
+        if not any(nodes.node_fits(request, node, soon=True) for node in changed for request in requests):
+            if self._choices is not None and any(not changed.isdisjoint(c.witnesses) for c in self._choices):
+                self._choices = None  # (a witness changed: the lowest or highest value may have)
+            return True
+        choices = self._choices
+        return choices is not None and all(choice.stands_despite(nodes, changed) for choice in choices)
+
+
+def _all_chosen(choices: list[ranked_nodes.Choice | None], pods: int) -> list[ranked_nodes.Choice] | None:
+    """`choices` when the ranked index's walk chose a node for each of the `pods`, else None."""
+    chosen = [choice for choice in choices if choice is not None]
+    return chosen if len(chosen) == pods == len(choices) else None
 
 
 def _lands_by_room_alone(session: Session, scenario: Scenario) -> bool:
