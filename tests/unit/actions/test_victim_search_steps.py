@@ -508,3 +508,47 @@ def test_what_a_victim_pod_holds_of_its_queue_is_worked_out_once_a_session(
         counts.append(len(asked))
     assert orders[0] == orders[1] and sorted(orders[0]) == [f"pg-p{i}" for i in range(4)]
     assert counts == [4, 4]
+
+
+def test_a_one_pod_search_asks_only_its_victims_nodes_whether_the_pod_could_go_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Queue r runs a pod on each GPU of nodes a and b, over its share; q's pod takes one back. The
+    node-by-node search asks once whether the pod fits anywhere as the cluster is (every node's mask), and
+    of each scenario only whether one of its victims' nodes is a candidate."""
+    objects: list[Any] = [node("a", gpus=2), node("b", gpus=2), queue("r", gpu=2), queue("q", gpu=2)]
+    objects += [pod(f"r{i}", "r", gpus=1, node_name="ab"[i // 2]) for i in range(4)]
+    objects.append(pod("p", "q", gpus=1))
+    masks: list[int] = []
+    asked: list[list[int]] = []
+    searching = [False]
+    candidate_nodes, any_candidate = Session.candidate_nodes, Session.any_candidate
+    search = victim_search._search_by_node
+
+    def counted_masks(self: Session, task: Any) -> Any:
+        if searching[0]:
+            masks.append(1)
+        return candidate_nodes(self, task)
+
+    def counted_rows(self: Session, task: Any, rows: Any) -> bool:
+        if searching[0]:
+            asked.append(list(rows))
+        return any_candidate(self, task, rows)
+
+    def searched(*args: Any) -> Any:
+        searching[0] = True
+        try:
+            return search(*args)
+        finally:
+            searching[0] = False
+
+    monkeypatch.setattr(Session, "candidate_nodes", counted_masks)
+    monkeypatch.setattr(Session, "any_candidate", counted_rows)
+    monkeypatch.setattr(victim_search, "_search_by_node", searched)
+    result = first_cycle(objects, "reclaim")
+    evicted = [d for d in result.decisions if d.type == "evict"]
+    placed = [d for d in result.decisions if d.type == "pipeline"]
+    assert len(evicted) == 1 and [d.pod for d in placed] == ["default/p"]
+    assert placed[0].node == evicted[0].node
+    assert len(masks) == 1
+    assert asked and all(len(rows) == 1 for rows in asked)

@@ -243,8 +243,10 @@ def _search_by_node(
                 continue
             for victim_task in evicted:
                 statement.evict(victim_task, scenario.reason(victim_task))
+            # (Asked of the victims' few nodes alone, as `candidate_nodes` answers at each: its mask of the
+            # whole cluster was brought up to date over every node the scenarios before had changed.)
             freed = sorted({t.node for t in evicted})
-            if not session.candidate_nodes(task)[freed].any():
+            if session.refused_everywhere(task) or not session.any_candidate(task, freed):
                 counts.scenarios_filtered += 1
                 statement.discard()
                 continue
