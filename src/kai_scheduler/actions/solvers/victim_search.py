@@ -209,7 +209,11 @@ def _search_by_node(
     # Whether the pod fits anywhere as the cluster is (without evicting anything): if not, a scenario
     # whose victims all go back where they were before its turn cannot place it either, nor (when only
     # its own resources and labels choose its nodes) one where it fits none of the nodes they left.
-    fits_now = replays is not None and bool(session.candidate_nodes(task).any())
+    # Asked once a scenario's victims were placed again before (`replays`), before they are evicted: every
+    # scenario before was undone, so the cluster is as the search found it. Why not at once: most searches
+    # meet no such scenario, and the whole cluster's candidate mask was brought up to date over every node
+    # the searches before had changed.
+    fits_now: bool | None = None
     by_room = not task.job.has_topology() and not session.reads_other_pods(task)
     choice = _Choice(session, statement)
     for victim in victims:
@@ -241,6 +245,9 @@ def _search_by_node(
             if not _room_on_a_node(nodes, task, evicted):
                 counts.scenarios_filtered += 1
                 continue
+            known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
+            if known is not None and fits_now is None:
+                fits_now = bool(session.candidate_nodes(task).any())
             for victim_task in evicted:
                 statement.evict(victim_task, scenario.reason(victim_task))
             # (Asked of the victims' few nodes alone, as `candidate_nodes` answers at each: its mask of the
@@ -253,7 +260,6 @@ def _search_by_node(
             simulated += 1
             counts.scenarios_simulated += 1
             counts.search.scenario(SIMULATED)
-            known = replays.get(tuple(t.key for t in evicted)) if replays is not None else None
             if (
                 known is not None
                 and not fits_now
