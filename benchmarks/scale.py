@@ -19,8 +19,9 @@ and `openb.py`; `report.py` turns results.json into docs/performance.md.
 
 * scale: for each cluster size (500, 1,000, 2,000, 5,000, 10,000, 20,000 nodes), cycle 1 of the first-cycle
   workload (the simulator's own cycle time: snapshot build + session) and the pods it placed (bind +
-  pipeline), the least of `--repeat` runs (default 3: a single run at 10,000 or 20,000 nodes swings a
-  fifth with the host) made in rounds over the sizes; the same on the deep backlog (`deep`: asking 2.7
+  pipeline), the least of `--repeat` runs (default 5: a single run swings by up to a third with the
+  host, and the least of three still by a tenth, as much as the growth row allows) made in rounds over
+  the sizes; the same on the deep backlog (`deep`: asking 2.7
   times the cluster's GPUs, issue #23's first-cycle row); and the median cycle time of cycles 2..N of the
   steady workload. The 5,000-node point is issue #8's "first cycle" (goal >= 5,000 pods/s) and "steady
   cycle" (goal <= 0.5 s) rows. A point that does not finish within --budget seconds is recorded as not
@@ -494,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=3,
-        help="runs of each first-cycle point; the least CPU is kept (default 3)",
+        default=5,
+        help="runs of each first-cycle point; the least CPU is kept (default 5)",
     )
     parser.add_argument("--steady-cycles", type=int, help="cycles of the steady runs (default 5; quick 3)")
     parser.add_argument("--budget", type=float, default=600.0, help="wall seconds per measurement (0: none)")
