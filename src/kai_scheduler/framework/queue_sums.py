@@ -69,12 +69,21 @@ def kept_job_sums(job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: floa
 
 
 def every_job_sums(jobs: Iterable[JobInfo], gpu_memory: FloatArray, pending_gpu_memory: float) -> FloatArray:
-    """`kept_job_sums` of each of `jobs` in turn, a row each, but that a bare pod's plain job whose one pod
-    is pending takes the sums of the first such job of its request (the very tuple: every such job of one
-    request sums alike, `job_sums`). A first cycle sums every job, 15,400 of them plain and pending at
-    5,000 nodes, of a few dozen requests: each takes its sums in the loop, and the table is made of the
-    distinct sums and each job's row among them (numpy reads a Python float at ~200 instructions: six a
-    job cost more than the loop)."""
+    """`kept_job_sums` of each of `jobs` in turn, a row each (`distinct_job_sums`, spelled out)."""
+    distinct, rows = distinct_job_sums(jobs, gpu_memory, pending_gpu_memory)
+    return distinct[rows]
+
+
+def distinct_job_sums(
+    jobs: Iterable[JobInfo], gpu_memory: FloatArray, pending_gpu_memory: float
+) -> tuple[FloatArray, IntArray]:
+    """`kept_job_sums` of each of `jobs` in turn, as a table of distinct sums and each job's row in it: a
+    bare pod's plain job whose one pod is pending takes the sums of the first such job of its request
+    (the very tuple: every such job of one request sums alike, `job_sums`), every other job a row of its
+    own. A first cycle sums every job, 15,400 of them plain and pending at 5,000 nodes, of a few dozen
+    requests: each takes its sums in the loop, and the table holds the distinct sums once (numpy reads a
+    Python float at ~200 instructions: six a job cost more than the loop; and the queue totals of a
+    table of few rows are counted rather than added job by job, `plugins.proportion`)."""
     distinct: list[JobSums] = []
     rows: list[int] = []  # each job's sums' row in `distinct`
     lone_rows: dict[int, tuple[PodRequest, int]] = {}  # id of a request -> the request, its sums' row
@@ -99,7 +108,7 @@ def every_job_sums(jobs: Iterable[JobInfo], gpu_memory: FloatArray, pending_gpu_
         rows.append(len(distinct))
         distinct.append(cached)
     table = np.array(distinct, dtype=np.float64).reshape(-1, 6)
-    return table[np.fromiter(rows, dtype=np.intp, count=len(rows))]
+    return table, np.fromiter(rows, dtype=np.intp, count=len(rows))
 
 
 def job_sums(job: JobInfo, gpu_memory: FloatArray, pending_gpu_memory: float) -> JobSums:
@@ -144,14 +153,21 @@ class _Resource:
 
     __slots__ = ("exponents", "magnitude")
 
-    def __init__(self, values: FloatArray | None = None) -> None:
+    def __init__(self, values: FloatArray | None = None, counts: IntArray | None = None) -> None:
+        """Over `values` (a row of sums each), each row counted as many times as `counts` says (once
+        each without it)."""
         self.exponents: Counter[int] = Counter()
         self.magnitude = 0.0
         if values is not None and values.size:
-            values = values[values != 0]
-            found, counts = np.unique(binary_exponents(values), return_counts=True)
-            self.exponents.update(dict(zip(found.tolist(), counts.tolist(), strict=True)))
-            self.magnitude = float(np.abs(values).sum())
+            weights = np.ones(values.shape, dtype=np.int64)
+            if counts is not None:
+                weights *= counts.reshape(-1, *(1,) * (values.ndim - 1))
+            counted = values != 0
+            values, weights = values[counted], weights[counted]
+            found, where = np.unique(binary_exponents(values), return_inverse=True)
+            how_many = np.bincount(where.ravel(), weights=weights, minlength=found.size).astype(np.int64)
+            self.exponents.update(dict(zip(found.tolist(), how_many.tolist(), strict=True)))
+            self.magnitude = float((np.abs(values) * weights).sum())
 
     def add(self, values: tuple[float, float], sign: int) -> None:
         for value in values:
@@ -176,6 +192,22 @@ def binary_exponents(values: FloatArray) -> IntArray:
     return np.where(finite, found, _INEXACT).astype(np.int64)
 
 
+def sums_are_exact(distinct: FloatArray, counts: IntArray) -> bool:
+    """Whether every sum of the job sums (`distinct` rows, each counted `counts` times) is exact, in any
+    order and grouping, a row's count times its value included (see the module doc): then any way of
+    adding them up gives the bits of the job-by-job sum."""
+    return all(
+        _exact(resource.magnitude, resource.least_exponent())
+        for resource in _counted_resources(distinct, counts)
+    )
+
+
+def _counted_resources(distinct: FloatArray, counts: IntArray) -> tuple[_Resource, _Resource, _Resource]:
+    """The gpu, cpu and memory `_Resource` of the job sums `distinct`, each row counted `counts` times."""
+    gpu, cpu, memory = (_Resource(distinct[:, [column, column + 3]], counts) for column in range(3))
+    return gpu, cpu, memory
+
+
 def _exact(magnitude: float, exponent: int | None) -> bool:
     """Whether sums of magnitude up to `magnitude`, multiples of 2**`exponent`, are all exact (one bit
     spared for the rounding of the magnitude's own sum)."""
@@ -187,12 +219,18 @@ def _exact(magnitude: float, exponent: int | None) -> bool:
 @dataclass(frozen=True, slots=True)
 class JobRows:
     """What a full sum added, job by job in snapshot order: each job's key, its queue's position,
-    whether it is preemptible, and its sums (a row of `JobSums` in `sums`)."""
+    whether it is preemptible, and its sums (`JobSums`: the row `rows` gives it in `distinct`)."""
 
     keys: list[str]
     queues: list[int]
     preemptible: list[bool]
-    sums: FloatArray
+    distinct: FloatArray
+    rows: IntArray
+
+    def sums(self, job: int) -> JobSums:
+        """The sums of the job at position `job`."""
+        ag, ac, am, pg, pc, pm = self.distinct[self.rows[job]].tolist()
+        return (ag, ac, am, pg, pc, pm)
 
 
 _Entry = tuple[tuple[int, ...], bool, JobSums]  # a job's queue path (positions), preemptible, its sums
@@ -260,8 +298,9 @@ class CarriedQueueSums:
         if self._rows is None:
             self._rows, self._counted = rows, {}
             self._base = dict(zip(rows.keys, range(len(rows.keys)), strict=True))
-            gpu, cpu, memory = (_Resource(rows.sums[:, [column, column + 3]].ravel()) for column in range(3))
-            self._resources = (gpu, cpu, memory)
+            self._resources = _counted_resources(
+                rows.distinct, np.bincount(rows.rows, minlength=len(rows.distinct))
+            )
         exact = all(_exact(magnitude, exponent) for magnitude, exponent in self._bounds())
         self._totals = [list(row) for row in totals] if exact else None
 
@@ -275,8 +314,7 @@ class CarriedQueueSums:
             return None
         rows = self._rows
         assert rows is not None
-        ag, ac, am, pg, pc, pm = rows.sums[row].tolist()
-        return (self._paths[rows.queues[row]], rows.preemptible[row], (ag, ac, am, pg, pc, pm))
+        return (self._paths[rows.queues[row]], rows.preemptible[row], rows.sums(row))
 
     def _count(self, entry: _Entry, sign: int) -> None:
         path, preemptible, sums = entry

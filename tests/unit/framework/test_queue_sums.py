@@ -17,17 +17,26 @@ from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.job_memos import CarriedMismatch
 from kai_scheduler.framework.queue_sums import (
     CarriedQueueSums,
+    QueueTotals,
+    _Resource,
     binary_exponent,
     binary_exponents,
+    distinct_job_sums,
     every_job_sums,
     job_sums,
     kept_job_sums,
+    sums_are_exact,
 )
 from kai_scheduler.model import job_changes
 from kai_scheduler.model.cache import ClusterCache
 from kai_scheduler.model.job_changes import JobChangeLog, JobChangeMark
 from kai_scheduler.model.snapshot import PodState
-from kai_scheduler.plugins.proportion.plugin import summed_queues
+from kai_scheduler.plugins.proportion.plugin import (
+    _ancestors_by_depth,
+    _counted_queue_totals,
+    _queue_totals,
+    summed_queues,
+)
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -180,3 +189,58 @@ def test_every_job_sums_is_kept_job_sums_of_each_job_in_turn() -> None:
 
 def test_every_job_sums_of_no_jobs_is_an_empty_table() -> None:
     assert every_job_sums([], np.zeros(0), 0.0).shape == (0, 6)
+
+
+def _job_by_job_and_counted(objects: list[ApiObject]) -> tuple[list[QueueTotals], list[QueueTotals] | None]:
+    """After one cycle: the queue totals added job by job (`_queue_totals`) and counted per queue
+    (`_counted_queue_totals`, None when it declines) from the same jobs' sums."""
+    sim = Simulation(objects, SchedulerConfig(), SimulationOptions(start=START, cycles=1))
+    sim._cycle(0.0, 1)
+    snapshot = sim.cluster.cache.snapshot()
+    queues = snapshot.queues
+    position = {queue.name: i for i, queue in enumerate(queues)}
+    jobs = [job for job in snapshot.jobs.values() if job.queue in position]
+    job_queue = [position[job.queue] for job in jobs]
+    preemptible = [job.preemptible for job in jobs]
+    distinct, rows = distinct_job_sums(jobs, snapshot.nodes.gpu_memory_mib, snapshot.min_gpu_memory_mib)
+    job_by_job = _queue_totals(distinct[rows], job_queue, preemptible, _ancestors_by_depth(queues, position))
+    return job_by_job, _counted_queue_totals(distinct, rows, job_queue, preemptible, queues, position)
+
+
+def _bits(totals: list[QueueTotals]) -> list[list[str]]:
+    return [[value.hex() for value in row] for row in totals]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_counted_queue_totals_are_the_job_by_job_totals_bit_for_bit(seed: int) -> None:
+    """Running and pending jobs, preemptible or not, of whole GPUs, halves and quarters, millicores and odd
+    byte counts, in two leaves under a department: counted per queue, their totals are the job-by-job
+    totals' bits, every queue's nine of them."""
+    objects = workload(seed, (0.5, 0.25))
+    objects += [pod(f"inference-{i}", "a", gpus=1, priority_class="inference") for i in range(3)]
+    job_by_job, counted = _job_by_job_and_counted(objects)
+    assert counted is not None
+    assert _bits(counted) == _bits(job_by_job)
+    assert any(row[6] for row in counted)  # (non-preemptible jobs were counted)
+
+
+def test_queue_totals_that_could_round_are_added_job_by_job() -> None:
+    """A tenth of a GPU is no binary fraction: the totals are not counted (the full sum adds them job by
+    job, in snapshot order)."""
+    objects: list[ApiObject] = [node("n0", gpus=4), queue("a", gpu=4)]
+    objects += [pod("tenth", "a", gpus=0, fraction=0.1), pod("whole", "a", gpus=1)]
+    _, counted = _job_by_job_and_counted(objects)
+    assert counted is None
+
+
+def test_a_resource_counts_each_distinct_sum_as_often_as_it_is_used() -> None:
+    """The exactness bounds of distinct sums counted (`_Resource` with counts) are those of the sums
+    written out one by one."""
+    distinct = np.array([[1.0, 0.5], [0.0, 3.0], [0.25, 0.0]])
+    counts = np.array([3, 1, 2])
+    counted = _Resource(distinct, counts)
+    written_out = _Resource(np.repeat(distinct, counts, axis=0).ravel())
+    assert counted.exponents == written_out.exponents == {0: 4, -1: 3, -2: 2}
+    assert counted.magnitude == written_out.magnitude == 8.0
+    assert sums_are_exact(np.array([[1.0, 0, 0, 0.5, 0, 0]]), np.array([7]))
+    assert not sums_are_exact(np.array([[0.1, 0, 0, 0.5, 0, 0]]), np.array([7]))

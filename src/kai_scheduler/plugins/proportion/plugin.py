@@ -21,7 +21,8 @@ from kai_scheduler.framework.queue_sums import (
     CarriedQueueSums,
     JobRows,
     QueueTotals,
-    every_job_sums,
+    distinct_job_sums,
+    sums_are_exact,
 )
 from kai_scheduler.framework.session import Session
 from kai_scheduler.model.fair_share_record import DivisionRecorder
@@ -1137,11 +1138,55 @@ def summed_queues(snapshot: ClusterSnapshot) -> tuple[list[QueueTotals], JobRows
         keys, jobs = [keys[i] for i in counted], [jobs[i] for i in counted]
         job_queue = [job_queue[i] for i in counted]
     preemptible = [job.preemptible for job in jobs]
-    table = every_job_sums(jobs, gpu_memory, pending_gpu_memory)
-    added = JobRows(keys, job_queue, preemptible, table)
+    distinct, rows = distinct_job_sums(jobs, gpu_memory, pending_gpu_memory)
+    added = JobRows(keys, job_queue, preemptible, distinct, rows)
     if not jobs:
         return [(0.0,) * 9 for _ in names], added
-    return _queue_totals(table, job_queue, preemptible, _ancestors_by_depth(queues, position)), added
+    totals = _counted_queue_totals(distinct, rows, job_queue, preemptible, queues, position)
+    if totals is None:
+        table = distinct[rows]
+        totals = _queue_totals(table, job_queue, preemptible, _ancestors_by_depth(queues, position))
+    return totals, added
+
+
+def _counted_queue_totals(
+    distinct: FloatArray,
+    rows: IntArray,
+    job_queue: list[int],
+    preemptible: list[bool],
+    queues: QueueTree,
+    position: dict[str, int],
+) -> list[QueueTotals] | None:
+    """`_queue_totals` of the jobs whose sums are the rows `rows` of `distinct`, added per queue and
+    preemptibility once, then up the tree by a matrix product; None where that could give other bits
+    than the job-by-job sum (the sums are not all exact, `sums_are_exact`). Exact sums add up to the same
+    bits in any order and grouping: a first cycle's are (whole GPUs, binary fractions of one,
+    millicores, bytes), and this is one `bincount` of each job's six sums and a few small numpy calls,
+    where adding each job's twelve additions at every depth of the tree reads and writes arrays of them
+    all."""
+    if not sums_are_exact(distinct, np.bincount(rows, minlength=len(distinct))):
+        return None
+    queue_count = len(position)
+    queue_of = np.fromiter(job_queue, dtype=np.intp, count=len(job_queue))
+    non_preemptible = ~np.fromiter(preemptible, dtype=np.bool_, count=len(preemptible))
+    # Each job's six sums to the bins of its queue and preemptibility (six a pair, in the sums' order).
+    bins = ((queue_of * 2 + non_preemptible) * 6)[:, np.newaxis] + np.arange(6)
+    own = np.bincount(bins.ravel(), weights=distinct[rows].ravel(), minlength=queue_count * 12)
+    own = own.reshape(queue_count, 2, 6)  # per queue: preemptible, non-preemptible jobs' sums
+    allocated = own[:, 0, :3] + own[:, 1, :3]
+    pending = own[:, 0, 3:] + own[:, 1, 3:]
+    own_totals = np.concatenate((allocated, allocated + pending, own[:, 1, :3]), axis=1)
+    return [tuple(row) for row in (_subtrees(queues, position) @ own_totals).tolist()]
+
+
+def _subtrees(queues: QueueTree, position: dict[str, int]) -> FloatArray:
+    """A queue-by-queue matrix (by position) with 1 where the row's queue is the column's or one of its
+    ancestors: a queue's totals are those of the queues of its subtree."""
+    subtree = np.zeros((len(position), len(position)))
+    for name, column in position.items():
+        for ancestor in queues.ancestry(name):
+            subtree[position[ancestor.name], column] = 1.0
+    return subtree
 
 
 # Each job's twelve additions to its queues' totals, in the order a job-by-job sum makes them: its
