@@ -109,6 +109,27 @@ class LoneJobs:
             _check(made.job, self.make(state))
         return made.job
 
+    def take_current(self, states: dict[str, PodState]) -> dict[str, JobInfo]:
+        """Every job made as its pod arrived that `of` would give now, by pod key (`states`: the cache's
+        pod states), all taken at once; the others are forgotten (`of` makes their pods' jobs again, as
+        ever). The cycle that makes every job asks this once rather than `of` a pod (a first cycle's
+        ~15,400 plain jobs at 5,000 nodes): one comprehension, no call a job."""
+        made, self._made = self._made, {}
+        priorities, derivations = self._inputs.priorities, self._asks.derivations
+        nominated = self._nominations.by_pod
+        current = {
+            key: entry.job
+            for key, entry in made.items()
+            if entry.state is states.get(key)
+            and entry.priorities is priorities
+            and entry.derivations is derivations
+            and not (nominated and key in nominated)
+        }
+        if self.verify:
+            for key, job in current.items():
+                _check(job, self.make(states[key]))
+        return current
+
     def make(self, state: PodState) -> JobInfo | None:
         """The job of a bare pod of ours that no PodGroup names and no other pod shares, as
         `JobRebuild._make_job` makes it (the job by `implicit_job`, its one task read off the pod without
