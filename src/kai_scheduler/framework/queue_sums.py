@@ -78,35 +78,28 @@ def distinct_job_sums(
     jobs: Iterable[JobInfo], gpu_memory: FloatArray, pending_gpu_memory: float
 ) -> tuple[FloatArray, IntArray]:
     """`kept_job_sums` of each of `jobs` in turn, as a table of distinct sums and each job's row in it: a
-    bare pod's plain job whose one pod is pending takes the sums of the first such job of its request
-    (the very tuple: every such job of one request sums alike, `job_sums`), every other job a row of its
-    own. A first cycle sums every job, 15,400 of them plain and pending at 5,000 nodes, of a few dozen
-    requests: each takes its sums in the loop, and the table holds the distinct sums once (numpy reads a
-    Python float at ~200 instructions: six a job cost more than the loop; and the queue totals of a
-    table of few rows are counted rather than added job by job, `plugins.proportion`)."""
+    bare pod's plain job whose one pod is pending takes the row of the first such job of its request
+    (every such job of one request sums alike, `job_sums`; the others are not told the sums to keep:
+    none reads them before its version moves), every other job a row of its own. A first cycle sums
+    every job, 15,400 of them plain and pending at 5,000 nodes, of a few dozen requests: each takes its
+    row in the loop, and the table holds the distinct sums once (numpy reads a Python float at ~200
+    instructions: six a job cost more than the loop; and the queue totals of a table of few rows are
+    counted rather than added job by job, `plugins.proportion`)."""
     distinct: list[JobSums] = []
     rows: list[int] = []  # each job's sums' row in `distinct`
     lone_rows: dict[int, tuple[PodRequest, int]] = {}  # id of a request -> the request, its sums' row
     for job in jobs:
-        cached = job.queue_sums
-        if (
-            cached is None
-            or job.queue_sums_version != job.version
-            or job.queue_sums_gpu_memory != pending_gpu_memory
-        ):
-            lone = job.lone_task
-            if lone is not None and lone.status is _PENDING and job.admission is None:
-                request = lone.request
-                known = lone_rows.get(id(request))
-                if known is not None and known[0] is request:
-                    job.queue_sums = distinct[known[1]]
-                    job.queue_sums_version, job.queue_sums_gpu_memory = job.version, pending_gpu_memory
-                    rows.append(known[1])
-                    continue
-                lone_rows[id(request)] = (request, len(distinct))
-            cached = kept_job_sums(job, gpu_memory, pending_gpu_memory)
+        lone = job.lone_task
+        if lone is not None and lone.status is _PENDING and job.admission is None:
+            # (Not kept on the job: its request's sums are found here, whatever it keeps.)
+            request = lone.request
+            known = lone_rows.get(id(request))
+            if known is not None and known[0] is request:
+                rows.append(known[1])
+                continue
+            lone_rows[id(request)] = (request, len(distinct))
         rows.append(len(distinct))
-        distinct.append(cached)
+        distinct.append(kept_job_sums(job, gpu_memory, pending_gpu_memory))
     table = np.array(distinct, dtype=np.float64).reshape(-1, 6)
     return table, np.fromiter(rows, dtype=np.intp, count=len(rows))
 

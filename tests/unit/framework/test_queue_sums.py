@@ -155,10 +155,10 @@ def test_verify_mode_checks_the_carried_sums(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_job_sums_is_kept_job_sums_of_each_job_in_turn() -> None:
-    """`every_job_sums` gives each job the row `job_sums` makes of it and keeps the sums on the job as
-    `kept_job_sums` does; a bare pod's plain pending job takes the sums of the first such job of its
-    request (the very tuple), a running job and a job of another request are summed each, and a job whose
-    sums are kept is not summed again."""
+    """`every_job_sums` gives each job the row `job_sums` makes of it: a bare pod's plain pending job takes
+    the row of the first such job of its request, whose sums are kept on it as `kept_job_sums` keeps them,
+    whatever the job keeps itself; a running job and a job of another request are summed each, and a
+    job whose sums are kept is not summed again."""
     cache = ClusterCache()
     cache.set_nodes([node("n1", gpus=8)])
     cache.set_queues([queue("a", gpu=8)])
@@ -172,19 +172,19 @@ def test_every_job_sums_is_kept_job_sums_of_each_job_in_turn() -> None:
     assert all(job.lone_task is not None for job in jobs)
     gpu_memory, memory = snapshot.nodes.gpu_memory_mib, snapshot.min_gpu_memory_mib
     kept = (7.0, 7.0, 7.0, 7.0, 7.0, 7.0)  # (no job's real sums: taken as kept, not summed again)
-    jobs[3].queue_sums, jobs[3].queue_sums_version = kept, jobs[3].version
-    jobs[3].queue_sums_gpu_memory = memory
+    for faked in (jobs[1], jobs[2]):
+        faked.queue_sums, faked.queue_sums_version, faked.queue_sums_gpu_memory = kept, faked.version, memory
     expected = [job_sums(job, gpu_memory, memory) for job in jobs]
 
+    distinct, rows = distinct_job_sums(jobs, gpu_memory, memory)
     table = every_job_sums(jobs, gpu_memory, memory)
 
-    assert table.shape == (5, 6)
-    assert [tuple(row) for row in table.tolist()] == [*expected[:3], kept, expected[4]]
+    assert rows.tolist() == [0, 1, 0, 2, 0]  # the plain pending jobs of one request share a row
+    assert [tuple(row) for row in table.tolist()] == [expected[0], kept, *expected[2:]]
+    assert [tuple(row) for row in distinct.tolist()] == [expected[0], kept, expected[3]]
     assert expected[1] != expected[0]  # (the running pod's GPU is allocated, the pending ones' are not)
-    assert jobs[0].queue_sums is jobs[2].queue_sums is jobs[4].queue_sums
-    assert jobs[1].queue_sums is not jobs[0].queue_sums and jobs[3].queue_sums is kept
-    assert all(job.queue_sums_version == job.version for job in jobs)
-    assert all(kept_job_sums(job, gpu_memory, memory) is job.queue_sums for job in jobs)  # kept now
+    assert jobs[0].queue_sums == expected[0] and jobs[3].queue_sums == expected[3]
+    assert all(kept_job_sums(job, gpu_memory, memory) is job.queue_sums for job in (jobs[0], jobs[3]))
 
 
 def test_every_job_sums_of_no_jobs_is_an_empty_table() -> None:
