@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from helpers import gang, node, open_session, pod, pod_group, queue
 from kai_scheduler.framework.gang import (
     _choose,
@@ -21,7 +23,8 @@ from kai_scheduler.framework.gang import (
     scheduling_signature,
     tasks_to_allocate,
 )
-from kai_scheduler.model.jobs import TaskStatus
+from kai_scheduler.framework.job_memos import CarriedMismatch
+from kai_scheduler.model.jobs import TaskStatus, TopologyConstraint
 
 
 def _names(tasks: list) -> list[str]:  # type: ignore[type-arg]
@@ -135,6 +138,51 @@ def test_a_signature_made_one_way_keeps_the_other_as_made_afresh() -> None:
                     tasks = tasks_to_allocate(session, job)
                     fresh = scheduling_signature(job, tasks, by_queue=by_queue)
                     assert next_signature(session, job, by_queue=by_queue) == fresh
+
+
+def test_a_bare_pods_signature_is_made_from_its_pod_as_the_general_form_makes_it() -> None:
+    """A bare pod's plain job's signature (`lone_task`, made from its pod) is `scheduling_signature`'s for
+    its next pods, both ways, for every status of the pod, with and without a nominated node, for pods
+    whose requests or placements differ; and the same while a pod is evicted virtually (the general form
+    then). Fails when the pod's shape, placement, nomination or status is left out."""
+    objects = [
+        node("n0", gpus=4),
+        queue("q"),
+        pod("one", gpus=1),
+        pod("two", gpus=2),
+        pod("fraction", fraction=0.5),
+        pod("pinned", gpus=1, node_selector={"zone": "a"}),
+    ]
+    session = open_session(objects)
+    jobs = list(session.snapshot.jobs.values())
+    assert all(job.lone_task is not None for job in jobs)
+    pending_signatures: set[tuple[object, ...]] = set()
+    for virtually_evicted, status, nominated in itertools.product((False, True), TaskStatus, (None, "n0")):
+        session.state.virtually_evicted = {"elsewhere/pod": TaskStatus.RUNNING} if virtually_evicted else {}
+        for job in jobs:
+            job.lone_task.status, job.lone_task.nominated_node = status, nominated  # type: ignore[union-attr]
+            job.version += 1
+            tasks = tasks_to_allocate(session, job)
+            for by_queue in (False, True):
+                signature = next_signature(session, job, by_queue=by_queue)
+                assert signature == scheduling_signature(job, tasks, by_queue=by_queue), (job.key, status)
+            if status is TaskStatus.PENDING:
+                pending_signatures.add(next_signature(session, job, by_queue=False))
+    assert len(pending_signatures) == 4 * 2  # (each pending pod's differs by job and by nomination)
+
+
+def test_a_bare_pods_signature_unlike_the_general_forms_is_caught_when_verifying() -> None:
+    """With `verify_carried` the signature made from a bare pod is compared with the general form: a job
+    told a lone task it does not have (a constraint on its pods) raises `CarriedMismatch`."""
+    session = open_session([node("n0", gpus=4), queue("q"), pod("p", gpus=1)])
+    session.verify_carried = True
+    (job,) = session.snapshot.jobs.values()
+    assert next_signature(session, job) == scheduling_signature(job, tasks_to_allocate(session, job))
+    job.topology = TopologyConstraint("rack-topology", required="rack")
+    job._has_topology = None
+    job.version += 1
+    with pytest.raises(CarriedMismatch):
+        next_signature(session, job)
 
 
 def test_a_one_pod_job_asks_for_what_its_sub_group_tree_gives() -> None:
