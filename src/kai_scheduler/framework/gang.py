@@ -47,6 +47,15 @@ def kept_tasks(session: Session, job: JobInfo) -> list[TaskInfo]:
     return cached[1]
 
 
+def lone_next_pod(session: Session, job: JobInfo) -> TaskInfo | None:
+    """The pod of a bare pod's plain job (`JobInfo.lone_task`) when it is all of the job's next pods
+    (`kept_tasks`): pending, and no pod evicted virtually. None: otherwise (any other job)."""
+    lone = job.lone_task
+    if lone is not None and lone.status is _PENDING and not session.state.virtually_evicted:
+        return lone
+    return None
+
+
 def next_request(session: Session, job: JobInfo) -> Resources:
     """`request_of` the pods of the job's next attempt: what queue order adds to the job's queue when it
     ranks the queue by the job it would hand out. Kept with the pods (by the job's version) and the

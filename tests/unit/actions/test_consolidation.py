@@ -329,6 +329,36 @@ def test_a_preemptible_job_is_blocked_only_when_the_free_gpus_fall_short_and_it_
     assert blocked == {"one": False, "two": True, "two-nics": True, "mig": False, "build": True}
 
 
+def test_a_bare_pods_ask_is_kept_by_its_request_and_checked_when_verifying() -> None:
+    """What a bare pod's plain job asks (its GPUs, and whether a MIG instance) is worked out once per
+    request for the session: two pods asking alike share it, and `blocked` answers from it (a tampered
+    one changes the answer); with `verify_carried` a kept ask unlike the job's raises `CarriedMismatch`.
+    Node a has one GPU free."""
+    objects = [
+        node("a", gpus=4),
+        queue("q"),
+        pod("busy", gpus=3, node_name="a"),
+        pod("two-a", gpus=2),
+        pod("two-b", gpus=2),
+        pod("one", gpus=1),
+        pod("mig", extra_requests={"nvidia.com/mig-3g.40gb": 2}),
+    ]
+    session = open_session(objects)
+    action = consolidation.Consolidation()
+    names = ["two-a", "two-b", "one", "mig"]
+    jobs = {name: job_named(session, f"pg-{name}") for name in names}
+    assert [action.blocked(session, jobs[name]) for name in names] == [True, True, False, False]
+    assert len(action._asks) == 3
+    two = jobs["two-a"].lone_task
+    assert two is not None
+    assert action._asks[two.request] == (2.0, False)
+    action._asks[two.request] = (1.0, False)
+    assert not action.blocked(session, jobs["two-b"])  # (the kept ask answers)
+    session.verify_carried = True
+    with pytest.raises(CarriedMismatch):
+        action.blocked(session, jobs["two-b"])
+
+
 def test_blocked_reads_what_a_jobs_next_pods_ask_only_where_it_decides() -> None:
     """Preempt's `blocked` (a quota check of the job's kept pods) never reads what the job's next pods ask
     (`next_request`), nor consolidation's for a job that is not preemptible: such a job's request is not

@@ -16,6 +16,8 @@ from kai_scheduler.framework.gang import (
     _choose,
     _pending,
     fresh_tasks_to_allocate,
+    kept_tasks,
+    lone_next_pod,
     lone_whole_gang,
     next_request,
     next_signature,
@@ -138,6 +140,26 @@ def test_a_signature_made_one_way_keeps_the_other_as_made_afresh() -> None:
                     tasks = tasks_to_allocate(session, job)
                     fresh = scheduling_signature(job, tasks, by_queue=by_queue)
                     assert next_signature(session, job, by_queue=by_queue) == fresh
+
+
+def test_a_bare_pods_next_pod_is_its_pod_only_when_pending_and_none_is_evicted_virtually() -> None:
+    """`lone_next_pod` is a bare pod's job's pod when the pod is pending and no pod is evicted virtually,
+    and then `kept_tasks` gives that pod alone; None for every other status, while a pod is evicted
+    virtually, and for a gang's pod."""
+    session = open_session([node("n0"), queue("q"), pod("p", gpus=1), *gang("g", size=1, min_member=1)])
+    bare, gang_job = session.snapshot.jobs["default/pg-p"], session.snapshot.jobs["default/g"]
+    assert bare.lone_task is not None and gang_job.lone_task is None
+    for virtually_evicted, status in itertools.product((False, True), TaskStatus):
+        session.state.virtually_evicted = {"elsewhere/pod": TaskStatus.RUNNING} if virtually_evicted else {}
+        for job in (bare, gang_job):
+            job.tasks[0].status = status
+            job.version += 1
+        told = lone_next_pod(session, bare)
+        if status is TaskStatus.PENDING and not virtually_evicted:
+            assert told is bare.lone_task and kept_tasks(session, bare) == [told]
+        else:
+            assert told is None
+        assert lone_next_pod(session, gang_job) is None
 
 
 def test_a_bare_pods_signature_is_made_from_its_pod_as_the_general_form_makes_it() -> None:
