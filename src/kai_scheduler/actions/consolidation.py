@@ -37,6 +37,9 @@ class Consolidation(VictimAction):
     name = "consolidation"
     gave_up = "moving running pods (at most maxConsolidationPreemptees) does not make room"
     blocks_quietly = True  # (preemptibility and the free GPUs only answer)
+    # (No job's search fails in a walk without one, and a deep backlog's jobs nearly all ask more GPUs
+    # than the cluster has free: its walk asked 9,000 signatures at 5,000 nodes for nothing.)
+    blocked_before_signature = True
 
     def __init__(self) -> None:
         super().__init__()

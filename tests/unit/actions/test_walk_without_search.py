@@ -152,6 +152,43 @@ def test_a_failed_signature_of_two_leaves_is_walked_in_queue_order(monkeypatch: 
     assert sum("consolidation:" in reason for reason in expected[0].values()) == 1
 
 
+def test_consolidation_passes_over_a_blocked_job_before_asking_its_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Consolidation's walk asks `blocked` first (`blocked_before_signature`): a job it passes over is not
+    asked its signature, and one of another leaf sharing a failed signature (b's non-preemptible build
+    job asks what a's refused job asks; consolidation's signatures leave the queue and preemptibility
+    out) does not send the walk to the job queue, which would pass it over too."""
+    objects = [
+        node("n0", gpus=2),
+        queue("a", gpu=1),
+        queue("b", gpu=1),
+        pod("a-run", "a", gpus=1, node_name="n0", priority_class="train"),
+        pod("a-0", "a", gpus=1, priority_class="train"),
+        pod("b-0", "b", gpus=1, priority_class="build"),
+    ]
+
+    def blocker(session: Session) -> Session:
+        session.points.victim_invariant_pre_predicates.append(lambda task: "blocked")
+        return session
+
+    with monkeypatch.context() as patch:
+        _in_queue_order(patch, Consolidation)
+        expected = _outcome(blocker(_session(objects)), Consolidation())
+    asked: list[str] = []
+    signature = Consolidation.signature
+
+    def noted(self: Consolidation, session: Session, job: Any) -> tuple[object, ...]:
+        asked.append(job.name)
+        return signature(self, session, job)
+
+    monkeypatch.setattr(Consolidation, "signature", noted)
+    _no_job_queue(monkeypatch)
+    assert _outcome(blocker(_session(objects)), Consolidation()) == expected
+    assert asked == ["pg-a-0"]
+    assert sum("consolidation:" in reason for reason in expected[0].values()) == 1
+
+
 def test_a_job_that_may_search_is_walked_in_queue_order(monkeypatch: pytest.MonkeyPatch) -> None:
     objects = [*_same_priority_cluster(), pod("a-build", "a", gpus=1, priority_class="build")]
     pops = _popped(monkeypatch)

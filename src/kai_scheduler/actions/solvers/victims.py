@@ -35,6 +35,7 @@ from kai_scheduler.actions.solvers.victim_search import solve
 from kai_scheduler.api.durations import go_duration_text
 from kai_scheduler.api.reasons import PREEMPTION_DELAY_NOT_ELAPSED, WaitReason
 from kai_scheduler.framework.gang import (
+    kept_tasks,
     next_signature,
     tasks_to_allocate,
 )
@@ -378,15 +379,18 @@ class VictimAction(ABC):
         handed_out = handed_out_by_leaf(session, keyed, depth)
         for leaf, jobs in handed_out.items():
             for job in jobs:
-                tasks = tasks_to_allocate(session, job)
+                tasks = kept_tasks(session, job)  # (only read: no copy)
                 if not tasks:
+                    continue
+                # (A job passed over is passed over in any order: its signature is not asked.)
+                if self.blocked_before_signature and self.blocked(session, job):
                     continue
                 signature = self.signature(session, job) if use_signatures else None
                 if signature in failed:
                     if failed[signature] != leaf:  # (which of the two leaves goes first decides)
                         return False
                     continue
-                if self.blocked(session, job):
+                if not self.blocked_before_signature and self.blocked(session, job):
                     continue
                 reason = self._invariant_failure(session, job, tasks)
                 if reason is None:
@@ -493,6 +497,10 @@ class VictimAction(ABC):
     # Whether `blocked` writes nothing (no reason): then a walk in which no job reaches the search is taken
     # without a job queue (`_walked_without_search`).
     blocks_quietly = False
+    # Whether that walk asks `blocked` before the job's signature: for an action whose `blocked` costs
+    # less than a signature and passes over most jobs, with few failed signatures to skip them by. A job
+    # it passes over is passed over whichever signatures failed before it (none is noted for it).
+    blocked_before_signature = False
 
     @abstractmethod
     def blocked(self, session: Session, job: JobInfo) -> bool:
