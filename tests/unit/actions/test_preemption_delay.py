@@ -20,6 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from helpers import START, evicted, node, pipelines, pod, pod_group_manifest, priority_class, queue, run
+from kai_scheduler.actions.solvers import victims
 from kai_scheduler.actions.solvers.victims import within_preemption_delay
 from kai_scheduler.api.constants import LAST_EVICTION_TIMESTAMP_ANNOTATION
 from kai_scheduler.api.objects import PodGroup
@@ -275,3 +276,27 @@ def test_a_delayed_preemptor_preempts_only_after_its_window() -> None:
         (95.0, "preempt", "pipeline", "default/high"),
         (96.0, "allocate", "bind", "default/high"),
     ]
+
+
+def test_only_a_job_with_a_preemption_delay_is_asked_whether_it_is_within_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A victim action asks `within_preemption_delay` only of the pending jobs with a delay: a job without
+    one is never within it (`JobsAtOpen.waiting_delayed`). The delayed job still waits for its window
+    (preempt's case above), and the job without a delay still preempts once the delayed one is passed
+    over."""
+    asked: list[str] = []
+
+    def noted(session: Session, job: JobInfo) -> bool:
+        asked.append(job.name)
+        return within_preemption_delay(session, job)
+
+    monkeypatch.setattr(victims, "within_preemption_delay", noted)
+    objects = [
+        *preempt_cluster(),
+        pod("pending-job1", "queue0", gpus=1, priority_class="build", arrival=1),
+    ]
+    result = run(objects, SchedulerConfig(actions=("allocate", "preempt")), cycles=2)
+    assert set(asked) == {"pending-job0"}
+    assert evicted(result, "preempt") == ["running-job0"]
+    assert pipelines(d for r in result.cycles for d in r.decisions) == {"pending-job1": "node0"}
