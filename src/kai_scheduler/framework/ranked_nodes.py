@@ -82,9 +82,11 @@ FOUND_VALUES: Final = 3
 # pods; CPU-only pods' values seldom repeat.
 SUMS_KEPT: Final = 4096
 # What a session keeps (`Session.scratch`): what is kept for the session's node table (`_Kept`), and what
-# each scorer says (its ranking and constant conditions, by position).
+# each scorer says (its ranking and constant conditions, by position), and the sums by values of every
+# question whose sums read the values alone, by their terms (`SumsByTerms`).
 _KEPT: Final = "ranked-nodes-kept"
 _SAID: Final = "ranked-nodes-scorers"
+_SUMS: Final = "ranked-nodes-sums-by-terms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -836,6 +838,16 @@ class _Looks:
         return found
 
 
+# Sums by the candidates' values (`_Summed.of_values`).
+_SumsByValues = dict[tuple[float, ...], list[float] | float]
+# The sums by values of a session's questions, by the terms they add (`_Summed._value_terms`: constants and
+# the ranking's scores of values). Why: a backlog's pods come in hundreds of shapes whose sums add the same
+# terms (binpack's scores and the same constants), and each shape's first pods worked out anew the sums of
+# values another shape had kept (0.45 a pod at 500 nodes). Exact: those terms read the values alone, the
+# same callable and equal floats (a constant is never 0.0, `_learn`, so equal ones have the same bits).
+SumsByTerms = dict[tuple[object, ...], _SumsByValues]
+
+
 class _Summed:
     """The summed scores of a pod shape's candidates (`Session._scores`'s sums, the same bits), asking only
     the scorers that are not constant for it: each constant scorer's one score is kept from the first sum
@@ -853,6 +865,7 @@ class _Summed:
         plain: dict[int, PlainScore] | None,
         by_values: Callable[[list[float]], list[float] | float] | None,
         unscored: _Summed | None = None,
+        shared: SumsByTerms | None = None,
     ) -> None:
         self._scorers = scorers
         # With sparse scorers: the same sums where they score no candidate, each sparse scorer taken as one
@@ -871,7 +884,9 @@ class _Summed:
         self._by_values = by_values
         # The sums by the candidates' values (`of_values`). Why: a whole-GPU pod's candidates are valued in
         # a few counts of free GPUs, and its shape's pods ask the sums of the same few values over and over.
-        self._sums_by_values: dict[tuple[float, ...], list[float] | float] = {}
+        # Once learned, shared with the session's other questions that add the same terms (`shared`).
+        self._sums_by_values: _SumsByValues = {}
+        self._shared = shared
         # Once learned: the terms in scorer order, a constant's score or a scorer to ask; the constants
         # before the first scorer asked folded into one (0.0 + a + b, as `Session._scores` adds them).
         self._terms: list[float | ScoreOf] | None = None
@@ -975,6 +990,8 @@ class _Summed:
         self._terms = terms
         self._plain_terms = None if self._plain is None else plain_terms
         self._value_terms = None if self._by_values is None or self._plain is None else value_terms
+        if self._value_terms is not None and self._shared is not None:
+            self._sums_by_values = self._shared.setdefault(tuple(value_terms), self._sums_by_values)
         return summed
 
 
@@ -1047,7 +1064,10 @@ def _ranking(session: Session, shape: _Shape, task: TaskInfo) -> _Said:
             )
             for position in range(len(points.node_scorers))
         ]
-    answer = shape.said[key] = _asked(said, session.points.node_scorers, task)
+    shared: SumsByTerms | None = session.scratch.get(_SUMS)
+    if shared is None:
+        shared = session.scratch[_SUMS] = {}
+    answer = shape.said[key] = _asked(said, session.points.node_scorers, task, shared)
     return answer
 
 
@@ -1055,8 +1075,9 @@ def _asked(
     said: list[tuple[RanksBy | None, Callable[[TaskInfo], bool] | None, SparseOn | None]],
     scorers: list[ScoreOf],
     task: TaskInfo,
+    shared: SumsByTerms | None = None,
 ) -> _Said:
-    """`_ranking` asked of every scorer."""
+    """`_ranking` asked of every scorer (`shared`: the session's sums by values, `SumsByTerms`)."""
     found = None
     sparse: list[tuple[Ranking, float]] = []
     sparse_at: set[int] = set()
@@ -1094,10 +1115,12 @@ def _asked(
     ranking = found[0]
     own_values = None if ranking.finds is not None else ranking.scores_of_values
     unscored = (
-        _Summed(scorers, frozenset(constant_at | sparse_at), ranking_plain, own_values) if sparse else None
+        _Summed(scorers, frozenset(constant_at | sparse_at), ranking_plain, own_values, shared=shared)
+        if sparse
+        else None
     )
     by_values = None if sparse else own_values
-    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values, unscored))
+    return (*found, sparse, _Summed(scorers, frozenset(constant_at), plain, by_values, unscored, shared))
 
 
 def _plain_at(

@@ -934,3 +934,44 @@ def test_a_shape_mask_kept_is_compared_with_each_pods_in_the_verify_mode() -> No
     assert ranked_nodes.best_node(session, tasks["default/p0"]) == 0
     with pytest.raises(CarriedMismatch):
         ranked_nodes.best_node(session, tasks["default/p1"])
+
+
+def _summed_sharing(
+    constant: float, shared: ranked_nodes.SumsByTerms, scores_of_values: Callable[[list[float]], list[float]]
+) -> Any:
+    """A question's sums of a constant scorer's `constant` and a ranking's `scores_of_values`, learned with
+    `shared` (the session's sums by terms)."""
+
+    def constant_scorer(task: object, rows: object) -> float:
+        return constant
+
+    def ranking_scorer(task: object, rows: object) -> np.ndarray:
+        return np.array([1.0, 2.0])
+
+    summed = ranked_nodes._Summed(
+        [constant_scorer, ranking_scorer],  # type: ignore[list-item]
+        frozenset({0}),
+        {1: lambda task, rows, values: scores_of_values(values)},
+        scores_of_values,
+        shared=shared,
+    )
+    summed.scores(None, [0, 1], [1.0, 2.0])  # type: ignore[arg-type]  # (the first sum learns the terms)
+    return summed
+
+
+def test_questions_adding_the_same_terms_share_their_sums_by_values() -> None:
+    """A sum by values one question worked out is not worked out again by another whose terms are the same
+    constants and ranking (the same floats), and is by one whose constant differs."""
+    shared: ranked_nodes.SumsByTerms = {}
+    asked: list[list[float]] = []
+
+    def scores_of_values(values: list[float]) -> list[float]:
+        asked.append(values)
+        return [value * 10.0 for value in values]
+
+    first, same, other = (_summed_sharing(constant, shared, scores_of_values) for constant in (3.0, 3.0, 5.0))
+    asked.clear()  # (the sums that learned the terms)
+    assert first.of_values((1.0, 2.0)) == [13.0, 23.0] and asked == [[1.0, 2.0]]
+    assert same.of_values((1.0, 2.0)) == [13.0, 23.0] and asked == [[1.0, 2.0]]  # kept by the first
+    assert other.of_values((1.0, 2.0)) == [15.0, 25.0] and asked == [[1.0, 2.0], [1.0, 2.0]]
+    assert len(shared) == 2
