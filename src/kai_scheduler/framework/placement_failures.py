@@ -241,6 +241,14 @@ class SessionFailures:
         differing = self._differing_rows_since(counts.position)
         return None if differing is None else (counts, differing)
 
+    def text_counted_at(self, key: Hashable, position: int) -> str | None:
+        """The words of the explanation counted for `key` in this session when the node table's log of
+        changes stood at `position` (None: none is): `kept_counts` would give it with no row to count
+        again, and it reads as it did. Why: most explanations of a backlog's tail come with no node
+        changed since the last of their shape, and the way through `kept_counts` costs several calls."""
+        counts = self._no_fit.get(key)
+        return counts.text if counts is not None and counts.position == position else None
+
     def keep_counts(self, key: Hashable, counts: NoFitCounts) -> None:
         self._no_fit[key] = counts
 

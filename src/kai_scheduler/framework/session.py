@@ -1059,10 +1059,10 @@ class Session:
             return failure
         if self.allowed is not None:
             return self._explain_no_fit(task)
-        reads = [read(task) for read in self._pod_readers()]
         part = self.placement_failures.part_of(self) if self.placement_failures is not None else None
-        if part is not None and all(read is None for read in reads):
+        if part is not None and not self.reads_other_pods(task):
             return self._explain_by_rows(task, part)
+        reads = [read(task) for read in self._pod_readers()]
         key = (nodes.version, task.request, task.placement.key, *reads)
         explained = self._explanations.get(key)
         if explained is None:
@@ -1078,6 +1078,8 @@ class Session:
         nodes = self.snapshot.nodes
         key = (task.request, task.placement.key)
         position = nodes.change_position()
+        if not self.verify_carried and (text := part.text_counted_at(key, position)) is not None:
+            return text  # (asked again with no node changed since: most pods a backlog's tail explains)
         kept = part.kept_counts(key)
         counts: NoFitCounts | None = None
         if kept is not None:

@@ -5,6 +5,7 @@ a pod shape the last cycle found to have no node after it placed a pod asked abo
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +16,7 @@ from kai_scheduler.controlplane.unchanged_cycles import VERIFY_ENV
 from kai_scheduler.framework.config import SchedulerConfig
 from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.framework.placement_failures import SessionFailures
+from kai_scheduler.framework.session import Session
 from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.resources import PodRequest
 from kai_scheduler.sim.engine import Simulation, SimulationOptions
@@ -50,9 +52,11 @@ def rows_asked(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     return asked
 
 
-def trickle(monkeypatch: pytest.MonkeyPatch) -> tuple[Simulation, list[Node]]:
-    """Three nodes of 2 GPUs, all taken; n0 frees one at 15 s for `one`, and `two` (2 GPUs) fits nowhere."""
-    monkeypatch.setenv(VERIFY_ENV, "1")
+def trickle(monkeypatch: pytest.MonkeyPatch, *, verify: bool = True) -> tuple[Simulation, list[Node]]:
+    """Three nodes of 2 GPUs, all taken; n0 frees one at 15 s for `one`, and `two` (2 GPUs) fits nowhere
+    (`verify`: with the debug variable set)."""
+    if verify:
+        monkeypatch.setenv(VERIFY_ENV, "1")
     nodes = [node(f"n{i}", gpus=2) for i in range(3)]
     objects: list[ApiObject] = [
         *nodes,
@@ -109,3 +113,37 @@ def test_an_explanation_counted_after_a_pod_was_placed_is_not_counted_again_at_i
 
 def cordoned(n: Node) -> Node:
     return n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": True})})
+
+
+def test_an_explanation_asked_again_with_no_node_changed_reads_as_it_did_without_its_kept_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each explanation by rows is asked a second time at once (no node changed between): it reads as
+    the first answer did, and is given from the counts kept at that very position, not through
+    `kept_counts` and its rows that may differ (without the debug variable, which counts every time)."""
+    monkeypatch.delenv(VERIFY_ENV, raising=False)
+    sim, _ = trickle(monkeypatch, verify=False)
+    kept_asked: list[Hashable] = []
+    original_kept = SessionFailures.kept_counts
+
+    def kept_counts(self: SessionFailures, key: Hashable) -> tuple[NoFitCounts, list[int]] | None:
+        kept_asked.append(key)
+        return original_kept(self, key)
+
+    answers: list[tuple[str, str, list[Hashable]]] = []
+    original = Session._explain_by_rows
+
+    def asked_twice(self: Session, task: TaskInfo, part: SessionFailures) -> str:
+        first = original(self, task, part)
+        kept_asked.clear()
+        again = original(self, task, part)
+        answers.append((first, again, list(kept_asked)))
+        return first
+
+    monkeypatch.setattr(SessionFailures, "kept_counts", kept_counts)
+    monkeypatch.setattr(Session, "_explain_by_rows", asked_twice)
+    for at, cycle in ((0.0, 1), (20.0, 2)):
+        sim._cycle(at, cycle)
+    assert answers
+    assert all(first == again and not asked for first, again, asked in answers)
+    assert "Insufficient GPUs" in answers[-1][0]
