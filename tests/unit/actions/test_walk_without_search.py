@@ -127,27 +127,33 @@ def test_a_job_with_no_reason_yet_is_walked_in_queue_order(monkeypatch: pytest.M
     assert len(pops) == 6  # five jobs, then the end
 
 
-def test_a_failed_signature_of_two_leaves_is_walked_in_queue_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Consolidation's signatures leave the queue out: which leaf's job goes first decides which is
-    refused and which passes over."""
-    objects = [
+def _two_leaves(*, b_priority: str) -> list[Any]:
+    """Two leaves of one GPU each on a two-GPU node: a's job runs, a's and b's (at `b_priority`) wait."""
+    return [
         node("n0", gpus=2),
         queue("a", gpu=1),
         queue("b", gpu=1),
         pod("a-run", "a", gpus=1, node_name="n0", priority_class="train"),
         pod("a-0", "a", gpus=1, priority_class="train"),
-        pod("b-0", "b", gpus=1, priority_class="train"),
+        pod("b-0", "b", gpus=1, priority_class=b_priority),
     ]
 
-    def blocker(session: Session) -> Session:
-        session.points.victim_invariant_pre_predicates.append(lambda task: "blocked")
-        return session
 
+def _blocked(session: Session) -> Session:
+    """`session` where a victim-invariant pre-predicate refuses every pod."""
+    session.points.victim_invariant_pre_predicates.append(lambda task: "blocked")
+    return session
+
+
+def test_a_failed_signature_of_two_leaves_is_walked_in_queue_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consolidation's signatures leave the queue out: which leaf's job goes first decides which is
+    refused and which passes over."""
+    objects = _two_leaves(b_priority="train")
     with monkeypatch.context() as patch:
         _in_queue_order(patch, Consolidation)
-        expected = _outcome(blocker(_session(objects)), Consolidation())
+        expected = _outcome(_blocked(_session(objects)), Consolidation())
     pops = _popped(monkeypatch)
-    assert _outcome(blocker(_session(objects)), Consolidation()) == expected
+    assert _outcome(_blocked(_session(objects)), Consolidation()) == expected
     assert len(pops) == 3
     assert sum("consolidation:" in reason for reason in expected[0].values()) == 1
 
@@ -159,22 +165,10 @@ def test_consolidation_passes_over_a_blocked_job_before_asking_its_signature(
     asked its signature, and one of another leaf sharing a failed signature (b's non-preemptible build
     job asks what a's refused job asks; consolidation's signatures leave the queue and preemptibility
     out) does not send the walk to the job queue, which would pass it over too."""
-    objects = [
-        node("n0", gpus=2),
-        queue("a", gpu=1),
-        queue("b", gpu=1),
-        pod("a-run", "a", gpus=1, node_name="n0", priority_class="train"),
-        pod("a-0", "a", gpus=1, priority_class="train"),
-        pod("b-0", "b", gpus=1, priority_class="build"),
-    ]
-
-    def blocker(session: Session) -> Session:
-        session.points.victim_invariant_pre_predicates.append(lambda task: "blocked")
-        return session
-
+    objects = _two_leaves(b_priority="build")
     with monkeypatch.context() as patch:
         _in_queue_order(patch, Consolidation)
-        expected = _outcome(blocker(_session(objects)), Consolidation())
+        expected = _outcome(_blocked(_session(objects)), Consolidation())
     asked: list[str] = []
     signature = Consolidation.signature
 
@@ -184,7 +178,7 @@ def test_consolidation_passes_over_a_blocked_job_before_asking_its_signature(
 
     monkeypatch.setattr(Consolidation, "signature", noted)
     _no_job_queue(monkeypatch)
-    assert _outcome(blocker(_session(objects)), Consolidation()) == expected
+    assert _outcome(_blocked(_session(objects)), Consolidation()) == expected
     assert asked == ["pg-a-0"]
     assert sum("consolidation:" in reason for reason in expected[0].values()) == 1
 
