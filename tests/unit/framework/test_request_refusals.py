@@ -11,23 +11,16 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from helpers import node, open_session, pod, queue
+from helpers import open_session, pod
 from kai_scheduler.framework import session as session_module
 from kai_scheduler.framework.no_fit_counts import NoFitCounts, Refusals, RequestRefusals, StaticRefusals
 from kai_scheduler.framework.session import NamedPredicate, Session
-from kai_scheduler.model.jobs import TaskInfo, TaskStatus
 from kai_scheduler.model.nodes import ALL_ROWS
-
-TAINT = {"key": "dedicated", "value": "infer", "effect": "NoSchedule"}
+from zoned_cluster import ZONED_CLUSTER, pending
 
 # Three shapes of one request (8 GPUs, 8 CPUs): bound to zone a, to zone b, and to no zone.
 OBJECTS = [
-    queue("q", gpu=-1),
-    *(node(f"a{i}", gpus=8, cpu=64, labels={"zone": "a"}) for i in range(3)),
-    node("b0", gpus=2, cpu=16, labels={"zone": "b"}),
-    node("b1", gpus=8, cpu=64, labels={"zone": "b"}, taints=[TAINT]),
-    pod("running", gpus=4, cpu="8", node_name="a1"),
-    pod("filler", gpus=4, cpu="60", queue="q"),
+    *ZONED_CLUSTER,
     pod("in-a", gpus=8, cpu="8", node_selector={"zone": "a"}),
     pod("in-b", gpus=8, cpu="8", node_selector={"zone": "b"}),
     pod("anywhere", gpus=8, cpu="8"),
@@ -68,14 +61,6 @@ def rows_brought_up_to_date(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
 
     monkeypatch.setattr(RequestRefusals, "update", update)
     return updated
-
-
-def pending(session: Session, name: str) -> TaskInfo:
-    return next(
-        task
-        for task in session.snapshot.tasks.values()
-        if task.status is TaskStatus.PENDING and task.name == name
-    )
 
 
 def counted_as_every_node(session: Session, name: str) -> NoFitCounts:

@@ -9,34 +9,20 @@ from unittest import mock
 
 import numpy as np
 
-from helpers import node, open_session, pod, queue
+from helpers import open_session, pod
 from kai_scheduler.framework import session as session_module
 from kai_scheduler.framework.no_fit_counts import NoFitCounts
 from kai_scheduler.framework.session import Session, resource_shortfalls
-from kai_scheduler.model.jobs import TaskInfo, TaskStatus
+from kai_scheduler.model.jobs import TaskInfo
 from kai_scheduler.model.nodes import ALL_ROWS
-
-TAINT = {"key": "dedicated", "value": "infer", "effect": "NoSchedule"}
+from zoned_cluster import ZONED_CLUSTER, pending
 
 OBJECTS = [
-    queue("q", gpu=-1),
-    *(node(f"a{i}", gpus=8, cpu=64, labels={"zone": "a"}) for i in range(3)),
-    node("b0", gpus=2, cpu=16, labels={"zone": "b"}),
-    node("b1", gpus=8, cpu=64, labels={"zone": "b"}, taints=[TAINT]),
-    pod("running", gpus=4, cpu="8", node_name="a1"),
-    pod("filler", gpus=4, cpu="60", queue="q"),
+    *ZONED_CLUSTER,
     pod("whole", gpus=8, cpu="8", node_selector={"zone": "a"}),
     pod("cpu-heavy", gpus=1, cpu="40", node_selector={"zone": "b"}),
     pod("anywhere", gpus=2, cpu="1"),
 ]
-
-
-def pending(session: Session, name: str) -> TaskInfo:
-    return next(
-        task
-        for task in session.snapshot.tasks.values()
-        if task.status is TaskStatus.PENDING and task.name == name
-    )
 
 
 def shortfalls_alike(session: Session, task: TaskInfo, rows: list[int]) -> None:
